@@ -1,0 +1,8 @@
+-- Revert pgflight:functions/_lifecycle
+begin;
+drop function pgflight._reclaim(timestamptz, integer);
+drop function pgflight._fail_attempt(bigint, text, text, jsonb, boolean, double precision, text, text);
+drop function pgflight._step_finished(bigint, text, text);
+drop function pgflight._cancel_steps(bigint[], text, text);
+drop function pgflight._wake(bigint, text, text);
+commit;

@@ -1,0 +1,6 @@
+-- Revert pgflight:functions/complete_step
+begin;
+drop function pgflight.complete_batch(bigint[], bigint[], jsonb[]);
+drop function pgflight.complete_step(bigint, bigint, jsonb);
+drop function pgflight._complete(bigint, bigint, jsonb, timestamptz);
+commit;

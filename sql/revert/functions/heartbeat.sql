@@ -1,0 +1,4 @@
+-- Revert pgflight:functions/heartbeat
+begin;
+drop function pgflight.heartbeat(bigint, bigint[], bigint[]);
+commit;

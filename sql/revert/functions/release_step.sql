@@ -1,0 +1,4 @@
+-- Revert pgflight:functions/release_step
+begin;
+drop function pgflight.release_step(bigint, bigint, text);
+commit;

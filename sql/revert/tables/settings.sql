@@ -1,0 +1,3 @@
+begin;
+drop table pgflight.settings;
+commit;

@@ -1,0 +1,4 @@
+begin;
+drop table pgflight.workers;
+
+commit;

@@ -1,0 +1,2 @@
+-- Verify pgflight:cron_extension
+select 1;

@@ -1,0 +1,2 @@
+-- Verify pgflight:functions/fail_step
+select 'pgflight.fail_step(bigint, bigint, jsonb, jsonb)'::regprocedure;

@@ -1,0 +1,2 @@
+-- Verify pgflight:functions/heartbeat
+select 'pgflight.heartbeat(bigint, bigint[], bigint[])'::regprocedure;

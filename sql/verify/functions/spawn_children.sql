@@ -1,0 +1,4 @@
+-- Verify pgflight:functions/spawn_children
+select 'pgflight.spawn_children(bigint, bigint, jsonb, jsonb)'::regprocedure;
+select 'pgflight.children_results(bigint)'::regprocedure;
+select 'pgflight.wake_parents(integer)'::regprocedure;

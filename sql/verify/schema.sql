@@ -1,0 +1,2 @@
+-- Verify pgflight:schema
+select pg_catalog.has_schema_privilege('pgflight', 'usage');

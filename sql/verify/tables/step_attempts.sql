@@ -1,0 +1,1 @@
+select * from pgflight.step_attempts where false;

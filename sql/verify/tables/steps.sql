@@ -1,0 +1,1 @@
+select * from pgflight.steps where false;

@@ -1,0 +1,2 @@
+select * from pgflight.step_status where false;
+select * from pgflight.engine_health;
