@@ -8,17 +8,17 @@ set local role pgflight_owner;
 -- Run every sweep, COMMIT, sleep, for about p_duration_s seconds. pg_cron 1.4 schedules by the
 -- minute only; a job that CALLs this once a minute sweeps every p_interval_s seconds, so a dead
 -- worker's step is running again within lease + a few seconds (invariant 4).
+-- No SET clause: a procedure with one may not COMMIT, so every name inside is schema-qualified.
 create procedure pgflight.sweep_loop(p_duration_s double precision default 55, p_interval_s double precision default 5)
 language plpgsql
-set search_path = ''
 as $$
 declare
-  v_end timestamptz := clock_timestamp() + make_interval(secs => p_duration_s);
+  v_end timestamptz := pg_catalog.clock_timestamp() + make_interval(secs => p_duration_s);
 begin
   loop
     perform pgflight.run_sweeps();
     commit;
-    exit when clock_timestamp() + make_interval(secs => p_interval_s) > v_end;
+    exit when pg_catalog.clock_timestamp() + make_interval(secs => p_interval_s) > v_end;
     perform pg_catalog.pg_sleep(p_interval_s);
   end loop;
 end

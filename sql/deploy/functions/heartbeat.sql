@@ -39,7 +39,7 @@ begin
       from asked q
      where a.id = q.attempt_id and a.fencing_token = q.token and a.worker_id = p_worker_id
        and a.status in ('claimed', 'running')
-    returning a.id, a.lease_expires_at
+    returning a.id, a.fencing_token, a.lease_expires_at
   )
   select q.attempt_id,
          case when r.id is not null then 'ok'
@@ -47,7 +47,7 @@ begin
               else 'lost' end,
          r.lease_expires_at
     from asked q
-    left join renewed r on r.id = q.attempt_id
+    left join renewed r on r.id = q.attempt_id and r.fencing_token = q.token
     left join pgflight.step_attempts a on a.id = q.attempt_id;
 end
 $$;

@@ -1,0 +1,4 @@
+-- Revert pgflight:tables/budgets
+begin;
+drop table pgflight.budgets;
+commit;

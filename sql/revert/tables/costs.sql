@@ -1,0 +1,4 @@
+-- Revert pgflight:tables/costs
+begin;
+drop table pgflight.costs;
+commit;

@@ -1,0 +1,4 @@
+-- Revert pgflight:tables/effects
+begin;
+drop table pgflight.effects;
+commit;

@@ -1,0 +1,4 @@
+-- Revert pgflight:tables/traces
+begin;
+drop table pgflight.traces;
+commit;
