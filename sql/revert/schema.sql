@@ -1,5 +1,5 @@
 -- Revert pgflight:schema
 begin;
-alter default privileges for role pgflight_owner in schema pgflight grant execute on functions to public;
+alter default privileges for role pgflight_owner grant execute on functions to public;
 drop schema pgflight;
 commit;

@@ -125,7 +125,7 @@ begin
     v_key := coalesce(v_key, 'approval');
   end if;
   insert into pgflight.approvals (step_id, gate_key) values (p_step_id, v_key)
-  on conflict (step_id, gate_key) do nothing;
+  on conflict on constraint gate_key_is_unique_per_step do nothing;
   select g.* into v_gate from pgflight.approvals g where g.step_id = p_step_id and g.gate_key = v_key for update;
   if v_gate.decision is not null then
     if v_gate.decision = p_decision then
