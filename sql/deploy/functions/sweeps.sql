@@ -56,9 +56,7 @@ begin
   return query select 'reclaim_expired'::text, pgflight.reclaim_expired(1000);
   return query select 'wake_parents'::text, pgflight.wake_parents(1000);
   return query select 'expire_approvals'::text, pgflight.expire_approvals(1000);
-  if to_regproc('pgflight.enforce_budgets') is not null then
-    return query execute 'select ''enforce_budgets''::text, pgflight.enforce_budgets(1000)';
-  end if;
+  return query select 'enforce_budgets'::text, pgflight.enforce_budgets(1000);
 end
 $$;
 comment on function pgflight.run_sweeps() is 'Run every sweep once; returns rows affected per sweep.';

@@ -1,0 +1,132 @@
+"""
+Shared pieces of the benchmarks in bench/: a throwaway PostgreSQL cluster with realistic
+durability (fsync on, synchronous_commit on: every commit waits for its WAL flush), deployed with
+sqitch; counters read from pg_stat_database and the WAL position; percentiles.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+from pgflight import migrate
+from pgflight.embedded import Cluster
+
+Conn = psycopg.Connection[Any]
+REALISTIC = {"fsync": "on", "synchronous_commit": "on", "log_min_messages": "warning"}
+
+
+@contextlib.contextmanager
+def throwaway_cluster(database: str = "pgflight") -> Iterator[tuple[Cluster, str]]:
+    """
+    Start a new cluster in /tmp with fsync and synchronous commit on, deploy pgflight into
+    `database`, create workspace `bench`; yield (cluster, superuser DSN); destroy it afterwards.
+    """
+    folder = Path(tempfile.mkdtemp(prefix="pgflight-bench-"))
+    os.chmod(folder, 0o755)
+    cluster = Cluster(folder, settings=REALISTIC, database=database)
+    try:
+        dsn = cluster.up()
+        migrate.deploy(dsn, verify=False)
+        with psycopg.connect(dsn, autocommit=True) as c:
+            c.execute("select pgflight.create_workspace('bench')")
+        yield cluster, dsn
+    finally:
+        cluster.destroy()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@dataclass
+class Counters:
+    """Committed transactions of the database and the WAL position, read together."""
+
+    commits: int
+    wal_lsn: int
+
+    @staticmethod
+    def read(conn: Conn) -> Counters:
+        conn.execute("select pg_stat_clear_snapshot()")
+        row = conn.execute(
+            "select xact_commit, pg_current_wal_lsn() - '0/0'::pg_lsn from pg_stat_database"
+            " where datname = current_database()").fetchone()
+        assert row is not None
+        return Counters(int(row[0]), int(row[1]))
+
+
+def stats_settled(conn: Conn) -> Counters:
+    """
+    Counters after the statistics collector caught up: pg_stat_database is updated by each backend
+    when it goes idle (PG 15: at most every PGSTAT_MIN_INTERVAL, 1 s), so wait for two equal reads.
+    """
+    prev = Counters.read(conn)
+    while True:
+        time.sleep(1.1)
+        cur = Counters.read(conn)
+        if cur.commits == prev.commits:
+            return cur
+        prev = cur
+
+
+def percentile(values: Sequence[float], p: float) -> float:
+    """The p-th percentile (0-100), nearest rank."""
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    k = max(0, min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1))))
+    return ordered[k]
+
+
+def run_threads(n: int, body: Callable[[int], int]) -> tuple[int, float]:
+    """Run body(i) on n threads after a common barrier; return (sum of their results, wall seconds)."""
+    barrier = threading.Barrier(n + 1)
+    results = [0] * n
+
+    def go(i: int) -> None:
+        barrier.wait()
+        results[i] = body(i)
+
+    threads = [threading.Thread(target=go, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    barrier.wait()
+    started = time.perf_counter()
+    for t in threads:
+        t.join()
+    return sum(results), time.perf_counter() - started
+
+
+def register(conn: Conn, name: str) -> int:
+    row = conn.execute("select pgflight.register_worker(%s)", [name]).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def claim_complete_loop(dsn: str, name: str, recipes: list[str] | None, batch: int, *,
+                        until_empty: bool = True) -> int:
+    """Claim `batch` at a time and complete them with complete_batch until nothing is left; return the count."""
+    done = 0
+    with psycopg.connect(dsn, autocommit=True) as c:
+        w = register(c, name)
+        idle = 0
+        while True:
+            got = c.execute("select attempt_id, fencing_token from pgflight.claim_batch(%s, %s, 60, %s)",
+                            [w, batch, recipes]).fetchall()
+            if not got:
+                idle += 1
+                if until_empty and idle >= 3:
+                    return done
+                continue
+            idle = 0
+            c.execute("select count(*) from pgflight.complete_batch(%s, %s, array_fill(null::jsonb, array[%s]))",
+                      [[a for a, _ in got], [t for _, t in got], len(got)])
+            done += len(got)

@@ -1,0 +1,286 @@
+"""
+The agent recipe: an Anthropic-style tool-use loop whose every iteration is durable rows.
+
+Each iteration: budget admission (``reserve_budget``) -> one model call (transient errors retried
+and recorded as ``api_error`` blocks) -> ``record_model_call`` (response blocks, usage, cost and
+budget settlement in one transaction) -> for each tool_use: ``mark_tool_call`` (in_flight), run
+the tool (through effect receipts when it has side effects), ``complete_tool_call``.
+
+Resume (a reclaimed or woken attempt): ``load_transcript`` marks calls left in flight as
+interrupted and returns every block; the messages are rebuilt exactly (same content blocks, same
+tool_use ids) and the loop continues at the first incomplete iteration, so iterations already
+recorded are never asked of the model again. An interrupted call is settled before anything is
+retried: the tool's ``verify`` hook, else its effect receipt, decides; a tool without side effects
+simply runs again; otherwise the model is told the call was interrupted.
+
+Sub-agents: the ``delegate`` tool spawns one child ``agent`` step per sub-task (the plan is data);
+the parent parks in awaiting_children and, when woken, gets the children's answers as the tool's
+result. A child's spend counts against the parent's tree budgets.
+
+A cap that would be crossed (ZF007) ends the step at once with :class:`BudgetExhausted` (a
+:class:`~pgflight.recipes.Fatal`: dead letter, no retry), which wakes a waiting parent.
+"""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+from typing import Any
+
+from pydantic import BaseModel, Field, ValidationError
+
+from pgflight import errors
+from pgflight.agent import providers as prov
+from pgflight.agent.tools import Tool, ToolContext, get_tools, result_text, tool
+from pgflight.db import agent as adb
+from pgflight.models_agent import TranscriptBlock
+from pgflight.recipes import Fatal, StepContext, recipe
+
+Block = dict[str, Any]
+
+INTERRUPTED_TEXT = ("The call was interrupted by a crash before its result was recorded; it may or may not "
+                    "have taken effect. Check before calling it again.")
+
+
+class AgentInput(BaseModel):
+    """Input of the ``agent`` recipe."""
+
+    task: str
+    system: str = ""
+    model: str = "offline"
+    provider: str | None = None  # anthropic | offline | a registered name; default: see get_provider
+    tools: list[str] = Field(default_factory=list)
+    max_tokens: int = 1024
+    max_iterations: int | None = None
+    max_tool_calls: int | None = None
+    max_usd: float | None = None  # USD cap of this agent and its sub-agents
+    max_wall_s: float | None = None  # seconds, wall-time cap of this agent's tree
+    est_usd: float | None = None  # USD reserved before each call (default: priced from the request)
+
+
+class BudgetExhausted(Fatal):
+    """A budget cap (ZF007) stopped the agent; the step is dead-lettered with reason budget_exhausted."""
+
+
+class AgentLoop:
+    """One run of the agent recipe for one attempt."""
+
+    def __init__(self, ctx: StepContext, inp: AgentInput, *, provider: prov.Provider | None = None) -> None:
+        self.ctx = ctx
+        self.inp = inp
+        self._call = ctx._call
+        self.provider = provider or prov.get_provider(inp.provider, inp.model)
+        try:
+            self.tools: dict[str, Tool] = {t.name: t for t in get_tools(inp.tools)}
+        except KeyError as e:
+            raise Fatal(str(e)) from None
+        self.agent_run_id = 0
+        self.total_usd = Decimal(0)
+        self.stop_reason: str | None = None
+        self._unit_prices: tuple[Decimal, Decimal] | None = None
+
+    # --- db ------------------------------------------------------------------------------------
+
+    def _db(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        """A fenced agent write with this attempt's (attempt_id, token); ZF007 ends the step."""
+        try:
+            return self._call(fn, self.ctx.attempt_id, self.ctx.token, *args, **kwargs)
+        except errors.BudgetExceeded as e:
+            raise BudgetExhausted(f"budget_exhausted: {e.message}" + (f" [{e.detail}]" if e.detail else "")) from None
+
+    # --- the loop ------------------------------------------------------------------------------
+
+    def run(self) -> dict[str, Any]:
+        """Run (or resume) the agent to its final answer. :return: the step's result."""
+        inp = self.inp
+        begun = self._db(adb.begin_agent_run, model=inp.model, system=inp.system, task=inp.task,
+                         max_iterations=inp.max_iterations, max_tool_calls=inp.max_tool_calls,
+                         max_usd=inp.max_usd, max_wall_s=inp.max_wall_s)
+        self.agent_run_id = begun.agent_run_id
+        rows: list[TranscriptBlock] = self._db(adb.load_transcript, self.agent_run_id)
+        messages, iteration, results = rebuild_messages(rows)
+        self.total_usd = sum((r.usd for r in rows if r.seq == 0 and r.iteration > 0 and r.usd is not None),
+                             Decimal(0))
+        self.stop_reason = next((r.stop_reason for r in reversed(rows) if r.iteration == iteration), None)
+        schemas = [t.schema() for t in self.tools.values()]
+        while True:
+            if iteration > 0:
+                uses = [b for b in messages[-1]["content"] if b.get("type") == "tool_use"]
+                if not uses:
+                    return self._final(messages, iteration)
+                messages.append({"role": "user", "content": [
+                    self._tool_result(iteration, b, results.get(b["id"])) for b in uses]})
+            self.ctx.check_cancelled()
+            iteration += 1
+            request = prov.Request(inp.model, inp.system, messages, schemas, inp.max_tokens)
+            self._db(adb.reserve_budget, self.agent_run_id, iteration, self._estimate(request))
+            it = iteration
+            response, retries = prov.create_with_retries(
+                self.provider, request,
+                on_error=lambda e: self._db(adb.record_trace, self.agent_run_id, it, "system", "api_error", e))
+            content = response["content"]
+            rec = self._db(adb.record_model_call, self.agent_run_id, iteration, content, response.get("usage", {}),
+                           response.get("model") or inp.model, stop_reason=response.get("stop_reason"),
+                           retries=retries)
+            if not rec.recorded:  # another writer stored this iteration: continue from the record
+                return self.run()
+            self.total_usd = rec.total_usd
+            self.stop_reason = response.get("stop_reason")
+            messages.append({"role": "assistant", "content": content})
+            results = {}
+
+    def _final(self, messages: list[dict[str, Any]], iteration: int) -> dict[str, Any]:
+        answer = "".join(b.get("text", "") for b in messages[-1]["content"] if b.get("type") == "text")
+        return {"answer": answer, "stop_reason": self.stop_reason, "iterations": iteration,
+                "usd": float(self.total_usd), "agent_run_id": self.agent_run_id}
+
+    def _estimate(self, request: prov.Request) -> Decimal:
+        """USD to reserve: the input's est_usd, else input (chars / 4) and max_tokens at list price."""
+        if self.inp.est_usd is not None:
+            return Decimal(str(self.inp.est_usd))
+        if self._unit_prices is None:
+            per_in = self._call(adb.price_usd, request.model, {"input_tokens": 1_000_000})
+            per_out = self._call(adb.price_usd, request.model, {"output_tokens": 1_000_000})
+            self._unit_prices = (per_in, per_out)
+        chars = len(json.dumps([request.system, request.messages, request.tools], default=str))
+        per_in, per_out = self._unit_prices
+        return (per_in * (chars // 4 + 1) + per_out * request.max_tokens) / 1_000_000
+
+    # --- tools ---------------------------------------------------------------------------------
+
+    def _tool_result(self, iteration: int, use: Block, row: TranscriptBlock | None) -> Block:
+        """Settle one tool call of the last iteration and return its tool_result block."""
+        tid, name = use["id"], use["name"]
+        if row is not None and row.status == "completed":
+            return dict(row.content)
+        t = self.tools.get(name)
+        if t is None:
+            return self._complete(tid, _error(tid, f"unknown tool {name!r}"))
+        tctx = ToolContext(self.ctx, self.agent_run_id, iteration, tid)
+        if row is not None:  # interrupted (or left in flight by a parked run of this attempt)
+            verdict = self._recover(t, use, tctx)
+            if verdict is not None:
+                return self._complete(tid, verdict)
+        mark = self._db(adb.mark_tool_call, self.agent_run_id, tid)
+        if mark.previous_status == "completed":
+            return dict(mark.content)
+        try:
+            args = t.args_model.model_validate(use.get("input", {}))
+        except ValidationError as e:
+            return self._complete(tid, _error(tid, f"invalid arguments for {name}: {e}"))
+        try:
+            if t.side_effects:
+                out = self.ctx.effect(f"tool:{tid}", lambda: _jsonable(t.call(args, tctx)))
+            else:
+                out = t.call(args, tctx)
+        except (errors.LeaseLost, errors.Cancelled, Fatal):
+            raise
+        except Exception as e:  # a tool's failure is the model's information, not the step's
+            return self._complete(tid, _error(tid, f"{type(e).__name__}: {e}"))
+        return self._complete(tid, {"type": "tool_result", "tool_use_id": tid, "content": result_text(out)})
+
+    def _recover(self, t: Tool, use: Block, tctx: ToolContext) -> Block | None:
+        """An interrupted call: its result if it took effect (verify / receipt), a notice, or None to re-run."""
+        tid = use["id"]
+        if t.verify is not None:
+            try:
+                args = t.args_model.model_validate(use.get("input", {}))
+            except ValidationError:
+                return None
+            verdict = t.verify(args, tctx)
+            return None if verdict is None else {"type": "tool_result", "tool_use_id": tid,
+                                                 "content": result_text(verdict)}
+        if t.side_effects:
+            from pgflight import db
+
+            receipt = self._call(db.find_effect, self.ctx.step_id, f"tool:{tid}")
+            if receipt is not None:
+                return {"type": "tool_result", "tool_use_id": tid, "content": result_text(receipt.result)}
+            return _error(tid, INTERRUPTED_TEXT)
+        return None
+
+    def _complete(self, tid: str, result: Block) -> Block:
+        self._db(adb.complete_tool_call, self.agent_run_id, tid, result)
+        return result
+
+
+def rebuild_messages(rows: list[TranscriptBlock]) -> tuple[list[dict[str, Any]], int, dict[str, TranscriptBlock]]:
+    """
+    The Messages API conversation from a transcript, exactly as it was sent: the task, then per
+    iteration the assistant's blocks and the user message of its tool results.
+
+    :return: the messages up to the last assistant turn, the last iteration number (0: no model
+        call yet), and the last iteration's tool_result rows by tool_use id (possibly incomplete).
+    """
+    by_it: dict[int, list[TranscriptBlock]] = {}
+    for r in rows:
+        by_it.setdefault(r.iteration, []).append(r)
+    messages: list[dict[str, Any]] = [{"role": "user", "content": [r.content for r in by_it.get(0, [])]}]
+    last = max((i for i in by_it if i > 0 and any(r.seq < 1000 for r in by_it[i])), default=0)
+    results: dict[str, TranscriptBlock] = {}
+    for i in range(1, last + 1):
+        blocks = by_it.get(i, [])
+        assistant = [r.content for r in blocks if r.seq < 1000]
+        results = {r.tool_use_id: r for r in blocks if 1000 <= r.seq < 2000 and r.tool_use_id}
+        messages.append({"role": "assistant", "content": assistant})
+        if i < last:
+            uses = [b for b in assistant if b.get("type") == "tool_use"]
+            messages.append({"role": "user", "content": [results[b["id"]].content for b in uses]})
+    return messages, last, results
+
+
+def _error(tid: str, text: str) -> Block:
+    return {"type": "tool_result", "tool_use_id": tid, "content": text, "is_error": True}
+
+
+def _jsonable(value: Any) -> Any:
+    return json.loads(json.dumps(value, default=str))
+
+
+# --- sub-agents ----------------------------------------------------------------------------------
+
+
+class SubTask(BaseModel):
+    """One sub-agent's assignment."""
+
+    task: str
+    system: str | None = None
+    tools: list[str] | None = None  # default: the parent's tools except delegate
+    max_usd: float | None = None
+
+
+class DelegateArgs(BaseModel):
+    """Arguments of the delegate tool."""
+
+    tasks: list[SubTask] = Field(min_length=1, max_length=100)
+
+
+@tool("delegate", description="Hand independent sub-tasks to sub-agents that work in parallel. "
+                              "Returns each sub-agent's answer (or its error), in order.")
+def delegate(args: DelegateArgs, ctx: ToolContext) -> list[dict[str, Any]]:
+    """Spawn one child agent step per sub-task; park until they end; return their answers."""
+    parent: AgentInput = ctx.step.input
+    prefix = f"{ctx.tool_use_id}-"
+    children = []
+    for i, sub in enumerate(args.tasks):
+        child = parent.model_copy(update={
+            "task": sub.task, "system": sub.system if sub.system is not None else parent.system,
+            "tools": sub.tools if sub.tools is not None else [n for n in parent.tools if n != "delegate"],
+            "max_usd": sub.max_usd, "max_wall_s": None})
+        children.append({"key": f"{prefix}{i:03d}", "recipe": "agent", "input": child.model_dump(mode="json")})
+    ctx.step.spawn(children)  # raises Parked until every child has ended
+    out = []
+    for c in ctx.step.children():
+        if c.step_key.startswith(prefix):
+            i = int(c.step_key[len(prefix):])
+            err = c.error.get("message") if isinstance(c.error, dict) else c.error
+            out.append({"task": args.tasks[i].task, "status": c.status,
+                        "answer": c.result.get("answer") if isinstance(c.result, dict) else None,
+                        "error": None if c.status == "succeeded" else err})
+    return out
+
+
+@recipe("agent", input=AgentInput)
+def agent(ctx: StepContext) -> dict[str, Any]:
+    """The agent step type: run or resume the tool-use loop to a final answer."""
+    return AgentLoop(ctx, ctx.input).run()

@@ -1,0 +1,305 @@
+"""
+Model providers: each turns one Messages API request into one Messages-API-shaped response (a
+dict with ``content``, ``stop_reason``, ``usage``, ``model``).
+
+- ``anthropic``: the real API through the ``anthropic`` SDK (``ANTHROPIC_API_KEY``; the base URL
+  from ``ANTHROPIC_BASE_URL`` or the ``base_url`` argument). The SDK's own retries are off: pgflight
+  retries transient errors itself so each one is on the record.
+- ``offline``: pgflight's own deterministic model. It speaks the same tool-use protocol and
+  delegates each decision to a *policy*, chosen by the tools offered (see :func:`register_policy`).
+  The default policy calls each offered tool once, in order, one call per turn, then ends the turn
+  with a summary. Same transcript in, same response out (tool_use ids included), so a resumed run
+  is indistinguishable from an uninterrupted one.
+- ``scripted``: returns the responses (or raises the errors) it was given, in order; for tests.
+
+Transient errors (HTTP 429, 5xx, 529 overloaded, connection errors) are retried with backoff by
+:func:`create_with_retries` inside one iteration; each is reported to ``on_error`` (the loop stores
+it as an ``api_error`` trace block).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+Response = dict[str, Any]
+
+
+@dataclass
+class Request:
+    """One Messages API request."""
+
+    model: str
+    system: str
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]]
+    max_tokens: int = 1024
+
+
+class TransientError(Exception):
+    """A model call failed in a way worth retrying (429, 5xx, 529, connection)."""
+
+    def __init__(self, message: str, *, status: int | None = None, retry_after_s: float | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.retry_after_s = retry_after_s
+
+
+class Provider(Protocol):
+    """Anything that answers a :class:`Request` with a Messages-API-shaped response."""
+
+    name: str
+
+    def create(self, request: Request) -> Response:
+        """One model call. :raises TransientError: retry it."""
+        ...
+
+
+# --- anthropic -------------------------------------------------------------------------------
+
+
+class AnthropicProvider:
+    """The Anthropic Messages API through the official SDK."""
+
+    name = "anthropic"
+
+    def __init__(self, *, api_key: str | None = None, base_url: str | None = None, timeout_s: float = 600.0) -> None:
+        import anthropic
+
+        self._anthropic = anthropic
+        self.client = anthropic.Anthropic(api_key=api_key or os.environ.get("ANTHROPIC_API_KEY"),
+                                          base_url=base_url or os.environ.get("ANTHROPIC_BASE_URL"),
+                                          max_retries=0, timeout=timeout_s)
+
+    def create(self, request: Request) -> Response:
+        """One call of messages.create. :raises TransientError: 429, 5xx, 529, connection errors."""
+        a = self._anthropic
+        kwargs: dict[str, Any] = {"model": request.model, "max_tokens": request.max_tokens,
+                                  "messages": request.messages}
+        if request.system:
+            kwargs["system"] = request.system
+        if request.tools:
+            kwargs["tools"] = request.tools
+        try:
+            msg = self.client.messages.create(**kwargs)
+        except a.APIStatusError as e:
+            if e.status_code == 429 or e.status_code >= 500:
+                after = e.response.headers.get("retry-after") if e.response is not None else None
+                raise TransientError(f"HTTP {e.status_code}: {e.message}", status=e.status_code,
+                                     retry_after_s=float(after) if after else None) from e
+            raise
+        except (a.APIConnectionError, a.APITimeoutError) as e:
+            raise TransientError(f"connection: {e}") from e
+        return msg.model_dump(mode="json", exclude_none=True)
+
+
+# --- offline ---------------------------------------------------------------------------------
+
+
+@dataclass
+class OfflineRequest:
+    """What an offline policy decides from."""
+
+    request: Request
+    tool_names: list[str]
+    turn: int  # assistant turns so far (0 on the first call)
+    tool_results: list[dict[str, Any]] = field(default_factory=list)  # the last user message's results
+
+    @property
+    def task(self) -> str:
+        """The text of the first user message."""
+        first = self.request.messages[0]["content"] if self.request.messages else ""
+        if isinstance(first, str):
+            return first
+        return "".join(b.get("text", "") for b in first if b.get("type") == "text")
+
+    def tools_called(self) -> list[str]:
+        """Names of the tools already called in this conversation, in order."""
+        return [b["name"] for m in self.request.messages if m["role"] == "assistant"
+                for b in (m["content"] if isinstance(m["content"], list) else []) if b.get("type") == "tool_use"]
+
+
+@dataclass
+class OfflineTurn:
+    """A policy's decision: text and tool calls (``{"name", "input"}``), and why the turn stops."""
+
+    text: str = ""
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    stop_reason: str | None = None  # default: tool_use when there are tool calls, else end_turn
+
+
+Policy = Callable[[OfflineRequest], OfflineTurn]
+_POLICIES: list[tuple[Callable[[frozenset[str]], bool], Policy]] = []
+_POLICIES_LOCK = threading.Lock()
+
+
+def register_policy(applies: Callable[[frozenset[str]], bool], policy: Policy) -> None:
+    """
+    Register an offline policy. For each call the offline model picks the most recently
+    registered policy whose `applies(tool_names)` is true, else :func:`default_policy`.
+
+    Example (the review job)::
+
+        register_policy(lambda names: {"read_lines", "search", "flag", "finish"} <= names, review_policy)
+
+    :param applies: predicate on the frozenset of tool names offered in the request.
+    :param policy: ``policy(OfflineRequest) -> OfflineTurn``; must be deterministic in its input.
+    """
+    with _POLICIES_LOCK:
+        _POLICIES.append((applies, policy))
+
+
+def choose_policy(tool_names: Iterable[str]) -> Policy:
+    """The policy the offline model uses for these tools."""
+    names = frozenset(tool_names)
+    with _POLICIES_LOCK:
+        for applies, policy in reversed(_POLICIES):
+            if applies(names):
+                return policy
+    return default_policy
+
+
+def example_arguments(schema: dict[str, Any]) -> dict[str, Any]:
+    """Deterministic arguments for a JSON schema: defaults, else the first enum value, else a stub."""
+    out: dict[str, Any] = {}
+    props = schema.get("properties", {})
+    for name in schema.get("required", list(props)):
+        p = props.get(name, {})
+        if "default" in p:
+            out[name] = p["default"]
+        elif "enum" in p:
+            out[name] = p["enum"][0]
+        else:
+            out[name] = {"string": name, "integer": 1, "number": 1.0, "boolean": True, "array": [],
+                         "object": {}}.get(p.get("type", "string"), name)
+    return out
+
+
+def default_policy(req: OfflineRequest) -> OfflineTurn:
+    """Call each offered tool once, in order, one per turn; then end the turn with a summary."""
+    called = req.tools_called()
+    for t in req.request.tools:
+        if t["name"] not in called:
+            return OfflineTurn(text=f"Calling {t['name']}.",
+                               tool_calls=[{"name": t["name"], "input": example_arguments(t.get("input_schema", {}))}])
+    results = [r.get("content") for r in req.tool_results]
+    summary = f"Done: {req.task[:200]}" + (f" (last results: {json.dumps(results, default=str)[:500]})" if results else "")
+    return OfflineTurn(text=summary)
+
+
+def _tokens(value: Any) -> int:
+    return max(1, len(json.dumps(value, default=str, sort_keys=True)) // 4)
+
+
+class OfflineProvider:
+    """pgflight's deterministic offline model (model name ``offline``, priced at 0 USD)."""
+
+    name = "offline"
+
+    def create(self, request: Request) -> Response:
+        """Answer by the policy for the offered tools; deterministic in the request."""
+        last = request.messages[-1] if request.messages else {"content": []}
+        results = [b for b in (last["content"] if isinstance(last["content"], list) else [])
+                   if b.get("type") == "tool_result"]
+        turn_no = sum(1 for m in request.messages if m["role"] == "assistant")
+        req = OfflineRequest(request, [t["name"] for t in request.tools], turn_no, results)
+        turn = choose_policy(req.tool_names)(req)
+        digest = hashlib.sha256(json.dumps([request.system, request.messages], sort_keys=True,
+                                           default=str).encode()).hexdigest()[:20]
+        content: list[dict[str, Any]] = []
+        if turn.text:
+            content.append({"type": "text", "text": turn.text})
+        for i, call in enumerate(turn.tool_calls):
+            content.append({"type": "tool_use", "id": f"toolu_off_{digest}_{i}", "name": call["name"],
+                            "input": call.get("input", {})})
+        if not content:
+            content.append({"type": "text", "text": ""})
+        stop = turn.stop_reason or ("tool_use" if turn.tool_calls else "end_turn")
+        return {"id": f"msg_off_{digest}", "type": "message", "role": "assistant", "model": "offline",
+                "content": content, "stop_reason": stop, "stop_sequence": None,
+                "usage": {"input_tokens": _tokens([request.system, request.messages, request.tools]),
+                          "output_tokens": _tokens(content),
+                          "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}}
+
+
+# --- scripted --------------------------------------------------------------------------------
+
+
+class ScriptedProvider:
+    """
+    Returns the given responses in order (an Exception item is raised instead); for tests.
+    A callable item is called with the request and its result used.
+    """
+
+    name = "scripted"
+
+    def __init__(self, script: Iterable[Response | BaseException | Callable[[Request], Response]]) -> None:
+        self.script = list(script)
+        self.requests: list[Request] = []
+        self._lock = threading.Lock()
+
+    def create(self, request: Request) -> Response:
+        """The next scripted item. :raises IndexError: the script ran out."""
+        with self._lock:
+            self.requests.append(request)
+            item = self.script.pop(0)
+        if isinstance(item, BaseException):
+            raise item
+        return item(request) if callable(item) else item
+
+
+_NAMED: dict[str, Callable[[], Provider]] = {"offline": OfflineProvider, "anthropic": AnthropicProvider}
+
+
+def register_provider(name: str, factory: Callable[[], Provider]) -> None:
+    """Make a provider available to agents by name (e.g. a scripted one in a test's recipe module)."""
+    _NAMED[name] = factory
+
+
+def get_provider(name: str | None, model: str) -> Provider:
+    """
+    The provider called `name`; by default ``anthropic`` when ``ANTHROPIC_API_KEY`` is set and the
+    model is not ``offline``, else ``offline``.
+
+    :raises KeyError: unknown provider name.
+    """
+    if name is None:
+        name = "anthropic" if os.environ.get("ANTHROPIC_API_KEY") and model != "offline" else "offline"
+    if name not in _NAMED:
+        raise KeyError(f"unknown model provider {name!r}; known: {sorted(_NAMED)}")
+    return _NAMED[name]()
+
+
+def create_with_retries(provider: Provider, request: Request, *,
+                        on_error: Callable[[dict[str, Any]], None] | None = None, max_tries: int = 6,
+                        base_s: float | None = None, max_s: float = 30.0,
+                        sleep: Callable[[float], None] = time.sleep) -> tuple[Response, int]:
+    """
+    One model call with transient errors retried: exponential backoff with jitter (honouring
+    retry-after), each error reported to `on_error` before the wait.
+
+    :param base_s: first delay in seconds (default ``PGFLIGHT_AGENT_BACKOFF_S`` or 1).
+    :return: the response and how many transient errors were retried.
+    :raises TransientError: still failing after `max_tries` tries.
+    """
+    base = base_s if base_s is not None else float(os.environ.get("PGFLIGHT_AGENT_BACKOFF_S", "1"))
+    for n in range(1, max_tries + 1):
+        try:
+            return provider.create(request), n - 1
+        except TransientError as e:
+            delay = e.retry_after_s if e.retry_after_s is not None else min(max_s, base * 2 ** (n - 1))
+            delay = min(max_s, delay) * (1 + 0.2 * (2 * random.random() - 1)) if e.retry_after_s is None else delay
+            if on_error is not None:
+                on_error({"type": "api_error", "status": e.status, "message": str(e)[:2000], "try": n,
+                          "retry_in_s": round(delay, 3) if n < max_tries else None})
+            if n == max_tries:
+                raise
+            sleep(delay)
+    raise AssertionError("unreachable")

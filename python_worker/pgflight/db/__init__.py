@@ -1,0 +1,13 @@
+"""
+pgflight's database layer: the only package that imports psycopg.
+
+- :mod:`pgflight.db.core`: one function per SQL API function (re-exported here).
+- :mod:`pgflight.db.connection`: PgBouncer-safe connections, pools, retry classification, LISTEN.
+- :mod:`pgflight.db.agent` (when present): the agent functions, imported as ``pgflight.db.agent``.
+"""
+
+from pgflight.db.core import *  # noqa: F403
+from pgflight.db.core import Connection, translated
+from pgflight.db.core import __all__ as _core_all
+
+__all__ = ["Connection", "translated", *_core_all]

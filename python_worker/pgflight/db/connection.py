@@ -1,0 +1,144 @@
+"""
+Connections for pgflight clients: safe behind PgBouncer in transaction mode, easy to retry.
+
+- Every connection is autocommit (each API call is its own short transaction: nothing is held
+  while a step runs, C37) with ``prepare_threshold=None`` (no server-side prepared statements,
+  which collide on a transaction pooler, C31) and no session state (no SET, no advisory locks).
+- :func:`is_transient` tells a lost connection or a server restart (retry after a backoff) from a
+  refusal by the API (never retried).
+- :class:`Listener` is the one session-state user, LISTEN, on its own direct connection, with a
+  self-probe that detects a pooler or a standby that silently drops notifications (C32).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any, Concatenate, ParamSpec, TypeVar
+
+import psycopg
+from psycopg import sql
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from pgflight.db.core import Connection
+
+log = logging.getLogger("pgflight.db")
+
+P = ParamSpec("P")
+T = TypeVar("T")
+READY_CHANNEL = "pgflight_ready"
+
+
+def connect(dsn: str, *, application_name: str = "pgflight", connect_timeout_s: int = 5) -> Connection:
+    """
+    Open one autocommit connection without prepared statements.
+
+    :param connect_timeout_s: seconds to wait for the server.
+    :raises psycopg.OperationalError: the server cannot be reached.
+    """
+    return psycopg.connect(dsn, autocommit=True, prepare_threshold=None, connect_timeout=connect_timeout_s,
+                           application_name=application_name)
+
+
+def make_pool(dsn: str, *, max_size: int, name: str, application_name: str = "pgflight") -> ConnectionPool:
+    """
+    A small pool of autocommit, unprepared connections (opened in the background).
+
+    :param max_size: most connections it holds.
+    """
+    kwargs: dict[str, Any] = {"autocommit": True, "prepare_threshold": None, "connect_timeout": 5,
+                              "application_name": application_name}
+    return ConnectionPool(dsn, min_size=1, max_size=max_size, name=name, kwargs=kwargs, open=True,
+                          timeout=5.0, reconnect_timeout=3600.0)
+
+
+def is_transient(exc: BaseException) -> bool:
+    """True for errors worth retrying on a new connection: lost connection, restart, timeout."""
+    return isinstance(exc, (psycopg.OperationalError, psycopg.InterfaceError, PoolTimeout))
+
+
+def call(pool: ConnectionPool, fn: Callable[Concatenate[Connection, P], T], *args: P.args,
+         **kwargs: P.kwargs) -> T:
+    """Run one client function on a pooled connection (one attempt, no retry)."""
+    with pool.connection() as conn:
+        return fn(conn, *args, **kwargs)
+
+
+class Listener:
+    """
+    LISTEN on ``pgflight_ready`` on a dedicated direct connection.
+
+    Not thread-safe: one thread owns it. :meth:`open` issues LISTEN; :meth:`wait` returns when a
+    notification arrives or the timeout passes; a dropped connection raises a transient error
+    from :meth:`wait`, after which the owner calls :meth:`close` and :meth:`open` again.
+    """
+
+    def __init__(self, dsn: str, *, channel: str = READY_CHANNEL, application_name: str = "pgflight-listen") -> None:
+        self.dsn = dsn
+        self.channel = channel
+        self.application_name = application_name
+        self.conn: Connection | None = None
+
+    def open(self) -> None:
+        """Connect and LISTEN."""
+        self.close()
+        conn = connect(self.dsn, application_name=self.application_name)
+        conn.execute(sql.SQL("listen {}").format(sql.Identifier(self.channel)))
+        self.conn = conn
+
+    def backend_pid(self) -> int | None:
+        """The server process id of the listening connection."""
+        return self.conn.info.backend_pid if self.conn is not None else None
+
+    def wait(self, timeout_s: float) -> bool:
+        """
+        Wait for a notification on the channel.
+
+        :param timeout_s: most seconds to wait.
+        :return: True when one (or more) arrived.
+        :raises psycopg.OperationalError: the connection dropped.
+        """
+        assert self.conn is not None
+        got = False
+        for _ in self.conn.notifies(timeout=timeout_s, stop_after=1):
+            got = True
+        return got
+
+    def probe(self, timeout_s: float = 2.0) -> bool:
+        """
+        Check that notifications really arrive: LISTEN a unique channel, NOTIFY it from another
+        connection, wait up to `timeout_s` seconds. False behind a transaction pooler or on a
+        standby (where NOTIFY raises).
+        """
+        assert self.conn is not None
+        channel = f"pgflight_probe_{uuid.uuid4().hex[:12]}"
+        ident = sql.Identifier(channel)
+        self.conn.execute(sql.SQL("listen {}").format(ident))
+        try:
+            with connect(self.dsn, application_name=f"{self.application_name}-probe") as other:
+                other.execute(sql.SQL("notify {}").format(ident))
+            deadline = time.monotonic() + timeout_s
+            while (left := deadline - time.monotonic()) > 0:
+                for n in self.conn.notifies(timeout=left, stop_after=1):
+                    if n.channel == channel:
+                        return True
+            return False
+        except psycopg.Error as e:
+            log.debug("LISTEN probe failed: %s", e)
+            return False
+        finally:
+            try:
+                self.conn.execute(sql.SQL("unlisten {}").format(ident))
+            except psycopg.Error:
+                pass
+
+    def close(self) -> None:
+        """Close the connection (idempotent)."""
+        if self.conn is not None:
+            try:
+                self.conn.close()
+            except psycopg.Error:
+                pass
+            self.conn = None

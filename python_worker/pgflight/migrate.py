@@ -1,0 +1,133 @@
+"""
+Schema migrations: sqitch, run from the checkout that holds `sqitch.plan`.
+
+`deploy(dsn)` is `sqitch deploy --verify`, `revert(dsn)` is `sqitch revert -y`, both against the
+database a libpq DSN names. The password and TLS settings travel in the environment, never on a
+command line.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from urllib.parse import quote
+
+from psycopg.conninfo import conninfo_to_dict
+
+from pgflight.embedded import find_bindir, source_root
+
+# conninfo keyword -> libpq environment variable, for what a sqitch URI cannot carry.
+_ENV_OF = {
+    "password": "PGPASSWORD",
+    "passfile": "PGPASSFILE",
+    "sslmode": "PGSSLMODE",
+    "sslrootcert": "PGSSLROOTCERT",
+    "sslcert": "PGSSLCERT",
+    "sslkey": "PGSSLKEY",
+    "sslcrl": "PGSSLCRL",
+    "connect_timeout": "PGCONNECT_TIMEOUT",
+    "options": "PGOPTIONS",
+    "application_name": "PGAPPNAME",
+    "target_session_attrs": "PGTARGETSESSIONATTRS",
+    "service": "PGSERVICE",
+}
+
+
+class MigrationError(RuntimeError):
+    """sqitch failed; `output` holds everything it printed."""
+
+    def __init__(self, message: str, output: str = "") -> None:
+        super().__init__(message)
+        self.output = output
+
+
+def project_root() -> Path:
+    """The directory holding sqitch.plan (python_worker/pgflight/../../)."""
+    root = source_root()
+    if not (root / "sqitch.plan").exists():
+        raise MigrationError(f"sqitch.plan not found in {root}; run pgflight from a checkout of pgflight")
+    return root
+
+
+def sqitch_target(dsn: str) -> tuple[str, dict[str, str]]:
+    """
+    Turn a libpq DSN (URL or key=value) into a sqitch target URI and the environment it needs.
+
+    >>> sqitch_target("postgresql://app:secret@db:5433/pgflight")
+    ('db:pg://app@db:5433/pgflight', {'PGPASSWORD': 'secret'})
+    """
+    params = {k: str(v) for k, v in conninfo_to_dict(dsn).items() if v is not None}
+    env = {var: params[key] for key, var in _ENV_OF.items() if key in params}
+    host = params.get("host", "")
+    if host.startswith("/") or "," in host:  # unix socket dir or multi-host: leave it to libpq
+        env["PGHOST"] = host
+        host = ""
+    user = quote(params.get("user", ""), safe="")
+    port = params.get("port", "")
+    netloc = (
+        (f"{user}@" if user else "") + (f"[{host}]" if ":" in host else host) + (f":{port}" if port else "")
+    )
+    dbname = quote(params.get("dbname", ""), safe="")
+    return f"db:pg://{netloc}/{dbname}", env
+
+
+def _sqitch(args: list[str], dsn: str) -> str:
+    exe = shutil.which("sqitch")
+    if exe is None:
+        raise MigrationError("sqitch not found; run scripts/setup (apt: sqitch)")
+    target, extra = sqitch_target(dsn)
+    env = {**os.environ, **extra}
+    env.setdefault("SQITCH_FULLNAME", "pgflight")
+    env.setdefault("SQITCH_EMAIL", "pgflight@localhost")
+    with contextlib.suppress(RuntimeError):  # sqitch runs psql: use the one matching the server
+        env["PATH"] = f"{find_bindir()}{os.pathsep}{env.get('PATH', '')}"
+    proc = subprocess.run(
+        [exe, *args, "--target", target],
+        cwd=project_root(),
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    output = proc.stdout + proc.stderr
+    if proc.returncode != 0:
+        lines = [ln.strip() for ln in output.splitlines() if ln.strip()]
+        errors = [ln for ln in lines if "ERROR" in ln or "FATAL" in ln or "error" in ln.lower()]
+        detail = (errors or lines or [f"exit {proc.returncode}"])[0]
+        raise MigrationError(f"sqitch {args[0]} failed: {detail}", output)
+    return output
+
+
+def deploy(dsn: str, *, to: str | None = None, verify: bool = True) -> str:
+    """
+    Deploy every change of sqitch.plan (up to `to`) into the database `dsn` names.
+
+    :param verify: run each change's verify script (`--verify`).
+    :return: sqitch's output.
+    :raises MigrationError: a change or its verify script failed (sqitch reverts that change).
+    """
+    args = ["deploy", "--verify" if verify else "--no-verify"]
+    if to:
+        args += ["--to", to]
+    return _sqitch(args, dsn)
+
+
+def revert(dsn: str, *, to: str | None = None) -> str:
+    """Revert every change (or those after `to`) without asking; return sqitch's output."""
+    args = ["revert", "-y"]
+    if to:
+        args += ["--to", to]
+    return _sqitch(args, dsn)
+
+
+def verify(dsn: str) -> str:
+    """Run the verify script of every deployed change; return sqitch's output."""
+    return _sqitch(["verify"], dsn)
+
+
+def status(dsn: str) -> str:
+    """sqitch's status report for the database."""
+    return _sqitch(["status"], dsn)

@@ -1,0 +1,262 @@
+"""
+Pydantic models mirroring the columns the SQL API functions return, one model per result shape.
+
+Times are timezone-aware datetimes; JSON columns arrive as Python values (dict, list, str, …).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+
+class Row(BaseModel):
+    """Base: immutable, ignores nothing silently (extra columns are an error in tests)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class SubmittedRun(Row):
+    """submit_run: the run, its root step and first attempt, and whether this call created them."""
+
+    run_id: int
+    step_id: int
+    attempt_id: int
+    created: bool
+
+
+class ClaimedStep(Row):
+    """claim_batch: one leased attempt with the fencing token every later write must carry."""
+
+    attempt_id: int
+    fencing_token: int
+    step_id: int
+    run_id: int
+    parent_id: int | None
+    step_key: str
+    attempt_no: int
+    recipe: str
+    input: Any
+    lease_expires_at: datetime
+    deadline_at: datetime | None
+
+
+class StartedStep(Row):
+    """start_step: when the attempt started and its renewed lease."""
+
+    attempt_id: int
+    started_at: datetime
+    lease_expires_at: datetime
+
+
+class HeartbeatStatus(Row):
+    """heartbeat: per attempt 'ok' (renewed), 'cancelled' (stop, release_step) or 'lost' (abandon)."""
+
+    attempt_id: int
+    status: str
+    lease_expires_at: datetime | None
+
+
+class AttemptStatus(Row):
+    """complete_step / release_step: the attempt and its new status."""
+
+    attempt_id: int
+    status: str
+
+
+class BatchOutcome(Row):
+    """complete_batch: per attempt 'succeeded', 'lease_lost' or 'cancelled'."""
+
+    attempt_id: int
+    outcome: str
+
+
+class FailOutcome(Row):
+    """fail_step: 'retry' (with the next attempt and when it is claimable), 'dead_letter' or 'cancelled'."""
+
+    attempt_id: int
+    outcome: str
+    next_attempt_id: int | None
+    available_after: datetime | None
+
+
+class RunCancelled(Row):
+    """cancel_run: whether the run was running, and how many attempts were cancelled or asked to stop."""
+
+    run_id: int
+    was_running: bool
+    cancelled: int
+    cancel_requested: int
+
+
+class StepCancelled(Row):
+    """cancel_step: attempts cancelled at once and attempts asked to stop."""
+
+    step_id: int
+    cancelled: int
+    cancel_requested: int
+
+
+class SpawnResult(Row):
+    """spawn_children: children named, children created by this call, whether the parent parked."""
+
+    children_total: int
+    created: int
+    parked: bool
+
+
+class ChildResult(Row):
+    """children_results: one child (key order) with its latest attempt's status, result and error."""
+
+    step_key: str
+    step_id: int
+    recipe: str
+    status: str
+    attempt_no: int
+    result: Any
+    error: Any
+
+
+class ApprovalRequest(Row):
+    """request_approval: the decision when known, else waiting = True (the attempt parked)."""
+
+    decision: str | None
+    actor: str | None
+    note: str | None
+    waiting: bool
+
+
+class ApprovalDecision(Row):
+    """approve: the gate decided and whether this call applied the decision."""
+
+    step_id: int
+    gate_key: str
+    decision: str
+    applied: bool
+
+
+class RunStatus(Row):
+    """run_status: the run, step counts by status, attempts, and the root step's result or error."""
+
+    run_id: int
+    workspace: str
+    recipe: str
+    status: str
+    created_at: datetime
+    finished_at: datetime | None
+    steps_total: int
+    steps_queued: int
+    steps_running: int
+    steps_waiting: int
+    steps_succeeded: int
+    steps_dead_letter: int
+    steps_cancelled: int
+    attempts_total: int
+    result: Any
+    error: Any
+
+
+class SweepResult(Row):
+    """run_sweeps: rows affected per sweep."""
+
+    sweep: str
+    affected: int
+
+
+class Schedule(Row):
+    """install_schedules: one pg_cron job."""
+
+    job_name: str
+    schedule: str
+    command: str
+
+
+class EffectReceipt(Row):
+    """find_effect: the receipt of an effect that already happened."""
+
+    effect_id: int
+    result: Any
+    attempt_id: int
+    recorded_at: datetime
+
+
+class RecordedEffect(Row):
+    """record_effect: the stored result (first receipt wins), whether this call stored it, lease still held."""
+
+    effect_id: int
+    result: Any
+    recorded: bool
+    lease_held: bool
+
+
+class RunListItem(Row):
+    """view run_list: a run with its workspace name."""
+
+    run_id: int
+    workspace: str
+    recipe: str
+    status: str
+    idempotency_key: str | None
+    submitted_by: str | None
+    created_at: datetime
+    finished_at: datetime | None
+
+
+class StepState(Row):
+    """view step_status: a step with its latest attempt."""
+
+    step_id: int
+    run_id: int
+    parent_id: int | None
+    depth: int
+    step_key: str
+    recipe: str
+    attempt_id: int
+    attempt_no: int
+    status: str
+    failed_attempts: int
+    max_attempts: int
+    worker_id: int | None
+    claimed_at: datetime | None
+    started_at: datetime | None
+    finished_at: datetime | None
+    lease_expires_at: datetime | None
+    deadline_at: datetime | None
+    result: Any
+    error: Any
+    reason: str | None
+    children_pending: int
+    created_at: datetime
+
+
+class Event(Row):
+    """view run_events: one transition."""
+
+    id: int
+    at: datetime
+    run_id: int | None
+    step_id: int | None
+    attempt_id: int | None
+    from_status: str | None
+    to_status: str | None
+    worker_id: int | None
+    actor: str | None
+    reason: str
+    detail: Any
+
+
+class DeadLetter(Row):
+    """view dead_letters: a dead-lettered step with its last error."""
+
+    step_id: int
+    run_id: int
+    step_key: str
+    recipe: str
+    attempt_id: int
+    attempt_no: int
+    failed_attempts: int
+    reason: str | None
+    error: Any
+    finished_at: datetime | None

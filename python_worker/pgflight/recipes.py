@@ -1,0 +1,302 @@
+"""
+Recipes: the functions a worker runs, and the context each step gets.
+
+::
+
+    class Charge(BaseModel):
+        invoice: str
+        usd: float
+
+    @recipe("charge", input=Charge)
+    def charge(ctx: StepContext) -> dict:
+        receipt = ctx.effect(f"charge-{ctx.input.invoice}", lambda: bank.charge(ctx.input.usd))
+        return {"receipt": receipt}
+
+A recipe is a sync or async function of one :class:`StepContext`; it returns the step's JSON
+result. It raises :class:`Fatal` (dead letter at once, no retry), :class:`Retry` (retry after a
+given delay; still spends an attempt) or any other exception (retryable with backoff). An input
+that fails the recipe's pydantic model is fatal with the validation message.
+
+Fan-out and approvals park the step: :meth:`StepContext.spawn` and
+:meth:`StepContext.request_approval` raise :class:`Parked` (a BaseException, so a recipe's
+``except Exception`` cannot swallow it) when the attempt now waits; the worker writes nothing
+more. The step runs again from the top once the children are done or the gate decided: the same
+calls then return at once (spawn creates nothing, the approval returns the decision), so a recipe
+is written as straight-line code.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import logging
+import threading
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel
+
+from pgflight import errors, models
+
+log = logging.getLogger("pgflight.recipes")
+
+RecipeFn = Callable[["StepContext"], Any] | Callable[["StepContext"], Awaitable[Any]]
+DbCall = Callable[..., Any]
+
+
+class Fatal(Exception):
+    """Raise from a recipe to fail the step for good (dead letter, no retry)."""
+
+
+class Retry(Exception):
+    """
+    Raise from a recipe to retry after `after_s` seconds instead of the backoff.
+
+    Still spends an attempt, so the max_attempts ceiling holds on this path too (C07).
+    """
+
+    def __init__(self, message: str = "retry requested", *, after_s: float | None = None) -> None:
+        super().__init__(message)
+        self.after_s = after_s
+
+
+class Parked(BaseException):
+    """
+    The attempt now waits (for children or a decision) and gave up its lease: the worker stops
+    this run of the recipe and writes nothing more. Not an Exception, so ``except Exception`` in a
+    recipe does not swallow it.
+    """
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """A registered recipe: its name, function and optional pydantic input model."""
+
+    name: str
+    fn: RecipeFn
+    input_model: type[BaseModel] | None
+    is_async: bool
+
+    def parse_input(self, raw: Any) -> Any:
+        """
+        Validate the step input against the recipe's model.
+
+        :return: the model instance, or `raw` when the recipe has no model.
+        :raises Fatal: the input does not match the model (a retry cannot fix it).
+        """
+        if self.input_model is None:
+            return raw
+        from pydantic import ValidationError
+
+        try:
+            return self.input_model.model_validate(raw)
+        except ValidationError as e:
+            raise Fatal(f"input of recipe {self.name!r} does not match {self.input_model.__name__}: "
+                        f"{e.error_count()} error(s): {_short_errors(e)}") from None
+
+
+def _short_errors(e: Any) -> str:
+    return "; ".join(f"{'.'.join(str(p) for p in err['loc']) or '(root)'}: {err['msg']}" for err in e.errors()[:5])
+
+
+class Registry:
+    """Recipes by name."""
+
+    def __init__(self) -> None:
+        self._recipes: dict[str, Recipe] = {}
+
+    def add(self, name: str, fn: RecipeFn, input_model: type[BaseModel] | None = None) -> Recipe:
+        """
+        Register `fn` as recipe `name`.
+
+        :raises ValueError: another function is registered under this name.
+        """
+        existing = self._recipes.get(name)
+        if existing is not None and existing.fn is not fn and (
+                getattr(existing.fn, "__qualname__", None) != getattr(fn, "__qualname__", None)):
+            raise ValueError(f"recipe {name!r} is already registered by {existing.fn!r}")
+        r = Recipe(name, fn, input_model, inspect.iscoroutinefunction(fn))
+        self._recipes[name] = r
+        return r
+
+    def get(self, name: str) -> Recipe | None:
+        """The recipe called `name`, or None."""
+        return self._recipes.get(name)
+
+    def names(self) -> list[str]:
+        """Every registered name, sorted."""
+        return sorted(self._recipes)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._recipes
+
+    def __len__(self) -> int:
+        return len(self._recipes)
+
+
+REGISTRY = Registry()
+
+
+def recipe(name: str, *, input: type[BaseModel] | None = None,
+           registry: Registry | None = None) -> Callable[[RecipeFn], RecipeFn]:
+    """
+    Decorator: register a function as recipe `name`.
+
+    :param input: pydantic model the step input must match (else the step fails fatally).
+    :param registry: where to register (default: the process-wide :data:`REGISTRY`).
+    """
+
+    def deco(fn: RecipeFn) -> RecipeFn:
+        (registry or REGISTRY).add(name, fn, input)
+        return fn
+
+    return deco
+
+
+def load_modules(modules: Iterable[str]) -> Registry:
+    """
+    Import modules so their ``@recipe`` decorators run.
+
+    :param modules: dotted module names.
+    :return: the process-wide registry.
+    :raises ImportError: a module cannot be imported.
+    """
+    for m in modules:
+        if m.strip():
+            importlib.import_module(m.strip())
+    return REGISTRY
+
+
+class StepContext:
+    """
+    What a running step sees: its input and identity, fan-out, approvals, effects, cancellation.
+
+    Created by the worker for one attempt and one claim; every write it makes carries the claim's
+    fencing token. Its methods are synchronous (one short SQL call each) and may be called from
+    a sync recipe's thread or an async recipe.
+    """
+
+    def __init__(self, claim: models.ClaimedStep, input: Any, *, call: DbCall,
+                 cancelled: threading.Event | None = None,
+                 on_park: Callable[[], bool] | None = None,
+                 on_unpark: Callable[[], None] | None = None,
+                 lost: Callable[[], bool] | None = None,
+                 logger: logging.Logger | logging.LoggerAdapter[logging.Logger] | None = None) -> None:
+        self.claim = claim
+        self.input = input
+        self.attempt_no = claim.attempt_no
+        self.run_id = claim.run_id
+        self.step_id = claim.step_id
+        self.attempt_id = claim.attempt_id
+        self.token = claim.fencing_token
+        self.step_key = claim.step_key
+        self.cancelled = cancelled or threading.Event()
+        self.log = logger or logging.LoggerAdapter(
+            logging.getLogger(f"pgflight.recipe.{claim.recipe}"),
+            {"run_id": claim.run_id, "step_id": claim.step_id, "attempt_no": claim.attempt_no})
+        self._call = call
+        self._on_park = on_park or (lambda: True)
+        self._on_unpark = on_unpark or (lambda: None)
+        self._lost = lost or (lambda: False)
+
+    # --- cancellation ------------------------------------------------------------------------
+
+    def check_cancelled(self) -> None:
+        """
+        Stop here if the run was cancelled or the lease was lost.
+
+        :raises LeaseLost: the heartbeat said the lease is lost.
+        :raises Cancelled: the heartbeat said the run or step was cancelled.
+        """
+        if self.cancelled.is_set():
+            if self._lost():
+                raise errors.LeaseLost(f"lease lost on attempt {self.attempt_id}",
+                                       hint="abandon this attempt and write nothing")
+            raise errors.Cancelled(f"attempt {self.attempt_id} was cancelled")
+
+    # --- fan-out -----------------------------------------------------------------------------
+
+    def spawn(self, children: Sequence[Mapping[str, Any]], *, fail_fast: bool = False) -> models.SpawnResult:
+        """
+        Create child steps (idempotent by key) and wait for them.
+
+        :param children: ``{"key": str, "recipe": str, "input": json, "options": {...}}`` each.
+        :param fail_fast: the first child that ends unsuccessfully fails this step.
+        :return: the spawn result when nothing is left to wait for (a re-run after the wake).
+        :raises Parked: the step now waits for its children; the recipe runs again afterwards.
+        """
+        self.check_cancelled()
+        return self._parking(lambda: self._call(_db().spawn_children, self.attempt_id, self.token,
+                                                list(children), fail_fast=fail_fast))
+
+    def children(self) -> list[models.ChildResult]:
+        """The children's status, result and error, in key order."""
+        return list(self._call(_db().children_results, self.step_id))
+
+    # --- approvals ---------------------------------------------------------------------------
+
+    def request_approval(self, key: str = "approval", request: Any = None, *, expires_in_s: float | None = None,
+                         default: str = "reject") -> str:
+        """
+        Ask for a decision at gate `key`.
+
+        :param request: JSON shown to the approver.
+        :param expires_in_s: seconds until `default` applies.
+        :return: 'approve' or 'reject' once decided.
+        :raises Parked: the step now waits for the decision; it runs again once decided.
+        """
+        self.check_cancelled()
+        res: models.ApprovalRequest = self._parking(lambda: self._call(
+            _db().request_approval, self.attempt_id, self.token, key, request=request,
+            expires_in_s=expires_in_s, default=default))
+        assert res.decision is not None
+        return res.decision
+
+    def _parking(self, fn: Callable[[], Any]) -> Any:
+        # Mark the attempt as finishing before a call that may park it, so the heartbeat thread
+        # does not take the parked attempt (no longer leased) for a lost lease.
+        if not self._on_park():
+            self.check_cancelled()
+        try:
+            res = fn()
+        except BaseException:
+            self._on_unpark()
+            raise
+        if getattr(res, "parked", False) or getattr(res, "waiting", False):
+            raise Parked(f"attempt {self.attempt_id} parked")
+        self._on_unpark()
+        return res
+
+    # --- effects -----------------------------------------------------------------------------
+
+    def effect(self, key: str, fn: Callable[[], Any]) -> Any:
+        """
+        Run an external side effect at most once per step and key.
+
+        Looks for the receipt first (an earlier attempt may have acted and then crashed); else
+        calls `fn` and records its JSON result the instant it returns.
+
+        :param key: names the effect within this step.
+        :param fn: does the effect; returns a JSON-serialisable receipt.
+        :return: the receipt: `fn`'s result now or from the attempt that acted.
+        :raises LeaseLost: the lease was lost (the receipt is still recorded when `fn` ran).
+        """
+        found = self._call(_db().find_effect, self.step_id, key)
+        if found is not None:
+            self.log.info("effect %r already happened (attempt %s): not repeating it", key, found.attempt_id)
+            return found.result
+        self.check_cancelled()
+        value = fn()
+        rec: models.RecordedEffect = self._call(_db().record_effect, self.attempt_id, self.token, key, value)
+        if not rec.lease_held:
+            raise errors.LeaseLost(f"lease lost on attempt {self.attempt_id} (effect {key!r} recorded)",
+                                   hint="abandon this attempt and write nothing")
+        return rec.result
+
+
+def _db() -> Any:
+    # Imported lazily: recipes.py must not import psycopg for modules that only declare recipes.
+    from pgflight import db
+
+    return db

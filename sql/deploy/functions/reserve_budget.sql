@@ -1,0 +1,65 @@
+-- Deploy pgflight:functions/reserve_budget
+-- requires: functions/_agent
+begin;
+set local role pgflight_owner;
+
+-- Admission before a model call (C24). Checks the agent's iteration cap and the wall-time caps of
+-- its trees, then reserves p_est_usd (USD: the most this call is expected to cost) on every budget
+-- that binds it: the run, each capped ancestor agent, the agent itself and the workspace's day.
+-- Each budget row is admitted by one UPDATE ... WHERE spent + reserved + est <= limit under its row
+-- lock, so of N concurrent callers exactly as many are admitted as fit. record_model_call replaces
+-- the reservation by the actual cost; enforce_budgets releases the reservation of a lapsed attempt.
+-- Idempotent per (attempt, iteration): a second call returns the reservation already held; a
+-- reservation of an earlier attempt or iteration is released first.
+-- Errors: ZF007 a cap would be crossed (DETAIL: scope, cap, figures), ZF001, ZF002, ZF003, 22023.
+create function pgflight.reserve_budget(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint,
+                                        p_iteration integer, p_est_usd numeric)
+returns table (agent_run_id bigint, iteration integer, reserved_usd numeric, budget_ids bigint[])
+language plpgsql volatile security definer
+set search_path = ''
+as $$
+declare
+  v_now timestamptz := pgflight._now();
+  v_run pgflight.agent_runs;
+  v_ids bigint[];
+begin
+  if p_est_usd is null or p_est_usd < 0 or p_iteration is null or p_iteration < 1 then
+    raise exception using errcode = '22023', message = 'iteration must be >= 1 and est_usd >= 0',
+      detail = format('iteration %s, est_usd %s', p_iteration, p_est_usd);
+  end if;
+  v_run := pgflight._agent_fence(p_attempt_id, p_token, p_agent_run_id, 'reserve_budget');
+  if v_run.reserved_attempt_id = p_attempt_id and v_run.reserved_iteration = p_iteration then
+    return query select v_run.id, p_iteration, v_run.reserved_usd, v_run.reserved_budget_ids;
+    return;
+  end if;
+  if v_run.reserved_attempt_id is not null then
+    perform pgflight._release_reservation(v_run.id);
+  end if;
+  perform pgflight._check_iterations(v_run, p_iteration);
+  v_ids := pgflight._call_budget_ids(v_run, v_now);
+  perform pgflight._move_budget(v_ids, p_est_usd, 0, 0, true, v_now,
+                                format('agent_run=%s iteration=%s', v_run.id, p_iteration));
+  update pgflight.agent_runs
+     set reserved_usd = p_est_usd, reserved_attempt_id = p_attempt_id, reserved_iteration = p_iteration,
+         reserved_budget_ids = v_ids, updated_at = v_now
+   where id = v_run.id;
+  return query select v_run.id, p_iteration, p_est_usd, v_ids;
+end
+$$;
+comment on function pgflight.reserve_budget(bigint, bigint, bigint, integer, numeric) is
+  'Admission before a model call: check caps and reserve est USD atomically. Errors: ZF007, ZF001, ZF002, ZF003, 22023.';
+grant execute on function pgflight.reserve_budget(bigint, bigint, bigint, integer, numeric) to pgflight_worker;
+
+-- The USD a call of p_model with this usage costs (Messages API usage field names), from
+-- model_prices (longest matching prefix): what the worker uses to estimate a reservation and
+-- the CLI to show prices. Errors: 22023 no price for the model.
+create function pgflight.price_usd(p_model text, p_usage jsonb)
+returns numeric
+language sql stable security definer
+set search_path = ''
+as $$ select pgflight._price_usd(p_model, p_usage) $$;
+comment on function pgflight.price_usd(text, jsonb) is
+  'USD of a call of p_model with usage p_usage, from model_prices. Errors: 22023 unknown model.';
+grant execute on function pgflight.price_usd(text, jsonb) to pgflight_worker, pgflight_operator, pgflight_reader;
+
+commit;

@@ -1,0 +1,9 @@
+-- Revert pgflight:functions/_agent
+begin;
+drop function pgflight._check_iterations(pgflight.agent_runs, integer);
+drop function pgflight._release_reservation(bigint);
+drop function pgflight._move_budget(bigint[], numeric, numeric, numeric, boolean, timestamptz, text);
+drop function pgflight._call_budget_ids(pgflight.agent_runs, timestamptz);
+drop function pgflight._price_usd(text, jsonb);
+drop function pgflight._agent_fence(bigint, bigint, bigint, text);
+commit;

@@ -1,0 +1,4 @@
+-- Revert pgflight:functions/enforce_budgets
+begin;
+drop function pgflight.enforce_budgets(integer);
+commit;

@@ -1,0 +1,2 @@
+-- Verify pgflight:functions/enforce_budgets
+select 'pgflight.enforce_budgets(integer)'::regprocedure;

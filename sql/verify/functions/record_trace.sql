@@ -1,0 +1,4 @@
+-- Verify pgflight:functions/record_trace
+select 'pgflight.record_trace(bigint, bigint, bigint, integer, text, text, jsonb, jsonb)'::regprocedure;
+select 'pgflight.mark_tool_call(bigint, bigint, bigint, text)'::regprocedure;
+select 'pgflight.complete_tool_call(bigint, bigint, bigint, text, jsonb)'::regprocedure;

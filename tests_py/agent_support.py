@@ -1,0 +1,98 @@
+"""
+Helpers for the agent tests: a local HTTP server that speaks the Anthropic Messages API (scripted
+per test: tool_use, end_turn, max_tokens stops, usage fields, HTTP errors 429/500/529), and
+submitting agent runs.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+Reply = Callable[[dict[str, Any], int], tuple[int, dict[str, Any]]]
+
+
+def message(content: list[dict[str, Any]], *, stop_reason: str | None = None, model: str = "claude-sonnet-4-6",
+            input_tokens: int = 1000, output_tokens: int = 200, cache_creation: int = 0,
+            cache_read: int = 0) -> dict[str, Any]:
+    """A Messages API response body."""
+    stop = stop_reason or ("tool_use" if any(b["type"] == "tool_use" for b in content) else "end_turn")
+    return {"id": "msg_fake", "type": "message", "role": "assistant", "model": model, "content": content,
+            "stop_reason": stop, "stop_sequence": None,
+            "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens,
+                      "cache_creation_input_tokens": cache_creation, "cache_read_input_tokens": cache_read}}
+
+
+def tool_use(tid: str, name: str, args: dict[str, Any], text: str | None = None) -> list[dict[str, Any]]:
+    """Content: optional text then one tool_use block."""
+    blocks: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
+    return [*blocks, {"type": "tool_use", "id": tid, "name": name, "input": args}]
+
+
+def error_body(status: int) -> dict[str, Any]:
+    kind = {429: "rate_limit_error", 529: "overloaded_error"}.get(status, "api_error")
+    return {"type": "error", "error": {"type": kind, "message": f"fake {status}"}}
+
+
+class FakeAnthropic:
+    """
+    A Messages API server on 127.0.0.1. `reply(request_body, call_no)` returns (status, body);
+    every request is kept in `requests` (so tests count the model calls the server saw).
+    """
+
+    def __init__(self, reply: Reply) -> None:
+        self.reply = reply
+        self.requests: list[dict[str, Any]] = []
+        self.lock = threading.Lock()
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802
+                body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))) or b"{}")
+                with fake.lock:
+                    fake.requests.append(body)
+                    n = len(fake.requests)
+                status, out = fake.reply(body, n)
+                data = json.dumps(out).encode()
+                self.send_response(status)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                if status in (429, 529):
+                    self.send_header("retry-after", "0")
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def fake_anthropic() -> Iterator[Callable[[Reply], FakeAnthropic]]:
+    """Factory: fake_anthropic(reply) -> FakeAnthropic; shut down after the test."""
+    made: list[FakeAnthropic] = []
+
+    def _make(reply: Reply) -> FakeAnthropic:
+        f = FakeAnthropic(reply)
+        made.append(f)
+        return f
+
+    yield _make
+    for f in made:
+        f.close()

@@ -1,0 +1,191 @@
+"""Migrations deploy, verify, revert and redeploy; the embedded cluster CLI starts, reuses, stops."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from conftest import Server
+from pgflight import migrate
+from pgflight.embedded import Cluster
+
+ROLES = ("pgflight_owner", "pgflight_worker", "pgflight_operator", "pgflight_reader")
+
+
+def _has_schema(dsn: str) -> bool:
+    with psycopg.connect(dsn, autocommit=True) as c:
+        return c.execute("select to_regnamespace('pgflight') is not null").fetchone() == (True,)
+
+
+def _roles(server: Server) -> set[str]:
+    with psycopg.connect(server.dsn, autocommit=True) as c:
+        rows = c.execute("select rolname from pg_roles where rolname = any(%s)", [list(ROLES)]).fetchall()
+    return {r[0] for r in rows}
+
+
+def test_deploy_verify_revert_deploy_on_an_empty_database(empty_dsn: str) -> None:
+    assert not _has_schema(empty_dsn)
+
+    migrate.deploy(empty_dsn)  # --verify: each change's verify script right after it
+    assert _has_schema(empty_dsn)
+
+    migrate.revert(empty_dsn)
+    assert not _has_schema(empty_dsn)
+
+    migrate.deploy(empty_dsn)
+    assert _has_schema(empty_dsn)
+    migrate.verify(empty_dsn)
+
+
+def test_two_databases_in_one_cluster_deploy_and_revert_independently(server: Server) -> None:
+    a = server.create_database(prefix="m")
+    b = server.create_database(prefix="m")
+    try:
+        migrate.deploy(a)
+        migrate.deploy(b)  # the roles already exist: created idempotently
+        assert _has_schema(a) and _has_schema(b)
+
+        migrate.revert(a)  # roles are still used by b (and by the template): they stay
+        assert not _has_schema(a)
+        assert _has_schema(b)
+        assert _roles(server) == set(ROLES)
+
+        migrate.revert(b)
+        assert not _has_schema(b)
+    finally:
+        server.drop_database(a)
+        server.drop_database(b)
+
+
+def test_a_failed_deploy_is_reported_as_one_line(empty_dsn: str) -> None:
+    with pytest.raises(migrate.MigrationError) as info:
+        migrate.deploy(empty_dsn, to="no_such_change")
+    assert "\n" not in str(info.value)
+    assert info.value.output
+
+
+def test_sqitch_target_keeps_secrets_out_of_the_uri() -> None:
+    target, env = migrate.sqitch_target(
+        "host=db.example port=6543 user=app password=s3cret dbname=pf sslmode=require"
+    )
+    assert target == "db:pg://app@db.example:6543/pf"
+    assert env == {"PGPASSWORD": "s3cret", "PGSSLMODE": "require"}
+
+    target, env = migrate.sqitch_target("postgresql://u@/pf?host=/var/run/postgresql")
+    assert target == "db:pg://u@/pf"
+    assert env == {"PGHOST": "/var/run/postgresql"}
+
+
+# --- the embedded cluster through the CLI ---------------------------------------------------
+
+
+@pytest.fixture
+def home() -> Iterator[Path]:
+    """A PGFLIGHT_HOME the server's OS user can reach (pytest's tmp_path is private to root)."""
+    folder = Path(tempfile.mkdtemp(prefix="pgflight-cli-"))
+    os.chmod(folder, 0o755)
+    yield folder
+    Cluster(folder / ".pgflight").destroy()
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def _cli(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("PGFLIGHT_DSN",)}
+    env["PGFLIGHT_HOME"] = str(home)
+    return subprocess.run(
+        [sys.executable, "-m", "pgflight.cli", *args],
+        env=env,
+        cwd=home,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+
+
+def test_db_up_status_down(home: Path) -> None:
+    r = _cli(home, "db", "status")
+    assert r.returncode == 3 and "no cluster" in r.stdout, r
+
+    r = _cli(home, "db", "up")
+    assert r.returncode == 0 and r.stdout.startswith("started: postgresql://postgres@127.0.0.1:"), r
+    url = r.stdout.split(": ", 1)[1].strip()
+
+    r = _cli(home, "db", "up")
+    assert r.returncode == 0 and r.stdout.strip() == f"already running: {url}", r
+
+    r = _cli(home, "db", "url")
+    assert r.stdout.strip() == url
+    with psycopg.connect(url, autocommit=True) as c:
+        assert c.execute("select current_database()").fetchone() == ("pgflight",)
+
+    r = _cli(home, "db", "status")
+    assert r.returncode == 0 and "running" in r.stdout and "not deployed" in r.stdout, r
+
+    r = _cli(home, "db", "down")
+    assert r.returncode == 0 and r.stdout.strip() == "stopped", r
+    r = _cli(home, "db", "status")
+    assert r.returncode == 3 and r.stdout.startswith("stopped"), r
+    r = _cli(home, "db", "down")
+    assert r.stdout.strip() == "not running", r
+
+
+def test_db_up_survives_a_stale_pid_file_and_a_taken_port(home: Path) -> None:
+    assert _cli(home, "db", "up").returncode == 0
+    cluster = Cluster(home / ".pgflight")
+    cluster.stop("immediate")
+    old_port = cluster.port
+    assert old_port is not None
+
+    # A postmaster.pid naming a live process that is not postgres (a recycled pid) ...
+    sleeper = subprocess.Popen(["sleep", "60"])
+    # ... and someone else listening on the saved port.
+    import socket
+
+    squatter = socket.socket()
+    squatter.bind(("127.0.0.1", old_port))
+    squatter.listen()
+    try:
+        pidfile = cluster.datadir / "postmaster.pid"
+        pidfile.write_text(f"{sleeper.pid}\n{cluster.datadir}\n")
+        r = _cli(home, "db", "up")
+        assert r.returncode == 0, r
+        assert cluster.port != old_port
+        assert cluster.running() and cluster.pid() != sleeper.pid
+    finally:
+        squatter.close()
+        sleeper.kill()
+        sleeper.wait()
+
+
+def test_errors_are_one_line_without_traceback(home: Path) -> None:
+    r = _cli(home, "migrate")
+    assert r.returncode == 1
+    assert r.stderr.strip().startswith("error: the database is not running"), r
+    assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1, r
+
+
+def test_pgflight_dsn_points_at_an_existing_server(home: Path, dsn: str) -> None:
+    env_run = lambda *a: subprocess.run(  # noqa: E731
+        [sys.executable, "-m", "pgflight.cli", *a],
+        env={**os.environ, "PGFLIGHT_HOME": str(home), "PGFLIGHT_DSN": dsn},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    r = env_run("db", "up")
+    assert r.returncode == 0 and "PGFLIGHT_DSN is set" in r.stdout, r
+    assert not (home / ".pgflight").exists()
+    r = env_run("db", "status")
+    assert r.returncode == 0 and "changes deployed" in r.stdout, r
+    r = env_run("db", "url")
+    assert r.stdout.strip() == dsn

@@ -1,0 +1,182 @@
+"""
+The worker process against connection faults: an immediate PostgreSQL restart in the middle of a
+2,000-step run, a terminated LISTEN backend (C33), PgBouncer in transaction mode (C30, C31, C32),
+and server timeouts on the worker role with terminated backends mid-step (C37).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from psycopg.conninfo import make_conninfo
+from worker_support import attempts, one, step_status, wait_for, worker_ready, workers  # noqa: F401
+
+from pgflight import db
+from pgflight.embedded import free_port
+
+
+def _workspace(conn: psycopg.Connection[Any]) -> None:
+    db.create_workspace(conn, "w")
+
+
+def _submit_many(conn: psycopg.Connection[Any], recipe: str, n: int, input: str = "{}") -> None:
+    _workspace(conn)
+    conn.execute("select pgflight.submit_run('w', %s, %s::jsonb) from generate_series(1, %s)", [recipe, input, n])
+
+
+def _succeeded(conn: psycopg.Connection[Any]) -> int:
+    return int(one(conn, "select count(*) from pgflight.step_status where status = 'succeeded'"))
+
+
+def _listen_pids(conn: psycopg.Connection[Any]) -> set[int]:
+    return {r[0] for r in conn.execute(
+        "select pid from pg_stat_activity where application_name = 'pgflight-listen'"
+        " and datname = current_database()").fetchall()}
+
+
+def test_immediate_postgres_restart_mid_run_every_step_succeeds_once(server, dsn, workers) -> None:
+    if server.cluster is None:
+        pytest.skip("needs the throwaway cluster (PGFLIGHT_TEST_DSN points at a server we may not restart)")
+    n = 2000
+    with psycopg.connect(dsn, autocommit=True) as c:
+        _submit_many(c, "noop", n)
+        w = workers(dsn, "--concurrency", "8", "--lease", "2", "--poll", "0.3")
+        wait_for(lambda: _succeeded(c) >= 300, 60, "300 steps done before the restart")
+    server.cluster.restart(mode="immediate")
+    with psycopg.connect(dsn, autocommit=True) as c:
+        wait_for(lambda: _succeeded(c) >= n, 120, "every step to succeed after the restart", interval_s=0.25)
+        assert one(c, "select count(*) from pgflight.step_status where status <> 'succeeded'") == 0
+        # none twice: one succeeded attempt and one 'succeeded' event per step
+        assert one(c, "select count(*) from (select step_id from pgflight.step_attempts where status = 'succeeded'"
+                      " group by step_id having count(*) > 1) x") == 0
+        assert one(c, "select count(*) from (select step_id from pgflight.events where reason = 'succeeded'"
+                      " group by step_id having count(*) <> 1) x") == 0
+        assert one(c, "select count(*) from pgflight.events where reason = 'succeeded'") == n
+    assert w.proc.poll() is None, "the worker rides through the restart"
+    wait_for(lambda: "listener reconnected" in w.output(), 10, "the listener to reconnect (C33)")
+
+
+def test_c33_terminated_listener_is_reestablished_and_notify_pickup_resumes(conn, dsn, workers) -> None:
+    _workspace(conn)
+    w = workers(dsn, "--poll", "30")  # only a NOTIFY can make pickup fast
+    wait_for(lambda: _listen_pids(conn), 10, "the listener")
+    wait_for(lambda: "listening on pgflight_ready" in w.output(), 10, "the LISTEN probe to pass")
+    for i in range(3):
+        old = _listen_pids(conn)
+        conn.execute("select pg_terminate_backend(pid) from pg_stat_activity where application_name ="
+                     " 'pgflight-listen' and datname = current_database()")
+        wait_for(lambda old=old: _listen_pids(conn) - old, 5, "a new listening backend within 5 s")
+        time.sleep(0.2)
+        t0 = time.monotonic()
+        run = db.submit_run(conn, "w", "noop", {"i": i})
+        wait_for(lambda run=run: step_status(conn, run.step_id) == "succeeded", 5, "pickup by NOTIFY")
+        assert time.monotonic() - t0 < 1.0, "claim after recovery comes from NOTIFY, not the 30 s poll"
+    assert w.output().count("listener reconnected") >= 3
+
+
+@pytest.fixture
+def pgbouncer(server) -> Iterator[str]:
+    """A transaction-mode PgBouncer in front of the test server; yields its host:port DSN template."""
+    exe = shutil.which("pgbouncer") or "/usr/sbin/pgbouncer"
+    if not os.path.exists(exe):
+        pytest.skip("pgbouncer is not installed")
+    folder = Path(tempfile.mkdtemp(prefix="pgflight-bouncer-"))
+    port = free_port()
+    (folder / "users.txt").write_text('"postgres" ""\n')
+    (folder / "pgbouncer.ini").write_text(f"""[databases]
+* = host={server.host} port={server.port}
+[pgbouncer]
+listen_addr = 127.0.0.1
+listen_port = {port}
+unix_socket_dir =
+auth_type = trust
+auth_file = {folder}/users.txt
+pool_mode = transaction
+default_pool_size = 3
+max_client_conn = 200
+ignore_startup_parameters = extra_float_digits
+logfile = {folder}/pgbouncer.log
+""")
+    argv = [exe, str(folder / "pgbouncer.ini")]
+    if os.geteuid() == 0:  # pgbouncer refuses to run as root
+        os.chmod(folder, 0o777)
+        for f in folder.iterdir():
+            os.chmod(f, 0o666)
+        argv = ["runuser", "-u", "postgres", "--", *argv]
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        wait_for(lambda: _can_connect(f"host=127.0.0.1 port={port} user=postgres dbname=postgres"), 10,
+                 "pgbouncer to accept connections")
+        yield f"host=127.0.0.1 port={port}"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _can_connect(dsn: str) -> bool:
+    try:
+        with psycopg.connect(dsn, connect_timeout=1, prepare_threshold=None):
+            return True
+    except psycopg.OperationalError:
+        return False
+
+
+def test_c30_c31_c32_worker_behind_transaction_pgbouncer(conn, dsn, workers, pgbouncer) -> None:
+    bounced = make_conninfo(dsn, host="127.0.0.1", port=int(pgbouncer.split("port=")[1]))
+    _submit_many(conn, "noop", 300)
+    fan = db.submit_run(conn, "w", "fanout", {"n": 20})
+    ws = [workers(bounced, "--concurrency", "8", "--lease", "3") for _ in range(2)]
+    wait_for(lambda: _succeeded(conn) >= 300 + 21, 60, "every step through PgBouncer", interval_s=0.2)
+    assert db.run_status(conn, fan.run_id).result == {"children": 20, "sum": float(sum(i * i for i in range(20)))}
+    for w in ws:
+        # the probe detects the pooler and says so, once (C32)
+        wait_for(lambda w=w: "LISTEN does not work" in w.output(), 5, "the LISTEN probe to report the pooler")
+        assert w.proc.poll() is None
+        out = w.output()
+        assert out.count("LISTEN does not work") == 1
+        assert "DuplicatePreparedStatement" not in out and "ProtocolViolation" not in out
+        assert "Traceback" not in out
+    assert one(conn, "select count(*) from pg_stat_activity where state = 'idle in transaction (aborted)'") == 0
+    assert one(conn, "select count(*) from pg_locks where locktype = 'advisory'") == 0
+    # C32: pickup latency bounded by the short poll interval
+    t0 = time.monotonic()
+    run = db.submit_run(conn, "w", "noop", {"late": True})
+    wait_for(lambda: step_status(conn, run.step_id) == "succeeded", 5, "pickup by fast polling")
+    assert time.monotonic() - t0 < 1.5
+
+
+def test_c37_server_timeouts_and_killed_backends_do_not_stop_10s_steps(server, conn, dsn, workers) -> None:
+    role = "pgflight_c37_worker"
+    with psycopg.connect(server.dsn, autocommit=True) as su:
+        if not one(su, "select count(*) from pg_roles where rolname = %s", role):
+            su.execute(f"create role {role} login in role pgflight_worker")
+        su.execute(f"alter role {role} set idle_in_transaction_session_timeout = '2s'")
+        su.execute(f"alter role {role} set statement_timeout = '1s'")
+    _submit_many(conn, "not_served_here", 5000)  # load: queued rows the worker does not claim
+    runs = [db.submit_run(conn, "w", "sleep", {"seconds": 10}) for _ in range(3)]
+    w = workers(make_conninfo(dsn, user=role), "--concurrency", "3", "--lease", "3", "--poll", "0.3")
+    wait_for(lambda: all(step_status(conn, r.step_id) == "running" for r in runs), 15, "the 3 steps running")
+    time.sleep(2.5)  # well past idle_in_transaction_session_timeout and statement_timeout
+    killed = conn.execute(
+        "select count(pg_terminate_backend(pid)) from pg_stat_activity where usename = %s"
+        " and application_name in ('pgflight-control', 'pgflight-heartbeat', 'pgflight-claim')", [role]).fetchone()
+    assert killed and killed[0] >= 2
+    wait_for(lambda: all(step_status(conn, r.step_id) == "succeeded" for r in runs), 20, "the 10 s steps")
+    for r in runs:
+        assert [t[1] for t in attempts(conn, r.step_id)] == ["succeeded"]
+    assert w.proc.poll() is None, "a terminated backend does not stop the worker"
+    assert one(conn, "select count(*) from pg_stat_activity where usename = %s and state like 'idle in transaction%%'",
+               role) == 0

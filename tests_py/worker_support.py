@@ -1,0 +1,117 @@
+"""
+Helpers for the worker tests: worker processes (real `pgflight worker` subprocesses, each in its
+own process group, always killed at teardown) and polling of the database.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+import psycopg
+import pytest
+
+HERE = Path(__file__).resolve().parent
+T = TypeVar("T")
+
+
+class WorkerProc:
+    """One `pgflight worker` subprocess and its log."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], log: Path) -> None:
+        self.proc = proc
+        self.log = log
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def signal(self, sig: int) -> None:
+        os.kill(self.proc.pid, sig)
+
+    def kill(self) -> None:
+        """SIGKILL the whole process group (idempotent)."""
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.proc.wait(10)
+
+    def wait(self, timeout_s: float) -> int:
+        return self.proc.wait(timeout_s)
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace") if self.log.exists() else ""
+
+
+def start_worker(dsn: str, tmp: Path, *args: str, recipes: str = "pgflight.demo:worker_recipes",
+                 env: dict[str, str] | None = None) -> WorkerProc:
+    """Start `python -m pgflight.cli worker` against `dsn` in a new session (own process group)."""
+    n = len(list(tmp.glob("worker-*.log")))
+    log = tmp / f"worker-{n}.log"
+    full_env = dict(os.environ, PGFLIGHT_DSN=dsn,
+                    PYTHONPATH=os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]))
+    full_env.pop("PGFLIGHT_LISTEN_DSN", None)
+    full_env.update(env or {})
+    with open(log, "wb") as f:
+        proc = subprocess.Popen([sys.executable, "-m", "pgflight.cli", "worker", "--recipes", recipes, *args],
+                                stdout=f, stderr=subprocess.STDOUT, env=full_env, start_new_session=True)
+    return WorkerProc(proc, log)
+
+
+@pytest.fixture
+def workers(tmp_path: Path) -> Iterator[Callable[..., WorkerProc]]:
+    """Factory: workers(dsn, *cli_args) -> WorkerProc; every worker is SIGKILLed at teardown."""
+    started: list[WorkerProc] = []
+
+    def _start(dsn: str, *args: str, **kwargs: Any) -> WorkerProc:
+        w = start_worker(dsn, tmp_path, *args, **kwargs)
+        started.append(w)
+        return w
+
+    yield _start
+    for w in started:
+        w.kill()
+
+
+def wait_for(fn: Callable[[], T | None], timeout_s: float, what: str, interval_s: float = 0.05) -> T:
+    """Poll `fn` until it returns something truthy; fail the test after `timeout_s` seconds."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        value = fn()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout_s}s waiting for {what}")
+        time.sleep(interval_s)
+
+
+def one(conn: psycopg.Connection[Any], query: str, *params: Any) -> Any:
+    """The single value of a query."""
+    row = conn.execute(query, params).fetchone()  # type: ignore[arg-type]
+    return None if row is None else row[0]
+
+
+def attempts(conn: psycopg.Connection[Any], step_id: int) -> list[tuple[int, str, int | None]]:
+    """(attempt_no, status, worker_id) of each attempt of a step."""
+    return [(r[0], r[1], r[2]) for r in conn.execute(
+        "select attempt_no, status, worker_id from pgflight.step_attempts where step_id = %s order by attempt_no",
+        [step_id]).fetchall()]
+
+
+def step_status(conn: psycopg.Connection[Any], step_id: int) -> str:
+    return str(one(conn, "select status from pgflight.step_status where step_id = %s", step_id))
+
+
+def worker_ready(conn: psycopg.Connection[Any], w: WorkerProc) -> bool:
+    """The worker process has registered (it is about to claim)."""
+    if w.proc.poll() is not None:
+        pytest.fail(f"worker exited with {w.proc.returncode}:\n{w.output()[-3000:]}")
+    return bool(one(conn, "select count(*) from pgflight.workers where pid = %s and stopped_at is null", w.pid))
