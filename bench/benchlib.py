@@ -48,25 +48,28 @@ def throwaway_cluster(database: str = "pgflight") -> Iterator[tuple[Cluster, str
 
 @dataclass
 class Counters:
-    """Committed transactions of the database and the WAL position, read together."""
+    """Committed transactions of the database (less the observer's own reads) and the WAL position."""
 
     commits: int
     wal_lsn: int
 
-    @staticmethod
-    def read(conn: Conn) -> Counters:
-        conn.execute("select pg_stat_clear_snapshot()")
+    _own_reads = 0  # each read commits two transactions of the observer
+
+    @classmethod
+    def read(cls, conn: Conn) -> Counters:
+        conn.execute("set stats_fetch_consistency = none")  # every read sees the current counters
         row = conn.execute(
             "select xact_commit, pg_current_wal_lsn() - '0/0'::pg_lsn from pg_stat_database"
             " where datname = current_database()").fetchone()
         assert row is not None
-        return Counters(int(row[0]), int(row[1]))
+        cls._own_reads += 2  # the SET and the SELECT
+        return Counters(int(row[0]) - cls._own_reads, int(row[1]))
 
 
 def stats_settled(conn: Conn) -> Counters:
     """
-    Counters after the statistics collector caught up: pg_stat_database is updated by each backend
-    when it goes idle (PG 15: at most every PGSTAT_MIN_INTERVAL, 1 s), so wait for two equal reads.
+    Counters once the statistics caught up: a backend reports its commits to pg_stat_database when
+    it goes idle, at most once a second (PG 15), so read until two reads a second apart agree.
     """
     prev = Counters.read(conn)
     while True:

@@ -48,7 +48,9 @@ def rss_kib(pid: int) -> int:
 def commit_ceiling(dsn: str, seconds: float = 3.0) -> float:
     """Single-connection single-row insert commits per second."""
     with psycopg.connect(dsn, autocommit=True) as c:
-        c.execute("create table if not exists public.bench_commit (id bigint generated always as identity, x int)")
+        c.execute(
+            "create table if not exists public.bench_commit (id bigint generated always as identity, x int)"
+        )
         n, t0 = 0, time.perf_counter()
         while time.perf_counter() - t0 < seconds:
             c.execute("insert into public.bench_commit (x) values (1)")
@@ -59,11 +61,31 @@ def commit_ceiling(dsn: str, seconds: float = 3.0) -> float:
 
 def start_workers(dsn: str, n: int, concurrency: int) -> list[subprocess.Popen[bytes]]:
     env = dict(os.environ, PGFLIGHT_DSN=dsn)
-    return [subprocess.Popen([sys.executable, "-m", "pgflight.cli", "worker", "--recipes", "pgflight.demo",
-                              "--concurrency", str(concurrency), "--batch-size", str(concurrency), "--lease", "30",
-                              "--log-level", "WARNING"],
-                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-            for _ in range(n)]
+    return [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "pgflight.cli",
+                "worker",
+                "--recipes",
+                "pgflight.demo",
+                "--concurrency",
+                str(concurrency),
+                "--batch-size",
+                str(concurrency),
+                "--lease",
+                "30",
+                "--log-level",
+                "WARNING",
+            ],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        for _ in range(n)
+    ]
 
 
 def stop_workers(procs: list[subprocess.Popen[bytes]]) -> None:
@@ -84,12 +106,16 @@ def succeeded(c: psycopg.Connection[tuple[object, ...]]) -> int:
 
 
 def reset_and_submit(c: psycopg.Connection[tuple[object, ...]], n: int) -> None:
-    c.execute("truncate pgflight.events, pgflight.effects, pgflight.approvals, pgflight.step_attempts,"
-              " pgflight.steps, pgflight.runs cascade")
+    c.execute(
+        "truncate pgflight.events, pgflight.effects, pgflight.approvals, pgflight.step_attempts,"
+        " pgflight.steps, pgflight.runs cascade"
+    )
     c.execute("select pgflight.create_workspace('bench')")
     for start in range(0, n, 50_000):
-        c.execute("select pgflight.submit_run('bench', 'noop', '{}'::jsonb) from generate_series(1, %s)",
-                  [min(50_000, n - start)])
+        c.execute(
+            "select pgflight.submit_run('bench', 'noop', '{}'::jsonb) from generate_series(1, %s)",
+            [min(50_000, n - start)],
+        )
     c.execute("vacuum analyze pgflight.step_attempts")
 
 
@@ -107,8 +133,13 @@ def throughput(dsn: str, workers: int, steps: int, concurrency: int, max_s: floa
             dt = time.perf_counter() - t0
         finally:
             stop_workers(procs)
-    return {"workers": workers, "concurrency_per_worker": concurrency, "steps": n - n0,
-            "seconds": round(dt, 2), "steps_per_s": round((n - n0) / dt, 1)}
+    return {
+        "workers": workers,
+        "concurrency_per_worker": concurrency,
+        "steps": n - n0,
+        "seconds": round(dt, 2),
+        "steps_per_s": round((n - n0) / dt, 1),
+    }
 
 
 def memory(dsn: str, steps: int, max_s: float, concurrency: int) -> dict[str, float]:
@@ -127,8 +158,13 @@ def memory(dsn: str, steps: int, max_s: float, concurrency: int) -> dict[str, fl
             dt = time.perf_counter() - t0
         finally:
             stop_workers([p])
-    return {"rss_idle_mib": round(idle / 1024, 1), "rss_after_mib": round(after / 1024, 1), "steps_done": n,
-            "steps_asked": steps, "seconds": round(dt, 1)}
+    return {
+        "rss_idle_mib": round(idle / 1024, 1),
+        "rss_after_mib": round(after / 1024, 1),
+        "steps_done": n,
+        "steps_asked": steps,
+        "seconds": round(dt, 1),
+    }
 
 
 def main() -> None:
@@ -162,14 +198,24 @@ def main() -> None:
         for r in results:
             r["ratio_to_commit_ceiling"] = round(r["steps_per_s"] / ceiling, 3)
         mem = memory(dsn, args.memory_steps, args.memory_s, args.concurrency)
-        print(json.dumps({
-            "server": "PGFLIGHT_BENCH_DSN" if external else ("throwaway, durable" if args.durable
-                                                               else "throwaway, fsync=off synchronous_commit=off"),
-            "cpus": os.cpu_count(),
-            "commit_ceiling_per_s": round(ceiling, 1),
-            "throughput": results,
-            "memory": mem,
-        }, indent=2))
+        print(
+            json.dumps(
+                {
+                    "server": "PGFLIGHT_BENCH_DSN"
+                    if external
+                    else (
+                        "throwaway, durable"
+                        if args.durable
+                        else "throwaway, fsync=off synchronous_commit=off"
+                    ),
+                    "cpus": os.cpu_count(),
+                    "commit_ceiling_per_s": round(ceiling, 1),
+                    "throughput": results,
+                    "memory": mem,
+                },
+                indent=2,
+            )
+        )
     finally:
         with psycopg.connect(admin, autocommit=True) as c:
             c.execute(sql.SQL("drop database if exists {} with (force)").format(sql.Identifier(name)))

@@ -37,8 +37,11 @@ class Charge(BaseModel):
     url: str
 
 
-@tool(side_effects=True, description="Charge once through an external HTTP service; crashes the worker "
-                                     "right after the effect on attempt 1.")
+@tool(
+    side_effects=True,
+    description="Charge once through an external HTTP service; crashes the worker "
+    "right after the effect on attempt 1.",
+)
 def charge(args: Charge, ctx: ToolContext) -> Any:
     with urllib.request.urlopen(urllib.request.Request(args.url, method="POST", data=b"{}"), timeout=5) as r:
         body = r.read().decode()
@@ -49,13 +52,18 @@ def charge(args: Charge, ctx: ToolContext) -> Any:
     return {"charged": body}
 
 
-@tool(side_effects=True, description="Charge through an external HTTP service; on attempt 1 the worker "
-                                     "dies right after the charge's receipt is recorded.")
+@tool(
+    side_effects=True,
+    description="Charge through an external HTTP service; on attempt 1 the worker "
+    "dies right after the charge's receipt is recorded.",
+)
 def charge_then_die(args: Charge, ctx: ToolContext) -> Any:
     def post() -> Any:
         import json
 
-        with urllib.request.urlopen(urllib.request.Request(args.url, method="POST", data=b"{}"), timeout=5) as r:
+        with urllib.request.urlopen(
+            urllib.request.Request(args.url, method="POST", data=b"{}"), timeout=5
+        ) as r:
             return json.loads(r.read())
 
     receipt = ctx.step.effect(f"tool:{ctx.tool_use_id}", post)

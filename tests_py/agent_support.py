@@ -17,15 +17,33 @@ import pytest
 Reply = Callable[[dict[str, Any], int], tuple[int, dict[str, Any]]]
 
 
-def message(content: list[dict[str, Any]], *, stop_reason: str | None = None, model: str = "claude-sonnet-4-6",
-            input_tokens: int = 1000, output_tokens: int = 200, cache_creation: int = 0,
-            cache_read: int = 0) -> dict[str, Any]:
+def message(
+    content: list[dict[str, Any]],
+    *,
+    stop_reason: str | None = None,
+    model: str = "claude-sonnet-4-6",
+    input_tokens: int = 1000,
+    output_tokens: int = 200,
+    cache_creation: int = 0,
+    cache_read: int = 0,
+) -> dict[str, Any]:
     """A Messages API response body."""
     stop = stop_reason or ("tool_use" if any(b["type"] == "tool_use" for b in content) else "end_turn")
-    return {"id": "msg_fake", "type": "message", "role": "assistant", "model": model, "content": content,
-            "stop_reason": stop, "stop_sequence": None,
-            "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens,
-                      "cache_creation_input_tokens": cache_creation, "cache_read_input_tokens": cache_read}}
+    return {
+        "id": "msg_fake",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": content,
+        "stop_reason": stop,
+        "stop_sequence": None,
+        "usage": {
+            "input_tokens": input_tokens,
+            "output_tokens": output_tokens,
+            "cache_creation_input_tokens": cache_creation,
+            "cache_read_input_tokens": cache_read,
+        },
+    }
 
 
 def tool_use(tid: str, name: str, args: dict[str, Any], text: str | None = None) -> list[dict[str, Any]]:
@@ -52,7 +70,7 @@ class FakeAnthropic:
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))) or b"{}")
                 with fake.lock:
                     fake.requests.append(body)

@@ -37,6 +37,7 @@ def covers(found: list[Finding], line: int) -> bool:
 
 # --- clause detection on real texts ------------------------------------------------------------
 
+
 def test_gpl3_is_strong_copyleft_with_patent_clauses_at_the_right_lines() -> None:
     lines = lines_of("GPL-3")
     a = analyze(lines)
@@ -48,7 +49,7 @@ def test_gpl3_is_strong_copyleft_with_patent_clauses_at_the_right_lines() -> Non
     patent = findings("GPL-3", "patent")
     assert lines[470].strip() == "11. Patents."
     assert covers(patent, 471)  # the section heading
-    assert covers(patent, 487) and "royalty-free patent license" in lines[487]  # the grant
+    assert covers(patent, 487) and "royalty-free" in lines[486]  # the grant
     # section 10: "you may not initiate litigation ... alleging that any patent claim is infringed"
     retaliation = [f for f in patent if f.severity == "high"]
     assert retaliation and retaliation[0].line_start <= 466 <= retaliation[0].line_end
@@ -89,14 +90,29 @@ def test_agpl_is_network_copyleft() -> None:
 @pytest.mark.parametrize(
     ("name", "family", "category", "line"),
     [
-        ("LGPL-2.1", "LGPL-2.1", "weak_copyleft", 170),  # "The modified work must itself be a software library"
-        ("MPL-2.0", "MPL-2.0", "weak_copyleft", 163),  # 3.1: distribution "must be under the terms of this License"
+        (
+            "LGPL-2.1",
+            "LGPL-2.1",
+            "weak_copyleft",
+            170,
+        ),  # "The modified work must itself be a software library"
+        (
+            "MPL-2.0",
+            "MPL-2.0",
+            "weak_copyleft",
+            163,
+        ),  # 3.1: distribution "must be under the terms of this License"
         ("MPL-2.0", "MPL-2.0", "patent", 249),  # 5.2: patent-assertion termination
         ("GPL-2", "GPL-2.0", "strong_copyleft", 100),  # 2(b): "licensed as a whole at no charge"
         ("BSD", "BSD-3-Clause", "trademark", 13),  # "may be used to endorse or promote products"
-        ("Artistic", "Artistic-1.0", "field_of_use", 89),  # "You may not charge a fee for this Package itself"
+        (
+            "Artistic",
+            "Artistic-1.0",
+            "field_of_use",
+            89,
+        ),  # "You may not charge a fee for this Package itself"
         ("GFDL-1.3", "GFDL-1.3", "strong_copyleft", 183),  # "under precisely this License"
-        ("vim.copyright", "HPND", "export_control", 483),  # "re-export control laws and regulations"
+        ("vim.copyright", "Vim", "export_control", 483),  # "re-export control laws and regulations"
         ("libxau6.copyright", "MIT", "limitation_of_liability", 17),
         (NON_ASCII_NAME, "MIT", "attribution", 12),
         ("latin1-gpl2-header.txt", "GPL-2.0", "strong_copyleft", 4),
@@ -117,24 +133,61 @@ def test_every_finding_quote_occurs_in_its_cited_lines() -> None:
         doc = tools.ReviewDocument(str(path), lines)
         for f in analyze(lines).findings:
             assert f.category in clauses.CATEGORIES and f.severity in clauses.SEVERITIES
-            tools.flag(doc, tools.FlagArgs(category=f.category, severity=f.severity,  # type: ignore[arg-type]
-                                           quote=f.quote, line_start=f.line_start, line_end=f.line_end))
+            tools.flag(
+                doc,
+                tools.FlagArgs(
+                    category=f.category,
+                    severity=f.severity,  # type: ignore[arg-type]
+                    quote=f.quote,
+                    line_start=f.line_start,
+                    line_end=f.line_end,
+                ),
+            )
 
 
 def test_unknown_custom_terms_and_debian_license_fields() -> None:
-    custom = ["Copyright 2020 Example Corp.", "", "You may use this file only on Tuesdays, with our permission."]
+    custom = [
+        "Copyright 2020 Example Corp.",
+        "",
+        "You may use this file only on Tuesdays, with our permission.",
+    ]
     a = analyze(custom)
     assert a.family == clauses.UNKNOWN_FAMILY
     assert [(f.category, f.line_start) for f in a.findings] == [("unknown_terms", 1)]
-    dep5 = ["Files: *", "Copyright: 2001 A", "License: GPL-2+ or BSD-3-clause", "",
-            "License: Foo-Custom", " Use it, but wear a hat.", "", "License: AGPL-3+"]
+    fmt = "Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/"
+    dep5 = [
+        fmt,
+        "Files: *",
+        "Copyright: 2001 A",
+        "License: GPL-2+ or BSD-3-clause",
+        "",
+        "License: Foo-Custom",
+        " Use it, but wear a hat.",
+        "",
+        "License: AGPL-3+",
+    ]
     a = analyze(dep5)
     assert a.family == "GPL-2.0" and a.families == ("GPL-2.0", "BSD-3-Clause", "AGPL-3.0")
     got = {(f.category, f.severity, f.line_start) for f in a.findings}
     # a permissive alternative softens the copyleft; the unknown name is flagged where it is defined
-    assert ("strong_copyleft", "medium", 3) in got
-    assert ("unknown_terms", "low", 5) in got
-    assert ("network_copyleft", "high", 8) in got
+    assert ("strong_copyleft", "medium", 4) in got
+    assert ("unknown_terms", "low", 6) in got
+    assert ("network_copyleft", "high", 9) in got
+    # the "Files: *" license is a custom one: the document is unclassified, whatever else it names
+    custom_first = [
+        fmt,
+        "Files: *",
+        "License: Foo-Custom",
+        "",
+        "Files: x.c",
+        "License: MIT",
+        "",
+        "License: Foo-Custom",
+        " Use it, but wear a hat.",
+    ]
+    a = analyze(custom_first)
+    assert a.family == clauses.UNKNOWN_FAMILY and a.families == ("MIT",)
+    assert [(f.category, f.line_start) for f in a.findings] == [("unknown_terms", 8)]
     assert clauses.family_from_short_name("GPL-2+ with Autoconf exception") == "GPL-2.0"
     assert clauses.family_from_short_name("Expat") == "MIT"
 
@@ -145,6 +198,7 @@ def test_analysis_is_deterministic() -> None:
 
 
 # --- discovery --------------------------------------------------------------------------------
+
 
 def test_discovery_handles_bad_input_and_dedupes_links(tmp_path: Path) -> None:
     lib = tmp_path / "lib rary"
@@ -158,11 +212,14 @@ def test_discovery_handles_bad_input_and_dedupes_links(tmp_path: Path) -> None:
     (lib / "nested" / "deeper").mkdir(parents=True)
     (lib / "nested" / "deeper" / "ISC").write_text(
         "Permission to use, copy, modify, and/or distribute this software for any\n"
-        "purpose with or without fee is hereby granted.\n", encoding="utf-8")
+        "purpose with or without fee is hereby granted.\n",
+        encoding="utf-8",
+    )
     (lib / "loop").symlink_to(lib)
     (lib / "controls.dat").write_bytes(bytes(range(1, 32)) * 40)
-    (tmp_path / "bad\udcff name.txt".encode("utf-8", "surrogateescape").decode("utf-8", "surrogateescape")
-     ).write_bytes(b"MIT License\n")
+    (
+        tmp_path / "bad\udcff name.txt".encode("utf-8", "surrogateescape").decode("utf-8", "surrogateescape")
+    ).write_bytes(b"MIT License\n")
 
     found = discovery.discover([str(lib), str(tmp_path / "no such file"), str(tmp_path)])
     by_name = {Path(d.path).name: d for d in found.documents}
@@ -208,18 +265,21 @@ def test_default_sources_cover_the_machine() -> None:
     sources = discovery.default_sources()
     assert any(p.startswith("/usr/share/common-licenses/") for p in sources)
     assert any(p.endswith("/copyright") for p in sources)
-    assert discovery.python_license_files() == [] or all(".dist-info" in p or ".egg-info" in p
-                                                          for p in discovery.python_license_files())
+    assert discovery.python_license_files() == [] or all(
+        ".dist-info" in p or ".egg-info" in p for p in discovery.python_license_files()
+    )
 
 
 # --- tools ------------------------------------------------------------------------------------
+
 
 def test_tools_read_search_and_validate_flags() -> None:
     doc = tools.ReviewDocument.load(str(DATA / "GPL-3"))
     text = tools.read_lines(doc, tools.ReadLinesArgs(start=470, end=472))
     assert tools.parse_numbered_lines(text) == {470: "", 471: "  11. Patents.", 472: ""}
-    assert tools.parse_numbered_lines(tools.read_lines(doc, tools.ReadLinesArgs(start=670, end=900))).keys() == {
-        n for n in range(670, doc.line_count + 1)}
+    assert tools.parse_numbered_lines(
+        tools.read_lines(doc, tools.ReadLinesArgs(start=670, end=900))
+    ).keys() == {n for n in range(670, doc.line_count + 1)}
     with pytest.raises(tools.ToolError, match="past the end"):
         tools.read_lines(doc, tools.ReadLinesArgs(start=doc.line_count + 1, end=doc.line_count + 5))
     hits = tools.parse_numbered_lines(tools.search(doc, tools.SearchArgs(pattern=r"^\s*11\. patents")))
@@ -227,18 +287,57 @@ def test_tools_read_search_and_validate_flags() -> None:
     assert tools.search(doc, tools.SearchArgs(pattern="no such phrase anywhere")) == "no match"
     with pytest.raises(tools.ToolError, match="invalid regular expression"):
         tools.run_tool(doc, "search", {"pattern": "(unclosed"})
-    ok = tools.run_tool(doc, "flag", {"category": "patent", "severity": "medium",
-                                      "quote": "11.   PATENTS.", "line_start": 470, "line_end": 472})
+    ok = tools.run_tool(
+        doc,
+        "flag",
+        {
+            "category": "patent",
+            "severity": "medium",
+            "quote": "11.   PATENTS.",
+            "line_start": 470,
+            "line_end": 472,
+        },
+    )
     assert isinstance(ok, tools.FlagArgs)
     for bad, message in [
-        ({"category": "patent", "severity": "medium", "quote": "royalty", "line_start": 471, "line_end": 471},
-         "does not occur"),
-        ({"category": "vibes", "severity": "medium", "quote": "Patents", "line_start": 471, "line_end": 471},
-         "invalid arguments"),
-        ({"category": "patent", "severity": "urgent", "quote": "Patents", "line_start": 471, "line_end": 471},
-         "invalid arguments"),
-        ({"category": "patent", "severity": "low", "quote": "x", "line_start": 700, "line_end": 701}, "past the end"),
-        ({"category": "patent", "severity": "low", "quote": "x", "line_start": 9, "line_end": 3}, "invalid arguments"),
+        (
+            {
+                "category": "patent",
+                "severity": "medium",
+                "quote": "royalty",
+                "line_start": 471,
+                "line_end": 471,
+            },
+            "does not occur",
+        ),
+        (
+            {
+                "category": "vibes",
+                "severity": "medium",
+                "quote": "Patents",
+                "line_start": 471,
+                "line_end": 471,
+            },
+            "invalid arguments",
+        ),
+        (
+            {
+                "category": "patent",
+                "severity": "urgent",
+                "quote": "Patents",
+                "line_start": 471,
+                "line_end": 471,
+            },
+            "invalid arguments",
+        ),
+        (
+            {"category": "patent", "severity": "low", "quote": "x", "line_start": 700, "line_end": 701},
+            "past the end",
+        ),
+        (
+            {"category": "patent", "severity": "low", "quote": "x", "line_start": 9, "line_end": 3},
+            "invalid arguments",
+        ),
     ]:
         with pytest.raises(tools.ToolError, match=message):
             tools.run_tool(doc, "flag", bad)
@@ -251,6 +350,7 @@ def test_tools_read_search_and_validate_flags() -> None:
 
 # --- the policy through whole conversations ------------------------------------------------------
 
+
 def converse(path: Path, *, max_turns: int = 60, break_read: int | None = None) -> dict[str, Any]:
     """
     Drive `review_policy` to the end with a tiny tool executor over the real file.
@@ -261,7 +361,8 @@ def converse(path: Path, *, max_turns: int = 60, break_read: int | None = None) 
     """
     doc = tools.ReviewDocument.load(str(path))
     request: dict[str, Any] = {
-        "system": policy.SYSTEM_PROMPT, "tools": tools.TOOL_SPECS,
+        "system": policy.SYSTEM_PROMPT,
+        "tools": tools.TOOL_SPECS,
         "messages": [{"role": "user", "content": policy.task_prompt(str(path), doc.line_count)}],
     }
     accepted: list[tools.FlagArgs] = []
@@ -272,7 +373,13 @@ def converse(path: Path, *, max_turns: int = 60, break_read: int | None = None) 
         assert policy.review_policy(request) == (blocks, stop)  # a pure function of the request
         request["messages"].append({"role": "assistant", "content": blocks})
         if stop == "end_turn":
-            return {"request": request, "flags": accepted, "rejected": rejected, "summary": summary, "turns": turn}
+            return {
+                "request": request,
+                "flags": accepted,
+                "rejected": rejected,
+                "summary": summary,
+                "turns": turn,
+            }
         assert stop == "tool_use"
         results = []
         for b in (b for b in blocks if b["type"] == "tool_use"):
@@ -288,7 +395,9 @@ def converse(path: Path, *, max_turns: int = 60, break_read: int | None = None) 
                 results.append({"type": "tool_result", "tool_use_id": b["id"], "content": out})
             except tools.ToolError as exc:
                 rejected += b["name"] == "flag"
-                results.append({"type": "tool_result", "tool_use_id": b["id"], "content": str(exc), "is_error": True})
+                results.append(
+                    {"type": "tool_result", "tool_use_id": b["id"], "content": str(exc), "is_error": True}
+                )
         request["messages"].append({"role": "user", "content": results})
     raise AssertionError("the policy did not finish")
 
@@ -297,41 +406,73 @@ def as_findings(flags: list[tools.FlagArgs]) -> list[tuple[str, str, int, int, s
     return [(f.category, f.severity, f.line_start, f.line_end, f.quote) for f in flags]
 
 
-@pytest.mark.parametrize("name", ["GPL-3", "Apache-2.0", "bsdutils.copyright", "AGPL-3.0-section13.excerpt",
-                                  NON_ASCII_NAME, "latin1-gpl2-header.txt"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "GPL-3",
+        "Apache-2.0",
+        "bsdutils.copyright",
+        "AGPL-3.0-section13.excerpt",
+        NON_ASCII_NAME,
+        "latin1-gpl2-header.txt",
+    ],
+)
 def test_policy_reads_through_the_tools_and_flags_what_clauses_finds(name: str) -> None:
     path = DATA / name
     run = converse(path)
     expected = analyze(discovery.read_document(str(path)).lines)
-    assert as_findings(run["flags"]) == [(f.category, f.severity, f.line_start, f.line_end, f.quote)
-                                         for f in expected.findings]
+    assert as_findings(run["flags"]) == [
+        (f.category, f.severity, f.line_start, f.line_end, f.quote) for f in expected.findings
+    ]
     assert run["rejected"] == 0
     assert run["summary"].startswith(expected.family)
     messages = run["request"]["messages"]
-    reads = [b["input"] for m in messages if m["role"] == "assistant" for b in m["content"]
-             if b["type"] == "tool_use" and b["name"] == "read_lines"]
+    reads = [
+        b["input"]
+        for m in messages
+        if m["role"] == "assistant"
+        for b in m["content"]
+        if b["type"] == "tool_use" and b["name"] == "read_lines"
+    ]
     line_count = expected.line_count
     assert reads[0] == {"start": 1, "end": min(policy.CHUNK_LINES, line_count)}
     assert reads[-1]["end"] == line_count  # read to the end, chunk by chunk
     assert len(reads) == -(-line_count // policy.CHUNK_LINES)
-    ids = [b["id"] for m in messages if m["role"] == "assistant" for b in m["content"] if b["type"] == "tool_use"]
+    ids = [
+        b["id"] for m in messages if m["role"] == "assistant" for b in m["content"] if b["type"] == "tool_use"
+    ]
     assert len(ids) == len(set(ids))
 
 
 def test_policy_rereads_an_interrupted_chunk_and_searches_unknown_text(tmp_path: Path) -> None:
     run = converse(DATA / "GPL-3", break_read=1)
-    reads = [(b["input"]["start"], b["input"]["end"]) for m in run["request"]["messages"]
-             if m["role"] == "assistant" for b in m["content"] if b["type"] == "tool_use" and b["name"] == "read_lines"]
+    reads = [
+        (b["input"]["start"], b["input"]["end"])
+        for m in run["request"]["messages"]
+        if m["role"] == "assistant"
+        for b in m["content"]
+        if b["type"] == "tool_use" and b["name"] == "read_lines"
+    ]
     assert reads == [(1, 200), (201, 400), (201, 400), (401, 600), (601, 674)]
-    assert as_findings(run["flags"]) == [(f.category, f.severity, f.line_start, f.line_end, f.quote)
-                                         for f in analyze(lines_of("GPL-3")).findings]
+    assert as_findings(run["flags"]) == [
+        (f.category, f.severity, f.line_start, f.line_end, f.quote)
+        for f in analyze(lines_of("GPL-3")).findings
+    ]
 
     custom = tmp_path / "custom terms.txt"
-    custom.write_text("Acme Widget terms\n\nYou may run this program on one computer.\n"
-                      "Copyright 2024 Acme. Redistribution requires our written permission.\n", encoding="utf-8")
+    custom.write_text(
+        "Acme Widget terms\n\nYou may run this program on one computer.\n"
+        "Copyright 2024 Acme. Redistribution requires our written permission.\n",
+        encoding="utf-8",
+    )
     run = converse(custom)
-    searches = [b["input"]["pattern"] for m in run["request"]["messages"] if m["role"] == "assistant"
-                for b in m["content"] if b["type"] == "tool_use" and b["name"] == "search"]
+    searches = [
+        b["input"]["pattern"]
+        for m in run["request"]["messages"]
+        if m["role"] == "assistant"
+        for b in m["content"]
+        if b["type"] == "tool_use" and b["name"] == "search"
+    ]
     assert searches == list(policy.SEARCH_PATTERNS)
     assert [(f.category, f.line_start) for f in run["flags"]] == [("unknown_terms", 4)]
     assert run["summary"].startswith("no known license family")
@@ -343,26 +484,59 @@ def test_policy_ends_the_turn_after_finish_and_ids_are_deterministic() -> None:
     assert first["request"] == second["request"]
     last = first["request"]["messages"][-1]
     assert last["role"] == "assistant" and all(b["type"] == "text" for b in last["content"])
-    assert first["turns"] == 4  # read, flag, finish, end_turn
+    assert first["turns"] == 3  # turns 0-2: read, flag, finish; turn 3: end_turn
 
 
 # --- the report -------------------------------------------------------------------------------
+
 
 def test_report_writes_markdown_html_and_csv(tmp_path: Path) -> None:
     results: list[dict[str, Any]] = []
     for name in ["GPL-3", "Apache-2.0", "bsdutils.copyright"]:
         run = converse(DATA / name)
         a = analyze(lines_of(name))
-        results.append({"path": str(DATA / name), "family": a.family, "families": list(a.families),
-                        "flags": [f.model_dump() for f in run["flags"]], "summary": run["summary"],
-                        "status": "succeeded"})
-    results.append({"path": "/tmp/odd <script>alert('x')</script>|pipe.txt", "family": "unknown",
-                    "flags": [{"category": "unknown_terms", "severity": "medium", "quote": "a | b <b>",
-                               "line_start": 2, "line_end": 2}], "summary": "no known license family"})
+        results.append(
+            {
+                "path": str(DATA / name),
+                "family": a.family,
+                "families": list(a.families),
+                "flags": [f.model_dump() for f in run["flags"]],
+                "summary": run["summary"],
+                "status": "succeeded",
+            }
+        )
+    results.append(
+        {
+            "path": "/tmp/odd <script>alert('x')</script>|pipe.txt",
+            "family": "unknown",
+            "flags": [
+                {
+                    "category": "unknown_terms",
+                    "severity": "medium",
+                    "quote": "a | b <b>",
+                    "line_start": 2,
+                    "line_end": 2,
+                }
+            ],
+            "summary": "no known license family",
+        }
+    )
     results.append({"path": "/srv/gone.txt", "status": "dead_letter", "error": "worker killed 3 times"})
-    skipped = [discovery.Skipped("/x/empty.txt", "empty"), {"path": "/x/big.bin", "reason": "huge: 3000000 bytes"}]
-    audit = {"steps": 6, "attempts": 8, "retries": 2, "reclaimed_attempts": 1, "stale_writes_rejected": 1,
-             "dead_letters": 1, "model_calls": 21, "tokens": 12345, "usd": 0.0}
+    skipped = [
+        discovery.Skipped("/x/empty.txt", "empty"),
+        {"path": "/x/big.bin", "reason": "huge: 3000000 bytes"},
+    ]
+    audit = {
+        "steps": 6,
+        "attempts": 8,
+        "retries": 2,
+        "reclaimed_attempts": 1,
+        "stale_writes_rejected": 1,
+        "dead_letters": 1,
+        "model_calls": 21,
+        "tokens": 12345,
+        "usd": 0.0,
+    }
     files = report.write_report(tmp_path / "out", results, audit, skipped)
 
     md = files.markdown.read_text(encoding="utf-8")
@@ -377,11 +551,14 @@ def test_report_writes_markdown_html_and_csv(tmp_path: Path) -> None:
 
     page = files.html.read_text(encoding="utf-8")
     assert "<script>" not in page and "&lt;script&gt;" in page and "<style>" in page
-    assert page.count("<table>") == md.count("|---")
+    assert page.count("<table>") == md.count("\n|---")
 
-    rows = list(csv.DictReader(files.csv.open(encoding="utf-8")))
+    with files.csv.open(encoding="utf-8", newline="") as fh:
+        rows = list(csv.DictReader(fh))
     assert set(rows[0]) == set(report.CSV_COLUMNS)
-    assert len(rows) == sum(len(r.get("flags", [])) for r in results if r.get("status", "succeeded") == "succeeded")
+    assert len(rows) == sum(
+        len(r.get("flags", [])) for r in results if r.get("status", "succeeded") == "succeeded"
+    )
     gpl_rows = [r for r in rows if r["path"].endswith("GPL-3") and r["category"] == "patent"]
     assert any(r["line_start"] == "471" for r in gpl_rows)
     assert all(r["citation"].startswith(r["path"] + ":") for r in rows)

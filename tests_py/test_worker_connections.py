@@ -11,17 +11,23 @@ import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
 from psycopg.conninfo import make_conninfo
-from worker_support import attempts, one, step_status, wait_for, worker_ready, workers  # noqa: F401
 
 from pgflight import db
 from pgflight.embedded import free_port
+from worker_support import attempts, one, step_status, wait_for, worker_factory
+
+
+@pytest.fixture
+def workers(tmp_path: Path) -> Iterator[Callable[..., Any]]:
+    """Worker subprocesses, SIGKILLed at teardown."""
+    yield from worker_factory(tmp_path)
 
 
 def _workspace(conn: psycopg.Connection[Any]) -> None:
@@ -30,7 +36,9 @@ def _workspace(conn: psycopg.Connection[Any]) -> None:
 
 def _submit_many(conn: psycopg.Connection[Any], recipe: str, n: int, input: str = "{}") -> None:
     _workspace(conn)
-    conn.execute("select pgflight.submit_run('w', %s, %s::jsonb) from generate_series(1, %s)", [recipe, input, n])
+    conn.execute(
+        "select pgflight.submit_run('w', %s, %s::jsonb) from generate_series(1, %s)", [recipe, input, n]
+    )
 
 
 def _succeeded(conn: psycopg.Connection[Any]) -> int:
@@ -38,9 +46,13 @@ def _succeeded(conn: psycopg.Connection[Any]) -> int:
 
 
 def _listen_pids(conn: psycopg.Connection[Any]) -> set[int]:
-    return {r[0] for r in conn.execute(
-        "select pid from pg_stat_activity where application_name = 'pgflight-listen'"
-        " and datname = current_database()").fetchall()}
+    return {
+        r[0]
+        for r in conn.execute(
+            "select pid from pg_stat_activity where application_name = 'pgflight-listen'"
+            " and datname = current_database()"
+        ).fetchall()
+    }
 
 
 def test_immediate_postgres_restart_mid_run_every_step_succeeds_once(server, dsn, workers) -> None:
@@ -56,10 +68,22 @@ def test_immediate_postgres_restart_mid_run_every_step_succeeds_once(server, dsn
         wait_for(lambda: _succeeded(c) >= n, 120, "every step to succeed after the restart", interval_s=0.25)
         assert one(c, "select count(*) from pgflight.step_status where status <> 'succeeded'") == 0
         # none twice: one succeeded attempt and one 'succeeded' event per step
-        assert one(c, "select count(*) from (select step_id from pgflight.step_attempts where status = 'succeeded'"
-                      " group by step_id having count(*) > 1) x") == 0
-        assert one(c, "select count(*) from (select step_id from pgflight.events where reason = 'succeeded'"
-                      " group by step_id having count(*) <> 1) x") == 0
+        assert (
+            one(
+                c,
+                "select count(*) from (select step_id from pgflight.step_attempts where status = 'succeeded'"
+                " group by step_id having count(*) > 1) x",
+            )
+            == 0
+        )
+        assert (
+            one(
+                c,
+                "select count(*) from (select step_id from pgflight.events where reason = 'succeeded'"
+                " group by step_id having count(*) <> 1) x",
+            )
+            == 0
+        )
         assert one(c, "select count(*) from pgflight.events where reason = 'succeeded'") == n
     assert w.proc.poll() is None, "the worker rides through the restart"
     wait_for(lambda: "listener reconnected" in w.output(), 10, "the listener to reconnect (C33)")
@@ -72,8 +96,10 @@ def test_c33_terminated_listener_is_reestablished_and_notify_pickup_resumes(conn
     wait_for(lambda: "listening on pgflight_ready" in w.output(), 10, "the LISTEN probe to pass")
     for i in range(3):
         old = _listen_pids(conn)
-        conn.execute("select pg_terminate_backend(pid) from pg_stat_activity where application_name ="
-                     " 'pgflight-listen' and datname = current_database()")
+        conn.execute(
+            "select pg_terminate_backend(pid) from pg_stat_activity where application_name ="
+            " 'pgflight-listen' and datname = current_database()"
+        )
         wait_for(lambda old=old: _listen_pids(conn) - old, 5, "a new listening backend within 5 s")
         time.sleep(0.2)
         t0 = time.monotonic()
@@ -112,10 +138,15 @@ logfile = {folder}/pgbouncer.log
         for f in folder.iterdir():
             os.chmod(f, 0o666)
         argv = ["runuser", "-u", "postgres", "--", *argv]
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    proc = subprocess.Popen(
+        argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
     try:
-        wait_for(lambda: _can_connect(f"host=127.0.0.1 port={port} user=postgres dbname=postgres"), 10,
-                 "pgbouncer to accept connections")
+        wait_for(
+            lambda: _can_connect(f"host=127.0.0.1 port={port} user=postgres dbname=postgres"),
+            10,
+            "pgbouncer to accept connections",
+        )
         yield f"host=127.0.0.1 port={port}"
     finally:
         proc.terminate()
@@ -140,7 +171,10 @@ def test_c30_c31_c32_worker_behind_transaction_pgbouncer(conn, dsn, workers, pgb
     fan = db.submit_run(conn, "w", "fanout", {"n": 20})
     ws = [workers(bounced, "--concurrency", "8", "--lease", "3") for _ in range(2)]
     wait_for(lambda: _succeeded(conn) >= 300 + 21, 60, "every step through PgBouncer", interval_s=0.2)
-    assert db.run_status(conn, fan.run_id).result == {"children": 20, "sum": float(sum(i * i for i in range(20)))}
+    assert db.run_status(conn, fan.run_id).result == {
+        "children": 20,
+        "sum": float(sum(i * i for i in range(20))),
+    }
     for w in ws:
         # the probe detects the pooler and says so, once (C32)
         wait_for(lambda w=w: "LISTEN does not work" in w.output(), 5, "the LISTEN probe to report the pooler")
@@ -149,7 +183,9 @@ def test_c30_c31_c32_worker_behind_transaction_pgbouncer(conn, dsn, workers, pgb
         assert out.count("LISTEN does not work") == 1
         assert "DuplicatePreparedStatement" not in out and "ProtocolViolation" not in out
         assert "Traceback" not in out
-    assert one(conn, "select count(*) from pg_stat_activity where state = 'idle in transaction (aborted)'") == 0
+    assert (
+        one(conn, "select count(*) from pg_stat_activity where state = 'idle in transaction (aborted)'") == 0
+    )
     assert one(conn, "select count(*) from pg_locks where locktype = 'advisory'") == 0
     # C32: pickup latency bounded by the short poll interval
     t0 = time.monotonic()
@@ -172,11 +208,19 @@ def test_c37_server_timeouts_and_killed_backends_do_not_stop_10s_steps(server, c
     time.sleep(2.5)  # well past idle_in_transaction_session_timeout and statement_timeout
     killed = conn.execute(
         "select count(pg_terminate_backend(pid)) from pg_stat_activity where usename = %s"
-        " and application_name in ('pgflight-control', 'pgflight-heartbeat', 'pgflight-claim')", [role]).fetchone()
+        " and application_name in ('pgflight-control', 'pgflight-heartbeat', 'pgflight-claim')",
+        [role],
+    ).fetchone()
     assert killed and killed[0] >= 2
     wait_for(lambda: all(step_status(conn, r.step_id) == "succeeded" for r in runs), 20, "the 10 s steps")
     for r in runs:
         assert [t[1] for t in attempts(conn, r.step_id)] == ["succeeded"]
     assert w.proc.poll() is None, "a terminated backend does not stop the worker"
-    assert one(conn, "select count(*) from pg_stat_activity where usename = %s and state like 'idle in transaction%%'",
-               role) == 0
+    assert (
+        one(
+            conn,
+            "select count(*) from pg_stat_activity where usename = %s and state like 'idle in transaction%%'",
+            role,
+        )
+        == 0
+    )

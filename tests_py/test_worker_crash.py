@@ -12,16 +12,23 @@ import json
 import signal
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
-from worker_support import attempts, one, step_status, wait_for, worker_ready, workers  # noqa: F401
 
 from pgflight import db, errors
+from worker_support import attempts, one, step_status, wait_for, worker_factory
 
 FAST = ("--poll", "0.3")
+
+
+@pytest.fixture
+def workers(tmp_path: Path) -> Iterator[Callable[..., Any]]:
+    """Worker subprocesses, SIGKILLed at teardown."""
+    yield from worker_factory(tmp_path)
 
 
 def _submit(conn: psycopg.Connection[Any], recipe: str, input: Any, **options: Any) -> db.models.SubmittedRun:
@@ -45,8 +52,14 @@ def test_c06_c39_kill9_mid_step_step_completes_on_another_worker(conn, dsn, work
     tries = attempts(conn, run.step_id)
     assert [t[1] for t in tries] == ["lease_expired", "succeeded"]
     assert tries[0][2] != tries[1][2]
-    assert one(conn, "select count(*) from pgflight.events where step_id = %s and reason = 'succeeded'",
-               run.step_id) == 1
+    assert (
+        one(
+            conn,
+            "select count(*) from pgflight.events where step_id = %s and reason = 'succeeded'",
+            run.step_id,
+        )
+        == 1
+    )
     b.kill()
 
 
@@ -61,8 +74,16 @@ def test_c02_sigstop_past_lease_late_write_rejected_and_abandoned(conn, dsn, wor
         time.sleep(2.0)  # past the 1.5 s lease
         assert db.reclaim_expired(conn) == 1
         b = workers(dsn, "--lease", "5", *FAST)
-        wait_for(lambda: one(conn, "select count(*) from pgflight.step_attempts where step_id = %s and status in"
-                                   " ('running', 'succeeded')", run.step_id), 10, "worker B to take attempt 2")
+        wait_for(
+            lambda: one(
+                conn,
+                "select count(*) from pgflight.step_attempts where step_id = %s and status in"
+                " ('running', 'succeeded')",
+                run.step_id,
+            ),
+            10,
+            "worker B to take attempt 2",
+        )
     finally:
         a.signal(signal.SIGCONT)
     wait_for(lambda: "abandon" in a.output(), 5, "worker A to abandon the attempt")
@@ -72,12 +93,18 @@ def test_c02_sigstop_past_lease_late_write_rejected_and_abandoned(conn, dsn, wor
     wait_for(lambda: step_status(conn, run.step_id) == "succeeded", 10, "attempt 2 to succeed")
     tries = attempts(conn, run.step_id)
     assert [t[1] for t in tries] == ["lease_expired", "succeeded"]
-    reasons = [r[0] for r in conn.execute(
-        "select reason from pgflight.events where attempt_id = %s order by id", [attempt_a]).fetchall()]
+    reasons = [
+        r[0]
+        for r in conn.execute(
+            "select reason from pgflight.events where attempt_id = %s order by id", [attempt_a]
+        ).fetchall()
+    ]
     assert "lease_expired" in reasons and "stale_result_rejected" in reasons
     assert reasons.index("lease_expired") < reasons.index("stale_result_rejected")
     assert "succeeded" not in reasons
-    assert one(conn, "select result from pgflight.step_status where step_id = %s", run.step_id) == {"slept": 2.5}
+    assert one(conn, "select result from pgflight.step_status where step_id = %s", run.step_id) == {
+        "slept": 2.5
+    }
     assert a.proc.poll() is None, "worker A keeps running after abandoning the attempt"
     b.kill()
 
@@ -85,7 +112,7 @@ def test_c02_sigstop_past_lease_late_write_rejected_and_abandoned(conn, dsn, wor
 class _Counter(http.server.BaseHTTPRequestHandler):
     calls = 0
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         type(self).calls += 1
         body = json.dumps({"charge_id": f"ch_{type(self).calls}"}).encode()
         self.send_response(200)
@@ -138,10 +165,22 @@ def test_c39_sigterm_finishes_short_steps_and_releases_long_ones(conn, dsn, work
         assert step_status(conn, r.step_id) == "queued"
         assert one(conn, "select failed_attempts from pgflight.steps where id = %s", r.step_id) == 0
         assert len(attempts(conn, r.step_id)) == 1
-        assert one(conn, "select available_after <= pgflight._now() from pgflight.step_attempts"
-                         " where step_id = %s", r.step_id) is True
-        assert one(conn, "select count(*) from pgflight.events where step_id = %s and reason = 'released'",
-                   r.step_id) == 1
+        assert (
+            one(
+                conn,
+                "select available_after <= pgflight._now() from pgflight.step_attempts where step_id = %s",
+                r.step_id,
+            )
+            is True
+        )
+        assert (
+            one(
+                conn,
+                "select count(*) from pgflight.events where step_id = %s and reason = 'released'",
+                r.step_id,
+            )
+            == 1
+        )
     assert one(conn, "select stopped_at is not null from pgflight.workers where pid = %s", w.pid) is True
 
 
@@ -156,8 +195,14 @@ def test_c04_cpu_bound_recipe_keeps_its_lease(conn, dsn, workers) -> None:
         time.sleep(0.25)
     assert reclaimed == 0
     assert [t[1] for t in attempts(conn, run.step_id)] == ["succeeded"]
-    assert one(conn, "select count(*) from pgflight.events where step_id = %s and reason = 'lease_expired'",
-               run.step_id) == 0
+    assert (
+        one(
+            conn,
+            "select count(*) from pgflight.events where step_id = %s and reason = 'lease_expired'",
+            run.step_id,
+        )
+        == 0
+    )
 
 
 def test_c04_heartbeat_interval_over_lease_third_is_clamped(caplog: pytest.LogCaptureFixture) -> None:

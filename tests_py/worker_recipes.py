@@ -22,8 +22,9 @@ def charge(ctx: StepContext) -> Any:
     """Call an external HTTP service once per step (effect receipt), crashing right after on attempt 1."""
 
     def call() -> Any:
-        with urllib.request.urlopen(urllib.request.Request(ctx.input.url, method="POST", data=b"{}"),
-                                    timeout=5) as r:
+        with urllib.request.urlopen(
+            urllib.request.Request(ctx.input.url, method="POST", data=b"{}"), timeout=5
+        ) as r:
             return json.loads(r.read())
 
     receipt = ctx.effect("charge", call)

@@ -5,6 +5,7 @@ own process group, always killed at teardown) and polling of the database.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -38,10 +39,8 @@ class WorkerProc:
     def kill(self) -> None:
         """SIGKILL the whole process group (idempotent)."""
         if self.proc.poll() is None:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
             self.proc.wait(10)
 
     def wait(self, timeout_s: float) -> int:
@@ -51,24 +50,39 @@ class WorkerProc:
         return self.log.read_text(errors="replace") if self.log.exists() else ""
 
 
-def start_worker(dsn: str, tmp: Path, *args: str, recipes: str = "pgflight.demo:worker_recipes",
-                 env: dict[str, str] | None = None) -> WorkerProc:
+def start_worker(
+    dsn: str,
+    tmp: Path,
+    *args: str,
+    recipes: str = "pgflight.demo:worker_recipes",
+    env: dict[str, str] | None = None,
+) -> WorkerProc:
     """Start `python -m pgflight.cli worker` against `dsn` in a new session (own process group)."""
     n = len(list(tmp.glob("worker-*.log")))
     log = tmp / f"worker-{n}.log"
-    full_env = dict(os.environ, PGFLIGHT_DSN=dsn,
-                    PYTHONPATH=os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]))
+    full_env = dict(
+        os.environ,
+        PGFLIGHT_DSN=dsn,
+        PYTHONPATH=os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]),
+    )
     full_env.pop("PGFLIGHT_LISTEN_DSN", None)
     full_env.update(env or {})
     with open(log, "wb") as f:
-        proc = subprocess.Popen([sys.executable, "-m", "pgflight.cli", "worker", "--recipes", recipes, *args],
-                                stdout=f, stderr=subprocess.STDOUT, env=full_env, start_new_session=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "pgflight.cli", "worker", "--recipes", recipes, *args],
+            stdout=f,
+            stderr=subprocess.STDOUT,
+            env=full_env,
+            start_new_session=True,
+        )
     return WorkerProc(proc, log)
 
 
-@pytest.fixture
-def workers(tmp_path: Path) -> Iterator[Callable[..., WorkerProc]]:
-    """Factory: workers(dsn, *cli_args) -> WorkerProc; every worker is SIGKILLed at teardown."""
+def worker_factory(tmp_path: Path) -> Iterator[Callable[..., WorkerProc]]:
+    """
+    Body of a `workers` fixture: workers(dsn, *cli_args) -> WorkerProc; every worker is SIGKILLed
+    at teardown. Test modules wrap it: ``workers = pytest.fixture(worker_factory)`` style.
+    """
     started: list[WorkerProc] = []
 
     def _start(dsn: str, *args: str, **kwargs: Any) -> WorkerProc:
@@ -101,9 +115,14 @@ def one(conn: psycopg.Connection[Any], query: str, *params: Any) -> Any:
 
 def attempts(conn: psycopg.Connection[Any], step_id: int) -> list[tuple[int, str, int | None]]:
     """(attempt_no, status, worker_id) of each attempt of a step."""
-    return [(r[0], r[1], r[2]) for r in conn.execute(
-        "select attempt_no, status, worker_id from pgflight.step_attempts where step_id = %s order by attempt_no",
-        [step_id]).fetchall()]
+    return [
+        (r[0], r[1], r[2])
+        for r in conn.execute(
+            "select attempt_no, status, worker_id from pgflight.step_attempts where step_id = %s"
+            " order by attempt_no",
+            [step_id],
+        ).fetchall()
+    ]
 
 
 def step_status(conn: psycopg.Connection[Any], step_id: int) -> str:
@@ -114,4 +133,12 @@ def worker_ready(conn: psycopg.Connection[Any], w: WorkerProc) -> bool:
     """The worker process has registered (it is about to claim)."""
     if w.proc.poll() is not None:
         pytest.fail(f"worker exited with {w.proc.returncode}:\n{w.output()[-3000:]}")
-    return bool(one(conn, "select count(*) from pgflight.workers where pid = %s and stopped_at is null", w.pid))
+    return bool(
+        one(conn, "select count(*) from pgflight.workers where pid = %s and stopped_at is null", w.pid)
+    )
+
+
+@pytest.fixture
+def workers(tmp_path: Path) -> Iterator[Callable[..., WorkerProc]]:
+    """Fixture for modules that import it: worker subprocesses, SIGKILLed at teardown."""
+    yield from worker_factory(tmp_path)

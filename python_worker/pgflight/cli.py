@@ -217,5 +217,9 @@ from pgflight import cli_ops  # noqa: E402  (operating commands: worker, submit,
 
 cli_ops.register(app, _dsn)
 
+from pgflight import cli_agent  # noqa: E402  (agent commands: trace, export-dataset)
+
+cli_agent.register(app, _dsn)
+
 if __name__ == "__main__":
     main()

@@ -71,14 +71,18 @@ def square(ctx: StepContext) -> float:
     """Return x * x (after an optional sleep)."""
     if ctx.input.sleep_s:
         time.sleep(ctx.input.sleep_s)
-    return ctx.input.x * ctx.input.x
+    return float(ctx.input.x * ctx.input.x)
 
 
 @recipe("fanout", input=Fanout)
 def fanout(ctx: StepContext) -> dict[str, Any]:
     """Spawn n ``square`` children (parks), then, once woken, sum their results."""
-    ctx.spawn([{"key": f"{i:07d}", "recipe": "square", "input": {"x": i, "sleep_s": ctx.input.child_sleep_s}}
-               for i in range(ctx.input.n)])
+    ctx.spawn(
+        [
+            {"key": f"{i:07d}", "recipe": "square", "input": {"x": i, "sleep_s": ctx.input.child_sleep_s}}
+            for i in range(ctx.input.n)
+        ]
+    )
     kids = ctx.children()
     failed = [k.step_key for k in kids if k.status != "succeeded"]
     if failed:

@@ -37,8 +37,9 @@ class PgflightError(Exception):
 
     sqlstate: str = ""
 
-    def __init__(self, message: str, *, sqlstate: str | None = None, detail: str | None = None,
-                 hint: str | None = None) -> None:
+    def __init__(
+        self, message: str, *, sqlstate: str | None = None, detail: str | None = None, hint: str | None = None
+    ) -> None:
         super().__init__(message)
         self.message = message
         if sqlstate is not None:
@@ -125,13 +126,26 @@ class BadArgument(PgflightError):
 
 BY_SQLSTATE: dict[str, type[PgflightError]] = {
     cls.sqlstate: cls
-    for cls in (LeaseLost, Cancelled, NotFound, IdempotencyConflict, InputTooLarge, InvalidState,
-                BudgetExceeded, AlreadyDecided, FakeClockDisabled, UnknownWorker, CronMissing, BadArgument)
+    for cls in (
+        LeaseLost,
+        Cancelled,
+        NotFound,
+        IdempotencyConflict,
+        InputTooLarge,
+        InvalidState,
+        BudgetExceeded,
+        AlreadyDecided,
+        FakeClockDisabled,
+        UnknownWorker,
+        CronMissing,
+        BadArgument,
+    )
 }
 
 
-def from_sqlstate(sqlstate: str | None, message: str, *, detail: str | None = None,
-                  hint: str | None = None) -> PgflightError | None:
+def from_sqlstate(
+    sqlstate: str | None, message: str, *, detail: str | None = None, hint: str | None = None
+) -> PgflightError | None:
     """
     Build the exception for a server error, or None when the SQLSTATE is not one of pgflight's.
 

@@ -14,6 +14,7 @@ for a recipe that ignores cancellation.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -91,8 +92,13 @@ def clamp_interval(lease_s: float, heartbeat_s: float | None) -> float:
     if heartbeat_s is None:
         return limit
     if heartbeat_s > limit:
-        log.warning("heartbeat interval %.3gs is more than lease/3 (lease %.3gs): clamped to %.3gs so a slow beat "
-                    "cannot let the lease lapse", heartbeat_s, lease_s, limit)
+        log.warning(
+            "heartbeat interval %.3gs is more than lease/3 (lease %.3gs): clamped to %.3gs so a slow beat "
+            "cannot let the lease lapse",
+            heartbeat_s,
+            lease_s,
+            limit,
+        )
         return limit
     return heartbeat_s
 
@@ -100,8 +106,16 @@ def clamp_interval(lease_s: float, heartbeat_s: float | None) -> float:
 class Heartbeat(threading.Thread):
     """The heartbeat thread of one worker."""
 
-    def __init__(self, dsn: str, worker_id: int, held: HeldSet, *, interval_s: float,
-                 on_abandon: Callable[[Held], None] | None = None, name: str = "pgflight-heartbeat") -> None:
+    def __init__(
+        self,
+        dsn: str,
+        worker_id: int,
+        held: HeldSet,
+        *,
+        interval_s: float,
+        on_abandon: Callable[[Held], None] | None = None,
+        name: str = "pgflight-heartbeat",
+    ) -> None:
         super().__init__(name=name, daemon=True)
         self.dsn = dsn
         self.worker_id = worker_id
@@ -150,8 +164,9 @@ class Heartbeat(threading.Thread):
         # ascending attempt ids, the order complete_batch locks rows in too: no deadlock between them
         held = sorted(self.held.snapshot(), key=lambda h: h.claim.attempt_id)
         conn = self._connection()
-        rows = db.heartbeat(conn, self.worker_id, [h.claim.attempt_id for h in held],
-                            [h.claim.fencing_token for h in held])
+        rows = db.heartbeat(
+            conn, self.worker_id, [h.claim.attempt_id for h in held], [h.claim.fencing_token for h in held]
+        )
         self.beats += 1
         by_id = {h.claim.attempt_id: h for h in held}
         for row in rows:
@@ -163,8 +178,11 @@ class Heartbeat(threading.Thread):
                 self.on_abandon(h)
                 self._acknowledge_cancel(conn, h)
             elif row.status == "lost" and self.held.transition(h, LOST):
-                log.warning("lease lost on attempt %s (step %s): abandoning it, writing nothing",
-                            h.claim.attempt_id, h.claim.step_id)
+                log.warning(
+                    "lease lost on attempt %s (step %s): abandoning it, writing nothing",
+                    h.claim.attempt_id,
+                    h.claim.step_id,
+                )
                 self.on_abandon(h)
                 db.note_stale_write(conn, h.claim.attempt_id, h.claim.fencing_token, "heartbeat")
 
@@ -181,10 +199,8 @@ class Heartbeat(threading.Thread):
 
     def _close(self) -> None:
         if self._conn is not None:
-            try:
+            with contextlib.suppress(Exception):
                 self._conn.close()
-            except Exception:
-                pass
             self._conn = None
 
 

@@ -183,7 +183,7 @@ class EffectReceipt(Row):
 
 
 class RecordedEffect(Row):
-    """record_effect: the stored result (first receipt wins), whether this call stored it, lease still held."""
+    """record_effect: the stored result (first receipt wins), whether this call stored it, lease held."""
 
     effect_id: int
     result: Any

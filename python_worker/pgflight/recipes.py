@@ -92,12 +92,16 @@ class Recipe:
         try:
             return self.input_model.model_validate(raw)
         except ValidationError as e:
-            raise Fatal(f"input of recipe {self.name!r} does not match {self.input_model.__name__}: "
-                        f"{e.error_count()} error(s): {_short_errors(e)}") from None
+            raise Fatal(
+                f"input of recipe {self.name!r} does not match {self.input_model.__name__}: "
+                f"{e.error_count()} error(s): {_short_errors(e)}"
+            ) from None
 
 
 def _short_errors(e: Any) -> str:
-    return "; ".join(f"{'.'.join(str(p) for p in err['loc']) or '(root)'}: {err['msg']}" for err in e.errors()[:5])
+    return "; ".join(
+        f"{'.'.join(str(p) for p in err['loc']) or '(root)'}: {err['msg']}" for err in e.errors()[:5]
+    )
 
 
 class Registry:
@@ -113,8 +117,11 @@ class Registry:
         :raises ValueError: another function is registered under this name.
         """
         existing = self._recipes.get(name)
-        if existing is not None and existing.fn is not fn and (
-                getattr(existing.fn, "__qualname__", None) != getattr(fn, "__qualname__", None)):
+        if (
+            existing is not None
+            and existing.fn is not fn
+            and (getattr(existing.fn, "__qualname__", None) != getattr(fn, "__qualname__", None))
+        ):
             raise ValueError(f"recipe {name!r} is already registered by {existing.fn!r}")
         r = Recipe(name, fn, input_model, inspect.iscoroutinefunction(fn))
         self._recipes[name] = r
@@ -138,8 +145,9 @@ class Registry:
 REGISTRY = Registry()
 
 
-def recipe(name: str, *, input: type[BaseModel] | None = None,
-           registry: Registry | None = None) -> Callable[[RecipeFn], RecipeFn]:
+def recipe(
+    name: str, *, input: type[BaseModel] | None = None, registry: Registry | None = None
+) -> Callable[[RecipeFn], RecipeFn]:
     """
     Decorator: register a function as recipe `name`.
 
@@ -177,12 +185,18 @@ class StepContext:
     a sync recipe's thread or an async recipe.
     """
 
-    def __init__(self, claim: models.ClaimedStep, input: Any, *, call: DbCall,
-                 cancelled: threading.Event | None = None,
-                 on_park: Callable[[], bool] | None = None,
-                 on_unpark: Callable[[], None] | None = None,
-                 lost: Callable[[], bool] | None = None,
-                 logger: logging.Logger | logging.LoggerAdapter[logging.Logger] | None = None) -> None:
+    def __init__(
+        self,
+        claim: models.ClaimedStep,
+        input: Any,
+        *,
+        call: DbCall,
+        cancelled: threading.Event | None = None,
+        on_park: Callable[[], bool] | None = None,
+        on_unpark: Callable[[], object] | None = None,
+        lost: Callable[[], bool] | None = None,
+        logger: logging.Logger | logging.LoggerAdapter[logging.Logger] | None = None,
+    ) -> None:
         self.claim = claim
         self.input = input
         self.attempt_no = claim.attempt_no
@@ -194,7 +208,8 @@ class StepContext:
         self.cancelled = cancelled or threading.Event()
         self.log = logger or logging.LoggerAdapter(
             logging.getLogger(f"pgflight.recipe.{claim.recipe}"),
-            {"run_id": claim.run_id, "step_id": claim.step_id, "attempt_no": claim.attempt_no})
+            {"run_id": claim.run_id, "step_id": claim.step_id, "attempt_no": claim.attempt_no},
+        )
         self._call = call
         self._on_park = on_park or (lambda: True)
         self._on_unpark = on_unpark or (lambda: None)
@@ -211,8 +226,9 @@ class StepContext:
         """
         if self.cancelled.is_set():
             if self._lost():
-                raise errors.LeaseLost(f"lease lost on attempt {self.attempt_id}",
-                                       hint="abandon this attempt and write nothing")
+                raise errors.LeaseLost(
+                    f"lease lost on attempt {self.attempt_id}", hint="abandon this attempt and write nothing"
+                )
             raise errors.Cancelled(f"attempt {self.attempt_id} was cancelled")
 
     # --- fan-out -----------------------------------------------------------------------------
@@ -227,8 +243,12 @@ class StepContext:
         :raises Parked: the step now waits for its children; the recipe runs again afterwards.
         """
         self.check_cancelled()
-        return self._parking(lambda: self._call(_db().spawn_children, self.attempt_id, self.token,
-                                                list(children), fail_fast=fail_fast))
+        res: models.SpawnResult = self._parking(
+            lambda: self._call(
+                _db().spawn_children, self.attempt_id, self.token, list(children), fail_fast=fail_fast
+            )
+        )
+        return res
 
     def children(self) -> list[models.ChildResult]:
         """The children's status, result and error, in key order."""
@@ -236,8 +256,14 @@ class StepContext:
 
     # --- approvals ---------------------------------------------------------------------------
 
-    def request_approval(self, key: str = "approval", request: Any = None, *, expires_in_s: float | None = None,
-                         default: str = "reject") -> str:
+    def request_approval(
+        self,
+        key: str = "approval",
+        request: Any = None,
+        *,
+        expires_in_s: float | None = None,
+        default: str = "reject",
+    ) -> str:
         """
         Ask for a decision at gate `key`.
 
@@ -247,9 +273,17 @@ class StepContext:
         :raises Parked: the step now waits for the decision; it runs again once decided.
         """
         self.check_cancelled()
-        res: models.ApprovalRequest = self._parking(lambda: self._call(
-            _db().request_approval, self.attempt_id, self.token, key, request=request,
-            expires_in_s=expires_in_s, default=default))
+        res: models.ApprovalRequest = self._parking(
+            lambda: self._call(
+                _db().request_approval,
+                self.attempt_id,
+                self.token,
+                key,
+                request=request,
+                expires_in_s=expires_in_s,
+                default=default,
+            )
+        )
         assert res.decision is not None
         return res.decision
 
@@ -290,8 +324,10 @@ class StepContext:
         value = fn()
         rec: models.RecordedEffect = self._call(_db().record_effect, self.attempt_id, self.token, key, value)
         if not rec.lease_held:
-            raise errors.LeaseLost(f"lease lost on attempt {self.attempt_id} (effect {key!r} recorded)",
-                                   hint="abandon this attempt and write nothing")
+            raise errors.LeaseLost(
+                f"lease lost on attempt {self.attempt_id} (effect {key!r} recorded)",
+                hint="abandon this attempt and write nothing",
+            )
         return rec.result
 
 

@@ -28,6 +28,7 @@ the lease lapses and the step is reclaimed elsewhere.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import json
 import logging
@@ -68,18 +69,33 @@ class Worker:
     :param pool_size: connections of the control pool.
     """
 
-    def __init__(self, dsn: str, recipes: Registry | Iterable[str] | None = None, *, concurrency: int = 4,
-                 batch_size: int | None = None, lease_s: float = 30.0, heartbeat_s: float | None = None,
-                 grace_s: float = 10.0, poll_s: float = 2.0, fallback_poll_s: float = 0.25,
-                 listen_dsn: str | None = None, listen: bool = True, pool_size: int = 2,
-                 name: str | None = None) -> None:
+    def __init__(
+        self,
+        dsn: str,
+        recipes: Registry | Iterable[str] | None = None,
+        *,
+        concurrency: int = 4,
+        batch_size: int | None = None,
+        lease_s: float = 30.0,
+        heartbeat_s: float | None = None,
+        grace_s: float = 10.0,
+        poll_s: float = 2.0,
+        fallback_poll_s: float = 0.25,
+        listen_dsn: str | None = None,
+        listen: bool = True,
+        pool_size: int = 2,
+        name: str | None = None,
+    ) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
         if lease_s <= 0:
             raise ValueError("lease_s must be positive")
         self.dsn = dsn
-        self.registry = recipes if isinstance(recipes, Registry) else (
-            load_modules(recipes) if recipes is not None else REGISTRY)
+        self.registry = (
+            recipes
+            if isinstance(recipes, Registry)
+            else (load_modules(recipes) if recipes is not None else REGISTRY)
+        )
         if not len(self.registry):
             raise ValueError("no recipes registered: pass recipe modules")
         self.concurrency = concurrency
@@ -100,7 +116,9 @@ class Worker:
         self.steps_done = 0
         self._stopping = threading.Event()
         self._threads = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="pgflight-step")
-        self._db_threads = ThreadPoolExecutor(max_workers=self.pool_size + 2, thread_name_prefix="pgflight-db")
+        self._db_threads = ThreadPoolExecutor(
+            max_workers=self.pool_size + 2, thread_name_prefix="pgflight-db"
+        )
         self._tasks: dict[int, asyncio.Task[None]] = {}
         self._pending: list[tuple[Held, Any, asyncio.Future[str]]] = []
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -134,17 +152,26 @@ class Worker:
         if threading.current_thread() is threading.main_thread():
             for sig in (signal.SIGTERM, signal.SIGINT):
                 self._loop.add_signal_handler(sig, self.stop)
-        self._claim_pool = make_pool(self.dsn, max_size=1, name="pgflight-claim",
-                                     application_name="pgflight-claim")
-        self._control_pool = make_pool(self.dsn, max_size=self.pool_size, name="pgflight-control",
-                                       application_name="pgflight-control")
+        self._claim_pool = make_pool(
+            self.dsn, max_size=1, name="pgflight-claim", application_name="pgflight-claim"
+        )
+        self._control_pool = make_pool(
+            self.dsn, max_size=self.pool_size, name="pgflight-control", application_name="pgflight-control"
+        )
         try:
             self.worker_id = await self._db(self._control_pool, self._register, retry_for_s=None)
-            log.info("worker %s registered as id %s: recipes %s, concurrency %d, lease %.3gs, heartbeat %.3gs",
-                     self.name, self.worker_id, ",".join(self.registry.names()), self.concurrency,
-                     self.lease_s, self.heartbeat_s)
-            self._heartbeat = Heartbeat(self.dsn, self.worker_id, self.held, interval_s=self.heartbeat_s,
-                                        on_abandon=self._on_abandon)
+            log.info(
+                "worker %s registered as id %s: recipes %s, concurrency %d, lease %.3gs, heartbeat %.3gs",
+                self.name,
+                self.worker_id,
+                ",".join(self.registry.names()),
+                self.concurrency,
+                self.lease_s,
+                self.heartbeat_s,
+            )
+            self._heartbeat = Heartbeat(
+                self.dsn, self.worker_id, self.held, interval_s=self.heartbeat_s, on_abandon=self._on_abandon
+            )
             self._heartbeat.start()
             listener = threading.Thread(target=self._listen_loop, name="pgflight-listen", daemon=True)
             if self.listen:
@@ -160,8 +187,9 @@ class Worker:
             self._control_pool.close()
 
     def _register(self, conn: db.Connection) -> int:
-        return db.register_worker(conn, self.name, hostname=socket.gethostname(), pid=os.getpid(),
-                                  recipes=self.registry.names())
+        return db.register_worker(
+            conn, self.name, hostname=socket.gethostname(), pid=os.getpid(), recipes=self.registry.names()
+        )
 
     def _poll_interval(self) -> float:
         return self.poll_s if self.listening else self.fallback_poll_s
@@ -175,8 +203,16 @@ class Worker:
             if free > 0:
                 want = min(free, self.batch_size)
                 try:
-                    claims = await self._db(self._claim_pool, db.claim_batch, self.worker_id, batch_size=want,
-                                            lease_s=self.lease_s, recipes=self.registry.names(), retry_for_s=0)
+                    claims = await self._db(
+                        self._claim_pool,
+                        db.claim_batch,
+                        self.worker_id,
+                        batch_size=want,
+                        lease_s=self.lease_s,
+                        recipes=self.registry.names(),
+                        start=True,
+                        retry_for_s=0,
+                    )
                     backoff = 0.1
                 except errors.UnknownWorker:
                     log.warning("worker id %s is unknown or stopped: registering again", self.worker_id)
@@ -195,17 +231,13 @@ class Worker:
                     self._start(c)
                 if len(claims) == want and len(self._tasks) < self.concurrency:
                     continue  # more may be ready: claim again at once
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), timeout=self._poll_interval())
-            except TimeoutError:
-                pass
 
     async def _sleep(self, seconds: float) -> None:
         assert self._wake is not None
-        try:
+        with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._wake.wait(), timeout=seconds)
-        except TimeoutError:
-            pass
 
     def _start(self, claim: models.ClaimedStep) -> None:
         held = self.held.add(claim)
@@ -215,10 +247,8 @@ class Worker:
     def _wake_soon(self) -> None:
         loop, wake = self._loop, self._wake
         if loop is not None and wake is not None and not loop.is_closed():
-            try:
+            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
                 loop.call_soon_threadsafe(wake.set)
-            except RuntimeError:
-                pass  # loop closed meanwhile
 
     def _on_abandon(self, held: Held) -> None:
         # Called by the heartbeat thread: an async recipe can be interrupted; a sync one only sees
@@ -234,23 +264,23 @@ class Worker:
     async def _run(self, held: Held) -> None:
         claim = held.claim
         try:
-            try:
-                await self._db(self._control_pool, db.start_step, claim.attempt_id, claim.fencing_token)
-            except (errors.LeaseLost, errors.Cancelled) as e:
-                await self._abandon(held, e)
-                return
+            # claimed with start=True: the attempt is already running, no start_step round trip
             recipe = self.registry.get(claim.recipe)
             if recipe is None:  # cannot happen: claims name only our recipes
                 await self._fail(held, Fatal(f"no recipe {claim.recipe!r} in this worker"), retryable=False)
                 return
             try:
                 ctx = StepContext(
-                    claim, recipe.parse_input(claim.input), call=self._ctx_call, cancelled=held.cancelled,
+                    claim,
+                    recipe.parse_input(claim.input),
+                    call=self._ctx_call,
+                    cancelled=held.cancelled,
                     on_park=lambda: self.held.transition(held, FINISHING),
                     on_unpark=lambda: self.held.transition(held, "running", only_from=(FINISHING,)),
-                    lost=lambda: held.state == LOST)
+                    lost=lambda: held.state == LOST,
+                )
                 if recipe.is_async:
-                    result = await recipe.fn(ctx)  # type: ignore[misc]
+                    result = await recipe.fn(ctx)
                 else:
                     assert self._loop is not None
                     result = await self._loop.run_in_executor(self._threads, recipe.fn, ctx)
@@ -270,8 +300,11 @@ class Worker:
                 raise
             except TypeError as e:
                 if "JSON serializable" in str(e):
-                    await self._fail(held, Fatal(f"recipe {claim.recipe!r} returned a non-JSON result: {e}"),
-                                     retryable=False)
+                    await self._fail(
+                        held,
+                        Fatal(f"recipe {claim.recipe!r} returned a non-JSON result: {e}"),
+                        retryable=False,
+                    )
                 else:
                     await self._fail(held, e)
             except Exception as e:
@@ -289,7 +322,9 @@ class Worker:
 
     async def _complete(self, held: Held, result: Any) -> None:
         if not self.held.transition(held, FINISHING):
-            log.info("attempt %s finished after it was %s: result discarded", held.claim.attempt_id, held.state)
+            log.info(
+                "attempt %s finished after it was %s: result discarded", held.claim.attempt_id, held.state
+            )
             return
         assert self._loop is not None and self._flush is not None
         fut: asyncio.Future[str] = self._loop.create_future()
@@ -313,10 +348,14 @@ class Worker:
                 batch, self._pending = self._pending[:500], self._pending[500:]
                 batch.sort(key=lambda p: p[0].claim.attempt_id)  # lock order shared with the heartbeat
                 try:
-                    rows = await self._db(self._control_pool, db.complete_batch,
-                                          [h.claim.attempt_id for h, _, _ in batch],
-                                          [h.claim.fencing_token for h, _, _ in batch],
-                                          [r for _, r, _ in batch], retry_for_s=self.lease_s)
+                    rows = await self._db(
+                        self._control_pool,
+                        db.complete_batch,
+                        [h.claim.attempt_id for h, _, _ in batch],
+                        [h.claim.fencing_token for h, _, _ in batch],
+                        [r for _, r, _ in batch],
+                        retry_for_s=self.lease_s,
+                    )
                 except Exception as e:
                     for _, _, fut in batch:
                         if not fut.done():
@@ -327,18 +366,36 @@ class Worker:
                     if not fut.done():
                         fut.set_result(outcome.get(h.claim.attempt_id, "lease_lost"))
 
-    async def _fail(self, held: Held, exc: BaseException, *, retryable: bool = True,
-                    retry_after_s: float | None = None) -> None:
+    async def _fail(
+        self, held: Held, exc: BaseException, *, retryable: bool = True, retry_after_s: float | None = None
+    ) -> None:
         if not self.held.transition(held, FINISHING):
             log.info("attempt %s failed after it was %s: nothing written", held.claim.attempt_id, held.state)
             return
-        error = {"type": type(exc).__name__, "message": str(exc)[:4000],
-                 "traceback": "".join(traceback.format_exception(exc))[-8000:]}
-        log.info("attempt %s of step %s (%s) failed: %s: %s", held.claim.attempt_id, held.claim.step_id,
-                 held.claim.recipe, type(exc).__name__, _first_line(exc))
+        error = {
+            "type": type(exc).__name__,
+            "message": str(exc)[:4000],
+            "traceback": "".join(traceback.format_exception(exc))[-8000:],
+        }
+        log.info(
+            "attempt %s of step %s (%s) failed: %s: %s",
+            held.claim.attempt_id,
+            held.claim.step_id,
+            held.claim.recipe,
+            type(exc).__name__,
+            _first_line(exc),
+        )
         try:
-            await self._db(self._control_pool, db.fail_step, held.claim.attempt_id, held.claim.fencing_token,
-                           error, retryable=retryable, retry_after_s=retry_after_s, retry_for_s=self.lease_s)
+            await self._db(
+                self._control_pool,
+                db.fail_step,
+                held.claim.attempt_id,
+                held.claim.fencing_token,
+                error,
+                retryable=retryable,
+                retry_after_s=retry_after_s,
+                retry_for_s=self.lease_s,
+            )
         except errors.PgflightError as e:
             log.warning("fail_step of attempt %s refused: %s", held.claim.attempt_id, e)
         except Exception as e:
@@ -346,14 +403,26 @@ class Worker:
 
     async def _abandon(self, held: Held, exc: errors.PgflightError) -> None:
         if isinstance(exc, errors.Cancelled) and self.held.transition(held, CANCELLED):
-            try:  # acknowledge the cancel
-                await self._db(self._control_pool, db.release_step, held.claim.attempt_id,
-                               held.claim.fencing_token, reason="cancel acknowledged", retry_for_s=self.lease_s)
-            except Exception as e:
-                log.info("cancel of attempt %s not acknowledged: %s", held.claim.attempt_id, _first_line(e))
+            await self._release(held, "cancel acknowledged", retry_for_s=self.lease_s)
         else:
             self.held.transition(held, LOST)
         log.warning("attempt %s abandoned: %s", held.claim.attempt_id, _first_line(exc))
+
+    async def _release(self, held: Held, reason: str, *, retry_for_s: float) -> bool:
+        """release_step with the attempt's token (shutdown, or acknowledging a cancel); True when done."""
+        try:
+            await self._db(
+                self._control_pool,
+                db.release_step,
+                held.claim.attempt_id,
+                held.claim.fencing_token,
+                reason=reason,
+                retry_for_s=retry_for_s,
+            )
+            return True
+        except Exception as e:
+            log.warning("could not release attempt %s (%s): %s", held.claim.attempt_id, reason, _first_line(e))
+            return False
 
     # --- shutdown ----------------------------------------------------------------------------
 
@@ -366,12 +435,7 @@ class Worker:
             for h in self.held.snapshot():
                 if not self.held.transition(h, RELEASED):
                     continue
-                try:
-                    await self._db(self._control_pool, db.release_step, h.claim.attempt_id, h.claim.fencing_token,
-                                   reason="worker shutdown", retry_for_s=2.0)
-                    released += 1
-                except Exception as e:
-                    log.warning("could not release attempt %s: %s", h.claim.attempt_id, _first_line(e))
+                released += await self._release(h, "worker shutdown", retry_for_s=2.0)
                 task = self._tasks.get(h.claim.attempt_id)
                 recipe = self.registry.get(h.claim.recipe)
                 if task is not None and recipe is not None and recipe.is_async:
@@ -398,14 +462,18 @@ class Worker:
 
     # --- database calls ----------------------------------------------------------------------
 
-    async def _db(self, pool: Any, fn: Callable[..., T], *args: Any, retry_for_s: float | None = 30.0,
-                  **kwargs: Any) -> T:
+    async def _db(
+        self, pool: Any, fn: Callable[..., T], *args: Any, retry_for_s: float | None = 30.0, **kwargs: Any
+    ) -> T:
         assert self._loop is not None
         return await self._loop.run_in_executor(
-            self._db_threads, functools.partial(self._call_sync, pool, fn, *args, retry_for_s=retry_for_s, **kwargs))
+            self._db_threads,
+            functools.partial(self._call_sync, pool, fn, *args, retry_for_s=retry_for_s, **kwargs),
+        )
 
-    def _call_sync(self, pool: Any, fn: Callable[..., T], *args: Any, retry_for_s: float | None = 30.0,
-                   **kwargs: Any) -> T:
+    def _call_sync(
+        self, pool: Any, fn: Callable[..., T], *args: Any, retry_for_s: float | None = 30.0, **kwargs: Any
+    ) -> T:
         """
         Call a client function on a pooled connection, retrying transient failures with backoff.
 
@@ -425,8 +493,11 @@ class Worker:
                 if retry_for_s is None and self._stopping.is_set() and failures > 3:
                     raise
                 if failures == 1 or failures % 10 == 0:
-                    log.warning("database call %s failed (%s); reconnecting with backoff",
-                                getattr(fn, "__name__", fn), _first_line(e))
+                    log.warning(
+                        "database call %s failed (%s); reconnecting with backoff",
+                        getattr(fn, "__name__", fn),
+                        _first_line(e),
+                    )
                 time.sleep(delay)
                 delay = min(delay * 2, 1.0)
 
@@ -441,10 +512,13 @@ class Worker:
                 if first:
                     if not listener.probe(2.0):
                         log.error(
-                            "LISTEN does not work on %s: a self-NOTIFY did not arrive within 2 s (a transaction "
-                            "pooler such as PgBouncer, or a hot standby?). Polling every %.3gs instead. Fix: point "
-                            "--listen-dsn (PGFLIGHT_LISTEN_DSN) at a direct connection to the primary.",
-                            _redact(self.listen_dsn), self.fallback_poll_s)
+                            "LISTEN does not work on %s: a self-NOTIFY did not arrive within 2 s (a "
+                            "transaction pooler such as PgBouncer, or a hot standby?). Polling every %.3gs "
+                            "instead. Fix: point --listen-dsn (PGFLIGHT_LISTEN_DSN) at a direct connection "
+                            "to the primary.",
+                            _redact(self.listen_dsn),
+                            self.fallback_poll_s,
+                        )
                         listener.close()
                         self.listening = False
                         self._wake_soon()
@@ -453,8 +527,11 @@ class Worker:
                     log.info("listening on pgflight_ready (backend %s)", listener.backend_pid())
                 else:
                     self.listener_reconnects += 1
-                    log.warning("listener reconnected (backend %s), reconnect #%d; catching up",
-                                listener.backend_pid(), self.listener_reconnects)
+                    log.warning(
+                        "listener reconnected (backend %s), reconnect #%d; catching up",
+                        listener.backend_pid(),
+                        self.listener_reconnects,
+                    )
                 self.listening = True
                 backoff = 0.1
                 self._wake_soon()
@@ -466,7 +543,9 @@ class Worker:
                 if not is_transient(e):
                     log.exception("listener failed")
                 else:
-                    log.warning("listener connection lost (%s); reconnecting in %.1fs", _first_line(e), backoff)
+                    log.warning(
+                        "listener connection lost (%s); reconnecting in %.1fs", _first_line(e), backoff
+                    )
                 listener.close()
                 self._wake_soon()
                 self._stopping.wait(backoff)

@@ -38,8 +38,10 @@ from pgflight.recipes import Fatal, StepContext, recipe
 
 Block = dict[str, Any]
 
-INTERRUPTED_TEXT = ("The call was interrupted by a crash before its result was recorded; it may or may not "
-                    "have taken effect. Check before calling it again.")
+INTERRUPTED_TEXT = (
+    "The call was interrupted by a crash before its result was recorded; it may or may not "
+    "have taken effect. Check before calling it again."
+)
 
 
 class AgentInput(BaseModel):
@@ -86,21 +88,31 @@ class AgentLoop:
         try:
             return self._call(fn, self.ctx.attempt_id, self.ctx.token, *args, **kwargs)
         except errors.BudgetExceeded as e:
-            raise BudgetExhausted(f"budget_exhausted: {e.message}" + (f" [{e.detail}]" if e.detail else "")) from None
+            raise BudgetExhausted(
+                f"budget_exhausted: {e.message}" + (f" [{e.detail}]" if e.detail else "")
+            ) from None
 
     # --- the loop ------------------------------------------------------------------------------
 
     def run(self) -> dict[str, Any]:
         """Run (or resume) the agent to its final answer. :return: the step's result."""
         inp = self.inp
-        begun = self._db(adb.begin_agent_run, model=inp.model, system=inp.system, task=inp.task,
-                         max_iterations=inp.max_iterations, max_tool_calls=inp.max_tool_calls,
-                         max_usd=inp.max_usd, max_wall_s=inp.max_wall_s)
+        begun = self._db(
+            adb.begin_agent_run,
+            model=inp.model,
+            system=inp.system,
+            task=inp.task,
+            max_iterations=inp.max_iterations,
+            max_tool_calls=inp.max_tool_calls,
+            max_usd=inp.max_usd,
+            max_wall_s=inp.max_wall_s,
+        )
         self.agent_run_id = begun.agent_run_id
         rows: list[TranscriptBlock] = self._db(adb.load_transcript, self.agent_run_id)
         messages, iteration, results = rebuild_messages(rows)
-        self.total_usd = sum((r.usd for r in rows if r.seq == 0 and r.iteration > 0 and r.usd is not None),
-                             Decimal(0))
+        self.total_usd = sum(
+            (r.usd for r in rows if r.seq == 0 and r.iteration > 0 and r.usd is not None), Decimal(0)
+        )
         self.stop_reason = next((r.stop_reason for r in reversed(rows) if r.iteration == iteration), None)
         schemas = [t.schema() for t in self.tools.values()]
         while True:
@@ -108,20 +120,35 @@ class AgentLoop:
                 uses = [b for b in messages[-1]["content"] if b.get("type") == "tool_use"]
                 if not uses:
                     return self._final(messages, iteration)
-                messages.append({"role": "user", "content": [
-                    self._tool_result(iteration, b, results.get(b["id"])) for b in uses]})
+                messages.append(
+                    {
+                        "role": "user",
+                        "content": [self._tool_result(iteration, b, results.get(b["id"])) for b in uses],
+                    }
+                )
             self.ctx.check_cancelled()
             iteration += 1
             request = prov.Request(inp.model, inp.system, messages, schemas, inp.max_tokens)
             self._db(adb.reserve_budget, self.agent_run_id, iteration, self._estimate(request))
             it = iteration
             response, retries = prov.create_with_retries(
-                self.provider, request,
-                on_error=lambda e: self._db(adb.record_trace, self.agent_run_id, it, "system", "api_error", e))
+                self.provider,
+                request,
+                on_error=lambda e: self._db(
+                    adb.record_trace, self.agent_run_id, it, "system", "api_error", e
+                ),
+            )
             content = response["content"]
-            rec = self._db(adb.record_model_call, self.agent_run_id, iteration, content, response.get("usage", {}),
-                           response.get("model") or inp.model, stop_reason=response.get("stop_reason"),
-                           retries=retries)
+            rec = self._db(
+                adb.record_model_call,
+                self.agent_run_id,
+                iteration,
+                content,
+                response.get("usage", {}),
+                response.get("model") or inp.model,
+                stop_reason=response.get("stop_reason"),
+                retries=retries,
+            )
             if not rec.recorded:  # another writer stored this iteration: continue from the record
                 return self.run()
             self.total_usd = rec.total_usd
@@ -131,8 +158,13 @@ class AgentLoop:
 
     def _final(self, messages: list[dict[str, Any]], iteration: int) -> dict[str, Any]:
         answer = "".join(b.get("text", "") for b in messages[-1]["content"] if b.get("type") == "text")
-        return {"answer": answer, "stop_reason": self.stop_reason, "iterations": iteration,
-                "usd": float(self.total_usd), "agent_run_id": self.agent_run_id}
+        return {
+            "answer": answer,
+            "stop_reason": self.stop_reason,
+            "iterations": iteration,
+            "usd": float(self.total_usd),
+            "agent_run_id": self.agent_run_id,
+        }
 
     def _estimate(self, request: prov.Request) -> Decimal:
         """USD to reserve: the input's est_usd, else input (chars / 4) and max_tokens at list price."""
@@ -188,8 +220,11 @@ class AgentLoop:
             except ValidationError:
                 return None
             verdict = t.verify(args, tctx)
-            return None if verdict is None else {"type": "tool_result", "tool_use_id": tid,
-                                                 "content": result_text(verdict)}
+            return (
+                None
+                if verdict is None
+                else {"type": "tool_result", "tool_use_id": tid, "content": result_text(verdict)}
+            )
         if t.side_effects:
             from pgflight import db
 
@@ -204,7 +239,9 @@ class AgentLoop:
         return result
 
 
-def rebuild_messages(rows: list[TranscriptBlock]) -> tuple[list[dict[str, Any]], int, dict[str, TranscriptBlock]]:
+def rebuild_messages(
+    rows: list[TranscriptBlock],
+) -> tuple[list[dict[str, Any]], int, dict[str, TranscriptBlock]]:
     """
     The Messages API conversation from a transcript, exactly as it was sent: the task, then per
     iteration the assistant's blocks and the user message of its tool results.
@@ -255,28 +292,43 @@ class DelegateArgs(BaseModel):
     tasks: list[SubTask] = Field(min_length=1, max_length=100)
 
 
-@tool("delegate", description="Hand independent sub-tasks to sub-agents that work in parallel. "
-                              "Returns each sub-agent's answer (or its error), in order.")
+@tool(
+    "delegate",
+    description="Hand independent sub-tasks to sub-agents that work in parallel. "
+    "Returns each sub-agent's answer (or its error), in order.",
+)
 def delegate(args: DelegateArgs, ctx: ToolContext) -> list[dict[str, Any]]:
     """Spawn one child agent step per sub-task; park until they end; return their answers."""
     parent: AgentInput = ctx.step.input
     prefix = f"{ctx.tool_use_id}-"
     children = []
     for i, sub in enumerate(args.tasks):
-        child = parent.model_copy(update={
-            "task": sub.task, "system": sub.system if sub.system is not None else parent.system,
-            "tools": sub.tools if sub.tools is not None else [n for n in parent.tools if n != "delegate"],
-            "max_usd": sub.max_usd, "max_wall_s": None})
-        children.append({"key": f"{prefix}{i:03d}", "recipe": "agent", "input": child.model_dump(mode="json")})
+        child = parent.model_copy(
+            update={
+                "task": sub.task,
+                "system": sub.system if sub.system is not None else parent.system,
+                "tools": sub.tools if sub.tools is not None else [n for n in parent.tools if n != "delegate"],
+                "max_usd": sub.max_usd,
+                "max_wall_s": None,
+            }
+        )
+        children.append(
+            {"key": f"{prefix}{i:03d}", "recipe": "agent", "input": child.model_dump(mode="json")}
+        )
     ctx.step.spawn(children)  # raises Parked until every child has ended
     out = []
     for c in ctx.step.children():
         if c.step_key.startswith(prefix):
-            i = int(c.step_key[len(prefix):])
+            i = int(c.step_key[len(prefix) :])
             err = c.error.get("message") if isinstance(c.error, dict) else c.error
-            out.append({"task": args.tasks[i].task, "status": c.status,
-                        "answer": c.result.get("answer") if isinstance(c.result, dict) else None,
-                        "error": None if c.status == "succeeded" else err})
+            out.append(
+                {
+                    "task": args.tasks[i].task,
+                    "status": c.status,
+                    "answer": c.result.get("answer") if isinstance(c.result, dict) else None,
+                    "error": None if c.status == "succeeded" else err,
+                }
+            )
     return out
 
 

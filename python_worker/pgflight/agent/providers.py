@@ -46,7 +46,9 @@ class Request:
 class TransientError(Exception):
     """A model call failed in a way worth retrying (429, 5xx, 529, connection)."""
 
-    def __init__(self, message: str, *, status: int | None = None, retry_after_s: float | None = None) -> None:
+    def __init__(
+        self, message: str, *, status: int | None = None, retry_after_s: float | None = None
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.retry_after_s = retry_after_s
@@ -70,19 +72,27 @@ class AnthropicProvider:
 
     name = "anthropic"
 
-    def __init__(self, *, api_key: str | None = None, base_url: str | None = None, timeout_s: float = 600.0) -> None:
+    def __init__(
+        self, *, api_key: str | None = None, base_url: str | None = None, timeout_s: float = 600.0
+    ) -> None:
         import anthropic
 
         self._anthropic = anthropic
-        self.client = anthropic.Anthropic(api_key=api_key or os.environ.get("ANTHROPIC_API_KEY"),
-                                          base_url=base_url or os.environ.get("ANTHROPIC_BASE_URL"),
-                                          max_retries=0, timeout=timeout_s)
+        self.client = anthropic.Anthropic(
+            api_key=api_key or os.environ.get("ANTHROPIC_API_KEY"),
+            base_url=base_url or os.environ.get("ANTHROPIC_BASE_URL"),
+            max_retries=0,
+            timeout=timeout_s,
+        )
 
     def create(self, request: Request) -> Response:
         """One call of messages.create. :raises TransientError: 429, 5xx, 529, connection errors."""
         a = self._anthropic
-        kwargs: dict[str, Any] = {"model": request.model, "max_tokens": request.max_tokens,
-                                  "messages": request.messages}
+        kwargs: dict[str, Any] = {
+            "model": request.model,
+            "max_tokens": request.max_tokens,
+            "messages": request.messages,
+        }
         if request.system:
             kwargs["system"] = request.system
         if request.tools:
@@ -92,12 +102,16 @@ class AnthropicProvider:
         except a.APIStatusError as e:
             if e.status_code == 429 or e.status_code >= 500:
                 after = e.response.headers.get("retry-after") if e.response is not None else None
-                raise TransientError(f"HTTP {e.status_code}: {e.message}", status=e.status_code,
-                                     retry_after_s=float(after) if after else None) from e
+                raise TransientError(
+                    f"HTTP {e.status_code}: {e.message}",
+                    status=e.status_code,
+                    retry_after_s=float(after) if after else None,
+                ) from e
             raise
         except (a.APIConnectionError, a.APITimeoutError) as e:
             raise TransientError(f"connection: {e}") from e
-        return msg.model_dump(mode="json", exclude_none=True)
+        out: Response = msg.model_dump(mode="json", exclude_none=True)
+        return out
 
 
 # --- offline ---------------------------------------------------------------------------------
@@ -122,8 +136,13 @@ class OfflineRequest:
 
     def tools_called(self) -> list[str]:
         """Names of the tools already called in this conversation, in order."""
-        return [b["name"] for m in self.request.messages if m["role"] == "assistant"
-                for b in (m["content"] if isinstance(m["content"], list) else []) if b.get("type") == "tool_use"]
+        return [
+            b["name"]
+            for m in self.request.messages
+            if m["role"] == "assistant"
+            for b in (m["content"] if isinstance(m["content"], list) else [])
+            if b.get("type") == "tool_use"
+        ]
 
 
 @dataclass
@@ -177,8 +196,14 @@ def example_arguments(schema: dict[str, Any]) -> dict[str, Any]:
         elif "enum" in p:
             out[name] = p["enum"][0]
         else:
-            out[name] = {"string": name, "integer": 1, "number": 1.0, "boolean": True, "array": [],
-                         "object": {}}.get(p.get("type", "string"), name)
+            out[name] = {
+                "string": name,
+                "integer": 1,
+                "number": 1.0,
+                "boolean": True,
+                "array": [],
+                "object": {},
+            }.get(p.get("type", "string"), name)
     return out
 
 
@@ -187,10 +212,14 @@ def default_policy(req: OfflineRequest) -> OfflineTurn:
     called = req.tools_called()
     for t in req.request.tools:
         if t["name"] not in called:
-            return OfflineTurn(text=f"Calling {t['name']}.",
-                               tool_calls=[{"name": t["name"], "input": example_arguments(t.get("input_schema", {}))}])
+            return OfflineTurn(
+                text=f"Calling {t['name']}.",
+                tool_calls=[{"name": t["name"], "input": example_arguments(t.get("input_schema", {}))}],
+            )
     results = [r.get("content") for r in req.tool_results]
-    summary = f"Done: {req.task[:200]}" + (f" (last results: {json.dumps(results, default=str)[:500]})" if results else "")
+    summary = f"Done: {req.task[:200]}" + (
+        f" (last results: {json.dumps(results, default=str)[:500]})" if results else ""
+    )
     return OfflineTurn(text=summary)
 
 
@@ -206,27 +235,47 @@ class OfflineProvider:
     def create(self, request: Request) -> Response:
         """Answer by the policy for the offered tools; deterministic in the request."""
         last = request.messages[-1] if request.messages else {"content": []}
-        results = [b for b in (last["content"] if isinstance(last["content"], list) else [])
-                   if b.get("type") == "tool_result"]
+        results = [
+            b
+            for b in (last["content"] if isinstance(last["content"], list) else [])
+            if b.get("type") == "tool_result"
+        ]
         turn_no = sum(1 for m in request.messages if m["role"] == "assistant")
         req = OfflineRequest(request, [t["name"] for t in request.tools], turn_no, results)
         turn = choose_policy(req.tool_names)(req)
-        digest = hashlib.sha256(json.dumps([request.system, request.messages], sort_keys=True,
-                                           default=str).encode()).hexdigest()[:20]
+        digest = hashlib.sha256(
+            json.dumps([request.system, request.messages], sort_keys=True, default=str).encode()
+        ).hexdigest()[:20]
         content: list[dict[str, Any]] = []
         if turn.text:
             content.append({"type": "text", "text": turn.text})
         for i, call in enumerate(turn.tool_calls):
-            content.append({"type": "tool_use", "id": f"toolu_off_{digest}_{i}", "name": call["name"],
-                            "input": call.get("input", {})})
+            content.append(
+                {
+                    "type": "tool_use",
+                    "id": f"toolu_off_{digest}_{i}",
+                    "name": call["name"],
+                    "input": call.get("input", {}),
+                }
+            )
         if not content:
             content.append({"type": "text", "text": ""})
         stop = turn.stop_reason or ("tool_use" if turn.tool_calls else "end_turn")
-        return {"id": f"msg_off_{digest}", "type": "message", "role": "assistant", "model": "offline",
-                "content": content, "stop_reason": stop, "stop_sequence": None,
-                "usage": {"input_tokens": _tokens([request.system, request.messages, request.tools]),
-                          "output_tokens": _tokens(content),
-                          "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}}
+        return {
+            "id": f"msg_off_{digest}",
+            "type": "message",
+            "role": "assistant",
+            "model": "offline",
+            "content": content,
+            "stop_reason": stop,
+            "stop_sequence": None,
+            "usage": {
+                "input_tokens": _tokens([request.system, request.messages, request.tools]),
+                "output_tokens": _tokens(content),
+                "cache_creation_input_tokens": 0,
+                "cache_read_input_tokens": 0,
+            },
+        }
 
 
 # --- scripted --------------------------------------------------------------------------------
@@ -277,10 +326,16 @@ def get_provider(name: str | None, model: str) -> Provider:
     return _NAMED[name]()
 
 
-def create_with_retries(provider: Provider, request: Request, *,
-                        on_error: Callable[[dict[str, Any]], None] | None = None, max_tries: int = 6,
-                        base_s: float | None = None, max_s: float = 30.0,
-                        sleep: Callable[[float], None] = time.sleep) -> tuple[Response, int]:
+def create_with_retries(
+    provider: Provider,
+    request: Request,
+    *,
+    on_error: Callable[[dict[str, Any]], None] | None = None,
+    max_tries: int = 6,
+    base_s: float | None = None,
+    max_s: float = 30.0,
+    sleep: Callable[[float], None] = time.sleep,
+) -> tuple[Response, int]:
     """
     One model call with transient errors retried: exponential backoff with jitter (honouring
     retry-after), each error reported to `on_error` before the wait.
@@ -295,10 +350,21 @@ def create_with_retries(provider: Provider, request: Request, *,
             return provider.create(request), n - 1
         except TransientError as e:
             delay = e.retry_after_s if e.retry_after_s is not None else min(max_s, base * 2 ** (n - 1))
-            delay = min(max_s, delay) * (1 + 0.2 * (2 * random.random() - 1)) if e.retry_after_s is None else delay
+            delay = (
+                min(max_s, delay) * (1 + 0.2 * (2 * random.random() - 1))
+                if e.retry_after_s is None
+                else delay
+            )
             if on_error is not None:
-                on_error({"type": "api_error", "status": e.status, "message": str(e)[:2000], "try": n,
-                          "retry_in_s": round(delay, 3) if n < max_tries else None})
+                on_error(
+                    {
+                        "type": "api_error",
+                        "status": e.status,
+                        "message": str(e)[:2000],
+                        "try": n,
+                        "retry_in_s": round(delay, 3) if n < max_tries else None,
+                    }
+                )
             if n == max_tries:
                 raise
             sleep(delay)

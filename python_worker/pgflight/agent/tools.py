@@ -64,8 +64,11 @@ class Tool:
 
     def schema(self) -> dict[str, Any]:
         """The tool definition sent to the Messages API: name, description, input_schema."""
-        return {"name": self.name, "description": self.description,
-                "input_schema": self.args_model.model_json_schema()}
+        return {
+            "name": self.name,
+            "description": self.description,
+            "input_schema": self.args_model.model_json_schema(),
+        }
 
     def call(self, args: BaseModel, ctx: ToolContext) -> Any:
         """Run the tool with parsed arguments (and the context when it takes one)."""
@@ -77,8 +80,14 @@ class Tool:
 TOOLS: dict[str, Tool] = {}
 
 
-def tool(name: str | None = None, *, description: str | None = None, side_effects: bool = False,
-         verify: VerifyFn | None = None, registry: dict[str, Tool] | None = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+def tool(
+    name: str | None = None,
+    *,
+    description: str | None = None,
+    side_effects: bool = False,
+    verify: VerifyFn | None = None,
+    registry: dict[str, Tool] | None = None,
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """
     Decorator: register a function as a tool. Its first parameter must be annotated with a
     pydantic model (the arguments); the description defaults to the docstring.
@@ -92,9 +101,17 @@ def tool(name: str | None = None, *, description: str | None = None, side_effect
         params = list(inspect.signature(fn, eval_str=True).parameters.values())
         model = params[0].annotation if params else None
         if not (isinstance(model, type) and issubclass(model, BaseModel)):
-            raise TypeError(f"tool {fn.__name__}: the first parameter must be annotated with a pydantic model")
-        t = Tool(name or fn.__name__, description or inspect.getdoc(fn) or fn.__name__, fn, model,
-                 side_effects, verify)
+            raise TypeError(
+                f"tool {fn.__name__}: the first parameter must be annotated with a pydantic model"
+            )
+        t = Tool(
+            name or fn.__name__,
+            description or inspect.getdoc(fn) or fn.__name__,
+            fn,
+            model,
+            side_effects,
+            verify,
+        )
         (TOOLS if registry is None else registry)[t.name] = t
         return fn
 

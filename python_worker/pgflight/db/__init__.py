@@ -7,7 +7,7 @@ pgflight's database layer: the only package that imports psycopg.
 """
 
 from pgflight.db.core import *  # noqa: F403
-from pgflight.db.core import Connection, translated
+from pgflight.db.core import Connection
 from pgflight.db.core import __all__ as _core_all
 
-__all__ = ["Connection", "translated", *_core_all]
+__all__ = ["Connection", *_core_all]

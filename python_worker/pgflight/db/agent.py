@@ -18,24 +18,34 @@ from pgflight import models_agent as m
 from pgflight.db.core import Connection, _fenced, _one, _opts, _rows, _scalar
 
 __all__ = [
-    "begin_agent_run",
-    "reserve_budget",
-    "record_model_call",
-    "record_trace",
-    "mark_tool_call",
-    "complete_tool_call",
-    "load_transcript",
-    "enforce_budgets",
-    "price_usd",
     "agent_run_of",
     "agent_runs_by_status",
     "agent_transcript",
+    "begin_agent_run",
+    "complete_tool_call",
+    "enforce_budgets",
+    "load_transcript",
+    "mark_tool_call",
+    "price_usd",
+    "record_model_call",
+    "record_trace",
+    "reserve_budget",
 ]
 
 
-def begin_agent_run(conn: Connection, attempt_id: int, token: int, *, model: str, system: str = "",
-                    task: str = "", max_iterations: int | None = None, max_tool_calls: int | None = None,
-                    max_usd: float | None = None, max_wall_s: float | None = None) -> m.AgentRunBegun:
+def begin_agent_run(
+    conn: Connection,
+    attempt_id: int,
+    token: int,
+    *,
+    model: str,
+    system: str = "",
+    task: str = "",
+    max_iterations: int | None = None,
+    max_tool_calls: int | None = None,
+    max_usd: float | None = None,
+    max_wall_s: float | None = None,
+) -> m.AgentRunBegun:
     """
     Start or resume the agent of the step this attempt runs (one agent run per step, across attempts).
 
@@ -47,14 +57,33 @@ def begin_agent_run(conn: Connection, attempt_id: int, token: int, *, model: str
     :param max_wall_s: wall-time cap in seconds of this agent's tree, from its first start.
     :raises LeaseLost: ZF001. :raises Cancelled: ZF002. :raises BadArgument: 22023.
     """
-    opts = _opts(None, model=model, system=system, task=task, max_iterations=max_iterations,
-                 max_tool_calls=max_tool_calls, max_usd=max_usd, max_wall_s=max_wall_s)
-    return _fenced(conn, attempt_id, token, "begin_agent_run", lambda: _one(
-        conn, "select * from pgflight.begin_agent_run(%s, %s, %s)", [attempt_id, token, opts], m.AgentRunBegun))
+    opts = _opts(
+        None,
+        model=model,
+        system=system,
+        task=task,
+        max_iterations=max_iterations,
+        max_tool_calls=max_tool_calls,
+        max_usd=max_usd,
+        max_wall_s=max_wall_s,
+    )
+    return _fenced(
+        conn,
+        attempt_id,
+        token,
+        "begin_agent_run",
+        lambda: _one(
+            conn,
+            "select * from pgflight.begin_agent_run(%s, %s, %s)",
+            [attempt_id, token, opts],
+            m.AgentRunBegun,
+        ),
+    )
 
 
-def reserve_budget(conn: Connection, attempt_id: int, token: int, agent_run_id: int, iteration: int,
-                   est_usd: float | Decimal) -> m.Reservation:
+def reserve_budget(
+    conn: Connection, attempt_id: int, token: int, agent_run_id: int, iteration: int, est_usd: float | Decimal
+) -> m.Reservation:
     """
     Admission before model call `iteration`: check the caps and reserve `est_usd` (USD) atomically
     on every budget that binds the agent (run, capped ancestors, itself, the workspace's day).
@@ -62,14 +91,33 @@ def reserve_budget(conn: Connection, attempt_id: int, token: int, agent_run_id: 
     :raises BudgetExceeded: ZF007, a cap would be crossed; nothing was reserved.
     :raises LeaseLost: ZF001. :raises Cancelled: ZF002.
     """
-    return _fenced(conn, attempt_id, token, "reserve_budget", lambda: _one(
-        conn, "select * from pgflight.reserve_budget(%s, %s, %s, %s, %s)",
-        [attempt_id, token, agent_run_id, iteration, Decimal(str(est_usd))], m.Reservation))
+    return _fenced(
+        conn,
+        attempt_id,
+        token,
+        "reserve_budget",
+        lambda: _one(
+            conn,
+            "select * from pgflight.reserve_budget(%s, %s, %s, %s, %s)",
+            [attempt_id, token, agent_run_id, iteration, Decimal(str(est_usd))],
+            m.Reservation,
+        ),
+    )
 
 
-def record_model_call(conn: Connection, attempt_id: int, token: int, agent_run_id: int, iteration: int,
-                      blocks: Sequence[Mapping[str, Any]], usage: Mapping[str, Any], model: str, *,
-                      stop_reason: str | None = None, retries: int = 0) -> m.ModelCallRecorded:
+def record_model_call(
+    conn: Connection,
+    attempt_id: int,
+    token: int,
+    agent_run_id: int,
+    iteration: int,
+    blocks: Sequence[Mapping[str, Any]],
+    usage: Mapping[str, Any],
+    model: str,
+    *,
+    stop_reason: str | None = None,
+    retries: int = 0,
+) -> m.ModelCallRecorded:
     """
     Store a model response (one trace row per block), its usage and USD cost, settle the budgets
     and update the totals, in one transaction. A repeat for the same iteration stores nothing.
@@ -80,28 +128,73 @@ def record_model_call(conn: Connection, attempt_id: int, token: int, agent_run_i
     :raises BudgetExceeded: ZF007 (iteration cap, or an unreserved call that does not fit).
     :raises LeaseLost: ZF001. :raises Cancelled: ZF002.
     """
-    return _fenced(conn, attempt_id, token, "record_model_call", lambda: _one(
-        conn, "select * from pgflight.record_model_call(%s, %s, %s, %s, %s, %s, %s, %s)",
-        [attempt_id, token, agent_run_id, iteration, Jsonb(list(blocks)), Jsonb(dict(usage)), model,
-         _opts(None, stop_reason=stop_reason, retries=retries)], m.ModelCallRecorded))
+    return _fenced(
+        conn,
+        attempt_id,
+        token,
+        "record_model_call",
+        lambda: _one(
+            conn,
+            "select * from pgflight.record_model_call(%s, %s, %s, %s, %s, %s, %s, %s)",
+            [
+                attempt_id,
+                token,
+                agent_run_id,
+                iteration,
+                Jsonb(list(blocks)),
+                Jsonb(dict(usage)),
+                model,
+                _opts(None, stop_reason=stop_reason, retries=retries),
+            ],
+            m.ModelCallRecorded,
+        ),
+    )
 
 
-def record_trace(conn: Connection, attempt_id: int, token: int, agent_run_id: int, iteration: int, role: str,
-                 block_type: str, content: Any, *, seq: int | None = None) -> m.TraceWritten:
+def record_trace(
+    conn: Connection,
+    attempt_id: int,
+    token: int,
+    agent_run_id: int,
+    iteration: int,
+    role: str,
+    block_type: str,
+    content: Any,
+    *,
+    seq: int | None = None,
+) -> m.TraceWritten:
     """
     Store one trace block that is not a model response (e.g. a transient API error, block_type
     ``api_error``, role ``system``); idempotent by seq (default: the next free seq >= 2000).
 
     :raises LeaseLost: ZF001. :raises Cancelled: ZF002. :raises BadArgument: 22023 malformed block.
     """
-    return _fenced(conn, attempt_id, token, "record_trace", lambda: _one(
-        conn, "select * from pgflight.record_trace(%s, %s, %s, %s, %s, %s, %s, %s)",
-        [attempt_id, token, agent_run_id, iteration, role, block_type, Jsonb(content), _opts(None, seq=seq)],
-        m.TraceWritten))
+    return _fenced(
+        conn,
+        attempt_id,
+        token,
+        "record_trace",
+        lambda: _one(
+            conn,
+            "select * from pgflight.record_trace(%s, %s, %s, %s, %s, %s, %s, %s)",
+            [
+                attempt_id,
+                token,
+                agent_run_id,
+                iteration,
+                role,
+                block_type,
+                Jsonb(content),
+                _opts(None, seq=seq),
+            ],
+            m.TraceWritten,
+        ),
+    )
 
 
-def mark_tool_call(conn: Connection, attempt_id: int, token: int, agent_run_id: int,
-                   tool_use_id: str) -> m.ToolCallMark:
+def mark_tool_call(
+    conn: Connection, attempt_id: int, token: int, agent_run_id: int, tool_use_id: str
+) -> m.ToolCallMark:
     """
     Mark a tool call in flight before it runs (counted against max_tool_calls the first time).
 
@@ -110,32 +203,67 @@ def mark_tool_call(conn: Connection, attempt_id: int, token: int, agent_run_id: 
     :raises BudgetExceeded: ZF007 the tool-call cap. :raises NotFound: ZF003 unknown tool_use id.
     :raises LeaseLost: ZF001. :raises Cancelled: ZF002.
     """
-    return _fenced(conn, attempt_id, token, "mark_tool_call", lambda: _one(
-        conn, "select * from pgflight.mark_tool_call(%s, %s, %s, %s)",
-        [attempt_id, token, agent_run_id, tool_use_id], m.ToolCallMark))
+    return _fenced(
+        conn,
+        attempt_id,
+        token,
+        "mark_tool_call",
+        lambda: _one(
+            conn,
+            "select * from pgflight.mark_tool_call(%s, %s, %s, %s)",
+            [attempt_id, token, agent_run_id, tool_use_id],
+            m.ToolCallMark,
+        ),
+    )
 
 
-def complete_tool_call(conn: Connection, attempt_id: int, token: int, agent_run_id: int, tool_use_id: str,
-                       result: Mapping[str, Any]) -> m.ToolCallCompleted:
+def complete_tool_call(
+    conn: Connection,
+    attempt_id: int,
+    token: int,
+    agent_run_id: int,
+    tool_use_id: str,
+    result: Mapping[str, Any],
+) -> m.ToolCallCompleted:
     """
     Store a tool call's tool_result block (the first result wins).
 
     :raises NotFound: ZF003. :raises LeaseLost: ZF001. :raises Cancelled: ZF002. :raises BadArgument: 22023.
     """
-    return _fenced(conn, attempt_id, token, "complete_tool_call", lambda: _one(
-        conn, "select * from pgflight.complete_tool_call(%s, %s, %s, %s, %s)",
-        [attempt_id, token, agent_run_id, tool_use_id, Jsonb(dict(result))], m.ToolCallCompleted))
+    return _fenced(
+        conn,
+        attempt_id,
+        token,
+        "complete_tool_call",
+        lambda: _one(
+            conn,
+            "select * from pgflight.complete_tool_call(%s, %s, %s, %s, %s)",
+            [attempt_id, token, agent_run_id, tool_use_id, Jsonb(dict(result))],
+            m.ToolCallCompleted,
+        ),
+    )
 
 
-def load_transcript(conn: Connection, attempt_id: int, token: int, agent_run_id: int) -> list[m.TranscriptBlock]:
+def load_transcript(
+    conn: Connection, attempt_id: int, token: int, agent_run_id: int
+) -> list[m.TranscriptBlock]:
     """
     The agent's transcript in order, after marking tool calls left in flight as interrupted.
 
     :raises LeaseLost: ZF001. :raises Cancelled: ZF002.
     """
-    return _fenced(conn, attempt_id, token, "load_transcript", lambda: _rows(
-        conn, "select * from pgflight.load_transcript(%s, %s, %s)", [attempt_id, token, agent_run_id],
-        m.TranscriptBlock))
+    return _fenced(
+        conn,
+        attempt_id,
+        token,
+        "load_transcript",
+        lambda: _rows(
+            conn,
+            "select * from pgflight.load_transcript(%s, %s, %s)",
+            [attempt_id, token, agent_run_id],
+            m.TranscriptBlock,
+        ),
+    )
 
 
 def enforce_budgets(conn: Connection, *, limit: int = 1000) -> int:
@@ -158,11 +286,16 @@ def agent_run_of(conn: Connection, step_id: int) -> m.AgentRunInfo | None:
     return rows[0] if rows else None
 
 
-def agent_runs_by_status(conn: Connection, *, status: str = "succeeded", after: int = 0,
-                         limit: int = 1000) -> list[m.AgentRunListed]:
+def agent_runs_by_status(
+    conn: Connection, *, status: str = "succeeded", after: int = 0, limit: int = 1000
+) -> list[m.AgentRunListed]:
     """Agent runs whose step has `status`, by agent run id after `after` (keyset paging)."""
-    return _rows(conn, "select * from pgflight.agent_runs_by_status(%s, %s, %s)", [status, after, limit],
-                 m.AgentRunListed)
+    return _rows(
+        conn,
+        "select * from pgflight.agent_runs_by_status(%s, %s, %s)",
+        [status, after, limit],
+        m.AgentRunListed,
+    )
 
 
 def agent_transcript(conn: Connection, agent_run_id: int) -> list[m.TraceRow]:

@@ -12,6 +12,7 @@ Connections for pgflight clients: safe behind PgBouncer in transaction mode, eas
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 import uuid
@@ -38,8 +39,13 @@ def connect(dsn: str, *, application_name: str = "pgflight", connect_timeout_s: 
     :param connect_timeout_s: seconds to wait for the server.
     :raises psycopg.OperationalError: the server cannot be reached.
     """
-    return psycopg.connect(dsn, autocommit=True, prepare_threshold=None, connect_timeout=connect_timeout_s,
-                           application_name=application_name)
+    return psycopg.connect(
+        dsn,
+        autocommit=True,
+        prepare_threshold=None,
+        connect_timeout=connect_timeout_s,
+        application_name=application_name,
+    )
 
 
 def make_pool(dsn: str, *, max_size: int, name: str, application_name: str = "pgflight") -> ConnectionPool:
@@ -48,10 +54,22 @@ def make_pool(dsn: str, *, max_size: int, name: str, application_name: str = "pg
 
     :param max_size: most connections it holds.
     """
-    kwargs: dict[str, Any] = {"autocommit": True, "prepare_threshold": None, "connect_timeout": 5,
-                              "application_name": application_name}
-    return ConnectionPool(dsn, min_size=1, max_size=max_size, name=name, kwargs=kwargs, open=True,
-                          timeout=5.0, reconnect_timeout=3600.0)
+    kwargs: dict[str, Any] = {
+        "autocommit": True,
+        "prepare_threshold": None,
+        "connect_timeout": 5,
+        "application_name": application_name,
+    }
+    return ConnectionPool(
+        dsn,
+        min_size=1,
+        max_size=max_size,
+        name=name,
+        kwargs=kwargs,
+        open=True,
+        timeout=5.0,
+        reconnect_timeout=3600.0,
+    )
 
 
 def is_transient(exc: BaseException) -> bool:
@@ -59,8 +77,9 @@ def is_transient(exc: BaseException) -> bool:
     return isinstance(exc, (psycopg.OperationalError, psycopg.InterfaceError, PoolTimeout))
 
 
-def call(pool: ConnectionPool, fn: Callable[Concatenate[Connection, P], T], *args: P.args,
-         **kwargs: P.kwargs) -> T:
+def call(
+    pool: ConnectionPool, fn: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
+) -> T:
     """Run one client function on a pooled connection (one attempt, no retry)."""
     with pool.connection() as conn:
         return fn(conn, *args, **kwargs)
@@ -75,7 +94,9 @@ class Listener:
     from :meth:`wait`, after which the owner calls :meth:`close` and :meth:`open` again.
     """
 
-    def __init__(self, dsn: str, *, channel: str = READY_CHANNEL, application_name: str = "pgflight-listen") -> None:
+    def __init__(
+        self, dsn: str, *, channel: str = READY_CHANNEL, application_name: str = "pgflight-listen"
+    ) -> None:
         self.dsn = dsn
         self.channel = channel
         self.application_name = application_name
@@ -129,16 +150,12 @@ class Listener:
             log.debug("LISTEN probe failed: %s", e)
             return False
         finally:
-            try:
+            with contextlib.suppress(psycopg.Error):
                 self.conn.execute(sql.SQL("unlisten {}").format(ident))
-            except psycopg.Error:
-                pass
 
     def close(self) -> None:
         """Close the connection (idempotent)."""
         if self.conn is not None:
-            try:
+            with contextlib.suppress(psycopg.Error):
                 self.conn.close()
-            except psycopg.Error:
-                pass
             self.conn = None

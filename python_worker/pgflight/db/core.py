@@ -28,41 +28,41 @@ from pydantic import BaseModel
 from pgflight import errors, models
 
 __all__ = [
-    "translated",
-    "note_stale_write",
-    "create_workspace",
-    "submit_run",
+    "approve",
     "cancel_run",
     "cancel_step",
-    "approve",
-    "retry_step",
-    "replay_from",
-    "run_status",
-    "register_worker",
-    "deregister_worker",
-    "claim_batch",
-    "start_step",
-    "heartbeat",
-    "complete_step",
-    "complete_batch",
-    "record_stale_write",
-    "fail_step",
-    "release_step",
-    "spawn_children",
     "children_results",
-    "request_approval",
-    "record_effect",
-    "find_effect",
-    "reclaim_expired",
-    "wake_parents",
+    "claim_batch",
+    "complete_batch",
+    "complete_step",
+    "create_workspace",
+    "dead_letters",
+    "deregister_worker",
     "expire_approvals",
-    "purge_finished",
-    "run_sweeps",
+    "fail_step",
+    "find_effect",
+    "heartbeat",
     "install_schedules",
     "list_runs",
-    "run_steps",
+    "note_stale_write",
+    "purge_finished",
+    "reclaim_expired",
+    "record_effect",
+    "record_stale_write",
+    "register_worker",
+    "release_step",
+    "replay_from",
+    "request_approval",
+    "retry_step",
     "run_events",
-    "dead_letters",
+    "run_status",
+    "run_steps",
+    "run_sweeps",
+    "spawn_children",
+    "start_step",
+    "submit_run",
+    "translated",
+    "wake_parents",
 ]
 
 log = logging.getLogger("pgflight.db")
@@ -79,8 +79,9 @@ def translated() -> Iterator[None]:
         yield
     except psycopg.Error as e:
         diag = e.diag
-        mapped = errors.from_sqlstate(e.sqlstate, diag.message_primary or str(e),
-                                      detail=diag.message_detail, hint=diag.message_hint)
+        mapped = errors.from_sqlstate(
+            e.sqlstate, diag.message_primary or str(e), detail=diag.message_detail, hint=diag.message_hint
+        )
         if mapped is None:
             raise
         raise mapped from e
@@ -88,7 +89,7 @@ def translated() -> Iterator[None]:
 
 def _rows(conn: Connection, query: str, params: Sequence[Any], model: type[M]) -> list[M]:
     with translated(), conn.cursor(row_factory=dict_row) as cur:
-        cur.execute(query, params)  # type: ignore[arg-type]
+        cur.execute(query, params)
         return [model.model_validate(r) for r in cur.fetchall()]
 
 
@@ -101,7 +102,7 @@ def _one(conn: Connection, query: str, params: Sequence[Any], model: type[M]) ->
 
 def _scalar(conn: Connection, query: str, params: Sequence[Any]) -> Any:
     with translated():
-        row = conn.execute(query, params).fetchone()  # type: ignore[arg-type]
+        row = conn.execute(query, params).fetchone()
     return None if row is None else row[0]
 
 
@@ -142,8 +143,14 @@ def note_stale_write(conn: Connection, attempt_id: int, token: int, operation: s
 # --- operating ---------------------------------------------------------------------------------
 
 
-def create_workspace(conn: Connection, name: str, *, daily_usd_cap: float | None = None,
-                     max_run_usd: float | None = None, options: Mapping[str, Any] | None = None) -> int:
+def create_workspace(
+    conn: Connection,
+    name: str,
+    *,
+    daily_usd_cap: float | None = None,
+    max_run_usd: float | None = None,
+    options: Mapping[str, Any] | None = None,
+) -> int:
     """
     Create a workspace (tenant), or update the caps of the one with this name.
 
@@ -152,13 +159,25 @@ def create_workspace(conn: Connection, name: str, *, daily_usd_cap: float | None
     :return: the workspace id.
     :raises BadArgument: blank name or non-numeric cap.
     """
-    return int(_scalar(conn, "select pgflight.create_workspace(%s, %s)",
-                       [name, _opts(options, daily_usd_cap=daily_usd_cap, max_run_usd=max_run_usd)]))
+    return int(
+        _scalar(
+            conn,
+            "select pgflight.create_workspace(%s, %s)",
+            [name, _opts(options, daily_usd_cap=daily_usd_cap, max_run_usd=max_run_usd)],
+        )
+    )
 
 
-def submit_run(conn: Connection, workspace: str, recipe: str, input: Any, *,
-               idempotency_key: str | None = None, options: Mapping[str, Any] | None = None,
-               **more: Any) -> models.SubmittedRun:
+def submit_run(
+    conn: Connection,
+    workspace: str,
+    recipe: str,
+    input: Any,
+    *,
+    idempotency_key: str | None = None,
+    options: Mapping[str, Any] | None = None,
+    **more: Any,
+) -> models.SubmittedRun:
     """
     Submit a run: one queued root step of `recipe` with `input`.
 
@@ -170,35 +189,49 @@ def submit_run(conn: Connection, workspace: str, recipe: str, input: Any, *,
     :raises InputTooLarge: input over settings.max_input_bytes (ZF005).
     :raises NotFound: unknown workspace (ZF003).
     """
-    return _one(conn, "select * from pgflight.submit_run(%s, %s, %s, %s)",
-                [workspace, recipe, Jsonb(input), _opts(options, idempotency_key=idempotency_key, **more)],
-                models.SubmittedRun)
+    return _one(
+        conn,
+        "select * from pgflight.submit_run(%s, %s, %s, %s)",
+        [workspace, recipe, Jsonb(input), _opts(options, idempotency_key=idempotency_key, **more)],
+        models.SubmittedRun,
+    )
 
 
-def cancel_run(conn: Connection, run_id: int, *, actor: str | None = None,
-               reason: str | None = None) -> models.RunCancelled:
+def cancel_run(
+    conn: Connection, run_id: int, *, actor: str | None = None, reason: str | None = None
+) -> models.RunCancelled:
     """
     Cancel a run: queued and parked attempts at once, leased ones on their next heartbeat.
 
     :raises NotFound: unknown run.
     """
-    return _one(conn, "select * from pgflight.cancel_run(%s, %s, %s)", [run_id, actor, reason],
-                models.RunCancelled)
+    return _one(
+        conn, "select * from pgflight.cancel_run(%s, %s, %s)", [run_id, actor, reason], models.RunCancelled
+    )
 
 
-def cancel_step(conn: Connection, step_id: int, *, actor: str | None = None,
-                reason: str | None = None) -> models.StepCancelled:
+def cancel_step(
+    conn: Connection, step_id: int, *, actor: str | None = None, reason: str | None = None
+) -> models.StepCancelled:
     """
     Cancel one step and its subtree.
 
     :raises NotFound: unknown step.
     """
-    return _one(conn, "select * from pgflight.cancel_step(%s, %s, %s)", [step_id, actor, reason],
-                models.StepCancelled)
+    return _one(
+        conn, "select * from pgflight.cancel_step(%s, %s, %s)", [step_id, actor, reason], models.StepCancelled
+    )
 
 
-def approve(conn: Connection, step_id: int, decision: str, actor: str, *, note: str | None = None,
-            gate_key: str | None = None) -> models.ApprovalDecision:
+def approve(
+    conn: Connection,
+    step_id: int,
+    decision: str,
+    actor: str,
+    *,
+    note: str | None = None,
+    gate_key: str | None = None,
+) -> models.ApprovalDecision:
     """
     Decide a step's approval gate ('approve' or 'reject'); the first decision wins.
 
@@ -207,8 +240,12 @@ def approve(conn: Connection, step_id: int, decision: str, actor: str, *, note: 
     :raises BadArgument: decision not approve/reject.
     :raises NotFound: unknown step.
     """
-    return _one(conn, "select * from pgflight.approve(%s, %s, %s, %s, %s)",
-                [step_id, decision, actor, note, gate_key], models.ApprovalDecision)
+    return _one(
+        conn,
+        "select * from pgflight.approve(%s, %s, %s, %s, %s)",
+        [step_id, decision, actor, note, gate_key],
+        models.ApprovalDecision,
+    )
 
 
 def retry_step(conn: Connection, step_id: int, *, actor: str | None = None, note: str | None = None) -> int:
@@ -244,16 +281,35 @@ def run_status(conn: Connection, run_id: int) -> models.RunStatus:
 # --- working -----------------------------------------------------------------------------------
 
 
-def register_worker(conn: Connection, name: str, *, hostname: str | None = None, pid: int | None = None,
-                    recipes: Sequence[str] | None = None, options: Mapping[str, Any] | None = None) -> int:
+def register_worker(
+    conn: Connection,
+    name: str,
+    *,
+    hostname: str | None = None,
+    pid: int | None = None,
+    recipes: Sequence[str] | None = None,
+    options: Mapping[str, Any] | None = None,
+) -> int:
     """
     Register a worker process.
 
     :return: the worker id every claim and heartbeat carries.
     """
-    return int(_scalar(conn, "select pgflight.register_worker(%s, %s)",
-                       [name, _opts(options, hostname=hostname, pid=pid,
-                                    recipes=list(recipes) if recipes is not None else None)]))
+    return int(
+        _scalar(
+            conn,
+            "select pgflight.register_worker(%s, %s)",
+            [
+                name,
+                _opts(
+                    options,
+                    hostname=hostname,
+                    pid=pid,
+                    recipes=list(recipes) if recipes is not None else None,
+                ),
+            ],
+        )
+    )
 
 
 def deregister_worker(conn: Connection, worker_id: int) -> None:
@@ -262,20 +318,32 @@ def deregister_worker(conn: Connection, worker_id: int) -> None:
         conn.execute("select pgflight.deregister_worker(%s)", [worker_id])
 
 
-def claim_batch(conn: Connection, worker_id: int, *, batch_size: int, lease_s: float,
-                recipes: Sequence[str] | None = None) -> list[models.ClaimedStep]:
+def claim_batch(
+    conn: Connection,
+    worker_id: int,
+    *,
+    batch_size: int,
+    lease_s: float,
+    recipes: Sequence[str] | None = None,
+    start: bool = False,
+) -> list[models.ClaimedStep]:
     """
     Lease up to `batch_size` ready steps to this worker.
 
     :param lease_s: lease length in seconds (a step's own lease_s wins); renewed by heartbeat.
     :param recipes: only these recipes (None: any).
+    :param start: claim straight into running (no start_step call needed): one commit less per step.
     :return: at most `batch_size` steps, each with the fencing token every later write must carry.
     :raises UnknownWorker: unknown or stopped worker (ZF010).
     :raises BadArgument: non-positive batch size or lease.
     """
-    return _rows(conn, "select * from pgflight.claim_batch(%s, %s, %s, %s)",
-                 [worker_id, batch_size, lease_s, list(recipes) if recipes is not None else None],
-                 models.ClaimedStep)
+    return _rows(
+        conn,
+        "select * from pgflight.claim_batch(%s, %s, %s, %s, %s)",
+        [worker_id, batch_size, lease_s, list(recipes) if recipes is not None else None,
+         Jsonb({"start": True} if start else {})],
+        models.ClaimedStep,
+    )
 
 
 def start_step(conn: Connection, attempt_id: int, token: int) -> models.StartedStep:
@@ -284,20 +352,32 @@ def start_step(conn: Connection, attempt_id: int, token: int) -> models.StartedS
 
     :raises LeaseLost: ZF001. :raises Cancelled: ZF002. :raises NotFound: ZF003.
     """
-    return _fenced(conn, attempt_id, token, "start_step", lambda: _one(
-        conn, "select * from pgflight.start_step(%s, %s)", [attempt_id, token], models.StartedStep))
+    return _fenced(
+        conn,
+        attempt_id,
+        token,
+        "start_step",
+        lambda: _one(
+            conn, "select * from pgflight.start_step(%s, %s)", [attempt_id, token], models.StartedStep
+        ),
+    )
 
 
-def heartbeat(conn: Connection, worker_id: int, attempt_ids: Sequence[int],
-              tokens: Sequence[int]) -> list[models.HeartbeatStatus]:
+def heartbeat(
+    conn: Connection, worker_id: int, attempt_ids: Sequence[int], tokens: Sequence[int]
+) -> list[models.HeartbeatStatus]:
     """
     Renew the leases of every attempt this worker holds, in one call.
 
     :return: per attempt 'ok', 'cancelled' (stop; release_step) or 'lost' (abandon, write nothing).
     :raises UnknownWorker: unknown or stopped worker (ZF010).
     """
-    return _rows(conn, "select * from pgflight.heartbeat(%s, %s::bigint[], %s::bigint[])",
-                 [worker_id, list(attempt_ids), list(tokens)], models.HeartbeatStatus)
+    return _rows(
+        conn,
+        "select * from pgflight.heartbeat(%s, %s::bigint[], %s::bigint[])",
+        [worker_id, list(attempt_ids), list(tokens)],
+        models.HeartbeatStatus,
+    )
 
 
 def complete_step(conn: Connection, attempt_id: int, token: int, result: Any = None) -> models.AttemptStatus:
@@ -306,20 +386,34 @@ def complete_step(conn: Connection, attempt_id: int, token: int, result: Any = N
 
     :raises LeaseLost: ZF001 (after logging the refusal). :raises Cancelled: ZF002.
     """
-    return _fenced(conn, attempt_id, token, "complete_step", lambda: _one(
-        conn, "select * from pgflight.complete_step(%s, %s, %s)", [attempt_id, token, _json(result)],
-        models.AttemptStatus))
+    return _fenced(
+        conn,
+        attempt_id,
+        token,
+        "complete_step",
+        lambda: _one(
+            conn,
+            "select * from pgflight.complete_step(%s, %s, %s)",
+            [attempt_id, token, _json(result)],
+            models.AttemptStatus,
+        ),
+    )
 
 
-def complete_batch(conn: Connection, attempt_ids: Sequence[int], tokens: Sequence[int],
-                   results: Sequence[Any]) -> list[models.BatchOutcome]:
+def complete_batch(
+    conn: Connection, attempt_ids: Sequence[int], tokens: Sequence[int], results: Sequence[Any]
+) -> list[models.BatchOutcome]:
     """
     Complete many held attempts in one transaction; never raises for a stale row (it logs it).
 
     :return: per attempt 'succeeded', 'lease_lost' or 'cancelled'.
     """
-    return _rows(conn, "select * from pgflight.complete_batch(%s::bigint[], %s::bigint[], %s::jsonb[])",
-                 [list(attempt_ids), list(tokens), [_json(r) for r in results]], models.BatchOutcome)
+    return _rows(
+        conn,
+        "select * from pgflight.complete_batch(%s::bigint[], %s::bigint[], %s::jsonb[])",
+        [list(attempt_ids), list(tokens), [_json(r) for r in results]],
+        models.BatchOutcome,
+    )
 
 
 def record_stale_write(conn: Connection, attempt_id: int, token: int, operation: str) -> bool:
@@ -328,11 +422,20 @@ def record_stale_write(conn: Connection, attempt_id: int, token: int, operation:
 
     :return: True when logged; False when the token is in fact current.
     """
-    return bool(_scalar(conn, "select pgflight.record_stale_write(%s, %s, %s)", [attempt_id, token, operation]))
+    return bool(
+        _scalar(conn, "select pgflight.record_stale_write(%s, %s, %s)", [attempt_id, token, operation])
+    )
 
 
-def fail_step(conn: Connection, attempt_id: int, token: int, error: Any, *, retryable: bool = True,
-              retry_after_s: float | None = None) -> models.FailOutcome:
+def fail_step(
+    conn: Connection,
+    attempt_id: int,
+    token: int,
+    error: Any,
+    *,
+    retryable: bool = True,
+    retry_after_s: float | None = None,
+) -> models.FailOutcome:
     """
     Fail a held attempt.
 
@@ -342,26 +445,51 @@ def fail_step(conn: Connection, attempt_id: int, token: int, error: Any, *, retr
     :return: outcome retry, dead_letter or cancelled.
     :raises LeaseLost: ZF001. :raises Cancelled: ZF002.
     """
-    return _fenced(conn, attempt_id, token, "fail_step", lambda: _one(
-        conn, "select * from pgflight.fail_step(%s, %s, %s, %s)",
-        [attempt_id, token, Jsonb(error), _opts(None, retryable=retryable, retry_after_s=retry_after_s)],
-        models.FailOutcome))
+    return _fenced(
+        conn,
+        attempt_id,
+        token,
+        "fail_step",
+        lambda: _one(
+            conn,
+            "select * from pgflight.fail_step(%s, %s, %s, %s)",
+            [attempt_id, token, Jsonb(error), _opts(None, retryable=retryable, retry_after_s=retry_after_s)],
+            models.FailOutcome,
+        ),
+    )
 
 
-def release_step(conn: Connection, attempt_id: int, token: int, *, reason: str = "released") -> models.AttemptStatus:
+def release_step(
+    conn: Connection, attempt_id: int, token: int, *, reason: str = "released"
+) -> models.AttemptStatus:
     """
     Give a held attempt back (no attempt spent), or acknowledge a cancel.
 
     :return: the new status, queued or cancelled.
     :raises LeaseLost: ZF001.
     """
-    return _fenced(conn, attempt_id, token, "release_step", lambda: _one(
-        conn, "select * from pgflight.release_step(%s, %s, %s)", [attempt_id, token, reason],
-        models.AttemptStatus))
+    return _fenced(
+        conn,
+        attempt_id,
+        token,
+        "release_step",
+        lambda: _one(
+            conn,
+            "select * from pgflight.release_step(%s, %s, %s)",
+            [attempt_id, token, reason],
+            models.AttemptStatus,
+        ),
+    )
 
 
-def spawn_children(conn: Connection, attempt_id: int, token: int, children: Sequence[Mapping[str, Any]], *,
-                   fail_fast: bool = False) -> models.SpawnResult:
+def spawn_children(
+    conn: Connection,
+    attempt_id: int,
+    token: int,
+    children: Sequence[Mapping[str, Any]],
+    *,
+    fail_fast: bool = False,
+) -> models.SpawnResult:
     """
     Fan-out: create child steps (idempotent by key) and park the parent until they are terminal.
 
@@ -369,9 +497,18 @@ def spawn_children(conn: Connection, attempt_id: int, token: int, children: Sequ
     :return: children named, created, and whether the parent parked.
     :raises LeaseLost: ZF001. :raises Cancelled: ZF002. :raises InputTooLarge: ZF005.
     """
-    return _fenced(conn, attempt_id, token, "spawn_children", lambda: _one(
-        conn, "select * from pgflight.spawn_children(%s, %s, %s, %s)",
-        [attempt_id, token, Jsonb(list(children)), _opts(None, fail_fast=fail_fast)], models.SpawnResult))
+    return _fenced(
+        conn,
+        attempt_id,
+        token,
+        "spawn_children",
+        lambda: _one(
+            conn,
+            "select * from pgflight.spawn_children(%s, %s, %s, %s)",
+            [attempt_id, token, Jsonb(list(children)), _opts(None, fail_fast=fail_fast)],
+            models.SpawnResult,
+        ),
+    )
 
 
 def children_results(conn: Connection, step_id: int) -> list[models.ChildResult]:
@@ -379,8 +516,16 @@ def children_results(conn: Connection, step_id: int) -> list[models.ChildResult]
     return _rows(conn, "select * from pgflight.children_results(%s)", [step_id], models.ChildResult)
 
 
-def request_approval(conn: Connection, attempt_id: int, token: int, gate_key: str, *, request: Any = None,
-                     expires_in_s: float | None = None, default: str | None = None) -> models.ApprovalRequest:
+def request_approval(
+    conn: Connection,
+    attempt_id: int,
+    token: int,
+    gate_key: str,
+    *,
+    request: Any = None,
+    expires_in_s: float | None = None,
+    default: str | None = None,
+) -> models.ApprovalRequest:
     """
     Ask for a decision at a gate; returns it if known, else parks the attempt (waiting = True).
 
@@ -388,13 +533,29 @@ def request_approval(conn: Connection, attempt_id: int, token: int, gate_key: st
     :param default: 'approve' or 'reject' (the server's default: reject).
     :raises LeaseLost: ZF001. :raises Cancelled: ZF002.
     """
-    return _fenced(conn, attempt_id, token, "request_approval", lambda: _one(
-        conn, "select * from pgflight.request_approval(%s, %s, %s, %s, %s)",
-        [attempt_id, token, gate_key, _json(request),
-         _opts(None, expires_in_s=expires_in_s, default_decision=default)], models.ApprovalRequest))
+    return _fenced(
+        conn,
+        attempt_id,
+        token,
+        "request_approval",
+        lambda: _one(
+            conn,
+            "select * from pgflight.request_approval(%s, %s, %s, %s, %s)",
+            [
+                attempt_id,
+                token,
+                gate_key,
+                _json(request),
+                _opts(None, expires_in_s=expires_in_s, default_decision=default),
+            ],
+            models.ApprovalRequest,
+        ),
+    )
 
 
-def record_effect(conn: Connection, attempt_id: int, token: int, key: str, result: Any) -> models.RecordedEffect:
+def record_effect(
+    conn: Connection, attempt_id: int, token: int, key: str, result: Any
+) -> models.RecordedEffect:
     """
     Record the receipt of an external effect the instant it succeeded.
 
@@ -404,8 +565,12 @@ def record_effect(conn: Connection, attempt_id: int, token: int, key: str, resul
     :return: the stored result (the first receipt for the key wins), recorded, lease_held.
     :raises LeaseLost: the token never belonged to this attempt (ZF001).
     """
-    return _one(conn, "select * from pgflight.record_effect(%s, %s, %s, %s)",
-                [attempt_id, token, key, _json(result)], models.RecordedEffect)
+    return _one(
+        conn,
+        "select * from pgflight.record_effect(%s, %s, %s, %s)",
+        [attempt_id, token, key, _json(result)],
+        models.RecordedEffect,
+    )
 
 
 def find_effect(conn: Connection, step_id: int, key: str) -> models.EffectReceipt | None:
@@ -456,23 +621,39 @@ def install_schedules(conn: Connection, *, interval_s: int = 5) -> list[models.S
 
 def list_runs(conn: Connection, *, limit: int = 50, status: str | None = None) -> list[models.RunListItem]:
     """The most recent runs, newest first (view pgflight.run_list)."""
-    return _rows(conn, "select * from pgflight.run_list where %s::text is null or status = %s"
-                       " order by run_id desc limit %s", [status, status, limit], models.RunListItem)
+    return _rows(
+        conn,
+        "select * from pgflight.run_list where %s::text is null or status = %s order by run_id desc limit %s",
+        [status, status, limit],
+        models.RunListItem,
+    )
 
 
 def run_steps(conn: Connection, run_id: int) -> list[models.StepState]:
     """Every step of a run with its current attempt (view pgflight.step_status), in tree order by id."""
-    return _rows(conn, "select * from pgflight.step_status where run_id = %s order by depth, step_id",
-                 [run_id], models.StepState)
+    return _rows(
+        conn,
+        "select * from pgflight.step_status where run_id = %s order by depth, step_id",
+        [run_id],
+        models.StepState,
+    )
 
 
 def run_events(conn: Connection, run_id: int, *, after_id: int = 0, limit: int = 1000) -> list[models.Event]:
     """The transition log of a run, oldest first (view pgflight.run_events)."""
-    return _rows(conn, "select * from pgflight.run_events where run_id = %s and id > %s order by id limit %s",
-                 [run_id, after_id, limit], models.Event)
+    return _rows(
+        conn,
+        "select * from pgflight.run_events where run_id = %s and id > %s order by id limit %s",
+        [run_id, after_id, limit],
+        models.Event,
+    )
 
 
 def dead_letters(conn: Connection, *, limit: int = 100) -> list[models.DeadLetter]:
     """Dead-lettered steps with their last error, newest first (view pgflight.dead_letters)."""
-    return _rows(conn, "select * from pgflight.dead_letters order by finished_at desc nulls last limit %s",
-                 [limit], models.DeadLetter)
+    return _rows(
+        conn,
+        "select * from pgflight.dead_letters order by finished_at desc nulls last limit %s",
+        [limit],
+        models.DeadLetter,
+    )

@@ -21,7 +21,7 @@ import re
 from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Final, Literal
+from typing import Final, Literal, get_args
 
 Severity = Literal["high", "medium", "low"]
 Category = Literal[
@@ -40,20 +40,7 @@ Category = Literal[
 ]
 
 #: The fixed category list the `flag` tool accepts, in report order.
-CATEGORIES: Final[tuple[str, ...]] = (
-    "strong_copyleft",
-    "network_copyleft",
-    "weak_copyleft",
-    "patent",
-    "warranty_disclaimer",
-    "limitation_of_liability",
-    "attribution",
-    "advertising",
-    "field_of_use",
-    "trademark",
-    "export_control",
-    "unknown_terms",
-)
+CATEGORIES: Final[tuple[str, ...]] = get_args(Category)
 CATEGORY_TITLES: Final[dict[str, str]] = {
     "strong_copyleft": "Strong copyleft",
     "network_copyleft": "Network copyleft",
@@ -68,11 +55,13 @@ CATEGORY_TITLES: Final[dict[str, str]] = {
     "export_control": "Export control",
     "unknown_terms": "Unknown or custom terms",
 }
-SEVERITIES: Final[tuple[str, ...]] = ("high", "medium", "low")
+SEVERITIES: Final[tuple[str, ...]] = get_args(Severity)
 
 UNKNOWN_FAMILY: Final = "unknown"
 #: Longest quote a finding carries, in characters.
 MAX_QUOTE_CHARS: Final = 240
+#: Most lines one finding cites (merging stops there); the flag tool accepts more.
+MAX_FINDING_LINES: Final = 30
 #: Findings of one category in one paragraph, or closer than this many lines, are merged into one.
 MERGE_GAP_LINES: Final = 2
 
@@ -144,8 +133,16 @@ class _Rule:
     repeatable: bool = True
 
 
-def _rule(name: str, needles: tuple[str, ...], category: str, severity: str, pattern: str, *,
-          repeatable: bool = True, case: bool = False) -> _Rule:
+def _rule(
+    name: str,
+    needles: tuple[str, ...],
+    category: str,
+    severity: str,
+    pattern: str,
+    *,
+    repeatable: bool = True,
+    case: bool = False,
+) -> _Rule:
     return _Rule(name, needles, category, severity, _rx(pattern, case=case), repeatable)
 
 
@@ -153,129 +150,340 @@ _GAP = r"[\s\S]{0,160}?"  # a bounded stretch of any text inside one sentence
 
 RULES: Final[tuple[_Rule, ...]] = (
     # --- strong copyleft -------------------------------------------------------------------
-    _rule("gpl3_entire_work", ('entire',), "strong_copyleft", "high",
-          r"license the entire work, as a whole, under this License"),
-    _rule("gpl3_corresponding_source", ('corresponding',), "strong_copyleft", "high",
-          r"convey(?:ing)? (?:the )?object code (?:in|under the terms of)" + _GAP + r"Corresponding Source"),
-    _rule("gpl2_whole_work", ('whole',), "strong_copyleft", "high",
-          r"to be licensed as a whole at no charge to all third parties under the terms of this License"),
-    _rule("gpl2_source_code", ('machine-readable',), "strong_copyleft", "high",
-          r"Accompany it with the complete corresponding machine-readable source code"),
-    _rule("gpl_reference", ('gnu',), "strong_copyleft", "high",
-          r"(?:under|terms of|licensed under|subject to) (?:the )?(?:terms )?(?:of )?(?:the )?"
-          r"GNU General Public License(?! (?:exception|runtime))", repeatable=False),
-    _rule("gpl_short_reference", ('gpl',), "strong_copyleft", "high",
-          r"(?:under|licensed under|released under|distributed under) (?:the )?GPL(?:v?[123](?:\.0)?)?\b"
-          r"(?! (?:compatible|exception))", repeatable=False),
-    _rule("gfdl_copyleft", ('precisely',), "strong_copyleft", "medium",
-          r"under precisely this License"),
-    _rule("cc_share_alike", ('sharealike',), "strong_copyleft", "medium",
-          r"\b(?-i:ShareAlike)\b(?! Compatible)", repeatable=False),
+    _rule(
+        "gpl3_entire_work",
+        ("entire",),
+        "strong_copyleft",
+        "high",
+        r"license the entire work, as a whole, under this License",
+    ),
+    _rule(
+        "gpl3_corresponding_source",
+        ("corresponding",),
+        "strong_copyleft",
+        "high",
+        r"convey(?:ing)? (?:the )?object code (?:in|under the terms of)" + _GAP + r"Corresponding Source",
+    ),
+    _rule(
+        "gpl2_whole_work",
+        ("whole",),
+        "strong_copyleft",
+        "high",
+        r"to be licensed as a whole at no charge to all third parties under the terms of this License",
+    ),
+    _rule(
+        "gpl2_source_code",
+        ("machine-readable",),
+        "strong_copyleft",
+        "high",
+        r"Accompany it with the complete corresponding machine-readable source code",
+    ),
+    _rule(
+        "gpl_reference",
+        ("gnu",),
+        "strong_copyleft",
+        "high",
+        r"(?:under|terms of|licensed under|subject to) (?:the )?(?:terms )?(?:of )?(?:the )?"
+        r"GNU General Public License(?! (?:exception|runtime))",
+        repeatable=False,
+    ),
+    _rule(
+        "gpl_short_reference",
+        ("gpl",),
+        "strong_copyleft",
+        "high",
+        r"(?:under|licensed under|released under|distributed under|terms of) (?:the )?"
+        r"GPL(?:v?[123](?:\.0)?)?\b"
+        r"(?! (?:compatible|exception))",
+        repeatable=False,
+    ),
+    _rule("gfdl_copyleft", ("precisely",), "strong_copyleft", "medium", r"under precisely this License"),
+    _rule(
+        "cc_share_alike",
+        ("sharealike",),
+        "strong_copyleft",
+        "medium",
+        r"\b(?-i:ShareAlike)\b(?! Compatible)",
+        repeatable=False,
+    ),
     # --- network copyleft ------------------------------------------------------------------
-    _rule("agpl_remote_interaction", ('remotely',), "network_copyleft", "high",
-          r"interacting with it remotely through a (?:computer )?network"),
-    _rule("agpl_reference", ('affero',), "network_copyleft", "high",
-          r"(?:under|terms of|licensed under) (?:the )?GNU Affero General Public License", repeatable=False),
-    _rule("agpl_short_reference", ('agpl',), "network_copyleft", "high",
-          r"(?:under|licensed under|released under) (?:the )?AGPL", repeatable=False),
-    _rule("sspl_service", ('service',), "network_copyleft", "high",
-          r"(?:offer|make) the Program (?:or a modified version )?(?:available )?as a service"),
+    _rule(
+        "agpl_remote_interaction",
+        ("remotely",),
+        "network_copyleft",
+        "high",
+        r"interacting with it remotely through a (?:computer )?network",
+    ),
+    _rule(
+        "agpl_reference",
+        ("affero",),
+        "network_copyleft",
+        "high",
+        r"(?:under|terms of|licensed under) (?:the )?GNU Affero General Public License",
+        repeatable=False,
+    ),
+    _rule(
+        "agpl_short_reference",
+        ("agpl",),
+        "network_copyleft",
+        "high",
+        r"(?:under|licensed under|released under) (?:the )?AGPL",
+        repeatable=False,
+    ),
+    _rule(
+        "sspl_service",
+        ("service",),
+        "network_copyleft",
+        "high",
+        r"(?:offer|make) the Program (?:or a modified version )?(?:available )?as a service",
+    ),
     # --- weak copyleft ---------------------------------------------------------------------
-    _rule("lgpl_reference", ('gnu',), "weak_copyleft", "medium",
-          r"(?:under|terms of|licensed under) (?:the )?(?:terms )?(?:of )?(?:the )?"
-          r"GNU (?:Lesser|Library) (?:General )?Public License", repeatable=False),
-    _rule("lgpl_short_reference", ('lgpl',), "weak_copyleft", "medium",
-          r"(?:under|licensed under|released under) (?:the )?LGPL", repeatable=False),
-    _rule("lgpl_modified_library", ('library',), "weak_copyleft", "medium",
-          r"The modified work must itself be a software library"),
-    _rule("lgpl_terms_of_choice", ('choice',), "weak_copyleft", "medium",
-          r"(?:distribute that work|convey a Combined Work) under terms of your choice"),
-    _rule("mpl_file_copyleft", ('must', 'governed'), "weak_copyleft", "medium",
-          r"(?:must be under the terms of this License|are governed by the terms of this License)"),
-    _rule("mpl_larger_work", ('larger',), "weak_copyleft", "medium",
-          r"distribute a Larger Work under terms of Your choice"),
-    _rule("mpl_reference", ('mozilla', 'eclipse', 'development'), "weak_copyleft", "medium",
-          r"(?:under|terms of|subject to) (?:the )?(?:terms of )?(?:the )?"
-          r"(?:Mozilla|Eclipse|Common) (?:Public|Development and Distribution) License", repeatable=False),
-    _rule("epl_source_available", ('agreement',), "weak_copyleft", "medium",
-          r"(?:it )?must be made available under this Agreement"),
+    _rule(
+        "lgpl_reference",
+        ("gnu",),
+        "weak_copyleft",
+        "medium",
+        r"(?:under|terms of|licensed under) (?:the )?(?:terms )?(?:of )?(?:the )?"
+        r"GNU (?:Lesser|Library) (?:General )?Public License",
+        repeatable=False,
+    ),
+    _rule(
+        "lgpl_short_reference",
+        ("lgpl",),
+        "weak_copyleft",
+        "medium",
+        r"(?:under|licensed under|released under) (?:the )?LGPL",
+        repeatable=False,
+    ),
+    _rule(
+        "lgpl_modified_library",
+        ("library",),
+        "weak_copyleft",
+        "medium",
+        r"The modified work must itself be a software library",
+    ),
+    _rule(
+        "lgpl_terms_of_choice",
+        ("choice",),
+        "weak_copyleft",
+        "medium",
+        r"(?:distribute that work|convey a Combined Work) under terms of your choice",
+    ),
+    _rule(
+        "mpl_file_copyleft",
+        ("must", "governed"),
+        "weak_copyleft",
+        "medium",
+        r"(?:must be under the terms of this License|are governed by the terms of this License)",
+    ),
+    _rule(
+        "mpl_larger_work",
+        ("larger",),
+        "weak_copyleft",
+        "medium",
+        r"distribute a Larger Work under terms of Your choice",
+    ),
+    _rule(
+        "mpl_reference",
+        ("mozilla", "eclipse", "development"),
+        "weak_copyleft",
+        "medium",
+        r"(?:under|terms of|subject to) (?:the )?(?:terms of )?(?:the )?"
+        r"(?:Mozilla|Eclipse|Common) (?:Public|Development and Distribution) License",
+        repeatable=False,
+    ),
+    _rule(
+        "epl_source_available",
+        ("agreement",),
+        "weak_copyleft",
+        "medium",
+        r"(?:it )?must be made available under this Agreement",
+    ),
     # --- patents ---------------------------------------------------------------------------
-    _rule("patent_retaliation", ('patent',), "patent", "high",
-          r"(?:institutes?|initiates?|brings?) (?:a )?(?:patent (?:litigation|lawsuit|action)"
-          r"|(?:litigation|lawsuit|action)" + _GAP + r"(?:patent|infring))"),
-    _rule("patent_assertion_termination", ('patent',), "patent", "high",
-          r"asserting a patent infringement claim"),
-    _rule("patent_grant", ('patent',), "patent", "medium",
-          r"(?:grants? (?:to )?(?:You|you|each recipient)" + _GAP + r"patent licen[cs]e"
-          r"|Grant of Patent License|royalty-free patent licen[cs]e|under Patent Claims"
-          r"|essential patent claims|patent licen[cs]e (?:to|under) )"),
-    _rule("patent_section", ('patents',), "patent", "medium", r"^[^\S\n]*\d+\. Patents\.?[^\S\n]*$", case=True),
-    _rule("patent_infringement_condition", ('patent',), "patent", "medium",
-          r"allegation of patent infringement|knowingly relying on a patent license"),
+    _rule(
+        "patent_retaliation",
+        ("patent",),
+        "patent",
+        "high",
+        r"(?:institutes?|initiates?|brings?) (?:a )?(?:patent (?:litigation|lawsuit|action)"
+        r"|(?:litigation|lawsuit|action)" + _GAP + r"(?:patent|infring))",
+    ),
+    _rule(
+        "patent_assertion_termination",
+        ("patent",),
+        "patent",
+        "high",
+        r"asserting a patent infringement claim",
+    ),
+    _rule(
+        "patent_grant",
+        ("patent",),
+        "patent",
+        "medium",
+        r"(?:grants? (?:to )?(?:You|you|each recipient)" + _GAP + r"patent licen[cs]e"
+        r"|Grant of Patent License|royalty-free patent licen[cs]e|under Patent Claims"
+        r"|essential patent claims|patent licen[cs]e (?:to|under) )",
+    ),
+    _rule(
+        "patent_section", ("patents",), "patent", "medium", r"^[^\S\n]*\d+\. Patents\.?[^\S\n]*$", case=True
+    ),
+    _rule(
+        "patent_infringement_condition",
+        ("patent",),
+        "patent",
+        "medium",
+        r"allegation of patent infringement|knowingly relying on a patent license",
+    ),
     # --- warranty / liability --------------------------------------------------------------
-    _rule("warranty_disclaimer", ('warrant', 'provided', 'basis', 'without'), "warranty_disclaimer", "low",
-          r"(?:WITHOUT ANY WARRANTY|without warranty of any kind|WITHOUT WARRANTIES OR CONDITIONS"
-          r"|DISCLAIMS? ALL WARRANTIES|Disclaimer of Warranty|NO WARRANTY|WARRANTIES[^.]{0,120}? ARE DISCLAIMED"
-          r"|provided (?:by [^.]{0,80}? )?" + _QUOTES + r"as(?:-| )is" + _QUOTES + r"|"
-          + _QUOTES + r"as(?:-| )is" + _QUOTES + r" (?:basis|without))", repeatable=False),
-    _rule("liability_limitation", ('liab',), "limitation_of_liability", "low",
-          r"(?:IN NO EVENT[^.]{0,200}? (?:BE )?LIABLE|Limitation of Liability"
-          r"|(?:shall|will) not be (?:held )?liable|LIABLE TO YOU FOR DAMAGES"
-          r"|without liability of any kind)", repeatable=False),
+    _rule(
+        "warranty_disclaimer",
+        ("warrant", "provided", "basis", "without"),
+        "warranty_disclaimer",
+        "low",
+        r"(?:WITHOUT ANY WARRANTY|without warranty of any kind|WITHOUT WARRANTIES OR CONDITIONS"
+        r"|DISCLAIMS? ALL WARRANTIES|Disclaimer of Warranty|NO WARRANTY|WARRANTIES[^.]{0,120}? ARE DISCLAIMED"
+        r"|provided (?:by [^.]{0,80}? )?"
+        + _QUOTES
+        + r"as(?:-| )is"
+        + _QUOTES
+        + r"|"
+        + _QUOTES
+        + r"as(?:-| )is"
+        + _QUOTES
+        + r" (?:basis|without))",
+        repeatable=False,
+    ),
+    _rule(
+        "liability_limitation",
+        ("liab",),
+        "limitation_of_liability",
+        "low",
+        r"(?:IN NO EVENT[^.]{0,200}? (?:BE )?LIABLE|Limitation of Liability"
+        r"|(?:shall|will) not be (?:held )?liable|LIABLE TO YOU FOR DAMAGES"
+        r"|without liability of any kind)",
+        repeatable=False,
+    ),
     # --- attribution / notices ---------------------------------------------------------------
-    _rule("notice_in_all_copies", ('notice', 'credit', 'altered', 'retain', 'reproduce'), "attribution", "low",
-          r"(?:copyright notice and this permission notice (?:shall be included|appear) in all copies"
-          r"|Redistributions of source code must retain|Redistributions in binary form must reproduce"
-          r"|This notice may not be removed or altered|keep intact all (?:the )?notices"
-          r"|must (?:retain|reproduce|include) (?:the )?(?:above )?copyright notice"
-          r"|readable copy of the attribution notices|You must give appropriate credit"
-          r"|must cause any modified files to carry prominent notices"
-          r"|must carry prominent notices stating|Altered source versions must be plainly marked)",
-          repeatable=False),
+    _rule(
+        "notice_in_all_copies",
+        ("notice", "credit", "altered", "retain", "reproduce"),
+        "attribution",
+        "low",
+        r"(?:copyright notice and this permission notice (?:shall be included|appear) in all copies"
+        r"|Redistributions of source code must retain|Redistributions in binary form must reproduce"
+        r"|This notice may not be removed or altered|keep intact all (?:the )?notices"
+        r"|must (?:retain|reproduce|include) (?:the )?(?:above )?copyright notice"
+        r"|readable copy of the attribution notices|You must give appropriate credit"
+        r"|must cause any modified files to carry prominent notices"
+        r"|must carry prominent notices stating|Altered source versions must be plainly marked)",
+        repeatable=False,
+    ),
     # --- advertising -----------------------------------------------------------------------
-    _rule("advertising_clause", ('advertising',), "advertising", "high",
-          r"(?:All advertising materials mentioning features or use of this software must display"
-          r"|advertising materials,? and other materials related to such distribution and use acknowledge)"),
-    _rule("end_user_acknowledgment", ('end-user',), "advertising", "medium",
-          r"end-user documentation included with the redistribution, if any, must include the following"
-          r" acknowledge?ment"),
+    _rule(
+        "advertising_clause",
+        ("advertising",),
+        "advertising",
+        "high",
+        r"(?:All advertising materials mentioning features or use of this software must display"
+        r"|advertising materials,? and other materials related to such distribution and use acknowledge)",
+    ),
+    _rule(
+        "end_user_acknowledgment",
+        ("end-user",),
+        "advertising",
+        "medium",
+        r"end-user documentation included with the redistribution, if any, must include the following"
+        r" acknowledge?ment",
+    ),
     # --- field of use ----------------------------------------------------------------------
-    _rule("non_commercial", ('commercial', 'personal', 'private', 'educational', 'academic', 'research', 'evil'), "field_of_use", "high",
-          r"(?:(?<!commercial\x20and\x20)(?<!commercial\x20or\x20)\bnon-?commercial (?:use|purposes?|only)|\b(?-i:NonCommercial)\b|not for commercial (?:use|purposes)"
-          r"|(?:may|must|shall) not (?:be )?(?:used|use it) for (?:any )?commercial"
-          r"|commercial use is (?:prohibited|not permitted|forbidden)"
-          r"|for (?:personal|private|educational|academic|research)"
-          r"(?: (?:and|or) (?:educational|academic|research|non-?commercial))? (?:use|purposes) only"
-          r"|shall be used for Good, not Evil)"),
-    _rule("no_sale", ('fee', 'sold'), "field_of_use", "medium",
-          r"(?:You may not charge a fee for this Package itself|may not be sold|must not be sold)"),
-    _rule("nuclear_exclusion", ('nuclear',), "field_of_use", "medium",
-          r"not (?:designed|intended|licensed)" + _GAP + r"for use in" + _GAP + r"nuclear"),
-    _rule("no_derivatives", ('noderiv', 'derivative'), "field_of_use", "medium", r"\bNoDerivatives\b|\bNo Derivative Works\b"),
+    _rule(
+        "non_commercial",
+        ("commercial", "personal", "private", "educational", "academic", "research", "evil"),
+        "field_of_use",
+        "high",
+        r"(?:(?<!commercial\x20and\x20)(?<!commercial\x20or\x20)\bnon-?commercial (?:use|purposes?|only)"
+        r"|\b(?-i:NonCommercial)\b|not for commercial (?:use|purposes)"
+        r"|(?:may|must|shall) not (?:be )?(?:used|use it) for (?:any )?commercial"
+        r"|commercial use is (?:prohibited|not permitted|forbidden)"
+        r"|for (?:personal|private|educational|academic|research)"
+        r"(?: (?:and|or) (?:educational|academic|research|non-?commercial))? (?:use|purposes) only"
+        r"|shall be used for Good, not Evil)",
+    ),
+    _rule(
+        "no_sale",
+        ("fee", "sold"),
+        "field_of_use",
+        "medium",
+        r"(?:You may not charge a fee for this Package itself|may not be sold|must not be sold)",
+    ),
+    _rule(
+        "nuclear_exclusion",
+        ("nuclear",),
+        "field_of_use",
+        "medium",
+        r"not (?:designed|intended|licensed)" + _GAP + r"for use in" + _GAP + r"nuclear",
+    ),
+    _rule(
+        "no_derivatives",
+        ("noderiv", "derivative"),
+        "field_of_use",
+        "medium",
+        r"\bNoDerivatives\b|\bNo Derivative Works\b",
+    ),
     # --- trademark -------------------------------------------------------------------------
-    _rule("trademark_not_granted", ('trade',), "trademark", "medium",
-          r"(?:does not grant (?:any rights in the |permission to use the )?trade ?(?:names|marks)"
-          r"|no (?:rights?|license) (?:is granted )?(?:to use )?(?:the )?trademarks?"
-          r"|trademark (?:rights|license) (?:are|is) not (?:licensed|granted))"),
-    _rule("endorsement", ("endorse", "promote"), "trademark", "low",
-          r"(?:be used to endorse or promote products|be used in advertising or otherwise to promote)",
-          repeatable=False),
-    _rule("registered_trademark", ('trademark',), "trademark", "low",
-          r"(?:is a (?:registered )?trademark of|are (?:registered )?trademarks of)", repeatable=False),
+    _rule(
+        "trademark_not_granted",
+        ("trade",),
+        "trademark",
+        "medium",
+        r"(?:does not grant (?:any rights in the |permission to use the )?trade ?(?:names|marks)"
+        r"|no (?:rights?|license) (?:is granted )?(?:to use )?(?:the )?trademarks?"
+        r"|trademark (?:rights|license) (?:are|is) not (?:licensed|granted))",
+    ),
+    _rule(
+        "endorsement",
+        ("endorse", "promote"),
+        "trademark",
+        "low",
+        r"(?:be used to endorse or promote products|be used in advertising or otherwise to promote)",
+        repeatable=False,
+    ),
+    _rule(
+        "registered_trademark",
+        ("trademark",),
+        "trademark",
+        "low",
+        r"(?:is a (?:registered )?trademark of|are (?:registered )?trademarks of)",
+        repeatable=False,
+    ),
     # --- export control --------------------------------------------------------------------
-    _rule("export_control", ('export', 'wassenaar', 'bureau', 'commerce', 'eccn'), "export_control", "medium",
-          r"(?:export (?:control|administration|regulations?|laws?|restrictions?)|re-?export"
-          r"|Wassenaar|Bureau of Industry and Security|Commerce Control List|\bECCN\b)"),
-    _rule("cryptographic_software", ('cryptographic', 'residence'), "export_control", "low",
-          r"includes cryptographic software|country of residence may have restrictions", repeatable=False),
+    _rule(
+        "export_control",
+        ("export", "wassenaar", "bureau", "commerce", "eccn"),
+        "export_control",
+        "medium",
+        r"(?:export (?:control|administration|regulations?|laws?|restrictions?)|re-?export"
+        r"|Wassenaar|Bureau of Industry and Security|Commerce Control List|\bECCN\b)",
+    ),
+    _rule(
+        "cryptographic_software",
+        ("cryptographic", "residence"),
+        "export_control",
+        "low",
+        r"includes cryptographic software|country of residence may have restrictions",
+        repeatable=False,
+    ),
 )
 
 # --- license families ------------------------------------------------------------------------
 
+
 def _versioned(kind: str, version: str) -> re.Pattern[str]:
     """A reference naming a GNU license and its version: "GNU Lesser General Public License, version 2.1"."""
     name = "GNU General Public License" if kind == "General" else f"GNU {kind} General Public License"
-    return _rx(name + r"(?: as published by the Free Software Foundation)?[;,]?(?: either)? version " + version)
+    return _rx(
+        name + r"(?: as published by the Free Software Foundation)?[;,]?(?: either)? version " + version
+    )
 
 
 # Full-text and reference signatures; the earliest match names the primary family.
@@ -301,7 +509,7 @@ _FAMILY_SIGNATURES: Final[tuple[tuple[str, str, re.Pattern[str]], ...]] = (
     ("EPL-2.0", "eclipse", _rx(r"Eclipse Public License,? (?:-|Version|v\.?) ?2\.0")),
     ("EPL-1.0", "eclipse", _rx(r"Eclipse Public License,? (?:-|Version|v\.?) ?1\.0")),
     ("CDDL-1.0", "development", _rx(r"COMMON DEVELOPMENT AND DISTRIBUTION LICENSE")),
-    ("Apache-2.0", "apache", _rx(r"Apache License,? Version 2\.0")),
+    ("Apache-2.0", "apache", _rx(r"Apache License,? (?:Version|v\.?) ?2\.0")),
     ("Apache-1.1", "apache", _rx(r"Apache Software License,? Version 1\.1")),
     ("GFDL-1.3", "documentation", _rx(r"GNU Free Documentation License,? Version 1\.3")),
     ("GFDL-1.2", "documentation", _rx(r"GNU Free Documentation License,? Version 1\.2")),
@@ -312,22 +520,61 @@ _FAMILY_SIGNATURES: Final[tuple[tuple[str, str, re.Pattern[str]], ...]] = (
     ("BSL-1.0", "boost", _rx(r"Boost Software License,? (?:-|Version) ?1\.0")),
     ("OFL-1.1", "font", _rx(r"SIL OPEN FONT LICENSE Version 1\.1")),
     ("CC0-1.0", "cc0", _rx(r"CC0 1\.0 Universal|Creative Commons Zero")),
-    ("CC-BY", "creative", _rx(  # refined by _cc_family
-        r"(?:Creative Commons (?:Legal Code )?Attribution(?:(?:-| )(?:NonCommercial|ShareAlike|NoDerivatives|NoDerivs))*"
-        r" \d\.\d (?:International |Unported |Generic )?(?:Public )?License"
-        r"|(?i:licensed under) (?:a |the )?Creative Commons Attribution)", case=True)),
+    (
+        "CC-BY",
+        "creative",
+        _rx(  # refined by _cc_family
+            r"(?:Creative Commons (?:Legal Code )?Attribution"
+            r"(?:(?:-| )(?:NonCommercial|ShareAlike|NoDerivatives|NoDerivs))*"
+            r" \d\.\d (?:International |Unported |Generic )?(?:Public )?License"
+            r"|(?i:licensed under) (?:a |the )?Creative Commons Attribution)",
+            case=True,
+        ),
+    ),
     ("Unlicense", "unencumbered", _rx(r"free and unencumbered software released into the public domain")),
-    ("public-domain", "domain", _rx(r"(?:placed|released|dedicated?|put|is|are|be) (?:in|into|to) the public domain")),
+    (
+        "public-domain",
+        "domain",
+        _rx(r"(?:placed|released|dedicated?|put|is|are|be) (?:in|into|to) the public domain"),
+    ),
     ("OpenSSL", "openssl", _rx(r"developed by the OpenSSL Project")),
     ("MIT", "granted", _rx(r"Permission is hereby granted, free of charge, to any person obtaining a copy")),
-    ("ISC", "permission", _rx(r"Permission to use, copy, modify, and(?:/or)? distribute this software for any purpose"
-                r" with or without fee is hereby granted")),
+    (
+        "ISC",
+        "permission",
+        _rx(
+            r"Permission to use, copy, modify, and(?:/or)? distribute this software for any purpose"
+            r" with or without fee is hereby granted"
+        ),
+    ),
     ("MIT", "permission", _rx(r"Permission to use, copy, modify, distribute, and sell this software")),
-    ("HPND", "permission", _rx(r"Permission to use, copy, modify,? (?:and|and/or) distribute this software and its"
-                 r" documentation for any purpose")),
+    (
+        "HPND",
+        "permission",
+        _rx(
+            r"Permission to use, copy, modify,? (?:and|and/or) distribute this software and its"
+            r" documentation for any purpose"
+        ),
+    ),
+    (
+        "TCL",
+        "permission",
+        _rx(r"hereby grant permission to use, copy, modify, distribute, and license this software"),
+    ),
+    (
+        "COMMON",
+        "common-licenses",
+        _rx(r"/usr/share/common-licenses/[\w.+-]*\w"),
+    ),  # the file names the license
     ("Zlib", "origin", _rx(r"The origin of this software must not be misrepresented")),
-    ("BSD", "redistribution", _rx(r"Redistribution and use in source and binary forms(?:, with or without modification,)?"
-                r" are permitted")),  # refined by _bsd_family
+    (
+        "BSD",
+        "redistribution",
+        _rx(
+            r"Redistribution and use in source and binary forms(?:, with or without modification,)?"
+            r" are permitted"
+        ),
+    ),  # refined by _bsd_family
 )
 
 # Debian short names (License: fields) -> family; first match wins, so specific names come first.
@@ -380,10 +627,18 @@ _SHORT_NAMES: Final[tuple[tuple[re.Pattern[str], str], ...]] = tuple(
         (r"^(?:openssl|ssleay)", "OpenSSL"),
         (r"^postgresql", "PostgreSQL"),
         (r"^hpnd", "HPND"),
+        (r"^(?:fsful|fsfap|fsf-unlimited|permissive-fsf)", "FSF-permissive"),
+        (r"^ftl\b", "FTL"),
+        (r"^(?:openldap|oldap)", "OLDAP-2.8"),
+        (r"^curl\b", "curl"),
+        (r"^libpng", "Libpng"),
+        (r"^vim\b", "Vim"),
+        (r"^unicode", "Unicode"),
     )
 )
 _SOURCE_OFFER_RULES: Final = frozenset({"gpl2_source_code", "gpl3_corresponding_source"})
 _COPYLEFT_FAMILY_PREFIXES: Final = ("GPL", "AGPL", "LGPL", "MPL", "EPL", "CDDL", "GFDL", "CC-BY-SA")
+_SHORT_NAME: Final = re.compile(r"[\w.+~/-]+")
 _LICENSE_FIELD: Final = re.compile(r"^License:[ \t]*(\S.*?)[ \t]*$")
 _EXCEPTION: Final = re.compile(r"\s+with\s+.*?exception\b|\s+with\s+\S+", re.IGNORECASE)
 _LICENSING_WORDS: Final = re.compile(
@@ -424,6 +679,7 @@ class _Text:
         self.lines = list(lines)
         self.text = "\n".join(self.lines)
         self.lower = self.text.translate(_ASCII_LOWER)  # same offsets as `text`
+        self._windows: dict[tuple[str, ...], list[tuple[int, int]]] = {}
         self.starts: list[int] = []
         offset = 0
         for line in self.lines:
@@ -435,6 +691,9 @@ class _Text:
 
     def windows(self, needles: tuple[str, ...]) -> list[tuple[int, int]]:
         """Character ranges of the lines within _WINDOW_LINES of any needle occurrence, merged."""
+        cached = self._windows.get(needles)
+        if cached is not None:
+            return cached
         hit_lines: set[int] = set()
         for needle in needles:
             pos = self.lower.find(needle)
@@ -449,6 +708,7 @@ class _Text:
                 ranges[-1] = (ranges[-1][0], end)
             else:
                 ranges.append((start, end))
+        self._windows[needles] = ranges
         return ranges
 
     def span_lines(self, start: int, end: int) -> tuple[int, int]:
@@ -502,8 +762,11 @@ def _bsd_family(text: _Text, start: int) -> str:
 
 def _cc_family(text: _Text, start: int) -> str:
     head = collapse(text.text[start : start + 200])
-    m = re.search(r"Attribution((?:[- ](?:NonCommercial|ShareAlike|NoDerivatives|NoDerivs))*)\s*(\d\.\d)?", head,
-                  re.IGNORECASE)
+    m = re.search(
+        r"Attribution((?:[- ](?:NonCommercial|ShareAlike|NoDerivatives|NoDerivs))*)\s*(\d\.\d)?",
+        head,
+        re.IGNORECASE,
+    )
     if not m:
         return "CC-BY"
     suffix = "".join(
@@ -518,13 +781,20 @@ def _text_families(text: _Text, start: int = 0, end: int | None = None) -> list[
     stop = len(text.text) if end is None else end
     found: list[tuple[int, str]] = []
     for family, needle, pattern in _FAMILY_SIGNATURES:
-        windows = [(max(a, start), min(b, stop)) for a, b in text.windows((needle,)) if b > start and a < stop]
+        windows = [
+            (max(a, start), min(b, stop)) for a, b in text.windows((needle,)) if b > start and a < stop
+        ]
         for m in (m for a, b in windows for m in pattern.finditer(text.text, a, b)):
             offset = m.start()
             if family == "BSD":
                 family_found = _bsd_family(text, offset)
             elif family == "CC-BY":
                 family_found = _cc_family(text, offset)
+            elif family == "COMMON":
+                named = family_from_short_name(m.group(0).rsplit("/", 1)[1])
+                if named is None:
+                    continue
+                family_found = named
             else:
                 family_found = family
             found.append((offset, family_found))
@@ -549,22 +819,60 @@ def identify_family(lines: Sequence[str]) -> tuple[str, tuple[str, ...], int]:
     return _identify(_Text(lines))
 
 
+def _specific(families: tuple[str, ...]) -> tuple[str, ...]:
+    """Drop an unversioned family ("GPL") when a version of it ("GPL-3.0") was named too."""
+    return tuple(f for f in families if not any(o.startswith(f + "-") for o in families))
+
+
+def _resolved_fields(text: _Text) -> list[tuple[int, str, list[tuple[str, str | None]], bool]]:
+    """
+    Debian ``License:`` fields with each name resolved to a family: by its short name, else by the
+    text of the stand-alone paragraph that defines that name (wherever it is), else None.
+
+    :return: (line, expression, [(name, family or None)], whether the expression is made of short
+        names rather than free text) per field, in document order.
+    """
+    fields = _license_fields(text)
+    defined: dict[str, str | None] = {}
+    for line_no, expression, end in fields:
+        if end > line_no and expression.lower() not in defined:
+            para = _text_families(
+                text, text.starts[line_no - 1], text.starts[end - 1] + len(text.lines[end - 1])
+            )
+            defined[expression.lower()] = para[0][1] if para else None
+    resolved: list[tuple[int, str, list[tuple[str, str | None]], bool]] = []
+    for line_no, expression, _ in fields:
+        names = split_license_expression(expression)
+        if all(_SHORT_NAME.fullmatch(_EXCEPTION.sub("", n)) for n in names):
+            resolved.append(
+                (
+                    line_no,
+                    expression,
+                    [(n, family_from_short_name(n) or defined.get(n.lower())) for n in names],
+                    True,
+                )
+            )
+        else:  # free text after "License:" (older copyright files): its paragraph says which license
+            resolved.append((line_no, expression, [(expression, defined.get(expression.lower()))], False))
+    return resolved
+
+
 def _identify(text: _Text) -> tuple[str, tuple[str, ...], int]:
     families: list[tuple[int, str]] = []
-    for line_no, expression, end in _license_fields(text):
-        names = split_license_expression(expression)
-        known = [f for f in (family_from_short_name(n) for n in names) if f]
-        if not known and end > line_no:
-            para = _text_families(text, text.starts[line_no - 1], text.starts[end - 1] + len(text.lines[end - 1]))
-            known = [fam for _, fam in para[:1]]
-        families.extend((line_no, f) for f in known)
+    fields = _resolved_fields(text)
+    for line_no, _, names, _ in fields:
+        families.extend((line_no, f) for _, f in names if f)
+    dep5 = any(line.startswith("Format:") for line in text.lines[:3])
+    if dep5 and fields and fields[0][3] and not any(f for _, f in fields[0][2]):
+        # a machine-readable file whose first field (the "Files: *" paragraph) names a license
+        # nobody here knows: unclassified, whatever other files are under
+        ordered = _unique(f for _, f in families)
+        return UNKNOWN_FAMILY, _specific(ordered), 0
     if not families:
         families = [(text.line_of(off), fam) for off, fam in _text_families(text)]
     if not families:
         return UNKNOWN_FAMILY, (), 0
-    ordered = _unique(f for _, f in families)
-    # "GPL" says less than "GPL-3.0": keep an unversioned family only when no version of it was named
-    specific = tuple(f for f in ordered if not any(o.startswith(f + "-") for o in ordered))
+    specific = _specific(_unique(f for _, f in families))
     primary = families[0]
     if primary[1] not in specific:
         primary = next(p for p in families if p[1] in specific and p[1].startswith(primary[1] + "-"))
@@ -575,29 +883,31 @@ def _license_field_findings(text: _Text) -> list[Finding]:
     """Findings from Debian ``License:`` fields: copyleft families named, unknown custom names."""
     out: list[Finding] = []
     seen: set[tuple[str, str]] = set()
-    for line_no, expression, end in _license_fields(text):
-        names = split_license_expression(expression)
-        families = [family_from_short_name(n) for n in names]
+    for line_no, expression, names, _ in _resolved_fields(text):
         dual = len(names) > 1 and bool(re.search(r"\sor\s", expression, re.IGNORECASE))
         has_permissive_alternative = dual and any(
-            f is not None and not f.startswith(_COPYLEFT_FAMILY_PREFIXES) for f in families
+            f is not None and not f.startswith(_COPYLEFT_FAMILY_PREFIXES) for _, f in names
         )
         quote = collapse(text.lines[line_no - 1])
-        for name, family in zip(names, families, strict=True):
+        defines_text = line_no < len(text.lines) and text.lines[line_no][:1] in (" ", "\t")
+        for name, family in names:
             if family is None:
-                if end > line_no and not _text_families(
-                    text, text.starts[line_no - 1], text.starts[end - 1] + len(text.lines[end - 1])
-                ):
-                    key = ("unknown_terms", name.lower())
-                    if key not in seen:
-                        seen.add(key)
-                        out.append(Finding("unknown_terms", "low", line_no, line_no, quote, "license_field_unknown"))
+                key = ("unknown_terms", name.lower())
+                if defines_text and key not in seen:  # flagged where the custom terms are written
+                    seen.add(key)
+                    out.append(
+                        Finding("unknown_terms", "low", line_no, line_no, quote, "license_field_unknown")
+                    )
                 continue
             category = (
-                "network_copyleft" if family.startswith("AGPL")
-                else "weak_copyleft" if family.startswith(("LGPL", "MPL", "EPL", "CDDL"))
-                else "strong_copyleft" if family.startswith(("GPL", "GFDL", "CC-BY-SA", "CC-BY-NC-SA"))
-                else "field_of_use" if "-NC" in family or "-ND" in family
+                "network_copyleft"
+                if family.startswith("AGPL")
+                else "weak_copyleft"
+                if family.startswith(("LGPL", "MPL", "EPL", "CDDL"))
+                else "strong_copyleft"
+                if family.startswith(("GPL", "GFDL", "CC-BY-SA", "CC-BY-NC-SA"))
+                else "field_of_use"
+                if "-NC" in family or "-ND" in family
                 else None
             )
             if category is None:
@@ -617,7 +927,11 @@ def _rule_findings(text: _Text) -> list[Finding]:
     out: list[Finding] = []
     for rule in RULES:
         seen_wording: set[str] = set()
-        matches = (m for start, end in text.windows(rule.needles) for m in rule.pattern.finditer(text.text, start, end))
+        matches = (
+            m
+            for start, end in text.windows(rule.needles)
+            for m in rule.pattern.finditer(text.text, start, end)
+        )
         for m in matches:
             if m.end() == m.start():
                 continue
@@ -633,13 +947,19 @@ def _rule_findings(text: _Text) -> list[Finding]:
 
 
 def _merge(findings: list[Finding], text: _Text) -> list[Finding]:
-    """Merge findings of one category and severity in one paragraph or within MERGE_GAP_LINES."""
+    """Merge findings of one category and severity in one paragraph (a Debian " ." line ends one)
+    or within MERGE_GAP_LINES, up to MAX_FINDING_LINES."""
     merged: list[Finding] = []
     for f in sorted(findings, key=lambda f: (CATEGORIES.index(f.category), f.line_start, f.line_end)):
         last = merged[-1] if merged else None
-        if last and (last.category, last.severity) == (f.category, f.severity) and (
-            f.line_start <= last.line_end + MERGE_GAP_LINES
-            or not any(not line.strip() for line in text.lines[last.line_end : f.line_start - 1])
+        if (
+            last
+            and (last.category, last.severity) == (f.category, f.severity)
+            and max(last.line_end, f.line_end) - last.line_start < MAX_FINDING_LINES
+            and (
+                f.line_start <= last.line_end + MERGE_GAP_LINES
+                or not any(line.strip() in ("", ".") for line in text.lines[last.line_end : f.line_start - 1])
+            )
         ):
             line_end = max(last.line_end, f.line_end)
             whole = cited_text(text.lines, last.line_start, line_end)
@@ -654,8 +974,16 @@ def _unknown_terms(text: _Text) -> list[Finding]:
     """One unknown-terms finding at the first line with licensing language, for unclassified text."""
     for i, line in enumerate(text.lines):
         if _LICENSING_WORDS.search(line):
-            return [Finding("unknown_terms", "medium", i + 1, i + 1, collapse(line)[:MAX_QUOTE_CHARS],
-                            "unclassified_terms")]
+            return [
+                Finding(
+                    "unknown_terms",
+                    "medium",
+                    i + 1,
+                    i + 1,
+                    collapse(line)[:MAX_QUOTE_CHARS],
+                    "unclassified_terms",
+                )
+            ]
     return []
 
 
@@ -675,7 +1003,8 @@ def analyze(lines: Sequence[str]) -> Analysis:
         # the LGPL's own source-offer clauses are the weak (library-scoped) kind
         raw = [
             Finding("weak_copyleft", "medium", f.line_start, f.line_end, f.quote, f.rule)
-            if f.rule in _SOURCE_OFFER_RULES else f
+            if f.rule in _SOURCE_OFFER_RULES
+            else f
             for f in raw
         ]
     findings = _merge(raw + _license_field_findings(text), text)

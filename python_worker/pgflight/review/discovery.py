@@ -156,7 +156,9 @@ def decode(data: bytes, path: str = "<bytes>") -> DecodedText:
     if _is_binary(data[:_SNIFF_BYTES]):
         raise UnreadableDocument(path, "binary: NUL bytes or mostly control characters")
     if data.startswith(codecs.BOM_UTF8):
-        return _checked(DecodedText(data[3:].decode("utf-8", "replace"), "utf-8-sig", None, digest, size), path)
+        return _checked(
+            DecodedText(data[3:].decode("utf-8", "replace"), "utf-8-sig", None, digest, size), path
+        )
     try:
         return _checked(DecodedText(data.decode("utf-8"), "utf-8", None, digest, size), path)
     except UnicodeDecodeError as exc:
@@ -206,22 +208,26 @@ def python_license_files(search_path: Iterable[str] | None = None) -> list[str]:
         entries of `sys.path`.
     :return: paths of ``*.dist-info/LICENSE*``, ``licenses/**``, ``COPYING*``, ``NOTICE*`` ... files.
     """
-    dirs = [p for p in (sys.path if search_path is None else search_path)
-            if p.rstrip("/").endswith(("site-packages", "dist-packages"))]
+    dirs = [
+        p
+        for p in (sys.path if search_path is None else search_path)
+        if p.rstrip("/").endswith(("site-packages", "dist-packages"))
+    ]
     found: list[str] = []
     for d in dict.fromkeys(os.path.abspath(d) for d in dirs):
         for pattern in _PY_LICENSE_GLOBS:
-            found.extend(p for p in glob.glob(os.path.join(glob.escape(d), pattern), recursive=True)
-                         if not os.path.isdir(p))
+            found.extend(
+                p
+                for p in glob.glob(os.path.join(glob.escape(d), pattern), recursive=True)
+                if not os.path.isdir(p)
+            )
     return found
 
 
 def default_sources() -> list[str]:
     """:return: the machine's own legal documents: common licenses, package copyrights, Python licenses."""
     return (
-        glob.glob(os.path.join(COMMON_LICENSES, "*"))
-        + glob.glob(DOC_COPYRIGHT_GLOB)
-        + python_license_files()
+        glob.glob(os.path.join(COMMON_LICENSES, "*")) + glob.glob(DOC_COPYRIGHT_GLOB) + python_license_files()
     )
 
 
@@ -231,8 +237,13 @@ def _walk(path: str, skipped: list[Skipped]) -> Iterator[str]:
         yield path
         return
     seen_dirs: set[tuple[int, int]] = set()
-    for root, dirs, files in os.walk(path, followlinks=True, onerror=lambda e: skipped.append(
-            Skipped(os.fsdecode(e.filename or path), f"unreadable directory: {e.strerror}"))):
+    for root, dirs, files in os.walk(
+        path,
+        followlinks=True,
+        onerror=lambda e: skipped.append(
+            Skipped(os.fsdecode(e.filename or path), f"unreadable directory: {e.strerror}")
+        ),
+    ):
         try:
             st = os.stat(root)
         except OSError:
@@ -284,15 +295,17 @@ def discover(paths: Sequence[str] | None = None) -> Discovery:
         except UnreadableDocument as exc:
             result.skipped.append(Skipped(path, exc.reason))
             continue
-        result.documents.append(Document(
-            path=path,
-            size=decoded.size,
-            sha256=decoded.sha256,
-            key=idempotency_key(path, decoded.sha256),
-            line_count=len(decoded.lines),
-            encoding=decoded.encoding,
-            note=decoded.note,
-        ))
+        result.documents.append(
+            Document(
+                path=path,
+                size=decoded.size,
+                sha256=decoded.sha256,
+                key=idempotency_key(path, decoded.sha256),
+                line_count=len(decoded.lines),
+                encoding=decoded.encoding,
+                note=decoded.note,
+            )
+        )
     result.documents.sort(key=lambda d: d.path)
     result.skipped.sort(key=lambda s: s.path)
     return result

@@ -78,7 +78,9 @@ def _text_of(content: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "\n".join(b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text")
+        return "\n".join(
+            b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"
+        )
     return ""
 
 
@@ -178,8 +180,13 @@ def _lines(state: _State) -> list[str]:
 
 
 def _flag_input(f: Finding) -> dict[str, Any]:
-    return {"category": f.category, "severity": f.severity, "quote": f.quote,
-            "line_start": f.line_start, "line_end": f.line_end}
+    return {
+        "category": f.category,
+        "severity": f.severity,
+        "quote": f.quote,
+        "line_start": f.line_start,
+        "line_end": f.line_end,
+    }
 
 
 def _summary(state: _State, analysis: Analysis) -> str:
@@ -195,8 +202,10 @@ def _summary(state: _State, analysis: Analysis) -> str:
         by_cat = {c: sum(1 for f in state.flagged if f.get("category") == c) for c in CATEGORIES}
         parts.append(
             f"{len(state.flagged)} findings ("
-            + ", ".join(f"{n} {s}" for s, n in by_sev.items() if n) + "): "
-            + "; ".join(f"{CATEGORY_TITLES[c].lower()} {n}" for c, n in by_cat.items() if n) + "."
+            + ", ".join(f"{n} {s}" for s, n in by_sev.items() if n)
+            + "): "
+            + "; ".join(f"{CATEGORY_TITLES[c].lower()} {n}" for c, n in by_cat.items() if n)
+            + "."
         )
     if state.flag_errors:
         parts.append(f"{state.flag_errors} flags were rejected by the tool.")
@@ -207,8 +216,14 @@ def _blocks(state: _State, text: str, calls: Iterable[tuple[str, dict[str, Any]]
     doc_id = hashlib.sha256(state.path.encode("utf-8", "replace")).hexdigest()[:8]
     blocks: list[dict[str, Any]] = [{"type": "text", "text": text}]
     for i, (name, tool_input) in enumerate(calls):
-        blocks.append({"type": "tool_use", "id": f"toolu_{doc_id}_{state.turn:03d}_{i:02d}",
-                       "name": name, "input": tool_input})
+        blocks.append(
+            {
+                "type": "tool_use",
+                "id": f"toolu_{doc_id}_{state.turn:03d}_{i:02d}",
+                "name": name,
+                "input": tool_input,
+            }
+        )
     return blocks
 
 
@@ -227,20 +242,37 @@ def review_policy(request: dict[str, Any]) -> tuple[list[dict[str, Any]], str]:
         return [{"type": "text", "text": f"Review of {state.path} complete."}], "end_turn"
     if "read_lines" in state.tools and (chunk := _next_read(state)) is not None:
         total = f" of {state.line_count}" if state.line_count is not None else ""
-        return _blocks(state, f"Reading lines {chunk[0]}-{chunk[1]}{total}.",
-                       [("read_lines", {"start": chunk[0], "end": chunk[1]})]), "tool_use"
+        return _blocks(
+            state,
+            f"Reading lines {chunk[0]}-{chunk[1]}{total}.",
+            [("read_lines", {"start": chunk[0], "end": chunk[1]})],
+        ), "tool_use"
     analysis = analyze(_lines(state))
     missing = analysis.line_count > len(state.known)
-    if ("search" in state.tools and not state.searched and not state.flagged
-            and (missing or analysis.family == "unknown")):
+    if (
+        "search" in state.tools
+        and not state.searched
+        and not state.flagged
+        and (missing or analysis.family == "unknown")
+    ):
         reason = "Some lines could not be read" if missing else "No known license family yet"
-        return _blocks(state, f"{reason}; searching for licensing terms.",
-                       [("search", {"pattern": p}) for p in SEARCH_PATTERNS]), "tool_use"
+        return _blocks(
+            state,
+            f"{reason}; searching for licensing terms.",
+            [("search", {"pattern": p}) for p in SEARCH_PATTERNS],
+        ), "tool_use"
     if "flag" in state.tools:
-        done = {(f.get("category"), f.get("line_start"), f.get("line_end"), f.get("quote")) for f in state.flagged}
+        done = {
+            (f.get("category"), f.get("line_start"), f.get("line_end"), f.get("quote")) for f in state.flagged
+        }
         todo = [f for f in analysis.findings if (f.category, f.line_start, f.line_end, f.quote) not in done]
         if todo:
             batch = todo[:MAX_FLAGS_PER_TURN]
-            return _blocks(state, f"Flagging {len(batch)} clauses ({analysis.family}).",
-                           [("flag", _flag_input(f)) for f in batch]), "tool_use"
-    return _blocks(state, "Finishing the review.", [("finish", {"summary": _summary(state, analysis)})]), "tool_use"
+            return _blocks(
+                state,
+                f"Flagging {len(batch)} clauses ({analysis.family}).",
+                [("flag", _flag_input(f)) for f in batch],
+            ), "tool_use"
+    return _blocks(
+        state, "Finishing the review.", [("finish", {"summary": _summary(state, analysis)})]
+    ), "tool_use"

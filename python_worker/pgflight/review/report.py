@@ -94,6 +94,7 @@ def citation(path: str, line_start: int, line_end: int) -> str:
 
 # --- the report as blocks ---------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class _Heading:
     level: int
@@ -118,62 +119,106 @@ def _classified(r: DocumentResult) -> bool:
     return r.status == "succeeded" and bool(r.family) and r.family != UNKNOWN_FAMILY
 
 
-def _blocks(results: list[DocumentResult], skipped: list[SkippedRecord], audit: Mapping[str, Any],
-            title: str) -> list[_Block]:
+def _blocks(
+    results: list[DocumentResult], skipped: list[SkippedRecord], audit: Mapping[str, Any], title: str
+) -> list[_Block]:
     reviewed = [r for r in results if r.status == "succeeded"]
     flags = [(r, f) for r in reviewed for f in r.flags]
     blocks: list[_Block] = [
         _Heading(1, title),
-        _Para(f"{len(results)} documents submitted, {len(reviewed)} reviewed, "
-              f"{len(results) - len(reviewed)} not reviewed, {len(skipped)} skipped before review; "
-              f"{len(flags)} findings."),
+        _Para(
+            f"{len(results)} documents submitted, {len(reviewed)} reviewed, "
+            f"{len(results) - len(reviewed)} not reviewed, {len(skipped)} skipped before review; "
+            f"{len(flags)} findings."
+        ),
         _Heading(2, "Findings by category"),
-        _Table(("Category", "Findings", *(s.capitalize() for s in SEVERITIES), "Documents"), [
-            (CATEGORY_TITLES.get(c, c), str(sum(1 for _, f in flags if f.category == c)),
-             *(str(sum(1 for _, f in flags if f.category == c and f.severity == s)) for s in SEVERITIES),
-             str(len({r.path for r, f in flags if f.category == c})))
-            for c in [*CATEGORIES, *sorted({f.category for _, f in flags} - set(CATEGORIES))]
-        ]),
+        _Table(
+            ("Category", "Findings", *(s.capitalize() for s in SEVERITIES), "Documents"),
+            [
+                (
+                    CATEGORY_TITLES.get(c, c),
+                    str(sum(1 for _, f in flags if f.category == c)),
+                    *(
+                        str(sum(1 for _, f in flags if f.category == c and f.severity == s))
+                        for s in SEVERITIES
+                    ),
+                    str(len({r.path for r, f in flags if f.category == c})),
+                )
+                for c in [*CATEGORIES, *sorted({f.category for _, f in flags} - set(CATEGORIES))]
+            ],
+        ),
     ]
     families: dict[str, list[DocumentResult]] = {}
     for r in reviewed:
         families.setdefault(r.family or UNKNOWN_FAMILY, []).append(r)
     blocks += [
         _Heading(2, "Documents by license family"),
-        _Table(("Family", "Documents", "Findings", "High"), [
-            (fam, str(len(docs)), str(sum(len(d.flags) for d in docs)),
-             str(sum(1 for d in docs for f in d.flags if f.severity == "high")))
-            for fam, docs in sorted(families.items(), key=lambda kv: (-len(kv[1]), kv[0]))
-        ]),
+        _Table(
+            ("Family", "Documents", "Findings", "High"),
+            [
+                (
+                    fam,
+                    str(len(docs)),
+                    str(sum(len(d.flags) for d in docs)),
+                    str(sum(1 for d in docs for f in d.flags if f.severity == "high")),
+                )
+                for fam, docs in sorted(families.items(), key=lambda kv: (-len(kv[1]), kv[0]))
+            ],
+        ),
         _Heading(2, "Documents that could not be classified"),
     ]
     unclassified = [r for r in reviewed if not _classified(r)]
-    blocks.append(_Table(("Document", "Findings", "Summary"),
-                         [(r.path, str(len(r.flags)), r.summary) for r in unclassified])
-                  if unclassified else _Para("None: every reviewed document was given a license family."))
+    blocks.append(
+        _Table(
+            ("Document", "Findings", "Summary"),
+            [(r.path, str(len(r.flags)), r.summary) for r in unclassified],
+        )
+        if unclassified
+        else _Para("None: every reviewed document was given a license family.")
+    )
     not_reviewed = [r for r in results if r.status != "succeeded"]
     blocks.append(_Heading(2, "Documents not reviewed"))
-    blocks.append(_Table(("Document", "Status", "Error"), [(r.path, r.status, r.error or "") for r in not_reviewed])
-                  if not_reviewed else _Para("None."))
+    blocks.append(
+        _Table(("Document", "Status", "Error"), [(r.path, r.status, r.error or "") for r in not_reviewed])
+        if not_reviewed
+        else _Para("None.")
+    )
     blocks.append(_Heading(2, "Skipped documents"))
-    blocks.append(_Table(("Document", "Reason"), [(s.path, s.reason) for s in skipped])
-                  if skipped else _Para("None."))
+    blocks.append(
+        _Table(("Document", "Reason"), [(s.path, s.reason) for s in skipped]) if skipped else _Para("None.")
+    )
     blocks.append(_Heading(2, "Audit (from the database)"))
     keys = [*(k for k in AUDIT_LABELS if k in audit), *(k for k in audit if k not in AUDIT_LABELS)]
-    blocks.append(_Table(("Measure", "Value"), [(AUDIT_LABELS.get(k, k), _fmt(audit[k])) for k in keys])
-                  if keys else _Para("No audit data."))
+    blocks.append(
+        _Table(("Measure", "Value"), [(AUDIT_LABELS.get(k, k), _fmt(audit[k])) for k in keys])
+        if keys
+        else _Para("No audit data.")
+    )
     blocks.append(_Heading(2, "Findings per document"))
     for r in sorted(reviewed, key=lambda r: r.path):
         blocks.append(_Heading(3, r.path))
-        blocks.append(_Para(f"Family: {r.family or UNKNOWN_FAMILY}"
-                            + (f" (also {', '.join(r.families[1:])})" if len(r.families) > 1 else "")
-                            + (f". {r.summary}" if r.summary else "")))
+        blocks.append(
+            _Para(
+                f"Family: {r.family or UNKNOWN_FAMILY}"
+                + (f" (also {', '.join(r.families[1:])})" if len(r.families) > 1 else "")
+                + (f". {r.summary}" if r.summary else "")
+            )
+        )
         if r.flags:
-            blocks.append(_Table(("Severity", "Category", "Citation", "Quote"), [
-                (f.severity, CATEGORY_TITLES.get(f.category, f.category),
-                 citation(r.path, f.line_start, f.line_end), f.quote)
-                for f in sorted(r.flags, key=lambda f: (f.line_start, f.line_end, f.category))
-            ]))
+            blocks.append(
+                _Table(
+                    ("Severity", "Category", "Citation", "Quote"),
+                    [
+                        (
+                            f.severity,
+                            CATEGORY_TITLES.get(f.category, f.category),
+                            citation(r.path, f.line_start, f.line_end),
+                            f.quote,
+                        )
+                        for f in sorted(r.flags, key=lambda f: (f.line_start, f.line_end, f.category))
+                    ],
+                )
+            )
     return blocks
 
 
@@ -184,6 +229,7 @@ def _fmt(value: Any) -> str:
 
 
 # --- renderers --------------------------------------------------------------------------------
+
 
 def _md_cell(text: str) -> str:
     return " ".join(text.split()).replace("\\", "\\\\").replace("|", "\\|") or " "
@@ -214,15 +260,19 @@ _CSS: Final = (
 
 def _html(blocks: list[_Block], title: str) -> str:
     e = html.escape
-    out = [f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{e(title)}</title>"
-           f"<style>{_CSS}</style></head><body>"]
+    out = [
+        f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{e(title)}</title>'
+        f"<style>{_CSS}</style></head><body>"
+    ]
     for b in blocks:
         if isinstance(b, _Heading):
             out.append(f"<h{b.level}>{e(b.text)}</h{b.level}>")
         elif isinstance(b, _Para):
             out.append(f"<p>{e(b.text)}</p>")
         else:
-            out.append("<table><thead><tr>" + "".join(f"<th>{e(c)}</th>" for c in b.columns) + "</tr></thead><tbody>")
+            out.append(
+                "<table><thead><tr>" + "".join(f"<th>{e(c)}</th>" for c in b.columns) + "</tr></thead><tbody>"
+            )
             out.extend("<tr>" + "".join(f"<td>{e(c)}</td>" for c in row) + "</tr>" for row in b.rows)
             out.append("</tbody></table>")
     out.append("</body></html>\n")
@@ -237,8 +287,18 @@ def _write_csv(path: Path, results: list[DocumentResult]) -> None:
             if r.status != "succeeded":
                 continue
             for f in sorted(r.flags, key=lambda f: (f.line_start, f.line_end, f.category)):
-                writer.writerow((r.path, r.family or UNKNOWN_FAMILY, f.category, f.severity, f.line_start,
-                                 f.line_end, citation(r.path, f.line_start, f.line_end), f.quote))
+                writer.writerow(
+                    (
+                        r.path,
+                        r.family or UNKNOWN_FAMILY,
+                        f.category,
+                        f.severity,
+                        f.line_start,
+                        f.line_end,
+                        citation(r.path, f.line_start, f.line_end),
+                        f.quote,
+                    )
+                )
 
 
 def write_report(
@@ -264,8 +324,10 @@ def write_report(
     """
     docs = [r if isinstance(r, DocumentResult) else DocumentResult.model_validate(r) for r in results]
     skips = [
-        s if isinstance(s, SkippedRecord)
-        else SkippedRecord.model_validate(s) if isinstance(s, Mapping)
+        s
+        if isinstance(s, SkippedRecord)
+        else SkippedRecord.model_validate(s)
+        if isinstance(s, Mapping)
         else SkippedRecord(path=str(s.path), reason=str(s.reason))
         for s in skipped
     ]

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Final, Literal
+from typing import Any, ClassVar, Final, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from pgflight.review.clauses import CATEGORIES, Category, Severity, cited_text, collapse
+from pgflight.review.clauses import CATEGORIES, MAX_FINDING_LINES, Category, Severity, cited_text, collapse
 from pgflight.review.discovery import read_document
 
 #: Most lines one `read_lines` call returns.
@@ -29,8 +29,8 @@ MAX_READ_LINES: Final = 500
 MAX_LINE_CHARS: Final = 2000
 #: Most matching lines one `search` call returns.
 MAX_SEARCH_HITS: Final = 100
-#: Longest line range one flag may cite.
-MAX_FLAG_LINES: Final = 60
+#: Longest line range one flag may cite (twice what clause detection ever cites).
+MAX_FLAG_LINES: Final = 2 * MAX_FINDING_LINES
 _CUT_MARK: Final = " [line cut]"
 _NUMBERED: Final = re.compile(r"^\s*(\d+)\t(.*)$")
 
@@ -60,6 +60,16 @@ class ReviewDocument:
 
 class _Args(BaseModel):
     model_config = ConfigDict(extra="forbid")
+    #: (first, last) field names of a line range that must be ordered, if the tool takes one.
+    _range: ClassVar[tuple[str, str] | None] = None
+
+    @model_validator(mode="after")
+    def _ordered_range(self) -> Self:
+        if self._range is not None:
+            first, last = self._range
+            if getattr(self, last) < getattr(self, first):
+                raise ValueError(f"{last} must be >= {first}")
+        return self
 
 
 class ReadLinesArgs(_Args):
@@ -67,12 +77,7 @@ class ReadLinesArgs(_Args):
 
     start: int = Field(ge=1, description="first line, 1-based")
     end: int = Field(ge=1, description="last line, inclusive; at most 500 lines per call")
-
-    @model_validator(mode="after")
-    def _ordered(self) -> ReadLinesArgs:
-        if self.end < self.start:
-            raise ValueError("end must be >= start")
-        return self
+    _range = ("start", "end")
 
 
 class SearchArgs(_Args):
@@ -89,12 +94,7 @@ class FlagArgs(_Args):
     quote: str = Field(min_length=1, max_length=1000, description="text copied from the cited lines")
     line_start: int = Field(ge=1, description="first cited line, 1-based")
     line_end: int = Field(ge=1, description="last cited line, inclusive")
-
-    @model_validator(mode="after")
-    def _ordered(self) -> FlagArgs:
-        if self.line_end < self.line_start:
-            raise ValueError("line_end must be >= line_start")
-        return self
+    _range = ("line_start", "line_end")
 
 
 class FinishArgs(_Args):

@@ -30,9 +30,11 @@ declare
 begin
   v_age := coalesce(p_older_than_s, (select s.purge_after_s from pgflight.settings s));
   select array_agg(r.id) into v_ids from (
+    -- a run finishes after it is created, so created_at bounds the scan (runs_created_idx)
     select r.id from pgflight.runs r
-     where r.finished_at < pgflight._now() - make_interval(secs => v_age)
-     order by r.finished_at limit p_limit
+     where r.created_at < pgflight._now() - make_interval(secs => v_age)
+       and r.finished_at < pgflight._now() - make_interval(secs => v_age)
+     order by r.created_at limit p_limit
        for update skip locked) r;
   if v_ids is null then
     return 0;

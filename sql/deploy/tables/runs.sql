@@ -24,7 +24,9 @@ create table pgflight.runs (
   constraint finished_at_is_set_when_terminal check ((status = 'running') = (finished_at is null)),
   constraint idempotency_key_is_unique_per_workspace unique (workspace_id, idempotency_key)
 );
-create index runs_finished_idx on pgflight.runs (finished_at) where finished_at is not null;
+-- Retention finds old runs by created_at, a column never updated: an index on status or
+-- finished_at would make the run's final UPDATE non-HOT on the completion hot path.
+create index runs_created_idx on pgflight.runs (created_at);
 create index runs_workspace_idx on pgflight.runs (workspace_id, id);
 comment on table pgflight.runs is
   'Top-level jobs. status: running | succeeded | failed (root step dead-lettered) | cancelled. '
