@@ -33,13 +33,14 @@ import logging
 import threading
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
 from pgflight import errors, models
 
 log = logging.getLogger("pgflight.recipes")
+T = TypeVar("T")
 
 RecipeFn = Callable[["StepContext"], Any] | Callable[["StepContext"], Awaitable[Any]]
 DbCall = Callable[..., Any]
@@ -214,6 +215,19 @@ class StepContext:
         self._on_park = on_park or (lambda: True)
         self._on_unpark = on_unpark or (lambda: None)
         self._lost = lost or (lambda: False)
+
+    def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """
+        Run one client function (a `pgflight.db` function taking a connection first) on the
+        worker's pool, with its reconnect-and-retry policy; for step types built on the SQL API,
+        such as the agent loop.
+
+        :param fn: e.g. ``pgflight.db.agent.record_model_call``.
+        :return: what `fn` returns.
+        :raises PgflightError: as `fn` raises it.
+        """
+        result: T = self._call(fn, *args, **kwargs)
+        return result
 
     # --- cancellation ------------------------------------------------------------------------
 
