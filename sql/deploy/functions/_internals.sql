@@ -144,4 +144,30 @@ $$;
 comment on function pgflight._reject_write(bigint, bigint, text) is
   'Internal: raises ZF001 (lease lost), ZF002 (cancelled) or ZF003 (unknown attempt).';
 
+-- Lock the attempt a worker write is about: it must be live and held with this fencing token
+-- (claimed or running; also cancel_requested when p_with_cancel_requested, for the writes that
+-- acknowledge a cancel). Returns the locked row; otherwise raises as _reject_write does. Every
+-- fenced write starts here, so the fencing rule is written once.
+create function pgflight._lock_held(p_attempt_id bigint, p_token bigint, p_operation text,
+                                    p_with_cancel_requested boolean default false)
+returns pgflight.step_attempts
+language plpgsql volatile
+set search_path = ''
+as $$
+declare
+  v_row pgflight.step_attempts;
+begin
+  select a.* into v_row from pgflight.step_attempts a
+   where a.id = p_attempt_id and a.fencing_token = p_token
+     and (a.status in ('claimed', 'running') or (p_with_cancel_requested and a.status = 'cancel_requested'))
+     for update;
+  if not found then
+    perform pgflight._reject_write(p_attempt_id, p_token, p_operation);
+  end if;
+  return v_row;
+end
+$$;
+comment on function pgflight._lock_held(bigint, bigint, text, boolean) is
+  'Internal: lock a live attempt held with this token, or raise ZF001 / ZF002 / ZF003.';
+
 commit;

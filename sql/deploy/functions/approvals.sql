@@ -19,7 +19,7 @@ set search_path = ''
 as $$
 declare
   v_now timestamptz := pgflight._now();
-  v_att record;
+  v_att pgflight.step_attempts;
   v_gate record;
   v_default text := coalesce(pgflight._opt_text(p_options, 'default_decision', null), 'reject');
   v_expires double precision := pgflight._opt_num(p_options, 'expires_in_s', null);
@@ -32,12 +32,7 @@ begin
       detail = format('got %L', v_default);
   end if;
   if v_expires is not null then perform pgflight._require_positive('expires_in_s', v_expires); end if;
-  select a.id, a.status, a.step_id, a.run_id, a.worker_id into v_att from pgflight.step_attempts a
-   where a.id = p_attempt_id and a.fencing_token = p_token and a.status in ('claimed', 'running')
-     for update;
-  if not found then
-    perform pgflight._reject_write(p_attempt_id, p_token, 'request_approval');
-  end if;
+  v_att := pgflight._lock_held(p_attempt_id, p_token, 'request_approval');
 
   insert into pgflight.approvals as g (step_id, gate_key, request, default_decision, requested_at, expires_at)
   values (v_att.step_id, p_gate_key, p_request, v_default, v_now, v_now + make_interval(secs => v_expires))

@@ -29,12 +29,7 @@ begin
   if v_after < 0 then
     raise exception using errcode = '22023', message = 'retry_after_s must not be negative';
   end if;
-  select a.status into v_status from pgflight.step_attempts a
-   where a.id = p_attempt_id and a.fencing_token = p_token and a.status in ('claimed', 'running')
-     for update;
-  if not found then
-    perform pgflight._reject_write(p_attempt_id, p_token, 'fail_step');
-  end if;
+  v_status := (pgflight._lock_held(p_attempt_id, p_token, 'fail_step')).status;
   return query
     select p_attempt_id, f.outcome, f.next_attempt_id, f.available_after
       from pgflight._fail_attempt(p_attempt_id, v_status, 'failed',

@@ -14,16 +14,10 @@ language plpgsql volatile security definer
 set search_path = ''
 as $$
 declare
-  v_row record;
+  v_row pgflight.step_attempts;
   v_now timestamptz := pgflight._now();
 begin
-  select a.id, a.status, a.step_id, a.run_id, a.worker_id into v_row from pgflight.step_attempts a
-   where a.id = p_attempt_id and a.fencing_token = p_token
-     and a.status in ('claimed', 'running', 'cancel_requested')
-     for update;
-  if not found then
-    perform pgflight._reject_write(p_attempt_id, p_token, 'release_step');
-  end if;
+  v_row := pgflight._lock_held(p_attempt_id, p_token, 'release_step', true);
   if v_row.status = 'cancel_requested' then
     update pgflight.step_attempts set status = 'cancelled', finished_at = v_now where id = p_attempt_id;
     perform pgflight._event(v_row.run_id, v_row.step_id, p_attempt_id, 'cancel_requested', 'cancelled',

@@ -22,7 +22,7 @@ set search_path = ''
 as $$
 declare
   v_now timestamptz := pgflight._now();
-  v_att record;
+  v_att pgflight.step_attempts;
   v_parent record;
   v_created integer;
   v_total integer;
@@ -33,12 +33,7 @@ begin
     raise exception using errcode = '22023', message = 'children must be a JSON array',
       hint = 'e.g. [{"key": "doc-1", "recipe": "review", "input": {...}}]';
   end if;
-  select a.id, a.status, a.step_id, a.run_id, a.worker_id into v_att from pgflight.step_attempts a
-   where a.id = p_attempt_id and a.fencing_token = p_token and a.status in ('claimed', 'running')
-     for update;
-  if not found then
-    perform pgflight._reject_write(p_attempt_id, p_token, 'spawn_children');
-  end if;
+  v_att := pgflight._lock_held(p_attempt_id, p_token, 'spawn_children');
   select s.max_input_bytes into v_max_bytes from pgflight.settings s;
   select e.ord, e.value into v_bad
     from jsonb_array_elements(p_children) with ordinality as e(value, ord)

@@ -1,5 +1,6 @@
 -- Revert pgflight:functions/_internals
 begin;
+drop function pgflight._lock_held(bigint, bigint, text, boolean);
 drop function pgflight._reject_write(bigint, bigint, text);
 drop function pgflight._backoff_s(integer, jsonb);
 drop function pgflight._require_positive(text, double precision);
