@@ -25,6 +25,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from pgflight import __version__, migrate
+from pgflight.errors import PgflightError
 from pgflight.embedded import Cluster, EmbeddedError
 from pgflight.migrate import MigrationError
 
@@ -37,7 +38,9 @@ class CliError(RuntimeError):
 
 
 # Errors that become one line and exit 1; anything else is a bug and keeps its traceback.
-EXPECTED_ERRORS: tuple[type[BaseException], ...] = (CliError, EmbeddedError, MigrationError, psycopg.Error)
+EXPECTED_ERRORS: tuple[type[BaseException], ...] = (
+    CliError, EmbeddedError, MigrationError, PgflightError, psycopg.Error
+)
 
 app = typer.Typer(
     name="pgflight",
@@ -220,6 +223,10 @@ cli_ops.register(app, _dsn)
 from pgflight import cli_agent  # noqa: E402  (agent commands: trace, export-dataset)
 
 cli_agent.register(app, _dsn)
+
+from pgflight import cli_review  # noqa: E402  (the main job: review)
+
+cli_review.register(app, _dsn)
 
 if __name__ == "__main__":
     main()

@@ -1,0 +1,4 @@
+-- Revert pgflight:functions/run_audit
+begin;
+drop function pgflight.run_audit(bigint);
+commit;

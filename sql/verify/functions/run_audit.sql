@@ -1,0 +1,2 @@
+-- Verify pgflight:functions/run_audit
+select 'pgflight.run_audit(bigint)'::regprocedure;
