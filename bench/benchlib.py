@@ -23,7 +23,15 @@ from pgflight import migrate
 from pgflight.embedded import Cluster
 
 Conn = psycopg.Connection[Any]
-REALISTIC = {"fsync": "on", "synchronous_commit": "on", "log_min_messages": "warning"}
+# Durable like production; WAL sized like a production server so the 1-million-row bulk load of
+# core_bench does not spend its time in forced checkpoints.
+REALISTIC = {
+    "fsync": "on",
+    "synchronous_commit": "on",
+    "max_wal_size": "4GB",
+    "checkpoint_timeout": "15min",
+    "log_min_messages": "warning",
+}
 
 
 @contextlib.contextmanager
@@ -60,7 +68,8 @@ class Counters:
         conn.execute("set stats_fetch_consistency = none")  # every read sees the current counters
         row = conn.execute(
             "select xact_commit, pg_current_wal_lsn() - '0/0'::pg_lsn from pg_stat_database"
-            " where datname = current_database()").fetchone()
+            " where datname = current_database()"
+        ).fetchone()
         assert row is not None
         cls._own_reads += 2  # the SET and the SELECT
         return Counters(int(row[0]) - cls._own_reads, int(row[1]))
@@ -114,22 +123,29 @@ def register(conn: Conn, name: str) -> int:
     return int(row[0])
 
 
-def claim_complete_loop(dsn: str, name: str, recipes: list[str] | None, batch: int, *,
-                        until_empty: bool = True) -> int:
-    """Claim `batch` at a time and complete them with complete_batch until nothing is left; return the count."""
+def claim_complete_loop(
+    dsn: str, name: str, recipes: list[str] | None, batch: int, *, until_empty: bool = True
+) -> int:
+    """
+    Claim `batch` at a time and complete them with complete_batch until nothing is left; return the count.
+    """
     done = 0
     with psycopg.connect(dsn, autocommit=True) as c:
         w = register(c, name)
         idle = 0
         while True:
-            got = c.execute("select attempt_id, fencing_token from pgflight.claim_batch(%s, %s, 60, %s)",
-                            [w, batch, recipes]).fetchall()
+            got = c.execute(
+                "select attempt_id, fencing_token from pgflight.claim_batch(%s, %s, 60, %s)",
+                [w, batch, recipes],
+            ).fetchall()
             if not got:
                 idle += 1
                 if until_empty and idle >= 3:
                     return done
                 continue
             idle = 0
-            c.execute("select count(*) from pgflight.complete_batch(%s, %s, array_fill(null::jsonb, array[%s]))",
-                      [[a for a, _ in got], [t for _, t in got], len(got)])
+            c.execute(
+                "select count(*) from pgflight.complete_batch(%s, %s, array_fill(null::jsonb, array[%s]))",
+                [[a for a, _ in got], [t for _, t in got], len(got)],
+            )
             done += len(got)

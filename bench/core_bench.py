@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
-from benchlib import Conn, Counters, percentile, register, run_threads, stats_settled, throwaway_cluster
+from benchlib import Conn, percentile, register, run_threads, stats_settled, throwaway_cluster
 from psycopg.conninfo import conninfo_to_dict
 
 from pgflight.embedded import Cluster
@@ -41,8 +41,13 @@ CONNECTIONS = (1, 4, 16)
 def pgbench_ceiling(cluster: Cluster, dsn: str, seconds: int) -> dict[int, float]:
     """Single-row-commit tps at each connection count (pgbench -n -c C -j 2 -T seconds -f script)."""
     with psycopg.connect(dsn, autocommit=True) as c:
-        c.execute("create table if not exists public.ceiling (id int primary key, v bigint not null default 0)")
-        c.execute("insert into public.ceiling (id) select g from generate_series(1, 100000) g on conflict do nothing")
+        c.execute(
+            "create table if not exists public.ceiling (id int primary key, v bigint not null default 0)"
+        )
+        c.execute(
+            "insert into public.ceiling (id) select g from generate_series(1, 100000) g"
+            " on conflict do nothing"
+        )
         c.execute("vacuum analyze public.ceiling")
     script = Path(tempfile.mkdtemp(prefix="pgflight-pgbench-")) / "one_row.sql"
     script.write_text("\\set id random(1, 100000)\nupdate public.ceiling set v = v + 1 where id = :id;\n")
@@ -52,10 +57,29 @@ def pgbench_ceiling(cluster: Cluster, dsn: str, seconds: int) -> dict[int, float
     out = {}
     for n in CONNECTIONS:
         proc = subprocess.run(
-            [cluster.program("pgbench"), "-n", "-c", str(n), "-j", str(min(n, 2)), "-T", str(seconds),
-             "-f", str(script), "-h", str(params["host"]), "-p", str(params["port"]), "-U", str(params["user"]),
-             str(params["dbname"])],
-            capture_output=True, text=True, check=True)
+            [
+                cluster.program("pgbench"),
+                "-n",
+                "-c",
+                str(n),
+                "-j",
+                str(min(n, 2)),
+                "-T",
+                str(seconds),
+                "-f",
+                str(script),
+                "-h",
+                str(params["host"]),
+                "-p",
+                str(params["port"]),
+                "-U",
+                str(params["user"]),
+                str(params["dbname"]),
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         found = re.search(r"tps = ([\d.]+)", proc.stdout)
         assert found, proc.stdout + proc.stderr
         out[n] = float(found.group(1))
@@ -63,7 +87,9 @@ def pgbench_ceiling(cluster: Cluster, dsn: str, seconds: int) -> dict[int, float
 
 
 def _pipeline_body(dsn: str, seconds: float, batch: int) -> Any:
-    """A thread's loop: submit `batch` no-op steps, claim them, start them, complete them; until time is up."""
+    """
+    A thread's loop: submit `batch` no-op steps, claim them, start them, complete them; until time is up.
+    """
 
     def body(i: int) -> int:
         done = 0
@@ -74,21 +100,33 @@ def _pipeline_body(dsn: str, seconds: float, batch: int) -> Any:
             while time.perf_counter() < end:
                 if batch == 1:
                     c.execute("select pgflight.submit_run('bench', %s, '{}')", [recipe[0]])
-                    got = c.execute("select attempt_id, fencing_token from pgflight.claim_batch(%s, 1, 60, %s)",
-                                    [w, recipe]).fetchall()
+                    got = c.execute(
+                        "select attempt_id, fencing_token from pgflight.claim_batch(%s, 1, 60, %s)",
+                        [w, recipe],
+                    ).fetchall()
                     for a, t in got:
                         c.execute("select pgflight.start_step(%s, %s)", [a, t])
                         c.execute("select pgflight.complete_step(%s, %s, null)", [a, t])
                 else:
-                    c.execute("select pgflight.submit_run('bench', %s, '{}') from generate_series(1, %s)",
-                              [recipe[0], batch])
-                    got = c.execute("select attempt_id, fencing_token from pgflight.claim_batch(%s, %s, 60, %s)",
-                                    [w, batch, recipe]).fetchall()
+                    c.execute(
+                        "select pgflight.submit_run('bench', %s, '{}') from generate_series(1, %s)",
+                        [recipe[0], batch],
+                    )
+                    got = c.execute(
+                        "select attempt_id, fencing_token from pgflight.claim_batch(%s, %s, 60, %s)",
+                        [w, batch, recipe],
+                    ).fetchall()
                     ids, tokens = [a for a, _ in got], [t for _, t in got]
-                    c.execute("select count(*) from unnest(%s::bigint[], %s::bigint[]) u(a, t),"
-                              " lateral pgflight.start_step(u.a, u.t)", [ids, tokens])
-                    c.execute("select count(*) from pgflight.complete_batch(%s, %s, array_fill(null::jsonb, array[%s]))",
-                              [ids, tokens, len(ids)])
+                    c.execute(
+                        "select count(*) from unnest(%s::bigint[], %s::bigint[]) u(a, t),"
+                        " lateral pgflight.start_step(u.a, u.t)",
+                        [ids, tokens],
+                    )
+                    c.execute(
+                        "select count(*) from pgflight.complete_batch(%s, %s,"
+                        " array_fill(null::jsonb, array[%s]))",
+                        [ids, tokens, len(ids)],
+                    )
                 done += len(got)
         return done
 
@@ -105,26 +143,34 @@ def pipeline(dsn: str, seconds: float, ceiling: dict[int, float]) -> list[dict[s
                 steps, wall = run_threads(n, _pipeline_body(dsn, seconds, batch))
                 after = stats_settled(obs)
                 rate = steps / wall
-                results.append({
-                    "connections": n, "batch": batch, "steps": steps, "seconds": round(wall, 2),
-                    "steps_per_s": round(rate, 1),
-                    "ratio_to_ceiling": round(rate / ceiling[n], 3),
-                    "commits_per_step": round((after.commits - before.commits) / max(steps, 1), 3),
-                    "wal_bytes_per_step": round((after.wal_lsn - before.wal_lsn) / max(steps, 1)),
-                })
+                results.append(
+                    {
+                        "connections": n,
+                        "batch": batch,
+                        "steps": steps,
+                        "seconds": round(wall, 2),
+                        "steps_per_s": round(rate, 1),
+                        "ratio_to_ceiling": round(rate / ceiling[n], 3),
+                        "commits_per_step": round((after.commits - before.commits) / max(steps, 1), 3),
+                        "wal_bytes_per_step": round((after.wal_lsn - before.wal_lsn) / max(steps, 1)),
+                    }
+                )
                 print(json.dumps(results[-1]), file=sys.stderr, flush=True)
     return results
 
 
 def bulk_load_finished(conn: Conn, rows: int) -> None:
-    """Insert `rows` finished runs (one succeeded step, attempt and 3 events each) straight into the tables."""
+    """
+    Insert `rows` finished runs (one succeeded step, attempt and 3 events each) straight into the tables.
+    """
     conn.execute("select set_config('pgflight.fake_now', '', false)")
     ws = conn.execute("select id from pgflight.workspaces where name = 'bench'").fetchone()
     assert ws is not None
     chunk = 200_000
     for lo in range(0, rows, chunk):
         n = min(chunk, rows - lo)
-        conn.execute("""
+        conn.execute(
+            """
             with r as (
               insert into pgflight.runs (workspace_id, recipe, status, input_hash, finished_at, created_at)
               select %s, 'old', 'succeeded', 'x', now() - interval '1 hour', now() - interval '2 hours'
@@ -135,8 +181,9 @@ def bulk_load_finished(conn: Conn, rows: int) -> None:
               select r.id, 'root', 'old', '{}', 3 from r
               returning id, run_id
             ), a as (
-              insert into pgflight.step_attempts (step_id, run_id, attempt_no, recipe, status, available_after,
-                                                  worker_id, fencing_token, claimed_at, started_at, lease_expires_at,
+              insert into pgflight.step_attempts (step_id, run_id, attempt_no, recipe, status,
+                                                  available_after, worker_id, fencing_token, claimed_at,
+                                                  started_at, lease_expires_at,
                                                   finished_at, lease_s)
               select s.id, s.run_id, 1, 'old', 'succeeded', now() - interval '2 hours', 1, s.id,
                      now() - interval '2 hours', now() - interval '2 hours', now() - interval '1 hour',
@@ -148,7 +195,9 @@ def bulk_load_finished(conn: Conn, rows: int) -> None:
             select a.run_id, a.step_id, a.id, f, t, w
               from a, (values (null, 'queued', 'queued'), ('queued', 'claimed', 'claimed'),
                               ('claimed', 'succeeded', 'succeeded')) v(f, t, w)
-        """, [ws[0], n])
+        """,
+            [ws[0], n],
+        )
     conn.execute("vacuum analyze pgflight.runs, pgflight.steps, pgflight.step_attempts, pgflight.events")
 
 
@@ -160,12 +209,16 @@ def claim_latency(dsn: str, samples: int) -> dict[str, float]:
         for _ in range(samples):
             c.execute("select pgflight.submit_run('bench', 'lat', '{}')")
             t0 = time.perf_counter()
-            got = c.execute("select attempt_id, fencing_token from pgflight.claim_batch(%s, 1, 60, array['lat'])",
-                            [w]).fetchall()
+            got = c.execute(
+                "select attempt_id, fencing_token from pgflight.claim_batch(%s, 1, 60, array['lat'])", [w]
+            ).fetchall()
             times.append((time.perf_counter() - t0) * 1000)
             c.execute("select pgflight.complete_step(%s, %s, null)", list(got[0]))
-    return {"p50_ms": round(percentile(times, 50), 3), "p99_ms": round(percentile(times, 99), 3),
-            "samples": samples}
+    return {
+        "p50_ms": round(percentile(times, 50), 3),
+        "p99_ms": round(percentile(times, 99), 3),
+        "samples": samples,
+    }
 
 
 def finished_steps(dsn: str) -> int:
@@ -177,12 +230,18 @@ def finished_steps(dsn: str) -> int:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="shorter runs, 100 thousand rows instead of 1 million")
+    parser.add_argument(
+        "--quick", action="store_true", help="shorter runs, 100 thousand rows instead of 1 million"
+    )
     args = parser.parse_args()
     seconds = 3 if args.quick else 10
     large = 100_000 if args.quick else 1_000_000
     samples = 1000 if args.quick else 3000
-    report: dict[str, Any] = {"bench": "core", "quick": args.quick, "durability": "fsync=on synchronous_commit=on"}
+    report: dict[str, Any] = {
+        "bench": "core",
+        "quick": args.quick,
+        "durability": "fsync=on synchronous_commit=on",
+    }
     started = time.perf_counter()
     with throwaway_cluster() as (cluster, dsn):
         with psycopg.connect(dsn, autocommit=True) as c:
@@ -191,7 +250,9 @@ def main() -> None:
         report["ceiling_tps"] = ceiling
         report["pipeline"] = pipeline(dsn, seconds, ceiling)
         with psycopg.connect(dsn, autocommit=True) as c:
-            c.execute("truncate pgflight.events, pgflight.step_attempts, pgflight.steps, pgflight.runs cascade")
+            c.execute(
+                "truncate pgflight.events, pgflight.step_attempts, pgflight.steps, pgflight.runs cascade"
+            )
             bulk_load_finished(c, 10_000)
         small = claim_latency(dsn, samples)
         small["finished_rows"] = finished_steps(dsn)
@@ -201,8 +262,11 @@ def main() -> None:
             report["bulk_load_s"] = round(time.perf_counter() - t0, 1)
         big = claim_latency(dsn, samples)
         big["finished_rows"] = finished_steps(dsn)
-        report["claim_latency"] = {"small": small, "large": big,
-                                   "p99_ratio_large_to_small": round(big["p99_ms"] / small["p99_ms"], 2)}
+        report["claim_latency"] = {
+            "small": small,
+            "large": big,
+            "p99_ratio_large_to_small": round(big["p99_ms"] / small["p99_ms"], 2),
+        }
     best_batched = max(r["ratio_to_ceiling"] for r in report["pipeline"] if r["batch"] == 10)
     report["targets"] = {
         "throughput_at_least_half_the_ceiling": best_batched >= 0.5,

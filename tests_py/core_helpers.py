@@ -108,31 +108,57 @@ def register(conn: Conn, name: str = "w") -> int:
     return int(scalar(conn, "select pgflight.register_worker(%s)", [name]))
 
 
-def submit(conn: Conn, recipe: str = "noop", input_: Any = None, workspace: str = WORKSPACE,
-           **options: Any) -> Submitted:
+def submit(
+    conn: Conn, recipe: str = "noop", input_: Any = None, workspace: str = WORKSPACE, **options: Any
+) -> Submitted:
     """submit_run; options are the run options (max_attempts, lease_s, backoff, ...)."""
-    row = one(conn, "select * from pgflight.submit_run(%s, %s, %s, %s)",
-              [workspace, recipe, Jsonb(input_ if input_ is not None else {}), Jsonb(options)])
+    row = one(
+        conn,
+        "select * from pgflight.submit_run(%s, %s, %s, %s)",
+        [workspace, recipe, Jsonb(input_ if input_ is not None else {}), Jsonb(options)],
+    )
     return Submitted(row["run_id"], row["step_id"], row["attempt_id"])
 
 
 def submit_many(conn: Conn, n: int, recipe: str = "noop", workspace: str = WORKSPACE, **options: Any) -> None:
     """Submit n runs of `recipe` in one statement."""
-    conn.execute("select pgflight.submit_run(%s, %s, jsonb_build_object('i', g), %s) from generate_series(1, %s) g",
-                 [workspace, recipe, Jsonb(options), n])
+    conn.execute(
+        "select pgflight.submit_run(%s, %s, jsonb_build_object('i', g), %s) from generate_series(1, %s) g",
+        [workspace, recipe, Jsonb(options), n],
+    )
 
 
-def claim(conn: Conn, worker_id: int, n: int = 1, lease_s: float = 30.0,
-          recipes: Sequence[str] | None = None) -> list[Claim]:
+def claim(
+    conn: Conn, worker_id: int, n: int = 1, lease_s: float = 30.0, recipes: Sequence[str] | None = None
+) -> list[Claim]:
     """claim_batch; return the claims in the order the engine gave them."""
-    got = rows(conn, "select * from pgflight.claim_batch(%s, %s, %s, %s)",
-               [worker_id, n, lease_s, list(recipes) if recipes is not None else None])
-    return [Claim(r["attempt_id"], r["fencing_token"], r["step_id"], r["run_id"], r["attempt_no"],
-                  r["lease_expires_at"], r["deadline_at"]) for r in got]
+    got = rows(
+        conn,
+        "select * from pgflight.claim_batch(%s, %s, %s, %s)",
+        [worker_id, n, lease_s, list(recipes) if recipes is not None else None],
+    )
+    return [
+        Claim(
+            r["attempt_id"],
+            r["fencing_token"],
+            r["step_id"],
+            r["run_id"],
+            r["attempt_no"],
+            r["lease_expires_at"],
+            r["deadline_at"],
+        )
+        for r in got
+    ]
 
 
-def claim_one(conn: Conn, worker_id: int, lease_s: float = 30.0, recipes: Sequence[str] | None = None,
-              *, start: bool = True) -> Claim:
+def claim_one(
+    conn: Conn,
+    worker_id: int,
+    lease_s: float = 30.0,
+    recipes: Sequence[str] | None = None,
+    *,
+    start: bool = True,
+) -> Claim:
     """Claim exactly one attempt (asserting there is one) and, by default, start it."""
     got = claim(conn, worker_id, 1, lease_s, recipes)
     assert len(got) == 1, f"expected one claimable attempt for {recipes}, got {len(got)}"
@@ -146,8 +172,10 @@ def start_step(conn: Conn, c: Claim) -> None:
 
 
 def complete(conn: Conn, c: Claim, result: Any = None) -> None:
-    conn.execute("select * from pgflight.complete_step(%s, %s, %s)",
-                 [c.attempt_id, c.token, Jsonb(result) if result is not None else None])
+    conn.execute(
+        "select * from pgflight.complete_step(%s, %s, %s)",
+        [c.attempt_id, c.token, Jsonb(result) if result is not None else None],
+    )
 
 
 def complete_batch(conn: Conn, claims: Sequence[Claim], result: Any = None) -> list[str]:
@@ -160,8 +188,11 @@ def complete_batch(conn: Conn, claims: Sequence[Claim], result: Any = None) -> l
 
 
 def fail(conn: Conn, c: Claim, error: Any, **options: Any) -> Row:
-    return one(conn, "select * from pgflight.fail_step(%s, %s, %s, %s)",
-               [c.attempt_id, c.token, Jsonb(error), Jsonb(options)])
+    return one(
+        conn,
+        "select * from pgflight.fail_step(%s, %s, %s, %s)",
+        [c.attempt_id, c.token, Jsonb(error), Jsonb(options)],
+    )
 
 
 def release(conn: Conn, c: Claim) -> str:
@@ -170,8 +201,10 @@ def release(conn: Conn, c: Claim) -> str:
 
 def heartbeat(conn: Conn, worker_id: int, claims: Sequence[Claim]) -> dict[int, str]:
     """heartbeat; return {attempt_id: ok | lost | cancelled}."""
-    got = conn.execute("select attempt_id, status from pgflight.heartbeat(%s, %s, %s)",
-                       [worker_id, [c.attempt_id for c in claims], [c.token for c in claims]]).fetchall()
+    got = conn.execute(
+        "select attempt_id, status from pgflight.heartbeat(%s, %s, %s)",
+        [worker_id, [c.attempt_id for c in claims], [c.token for c in claims]],
+    ).fetchall()
     return {int(a): str(s) for a, s in got}
 
 
@@ -186,8 +219,11 @@ def cancel_run(conn: Conn, run_id: int) -> Row:
 def spawn(conn: Conn, c: Claim, keys: Iterable[str], recipe: str = "child", **options: Any) -> Row:
     """spawn_children of no-op children with these keys under the held attempt `c`."""
     children = [{"key": k, "recipe": recipe, "input": {}} for k in keys]
-    return one(conn, "select * from pgflight.spawn_children(%s, %s, %s, %s)",
-               [c.attempt_id, c.token, Jsonb(children), Jsonb(options)])
+    return one(
+        conn,
+        "select * from pgflight.spawn_children(%s, %s, %s, %s)",
+        [c.attempt_id, c.token, Jsonb(children), Jsonb(options)],
+    )
 
 
 def sqlstate(fn: Callable[[], Any]) -> str | None:
@@ -202,8 +238,14 @@ def sqlstate(fn: Callable[[], Any]) -> str | None:
 # --- reads --------------------------------------------------------------------------------
 
 
-def events(conn: Conn, *, attempt_id: int | None = None, step_id: int | None = None,
-           run_id: int | None = None, reason: str | None = None) -> list[Row]:
+def events(
+    conn: Conn,
+    *,
+    attempt_id: int | None = None,
+    step_id: int | None = None,
+    run_id: int | None = None,
+    reason: str | None = None,
+) -> list[Row]:
     """Events rows matching every filter given, in log order."""
     return rows(
         conn,
@@ -224,7 +266,9 @@ def attempt(conn: Conn, attempt_id: int) -> Row:
 
 
 def attempts_of(conn: Conn, step_id: int) -> list[Row]:
-    return rows(conn, "select * from pgflight.step_attempts where step_id = %s order by attempt_no", [step_id])
+    return rows(
+        conn, "select * from pgflight.step_attempts where step_id = %s order by attempt_no", [step_id]
+    )
 
 
 def step(conn: Conn, step_id: int) -> Row:
@@ -239,25 +283,29 @@ def table_counts(conn: Conn) -> dict[str, int]:
 
 
 INVARIANTS = {
-    "a queued attempt at or over the ceiling (C07)":
-        "select a.id from pgflight.step_attempts a join pgflight.steps s on s.id = a.step_id"
-        " where a.status = 'queued' and s.failed_attempts >= s.max_attempts",
-    "a dead letter without its last error (C07)":
-        "select step_id from pgflight.dead_letters where error is null",
-    "more than one live attempt for a step (invariant 1)":
-        "select step_id from pgflight.step_attempts where status in"
-        " ('queued','claimed','running','cancel_requested','awaiting_children','awaiting_approval')"
-        " group by step_id having count(*) > 1",
-    "a running or queued attempt under a terminal parent (C18)":
-        "select c.step_id from pgflight.step_status c join pgflight.step_status p on p.step_id = c.parent_id"
-        " where c.status in ('queued','claimed','running') and p.status in ('succeeded','dead_letter','cancelled')",
-    "a running or queued attempt in a finished run (C18)":
-        "select a.id from pgflight.step_attempts a join pgflight.runs r on r.id = a.run_id"
-        " where a.status in ('queued','claimed','running') and r.status <> 'running'",
-    "an attempt that both succeeded and failed or was cancelled (C02, C26)":
-        "select attempt_id from pgflight.events where reason = 'succeeded' and attempt_id in"
-        " (select attempt_id from pgflight.events where to_status in"
-        "  ('lease_expired','failed','timed_out','dead_letter','cancelled','cancel_requested'))",
+    "a queued attempt at or over the ceiling (C07)": """
+        select a.id from pgflight.step_attempts a join pgflight.steps s on s.id = a.step_id
+         where a.status = 'queued' and s.failed_attempts >= s.max_attempts""",
+    "a dead letter without its last error (C07)": """
+        select step_id from pgflight.dead_letters where error is null""",
+    "more than one live attempt for a step (invariant 1)": """
+        select step_id from pgflight.step_attempts
+         where status in ('queued', 'claimed', 'running', 'cancel_requested', 'awaiting_children',
+                          'awaiting_approval')
+         group by step_id having count(*) > 1""",
+    "a running or queued attempt under a terminal parent (C18)": """
+        select c.step_id from pgflight.step_status c join pgflight.step_status p on p.step_id = c.parent_id
+         where c.status in ('queued', 'claimed', 'running')
+           and p.status in ('succeeded', 'dead_letter', 'cancelled')""",
+    "a running or queued attempt in a finished run (C18)": """
+        select a.id from pgflight.step_attempts a join pgflight.runs r on r.id = a.run_id
+         where a.status in ('queued', 'claimed', 'running') and r.status <> 'running'""",
+    "an attempt that both succeeded and failed or was cancelled (C02, C26)": """
+        select attempt_id from pgflight.events
+         where reason = 'succeeded' and attempt_id in (
+               select attempt_id from pgflight.events where to_status in
+                      ('lease_expired', 'failed', 'timed_out', 'dead_letter', 'cancelled',
+                       'cancel_requested'))""",
 }
 
 
@@ -305,14 +353,16 @@ def wait_blocked_or_done(observer: Conn, pid: int, future: Future[Any], timeout_
         if future.done():
             return False
         waiting = observer.execute(
-            "select wait_event_type = 'Lock' from pg_stat_activity where pid = %s", [pid]).fetchone()
+            "select wait_event_type = 'Lock' from pg_stat_activity where pid = %s", [pid]
+        ).fetchone()
         if waiting and waiting[0]:
             return True
     raise AssertionError(f"backend {pid} neither finished nor waited on a lock within {timeout_s} s")
 
 
-def race(a: Callable[[], Any], conn_a: Conn, b: Callable[[], Any], conn_b: Conn, *, order: str,
-         observer: Conn) -> tuple[Outcome, Outcome, bool]:
+def race(
+    a: Callable[[], Any], conn_a: Conn, b: Callable[[], Any], conn_b: Conn, *, order: str, observer: Conn
+) -> tuple[Outcome, Outcome, bool]:
     """
     Run `a` (on conn_a) and `b` (on conn_b) concurrently in the given order (see module doc).
 
@@ -328,7 +378,9 @@ def race(a: Callable[[], Any], conn_a: Conn, b: Callable[[], Any], conn_b: Conn,
 
             fa, fb = pool.submit(synced, a), pool.submit(synced, b)
             return fa.result(), fb.result(), False
-        first, first_conn, second, second_conn = (a, conn_a, b, conn_b) if order == "a_then_b" else (b, conn_b, a, conn_a)
+        first, first_conn, second, second_conn = (
+            (a, conn_a, b, conn_b) if order == "a_then_b" else (b, conn_b, a, conn_a)
+        )
         first_conn.execute("begin")
         held = _call(first)
         try:
@@ -354,8 +406,9 @@ def run_parallel(fns: Sequence[Callable[[], Any]], *, synced: bool = True) -> li
         return [f.result() for f in futures]
 
 
-def drain(conn: Conn, worker_id: int, recipes: Sequence[str] | None = None, batch: int = 100,
-          lease_s: float = 60.0) -> int:
+def drain(
+    conn: Conn, worker_id: int, recipes: Sequence[str] | None = None, batch: int = 100, lease_s: float = 60.0
+) -> int:
     """Claim and complete (batched) until nothing is claimable; return how many were completed."""
     done = 0
     while True:
@@ -370,8 +423,9 @@ def drain(conn: Conn, worker_id: int, recipes: Sequence[str] | None = None, batc
 _parents = itertools.count()
 
 
-def parked_parent(conn: Conn, worker_id: int, n_children: int, *, child_recipe: str = "child",
-                  **spawn_options: Any) -> tuple[Submitted, Claim]:
+def parked_parent(
+    conn: Conn, worker_id: int, n_children: int, *, child_recipe: str = "child", **spawn_options: Any
+) -> tuple[Submitted, Claim]:
     """
     Submit a parent (of a recipe of its own, so no other parent is claimed in its place), claim it
     and spawn n no-op children (keys c00000...); it is then parked in awaiting_children.

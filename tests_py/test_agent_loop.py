@@ -166,6 +166,56 @@ def test_cost_rows_equal_usage_times_price(dsn: str) -> None:
         )
 
 
+def test_an_iteration_is_two_writes_with_parallel_tool_calls_batched(dsn: str) -> None:
+    """Per iteration the loop makes two writes: record_model_call (tool calls marked in flight) and
+    complete_tool_calls (every result of the iteration plus the next call's budget admission)."""
+    two_tools = [
+        message(
+            [
+                {"type": "tool_use", "id": f"toolu_{i}a", "name": "note", "input": {"text": f"{i}a"}},
+                {"type": "tool_use", "id": f"toolu_{i}b", "name": "note", "input": {"text": f"{i}b"}},
+            ]
+        )
+        for i in (1, 2)
+    ]
+    script = [*two_tools, message([{"type": "text", "text": "done"}])]
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        db.create_workspace(conn, "w", daily_usd_cap=100)
+        db.submit_run(conn, "w", "agent", {"task": "t", "model": "claude-haiku-4-5", "tools": ["note"]})
+        wid = db.register_worker(conn, "inline")
+        (claim,) = db.claim_batch(conn, wid, batch_size=1, lease_s=60, recipes=["agent"])
+        db.start_step(conn, claim.attempt_id, claim.fencing_token)
+        called: list[str] = []
+
+        def call(fn: Any, *a: Any, **k: Any) -> Any:
+            called.append(fn.__name__)
+            return fn(conn, *a, **k)
+
+        inp = AgentInput.model_validate({**claim.input, "est_usd": 0.01})
+        result = AgentLoop(
+            StepContext(claim, inp, call=call), inp, provider=prov.ScriptedProvider(script)
+        ).run()
+        assert result["answer"] == "done" and result["iterations"] == 3
+        assert called == [
+            "begin_agent_run",
+            "reserve_budget",  # once per attempt: the first call's admission
+            "record_model_call",
+            "complete_tool_calls",
+            "record_model_call",
+            "complete_tool_calls",
+            "record_model_call",
+        ]
+        rows = conn.execute(
+            "select tool_use_id, status, content->>'content' from pgflight.traces"
+            " where block_type = 'tool_result' order by iteration, seq"
+        ).fetchall()
+        assert rows == [(f"toolu_{i}{x}", "completed", f"{i}{x}".upper()) for i in (1, 2) for x in "ab"]
+        assert one(conn, "select tool_calls from pgflight.agent_runs") == 4
+        assert conn.execute(
+            "select spent_usd > 0, reserved_usd from pgflight.budgets where scope = 'workspace_day'"
+        ).fetchone() == (True, 0)
+
+
 def test_offline_model_is_deterministic_and_free(dsn: str) -> None:
     """The default offline policy calls each tool once then ends; same input, same transcript, 0 USD."""
     r1, s1 = run_inline(dsn, {"task": "say", "tools": ["note"]})

@@ -11,8 +11,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from core_helpers import Claim, Conn, claim, claim_one, register, setup_engine, sqlstate, submit, table_counts
 from psycopg.types.json import Jsonb
+
+from core_helpers import Claim, Conn, claim, claim_one, register, setup_engine, sqlstate, submit, table_counts
 
 
 @pytest.fixture
@@ -34,10 +35,26 @@ CASES: dict[str, tuple[str, str, Any]] = {
     "submit_null_workspace": ("ZF003", "select * from pgflight.submit_run(null, 'r', '{}')", []),
     "submit_unknown_workspace": ("ZF003", "select * from pgflight.submit_run('nowhere', 'r', '{}')", []),
     "submit_options_not_object": ("22023", "select * from pgflight.submit_run('core', 'r', '{}', '[1]')", []),
-    "submit_zero_max_attempts": ("22023", "select * from pgflight.submit_run('core', 'r', '{}', '{\"max_attempts\": 0}')", []),
-    "submit_negative_lease": ("22023", "select * from pgflight.submit_run('core', 'r', '{}', '{\"lease_s\": -1}')", []),
-    "submit_nul_character": ("22P05", "select * from pgflight.submit_run('core', 'r', %s)", [Jsonb({"text": "a\u0000b"})]),
-    "submit_malformed_json": ("22P02", "select * from pgflight.submit_run('core', 'r', %s::text::jsonb)", ['{"a": 1,']),
+    "submit_zero_max_attempts": (
+        "22023",
+        "select * from pgflight.submit_run('core', 'r', '{}', '{\"max_attempts\": 0}')",
+        [],
+    ),
+    "submit_negative_lease": (
+        "22023",
+        "select * from pgflight.submit_run('core', 'r', '{}', '{\"lease_s\": -1}')",
+        [],
+    ),
+    "submit_nul_character": (
+        "22P05",
+        "select * from pgflight.submit_run('core', 'r', %s)",
+        [Jsonb({"text": "a\u0000b"})],
+    ),
+    "submit_malformed_json": (
+        "22P02",
+        "select * from pgflight.submit_run('core', 'r', %s::text::jsonb)",
+        ['{"a": 1,'],
+    ),
     "claim_zero_batch": ("22023", "select * from pgflight.claim_batch(W, 0, 30)", []),
     "claim_negative_batch": ("22023", "select * from pgflight.claim_batch(W, -5, 30)", []),
     "claim_null_batch": ("22023", "select * from pgflight.claim_batch(W, null, 30)", []),
@@ -47,18 +64,38 @@ CASES: dict[str, tuple[str, str, Any]] = {
     "claim_nan_lease": ("22023", "select * from pgflight.claim_batch(W, 1, 'NaN')", []),
     "claim_unknown_worker": ("ZF010", "select * from pgflight.claim_batch(987654, 1, 30)", []),
     "claim_null_worker": ("ZF010", "select * from pgflight.claim_batch(null, 1, 30)", []),
-    "heartbeat_uneven_arrays": ("22023", "select * from pgflight.heartbeat(W, array[A], array[]::bigint[])", []),
+    "heartbeat_uneven_arrays": (
+        "22023",
+        "select * from pgflight.heartbeat(W, array[A], array[]::bigint[])",
+        [],
+    ),
     "heartbeat_unknown_worker": ("ZF010", "select * from pgflight.heartbeat(987654, array[A], array[T])", []),
     "complete_null_attempt": ("ZF003", "select * from pgflight.complete_step(null, T, '{}')", []),
     "complete_null_token": ("ZF001", "select * from pgflight.complete_step(A, null, '{}')", []),
     "complete_unknown_attempt": ("ZF003", "select * from pgflight.complete_step(987654, 1, '{}')", []),
-    "complete_batch_uneven": ("22023", "select * from pgflight.complete_batch(array[A], array[T], array[]::jsonb[])", []),
-    "fail_retryable_not_boolean": ("22023", "select * from pgflight.fail_step(A, T, '{}', '{\"retryable\": \"no\"}')", []),
-    "fail_negative_retry_after": ("22023", "select * from pgflight.fail_step(A, T, '{}', '{\"retry_after_s\": -1}')", []),
+    "complete_batch_uneven": (
+        "22023",
+        "select * from pgflight.complete_batch(array[A], array[T], array[]::jsonb[])",
+        [],
+    ),
+    "fail_retryable_not_boolean": (
+        "22023",
+        "select * from pgflight.fail_step(A, T, '{}', '{\"retryable\": \"no\"}')",
+        [],
+    ),
+    "fail_negative_retry_after": (
+        "22023",
+        "select * from pgflight.fail_step(A, T, '{}', '{\"retry_after_s\": -1}')",
+        [],
+    ),
     "start_null_token": ("ZF001", "select * from pgflight.start_step(A, null)", []),
     "release_null_attempt": ("ZF003", "select * from pgflight.release_step(null, T)", []),
-    "spawn_not_an_array": ("22023", "select * from pgflight.spawn_children(A, T, '{\"key\": \"x\"}')", []),
-    "spawn_child_without_key": ("22023", "select * from pgflight.spawn_children(A, T, '[{\"recipe\": \"x\"}]')", []),
+    "spawn_not_an_array": ("22023", 'select * from pgflight.spawn_children(A, T, \'{"key": "x"}\')', []),
+    "spawn_child_without_key": (
+        "22023",
+        'select * from pgflight.spawn_children(A, T, \'[{"recipe": "x"}]\')',
+        [],
+    ),
     "workspace_null_name": ("22023", "select pgflight.create_workspace(null)", []),
     "workspace_blank_name": ("22023", "select pgflight.create_workspace('   ')", []),
     "worker_null_name": ("22023", "select pgflight.register_worker(null)", []),
@@ -76,7 +113,9 @@ def test_bad_input_gets_its_documented_error_and_writes_nothing(ready: tuple[Con
     wrong = {}
     for case, (code, query, params) in sorted(CASES.items()):
         query = query.replace("W", str(w)).replace("array[A]", f"array[{held.attempt_id}]::bigint[]")
-        query = query.replace("array[T]", f"array[{held.token}]::bigint[]").replace("(A,", f"({held.attempt_id},")
+        query = query.replace("array[T]", f"array[{held.token}]::bigint[]").replace(
+            "(A,", f"({held.attempt_id},"
+        )
         query = query.replace(", T,", f", {held.token},").replace(", T)", f", {held.token})")
         query = query.replace("(null, T", f"(null, {held.token}")
         before = table_counts(conn)
@@ -95,9 +134,15 @@ def test_input_over_the_size_cap_is_refused(ready: tuple[Conn, int, Claim]) -> N
     before = table_counts(conn)
     big = {"text": "x" * 200}
     assert sqlstate(lambda: submit(conn, "r", big)) == "ZF005"
-    assert sqlstate(lambda: conn.execute(
-        "select * from pgflight.spawn_children(%s, %s, %s)",
-        [held.attempt_id, held.token, Jsonb([{"key": "k", "recipe": "r", "input": big}])])) == "ZF005"
+    assert (
+        sqlstate(
+            lambda: conn.execute(
+                "select * from pgflight.spawn_children(%s, %s, %s)",
+                [held.attempt_id, held.token, Jsonb([{"key": "k", "recipe": "r", "input": big}])],
+            )
+        )
+        == "ZF005"
+    )
     assert table_counts(conn) == before
     submit(conn, "r", {"text": "x" * 50})  # under the cap it is accepted
 

@@ -9,6 +9,8 @@ path); and the mirror image. Every connection has a statement_timeout and a lock
 deadlock or a hang fails the test instead of stalling the suite.
 """
 
+# ruff: noqa: B023  (each lambda runs within its own loop iteration, inside race())
+
 from __future__ import annotations
 
 import itertools
@@ -17,6 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+
 from core_helpers import (
     ORDERS,
     Claim,
@@ -81,9 +84,13 @@ def test_8_connections_claim_20000_steps_exactly_once(conn: Conn, connect: Conne
     assert len(set(ids)) == 20_000, "an attempt was handed to two claimers"
     assert len({t for _, t, _ in claimed}) == 20_000, "a fencing token was handed out twice"
     assert all(len(p) > 0 for p in per_worker), [len(p) for p in per_worker]
-    per_attempt = Counter(a for (a,) in conn.execute(
-        "select attempt_id from pgflight.events where reason = 'claimed'").fetchall())
-    assert len(per_attempt) == 20_000 and set(per_attempt.values()) == {1}, "not exactly one claimed event per attempt"
+    per_attempt = Counter(
+        a
+        for (a,) in conn.execute("select attempt_id from pgflight.events where reason = 'claimed'").fetchall()
+    )
+    assert len(per_attempt) == 20_000 and set(per_attempt.values()) == {1}, (
+        "not exactly one claimed event per attempt"
+    )
     # the stored owner is the claimer that got it
     owners = dict(conn.execute("select id, worker_id from pgflight.step_attempts").fetchall())
     assert all(owners[a] == w for a, _, w in claimed)
@@ -92,7 +99,7 @@ def test_8_connections_claim_20000_steps_exactly_once(conn: Conn, connect: Conne
 
 def _expired_lease(trio: tuple[Conn, Conn, Conn], i: int, recipe: str) -> tuple[int, Claim]:
     """A running attempt (lease 10 s) claimed at 1000*i s; every connection is moved to 1000*i + 11 s."""
-    a, b, obs = trio
+    obs = trio[2]
     base = 1000.0 * i
     for c in trio:
         set_clock(c, base)
@@ -147,9 +154,10 @@ def test_complete_vs_reclaim_exactly_one_wins(trio: tuple[Conn, Conn, Conn]) -> 
     a, b, obs = trio
     seen: Counter[tuple[str, str]] = Counter()
     for i, order in zip(range(ITERATIONS), _orders(), strict=False):
-        w, held = _expired_lease(trio, i, f"cr{i}")
-        done, rc, _ = race(lambda: complete(a, held, {"by": "worker"}), a, lambda: reclaim(b), b,
-                           order=order, observer=obs)
+        _, held = _expired_lease(trio, i, f"cr{i}")
+        done, rc, _ = race(
+            lambda: complete(a, held, {"by": "worker"}), a, lambda: reclaim(b), b, order=order, observer=obs
+        )
         assert rc.error is None, rc
         got = reasons(obs, held.attempt_id)
         if done.error is None:
@@ -161,8 +169,9 @@ def test_complete_vs_reclaim_exactly_one_wins(trio: tuple[Conn, Conn, Conn]) -> 
             assert done.error == "ZF001", done
             assert "succeeded" not in got and got.count("lease_expired") == 1, got
             assert attempt(obs, held.attempt_id)["status"] == "lease_expired"
-            assert obs.execute("select pgflight.record_stale_write(%s, %s, 'complete')",
-                               [held.attempt_id, held.token]).fetchone() == (True,)
+            assert obs.execute(
+                "select pgflight.record_stale_write(%s, %s, 'complete')", [held.attempt_id, held.token]
+            ).fetchone() == (True,)
             cancel_run(obs, held.run_id)
     assert seen[("a_then_b", "completed")] == ITERATIONS // 3
     assert seen[("b_then_a", "reclaimed")] == ITERATIONS // 3
@@ -184,11 +193,15 @@ def _after_cancel_race(obs: Conn, w: int, held: Claim | None, run_id: int) -> li
             problems.append(f"next heartbeat said {hb}")
         if (code := sqlstate(lambda: complete(obs, held))) != "ZF002":
             problems.append(f"late completion got {code}")
-        acked = obs.execute("select status from pgflight.release_step(%s, %s, 'ack')",
-                            [held.attempt_id, held.token]).fetchone()
+        acked = obs.execute(
+            "select status from pgflight.release_step(%s, %s, 'ack')", [held.attempt_id, held.token]
+        ).fetchone()
         if acked != ("cancelled",):
             problems.append(f"release answered {acked}")
-    st = {r["status"] for r in rows(obs, "select status from pgflight.step_attempts where run_id = %s", [run_id])}
+    st = {
+        r["status"]
+        for r in rows(obs, "select status from pgflight.step_attempts where run_id = %s", [run_id])
+    }
     if st != {"cancelled"}:
         problems.append(f"attempts end {st}")
     if events(obs, run_id=run_id, reason="succeeded"):
@@ -204,8 +217,13 @@ def _never_succeeded_after_cancelled(obs: Conn) -> None:
     assert bad == [], f"succeeded after cancel for attempts {bad}"
 
 
-def _cancel_race(trio: tuple[Conn, Conn, Conn], op: str, *, claimed: bool,
-                 judge: Callable[[Outcome, Outcome, Claim | None], tuple[str, Claim | None, list[str]]]) -> None:
+def _cancel_race(
+    trio: tuple[Conn, Conn, Conn],
+    op: str,
+    *,
+    claimed: bool,
+    judge: Callable[[Outcome, Outcome, Claim | None], tuple[str, Claim | None, list[str]]],
+) -> None:
     """
     ITERATIONS rounds of `op` (on connection A) racing cancel_run (on B), the orders rotating.
     `judge(op outcome, cancel outcome, held claim)` names the case and returns the attempt still
@@ -240,7 +258,9 @@ def _cancel_race(trio: tuple[Conn, Conn, Conn], op: str, *, claimed: bool,
 
 
 def test_c26_cancel_vs_claim(trio: tuple[Conn, Conn, Conn]) -> None:
-    """C26: cancel_run racing claim_batch: the claim gets nothing, or a lease that is then cancel_requested."""
+    """
+    C26: cancel_run racing claim_batch: the claim gets nothing, or a lease that is then cancel_requested.
+    """
     obs = trio[2]
 
     def judge(got: Outcome, cancelled: Outcome, _: Claim | None) -> tuple[str, Claim | None, list[str]]:
@@ -323,12 +343,18 @@ def test_c10_claim_and_reclaim_on_one_expired_attempt(trio: tuple[Conn, Conn, Co
         old = claim_one(obs, w1, 10, [recipe])
         for c in trio:
             set_clock(c, at(1000.0 * i + 11))
-        other: Callable[[], Any] = (lambda: claim(b, w2, 1, 30, [recipe])) if rival == "claim_batch" else (lambda: reclaim(b))
+        other: Callable[[], Any] = (
+            (lambda: claim(b, w2, 1, 30, [recipe])) if rival == "claim_batch" else (lambda: reclaim(b))
+        )
         first, second, _ = race(lambda: claim(a, w1, 1, 30, [recipe]), a, other, b, order=order, observer=obs)
         holders = _tokens(first) + _tokens(second)
         assert reasons(obs, old.attempt_id).count("lease_expired") == 1
-        tries = rows(obs, "select id, status, fencing_token from pgflight.step_attempts where step_id = %s order by attempt_no",
-                     [old.step_id])
+        tries = rows(
+            obs,
+            "select id, status, fencing_token from pgflight.step_attempts"
+            " where step_id = %s order by attempt_no",
+            [old.step_id],
+        )
         assert len(tries) == 2, tries
         if rival == "claim_batch":
             assert len(holders) == 1, f"{order}: {len(holders)} callers got a token"

@@ -8,6 +8,8 @@ step, nothing running or queued under a terminal parent or in a finished run, no
 both succeeded and failed or was cancelled.
 """
 
+# ruff: noqa: B023  (each lambda runs within its own loop iteration, inside race())
+
 from __future__ import annotations
 
 import subprocess
@@ -18,6 +20,7 @@ from typing import Any
 
 import pytest
 from psycopg.types.json import Jsonb
+
 from core_helpers import (
     Claim,
     Conn,
@@ -81,7 +84,10 @@ def _ids(events_: list[dict[str, Any]]) -> list[int]:
 
 
 def test_c02_live_worker_declared_dead_is_fenced(eng: Conn) -> None:
-    """C02: lease 3 s, heartbeats stop for 5 s, the sweep reclaims, worker 2 takes attempt 2; worker 1's late result and heartbeat are refused."""
+    """
+    C02: lease 3 s, heartbeats stop for 5 s, the sweep reclaims, worker 2 takes attempt 2; worker 1's late
+    result and heartbeat are refused.
+    """
     w1, w2 = register(eng, "w1"), register(eng, "w2")
     sub = submit(eng, max_attempts=3)
     first = claim_one(eng, w1, 3)
@@ -93,13 +99,20 @@ def test_c02_live_worker_declared_dead_is_fenced(eng: Conn) -> None:
 
     assert sqlstate(lambda: complete(eng, first, {"by": "w1"})) == "ZF001"
     assert heartbeat(eng, w1, [first]) == {first.attempt_id: "lost"}
-    assert eng.execute("select pgflight.record_stale_write(%s, %s, 'complete')",
-                       [first.attempt_id, first.token]).fetchone() == (True,)
+    assert eng.execute(
+        "select pgflight.record_stale_write(%s, %s, 'complete')", [first.attempt_id, first.token]
+    ).fetchone() == (True,)
     complete(eng, second, {"by": "w2"})
 
     assert [a["status"] for a in attempts_of(eng, sub.step_id)] == ["lease_expired", "succeeded"]
     assert step(eng, sub.step_id)["result"] == {"by": "w2"}
-    assert reasons(eng, first.attempt_id) == ["queued", "claimed", "started", "lease_expired", "stale_result_rejected"]
+    assert reasons(eng, first.attempt_id) == [
+        "queued",
+        "claimed",
+        "started",
+        "lease_expired",
+        "stale_result_rejected",
+    ]
     assert "succeeded" not in reasons(eng, first.attempt_id)
 
 
@@ -168,7 +181,10 @@ def test_c05_each_reclaim_is_a_new_attempt_with_its_metadata_kept(eng: Conn) -> 
     assert [t["status"] for t in tries] == ["lease_expired"] * 3 + ["queued"]
     for c, t in zip(claims, tries, strict=False):
         assert (t["worker_id"], t["fencing_token"], t["lease_expires_at"]) == (
-            attempt(eng, c.attempt_id)["worker_id"], c.token, c.lease_expires_at)
+            attempt(eng, c.attempt_id)["worker_id"],
+            c.token,
+            c.lease_expires_at,
+        )
         assert t["claimed_at"] is not None
         assert _ids(events(eng, attempt_id=c.attempt_id, reason="claimed")) == [c.attempt_id]
         assert _ids(events(eng, attempt_id=c.attempt_id, reason="lease_expired")) == [c.attempt_id]
@@ -181,7 +197,10 @@ def test_c05_each_reclaim_is_a_new_attempt_with_its_metadata_kept(eng: Conn) -> 
 
 
 def test_c06_poison_step_dead_letters_at_the_ceiling(eng: Conn) -> None:
-    """C06: a step whose worker dies every time (lease 2 s, ceiling 3, sweep every second) is dead-lettered after exactly 3 claims."""
+    """
+    C06: a step whose worker dies every time (lease 2 s, ceiling 3, sweep every second) is dead-lettered
+    after exactly 3 claims.
+    """
     sub = submit(eng, max_attempts=3)
     now, first_claim, claims = 0.0, None, 0
     while step(eng, sub.step_id)["status"] != "dead_letter":
@@ -204,7 +223,10 @@ def test_c06_poison_step_dead_letters_at_the_ceiling(eng: Conn) -> None:
 
 
 def test_c06_cancel_while_claimed_stops_it_for_good(eng: Conn) -> None:
-    """C06: cancel while claimed -> cancel_requested; when the lease lapses it becomes cancelled; no new attempt."""
+    """
+    C06: cancel while claimed -> cancel_requested; when the lease lapses it becomes cancelled; no new
+    attempt.
+    """
     w = register(eng)
     sub = submit(eng, max_attempts=3)
     c = claim_one(eng, w, 2)
@@ -220,7 +242,9 @@ def test_c06_cancel_while_claimed_stops_it_for_good(eng: Conn) -> None:
 # --- C07 ----------------------------------------------------------------------------------
 
 
-def _drive(eng: Conn, sub_step: int, end: Callable[[Claim, int], None], rounds: int, t: list[float]) -> list[str]:
+def _drive(
+    eng: Conn, sub_step: int, end: Callable[[Claim, int], None], rounds: int, t: list[float]
+) -> list[str]:
     """Claim the step `rounds` times, ending each attempt with `end`; return the attempt statuses."""
     w = register(eng)
     for i in range(rounds):
@@ -237,7 +261,10 @@ def _drive(eng: Conn, sub_step: int, end: Callable[[Claim, int], None], rounds: 
 
 @pytest.mark.parametrize("path", ["error", "retry_after", "lease_expiry", "mixed"])
 def test_c07_every_unsuccessful_path_stops_at_the_ceiling(eng: Conn, path: str) -> None:
-    """C07: error, retry-after (snooze), lease expiry and a mix of them each dead-letter at the ceiling 3, with the last error."""
+    """
+    C07: error, retry-after (snooze), lease expiry and a mix of them each dead-letter at the ceiling 3,
+    with the last error.
+    """
     sub = submit(eng, max_attempts=3)
     t = [0.0]
 
@@ -265,7 +292,10 @@ def test_c07_every_unsuccessful_path_stops_at_the_ceiling(eng: Conn, path: str) 
 
 
 def test_c07_release_does_not_consume_an_attempt(eng: Conn) -> None:
-    """C07: release_step (graceful shutdown) is documented as not consuming an attempt: 5 releases, ceiling 3, still queued with 0 failures."""
+    """
+    C07: release_step (graceful shutdown) is documented as not consuming an attempt: 5 releases, ceiling
+    3, still queued with 0 failures.
+    """
     sub = submit(eng, max_attempts=3)
     w = register(eng)
     for _ in range(5):
@@ -296,8 +326,9 @@ def test_c07_cancel_then_retry_step(eng: Conn) -> None:
     assert step(eng, other.step_id)["failed_attempts"] == 0
     statuses = _drive(eng, other.step_id, lambda c, i: fail(eng, c, {"message": f"again {i}"}), 10, t)
     assert statuses == ["failed", "failed", "dead_letter"] * 2, statuses
-    assert one(eng, "select error from pgflight.dead_letters where step_id = %s", [other.step_id])["error"] == {
-        "message": "again 2"}
+    assert one(eng, "select error from pgflight.dead_letters where step_id = %s", [other.step_id])[
+        "error"
+    ] == {"message": "again 2"}
     assert events(eng, step_id=other.step_id, reason="retried")[0]["actor"] == "ops"
 
 
@@ -317,11 +348,14 @@ def test_c08_crash_on_the_last_attempt_is_dead_lettered(eng: Conn, dsn: str) -> 
         c = psycopg.connect({dsn!r}, autocommit=True)
         c.execute("select set_config('pgflight.fake_now', '{at(0).isoformat()}', false)")
         w = c.execute("select pgflight.register_worker('doomed')").fetchone()[0]
-        got = c.execute("select attempt_id from pgflight.claim_batch(%s, 1, 5, array['fragile'])", [w]).fetchall()
+        got = c.execute("select attempt_id from pgflight.claim_batch(%s, 1, 5, array['fragile'])",
+                        [w]).fetchall()
         print(got[0][0], flush=True)
         os.kill(os.getpid(), signal.SIGKILL)
     """)
-    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=30, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=30, check=False
+    )
     assert proc.returncode == -9, proc.stderr
     assert int(proc.stdout.split()[0]) == sub.attempt_id
     assert attempt(eng, sub.attempt_id)["status"] == "claimed"
@@ -366,7 +400,10 @@ def test_c15_deadline_times_out_a_heartbeating_step(eng: Conn) -> None:
 
 @pytest.mark.parametrize("change_after_claim", [False, True], ids=["as_claimed", "config_changed"])
 def test_c16_reclaim_uses_the_stored_lease(eng: Conn, change_after_claim: bool) -> None:
-    """C16: step lease 5 s beats the claim's 60 s; reclaimed at 5 s; changing steps.lease_s after the claim moves nothing."""
+    """
+    C16: step lease 5 s beats the claim's 60 s; reclaimed at 5 s; changing steps.lease_s after the claim
+    moves nothing.
+    """
     sub = submit(eng, lease_s=5)
     w = register(eng)
     c = claim_one(eng, w, 60)
@@ -414,7 +451,9 @@ def test_c17_last_two_children_before_commit_wake_the_parent_once(eng: Conn, con
     for i in range(200):
         parent, x, y = _last_two_children(eng, w, 50)
         order = "a_then_b" if i % 2 == 0 else "b_then_a"
-        ra, rb, was_blocked = race(lambda: complete(a, x), a, lambda: complete(b, y), b, order=order, observer=eng)
+        ra, rb, was_blocked = race(
+            lambda: complete(a, x), a, lambda: complete(b, y), b, order=order, observer=eng
+        )
         assert ra.error is None and rb.error is None, (ra, rb)
         blocked += was_blocked
         _assert_woken_once(eng, parent)
@@ -440,7 +479,9 @@ def test_c17_last_two_of_200_children_at_the_same_instant(eng: Conn, connect: Co
 
 
 def _end_child(eng: Conn, w: int, path: str, child_step: int) -> None:
-    """End a child by a side path: dead letter by the sweep, cancel_step, fatal fail_step, or gate rejection."""
+    """
+    End a child by a side path: dead letter by the sweep, cancel_step, fatal fail_step, or gate rejection.
+    """
     c = claim_one(eng, w, 5, ["side"])
     assert c.step_id == child_step
     if path == "dead_letter_by_sweep":
@@ -456,7 +497,9 @@ def _end_child(eng: Conn, w: int, path: str, child_step: int) -> None:
         assert asked["waiting"]
         eng.execute("select * from pgflight.approve(%s, 'reject', 'reviewer')", [child_step])
         again = claim_one(eng, w, 5, ["side"])  # the recipe runs again, sees the rejection, ends fatally
-        seen = one(eng, "select * from pgflight.request_approval(%s, %s, 'go')", [again.attempt_id, again.token])
+        seen = one(
+            eng, "select * from pgflight.request_approval(%s, %s, 'go')", [again.attempt_id, again.token]
+        )
         assert seen["decision"] == "reject" and not seen["waiting"]
         fail(eng, again, {"message": "rejected at gate go"}, retryable=False)
     assert step(eng, child_step)["status"] in ("dead_letter", "cancelled")
@@ -468,16 +511,26 @@ def test_c18_side_path_endings_wake_the_parent(eng: Conn, path: str) -> None:
     w = register(eng)
     sub = submit(eng, "parent")
     pc = claim_one(eng, w, 30, ["parent"])
-    kids = one(eng, "select * from pgflight.spawn_children(%s, %s, %s)", [
-        pc.attempt_id, pc.token,
-        Jsonb([
-            {"key": "a-ok", "recipe": "ok", "input": {}},
-            {"key": "b-side", "recipe": "side", "input": {}, "options": {"max_attempts": 1}},
-        ])])
+    kids = one(
+        eng,
+        "select * from pgflight.spawn_children(%s, %s, %s)",
+        [
+            pc.attempt_id,
+            pc.token,
+            Jsonb(
+                [
+                    {"key": "a-ok", "recipe": "ok", "input": {}},
+                    {"key": "b-side", "recipe": "side", "input": {}, "options": {"max_attempts": 1}},
+                ]
+            ),
+        ],
+    )
     assert kids["parked"]
     assert drain(eng, w, ["ok"]) == 1
     assert step(eng, sub.step_id)["status"] == "awaiting_children"
-    side = scalar(eng, "select id from pgflight.steps where parent_id = %s and step_key = 'b-side'", [sub.step_id])
+    side = scalar(
+        eng, "select id from pgflight.steps where parent_id = %s and step_key = 'b-side'", [sub.step_id]
+    )
     _end_child(eng, w, path, side)
     assert len(events(eng, step_id=sub.step_id, reason="parent_resumed")) == 1
     assert step(eng, sub.step_id)["status"] == "queued"
@@ -495,16 +548,24 @@ def test_c18_failing_the_parent_cancels_its_children_in_the_same_transaction(eng
     w = register(eng)
     sub, _ = parked_parent(eng, w, 4, fail_fast=True)
     running = [claim_one(eng, w, 5, ["child"]) for _ in range(3)]
-    queued = scalar(eng, "select step_id from pgflight.step_status where parent_id = %s and status = 'queued'", [sub.step_id])
+    queued = scalar(
+        eng,
+        "select step_id from pgflight.step_status where parent_id = %s and status = 'queued'",
+        [sub.step_id],
+    )
     fail(eng, running[0], {"message": "boom"}, retryable=False)
 
     assert step(eng, sub.step_id)["status"] == "dead_letter"
     assert scalar(eng, "select status from pgflight.runs where id = %s", [sub.run_id]) == "failed"
     assert step(eng, queued)["status"] == "cancelled"
     assert {attempt(eng, r.attempt_id)["status"] for r in running[1:]} == {"cancel_requested"}
-    xids = rows(eng, "select distinct xmin::text as x from pgflight.events where run_id = %s and"
-                     " (reason in ('cancelled', 'cancel_requested', 'child_failed') or (reason = 'failed' and attempt_id = %s))",
-                [sub.run_id, running[0].attempt_id])
+    xids = rows(
+        eng,
+        "select distinct xmin::text as x from pgflight.events where run_id = %s and"
+        " (reason in ('cancelled', 'cancel_requested', 'child_failed')"
+        " or (reason = 'failed' and attempt_id = %s))",
+        [sub.run_id, running[0].attempt_id],
+    )
     assert len(xids) == 1, "the cancels were not written in the failing transaction"
     for r in running[1:]:
         assert heartbeat(eng, w, [r])[r.attempt_id] == "cancelled"
@@ -519,15 +580,26 @@ def test_c18_failing_the_parent_cancels_its_children_in_the_same_transaction(eng
 
 
 def test_c25_approval_before_the_gate_is_used(eng: Conn) -> None:
-    """C25: approve while the step is still queued: stored, used at the gate (no block); a second approve is a no-op."""
+    """
+    C25: approve while the step is still queued: stored, used at the gate (no block); a second approve is
+    a no-op.
+    """
     w = register(eng)
     sub = submit(eng, "gated")
-    first = one(eng, "select * from pgflight.approve(%s, 'approve', 'alice', 'early', 'deploy')", [sub.step_id])
+    first = one(
+        eng, "select * from pgflight.approve(%s, 'approve', 'alice', 'early', 'deploy')", [sub.step_id]
+    )
     assert first["applied"] is True
     again = one(eng, "select * from pgflight.approve(%s, 'approve', 'alice', null, 'deploy')", [sub.step_id])
     assert again["applied"] is False
-    assert sqlstate(lambda: eng.execute("select * from pgflight.approve(%s, 'reject', 'bob', null, 'deploy')",
-                                        [sub.step_id])) == "ZF008"
+    assert (
+        sqlstate(
+            lambda: eng.execute(
+                "select * from pgflight.approve(%s, 'reject', 'bob', null, 'deploy')", [sub.step_id]
+            )
+        )
+        == "ZF008"
+    )
     c = claim_one(eng, w, 30, ["gated"])
     got = one(eng, "select * from pgflight.request_approval(%s, %s, 'deploy')", [c.attempt_id, c.token])
     assert (got["decision"], got["actor"], got["waiting"]) == ("approve", "alice", False)
@@ -537,7 +609,9 @@ def test_c25_approval_before_the_gate_is_used(eng: Conn) -> None:
 
 
 @pytest.mark.parametrize("gate_key", ["go", None], ids=["named_gate", "default_gate"])
-def test_c25_approve_and_reject_race_one_wins(eng: Conn, connect: ConnectFactory, gate_key: str | None) -> None:
+def test_c25_approve_and_reject_race_one_wins(
+    eng: Conn, connect: ConnectFactory, gate_key: str | None
+) -> None:
     """
     C25: approve and reject from two sessions at a parked gate (named, or left to the default: the
     step's pending gate): exactly one wins, one approval_decided event, the loser gets ZF008, and
@@ -552,10 +626,17 @@ def test_c25_approve_and_reject_race_one_wins(eng: Conn, connect: ConnectFactory
         order = ("together", "a_then_b", "b_then_a")[i % 3]
         sub = submit(eng, f"g{i}")
         c = claim_one(eng, w, 30, [f"g{i}"])
-        assert one(eng, "select * from pgflight.request_approval(%s, %s, 'go')", [c.attempt_id, c.token])["waiting"]
-        ya, yb, _ = race(lambda: a.execute(q, [sub.step_id, "approve", "alice", gate_key]).fetchall(), a,
-                         lambda: b.execute(q, [sub.step_id, "reject", "bob", gate_key]).fetchall(), b,
-                         order=order, observer=eng)
+        assert one(eng, "select * from pgflight.request_approval(%s, %s, 'go')", [c.attempt_id, c.token])[
+            "waiting"
+        ]
+        ya, yb, _ = race(
+            lambda: a.execute(q, [sub.step_id, "approve", "alice", gate_key]).fetchall(),
+            a,
+            lambda: b.execute(q, [sub.step_id, "reject", "bob", gate_key]).fetchall(),
+            b,
+            order=order,
+            observer=eng,
+        )
         if sorted(str(x.error) for x in (ya, yb)) != ["None", "ZF008"]:
             problems.append((order, ya, yb))
             continue
@@ -574,7 +655,10 @@ def test_c25_approve_and_reject_race_one_wins(eng: Conn, connect: ConnectFactory
 
 
 def test_10000_children_on_8_connections_wake_the_parent_once(eng: Conn, connect: ConnectFactory) -> None:
-    """Invariant 6 at size: 10,000 children claimed and completed by 8 connections in batches wake the parent exactly once."""
+    """
+    Invariant 6 at size: 10,000 children claimed and completed by 8 connections in batches wake the parent
+    exactly once.
+    """
     set_clock(eng, None)
     w = register(eng)
     sub, _ = parked_parent(eng, w, 10_000)
@@ -591,7 +675,10 @@ def test_10000_children_on_8_connections_wake_the_parent_once(eng: Conn, connect
 
 
 def test_trees_three_levels_deep_wake_each_parent_once(eng: Conn) -> None:
-    """A root spawns 3 children, each spawns 3 grandchildren: every parent wakes exactly once, and the run succeeds."""
+    """
+    A root spawns 3 children, each spawns 3 grandchildren: every parent wakes exactly once, and the run
+    succeeds.
+    """
     w = register(eng)
     sub = submit(eng, "root")
     root = claim_one(eng, w, 30, ["root"])
@@ -602,7 +689,10 @@ def test_trees_three_levels_deep_wake_each_parent_once(eng: Conn) -> None:
     assert drain(eng, w, ["mid"]) == 3  # the woken mids run again and finish
     assert step(eng, sub.step_id)["status"] == "queued"
     assert drain(eng, w, ["root"]) == 1
-    woken = rows(eng, "select step_id, count(*) as n from pgflight.events where reason = 'parent_resumed' group by step_id")
+    woken = rows(
+        eng,
+        "select step_id, count(*) as n from pgflight.events where reason = 'parent_resumed' group by step_id",
+    )
     assert len(woken) == 4 and {r["n"] for r in woken} == {1}
     assert scalar(eng, "select status from pgflight.runs where id = %s", [sub.run_id]) == "succeeded"
     assert scalar(eng, "select max(depth) from pgflight.steps where run_id = %s", [sub.run_id]) == 2

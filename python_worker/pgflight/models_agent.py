@@ -10,6 +10,8 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
+from pydantic import Field
+
 from pgflight.models import Row
 
 
@@ -35,7 +37,10 @@ class Reservation(Row):
 
 
 class ModelCallRecorded(Row):
-    """record_model_call: the call's USD, whether this call stored it (False: a repeat), totals."""
+    """
+    record_model_call: the call's USD, whether this call stored it (False: a repeat), totals, and
+    (with mark_tools) the tool_use ids it marked in flight, in block order.
+    """
 
     agent_run_id: int
     iteration: int
@@ -44,6 +49,7 @@ class ModelCallRecorded(Row):
     iterations: int
     tool_calls: int
     total_usd: Decimal
+    marked: list[str] = Field(default_factory=list)
 
 
 class TraceWritten(Row):
@@ -67,6 +73,20 @@ class ToolCallCompleted(Row):
 
     trace_id: int
     completed: bool
+
+
+class ToolCallsCompleted(Row):
+    """
+    complete_tool_calls: the tool_use ids stored by this call (a call already completed keeps its
+    first result) and the admission of the next model call: reserved (USD held) or the refusal
+    (``{message, detail, hint}`` of the ZF007), when one was asked for.
+    """
+
+    agent_run_id: int
+    stored: list[str]
+    reserved: bool
+    reserved_usd: Decimal
+    refusal: dict[str, Any] | None
 
 
 class TranscriptBlock(Row):

@@ -1,10 +1,19 @@
 """
 The agent recipe: an Anthropic-style tool-use loop whose every iteration is durable rows.
 
-Each iteration: budget admission (``reserve_budget``) -> one model call (transient errors retried
-and recorded as ``api_error`` blocks) -> ``record_model_call`` (response blocks, usage, cost and
-budget settlement in one transaction) -> for each tool_use: ``mark_tool_call`` (in_flight), run
-the tool (through effect receipts when it has side effects), ``complete_tool_call``.
+Each iteration is two transactions of engine overhead:
+
+1. after the model call (transient errors retried and recorded as ``api_error`` blocks),
+   ``record_model_call`` stores the response blocks, usage and cost, settles the budgets and marks
+   the response's tool calls in flight (``mark_tools``);
+2. the tools run (through effect receipts when they have side effects), then
+   ``complete_tool_calls`` stores all their results and admits the next model call (the budget
+   check and reservation, C24) in one transaction.
+
+The first model call of an attempt is admitted by ``reserve_budget``; a call that
+``record_model_call`` left unmarked (over max_tool_calls, or a resumed call) is marked by
+``mark_tool_call`` before it runs. Results produced before a tool parks the attempt (``spawn``,
+``request_approval``) or before the step fails are stored first.
 
 Resume (a reclaimed or woken attempt): ``load_transcript`` marks calls left in flight as
 interrupted and returns every block; the messages are rebuilt exactly (same content blocks, same
@@ -23,6 +32,7 @@ A cap that would be crossed (ZF007) ends the step at once with :class:`BudgetExh
 
 from __future__ import annotations
 
+import functools
 import json
 from decimal import Decimal
 from typing import Any
@@ -70,7 +80,6 @@ class AgentLoop:
     def __init__(self, ctx: StepContext, inp: AgentInput, *, provider: prov.Provider | None = None) -> None:
         self.ctx = ctx
         self.inp = inp
-        self._call = ctx._call
         self.provider = provider or prov.get_provider(inp.provider, inp.model)
         try:
             self.tools: dict[str, Tool] = {t.name: t for t in get_tools(inp.tools)}
@@ -80,8 +89,15 @@ class AgentLoop:
         self.total_usd = Decimal(0)
         self.stop_reason: str | None = None
         self._unit_prices: tuple[Decimal, Decimal] | None = None
+        self._marked: set[str] = set()  # tool calls record_model_call put in flight, not yet run
+        self._pending: list[Block] = []  # tool results not yet stored (they go with the next admission)
+        self._tool_step = _ToolStep(self)
 
     # --- db ------------------------------------------------------------------------------------
+
+    def _call(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        """One client function on the worker's pool (StepContext.call)."""
+        return self.ctx.call(fn, *args, **kwargs)
 
     def _db(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
         """A fenced agent write with this attempt's (attempt_id, token); ZF007 ends the step."""
@@ -91,6 +107,27 @@ class AgentLoop:
             raise BudgetExhausted(
                 f"budget_exhausted: {e.message}" + (f" [{e.detail}]" if e.detail else "")
             ) from None
+
+    def _admit(self, iteration: int, est_usd: Decimal) -> None:
+        """
+        Admit model call `iteration` (reserve `est_usd` USD), in the transaction that stores the
+        tool results still pending when there are any.
+
+        :raises BudgetExhausted: a cap refused the call (pending results are stored all the same).
+        """
+        if self._pending:
+            results, self._pending = self._pending, []
+            self._db(
+                adb.complete_tool_calls, self.agent_run_id, results, next_iteration=iteration, est_usd=est_usd
+            )
+        else:
+            self._db(adb.reserve_budget, self.agent_run_id, iteration, est_usd)
+
+    def flush(self) -> None:
+        """Store the tool results produced so far in this iteration (before the attempt may park)."""
+        if self._pending:
+            results, self._pending = self._pending, []
+            self._db(adb.complete_tool_calls, self.agent_run_id, results)
 
     # --- the loop ------------------------------------------------------------------------------
 
@@ -108,8 +145,15 @@ class AgentLoop:
             max_wall_s=inp.max_wall_s,
         )
         self.agent_run_id = begun.agent_run_id
-        rows: list[TranscriptBlock] = self._db(adb.load_transcript, self.agent_run_id)
-        messages, iteration, results = rebuild_messages(rows)
+        self._marked, self._pending = set(), []
+        if begun.created:  # nothing to resume: the transcript is the task begin_agent_run stored
+            rows: list[TranscriptBlock] = []
+            task: Block = {"type": "text", "text": inp.task}
+            messages: list[dict[str, Any]] = [{"role": "user", "content": [task]}]
+            iteration, results = 0, dict[str, TranscriptBlock]()
+        else:
+            rows = self._db(adb.load_transcript, self.agent_run_id)
+            messages, iteration, results = rebuild_messages(rows)
         self.total_usd = sum(
             (r.usd for r in rows if r.seq == 0 and r.iteration > 0 and r.usd is not None), Decimal(0)
         )
@@ -120,23 +164,13 @@ class AgentLoop:
                 uses = [b for b in messages[-1]["content"] if b.get("type") == "tool_use"]
                 if not uses:
                     return self._final(messages, iteration)
-                messages.append(
-                    {
-                        "role": "user",
-                        "content": [self._tool_result(iteration, b, results.get(b["id"])) for b in uses],
-                    }
-                )
+                messages.append({"role": "user", "content": self._tool_results(iteration, uses, results)})
             self.ctx.check_cancelled()
             iteration += 1
             request = prov.Request(inp.model, inp.system, messages, schemas, inp.max_tokens)
-            self._db(adb.reserve_budget, self.agent_run_id, iteration, self._estimate(request))
-            it = iteration
+            self._admit(iteration, self._estimate(request))
             response, retries = prov.create_with_retries(
-                self.provider,
-                request,
-                on_error=lambda e: self._db(
-                    adb.record_trace, self.agent_run_id, it, "system", "api_error", e
-                ),
+                self.provider, request, on_error=functools.partial(self._api_error, iteration)
             )
             content = response["content"]
             rec = self._db(
@@ -148,13 +182,19 @@ class AgentLoop:
                 response.get("model") or inp.model,
                 stop_reason=response.get("stop_reason"),
                 retries=retries,
+                mark_tools=True,
             )
             if not rec.recorded:  # another writer stored this iteration: continue from the record
                 return self.run()
+            self._marked = set(rec.marked)
             self.total_usd = rec.total_usd
             self.stop_reason = response.get("stop_reason")
             messages.append({"role": "assistant", "content": content})
             results = {}
+
+    def _api_error(self, iteration: int, error: Block) -> None:
+        """Record a transient API error met while making model call `iteration`."""
+        self._db(adb.record_trace, self.agent_run_id, iteration, "system", "api_error", error)
 
     def _final(self, messages: list[dict[str, Any]], iteration: int) -> dict[str, Any]:
         answer = "".join(b.get("text", "") for b in messages[-1]["content"] if b.get("type") == "text")
@@ -180,6 +220,21 @@ class AgentLoop:
 
     # --- tools ---------------------------------------------------------------------------------
 
+    def _tool_results(
+        self, iteration: int, uses: list[Block], rows: dict[str, TranscriptBlock]
+    ) -> list[Block]:
+        """Settle the last iteration's tool calls in order; their results stay pending (see _admit)."""
+        try:
+            return [self._tool_result(iteration, b, rows.get(b["id"])) for b in uses]
+        except (errors.LeaseLost, errors.Cancelled):
+            raise  # this attempt can write nothing more
+        except Exception:  # the step ends (Fatal, BudgetExhausted, ...): keep what the tools did
+            try:
+                self.flush()
+            except errors.PgflightError as e:
+                self.ctx.log.warning("could not store the tool results before failing: %s", e)
+            raise
+
     def _tool_result(self, iteration: int, use: Block, row: TranscriptBlock | None) -> Block:
         """Settle one tool call of the last iteration and return its tool_result block."""
         tid, name = use["id"], use["name"]
@@ -188,14 +243,17 @@ class AgentLoop:
         t = self.tools.get(name)
         if t is None:
             return self._complete(tid, _error(tid, f"unknown tool {name!r}"))
-        tctx = ToolContext(self.ctx, self.agent_run_id, iteration, tid)
+        tctx = ToolContext(self._tool_step, self.agent_run_id, iteration, tid)
         if row is not None:  # interrupted (or left in flight by a parked run of this attempt)
             verdict = self._recover(t, use, tctx)
             if verdict is not None:
                 return self._complete(tid, verdict)
-        mark = self._db(adb.mark_tool_call, self.agent_run_id, tid)
-        if mark.previous_status == "completed":
-            return dict(mark.content)
+        if tid in self._marked:  # put in flight by record_model_call
+            self._marked.discard(tid)
+        else:
+            mark = self._db(adb.mark_tool_call, self.agent_run_id, tid)
+            if mark.previous_status == "completed":
+                return dict(mark.content)
         try:
             args = t.args_model.model_validate(use.get("input", {}))
         except ValidationError as e:
@@ -212,7 +270,7 @@ class AgentLoop:
         return self._complete(tid, {"type": "tool_result", "tool_use_id": tid, "content": result_text(out)})
 
     def _recover(self, t: Tool, use: Block, tctx: ToolContext) -> Block | None:
-        """An interrupted call: its result if it took effect (verify / receipt), a notice, or None to re-run."""
+        """An interrupted call: its result if it took effect (verify / receipt), a notice, or None."""
         tid = use["id"]
         if t.verify is not None:
             try:
@@ -235,8 +293,33 @@ class AgentLoop:
         return None
 
     def _complete(self, tid: str, result: Block) -> Block:
-        self._db(adb.complete_tool_call, self.agent_run_id, tid, result)
+        """A call's result: pending until the next admission (or a flush) stores it."""
+        self._pending.append({**result, "tool_use_id": tid})
         return result
+
+
+class _ToolStep:
+    """
+    The step context a tool sees (``ToolContext.step``): the loop's StepContext, except that a call
+    that may park the attempt (``spawn``, ``request_approval``) first stores the tool results the
+    iteration has produced so far, since a parked attempt can write nothing more.
+    """
+
+    def __init__(self, loop: AgentLoop) -> None:
+        self._loop = loop
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._loop.ctx, name)
+
+    def spawn(self, *args: Any, **kwargs: Any) -> Any:
+        """:meth:`StepContext.spawn` after storing the pending tool results."""
+        self._loop.flush()
+        return self._loop.ctx.spawn(*args, **kwargs)
+
+    def request_approval(self, *args: Any, **kwargs: Any) -> Any:
+        """:meth:`StepContext.request_approval` after storing the pending tool results."""
+        self._loop.flush()
+        return self._loop.ctx.request_approval(*args, **kwargs)
 
 
 def rebuild_messages(

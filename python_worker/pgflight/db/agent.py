@@ -14,6 +14,7 @@ from typing import Any
 
 from psycopg.types.json import Jsonb
 
+from pgflight import errors
 from pgflight import models_agent as m
 from pgflight.db.core import Connection, _fenced, _one, _opts, _rows, _scalar
 
@@ -23,6 +24,7 @@ __all__ = [
     "agent_transcript",
     "begin_agent_run",
     "complete_tool_call",
+    "complete_tool_calls",
     "enforce_budgets",
     "load_transcript",
     "mark_tool_call",
@@ -117,6 +119,7 @@ def record_model_call(
     *,
     stop_reason: str | None = None,
     retries: int = 0,
+    mark_tools: bool = False,
 ) -> m.ModelCallRecorded:
     """
     Store a model response (one trace row per block), its usage and USD cost, settle the budgets
@@ -125,6 +128,8 @@ def record_model_call(
     :param blocks: the response's content blocks, as the Messages API returned them.
     :param usage: the response's usage (input_tokens, output_tokens, cache_*_input_tokens).
     :param retries: transient API errors retried before this answer.
+    :param mark_tools: also mark the response's tool calls in flight (as many as max_tool_calls
+        allows; ``marked`` lists them), so they may run without a mark_tool_call each.
     :raises BudgetExceeded: ZF007 (iteration cap, or an unreserved call that does not fit).
     :raises LeaseLost: ZF001. :raises Cancelled: ZF002.
     """
@@ -144,7 +149,7 @@ def record_model_call(
                 Jsonb(list(blocks)),
                 Jsonb(dict(usage)),
                 model,
-                _opts(None, stop_reason=stop_reason, retries=retries),
+                _opts(None, stop_reason=stop_reason, retries=retries, mark_tools=mark_tools or None),
             ],
             m.ModelCallRecorded,
         ),
@@ -242,6 +247,52 @@ def complete_tool_call(
             m.ToolCallCompleted,
         ),
     )
+
+
+def complete_tool_calls(
+    conn: Connection,
+    attempt_id: int,
+    token: int,
+    agent_run_id: int,
+    results: Sequence[Mapping[str, Any]],
+    *,
+    next_iteration: int | None = None,
+    est_usd: float | Decimal | None = None,
+) -> m.ToolCallsCompleted:
+    """
+    Store an iteration's tool_result blocks (each names its call by ``tool_use_id``; the first
+    result of a call wins) and, with `next_iteration`, admit that model call reserving `est_usd`
+    (USD), in one transaction.
+
+    :raises BudgetExceeded: ZF007, the next call was refused; the results are stored all the same
+        and nothing was reserved.
+    :raises NotFound: ZF003 a result names no tool_use of the agent (nothing stored).
+    :raises LeaseLost: ZF001. :raises Cancelled: ZF002. :raises BadArgument: 22023.
+    """
+    done: m.ToolCallsCompleted = _fenced(
+        conn,
+        attempt_id,
+        token,
+        "complete_tool_calls",
+        lambda: _one(
+            conn,
+            "select * from pgflight.complete_tool_calls(%s, %s, %s, %s, %s, %s)",
+            [
+                attempt_id,
+                token,
+                agent_run_id,
+                Jsonb([dict(r) for r in results]),
+                next_iteration,
+                None if est_usd is None else Decimal(str(est_usd)),
+            ],
+            m.ToolCallsCompleted,
+        ),
+    )
+    if done.refusal is not None:
+        raise errors.BudgetExceeded(
+            str(done.refusal.get("message")), detail=done.refusal.get("detail"), hint=done.refusal.get("hint")
+        )
+    return done
 
 
 def load_transcript(

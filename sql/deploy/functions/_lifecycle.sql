@@ -43,24 +43,29 @@ set search_path = ''
 as $$
 declare
   v_now timestamptz := pgflight._now();
+  v_ids bigint[];
 begin
-  return query
-  with target as (
-    -- lock live attempts, deepest first
-    select a.id, a.status as old_status
+  -- Lock the live attempts, deepest first, in a statement of its own: the UPDATE below then runs
+  -- with a fresh snapshot and sees each row as it is now (a claim that committed while we waited
+  -- for its lock is seen as claimed, with its worker and token).
+  select array_agg(l.id) into v_ids from (
+    select a.id
       from pgflight.step_attempts a
       join unnest(p_step_ids) as t(step_id) on t.step_id = a.step_id
       join pgflight.steps s on s.id = a.step_id
      where a.status in ('queued', 'claimed', 'running', 'awaiting_children', 'awaiting_approval')
      order by s.depth desc, a.id
-       for update of a
-  ), changed as (
+       for update of a) l;
+
+  return query
+  with changed as (
     update pgflight.step_attempts a
-       set status = case when t.old_status in ('claimed', 'running') then 'cancel_requested' else 'cancelled' end,
-           finished_at = case when t.old_status in ('claimed', 'running') then null else v_now end,
+       set status = case when a.status in ('claimed', 'running') then 'cancel_requested' else 'cancelled' end,
+           finished_at = case when a.status in ('claimed', 'running') then null else v_now end,
            reason = 'cancelled'
-      from target t
+      from (select a0.id, a0.status as old_status from pgflight.step_attempts a0 where a0.id = any (v_ids)) t
      where a.id = t.id
+       and a.status in ('queued', 'claimed', 'running', 'awaiting_children', 'awaiting_approval')
     returning a.id, a.step_id, a.run_id, a.worker_id, t.old_status, a.status
   ), logged as (
     insert into pgflight.events (at, run_id, step_id, attempt_id, from_status, to_status, worker_id, reason, actor, detail)

@@ -28,10 +28,11 @@ $$;
 comment on function pgflight._fake_now(text) is
   'Internal: the fake instant of a test session. Raises ZF009 unless settings.allow_fake_clock.';
 
+-- No SET clause and fully qualified names, so the planner inlines it into its callers (a SQL
+-- function with SET cannot be inlined, and this is on every hot path).
 create function pgflight._now()
 returns timestamptz
 language sql stable
-set search_path = ''
 as $$
   select case when coalesce(pg_catalog.current_setting('pgflight.fake_now', true), '') = ''
               then pg_catalog.clock_timestamp()

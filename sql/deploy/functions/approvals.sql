@@ -94,8 +94,8 @@ comment on function pgflight._decide(bigint, text, text, text, text) is
 -- Decide a gate: p_decision 'approve' or 'reject'. The first decision wins: the same decision
 -- again is an idempotent no-op (applied = false); a different one raises ZF008. A decision made
 -- before the step reaches the gate is stored and used when it gets there (C25). p_gate_key null
--- means the step's only pending gate, else 'approval'. Concurrent deciders are serialised on the
--- gate row (insert-or-lock), so exactly one decision is recorded.
+-- means the step's pending gate, else its latest gate, else 'approval'. Concurrent deciders are
+-- serialised on the gate row (insert-or-lock), so exactly one decision is recorded.
 -- Errors: 22023 bad decision, ZF003 unknown step, ZF008 already decided otherwise.
 create function pgflight.approve(p_step_id bigint, p_decision text, p_actor text, p_note text default null,
                                  p_gate_key text default null)
@@ -116,7 +116,7 @@ begin
   end if;
   if v_key is null then
     select g.gate_key into v_key from pgflight.approvals g
-     where g.step_id = p_step_id and g.decision is null order by g.id limit 1;
+     where g.step_id = p_step_id order by g.decision is null desc, g.id desc limit 1;
     v_key := coalesce(v_key, 'approval');
   end if;
   insert into pgflight.approvals (step_id, gate_key) values (p_step_id, v_key)

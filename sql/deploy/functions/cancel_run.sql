@@ -6,8 +6,8 @@ set local role pgflight_owner;
 -- Cancel a run: the run becomes cancelled and every live attempt in it stops. Queued and parked
 -- attempts are cancelled at once; claimed and running ones become cancel_requested, their worker
 -- hears 'cancelled' on its next heartbeat, and nothing can complete after this (invariant 7).
--- Cancelling a finished run is a no-op reported as such. The run row is locked first, so two
--- cancels of one run are serialised. Errors: ZF003 unknown run.
+-- Cancelling a finished run is a no-op reported as such (was_running = false). Two cancels of one
+-- run are serialised on the attempts' row locks. Errors: ZF003 unknown run.
 create function pgflight.cancel_run(p_run_id bigint, p_actor text default null, p_reason text default null)
 returns table (run_id bigint, was_running boolean, cancelled integer, cancel_requested integer)
 language plpgsql volatile security definer
@@ -19,7 +19,7 @@ declare
   v_c integer;
   v_r integer;
 begin
-  select r.status into v_status from pgflight.runs r where r.id = p_run_id for update;
+  select r.status into v_status from pgflight.runs r where r.id = p_run_id;
   if not found then
     raise exception using errcode = 'ZF003', message = format('unknown run %s', p_run_id);
   end if;
@@ -27,10 +27,18 @@ begin
     return query select p_run_id, false, 0, 0;
     return;
   end if;
-  update pgflight.runs set status = 'cancelled', finished_at = pgflight._now() where id = p_run_id;
+  -- Attempts first, then the run row: the order a completing root takes (its attempt, then the
+  -- run), so a cancel racing a completion cannot deadlock with it.
   select array_agg(s.id) into v_steps from pgflight.steps s where s.run_id = p_run_id;
   select c.cancelled, c.cancel_requested into v_c, v_r
     from pgflight._cancel_steps(v_steps, coalesce(p_actor, session_user::text), p_reason) c;
+  update pgflight.runs set status = 'cancelled', finished_at = pgflight._now()
+   where id = p_run_id and status = 'running';
+  if not found then
+    -- the run ended (its root completed) before we got here: the cancel is a no-op
+    return query select p_run_id, false, v_c, v_r;
+    return;
+  end if;
   perform pgflight._event(p_run_id, null, null, 'running', 'cancelled', null, 'run_cancelled',
                           coalesce(p_actor, session_user::text),
                           jsonb_build_object('note', p_reason, 'cancelled', v_c, 'cancel_requested', v_r));

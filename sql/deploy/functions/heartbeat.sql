@@ -17,6 +17,9 @@ set search_path = ''
 as $$
 declare
   v_now timestamptz := pgflight._now();
+  v_ok bigint[];
+  v_ok_tokens bigint[];
+  v_until timestamptz[];
 begin
   if coalesce(cardinality(p_attempt_ids), 0) <> coalesce(cardinality(p_tokens), 0) then
     raise exception using errcode = '22023', message = 'attempt ids and tokens differ in length',
@@ -29,11 +32,10 @@ begin
       hint = 'Call register_worker first and use the id it returns.';
   end if;
 
-  return query
+  -- Renew what this worker still owns with this token.
   with asked as (
     select t.attempt_id, t.token from unnest(p_attempt_ids, p_tokens) as t(attempt_id, token)
   ), renewed as (
-    -- only what this worker still owns, with this token
     update pgflight.step_attempts a
        set lease_expires_at = v_now + make_interval(secs => a.lease_s)
       from asked q
@@ -41,13 +43,20 @@ begin
        and a.status in ('claimed', 'running')
     returning a.id, a.fencing_token, a.lease_expires_at
   )
+  select array_agg(r.id), array_agg(r.fencing_token), array_agg(r.lease_expires_at)
+    into v_ok, v_ok_tokens, v_until from renewed r;
+
+  -- The others are read in a statement of its own, so an attempt whose cancel committed while
+  -- this heartbeat waited for its row lock reads as cancelled, not lost.
+  return query
   select q.attempt_id,
-         case when r.id is not null then 'ok'
+         case when n.i is not null then 'ok'
               when a.status = 'cancel_requested' and a.fencing_token = q.token then 'cancelled'
               else 'lost' end,
-         r.lease_expires_at
-    from asked q
-    left join renewed r on r.id = q.attempt_id and r.fencing_token = q.token
+         v_until[n.i]
+    from unnest(p_attempt_ids, p_tokens) as q(attempt_id, token)
+    left join lateral (select i from generate_subscripts(v_ok, 1) as i
+                        where v_ok[i] = q.attempt_id and v_ok_tokens[i] = q.token) n on true
     left join pgflight.step_attempts a on a.id = q.attempt_id;
 end
 $$;

@@ -15,10 +15,11 @@ language plpgsql volatile security definer
 set search_path = ''
 as $$
 declare
+  v_now timestamptz := pgflight._now();
   v_run pgflight.agent_runs;
 begin
   v_run := pgflight._agent_fence(p_attempt_id, p_token, p_agent_run_id, 'load_transcript');
-  update pgflight.traces t set status = 'interrupted', updated_at = pgflight._now()
+  update pgflight.traces t set status = 'interrupted', updated_at = v_now
    where t.agent_run_id = v_run.id and t.status = 'in_flight';
   return query
     select t.iteration, t.seq, t.role, t.block_type, t.tool_use_id, t.tool_name, t.content, t.status,

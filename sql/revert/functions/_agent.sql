@@ -1,8 +1,11 @@
 -- Revert pgflight:functions/_agent
 begin;
-drop function pgflight._check_iterations(pgflight.agent_runs, integer);
+drop function pgflight._store_tool_results(bigint, bigint, jsonb, timestamptz);
+drop function pgflight._reserve(pgflight.agent_runs, bigint, integer, numeric, timestamptz);
+drop function pgflight._iteration_refusal(pgflight.agent_runs, integer);
 drop function pgflight._release_reservation(bigint);
 drop function pgflight._move_budget(bigint[], numeric, numeric, numeric, boolean, timestamptz, text);
+drop function pgflight._raise_budget_exceeded(jsonb);
 drop function pgflight._call_budget_ids(pgflight.agent_runs, timestamptz);
 drop function pgflight._price_usd(text, jsonb);
 drop function pgflight._agent_fence(bigint, bigint, bigint, text);

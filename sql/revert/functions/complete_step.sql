@@ -2,5 +2,5 @@
 begin;
 drop function pgflight.complete_batch(bigint[], bigint[], jsonb[]);
 drop function pgflight.complete_step(bigint, bigint, jsonb);
-drop function pgflight._complete(bigint, bigint, jsonb, timestamptz);
+drop function pgflight._complete_many(bigint[], bigint[], jsonb[], timestamptz);
 commit;
