@@ -151,7 +151,7 @@ declare
 begin
   for v_row in
     select g.id, g.default_decision from pgflight.approvals g
-     where g.decision is null and g.expires_at < pgflight._now()
+     where g.decision is null and g.expires_at < (select pgflight._now())
      order by g.expires_at limit p_limit
        for update skip locked
   loop

@@ -20,7 +20,8 @@ as $$
 declare
   v_ids bigint[];
   v_old text[];
-  v_steps bigint[];
+  v_parents bigint[];
+  v_root_runs bigint[];
   v_wake bigint[];
   v_parent bigint;
 begin
@@ -47,18 +48,20 @@ begin
       select p_now, d.run_id, d.step_id, d.id, o.old_status, 'succeeded', d.worker_id, 'succeeded'
         from done d join unnest(v_ids, v_old) as o(id, old_status) on o.id = d.id
     )
-    select array_agg(d.step_id) into v_steps from done d;
+    -- each finished step's parent (to poke) or, for a root, its run (to end), by primary key
+    select array_agg(s.parent_id) filter (where s.parent_id is not null),
+           array_agg(s.run_id) filter (where s.parent_id is null)
+      into v_parents, v_root_runs
+      from done d join pgflight.steps s on s.id = d.step_id;
 
     -- 3. the fan-in pokes, one per parent for all its children finished here: lock the parents
     -- (id order), then decrement; a parent whose counter reaches zero wakes, exactly once
     perform from pgflight.steps p
-     where p.id in (select s.parent_id from pgflight.steps s where s.id = any (v_steps))
+      join (select distinct u.id from unnest(v_parents) as u(id)) q on q.id = p.id
      order by p.id
-       for update;
+       for update of p;
     with finished as (
-      select s.parent_id, count(*)::integer as n
-        from pgflight.steps s where s.id = any (v_steps) and s.parent_id is not null
-       group by s.parent_id
+      select u.parent_id, count(*)::integer as n from unnest(v_parents) as u(parent_id) group by u.parent_id
     ), poked as (
       update pgflight.steps p
          set children_pending = greatest(p.children_pending - f.n, 0)
@@ -76,8 +79,8 @@ begin
     -- 4. a root that succeeded ends its run
     update pgflight.runs r
        set status = 'succeeded', finished_at = p_now
-      from pgflight.steps s
-     where s.id = any (v_steps) and s.parent_id is null and r.id = s.run_id and r.status = 'running';
+      from unnest(v_root_runs) as u(id)
+     where r.id = u.id and r.status = 'running';
   end if;
 
   return query

@@ -72,15 +72,17 @@ begin
   v_key := pgflight._opt_text(p_options, 'idempotency_key', null);
   v_hash := encode(sha256(convert_to(p_input::text, 'UTF8')), 'hex');
 
+  -- the root step's id is taken first, so the run row is written once, with it
+  v_step := nextval(pg_get_serial_sequence('pgflight.steps', 'id'));
   insert into pgflight.runs (workspace_id, recipe, idempotency_key, input_hash, submitted_by, options,
-                             max_usd, max_wall_s, max_iterations, max_tool_calls, created_at)
+                             max_usd, max_wall_s, max_iterations, max_tool_calls, created_at, root_step_id)
   values (v_ws, p_recipe, v_key, v_hash, pgflight._opt_text(p_options, 'submitted_by', session_user::text),
           coalesce(p_options, '{}'),
           coalesce(pgflight._opt_num(p_options, 'max_usd', null)::numeric, v_ws_max_usd),
           pgflight._opt_num(p_options, 'max_wall_s', null),
           pgflight._opt_num(p_options, 'max_iterations', null)::integer,
           pgflight._opt_num(p_options, 'max_tool_calls', null)::integer,
-          v_now)
+          v_now, v_step)
   on conflict (workspace_id, idempotency_key) do nothing
   returning id into v_run;
 
@@ -101,14 +103,12 @@ begin
     return;
   end if;
 
-  insert into pgflight.steps (run_id, parent_id, depth, step_key, recipe, input, priority, max_attempts,
+  insert into pgflight.steps (id, run_id, parent_id, depth, step_key, recipe, input, priority, max_attempts,
                               backoff, lease_s, max_runtime_s, created_at)
-  values (v_run, null, 0, 'root', p_recipe, p_input,
+  values (v_step, v_run, null, 0, 'root', p_recipe, p_input,
           pgflight._opt_num(p_options, 'priority', 0)::integer, v_max_attempts::integer,
           coalesce(p_options -> 'backoff', '{}'),
-          pgflight._opt_num(p_options, 'lease_s', null), pgflight._opt_num(p_options, 'max_runtime_s', null), v_now)
-  returning id into v_step;
-  update pgflight.runs set root_step_id = v_step where id = v_run;
+          pgflight._opt_num(p_options, 'lease_s', null), pgflight._opt_num(p_options, 'max_runtime_s', null), v_now);
   insert into pgflight.step_attempts (step_id, run_id, attempt_no, recipe, priority, status, available_after, created_at)
   values (v_step, v_run, 1, p_recipe, pgflight._opt_num(p_options, 'priority', 0)::integer, 'queued', v_not_before, v_now)
   returning id into v_attempt;

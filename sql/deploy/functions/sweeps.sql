@@ -32,8 +32,8 @@ begin
   select array_agg(r.id) into v_ids from (
     -- a run finishes after it is created, so created_at bounds the scan (runs_created_idx)
     select r.id from pgflight.runs r
-     where r.created_at < pgflight._now() - make_interval(secs => v_age)
-       and r.finished_at < pgflight._now() - make_interval(secs => v_age)
+     where r.created_at < (select pgflight._now()) - make_interval(secs => v_age)
+       and r.finished_at < (select pgflight._now()) - make_interval(secs => v_age)
      order by r.created_at limit p_limit
        for update skip locked) r;
   if v_ids is null then

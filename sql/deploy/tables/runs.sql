@@ -27,7 +27,6 @@ create table pgflight.runs (
 -- Retention finds old runs by created_at, a column never updated: an index on status or
 -- finished_at would make the run's final UPDATE non-HOT on the completion hot path.
 create index runs_created_idx on pgflight.runs (created_at);
-create index runs_workspace_idx on pgflight.runs (workspace_id, id);
 comment on table pgflight.runs is
   'Top-level jobs. status: running | succeeded | failed (root step dead-lettered) | cancelled. '
   'input_hash: sha256 of the input JSON, to tell a repeated idempotency key from a conflicting one. '

@@ -35,15 +35,15 @@ select e.id, e.at, e.run_id, e.step_id, e.attempt_id, e.from_status, e.to_status
 comment on view pgflight.run_events is 'The transition log.';
 
 create view pgflight.engine_health as
-select (select count(*) from pgflight.step_attempts a where a.status = 'queued' and a.available_after <= pgflight._now()) as ready,
+select (select count(*) from pgflight.step_attempts a where a.status = 'queued' and a.available_after <= (select pgflight._now())) as ready,
        (select count(*) from pgflight.step_attempts a where a.status in ('claimed', 'running', 'cancel_requested')) as leased,
        (select count(*) from pgflight.step_attempts a where a.status in ('claimed', 'running', 'cancel_requested')
-           and a.lease_expires_at < pgflight._now()) as expired_not_reclaimed,
+           and a.lease_expires_at < (select pgflight._now())) as expired_not_reclaimed,
        (select count(*) from pgflight.step_attempts a where a.status in ('claimed', 'running')
-           and a.deadline_at < pgflight._now() and a.lease_expires_at >= pgflight._now()) as over_deadline_heartbeating,
+           and a.deadline_at < (select pgflight._now()) and a.lease_expires_at >= (select pgflight._now())) as over_deadline_heartbeating,
        (select count(*) from pgflight.step_attempts a where a.status in ('awaiting_children', 'awaiting_approval')) as parked,
        (select count(*) from pgflight.workers w where w.stopped_at is null
-           and w.last_seen_at > pgflight._now() - interval '60 seconds') as workers_alive;
+           and w.last_seen_at > (select pgflight._now()) - interval '60 seconds') as workers_alive;
 comment on view pgflight.engine_health is
   'Gauges: ready, leased, expired leases not yet reclaimed, attempts over their deadline but still heartbeating (C15), parked, workers seen in the last 60 s.';
 
