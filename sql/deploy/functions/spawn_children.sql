@@ -70,7 +70,7 @@ begin
            coalesce((w.o ->> 'max_runtime_s')::double precision, v_parent.max_runtime_s),
            v_now
       from wanted w
-    on conflict (parent_id, step_key) do nothing
+    on conflict (parent_id, step_key) where parent_id is not null do nothing
     returning id, run_id, recipe, priority
   ), attempts as (
     insert into pgflight.step_attempts (step_id, run_id, attempt_no, recipe, priority, status, available_after, created_at)

@@ -24,7 +24,6 @@ create table pgflight.steps (
   children_pending  integer not null default 0,
   fail_fast         boolean not null default false,
   created_at        timestamptz not null default pgflight._now(),
-  constraint step_key_is_unique_under_parent unique (parent_id, step_key),
   constraint max_attempts_is_positive check (max_attempts > 0),
   constraint failed_attempts_is_not_negative check (failed_attempts >= 0),
   constraint lease_is_positive check (lease_s is null or lease_s > 0),
@@ -32,6 +31,11 @@ create table pgflight.steps (
   constraint root_has_depth_zero check ((parent_id is null) = (depth = 0))
 );
 create index steps_run_idx on pgflight.steps (run_id);
+-- A child's key is unique under its parent (spawn_children is idempotent by it). Roots are left
+-- out: every root is keyed 'root' under no parent, and millions of equal (NULL, 'root') entries
+-- would make each submit's insert walk them.
+create unique index steps_key_is_unique_under_parent_idx on pgflight.steps (parent_id, step_key)
+  where parent_id is not null;
 comment on table pgflight.steps is
   'Step identity. failed_attempts counts attempts that ended failed, lease_expired or timed_out: '
   'at max_attempts the step is dead-lettered. children_pending counts children not yet terminal '
