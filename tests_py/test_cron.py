@@ -19,6 +19,7 @@ import pytest
 from pgflight import migrate
 
 CRON_DB = "pgflight"
+JOBS = "select jobid, jobname, schedule, command from cron.job order by jobname"
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +48,9 @@ def _expired_step(c: psycopg.Connection, recipe: str) -> int:
     c.execute("select * from pgflight.submit_run('cron', %s, '{}', '{\"max_attempts\": 3}')", [recipe])
     worker = c.execute("select pgflight.register_worker('doomed')").fetchone()
     assert worker is not None
-    got = c.execute("select attempt_id from pgflight.claim_batch(%s, 1, 1, array[%s])", [worker[0], recipe]).fetchall()
+    got = c.execute(
+        "select attempt_id from pgflight.claim_batch(%s, 1, 1, array[%s])", [worker[0], recipe]
+    ).fetchall()
     assert len(got) == 1
     return int(got[0][0])
 
@@ -66,9 +69,9 @@ def _wait_reclaimed(c: psycopg.Connection, attempt_id: int, timeout_s: float) ->
 def test_install_schedules_is_idempotent_and_fits_the_cron_version(cron_dsn: str) -> None:
     with psycopg.connect(cron_dsn, autocommit=True) as c:
         first = c.execute("select * from pgflight.install_schedules()").fetchall()
-        jobs1 = c.execute("select jobid, jobname, schedule, command from cron.job order by jobname").fetchall()
+        jobs1 = c.execute(JOBS).fetchall()
         second = c.execute("select * from pgflight.install_schedules()").fetchall()
-        jobs2 = c.execute("select jobid, jobname, schedule, command from cron.job order by jobname").fetchall()
+        jobs2 = c.execute(JOBS).fetchall()
         assert first == second
         assert jobs1 == jobs2, "installing twice must change nothing"
         names = {j[1] for j in jobs2}
