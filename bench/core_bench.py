@@ -31,9 +31,9 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
-from psycopg.types.json import Jsonb
 from benchlib import Conn, percentile, register, run_threads, stats_settled, throwaway_cluster
 from psycopg.conninfo import conninfo_to_dict
+from psycopg.types.json import Jsonb
 
 from pgflight.embedded import Cluster
 

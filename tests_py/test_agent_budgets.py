@@ -31,7 +31,10 @@ def _claim_all(conn: psycopg.Connection[Any], wid: int, n: int, recipe: str) -> 
 
 
 def test_c24_five_children_at_9_90_of_10_exactly_one_admitted(dsn: str, connect: Any) -> None:
-    """C24: 5 concurrent admissions of 0.09 USD against 9.90 of 10.00: exactly one; the rest end and wake the parent."""
+    """
+    C24: 5 concurrent admissions of 0.09 USD against 9.90 of 10.00: exactly one; the rest end and
+    wake the parent.
+    """
     conn = connect()
     db.create_workspace(conn, "w", daily_usd_cap=10.00)
     parent = db.submit_run(conn, "w", "fanout", {})

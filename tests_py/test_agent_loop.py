@@ -50,7 +50,10 @@ def run_inline(
 def test_anthropic_sdk_tool_use_errors_and_max_tokens(
     dsn: str, fake_anthropic: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """tool_use, then 429, 500 and 529 (retried within the iteration, on the record), then a max_tokens stop."""
+    """
+    tool_use, then 429, 500 and 529 (retried within the iteration, on the record), then a
+    max_tokens stop.
+    """
 
     def reply(body: dict[str, Any], n: int) -> tuple[int, dict[str, Any]]:
         turn = sum(1 for m in body["messages"] if m["role"] == "assistant")
@@ -218,8 +221,8 @@ def test_an_iteration_is_two_writes_with_parallel_tool_calls_batched(dsn: str) -
 
 def test_offline_model_is_deterministic_and_free(dsn: str) -> None:
     """The default offline policy calls each tool once then ends; same input, same transcript, 0 USD."""
-    r1, s1 = run_inline(dsn, {"task": "say", "tools": ["note"]})
-    r2, s2 = run_inline(dsn, {"task": "say", "tools": ["note"]})
+    r1, _ = run_inline(dsn, {"task": "say", "tools": ["note"]})
+    r2, _ = run_inline(dsn, {"task": "say", "tools": ["note"]})
     assert r1["iterations"] == 2 and r1["usd"] == 0
     with psycopg.connect(dsn, autocommit=True) as conn:
         t1 = [(r.iteration, r.seq, r.content) for r in db.agent.agent_transcript(conn, r1["agent_run_id"])]
@@ -466,11 +469,14 @@ def test_interrupted_side_effect_without_receipt_is_reported_to_the_model(dsn: s
 
 
 def test_cli_trace_and_export_dataset(dsn: str, tmp_path: Path) -> None:
-    """`pgflight trace STEP` prints the transcript with costs; export-dataset writes the conversation as JSONL."""
+    """
+    `pgflight trace STEP` prints the transcript with costs; export-dataset writes the conversation
+    as JSONL.
+    """
     import subprocess
     import sys
 
-    result, step_id = run_inline(dsn, {"task": "say hi", "tools": ["note"]})
+    _, step_id = run_inline(dsn, {"task": "say hi", "tools": ["note"]})
     env = dict(__import__("os").environ, PGFLIGHT_DSN=dsn)
     tr = subprocess.run(
         [sys.executable, "-m", "pgflight.cli", "trace", str(step_id)],

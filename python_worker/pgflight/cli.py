@@ -25,8 +25,8 @@ from rich.console import Console
 from rich.markup import escape
 
 from pgflight import __version__, migrate
-from pgflight.errors import PgflightError
 from pgflight.embedded import Cluster, EmbeddedError
+from pgflight.errors import PgflightError
 from pgflight.migrate import MigrationError
 
 out = Console(highlight=False)
@@ -39,7 +39,11 @@ class CliError(RuntimeError):
 
 # Errors that become one line and exit 1; anything else is a bug and keeps its traceback.
 EXPECTED_ERRORS: tuple[type[BaseException], ...] = (
-    CliError, EmbeddedError, MigrationError, PgflightError, psycopg.Error
+    CliError,
+    EmbeddedError,
+    MigrationError,
+    PgflightError,
+    psycopg.Error,
 )
 
 app = typer.Typer(
@@ -213,7 +217,6 @@ def main() -> None:
         raise SystemExit(1) from None
     except KeyboardInterrupt:
         raise SystemExit(130) from None
-
 
 
 from pgflight import cli_ops  # noqa: E402  (operating commands: worker, submit, runs, show, …)

@@ -101,7 +101,8 @@ def _iteration_header(r: TraceRow) -> str:
     if r.usd is None:
         return f"[bold]— iteration {r.iteration} —[/]"
     return (
-        f"[bold]— iteration {r.iteration} —[/] {escape(r.model or '')} {r.input_tokens} in / {r.output_tokens} out"
+        f"[bold]— iteration {r.iteration} —[/] {escape(r.model or '')} "
+        f"{r.input_tokens} in / {r.output_tokens} out"
         f" tokens, {r.usd:.6f} USD, stop {r.stop_reason}"
     )
 

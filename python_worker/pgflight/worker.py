@@ -421,7 +421,9 @@ class Worker:
             )
             return True
         except Exception as e:
-            log.warning("could not release attempt %s (%s): %s", held.claim.attempt_id, reason, _first_line(e))
+            log.warning(
+                "could not release attempt %s (%s): %s", held.claim.attempt_id, reason, _first_line(e)
+            )
             return False
 
     # --- shutdown ----------------------------------------------------------------------------

@@ -340,8 +340,13 @@ def claim_batch(
     return _rows(
         conn,
         "select * from pgflight.claim_batch(%s, %s, %s, %s, %s)",
-        [worker_id, batch_size, lease_s, list(recipes) if recipes is not None else None,
-         Jsonb({"start": True} if start else {})],
+        [
+            worker_id,
+            batch_size,
+            lease_s,
+            list(recipes) if recipes is not None else None,
+            Jsonb({"start": True} if start else {}),
+        ],
         models.ClaimedStep,
     )
 
