@@ -1,10 +1,12 @@
--- A runnable tour of the SQL API: psql -X -f docs/api_tour.sql "$(scripts/pgflight db url)"
--- Each call is what a worker or operator in any language sends. Run on a fresh database.
+-- A runnable tour of the SQL API: psql -X -f docs/api_tour.sql "$PGFLIGHT_DSN"
+-- Each call is what a worker or operator in any language sends. Run it on a scratch database
+-- where pgflight is deployed and no worker runs (a worker would claim the tour's steps).
 \pset footer off
 \set ON_ERROR_STOP 1
 \echo '-- operator: a workspace and a run (idempotent by key)'
 select pgflight.create_workspace('demo', '{"daily_usd_cap": 25}') as workspace_id;
-select * from pgflight.submit_run('demo', 'review', '{"doc": "GPL-3"}', '{"idempotency_key": "gpl3", "max_attempts": 3}');
+select * from pgflight.submit_run('demo', 'review', '{"doc": "GPL-3"}', '{"idempotency_key": "gpl3", "max_attempts": 3}') \gset r1_
+select :r1_run_id as run_id, :r1_step_id as step_id, :r1_attempt_id as attempt_id, :'r1_created' as created;
 select * from pgflight.submit_run('demo', 'review', '{"doc": "GPL-3"}', '{"idempotency_key": "gpl3"}');
 \echo '-- worker: register, claim a batch (lease 30 s), start, heartbeat'
 select pgflight.register_worker('host-a:4242', '{"recipes": ["review"]}') as worker_id \gset
@@ -25,7 +27,7 @@ select * from pgflight.complete_step(:attempt_id, :token2, '{"report": "2 clause
 select * from pgflight.complete_step(:attempt_id, :token, '{"late": true}');
 \set ON_ERROR_STOP 1
 select pgflight.record_stale_write(:attempt_id, :token, 'complete_step') as logged;
-select run_id, status, steps_total, steps_succeeded, attempts_total, result from pgflight.run_status(1);
+select run_id, status, steps_total, steps_succeeded, attempts_total, result from pgflight.run_status(:r1_run_id);
 \echo '-- failures: retry with backoff, then the dead letter at the ceiling, then retry_step'
 select run_id as r2 from pgflight.submit_run('demo', 'flaky', '{}', '{"max_attempts": 2, "backoff": {"base_s": 0}}') \gset
 select attempt_id as a, fencing_token as t from pgflight.claim_batch(:worker_id, 1, 30, array['flaky']) \gset
@@ -41,7 +43,7 @@ select attempt_id as a, fencing_token as t from pgflight.claim_batch(:worker_id,
 select * from pgflight.request_approval(:a, :t, 'approval', '{"summary": "publish the report"}');
 select * from pgflight.release_step(:a, :t, 'shutting down');
 select * from pgflight.cancel_run(:r2, 'alice', 'no longer needed');
-select pgflight.replay_from(step_id, 'alice', 'new clause list') is not null as replayed from pgflight.step_status where run_id = 1 and parent_id is null;
+select pgflight.replay_from(:r1_step_id, 'alice', 'new clause list') is not null as replayed;
 select * from pgflight.run_sweeps();
 select * from pgflight.engine_health;
 select reason, count(*) from pgflight.run_events group by reason order by reason;

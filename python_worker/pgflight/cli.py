@@ -193,11 +193,29 @@ def migrate_cmd(
         bool, typer.Option("--revert", help="Revert every change instead of deploying.")
     ] = False,
     to: Annotated[str | None, typer.Option("--to", help="Stop at this change.")] = None,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Revert without asking.")] = False,
 ) -> None:
-    """Deploy the schema with sqitch (deploy --verify), or revert it."""
+    """
+    Deploy the schema with sqitch (deploy --verify) and install the pg_cron schedules where the
+    database has pg_cron; or revert it (which deletes every run and its history).
+    """
     dsn = _dsn()
-    output = migrate.revert(dsn, to=to) if revert else migrate.deploy(dsn, to=to)
-    out.print(output.rstrip(), soft_wrap=True)
+    if revert:
+        if not yes and not typer.confirm(
+            "Revert drops schema pgflight with every run and its history. Go on?"
+        ):
+            raise CliError("not reverted")
+        out.print(migrate.revert(dsn, to=to).rstrip(), soft_wrap=True)
+        return
+    out.print(migrate.deploy(dsn, to=to).rstrip(), soft_wrap=True)
+    if to is None:
+        why_not = migrate.install_schedules(dsn)
+        out.print(
+            "pg_cron schedules installed"
+            if why_not is None
+            else f"no pg_cron schedules ({why_not}); run pgflight.run_sweeps() from another scheduler",
+            soft_wrap=True,
+        )
 
 
 # --- entry point ------------------------------------------------------------------------------

@@ -131,3 +131,21 @@ def verify(dsn: str) -> str:
 def status(dsn: str) -> str:
     """sqitch's status report for the database."""
     return _sqitch(["status"], dsn)
+
+
+def install_schedules(dsn: str) -> str | None:
+    """
+    Install pgflight's pg_cron jobs (``pgflight.install_schedules()``; idempotent).
+
+    :return: None when pg_cron now runs the sweeps; otherwise why not (pg_cron missing in this
+        database, ZF011, or no privilege to schedule): the caller must run the sweeps itself.
+    """
+    from pgflight import db, errors  # the client, only when scheduling is asked for
+    from pgflight.db.connection import connect
+
+    with connect(dsn) as conn:
+        try:
+            db.install_schedules(conn)
+        except errors.PgflightError as e:
+            return e.one_line()
+    return None

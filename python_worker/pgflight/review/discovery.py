@@ -69,8 +69,24 @@ class DecodedText:
 
     @property
     def lines(self) -> list[str]:
-        """The lines without terminators; line 1 is ``lines[0]``."""
-        return self.text.splitlines()
+        """
+        The lines without terminators; line 1 is ``lines[0]``.
+
+        Lines end at ``\n`` (and ``\r\n``) only, as editors, ``grep -n`` and ``wc -l`` count them:
+        ``str.splitlines`` would also break at form feeds and other separators, which old license
+        texts (GPL-1, LGPL-2.1) contain, and every citation after one would point at the wrong line.
+        """
+        return split_lines(self.text)
+
+
+def split_lines(text: str) -> list[str]:
+    """Split `text` into lines at ``\n`` / ``\r\n`` only; a final newline adds no empty line."""
+    if not text:
+        return []
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    return [ln[:-1] if ln.endswith("\r") else ln for ln in lines]
 
 
 @dataclass(frozen=True)

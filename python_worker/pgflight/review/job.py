@@ -43,7 +43,7 @@ import psycopg
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from pgflight import db, errors, migrate
+from pgflight import db, migrate
 from pgflight.db.audit import RunAudit, run_audit
 from pgflight.embedded import Cluster
 from pgflight.review.discovery import Discovery, discover
@@ -121,15 +121,10 @@ def prepare_schema(dsn: str, console: Console) -> bool:
     :raises MigrationError: sqitch failed.
     """
     migrate.deploy(dsn)
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        try:
-            db.install_schedules(conn)
-        except errors.CronMissing:
-            console.print("[dim]pg_cron is not available here: this command runs the sweeps itself[/]")
-            return False
-        except errors.PgflightError as e:  # e.g. no privilege to schedule: same fallback
-            console.print(f"[dim]could not install the pg_cron schedules ({e.one_line()}); sweeping here[/]")
-            return False
+    why_not = migrate.install_schedules(dsn)
+    if why_not is not None:
+        console.print(f"[dim]no pg_cron schedules ({why_not}): this command runs the sweeps itself[/]")
+        return False
     return True
 
 
@@ -353,6 +348,7 @@ class ReviewJob:
         next_kill = t0 + self._chaos_delay()
         next_sweep = t0 + SWEEP_EVERY_S
         next_audit = t0
+        next_line = t0
         audit: RunAudit | None = None
         first_done: int | None = None
         with Progress(
@@ -368,6 +364,7 @@ class ReviewJob:
             ),
             console=console,
             transient=False,
+            disable=not console.is_terminal,  # a log or a pipe gets plain lines instead (below)
         ) as progress:
             task = progress.add_task(
                 "run", total=max(total, 1), rate="", eta="?", alive=0, retries=0, reclaimed=0, kills=""
@@ -394,6 +391,15 @@ class ReviewJob:
                     reclaimed=audit.reclaimed_attempts if audit else 0,
                     kills=f" · killed {pool.kills}" if self.chaos else "",
                 )
+                if not console.is_terminal and (now >= next_line or st.status != "running"):
+                    console.print(
+                        f"reviewed {done}/{total} · {rate:.1f} docs/s · workers {pool.alive()} · "
+                        f"retries {audit.retries if audit else 0} · "
+                        f"reclaimed {audit.reclaimed_attempts if audit else 0}"
+                        + (f" · killed {pool.kills}" if self.chaos else ""),
+                        highlight=False,
+                    )
+                    next_line = now + 10.0
                 if st.status != "running":
                     return st
                 if self.chaos and now >= next_kill:

@@ -307,6 +307,7 @@ def reconcile(ctx: StepContext) -> dict[str, Any]:
             "output_tokens",
             "tokens",
             "wall_time_s",
+            "steps_succeeded_twice",
         }
     )
     audit_figures["usd"] = float(audit.usd)
