@@ -57,7 +57,9 @@ def trace(
     with _conn() as conn:
         info = adb.agent_run_of(conn, step)
         if info is None:
-            Console(stderr=True).print(f"[bold red]error:[/] step {step} is not an agent step (no agent run)")
+            known = conn.execute("select 1 from pgflight.step_status where step_id = %s", [step]).fetchone()
+            why = "is not an agent step (no agent run)" if known else "is unknown"
+            Console(stderr=True).print(f"[bold red]error:[/] step {step} {why}")
             raise typer.Exit(1)
         rows = adb.agent_transcript(conn, info.agent_run_id)
     if as_json:

@@ -237,7 +237,8 @@ def _tree(st: models.RunStatus, steps: list[models.StepState]) -> Tree:
         shown = kids if len(kids) <= 50 else kids[:50]
         for s in shown:
             label = (
-                f"{escape(s.step_key)} [bold]{s.recipe}[/] {_style(s.status)} attempt {s.attempt_no}"
+                f"{escape(s.step_key)} [dim]step {s.step_id}[/] [bold]{s.recipe}[/] {_style(s.status)}"
+                f" attempt {s.attempt_no}"
                 f" {_dur(s.started_at or s.claimed_at, s.finished_at)}"
             )
             if s.error:
@@ -344,6 +345,9 @@ def dead_letters(limit: Annotated[int, typer.Option("--limit", "-n")] = 50, as_j
         rows = db.dead_letters(c, limit=limit)
     if as_json:
         _dump(rows)
+        return
+    if not rows:
+        out.print("no dead letters")
         return
     t = Table("step", "run", "key", "recipe", "attempts", "reason", "error")
     for d in rows:
