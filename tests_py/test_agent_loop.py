@@ -507,4 +507,4 @@ def test_cli_trace_and_export_dataset(dsn: str, tmp_path: Path) -> None:
         text=True,
         timeout=60,
     )
-    assert bad.returncode == 1 and "not an agent step" in bad.stderr
+    assert bad.returncode == 1 and "step 999999 is unknown" in bad.stderr
