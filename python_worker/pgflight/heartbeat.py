@@ -87,7 +87,11 @@ def clamp_interval(lease_s: float, heartbeat_s: float | None) -> float:
 
     :param lease_s: lease length in seconds.
     :param heartbeat_s: wanted interval in seconds (None: lease/3).
+    :raises ValueError: a lease or an interval that is not a positive number (a zero interval
+        would beat in a busy loop).
     """
+    if not lease_s > 0 or (heartbeat_s is not None and not heartbeat_s > 0):
+        raise ValueError(f"lease ({lease_s!r} s) and heartbeat interval ({heartbeat_s!r} s) must be positive")
     limit = lease_s / 3
     if heartbeat_s is None:
         return limit

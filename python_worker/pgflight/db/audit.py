@@ -25,7 +25,7 @@ class RunAudit(Row):
         dead_letter. :ivar tokens: input + output + cache tokens. :ivar usd: USD of the model calls.
     :ivar wall_time_s: seconds from submission to the end (to now while running).
     :ivar steps_unfinished: steps whose latest attempt is not terminal.
-    :ivar steps_succeeded_twice: steps with more than one succeeded attempt (0 unless the engine is broken).
+    :ivar steps_succeeded_twice: steps with more than one succeeded attempt (0 unless replayed).
     """
 
     run_id: int

@@ -36,7 +36,7 @@ AUDIT_LABELS: Final[dict[str, str]] = {
     "tokens": "Tokens",
     "usd": "Cost (USD)",
     "wall_time_s": "Wall time (s)",
-    "steps_succeeded_twice": "Steps with more than one succeeded attempt (0: nothing done twice)",
+    "steps_succeeded_twice": "Steps with more than one succeeded attempt (0 unless replayed)",
 }
 CSV_COLUMNS: Final = ("path", "family", "category", "severity", "line_start", "line_end", "citation", "quote")
 

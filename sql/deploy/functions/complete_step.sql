@@ -29,7 +29,8 @@ begin
   select array_agg(l.id order by l.id), array_agg(l.status order by l.id) into v_ids, v_old from (
     select a.id, a.status
       from pgflight.step_attempts a
-      join unnest(p_attempt_ids, p_tokens) as q(id, token) on q.id = a.id and q.token = a.fencing_token
+      join (select distinct u.id, u.token from unnest(p_attempt_ids, p_tokens) as u(id, token)) q
+        on q.id = a.id and q.token = a.fencing_token
      where a.status in ('claimed', 'running')
      order by a.id
        for update of a) l;

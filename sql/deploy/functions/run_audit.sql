@@ -12,7 +12,7 @@ set local role pgflight_owner;
 --   output_tokens, tokens (input + output + cache), usd (from costs); wall_time_s (seconds from
 --   submission to the end, or to now while running); steps_succeeded; steps_unfinished (latest
 --   attempt not terminal); steps_succeeded_twice (steps with more than one succeeded attempt:
---   always 0 unless the engine is broken).
+--   0 unless a step was replayed: replay_from runs a succeeded step again).
 -- Reads only, one snapshot (a stable function in one statement). Errors: ZF003 unknown run.
 create function pgflight.run_audit(p_run_id bigint)
 returns table (run_id bigint, status text, steps bigint, attempts bigint, retries bigint,

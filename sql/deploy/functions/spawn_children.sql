@@ -3,6 +3,41 @@
 begin;
 set local role pgflight_owner;
 
+-- True when a child's options are malformed: priority not an integer, max_attempts not a
+-- positive integer, lease_s or max_runtime_s not a positive number, backoff not an object.
+create function pgflight._bad_child_options(p_options jsonb)
+returns boolean
+language plpgsql immutable
+set search_path = ''
+as $$
+declare
+  v_key text;
+  v_num numeric;
+begin
+  if p_options is null or jsonb_typeof(p_options) <> 'object' then
+    return false;  -- a non-object is reported by the caller's own check
+  end if;
+  if p_options ? 'backoff' and jsonb_typeof(p_options -> 'backoff') <> 'object' then
+    return true;
+  end if;
+  foreach v_key in array array['priority', 'max_attempts', 'lease_s', 'max_runtime_s'] loop
+    continue when not p_options ? v_key;
+    if jsonb_typeof(p_options -> v_key) <> 'number' then
+      return true;
+    end if;
+    v_num := (p_options ->> v_key)::numeric;
+    if (v_key in ('priority', 'max_attempts') and v_num <> trunc(v_num))
+       or (v_key = 'max_attempts' and v_num < 1)
+       or (v_key in ('lease_s', 'max_runtime_s') and v_num <= 0) then
+      return true;
+    end if;
+  end loop;
+  return false;
+end
+$$;
+comment on function pgflight._bad_child_options(jsonb) is
+  'Internal: true when a child''s options object has a malformed priority, max_attempts, lease_s, max_runtime_s or backoff.';
+
 -- Fan-out. A running attempt writes its plan as child steps, p_children a JSON array of
 -- {"key": text, "recipe": text, "input": json, "options": {priority, max_attempts, lease_s,
 -- max_runtime_s, backoff}}; keys are unique under the parent, and a key that exists already
@@ -41,6 +76,7 @@ begin
       or jsonb_typeof(e.value -> 'key') is distinct from 'string' or btrim(e.value ->> 'key') = ''
       or jsonb_typeof(e.value -> 'recipe') is distinct from 'string' or btrim(e.value ->> 'recipe') = ''
       or (e.value ? 'options' and jsonb_typeof(e.value -> 'options') <> 'object')
+      or pgflight._bad_child_options(e.value -> 'options')
       or octet_length(coalesce(e.value -> 'input', '{}')::text) > v_max_bytes
    limit 1;
   if found then
@@ -50,7 +86,9 @@ begin
     end if;
     raise exception using errcode = '22023', message = format('child %s is malformed', v_bad.ord),
       detail = left(v_bad.value::text, 200),
-      hint = 'Each child needs a non-blank string key and recipe; options must be an object.';
+      hint = 'Each child needs a non-blank string key and recipe; options must be an object whose '
+             'priority is an integer, max_attempts a positive integer, lease_s and max_runtime_s '
+             'positive numbers, backoff an object.';
   end if;
 
   select s.* into v_parent from pgflight.steps s where s.id = v_att.step_id for update;

@@ -34,6 +34,12 @@ begin
     select r.id from pgflight.runs r
      where r.created_at < (select pgflight._now()) - make_interval(secs => v_age)
        and r.finished_at < (select pgflight._now()) - make_interval(secs => v_age)
+       -- a cancelled run may still have an attempt whose worker has not acknowledged: keep it
+       and not exists (select from pgflight.steps s
+                          join pgflight.step_attempts a on a.step_id = s.id
+                        where s.run_id = r.id
+                          and a.status in ('queued', 'claimed', 'running', 'cancel_requested',
+                                           'awaiting_children', 'awaiting_approval'))
      order by r.created_at limit p_limit
        for update skip locked) r;
   if v_ids is null then
