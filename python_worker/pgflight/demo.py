@@ -22,20 +22,28 @@ from pgflight.recipes import Fatal, StepContext, recipe
 
 
 class Sleep(BaseModel):
+    """Input of `sleep`: how long to sleep, in seconds."""
+
     seconds: float = Field(ge=0)
 
 
 class Square(BaseModel):
+    """Input of `square`: the number, and seconds to sleep first."""
+
     x: float
     sleep_s: float = 0.0
 
 
 class Fanout(BaseModel):
+    """Input of `fanout`: how many `square` children, and seconds each sleeps."""
+
     n: int = Field(ge=0, le=1_000_000)
     child_sleep_s: float = 0.0
 
 
 class Flaky(BaseModel):
+    """Input of `flaky`: how many attempts fail before one succeeds."""
+
     fail_times: int = 1
 
 

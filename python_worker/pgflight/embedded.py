@@ -85,6 +85,7 @@ def free_port() -> int:
 
 
 def port_is_free(port: int) -> bool:
+    """True when nothing listens on 127.0.0.1:`port` (bound with SO_REUSEADDR, as PostgreSQL binds)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as postgres does
         try:
@@ -96,6 +97,8 @@ def port_is_free(port: int) -> bool:
 
 @dataclass(frozen=True)
 class ClusterStatus:
+    """What `pgflight db status` reports about the embedded cluster."""
+
     folder: Path
     initialized: bool
     running: bool
