@@ -398,6 +398,7 @@ class ReviewJob:
                         f"reclaimed {audit.reclaimed_attempts if audit else 0}"
                         + (f" · killed {pool.kills}" if self.chaos else ""),
                         highlight=False,
+                        soft_wrap=True,
                     )
                     next_line = now + 10.0
                 if st.status != "running":
