@@ -184,7 +184,7 @@ def submit(
 
 @_one_line_errors
 def runs(
-    limit: Annotated[int, typer.Option("--limit", "-n")] = 20,
+    limit: Annotated[int, typer.Option("--limit", "-n", help="Show at most this many.")] = 20,
     status: Annotated[
         str | None, typer.Option("--status", help="running, succeeded, failed, cancelled")
     ] = None,
@@ -256,7 +256,7 @@ def _tree(st: models.RunStatus, steps: list[models.StepState]) -> Tree:
 @_one_line_errors
 def events(
     run: Annotated[int, typer.Argument(help="Run id.")],
-    limit: Annotated[int, typer.Option("--limit", "-n")] = 1000,
+    limit: Annotated[int, typer.Option("--limit", "-n", help="Show at most this many.")] = 1000,
     as_json: JsonOpt = False,
 ) -> None:
     """The transition log of a run."""
@@ -339,7 +339,10 @@ def replay(
 
 
 @_one_line_errors
-def dead_letters(limit: Annotated[int, typer.Option("--limit", "-n")] = 50, as_json: JsonOpt = False) -> None:
+def dead_letters(
+    limit: Annotated[int, typer.Option("--limit", "-n", help="Show at most this many.")] = 50,
+    as_json: JsonOpt = False,
+) -> None:
     """Dead-lettered steps with their last error."""
     with _conn() as c:
         rows = db.dead_letters(c, limit=limit)
