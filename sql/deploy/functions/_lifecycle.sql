@@ -82,6 +82,59 @@ comment on function pgflight._cancel_steps(bigint[], text, text) is
   'Internal: cancel the live attempts of these steps; returns how many were cancelled and how many '
   'were leased and became cancel_requested.';
 
+-- Cancel a whole tree until nothing live is left in it: every step of run p_run_id when
+-- p_step_id is null, else p_step_id and all its descendants. A write this cancel waited for (a
+-- retry, a reclaim, a spawn) may have created attempts or children its pass could not see, so
+-- the tree is read anew after each pass, and the loop ends when a fresh read finds nothing live.
+-- Nothing can create one after that: every attempt that could is cancelled or cancel_requested
+-- and refuses fenced writes. Shared by cancel_run, cancel_step and _step_finished.
+create function pgflight._cancel_tree(p_run_id bigint, p_step_id bigint, p_actor text, p_reason text)
+returns table (cancelled integer, cancel_requested integer)
+language plpgsql volatile
+set search_path = ''
+as $$
+declare
+  v_ids bigint[];
+  v_pass_c integer;
+  v_pass_r integer;
+begin
+  cancelled := 0;
+  cancel_requested := 0;
+  loop
+    v_ids := pgflight._tree_steps(p_run_id, p_step_id);
+    select c.cancelled, c.cancel_requested into v_pass_c, v_pass_r
+      from pgflight._cancel_steps(v_ids, p_actor, p_reason) c;
+    cancelled := cancelled + v_pass_c;
+    cancel_requested := cancel_requested + v_pass_r;
+    exit when not exists (
+      select from unnest(pgflight._tree_steps(p_run_id, p_step_id)) as t(id)
+        join pgflight.step_attempts a on a.step_id = t.id
+       where a.status in ('queued', 'claimed', 'running', 'awaiting_children', 'awaiting_approval'));
+  end loop;
+  return next;
+end
+$$;
+comment on function pgflight._cancel_tree(bigint, bigint, text, text) is
+  'Internal: cancel every live attempt of a run (p_step_id null) or of a subtree, until none is left.';
+
+-- The steps of a run (p_step_id null), or of the subtree rooted at p_step_id: one indexed read.
+create function pgflight._tree_steps(p_run_id bigint, p_step_id bigint)
+returns bigint[]
+language sql stable
+set search_path = ''
+as $$
+  select case when p_step_id is null
+    then (select array_agg(s.id) from pgflight.steps s where s.run_id = p_run_id)
+    else (with recursive sub as (
+            select p_step_id as id
+            union all
+            select c.id from pgflight.steps c join sub on c.parent_id = sub.id
+          ) select array_agg(sub.id) from sub)
+  end
+$$;
+comment on function pgflight._tree_steps(bigint, bigint) is
+  'Internal: ids of a run''s steps, or of a step and its descendants.';
+
 -- The hook of every terminal transition of a step (succeeded, dead_letter, cancelled), in the
 -- transaction that makes it: a root ends its run; a child pokes its parent, whose O(1) counter
 -- tells whether this was the last child; a step that ends unsuccessfully cancels what it left
@@ -96,19 +149,13 @@ declare
   v_pending integer;
   v_fail_fast boolean;
   v_parent_attempt record;
-  v_sub bigint[];
 begin
   select s.id, s.run_id, s.parent_id, s.children_pending into v_step
     from pgflight.steps s where s.id = p_step_id;
 
   if p_final <> 'succeeded' and v_step.children_pending > 0 then
-    select array_agg(d.id) into v_sub from (
-      with recursive sub as (
-        select c.id from pgflight.steps c where c.parent_id = p_step_id
-        union all
-        select c.id from pgflight.steps c join sub on c.parent_id = sub.id
-      ) select id from sub) d;
-    perform pgflight._cancel_steps(v_sub, coalesce(p_actor, 'engine'), 'parent ended ' || p_final);
+    -- the step itself is already terminal: this cancels what it left running below it
+    perform pgflight._cancel_tree(v_step.run_id, p_step_id, coalesce(p_actor, 'engine'), 'parent ended ' || p_final);
     update pgflight.steps set children_pending = 0 where id = p_step_id;
   end if;
 

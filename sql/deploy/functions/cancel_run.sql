@@ -15,11 +15,8 @@ set search_path = ''
 as $$
 declare
   v_status text;
-  v_steps bigint[];
   v_c integer;
   v_r integer;
-  v_pass_c integer;
-  v_pass_r integer;
 begin
   select r.status into v_status from pgflight.runs r where r.id = p_run_id;
   if not found then
@@ -30,23 +27,9 @@ begin
     return;
   end if;
   -- Attempts first, then the run row: the order a completing root takes (its attempt, then the
-  -- run), so a cancel racing a completion cannot deadlock with it. A write we waited for (a
-  -- retry, a reclaim, a spawn) may have created attempts our pass could not see: after each pass
-  -- a fresh statement looks again, and we stop when nothing live is left. Nothing can create one
-  -- after that: every attempt that could is cancelled or cancel_requested, and refuses writes.
-  v_c := 0;
-  v_r := 0;
-  loop
-    select array_agg(s.id) into v_steps from pgflight.steps s where s.run_id = p_run_id;
-    select c.cancelled, c.cancel_requested into v_pass_c, v_pass_r
-      from pgflight._cancel_steps(v_steps, coalesce(p_actor, session_user::text), p_reason) c;
-    v_c := v_c + v_pass_c;
-    v_r := v_r + v_pass_r;
-    exit when not exists (
-      select from pgflight.steps s join pgflight.step_attempts a on a.step_id = s.id
-       where s.run_id = p_run_id
-         and a.status in ('queued', 'claimed', 'running', 'awaiting_children', 'awaiting_approval'));
-  end loop;
+  -- run), so a cancel racing a completion cannot deadlock with it.
+  select t.cancelled, t.cancel_requested into v_c, v_r
+    from pgflight._cancel_tree(p_run_id, null, coalesce(p_actor, session_user::text), p_reason) t;
   update pgflight.runs set status = 'cancelled', finished_at = pgflight._now()
    where id = p_run_id and status = 'running';
   if not found then
@@ -73,12 +56,9 @@ set search_path = ''
 as $$
 declare
   v_step record;
-  v_sub bigint[];
   v_c integer;
   v_r integer;
   v_root_status text;
-  v_pass_c integer;
-  v_pass_r integer;
 begin
   select s.id, s.run_id, s.parent_id into v_step from pgflight.steps s where s.id = p_step_id;
   if not found then
@@ -92,28 +72,8 @@ begin
   select a.status into v_root_status from pgflight.step_attempts a
    where a.step_id = p_step_id
      and a.status in ('queued', 'claimed', 'running', 'awaiting_children', 'awaiting_approval');
-  -- as in cancel_run: repeat until a pass over the (re-read) subtree finds nothing live
-  v_c := 0;
-  v_r := 0;
-  loop
-    with recursive sub as (
-      select p_step_id as id
-      union all
-      select c.id from pgflight.steps c join sub on c.parent_id = sub.id
-    ) select array_agg(id) into v_sub from sub;
-    select c.cancelled, c.cancel_requested into v_pass_c, v_pass_r
-      from pgflight._cancel_steps(v_sub, coalesce(p_actor, session_user::text), p_reason) c;
-    v_c := v_c + v_pass_c;
-    v_r := v_r + v_pass_r;
-    exit when not exists (
-      with recursive sub as (
-        select p_step_id as id
-        union all
-        select c.id from pgflight.steps c join sub on c.parent_id = sub.id
-      )
-      select from sub join pgflight.step_attempts a on a.step_id = sub.id
-       where a.status in ('queued', 'claimed', 'running', 'awaiting_children', 'awaiting_approval'));
-  end loop;
+  select t.cancelled, t.cancel_requested into v_c, v_r
+    from pgflight._cancel_tree(v_step.run_id, p_step_id, coalesce(p_actor, session_user::text), p_reason) t;
   -- the subtree root ended now (it was queued or parked, not leased): tell its parent
   if v_root_status in ('queued', 'awaiting_children', 'awaiting_approval') then
     perform pgflight._step_finished(p_step_id, 'cancelled', coalesce(p_actor, session_user::text));

@@ -3,6 +3,8 @@ begin;
 drop function pgflight._reclaim(timestamptz, integer);
 drop function pgflight._fail_attempt(bigint, text, text, jsonb, boolean, double precision, text, text);
 drop function pgflight._step_finished(bigint, text, text);
+drop function pgflight._tree_steps(bigint, bigint);
+drop function pgflight._cancel_tree(bigint, bigint, text, text);
 drop function pgflight._cancel_steps(bigint[], text, text);
 drop function pgflight._wake(bigint, text, text);
 commit;
