@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
+import subprocess
 import tempfile
 import threading
 import time
@@ -18,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+from psycopg.conninfo import conninfo_to_dict
 
 from pgflight import migrate
 from pgflight.embedded import Cluster
@@ -25,6 +28,7 @@ from pgflight.embedded import Cluster
 Conn = psycopg.Connection[Any]
 # Durable like production; WAL sized like a production server so the 1-million-row bulk load of
 # core_bench does not spend its time in forced checkpoints.
+CONNECTIONS = (1, 4, 16)
 REALISTIC = {
     "fsync": "on",
     "synchronous_commit": "on",
@@ -149,3 +153,70 @@ def claim_complete_loop(
                 [[a for a, _ in got], [t for _, t in got], len(got)],
             )
             done += len(got)
+
+
+def pgbench_ceiling(
+    cluster: Cluster,
+    dsn: str,
+    seconds: int,
+    *,
+    insert: bool = False,
+    connections: Sequence[int] = CONNECTIONS,
+) -> dict[int, float]:
+    """
+    Single-row-commit transactions per second at each connection count (pgbench -n -c C -j 2 -T
+    seconds -f script): one UPDATE of a random row of 100,000 per transaction, or with `insert`
+    one INSERT of a row into an append-only table.
+    """
+    with psycopg.connect(dsn, autocommit=True) as c:
+        c.execute(
+            "create table if not exists public.ceiling (id int primary key, v bigint not null default 0)"
+        )
+        c.execute(
+            "create table if not exists public.ceiling_log"
+            " (id bigint generated always as identity primary key, v bigint not null)"
+        )
+        c.execute(
+            "insert into public.ceiling (id) select g from generate_series(1, 100000) g"
+            " on conflict do nothing"
+        )
+        c.execute("vacuum analyze public.ceiling")
+    script = Path(tempfile.mkdtemp(prefix="pgflight-pgbench-")) / "one_row.sql"
+    script.write_text(
+        "insert into public.ceiling_log (v) values (1);\n"
+        if insert
+        else "\\set id random(1, 100000)\nupdate public.ceiling set v = v + 1 where id = :id;\n"
+    )
+    script.parent.chmod(0o755)
+    script.chmod(0o644)
+    params = conninfo_to_dict(dsn)
+    out = {}
+    for n in connections:
+        proc = subprocess.run(
+            [
+                cluster.program("pgbench"),
+                "-n",
+                "-c",
+                str(n),
+                "-j",
+                str(min(n, 2)),
+                "-T",
+                str(seconds),
+                "-f",
+                str(script),
+                "-h",
+                str(params["host"]),
+                "-p",
+                str(params["port"]),
+                "-U",
+                str(params["user"]),
+                str(params["dbname"]),
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        found = re.search(r"tps = ([\d.]+)", proc.stdout)
+        assert found, proc.stdout + proc.stderr
+        out[n] = float(found.group(1))
+    return out

@@ -22,71 +22,22 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
-import subprocess
 import sys
-import tempfile
 import time
-from pathlib import Path
 from typing import Any
 
 import psycopg
-from benchlib import Conn, percentile, register, run_threads, stats_settled, throwaway_cluster
-from psycopg.conninfo import conninfo_to_dict
+from benchlib import (
+    CONNECTIONS,
+    Conn,
+    percentile,
+    pgbench_ceiling,
+    register,
+    run_threads,
+    stats_settled,
+    throwaway_cluster,
+)
 from psycopg.types.json import Jsonb
-
-from pgflight.embedded import Cluster
-
-CONNECTIONS = (1, 4, 16)
-
-
-def pgbench_ceiling(cluster: Cluster, dsn: str, seconds: int) -> dict[int, float]:
-    """Single-row-commit tps at each connection count (pgbench -n -c C -j 2 -T seconds -f script)."""
-    with psycopg.connect(dsn, autocommit=True) as c:
-        c.execute(
-            "create table if not exists public.ceiling (id int primary key, v bigint not null default 0)"
-        )
-        c.execute(
-            "insert into public.ceiling (id) select g from generate_series(1, 100000) g"
-            " on conflict do nothing"
-        )
-        c.execute("vacuum analyze public.ceiling")
-    script = Path(tempfile.mkdtemp(prefix="pgflight-pgbench-")) / "one_row.sql"
-    script.write_text("\\set id random(1, 100000)\nupdate public.ceiling set v = v + 1 where id = :id;\n")
-    script.parent.chmod(0o755)
-    script.chmod(0o644)
-    params = conninfo_to_dict(dsn)
-    out = {}
-    for n in CONNECTIONS:
-        proc = subprocess.run(
-            [
-                cluster.program("pgbench"),
-                "-n",
-                "-c",
-                str(n),
-                "-j",
-                str(min(n, 2)),
-                "-T",
-                str(seconds),
-                "-f",
-                str(script),
-                "-h",
-                str(params["host"]),
-                "-p",
-                str(params["port"]),
-                "-U",
-                str(params["user"]),
-                str(params["dbname"]),
-            ],
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        found = re.search(r"tps = ([\d.]+)", proc.stdout)
-        assert found, proc.stdout + proc.stderr
-        out[n] = float(found.group(1))
-    return out
-
 
 # claim_batch's start option: claimed straight into running, as the Python worker does (the
 # separate start_step call would add one commit per step and change nothing else).
