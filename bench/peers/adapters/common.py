@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import inspect
 import json
+import logging
 import sys
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 COMMANDS = ("setup", "enqueue", "work", "produce", "completions", "fanout")
@@ -32,6 +34,25 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--children", type=int, default=0, help="fanout: how many children")
     p.add_argument("--out", help="work/fanout: where to write the JSON record")
     return p.parse_args(argv)
+
+
+def _call(commands: Mapping[str, Any]) -> Any:
+    """Parse the command line and call the adapter's function named after the command, passing the
+    options its parameters name (`dsn`, `jobs`, `first_id`, `concurrency`, `out`, ...)."""
+    logging.basicConfig(level=logging.WARNING)
+    args = parse()
+    fn = commands[args.command]
+    return fn(**{name: getattr(args, name) for name in inspect.signature(fn).parameters})
+
+
+def main(commands: Mapping[str, Any]) -> None:
+    """Run an adapter whose command functions are plain functions: ``common.main(globals())``."""
+    emit(_call(commands))
+
+
+async def main_async(commands: Mapping[str, Any]) -> None:
+    """Run an adapter whose command functions are coroutines: ``asyncio.run(main_async(globals()))``."""
+    emit(await _call(commands))
 
 
 def emit(result: dict[str, Any]) -> None:

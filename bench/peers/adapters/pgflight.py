@@ -19,7 +19,6 @@ virtualenv (.venv at the repository root) and drives the real Python worker, as 
 from __future__ import annotations
 
 import importlib.util
-import logging
 import sys
 import threading
 import time
@@ -187,23 +186,5 @@ def fanout(dsn: str, children: int, concurrency: int, out: str) -> dict[str, Any
     return {}
 
 
-def main() -> None:
-    logging.basicConfig(level=logging.WARNING)
-    a = common.parse()
-    if a.command == "setup":
-        result = setup(a.dsn)
-    elif a.command == "enqueue":
-        result = enqueue(a.dsn, a.jobs, a.first_id)
-    elif a.command == "work":
-        result = work(a.dsn, a.concurrency, a.out)
-    elif a.command == "produce":
-        result = produce(a.dsn, a.rate, a.seconds, a.first_id)
-    elif a.command == "completions":
-        result = completions(a.dsn)
-    else:
-        result = fanout(a.dsn, a.children, a.concurrency, a.out)
-    common.emit(result)
-
-
 if __name__ == "__main__":
-    main()
+    common.main(globals())
