@@ -125,6 +125,7 @@ class Worker:
         self._wake: asyncio.Event | None = None
         self._flush: asyncio.Event | None = None
         self._heartbeat: Heartbeat | None = None
+        self._backlog = True  # the last claim filled its batch: a freed slot should claim at once
 
     # --- public ------------------------------------------------------------------------------
 
@@ -229,7 +230,10 @@ class Worker:
                     continue
                 for c in claims:
                     self._start(c)
-                if len(claims) == want and len(self._tasks) < self.concurrency:
+                # a full batch: more may be ready, so a freed slot claims again at once; a short
+                # one: the queue was empty, and what becomes ready later sends NOTIFY (or the poll)
+                self._backlog = len(claims) == want
+                if self._backlog and len(self._tasks) < self.concurrency:
                     continue  # more may be ready: claim again at once
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), timeout=self._poll_interval())
@@ -315,7 +319,8 @@ class Worker:
             self.held.remove(claim.attempt_id)
             self._tasks.pop(claim.attempt_id, None)
             self.steps_done += 1
-            self._wake_soon()
+            if self._backlog or self._stopping.is_set():
+                self._wake_soon()
 
     def _ctx_call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         return self._call_sync(self._control_pool, fn, *args, retry_for_s=self.lease_s, **kwargs)
