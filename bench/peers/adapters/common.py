@@ -51,8 +51,9 @@ def main(commands: Mapping[str, Any]) -> None:
 
 
 async def main_async(commands: Mapping[str, Any]) -> None:
-    """Run an adapter whose command functions are coroutines: ``asyncio.run(main_async(globals()))``."""
-    emit(await _call(commands))
+    """`main` for an adapter whose command functions are (mostly) coroutines."""
+    result = _call(commands)
+    emit(await result if inspect.isawaitable(result) else result)
 
 
 def emit(result: dict[str, Any]) -> None:
