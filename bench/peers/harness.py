@@ -634,7 +634,11 @@ def main() -> None:
     parser.add_argument("--rate", type=float, help="steady-state jobs/s (default 100; quick 50)")
     parser.add_argument("--steady-s", type=float, help="steady-state seconds (default 30; quick 4)")
     parser.add_argument("--children", type=int, help="fan-out children (default 2,000; quick 200)")
-    parser.add_argument("--out", default=str(HERE), help="folder for results.json and results.md")
+    parser.add_argument(
+        "--out",
+        help="folder for results.json and results.md (default: bench/peers for a full run of every"
+        " system, whose results are kept in git; bench/peers/work otherwise)",
+    )
     parser.add_argument("--no-readme", action="store_true", help="do not update bench/README.md")
     args = parser.parse_args()
     q = args.quick
@@ -657,6 +661,8 @@ def main() -> None:
 
     # SIGTERM unwinds like Ctrl-C, so the cluster below is always destroyed
     signal.signal(signal.SIGTERM, signal.default_int_handler)
+    full = not (args.quick or args.systems)
+    out = Path(args.out) if args.out else HERE if full else HERE / "work"
     started = time.perf_counter()
     folder = Path(tempfile.mkdtemp(prefix="pgflight-peers-"))
     folder.chmod(0o755)
@@ -685,12 +691,12 @@ def main() -> None:
         for system in chosen:
             say(f"{system.label}: setup")
             report["systems"].append(bench_system(ctx, system))
-            write(report, Path(args.out), started)
+            write(report, out, started)
     finally:
         cluster.destroy()
         shutil.rmtree(folder, ignore_errors=True)
-    table = write(report, Path(args.out), started)
-    if not args.no_readme and not args.quick and not args.systems:
+    table = write(report, out, started)
+    if full and not args.no_readme:
         update_readme(table)
     print(table)
 
