@@ -372,6 +372,8 @@ def steady(ctx: Context, system: System, dsn: str) -> dict[str, Any]:
         "enqueue_to_start": pcts(to_start),
         "enqueue_to_complete": pcts(to_complete),
         "completions_timed": len(to_complete),
+        # what the system kept up with: jobs run over first enqueue -> last handler end
+        "jobs_per_s": len(mine) / (max(r[3] for r in mine) - min(r[1] for r in mine)) if mine else None,
         "complete_source": complete_source,
         **per_job(c0, c1, expected),
     }
@@ -513,6 +515,7 @@ def markdown(report: dict[str, Any]) -> str:
         "",
         *header(
             "system",
+            "jobs/s",
             "start p50",
             "p95",
             "p99",
@@ -529,13 +532,14 @@ def markdown(report: dict[str, Any]) -> str:
     for r in rows:
         s = r.get("steady", {})
         if not s or "error" in s:
-            out.append(failed(r["label"], s, r, 11))
+            out.append(failed(r["label"], s, r, 12))
             continue
         st, co = s["enqueue_to_start"], s["enqueue_to_complete"]
         mark = " *" if s["complete_source"].startswith("handler end") else ""
         out.append(
             row(
                 r["label"],
+                fmt(s.get("jobs_per_s")),
                 fmt(st["p50_ms"], 1),
                 fmt(st["p95_ms"], 1),
                 fmt(st["p99_ms"], 1),
@@ -621,7 +625,14 @@ def machine() -> str:
     debian = ""
     with contextlib.suppress(OSError):
         debian = f", Debian {Path('/etc/debian_version').read_text().strip()}"
-    return f"{cores} cores{mem}{debian}, {platform.machine()}"
+    node = ""
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        node = (
+            ", Node.js "
+            + subprocess.run(["node", "--version"], capture_output=True, text=True).stdout.strip()
+        )
+    python = f", Python {platform.python_version()}"
+    return f"{cores} cores{mem}{debian}, {platform.machine()}{python}{node}"
 
 
 def main() -> None:
