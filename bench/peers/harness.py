@@ -403,6 +403,9 @@ def fan_out(ctx: Context, system: System, dsn: str) -> dict[str, Any]:
     }
 
 
+PHASES = ("burn_down", "steady", "fanout")
+
+
 def bench_system(ctx: Context, system: System) -> dict[str, Any]:
     database = f"bench_{system.name}"
     ctx.cluster.create_database(database)
@@ -411,7 +414,7 @@ def bench_system(ctx: Context, system: System) -> dict[str, Any]:
     t0 = time.perf_counter()
     try:
         result["version"] = run_once(system, "setup", dsn, 600).get("version")
-        for name, phase in (("burn_down", burn_down), ("steady", steady), ("fanout", fan_out)):
+        for name, phase in zip(PHASES, (burn_down, steady, fan_out), strict=True):
             say(f"{system.label}: {name}")
             try:
                 result[name] = phase(ctx, system, dsn)
@@ -637,7 +640,7 @@ def machine() -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="small counts: a smoke run of a minute or two")
+    parser.add_argument("--quick", action="store_true", help="small counts: a smoke run of a few minutes")
     parser.add_argument("--systems", help="comma-separated subset of: " + ", ".join(s.name for s in SYSTEMS))
     parser.add_argument("--jobs", type=int, help="burn-down jobs (default 10,000; quick 1,000)")
     parser.add_argument("--procs", type=int, default=2, help="worker processes (default 2)")
@@ -664,16 +667,24 @@ def main() -> None:
     )
     chosen = SYSTEMS
     if args.systems:
-        wanted = args.systems.split(",")
+        wanted = [w.strip().lower() for w in args.systems.split(",") if w.strip()]
         unknown = set(wanted) - {s.name for s in SYSTEMS}
-        if unknown:
-            parser.error(f"unknown systems: {', '.join(sorted(unknown))}")
+        if unknown or not wanted:
+            parser.error(
+                f"unknown systems: {', '.join(sorted(unknown)) or '(none named)'};"
+                f" choose from {', '.join(s.name for s in SYSTEMS)}"
+            )
         chosen = [s for s in SYSTEMS if s.name in wanted]
+    # The committed results and bench/README.md change only after a run of the documented plan
+    # over every system; any other run writes to bench/peers/work.
+    counts = (args.jobs, args.rate, args.steady_s, args.children)
+    full = not args.quick and chosen == SYSTEMS and all(c is None for c in counts)
+    full = full and (args.procs, args.concurrency) == (2, 8)
+    final = Path(args.out) if args.out else HERE if full else HERE / "work"
+    out = HERE / "work" if full and not args.out else final  # where partial results go meanwhile
 
     # SIGTERM unwinds like Ctrl-C, so the cluster below is always destroyed
     signal.signal(signal.SIGTERM, signal.default_int_handler)
-    full = not (args.quick or args.systems)
-    out = Path(args.out) if args.out else HERE if full else HERE / "work"
     started = time.perf_counter()
     folder = Path(tempfile.mkdtemp(prefix="pgflight-peers-"))
     folder.chmod(0o755)
@@ -706,9 +717,16 @@ def main() -> None:
     finally:
         cluster.destroy()
         shutil.rmtree(folder, ignore_errors=True)
-    table = write(report, out, started)
-    if full and not args.no_readme:
+    failures = [
+        r["label"] for r in report["systems"] if any("error" in r.get(k, {}) for k in PHASES) or "error" in r
+    ]
+    table = write(report, final if not failures else out, started)
+    say(f"results: {(final if not failures else out) / 'results.json'} and results.md")
+    if failures:
+        say(f"failed: {', '.join(failures)}; the committed results and bench/README.md are left as they were")
+    elif full and not args.no_readme:
         update_readme(table)
+        say("bench/README.md: tables replaced")
     print(table)
 
 
