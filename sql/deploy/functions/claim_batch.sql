@@ -22,14 +22,6 @@ returns table (attempt_id bigint, fencing_token bigint, step_id bigint, run_id b
                lease_expires_at timestamptz, deadline_at timestamptz)
 language plpgsql volatile security definer
 set search_path = ''
--- Walk the ready index in claim order, whatever the statistics say. Right after a bulk submit,
--- before autoanalyze, the planner believes the queue holds a row or two and prefers to collect
--- every queued row through another index and sort them: measured 15 ms per claim with 20,000
--- queued (0.5 ms with this setting, 0.07 ms once vacuumed). Nothing else here needs a sort.
--- jit off: the cost penalty of the final sort (of at most p_batch_size rows) would otherwise
--- cross jit_above_cost and compile each claim (300 ms measured).
-set enable_sort = off
-set jit = off
 as $$
 declare
   v_now timestamptz := pgflight._now();
