@@ -60,7 +60,7 @@ def throwaway_cluster(database: str = "pgflight") -> Iterator[tuple[Cluster, str
 
 @dataclass
 class Counters:
-    """Committed transactions of the database (less the observer's own reads) and the WAL position."""
+    """Committed transactions (less the observer's own reads) and the WAL position."""
 
     commits: int
     wal_lsn: int
@@ -68,27 +68,31 @@ class Counters:
     _own_reads = 0  # each read commits two transactions of the observer
 
     @classmethod
-    def read(cls, conn: Conn) -> Counters:
+    def read(cls, conn: Conn, *, cluster: bool = False) -> Counters:
+        """Of the connection's database, or with `cluster` summed over every database."""
         conn.execute("set stats_fetch_consistency = none")  # every read sees the current counters
+        where = "" if cluster else " where datname = current_database()"
         row = conn.execute(
-            "select xact_commit, pg_current_wal_lsn() - '0/0'::pg_lsn from pg_stat_database"
-            " where datname = current_database()"
+            "select sum(xact_commit)::bigint, pg_current_wal_lsn() - '0/0'::pg_lsn"
+            f" from pg_stat_database{where}"
         ).fetchone()
         assert row is not None
         cls._own_reads += 2  # the SET and the SELECT
         return Counters(int(row[0]) - cls._own_reads, int(row[1]))
 
 
-def stats_settled(conn: Conn) -> Counters:
+def stats_settled(conn: Conn, *, cluster: bool = False, max_s: float = 30.0) -> Counters:
     """
-    Counters once the statistics caught up: a backend reports its commits to pg_stat_database when
-    it goes idle, at most once a second (PG 15), so read until two reads a second apart agree.
+    Counters once the statistics caught up. A backend reports its commits to pg_stat_database when
+    it exits, or when idle at most once a second and up to 10 s late (PG 15, pgstat_report_stat):
+    read until two reads a second apart agree, at most `max_s` seconds, then take the last read.
     """
-    prev = Counters.read(conn)
+    prev = Counters.read(conn, cluster=cluster)
+    deadline = time.monotonic() + max_s
     while True:
         time.sleep(1.1)
-        cur = Counters.read(conn)
-        if cur.commits == prev.commits:
+        cur = Counters.read(conn, cluster=cluster)
+        if cur.commits == prev.commits or time.monotonic() > deadline:
             return cur
         prev = cur
 

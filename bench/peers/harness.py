@@ -38,7 +38,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -50,7 +50,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT / "python_worker"))
 
 import psycopg  # noqa: E402
-from benchlib import REALISTIC, percentile, pgbench_ceiling  # noqa: E402
+from benchlib import REALISTIC, Counters, percentile, pgbench_ceiling, stats_settled  # noqa: E402
 
 from pgflight.embedded import Cluster  # noqa: E402
 
@@ -61,17 +61,17 @@ ADAPTERS = HERE / "adapters"
 
 @dataclass(frozen=True)
 class System:
-    name: str  # also the adapter's file stem
+    name: str  # adapters/<name>_adapter.py or .mjs
     label: str
     package: str  # where it comes from, pinned
     runtime: str  # "python-own" | "python-peers" | "node"
 
     def argv(self, command: str, dsn: str, **options: Any) -> list[str]:
         if self.runtime == "node":
-            head = ["node", str(ADAPTERS / f"{self.name}.mjs")]
+            head = ["node", str(ADAPTERS / f"{self.name}_adapter.mjs")]
         else:
             python = OWN_PYTHON if self.runtime == "python-own" else PEERS_PYTHON
-            head = [str(python), str(ADAPTERS / f"{self.name}.py")]
+            head = [str(python), str(ADAPTERS / f"{self.name}_adapter.py")]
         tail = [f"--{k.replace('_', '-')}={v}" for k, v in options.items()]
         return [*head, command, f"--dsn={dsn}", *tail]
 
@@ -201,48 +201,20 @@ def stop_and_collect(ws: list[WorkerProc]) -> tuple[list[list[Any]], list[dict[s
 # --- counters ------------------------------------------------------------------------------------
 
 
-@dataclass
-class Counters:
-    commits: int
-    wal: int
-
-
 class Observer:
-    """Cluster-wide committed transactions and WAL position, read once the statistics settled."""
+    """Cluster-wide counters (every system's databases), read with no adapter process alive."""
 
     def __init__(self, dsn: str) -> None:
         self.conn = psycopg.connect(dsn, autocommit=True)
-        self.conn.execute("set stats_fetch_consistency = none")
-        self.own = 1  # the SET above
-
-    def _read(self) -> Counters:
-        row = self.conn.execute(
-            "select sum(xact_commit)::bigint, pg_current_wal_lsn() - '0/0'::pg_lsn from pg_stat_database"
-        ).fetchone()
-        assert row is not None
-        self.own += 1
-        return Counters(int(row[0]) - self.own, int(row[1]))
 
     def settled(self) -> Counters:
-        """
-        A backend reports its commits when it exits, or when idle at most once a second and up to
-        10 s late (PG 15, pgstat_report_stat): call it with no adapter process alive, and read
-        until two reads a second apart agree (at most 30 s, then take the last read).
-        """
-        prev = self._read()
-        deadline = time.monotonic() + 30
-        while True:
-            time.sleep(1.1)
-            cur = self._read()
-            if cur.commits == prev.commits or time.monotonic() > deadline:
-                return cur
-            prev = cur
+        return stats_settled(self.conn, cluster=True)
 
 
 def per_job(before: Counters, after: Counters, jobs: int) -> dict[str, float]:
     return {
         "commits_per_job": (after.commits - before.commits) / jobs,
-        "wal_bytes_per_job": (after.wal - before.wal) / jobs,
+        "wal_bytes_per_job": (after.wal_lsn - before.wal_lsn) / jobs,
     }
 
 
@@ -454,22 +426,77 @@ def row(*cells: Any) -> str:
     return "| " + " | ".join(str(c) for c in cells) + " |"
 
 
-def header(*cells: str) -> list[str]:
-    return [row(*cells), row(*["---"] * len(cells))]
+Cells = Callable[[dict[str, Any], dict[str, Any], dict[str, Any]], list[str]]
 
 
-def failed(label: str, phase: dict[str, Any], whole: dict[str, Any], width: int) -> str:
-    why = phase.get("error") or whole.get("error") or "not run"
-    return row(label, f"failed: {str(why)[:160]}", *[""] * (width - 2))
+def table(rows: list[dict[str, Any]], phase: str, columns: list[str], cells: Cells) -> list[str]:
+    """
+    One phase's table: a row per system, `cells(system, its phase result, pgflight's)` giving the
+    cells after the system's label; a failed or unsupported phase says so in one wide cell.
+    """
+    base = next((r.get(phase, {}) for r in rows if r["system"] == "pgflight"), {})
+    out = [row("system", *columns), row(*["---"] * (len(columns) + 1))]
+    for r in rows:
+        result = r.get(phase, {})
+        if "unsupported" in result:
+            why = f"no equivalent: {result['unsupported']}"
+        elif not result or "error" in result:
+            why = f"failed: {str(result.get('error') or r.get('error') or 'not run')[:160]}"
+        else:
+            out.append(row(r["label"], *cells(r, result, base)))
+            continue
+        out.append(row(r["label"], why, *[""] * (len(columns) - 1)))
+    return out
+
+
+def burn_cells(r: dict[str, Any], b: dict[str, Any], b0: dict[str, Any]) -> list[str]:
+    return [
+        fmt(r.get("version")),
+        fmt(b.get("jobs_per_s")),
+        ratio(b.get("jobs_per_s"), b0.get("jobs_per_s")),
+        fmt(b.get("enqueue_jobs_per_s")),
+        fmt(b.get("commits_per_job"), 2),
+        fmt(b.get("wal_bytes_per_job")),
+        fmt(b.get("exactly_once") and b.get("pending_after") == 0),
+        config_text(b),
+    ]
+
+
+def steady_cells(_: dict[str, Any], s: dict[str, Any], s0: dict[str, Any]) -> list[str]:
+    st, co = s["enqueue_to_start"], s["enqueue_to_complete"]
+    mark = " *" if s["complete_source"].startswith("handler end") else ""
+    return [
+        fmt(s.get("jobs_per_s")),
+        *(fmt(st[p], 1) for p in ("p50_ms", "p95_ms", "p99_ms")),
+        *(fmt(co[p], 1) + mark for p in ("p50_ms", "p95_ms", "p99_ms")),
+        ratio(co["p99_ms"], s0.get("enqueue_to_complete", {}).get("p99_ms")),
+        fmt(s.get("commits_per_job"), 2),
+        fmt(s.get("wal_bytes_per_job")),
+        fmt(s.get("exactly_once") and s.get("pending_after") == 0),
+    ]
+
+
+def fanout_cells(_: dict[str, Any], f: dict[str, Any], f0: dict[str, Any]) -> list[str]:
+    return [
+        fmt(f.get("seconds"), 1),
+        fmt(f.get("children_per_s")),
+        ratio(f.get("children_per_s"), f0.get("children_per_s")),
+        fmt(f.get("continuations")),
+        fmt(f.get("commits_per_job"), 2),
+        fmt(f.get("wal_bytes_per_job")),
+        fmt(f.get("exactly_once")),
+    ]
 
 
 def markdown(report: dict[str, Any]) -> str:
     rows = report["systems"]
-    base: dict[str, Any] = next((r for r in rows if r["system"] == "pgflight"), {})
     plan = report["plan"]
     flight = f"{plan['procs']} worker processes x {plan['concurrency']} jobs in flight"
     ceiling = ", ".join(f"{fmt(v)} tps at {k} client(s)" for k, v in report["ceiling_tps"].items())
-    out = [
+    burn_columns = ["version", "jobs/s", "vs pgflight", "enqueue jobs/s", "commits/job", "WAL bytes/job"]
+    steady_columns = ["jobs/s", "start p50", "p95", "p99", "complete p50", "p95", "p99", "p99 vs pgflight"]
+    fanout_columns = ["seconds", "children/s", "vs pgflight", "continuation ran", "commits/child"]
+    lines = [
         f"Measured {report['date']} on {report['machine']}; PostgreSQL {report['server']} "
         f"({report['durability']}); one server, one run of {report['wall_s'] / 60:.1f} min.",
         "",
@@ -478,123 +505,29 @@ def markdown(report: dict[str, Any]) -> str:
         f"**Burn-down**: {fmt(plan['jobs'])} no-op jobs enqueued, then drained by {flight}. jobs/s from "
         "the first handler start to the last handler end; commits and WAL per job cover enqueue and drain.",
         "",
-        *header(
-            "system",
-            "version",
-            "jobs/s",
-            "vs pgflight",
-            "enqueue jobs/s",
-            "commits/job",
-            "WAL bytes/job",
-            "each job once",
-            "config",
-        ),
-    ]
-    b0 = base.get("burn_down", {})
-    for r in rows:
-        b = r.get("burn_down", {})
-        if not b or "error" in b:
-            out.append(failed(r["label"], b, r, 9))
-            continue
-        out.append(
-            row(
-                r["label"],
-                fmt(r.get("version")),
-                fmt(b.get("jobs_per_s")),
-                ratio(b.get("jobs_per_s"), b0.get("jobs_per_s")),
-                fmt(b.get("enqueue_jobs_per_s")),
-                fmt(b.get("commits_per_job"), 2),
-                fmt(b.get("wal_bytes_per_job")),
-                fmt(b.get("exactly_once") and b.get("pending_after") == 0),
-                config_text(b),
-            )
-        )
-    out += [
+        *table(rows, "burn_down", [*burn_columns, "each job once", "config"], burn_cells),
         "",
         f"**Steady state**: an open-loop producer enqueues {fmt(plan['rate'])} jobs/s for "
         f"{fmt(plan['steady_s'])} s, one job per call, while {flight} run. Latency in ms from the enqueue "
         "call to the handler's start, and to the completion the system recorded in its tables (marked *"
         " where it records none: to the handler's end).",
         "",
-        *header(
-            "system",
-            "jobs/s",
-            "start p50",
-            "p95",
-            "p99",
-            "complete p50",
-            "p95",
-            "p99",
-            "p99 vs pgflight",
-            "commits/job",
-            "WAL bytes/job",
-            "each job once",
+        *table(
+            rows,
+            "steady",
+            [*steady_columns, "commits/job", "WAL bytes/job", "each job once"],
+            steady_cells,
         ),
-    ]
-    s0 = base.get("steady", {})
-    for r in rows:
-        s = r.get("steady", {})
-        if not s or "error" in s:
-            out.append(failed(r["label"], s, r, 12))
-            continue
-        st, co = s["enqueue_to_start"], s["enqueue_to_complete"]
-        mark = " *" if s["complete_source"].startswith("handler end") else ""
-        out.append(
-            row(
-                r["label"],
-                fmt(s.get("jobs_per_s")),
-                fmt(st["p50_ms"], 1),
-                fmt(st["p95_ms"], 1),
-                fmt(st["p99_ms"], 1),
-                fmt(co["p50_ms"], 1) + mark,
-                fmt(co["p95_ms"], 1) + mark,
-                fmt(co["p99_ms"], 1) + mark,
-                ratio(co["p99_ms"], s0.get("enqueue_to_complete", {}).get("p99_ms")),
-                fmt(s.get("commits_per_job"), 2),
-                fmt(s.get("wal_bytes_per_job")),
-                fmt(s.get("exactly_once") and s.get("pending_after") == 0),
-            )
-        )
-    out += [
         "",
         f"**Fan-out**: one parent spawns {fmt(plan['children'])} no-op children and continues once when "
         f"all are done; {plan['procs'] * plan['concurrency']} jobs in flight in one process. Seconds from"
         " the parent's submit to the continuation's end.",
         "",
-        *header(
-            "system",
-            "seconds",
-            "children/s",
-            "vs pgflight",
-            "continuation ran",
-            "commits/child",
-            "WAL bytes/child",
-            "each child once",
-        ),
+        *table(rows, "fanout", [*fanout_columns, "WAL bytes/child", "each child once"], fanout_cells),
+        "",
+        "Packages: " + "; ".join(f"{r['label']}: {r['package']}" for r in rows) + ".",
     ]
-    f0 = base.get("fanout", {})
-    for r in rows:
-        f = r.get("fanout", {})
-        if "unsupported" in f:
-            out.append(row(r["label"], f"no equivalent: {f['unsupported']}", *[""] * 6))
-            continue
-        if not f or "error" in f:
-            out.append(failed(r["label"], f, r, 8))
-            continue
-        out.append(
-            row(
-                r["label"],
-                fmt(f.get("seconds"), 1),
-                fmt(f.get("children_per_s")),
-                ratio(f.get("children_per_s"), f0.get("children_per_s")),
-                fmt(f.get("continuations")),
-                fmt(f.get("commits_per_job"), 2),
-                fmt(f.get("wal_bytes_per_job")),
-                fmt(f.get("exactly_once")),
-            )
-        )
-    out += ["", "Packages: " + "; ".join(f"{r['label']}: {r['package']}" for r in rows) + "."]
-    return "\n".join(out) + "\n"
+    return "\n".join(lines) + "\n"
 
 
 def config_text(b: dict[str, Any]) -> str:

@@ -18,29 +18,21 @@ virtualenv (.venv at the repository root) and drives the real Python worker, as 
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
-# this file is called pgflight.py: keep its folder off sys.path so `import pgflight` finds the package
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
-sys.path.insert(0, str(HERE.parent.parent.parent / "python_worker"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "python_worker"))
 
-_spec = importlib.util.spec_from_file_location("bench_peers_common", HERE / "common.py")
-assert _spec and _spec.loader
-common = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(common)
+import common
+import psycopg
+from psycopg.types.json import Jsonb
 
-import psycopg  # noqa: E402
-from psycopg.types.json import Jsonb  # noqa: E402
-
-from pgflight import migrate  # noqa: E402
-from pgflight.recipes import Registry, StepContext  # noqa: E402
-from pgflight.worker import Worker  # noqa: E402
+from pgflight import migrate
+from pgflight.recipes import Registry, StepContext
+from pgflight.worker import Worker
 
 WORKSPACE = "bench"
 SUBMIT_CHUNK = 1_000
@@ -74,14 +66,14 @@ def enqueue(dsn: str, jobs: int, first_id: int) -> dict[str, Any]:
 
 def _worker(dsn: str, concurrency: int, registry: Registry, rec: Any) -> Worker:
     worker = Worker(dsn, registry, concurrency=concurrency, batch_size=concurrency, lease_s=30)
-
-    def say_ready() -> None:
-        while worker.worker_id is None:
-            time.sleep(0.01)
-        rec.ready()
-
-    threading.Thread(target=say_ready, daemon=True).start()
+    threading.Thread(target=lambda: (_registered(worker), rec.ready()), daemon=True).start()
     return worker
+
+
+def _registered(worker: Worker) -> None:
+    """Wait until the worker has registered (it then claims)."""
+    while worker.worker_id is None:
+        time.sleep(0.01)
 
 
 def _config(worker: Worker) -> dict[str, Any]:
@@ -170,8 +162,7 @@ def fanout(dsn: str, children: int, concurrency: int, out: str) -> dict[str, Any
     done_at: list[float] = []
 
     def drive() -> None:
-        while worker.worker_id is None:
-            time.sleep(0.01)
+        _registered(worker)
         t0 = time.perf_counter()
         with psycopg.connect(dsn, autocommit=True) as c:
             c.execute("select pgflight.submit_run(%s, 'parent', '{}'::jsonb)", [WORKSPACE])

@@ -27,7 +27,6 @@ A job is an Absurd task `noop` spawned on the queue `noop` (tables absurd.t_noop
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import signal
 import subprocess
@@ -37,29 +36,12 @@ import threading
 import time
 from collections.abc import Callable
 from importlib.metadata import version as _dist_version
-from types import ModuleType
 from typing import Any
 
-_HERE = os.path.dirname(os.path.realpath(__file__))
-
-
-def _load_common() -> ModuleType:
-    """Load adapters/common.py by path: this folder is taken off sys.path (see below)."""
-    spec = importlib.util.spec_from_file_location("bench_peers_common", os.path.join(_HERE, "common.py"))
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-# Keep this folder off sys.path, like dbos.py, so the imports below find only installed packages.
-sys.path[:] = [p for p in sys.path if os.path.realpath(p or os.curdir) != _HERE]
-common = _load_common()
-
-import psycopg  # noqa: E402
-from absurd_sdk import Absurd, TaskContext  # noqa: E402
-from psycopg import sql  # noqa: E402
+import common
+import psycopg
+from absurd_sdk import Absurd, TaskContext
+from psycopg import sql
 
 VERSION = _dist_version("absurd-sdk")
 QUEUE = common.QUEUE

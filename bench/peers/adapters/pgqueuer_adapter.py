@@ -40,41 +40,29 @@ docs/guides/completion-tracking.md and docs/reference/drivers.md in janbjorge/pg
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import json
 import sys
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from importlib.metadata import version as dist_version
-from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
-# this file is called pgqueuer.py: keep its folder off sys.path so `import pgqueuer` finds the library
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
-
-_spec = importlib.util.spec_from_file_location("bench_peers_common", HERE / "common.py")
-assert _spec and _spec.loader
-common = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(common)
-
-import anyio  # noqa: E402
-import uvloop  # noqa: E402
+import anyio
+import common
+import uvloop
 
 try:
     import asyncpg
 except ImportError:  # pragma: no cover
     sys.exit("the pgqueuer adapter needs asyncpg in bench/peers/.venv: pip install asyncpg==0.32.0")
 
-import pgqueuer  # noqa: E402
-from pgqueuer.core.completion import CompletionWatcher  # noqa: E402
-from pgqueuer.db import AsyncpgDriver  # noqa: E402
-from pgqueuer.models import Job  # noqa: E402
-from pgqueuer.qm import QueueManager  # noqa: E402
-from pgqueuer.queries import Queries  # noqa: E402
-
-assert not Path(pgqueuer.__file__).resolve().is_relative_to(HERE), "the adapter shadows the library"
+import pgqueuer
+from pgqueuer.core.completion import CompletionWatcher
+from pgqueuer.db import AsyncpgDriver
+from pgqueuer.models import Job
+from pgqueuer.qm import QueueManager
+from pgqueuer.queries import Queries
 
 ENQUEUE_CHUNK = 1_000
 PARENT = "parent"

@@ -28,28 +28,14 @@ procrastinate-org/procrastinate):
 from __future__ import annotations
 
 import asyncio
-import importlib.util
-import sys
 import time
 from collections.abc import Callable
 from importlib.metadata import version as dist_version
-from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
-# this file is called procrastinate.py: keep its folder off sys.path so `import procrastinate`
-# finds the library
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
-
-_spec = importlib.util.spec_from_file_location("bench_peers_common", HERE / "common.py")
-assert _spec and _spec.loader
-common = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(common)
-
-import procrastinate  # noqa: E402
-from procrastinate import connector as connector_module  # noqa: E402
-
-assert not Path(procrastinate.__file__).resolve().is_relative_to(HERE), "the adapter shadows the library"
+import common
+import procrastinate
+from procrastinate import connector as connector_module
 
 DEFER_CHUNK = 1_000
 

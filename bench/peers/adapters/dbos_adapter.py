@@ -37,36 +37,17 @@ Recommended settings used, with their sources:
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import signal
 import socket
-import sys
 import threading
 import time
 from importlib.metadata import version as _dist_version
-from types import ModuleType
 from typing import Any
 
-_HERE = os.path.dirname(os.path.realpath(__file__))
-
-
-def _load_common() -> ModuleType:
-    """Load adapters/common.py by path: this folder is taken off sys.path (see below)."""
-    spec = importlib.util.spec_from_file_location("bench_peers_common", os.path.join(_HERE, "common.py"))
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-# This file is called dbos.py: while its folder is on sys.path, `import dbos` would import it.
-sys.path[:] = [p for p in sys.path if os.path.realpath(p or os.curdir) != _HERE]
-common = _load_common()
-
-import sqlalchemy as sa  # noqa: E402
-from dbos import DBOS, DBOSClient, DBOSConfig, EnqueueOptions  # noqa: E402
+import common
+import sqlalchemy as sa
+from dbos import DBOS, DBOSClient, DBOSConfig, EnqueueOptions
 
 VERSION = _dist_version("dbos")
 APP_NAME = "bench-peers"  # owner of the queue; DBOS executors only dequeue their application's queues
