@@ -16,11 +16,11 @@ set local role pgflight_owner;
 --
 -- Planner settings (enable_sort off, jit off, below): claim_batch walks the ready index in claim
 -- order, whatever the statistics say. Right after a bulk submit, before autoanalyze, the planner
--- believes the queue holds a row or two and prefers to collect every queued row through another index and sort them: measured
--- 15 ms per claim with 20,000 queued (0.5 ms with enable_sort off, 0.07 ms once vacuumed; found
--- by bench/peers). Nothing else claim_batch runs needs a sort of more than p_batch_size rows.
--- jit off: the cost penalty of that final sort would otherwise cross jit_above_cost and compile
--- every claim (300 ms measured).
+-- believes the queue holds a row or two and prefers to collect every queued row through another
+-- index and sort them: measured 15 ms per claim with 20,000 queued (0.5 ms with enable_sort off,
+-- 0.07 ms once vacuumed; found by bench/peers). Nothing else claim_batch runs needs a sort of more
+-- than p_batch_size rows. jit off: the cost penalty of that final sort would otherwise cross
+-- jit_above_cost and compile every claim (300 ms measured).
 create or replace function pgflight.claim_batch(
   p_worker_id bigint, p_batch_size integer, p_lease_s double precision,
   p_recipes text[] default null, p_options jsonb default '{}')
