@@ -142,20 +142,27 @@ def _quote(s: str) -> str:
 
 
 def verify_script(name: str, objs: list[Obj]) -> str:
-    lines = [f"-- Verify pgflight:{name}", "-- Written by scripts/gen_sql_scripts.py: signatures and their settings."]
+    lines = [
+        f"-- Verify pgflight:{name}",
+        "-- Written by scripts/gen_sql_scripts.py: signatures and their settings.",
+    ]
     for o in objs:
         if o.kind == "view":
             lines.append(
-                f"select 1 / (c.relkind = 'v')::int from pg_catalog.pg_class c where c.oid = {_quote(o.signature)}::regclass;"
+                "select 1 / (c.relkind = 'v')::int from pg_catalog.pg_class c"
+                f" where c.oid = {_quote(o.signature)}::regclass;"
             )
             continue
-        want = "null::text[]" if o.config is None else "array[" + ", ".join(map(_quote, o.config)) + "]::text[]"
+        want = (
+            "null::text[]" if o.config is None else "array[" + ", ".join(map(_quote, o.config)) + "]::text[]"
+        )
         lines.append(
             f"""do $verify$
 declare
   v_config text[];
 begin
-  select p.proconfig into v_config from pg_catalog.pg_proc p where p.oid = {_quote(o.signature)}::regprocedure;
+  select p.proconfig into v_config
+    from pg_catalog.pg_proc p where p.oid = {_quote(o.signature)}::regprocedure;
   if v_config is distinct from {want} then
     raise exception '{o.signature.replace("'", "''")} has settings %, expected %', v_config, {want};
   end if;

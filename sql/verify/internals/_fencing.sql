@@ -4,7 +4,8 @@ do $verify$
 declare
   v_config text[];
 begin
-  select p.proconfig into v_config from pg_catalog.pg_proc p where p.oid = 'pgflight._reject_write(bigint, bigint, text)'::regprocedure;
+  select p.proconfig into v_config
+    from pg_catalog.pg_proc p where p.oid = 'pgflight._reject_write(bigint, bigint, text)'::regprocedure;
   if v_config is distinct from array['search_path=""']::text[] then
     raise exception 'pgflight._reject_write(bigint, bigint, text) has settings %, expected %', v_config, array['search_path=""']::text[];
   end if;
@@ -14,7 +15,8 @@ do $verify$
 declare
   v_config text[];
 begin
-  select p.proconfig into v_config from pg_catalog.pg_proc p where p.oid = 'pgflight._lock_held(bigint, bigint, text, boolean)'::regprocedure;
+  select p.proconfig into v_config
+    from pg_catalog.pg_proc p where p.oid = 'pgflight._lock_held(bigint, bigint, text, boolean)'::regprocedure;
   if v_config is distinct from array['search_path=""']::text[] then
     raise exception 'pgflight._lock_held(bigint, bigint, text, boolean) has settings %, expected %', v_config, array['search_path=""']::text[];
   end if;
@@ -24,7 +26,8 @@ do $verify$
 declare
   v_config text[];
 begin
-  select p.proconfig into v_config from pg_catalog.pg_proc p where p.oid = 'pgflight._record_stale(bigint, bigint, text)'::regprocedure;
+  select p.proconfig into v_config
+    from pg_catalog.pg_proc p where p.oid = 'pgflight._record_stale(bigint, bigint, text)'::regprocedure;
   if v_config is distinct from array['search_path=""']::text[] then
     raise exception 'pgflight._record_stale(bigint, bigint, text) has settings %, expected %', v_config, array['search_path=""']::text[];
   end if;

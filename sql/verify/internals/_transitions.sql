@@ -4,7 +4,8 @@ do $verify$
 declare
   v_config text[];
 begin
-  select p.proconfig into v_config from pg_catalog.pg_proc p where p.oid = 'pgflight._wake(bigint, text, text)'::regprocedure;
+  select p.proconfig into v_config
+    from pg_catalog.pg_proc p where p.oid = 'pgflight._wake(bigint, text, text)'::regprocedure;
   if v_config is distinct from array['search_path=""']::text[] then
     raise exception 'pgflight._wake(bigint, text, text) has settings %, expected %', v_config, array['search_path=""']::text[];
   end if;
@@ -14,7 +15,8 @@ do $verify$
 declare
   v_config text[];
 begin
-  select p.proconfig into v_config from pg_catalog.pg_proc p where p.oid = 'pgflight._cancel_steps(bigint[], text, text)'::regprocedure;
+  select p.proconfig into v_config
+    from pg_catalog.pg_proc p where p.oid = 'pgflight._cancel_steps(bigint[], text, text)'::regprocedure;
   if v_config is distinct from array['search_path=""']::text[] then
     raise exception 'pgflight._cancel_steps(bigint[], text, text) has settings %, expected %', v_config, array['search_path=""']::text[];
   end if;
@@ -24,7 +26,8 @@ do $verify$
 declare
   v_config text[];
 begin
-  select p.proconfig into v_config from pg_catalog.pg_proc p where p.oid = 'pgflight._cancel_tree(bigint, bigint, text, text)'::regprocedure;
+  select p.proconfig into v_config
+    from pg_catalog.pg_proc p where p.oid = 'pgflight._cancel_tree(bigint, bigint, text, text)'::regprocedure;
   if v_config is distinct from array['search_path=""']::text[] then
     raise exception 'pgflight._cancel_tree(bigint, bigint, text, text) has settings %, expected %', v_config, array['search_path=""']::text[];
   end if;
@@ -34,7 +37,8 @@ do $verify$
 declare
   v_config text[];
 begin
-  select p.proconfig into v_config from pg_catalog.pg_proc p where p.oid = 'pgflight._tree_steps(bigint, bigint)'::regprocedure;
+  select p.proconfig into v_config
+    from pg_catalog.pg_proc p where p.oid = 'pgflight._tree_steps(bigint, bigint)'::regprocedure;
   if v_config is distinct from array['search_path=""']::text[] then
     raise exception 'pgflight._tree_steps(bigint, bigint) has settings %, expected %', v_config, array['search_path=""']::text[];
   end if;
@@ -44,7 +48,8 @@ do $verify$
 declare
   v_config text[];
 begin
-  select p.proconfig into v_config from pg_catalog.pg_proc p where p.oid = 'pgflight._step_finished(bigint, text, text)'::regprocedure;
+  select p.proconfig into v_config
+    from pg_catalog.pg_proc p where p.oid = 'pgflight._step_finished(bigint, text, text)'::regprocedure;
   if v_config is distinct from array['search_path=""']::text[] then
     raise exception 'pgflight._step_finished(bigint, text, text) has settings %, expected %', v_config, array['search_path=""']::text[];
   end if;
@@ -54,7 +59,8 @@ do $verify$
 declare
   v_config text[];
 begin
-  select p.proconfig into v_config from pg_catalog.pg_proc p where p.oid = 'pgflight._fail_attempt(bigint, text, text, jsonb, boolean, double precision, text, text)'::regprocedure;
+  select p.proconfig into v_config
+    from pg_catalog.pg_proc p where p.oid = 'pgflight._fail_attempt(bigint, text, text, jsonb, boolean, double precision, text, text)'::regprocedure;
   if v_config is distinct from array['search_path=""']::text[] then
     raise exception 'pgflight._fail_attempt(bigint, text, text, jsonb, boolean, double precision, text, text) has settings %, expected %', v_config, array['search_path=""']::text[];
   end if;
@@ -64,7 +70,8 @@ do $verify$
 declare
   v_config text[];
 begin
-  select p.proconfig into v_config from pg_catalog.pg_proc p where p.oid = 'pgflight._reclaim(timestamptz, integer)'::regprocedure;
+  select p.proconfig into v_config
+    from pg_catalog.pg_proc p where p.oid = 'pgflight._reclaim(timestamptz, integer)'::regprocedure;
   if v_config is distinct from array['search_path=""']::text[] then
     raise exception 'pgflight._reclaim(timestamptz, integer) has settings %, expected %', v_config, array['search_path=""']::text[];
   end if;
@@ -74,7 +81,8 @@ do $verify$
 declare
   v_config text[];
 begin
-  select p.proconfig into v_config from pg_catalog.pg_proc p where p.oid = 'pgflight._complete_many(bigint[], bigint[], jsonb[], timestamptz)'::regprocedure;
+  select p.proconfig into v_config
+    from pg_catalog.pg_proc p where p.oid = 'pgflight._complete_many(bigint[], bigint[], jsonb[], timestamptz)'::regprocedure;
   if v_config is distinct from array['search_path=""']::text[] then
     raise exception 'pgflight._complete_many(bigint[], bigint[], jsonb[], timestamptz) has settings %, expected %', v_config, array['search_path=""']::text[];
   end if;
@@ -84,7 +92,8 @@ do $verify$
 declare
   v_config text[];
 begin
-  select p.proconfig into v_config from pg_catalog.pg_proc p where p.oid = 'pgflight._decide(bigint, text, text, text, text)'::regprocedure;
+  select p.proconfig into v_config
+    from pg_catalog.pg_proc p where p.oid = 'pgflight._decide(bigint, text, text, text, text)'::regprocedure;
   if v_config is distinct from array['search_path=""']::text[] then
     raise exception 'pgflight._decide(bigint, text, text, text, text) has settings %, expected %', v_config, array['search_path=""']::text[];
   end if;
@@ -94,7 +103,8 @@ do $verify$
 declare
   v_config text[];
 begin
-  select p.proconfig into v_config from pg_catalog.pg_proc p where p.oid = 'pgflight._reopen_step(bigint, text, text, text)'::regprocedure;
+  select p.proconfig into v_config
+    from pg_catalog.pg_proc p where p.oid = 'pgflight._reopen_step(bigint, text, text, text)'::regprocedure;
   if v_config is distinct from array['search_path=""']::text[] then
     raise exception 'pgflight._reopen_step(bigint, text, text, text) has settings %, expected %', v_config, array['search_path=""']::text[];
   end if;
