@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import sys
+from importlib.metadata import entry_points
 from typing import Annotated
 
 import psycopg
@@ -28,6 +29,9 @@ from pgflight import __version__, migrate
 from pgflight.embedded import Cluster, EmbeddedError
 from pgflight.errors import PgflightError
 from pgflight.migrate import MigrationError
+
+#: Entry point group of CLI plugins (see `_load_plugins`).
+PLUGIN_GROUP = "pgflight.cli"
 
 out = Console(highlight=False)
 err = Console(stderr=True, highlight=False)
@@ -245,9 +249,20 @@ from pgflight import cli_agent  # noqa: E402  (agent commands: trace, export-dat
 
 cli_agent.register(app, _dsn)
 
-from pgflight import cli_review  # noqa: E402  (the main job: review)
 
-cli_review.register(app, _dsn)
+def _load_plugins() -> None:
+    """
+    Add the commands other packages declare in entry point group ``pgflight.cli``.
+
+    Each entry point names a ``register(app, dsn)`` function (the review example's
+    ``review = "pgflight_review.cli:register"``). Loading one must not register recipes: a plugin
+    imports its recipes only when its command runs.
+    """
+    for ep in entry_points(group=PLUGIN_GROUP):
+        ep.load()(app, _dsn)
+
+
+_load_plugins()
 
 if __name__ == "__main__":
     main()

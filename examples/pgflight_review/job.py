@@ -9,7 +9,7 @@ The `pgflight review` job: discover, submit one run, run worker processes, show 
 Steps: the database (`PGFLIGHT_DSN`, else the embedded cluster of `pgflight db up`), the schema
 (sqitch deploy), the pg_cron schedules when the server has pg_cron (else this process runs the
 reclaim and wake sweeps itself every few seconds), discovery, one run of ``review_library``, N
-``pgflight worker --recipes pgflight.review.recipes`` processes, a live progress display until the
+``pgflight worker --recipes pgflight_review.recipes`` processes, a live progress display until the
 run ends, then the workers are stopped (SIGTERM, then SIGKILL after a grace period).
 
 Idempotency: the run's key is a hash of its whole input (every document's path and content hash,
@@ -46,10 +46,10 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from pgflight import db, migrate
 from pgflight.db.audit import RunAudit, run_audit
 from pgflight.embedded import Cluster
-from pgflight.review.discovery import Discovery, discover
-from pgflight.review.recipes import DocumentRef, LibraryInput, SkippedRef
+from pgflight_review.discovery import Discovery, discover
+from pgflight_review.recipes import DocumentRef, LibraryInput, SkippedRef
 
-RECIPES_MODULE: Final = "pgflight.review.recipes"
+RECIPES_MODULE: Final = "pgflight_review.recipes"
 WORKSPACE: Final = "default"
 #: Lease in seconds of the review's workers; a dead worker's steps run again after about this long.
 LEASE_S: Final = 10.0

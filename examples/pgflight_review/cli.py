@@ -1,7 +1,9 @@
 """
-The ``pgflight review`` command: the main job (see :mod:`pgflight.review.job`).
+The ``pgflight review`` command: the main job (see :mod:`pgflight_review.job`).
 
-Registered onto the app of :mod:`pgflight.cli` by :func:`register`. It does not use the CLI's
+Registered onto the app of :mod:`pgflight.cli` by :func:`register`, which pgflight finds through
+the entry point ``review`` in group ``pgflight.cli`` (pyproject.toml). Importing this module
+registers no recipe: the job (and its recipes) is imported when the command runs. It does not use the CLI's
 ``_dsn()``: with no ``PGFLIGHT_DSN`` it starts the embedded database itself (``pgflight db up``).
 """
 
@@ -17,7 +19,6 @@ from rich.console import Console
 from rich.markup import escape
 
 from pgflight import errors
-from pgflight.review.job import ReviewError, ReviewJob, default_workers, summary_lines
 
 out = Console(highlight=False)
 err = Console(stderr=True, highlight=False)
@@ -70,6 +71,9 @@ def review(
     Exit 0 when every document was reviewed; 1 when the run failed or some document could not be
     reviewed (the report lists them with the reason).
     """
+    # imported here, not at the top: the job's module registers the review recipes
+    from pgflight_review.job import ReviewError, ReviewJob, default_workers, summary_lines
+
     provider, model_name = _model(model)
     job = ReviewJob(
         paths=paths or [],

@@ -19,8 +19,8 @@ import pytest
 
 from pgflight import db
 from pgflight.db.audit import run_audit
-from pgflight.review import discovery, job
-from pgflight.review.clauses import analyze
+from pgflight_review import discovery, job
+from pgflight_review.clauses import analyze
 
 DATA = Path(__file__).parent / "data" / "licenses"
 NON_ASCII_NAME = "MIT licença ü (annotated-types).txt"
