@@ -1,30 +1,65 @@
 """
 The ``pgflight review`` command: the main job (see :mod:`pgflight_review.job`).
 
-Registered onto the app of :mod:`pgflight.cli` by :func:`register`, which pgflight finds through
-the entry point ``review`` in group ``pgflight.cli`` (pyproject.toml). Importing this module
-registers no recipe: the job (and its recipes) is imported when the command runs. It does not use the CLI's
-``_dsn()``: with no ``PGFLIGHT_DSN`` it starts the embedded database itself (``pgflight db up``).
+Registered onto the ``pgflight`` app by :func:`register`, which pgflight finds through the entry
+point ``review`` in group ``pgflight.cli`` (pyproject.toml). Importing this module registers no
+recipe: the job (and its recipes) is imported when the command runs. With no ``PGFLIGHT_DSN`` the
+job starts the embedded database itself (``pgflight db up``).
+
+The command owns its worker processes: SIGTERM or SIGINT stops them (each in its own process
+group) before the command exits, and it says which run was left and how to continue it.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+import signal
 from pathlib import Path
 from typing import Annotated, Final
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 
-from pgflight import errors
-
-out = Console(highlight=False)
-err = Console(stderr=True, highlight=False)
+from pgflight.cli import fmt
+from pgflight.cli.context import FAILED, OK, PARTIAL, CliError, Interrupted, current, on_signal, usage
 
 #: The Anthropic model `--model anthropic` uses unless `PGFLIGHT_ANTHROPIC_MODEL` names another.
 DEFAULT_ANTHROPIC_MODEL: Final = "claude-sonnet-4-5"
+
+REVIEW_EXIT_CODES: Final = (
+    "Exit codes: 0 every document found was reviewed; 1 the run failed or some document could not "
+    "be reviewed (the report says which); 2 bad arguments: a path that does not exist, --out not a "
+    "writable folder, or nothing to review there; 3 no database; 5 reviewed, but some files were "
+    "skipped (binary, empty, unreadable, too large: the report lists them); 130 / 143 interrupted "
+    "by SIGINT / SIGTERM: the workers are stopped and the run is left unfinished, and the same "
+    "command continues it."
+)
+
+
+def check_out_dir(out_dir: Path) -> None:
+    """
+    `--out` must be a folder this process can write (created if missing), checked before submitting.
+
+    :raises CliError: exit 2.
+    """
+    if out_dir.exists() and not out_dir.is_dir():
+        raise usage(f"--out {out_dir} is a file; name a folder for the report")
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise usage(f"--out {out_dir}: cannot create the folder ({e.strerror})") from None
+    if not os.access(out_dir, os.W_OK | os.X_OK):
+        raise usage(f"--out {out_dir}: the folder is not writable")
+
+
+def check_paths(paths: list[str]) -> None:
+    """Every path given must exist. :raises CliError: exit 2, naming the missing ones."""
+    missing = [p for p in paths if not os.path.lexists(p)]
+    if missing:
+        raise usage(
+            f"no such file or directory: {', '.join(missing)}",
+            "give files or folders to review, or no path for this machine's legal documents",
+        )
 
 
 def _model(choice: str) -> tuple[str, str]:
@@ -46,35 +81,55 @@ def _model(choice: str) -> tuple[str, str]:
 def review(
     paths: Annotated[
         list[str] | None,
-        typer.Argument(help="Files and directories to review (default: this machine's legal documents)."),
+        typer.Argument(
+            metavar="PATH",
+            help="Files and folders to review (default: this machine's legal documents).",
+            show_default=False,
+        ),
     ] = None,
     workers: Annotated[
         int | None,
-        typer.Option("--workers", "-n", min=1, help="Worker processes (default: CPU count, 2 to 8)."),
+        typer.Option(
+            "--workers", "-n", metavar="N", min=1, help="Worker processes (default: CPU count, 2 to 8)."
+        ),
     ] = None,
     chaos: Annotated[
         bool, typer.Option("--chaos", help="SIGKILL a random worker every few seconds and start a new one.")
     ] = False,
     chaos_interval: Annotated[
-        float, typer.Option("--chaos-interval", min=0.2, help="Seconds between chaos kills (±50 %).")
+        float,
+        typer.Option(
+            "--chaos-interval", metavar="SECONDS", min=0.2, help="Time between chaos kills (±50 %)."
+        ),
     ] = 3.0,
     model: Annotated[
-        str, typer.Option("--model", help="offline (deterministic, no network) or anthropic[:<model>].")
+        str,
+        typer.Option(
+            "--model",
+            metavar="MODEL",
+            help="offline (deterministic, no network), anthropic or anthropic:NAME.",
+        ),
     ] = "offline",
     out_dir: Annotated[
-        Path, typer.Option("--out", help="Report folder: report.md, report.html, flags.csv, logs/.")
+        Path,
+        typer.Option(
+            "--out", metavar="FOLDER", help="Report folder: report.md, report.html, flags.csv, logs/."
+        ),
     ] = Path("out/review"),
 ) -> None:
     """
     Review a library of legal documents: one agent per document, a cited report at the end.
 
-    Exit 0 when every document was reviewed; 1 when the run failed or some document could not be
-    reviewed (the report lists them with the reason).
+    The command starts its own worker processes and stops them when the run ends or when it is
+    interrupted; the same command again continues an unfinished run.
     """
-    # imported here, not at the top: the job's module registers the review recipes
-    from pgflight_review.job import ReviewError, ReviewJob, default_workers, summary_lines
-
+    cli = current()
+    check_paths(paths or [])
+    check_out_dir(out_dir)
     provider, model_name = _model(model)
+    # imported here, not at the top: the job's module registers the review recipes
+    from pgflight_review.job import NothingToReview, ReviewError, ReviewJob, default_workers, summary_lines
+
     job = ReviewJob(
         paths=paths or [],
         out_dir=out_dir,
@@ -84,26 +139,47 @@ def review(
         provider=provider,
         model=model_name,
     )
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
-        outcome = job.run(err)
-    except (ReviewError, errors.PgflightError) as e:
-        message = e.one_line() if isinstance(e, errors.PgflightError) else str(e)
-        err.print(f"[bold red]error:[/] {escape(message)}", soft_wrap=True)
-        raise typer.Exit(1) from None
+        outcome = job.run(cli.err)
+    except Interrupted as e:
+        if job.run_id is None:
+            cli.err.print(f"interrupted ({e}) before a run was submitted: nothing was left behind")
+        else:
+            cli.err.print(
+                f"interrupted ({e}): the workers are stopped; run {job.run_id} is left unfinished. "
+                "Run the same command again to continue it, or `pgflight cancel "
+                f"{job.run_id}` to drop it.",
+                soft_wrap=True,
+            )
+        raise typer.Exit(e.code) from None
+    except NothingToReview as e:
+        raise usage(str(e), "give files or folders holding text documents") from None
+    except ReviewError as e:
+        raise CliError(str(e), code=FAILED) from None
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
     for line in summary_lines(outcome):
-        out.print(escape(line), soft_wrap=True)
-    not_reviewed = outcome.result.get("not_reviewed", 0) if isinstance(outcome.result, dict) else 0
+        cli.out.print(escape(line), soft_wrap=True)
+    res = outcome.result if isinstance(outcome.result, dict) else {}
+    not_reviewed = int(res.get("not_reviewed") or 0)
     if not_reviewed:
-        err.print(f"[yellow]{not_reviewed} documents could not be reviewed: see the report[/]")
+        cli.err.print(
+            f"[yellow]{fmt.count(not_reviewed, 'document')} could not be reviewed: see the report[/]"
+        )
     if outcome.status != "succeeded" or not_reviewed:
-        raise typer.Exit(1)
+        raise typer.Exit(FAILED)
+    if outcome.skipped:
+        cli.err.print(
+            f"[yellow]{fmt.count(outcome.skipped, 'file')} skipped (binary, empty, unreadable or too large):"
+            " see the report; exit 5[/]",
+            soft_wrap=True,
+        )
+        raise typer.Exit(PARTIAL)
+    raise typer.Exit(OK)
 
 
-def register(app: typer.Typer, dsn: Callable[[], str]) -> None:
-    """
-    Add ``review`` to the CLI app.
-
-    :param dsn: unused: the job resolves its own database (it may start the embedded one).
-    """
-    del dsn
-    app.command("review")(review)
+def register(app: typer.Typer) -> None:
+    """Add ``review`` to the ``pgflight`` app (entry point ``pgflight.cli``: ``review``)."""
+    app.command("review", epilog=REVIEW_EXIT_CODES)(review)

@@ -72,6 +72,20 @@ class ReviewError(RuntimeError):
     """The job cannot go on (database, schema, discovery, workers); the message says why."""
 
 
+class NothingToReview(ReviewError):
+    """Discovery found no document to review (nothing is submitted); `found` says what was skipped."""
+
+    def __init__(self, found: Discovery) -> None:
+        reasons: dict[str, int] = {}
+        for s in found.skipped:
+            reasons[s.reason.split(":")[0]] = reasons.get(s.reason.split(":")[0], 0) + 1
+        why = ", ".join(f"{n} {reason}" for reason, n in sorted(reasons.items(), key=lambda kv: -kv[1]))
+        super().__init__(
+            "no document to review" + (f": {len(found.skipped)} skipped ({why})" if found.skipped else "")
+        )
+        self.found = found
+
+
 @dataclass
 class Outcome:
     """How the run ended."""
@@ -293,6 +307,8 @@ class ReviewJob:
     chaos_interval_s: float = 3.0
     provider: str = "offline"
     model: str = "offline"
+    #: The run, once submitted (or found again): what an interrupted command left behind.
+    run_id: int | None = field(default=None, init=False)
 
     def run(self, console: Console) -> Outcome:
         """
@@ -308,12 +324,15 @@ class ReviewJob:
             f"found {len(found.documents)} documents to review, {len(found.skipped)} skipped "
             f"({time.monotonic() - started:.1f}s)"
         )
+        if not found.documents:
+            raise NothingToReview(found)
         inp = library_input(found, self.out_dir, self.provider, self.model)
         lease_s = CHAOS_LEASE_S if self.chaos else LEASE_S
         with psycopg.connect(dsn, autocommit=True) as conn:
             run_id, resumed = submit(
                 conn, inp, max_attempts=CHAOS_MAX_ATTEMPTS if self.chaos else MAX_ATTEMPTS, lease_s=lease_s
             )
+            self.run_id = run_id
             chaos = f", chaos: a worker is killed every ~{self.chaos_interval_s:g}s" if self.chaos else ""
             console.print(
                 f"run {run_id} {'continued (same documents, unfinished)' if resumed else 'submitted'}; "
