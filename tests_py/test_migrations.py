@@ -170,7 +170,7 @@ def test_errors_are_one_line_without_traceback(home: Path) -> None:
     r = _cli(home, "migrate")
     assert r.returncode == 3  # the documented code for "no database"
     assert r.stderr.strip().startswith("error: the database is not running"), r
-    error, hint = r.stderr.strip().splitlines()
+    _, hint = r.stderr.strip().splitlines()
     assert "Traceback" not in r.stderr and hint.startswith("hint:") and "pgflight db up" in hint, r
 
 
