@@ -172,8 +172,9 @@ def load_modules(modules: Iterable[str]) -> Registry:
     Import modules and return the recipes they define, and only those.
 
     A recipe belongs to a module when its function is defined there (or in a submodule of a named
-    package), so recipes another import registered in the process-wide registry are left out:
-    a worker runs exactly the recipes of the modules it is given.
+    package) or when importing the module registered it (a tools module that imports
+    ``pgflight.agent.loop`` brings the ``agent`` recipe); recipes registered in the process-wide
+    registry by anything else are left out: a worker runs exactly the recipes of its modules.
 
     :param modules: dotted module names.
     :return: a registry with the recipes of those modules.
@@ -183,10 +184,11 @@ def load_modules(modules: Iterable[str]) -> Registry:
     names = [m.strip() for m in modules if m.strip()]
     chosen = Registry()
     for m in names:
+        before = set(REGISTRY.names())
         importlib.import_module(m)
-        found = [r for r in REGISTRY.all() if _defined_in(r.fn, m)]
+        found = [r for r in REGISTRY.all() if r.name not in before or _defined_in(r.fn, m)]
         if not found:
-            raise ValueError(f"module {m} defines no recipe (no @recipe function in it)")
+            raise ValueError(f"module {m} defines no recipe (no @recipe function in it or its imports)")
         for r in found:
             chosen.add(r.name, r.fn, r.input_model)
     return chosen
