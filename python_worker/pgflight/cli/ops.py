@@ -67,6 +67,14 @@ def _dump(value: BaseModel | Sequence[BaseModel] | Sequence[dict[str, Any]] | di
     sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
 
 
+def _table(*headers: str) -> Table:
+    """A table whose last column (the long one) is cut with an ellipsis, so each row is one line."""
+    t = Table(*headers, box=box.SIMPLE_HEAD)
+    t.columns[-1].overflow = "ellipsis"
+    t.columns[-1].no_wrap = True
+    return t
+
+
 def _short(value: Any, n: int = 60) -> str:
     text = value if isinstance(value, str) else (json.dumps(value, default=str) if value is not None else "")
     text = " ".join(text.split())
@@ -729,9 +737,7 @@ def dead_letters(
     if not rows:
         cli.out.print("no dead letters")
         return
-    t = Table("step", "run", "key", "recipe", "attempts", "error", box=box.SIMPLE_HEAD)
-    t.columns[-1].overflow = "ellipsis"
-    t.columns[-1].no_wrap = True
+    t = _table("step", "run", "key", "recipe", "attempts", "error")
     for d in rows:
         t.add_row(
             str(d.step_id),
@@ -763,9 +769,7 @@ def workers(
     if not rows:
         cli.out.print("no workers" + ("" if include_stopped else " running (--all shows stopped ones)"))
         return
-    t = Table("id", "name", "state", "last seen", "holds", "recipes", box=box.SIMPLE_HEAD)
-    t.columns[-1].overflow = "ellipsis"
-    t.columns[-1].no_wrap = True
+    t = _table("id", "name", "state", "last seen", "holds", "recipes")
     for w in rows:
         holds = ", ".join(map(str, w.holds[:5])) + (f" +{len(w.holds) - 5}" if len(w.holds) > 5 else "")
         t.add_row(
@@ -795,9 +799,7 @@ def approvals(
     if not rows:
         cli.out.print("no approvals pending")
         return
-    t = Table("step", "run", "gate", "waiting", "default", "request", box=box.SIMPLE_HEAD)
-    t.columns[-1].overflow = "ellipsis"
-    t.columns[-1].no_wrap = True
+    t = _table("step", "run", "gate", "waiting", "default", "request")
     for g in rows:
         default = (
             f"{g.default_decision} at {g.expires_at:%Y-%m-%d %H:%M}"
