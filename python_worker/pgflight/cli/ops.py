@@ -92,9 +92,9 @@ def _actor() -> str:
     return os.environ.get("PGFLIGHT_ACTOR") or os.environ.get("USER") or "cli"
 
 
-def _warn_unserved(cli: Cli, conn: psycopg.Connection[Any], recipes: list[str]) -> None:
-    """A warning per recipe that has live steps and no live worker to run them."""
-    for r in state.unserved(conn, recipes) or []:
+def _warn(cli: Cli, unserved: list[str]) -> None:
+    """A warning per recipe that has waiting steps and no live worker to run them."""
+    for r in unserved:
         cli.err.print(
             f"[yellow]warning:[/] no live worker serves recipe {escape(r)}: its steps wait until one"
             f" runs (`pgflight worker --recipes MODULE`; see `pgflight workers`)",
@@ -251,7 +251,7 @@ def submit(
         db.create_workspace(c, workspace)
         r = db.submit_run(c, workspace, recipe, value, idempotency_key=key, options=options)
         if r.created:
-            _warn_unserved(cli, c, [recipe])
+            _warn(cli, state.unserved(c, [recipe]) or [])
     if cli.json:
         _dump(r)
     else:
@@ -420,12 +420,7 @@ def show(run: RunArg, as_json: JsonOpt = False) -> None:
             + (f"; {g.default_decision} applies at {g.expires_at:%Y-%m-%d %H:%M:%S}" if g.expires_at else ""),
             soft_wrap=True,
         )
-    for r in unserved:
-        cli.err.print(
-            f"[yellow]warning:[/] no live worker serves recipe {escape(r)}; start one with "
-            f"`pgflight worker --recipes MODULE` (see `pgflight workers`)",
-            soft_wrap=True,
-        )
+    _warn(cli, unserved)
 
 
 def _tree(
@@ -568,10 +563,10 @@ def events(
 def _events_table(rows: list[models.Event]) -> Table:
     t = Table(box=box.SIMPLE_HEAD, pad_edge=False)
     t.add_column("id", no_wrap=True, justify="right")
-    t.add_column("at", no_wrap=True)
+    t.add_column("at", no_wrap=True, min_width=12)
     t.add_column("step", no_wrap=True, justify="right")
-    t.add_column("change", no_wrap=True, max_width=30, overflow="ellipsis")
-    t.add_column("reason", no_wrap=True, max_width=24, overflow="ellipsis")
+    t.add_column("change", no_wrap=True, max_width=28, overflow="ellipsis")
+    t.add_column("reason", no_wrap=True, max_width=18, overflow="ellipsis")
     t.add_column("detail", no_wrap=True, overflow="ellipsis", ratio=1, min_width=8)
     for e in rows:
         change = f"{e.from_status or ''} → {e.to_status or ''}" if e.from_status or e.to_status else ""
@@ -686,12 +681,9 @@ def watch(
                             soft_wrap=True,
                         )
                 waiting = [s.recipe for s in live if s.state == "queued" and s.recipe not in warned]
-                for r in state.unserved(c, waiting) or []:
-                    warned.add(r)
-                    cli.err.print(
-                        f"[yellow]warning:[/] no live worker serves recipe {escape(r)}; its steps wait",
-                        soft_wrap=True,
-                    )
+                unserved = state.unserved(c, waiting) or []
+                warned.update(unserved)
+                _warn(cli, unserved)
                 now = time.monotonic()
                 line = _progress_line(st, run_state)
                 if not tty and not cli.json and (line != last_line or now >= next_line):
