@@ -165,8 +165,8 @@ def worker(
     """
     Run a worker until SIGTERM or SIGINT: claim, run, heartbeat, complete.
 
-    The worker runs exactly the recipes defined in the modules named by --recipes; a module that
-    defines none is an error.
+    The worker runs exactly the recipes of the modules named by --recipes (defined in them or
+    registered by their imports); a module with none is an error.
     """
     from pgflight.recipes import load_modules
     from pgflight.worker import Worker
