@@ -44,6 +44,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from pgflight import db, migrate
+from pgflight.cli import fmt
 from pgflight.db.audit import RunAudit, run_audit
 from pgflight.embedded import Cluster
 from pgflight_review.discovery import Discovery, discover
@@ -321,8 +322,8 @@ class ReviewJob:
         started = time.monotonic()
         found = discover(list(self.paths) or None)
         console.print(
-            f"found {len(found.documents)} documents to review, {len(found.skipped)} skipped "
-            f"({time.monotonic() - started:.1f}s)"
+            f"found {fmt.count(len(found.documents), 'document')} to review, {len(found.skipped)} skipped "
+            f"({fmt.duration(time.monotonic() - started)})"
         )
         if not found.documents:
             raise NothingToReview(found)
@@ -442,8 +443,8 @@ def summary_lines(outcome: Outcome) -> list[str]:
     a = outcome.audit
     res = outcome.result if isinstance(outcome.result, dict) else {}
     lines = [
-        f"run {outcome.run_id} {outcome.status} in {outcome.wall_s:.1f}s"
-        + (f" (continued; run wall time {a.wall_time_s:.1f}s)" if outcome.resumed else ""),
+        f"run {outcome.run_id} {outcome.status} in {fmt.duration(outcome.wall_s)}"
+        + (f" (continued; run wall time {fmt.duration(a.wall_time_s)})" if outcome.resumed else ""),
     ]
     if res:
         lines += [
@@ -457,9 +458,11 @@ def summary_lines(outcome: Outcome) -> list[str]:
         lines.append(f"error: {message}")
     steps_per_s = a.steps / a.wall_time_s if a.wall_time_s > 0 else 0.0
     lines.append(
-        f"audit: {a.steps} steps ({steps_per_s:.1f}/s), {a.attempts} attempts, {a.retries} retries, "
-        f"{a.reclaimed_attempts} reclaimed, {a.stale_writes_rejected} stale writes rejected, "
-        f"{a.dead_letters} dead letters, {a.model_calls} model calls, {a.tokens} tokens, ${a.usd:.4f}"
+        f"audit: {fmt.count(a.steps, 'step')} ({steps_per_s:.1f}/s), {fmt.count(a.attempts, 'attempt')}, "
+        f"{fmt.count(a.retries, 'retry', 'retries')}, {fmt.number(a.reclaimed_attempts)} reclaimed, "
+        f"{fmt.count(a.stale_writes_rejected, 'stale write')} rejected, "
+        f"{fmt.count(a.dead_letters, 'dead letter')}, {fmt.count(a.model_calls, 'model call')}, "
+        f"{fmt.count(a.tokens, 'token')}, {fmt.money(a.usd)}"
         + (f"; {outcome.kills} workers killed" if outcome.kills else "")
     )
     return lines
