@@ -430,3 +430,18 @@ def test_events_follow_prints_new_events_until_the_run_ends(
     out, err = follower.communicate(timeout=30)
     assert follower.returncode == 0, err
     assert "cancelled" in out.splitlines()[-1], out
+
+
+def test_a_parent_waits_for_children_and_the_run_is_queued_for_them(
+    dsn: str, conn: psycopg.Connection[Any]
+) -> None:
+    run = submit(conn, "fanout")
+    _, c = _claim(conn, "w-parent", ["fanout"])
+    db.spawn_children(
+        conn, c.attempt_id, c.fencing_token, [{"key": "a", "recipe": "square", "input": {"x": 2}}]
+    )
+    shown = pgflight(dsn, "show", str(run))
+    assert shown.returncode == 0, shown.stderr
+    assert f"run {run} fanout queued" in shown.stdout  # the child waits for a worker
+    assert "waiting (children)" in shown.stdout
+    assert "no live worker serves recipe square" in shown.stderr
