@@ -486,7 +486,7 @@ def test_cli_trace_and_export_dataset(dsn: str, tmp_path: Path) -> None:
         timeout=60,
     )
     assert tr.returncode == 0, tr.stderr
-    assert "iteration 2" in tr.stdout and "note(" in tr.stdout and "USD" in tr.stdout
+    assert "iteration 2" in tr.stdout and "note(" in tr.stdout and "$0.000000" in tr.stdout
     out = tmp_path / "d.jsonl"
     ex = subprocess.run(
         [sys.executable, "-m", "pgflight.cli", "export-dataset", "--out", str(out)],
@@ -498,6 +498,7 @@ def test_cli_trace_and_export_dataset(dsn: str, tmp_path: Path) -> None:
     assert ex.returncode == 0, ex.stderr
     (line,) = out.read_text().splitlines()
     conv = json.loads(line)
+    assert conv["usd"] == "0.000000"  # money in JSON: a decimal string with a fixed scale
     assert [m["role"] for m in conv["messages"]] == ["user", "assistant", "user", "assistant"]
     assert conv["messages"][2]["content"][0]["type"] == "tool_result" and conv["tools_used"] == ["note"]
     bad = subprocess.run(
@@ -507,4 +508,4 @@ def test_cli_trace_and_export_dataset(dsn: str, tmp_path: Path) -> None:
         text=True,
         timeout=60,
     )
-    assert bad.returncode == 1 and "step 999999 is unknown" in bad.stderr
+    assert bad.returncode == 4 and "step 999999 is unknown" in bad.stderr  # 4: not found

@@ -54,7 +54,7 @@ def start_worker(
     dsn: str,
     tmp: Path,
     *args: str,
-    recipes: str = "pgflight.demo:worker_recipes",
+    recipes: str = "pgflight_demo:worker_recipes",
     env: dict[str, str] | None = None,
 ) -> WorkerProc:
     """Start `python -m pgflight.cli worker` against `dsn` in a new session (own process group)."""

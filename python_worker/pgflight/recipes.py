@@ -136,6 +136,10 @@ class Registry:
         """Every registered name, sorted."""
         return sorted(self._recipes)
 
+    def all(self) -> list[Recipe]:
+        """Every registered recipe, by name."""
+        return [self._recipes[n] for n in sorted(self._recipes)]
+
     def __contains__(self, name: object) -> bool:
         return name in self._recipes
 
@@ -165,16 +169,34 @@ def recipe(
 
 def load_modules(modules: Iterable[str]) -> Registry:
     """
-    Import modules so their ``@recipe`` decorators run.
+    Import modules and return the recipes they define, and only those.
+
+    A recipe belongs to a module when its function is defined there (or in a submodule of a named
+    package) or when importing the module registered it (a tools module that imports
+    ``pgflight.agent.loop`` brings the ``agent`` recipe); recipes registered in the process-wide
+    registry by anything else are left out: a worker runs exactly the recipes of its modules.
 
     :param modules: dotted module names.
-    :return: the process-wide registry.
-    :raises ImportError: a module cannot be imported.
+    :return: a registry with the recipes of those modules.
+    :raises ModuleNotFoundError: a module (or one it imports) cannot be found.
+    :raises ValueError: a module defines no recipe.
     """
-    for m in modules:
-        if m.strip():
-            importlib.import_module(m.strip())
-    return REGISTRY
+    names = [m.strip() for m in modules if m.strip()]
+    chosen = Registry()
+    for m in names:
+        before = set(REGISTRY.names())
+        importlib.import_module(m)
+        found = [r for r in REGISTRY.all() if r.name not in before or _defined_in(r.fn, m)]
+        if not found:
+            raise ValueError(f"module {m} defines no recipe (no @recipe function in it or its imports)")
+        for r in found:
+            chosen.add(r.name, r.fn, r.input_model)
+    return chosen
+
+
+def _defined_in(fn: RecipeFn, module: str) -> bool:
+    home = getattr(fn, "__module__", "") or ""
+    return home == module or home.startswith(module + ".")
 
 
 class StepContext:

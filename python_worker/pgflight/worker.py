@@ -270,8 +270,17 @@ class Worker:
         try:
             # claimed with start=True: the attempt is already running, no start_step round trip
             recipe = self.registry.get(claim.recipe)
-            if recipe is None:  # cannot happen: claims name only our recipes
-                await self._fail(held, Fatal(f"no recipe {claim.recipe!r} in this worker"), retryable=False)
+            if recipe is None:
+                # claim_batch names only our recipes, so this is a registry that changed under the
+                # worker: hand the step back (no attempt spent) for a worker that serves it
+                log.error(
+                    "attempt %s of step %s: recipe %r is not served by this worker: released",
+                    claim.attempt_id,
+                    claim.step_id,
+                    claim.recipe,
+                )
+                if self.held.transition(held, RELEASED):
+                    await self._release(held, f"recipe {claim.recipe} not served", retry_for_s=self.lease_s)
                 return
             try:
                 ctx = StepContext(

@@ -20,8 +20,8 @@ from typing import Any, ClassVar, Final, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from pgflight.review.clauses import CATEGORIES, MAX_FINDING_LINES, Category, Severity, cited_text, collapse
-from pgflight.review.discovery import read_document
+from pgflight_review.clauses import CATEGORIES, MAX_FINDING_LINES, Category, Severity, cited_text, collapse
+from pgflight_review.discovery import read_document
 
 #: Most lines one `read_lines` call returns.
 MAX_READ_LINES: Final = 500
@@ -49,7 +49,7 @@ class ReviewDocument:
     @classmethod
     def load(cls, path: str, *, expected_sha256: str | None = None) -> ReviewDocument:
         """
-        :raises pgflight.review.discovery.UnreadableDocument: see `read_document`.
+        :raises pgflight_review.discovery.UnreadableDocument: see `read_document`.
         """
         return cls(path, read_document(path, expected_sha256=expected_sha256).lines)
 

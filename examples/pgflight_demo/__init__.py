@@ -1,5 +1,5 @@
 """
-Demo recipes for the quick start and the tests: ``pgflight worker --recipes pgflight.demo``.
+Demo recipes for the quick start and the tests: ``pgflight worker --recipes pgflight_demo``.
 
 - ``noop``: returns its input.
 - ``sleep`` {seconds}: sleeps (checking for cancellation), returns {"slept": seconds}.

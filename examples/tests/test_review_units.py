@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from pgflight.review import clauses, discovery, policy, report, tools
-from pgflight.review.clauses import Finding, analyze
+from pgflight_review import clauses, discovery, policy, report, tools
+from pgflight_review.clauses import Finding, analyze
 
 DATA = Path(__file__).parent / "data" / "licenses"
 NON_ASCII_NAME = "MIT licença ü (annotated-types).txt"

@@ -34,8 +34,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from pgflight.review.clauses import CATEGORIES, CATEGORY_TITLES, SEVERITIES, Analysis, Finding, analyze
-from pgflight.review.tools import MAX_READ_LINES, parse_numbered_lines
+from pgflight_review.clauses import CATEGORIES, CATEGORY_TITLES, SEVERITIES, Analysis, Finding, analyze
+from pgflight_review.tools import MAX_READ_LINES, parse_numbered_lines
 
 #: Lines asked for per read_lines call.
 CHUNK_LINES: Final = 200

@@ -9,7 +9,7 @@ The `pgflight review` job: discover, submit one run, run worker processes, show 
 Steps: the database (`PGFLIGHT_DSN`, else the embedded cluster of `pgflight db up`), the schema
 (sqitch deploy), the pg_cron schedules when the server has pg_cron (else this process runs the
 reclaim and wake sweeps itself every few seconds), discovery, one run of ``review_library``, N
-``pgflight worker --recipes pgflight.review.recipes`` processes, a live progress display until the
+``pgflight worker --recipes pgflight_review.recipes`` processes, a live progress display until the
 run ends, then the workers are stopped (SIGTERM, then SIGKILL after a grace period).
 
 Idempotency: the run's key is a hash of its whole input (every document's path and content hash,
@@ -44,12 +44,13 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from pgflight import db, migrate
+from pgflight.cli import fmt
 from pgflight.db.audit import RunAudit, run_audit
 from pgflight.embedded import Cluster
-from pgflight.review.discovery import Discovery, discover
-from pgflight.review.recipes import DocumentRef, LibraryInput, SkippedRef
+from pgflight_review.discovery import Discovery, discover
+from pgflight_review.recipes import DocumentRef, LibraryInput, SkippedRef
 
-RECIPES_MODULE: Final = "pgflight.review.recipes"
+RECIPES_MODULE: Final = "pgflight_review.recipes"
 WORKSPACE: Final = "default"
 #: Lease in seconds of the review's workers; a dead worker's steps run again after about this long.
 LEASE_S: Final = 10.0
@@ -70,6 +71,20 @@ POLL_S: Final = 0.5
 
 class ReviewError(RuntimeError):
     """The job cannot go on (database, schema, discovery, workers); the message says why."""
+
+
+class NothingToReview(ReviewError):
+    """Discovery found no document to review (nothing is submitted); `found` says what was skipped."""
+
+    def __init__(self, found: Discovery) -> None:
+        reasons: dict[str, int] = {}
+        for s in found.skipped:
+            reasons[s.reason.split(":")[0]] = reasons.get(s.reason.split(":")[0], 0) + 1
+        why = ", ".join(f"{n} {reason}" for reason, n in sorted(reasons.items(), key=lambda kv: -kv[1]))
+        super().__init__(
+            "no document to review" + (f": {len(found.skipped)} skipped ({why})" if found.skipped else "")
+        )
+        self.found = found
 
 
 @dataclass
@@ -293,6 +308,8 @@ class ReviewJob:
     chaos_interval_s: float = 3.0
     provider: str = "offline"
     model: str = "offline"
+    #: The run, once submitted (or found again): what an interrupted command left behind.
+    run_id: int | None = field(default=None, init=False)
 
     def run(self, console: Console) -> Outcome:
         """
@@ -305,15 +322,18 @@ class ReviewJob:
         started = time.monotonic()
         found = discover(list(self.paths) or None)
         console.print(
-            f"found {len(found.documents)} documents to review, {len(found.skipped)} skipped "
-            f"({time.monotonic() - started:.1f}s)"
+            f"found {fmt.count(len(found.documents), 'document')} to review, {len(found.skipped)} skipped "
+            f"({fmt.duration(time.monotonic() - started)})"
         )
+        if not found.documents:
+            raise NothingToReview(found)
         inp = library_input(found, self.out_dir, self.provider, self.model)
         lease_s = CHAOS_LEASE_S if self.chaos else LEASE_S
         with psycopg.connect(dsn, autocommit=True) as conn:
             run_id, resumed = submit(
                 conn, inp, max_attempts=CHAOS_MAX_ATTEMPTS if self.chaos else MAX_ATTEMPTS, lease_s=lease_s
             )
+            self.run_id = run_id
             chaos = f", chaos: a worker is killed every ~{self.chaos_interval_s:g}s" if self.chaos else ""
             console.print(
                 f"run {run_id} {'continued (same documents, unfinished)' if resumed else 'submitted'}; "
@@ -423,8 +443,8 @@ def summary_lines(outcome: Outcome) -> list[str]:
     a = outcome.audit
     res = outcome.result if isinstance(outcome.result, dict) else {}
     lines = [
-        f"run {outcome.run_id} {outcome.status} in {outcome.wall_s:.1f}s"
-        + (f" (continued; run wall time {a.wall_time_s:.1f}s)" if outcome.resumed else ""),
+        f"run {outcome.run_id} {outcome.status} in {fmt.duration(outcome.wall_s)}"
+        + (f" (continued; run wall time {fmt.duration(a.wall_time_s)})" if outcome.resumed else ""),
     ]
     if res:
         lines += [
@@ -438,9 +458,11 @@ def summary_lines(outcome: Outcome) -> list[str]:
         lines.append(f"error: {message}")
     steps_per_s = a.steps / a.wall_time_s if a.wall_time_s > 0 else 0.0
     lines.append(
-        f"audit: {a.steps} steps ({steps_per_s:.1f}/s), {a.attempts} attempts, {a.retries} retries, "
-        f"{a.reclaimed_attempts} reclaimed, {a.stale_writes_rejected} stale writes rejected, "
-        f"{a.dead_letters} dead letters, {a.model_calls} model calls, {a.tokens} tokens, ${a.usd:.4f}"
+        f"audit: {fmt.count(a.steps, 'step')} ({steps_per_s:.1f}/s), {fmt.count(a.attempts, 'attempt')}, "
+        f"{fmt.count(a.retries, 'retry', 'retries')}, {fmt.number(a.reclaimed_attempts)} reclaimed, "
+        f"{fmt.count(a.stale_writes_rejected, 'stale write')} rejected, "
+        f"{fmt.count(a.dead_letters, 'dead letter')}, {fmt.count(a.model_calls, 'model call')}, "
+        f"{fmt.count(a.tokens, 'token')}, {fmt.money(a.usd)}"
         + (f"; {outcome.kills} workers killed" if outcome.kills else "")
     )
     return lines

@@ -20,7 +20,7 @@ from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict
 
-from pgflight.review.clauses import CATEGORIES, CATEGORY_TITLES, SEVERITIES, UNKNOWN_FAMILY
+from pgflight_review.clauses import CATEGORIES, CATEGORY_TITLES, SEVERITIES, UNKNOWN_FAMILY
 
 #: Audit keys in report order, with their labels; other keys follow in the order given.
 AUDIT_LABELS: Final[dict[str, str]] = {

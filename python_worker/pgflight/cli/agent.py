@@ -13,25 +13,18 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 
+from pgflight.cli import fmt
+from pgflight.cli.context import NOT_FOUND, CliError, current, usage
 from pgflight.db import agent as adb
-from pgflight.db.connection import connect
 from pgflight.models_agent import TraceRow
 
-out = Console(highlight=False)
-_dsn_fn: Callable[[], str] | None = None
-
-
-def _conn() -> Any:
-    assert _dsn_fn is not None, "cli_agent.register was not called"
-    return connect(_dsn_fn(), application_name="pgflight-cli")
+StepEnd = Literal["succeeded", "dead_letter", "cancelled"]
 
 
 def _text_of(block: dict[str, Any]) -> str:
@@ -49,25 +42,32 @@ def _text_of(block: dict[str, Any]) -> str:
 
 
 def trace(
-    step: Annotated[int, typer.Argument(help="Step id of an agent step.")],
+    step: Annotated[
+        int, typer.Argument(metavar="STEP", min=1, help="Step id of an agent step.", show_default=False)
+    ],
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON rows.")] = False,
-    width: Annotated[int, typer.Option("--width", help="Characters shown per block.")] = 400,
+    width: Annotated[
+        int, typer.Option("--width", metavar="N", min=10, help="Characters shown per block.")
+    ] = 400,
 ) -> None:
     """Print an agent's flight recorder as a transcript with costs."""
-    with _conn() as conn:
+    cli = current(as_json)
+    out = cli.out
+    with cli.connect() as conn:
         info = adb.agent_run_of(conn, step)
         if info is None:
             known = conn.execute("select 1 from pgflight.step_status where step_id = %s", [step]).fetchone()
-            why = "is not an agent step (no agent run)" if known else "is unknown"
-            Console(stderr=True).print(f"[bold red]error:[/] step {step} {why}")
-            raise typer.Exit(1)
+            if known:
+                raise CliError(f"step {step} is not an agent step (no agent run)")
+            raise CliError(f"step {step} is unknown", code=NOT_FOUND)
         rows = adb.agent_transcript(conn, info.agent_run_id)
     if as_json:
-        out.print_json(
-            json.dumps(
-                {"agent": info.model_dump(mode="json"), "blocks": [r.model_dump(mode="json") for r in rows]}
-            )
-        )
+        agent = {**info.model_dump(mode="json"), "usd": fmt.money_json(info.usd)}
+        blocks = [
+            {**r.model_dump(mode="json"), "usd": None if r.usd is None else fmt.money_json(r.usd)}
+            for r in rows
+        ]
+        sys.stdout.write(json.dumps({"agent": agent, "blocks": blocks}, indent=2, default=str) + "\n")
         return
     out.print(
         f"[bold]agent run {info.agent_run_id}[/] step {info.step_id} run {info.run_id} "
@@ -75,10 +75,10 @@ def trace(
     )
     if info.system_prompt:
         out.print(f"[dim]system:[/] {escape(info.system_prompt[:width])}")
-    current = -1
+    iteration = -1
     for r in rows:
-        if r.iteration != current:
-            current = r.iteration
+        if r.iteration != iteration:
+            iteration = r.iteration
             out.print(_iteration_header(r))
         label = {"assistant": "[cyan]assistant[/]", "user": "[green]user[/]", "system": "[red]system[/]"}[
             r.role
@@ -91,9 +91,11 @@ def trace(
         )
         out.print(f"  {label} {r.block_type}{status}: {escape(body[:width])}")
     out.print(
-        f"[bold]total[/] {info.iterations} model calls, {info.tool_calls} tool calls, "
-        f"{info.input_tokens} in / {info.output_tokens} out / {info.cache_creation_tokens} cache-write / "
-        f"{info.cache_read_tokens} cache-read tokens, {info.usd:.6f} USD"
+        f"[bold]total[/] {fmt.count(info.iterations, 'model call')}, "
+        f"{fmt.count(info.tool_calls, 'tool call')}, "
+        f"{fmt.number(info.input_tokens)} in / {fmt.number(info.output_tokens)} out / "
+        f"{fmt.number(info.cache_creation_tokens)} cache-write / "
+        f"{fmt.number(info.cache_read_tokens)} cache-read tokens, {fmt.money(info.usd)}"
     )
 
 
@@ -104,8 +106,8 @@ def _iteration_header(r: TraceRow) -> str:
         return f"[bold]— iteration {r.iteration} —[/]"
     return (
         f"[bold]— iteration {r.iteration} —[/] {escape(r.model or '')} "
-        f"{r.input_tokens} in / {r.output_tokens} out"
-        f" tokens, {r.usd:.6f} USD, stop {r.stop_reason}"
+        f"{fmt.number(r.input_tokens or 0)} in / {fmt.number(r.output_tokens or 0)} out"
+        f" tokens, {fmt.money(r.usd)}, stop {r.stop_reason}"
     )
 
 
@@ -124,15 +126,33 @@ def conversation(rows: list[TraceRow]) -> list[dict[str, Any]]:
 
 
 def export_dataset(
-    out_path: Annotated[Path | None, typer.Option("--out", "-o", help="File (default stdout).")] = None,
-    status: Annotated[str, typer.Option("--status", help="Step status of the runs.")] = "succeeded",
-    limit: Annotated[int, typer.Option("--limit", "-n", help="Most runs.")] = 100_000,
+    out_path: Annotated[
+        Path | None, typer.Option("--out", "-o", metavar="FILE", help="File to write (default: stdout).")
+    ] = None,
+    status: Annotated[
+        StepEnd,
+        typer.Option(
+            "--status",
+            metavar="STATUS",
+            help="Agent steps that ended so: succeeded, dead_letter or cancelled.",
+        ),
+    ] = "succeeded",
+    limit: Annotated[int, typer.Option("--limit", "-n", metavar="N", min=1, help="Most runs.")] = 100_000,
 ) -> None:
     """Write agent runs as JSONL conversations (one per line) for fine-tuning."""
-    sink = out_path.open("w") if out_path else sys.stdout
+    cli = current()
+    if out_path is not None:
+        if out_path.is_dir():
+            raise usage(f"--out {out_path} is a directory; name a file")
+        if not out_path.parent.is_dir():
+            raise usage(f"--out {out_path}: folder {out_path.parent} does not exist")
     n = 0
-    try:
-        with _conn() as conn:
+    with cli.connect() as conn:
+        try:
+            sink = out_path.open("w") if out_path else sys.stdout
+        except OSError as e:
+            raise usage(f"--out {out_path}: {e.strerror}") from None
+        try:
             after = 0
             while n < limit:
                 page = adb.agent_runs_by_status(conn, status=status, after=after, limit=min(500, limit - n))
@@ -152,7 +172,7 @@ def export_dataset(
                                 "messages": conversation(rows),
                                 "tools_used": tools,
                                 "iterations": a.iterations,
-                                "usd": float(a.usd),
+                                "usd": fmt.money_json(a.usd),
                             },
                             sort_keys=True,
                         )
@@ -160,20 +180,14 @@ def export_dataset(
                     )
                     n += 1
                 after = page[-1].agent_run_id
-    finally:
-        if out_path:
-            sink.close()
+        finally:
+            if out_path:
+                sink.close()
     if out_path:
-        out.print(f"wrote {n} conversations to {out_path}")
+        cli.err.print(f"wrote {fmt.count(n, 'conversation')} to {escape(str(out_path))}", soft_wrap=True)
 
 
-def register(app: typer.Typer, dsn: Callable[[], str]) -> None:
-    """
-    Add ``trace`` and ``export-dataset`` to the CLI app.
-
-    :param dsn: returns the DSN the commands connect to.
-    """
-    global _dsn_fn
-    _dsn_fn = dsn
+def register(app: typer.Typer) -> None:
+    """Add ``trace`` and ``export-dataset`` to the CLI app."""
     app.command("trace")(trace)
     app.command("export-dataset")(export_dataset)

@@ -2,7 +2,7 @@
 The review job's recipes: ``review_library`` (the root), ``review_document`` (one agent per
 document) and ``reconcile`` (the report). Import this module in a worker::
 
-    pgflight worker --recipes pgflight.review.recipes
+    pgflight worker --recipes pgflight_review.recipes
 
 The tree of one run::
 
@@ -20,7 +20,7 @@ own step (not the root's last run) so that it can be retried alone and shows in 
 A document step reuses the agent machinery (:class:`~pgflight.agent.loop.AgentLoop`: every model
 call and tool call is durable rows, and a reclaimed attempt resumes from the transcript) with the
 four review tools bound to its document. The model is the offline one by default, whose
-behaviour for these tools is :func:`pgflight.review.policy.review_policy`; ``provider=anthropic``
+behaviour for these tools is :func:`pgflight_review.policy.review_policy`; ``provider=anthropic``
 uses the real API. The step's result is built from the transcript (the accepted ``flag`` calls
 and the ``finish`` summary), never from what this process happened to see, so a resumed review
 reports the flags of earlier attempts too.
@@ -42,11 +42,11 @@ from pgflight.agent.tools import Tool
 from pgflight.db import agent as adb
 from pgflight.db.audit import run_audit
 from pgflight.recipes import Fatal, StepContext, recipe
-from pgflight.review import tools as rtools
-from pgflight.review.clauses import identify_family
-from pgflight.review.discovery import UnreadableDocument
-from pgflight.review.policy import CHUNK_LINES, MAX_READ_ATTEMPTS, SYSTEM_PROMPT, review_policy, task_prompt
-from pgflight.review.report import write_report
+from pgflight_review import tools as rtools
+from pgflight_review.clauses import identify_family
+from pgflight_review.discovery import UnreadableDocument
+from pgflight_review.policy import CHUNK_LINES, MAX_READ_ATTEMPTS, SYSTEM_PROMPT, review_policy, task_prompt
+from pgflight_review.report import write_report
 
 DOCUMENT_RECIPE: Final = "review_document"
 RECONCILE_RECIPE: Final = "reconcile"
@@ -119,7 +119,7 @@ class ReviewTool(Tool):
     spec: dict[str, Any] = field(default_factory=dict)
 
     def schema(self) -> dict[str, Any]:
-        """The Messages API tool definition, as `pgflight.review.tools` writes it."""
+        """The Messages API tool definition, as `pgflight_review.tools` writes it."""
         return self.spec
 
 

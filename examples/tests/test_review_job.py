@@ -19,15 +19,18 @@ import pytest
 
 from pgflight import db
 from pgflight.db.audit import run_audit
-from pgflight.review import discovery, job
-from pgflight.review.clauses import analyze
+from pgflight_review import discovery, job
+from pgflight_review.clauses import analyze
 
 DATA = Path(__file__).parent / "data" / "licenses"
 NON_ASCII_NAME = "MIT licença ü (annotated-types).txt"
 
 
 def review(dsn: str, tmp: Path, *args: str, timeout_s: float = 150) -> subprocess.CompletedProcess[str]:
-    """Run `pgflight review ARGS` with PGFLIGHT_DSN=dsn; fail with its output unless it exits 0."""
+    """
+    Run `pgflight review ARGS` with PGFLIGHT_DSN=dsn; fail with its output unless it exits 0 (all
+    reviewed) or 5 (all reviewed, some files skipped).
+    """
     env = dict(os.environ, PGFLIGHT_DSN=dsn, COLUMNS="160")
     proc = subprocess.run(
         [sys.executable, "-m", "pgflight.cli", "review", *args],
@@ -38,7 +41,7 @@ def review(dsn: str, tmp: Path, *args: str, timeout_s: float = 150) -> subproces
         timeout=timeout_s,
         check=False,
     )
-    if proc.returncode != 0:
+    if proc.returncode not in (0, 5):
         logs = "\n".join(p.read_text(errors="replace")[-2000:] for p in sorted(tmp.rglob("worker-*.log")))
         pytest.fail(f"review exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}\n{logs}")
     return proc
@@ -66,6 +69,7 @@ def test_review_of_the_shipped_library_flags_gpl3_with_cited_lines_and_audits_fr
     out = tmp_path / "report"
     proc = review(dsn, tmp_path, str(DATA), "--workers", "2", "--out", str(out))
     assert "succeeded" in proc.stdout and str(out / "report.md") in proc.stdout
+    assert proc.returncode == 5 and "2 files skipped" in proc.stderr  # binary.bin, empty.txt
 
     with psycopg.connect(dsn, autocommit=True) as conn:
         run_id = the_run(conn)
