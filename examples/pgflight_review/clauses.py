@@ -17,6 +17,7 @@ text does not identify a known family either, is flagged as unknown or custom te
 
 from __future__ import annotations
 
+import functools
 import re
 from bisect import bisect_right
 from collections.abc import Iterable, Sequence
@@ -779,13 +780,17 @@ class _Text:
     def __init__(self, lines: Sequence[str]) -> None:
         self.lines = list(lines)
         self.text = "\n".join(self.lines)
-        self.lower = self.text.translate(_ASCII_LOWER)  # same offsets as `text`
         self._windows: dict[tuple[str, ...], list[tuple[int, int]]] = {}
         self.starts: list[int] = []
         offset = 0
         for line in self.lines:
             self.starts.append(offset)
             offset += len(line) + 1
+
+    @functools.cached_property
+    def lower(self) -> str:
+        """The text lower-cased (ASCII only: same offsets as `text`)."""
+        return self.text.translate(_ASCII_LOWER)
 
     def line_of(self, offset: int) -> int:
         return max(1, bisect_right(self.starts, offset))
@@ -1228,3 +1233,39 @@ def analyze(lines: Sequence[str]) -> Analysis:
         findings += _unknown_terms(text)
     findings.sort(key=lambda f: (f.line_start, CATEGORIES.index(f.category), f.line_end))
     return Analysis(family, families, family_line, tuple(findings), len(text.lines))
+
+
+@functools.lru_cache(maxsize=4)
+def _cached_text(lines: tuple[str, ...]) -> _Text:
+    return _Text(lines)
+
+
+#: Longest sentence context the report shows for a finding, in characters.
+MAX_CONTEXT_CHARS: Final = 900
+
+
+def expand_to_sentences(
+    lines: Sequence[str], line_start: int, line_end: int, quote: str
+) -> tuple[str, int, int]:
+    """
+    A finding's quote grown to the whole sentence(s) it sits in, for the report: a model may
+    quote a fragment cut at a line end.
+
+    :return: (the sentences, whitespace-collapsed, at most `MAX_CONTEXT_CHARS`; their first and
+        last line). The cited lines themselves when the quote cannot be located in them.
+    """
+    text = _cached_text(tuple(lines))
+    lo = text.starts[max(0, line_start - 1)] if text.starts else 0
+    hi = text.starts[line_end - 1] + len(text.lines[line_end - 1]) if 0 < line_end <= len(text.lines) else lo
+    words = quote.split()
+    pattern = r"\s+".join(re.escape(w) for w in words[:12]) if words else ""
+    m = re.search(pattern, text.text[lo:hi], re.IGNORECASE) if pattern else None
+    if m is None:
+        return cited_text(lines, line_start, line_end)[:MAX_CONTEXT_CHARS], line_start, line_end
+    start = lo + m.start()
+    end = max(start + len(m.group(0)), min(hi, start + len(quote)))
+    first, last = sentence_span(text.text, start, end)
+    if len(text.text[first:last]) > MAX_CONTEXT_CHARS * 2:
+        first, last = max(first, start - MAX_CONTEXT_CHARS // 2), min(last, end + MAX_CONTEXT_CHARS // 2)
+    a, b = text.span_lines(first, last)
+    return collapse(text.text[first:last])[:MAX_CONTEXT_CHARS], min(a, line_start), max(b, line_end)

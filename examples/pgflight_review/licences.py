@@ -23,6 +23,7 @@ files are the evidence second.
 from __future__ import annotations
 
 import functools
+import logging
 import re
 from bisect import bisect_right
 from collections.abc import Sequence
@@ -34,6 +35,9 @@ from typing import Final
 from debian import copyright as dep5
 from debian.deb822 import Deb822
 from license_expression import ExpressionError, Licensing, get_spdx_licensing
+
+# python-debian logs every old-style Format URL it corrects ("Fixing Format URL"): not our news
+logging.getLogger("debian.copyright").setLevel(logging.ERROR)
 
 #: Debian short names that are not SPDX ids (nor aliases the SPDX list knows), as SPDX ids.
 DEBIAN_NAMES: Final[dict[str, str]] = {
@@ -201,18 +205,29 @@ def _paragraph_ranges(lines: Sequence[str]) -> list[tuple[int, int]]:
 
 
 def is_dep5(lines: Sequence[str]) -> bool:
-    """:return: whether the text is a machine-readable (DEP-5) copyright file, per python-debian."""
-    head = next((line for line in lines[:5] if line.strip()), "")
-    if not head.lower().startswith("format:"):
+    """:return: whether the text is a machine-readable (DEP-5) copyright file: its first paragraph
+    is a header python-debian's ``copyright`` module accepts (a known ``Format:``)."""
+    ranges = _paragraph_ranges(lines)
+    if not ranges or not lines[ranges[0][0] - 1].lower().startswith("format:"):
         return False
+    head = [ln for ln in lines[ranges[0][0] - 1 : ranges[0][1]] if not ln.startswith("#")]
     try:
-        dep5.Copyright(sequence=list(lines), strict=False)
+        return bool(dep5.Copyright(sequence=head, strict=False).header.format)
     except (dep5.NotMachineReadableError, ValueError):
         return False
-    return True
 
 
 def dep5_stanzas(lines: Sequence[str]) -> list[Stanza]:
+    """Cached `_dep5_stanzas` (a review asks for one document's stanzas several times)."""
+    return list(_dep5_cached(tuple(lines)))
+
+
+@functools.lru_cache(maxsize=16)
+def _dep5_cached(lines: tuple[str, ...]) -> tuple[Stanza, ...]:
+    return tuple(_dep5_stanzas(lines))
+
+
+def _dep5_stanzas(lines: Sequence[str]) -> list[Stanza]:
     """
     The stanzas of a DEP-5 file with their line ranges and SPDX licences; ``[]`` for any other text.
 

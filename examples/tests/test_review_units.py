@@ -18,6 +18,8 @@ import pytest
 
 from pgflight_review import clauses, discovery, policy, report, tools
 from pgflight_review.clauses import Finding, analyze
+from pgflight_review.licences import LicenceMap
+from pgflight_review.recipes import document_licence
 
 DATA = Path(__file__).parent / "data" / "licenses"
 NON_ASCII_NAME = "MIT licença ü (annotated-types).txt"
@@ -231,7 +233,7 @@ def test_discovery_handles_bad_input_and_dedupes_links(tmp_path: Path) -> None:
     assert NON_ASCII_NAME in by_name and by_name[NON_ASCII_NAME].line_count == 21
     assert "ISC" in by_name  # recursive
     latin = by_name["latin1-gpl2-header.txt"]
-    assert latin.encoding == "latin-1" and latin.note and "not valid UTF-8" in latin.note
+    assert latin.encoding == "cp1252" and latin.note and "not valid UTF-8" in latin.note
     assert reasons["empty.txt"] == "empty"
     assert reasons["spaces.txt"].startswith("empty")
     assert reasons["binary.bin"].startswith("binary")
@@ -491,19 +493,32 @@ def test_policy_ends_the_turn_after_finish_and_ids_are_deterministic() -> None:
 # --- the report -------------------------------------------------------------------------------
 
 
-def test_report_writes_markdown_html_and_csv(tmp_path: Path) -> None:
+def report_results() -> list[dict[str, Any]]:
+    """Reviews of three real texts through the policy and the tools, plus odd and failed ones."""
     results: list[dict[str, Any]] = []
     for name in ["GPL-3", "Apache-2.0", "bsdutils.copyright"]:
         run = converse(DATA / name)
-        a = analyze(lines_of(name))
+        lines = lines_of(name)
+        family, families, source = document_licence(str(DATA / name), lines)
+        where = LicenceMap.of(lines, family)
+        flags = []
+        for f in run["flags"]:
+            flag = f.model_dump()
+            flag["family"] = where.family_at(f.line_start)
+            flag["context"], flag["context_start"], flag["context_end"] = clauses.expand_to_sentences(
+                lines, f.line_start, f.line_end, f.quote
+            )
+            flags.append(flag)
         results.append(
             {
                 "path": str(DATA / name),
-                "family": a.family,
-                "families": list(a.families),
-                "flags": [f.model_dump() for f in run["flags"]],
+                "family": family,
+                "family_source": source,
+                "families": families,
+                "flags": flags,
                 "summary": run["summary"],
                 "status": "succeeded",
+                "step_id": 40 + len(results),
             }
         )
     results.append(
@@ -512,8 +527,8 @@ def test_report_writes_markdown_html_and_csv(tmp_path: Path) -> None:
             "family": "unknown",
             "flags": [
                 {
-                    "category": "unknown_terms",
-                    "severity": "medium",
+                    "category": "audit",
+                    "severity": "high",
                     "quote": "a | b <b>",
                     "line_start": 2,
                     "line_end": 2,
@@ -523,36 +538,60 @@ def test_report_writes_markdown_html_and_csv(tmp_path: Path) -> None:
         }
     )
     results.append({"path": "/srv/gone.txt", "status": "dead_letter", "error": "worker killed 3 times"})
+    return results
+
+
+def test_report_summary_first_families_folded_routine_and_the_run_header(tmp_path: Path) -> None:
+    results = report_results()
     skipped = [
         discovery.Skipped("/x/empty.txt", "empty"),
         {"path": "/x/big.bin", "reason": "huge: 3000000 bytes"},
     ]
-    audit = {
-        "steps": 6,
-        "attempts": 8,
-        "retries": 2,
-        "reclaimed_attempts": 1,
-        "stale_writes_rejected": 1,
-        "dead_letters": 1,
-        "model_calls": 21,
-        "tokens": 12345,
-        "usd": 0.0,
-    }
-    files = report.write_report(tmp_path / "out", results, audit, skipped)
+    audit = {"steps": 6, "attempts": 8, "retries": 2, "reclaimed_attempts": 1, "stale_writes_rejected": 1}
+    run = report.RunInfo(
+        run_id=77,
+        date="2026-01-02 03:04 UTC",
+        engine_version="9.9",
+        model="offline",
+        host="box",
+        chaos_kills=3,
+    )
+    files = report.write_report(tmp_path / "out", results, audit, skipped, run=run)
 
     md = files.markdown.read_text(encoding="utf-8")
-    assert f"{DATA / 'GPL-3'}:222-223" in md  # GPL-3 section 5(c), cited file:line
-    assert "| Strong copyleft |" in md and "| GPL-3.0 | 1 |" in md
-    assert "/srv/gone.txt | dead_letter | worker killed 3 times" in md
-    assert "/x/empty.txt | empty" in md and "huge: 3000000 bytes" in md
-    assert "| Reclaimed attempts (lease expired) | 1 |" in md and "| Stale writes rejected | 1 |" in md
-    assert "pipe.txt" in md and "a \\| b" in md
-    unclassified = md.split("## Documents that could not be classified")[1].split("##")[0]
-    assert "pipe.txt" in unclassified and "GPL-3" not in unclassified
+    # the header, then the summary before anything per document
+    assert md.index("Run 77 · 2026-01-02 03:04 UTC · pgflight 9.9 · model offline · host box") < md.index(
+        "## Summary"
+    )
+    assert "`pgflight show 77`" in md and "`pgflight trace 40`" in md
+    assert md.index("## Summary") < md.index("## Needs a lawyer's look") < md.index("## By licence family")
+    needs = md.split("## Needs a lawyer's look")[1].split("## By licence family")[0]
+    assert "### Strong copyleft" in needs and f"`{DATA / 'GPL-3'}` (GPL-3.0): lines 222-223" in needs
+    assert "### Patent retaliation" in needs and "Apache-2.0" in needs
+    assert "### Audit or inspection right (1 documents)" in needs  # the odd document, escaped below
+    # routine clauses are folded into one line per document, never listed with the rest
+    gpl3 = md.split(f"#### `{DATA / 'GPL-3'}`")[1].split("####")[0]
+    assert "- routine: warranty disclaimer" in gpl3 and "- **low** Warranty" not in gpl3
+    # quotes are whole sentences: the Apache patent clause from "If You institute" to "is filed."
+    apache = md.split(f"#### `{DATA / 'Apache-2.0'}`")[1].split("####")[0]
+    assert (
+        "If You institute patent litigation" in apache
+        and "as of the date such litigation is filed." in apache
+    )
+    # a DEP-5 finding names its own stanza's licence when it differs from the document's
+    bsd = md.split(f"#### `{DATA / 'bsdutils.copyright'}`")[1].split("####")[0]
+    assert "(under BSD-4-Clause)" in bsd or "(under GPL-" in bsd
+    assert "| /srv/gone.txt | dead_letter | worker killed 3 times |" in md
+    assert "| /x/empty.txt | empty |" in md and "huge: 3000000 bytes" in md
+    assert "| Workers killed by --chaos (SIGKILL) before the report | 3 |" in md
+    assert "| Reclaimed attempts (lease expired) | 1 |" in md
 
     page = files.html.read_text(encoding="utf-8")
-    assert "<script>" not in page and "&lt;script&gt;" in page and "<style>" in page
-    assert page.count("<table>") == md.count("\n|---")
+    assert "<script>alert" not in page and "&lt;script&gt;" in page
+    assert '<meta name="viewport"' in page and 'id="toc"' in page and "@media (max-width:640px)" in page
+    assert 'href="#r-strong_copyleft"' in page and 'id="r-strong_copyleft"' in page
+    assert page.count("<details>") == sum(1 for r in results[:3] if r["flags"])  # one fold per document
+    assert 'href="file://' in page and "#:~:text=" in page  # links open the document at the clause
 
     with files.csv.open(encoding="utf-8", newline="") as fh:
         rows = list(csv.DictReader(fh))
@@ -560,9 +599,8 @@ def test_report_writes_markdown_html_and_csv(tmp_path: Path) -> None:
     assert len(rows) == sum(
         len(r.get("flags", [])) for r in results if r.get("status", "succeeded") == "succeeded"
     )
-    gpl_rows = [r for r in rows if r["path"].endswith("GPL-3") and r["category"] == "patent"]
-    assert any(r["line_start"] == "471" for r in gpl_rows)
     assert all(r["citation"].startswith(r["path"] + ":") for r in rows)
+    assert {r["family"] for r in rows if r["path"].endswith("bsdutils.copyright")} > {"GPL-2.0-or-later"}
 
 
 def test_form_feeds_do_not_shift_citations(tmp_path: Path) -> None:
