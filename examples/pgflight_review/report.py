@@ -211,6 +211,18 @@ class Document:
         return self.findings + self.low + self.routine
 
     @property
+    def link(self) -> str:
+        return "file://" + urllib.parse.quote(self.path)
+
+    @property
+    def routine_lines(self) -> list[tuple[str, str]]:
+        """Routine findings as (category title, "12-15, 40"): folded to one line, no quotes."""
+        by: dict[str, list[str]] = {}
+        for f in self.routine:
+            by.setdefault(f.title, []).append(f.lines)
+        return [(title, ", ".join(lines)) for title, lines in by.items()]
+
+    @property
     def folded(self) -> str:
         """What the folded part holds, for its summary line: "2 attribution, 3 routine"."""
         parts = [
@@ -417,8 +429,12 @@ def _environment(autoescape: bool) -> jinja2.Environment:
     return env
 
 
+#: Characters of a low-severity finding's text shown in the folded part (its link shows all).
+LOW_CHARS: Final = 200
+
+
 def render_html(rep: Report) -> str:
-    return _environment(True).get_template("report.html.j2").render(r=rep)
+    return _environment(True).get_template("report.html.j2").render(r=rep, LOW_CHARS=LOW_CHARS)
 
 
 def render_markdown(rep: Report) -> str:
