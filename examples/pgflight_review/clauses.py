@@ -1217,6 +1217,12 @@ def analyze(lines: Sequence[str]) -> Analysis:
     :return: the family and the findings, sorted by line then category. Each finding's quote
         occurs (whitespace-collapsed) in its cited lines, as the `flag` tool requires.
     """
+    return _analyze(tuple(lines))
+
+
+@functools.lru_cache(maxsize=8)
+def _analyze(lines: tuple[str, ...]) -> Analysis:
+    """`analyze`, cached: the offline policy reads the same document again at each of its turns."""
     text = _Text(lines)
     family, families, family_line = _identify(text)
     raw = _rule_findings(text)

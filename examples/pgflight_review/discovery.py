@@ -25,8 +25,6 @@ from dataclasses import dataclass, field
 from importlib import metadata
 from typing import Final
 
-import charset_normalizer
-
 from pgflight_review.licences import package_licence_files
 
 #: Documents larger than this many bytes are skipped as huge.
@@ -198,6 +196,8 @@ def decode(data: bytes, path: str = "<bytes>") -> DecodedText:
     try:
         return _checked(DecodedText(data.decode("utf-8"), "utf-8", None, digest, size), path)
     except UnicodeDecodeError as exc:
+        import charset_normalizer  # here: only a non-UTF-8 text needs it
+
         best = charset_normalizer.from_bytes(data, cp_isolation=list(LEGACY_ENCODINGS)).best()
         encoding = best.encoding if best is not None else "latin_1"
         text = str(best) if best is not None else data.decode("latin-1")

@@ -24,7 +24,6 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Final
 
-import jinja2
 from pydantic import BaseModel, ConfigDict
 
 from pgflight_review.clauses import (
@@ -61,7 +60,6 @@ CSV_COLUMNS: Final = (
     "line_end",
     "citation",
     "quote",
-    "context",
 )
 TEMPLATES: Final = Path(__file__).parent / "templates"
 
@@ -195,7 +193,7 @@ class Document:
     summary: str
     step_id: int | None
     findings: list[Finding] = field(default_factory=list)  # high and medium, high first
-    low: list[Finding] = field(default_factory=list)  # low severity, not routine: folded with text
+    low: list[Finding] = field(default_factory=list)  # low severity, not routine: folded
     routine: list[Finding] = field(default_factory=list)  # warranty, liability: folded, links only
 
     @property
@@ -215,12 +213,13 @@ class Document:
         return "file://" + urllib.parse.quote(self.path)
 
     @property
-    def routine_lines(self) -> list[tuple[str, str]]:
-        """Routine findings as (category title, "12-15, 40"): folded to one line, no quotes."""
-        by: dict[str, list[str]] = {}
-        for f in self.routine:
-            by.setdefault(f.title, []).append(f.lines)
-        return [(title, ", ".join(lines)) for title, lines in by.items()]
+    def folded_lines(self) -> list[tuple[str, str, str, str]]:
+        """Low-severity and routine findings as (category, title, severity, "12-15, 40"): folded to
+        one line per category, without quotes (the document holds them)."""
+        by: dict[str, list[Finding]] = {}
+        for f in self.low + self.routine:
+            by.setdefault(f.category, []).append(f)
+        return [(c, fs[0].title, fs[0].severity, ", ".join(f.lines for f in fs)) for c, fs in by.items()]
 
     @property
     def folded(self) -> str:
@@ -307,7 +306,7 @@ def _share_wordings(docs: list[Document]) -> None:
     start and a link to where it is shown in full: the report stays small and readable."""
     first: dict[str, tuple[str, str]] = {}
     for d in docs:
-        for f in d.findings + d.low:
+        for f in d.findings:
             key = f"{f.category}|{f.text}"
             if key in first and len(f.text) > REPEAT_CHARS:
                 f.same_as, f.same_path = first[key]
@@ -416,7 +415,9 @@ def _md_cell(text: Any) -> str:
     return " ".join(str(text).split()).replace("\\", "\\\\").replace("|", "\\|") or " "
 
 
-def _environment(autoescape: bool) -> jinja2.Environment:
+def _environment(autoescape: bool) -> Any:
+    import jinja2  # here, not at the top: only the reconcile step renders (workers start faster)
+
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(TEMPLATES),
         autoescape=autoescape,
@@ -429,12 +430,8 @@ def _environment(autoescape: bool) -> jinja2.Environment:
     return env
 
 
-#: Characters of a low-severity finding's text shown in the folded part (its link shows all).
-LOW_CHARS: Final = 200
-
-
 def render_html(rep: Report) -> str:
-    return _environment(True).get_template("report.html.j2").render(r=rep, LOW_CHARS=LOW_CHARS)
+    return _environment(True).get_template("report.html.j2").render(r=rep)
 
 
 def render_markdown(rep: Report) -> str:
@@ -459,7 +456,6 @@ def _write_csv(path: Path, results: list[DocumentResult]) -> None:
                         f.line_end,
                         citation(r.path, f.line_start, f.line_end),
                         f.quote,
-                        f.context or "",
                     )
                 )
 
