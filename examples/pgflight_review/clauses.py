@@ -17,6 +17,7 @@ text does not identify a known family either, is flagged as unknown or custom te
 
 from __future__ import annotations
 
+import functools
 import re
 from bisect import bisect_right
 from collections.abc import Iterable, Sequence
@@ -28,14 +29,21 @@ Category = Literal[
     "strong_copyleft",
     "network_copyleft",
     "weak_copyleft",
-    "patent",
-    "warranty_disclaimer",
-    "limitation_of_liability",
-    "attribution",
-    "advertising",
+    "patent_retaliation",
+    "patent_grant",
+    "indemnification",
+    "termination",
+    "audit",
+    "governing_law",
+    "arbitration",
+    "non_commercial",
     "field_of_use",
+    "advertising",
+    "attribution",
     "trademark",
     "export_control",
+    "warranty_disclaimer",
+    "limitation_of_liability",
     "unknown_terms",
 ]
 
@@ -45,21 +53,54 @@ CATEGORY_TITLES: Final[dict[str, str]] = {
     "strong_copyleft": "Strong copyleft",
     "network_copyleft": "Network copyleft",
     "weak_copyleft": "Weak copyleft",
-    "patent": "Patent grant or retaliation",
-    "warranty_disclaimer": "Warranty disclaimer",
-    "limitation_of_liability": "Limitation of liability",
-    "attribution": "Attribution or notice duty",
+    "patent_retaliation": "Patent retaliation (licence ends on a patent suit)",
+    "patent_grant": "Patent grant",
+    "indemnification": "Indemnification",
+    "termination": "Automatic termination",
+    "audit": "Audit or inspection right",
+    "governing_law": "Governing law or venue",
+    "arbitration": "Arbitration or class-action waiver",
+    "non_commercial": "Non-commercial restriction",
+    "field_of_use": "Field-of-use restriction",
     "advertising": "Advertising clause",
-    "field_of_use": "Non-commercial or field-of-use restriction",
+    "attribution": "Attribution or notice duty",
     "trademark": "Trademark or endorsement",
     "export_control": "Export control",
+    "warranty_disclaimer": "Warranty disclaimer",
+    "limitation_of_liability": "Limitation of liability",
     "unknown_terms": "Unknown or custom terms",
 }
 SEVERITIES: Final[tuple[str, ...]] = get_args(Severity)
+#: The severity a category's clauses have unless a rule says otherwise.
+CATEGORY_SEVERITY: Final[dict[str, str]] = {
+    "strong_copyleft": "high",
+    "network_copyleft": "high",
+    "weak_copyleft": "medium",
+    "patent_retaliation": "high",
+    "patent_grant": "low",
+    "indemnification": "high",
+    "termination": "medium",
+    "audit": "high",
+    "governing_law": "medium",
+    "arbitration": "high",
+    "non_commercial": "high",
+    "field_of_use": "high",
+    "advertising": "medium",
+    "attribution": "low",
+    "trademark": "low",
+    "export_control": "medium",
+    "warranty_disclaimer": "low",
+    "limitation_of_liability": "low",
+    "unknown_terms": "medium",
+}
+#: Categories a lawyer should look at: their clauses make a document need review.
+HIGH_CATEGORIES: Final = frozenset(c for c, s in CATEGORY_SEVERITY.items() if s == "high")
+#: Boilerplate nearly every licence has (warranty disclaimer, limitation of liability): folded in reports.
+ROUTINE_CATEGORIES: Final = frozenset({"warranty_disclaimer", "limitation_of_liability"})
 
 UNKNOWN_FAMILY: Final = "unknown"
 #: Longest quote a finding carries, in characters.
-MAX_QUOTE_CHARS: Final = 240
+MAX_QUOTE_CHARS: Final = 480
 #: Most lines one finding cites (merging stops there); the flag tool accepts more.
 MAX_FINDING_LINES: Final = 30
 #: Findings of one category in one paragraph, or closer than this many lines, are merged into one.
@@ -235,7 +276,7 @@ RULES: Final[tuple[_Rule, ...]] = (
         ("service",),
         "network_copyleft",
         "high",
-        r"(?:offer|make) the Program (?:or a modified version )?(?:available )?as a service",
+        r"(?:offer|make) (?:the functionality of )?the Program[^.]{0,80}?as a service",
     ),
     # --- weak copyleft ---------------------------------------------------------------------
     _rule(
@@ -303,36 +344,88 @@ RULES: Final[tuple[_Rule, ...]] = (
     _rule(
         "patent_retaliation",
         ("patent",),
-        "patent",
+        "patent_retaliation",
         "high",
-        r"(?:institutes?|initiates?|brings?) (?:a )?(?:patent (?:litigation|lawsuit|action)"
-        r"|(?:litigation|lawsuit|action)" + _GAP + r"(?:patent|infring))",
+        r"(?:institutes?|initiates?|brings?|files?|commences?) (?:a )?(?:patent (?:litigation"
+        r"|lawsuit|action|claim)"
+        r"|(?:litigation|lawsuit|action|claim)" + _GAP + r"(?:patent|infring))",
     ),
     _rule(
         "patent_assertion_termination",
         ("patent",),
-        "patent",
+        "patent_retaliation",
         "high",
-        r"asserting a patent infringement claim",
+        r"asserting a patent infringement claim|patent licenses? granted[^.]{0,200}?shall terminate",
     ),
     _rule(
         "patent_grant",
         ("patent",),
-        "patent",
-        "medium",
+        "patent_grant",
+        "low",
         r"(?:grants? (?:to )?(?:You|you|each recipient)" + _GAP + r"patent licen[cs]e"
         r"|Grant of Patent License|royalty-free patent licen[cs]e|under Patent Claims"
         r"|essential patent claims|patent licen[cs]e (?:to|under) )",
     ),
+    # --- indemnification -----------------------------------------------------------------------
     _rule(
-        "patent_section", ("patents",), "patent", "medium", r"^[^\S\n]*\d+\. Patents\.?[^\S\n]*$", case=True
+        "indemnify",
+        ("indemnif", "harmless"),
+        "indemnification",
+        "high",
+        r"(?:\bindemnify\b|\bindemnification\b (?:obligation|of)|hold (?:\w+ ){0,4}harmless)",
+    ),
+    # --- termination -------------------------------------------------------------------------------
+    _rule(
+        "automatic_termination",
+        ("terminat",),
+        "termination",
+        "medium",
+        r"(?:terminates? automatically|automatically terminate|terminate (?:immediately|automatically)"
+        r"|(?:will|shall) terminate (?:immediately )?(?:if|upon|without notice)"
+        r"|terminates? (?:immediately|without (?:prior )?notice)"
+        r"|terminate (?:\w+ ){1,3}(?:immediately|without (?:prior )?notice))",
+    ),
+    # --- audit -------------------------------------------------------------------------------------
+    _rule(
+        "audit_right",
+        ("audit", "inspect"),
+        "audit",
+        "high",
+        r"(?:(?:right|entitled|permitted) to (?:\w+ ){0,2}(?:audit|inspect)"
+        r"|\b(?:may|shall|will) (?:\w+ ){0,2}(?:audit|inspect) (?:your|the licensee|licensee|its|the)"
+        r"|\baudit (?:your|the licensee|licensee's|of your) (?:\w+ ){0,3}(?:use|records|books"
+        r"|compliance|systems)"
+        r"|(?:books|records)[^.]{0,80}?(?:available for|subject to) (?:audit|inspection))",
+    ),
+    # --- governing law, venue ----------------------------------------------------------------------
+    _rule(
+        "governing_law",
+        ("governed", "construed", "laws", "jurisdiction", "venue", "courts"),
+        "governing_law",
+        "medium",
+        r"(?:(?:governed|construed|interpreted) (?:by|under|in accordance with)[^.]{0,80}?\blaws? of"
+        r"|(?:governed|construed) by (?:the )?(?:substantive )?laws"
+        r"|(?:exclusive )?(?:jurisdiction|venue) (?:of|in|for)[^.]{0,80}?\bcourts?"
+        r"|(?:brought|litigated|resolved) (?:only |exclusively )?in the (?:\w+ ){0,4}courts? of"
+        r"|submit to the (?:\w+ ){0,2}jurisdiction)",
+    ),
+    # --- arbitration, class actions ----------------------------------------------------------------
+    _rule(
+        "arbitration",
+        ("arbitrat",),
+        "arbitration",
+        "high",
+        r"(?:(?:settled|resolved|submitted|determined|decided|referred) (?:\w+ ){0,2}(?:by"
+        r"|to) (?:final |binding )*arbitration"
+        r"|binding arbitration|arbitration (?:administered|under the rules|in accordance with|shall))",
     ),
     _rule(
-        "patent_infringement_condition",
-        ("patent",),
-        "patent",
-        "medium",
-        r"allegation of patent infringement|knowingly relying on a patent license",
+        "class_action_waiver",
+        ("class", "jury", "individual"),
+        "arbitration",
+        "high",
+        r"(?:waives? (?:\w+ ){0,4}(?:class|jury)|class(?:-| )action|on an individual basis"
+        r"|not as a plaintiff or class member)",
     ),
     # --- warranty / liability --------------------------------------------------------------
     _rule(
@@ -370,6 +463,7 @@ RULES: Final[tuple[_Rule, ...]] = (
         "attribution",
         "low",
         r"(?:copyright notice and this permission notice (?:shall be included|appear) in all copies"
+        r"|above copyright notice(?:s)? and this permission notice(?:s)? appear in all copies"
         r"|Redistributions of source code must retain|Redistributions in binary form must reproduce"
         r"|This notice may not be removed or altered|keep intact all (?:the )?notices"
         r"|must (?:retain|reproduce|include) (?:the )?(?:above )?copyright notice"
@@ -383,7 +477,7 @@ RULES: Final[tuple[_Rule, ...]] = (
         "advertising_clause",
         ("advertising",),
         "advertising",
-        "high",
+        "medium",
         r"(?:All advertising materials mentioning features or use of this software must display"
         r"|advertising materials,? and other materials related to such distribution and use acknowledge)",
     ),
@@ -395,33 +489,49 @@ RULES: Final[tuple[_Rule, ...]] = (
         r"end-user documentation included with the redistribution, if any, must include the following"
         r" acknowledge?ment",
     ),
-    # --- field of use ----------------------------------------------------------------------
+    # --- non-commercial, field of use ------------------------------------------------------------
     _rule(
         "non_commercial",
-        ("commercial", "personal", "private", "educational", "academic", "research", "evil"),
-        "field_of_use",
+        ("commercial",),
+        "non_commercial",
         "high",
         r"(?:(?<!commercial\x20and\x20)(?<!commercial\x20or\x20)\bnon-?commercial (?:use|purposes?|only)"
         r"|\b(?-i:NonCommercial)\b|not for commercial (?:use|purposes)"
-        r"|(?:may|must|shall) not (?:be )?(?:used|use it) for (?:any )?commercial"
+        r"|(?:may|must|shall) not (?:be )?(?:used|use it"
+        r"|use the software) (?:\w+ ){0,2}for (?:any )?commercial"
         r"|commercial use is (?:prohibited|not permitted|forbidden)"
-        r"|for (?:personal|private|educational|academic|research)"
-        r"(?: (?:and|or) (?:educational|academic|research|non-?commercial))? (?:use|purposes) only"
-        r"|shall be used for Good, not Evil)",
+        r"|for (?:personal|private) (?:(?:and|or) non-?commercial )?(?:use|purposes) only)",
     ),
     _rule(
         "no_sale",
         ("fee", "sold"),
-        "field_of_use",
+        "non_commercial",
         "medium",
-        r"(?:You may not charge a fee for this Package itself|may not be sold|must not be sold)",
+        r"(?:You may not charge a fee for this Package itself|may not be sold|must not be sold"
+        r"|\bNeither\b[^.]{0,160}?\bmay be sold)",
     ),
     _rule(
-        "nuclear_exclusion",
-        ("nuclear",),
         "field_of_use",
-        "medium",
-        r"not (?:designed|intended|licensed)" + _GAP + r"for use in" + _GAP + r"nuclear",
+        (
+            "evil",
+            "educational",
+            "academic",
+            "research",
+            "evaluation",
+            "military",
+            "weapon",
+            "surveillance",
+            "nuclear",
+        ),
+        "field_of_use",
+        "high",
+        r"(?:shall be used for Good, not Evil"
+        r"|for (?:educational|academic|research|evaluation)(?: (?:and|or) (?:educational|academic|research))?"
+        r" (?:use|purposes) only"
+        r"|(?:may|must|shall) not (?:be )?used? (?:\w+ ){0,3}(?:in|for) (?:any )?(?:military"
+        r"|weapons?|surveillance|nuclear)"
+        r"|(?:not (?:licensed|permitted) for|prohibited from) use in (?:\w+ ){0,3}(?:military"
+        r"|weapons?|nuclear))",
     ),
     _rule(
         "no_derivatives",
@@ -435,7 +545,7 @@ RULES: Final[tuple[_Rule, ...]] = (
         "trademark_not_granted",
         ("trade",),
         "trademark",
-        "medium",
+        "low",
         r"(?:does not grant (?:any rights in the |permission to use the )?trade ?(?:names|marks)"
         r"|no (?:rights?|license) (?:is granted )?(?:to use )?(?:the )?trademarks?"
         r"|trademark (?:rights|license) (?:are|is) not (?:licensed|granted))",
@@ -448,18 +558,10 @@ RULES: Final[tuple[_Rule, ...]] = (
         r"(?:be used to endorse or promote products|be used in advertising or otherwise to promote)",
         repeatable=False,
     ),
-    _rule(
-        "registered_trademark",
-        ("trademark",),
-        "trademark",
-        "low",
-        r"(?:is a (?:registered )?trademark of|are (?:registered )?trademarks of)",
-        repeatable=False,
-    ),
     # --- export control --------------------------------------------------------------------
     _rule(
         "export_control",
-        ("export", "wassenaar", "bureau", "commerce", "eccn"),
+        ("export", "wassenaar", "bureau", "eccn"),
         "export_control",
         "medium",
         r"(?:export (?:control|administration|regulations?|laws?|restrictions?)|re-?export"
@@ -470,7 +572,7 @@ RULES: Final[tuple[_Rule, ...]] = (
         ("cryptographic", "residence"),
         "export_control",
         "low",
-        r"includes cryptographic software|country of residence may have restrictions",
+        r"country of residence may have restrictions",
         repeatable=False,
     ),
 )
@@ -678,13 +780,17 @@ class _Text:
     def __init__(self, lines: Sequence[str]) -> None:
         self.lines = list(lines)
         self.text = "\n".join(self.lines)
-        self.lower = self.text.translate(_ASCII_LOWER)  # same offsets as `text`
         self._windows: dict[tuple[str, ...], list[tuple[int, int]]] = {}
         self.starts: list[int] = []
         offset = 0
         for line in self.lines:
             self.starts.append(offset)
             offset += len(line) + 1
+
+    @functools.cached_property
+    def lower(self) -> str:
+        """The text lower-cased (ASCII only: same offsets as `text`)."""
+        return self.text.translate(_ASCII_LOWER)
 
     def line_of(self, offset: int) -> int:
         return max(1, bisect_right(self.starts, offset))
@@ -725,15 +831,103 @@ def cited_text(lines: Sequence[str], line_start: int, line_end: int) -> str:
     return collapse(" ".join(lines[line_start - 1 : line_end]))
 
 
-def _quote_for(text: _Text, start: int, end: int, line_start: int, line_end: int) -> str:
-    """The cited lines themselves when short enough, else the matched text; always a substring."""
-    whole = cited_text(text.lines, line_start, line_end)
-    if len(whole) <= MAX_QUOTE_CHARS:
-        return whole
-    matched = collapse(text.text[start:end])
-    if len(matched) > MAX_QUOTE_CHARS:
-        matched = matched[:MAX_QUOTE_CHARS].rstrip()
-    return matched
+# A sentence ends at ". ", "! ", "? " (not after an abbreviation or a lone letter or number), at a
+# blank line, at a Debian " ." line, or before a DEP-5 field ("License: ...").
+_SENTENCE_END: Final = re.compile(r"[.!?](?=[\s)\]'\"]|$)|\n[ \t]*\.?[ \t]*(?=\n)|\n(?=[A-Z][\w-]*:[ \t])")
+_ABBREVIATION: Final = re.compile(
+    r"(?:\b(?:e\.g|i\.e|etc|Inc|Ltd|Co|Corp|vs|No|U\.S|U\.S\.A|v|Sec|cf|St|Dr|Mr|Ms|al|Ver)"
+    r"|\b[A-Za-z]|(?:^|\s)\d)$"
+)
+#: How far a sentence is looked for around a match, in characters each way.
+_SENTENCE_REACH: Final = 900
+
+
+def _is_end(text: str, m: re.Match[str]) -> bool:
+    if text[m.start()] not in ".!?":
+        return True
+    return not (text[m.start()] == "." and _ABBREVIATION.search(text[max(0, m.start() - 8) : m.start()]))
+
+
+def sentence_span(text: str, start: int, end: int) -> tuple[int, int]:
+    """
+    The whole sentence(s) around ``text[start:end]``, as character offsets.
+
+    :return: (first character after the previous sentence's end, just past this sentence's end).
+    """
+    lo = max(0, start - _SENTENCE_REACH)
+    first = lo if lo > 0 else 0
+    for m in _SENTENCE_END.finditer(text, lo, start):
+        if _is_end(text, m):
+            first = m.end()
+    last = min(len(text), end + _SENTENCE_REACH)
+    for m in _SENTENCE_END.finditer(text, max(end - 1, start), last):
+        if m.start() >= end - 1 and _is_end(text, m):
+            last = m.end()
+            break
+    while first < start and text[first].isspace():
+        first += 1
+    return first, max(last, end)
+
+
+def _quote_span(text: _Text, start: int, end: int) -> tuple[int, int]:
+    """The sentence around a match, cut to about `MAX_QUOTE_CHARS` around the match when longer."""
+    first, last = sentence_span(text.text, start, end)
+    if len(collapse(text.text[first:last])) <= MAX_QUOTE_CHARS:
+        return first, last
+    if end - first <= MAX_QUOTE_CHARS:  # keep the sentence's start, cut its tail
+        last = min(last, first + MAX_QUOTE_CHARS)
+    else:
+        room = max(0, (MAX_QUOTE_CHARS - (end - start)) // 2)
+        first, last = max(first, start - room), min(last, end + room)
+    while first > 0 and first < start and not text.text[first - 1].isspace():
+        first += 1  # start at a word
+    while last < len(text.text) and last > end and not text.text[last].isspace():
+        last -= 1  # end at a word
+    return first, last
+
+
+def _quote_for(text: _Text, start: int, end: int) -> str:
+    """The collapsed text of a span, at most `MAX_QUOTE_CHARS` long; always in its cited lines."""
+    quote = collapse(text.text[start:end])
+    return quote if len(quote) <= MAX_QUOTE_CHARS else quote[:MAX_QUOTE_CHARS].rsplit(" ", 1)[0]
+
+
+#: Words that make a sentence about another licence a mention rather than this text's own clause:
+#: history ("previously distributed under the GPL"), comparison, compatibility, examples.
+MENTION: Final = re.compile(
+    r"\b(?:previously|formerly|originally|historically|earlier (?:versions?|releases?)"
+    r"|prior (?:versions?|releases?)"
+    r"|older (?:versions?|releases?)|used to be|no longer|re-?licen[cs]|compatib|incompatib|unlike"
+    r"|differs? from|see also|in contrast"
+    r"|similar to|whereas|(?:was|were|had been) (?:\w+ )?(?:distributed|released|licen[cs]ed|available)"
+    r"|(?:link|combine|combining|linking) (?:\w+ ){0,6}with (?:a |any )?(?:work|library|software"
+    r"|code|program)s?"
+    r" (?:\w+ )?(?:licen[cs]ed|released|distributed|covered) under"
+    r"|does not (?:require|apply|contain|impose|include)|is not (?:licen[cs]ed|distributed|released|subject)"
+    r"|not (?:licen[cs]ed|distributed|released) under|nothing in this)",
+    re.IGNORECASE,
+)
+#: Words that make a sentence naming another licence an example of it, not this text's terms.
+EXAMPLE: Final = re.compile(r"\b(?:for (?:example|instance)|e\.g\.|such as|like the)", re.IGNORECASE)
+#: A copyleft licence offered as one choice among others: softened to medium.
+ALTERNATIVE: Final = re.compile(
+    r"\b(?:alternatively|dual[- ]licen[cs]|at your (?:option|choice),? (?:under|the terms of|either)"
+    r"|may (?:alternatively|also|instead) be (?:distributed|used|licen[cs]ed|redistributed))",
+    re.IGNORECASE,
+)
+_PATENT_SUIT: Final = re.compile(r"patent (?:litigation|infringement|suit|claim)|litigation", re.I)
+_MENTION_CATEGORIES: Final = frozenset(CATEGORIES) - ROUTINE_CATEGORIES - {"attribution"}
+
+
+def is_mention(sentence: str, *, names_a_licence: bool = False) -> bool:
+    """
+    :param names_a_licence: the clause found is a reference to a licence by name, which an
+        example ("for example, the GPL requires ...") only mentions.
+    :return: whether a sentence only mentions a licence or clause (history, comparison,
+        compatibility, example) rather than stating this text's own terms.
+    """
+    text = collapse(sentence)
+    return bool(MENTION.search(text) or (names_a_licence and EXAMPLE.search(text)))
 
 
 def _license_fields(text: _Text) -> list[tuple[int, str, int]]:
@@ -940,10 +1134,38 @@ def _rule_findings(text: _Text) -> list[Finding]:
                 if wording in seen_wording:
                     continue
                 seen_wording.add(wording)
-            line_start, line_end = text.span_lines(m.start(), m.end())
-            quote = _quote_for(text, m.start(), m.end(), line_start, line_end)
-            out.append(Finding(rule.category, rule.severity, line_start, line_end, quote, rule.name))
+            first, last = _quote_span(text, m.start(), m.end())
+            sentence = text.text[first:last]
+            if rule.category in _MENTION_CATEGORIES and is_mention(
+                sentence, names_a_licence=rule.name.endswith("_reference")
+            ):
+                continue
+            severity = rule.severity
+            if rule.category in ("strong_copyleft", "network_copyleft") and ALTERNATIVE.search(sentence):
+                severity = "medium"
+            if rule.category == "termination" and _PATENT_SUIT.search(sentence):
+                continue  # termination on a patent suit: patent retaliation, flagged by its own rule
+            line_start, line_end = text.span_lines(first, last)
+            out.append(
+                Finding(
+                    rule.category, severity, line_start, line_end, _quote_for(text, first, last), rule.name
+                )
+            )
     return out
+
+
+def _merged_quote(a: str, b: str, cited: str) -> str:
+    """One quote for two merged findings: the one holding the other, else both when they are
+    one stretch of the cited text and short enough, else the first."""
+    if b in a:
+        return a
+    if a in b and len(b) <= MAX_QUOTE_CHARS:
+        return b
+    for first, second in ((a, b), (b, a)):
+        joined = f"{first} {second}"
+        if len(joined) <= MAX_QUOTE_CHARS and joined.casefold() in cited.casefold():
+            return joined
+    return a
 
 
 def _merge(findings: list[Finding], text: _Text) -> list[Finding]:
@@ -962,8 +1184,7 @@ def _merge(findings: list[Finding], text: _Text) -> list[Finding]:
             )
         ):
             line_end = max(last.line_end, f.line_end)
-            whole = cited_text(text.lines, last.line_start, line_end)
-            quote = whole if len(whole) <= MAX_QUOTE_CHARS else last.quote
+            quote = _merged_quote(last.quote, f.quote, cited_text(text.lines, last.line_start, line_end))
             merged[-1] = Finding(f.category, f.severity, last.line_start, line_end, quote, last.rule)
         else:
             merged.append(f)
@@ -980,7 +1201,7 @@ def _unknown_terms(text: _Text) -> list[Finding]:
                     "medium",
                     i + 1,
                     i + 1,
-                    collapse(line)[:MAX_QUOTE_CHARS],
+                    _quote_for(text, text.starts[i], text.starts[i] + len(line)),
                     "unclassified_terms",
                 )
             ]
@@ -996,6 +1217,12 @@ def analyze(lines: Sequence[str]) -> Analysis:
     :return: the family and the findings, sorted by line then category. Each finding's quote
         occurs (whitespace-collapsed) in its cited lines, as the `flag` tool requires.
     """
+    return _analyze(tuple(lines))
+
+
+@functools.lru_cache(maxsize=8)
+def _analyze(lines: tuple[str, ...]) -> Analysis:
+    """`analyze`, cached: the offline policy reads the same document again at each of its turns."""
     text = _Text(lines)
     family, families, family_line = _identify(text)
     raw = _rule_findings(text)
@@ -1012,3 +1239,39 @@ def analyze(lines: Sequence[str]) -> Analysis:
         findings += _unknown_terms(text)
     findings.sort(key=lambda f: (f.line_start, CATEGORIES.index(f.category), f.line_end))
     return Analysis(family, families, family_line, tuple(findings), len(text.lines))
+
+
+@functools.lru_cache(maxsize=4)
+def _cached_text(lines: tuple[str, ...]) -> _Text:
+    return _Text(lines)
+
+
+#: Longest sentence context the report shows for a finding, in characters.
+MAX_CONTEXT_CHARS: Final = 900
+
+
+def expand_to_sentences(
+    lines: Sequence[str], line_start: int, line_end: int, quote: str
+) -> tuple[str, int, int]:
+    """
+    A finding's quote grown to the whole sentence(s) it sits in, for the report: a model may
+    quote a fragment cut at a line end.
+
+    :return: (the sentences, whitespace-collapsed, at most `MAX_CONTEXT_CHARS`; their first and
+        last line). The cited lines themselves when the quote cannot be located in them.
+    """
+    text = _cached_text(tuple(lines))
+    lo = text.starts[max(0, line_start - 1)] if text.starts else 0
+    hi = text.starts[line_end - 1] + len(text.lines[line_end - 1]) if 0 < line_end <= len(text.lines) else lo
+    words = quote.split()
+    pattern = r"\s+".join(re.escape(w) for w in words[:12]) if words else ""
+    m = re.search(pattern, text.text[lo:hi], re.IGNORECASE) if pattern else None
+    if m is None:
+        return cited_text(lines, line_start, line_end)[:MAX_CONTEXT_CHARS], line_start, line_end
+    start = lo + m.start()
+    end = max(start + len(m.group(0)), min(hi, start + len(quote)))
+    first, last = sentence_span(text.text, start, end)
+    if len(text.text[first:last]) > MAX_CONTEXT_CHARS * 2:
+        first, last = max(first, start - MAX_CONTEXT_CHARS // 2), min(last, end + MAX_CONTEXT_CHARS // 2)
+    a, b = text.span_lines(first, last)
+    return collapse(text.text[first:last])[:MAX_CONTEXT_CHARS], min(a, line_start), max(b, line_end)

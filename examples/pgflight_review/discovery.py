@@ -7,7 +7,8 @@ paths, the given files and every file under the given directories.
 
 Nothing here raises on bad input: a file that cannot be read, is binary, empty, over the size
 cap, not a regular file, or has a name that is not valid UTF-8 is returned among the skipped
-documents with a reason; a non-UTF-8 text is decoded as latin-1 and says so. Two paths to one
+documents with a reason; a non-UTF-8 text is decoded in the encoding charset-normalizer detects
+(among the common legacy ones; latin-1 when it finds none) and says so. Two paths to one
 file (symlinks, hard links) yield one document.
 """
 
@@ -21,7 +22,10 @@ import stat
 import sys
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from importlib import metadata
 from typing import Final
+
+from pgflight_review.licences import package_licence_files
 
 #: Documents larger than this many bytes are skipped as huge.
 MAX_BYTES: Final = 2_000_000
@@ -30,6 +34,20 @@ _SNIFF_BYTES: Final = 8192
 #: Share of control characters (other than tab, newline, CR, FF, ESC, BS) above which text is binary.
 _MAX_CONTROL_SHARE: Final = 0.10
 _TEXT_CONTROLS: Final = frozenset(b"\t\n\r\f\b\x1b")
+#: Legacy encodings a non-UTF-8 licence text may be in, for charset-normalizer to choose from.
+LEGACY_ENCODINGS: Final = (
+    "cp1252",
+    "latin_1",
+    "iso8859_15",
+    "iso8859_2",
+    "cp1251",
+    "koi8_r",
+    "shift_jis",
+    "euc_jp",
+    "gb18030",
+    "big5",
+    "euc_kr",
+)
 
 COMMON_LICENSES: Final = "/usr/share/common-licenses"
 DOC_COPYRIGHT_GLOB: Final = "/usr/share/doc/*/copyright"
@@ -178,8 +196,15 @@ def decode(data: bytes, path: str = "<bytes>") -> DecodedText:
     try:
         return _checked(DecodedText(data.decode("utf-8"), "utf-8", None, digest, size), path)
     except UnicodeDecodeError as exc:
-        note = f"not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start}); decoded as latin-1"
-        return _checked(DecodedText(data.decode("latin-1"), "latin-1", note, digest, size), path)
+        import charset_normalizer  # here: only a non-UTF-8 text needs it
+
+        best = charset_normalizer.from_bytes(data, cp_isolation=list(LEGACY_ENCODINGS)).best()
+        encoding = best.encoding if best is not None else "latin_1"
+        text = str(best) if best is not None else data.decode("latin-1")
+        if encoding in ("cp1252", "latin_1", "iso8859_15"):
+            encoding = "latin-1" if encoding == "latin_1" else encoding
+        note = f"not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start}); decoded as {encoding}"
+        return _checked(DecodedText(text, encoding, note, digest, size), path)
 
 
 def _checked(decoded: DecodedText, path: str) -> DecodedText:
@@ -222,7 +247,9 @@ def python_license_files(search_path: Iterable[str] | None = None) -> list[str]:
 
     :param search_path: directories to look in; default the ``site-packages`` / ``dist-packages``
         entries of `sys.path`.
-    :return: paths of ``*.dist-info/LICENSE*``, ``licenses/**``, ``COPYING*``, ``NOTICE*`` ... files.
+    :return: paths of the files the packages' ``License-File`` metadata lists, then of
+        ``*.dist-info/LICENSE*``, ``licenses/**``, ``COPYING*``, ``NOTICE*`` ... files (for packages
+        whose metadata lists none); repeats are dropped by `discover`.
     """
     dirs = [
         p
@@ -230,6 +257,10 @@ def python_license_files(search_path: Iterable[str] | None = None) -> list[str]:
         if p.rstrip("/").endswith(("site-packages", "dist-packages"))
     ]
     found: list[str] = []
+    for dist in metadata.distributions(path=dirs):
+        info = getattr(dist, "_path", None)  # PathDistribution's dist-info folder
+        if info is not None:
+            found.extend(package_licence_files(info))  # what the package's License-File fields list
     for d in dict.fromkeys(os.path.abspath(d) for d in dirs):
         for pattern in _PY_LICENSE_GLOBS:
             found.extend(

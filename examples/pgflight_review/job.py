@@ -48,7 +48,7 @@ from pgflight.cli import fmt
 from pgflight.db.audit import RunAudit, run_audit
 from pgflight.embedded import Cluster
 from pgflight_review.discovery import Discovery, discover
-from pgflight_review.recipes import DocumentRef, LibraryInput, SkippedRef
+from pgflight_review.recipes import CHAOS_LOG, DocumentRef, LibraryInput, SkippedRef
 
 RECIPES_MODULE: Final = "pgflight_review.recipes"
 WORKSPACE: Final = "default"
@@ -267,6 +267,8 @@ class WorkerPool:
         victim.wait(10)
         self.procs.remove(victim)
         self.kills += 1
+        with open(self.log_dir / CHAOS_LOG, "a", encoding="utf-8") as log:  # the report counts these
+            log.write(json.dumps({"pid": victim.pid, "at": time.time(), "kill": self.kills}) + "\n")
         self.start()
         return victim.pid
 
@@ -340,6 +342,9 @@ class ReviewJob:
                 f"{self.workers} workers{chaos}"
             )
             pool = WorkerPool(dsn, self.out_dir / "logs", lease_s)
+            if self.chaos:  # a fresh count for this command's kills
+                pool.log_dir.mkdir(parents=True, exist_ok=True)
+                (pool.log_dir / CHAOS_LOG).write_text("", encoding="utf-8")
             try:
                 for _ in range(self.workers):
                     pool.start()
@@ -448,7 +453,7 @@ def summary_lines(outcome: Outcome) -> list[str]:
     ]
     if res:
         lines += [
-            f"report: {res.get('report')}  (also report.html, flags.csv)",
+            f"report: {res.get('html')}  (also report.md, flags.csv)",
             f"documents: {res.get('documents')} submitted, {res.get('reviewed')} reviewed, "
             f"{res.get('not_reviewed')} not reviewed, {res.get('skipped')} skipped; "
             f"{res.get('findings')} findings",

@@ -29,8 +29,10 @@ reports the flags of earlier attempts too.
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Final
 
 from pydantic import BaseModel
@@ -43,10 +45,11 @@ from pgflight.db import agent as adb
 from pgflight.db.audit import run_audit
 from pgflight.recipes import Fatal, StepContext, recipe
 from pgflight_review import tools as rtools
-from pgflight_review.clauses import identify_family
+from pgflight_review.clauses import UNKNOWN_FAMILY, expand_to_sentences, identify_family
 from pgflight_review.discovery import UnreadableDocument
+from pgflight_review.licences import LicenceMap, package_licence
 from pgflight_review.policy import CHUNK_LINES, MAX_READ_ATTEMPTS, SYSTEM_PROMPT, review_policy, task_prompt
-from pgflight_review.report import write_report
+from pgflight_review.report import RunInfo, write_report
 
 DOCUMENT_RECIPE: Final = "review_document"
 RECONCILE_RECIPE: Final = "reconcile"
@@ -107,6 +110,7 @@ class ReconcileInput(BaseModel):
     out_dir: str
     paths: dict[str, str]  # child step key -> document path (for documents that have no result)
     skipped: list[SkippedRef] = []
+    model: str = ""  # "provider:model", for the report's header
 
 
 # --- the review tools, bound to one document --------------------------------------------------------
@@ -218,6 +222,30 @@ def outcome_from_transcript(blocks: list[Any]) -> tuple[list[dict[str, Any]], st
     return flags, summary
 
 
+def document_licence(path: str, lines: list[str]) -> tuple[str, list[str], str]:
+    """
+    The licence a document is under, with where it was read from: a Python package's metadata
+    first (``metadata``), else a DEP-5 file's ``Files: *`` stanza (``dep5``), else the text's own
+    title or notice (``text``).
+
+    :return: (the licence, SPDX where it came from metadata or DEP-5; every licence the text
+        names, that one first; the source).
+    """
+    family, named, _ = identify_family(lines)
+    from_metadata = package_licence(path)
+    if from_metadata:
+        return from_metadata, [from_metadata, *(f for f in named if f != from_metadata)], "metadata"
+    stanzas = LicenceMap.of(lines, UNKNOWN_FAMILY)
+    primary = stanzas.primary()
+    if primary:
+        return (
+            primary,
+            list(dict.fromkeys([primary, *(s.licence for s in stanzas.stanzas if s.licence)])),
+            "dep5",
+        )
+    return family, list(named), "text"
+
+
 @recipe(DOCUMENT_RECIPE, input=DocumentInput)
 def review_document(ctx: StepContext) -> dict[str, Any]:
     """
@@ -247,10 +275,17 @@ def review_document(ctx: StepContext) -> dict[str, Any]:
     answer = loop.run()
     rows = ctx.call(adb.load_transcript, ctx.attempt_id, ctx.token, loop.agent_run_id)
     flags, summary = outcome_from_transcript(rows)
-    family, families, _line = identify_family(doc.lines)
+    family, families, source = document_licence(inp.path, doc.lines)
+    where = LicenceMap.of(doc.lines, family)
+    for f in flags:
+        f["family"] = where.family_at(int(f["line_start"]))
+        f["context"], f["context_start"], f["context_end"] = expand_to_sentences(
+            doc.lines, int(f["line_start"]), int(f["line_end"]), str(f["quote"])
+        )
     return {
         "path": inp.path,
         "family": family,
+        "family_source": source,
         "families": list(families),
         "flags": flags,
         "summary": summary or str(answer.get("answer", "")),
@@ -266,6 +301,20 @@ def _message(error: Any) -> str:
     if isinstance(error, dict):
         return str(error.get("message") or error)
     return "" if error is None else str(error)
+
+
+#: The file `pgflight review --chaos` appends one JSON line to per worker it kills.
+CHAOS_LOG: Final = "chaos.jsonl"
+
+
+def chaos_kills(log_dir: Path) -> int | None:
+    """:return: workers killed by ``--chaos`` so far (lines of `CHAOS_LOG`), None without chaos."""
+    path = log_dir / CHAOS_LOG
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    return sum(1 for line in text.splitlines() if line.strip() and json.loads(line).get("pid"))
 
 
 @recipe(RECONCILE_RECIPE, input=ReconcileInput)
@@ -284,13 +333,14 @@ def reconcile(ctx: StepContext) -> dict[str, Any]:
     results: list[dict[str, Any]] = []
     for c in children:
         if c.status == "succeeded" and isinstance(c.result, dict):
-            results.append({**c.result, "status": "succeeded"})
+            results.append({**c.result, "status": "succeeded", "step_id": c.step_id})
         else:
             results.append(
                 {
                     "path": inp.paths.get(c.step_key, c.step_key),
                     "status": c.status,
                     "error": _message(c.error),
+                    "step_id": c.step_id,
                 }
             )
     audit = ctx.call(run_audit, ctx.run_id)
@@ -312,7 +362,8 @@ def reconcile(ctx: StepContext) -> dict[str, Any]:
     )
     audit_figures["usd"] = float(audit.usd)
     audit_figures["wall_time_s"] = round(audit.wall_time_s, 1)
-    files = write_report(inp.out_dir, results, audit_figures, [s.model_dump() for s in inp.skipped])
+    run = RunInfo.now(ctx.run_id, inp.model, chaos_kills(Path(inp.out_dir) / "logs"))
+    files = write_report(inp.out_dir, results, audit_figures, [s.model_dump() for s in inp.skipped], run=run)
     reviewed = sum(1 for r in results if r["status"] == "succeeded")
     return {
         "report": str(files.markdown),
@@ -356,7 +407,10 @@ def review_library(ctx: StepContext) -> dict[str, Any]:
         ]
     )
     rec_input = ReconcileInput(
-        out_dir=inp.out_dir, paths={d.key: d.path for d in inp.documents}, skipped=inp.skipped
+        out_dir=inp.out_dir,
+        paths={d.key: d.path for d in inp.documents},
+        skipped=inp.skipped,
+        model=inp.model if inp.provider == "offline" else f"{inp.provider}:{inp.model}",
     )
     ctx.spawn([{"key": RECONCILE_KEY, "recipe": RECONCILE_RECIPE, "input": rec_input.model_dump()}])
     rec = next((c for c in ctx.children() if c.step_key == RECONCILE_KEY), None)

@@ -18,6 +18,8 @@ import pytest
 
 from pgflight_review import clauses, discovery, policy, report, tools
 from pgflight_review.clauses import Finding, analyze
+from pgflight_review.licences import LicenceMap
+from pgflight_review.recipes import document_licence
 
 DATA = Path(__file__).parent / "data" / "licenses"
 NON_ASCII_NAME = "MIT licença ü (annotated-types).txt"
@@ -46,13 +48,12 @@ def test_gpl3_is_strong_copyleft_with_patent_clauses_at_the_right_lines() -> Non
     # section 5(c): "You must license the entire work, as a whole, under this License"
     assert lines[221].strip().startswith("c) You must license the entire work")
     assert covers(strong, 222) and all(f.severity == "high" for f in strong)
-    patent = findings("GPL-3", "patent")
-    assert lines[470].strip() == "11. Patents."
-    assert covers(patent, 471)  # the section heading
-    assert covers(patent, 487) and "royalty-free" in lines[486]  # the grant
+    grant = findings("GPL-3", "patent_grant")
+    assert covers(grant, 487) and "royalty-free" in lines[486]  # the grant
     # section 10: "you may not initiate litigation ... alleging that any patent claim is infringed"
-    retaliation = [f for f in patent if f.severity == "high"]
+    retaliation = findings("GPL-3", "patent_retaliation")
     assert retaliation and retaliation[0].line_start <= 466 <= retaliation[0].line_end
+    assert retaliation[0].severity == "high" and not covers(grant, 466)
     assert "initiate litigation" in lines[465]
     # GPL-3's section 13 only mentions the AGPL: not network copyleft, not a weak copyleft license
     assert not findings("GPL-3", "network_copyleft") and not findings("GPL-3", "weak_copyleft")
@@ -61,11 +62,13 @@ def test_gpl3_is_strong_copyleft_with_patent_clauses_at_the_right_lines() -> Non
 def test_apache2_patent_grant_and_retaliation_are_separate_findings() -> None:
     lines = lines_of("Apache-2.0")
     assert analyze(lines).family == "Apache-2.0"
-    patent = findings("Apache-2.0", "patent")
-    grant = [f for f in patent if f.severity == "medium"]
-    retaliation = [f for f in patent if f.severity == "high"]
+    grant = findings("Apache-2.0", "patent_grant")
+    retaliation = findings("Apache-2.0", "patent_retaliation")
     assert grant and grant[0].line_start == 74 and "Grant of Patent License" in lines[73]
-    assert retaliation and retaliation[0].line_start == 83 and "institute patent litigation" in lines[82]
+    assert retaliation and covers(retaliation, 83) and "institute patent litigation" in lines[82]
+    # the quote is the whole sentence, from its start on the line before
+    assert retaliation[0].quote.startswith("If You institute patent litigation")
+    assert retaliation[0].quote.endswith("as of the date such litigation is filed.")
     assert covers(findings("Apache-2.0", "trademark"), 139)
     assert not findings("Apache-2.0", "strong_copyleft") and not findings("Apache-2.0", "weak_copyleft")
 
@@ -74,7 +77,7 @@ def test_bsd_4_clause_advertising_clause_in_a_debian_copyright_file() -> None:
     lines = lines_of("bsdutils.copyright")
     adverts = findings("bsdutils.copyright", "advertising")
     assert covers(adverts, 431) and "All advertising materials" in lines[430]
-    assert all(f.severity == "high" for f in adverts)
+    assert all(f.severity == "medium" for f in adverts)
     assert "BSD-4-Clause" in analyze(lines).families
 
 
@@ -102,13 +105,13 @@ def test_agpl_is_network_copyleft() -> None:
             "weak_copyleft",
             163,
         ),  # 3.1: distribution "must be under the terms of this License"
-        ("MPL-2.0", "MPL-2.0", "patent", 249),  # 5.2: patent-assertion termination
+        ("MPL-2.0", "MPL-2.0", "patent_retaliation", 249),  # 5.2: patent-assertion termination
         ("GPL-2", "GPL-2.0", "strong_copyleft", 100),  # 2(b): "licensed as a whole at no charge"
         ("BSD", "BSD-3-Clause", "trademark", 13),  # "may be used to endorse or promote products"
         (
             "Artistic",
             "Artistic-1.0",
-            "field_of_use",
+            "non_commercial",
             89,
         ),  # "You may not charge a fee for this Package itself"
         ("GFDL-1.3", "GFDL-1.3", "strong_copyleft", 183),  # "under precisely this License"
@@ -230,7 +233,7 @@ def test_discovery_handles_bad_input_and_dedupes_links(tmp_path: Path) -> None:
     assert NON_ASCII_NAME in by_name and by_name[NON_ASCII_NAME].line_count == 21
     assert "ISC" in by_name  # recursive
     latin = by_name["latin1-gpl2-header.txt"]
-    assert latin.encoding == "latin-1" and latin.note and "not valid UTF-8" in latin.note
+    assert latin.encoding == "cp1252" and latin.note and "not valid UTF-8" in latin.note
     assert reasons["empty.txt"] == "empty"
     assert reasons["spaces.txt"].startswith("empty")
     assert reasons["binary.bin"].startswith("binary")
@@ -291,7 +294,7 @@ def test_tools_read_search_and_validate_flags() -> None:
         doc,
         "flag",
         {
-            "category": "patent",
+            "category": "patent_grant",
             "severity": "medium",
             "quote": "11.   PATENTS.",
             "line_start": 470,
@@ -302,7 +305,7 @@ def test_tools_read_search_and_validate_flags() -> None:
     for bad, message in [
         (
             {
-                "category": "patent",
+                "category": "patent_grant",
                 "severity": "medium",
                 "quote": "royalty",
                 "line_start": 471,
@@ -322,7 +325,7 @@ def test_tools_read_search_and_validate_flags() -> None:
         ),
         (
             {
-                "category": "patent",
+                "category": "patent_grant",
                 "severity": "urgent",
                 "quote": "Patents",
                 "line_start": 471,
@@ -331,11 +334,11 @@ def test_tools_read_search_and_validate_flags() -> None:
             "invalid arguments",
         ),
         (
-            {"category": "patent", "severity": "low", "quote": "x", "line_start": 700, "line_end": 701},
+            {"category": "patent_grant", "severity": "low", "quote": "x", "line_start": 700, "line_end": 701},
             "past the end",
         ),
         (
-            {"category": "patent", "severity": "low", "quote": "x", "line_start": 9, "line_end": 3},
+            {"category": "patent_grant", "severity": "low", "quote": "x", "line_start": 9, "line_end": 3},
             "invalid arguments",
         ),
     ]:
@@ -490,19 +493,32 @@ def test_policy_ends_the_turn_after_finish_and_ids_are_deterministic() -> None:
 # --- the report -------------------------------------------------------------------------------
 
 
-def test_report_writes_markdown_html_and_csv(tmp_path: Path) -> None:
+def report_results() -> list[dict[str, Any]]:
+    """Reviews of three real texts through the policy and the tools, plus odd and failed ones."""
     results: list[dict[str, Any]] = []
     for name in ["GPL-3", "Apache-2.0", "bsdutils.copyright"]:
         run = converse(DATA / name)
-        a = analyze(lines_of(name))
+        lines = lines_of(name)
+        family, families, source = document_licence(str(DATA / name), lines)
+        where = LicenceMap.of(lines, family)
+        flags = []
+        for f in run["flags"]:
+            flag = f.model_dump()
+            flag["family"] = where.family_at(f.line_start)
+            flag["context"], flag["context_start"], flag["context_end"] = clauses.expand_to_sentences(
+                lines, f.line_start, f.line_end, f.quote
+            )
+            flags.append(flag)
         results.append(
             {
                 "path": str(DATA / name),
-                "family": a.family,
-                "families": list(a.families),
-                "flags": [f.model_dump() for f in run["flags"]],
+                "family": family,
+                "family_source": source,
+                "families": families,
+                "flags": flags,
                 "summary": run["summary"],
                 "status": "succeeded",
+                "step_id": 40 + len(results),
             }
         )
     results.append(
@@ -511,8 +527,8 @@ def test_report_writes_markdown_html_and_csv(tmp_path: Path) -> None:
             "family": "unknown",
             "flags": [
                 {
-                    "category": "unknown_terms",
-                    "severity": "medium",
+                    "category": "audit",
+                    "severity": "high",
                     "quote": "a | b <b>",
                     "line_start": 2,
                     "line_end": 2,
@@ -522,36 +538,64 @@ def test_report_writes_markdown_html_and_csv(tmp_path: Path) -> None:
         }
     )
     results.append({"path": "/srv/gone.txt", "status": "dead_letter", "error": "worker killed 3 times"})
+    return results
+
+
+def test_report_summary_first_families_folded_routine_and_the_run_header(tmp_path: Path) -> None:
+    results = report_results()
     skipped = [
         discovery.Skipped("/x/empty.txt", "empty"),
         {"path": "/x/big.bin", "reason": "huge: 3000000 bytes"},
     ]
-    audit = {
-        "steps": 6,
-        "attempts": 8,
-        "retries": 2,
-        "reclaimed_attempts": 1,
-        "stale_writes_rejected": 1,
-        "dead_letters": 1,
-        "model_calls": 21,
-        "tokens": 12345,
-        "usd": 0.0,
-    }
-    files = report.write_report(tmp_path / "out", results, audit, skipped)
+    audit = {"steps": 6, "attempts": 8, "retries": 2, "reclaimed_attempts": 1, "stale_writes_rejected": 1}
+    run = report.RunInfo(
+        run_id=77,
+        date="2026-01-02 03:04 UTC",
+        engine_version="9.9",
+        model="offline",
+        host="box",
+        chaos_kills=3,
+    )
+    files = report.write_report(tmp_path / "out", results, audit, skipped, run=run)
 
     md = files.markdown.read_text(encoding="utf-8")
-    assert f"{DATA / 'GPL-3'}:222-223" in md  # GPL-3 section 5(c), cited file:line
-    assert "| Strong copyleft |" in md and "| GPL-3.0 | 1 |" in md
-    assert "/srv/gone.txt | dead_letter | worker killed 3 times" in md
-    assert "/x/empty.txt | empty" in md and "huge: 3000000 bytes" in md
-    assert "| Reclaimed attempts (lease expired) | 1 |" in md and "| Stale writes rejected | 1 |" in md
-    assert "pipe.txt" in md and "a \\| b" in md
-    unclassified = md.split("## Documents that could not be classified")[1].split("##")[0]
-    assert "pipe.txt" in unclassified and "GPL-3" not in unclassified
+    # the header, then the summary before anything per document
+    assert md.index("Run 77 · 2026-01-02 03:04 UTC · pgflight 9.9 · model offline · host box") < md.index(
+        "## Summary"
+    )
+    assert "`pgflight show 77`" in md and "`pgflight trace 40`" in md
+    assert md.index("## Summary") < md.index("## Needs a lawyer's look") < md.index("## By licence family")
+    needs = md.split("## Needs a lawyer's look")[1].split("## By licence family")[0]
+    assert "### Strong copyleft" in needs and f"`{DATA / 'GPL-3'}` (GPL-3.0): lines 222-223" in needs
+    assert "### Patent retaliation" in needs and "Apache-2.0" in needs
+    assert "### Audit or inspection right (1 documents)" in needs  # the odd document, escaped below
+    # routine clauses are folded into one line per document, never listed with the rest
+    gpl3 = md.split(f"#### `{DATA / 'GPL-3'}`")[1].split("####")[0]
+    assert (
+        "- folded: " in gpl3
+        and "warranty disclaimer, lines 44-45, " in gpl3
+        and "**low** Warranty" not in gpl3
+    )
+    # quotes are whole sentences: the Apache patent clause from "If You institute" to "is filed."
+    apache = md.split(f"#### `{DATA / 'Apache-2.0'}`")[1].split("####")[0]
+    assert (
+        "If You institute patent litigation" in apache
+        and "as of the date such litigation is filed." in apache
+    )
+    # a DEP-5 finding names its own stanza's licence when it differs from the document's
+    bsd = md.split(f"#### `{DATA / 'bsdutils.copyright'}`")[1].split("####")[0]
+    assert "(under BSD-4-Clause)" in bsd or "(under GPL-" in bsd
+    assert "| /srv/gone.txt | dead_letter | worker killed 3 times |" in md
+    assert "| /x/empty.txt | empty |" in md and "huge: 3000000 bytes" in md
+    assert "| Workers killed by --chaos (SIGKILL) before the report | 3 |" in md
+    assert "| Reclaimed attempts (lease expired) | 1 |" in md
 
     page = files.html.read_text(encoding="utf-8")
-    assert "<script>" not in page and "&lt;script&gt;" in page and "<style>" in page
-    assert page.count("<table>") == md.count("\n|---")
+    assert "<script>alert" not in page and "&lt;script&gt;" in page
+    assert '<meta name="viewport"' in page and 'id="toc"' in page and "@media (max-width:640px)" in page
+    assert 'href="#r-strong_copyleft"' in page and 'id="r-strong_copyleft"' in page
+    assert page.count("<details>") == sum(1 for r in results[:3] if r["flags"])  # one fold per document
+    assert 'href="file://' in page and "#:~:text=" in page  # links open the document at the clause
 
     with files.csv.open(encoding="utf-8", newline="") as fh:
         rows = list(csv.DictReader(fh))
@@ -559,16 +603,15 @@ def test_report_writes_markdown_html_and_csv(tmp_path: Path) -> None:
     assert len(rows) == sum(
         len(r.get("flags", [])) for r in results if r.get("status", "succeeded") == "succeeded"
     )
-    gpl_rows = [r for r in rows if r["path"].endswith("GPL-3") and r["category"] == "patent"]
-    assert any(r["line_start"] == "471" for r in gpl_rows)
     assert all(r["citation"].startswith(r["path"] + ":") for r in rows)
+    assert {r["family"] for r in rows if r["path"].endswith("bsdutils.copyright")} > {"GPL-2.0-or-later"}
 
 
 def test_form_feeds_do_not_shift_citations(tmp_path: Path) -> None:
     """Old license texts separate pages with form feeds: lines are counted at newlines only."""
     body = (
         "Some preamble.\n\f\n"
-        "Copyright notice page.\x0c more text\n"
+        "Copyright notice page.\x0c more text.\n"
         "THERE IS NO WARRANTY FOR THE PROGRAM, TO THE EXTENT PERMITTED BY APPLICABLE LAW.\n"
     )
     path = tmp_path / "paged.txt"
