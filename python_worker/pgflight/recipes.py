@@ -197,6 +197,7 @@ class StepContext:
         on_unpark: Callable[[], object] | None = None,
         lost: Callable[[], bool] | None = None,
         logger: logging.Logger | logging.LoggerAdapter[logging.Logger] | None = None,
+        max_receipt_bytes: int | None = None,
     ) -> None:
         self.claim = claim
         self.input = input
@@ -215,6 +216,7 @@ class StepContext:
         self._on_park = on_park or (lambda: True)
         self._on_unpark = on_unpark or (lambda: None)
         self._lost = lost or (lambda: False)
+        self.max_receipt_bytes = max_receipt_bytes
 
     def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """
@@ -329,14 +331,43 @@ class StepContext:
         :param fn: does the effect; returns a JSON-serialisable receipt.
         :return: the receipt: `fn`'s result now or from the attempt that acted.
         :raises LeaseLost: the lease was lost (the receipt is still recorded when `fn` ran).
+        :raises Fatal: `fn` acted but its receipt cannot be stored (NaN, a NUL character, a lone
+            surrogate, over the size cap; or the database refused it): a retry would act again, so
+            the step ends here. A stand-in receipt naming the problem is recorded when it can be,
+            so not even a manual retry_step repeats the effect.
         """
+        from pgflight.db.payload import DEFAULT_MAX_BYTES, BadPayload, check_json, clean_text
+
         found = self._call(_db().find_effect, self.step_id, key)
         if found is not None:
             self.log.info("effect %r already happened (attempt %s): not repeating it", key, found.attempt_id)
             return found.result
         self.check_cancelled()
         value = fn()
-        rec: models.RecordedEffect = self._call(_db().record_effect, self.attempt_id, self.token, key, value)
+        try:
+            check_json(
+                value,
+                what=f"the receipt of effect {key!r}",
+                max_bytes=self.max_receipt_bytes or DEFAULT_MAX_BYTES,
+            )
+            rec: models.RecordedEffect = self._call(
+                _db().record_effect, self.attempt_id, self.token, key, value
+            )
+        except errors.LeaseLost:
+            raise  # the token was never this attempt's: nothing recorded, nothing this holder may do
+        except Exception as e:
+            reason = clean_text(str(e), limit=2000)
+            stand_in = {"pgflight_unstorable_receipt": reason}
+            if isinstance(e, BadPayload):
+                stand_in["path"] = clean_text(e.path)
+            try:
+                self._call(_db().record_effect, self.attempt_id, self.token, key, stand_in)
+            except Exception as e2:
+                self.log.error("effect %r acted, and not even a stand-in receipt was stored: %s", key, e2)
+            raise Fatal(
+                f"effect {key!r} acted but its receipt cannot be stored, so the step stops rather than "
+                f"act again on a retry: {reason}"
+            ) from None
         if not rec.lease_held:
             raise errors.LeaseLost(
                 f"lease lost on attempt {self.attempt_id} (effect {key!r} recorded)",
