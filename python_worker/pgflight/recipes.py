@@ -14,7 +14,8 @@ Recipes: the functions a worker runs, and the context each step gets.
 
 A recipe is a sync or async function of one :class:`StepContext`; it returns the step's JSON
 result. It raises :class:`Fatal` (dead letter at once, no retry), :class:`Retry` (retry after a
-given delay; still spends an attempt) or any other exception (retryable with backoff). An input
+given delay; still spends an attempt), :class:`Release` (give the step back, no attempt spent) or
+any other exception (retryable with backoff). An input
 that fails the recipe's pydantic model is fatal with the validation message.
 
 Fan-out and approvals park the step: :meth:`StepContext.spawn` and
@@ -60,6 +61,14 @@ class Retry(Exception):
     def __init__(self, message: str = "retry requested", *, after_s: float | None = None) -> None:
         super().__init__(message)
         self.after_s = after_s
+
+
+class Release(BaseException):
+    """
+    Raise from a recipe to give the step back without spending an attempt (e.g. the model API is
+    rate-limiting): the worker calls release_step with the message as the reason and the step is
+    queued again at once. Not an Exception, so ``except Exception`` in a recipe does not swallow it.
+    """
 
 
 class Parked(BaseException):

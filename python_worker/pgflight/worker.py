@@ -64,7 +64,7 @@ from pgflight import db, errors, models
 from pgflight.db.connection import Listener, call, is_transient, make_pool
 from pgflight.db.payload import DEFAULT_MAX_BYTES, BadPayload, check_json, clean_text
 from pgflight.heartbeat import CANCELLED, FINISHING, LOST, RELEASED, Heartbeat, Held, HeldSet, clamp_interval
-from pgflight.recipes import REGISTRY, Fatal, Parked, Registry, Retry, StepContext, load_modules
+from pgflight.recipes import REGISTRY, Fatal, Parked, Registry, Release, Retry, StepContext, load_modules
 
 log = logging.getLogger("pgflight.worker")
 T = TypeVar("T")
@@ -447,6 +447,10 @@ class Worker:
                 return
             except Abandoned:
                 return  # lease lost or cancelled (already acknowledged): nothing to write
+            except Release as e:
+                if self.held.transition(held, RELEASED):
+                    log.info("attempt %s given back by its recipe: %s", claim.attempt_id, _first_line(e))
+                    await self._release(held, clean_text(str(e), limit=1000), retry_for_s=self.lease_s)
             except BadPayload as e:
                 await self._fail(held, e, retryable=False)
             except Fatal as e:

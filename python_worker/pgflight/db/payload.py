@@ -143,3 +143,20 @@ def clean_text(s: str, *, limit: int | None = None) -> str:
     except UnicodeEncodeError:
         s = "".join("\ufffd" if 0xD800 <= ord(c) <= 0xDFFF else c for c in s)
     return s if limit is None else s[:limit]
+
+
+def clean_json(value: Any) -> Any:
+    """
+    A copy of JSON-like `value` that jsonb stores: strings (and keys) through :func:`clean_text`,
+    NaN and ±Infinity as null. For data pgflight must keep whatever it holds (a model's answer, a
+    tool's output), where failing would only make a retry pay for it again.
+    """
+    if isinstance(value, str):
+        return clean_text(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {clean_text(str(k)): clean_json(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [clean_json(v) for v in value]
+    return value
