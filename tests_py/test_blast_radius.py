@@ -11,11 +11,8 @@ Issue 14, worker side: one bad result or one hung recipe harms only its own step
 
 from __future__ import annotations
 
-import json
-import threading
 import time
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +21,7 @@ import pytest
 
 from pgflight import db
 from pgflight.worker import EXIT_RESTART
-from worker_support import one, step_status, wait_for, worker_factory, worker_ready
+from worker_support import ChargeCounter, one, step_status, wait_for, worker_factory, worker_ready
 
 RECIPES = "worker_recipes"
 FAST = ("--poll", "0.3")
@@ -82,39 +79,11 @@ def test_case2_nan_result_fails_alone_and_its_three_neighbours_succeed(
     ) == ["1.0", "2.0", "3.0"]
 
 
-class _Counter:
-    """A tiny HTTP service that counts the calls it receives."""
-
-    def __init__(self) -> None:
-        self.calls = 0
-        counter = self
-
-        class H(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                counter.calls += 1
-                data = json.dumps({"call_no": counter.calls}).encode()
-                self.send_response(200)
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *a: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), H)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/charge"
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
 def test_case2_unstorable_receipt_ends_the_step_instead_of_acting_again(
     conn: psycopg.Connection[Any], dsn: str, workers: Any
 ) -> None:
     """An effect whose receipt holds Infinity: acted once, step dead-lettered, stand-in receipt kept."""
-    bank = _Counter()
+    bank = ChargeCounter()
     try:
         db.create_workspace(conn, "w")
         run = db.submit_run(conn, "w", "bad_receipt", {"url": bank.url}, options={"max_attempts": 3})

@@ -65,6 +65,7 @@ from pgflight.db.connection import Listener, call, is_transient, make_pool
 from pgflight.db.payload import DEFAULT_MAX_BYTES, BadPayload, check_json, clean_text
 from pgflight.heartbeat import CANCELLED, FINISHING, LOST, RELEASED, Heartbeat, Held, HeldSet, clamp_interval
 from pgflight.recipes import REGISTRY, Fatal, Parked, Registry, Release, Retry, StepContext, load_modules
+from pgflight.settings import env_number
 
 log = logging.getLogger("pgflight.worker")
 T = TypeVar("T")
@@ -87,19 +88,6 @@ class WorkerRestart(SystemExit):
 
 class DeadlineExceeded(Exception):
     """The attempt ran past its deadline_at (max_runtime_s): the worker stopped waiting for it."""
-
-
-def _env_number(name: str, default: float) -> float:
-    raw = os.environ.get(name)
-    if raw is None or not raw.strip():
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        raise ValueError(f"{name}={raw!r} is not a number") from None
-    if not value > 0 or value != value or value == float("inf"):
-        raise ValueError(f"{name}={raw!r} must be a positive finite number")
-    return value
 
 
 class Worker:
@@ -174,10 +162,10 @@ class Worker:
         self.listener_reconnects = 0
         self.steps_done = 0
         self.max_result_bytes = int(
-            max_result_bytes or _env_number("PGFLIGHT_MAX_RESULT_BYTES", DEFAULT_MAX_BYTES)
+            max_result_bytes or env_number("PGFLIGHT_MAX_RESULT_BYTES", DEFAULT_MAX_BYTES, positive=True)
         )
         self.max_abandoned_threads = int(
-            max_abandoned_threads or _env_number("PGFLIGHT_MAX_ABANDONED_THREADS", 16)
+            max_abandoned_threads or env_number("PGFLIGHT_MAX_ABANDONED_THREADS", 16, positive=True)
         )
         self.restart_reason: str | None = None
         self._stopping = threading.Event()

@@ -54,7 +54,6 @@ from __future__ import annotations
 import functools
 import json
 import logging
-import os
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
@@ -68,6 +67,7 @@ from pgflight.db import agent as adb
 from pgflight.db.payload import BadPayload, check_json, clean_json
 from pgflight.models_agent import TranscriptBlock
 from pgflight.recipes import Fatal, Release, StepContext, recipe
+from pgflight.settings import env_number
 
 log = logging.getLogger("pgflight.agent")
 
@@ -123,9 +123,9 @@ class AgentLoop:
         self._tool_step = _ToolStep(self)
         self.requests = 0  # model requests this attempt made (answered or not)
         self.max_requests = int(
-            _env_number("PGFLIGHT_AGENT_MAX_CALLS_PER_ATTEMPT", DEFAULT_MAX_CALLS_PER_ATTEMPT)
+            env_number("PGFLIGHT_AGENT_MAX_CALLS_PER_ATTEMPT", DEFAULT_MAX_CALLS_PER_ATTEMPT, positive=True)
         )
-        self.rate_limit_patience_s = _env_number(
+        self.rate_limit_patience_s = env_number(
             "PGFLIGHT_AGENT_RATE_LIMIT_PATIENCE_S", DEFAULT_RATE_LIMIT_PATIENCE_S
         )
         self.rate_limited_s = 0.0  # seconds this attempt waited on 429 / 529
@@ -506,19 +506,6 @@ def _storable(value: Any) -> Any:
         return value
     except BadPayload:
         return clean_json(value)
-
-
-def _env_number(name: str, default: float) -> float:
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        raise ValueError(f"{name}={raw!r} is not a number") from None
-    if not value >= 0 or value == float("inf"):
-        raise ValueError(f"{name}={raw!r} must be a finite number >= 0")
-    return value
 
 
 def _error(tid: str, text: str) -> Block:

@@ -38,6 +38,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+from pgflight.settings import env_number
+
 Response = dict[str, Any]
 
 
@@ -114,20 +116,7 @@ def parse_retry_after(value: str | None, *, now: datetime | None = None) -> floa
 
 def max_retry_after_s() -> float:
     """The most seconds one rate-limit wait may last: ``PGFLIGHT_AGENT_MAX_RETRY_AFTER_S`` (default 60)."""
-    return _env_seconds("PGFLIGHT_AGENT_MAX_RETRY_AFTER_S", DEFAULT_MAX_RETRY_AFTER_S)
-
-
-def _env_seconds(name: str, default: float) -> float:
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        raise ValueError(f"{name}={raw!r} is not a number of seconds") from None
-    if not (math.isfinite(value) and value >= 0):
-        raise ValueError(f"{name}={raw!r} must be a finite number of seconds >= 0")
-    return value
+    return env_number("PGFLIGHT_AGENT_MAX_RETRY_AFTER_S", DEFAULT_MAX_RETRY_AFTER_S)
 
 
 class Provider(Protocol):
