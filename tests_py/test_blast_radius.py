@@ -168,3 +168,18 @@ def test_case5_too_many_abandoned_threads_restart_the_worker(
     for s in hung:
         assert [a[0] for a in _attempts(conn, s)] == ["dead_letter"]
     assert one(conn, "select count(*) from pgflight.workers where pid = %s and stopped_at is not null", w.pid)
+
+
+def test_case5_cancelled_hung_sync_recipe_gives_its_slot_back(
+    conn: psycopg.Connection[Any], dsn: str, workers: Any
+) -> None:
+    """No max_runtime_s, concurrency 1: cancelling the hung step frees the slot a heartbeat later."""
+    db.create_workspace(conn, "w")
+    hung = db.submit_run(conn, "w", "block_sync", {})
+    w = workers(dsn, "--concurrency", "1", "--lease", "3", *FAST, recipes=RECIPES)
+    wait_for(lambda: step_status(conn, hung.step_id) == "running", 20, f"the hung step\n{w.output()[-2000:]}")
+    db.cancel_run(conn, hung.run_id)
+    nxt = db.submit_run(conn, "w", "quick", {}).step_id
+    wait_for(lambda: step_status(conn, nxt) == "succeeded", 1 + 1 + 3, f"the next step\n{w.output()[-3000:]}")
+    assert step_status(conn, hung.step_id) == "cancelled"
+    assert "did not stop after its lease was lost or its run cancelled" in w.output()

@@ -170,7 +170,7 @@ class Worker:
         self.restart_reason: str | None = None
         self._stopping = threading.Event()
         self._threads = StepThreads(concurrency, "pgflight-step")
-        self._give_up: dict[int, asyncio.Future[None]] = {}  # sync steps whose lease was lost / cancelled
+        self._waiting: dict[int, Future[Any]] = {}  # sync recipes running, by attempt id
         self._db_threads = ThreadPoolExecutor(
             max_workers=self.pool_size + 2, thread_name_prefix="pgflight-db"
         )
@@ -307,7 +307,7 @@ class Worker:
 
     def _start(self, claim: models.ClaimedStep) -> None:
         held = self.held.add(claim)
-        task = asyncio.create_task(self._run(held))
+        task = asyncio.create_task(self._run(held), name=_step_name(claim))
         self._tasks[claim.attempt_id] = task
 
     def _wake_soon(self) -> None:
@@ -333,9 +333,32 @@ class Worker:
             )
 
     def _stop_waiting(self, attempt_id: int) -> None:
-        give_up = self._give_up.get(attempt_id)
-        if give_up is not None and not give_up.done():
-            give_up.set_result(None)
+        """A sync recipe still running a heartbeat interval after its lease was lost or its run cancelled."""
+        fut, task = self._waiting.get(attempt_id), self._tasks.get(attempt_id)
+        if fut is None or task is None or fut.done():
+            return
+        self._abandon_thread(
+            task.get_name(), fut, "did not stop after its lease was lost or its run cancelled"
+        )
+        task.cancel()  # _run sees the attempt lost / cancelled and writes nothing
+
+    def _abandon_thread(self, what: str, fut: Future[Any], why: str) -> None:
+        """Stop waiting for a sync recipe's thread (a new one takes its place); restart at the limit."""
+        alive = self._threads.abandon(fut)
+        log.error(
+            "%s %s: its thread is abandoned (%d so far, %d still running; the worker restarts at %d)",
+            what,
+            why,
+            self._threads.abandoned_total,
+            alive,
+            self.max_abandoned_threads,
+        )
+        if alive >= self.max_abandoned_threads and self.restart_reason is None:
+            self.restart_reason = f"{alive} recipe threads abandoned and still running"
+            log.error(
+                "%s: restarting the worker (exit %d) to get them back", self.restart_reason, EXIT_RESTART
+            )
+            self.stop()
 
     def _time_left(self, claim: models.ClaimedStep) -> float | None:
         """Seconds until the attempt's deadline_at (None: no max_runtime_s), by this host's clock."""
@@ -349,15 +372,9 @@ class Worker:
 
         :raises DeadlineExceeded: the deadline passed (an async recipe was cancelled; a sync one's
             thread was abandoned).
-        :raises Abandoned: a sync recipe did not return within a heartbeat interval of a lost lease
-            or a cancel (its thread was abandoned; nothing is to be written).
         """
         claim = held.claim
         left = self._time_left(claim)
-        overran = DeadlineExceeded(
-            f"deadline exceeded: the attempt ran past max_runtime_s (deadline {claim.deadline_at}); "
-            "the worker stopped waiting for the recipe"
-        )
         if recipe.is_async:
             if left is None:
                 return await recipe.fn(ctx)
@@ -366,44 +383,24 @@ class Worker:
                     return await recipe.fn(ctx)
             except TimeoutError:
                 if timer.expired() and held.state == "running":
-                    raise overran from None
+                    raise _overran(claim) from None
                 raise
         fut = self._threads.submit(recipe.fn, ctx)
         work = asyncio.wrap_future(fut)
-        assert self._loop is not None
-        give_up = self._loop.create_future()
-        self._give_up[claim.attempt_id] = give_up
+        self._waiting[claim.attempt_id] = fut
         try:
-            done, _ = await asyncio.wait({work, give_up}, timeout=left, return_when=asyncio.FIRST_COMPLETED)
+            if left is None:
+                return await work
+            try:
+                return await asyncio.wait_for(work, left)
+            except TimeoutError:
+                if fut.done():
+                    raise  # the recipe's own TimeoutError
         finally:
-            self._give_up.pop(claim.attempt_id, None)
-            give_up.cancel()
-        if work in done:
-            return work.result()
-        alive = self._threads.abandon(fut)
+            self._waiting.pop(claim.attempt_id, None)
         held.cancelled.set()
-        log.error(
-            "recipe %r of attempt %s (step %s) %s: its thread is abandoned (%d abandoned so far, %d still "
-            "running; the worker restarts at %d)",
-            claim.recipe,
-            claim.attempt_id,
-            claim.step_id,
-            "did not stop after its lease was lost or its run cancelled"
-            if give_up in done
-            else "overran its deadline",
-            self._threads.abandoned_total,
-            alive,
-            self.max_abandoned_threads,
-        )
-        if alive >= self.max_abandoned_threads and self.restart_reason is None:
-            self.restart_reason = f"{alive} recipe threads abandoned and still running"
-            log.error(
-                "%s: restarting the worker (exit %d) to get them back", self.restart_reason, EXIT_RESTART
-            )
-            self.stop()
-        if give_up in done:
-            raise Abandoned()
-        raise overran
+        self._abandon_thread(_step_name(claim), fut, "overran its deadline")
+        raise _overran(claim)
 
     # --- one step ----------------------------------------------------------------------------
 
@@ -433,8 +430,6 @@ class Worker:
             except Parked:
                 log.debug("attempt %s parked", claim.attempt_id)
                 return
-            except Abandoned:
-                return  # lease lost or cancelled (already acknowledged): nothing to write
             except Release as e:
                 if self.held.transition(held, RELEASED):
                     log.info("attempt %s given back by its recipe: %s", claim.attempt_id, _first_line(e))
@@ -747,10 +742,6 @@ class Worker:
         listener.close()
 
 
-class Abandoned(Exception):
-    """A sync recipe kept running after its lease was lost or its run cancelled: not waited for."""
-
-
 class _Work:
     __slots__ = ("abandoned", "args", "fn", "future")
 
@@ -835,6 +826,17 @@ class StepThreads:
             n = self._live
         for _ in range(n):
             self._queue.put(None)
+
+
+def _overran(claim: models.ClaimedStep) -> DeadlineExceeded:
+    return DeadlineExceeded(
+        f"deadline exceeded: the attempt ran past max_runtime_s (deadline {claim.deadline_at}); "
+        "the worker stopped waiting for the recipe"
+    )
+
+
+def _step_name(claim: models.ClaimedStep) -> str:
+    return f"recipe {claim.recipe!r} of attempt {claim.attempt_id} (step {claim.step_id})"
 
 
 def _redact(dsn: str) -> str:
