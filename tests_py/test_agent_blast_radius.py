@@ -164,8 +164,26 @@ def test_case3_paid_answer_refused_for_a_lost_lease_is_kept(dsn: str) -> None:
             loop.run()
         receipt = db.find_effect(conn, claim.step_id, f"model_call:{claim.attempt_id}:1")
         assert receipt is not None
-        assert receipt.result["usage"]["input_tokens"] == 1234 and receipt.result["lease_lost"] is True
+        assert receipt.result["usage"]["input_tokens"] == 1234 and receipt.result["why"].startswith(
+            "LeaseLost"
+        )
         assert receipt.result["model"] == "claude-sonnet-4-6"
+
+
+def test_case3_answer_the_recorder_refuses_ends_the_step_without_asking_again(dsn: str) -> None:
+    """A paid answer with a block type the flight recorder cannot store: usage kept, Fatal, one request."""
+    server_tool = {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {"q": "x"}}
+    provider = prov.ScriptedProvider([message([server_tool], input_tokens=777) for _ in range(3)])
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        claim = _claim(conn, {"task": "t", "model": "claude-haiku-4-5", "est_usd": 0})
+        inp = AgentInput.model_validate(claim.input)
+        ctx = StepContext(claim, inp, call=lambda fn, *a, **k: fn(conn, *a, **k))
+        with pytest.raises(Fatal, match="the recorder refused the answer of model call 1"):
+            AgentLoop(ctx, inp, provider=provider).run()
+        assert len(provider.requests) == 1
+        receipt = db.find_effect(conn, claim.step_id, f"model_call:{claim.attempt_id}:1")
+        assert receipt is not None and receipt.result["usage"]["input_tokens"] == 777
+        assert receipt.result["why"].startswith("refused: CheckViolation")
 
 
 def _inline(dsn: str, server: FakeAnthropic) -> tuple[dict[str, Any], int, float]:

@@ -64,6 +64,7 @@ from pgflight import errors
 from pgflight.agent import providers as prov
 from pgflight.agent.tools import Tool, ToolContext, get_tools, result_text, tool
 from pgflight.db import agent as adb
+from pgflight.db.connection import is_transient
 from pgflight.db.payload import BadPayload, check_json, clean_json
 from pgflight.models_agent import TranscriptBlock
 from pgflight.recipes import Fatal, Release, StepContext, recipe
@@ -307,32 +308,52 @@ class AgentLoop:
                 retries=retries,
                 mark_tools=True,
             )
-        except (errors.LeaseLost, errors.Cancelled):
-            self._keep_paid_call(iteration, response, retries)
+        except (errors.LeaseLost, errors.Cancelled) as e:
+            self._keep_paid_call(iteration, response, retries, f"{type(e).__name__}: {_first_line(e)}")
             raise
+        except BudgetExhausted:
+            raise  # the call was not admitted and nothing was stored (the documented overshoot)
+        except Exception as e:
+            if is_transient(e):
+                raise  # the database is out of reach (retried for a lease already): the attempt lapses
+            # The recorder refuses this answer (a block type it does not know, a model it has no
+            # price for, ...): a retry would pay for the same refusal again. Keep its usage, stop.
+            self._keep_paid_call(
+                iteration, response, retries, f"refused: {type(e).__name__}: {_first_line(e)}"
+            )
+            raise Fatal(
+                f"the recorder refused the answer of model call {iteration} "
+                f"({type(e).__name__}: {_first_line(e)}); stopping rather than paying for it again"
+            ) from e
 
-    def _keep_paid_call(self, iteration: int, response: prov.Response, retries: int) -> None:
-        """The usage of a paid response the recorder refused, as a receipt (never raises)."""
+    def _keep_paid_call(self, iteration: int, response: prov.Response, retries: int, why: str) -> None:
+        """
+        The usage of a paid response the recorder refused, as effect receipt
+        ``model_call:<attempt>:<iteration>`` (never raises): money spent stays on the record.
+
+        :param why: why record_model_call refused it (lease lost, cancelled, refused: ...).
+        """
         from pgflight import db
 
         key = f"model_call:{self.ctx.attempt_id}:{iteration}"
         receipt = {
+            "recorded": False,
             "agent_run_id": self.agent_run_id,
             "iteration": iteration,
             "model": response.get("model") or self.inp.model,
             "usage": clean_json(response.get("usage", {})),
             "stop_reason": response.get("stop_reason"),
             "retries": retries,
-            "lease_lost": True,
+            "why": clean_json(why),
         }
         try:
             self._call(db.record_effect, self.ctx.attempt_id, self.ctx.token, key, receipt)
             log.warning(
-                "lease lost while model call %s was answered: its usage is kept as receipt %r", iteration, key
+                "model call %s was paid, not recorded (%s): usage kept as receipt %r", iteration, why, key
             )
         except Exception as e:
             log.error(
-                "lease lost while model call %s was answered; its usage %s could not be kept: %s",
+                "model call %s was paid, not recorded; its usage %s could not be kept: %s",
                 iteration,
                 receipt,
                 e,
@@ -497,6 +518,11 @@ def rebuild_messages(
             uses = [b for b in assistant if b.get("type") == "tool_use"]
             messages.append({"role": "user", "content": [results[b["id"]].content for b in uses]})
     return messages, last, results
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip()
+    return text.splitlines()[0][:500] if text else type(e).__name__
 
 
 def _storable(value: Any) -> Any:
