@@ -79,6 +79,39 @@ def test_case2_nan_result_fails_alone_and_its_three_neighbours_succeed(
     ) == ["1.0", "2.0", "3.0"]
 
 
+def test_case2_a_batch_the_server_refuses_is_completed_row_by_row(
+    conn: psycopg.Connection[Any], dsn: str, workers: Any
+) -> None:
+    """The worker's check skipped: the server refuses the NaN batch, and still only that step fails."""
+    db.create_workspace(conn, "w")
+    w = workers(
+        dsn,
+        "--concurrency",
+        "4",
+        "--lease",
+        "5",
+        *FAST,
+        recipes=RECIPES,
+        env={"WORKER_TEST_SKIP_RESULT_CHECK": "1"},
+    )
+    wait_for(lambda: worker_ready(conn, w), 20, "the worker to register")
+    at = time.time() + 3
+    steps = [
+        db.submit_run(conn, "w", "finish_at", {"at": at, "score": s}, options={"max_attempts": 3}).step_id
+        for s in ("1", "nan", "2", "3")
+    ]
+    wait_for(
+        lambda: all(step_status(conn, s) in ("succeeded", "dead_letter") for s in steps),
+        at - time.time() + 5,
+        f"the four steps to end\n{w.output()[-3000:]}",
+    )
+    assert [step_status(conn, s) for s in steps] == ["succeeded", "dead_letter", "succeeded", "succeeded"]
+    ((_status, error),) = _attempts(conn, steps[1])
+    assert error["type"] == "Fatal" and "the database refused the result" in error["message"]
+    assert "NaN" in error["message"]  # PostgreSQL's own words: Token "NaN" is invalid
+    assert "completing them one by one" in w.output()
+
+
 def test_case2_unstorable_receipt_ends_the_step_instead_of_acting_again(
     conn: psycopg.Connection[Any], dsn: str, workers: Any
 ) -> None:

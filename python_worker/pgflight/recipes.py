@@ -56,9 +56,14 @@ class Retry(Exception):
     Raise from a recipe to retry after `after_s` seconds instead of the backoff.
 
     Still spends an attempt, so the max_attempts ceiling holds on this path too (C07).
+
+    :raises ValueError: `after_s` is not a finite number >= 0 (raised in the recipe: a retryable
+        failure with the ordinary backoff, instead of a delay the database would refuse).
     """
 
     def __init__(self, message: str = "retry requested", *, after_s: float | None = None) -> None:
+        if after_s is not None and not (isinstance(after_s, int | float) and 0 <= after_s < float("inf")):
+            raise ValueError(f"Retry(after_s={after_s!r}): a delay must be a finite number of seconds >= 0")
         super().__init__(message)
         self.after_s = after_s
 

@@ -538,7 +538,7 @@ class Worker:
                 return
             await self._write_failure(
                 held,
-                Fatal(f"the database refused the result of recipe {held.claim.recipe!r}: {_first_line(e)}"),
+                Fatal(f"the database refused the result of recipe {held.claim.recipe!r}: {_with_detail(e)}"),
                 retryable=False,
             )
             outcome = "failed"
@@ -843,6 +843,12 @@ def _redact(dsn: str) -> str:
     import re
 
     return re.sub(r"(password=|:)[^@\s]+@", r"\1***@", dsn)
+
+
+def _with_detail(e: BaseException) -> str:
+    """The first line of an error and the server's DETAIL when it has one (psycopg errors)."""
+    detail = getattr(getattr(e, "diag", None), "message_detail", None)
+    return f"{_first_line(e)} ({detail})" if detail else _first_line(e)
 
 
 def _first_line(e: BaseException) -> str:
