@@ -164,7 +164,9 @@ def test_case5_four_hung_sync_recipes_do_not_take_the_workers_slots(
     assert time.monotonic() - started < 3 + 3  # the deadline, then at once (not a lease of 30 s)
     for s in hung:
         ((status, error),) = _attempts(conn, s)
-        assert status == "dead_letter" and error["type"] == "DeadlineExceeded", (status, error)
+        # the worker's own fail_step (DeadlineExceeded), or the server's deadline reclaim when a
+        # claim_batch got there first: either way the attempt ended at its deadline
+        assert status == "dead_letter" and "deadline exceeded" in error["message"].lower(), (status, error)
     assert w.proc.poll() is None  # 4 abandoned threads, under the default limit of 16: it carries on
     assert w.output().count("its thread is abandoned") == 4
     again = db.submit_run(conn, "w", "quick", {}).step_id  # and keeps all four slots
@@ -174,18 +176,17 @@ def test_case5_four_hung_sync_recipes_do_not_take_the_workers_slots(
 def test_case5_async_hang_recovers_at_the_deadline(
     conn: psycopg.Connection[Any], dsn: str, workers: Any
 ) -> None:
-    """An awaiting-forever async recipe is cancelled at its deadline, not heartbeats later."""
+    """An awaiting-forever async recipe (max_runtime_s 2) gives its only slot back at its deadline."""
     (hung,) = _hung(conn, "block_async", 1, 2)
-    w = workers(dsn, "--lease", "30", *FAST, recipes=RECIPES)
-    wait_for(lambda: step_status(conn, hung) == "dead_letter", 2 + 8, f"the deadline\n{w.output()[-2000:]}")
-    ((_status, error),) = _attempts(conn, hung)
-    assert error["type"] == "DeadlineExceeded"
-    overrun = one(
-        conn,
-        "select extract(epoch from finished_at - deadline_at) from pgflight.step_attempts where step_id = %s",
-        hung,
-    )
-    assert 0 <= overrun < 1  # ended by the worker at its deadline (a heartbeat is every 10 s here)
+    w = workers(dsn, "--concurrency", "1", "--lease", "30", *FAST, recipes=RECIPES)
+    wait_for(lambda: _running(conn, [hung]), 20, f"the hung step to start\n{w.output()[-2000:]}")
+    started = time.monotonic()
+    nxt = db.submit_run(conn, "w", "quick", {}).step_id
+    # a heartbeat is every 10 s here: only the worker's own deadline frees the slot this soon
+    wait_for(lambda: step_status(conn, nxt) == "succeeded", 2 + 3, f"the next step\n{w.output()[-3000:]}")
+    assert time.monotonic() - started < 2 + 3
+    ((status, error),) = _attempts(conn, hung)
+    assert status == "dead_letter" and "deadline exceeded" in error["message"].lower()
 
 
 def test_case5_too_many_abandoned_threads_restart_the_worker(
@@ -199,7 +200,7 @@ def test_case5_too_many_abandoned_threads_restart_the_worker(
     assert w.wait(20) == EXIT_RESTART, w.output()[-3000:]
     assert "2 recipe threads abandoned and still running: restarting the worker" in w.output()
     for s in hung:
-        assert [a[0] for a in _attempts(conn, s)] == ["dead_letter"]
+        assert [a[0] for a in _attempts(conn, s)] == ["dead_letter"]  # ended, not left to a lease
     assert one(conn, "select count(*) from pgflight.workers where pid = %s and stopped_at is not null", w.pid)
 
 

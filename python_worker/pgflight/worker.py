@@ -345,6 +345,8 @@ class Worker:
     def _abandon_thread(self, what: str, fut: Future[Any], why: str) -> None:
         """Stop waiting for a sync recipe's thread (a new one takes its place); restart at the limit."""
         alive = self._threads.abandon(fut)
+        if alive is None:
+            return  # it returned meanwhile, or was abandoned already
         log.error(
             "%s %s: its thread is abandoned (%d so far, %d still running; the worker restarts at %d)",
             what,
@@ -785,16 +787,17 @@ class StepThreads:
         self._queue.put(work)
         return work.future
 
-    def abandon(self, future: Future[Any]) -> int:
+    def abandon(self, future: Future[Any]) -> int | None:
         """
         Stop counting on the thread running `future` and start another in its place.
 
-        :return: abandoned threads still running, this one included.
+        :return: abandoned threads still running, this one included; None when `future` is done
+            or was abandoned already (nothing changed).
         """
         work: _Work = future.pgflight_work  # type: ignore[attr-defined]
         with self._lock:
             if work.abandoned or future.done():
-                return self.abandoned_alive
+                return None
             work.abandoned = True
             self.abandoned_total += 1
             self.abandoned_alive += 1
