@@ -14,7 +14,7 @@ set local role pgflight_owner;
 create or replace function pgflight.install_schedules(p_interval_s integer default 5)
 returns table (job_name text, schedule text, command text)
 language plpgsql volatile
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_version text;

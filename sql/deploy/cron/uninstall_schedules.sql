@@ -8,7 +8,7 @@ set local role pgflight_owner;
 create or replace function pgflight.uninstall_schedules()
 returns integer
 language plpgsql volatile
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_count integer := 0;

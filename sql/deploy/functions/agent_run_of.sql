@@ -10,7 +10,7 @@ returns table (agent_run_id bigint, step_id bigint, run_id bigint, model text, s
                input_tokens bigint, output_tokens bigint, cache_creation_tokens bigint, cache_read_tokens bigint,
                usd numeric, step_status text, result jsonb, created_at timestamptz)
 language sql stable security definer
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
   select r.id, r.step_id, r.run_id, r.model, r.system_prompt, r.max_iterations, r.max_tool_calls, r.iterations,
          r.tool_calls, r.input_tokens, r.output_tokens, r.cache_creation_tokens, r.cache_read_tokens, r.usd,

@@ -9,7 +9,7 @@ create or replace function pgflight.agent_runs_by_status(p_status text default '
 returns table (agent_run_id bigint, step_id bigint, run_id bigint, model text, system_prompt text,
                iterations integer, usd numeric, result jsonb)
 language sql stable security definer
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
   select r.id, r.step_id, r.run_id, r.model, r.system_prompt, r.iterations, r.usd, a.result
     from pgflight.agent_runs r

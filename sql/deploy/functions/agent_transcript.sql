@@ -10,7 +10,7 @@ returns table (iteration integer, seq integer, role text, block_type text, tool_
                model text, input_tokens bigint, output_tokens bigint, cache_creation_tokens bigint,
                cache_read_tokens bigint, usd numeric, stop_reason text)
 language sql stable security definer
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
   select t.iteration, t.seq, t.role, t.block_type, t.tool_use_id, t.tool_name, t.content, t.status, t.tokens,
          t.attempt_id, t.created_at, c.model, c.input_tokens, c.output_tokens, c.cache_creation_tokens,

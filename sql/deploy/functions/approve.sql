@@ -12,7 +12,7 @@ create or replace function pgflight.approve(p_step_id bigint, p_decision text, p
                                  p_gate_key text default null)
 returns table (step_id bigint, gate_key text, decision text, applied boolean)
 language plpgsql volatile security definer
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_key text := p_gate_key;

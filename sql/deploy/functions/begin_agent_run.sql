@@ -15,7 +15,7 @@ create or replace function pgflight.begin_agent_run(p_attempt_id bigint, p_token
 returns table (agent_run_id bigint, created boolean, iterations integer, tool_calls integer, usd numeric,
                max_iterations integer, max_tool_calls integer)
 language plpgsql volatile security definer
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_now timestamptz := pgflight._now();

@@ -10,7 +10,7 @@ set local role pgflight_owner;
 create or replace function pgflight.cancel_run(p_run_id bigint, p_actor text default null, p_reason text default null)
 returns table (run_id bigint, was_running boolean, cancelled integer, cancel_requested integer)
 language plpgsql volatile security definer
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_status text;

@@ -8,7 +8,7 @@ set local role pgflight_owner;
 create or replace function pgflight.cancel_step(p_step_id bigint, p_actor text default null, p_reason text default null)
 returns table (step_id bigint, cancelled integer, cancel_requested integer)
 language plpgsql volatile security definer
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_step record;

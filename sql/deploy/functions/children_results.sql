@@ -8,7 +8,7 @@ create or replace function pgflight.children_results(p_step_id bigint)
 returns table (step_key text, step_id bigint, recipe text, status text, attempt_no integer,
                result jsonb, error jsonb)
 language sql stable security definer
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
   select s.step_key, s.id, s.recipe, a.status, a.attempt_no, a.result, a.error
     from pgflight.steps s

@@ -28,7 +28,7 @@ returns table (attempt_id bigint, fencing_token bigint, step_id bigint, run_id b
                step_key text, attempt_no integer, recipe text, input jsonb,
                lease_expires_at timestamptz, deadline_at timestamptz)
 language plpgsql volatile security definer
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 set enable_sort = off
 set jit = off
 as $$

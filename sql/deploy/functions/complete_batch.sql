@@ -9,7 +9,7 @@ set local role pgflight_owner;
 create or replace function pgflight.complete_batch(p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[])
 returns table (attempt_id bigint, outcome text)
 language plpgsql volatile security definer
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_i integer := 0;

@@ -9,7 +9,7 @@ set local role pgflight_owner;
 create or replace function pgflight.complete_step(p_attempt_id bigint, p_token bigint, p_result jsonb default null)
 returns table (attempt_id bigint, status text)
 language plpgsql volatile security definer
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 begin
   if (select c.outcome from pgflight._complete_many(array[p_attempt_id], array[p_token], array[p_result],

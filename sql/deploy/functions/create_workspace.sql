@@ -8,7 +8,7 @@ set local role pgflight_owner;
 create or replace function pgflight.create_workspace(p_name text, p_options jsonb default '{}')
 returns bigint
 language plpgsql volatile security definer
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_id bigint;

@@ -6,7 +6,7 @@ set local role pgflight_owner;
 create or replace function pgflight.deregister_worker(p_worker_id bigint)
 returns void
 language sql volatile security definer
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
   update pgflight.workers set stopped_at = pgflight._now() where id = p_worker_id and stopped_at is null
 $$;

@@ -18,7 +18,7 @@ set local role pgflight_owner;
 create or replace function pgflight.enforce_budgets(p_limit integer default 1000)
 returns integer
 language plpgsql volatile security definer
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_now timestamptz := pgflight._now();

@@ -11,7 +11,7 @@ set local role pgflight_owner;
 create or replace function pgflight.fail_step(p_attempt_id bigint, p_token bigint, p_error jsonb, p_options jsonb default '{}')
 returns table (attempt_id bigint, outcome text, next_attempt_id bigint, available_after timestamptz)
 language plpgsql volatile security definer
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_status text;

@@ -7,7 +7,7 @@ set local role pgflight_owner;
 create or replace function pgflight.find_effect(p_step_id bigint, p_key text)
 returns table (effect_id bigint, result jsonb, attempt_id bigint, recorded_at timestamptz)
 language sql stable security definer
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
   select e.id, e.result, e.attempt_id, e.recorded_at
     from pgflight.effects e where e.step_id = p_step_id and e.effect_key = p_key

@@ -12,7 +12,7 @@ set local role pgflight_owner;
 create or replace function pgflight.heartbeat(p_worker_id bigint, p_attempt_ids bigint[], p_tokens bigint[])
 returns table (attempt_id bigint, status text, lease_expires_at timestamptz)
 language plpgsql volatile security definer
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_now timestamptz := pgflight._now();

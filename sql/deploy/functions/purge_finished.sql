@@ -8,7 +8,7 @@ set local role pgflight_owner;
 create or replace function pgflight.purge_finished(p_older_than_s double precision default null, p_limit integer default 100)
 returns integer
 language plpgsql volatile security definer
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_ids bigint[];

@@ -18,7 +18,7 @@ set local role pgflight_owner;
 create or replace function pgflight.record_effect(p_attempt_id bigint, p_token bigint, p_key text, p_result jsonb default null)
 returns table (effect_id bigint, result jsonb, recorded boolean, lease_held boolean)
 language plpgsql volatile security definer
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_att record;

@@ -29,7 +29,7 @@ create or replace function pgflight.record_model_call(p_attempt_id bigint, p_tok
 returns table (agent_run_id bigint, iteration integer, usd numeric, recorded boolean, iterations integer,
                tool_calls integer, total_usd numeric, marked text[])
 language plpgsql volatile security definer
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_now timestamptz := pgflight._now();

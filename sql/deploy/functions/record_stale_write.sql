@@ -8,7 +8,7 @@ set local role pgflight_owner;
 create or replace function pgflight.record_stale_write(p_attempt_id bigint, p_token bigint, p_operation text)
 returns boolean
 language sql volatile security definer
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$ select pgflight._record_stale(p_attempt_id, p_token, coalesce(p_operation, 'unknown')) $$;
 comment on function pgflight.record_stale_write(bigint, bigint, text) is
   'Log a refused (stale) worker write as a stale_result_rejected event; true when logged.';

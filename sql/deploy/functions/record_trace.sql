@@ -13,7 +13,7 @@ create or replace function pgflight.record_trace(p_attempt_id bigint, p_token bi
                                       p_options jsonb default '{}')
 returns table (trace_id bigint, seq integer, created boolean)
 language plpgsql volatile security definer
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_now timestamptz := pgflight._now();

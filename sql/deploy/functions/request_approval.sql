@@ -14,7 +14,7 @@ create or replace function pgflight.request_approval(p_attempt_id bigint, p_toke
                                           p_request jsonb default null, p_options jsonb default '{}')
 returns table (decision text, actor text, note text, waiting boolean)
 language plpgsql volatile security definer
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_now timestamptz := pgflight._now();

@@ -7,7 +7,7 @@ set local role pgflight_owner;
 create or replace function pgflight.retry_step(p_step_id bigint, p_actor text default null, p_note text default null)
 returns bigint
 language plpgsql volatile security definer
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_status text;

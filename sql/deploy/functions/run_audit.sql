@@ -19,7 +19,7 @@ returns table (run_id bigint, status text, steps bigint, attempts bigint, retrie
                usd numeric, wall_time_s double precision, steps_succeeded bigint,
                steps_unfinished bigint, steps_succeeded_twice bigint)
 language plpgsql stable security definer
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 begin
   return query

@@ -10,7 +10,7 @@ returns table (run_id bigint, workspace text, recipe text, status text, created_
                steps_waiting bigint, steps_succeeded bigint, steps_dead_letter bigint,
                steps_cancelled bigint, attempts_total bigint, result jsonb, error jsonb)
 language plpgsql stable security definer
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 begin
   return query

@@ -6,7 +6,7 @@ set local role pgflight_owner;
 create or replace function pgflight.run_sweeps()
 returns table (sweep text, affected integer)
 language plpgsql volatile security definer
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 begin
   return query select 'reclaim_expired'::text, pgflight.reclaim_expired(1000);

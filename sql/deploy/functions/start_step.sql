@@ -8,7 +8,7 @@ set local role pgflight_owner;
 create or replace function pgflight.start_step(p_attempt_id bigint, p_token bigint)
 returns table (attempt_id bigint, started_at timestamptz, lease_expires_at timestamptz)
 language plpgsql volatile security definer
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_now timestamptz := pgflight._now();

@@ -7,7 +7,7 @@ set local role pgflight_owner;
 create or replace function pgflight.wake_parents(p_limit integer default 1000)
 returns integer
 language plpgsql volatile security definer
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_row record;

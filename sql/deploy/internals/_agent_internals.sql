@@ -12,7 +12,7 @@ set local role pgflight_owner;
 create or replace function pgflight._agent_fence(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_operation text)
 returns pgflight.agent_runs
 language plpgsql volatile
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_run pgflight.agent_runs;
@@ -46,7 +46,7 @@ comment on function pgflight._agent_fence(bigint, bigint, bigint, text) is
 create or replace function pgflight._price_usd(p_model text, p_usage jsonb)
 returns numeric
 language plpgsql stable
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_p pgflight.model_prices;
@@ -78,7 +78,7 @@ comment on function pgflight._price_usd(text, jsonb) is
 create or replace function pgflight._store_tool_results(p_run_id bigint, p_attempt_id bigint, p_results jsonb, p_now timestamptz)
 returns text[]
 language plpgsql volatile
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_missing text;

@@ -12,7 +12,7 @@ set local role pgflight_owner;
 create or replace function pgflight._fake_now(p_value text)
 returns timestamptz
 language plpgsql stable
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 begin
   if not (select s.allow_fake_clock from pgflight.settings s) then

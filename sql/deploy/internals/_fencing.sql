@@ -10,7 +10,7 @@ set local role pgflight_owner;
 create or replace function pgflight._reject_write(p_attempt_id bigint, p_token bigint, p_operation text)
 returns void
 language plpgsql stable
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_status text;
@@ -50,7 +50,7 @@ create or replace function pgflight._lock_held(p_attempt_id bigint, p_token bigi
                                     p_with_cancel_requested boolean default false)
 returns pgflight.step_attempts
 language plpgsql volatile
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_row pgflight.step_attempts;
@@ -73,7 +73,7 @@ comment on function pgflight._lock_held(bigint, bigint, text, boolean) is
 create or replace function pgflight._record_stale(p_attempt_id bigint, p_token bigint, p_operation text)
 returns boolean
 language plpgsql volatile
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_att record;

@@ -5,8 +5,8 @@ declare
   v_config text[];
 begin
   select p.proconfig into v_config from pg_catalog.pg_proc p where p.oid = 'pgflight._wake(bigint, text, text)'::regprocedure;
-  if v_config is distinct from array['search_path=""']::text[] then
-    raise exception 'pgflight._wake(bigint, text, text) has settings %, expected %', v_config, array['search_path=""']::text[];
+  if v_config is distinct from array['search_path=pg_catalog, pg_temp']::text[] then
+    raise exception 'pgflight._wake(bigint, text, text) has settings %, expected %', v_config, array['search_path=pg_catalog, pg_temp']::text[];
   end if;
 end
 $verify$;
@@ -15,8 +15,8 @@ declare
   v_config text[];
 begin
   select p.proconfig into v_config from pg_catalog.pg_proc p where p.oid = 'pgflight._cancel_steps(bigint[], text, text)'::regprocedure;
-  if v_config is distinct from array['search_path=""']::text[] then
-    raise exception 'pgflight._cancel_steps(bigint[], text, text) has settings %, expected %', v_config, array['search_path=""']::text[];
+  if v_config is distinct from array['search_path=pg_catalog, pg_temp']::text[] then
+    raise exception 'pgflight._cancel_steps(bigint[], text, text) has settings %, expected %', v_config, array['search_path=pg_catalog, pg_temp']::text[];
   end if;
 end
 $verify$;
@@ -25,8 +25,8 @@ declare
   v_config text[];
 begin
   select p.proconfig into v_config from pg_catalog.pg_proc p where p.oid = 'pgflight._cancel_tree(bigint, bigint, text, text)'::regprocedure;
-  if v_config is distinct from array['search_path=""']::text[] then
-    raise exception 'pgflight._cancel_tree(bigint, bigint, text, text) has settings %, expected %', v_config, array['search_path=""']::text[];
+  if v_config is distinct from array['search_path=pg_catalog, pg_temp']::text[] then
+    raise exception 'pgflight._cancel_tree(bigint, bigint, text, text) has settings %, expected %', v_config, array['search_path=pg_catalog, pg_temp']::text[];
   end if;
 end
 $verify$;
@@ -35,8 +35,8 @@ declare
   v_config text[];
 begin
   select p.proconfig into v_config from pg_catalog.pg_proc p where p.oid = 'pgflight._tree_steps(bigint, bigint)'::regprocedure;
-  if v_config is distinct from array['search_path=""']::text[] then
-    raise exception 'pgflight._tree_steps(bigint, bigint) has settings %, expected %', v_config, array['search_path=""']::text[];
+  if v_config is distinct from array['search_path=pg_catalog, pg_temp']::text[] then
+    raise exception 'pgflight._tree_steps(bigint, bigint) has settings %, expected %', v_config, array['search_path=pg_catalog, pg_temp']::text[];
   end if;
 end
 $verify$;
@@ -45,8 +45,8 @@ declare
   v_config text[];
 begin
   select p.proconfig into v_config from pg_catalog.pg_proc p where p.oid = 'pgflight._step_finished(bigint, text, text)'::regprocedure;
-  if v_config is distinct from array['search_path=""']::text[] then
-    raise exception 'pgflight._step_finished(bigint, text, text) has settings %, expected %', v_config, array['search_path=""']::text[];
+  if v_config is distinct from array['search_path=pg_catalog, pg_temp']::text[] then
+    raise exception 'pgflight._step_finished(bigint, text, text) has settings %, expected %', v_config, array['search_path=pg_catalog, pg_temp']::text[];
   end if;
 end
 $verify$;
@@ -55,8 +55,8 @@ declare
   v_config text[];
 begin
   select p.proconfig into v_config from pg_catalog.pg_proc p where p.oid = 'pgflight._fail_attempt(bigint, text, text, jsonb, boolean, double precision, text, text)'::regprocedure;
-  if v_config is distinct from array['search_path=""']::text[] then
-    raise exception 'pgflight._fail_attempt(bigint, text, text, jsonb, boolean, double precision, text, text) has settings %, expected %', v_config, array['search_path=""']::text[];
+  if v_config is distinct from array['search_path=pg_catalog, pg_temp']::text[] then
+    raise exception 'pgflight._fail_attempt(bigint, text, text, jsonb, boolean, double precision, text, text) has settings %, expected %', v_config, array['search_path=pg_catalog, pg_temp']::text[];
   end if;
 end
 $verify$;
@@ -65,8 +65,8 @@ declare
   v_config text[];
 begin
   select p.proconfig into v_config from pg_catalog.pg_proc p where p.oid = 'pgflight._reclaim(timestamptz, integer)'::regprocedure;
-  if v_config is distinct from array['search_path=""']::text[] then
-    raise exception 'pgflight._reclaim(timestamptz, integer) has settings %, expected %', v_config, array['search_path=""']::text[];
+  if v_config is distinct from array['search_path=pg_catalog, pg_temp']::text[] then
+    raise exception 'pgflight._reclaim(timestamptz, integer) has settings %, expected %', v_config, array['search_path=pg_catalog, pg_temp']::text[];
   end if;
 end
 $verify$;
@@ -75,8 +75,8 @@ declare
   v_config text[];
 begin
   select p.proconfig into v_config from pg_catalog.pg_proc p where p.oid = 'pgflight._complete_many(bigint[], bigint[], jsonb[], timestamptz)'::regprocedure;
-  if v_config is distinct from array['search_path=""']::text[] then
-    raise exception 'pgflight._complete_many(bigint[], bigint[], jsonb[], timestamptz) has settings %, expected %', v_config, array['search_path=""']::text[];
+  if v_config is distinct from array['search_path=pg_catalog, pg_temp']::text[] then
+    raise exception 'pgflight._complete_many(bigint[], bigint[], jsonb[], timestamptz) has settings %, expected %', v_config, array['search_path=pg_catalog, pg_temp']::text[];
   end if;
 end
 $verify$;
@@ -85,8 +85,8 @@ declare
   v_config text[];
 begin
   select p.proconfig into v_config from pg_catalog.pg_proc p where p.oid = 'pgflight._decide(bigint, text, text, text, text)'::regprocedure;
-  if v_config is distinct from array['search_path=""']::text[] then
-    raise exception 'pgflight._decide(bigint, text, text, text, text) has settings %, expected %', v_config, array['search_path=""']::text[];
+  if v_config is distinct from array['search_path=pg_catalog, pg_temp']::text[] then
+    raise exception 'pgflight._decide(bigint, text, text, text, text) has settings %, expected %', v_config, array['search_path=pg_catalog, pg_temp']::text[];
   end if;
 end
 $verify$;
@@ -95,8 +95,8 @@ declare
   v_config text[];
 begin
   select p.proconfig into v_config from pg_catalog.pg_proc p where p.oid = 'pgflight._reopen_step(bigint, text, text, text)'::regprocedure;
-  if v_config is distinct from array['search_path=""']::text[] then
-    raise exception 'pgflight._reopen_step(bigint, text, text, text) has settings %, expected %', v_config, array['search_path=""']::text[];
+  if v_config is distinct from array['search_path=pg_catalog, pg_temp']::text[] then
+    raise exception 'pgflight._reopen_step(bigint, text, text, text) has settings %, expected %', v_config, array['search_path=pg_catalog, pg_temp']::text[];
   end if;
 end
 $verify$;
