@@ -31,7 +31,9 @@ declare
 begin
   select a.step_id, a.run_id into v_att from pgflight.step_attempts a
    where a.id = p_attempt_id and a.fencing_token = p_token and a.status in ('claimed', 'running')
-     for share;
+     -- issue 13: only the login whose worker holds the attempt (else ZF012 from _reject_write)
+     and exists (select from pgflight.workers w where w.id = a.worker_id and w.login = session_user)
+     for share of a;
   if not found then
     perform pgflight._reject_write(p_attempt_id, p_token, 'begin_agent_run');
   end if;

@@ -21,6 +21,9 @@ declare
   v_seq integer;
   v_id bigint;
 begin
+  -- issue 13: a trace block is capped like a result (ZF005, nothing written)
+  perform pgflight._require_cap('max_result_bytes', (select s.max_result_bytes from pgflight.settings s),
+                                octet_length(p_content::text), 'trace block (bytes)');
   v_run := pgflight._agent_fence(p_attempt_id, p_token, p_agent_run_id, 'record_trace');
   v_seq := pgflight._opt_num(p_options, 'seq', null)::integer;
   if v_seq is null then

@@ -22,12 +22,15 @@ begin
     join pgflight.agent_runs r on r.step_id = a.step_id
    where a.id = p_attempt_id and a.fencing_token = p_token and a.status in ('claimed', 'running')
      and r.id = p_agent_run_id
+     -- issue 13: only the login whose worker holds the attempt (else ZF012 from _reject_write)
+     and exists (select from pgflight.workers w where w.id = a.worker_id and w.login = session_user)
      for share of a for update of r;
   if found then
     return v_run;
   end if;
-  perform 1 from pgflight.step_attempts a
-   where a.id = p_attempt_id and a.fencing_token = p_token and a.status in ('claimed', 'running');
+  perform 1 from pgflight.step_attempts a join pgflight.workers w on w.id = a.worker_id
+   where a.id = p_attempt_id and a.fencing_token = p_token and a.status in ('claimed', 'running')
+     and w.login = session_user;
   if not found then
     perform pgflight._reject_write(p_attempt_id, p_token, p_operation);
   end if;

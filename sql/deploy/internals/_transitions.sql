@@ -347,13 +347,15 @@ declare
   v_wake bigint[];
   v_parent bigint;
 begin
-  -- 1. lock the attempts still held with these tokens
+  -- 1. lock the attempts still held with these tokens by workers of this login (issue 13: one
+  -- primary-key probe of workers per attempt; another login's attempt is not held by the caller)
   select array_agg(l.id order by l.id), array_agg(l.status order by l.id) into v_ids, v_old from (
     select a.id, a.status
       from pgflight.step_attempts a
       join (select distinct u.id, u.token from unnest(p_attempt_ids, p_tokens) as u(id, token)) q
         on q.id = a.id and q.token = a.fencing_token
      where a.status in ('claimed', 'running')
+       and exists (select from pgflight.workers w where w.id = a.worker_id and w.login = session_user)
      order by a.id
        for update of a) l;
 

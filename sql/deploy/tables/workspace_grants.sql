@@ -22,7 +22,7 @@ comment on table pgflight.workspace_grants is
   '(null: every workspace). Checked by pgflight._may; written by grant_workspace / revoke_workspace.';
 
 insert into pgflight.workspace_grants (login, workspace_id, lane)
-select session_user, null, l from unnest(array['worker', 'operator', 'reader']) l
+select session_user, null::bigint, l from unnest(array['worker', 'operator', 'reader']) l
 union all
 select 'pgflight_cron', null, 'operator'
 on conflict do nothing;
