@@ -15,7 +15,9 @@ as $$
     from pgflight.agent_runs r
     join pgflight.steps s on s.id = r.step_id
     join pgflight.step_attempts a on a.step_id = s.id and a.attempt_no = s.last_attempt_no
+   cross join (select pgflight._lane_workspaces('reader') as ids) ws  -- issue 13: the login's workspaces
    where a.status = p_status and r.id > p_after
+     and (ws.ids is null or exists (select from pgflight.runs x where x.id = r.run_id and x.workspace_id = any (ws.ids)))
    order by r.id
    limit p_limit
 $$;

@@ -26,6 +26,7 @@ declare
   v_row record;
   v_reason text;
 begin
+  perform pgflight._require_lane('operator', null, 'enforce_budgets');  -- issue 13: acts on every workspace
   for v_row in
     select r.id from pgflight.agent_runs r
       join pgflight.step_attempts a on a.id = r.reserved_attempt_id

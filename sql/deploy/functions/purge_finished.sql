@@ -14,6 +14,7 @@ declare
   v_ids bigint[];
   v_age double precision;
 begin
+  perform pgflight._require_lane('operator', null, 'purge_finished');  -- issue 13: acts on every workspace
   v_age := coalesce(p_older_than_s, (select s.purge_after_s from pgflight.settings s));
   select array_agg(r.id) into v_ids from (
     -- a run finishes after it is created, so created_at bounds the scan (runs_created_idx)

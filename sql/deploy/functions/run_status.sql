@@ -13,6 +13,7 @@ language plpgsql stable security definer
 set search_path = pg_catalog, pg_temp
 as $$
 begin
+  perform pgflight._require_lane_on_run('reader', p_run_id, 'run_status');  -- issue 13: tenants
   return query
   select r.id, w.name, r.recipe, r.status, r.created_at, r.finished_at,
          count(s.id),

@@ -48,6 +48,7 @@ begin
     raise exception using errcode = 'ZF003', message = format('unknown workspace %L', p_workspace),
       hint = 'Create it first: select pgflight.create_workspace(name).';
   end if;
+  perform pgflight._require_lane('operator', v_ws, 'submit_run');  -- issue 13: tenants
   select * into v_settings from pgflight.settings;
   v_size := octet_length(p_input::text);
   if v_size > v_settings.max_input_bytes then

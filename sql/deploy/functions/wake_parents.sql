@@ -13,6 +13,7 @@ declare
   v_row record;
   v_count integer := 0;
 begin
+  perform pgflight._require_lane('operator', null, 'wake_parents');  -- issue 13: acts on every workspace
   for v_row in
     select a.step_id from pgflight.step_attempts a
       join pgflight.steps s on s.id = a.step_id

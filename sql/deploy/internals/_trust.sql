@@ -1,6 +1,7 @@
 -- Deploy pgflight:internals/_trust
 -- requires: tables/workspace_grants tables/workers_login tables/settings_caps
--- Defines: _may(), _lane_workspaces(), _require_lane(), _require_cap(), _require_own_attempt().
+-- Defines: _may(), _lane_workspaces(), _require_lane(), _require_lane_on_run(), _require_lane_on_step(),
+--          _require_cap(), _require_own_attempt(), _actor_note().
 -- The trust boundary's checks (issue 13; docs/security.md), written once:
 --   tenancy   _may / _lane_workspaces / _require_lane read workspace_grants for session_user (the
 --             authenticated login; SET ROLE does not change it). Superusers pass every check.
@@ -12,7 +13,9 @@ begin;
 set local role pgflight_owner;
 
 -- May the login act in p_lane on workspace p_workspace_id? p_workspace_id null asks for every
--- workspace (an every-workspace grant). The operator lane includes the reader lane. One probe of
+-- workspace (an every-workspace grant). Any grant on a workspace includes the reader lane there
+-- (what a worker may read is further limited by the SQL grants: no view is granted to
+-- pgflight_worker). One probe of
 -- workspace_grants' unique index (login, lane, workspace_id), plus a syscache-backed role lookup.
 create or replace function pgflight._may(p_lane text, p_workspace_id bigint)
 returns boolean
@@ -21,7 +24,7 @@ set search_path = pg_catalog, pg_temp
 as $$
   select exists (select from pgflight.workspace_grants g
                   where g.login = session_user
-                    and g.lane in (p_lane, case when p_lane = 'reader' then 'operator' end)
+                    and (g.lane = p_lane or p_lane = 'reader')
                     and (g.workspace_id is null or g.workspace_id = p_workspace_id))
       or coalesce((select r.rolsuper from pg_catalog.pg_roles r where r.rolname = session_user), false)
 $$;
@@ -39,7 +42,7 @@ as $$
   select case when pgflight._may(p_lane, null) then null
               else coalesce((select array_agg(distinct g.workspace_id) from pgflight.workspace_grants g
                               where g.login = session_user and g.workspace_id is not null
-                                and g.lane in (p_lane, case when p_lane = 'reader' then 'operator' end)),
+                                and (g.lane = p_lane or p_lane = 'reader')),
                             '{}') end
 $$;
 comment on function pgflight._lane_workspaces(text) is
@@ -68,6 +71,56 @@ end
 $$;
 comment on function pgflight._require_lane(text, bigint, text) is
   'Internal: raise ZF012 unless the login may act in this lane on this workspace (null: every one).';
+
+-- _require_lane on the workspace of run p_run_id / of step p_step_id. An unknown id passes (the
+-- caller raises its own ZF003 for it).
+create or replace function pgflight._require_lane_on_run(p_lane text, p_run_id bigint, p_operation text)
+returns void
+language plpgsql stable
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+  v_ws bigint;
+begin
+  select r.workspace_id into v_ws from pgflight.runs r where r.id = p_run_id;
+  if found then
+    perform pgflight._require_lane(p_lane, v_ws, p_operation);
+  end if;
+end
+$$;
+comment on function pgflight._require_lane_on_run(text, bigint, text) is
+  'Internal: ZF012 unless the login has the lane on the run''s workspace; an unknown run passes.';
+
+create or replace function pgflight._require_lane_on_step(p_lane text, p_step_id bigint, p_operation text)
+returns void
+language plpgsql stable
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+  v_ws bigint;
+begin
+  select r.workspace_id into v_ws from pgflight.steps s join pgflight.runs r on r.id = s.run_id where s.id = p_step_id;
+  if found then
+    perform pgflight._require_lane(p_lane, v_ws, p_operation);
+  end if;
+end
+$$;
+comment on function pgflight._require_lane_on_step(text, bigint, text) is
+  'Internal: ZF012 unless the login has the lane on the step''s workspace; an unknown step passes.';
+
+-- The note an operator call records: its free-text note, and the p_actor it was given when that is
+-- not the login itself. Actor fields record the login (session_user); what a caller says about
+-- who it acts for is kept, as a note, never as the actor (issue 13).
+create or replace function pgflight._actor_note(p_note text, p_actor text)
+returns text
+language sql immutable
+set search_path = pg_catalog, pg_temp
+as $$
+  select case when p_actor is null or p_actor = session_user::text then p_note
+              else concat_ws(' ', p_note, format('[on behalf of %s]', p_actor)) end
+$$;
+comment on function pgflight._actor_note(text, text) is
+  'Internal: an operator''s note with the unauthenticated p_actor appended as "[on behalf of ...]".';
 
 -- Raise ZF005 when p_value exceeds the cap p_limit, the value of settings column p_cap.
 create or replace function pgflight._require_cap(p_cap text, p_limit double precision, p_value double precision,
