@@ -343,6 +343,9 @@ def _finished_agent(w: World) -> dict[str, Any]:
 # name -> how to call it with valid arguments (the query returns rows; all of them are fetched).
 CALLS: dict[str, Call] = {
     "_now": lambda w: ("select pgflight._now()", []),
+    "_fake_now": lambda w: ("select pgflight._fake_now('2030-01-01 00:00:00+00')", []),
+    "_may": lambda w: ("select pgflight._may('reader', null)", []),
+    "_lane_workspaces": lambda w: ("select pgflight._lane_workspaces('reader')", []),
     "price_usd": lambda w: ("select pgflight.price_usd('claude-haiku-4-5', '{\"input_tokens\": 1000}')", []),
     "run_status": lambda w: ("select * from pgflight.run_status(%s)", [w.finished_run()["run_id"]]),
     "run_audit": lambda w: ("select * from pgflight.run_audit(%s)", [w.finished_run()["run_id"]]),

@@ -23,7 +23,7 @@ begin
   select a.id, a.run_id, w.login into v_att
     from pgflight.step_attempts a left join pgflight.workers w on w.id = a.worker_id where a.id = p_attempt_id;
   if not found then
-    perform pgflight._reject_write(p_attempt_id, p_token, 'record_stale_write');  -- ZF003
+    return false;  -- an unknown attempt: nothing to record
   end if;
   if v_att.login is distinct from session_user then
     raise exception using
@@ -42,7 +42,7 @@ end
 $$;
 comment on function pgflight.record_stale_write(bigint, bigint, text) is
   'Log a refused (stale) worker write of this login as a stale_result_rejected event; true when logged. '
-  'Errors: ZF003, ZF005 over max_stale_writes_per_attempt, ZF012 another login''s attempt.';
+  'Errors: ZF005 over max_stale_writes_per_attempt, ZF012 another login''s attempt.';
 grant execute on function pgflight.record_stale_write(bigint, bigint, text) to pgflight_worker;
 
 commit;
