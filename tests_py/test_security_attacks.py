@@ -38,7 +38,6 @@ from security_support import (
     sqlstate_of,
 )
 
-FIXED = pytest.mark.xfail(strict=True, reason="issue 13: refused once the security change lands")
 LOGIN_OF = {"worker": "pgf_worker_a", "operator": "pgf_operator_a", "reader": "pgf_reader_a"}
 
 
@@ -93,7 +92,6 @@ def test_logins_authenticate_with_scram_over_tcp(
 # --- A: nothing the caller's session creates runs as the owner ----------------------------------------
 
 
-@FIXED
 def test_every_definer_function_puts_pg_temp_last(conn: Conn) -> None:
     """Over the catalogue: every SECURITY DEFINER function in pgflight pins search_path, pg_temp last."""
     bad = conn.execute(
@@ -109,7 +107,6 @@ def test_every_definer_function_puts_pg_temp_last(conn: Conn) -> None:
     assert bad == []
 
 
-@FIXED
 @pytest.mark.parametrize("lane", LANES)
 def test_a_shadowing_session_never_runs_code_as_the_owner(
     su: Conn, as_login: Callable[[str], Conn], lane: str
@@ -187,7 +184,6 @@ _READ_OR_OPERATE = {
 # --- B: pg_cron ---------------------------------------------------------------------------------
 
 
-@FIXED
 def test_schedules_run_as_a_non_superuser_role(server: Any) -> None:
     """The installed jobs run as pgflight_cron, which is not a superuser and cannot become one."""
     from pgflight import migrate
@@ -217,7 +213,6 @@ def test_schedules_run_as_a_non_superuser_role(server: Any) -> None:
 # --- C: another worker's attempt -----------------------------------------------------------------
 
 
-@FIXED
 def test_an_error_never_shows_the_current_fencing_token(su: Conn, as_login: Callable[[str], Conn]) -> None:
     for login in ("pgf_worker_a", "pgf_worker_b"):
         grant(su, login, "A", "worker")
@@ -235,7 +230,6 @@ def test_an_error_never_shows_the_current_fencing_token(su: Conn, as_login: Call
         assert str(held["token"]) not in shown, f"{query} shows the token: {shown}"
 
 
-@FIXED
 def test_a_stolen_token_is_refused_for_every_worker_write(su: Conn, as_login: Callable[[str], Conn]) -> None:
     """With the right (attempt, token) but another login, every write is ZF012 and changes nothing."""
     for login in ("pgf_worker_a", "pgf_worker_b"):
@@ -290,7 +284,6 @@ def test_a_stolen_token_is_refused_for_every_worker_write(su: Conn, as_login: Ca
     )
 
 
-@FIXED
 def test_another_logins_worker_id_is_refused(su: Conn, as_login: Callable[[str], Conn]) -> None:
     for login in ("pgf_worker_a", "pgf_worker_b"):
         grant(su, login, "A", "worker")
@@ -346,7 +339,6 @@ def _two_tenants(su: Conn) -> dict[str, dict[str, Any]]:
     return out
 
 
-@FIXED
 def test_a_reader_of_a_sees_no_row_of_b(su: Conn, as_login: Callable[[str], Conn]) -> None:
     runs = _two_tenants(su)
     grant(su, "pgf_reader_a", "A", "reader")
@@ -382,7 +374,6 @@ def test_a_reader_of_a_sees_no_row_of_b(su: Conn, as_login: Callable[[str], Conn
     )
 
 
-@FIXED
 def test_an_operator_of_a_cannot_act_in_b(su: Conn, as_login: Callable[[str], Conn]) -> None:
     runs = _two_tenants(su)["B"]
     grant(su, "pgf_operator_a", "A", "operator")
@@ -402,7 +393,6 @@ def test_an_operator_of_a_cannot_act_in_b(su: Conn, as_login: Callable[[str], Co
     assert snapshot(su) == before
 
 
-@FIXED
 def test_a_worker_of_a_never_claims_bs_steps(su: Conn, as_login: Callable[[str], Conn]) -> None:
     b = World(su=su, me=su, workspace="B")
     b_steps = {b.submit("shared")["step_id"] for _ in range(5)}
@@ -414,7 +404,6 @@ def test_a_worker_of_a_never_claims_bs_steps(su: Conn, as_login: Callable[[str],
     assert not {r[0] for r in got} & b_steps
 
 
-@FIXED
 def test_actor_fields_record_the_login(su: Conn, as_login: Callable[[str], Conn]) -> None:
     grant(su, "pgf_operator_a", "A", "operator")
     me = as_login("pgf_operator_a")
@@ -437,7 +426,6 @@ def test_actor_fields_record_the_login(su: Conn, as_login: Callable[[str], Conn]
 CAP = 1024  # bytes, set for the test so an over-cap write is small
 
 
-@FIXED
 @pytest.mark.parametrize(
     ("cap", "write"),
     [
@@ -481,7 +469,6 @@ def test_an_oversized_write_is_refused_naming_its_cap(
     assert snapshot(su) == before
 
 
-@FIXED
 def test_a_worker_name_over_the_cap_is_refused(su: Conn, as_login: Callable[[str], Conn]) -> None:
     su.execute("update pgflight.settings set max_name_bytes = 64")
     grant(su, "pgf_worker_a", "A", "worker")
@@ -491,7 +478,6 @@ def test_a_worker_name_over_the_cap_is_refused(su: Conn, as_login: Callable[[str
     assert snapshot(su) == before
 
 
-@FIXED
 def test_children_over_the_per_call_and_per_parent_caps_are_refused(
     su: Conn, as_login: Callable[[str], Conn]
 ) -> None:
@@ -514,7 +500,6 @@ def test_children_over_the_per_call_and_per_parent_caps_are_refused(
     spawn(15)  # at the caps: accepted
 
 
-@FIXED
 def test_claim_batch_of_every_step_for_thirty_years_is_refused(
     su: Conn, as_login: Callable[[str], Conn]
 ) -> None:
@@ -534,7 +519,6 @@ def test_claim_batch_of_every_step_for_thirty_years_is_refused(
     assert snapshot(su) == before
 
 
-@FIXED
 def test_register_worker_and_record_stale_write_cannot_be_flooded(
     su: Conn, as_login: Callable[[str], Conn]
 ) -> None:
@@ -566,7 +550,6 @@ def test_register_worker_and_record_stale_write_cannot_be_flooded(
 # --- F: engine_health and _now() for every reading lane ------------------------------------------
 
 
-@FIXED
 @pytest.mark.parametrize("lane", ["operator", "reader"])
 def test_engine_health_and_the_clock_work_for_every_lane(
     su: Conn, as_login: Callable[[str], Conn], lane: str
