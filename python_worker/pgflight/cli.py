@@ -194,10 +194,18 @@ def migrate_cmd(
     ] = False,
     to: Annotated[str | None, typer.Option("--to", help="Stop at this change.")] = None,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Revert without asking.")] = False,
+    wait_sweep: Annotated[
+        bool,
+        typer.Option(
+            "--wait-sweep/--no-wait-sweep",
+            help="After installing the schedules, wait (up to 75 s) until pg_cron has run a sweep.",
+        ),
+    ] = True,
 ) -> None:
     """
     Deploy the schema with sqitch (deploy --verify) and install the pg_cron schedules where the
-    database has pg_cron; or revert it (which deletes every run and its history).
+    database has pg_cron, then confirm that pg_cron really runs them; or revert it (which deletes
+    every run and its history).
     """
     dsn = _dsn()
     if revert:
@@ -211,11 +219,22 @@ def migrate_cmd(
     if to is None:
         why_not = migrate.install_schedules(dsn)
         out.print(
-            "pg_cron schedules installed"
+            "pg_cron schedules installed (jobs run as pgflight_cron)"
             if why_not is None
             else f"no pg_cron schedules ({why_not}); run pgflight.run_sweeps() from another scheduler",
             soft_wrap=True,
         )
+        if why_not is None and wait_sweep:
+            out.print("waiting for pg_cron to run a sweep …", soft_wrap=True)
+            ran, how = migrate.confirm_sweep(dsn)
+            out.print(
+                how
+                if ran
+                else f"[bold red]warning:[/] {how}. pg_cron cannot run the sweeps: let it reach the "
+                "server without a password (cron.use_background_workers = on, or the unix socket with "
+                "a peer map for pgflight_cron; docs/security.md#pg_cron) and check cron.job_run_details",
+                soft_wrap=True,
+            )
 
 
 # --- entry point ------------------------------------------------------------------------------
