@@ -43,15 +43,6 @@ def fresh(prefix: str) -> str:
     return f"{prefix}-{next(_counter)}"
 
 
-def sqlstate_of(fn: Callable[[], Any]) -> str | None:
-    """Run fn; the SQLSTATE it raised, or None when it succeeded."""
-    try:
-        fn()
-    except psycopg.Error as e:
-        return e.sqlstate
-    return None
-
-
 def error_of(fn: Callable[[], Any]) -> psycopg.Error:
     """Run fn, which must raise a database error; return it."""
     try:

@@ -22,6 +22,7 @@ import psycopg
 import pytest
 from psycopg.types.json import Jsonb
 
+from core_helpers import sqlstate as sqlstate_of
 from security_support import (
     CALLS,
     LANES,
@@ -35,7 +36,6 @@ from security_support import (
     login_connect,
     readable_views,
     snapshot,
-    sqlstate_of,
 )
 
 LOGIN_OF = {"worker": "pgf_worker_a", "operator": "pgf_operator_a", "reader": "pgf_reader_a"}

@@ -93,17 +93,11 @@ comment on function pgflight._require_lane_on_run(text, bigint, text) is
 
 create or replace function pgflight._require_lane_on_step(p_lane text, p_step_id bigint, p_operation text)
 returns void
-language plpgsql stable
+language sql stable
 set search_path = pg_catalog, pg_temp
 as $$
-declare
-  v_ws bigint;
-begin
-  select r.workspace_id into v_ws from pgflight.steps s join pgflight.runs r on r.id = s.run_id where s.id = p_step_id;
-  if found then
-    perform pgflight._require_lane(p_lane, v_ws, p_operation);
-  end if;
-end
+  select pgflight._require_lane_on_run(p_lane, (select s.run_id from pgflight.steps s where s.id = p_step_id),
+                                       p_operation)
 $$;
 comment on function pgflight._require_lane_on_step(text, bigint, text) is
   'Internal: ZF012 unless the login has the lane on the step''s workspace; an unknown step passes.';
