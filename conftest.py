@@ -14,6 +14,10 @@ Fixtures:
     connect        factory: connect(timeout_s=5, autocommit=True, dsn=None) -> Connection with
                    statement_timeout and lock_timeout set; closed after the test (races).
     empty_dsn      str: DSN of a fresh empty database (no schema); dropped afterwards.
+    logins         Logins: login roles with scram passwords in every lane (pgf_worker_a/_b,
+                   pgf_operator_a/_b, pgf_reader_a/_b); on the test cluster, host connections of
+                   every role but `postgres` must authenticate with scram-sha-256.
+                   `logins.dsn(login, dsn)` is the DSN of database `dsn` as that login.
 """
 
 from __future__ import annotations
@@ -178,3 +182,74 @@ def connect(dsn: str) -> Iterator[ConnectFactory]:
     yield _connect
     for c in opened:
         c.close()
+
+
+# --- logins: real roles with passwords over TCP (the attack suite, issue 13) -------------------
+
+LOGIN_PASSWORD = "pgflight-test-password"
+# login name -> the pgflight role it is a member of. Roles are cluster-wide, so they are created
+# once per session; what each may do in a database (its workspaces) is granted per test.
+LOGINS = {
+    "pgf_worker_a": "pgflight_worker",
+    "pgf_worker_b": "pgflight_worker",
+    "pgf_operator_a": "pgflight_operator",
+    "pgf_operator_b": "pgflight_operator",
+    "pgf_reader_a": "pgflight_reader",
+    "pgf_reader_b": "pgflight_reader",
+}
+
+
+@dataclass
+class Logins:
+    """Login roles with scram passwords; `dsn(login, database_dsn)` reaches a database as one of them."""
+
+    names: dict[str, str]
+    password: str
+    scram: bool  # False with PGFLIGHT_TEST_DSN: the server's own pg_hba decides
+
+    def dsn(self, login: str, database_dsn: str) -> str:
+        assert login in self.names, login
+        return make_conninfo(database_dsn, user=login, password=self.password)
+
+
+def _require_scram_for_host_logins(cluster: Cluster) -> None:
+    """
+    Put two lines first in pg_hba.conf: the `postgres` superuser keeps trust over TCP (the rest of
+    the suite and sqitch use it), every other role must authenticate with scram-sha-256.
+    Unix-socket lines stay as initdb wrote them (pg_cron's libpq connections use the socket).
+    """
+    hba = cluster.datadir / "pg_hba.conf"
+    marker = "# pgflight tests: scram for every login but the superuser\n"
+    text = hba.read_text()
+    if marker not in text:
+        hba.write_text(
+            marker
+            + "host all postgres 127.0.0.1/32 trust\n"
+            + "host all all 127.0.0.1/32 scram-sha-256\n"
+            + text
+        )
+
+
+@pytest.fixture(scope="session")
+def logins(server: Server) -> Logins:
+    """
+    Password-protected login roles in every lane (two of each, for tenants A and B), with the
+    cluster's host connections requiring scram-sha-256 for them.
+    """
+    with psycopg.connect(server.dsn, autocommit=True) as c:
+        c.execute("alter system set password_encryption = 'scram-sha-256'")
+        c.execute("select pg_reload_conf()")
+        c.execute("set password_encryption = 'scram-sha-256'")
+        for login, role in LOGINS.items():
+            exists = c.execute("select 1 from pg_roles where rolname = %s", [login]).fetchone()
+            verb = "alter" if exists else "create"
+            c.execute(
+                sql.SQL("{} role {} login password {}").format(
+                    sql.SQL(verb), sql.Identifier(login), sql.Literal(LOGIN_PASSWORD)
+                )
+            )
+            c.execute(sql.SQL("grant {} to {}").format(sql.Identifier(role), sql.Identifier(login)))
+        if server.cluster is not None:
+            _require_scram_for_host_logins(server.cluster)
+            c.execute("select pg_reload_conf()")
+    return Logins(names=dict(LOGINS), password=LOGIN_PASSWORD, scram=server.cluster is not None)

@@ -193,10 +193,18 @@ def migrate_cmd(
     ] = False,
     to: Annotated[str | None, typer.Option("--to", metavar="CHANGE", help="Stop at this change.")] = None,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Revert without asking.")] = False,
+    wait_sweep: Annotated[
+        bool,
+        typer.Option(
+            "--wait-sweep/--no-wait-sweep",
+            help="After installing the schedules, wait (up to 75 s) until pg_cron has run a sweep.",
+        ),
+    ] = True,
 ) -> None:
     """
     Deploy the schema with sqitch (deploy --verify) and install the pg_cron schedules where the
-    database has pg_cron; or revert it (which deletes every run and its history).
+    database has pg_cron, then confirm that pg_cron really runs them; or revert it (which deletes
+    every run and its history).
     """
     cli = current()
     dsn = cli.dsn()
@@ -211,7 +219,20 @@ def migrate_cmd(
     if to is None:
         why_not = migrate.install_schedules(dsn)
         if why_not is None:
-            cli.out.print("sweeps: scheduled with pg_cron")
+            cli.out.print("sweeps: scheduled with pg_cron (jobs run as pgflight_cron)")
+            if wait_sweep:
+                cli.out.print("waiting for pg_cron to run a sweep …")
+                ran, how = migrate.confirm_sweep(dsn)
+                if ran:
+                    cli.out.print(escape(how), soft_wrap=True)
+                else:
+                    cli.err.print(
+                        f"[bold red]warning:[/] {escape(how)}. pg_cron cannot run the sweeps: let it reach"
+                        " the server without a password (cron.use_background_workers = on, or the unix"
+                        " socket with a peer map for pgflight_cron; docs/security.md#pg_cron) and check"
+                        " cron.job_run_details",
+                        soft_wrap=True,
+                    )
         else:
             cli.out.print(
                 f"sweeps: not scheduled ({escape(why_not)}); call `select * from pgflight.run_sweeps()`"
