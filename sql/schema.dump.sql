@@ -1139,17 +1139,11 @@ COMMENT ON FUNCTION pgflight._require_lane_on_run(p_lane text, p_run_id bigint, 
 -- Name: _require_lane_on_step(text, bigint, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
 CREATE FUNCTION pgflight._require_lane_on_step(p_lane text, p_step_id bigint, p_operation text) RETURNS void
-    LANGUAGE plpgsql STABLE
+    LANGUAGE sql STABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-declare
-  v_ws bigint;
-begin
-  select r.workspace_id into v_ws from pgflight.steps s join pgflight.runs r on r.id = s.run_id where s.id = p_step_id;
-  if found then
-    perform pgflight._require_lane(p_lane, v_ws, p_operation);
-  end if;
-end
+  select pgflight._require_lane_on_run(p_lane, (select s.run_id from pgflight.steps s where s.id = p_step_id),
+                                       p_operation)
 $$;
 
 ALTER FUNCTION pgflight._require_lane_on_step(p_lane text, p_step_id bigint, p_operation text) OWNER TO pgflight_owner;
