@@ -308,10 +308,7 @@ CREATE FUNCTION pgflight._complete_many(p_attempt_ids bigint[], p_tokens bigint[
 declare
   v_ids bigint[];
   v_old text[];
-  v_parents bigint[];
-  v_root_runs bigint[];
-  v_wake bigint[];
-  v_parent bigint;
+  v_steps bigint[];
 begin
   -- 1. lock the attempts still held with these tokens by workers of this login (issue 13: one
   -- primary-key probe of workers per attempt; another login's attempt is not held by the caller)
@@ -339,39 +336,10 @@ begin
       select p_now, d.run_id, d.step_id, d.id, o.old_status, 'succeeded', d.worker_id, 'succeeded'
         from done d join unnest(v_ids, v_old) as o(id, old_status) on o.id = d.id
     )
-    -- each finished step's parent (to poke) or, for a root, its run (to end), by primary key
-    select array_agg(s.parent_id) filter (where s.parent_id is not null),
-           array_agg(s.run_id) filter (where s.parent_id is null)
-      into v_parents, v_root_runs
-      from done d join pgflight.steps s on s.id = d.step_id;
+    select array_agg(d.step_id) into v_steps from done d;
 
-    -- 3. the fan-in pokes, one per parent for all its children finished here: lock the parents
-    -- (id order), then decrement; a parent whose counter reaches zero wakes, exactly once
-    perform from pgflight.steps p
-      join (select distinct u.id from unnest(v_parents) as u(id)) q on q.id = p.id
-     order by p.id
-       for update of p;
-    with finished as (
-      select u.parent_id, count(*)::integer as n from unnest(v_parents) as u(parent_id) group by u.parent_id
-    ), poked as (
-      update pgflight.steps p
-         set children_pending = greatest(p.children_pending - f.n, 0)
-        from finished f
-       where p.id = f.parent_id
-      returning p.id, p.children_pending
-    )
-    select array_agg(k.id order by k.id) into v_wake from poked k where k.children_pending = 0;
-    if v_wake is not null then
-      foreach v_parent in array v_wake loop
-        perform pgflight._wake(v_parent, 'parent_resumed');
-      end loop;
-    end if;
-
-    -- 4. a root that succeeded ends its run
-    update pgflight.runs r
-       set status = 'succeeded', finished_at = p_now
-      from unnest(v_root_runs) as u(id)
-     where r.id = u.id and r.status = 'running';
+    -- 3. what follows the steps' ends (pokes, wakes, runs), written once for every path
+    perform pgflight._steps_finished(v_steps, array_fill('succeeded'::text, array[cardinality(v_steps)]), null, p_now);
   end if;
 
   return query
@@ -1246,63 +1214,105 @@ COMMENT ON FUNCTION pgflight._reserve(p_run pgflight.agent_runs, p_attempt_id bi
 -- Name: _step_finished(bigint, text, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
 CREATE FUNCTION pgflight._step_finished(p_step_id bigint, p_final text, p_actor text DEFAULT NULL::text) RETURNS void
-    LANGUAGE plpgsql
+    LANGUAGE sql
     SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$
-declare
-  v_step record;
-  v_pending integer;
-  v_fail_fast boolean;
-  v_parent_attempt record;
-begin
-  select s.id, s.run_id, s.parent_id, s.children_pending into v_step
-    from pgflight.steps s where s.id = p_step_id;
-
-  if p_final <> 'succeeded' and v_step.children_pending > 0 then
-    -- the step itself is already terminal: this cancels what it left running below it
-    perform pgflight._cancel_tree(v_step.run_id, p_step_id, coalesce(p_actor, 'engine'), 'parent ended ' || p_final);
-    update pgflight.steps set children_pending = 0 where id = p_step_id;
-  end if;
-
-  if v_step.parent_id is null then
-    update pgflight.runs r
-       set status = case p_final when 'succeeded' then 'succeeded' when 'cancelled' then 'cancelled' else 'failed' end,
-           finished_at = pgflight._now()
-     where r.id = v_step.run_id and r.status = 'running';
-    return;
-  end if;
-
-  -- The poke: one row update on the parent, serialised by its row lock, so of two last
-  -- children finishing together exactly one sees zero.
-  update pgflight.steps p
-     set children_pending = greatest(p.children_pending - 1, 0)
-   where p.id = v_step.parent_id
-  returning p.children_pending, p.fail_fast into v_pending, v_fail_fast;
-
-  if p_final <> 'succeeded' and v_fail_fast then
-    select a.* into v_parent_attempt from pgflight.step_attempts a
-     where a.step_id = v_step.parent_id and a.status = 'awaiting_children' for update;
-    if found then
-      update pgflight.step_attempts
-         set status = 'dead_letter', finished_at = pgflight._now(), reason = 'child_failed',
-             error = jsonb_build_object('message', 'a child step ended ' || p_final, 'child_step_id', p_step_id)
-       where id = v_parent_attempt.id;
-      perform pgflight._event(v_parent_attempt.run_id, v_parent_attempt.step_id, v_parent_attempt.id,
-                              'awaiting_children', 'dead_letter', null, 'child_failed', p_actor,
-                              jsonb_build_object('child_step_id', p_step_id));
-      perform pgflight._step_finished(v_parent_attempt.step_id, 'dead_letter', p_actor);
-    end if;
-  elsif v_pending = 0 then
-    perform pgflight._wake(v_step.parent_id, 'parent_resumed', p_actor);
-  end if;
-end
-$$;
+    AS $$ select pgflight._steps_finished(array[p_step_id], array[p_final], p_actor, pgflight._now()) $$;
 
 ALTER FUNCTION pgflight._step_finished(p_step_id bigint, p_final text, p_actor text) OWNER TO pgflight_owner;
 
 -- Name: FUNCTION _step_finished(p_step_id bigint, p_final text, p_actor text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight._step_finished(p_step_id bigint, p_final text, p_actor text) IS 'Internal: hook of every terminal step transition: ends the run (root), pokes the parent (child), cancels the subtree left behind by an unsuccessful step.';
+COMMENT ON FUNCTION pgflight._step_finished(p_step_id bigint, p_final text, p_actor text) IS 'Internal: _steps_finished for one step ending now.';
+
+-- Name: _steps_finished(bigint[], text[], text, timestamp with time zone); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._steps_finished(p_step_ids bigint[], p_finals text[], p_actor text, p_now timestamp with time zone) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_left record;
+  v_doomed bigint[];
+  v_wake bigint[];
+  v_parent bigint;
+  v_child bigint;
+  v_parent_attempt record;
+  v_final text;
+begin
+  -- 1. what an unsuccessful step left running below it
+  for v_left in
+    select s.id, s.run_id, f.final
+      from unnest(p_step_ids, p_finals) as f(id, final) join pgflight.steps s on s.id = f.id
+     where f.final <> 'succeeded' and s.children_pending > 0
+     order by s.id
+  loop
+    perform pgflight._cancel_tree(v_left.run_id, v_left.id, coalesce(p_actor, 'engine'), 'parent ended ' || v_left.final);
+    update pgflight.steps set children_pending = 0 where id = v_left.id;
+  end loop;
+
+  -- 2. the pokes: lock the parents (id order) in a statement of their own, then decrement
+  perform from pgflight.steps p
+   where p.id in (select s.parent_id from pgflight.steps s where s.id = any (p_step_ids) and s.parent_id is not null)
+   order by p.id
+     for update of p;
+  with finished as (
+    select s.parent_id, count(*)::integer as n, bool_or(f.final <> 'succeeded') as failed
+      from unnest(p_step_ids, p_finals) as f(id, final) join pgflight.steps s on s.id = f.id
+     where s.parent_id is not null
+     group by s.parent_id
+  ), poked as (
+    update pgflight.steps p
+       set children_pending = greatest(p.children_pending - f.n, 0)
+      from finished f
+     where p.id = f.parent_id
+    returning p.id, p.children_pending, p.fail_fast, f.failed
+  )
+  select array_agg(k.id order by k.id) filter (where k.failed and k.fail_fast),
+         array_agg(k.id order by k.id) filter (where not (k.failed and k.fail_fast) and k.children_pending = 0)
+    into v_doomed, v_wake
+    from poked k;
+
+  -- 3. fail fast, else the wake
+  if v_doomed is not null then
+    foreach v_parent in array v_doomed loop
+      select a.* into v_parent_attempt from pgflight.step_attempts a
+       where a.step_id = v_parent and a.status = 'awaiting_children' for update;
+      if found then
+        select min(f.id) into v_child
+          from unnest(p_step_ids, p_finals) as f(id, final) join pgflight.steps s on s.id = f.id
+         where s.parent_id = v_parent and f.final <> 'succeeded';
+        select f.final into v_final from unnest(p_step_ids, p_finals) as f(id, final) where f.id = v_child;
+        update pgflight.step_attempts
+           set status = 'dead_letter', finished_at = p_now, reason = 'child_failed',
+               error = jsonb_build_object('message', 'a child step ended ' || v_final, 'child_step_id', v_child)
+         where id = v_parent_attempt.id;
+        perform pgflight._event(v_parent_attempt.run_id, v_parent, v_parent_attempt.id,
+                                'awaiting_children', 'dead_letter', null, 'child_failed', p_actor,
+                                jsonb_build_object('child_step_id', v_child));
+        perform pgflight._steps_finished(array[v_parent], array['dead_letter'], p_actor, p_now);
+      end if;
+    end loop;
+  end if;
+  if v_wake is not null then
+    foreach v_parent in array v_wake loop
+      perform pgflight._wake(v_parent, 'parent_resumed', p_actor);
+    end loop;
+  end if;
+
+  -- 4. a root ends its run
+  update pgflight.runs r
+     set status = case f.final when 'succeeded' then 'succeeded' when 'cancelled' then 'cancelled' else 'failed' end,
+         finished_at = p_now
+    from unnest(p_step_ids, p_finals) as f(id, final) join pgflight.steps s on s.id = f.id
+   where s.parent_id is null and r.id = s.run_id and r.status = 'running';
+end
+$$;
+
+ALTER FUNCTION pgflight._steps_finished(p_step_ids bigint[], p_finals text[], p_actor text, p_now timestamp with time zone) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _steps_finished(p_step_ids bigint[], p_finals text[], p_actor text, p_now timestamp with time zone); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._steps_finished(p_step_ids bigint[], p_finals text[], p_actor text, p_now timestamp with time zone) IS 'Internal: hook of every terminal step transition, set-based: cancels what an unsuccessful step left below it, pokes parents (fail-fast or wake), ends a root''s run.';
 
 -- Name: _store_tool_results(bigint, bigint, jsonb, timestamp with time zone); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -4541,6 +4551,10 @@ REVOKE ALL ON FUNCTION pgflight._reserve(p_run pgflight.agent_runs, p_attempt_id
 -- Name: FUNCTION _step_finished(p_step_id bigint, p_final text, p_actor text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
 REVOKE ALL ON FUNCTION pgflight._step_finished(p_step_id bigint, p_final text, p_actor text) FROM PUBLIC;
+
+-- Name: FUNCTION _steps_finished(p_step_ids bigint[], p_finals text[], p_actor text, p_now timestamp with time zone); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._steps_finished(p_step_ids bigint[], p_finals text[], p_actor text, p_now timestamp with time zone) FROM PUBLIC;
 
 -- Name: FUNCTION _store_tool_results(p_run_id bigint, p_attempt_id bigint, p_results jsonb, p_now timestamp with time zone); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 

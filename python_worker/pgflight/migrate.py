@@ -188,7 +188,7 @@ def install_schedules(dsn: str) -> str | None:
         try:
             db.install_schedules(conn)
         except errors.PgflightError as e:
-            return e.one_line()
+            return e.message
     return None
 
 
