@@ -329,7 +329,10 @@ def test_c07_cancel_then_retry_step(eng: Conn) -> None:
     assert one(eng, "select error from pgflight.dead_letters where step_id = %s", [other.step_id])[
         "error"
     ] == {"message": "again 2"}
-    assert events(eng, step_id=other.step_id, reason="retried")[0]["actor"] == "ops"
+    retried = events(eng, step_id=other.step_id, reason="retried")[0]
+    # issue 13: the actor is the authenticated login; the name the caller gave is kept as a note
+    assert retried["actor"] == scalar(eng, "select session_user::text")
+    assert "[on behalf of ops]" in str(retried["detail"])
 
 
 # --- C08 ----------------------------------------------------------------------------------
@@ -602,7 +605,10 @@ def test_c25_approval_before_the_gate_is_used(eng: Conn) -> None:
     )
     c = claim_one(eng, w, 30, ["gated"])
     got = one(eng, "select * from pgflight.request_approval(%s, %s, 'deploy')", [c.attempt_id, c.token])
-    assert (got["decision"], got["actor"], got["waiting"]) == ("approve", "alice", False)
+    # issue 13: the actor is the authenticated login; 'alice' is kept in the note
+    me = scalar(eng, "select session_user::text")
+    assert (got["decision"], got["actor"], got["waiting"]) == ("approve", me, False)
+    assert got["note"] == "early [on behalf of alice]"
     assert attempt(eng, c.attempt_id)["status"] == "running"
     assert len(events(eng, step_id=sub.step_id, reason="approval_decided")) == 1
     assert not events(eng, step_id=sub.step_id, reason="approval_requested")

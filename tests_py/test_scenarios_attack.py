@@ -435,6 +435,8 @@ def test_c35_static_no_sql_function_passes_data_to_pg_notify(conn: Conn) -> None
     """
     calls = []
     for path in sorted((ROOT / "sql" / "deploy").rglob("*.sql")):
+        if "@" in path.name:  # a definition a later rework replaced (sqitch's <change>@<tag>.sql)
+            continue
         code = re.sub(r"--[^\n]*", "", path.read_text())
         code = re.sub(r"\bcomment\s+on\b.*?'\s*;", "", code, flags=re.IGNORECASE | re.DOTALL)
         for m in re.finditer(r"pg_notify\s*\(([^)]*)\)|\bnotify\s+\w+", code, re.IGNORECASE):

@@ -55,6 +55,8 @@ def pair(dsn: str, logins: Any) -> Any:
     """(superuser, victim, intruder) connections; both logins work in workspace W."""
     with psycopg.connect(dsn, autocommit=True) as su:
         su.execute("select pgflight.create_workspace('W')")
+        # no grants for the test logins but the ones given here (see test_security_attacks)
+        su.execute("delete from pgflight.workspace_grants where login like 'pgf\\_%%'")
         for login in ("pgf_worker_a", "pgf_worker_b"):
             grant(su, login, "W", "worker")
         with (

@@ -201,6 +201,7 @@ def test_c37_server_timeouts_and_killed_backends_do_not_stop_10s_steps(server, c
             su.execute(f"create role {role} login in role pgflight_worker")
         su.execute(f"alter role {role} set idle_in_transaction_session_timeout = '2s'")
         su.execute(f"alter role {role} set statement_timeout = '1s'")
+    conn.execute("select pgflight.grant_workspace(%s, null, 'worker')", [role])  # issue 13: its lane
     _submit_many(conn, "not_served_here", 5000)  # load: queued rows the worker does not claim
     runs = [db.submit_run(conn, "w", "sleep", {"seconds": 10}) for _ in range(3)]
     w = workers(make_conninfo(dsn, user=role), "--concurrency", "3", "--lease", "3", "--poll", "0.3")
