@@ -218,6 +218,33 @@ def migrate_cmd(
         )
 
 
+# --- inspector and metrics --------------------------------------------------------------------
+
+
+@app.command("ui")
+def ui_cmd(
+    host: Annotated[str, typer.Option(help="Address to bind (localhost by default).")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to serve on.")] = 8765,
+) -> None:
+    """Open the run inspector: runs, steps, transcripts, dead letters, approvals, workers, queues, costs."""
+    from pgflight.inspector import serve
+
+    out.print(f"pgflight inspector on http://{host}:{port}/ (Ctrl-C stops it)", soft_wrap=True)
+    serve(_dsn(), host=host, port=port)
+
+
+@app.command("metrics")
+def metrics_cmd(
+    host: Annotated[str, typer.Option(help="Address to bind (localhost by default).")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to serve /metrics on.")] = 9187,
+) -> None:
+    """Serve Prometheus metrics of the database on /metrics."""
+    from pgflight.inspector import serve_metrics
+
+    out.print(f"pgflight metrics on http://{host}:{port}/metrics (Ctrl-C stops it)", soft_wrap=True)
+    serve_metrics(_dsn(), host=host, port=port)
+
+
 # --- entry point ------------------------------------------------------------------------------
 
 

@@ -1,0 +1,4 @@
+-- Revert pgflight:functions/worker_list
+begin;
+drop function pgflight.worker_list(integer);
+commit;

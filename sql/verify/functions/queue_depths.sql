@@ -1,0 +1,2 @@
+-- Verify pgflight:functions/queue_depths
+select 'pgflight.queue_depths()'::regprocedure;

@@ -1,0 +1,2 @@
+-- Verify pgflight:functions/worker_list
+select 'pgflight.worker_list(integer)'::regprocedure;
