@@ -309,12 +309,14 @@ def create_app(dsn: str) -> Starlette:
         yield
         pool.close()
 
-    return Starlette(
+    app = Starlette(
         routes=routes,
         exception_handlers={NotFound: not_found},
         middleware=[Middleware(_SecurityHeaders)],
         lifespan=lifespan,
     )
+    app.state.csrf = csrf
+    return app
 
 
 class _SecurityHeaders:
