@@ -27,7 +27,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.tree import Tree
 
-from pgflight import db, errors, models
+from pgflight import db, errors, models, tracing
 
 out = Console(highlight=False)
 err = Console(stderr=True, highlight=False)
@@ -124,6 +124,12 @@ def worker(
     pool_size: Annotated[int, typer.Option("--pool-size", help="Control-pool connections.")] = 2,
     name: Annotated[str | None, typer.Option("--name", help="Worker name (default host:pid).")] = None,
     log_level: Annotated[str, typer.Option("--log-level", help="DEBUG, INFO, WARNING.")] = "INFO",
+    traces: Annotated[
+        bool,
+        typer.Option(
+            "--traces", help="Export OpenTelemetry traces (OTLP; on when OTEL_EXPORTER_OTLP_ENDPOINT is set)."
+        ),
+    ] = False,
 ) -> None:
     """Run a worker until SIGTERM / SIGINT: claim, run, heartbeat, complete."""
     from pgflight.recipes import load_modules
@@ -148,7 +154,9 @@ def worker(
         pool_size=pool_size,
         name=name,
     )
+    tracing.configure_from_env(force=traces)
     w.run()
+    tracing.shutdown()
     logging.shutdown()
     sys.stdout.flush()
     sys.stderr.flush()

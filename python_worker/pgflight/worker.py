@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import functools
 import json
 import logging
@@ -42,7 +43,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
-from pgflight import db, errors, models
+from pgflight import db, errors, models, tracing
 from pgflight.db.connection import Listener, call, is_transient, make_pool
 from pgflight.heartbeat import CANCELLED, FINISHING, LOST, RELEASED, Heartbeat, Held, HeldSet, clamp_interval
 from pgflight.recipes import REGISTRY, Fatal, Parked, Registry, Retry, StepContext, load_modules
@@ -267,7 +268,14 @@ class Worker:
 
     async def _run(self, held: Held) -> None:
         claim = held.claim
+        span = None
         try:
+            stored = (
+                await self._db(self._control_pool, db.run_trace_context, claim.run_id)
+                if tracing.enabled()
+                else None
+            )
+            span = tracing.start_attempt(claim, self.name, self.worker_id, stored)
             # claimed with start=True: the attempt is already running, no start_step round trip
             recipe = self.registry.get(claim.recipe)
             if recipe is None:  # cannot happen: claims name only our recipes
@@ -287,7 +295,8 @@ class Worker:
                     result = await recipe.fn(ctx)
                 else:
                     assert self._loop is not None
-                    result = await self._loop.run_in_executor(self._threads, recipe.fn, ctx)
+                    run = contextvars.copy_context().run  # the thread sees the attempt's span
+                    result = await self._loop.run_in_executor(self._threads, run, recipe.fn, ctx)
                 json.dumps(result)
             except Parked:
                 log.debug("attempt %s parked", claim.attempt_id)
@@ -316,6 +325,7 @@ class Worker:
             else:
                 await self._complete(held, result)
         finally:
+            tracing.end_attempt(span, held.state)
             self.held.remove(claim.attempt_id)
             self._tasks.pop(claim.attempt_id, None)
             self.steps_done += 1
@@ -377,6 +387,7 @@ class Worker:
         if not self.held.transition(held, FINISHING):
             log.info("attempt %s failed after it was %s: nothing written", held.claim.attempt_id, held.state)
             return
+        tracing.record_error(exc)
         error = {
             "type": type(exc).__name__,
             "message": str(exc)[:4000],

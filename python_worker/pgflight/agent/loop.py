@@ -39,7 +39,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
-from pgflight import errors
+from pgflight import errors, tracing
 from pgflight.agent import providers as prov
 from pgflight.agent.tools import Tool, ToolContext, get_tools, result_text, tool
 from pgflight.db import agent as adb
@@ -169,6 +169,7 @@ class AgentLoop:
             iteration += 1
             request = prov.Request(inp.model, inp.system, messages, schemas, inp.max_tokens)
             self._admit(iteration, self._estimate(request))
+            started_ns = tracing.now_ns()
             response, retries = prov.create_with_retries(
                 self.provider, request, on_error=functools.partial(self._api_error, iteration)
             )
@@ -183,6 +184,16 @@ class AgentLoop:
                 stop_reason=response.get("stop_reason"),
                 retries=retries,
                 mark_tools=True,
+            )
+            tracing.model_call(
+                started_ns,
+                inp.model,
+                response,
+                iteration=iteration,
+                agent_run_id=self.agent_run_id,
+                usd=rec.usd,
+                retries=retries,
+                max_tokens=inp.max_tokens,
             )
             if not rec.recorded:  # another writer stored this iteration: continue from the record
                 return self.run()
