@@ -80,7 +80,8 @@ def test_a_killed_and_reclaimed_agent_run_is_one_trace(
         )
         costs = conn.execute(
             "select iteration, input_tokens, output_tokens, usd::float8 from pgflight.costs c"
-            " join pgflight.attempts a on a.attempt_id = c.attempt_id where a.attempt_no = 2 order by iteration"
+            " join pgflight.attempts a on a.attempt_id = c.attempt_id"
+            " where a.attempt_no = 2 order by iteration"
         ).fetchall()
         assert (
             one(
