@@ -22,9 +22,8 @@ from typing import Annotated
 import psycopg
 import typer
 from rich.console import Console
-from rich.markup import escape
 
-from pgflight import __version__, migrate
+from pgflight import __version__, logs, migrate
 from pgflight.embedded import Cluster, EmbeddedError
 from pgflight.errors import PgflightError
 from pgflight.migrate import MigrationError
@@ -95,8 +94,18 @@ def _root(
     version: Annotated[
         bool, typer.Option("--version", callback=_version_callback, is_eager=True, help="Print the version.")
     ] = False,
+    log_format: Annotated[
+        str,
+        typer.Option(
+            "--log-format", envvar="PGFLIGHT_LOG_FORMAT", help="Logs as text or json (one object a line)."
+        ),
+    ] = "text",
 ) -> None:
     """Durable execution engine on PostgreSQL."""
+    try:
+        logs.set_format(log_format)
+    except ValueError as e:
+        raise typer.BadParameter(str(e), param_hint="--log-format") from None
 
 
 # --- db ---------------------------------------------------------------------------------------
@@ -229,6 +238,7 @@ def ui_cmd(
     """Open the run inspector: runs, steps, transcripts, dead letters, approvals, workers, queues, costs."""
     from pgflight.inspector import serve
 
+    logs.setup("INFO")
     out.print(f"pgflight inspector on http://{host}:{port}/ (Ctrl-C stops it)", soft_wrap=True)
     serve(_dsn(), host=host, port=port)
 
@@ -241,6 +251,7 @@ def metrics_cmd(
     """Serve Prometheus metrics of the database on /metrics."""
     from pgflight.inspector import serve_metrics
 
+    logs.setup("INFO")
     out.print(f"pgflight metrics on http://{host}:{port}/metrics (Ctrl-C stops it)", soft_wrap=True)
     serve_metrics(_dsn(), host=host, port=port)
 
@@ -258,7 +269,7 @@ def main() -> None:
     try:
         app()
     except EXPECTED_ERRORS as e:
-        err.print(f"[bold red]error:[/] {escape(_first_line(e))}", soft_wrap=True)
+        logs.report_error(_first_line(e), e, err)
         raise SystemExit(1) from None
     except KeyboardInterrupt:
         raise SystemExit(130) from None

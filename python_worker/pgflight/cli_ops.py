@@ -27,7 +27,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.tree import Tree
 
-from pgflight import db, errors, models, tracing
+from pgflight import db, errors, logs, models, tracing
 
 out = Console(highlight=False)
 err = Console(stderr=True, highlight=False)
@@ -59,7 +59,7 @@ def _one_line_errors(fn: F) -> F:
         try:
             return fn(*args, **kwargs)
         except errors.PgflightError as e:
-            err.print(f"[bold red]error:[/] {escape(e.one_line())}", soft_wrap=True)
+            logs.report_error(e.one_line(), e, err)
             raise typer.Exit(1) from None
 
     return wrapper  # type: ignore[return-value]
@@ -135,9 +135,7 @@ def worker(
     from pgflight.recipes import load_modules
     from pgflight.worker import Worker
 
-    logging.basicConfig(
-        level=log_level.upper(), stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    logs.setup(log_level)
     modules = [m for part in recipes.split(":") for m in part.split(",") if m.strip()]
     sys.path.insert(0, os.getcwd())
     w = Worker(

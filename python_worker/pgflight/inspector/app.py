@@ -352,4 +352,5 @@ def serve(dsn: str, host: str = "127.0.0.1", port: int = 8765) -> None:
     """Serve the inspector for `dsn` on host:port (localhost by default) until interrupted."""
     import uvicorn
 
-    uvicorn.run(create_app(dsn), host=host, port=port, log_level="warning")
+    # log_config=None: uvicorn's loggers go to the root logger, in the CLI's --log-format
+    uvicorn.run(create_app(dsn), host=host, port=port, log_level="warning", log_config=None)
