@@ -11,7 +11,7 @@ create or replace function pgflight.cost_by_day(p_days integer default 14)
 returns table (workspace text, day date, model_calls bigint, input_tokens bigint, output_tokens bigint,
                usd numeric, cap_usd numeric, reserved_usd numeric)
 language plpgsql stable security definer
-set search_path = pg_catalog, pg_temp
+set search_path = ''
 as $$
 declare
   v_from date := (pgflight._now() at time zone 'UTC')::date - (p_days - 1);

@@ -11,7 +11,7 @@ create or replace function pgflight.dead_letter_page(p_after bigint default null
 returns table (attempt_id bigint, step_id bigint, run_id bigint, workspace text, step_key text, recipe text,
                attempt_no integer, failed_attempts integer, reason text, error jsonb, finished_at timestamptz)
 language plpgsql stable security definer
-set search_path = pg_catalog, pg_temp
+set search_path = ''
 as $$
 begin
   if p_limit is null or p_limit < 1 or p_limit > 500 then

@@ -14,10 +14,10 @@ set local role pgflight_owner;
 --   notification_queue_usage     pg_notification_queue_usage(), 0..1
 --   oldest_xmin_age              age in transactions of the oldest snapshot xmin of running
 --                                transactions (source transactions) and replication slots
---   events_delta                 transitions with p_events_after < id <= p_events_after +
---                                p_max_events, by kind: completions, failures, reclaims,
+--   events_delta                 transitions in the id window after p_events_after (at most
+--                                p_max_events ids, skipping ids purged or never used), by kind: completions, failures, reclaims,
 --                                dead_lettered, stale_writes_refused, claims (labels {kind})
---   events_cursor                the highest event id counted (pass it back as p_events_after)
+--   events_cursor                the end of the window counted (pass it back as p_events_after)
 -- The exporter adds events_delta to its own counters and passes events_cursor back, so each call
 -- reads only the events since the previous one (at most p_max_events, through the primary key),
 -- and a first call with p_events_after = 0 catches up on the log over several calls. Every other
@@ -28,12 +28,13 @@ create or replace function pgflight.metrics_snapshot(p_events_after bigint defau
                                                      p_max_events integer default 100000)
 returns table (metric text, labels jsonb, value double precision)
 language plpgsql stable security definer
-set search_path = pg_catalog, pg_temp
+set search_path = ''
 as $$
 declare
   v_now timestamptz := pgflight._now();
   v_day timestamptz := date_trunc('day', v_now at time zone 'UTC') at time zone 'UTC';
   v_after bigint := coalesce(p_events_after, 0);
+  v_last bigint;
 begin
   if p_max_events is null or p_max_events < 1 or p_max_events > 10000000 then
     raise exception using errcode = '22023', message = 'max_events must be between 1 and 10000000',
@@ -93,12 +94,16 @@ begin
          coalesce(max(greatest(age(sl.xmin), age(sl.catalog_xmin))), 0)::double precision
     from pg_replication_slots sl;
 
+  -- the id window of this call: from the cursor (or the oldest event left, after a purge) for at
+  -- most p_max_events ids, never past the newest event; both ends read from the primary key
+  v_after := greatest(v_after, coalesce((select min(e.id) - 1 from pgflight.events e), v_after));
+  v_last := least(v_after + p_max_events, coalesce((select max(e.id) from pgflight.events e), v_after));
   return query
   with recent as (
-    -- only the events since the caller's cursor, through the primary key
+    -- only the events in the window, through the primary key
     select e.id, e.reason, e.to_status
       from pgflight.events e
-     where e.id > v_after and e.id <= v_after + p_max_events
+     where e.id > v_after and e.id <= v_last
   )
   select 'events_delta', jsonb_build_object('kind', k.kind), k.n::double precision
     from (select 'completions' as kind, count(*) filter (where r.to_status = 'succeeded') as n from recent r
@@ -108,7 +113,7 @@ begin
           union all select 'stale_writes_refused', count(*) filter (where r.reason = 'stale_result_rejected') from recent r
           union all select 'claims', count(*) filter (where r.reason = 'claimed') from recent r) k
   union all
-  select 'events_cursor', '{}'::jsonb, coalesce(max(r.id), v_after)::double precision from recent r;
+  select 'events_cursor', '{}'::jsonb, greatest(v_last, v_after)::double precision;
 end
 $$;
 comment on function pgflight.metrics_snapshot(bigint, integer) is

@@ -10,7 +10,7 @@ create or replace function pgflight.pending_approvals(p_limit integer default 20
 returns table (step_id bigint, run_id bigint, workspace text, step_key text, recipe text, gate_key text,
                request jsonb, default_decision text, requested_at timestamptz, expires_at timestamptz)
 language plpgsql stable security definer
-set search_path = pg_catalog, pg_temp
+set search_path = ''
 as $$
 begin
   if p_limit is null or p_limit < 1 or p_limit > 1000 then

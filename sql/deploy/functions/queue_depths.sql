@@ -11,7 +11,7 @@ create or replace function pgflight.queue_depths()
 returns table (workspace text, recipe text, ready bigint, delayed bigint, in_flight bigint, parked bigint,
                oldest_ready_s double precision)
 language sql stable security definer
-set search_path = pg_catalog, pg_temp
+set search_path = ''
 as $$
   with live as (
     -- one scan per live state, each on its own partial index

@@ -18,7 +18,7 @@ returns table (run_id bigint, workspace text, recipe text, status text, state te
                submitted_by text, created_at timestamptz, finished_at timestamptz, duration_s double precision,
                usd numeric, root_step_id bigint)
 language plpgsql stable security definer
-set search_path = pg_catalog, pg_temp
+set search_path = ''
 as $$
 declare
   v_filters jsonb := coalesce(p_filters, '{}');

@@ -10,7 +10,7 @@ set local role pgflight_owner;
 create or replace function pgflight.run_trace_context(p_run_id bigint)
 returns text
 language sql stable security definer
-set search_path = pg_catalog, pg_temp
+set search_path = ''
 as $$
   select r.options ->> 'traceparent' from pgflight.runs r where r.id = p_run_id
 $$;

@@ -12,7 +12,7 @@ create or replace function pgflight.worker_list(p_limit integer default 200)
 returns table (worker_id bigint, name text, hostname text, pid integer, recipes text[], started_at timestamptz,
                last_seen_at timestamptz, stopped_at timestamptz, alive boolean, held jsonb)
 language plpgsql stable security definer
-set search_path = pg_catalog, pg_temp
+set search_path = ''
 as $$
 declare
   v_now timestamptz := pgflight._now();
