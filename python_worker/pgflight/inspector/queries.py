@@ -20,7 +20,7 @@ Row = dict[str, Any]
 
 PAGE = 50
 MAX_STEPS = 2000  # steps drawn in a run's tree; the rest are counted, not drawn
-MAX_EVENTS = 1000
+MAX_EVENTS = 300  # events shown on a page; a step's page shows its own
 MAX_CHILDREN = 500
 
 

@@ -16,6 +16,7 @@ from typing import Any
 from markupsafe import Markup, escape
 
 CLIP = 2000  # characters shown before "show whole"
+TREE_CHILDREN = 100  # children drawn under one parent in a run's tree
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _SECRET_KEYS = ("token",)  # event details may name fencing tokens: operators only
 
@@ -99,6 +100,7 @@ class Node:
 
     row: dict[str, Any]
     children: list[Node] = field(default_factory=list)
+    hidden: int = 0  # children not drawn (past TREE_CHILDREN): the step's page lists them
 
     @property
     def duration_s(self) -> float | None:
@@ -112,6 +114,9 @@ def tree(rows: list[dict[str, Any]]) -> list[Node]:
     for n in nodes.values():
         parent = nodes.get(n.row["parent_id"])
         (parent.children if parent else roots).append(n)
+    for n in nodes.values():
+        if len(n.children) > TREE_CHILDREN:
+            n.hidden, n.children = len(n.children) - TREE_CHILDREN, n.children[:TREE_CHILDREN]
     return roots
 
 
