@@ -1,5 +1,4 @@
 -- Deploy pgflight:functions/cost_by_day
--- requires: indexes/inspector_reads tables/budgets
 begin;
 set local role pgflight_owner;
 

@@ -1,5 +1,4 @@
 -- Deploy pgflight:functions/dead_letter_page
--- requires: indexes/inspector_reads
 begin;
 set local role pgflight_owner;
 

@@ -1,5 +1,4 @@
 -- Deploy pgflight:functions/metrics_snapshot
--- requires: functions/queue_depths indexes/inspector_reads
 begin;
 set local role pgflight_owner;
 

@@ -1,5 +1,4 @@
 -- Deploy pgflight:functions/pending_approvals
--- requires: functions/approvals
 begin;
 set local role pgflight_owner;
 

@@ -1,5 +1,4 @@
 -- Deploy pgflight:functions/queue_depths
--- requires: tables/step_attempts tables/runs tables/workspaces
 begin;
 set local role pgflight_owner;
 

@@ -1,5 +1,4 @@
 -- Deploy pgflight:functions/run_list_page
--- requires: functions/_internals tables/costs
 begin;
 set local role pgflight_owner;
 

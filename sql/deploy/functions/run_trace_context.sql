@@ -1,5 +1,4 @@
 -- Deploy pgflight:functions/run_trace_context
--- requires: tables/runs
 begin;
 set local role pgflight_owner;
 

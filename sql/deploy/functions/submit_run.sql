@@ -1,5 +1,4 @@
 -- Deploy pgflight:functions/submit_run
--- requires: functions/_internals tables/settings
 begin;
 set local role pgflight_owner;
 
@@ -12,7 +11,7 @@ set local role pgflight_owner;
 -- Errors: 22023 bad argument, ZF003 unknown workspace, ZF004 idempotency conflict, ZF005 input
 -- over settings.max_input_bytes. Concurrent submits of one key are serialised by the unique
 -- constraint: exactly one creates, the others read its row.
-create function pgflight.submit_run(p_workspace text, p_recipe text, p_input jsonb, p_options jsonb default '{}')
+create or replace function pgflight.submit_run(p_workspace text, p_recipe text, p_input jsonb, p_options jsonb default '{}')
 returns table (run_id bigint, step_id bigint, attempt_id bigint, created boolean)
 language plpgsql volatile security definer
 set search_path = ''

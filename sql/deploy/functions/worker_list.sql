@@ -1,5 +1,4 @@
 -- Deploy pgflight:functions/worker_list
--- requires: tables/workers tables/step_attempts
 begin;
 set local role pgflight_owner;
 

@@ -1,5 +1,4 @@
 -- Deploy pgflight:indexes/inspector_reads
--- requires: tables/costs tables/step_attempts
 -- Two partial/narrow indexes for the inspector and the metrics read, so neither scans history:
 --   step_attempts_dead_letter_idx: dead letters newest first (dead_letter_page, metrics). Partial:
 --     only dead-lettered attempts are in it; status is already in other partial indexes' predicates,

@@ -1,7 +1,5 @@
 -- Revert pgflight:functions/spawn_children
 begin;
-drop function pgflight.wake_parents(integer);
-drop function pgflight.children_results(bigint);
+set local role pgflight_owner;
 drop function pgflight.spawn_children(bigint, bigint, jsonb, jsonb);
-drop function pgflight._bad_child_options(jsonb);
 commit;
