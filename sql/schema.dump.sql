@@ -995,6 +995,27 @@ ALTER FUNCTION pgflight._reopen_step(p_step_id bigint, p_actor text, p_reason te
 
 COMMENT ON FUNCTION pgflight._reopen_step(p_step_id bigint, p_actor text, p_reason text, p_note text) IS 'Internal: new attempt for a terminal step, ancestors reopened to receive its result.';
 
+-- Name: _require_limit(text, integer, integer); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._require_limit(p_name text, p_value integer, p_max integer) RETURNS void
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO ''
+    AS $$
+begin
+  if p_value is null or p_value < 1 or p_value > p_max then
+    raise exception using errcode = '22023', message = format('%s must be between 1 and %s', p_name, p_max),
+      detail = format('got %s', coalesce(p_value::text, 'null')),
+      hint = 'Page with the keyset argument instead of a larger limit.';
+  end if;
+end
+$$;
+
+ALTER FUNCTION pgflight._require_limit(p_name text, p_value integer, p_max integer) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _require_limit(p_name text, p_value integer, p_max integer); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._require_limit(p_name text, p_value integer, p_max integer) IS 'Internal: 22023 unless a read''s row limit is between 1 and p_max.';
+
 -- Name: _require_positive(text, double precision); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
 CREATE FUNCTION pgflight._require_positive(p_name text, p_value double precision) RETURNS void
@@ -1729,10 +1750,7 @@ CREATE FUNCTION pgflight.cost_by_day(p_days integer DEFAULT 14) RETURNS TABLE(wo
 declare
   v_from date := (pgflight._now() at time zone 'UTC')::date - (p_days - 1);
 begin
-  if p_days is null or p_days < 1 or p_days > 92 then
-    raise exception using errcode = '22023', message = 'days must be between 1 and 92',
-      detail = format('got %s', p_days);
-  end if;
+  perform pgflight._require_limit('days', p_days, 92);
   return query
   with spend as (
     select c.workspace_id, (c.at at time zone 'UTC')::date as day, count(*) as calls,
@@ -1796,10 +1814,7 @@ CREATE FUNCTION pgflight.dead_letter_page(p_after bigint DEFAULT NULL::bigint, p
     SET search_path TO ''
     AS $$
 begin
-  if p_limit is null or p_limit < 1 or p_limit > 500 then
-    raise exception using errcode = '22023', message = 'limit must be between 1 and 500',
-      detail = format('got %s', p_limit), hint = 'Page with p_after instead of a larger limit.';
-  end if;
+  perform pgflight._require_limit('limit', p_limit, 500);
   return query
   select a.id, s.id, s.run_id, w.name, s.step_key, s.recipe, a.attempt_no, s.failed_attempts, a.reason,
          a.error, a.finished_at
@@ -2179,10 +2194,7 @@ declare
   v_after bigint := coalesce(p_events_after, 0);
   v_last bigint;
 begin
-  if p_max_events is null or p_max_events < 1 or p_max_events > 10000000 then
-    raise exception using errcode = '22023', message = 'max_events must be between 1 and 10000000',
-      detail = format('got %s', p_max_events);
-  end if;
+  perform pgflight._require_limit('max_events', p_max_events, 10000000);
   return query
   select m.metric, jsonb_build_object('workspace', q.workspace, 'recipe', q.recipe), m.value
     from pgflight.queue_depths() q,
@@ -2273,10 +2285,7 @@ CREATE FUNCTION pgflight.pending_approvals(p_limit integer DEFAULT 200) RETURNS 
     SET search_path TO ''
     AS $$
 begin
-  if p_limit is null or p_limit < 1 or p_limit > 1000 then
-    raise exception using errcode = '22023', message = 'limit must be between 1 and 1000',
-      detail = format('got %s', p_limit);
-  end if;
+  perform pgflight._require_limit('limit', p_limit, 1000);
   return query
   select s.id, s.run_id, w.name, s.step_key, s.recipe, g.gate_key, g.request, g.default_decision,
          g.requested_at, g.expires_at
@@ -2883,10 +2892,7 @@ declare
   v_live bigint[];
   v_bad text;
 begin
-  if p_limit is null or p_limit < 1 or p_limit > 500 then
-    raise exception using errcode = '22023', message = 'limit must be between 1 and 500',
-      detail = format('got %s', p_limit), hint = 'Page with p_after instead of a larger limit.';
-  end if;
+  perform pgflight._require_limit('limit', p_limit, 500);
   if jsonb_typeof(v_filters) <> 'object' then
     raise exception using errcode = '22023', message = 'filters must be a JSON object',
       detail = format('got a JSON %s', jsonb_typeof(v_filters));
@@ -3378,10 +3384,7 @@ CREATE FUNCTION pgflight.worker_list(p_limit integer DEFAULT 200) RETURNS TABLE(
 declare
   v_now timestamptz := pgflight._now();
 begin
-  if p_limit is null or p_limit < 1 or p_limit > 1000 then
-    raise exception using errcode = '22023', message = 'limit must be between 1 and 1000',
-      detail = format('got %s', p_limit);
-  end if;
+  perform pgflight._require_limit('limit', p_limit, 1000);
   return query
   with leased as (
     -- what every worker holds, read once from the leased-attempts index
@@ -4363,6 +4366,10 @@ REVOKE ALL ON FUNCTION pgflight._release_reservation(p_agent_run_id bigint) FROM
 -- Name: FUNCTION _reopen_step(p_step_id bigint, p_actor text, p_reason text, p_note text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
 REVOKE ALL ON FUNCTION pgflight._reopen_step(p_step_id bigint, p_actor text, p_reason text, p_note text) FROM PUBLIC;
+
+-- Name: FUNCTION _require_limit(p_name text, p_value integer, p_max integer); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._require_limit(p_name text, p_value integer, p_max integer) FROM PUBLIC;
 
 -- Name: FUNCTION _require_positive(p_name text, p_value double precision); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 

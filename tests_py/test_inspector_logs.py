@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -44,24 +43,17 @@ def test_a_worker_logs_json_lines(dsn: str, workers: Any) -> None:
     assert any(r["message"].startswith("worker") and r["message"].endswith("stopped") for r in records)
 
 
-def test_a_cli_failure_is_one_json_line(dsn: str, tmp_path: Path) -> None:
+def _cli(dsn: str, *args: str) -> subprocess.CompletedProcess[str]:
     env = os.environ | {"PGFLIGHT_DSN": dsn}
-    got = subprocess.run(
-        [sys.executable, "-m", "pgflight.cli", "--log-format", "json", "show", "424242"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    cmd = [sys.executable, "-m", "pgflight.cli", *args]
+    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60)
+
+
+def test_a_cli_failure_is_one_json_line(dsn: str) -> None:
+    got = _cli(dsn, "--log-format", "json", "show", "424242")
     assert got.returncode == 1
     (record,) = _json_lines(got.stderr)
     assert record["level"] == "ERROR" and record["logger"] == "pgflight.cli"
     assert "424242" in record["message"] and record["error_type"] == "NotFound"
-    bad = subprocess.run(
-        [sys.executable, "-m", "pgflight.cli", "--log-format", "yaml", "show", "1"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    bad = _cli(dsn, "--log-format", "yaml", "show", "1")
     assert bad.returncode == 2 and "log format must be one of text, json" in bad.stderr

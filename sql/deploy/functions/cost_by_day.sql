@@ -15,10 +15,7 @@ as $$
 declare
   v_from date := (pgflight._now() at time zone 'UTC')::date - (p_days - 1);
 begin
-  if p_days is null or p_days < 1 or p_days > 92 then
-    raise exception using errcode = '22023', message = 'days must be between 1 and 92',
-      detail = format('got %s', p_days);
-  end if;
+  perform pgflight._require_limit('days', p_days, 92);
   return query
   with spend as (
     select c.workspace_id, (c.at at time zone 'UTC')::date as day, count(*) as calls,

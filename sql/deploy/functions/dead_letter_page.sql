@@ -13,10 +13,7 @@ language plpgsql stable security definer
 set search_path = ''
 as $$
 begin
-  if p_limit is null or p_limit < 1 or p_limit > 500 then
-    raise exception using errcode = '22023', message = 'limit must be between 1 and 500',
-      detail = format('got %s', p_limit), hint = 'Page with p_after instead of a larger limit.';
-  end if;
+  perform pgflight._require_limit('limit', p_limit, 500);
   return query
   select a.id, s.id, s.run_id, w.name, s.step_key, s.recipe, a.attempt_no, s.failed_attempts, a.reason,
          a.error, a.finished_at

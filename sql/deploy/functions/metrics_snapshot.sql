@@ -35,10 +35,7 @@ declare
   v_after bigint := coalesce(p_events_after, 0);
   v_last bigint;
 begin
-  if p_max_events is null or p_max_events < 1 or p_max_events > 10000000 then
-    raise exception using errcode = '22023', message = 'max_events must be between 1 and 10000000',
-      detail = format('got %s', p_max_events);
-  end if;
+  perform pgflight._require_limit('max_events', p_max_events, 10000000);
   return query
   select m.metric, jsonb_build_object('workspace', q.workspace, 'recipe', q.recipe), m.value
     from pgflight.queue_depths() q,

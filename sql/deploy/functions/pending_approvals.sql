@@ -12,10 +12,7 @@ language plpgsql stable security definer
 set search_path = ''
 as $$
 begin
-  if p_limit is null or p_limit < 1 or p_limit > 1000 then
-    raise exception using errcode = '22023', message = 'limit must be between 1 and 1000',
-      detail = format('got %s', p_limit);
-  end if;
+  perform pgflight._require_limit('limit', p_limit, 1000);
   return query
   select s.id, s.run_id, w.name, s.step_key, s.recipe, g.gate_key, g.request, g.default_decision,
          g.requested_at, g.expires_at

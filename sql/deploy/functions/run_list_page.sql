@@ -30,10 +30,7 @@ declare
   v_live bigint[];
   v_bad text;
 begin
-  if p_limit is null or p_limit < 1 or p_limit > 500 then
-    raise exception using errcode = '22023', message = 'limit must be between 1 and 500',
-      detail = format('got %s', p_limit), hint = 'Page with p_after instead of a larger limit.';
-  end if;
+  perform pgflight._require_limit('limit', p_limit, 500);
   if jsonb_typeof(v_filters) <> 'object' then
     raise exception using errcode = '22023', message = 'filters must be a JSON object',
       detail = format('got a JSON %s', jsonb_typeof(v_filters));

@@ -16,10 +16,7 @@ as $$
 declare
   v_now timestamptz := pgflight._now();
 begin
-  if p_limit is null or p_limit < 1 or p_limit > 1000 then
-    raise exception using errcode = '22023', message = 'limit must be between 1 and 1000',
-      detail = format('got %s', p_limit);
-  end if;
+  perform pgflight._require_limit('limit', p_limit, 1000);
   return query
   with leased as (
     -- what every worker holds, read once from the leased-attempts index
