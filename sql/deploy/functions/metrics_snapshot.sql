@@ -95,21 +95,25 @@ begin
   v_after := greatest(v_after, coalesce((select min(e.id) - 1 from pgflight.events e), v_after));
   v_last := least(v_after + p_max_events, coalesce((select max(e.id) from pgflight.events e), v_after));
   return query
-  with recent as (
-    -- only the events in the window, through the primary key
-    select e.id, e.reason, e.to_status
-      from pgflight.events e
-     where e.id > v_after and e.id <= v_last
-  )
-  select 'events_delta', jsonb_build_object('kind', k.kind), k.n::double precision
-    from (select 'completions' as kind, count(*) filter (where r.to_status = 'succeeded') as n from recent r
-          union all select 'failures', count(*) filter (where r.to_status in ('failed', 'lease_expired', 'timed_out', 'dead_letter')) from recent r
-          union all select 'reclaims', count(*) filter (where r.reason = 'lease_expired') from recent r
-          union all select 'dead_lettered', count(*) filter (where r.to_status = 'dead_letter') from recent r
-          union all select 'stale_writes_refused', count(*) filter (where r.reason = 'stale_result_rejected') from recent r
-          union all select 'claims', count(*) filter (where r.reason = 'claimed') from recent r) k
-  union all
-  select 'events_cursor', '{}'::jsonb, greatest(v_last, v_after)::double precision;
+  select k.metric, k.labels, k.value
+    from (
+      -- one pass over the window, through the primary key
+      select count(*) filter (where e.to_status = 'succeeded') as completions,
+             count(*) filter (where e.to_status in ('failed', 'lease_expired', 'timed_out', 'dead_letter')) as failures,
+             count(*) filter (where e.reason = 'lease_expired') as reclaims,
+             count(*) filter (where e.to_status = 'dead_letter') as dead_lettered,
+             count(*) filter (where e.reason = 'stale_result_rejected') as stale_writes_refused,
+             count(*) filter (where e.reason = 'claimed') as claims
+        from pgflight.events e
+       where e.id > v_after and e.id <= v_last) w,
+         lateral (values
+           ('events_delta', '{"kind": "completions"}'::jsonb, w.completions::double precision),
+           ('events_delta', '{"kind": "failures"}', w.failures),
+           ('events_delta', '{"kind": "reclaims"}', w.reclaims),
+           ('events_delta', '{"kind": "dead_lettered"}', w.dead_lettered),
+           ('events_delta', '{"kind": "stale_writes_refused"}', w.stale_writes_refused),
+           ('events_delta', '{"kind": "claims"}', w.claims),
+           ('events_cursor', '{}', greatest(v_last, v_after)::double precision)) k(metric, labels, value);
 end
 $$;
 comment on function pgflight.metrics_snapshot(bigint, integer) is
