@@ -32,14 +32,10 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from opentelemetry import context as otel_context
-from opentelemetry import trace
-from opentelemetry.trace import NonRecordingSpan, SpanContext, SpanKind, Status, StatusCode, TraceFlags
-from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
-
-_tracer: trace.Tracer | None = None
+# OpenTelemetry is imported only once tracing is on: a worker without it starts as fast as before.
+_tracer: Any = None
 _provider: Any = None
-_propagator = TraceContextTextMapPropagator()
+_propagator: Any = None
 
 
 def configure(exporter: Any = None, *, service_name: str = "pgflight", batch: bool = True) -> None:
@@ -49,7 +45,7 @@ def configure(exporter: Any = None, *, service_name: str = "pgflight", batch: bo
     :param exporter: an OpenTelemetry SpanExporter; default: OTLP over HTTP from the OTEL_* variables.
     :param batch: export in the background (BatchSpanProcessor); False exports each span as it ends.
     """
-    global _tracer, _provider
+    global _tracer, _provider, _propagator
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
@@ -62,6 +58,9 @@ def configure(exporter: Any = None, *, service_name: str = "pgflight", batch: bo
     _provider = TracerProvider(resource=Resource.create({"service.name": service_name}))
     _provider.add_span_processor(BatchSpanProcessor(exporter) if batch else SimpleSpanProcessor(exporter))
     _tracer = _provider.get_tracer("pgflight")
+    from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+    _propagator = TraceContextTextMapPropagator()
 
 
 def configure_from_env(*, force: bool = False, service_name: str = "pgflight-worker") -> bool:
@@ -99,15 +98,22 @@ def span(name: str, **attributes: Any) -> Iterator[None]:
 
 def traceparent() -> str | None:
     """The W3C traceparent of the current span, to store with a run at submit; None when off."""
-    if _tracer is None or not trace.get_current_span().get_span_context().is_valid:
+    if _tracer is None:
+        return None
+    from opentelemetry import trace
+
+    if not trace.get_current_span().get_span_context().is_valid:
         return None
     carrier: dict[str, str] = {}
     _propagator.inject(carrier)
     return carrier.get("traceparent")
 
 
-def _run_context(run_id: int, stored: str | None) -> otel_context.Context:
+def _run_context(run_id: int, stored: str | None) -> Any:
     """The run's trace: the stored traceparent, else ids derived from the run id."""
+    from opentelemetry import trace
+    from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
+
     if stored:
         ctx = _propagator.extract({"traceparent": stored})
         if trace.get_current_span(ctx).get_span_context().is_valid:
@@ -131,6 +137,10 @@ def start_attempt(claim: Any, worker: str, worker_id: int | None, stored: str | 
     """
     if _tracer is None:
         return None
+    from opentelemetry import context as otel_context
+    from opentelemetry import trace
+    from opentelemetry.trace import SpanKind
+
     span = _tracer.start_span(
         f"pgflight.attempt {claim.recipe}",
         context=_run_context(claim.run_id, stored),
@@ -154,6 +164,8 @@ def end_attempt(started: Any, outcome: str) -> None:
     """End an attempt's span with its outcome (the worker's state of the attempt)."""
     if started is None:
         return
+    from opentelemetry import context as otel_context
+
     span, token = started
     span.set_attribute("pgflight.outcome", outcome)
     otel_context.detach(token)
@@ -164,6 +176,9 @@ def record_error(exc: BaseException) -> None:
     """Mark the current span failed with `exc`."""
     if _tracer is None:
         return
+    from opentelemetry import trace
+    from opentelemetry.trace import Status, StatusCode
+
     span = trace.get_current_span()
     span.record_exception(exc)
     span.set_status(Status(StatusCode.ERROR, str(exc)[:500]))
@@ -187,6 +202,8 @@ def model_call(
     """Record a finished model call as a span from `started_ns` to now (GenAI conventions)."""
     if _tracer is None:
         return
+    from opentelemetry.trace import SpanKind
+
     usage = response.get("usage") or {}
     attrs: dict[str, Any] = {
         "gen_ai.operation.name": "chat",
@@ -224,5 +241,7 @@ def tool_call(name: str, call_id: str | None, iteration: int | None) -> Iterator
         attrs["gen_ai.tool.call.id"] = call_id
     if iteration is not None:
         attrs["pgflight.iteration"] = iteration
+    from opentelemetry.trace import SpanKind
+
     with _tracer.start_as_current_span(f"execute_tool {name}", kind=SpanKind.INTERNAL, attributes=attrs):
         yield
