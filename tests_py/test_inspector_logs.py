@@ -25,7 +25,7 @@ def test_a_worker_logs_json_lines(dsn: str, workers: Any) -> None:
     with psycopg.connect(dsn, autocommit=True) as conn:
         db.create_workspace(conn, "w")
         sub = db.submit_run(conn, "w", "fatal", {}, max_attempts=1)
-        w = workers(dsn, recipes="pgflight.demo", env={"PGFLIGHT_LOG_FORMAT": "json"})
+        w = workers(dsn, recipes="pgflight_demo", env={"PGFLIGHT_LOG_FORMAT": "json"})
         wait_for(
             lambda: (
                 one(conn, "select status from pgflight.step_status where step_id = %s", sub.step_id)
@@ -51,9 +51,10 @@ def _cli(dsn: str, *args: str) -> subprocess.CompletedProcess[str]:
 
 def test_a_cli_failure_is_one_json_line(dsn: str) -> None:
     got = _cli(dsn, "--log-format", "json", "show", "424242")
-    assert got.returncode == 1
+    assert got.returncode == 4  # not found (the CLI's exit codes)
     (record,) = _json_lines(got.stderr)
     assert record["level"] == "ERROR" and record["logger"] == "pgflight.cli"
     assert "424242" in record["message"] and record["error_type"] == "NotFound"
+    assert record["exit_code"] == 4
     bad = _cli(dsn, "--log-format", "yaml", "show", "1")
     assert bad.returncode == 2 and "log format must be one of text, json" in bad.stderr

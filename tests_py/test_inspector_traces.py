@@ -31,7 +31,7 @@ def exporter() -> Iterator[InMemorySpanExporter]:
 
 
 def _run_worker_until(dsn: str, done: Any, what: str) -> None:
-    w = Worker(dsn, load_modules(["agent_recipes", "pgflight.demo"]), lease_s=2.0, name="traced-worker")
+    w = Worker(dsn, load_modules(["agent_recipes", "pgflight_demo"]), lease_s=2.0, name="traced-worker")
     t = threading.Thread(target=w.run, daemon=True)
     t.start()
     try:

@@ -12,17 +12,20 @@ create or replace procedure pgflight.sweep_loop(p_duration_s double precision de
 language plpgsql
 as $$
 declare
-  v_end timestamptz := pg_catalog.clock_timestamp() + make_interval(secs => p_duration_s);
+  v_end timestamptz := pg_catalog.clock_timestamp() + pg_catalog.make_interval(secs => p_duration_s);
 begin
   loop
     perform pgflight.run_sweeps();
     commit;
-    exit when pg_catalog.clock_timestamp() + make_interval(secs => p_interval_s) > v_end;
+    exit when pg_catalog.clock_timestamp() + pg_catalog.make_interval(secs => p_interval_s) > v_end;
     perform pg_catalog.pg_sleep(p_interval_s);
   end loop;
 end
 $$;
 comment on procedure pgflight.sweep_loop(double precision, double precision) is
   'Sweep every p_interval_s seconds for p_duration_s seconds, committing after each pass (pg_cron 1.4).';
+-- Issue 13: pg_cron runs it as pgflight_cron, never as a superuser; nobody else needs it.
+revoke execute on procedure pgflight.sweep_loop(double precision, double precision) from public;
+grant execute on procedure pgflight.sweep_loop(double precision, double precision) to pgflight_cron;
 
 commit;

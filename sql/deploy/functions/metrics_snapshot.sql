@@ -22,18 +22,23 @@ set local role pgflight_owner;
 -- and a first call with p_events_after = 0 catches up on the log over several calls. Every other
 -- figure reads live rows through partial indexes or one day of costs: the cost does not grow with
 -- finished history. An event whose transaction commits after a later id was counted is missed.
+-- Tenancy (issue 13): a login that may read only some workspaces gets the figures of those
+-- (queues, dead letters, expired leases, costs, events of their runs); the engine-wide
+-- claims_total and workers_alive only go to a login reading every workspace. The notification
+-- queue and xmin ages are the cluster's health, no tenant's data.
 -- Errors: 22023 bad p_max_events.
 create or replace function pgflight.metrics_snapshot(p_events_after bigint default 0,
                                                      p_max_events integer default 100000)
 returns table (metric text, labels jsonb, value double precision)
 language plpgsql stable security definer
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_now timestamptz := pgflight._now();
   v_day timestamptz := date_trunc('day', v_now at time zone 'UTC') at time zone 'UTC';
   v_after bigint := coalesce(p_events_after, 0);
   v_last bigint;
+  v_lanes bigint[] := pgflight._lane_workspaces('reader');  -- null: every workspace
 begin
   perform pgflight._require_limit('max_events', p_max_events, 10000000);
   return query
@@ -45,33 +50,40 @@ begin
 
   return query
   select 'claims_total', '{}'::jsonb,
-         (select case when s.is_called then s.last_value else 0 end from pgflight.fencing_tokens s)::double precision;
+         (select case when s.is_called then s.last_value else 0 end from pgflight.fencing_tokens s)::double precision
+   where v_lanes is null;
 
   return query
   select 'dead_letters', '{}'::jsonb, count(*)::double precision
     from pgflight.step_attempts a
     join pgflight.steps s on s.id = a.step_id and s.last_attempt_no = a.attempt_no
-   where a.status = 'dead_letter';
+   where a.status = 'dead_letter'
+     and (v_lanes is null or exists (select from pgflight.runs r
+                                      where r.id = a.run_id and r.workspace_id = any(v_lanes)));
 
   return query
   select x.metric, '{}'::jsonb, x.value
     from (select count(*)::double precision as n,
                  coalesce(extract(epoch from v_now - min(a.lease_expires_at)), 0)::double precision as lag
             from pgflight.step_attempts a
-           where a.status in ('claimed', 'running', 'cancel_requested') and a.lease_expires_at < v_now) e,
+           where a.status in ('claimed', 'running', 'cancel_requested') and a.lease_expires_at < v_now
+             and (v_lanes is null or exists (select from pgflight.runs r
+                                              where r.id = a.run_id and r.workspace_id = any(v_lanes)))) e,
          lateral (values ('expired_leases', e.n), ('sweep_lag_seconds', e.lag)) x(metric, value);
 
-  return query
-  select 'workers_alive', '{}'::jsonb, count(*)::double precision
-    from pgflight.workers w
-   where w.stopped_at is null and w.last_seen_at > v_now - interval '60 seconds';
+  if v_lanes is null then  -- engine-wide: for a login reading every workspace only
+    return query
+    select 'workers_alive', '{}'::jsonb, count(*)::double precision
+      from pgflight.workers w
+     where w.stopped_at is null and w.last_seen_at > v_now - interval '60 seconds';
+  end if;
 
   return query
   select m.metric, jsonb_build_object('workspace', w.name, 'model', c.model), m.value
     from (select c.workspace_id, c.model, count(*) as calls, sum(c.input_tokens) as input_tokens,
                  sum(c.output_tokens) as output_tokens, sum(c.usd) as usd
             from pgflight.costs c
-           where c.at >= v_day
+           where c.at >= v_day and (v_lanes is null or c.workspace_id = any(v_lanes))
            group by 1, 2) c
     join pgflight.workspaces w on w.id = c.workspace_id,
          lateral (values ('model_calls_today', c.calls::double precision),
@@ -105,7 +117,9 @@ begin
              count(*) filter (where e.reason = 'stale_result_rejected') as stale_writes_refused,
              count(*) filter (where e.reason = 'claimed') as claims
         from pgflight.events e
-       where e.id > v_after and e.id <= v_last) w,
+       where e.id > v_after and e.id <= v_last
+         and (v_lanes is null or exists (select from pgflight.runs r
+                                          where r.id = e.run_id and r.workspace_id = any(v_lanes)))) w,
          lateral (values
            ('events_delta', '{"kind": "completions"}'::jsonb, w.completions::double precision),
            ('events_delta', '{"kind": "failures"}', w.failures),

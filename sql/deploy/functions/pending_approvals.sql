@@ -4,13 +4,15 @@ set local role pgflight_owner;
 
 -- Read: approval gates a step is parked on (requested, undecided, the step's latest attempt in
 -- awaiting_approval), oldest request first, at most p_limit (1..1000). Reads approvals_expiring_idx
--- (undecided gates only). Errors: 22023 bad limit.
+-- (undecided gates only). Only the workspaces the login may read (issue 13). Errors: 22023 bad limit.
 create or replace function pgflight.pending_approvals(p_limit integer default 200)
 returns table (step_id bigint, run_id bigint, workspace text, step_key text, recipe text, gate_key text,
                request jsonb, default_decision text, requested_at timestamptz, expires_at timestamptz)
 language plpgsql stable security definer
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
+declare
+  v_lanes bigint[] := pgflight._lane_workspaces('reader');  -- null: every workspace
 begin
   perform pgflight._require_limit('limit', p_limit, 1000);
   return query
@@ -22,6 +24,7 @@ begin
     join pgflight.runs r on r.id = s.run_id
     join pgflight.workspaces w on w.id = r.workspace_id
    where g.decision is null and g.requested_at is not null and a.status = 'awaiting_approval'
+     and (v_lanes is null or r.workspace_id = any(v_lanes))
    order by g.requested_at, g.id
    limit p_limit;
 end

@@ -5,12 +5,13 @@ set local role pgflight_owner;
 -- Read: the live work by workspace and recipe: ready (queued, available now), delayed (queued for
 -- later: backoff or not_before), in_flight (leased), parked (awaiting children or an approval), and
 -- the age in seconds of the oldest ready attempt (0 when none). Reads only the partial indexes on
--- live states: its cost follows the live work, whatever the history holds.
+-- live states: its cost follows the live work, whatever the history holds. Only the workspaces the
+-- login may read (issue 13, filtered like the views).
 create or replace function pgflight.queue_depths()
 returns table (workspace text, recipe text, ready bigint, delayed bigint, in_flight bigint, parked bigint,
                oldest_ready_s double precision)
 language sql stable security definer
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
   with live as (
     -- one scan per live state, each on its own partial index
@@ -34,6 +35,8 @@ as $$
     cross join now_ n
     join pgflight.runs r on r.id = l.run_id
     join pgflight.workspaces w on w.id = r.workspace_id
+   where (select pgflight._lane_workspaces('reader')) is null
+      or r.workspace_id = any (coalesce((select pgflight._lane_workspaces('reader')), '{}'))
    group by w.name, l.recipe, n.t
    order by w.name, l.recipe
 $$;

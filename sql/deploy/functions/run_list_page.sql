@@ -10,6 +10,7 @@ set local role pgflight_owner;
 -- attempt: queued, running (leased) or waiting (children or an approval).
 -- Cost: the queued / running / waiting filters start from the live attempts (partial indexes), so a
 -- page costs what is live, not what is finished; the others walk runs by primary key backwards.
+-- Tenancy: only the runs of the workspaces the login may read (issue 13, like the views).
 -- Errors: 22023 bad limit, unknown filter key, bad status or timestamp.
 create or replace function pgflight.run_list_page(p_after bigint default null, p_limit integer default 50,
                                                   p_filters jsonb default '{}')
@@ -17,7 +18,7 @@ returns table (run_id bigint, workspace text, recipe text, status text, state te
                submitted_by text, created_at timestamptz, finished_at timestamptz, duration_s double precision,
                usd numeric, root_step_id bigint)
 language plpgsql stable security definer
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_filters jsonb := coalesce(p_filters, '{}');
@@ -29,6 +30,7 @@ declare
   v_until timestamptz;
   v_live bigint[];
   v_bad text;
+  v_lanes bigint[] := pgflight._lane_workspaces('reader');  -- null: every workspace
 begin
   perform pgflight._require_limit('limit', p_limit, 500);
   if jsonb_typeof(v_filters) <> 'object' then
@@ -95,6 +97,7 @@ begin
      and (v_live is null or r.id = any(v_live))
      and (v_status is null or v_live is not null or r.status = v_status)
      and (v_ws is null or r.workspace_id = v_ws)
+     and (v_lanes is null or r.workspace_id = any(v_lanes))
      and (v_recipe is null or r.recipe = v_recipe)
      and (v_key is null or starts_with(r.idempotency_key, v_key))
      and (v_since is null or r.created_at >= v_since)

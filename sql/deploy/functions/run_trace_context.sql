@@ -6,12 +6,16 @@ set local role pgflight_owner;
 -- its options, so a client that submits inside a span passes {"traceparent": "00-…"} there; every
 -- step of the run (children, retries, replays), on any worker, reads it back here and joins that
 -- trace. One primary-key lookup; workers call it once per attempt, and only while tracing is on.
+-- Null too for a run in a workspace the login may not read (issue 13).
 create or replace function pgflight.run_trace_context(p_run_id bigint)
 returns text
 language sql stable security definer
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
-  select r.options ->> 'traceparent' from pgflight.runs r where r.id = p_run_id
+  select r.options ->> 'traceparent' from pgflight.runs r
+   where r.id = p_run_id
+     and ((select pgflight._lane_workspaces('reader')) is null
+          or r.workspace_id = any (coalesce((select pgflight._lane_workspaces('reader')), '{}')))
 $$;
 comment on function pgflight.run_trace_context(bigint) is
   'Read: the traceparent a run was submitted under (options.traceparent), or null.';

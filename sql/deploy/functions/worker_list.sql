@@ -6,15 +6,18 @@ set local role pgflight_owner;
 -- (1..1000), each with the attempts it holds now (leased: claimed, running, cancel_requested) as
 -- a JSON array of {attempt_id, step_id, run_id, recipe, status, lease_expires_at}. Fencing tokens
 -- are left out: they are capabilities of their holder. The held attempts come from the partial
--- index on leased attempts, so the cost is what is in flight. Errors: 22023 bad limit.
+-- index on leased attempts, so the cost is what is in flight. Tenancy (issue 13): a login that may
+-- read only some workspaces sees only the workers holding an attempt there, and only those
+-- attempts (an idle worker may serve any tenant). Errors: 22023 bad limit.
 create or replace function pgflight.worker_list(p_limit integer default 200)
 returns table (worker_id bigint, name text, hostname text, pid integer, recipes text[], started_at timestamptz,
                last_seen_at timestamptz, stopped_at timestamptz, alive boolean, held jsonb)
 language plpgsql stable security definer
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_now timestamptz := pgflight._now();
+  v_lanes bigint[] := pgflight._lane_workspaces('reader');  -- null: every workspace
 begin
   perform pgflight._require_limit('limit', p_limit, 1000);
   return query
@@ -25,6 +28,8 @@ begin
              'status', a.status, 'lease_expires_at', a.lease_expires_at) order by a.id) as held
       from pgflight.step_attempts a
      where a.status in ('claimed', 'running', 'cancel_requested')
+       and (v_lanes is null or exists (select from pgflight.runs r
+                                        where r.id = a.run_id and r.workspace_id = any(v_lanes)))
      group by a.worker_id
   )
   select w.id, w.name, w.hostname, w.pid, w.recipes, w.started_at, w.last_seen_at, w.stopped_at,
@@ -32,7 +37,8 @@ begin
          coalesce(l.held, '[]')
     from pgflight.workers w
     left join leased l on l.worker_id = w.id
-   where w.stopped_at is null or w.last_seen_at > v_now - interval '1 hour'
+   where (w.stopped_at is null or w.last_seen_at > v_now - interval '1 hour')
+     and (v_lanes is null or l.worker_id is not null)
    order by w.last_seen_at desc, w.id desc
    limit p_limit;
 end

@@ -8,7 +8,7 @@ set local role pgflight_owner;
 create or replace function pgflight._require_limit(p_name text, p_value integer, p_max integer)
 returns void
 language plpgsql immutable
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 begin
   if p_value is null or p_value < 1 or p_value > p_max then

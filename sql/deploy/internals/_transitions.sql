@@ -1,6 +1,9 @@
 -- Deploy pgflight:internals/_transitions
--- Defines: _wake(), _cancel_steps(), _cancel_tree(), _tree_steps(), _step_finished(), _fail_attempt(), _reclaim(), _complete_many(), _decide(), _reopen_step().
--- The transitions shared by every path that ends, retries, wakes or cancels an attempt (complete, fail, reclaim, deadline, cancel, budget, gate): the parent poke (fan-in) and the run's own status.
+-- Defines: _wake(), _cancel_steps(), _cancel_tree(), _tree_steps(), _steps_finished(),
+--   _step_finished(), _fail_attempt(), _reclaim(), _complete_many(), _decide(), _reopen_step().
+-- The transitions shared by every path that ends, retries, wakes or cancels an attempt
+--   (complete, fail, reclaim, deadline, cancel, budget, gate): the parent poke (fan-in) and the
+--   run's own status.
 -- None is granted to any role.
 begin;
 set local role pgflight_owner;
@@ -10,7 +13,7 @@ set local role pgflight_owner;
 create or replace function pgflight._wake(p_step_id bigint, p_reason text, p_actor text default null)
 returns boolean
 language plpgsql volatile
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_attempt record;
@@ -38,7 +41,7 @@ comment on function pgflight._wake(bigint, text, text) is
 create or replace function pgflight._cancel_steps(p_step_ids bigint[], p_actor text, p_reason text)
 returns table (cancelled integer, cancel_requested integer)
 language plpgsql volatile
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_now timestamptz := pgflight._now();
@@ -90,7 +93,7 @@ comment on function pgflight._cancel_steps(bigint[], text, text) is
 create or replace function pgflight._cancel_tree(p_run_id bigint, p_step_id bigint, p_actor text, p_reason text)
 returns table (cancelled integer, cancel_requested integer)
 language plpgsql volatile
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_ids bigint[];
@@ -120,7 +123,7 @@ comment on function pgflight._cancel_tree(bigint, bigint, text, text) is
 create or replace function pgflight._tree_steps(p_run_id bigint, p_step_id bigint)
 returns bigint[]
 language sql stable
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
   select case when p_step_id is null
     then (select array_agg(s.id) from pgflight.steps s where s.run_id = p_run_id)
@@ -134,66 +137,114 @@ $$;
 comment on function pgflight._tree_steps(bigint, bigint) is
   'Internal: ids of a run''s steps, or of a step and its descendants.';
 
--- The hook of every terminal transition of a step (succeeded, dead_letter, cancelled), in the
--- transaction that makes it: a root ends its run; a child pokes its parent, whose O(1) counter
--- tells whether this was the last child; a step that ends unsuccessfully cancels what it left
--- running below it (C18).
-create or replace function pgflight._step_finished(p_step_id bigint, p_final text, p_actor text default null)
+-- The one place where a step's end has consequences: the hook of every terminal transition of
+-- a set of steps (complete, fail, reclaim, deadline, cancel, budget, gate), in the transaction
+-- that makes them, p_finals[i] being how p_step_ids[i] ended (succeeded, dead_letter,
+-- cancelled). A rule about what follows a step's end is written here once:
+--   1. a step that ended unsuccessfully cancels what it left running below it (C18);
+--   2. each child pokes its parent: the parents are locked in id order, then each parent's O(1)
+--      counter drops by the number of its children that ended here, so of two last children
+--      ending together exactly one transaction sees zero (C17);
+--   3. a fail-fast parent of a child that ended unsuccessfully is dead-lettered (and its own
+--      end goes through here again); otherwise a parent whose counter reached zero wakes, once;
+--   4. a root ends its run.
+-- Locks: after the finished attempts (the caller's), parent steps in id order, then their parked
+-- attempts, then runs: the order of docs/locking.md.
+create or replace function pgflight._steps_finished(p_step_ids bigint[], p_finals text[], p_actor text,
+                                                    p_now timestamptz)
 returns void
 language plpgsql volatile
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
-  v_step record;
-  v_pending integer;
-  v_fail_fast boolean;
+  v_left record;
+  v_doomed bigint[];
+  v_wake bigint[];
+  v_parent bigint;
+  v_child bigint;
   v_parent_attempt record;
+  v_final text;
 begin
-  select s.id, s.run_id, s.parent_id, s.children_pending into v_step
-    from pgflight.steps s where s.id = p_step_id;
+  -- 1. what an unsuccessful step left running below it
+  for v_left in
+    select s.id, s.run_id, f.final
+      from unnest(p_step_ids, p_finals) as f(id, final) join pgflight.steps s on s.id = f.id
+     where f.final <> 'succeeded' and s.children_pending > 0
+     order by s.id
+  loop
+    perform pgflight._cancel_tree(v_left.run_id, v_left.id, coalesce(p_actor, 'engine'), 'parent ended ' || v_left.final);
+    update pgflight.steps set children_pending = 0 where id = v_left.id;
+  end loop;
 
-  if p_final <> 'succeeded' and v_step.children_pending > 0 then
-    -- the step itself is already terminal: this cancels what it left running below it
-    perform pgflight._cancel_tree(v_step.run_id, p_step_id, coalesce(p_actor, 'engine'), 'parent ended ' || p_final);
-    update pgflight.steps set children_pending = 0 where id = p_step_id;
+  -- 2. the pokes: lock the parents (id order) in a statement of their own, then decrement
+  perform from pgflight.steps p
+   where p.id in (select s.parent_id from pgflight.steps s where s.id = any (p_step_ids) and s.parent_id is not null)
+   order by p.id
+     for update of p;
+  with finished as (
+    select s.parent_id, count(*)::integer as n, bool_or(f.final <> 'succeeded') as failed
+      from unnest(p_step_ids, p_finals) as f(id, final) join pgflight.steps s on s.id = f.id
+     where s.parent_id is not null
+     group by s.parent_id
+  ), poked as (
+    update pgflight.steps p
+       set children_pending = greatest(p.children_pending - f.n, 0)
+      from finished f
+     where p.id = f.parent_id
+    returning p.id, p.children_pending, p.fail_fast, f.failed
+  )
+  select array_agg(k.id order by k.id) filter (where k.failed and k.fail_fast),
+         array_agg(k.id order by k.id) filter (where not (k.failed and k.fail_fast) and k.children_pending = 0)
+    into v_doomed, v_wake
+    from poked k;
+
+  -- 3. fail fast, else the wake
+  if v_doomed is not null then
+    foreach v_parent in array v_doomed loop
+      select a.* into v_parent_attempt from pgflight.step_attempts a
+       where a.step_id = v_parent and a.status = 'awaiting_children' for update;
+      if found then
+        select min(f.id) into v_child
+          from unnest(p_step_ids, p_finals) as f(id, final) join pgflight.steps s on s.id = f.id
+         where s.parent_id = v_parent and f.final <> 'succeeded';
+        select f.final into v_final from unnest(p_step_ids, p_finals) as f(id, final) where f.id = v_child;
+        update pgflight.step_attempts
+           set status = 'dead_letter', finished_at = p_now, reason = 'child_failed',
+               error = jsonb_build_object('message', 'a child step ended ' || v_final, 'child_step_id', v_child)
+         where id = v_parent_attempt.id;
+        perform pgflight._event(v_parent_attempt.run_id, v_parent, v_parent_attempt.id,
+                                'awaiting_children', 'dead_letter', null, 'child_failed', p_actor,
+                                jsonb_build_object('child_step_id', v_child));
+        perform pgflight._steps_finished(array[v_parent], array['dead_letter'], p_actor, p_now);
+      end if;
+    end loop;
+  end if;
+  if v_wake is not null then
+    foreach v_parent in array v_wake loop
+      perform pgflight._wake(v_parent, 'parent_resumed', p_actor);
+    end loop;
   end if;
 
-  if v_step.parent_id is null then
-    update pgflight.runs r
-       set status = case p_final when 'succeeded' then 'succeeded' when 'cancelled' then 'cancelled' else 'failed' end,
-           finished_at = pgflight._now()
-     where r.id = v_step.run_id and r.status = 'running';
-    return;
-  end if;
-
-  -- The poke: one row update on the parent, serialised by its row lock, so of two last
-  -- children finishing together exactly one sees zero.
-  update pgflight.steps p
-     set children_pending = greatest(p.children_pending - 1, 0)
-   where p.id = v_step.parent_id
-  returning p.children_pending, p.fail_fast into v_pending, v_fail_fast;
-
-  if p_final <> 'succeeded' and v_fail_fast then
-    select a.* into v_parent_attempt from pgflight.step_attempts a
-     where a.step_id = v_step.parent_id and a.status = 'awaiting_children' for update;
-    if found then
-      update pgflight.step_attempts
-         set status = 'dead_letter', finished_at = pgflight._now(), reason = 'child_failed',
-             error = jsonb_build_object('message', 'a child step ended ' || p_final, 'child_step_id', p_step_id)
-       where id = v_parent_attempt.id;
-      perform pgflight._event(v_parent_attempt.run_id, v_parent_attempt.step_id, v_parent_attempt.id,
-                              'awaiting_children', 'dead_letter', null, 'child_failed', p_actor,
-                              jsonb_build_object('child_step_id', p_step_id));
-      perform pgflight._step_finished(v_parent_attempt.step_id, 'dead_letter', p_actor);
-    end if;
-  elsif v_pending = 0 then
-    perform pgflight._wake(v_step.parent_id, 'parent_resumed', p_actor);
-  end if;
+  -- 4. a root ends its run
+  update pgflight.runs r
+     set status = case f.final when 'succeeded' then 'succeeded' when 'cancelled' then 'cancelled' else 'failed' end,
+         finished_at = p_now
+    from unnest(p_step_ids, p_finals) as f(id, final) join pgflight.steps s on s.id = f.id
+   where s.parent_id is null and r.id = s.run_id and r.status = 'running';
 end
 $$;
+comment on function pgflight._steps_finished(bigint[], text[], text, timestamptz) is
+  'Internal: hook of every terminal step transition, set-based: cancels what an unsuccessful step '
+  'left below it, pokes parents (fail-fast or wake), ends a root''s run.';
+
+-- One step's end (the row-by-row paths: fail, reclaim, deadline, release of a cancel, cancel_step).
+create or replace function pgflight._step_finished(p_step_id bigint, p_final text, p_actor text default null)
+returns void
+language sql volatile
+set search_path = ''
+as $$ select pgflight._steps_finished(array[p_step_id], array[p_final], p_actor, pgflight._now()) $$;
 comment on function pgflight._step_finished(bigint, text, text) is
-  'Internal: hook of every terminal step transition: ends the run (root), pokes the parent '
-  '(child), cancels the subtree left behind by an unsuccessful step.';
+  'Internal: _steps_finished for one step ending now.';
 
 -- End a leased attempt unsuccessfully and decide what follows: a new queued attempt after the
 -- backoff, or the dead letter at the ceiling (or at once when not retryable). Used by fail_step,
@@ -204,7 +255,7 @@ create or replace function pgflight._fail_attempt(
   p_retry_after_s double precision, p_reason text, p_actor text default null)
 returns table (outcome text, next_attempt_id bigint, available_after timestamptz)
 language plpgsql volatile
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_now timestamptz := pgflight._now();
@@ -277,7 +328,7 @@ comment on function pgflight._fail_attempt(bigint, text, text, jsonb, boolean, d
 create or replace function pgflight._reclaim(p_now timestamptz, p_limit integer)
 returns integer
 language plpgsql volatile
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_row record;
@@ -330,6 +381,7 @@ comment on function pgflight._reclaim(timestamptz, integer) is
 -- (parallel arrays) the outcome is 'succeeded', or 'lease_lost' / 'cancelled' when it is not
 -- held with that token (then nothing changed for it). Compare-and-swap on (id, token, leased
 -- status): of a completion racing a reclaim or a cancel, whichever locks the row first wins.
+-- What follows (pokes, wakes, runs) is _steps_finished, the same routine as every other path.
 -- Locks are taken in a fixed order — attempts by id, then parents by id, then runs — so batches
 -- cannot deadlock with each other, with heartbeat (ids ascending) or with cancel (attempts first).
 -- Each lock is taken in a statement of its own, so the next statement sees the row as locked.
@@ -337,23 +389,22 @@ create or replace function pgflight._complete_many(p_attempt_ids bigint[], p_tok
                                         p_now timestamptz)
 returns table (attempt_id bigint, outcome text)
 language plpgsql volatile
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_ids bigint[];
   v_old text[];
-  v_parents bigint[];
-  v_root_runs bigint[];
-  v_wake bigint[];
-  v_parent bigint;
+  v_steps bigint[];
 begin
-  -- 1. lock the attempts still held with these tokens
+  -- 1. lock the attempts still held with these tokens by workers of this login (issue 13: one
+  -- primary-key probe of workers per attempt; another login's attempt is not held by the caller)
   select array_agg(l.id order by l.id), array_agg(l.status order by l.id) into v_ids, v_old from (
     select a.id, a.status
       from pgflight.step_attempts a
       join (select distinct u.id, u.token from unnest(p_attempt_ids, p_tokens) as u(id, token)) q
         on q.id = a.id and q.token = a.fencing_token
      where a.status in ('claimed', 'running')
+       and exists (select from pgflight.workers w where w.id = a.worker_id and w.login = session_user)
      order by a.id
        for update of a) l;
 
@@ -371,39 +422,10 @@ begin
       select p_now, d.run_id, d.step_id, d.id, o.old_status, 'succeeded', d.worker_id, 'succeeded'
         from done d join unnest(v_ids, v_old) as o(id, old_status) on o.id = d.id
     )
-    -- each finished step's parent (to poke) or, for a root, its run (to end), by primary key
-    select array_agg(s.parent_id) filter (where s.parent_id is not null),
-           array_agg(s.run_id) filter (where s.parent_id is null)
-      into v_parents, v_root_runs
-      from done d join pgflight.steps s on s.id = d.step_id;
+    select array_agg(d.step_id) into v_steps from done d;
 
-    -- 3. the fan-in pokes, one per parent for all its children finished here: lock the parents
-    -- (id order), then decrement; a parent whose counter reaches zero wakes, exactly once
-    perform from pgflight.steps p
-      join (select distinct u.id from unnest(v_parents) as u(id)) q on q.id = p.id
-     order by p.id
-       for update of p;
-    with finished as (
-      select u.parent_id, count(*)::integer as n from unnest(v_parents) as u(parent_id) group by u.parent_id
-    ), poked as (
-      update pgflight.steps p
-         set children_pending = greatest(p.children_pending - f.n, 0)
-        from finished f
-       where p.id = f.parent_id
-      returning p.id, p.children_pending
-    )
-    select array_agg(k.id order by k.id) into v_wake from poked k where k.children_pending = 0;
-    if v_wake is not null then
-      foreach v_parent in array v_wake loop
-        perform pgflight._wake(v_parent, 'parent_resumed');
-      end loop;
-    end if;
-
-    -- 4. a root that succeeded ends its run
-    update pgflight.runs r
-       set status = 'succeeded', finished_at = p_now
-      from unnest(v_root_runs) as u(id)
-     where r.id = u.id and r.status = 'running';
+    -- 3. what follows the steps' ends (pokes, wakes, runs), written once for every path
+    perform pgflight._steps_finished(v_steps, array_fill('succeeded'::text, array[cardinality(v_steps)]), null, p_now);
   end if;
 
   return query
@@ -424,7 +446,7 @@ comment on function pgflight._complete_many(bigint[], bigint[], jsonb[], timesta
 create or replace function pgflight._decide(p_gate_id bigint, p_decision text, p_actor text, p_note text, p_reason text)
 returns void
 language plpgsql volatile
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_gate record;
@@ -459,7 +481,7 @@ comment on function pgflight._decide(bigint, text, text, text, text) is
 create or replace function pgflight._reopen_step(p_step_id bigint, p_actor text, p_reason text, p_note text)
 returns bigint
 language plpgsql volatile
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_now timestamptz := pgflight._now();
