@@ -1236,7 +1236,7 @@ COMMENT ON FUNCTION pgflight._reserve(p_run pgflight.agent_runs, p_attempt_id bi
 
 CREATE FUNCTION pgflight._step_finished(p_step_id bigint, p_final text, p_actor text DEFAULT NULL::text) RETURNS void
     LANGUAGE sql
-    SET search_path TO ''
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$ select pgflight._steps_finished(array[p_step_id], array[p_final], p_actor, pgflight._now()) $$;
 
 ALTER FUNCTION pgflight._step_finished(p_step_id bigint, p_final text, p_actor text) OWNER TO pgflight_owner;

@@ -856,8 +856,10 @@ def sentence_span(text: str, start: int, end: int) -> tuple[int, int]:
     """
     lo = max(0, start - _SENTENCE_REACH)
     first = lo if lo > 0 else 0
-    for m in _SENTENCE_END.finditer(text, lo, start):
-        if _is_end(text, m):
+    for m in _SENTENCE_END.finditer(text, lo):  # not endpos=start: a lookahead must see past it
+        if m.start() >= start:
+            break
+        if m.end() <= start and _is_end(text, m):
             first = m.end()
     last = min(len(text), end + _SENTENCE_REACH)
     for m in _SENTENCE_END.finditer(text, max(end - 1, start), last):

@@ -29,8 +29,9 @@ DEFAULT_ANTHROPIC_MODEL: Final = "claude-sonnet-4-5"
 REVIEW_EXIT_CODES: Final = (
     "Exit codes: 0 every document found was reviewed; 1 the run failed or some document could not "
     "be reviewed (the report says which); 2 bad arguments: a path that does not exist, --out not a "
-    "writable folder, or nothing to review there; 3 no database; 5 reviewed, but some files were "
-    "skipped (binary, empty, unreadable, too large: the report lists them); 130 / 143 interrupted "
+    "writable folder, or nothing to review there; 3 no database; 5 reviewed, but some of the files "
+    "you named were skipped (binary, empty, unreadable, too large: the report lists them; the "
+    "default scan of this machine skips such files with a warning and exit 0); 130 / 143 interrupted "
     "by SIGINT / SIGTERM: the workers are stopped and the run is left unfinished, and the same "
     "command continues it."
 )
@@ -171,12 +172,16 @@ def review(
     if outcome.status != "succeeded" or not_reviewed:
         raise typer.Exit(FAILED)
     if outcome.skipped:
+        # Files the user named that were skipped are a partial result (exit 5); the default scan of
+        # this machine always meets a few (binaries, files over the size cap): a warning, exit 0.
+        named = bool(paths)
         cli.err.print(
             f"[yellow]{fmt.count(outcome.skipped, 'file')} skipped (binary, empty, unreadable or too large):"
-            " see the report; exit 5[/]",
+            f" see the report{'; exit 5' if named else ''}[/]",
             soft_wrap=True,
         )
-        raise typer.Exit(PARTIAL)
+        if named:
+            raise typer.Exit(PARTIAL)
     raise typer.Exit(OK)
 
 

@@ -34,7 +34,7 @@ from typing import Final
 
 from debian import copyright as dep5
 from debian.deb822 import Deb822
-from license_expression import ExpressionError, Licensing, get_spdx_licensing
+from license_expression import ExpressionError, Licensing, get_spdx_licensing  # type: ignore[import-untyped]
 
 # python-debian logs every old-style Format URL it corrects ("Fixing Format URL"): not our news
 logging.getLogger("debian.copyright").setLevel(logging.ERROR)
@@ -252,7 +252,8 @@ def _dep5_stanzas(lines: Sequence[str]) -> list[Stanza]:
         synopsis, has_text, license_line = "", False, 0
         if "license" in keys:
             lic = dep5.License.from_str(para["License"])
-            synopsis, has_text = lic.synopsis, bool((lic.text or "").strip())
+            if lic is not None:
+                synopsis, has_text = lic.synopsis, bool((lic.text or "").strip())
             license_line = next(
                 (n for n in range(first, last + 1) if lines[n - 1].lower().startswith("license:")), first
             )
@@ -322,10 +323,10 @@ def package_licence(path: str) -> str | None:
         return None
     if meta is None:
         return None
-    expression = meta.get("License-Expression")
+    expression = (meta.get_all("License-Expression") or [""])[0]
     if expression:
         return spdx(expression)
-    field = (meta.get("License") or "").strip()
+    field = (meta.get_all("License") or [""])[0].strip()
     if field and "\n" not in field and len(field) <= 80:
         normalised = spdx(field)
         if is_known(normalised):

@@ -431,11 +431,11 @@ def _environment(autoescape: bool) -> Any:
 
 
 def render_html(rep: Report) -> str:
-    return _environment(True).get_template("report.html.j2").render(r=rep)
+    return str(_environment(True).get_template("report.html.j2").render(r=rep))
 
 
 def render_markdown(rep: Report) -> str:
-    return _environment(False).get_template("report.md.j2").render(r=rep)
+    return str(_environment(False).get_template("report.md.j2").render(r=rep))
 
 
 def _write_csv(path: Path, results: list[DocumentResult]) -> None:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+import pytest
 
 from agent_support import error_body, fake_anthropic, message  # noqa: F401
 from pgflight.db.audit import run_audit
@@ -28,6 +29,7 @@ RATE_LIMITED_CALL = 2
 HELD_CALL = 5  # the worker that sends this request is killed while the server holds it
 
 
+@pytest.mark.slow
 def test_review_with_the_anthropic_model_survives_a_429_and_a_killed_worker(
     dsn: str, tmp_path: Path, fake_anthropic: Any
 ) -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_review_units import report_results
+from test_review_units import TEST_RUN, report_results
 
 from pgflight_review import report
 
@@ -46,15 +46,7 @@ def browser() -> Iterator[Any]:
 @pytest.fixture(scope="module")
 def page_url(tmp_path_factory: pytest.TempPathFactory) -> str:
     out = tmp_path_factory.mktemp("report")
-    run = report.RunInfo(
-        run_id=12,
-        date="2026-11-30 18:00 UTC",
-        engine_version="0.1.0",
-        model="offline",
-        host="vm",
-        chaos_kills=4,
-    )
-    files = report.write_report(out, report_results(), {"steps": 8, "retries": 1}, [], run=run)
+    files = report.write_report(out, report_results(), {"steps": 8, "retries": 1}, [], run=TEST_RUN)
     return files.html.as_uri()
 
 
@@ -71,7 +63,7 @@ def test_report_reads_and_filters_in_chromium(
     # the header and the summary are what one sees first
     assert page.locator("h1").inner_text() == "pgflight licence review"
     assert page.locator("#summary").bounding_box()["y"] < page.locator("#families").bounding_box()["y"]
-    assert "pgflight show 12" in page.locator("header").inner_text()
+    assert "pgflight show 77" in page.locator("header").inner_text()
     # nothing wider than the screen: no sideways scrolling on a phone
     assert page.evaluate("document.documentElement.scrollWidth") <= width
     page.screenshot(path=str(DOCS / f"review-report-{name}.png"))

@@ -8,12 +8,14 @@ when ``ANTHROPIC_API_KEY`` is set (skipped otherwise).
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 from eval_support import load_set, offline_model, overall_recall, score, table
 
 from pgflight_review.clauses import CATEGORIES, HIGH_CATEGORIES, analyze
-from pgflight_review.licences import LicenceMap
+from pgflight_review.licences import LicenceMap, package_licence, package_licence_files, spdx
+from pgflight_review.recipes import document_licence
 
 MIN_HIGH_PRECISION = 0.9
 MIN_OVERALL_RECALL = 0.85
@@ -91,3 +93,30 @@ def test_anthropic_model_on_the_eval_set(capsys: pytest.CaptureFixture[str]) -> 
     with capsys.disabled():
         print("\n--model anthropic\n" + table(scores))
     assert overall_recall(scores) >= MIN_OVERALL_RECALL
+
+
+def test_licences_are_spdx_and_python_packages_are_read_from_their_metadata_first(tmp_path: Path) -> None:
+    assert spdx("GPL-2+ or Expat") == "GPL-2.0-or-later OR MIT"
+    assert spdx("BSD-3-clause and LGPL-2.1+") == "BSD-3-Clause AND LGPL-2.1-or-later"
+    assert spdx("GPL-2+ with OpenSSL exception") == "GPL-2.0-or-later WITH LicenseRef-OpenSSL-exception"
+    assert spdx("Foo-Custom") == "LicenseRef-Foo-Custom"
+    # a package whose licence file reads as MIT but whose metadata says Apache-2.0: metadata wins
+    info = tmp_path / "site-packages" / "thing-1.0.dist-info"
+    (info / "licenses").mkdir(parents=True)
+    (info / "METADATA").write_text(
+        "Metadata-Version: 2.4\nName: thing\nVersion: 1.0\nLicense-Expression: Apache-2.0\n"
+        "License-File: LICENSE\nClassifier: License :: OSI Approved :: MIT License\n"
+    )
+    licence_file = info / "licenses" / "LICENSE"
+    licence_file.write_text("Permission is hereby granted, free of charge, to any person obtaining a copy\n")
+    assert package_licence(str(licence_file)) == "Apache-2.0"
+    assert package_licence_files(info) == [str(licence_file)]
+    family, _, source = document_licence(str(licence_file), licence_file.read_text().splitlines())
+    assert (family, source) == ("Apache-2.0", "metadata")
+    # without License-Expression, the classifiers
+    (info / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: thing\nVersion: 1.0\n"
+        "Classifier: License :: OSI Approved :: MIT License\n"
+    )
+    assert package_licence(str(licence_file)) == "MIT"
+    assert package_licence("/usr/share/common-licenses/GPL-3") is None

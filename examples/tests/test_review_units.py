@@ -493,6 +493,12 @@ def test_policy_ends_the_turn_after_finish_and_ids_are_deterministic() -> None:
 # --- the report -------------------------------------------------------------------------------
 
 
+#: The header of the test reports.
+TEST_RUN = report.RunInfo(
+    run_id=77, date="2026-01-02 03:04 UTC", engine_version="9.9", model="offline", host="box", chaos_kills=3
+)
+
+
 def report_results() -> list[dict[str, Any]]:
     """Reviews of three real texts through the policy and the tools, plus odd and failed ones."""
     results: list[dict[str, Any]] = []
@@ -548,15 +554,7 @@ def test_report_summary_first_families_folded_routine_and_the_run_header(tmp_pat
         {"path": "/x/big.bin", "reason": "huge: 3000000 bytes"},
     ]
     audit = {"steps": 6, "attempts": 8, "retries": 2, "reclaimed_attempts": 1, "stale_writes_rejected": 1}
-    run = report.RunInfo(
-        run_id=77,
-        date="2026-01-02 03:04 UTC",
-        engine_version="9.9",
-        model="offline",
-        host="box",
-        chaos_kills=3,
-    )
-    files = report.write_report(tmp_path / "out", results, audit, skipped, run=run)
+    files = report.write_report(tmp_path / "out", results, audit, skipped, run=TEST_RUN)
 
     md = files.markdown.read_text(encoding="utf-8")
     # the header, then the summary before anything per document

@@ -241,7 +241,7 @@ comment on function pgflight._steps_finished(bigint[], text[], text, timestamptz
 create or replace function pgflight._step_finished(p_step_id bigint, p_final text, p_actor text default null)
 returns void
 language sql volatile
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$ select pgflight._steps_finished(array[p_step_id], array[p_final], p_actor, pgflight._now()) $$;
 comment on function pgflight._step_finished(bigint, text, text) is
   'Internal: _steps_finished for one step ending now.';
