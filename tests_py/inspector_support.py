@@ -55,12 +55,14 @@ class Scenario:
 
 
 def login_roles(conn: Conn) -> None:
-    """Create (or reset) the two login roles of the tests; roles are cluster-wide."""
+    """The two login roles of the tests, created or reset (cluster-wide), on every workspace here."""
     for role, lane in ((OPERATOR, "pgflight_operator"), (READER, "pgflight_reader")):
         exists = conn.execute("select 1 from pg_roles where rolname = %s", [role]).fetchone()
         verb = "alter" if exists else "create"
         conn.execute(f"{verb} role {role} login password '{PASSWORD}'")
         conn.execute(f"grant {lane} to {role}")
+        # issue 13: a login acts only on the workspaces granted to it; these two on every one
+        conn.execute("select pgflight.grant_workspace(%s, null, %s)", [role, lane.removeprefix("pgflight_")])
 
 
 def login_dsn(superuser_dsn: str, role: str) -> str:

@@ -14,6 +14,7 @@ import psycopg
 import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+import agent_recipes  # noqa: F401  (the test tools)
 from agent_support import fake_anthropic  # noqa: F401  (fixture)
 from pgflight import db, tracing
 from pgflight.recipes import load_modules
@@ -31,7 +32,7 @@ def exporter() -> Iterator[InMemorySpanExporter]:
 
 
 def _run_worker_until(dsn: str, done: Any, what: str) -> None:
-    w = Worker(dsn, load_modules(["agent_recipes", "pgflight_demo"]), lease_s=2.0, name="traced-worker")
+    w = Worker(dsn, load_modules(["pgflight.agent.loop", "pgflight_demo"]), lease_s=2.0, name="traced-worker")
     t = threading.Thread(target=w.run, daemon=True)
     t.start()
     try:
