@@ -1120,6 +1120,27 @@ ALTER FUNCTION pgflight._require_lane_on_step(p_lane text, p_step_id bigint, p_o
 
 COMMENT ON FUNCTION pgflight._require_lane_on_step(p_lane text, p_step_id bigint, p_operation text) IS 'Internal: ZF012 unless the login has the lane on the step''s workspace; an unknown step passes.';
 
+-- Name: _require_limit(text, integer, integer); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._require_limit(p_name text, p_value integer, p_max integer) RETURNS void
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+  if p_value is null or p_value < 1 or p_value > p_max then
+    raise exception using errcode = '22023', message = format('%s must be between 1 and %s', p_name, p_max),
+      detail = format('got %s', coalesce(p_value::text, 'null')),
+      hint = 'Page with the keyset argument instead of a larger limit.';
+  end if;
+end
+$$;
+
+ALTER FUNCTION pgflight._require_limit(p_name text, p_value integer, p_max integer) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _require_limit(p_name text, p_value integer, p_max integer); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._require_limit(p_name text, p_value integer, p_max integer) IS 'Internal: 22023 unless a read''s row limit is between 1 and p_max.';
+
 -- Name: _require_own_attempt(bigint, bigint, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
 CREATE FUNCTION pgflight._require_own_attempt(p_attempt_id bigint, p_token bigint, p_operation text) RETURNS void
@@ -1954,6 +1975,41 @@ ALTER FUNCTION pgflight.complete_tool_calls(p_attempt_id bigint, p_token bigint,
 
 COMMENT ON FUNCTION pgflight.complete_tool_calls(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_results jsonb, p_next_iteration integer, p_est_usd numeric) IS 'Store an iteration''s tool results and admit the next model call, in one transaction; a refused admission is returned (reserved = false, refusal), not raised. Errors: ZF003, ZF001, ZF002, 22023.';
 
+-- Name: cost_by_day(integer); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.cost_by_day(p_days integer DEFAULT 14) RETURNS TABLE(workspace text, day date, model_calls bigint, input_tokens bigint, output_tokens bigint, usd numeric, cap_usd numeric, reserved_usd numeric)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_from date := (pgflight._now() at time zone 'UTC')::date - (p_days - 1);
+  v_lanes bigint[] := pgflight._lane_workspaces('reader');  -- null: every workspace
+begin
+  perform pgflight._require_limit('days', p_days, 92);
+  return query
+  with spend as (
+    select c.workspace_id, (c.at at time zone 'UTC')::date as day, count(*) as calls,
+           sum(c.input_tokens) as input_tokens, sum(c.output_tokens) as output_tokens, sum(c.usd) as usd
+      from pgflight.costs c
+     where c.at >= v_from::timestamp at time zone 'UTC'
+       and (v_lanes is null or c.workspace_id = any(v_lanes))
+     group by 1, 2
+  )
+  select w.name, sp.day, sp.calls, sp.input_tokens::bigint, sp.output_tokens::bigint, sp.usd,
+         w.daily_usd_cap, b.reserved_usd
+    from spend sp
+    join pgflight.workspaces w on w.id = sp.workspace_id
+    left join pgflight.budgets b on b.scope = 'workspace_day' and b.workspace_id = sp.workspace_id and b.day = sp.day
+   order by sp.day desc, w.name;
+end
+$$;
+
+ALTER FUNCTION pgflight.cost_by_day(p_days integer) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION cost_by_day(p_days integer); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.cost_by_day(p_days integer) IS 'Read: model calls, tokens and USD by workspace and UTC day, with the daily cap. Errors: 22023.';
+
 -- Name: create_workspace(text, jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
 CREATE FUNCTION pgflight.create_workspace(p_name text, p_options jsonb DEFAULT '{}'::jsonb) RETURNS bigint
@@ -1987,6 +2043,36 @@ ALTER FUNCTION pgflight.create_workspace(p_name text, p_options jsonb) OWNER TO 
 -- Name: FUNCTION create_workspace(p_name text, p_options jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
 COMMENT ON FUNCTION pgflight.create_workspace(p_name text, p_options jsonb) IS 'Create or update a workspace by name; returns its id. options: daily_usd_cap, max_run_usd (USD). Errors: 22023.';
+
+-- Name: dead_letter_page(bigint, integer); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.dead_letter_page(p_after bigint DEFAULT NULL::bigint, p_limit integer DEFAULT 50) RETURNS TABLE(attempt_id bigint, step_id bigint, run_id bigint, workspace text, step_key text, recipe text, attempt_no integer, failed_attempts integer, reason text, error jsonb, finished_at timestamp with time zone)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_lanes bigint[] := pgflight._lane_workspaces('reader');  -- null: every workspace
+begin
+  perform pgflight._require_limit('limit', p_limit, 500);
+  return query
+  select a.id, s.id, s.run_id, w.name, s.step_key, s.recipe, a.attempt_no, s.failed_attempts, a.reason,
+         a.error, a.finished_at
+    from pgflight.step_attempts a
+    join pgflight.steps s on s.id = a.step_id and s.last_attempt_no = a.attempt_no
+    join pgflight.runs r on r.id = s.run_id
+    join pgflight.workspaces w on w.id = r.workspace_id
+   where a.status = 'dead_letter' and (p_after is null or a.id < p_after)
+     and (v_lanes is null or r.workspace_id = any(v_lanes))
+   order by a.id desc
+   limit p_limit;
+end
+$$;
+
+ALTER FUNCTION pgflight.dead_letter_page(p_after bigint, p_limit integer) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION dead_letter_page(p_after bigint, p_limit integer); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.dead_letter_page(p_after bigint, p_limit integer) IS 'Read: dead-lettered steps with their last error, newest first, keyset-paged by attempt id. Errors: 22023.';
 
 -- Name: deregister_worker(bigint); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -2407,6 +2493,147 @@ ALTER FUNCTION pgflight.mark_tool_call(p_attempt_id bigint, p_token bigint, p_ag
 
 COMMENT ON FUNCTION pgflight.mark_tool_call(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_tool_use_id text) IS 'Mark a tool call in flight before it runs; returns its previous status. Errors: ZF007, ZF003, ZF001, ZF002.';
 
+-- Name: metrics_snapshot(bigint, integer); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.metrics_snapshot(p_events_after bigint DEFAULT 0, p_max_events integer DEFAULT 100000) RETURNS TABLE(metric text, labels jsonb, value double precision)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_now timestamptz := pgflight._now();
+  v_day timestamptz := date_trunc('day', v_now at time zone 'UTC') at time zone 'UTC';
+  v_after bigint := coalesce(p_events_after, 0);
+  v_last bigint;
+  v_lanes bigint[] := pgflight._lane_workspaces('reader');  -- null: every workspace
+begin
+  perform pgflight._require_limit('max_events', p_max_events, 10000000);
+  return query
+  select m.metric, jsonb_build_object('workspace', q.workspace, 'recipe', q.recipe), m.value
+    from pgflight.queue_depths() q,
+         lateral (values ('queue_ready', q.ready::double precision), ('queue_delayed', q.delayed::double precision),
+                         ('in_flight', q.in_flight::double precision), ('parked', q.parked::double precision),
+                         ('oldest_ready_age_seconds', q.oldest_ready_s)) m(metric, value);
+
+  return query
+  select 'claims_total', '{}'::jsonb,
+         (select case when s.is_called then s.last_value else 0 end from pgflight.fencing_tokens s)::double precision
+   where v_lanes is null;
+
+  return query
+  select 'dead_letters', '{}'::jsonb, count(*)::double precision
+    from pgflight.step_attempts a
+    join pgflight.steps s on s.id = a.step_id and s.last_attempt_no = a.attempt_no
+   where a.status = 'dead_letter'
+     and (v_lanes is null or exists (select from pgflight.runs r
+                                      where r.id = a.run_id and r.workspace_id = any(v_lanes)));
+
+  return query
+  select x.metric, '{}'::jsonb, x.value
+    from (select count(*)::double precision as n,
+                 coalesce(extract(epoch from v_now - min(a.lease_expires_at)), 0)::double precision as lag
+            from pgflight.step_attempts a
+           where a.status in ('claimed', 'running', 'cancel_requested') and a.lease_expires_at < v_now
+             and (v_lanes is null or exists (select from pgflight.runs r
+                                              where r.id = a.run_id and r.workspace_id = any(v_lanes)))) e,
+         lateral (values ('expired_leases', e.n), ('sweep_lag_seconds', e.lag)) x(metric, value);
+
+  if v_lanes is null then  -- engine-wide: for a login reading every workspace only
+    return query
+    select 'workers_alive', '{}'::jsonb, count(*)::double precision
+      from pgflight.workers w
+     where w.stopped_at is null and w.last_seen_at > v_now - interval '60 seconds';
+  end if;
+
+  return query
+  select m.metric, jsonb_build_object('workspace', w.name, 'model', c.model), m.value
+    from (select c.workspace_id, c.model, count(*) as calls, sum(c.input_tokens) as input_tokens,
+                 sum(c.output_tokens) as output_tokens, sum(c.usd) as usd
+            from pgflight.costs c
+           where c.at >= v_day and (v_lanes is null or c.workspace_id = any(v_lanes))
+           group by 1, 2) c
+    join pgflight.workspaces w on w.id = c.workspace_id,
+         lateral (values ('model_calls_today', c.calls::double precision),
+                         ('input_tokens_today', c.input_tokens::double precision),
+                         ('output_tokens_today', c.output_tokens::double precision),
+                         ('usd_today', c.usd::double precision)) m(metric, value);
+
+  return query
+  select 'notification_queue_usage', '{}'::jsonb, pg_notification_queue_usage();
+
+  return query
+  select 'oldest_xmin_age', '{"source": "transactions"}'::jsonb,
+         age(pg_snapshot_xmin(pg_current_snapshot())::text::xid)::double precision
+  union all
+  select 'oldest_xmin_age', '{"source": "replication_slots"}'::jsonb,
+         coalesce(max(greatest(age(sl.xmin), age(sl.catalog_xmin))), 0)::double precision
+    from pg_replication_slots sl;
+
+  -- the id window of this call: from the cursor (or the oldest event left, after a purge) for at
+  -- most p_max_events ids, never past the newest event; both ends read from the primary key
+  v_after := greatest(v_after, coalesce((select min(e.id) - 1 from pgflight.events e), v_after));
+  v_last := least(v_after + p_max_events, coalesce((select max(e.id) from pgflight.events e), v_after));
+  return query
+  select k.metric, k.labels, k.value
+    from (
+      -- one pass over the window, through the primary key
+      select count(*) filter (where e.to_status = 'succeeded') as completions,
+             count(*) filter (where e.to_status in ('failed', 'lease_expired', 'timed_out', 'dead_letter')) as failures,
+             count(*) filter (where e.reason = 'lease_expired') as reclaims,
+             count(*) filter (where e.to_status = 'dead_letter') as dead_lettered,
+             count(*) filter (where e.reason = 'stale_result_rejected') as stale_writes_refused,
+             count(*) filter (where e.reason = 'claimed') as claims
+        from pgflight.events e
+       where e.id > v_after and e.id <= v_last
+         and (v_lanes is null or exists (select from pgflight.runs r
+                                          where r.id = e.run_id and r.workspace_id = any(v_lanes)))) w,
+         lateral (values
+           ('events_delta', '{"kind": "completions"}'::jsonb, w.completions::double precision),
+           ('events_delta', '{"kind": "failures"}', w.failures),
+           ('events_delta', '{"kind": "reclaims"}', w.reclaims),
+           ('events_delta', '{"kind": "dead_lettered"}', w.dead_lettered),
+           ('events_delta', '{"kind": "stale_writes_refused"}', w.stale_writes_refused),
+           ('events_delta', '{"kind": "claims"}', w.claims),
+           ('events_cursor', '{}', greatest(v_last, v_after)::double precision)) k(metric, labels, value);
+end
+$$;
+
+ALTER FUNCTION pgflight.metrics_snapshot(p_events_after bigint, p_max_events integer) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION metrics_snapshot(p_events_after bigint, p_max_events integer); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.metrics_snapshot(p_events_after bigint, p_max_events integer) IS 'Read: the figures of the Prometheus exporter as (metric, labels, value) rows; events are counted from the cursor p_events_after on (at most p_max_events). Errors: 22023.';
+
+-- Name: pending_approvals(integer); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.pending_approvals(p_limit integer DEFAULT 200) RETURNS TABLE(step_id bigint, run_id bigint, workspace text, step_key text, recipe text, gate_key text, request jsonb, default_decision text, requested_at timestamp with time zone, expires_at timestamp with time zone)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_lanes bigint[] := pgflight._lane_workspaces('reader');  -- null: every workspace
+begin
+  perform pgflight._require_limit('limit', p_limit, 1000);
+  return query
+  select s.id, s.run_id, w.name, s.step_key, s.recipe, g.gate_key, g.request, g.default_decision,
+         g.requested_at, g.expires_at
+    from pgflight.approvals g
+    join pgflight.steps s on s.id = g.step_id
+    join pgflight.step_attempts a on a.step_id = s.id and a.attempt_no = s.last_attempt_no
+    join pgflight.runs r on r.id = s.run_id
+    join pgflight.workspaces w on w.id = r.workspace_id
+   where g.decision is null and g.requested_at is not null and a.status = 'awaiting_approval'
+     and (v_lanes is null or r.workspace_id = any(v_lanes))
+   order by g.requested_at, g.id
+   limit p_limit;
+end
+$$;
+
+ALTER FUNCTION pgflight.pending_approvals(p_limit integer) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION pending_approvals(p_limit integer); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.pending_approvals(p_limit integer) IS 'Read: undecided approval gates with their step parked on them, oldest first. Errors: 22023.';
+
 -- Name: price_usd(text, jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
 CREATE FUNCTION pgflight.price_usd(p_model text, p_usage jsonb) RETURNS numeric
@@ -2459,6 +2686,46 @@ ALTER FUNCTION pgflight.purge_finished(p_older_than_s double precision, p_limit 
 -- Name: FUNCTION purge_finished(p_older_than_s double precision, p_limit integer); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
 COMMENT ON FUNCTION pgflight.purge_finished(p_older_than_s double precision, p_limit integer) IS 'Sweep: delete finished runs older than p_older_than_s seconds with all their rows; returns the count.';
+
+-- Name: queue_depths(); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.queue_depths() RETURNS TABLE(workspace text, recipe text, ready bigint, delayed bigint, in_flight bigint, parked bigint, oldest_ready_s double precision)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+  with live as (
+    -- one scan per live state, each on its own partial index
+    select a.run_id, a.recipe, 'queued' as k, a.available_after from pgflight.step_attempts a
+     where a.status = 'queued'
+    union all
+    select a.run_id, a.recipe, 'leased', null from pgflight.step_attempts a
+     where a.status in ('claimed', 'running', 'cancel_requested')
+    union all
+    select a.run_id, a.recipe, 'parked', null from pgflight.step_attempts a
+     where a.status in ('awaiting_children', 'awaiting_approval')
+  ), now_ as (select pgflight._now() as t)
+  select w.name, l.recipe,
+         count(*) filter (where l.k = 'queued' and l.available_after <= n.t),
+         count(*) filter (where l.k = 'queued' and l.available_after > n.t),
+         count(*) filter (where l.k = 'leased'),
+         count(*) filter (where l.k = 'parked'),
+         coalesce(extract(epoch from n.t - min(l.available_after) filter (
+           where l.k = 'queued' and l.available_after <= n.t)), 0)::double precision
+    from live l
+    cross join now_ n
+    join pgflight.runs r on r.id = l.run_id
+    join pgflight.workspaces w on w.id = r.workspace_id
+   where (select pgflight._lane_workspaces('reader')) is null
+      or r.workspace_id = any (coalesce((select pgflight._lane_workspaces('reader')), '{}'))
+   group by w.name, l.recipe, n.t
+   order by w.name, l.recipe
+$$;
+
+ALTER FUNCTION pgflight.queue_depths() OWNER TO pgflight_owner;
+
+-- Name: FUNCTION queue_depths(); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.queue_depths() IS 'Read: live work by workspace and recipe: ready, delayed, in_flight, parked, and the oldest ready age (s).';
 
 -- Name: reclaim_expired(integer); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -3032,6 +3299,105 @@ ALTER FUNCTION pgflight.run_audit(p_run_id bigint) OWNER TO pgflight_owner;
 
 COMMENT ON FUNCTION pgflight.run_audit(p_run_id bigint) IS 'Audit of a run from the tables: steps, attempts, retries, reclaimed attempts, stale writes rejected, dead letters, model calls, tokens, USD, wall time (s), and the succeeded / unfinished / succeeded-twice step counts. Errors: ZF003 unknown run.';
 
+-- Name: run_list_page(bigint, integer, jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.run_list_page(p_after bigint DEFAULT NULL::bigint, p_limit integer DEFAULT 50, p_filters jsonb DEFAULT '{}'::jsonb) RETURNS TABLE(run_id bigint, workspace text, recipe text, status text, state text, idempotency_key text, submitted_by text, created_at timestamp with time zone, finished_at timestamp with time zone, duration_s double precision, usd numeric, root_step_id bigint)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_filters jsonb := coalesce(p_filters, '{}');
+  v_key text;
+  v_status text;
+  v_recipe text;
+  v_ws bigint;
+  v_since timestamptz;
+  v_until timestamptz;
+  v_live bigint[];
+  v_bad text;
+  v_lanes bigint[] := pgflight._lane_workspaces('reader');  -- null: every workspace
+begin
+  perform pgflight._require_limit('limit', p_limit, 500);
+  if jsonb_typeof(v_filters) <> 'object' then
+    raise exception using errcode = '22023', message = 'filters must be a JSON object',
+      detail = format('got a JSON %s', jsonb_typeof(v_filters));
+  end if;
+  select k into v_bad from jsonb_object_keys(v_filters) k
+   where k not in ('key', 'status', 'recipe', 'workspace', 'since', 'until') limit 1;
+  if v_bad is not null then
+    raise exception using errcode = '22023', message = format('unknown filter %L', v_bad),
+      hint = 'Filters: key, status, recipe, workspace, since, until.';
+  end if;
+  v_key := nullif(v_filters ->> 'key', '');
+  v_status := nullif(v_filters ->> 'status', '');
+  v_recipe := nullif(v_filters ->> 'recipe', '');
+  if v_status is not null and v_status not in ('queued', 'running', 'waiting', 'succeeded', 'failed', 'cancelled') then
+    raise exception using errcode = '22023', message = format('unknown status %L', v_status),
+      hint = 'Status: queued, running, waiting, succeeded, failed or cancelled.';
+  end if;
+  begin
+    v_since := nullif(v_filters ->> 'since', '')::timestamptz;
+    v_until := nullif(v_filters ->> 'until', '')::timestamptz;
+  exception when others then
+    raise exception using errcode = '22023', message = 'since and until must be timestamps',
+      detail = sqlerrm, hint = 'Use ISO 8601, e.g. 2026-11-30T12:00:00Z.';
+  end;
+  if nullif(v_filters ->> 'workspace', '') is not null then
+    select w.id into v_ws from pgflight.workspaces w where w.name = v_filters ->> 'workspace';
+    if v_ws is null then
+      return;
+    end if;
+  end if;
+
+  -- live states: the runs whose root step's latest attempt is in that state, from the partial indexes
+  if v_status = 'queued' then
+    v_live := array(select a.run_id from pgflight.step_attempts a join pgflight.steps s on s.id = a.step_id
+                     where a.status = 'queued' and s.parent_id is null);
+  elsif v_status = 'running' then
+    v_live := array(select a.run_id from pgflight.step_attempts a join pgflight.steps s on s.id = a.step_id
+                     where a.status in ('claimed', 'running', 'cancel_requested') and s.parent_id is null);
+  elsif v_status = 'waiting' then
+    v_live := array(select a.run_id from pgflight.step_attempts a join pgflight.steps s on s.id = a.step_id
+                     where a.status in ('awaiting_children', 'awaiting_approval') and s.parent_id is null);
+  end if;
+
+  return query
+  select r.id, w.name, r.recipe, r.status,
+         case when r.status <> 'running' then r.status
+              when root.status = 'queued' then 'queued'
+              when root.status in ('awaiting_children', 'awaiting_approval') then 'waiting'
+              else 'running' end,
+         r.idempotency_key, r.submitted_by, r.created_at, r.finished_at,
+         extract(epoch from coalesce(r.finished_at, pgflight._now()) - r.created_at)::double precision,
+         (select sum(c.usd) from pgflight.costs c where c.run_id = r.id),
+         r.root_step_id
+    from pgflight.runs r
+    join pgflight.workspaces w on w.id = r.workspace_id
+    left join lateral (
+      -- the root step's latest attempt: its status tells queued from running from waiting
+      select a.status from pgflight.steps s
+        join pgflight.step_attempts a on a.step_id = s.id and a.attempt_no = s.last_attempt_no
+       where s.id = r.root_step_id) root on true
+   where (p_after is null or r.id < p_after)
+     and (v_live is null or r.id = any(v_live))
+     and (v_status is null or v_live is not null or r.status = v_status)
+     and (v_ws is null or r.workspace_id = v_ws)
+     and (v_lanes is null or r.workspace_id = any(v_lanes))
+     and (v_recipe is null or r.recipe = v_recipe)
+     and (v_key is null or starts_with(r.idempotency_key, v_key))
+     and (v_since is null or r.created_at >= v_since)
+     and (v_until is null or r.created_at < v_until)
+   order by r.id desc
+   limit p_limit;
+end
+$$;
+
+ALTER FUNCTION pgflight.run_list_page(p_after bigint, p_limit integer, p_filters jsonb) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION run_list_page(p_after bigint, p_limit integer, p_filters jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.run_list_page(p_after bigint, p_limit integer, p_filters jsonb) IS 'Read: a page of runs newest first (keyset by run id), with state, duration (s) and cost (USD); filters key, status, recipe, workspace, since, until. Errors: 22023.';
+
 -- Name: run_status(bigint); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
 CREATE FUNCTION pgflight.run_status(p_run_id bigint) RETURNS TABLE(run_id bigint, workspace text, recipe text, status text, created_at timestamp with time zone, finished_at timestamp with time zone, steps_total bigint, steps_queued bigint, steps_running bigint, steps_waiting bigint, steps_succeeded bigint, steps_dead_letter bigint, steps_cancelled bigint, attempts_total bigint, result jsonb, error jsonb)
@@ -3092,6 +3458,24 @@ ALTER FUNCTION pgflight.run_sweeps() OWNER TO pgflight_owner;
 -- Name: FUNCTION run_sweeps(); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
 COMMENT ON FUNCTION pgflight.run_sweeps() IS 'Run every sweep once; returns rows affected per sweep.';
+
+-- Name: run_trace_context(bigint); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.run_trace_context(p_run_id bigint) RETURNS text
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+  select r.options ->> 'traceparent' from pgflight.runs r
+   where r.id = p_run_id
+     and ((select pgflight._lane_workspaces('reader')) is null
+          or r.workspace_id = any (coalesce((select pgflight._lane_workspaces('reader')), '{}')))
+$$;
+
+ALTER FUNCTION pgflight.run_trace_context(p_run_id bigint) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION run_trace_context(p_run_id bigint); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.run_trace_context(p_run_id bigint) IS 'Read: the traceparent a run was submitted under (options.traceparent), or null.';
 
 -- Name: spawn_children(bigint, bigint, jsonb, jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -3445,6 +3829,47 @@ ALTER FUNCTION pgflight.wake_parents(p_limit integer) OWNER TO pgflight_owner;
 -- Name: FUNCTION wake_parents(p_limit integer); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
 COMMENT ON FUNCTION pgflight.wake_parents(p_limit integer) IS 'Sweep: requeue parked parents whose children are all terminal; returns how many woke.';
+
+-- Name: worker_list(integer); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.worker_list(p_limit integer DEFAULT 200) RETURNS TABLE(worker_id bigint, name text, hostname text, pid integer, recipes text[], started_at timestamp with time zone, last_seen_at timestamp with time zone, stopped_at timestamp with time zone, alive boolean, held jsonb)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_now timestamptz := pgflight._now();
+  v_lanes bigint[] := pgflight._lane_workspaces('reader');  -- null: every workspace
+begin
+  perform pgflight._require_limit('limit', p_limit, 1000);
+  return query
+  with leased as (
+    -- what every worker holds, read once from the leased-attempts index
+    select a.worker_id, jsonb_agg(jsonb_build_object(
+             'attempt_id', a.id, 'step_id', a.step_id, 'run_id', a.run_id, 'recipe', a.recipe,
+             'status', a.status, 'lease_expires_at', a.lease_expires_at) order by a.id) as held
+      from pgflight.step_attempts a
+     where a.status in ('claimed', 'running', 'cancel_requested')
+       and (v_lanes is null or exists (select from pgflight.runs r
+                                        where r.id = a.run_id and r.workspace_id = any(v_lanes)))
+     group by a.worker_id
+  )
+  select w.id, w.name, w.hostname, w.pid, w.recipes, w.started_at, w.last_seen_at, w.stopped_at,
+         w.stopped_at is null and w.last_seen_at > v_now - interval '60 seconds',
+         coalesce(l.held, '[]')
+    from pgflight.workers w
+    left join leased l on l.worker_id = w.id
+   where (w.stopped_at is null or w.last_seen_at > v_now - interval '1 hour')
+     and (v_lanes is null or l.worker_id is not null)
+   order by w.last_seen_at desc, w.id desc
+   limit p_limit;
+end
+$$;
+
+ALTER FUNCTION pgflight.worker_list(p_limit integer) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION worker_list(p_limit integer); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.worker_list(p_limit integer) IS 'Read: live and recently seen workers with the attempts each holds (no fencing tokens). Errors: 22023.';
 
 -- Name: agent_runs_id_seq; Type: SEQUENCE; Schema: pgflight; Owner: pgflight_owner
 
@@ -4272,6 +4697,10 @@ CREATE UNIQUE INDEX budgets_step_idx ON pgflight.budgets USING btree (step_id) W
 
 CREATE UNIQUE INDEX budgets_workspace_day_idx ON pgflight.budgets USING btree (workspace_id, day) WHERE (scope = 'workspace_day'::text);
 
+-- Name: costs_at_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
+
+CREATE INDEX costs_at_idx ON pgflight.costs USING btree (at);
+
 -- Name: costs_run_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
 
 CREATE INDEX costs_run_idx ON pgflight.costs USING btree (run_id);
@@ -4283,6 +4712,10 @@ CREATE INDEX events_run_idx ON pgflight.events USING btree (run_id, id);
 -- Name: runs_created_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
 
 CREATE INDEX runs_created_idx ON pgflight.runs USING btree (created_at);
+
+-- Name: step_attempts_dead_letter_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
+
+CREATE INDEX step_attempts_dead_letter_idx ON pgflight.step_attempts USING btree (id) WHERE (status = 'dead_letter'::text);
 
 -- Name: step_attempts_deadline_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
 
@@ -4536,6 +4969,10 @@ REVOKE ALL ON FUNCTION pgflight._require_lane_on_run(p_lane text, p_run_id bigin
 
 REVOKE ALL ON FUNCTION pgflight._require_lane_on_step(p_lane text, p_step_id bigint, p_operation text) FROM PUBLIC;
 
+-- Name: FUNCTION _require_limit(p_name text, p_value integer, p_max integer); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._require_limit(p_name text, p_value integer, p_max integer) FROM PUBLIC;
+
 -- Name: FUNCTION _require_own_attempt(p_attempt_id bigint, p_token bigint, p_operation text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
 REVOKE ALL ON FUNCTION pgflight._require_own_attempt(p_attempt_id bigint, p_token bigint, p_operation text) FROM PUBLIC;
@@ -4638,10 +5075,22 @@ GRANT ALL ON FUNCTION pgflight.complete_tool_call(p_attempt_id bigint, p_token b
 REVOKE ALL ON FUNCTION pgflight.complete_tool_calls(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_results jsonb, p_next_iteration integer, p_est_usd numeric) FROM PUBLIC;
 GRANT ALL ON FUNCTION pgflight.complete_tool_calls(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_results jsonb, p_next_iteration integer, p_est_usd numeric) TO pgflight_worker;
 
+-- Name: FUNCTION cost_by_day(p_days integer); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.cost_by_day(p_days integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.cost_by_day(p_days integer) TO pgflight_reader;
+GRANT ALL ON FUNCTION pgflight.cost_by_day(p_days integer) TO pgflight_operator;
+
 -- Name: FUNCTION create_workspace(p_name text, p_options jsonb); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
 REVOKE ALL ON FUNCTION pgflight.create_workspace(p_name text, p_options jsonb) FROM PUBLIC;
 GRANT ALL ON FUNCTION pgflight.create_workspace(p_name text, p_options jsonb) TO pgflight_operator;
+
+-- Name: FUNCTION dead_letter_page(p_after bigint, p_limit integer); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.dead_letter_page(p_after bigint, p_limit integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.dead_letter_page(p_after bigint, p_limit integer) TO pgflight_reader;
+GRANT ALL ON FUNCTION pgflight.dead_letter_page(p_after bigint, p_limit integer) TO pgflight_operator;
 
 -- Name: FUNCTION deregister_worker(p_worker_id bigint); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
@@ -4691,6 +5140,18 @@ GRANT ALL ON FUNCTION pgflight.load_transcript(p_attempt_id bigint, p_token bigi
 REVOKE ALL ON FUNCTION pgflight.mark_tool_call(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_tool_use_id text) FROM PUBLIC;
 GRANT ALL ON FUNCTION pgflight.mark_tool_call(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_tool_use_id text) TO pgflight_worker;
 
+-- Name: FUNCTION metrics_snapshot(p_events_after bigint, p_max_events integer); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.metrics_snapshot(p_events_after bigint, p_max_events integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.metrics_snapshot(p_events_after bigint, p_max_events integer) TO pgflight_reader;
+GRANT ALL ON FUNCTION pgflight.metrics_snapshot(p_events_after bigint, p_max_events integer) TO pgflight_operator;
+
+-- Name: FUNCTION pending_approvals(p_limit integer); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.pending_approvals(p_limit integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.pending_approvals(p_limit integer) TO pgflight_reader;
+GRANT ALL ON FUNCTION pgflight.pending_approvals(p_limit integer) TO pgflight_operator;
+
 -- Name: FUNCTION price_usd(p_model text, p_usage jsonb); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
 REVOKE ALL ON FUNCTION pgflight.price_usd(p_model text, p_usage jsonb) FROM PUBLIC;
@@ -4702,6 +5163,12 @@ GRANT ALL ON FUNCTION pgflight.price_usd(p_model text, p_usage jsonb) TO pgfligh
 
 REVOKE ALL ON FUNCTION pgflight.purge_finished(p_older_than_s double precision, p_limit integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION pgflight.purge_finished(p_older_than_s double precision, p_limit integer) TO pgflight_operator;
+
+-- Name: FUNCTION queue_depths(); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.queue_depths() FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.queue_depths() TO pgflight_reader;
+GRANT ALL ON FUNCTION pgflight.queue_depths() TO pgflight_operator;
 
 -- Name: FUNCTION reclaim_expired(p_limit integer); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
@@ -4769,6 +5236,12 @@ GRANT ALL ON FUNCTION pgflight.run_audit(p_run_id bigint) TO pgflight_operator;
 GRANT ALL ON FUNCTION pgflight.run_audit(p_run_id bigint) TO pgflight_reader;
 GRANT ALL ON FUNCTION pgflight.run_audit(p_run_id bigint) TO pgflight_worker;
 
+-- Name: FUNCTION run_list_page(p_after bigint, p_limit integer, p_filters jsonb); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.run_list_page(p_after bigint, p_limit integer, p_filters jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.run_list_page(p_after bigint, p_limit integer, p_filters jsonb) TO pgflight_reader;
+GRANT ALL ON FUNCTION pgflight.run_list_page(p_after bigint, p_limit integer, p_filters jsonb) TO pgflight_operator;
+
 -- Name: FUNCTION run_status(p_run_id bigint); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
 REVOKE ALL ON FUNCTION pgflight.run_status(p_run_id bigint) FROM PUBLIC;
@@ -4780,6 +5253,13 @@ GRANT ALL ON FUNCTION pgflight.run_status(p_run_id bigint) TO pgflight_worker;
 
 REVOKE ALL ON FUNCTION pgflight.run_sweeps() FROM PUBLIC;
 GRANT ALL ON FUNCTION pgflight.run_sweeps() TO pgflight_operator;
+
+-- Name: FUNCTION run_trace_context(p_run_id bigint); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.run_trace_context(p_run_id bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.run_trace_context(p_run_id bigint) TO pgflight_worker;
+GRANT ALL ON FUNCTION pgflight.run_trace_context(p_run_id bigint) TO pgflight_operator;
+GRANT ALL ON FUNCTION pgflight.run_trace_context(p_run_id bigint) TO pgflight_reader;
 
 -- Name: FUNCTION spawn_children(p_attempt_id bigint, p_token bigint, p_children jsonb, p_options jsonb); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
@@ -4809,6 +5289,12 @@ REVOKE ALL ON FUNCTION pgflight.uninstall_schedules() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION pgflight.wake_parents(p_limit integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION pgflight.wake_parents(p_limit integer) TO pgflight_operator;
+
+-- Name: FUNCTION worker_list(p_limit integer); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.worker_list(p_limit integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.worker_list(p_limit integer) TO pgflight_reader;
+GRANT ALL ON FUNCTION pgflight.worker_list(p_limit integer) TO pgflight_operator;
 
 -- Name: TABLE attempts; Type: ACL; Schema: pgflight; Owner: pgflight_owner
 

@@ -350,6 +350,18 @@ CALLS: dict[str, Call] = {
         [_finished_agent(w)["agent_run_id"]],
     ),
     "agent_runs_by_status": lambda w: ("select * from pgflight.agent_runs_by_status('succeeded', 0, 10)", []),
+    # the inspector's and the exporter's reads (issue 17)
+    "run_list_page": lambda w: (
+        'select * from pgflight.run_list_page(null, 50, \'{"status": "queued"}\')',
+        [],
+    ),
+    "dead_letter_page": lambda w: ("select * from pgflight.dead_letter_page(null, 50)", []),
+    "pending_approvals": lambda w: ("select * from pgflight.pending_approvals(50)", []),
+    "worker_list": lambda w: ("select * from pgflight.worker_list(50)", []),
+    "queue_depths": lambda w: ("select * from pgflight.queue_depths()", []),
+    "cost_by_day": lambda w: ("select * from pgflight.cost_by_day(7)", []),
+    "metrics_snapshot": lambda w: ("select * from pgflight.metrics_snapshot(0, 1000)", []),
+    "run_trace_context": lambda w: ("select pgflight.run_trace_context(%s)", [w.submit()["run_id"]]),
     # worker lane
     "register_worker": lambda w: (
         'select pgflight.register_worker(%s, \'{"recipes": ["x"]}\')',

@@ -377,6 +377,70 @@ def test_a_reader_of_a_sees_no_row_of_b(su: Conn, as_login: Callable[[str], Conn
     )
 
 
+def _spend(su: Conn, ws: str) -> int:
+    """A model call's costs row in workspace `ws` (written by the superuser); its run id."""
+    w = World(su=su, me=su, workspace=ws)
+    h = w.su_held()
+    ar = w.agent(h, su)
+    su.execute(
+        "insert into pgflight.costs (agent_run_id, iteration, step_id, run_id, workspace_id, model, usd)"
+        " select %s, 1, %s, r.id, r.workspace_id, 'claude-haiku-4-5', 0.01"
+        " from pgflight.runs r where r.id = %s",
+        [ar, h["step_id"], h["run_id"]],
+    )
+    return int(h["run_id"])
+
+
+# the inspector's and the exporter's read functions (issue 17), called the way the inspector does
+_INSPECTOR_READS = {
+    "run_list_page": "select * from pgflight.run_list_page(null, 500)",
+    "dead_letter_page": "select * from pgflight.dead_letter_page(null, 500)",
+    "pending_approvals": "select * from pgflight.pending_approvals(1000)",
+    "worker_list": "select * from pgflight.worker_list(1000)",
+    "queue_depths": "select * from pgflight.queue_depths()",
+    "cost_by_day": "select * from pgflight.cost_by_day(7)",
+}
+
+
+def test_a_reader_of_a_sees_nothing_of_b_in_the_inspector_reads(
+    su: Conn, as_login: Callable[[str], Conn]
+) -> None:
+    """run_list_page, dead_letter_page, … and metrics_snapshot are filtered by lanes like the views."""
+    runs = _two_tenants(su)
+    spent = {ws: _spend(su, ws) for ws in ("A", "B")}
+    grant(su, "pgf_reader_a", "A", "reader")
+    me = as_login("pgf_reader_a")
+    b_runs = {r["run_id"] for r in runs["B"].values()} | {spent["B"]}
+    readable = set(api_functions(su, "pgflight_reader"))
+    assert set(_INSPECTOR_READS) | {"metrics_snapshot", "run_trace_context"} <= readable
+    for name, query in _INSPECTOR_READS.items():
+        cur = me.execute(query)
+        cols = [d.name for d in cur.description or []]
+        rows = cur.fetchall()
+        assert rows or name == "worker_list", f"{name} shows the reader nothing of A"
+        if "workspace" in cols:
+            assert {r[cols.index("workspace")] for r in rows} == {"A"}, name
+        if "run_id" in cols:
+            assert not {r[cols.index("run_id")] for r in rows} & b_runs, f"{name} shows B's runs"
+        if name == "worker_list":  # held attempts of B's runs are left out too
+            held = {h["run_id"] for r in rows for h in r[cols.index("held")]}
+            assert not held & b_runs
+    metrics = me.execute("select metric, labels, value from pgflight.metrics_snapshot(0, 100000)").fetchall()
+    assert {m for m, _, _ in metrics} >= {"queue_ready", "usd_today", "dead_letters", "events_delta"}
+    assert {lb["workspace"] for _, lb, _ in metrics if "workspace" in lb} == {"A"}
+    # engine-wide figures: for every-workspace readers only
+    assert not {m for m, _, _ in metrics} & {"claims_total", "workers_alive"}
+    dead = {m: v for m, _, v in metrics}["dead_letters"]
+    assert dead == 1, "only A's dead letter"
+    every = "select value from pgflight.metrics_snapshot(0, 100000) where metric = 'dead_letters'"
+    assert su.execute(every).fetchone() == (2,)
+    b_queued = runs["B"]["queued"]["run_id"]
+    assert me.execute("select pgflight.run_trace_context(%s)", [b_queued]).fetchone() == (None,)
+    assert me.execute(
+        "select count(*) from pgflight.run_list_page(null, 500, %s)", [Jsonb({"workspace": "B"})]
+    ).fetchone() == (0,)
+
+
 def test_an_operator_of_a_cannot_act_in_b(su: Conn, as_login: Callable[[str], Conn]) -> None:
     runs = _two_tenants(su)["B"]
     grant(su, "pgf_operator_a", "A", "operator")

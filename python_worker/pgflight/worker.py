@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import functools
 import logging
 import os
@@ -60,7 +61,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
-from pgflight import db, errors, models
+from pgflight import db, errors, models, tracing
 from pgflight.db.connection import Listener, call, is_transient, make_pool
 from pgflight.db.payload import DEFAULT_MAX_BYTES, BadPayload, check_json, clean_text
 from pgflight.heartbeat import CANCELLED, FINISHING, LOST, RELEASED, Heartbeat, Held, HeldSet, clamp_interval
@@ -387,7 +388,8 @@ class Worker:
                 if timer.expired() and held.state == "running":
                     raise _overran(claim) from None
                 raise
-        fut = self._threads.submit(recipe.fn, ctx)
+        run = contextvars.copy_context().run  # the thread sees the attempt's span
+        fut = self._threads.submit(run, recipe.fn, ctx)
         work = asyncio.wrap_future(fut)
         self._waiting[claim.attempt_id] = fut
         try:
@@ -408,7 +410,14 @@ class Worker:
 
     async def _run(self, held: Held) -> None:
         claim = held.claim
+        span = None
         try:
+            stored = (
+                await self._db(self._control_pool, db.run_trace_context, claim.run_id)
+                if tracing.enabled()
+                else None
+            )
+            span = tracing.start_attempt(claim, self.name, self.worker_id, stored)
             # claimed with start=True: the attempt is already running, no start_step round trip
             recipe = self.registry.get(claim.recipe)
             if recipe is None:
@@ -465,6 +474,7 @@ class Worker:
             else:
                 await self._complete(held, result)
         finally:
+            tracing.end_attempt(span, held.state)
             self.held.remove(claim.attempt_id)
             self._tasks.pop(claim.attempt_id, None)
             self.steps_done += 1
@@ -562,6 +572,7 @@ class Worker:
         if not self.held.transition(held, FINISHING):
             log.info("attempt %s failed after it was %s: nothing written", held.claim.attempt_id, held.state)
             return
+        tracing.record_error(exc)
         await self._write_failure(held, exc, retryable=retryable, retry_after_s=retry_after_s)
 
     async def _write_failure(

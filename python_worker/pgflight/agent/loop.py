@@ -60,7 +60,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
-from pgflight import errors
+from pgflight import errors, tracing
 from pgflight.agent import providers as prov
 from pgflight.agent.tools import Tool, ToolContext, get_tools, result_text, tool
 from pgflight.db import agent as adb
@@ -185,9 +185,20 @@ class AgentLoop:
             iteration += 1
             request = prov.Request(inp.model, inp.system, messages, schemas, inp.max_tokens)
             self._admit(iteration, self._estimate(request))
+            started_ns = tracing.now_ns()
             response, retries = self._ask(iteration, request)
             content = _storable(response.get("content") or [])
             rec = self._record(iteration, response, content, retries)
+            tracing.model_call(
+                started_ns,
+                inp.model,
+                response,
+                iteration=iteration,
+                agent_run_id=self.agent_run_id,
+                usd=rec.usd,
+                retries=retries,
+                max_tokens=inp.max_tokens,
+            )
             if not rec.recorded:  # another write stored this iteration: go on from the record
                 log.info(
                     "iteration %s of agent run %s was already recorded: reloading",

@@ -37,6 +37,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from pgflight import tracing
+
 
 @dataclass
 class ToolContext:
@@ -71,10 +73,11 @@ class Tool:
         }
 
     def call(self, args: BaseModel, ctx: ToolContext) -> Any:
-        """Run the tool with parsed arguments (and the context when it takes one)."""
-        if len(inspect.signature(self.fn).parameters) >= 2:
-            return self.fn(args, ctx)
-        return self.fn(args)
+        """Run the tool with parsed arguments (and the context when it takes one), in a trace span."""
+        with tracing.tool_call(self.name, ctx.tool_use_id, ctx.iteration):
+            if len(inspect.signature(self.fn).parameters) >= 2:
+                return self.fn(args, ctx)
+            return self.fn(args)
 
 
 TOOLS: dict[str, Tool] = {}

@@ -25,7 +25,7 @@ import typer
 import typer.core
 from rich.markup import escape
 
-from pgflight import __version__, migrate
+from pgflight import __version__, logs, migrate
 from pgflight.cli.context import (
     EXIT_CODES,
     EXPECTED,
@@ -85,9 +85,21 @@ def _root(
     version: Annotated[
         bool, typer.Option("--version", callback=_version_callback, is_eager=True, help="Print the version.")
     ] = False,
+    log_format: Annotated[
+        str,
+        typer.Option(
+            "--log-format",
+            envvar="PGFLIGHT_LOG_FORMAT",
+            help="Logs and failures as text or json (one object a line).",
+        ),
+    ] = "text",
 ) -> None:
     """Durable execution engine on PostgreSQL."""
     current().verbose = verbose
+    try:
+        logs.set_format(log_format)
+    except ValueError as e:
+        raise typer.BadParameter(str(e), param_hint="--log-format") from None
 
 
 # --- db ---------------------------------------------------------------------------------------
@@ -247,6 +259,39 @@ def _without_notices(output: str) -> str:
 
 
 _NOTICE_RX: Final = re.compile(r"^psql:\S+: NOTICE: ")
+
+
+# --- inspector and metrics --------------------------------------------------------------------
+
+
+@app.command("ui")
+def ui_cmd(
+    host: Annotated[str, typer.Option(help="Address to bind (localhost by default).")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to serve on.")] = 8765,
+) -> None:
+    """Open the run inspector: runs, steps, transcripts, dead letters, approvals, workers, queues, costs."""
+    from pgflight.inspector import serve
+
+    cli = current()
+    dsn = cli.dsn()
+    logs.setup("INFO")
+    cli.out.print(f"pgflight inspector on http://{host}:{port}/ (Ctrl-C stops it)", soft_wrap=True)
+    serve(dsn, host=host, port=port)
+
+
+@app.command("metrics")
+def metrics_cmd(
+    host: Annotated[str, typer.Option(help="Address to bind (localhost by default).")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to serve /metrics on.")] = 9187,
+) -> None:
+    """Serve Prometheus metrics of the database on /metrics."""
+    from pgflight.inspector import serve_metrics
+
+    cli = current()
+    dsn = cli.dsn()
+    logs.setup("INFO")
+    cli.out.print(f"pgflight metrics on http://{host}:{port}/metrics (Ctrl-C stops it)", soft_wrap=True)
+    serve_metrics(dsn, host=host, port=port)
 
 
 # --- entry point ------------------------------------------------------------------------------

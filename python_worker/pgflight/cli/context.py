@@ -31,7 +31,7 @@ from psycopg.conninfo import conninfo_to_dict
 from rich.console import Console
 from rich.markup import escape
 
-from pgflight import errors
+from pgflight import errors, logs
 from pgflight.embedded import Cluster, EmbeddedError
 from pgflight.migrate import MigrationError
 
@@ -228,8 +228,15 @@ EXPECTED: Final[tuple[type[BaseException], ...]] = (
 
 
 def report(e: BaseException, err: Console | None = None) -> int:
-    """Print an expected failure as ``error:`` (and ``hint:``) lines; :return: its exit code."""
+    """
+    Print an expected failure as ``error:`` (and ``hint:``) lines, or as one JSON line under
+    ``--log-format json``; :return: its exit code.
+    """
     message, hint, code = classify(e)
+    if logs.is_json():  # --log-format json: one JSON object a line, for log shippers
+        fields = {"error_type": type(e).__name__, "exit_code": code} | ({"hint": hint} if hint else {})
+        print(logs.error_line(message, **fields), file=sys.stderr, flush=True)
+        return code
     err = err or Console(stderr=True, highlight=False)
     err.print(f"[bold red]error:[/] {escape(message)}", soft_wrap=True)
     if hint:

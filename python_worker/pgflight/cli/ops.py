@@ -27,7 +27,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.tree import Tree
 
-from pgflight import db, models
+from pgflight import db, logs, models, tracing
 from pgflight.cli import fmt, state
 from pgflight.cli.context import Cli, CliError, current, usage
 
@@ -161,6 +161,12 @@ def worker(
             help="DEBUG, INFO, WARNING or ERROR.",
         ),
     ] = "INFO",
+    traces: Annotated[
+        bool,
+        typer.Option(
+            "--traces", help="Export OpenTelemetry traces (OTLP; on when OTEL_EXPORTER_OTLP_ENDPOINT is set)."
+        ),
+    ] = False,
 ) -> None:
     """
     Run a worker until SIGTERM or SIGINT: claim, run, heartbeat, complete.
@@ -182,9 +188,7 @@ def worker(
         raise usage(f"cannot import a recipe module: {e}", "check --recipes and PYTHONPATH") from None
     except ValueError as e:
         raise usage(str(e)) from None
-    logging.basicConfig(
-        level=log_level.upper(), stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    logs.setup(log_level)
     w = Worker(
         cli.dsn(),
         registry,
@@ -199,7 +203,9 @@ def worker(
         pool_size=pool_size,
         name=name,
     )
+    tracing.configure_from_env(force=traces)
     w.run()
+    tracing.shutdown()
     logging.shutdown()
     sys.stdout.flush()
     sys.stderr.flush()

@@ -25,7 +25,7 @@ from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 from pydantic import BaseModel
 
-from pgflight import errors, models
+from pgflight import errors, models, tracing
 
 __all__ = [
     "approve",
@@ -58,6 +58,7 @@ __all__ = [
     "run_status",
     "run_steps",
     "run_sweeps",
+    "run_trace_context",
     "spawn_children",
     "start_step",
     "submit_run",
@@ -192,9 +193,25 @@ def submit_run(
     return _one(
         conn,
         "select * from pgflight.submit_run(%s, %s, %s, %s)",
-        [workspace, recipe, Jsonb(input), _opts(options, idempotency_key=idempotency_key, **more)],
+        [
+            workspace,
+            recipe,
+            Jsonb(input),
+            _opts(options, idempotency_key=idempotency_key, traceparent=_traceparent(options), **more),
+        ],
         models.SubmittedRun,
     )
+
+
+def _traceparent(options: Mapping[str, Any] | None) -> str | None:
+    """The current span's traceparent for a new run, unless the caller's options name one."""
+    return None if options and "traceparent" in options else tracing.traceparent()
+
+
+def run_trace_context(conn: Connection, run_id: int) -> str | None:
+    """The W3C traceparent the run was submitted under (its options), or None."""
+    value = _scalar(conn, "select pgflight.run_trace_context(%s)", [run_id])
+    return str(value) if value is not None else None
 
 
 def cancel_run(

@@ -1,0 +1,124 @@
+"""
+Prometheus metrics of a pgflight database, from one read function (`pgflight.metrics_snapshot`).
+
+Gauges come straight from each call. The transition counters (completions, failures, reclaims,
+dead letters, stale writes refused) are this exporter's own: each call returns the events after
+the exporter's cursor (at most ``max_events``), the exporter adds them and keeps the new cursor.
+They start from the beginning of the events log and catch up ``max_events`` per scrape, so a
+restart of the exporter is a counter reset that `rate()` absorbs. ``pgflight_claims_total`` is the
+fencing-token sequence (one value per claim ever made), the same for every exporter.
+
+Usage::
+
+    registry = CollectorRegistry()
+    registry.register(SnapshotCollector(pool))
+    generate_latest(registry)
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+from psycopg_pool import ConnectionPool
+
+GAUGES: dict[str, str] = {
+    "queue_ready": "Attempts queued and available now, by workspace and recipe.",
+    "queue_delayed": "Attempts queued for later (backoff, not_before), by workspace and recipe.",
+    "in_flight": "Attempts leased to a worker (claimed, running, cancel_requested), by workspace and recipe.",
+    "parked": "Attempts waiting for children or an approval, by workspace and recipe.",
+    "oldest_ready_age_seconds": "Age in seconds of the oldest ready attempt, by workspace and recipe.",
+    "dead_letters": "Steps dead-lettered now.",
+    "expired_leases": "Leases past expiry not reclaimed yet.",
+    "sweep_lag_seconds": "Seconds since the oldest unreclaimed lease expired (reclaim sweep lag).",
+    "workers_alive": "Workers heard from in the last 60 seconds.",
+    "model_calls_today": "Model calls this UTC day, by workspace and model.",
+    "input_tokens_today": "Input tokens this UTC day, by workspace and model.",
+    "output_tokens_today": "Output tokens this UTC day, by workspace and model.",
+    "usd_today": "USD spent on model calls this UTC day, by workspace and model.",
+    "notification_queue_usage": "pg_notification_queue_usage(): fraction of the NOTIFY queue in use.",
+    "oldest_xmin_age": "Age in transactions of the oldest xmin holding back vacuum, by source.",
+}
+EVENT_KINDS: dict[str, str] = {
+    "completions": "Attempts that succeeded.",
+    "failures": "Attempts that ended failed, lease_expired, timed_out or dead_letter.",
+    "reclaims": "Attempts reclaimed after their lease expired.",
+    "dead_lettered": "Steps dead-lettered.",
+    "stale_writes_refused": "Writes refused because they carried a superseded fencing token.",
+}
+
+
+class SnapshotCollector(Collector):
+    """
+    A prometheus_client collector that reads `pgflight.metrics_snapshot` once per scrape.
+
+    :param pool: connections to the database (any lane that may read: reader or operator).
+    :param max_events: events counted per scrape at most (the catch-up step of the counters).
+    """
+
+    def __init__(self, pool: ConnectionPool, *, max_events: int = 100_000) -> None:
+        self.pool = pool
+        self.max_events = max_events
+        self.cursor = 0
+        self.counts: dict[str, float] = dict.fromkeys(EVENT_KINDS, 0.0)
+        self.last_read_s = 0.0
+        self._lock = threading.Lock()
+
+    def _read(self) -> list[tuple[str, dict[str, Any], float]]:
+        t0 = time.perf_counter()
+        with self.pool.connection() as conn:
+            rows = conn.execute(
+                "select metric, labels, value from pgflight.metrics_snapshot(%s, %s)",
+                [self.cursor, self.max_events],
+            ).fetchall()
+        self.last_read_s = time.perf_counter() - t0
+        return [(str(m), dict(labels or {}), float(v or 0)) for m, labels, v in rows]
+
+    def collect(self) -> Iterator[Metric]:
+        with self._lock:
+            rows = self._read()
+            for metric, labels, value in rows:
+                if metric == "events_delta" and labels.get("kind") in self.counts:
+                    self.counts[labels["kind"]] += value
+                elif metric == "events_cursor":
+                    self.cursor = int(value)
+            counts = dict(self.counts)
+        families: dict[str, GaugeMetricFamily] = {}
+        for metric, labels, value in rows:
+            if metric not in GAUGES:
+                continue
+            fam = families.get(metric)
+            if fam is None:
+                fam = families[metric] = GaugeMetricFamily(
+                    f"pgflight_{metric}", GAUGES[metric], labels=sorted(labels)
+                )
+            fam.add_metric([str(labels[k]) for k in sorted(labels)], value)
+        yield from families.values()
+        claims = next((v for m, _, v in rows if m == "claims_total"), 0.0)
+        yield CounterMetricFamily("pgflight_claims", "Claims ever made (the fencing-token sequence).", claims)
+        for kind, help_ in EVENT_KINDS.items():
+            yield CounterMetricFamily(f"pgflight_{kind}", help_ + " Counted by this exporter.", counts[kind])
+        yield GaugeMetricFamily(
+            "pgflight_metrics_read_seconds", "Duration of the last metrics_snapshot read.", self.last_read_s
+        )
+
+
+def serve_metrics(dsn: str, host: str = "127.0.0.1", port: int = 9187) -> None:
+    """Serve /metrics for the database `dsn` on host:port until interrupted."""
+    from prometheus_client import CollectorRegistry, start_http_server
+
+    from pgflight.inspector.app import open_pool
+
+    pool = open_pool(dsn)
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(SnapshotCollector(pool))
+    server, thread = start_http_server(port, addr=host, registry=registry)
+    try:
+        thread.join()
+    finally:
+        server.shutdown()
+        pool.close()

@@ -1,0 +1,228 @@
+"""
+How values look on the inspector's pages: escaped, made printable, clipped with a link to the
+whole value, durations and ages in words, the step tree, the transcript by iteration and the diff
+of two attempts. Pure functions of the rows `queries` returns; no database here.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from markupsafe import Markup, escape
+
+CLIP = 2000  # characters shown before "show whole"
+TREE_CHILDREN = 100  # children drawn under one parent in a run's tree
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_SECRET_KEYS = ("token",)  # event details may name fencing tokens: operators only
+
+
+def text_of(value: Any) -> str:
+    """A value as readable text: a string as is (control characters made visible), else JSON."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", value)
+    return json.dumps(value, indent=2, ensure_ascii=False, default=str)
+
+
+def show(value: Any, whole_url: str | None = None, limit: int = CLIP) -> Markup:
+    """
+    The value in a <pre>, escaped; past `limit` characters clipped with a link to `whole_url`.
+
+    :param whole_url: a page that serves the whole value; without one the clip says so.
+    """
+    text = text_of(value)
+    if len(text) <= limit:
+        return Markup('<pre class="val">{}</pre>').format(text)
+    more = len(text) - limit
+    link = (
+        Markup(' <a class="whole" href="{}">show whole ({:,} characters)</a>').format(whole_url, len(text))
+        if whole_url
+        else Markup("")
+    )
+    return Markup('<pre class="val">{}</pre><p class="clip">… {:,} more characters clipped.{}</p>').format(
+        text[:limit], more, link
+    )
+
+
+def redact(detail: Any, operator: bool) -> Any:
+    """An event's detail without fencing tokens unless the viewer is an operator."""
+    if operator or not isinstance(detail, dict):
+        return detail
+    return {k: ("(hidden)" if any(s in k for s in _SECRET_KEYS) else v) for k, v in detail.items()}
+
+
+def seconds(start: datetime | None, end: datetime | None) -> float | None:
+    if start is None:
+        return None
+    return ((end or datetime.now(UTC)) - start).total_seconds()
+
+
+def dur(value: float | None) -> str:
+    """Seconds in words: 850 ms, 12.3 s, 4 min 05 s, 3 h 02 min, 2 d 4 h."""
+    if value is None:
+        return "-"
+    s = float(value)
+    if s < 1:
+        return f"{s * 1000:.0f} ms"
+    if s < 60:
+        return f"{s:.1f} s"
+    if s < 3600:
+        return f"{int(s // 60)} min {int(s % 60):02d} s"
+    if s < 86400:
+        return f"{int(s // 3600)} h {int(s % 3600 // 60):02d} min"
+    return f"{int(s // 86400)} d {int(s % 86400 // 3600)} h"
+
+
+def age(ts: datetime | None) -> str:
+    return "-" if ts is None else dur(seconds(ts, None)) + " ago"
+
+
+def stamp(ts: datetime | None) -> str:
+    return "-" if ts is None else ts.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + "Z"
+
+
+def usd(value: Any) -> str:
+    return "-" if value is None else f"${float(value):,.4f}"
+
+
+# --- the step tree ------------------------------------------------------------------------------
+
+
+@dataclass
+class Node:
+    """A step in the run's tree with its children (drawn as nested <details>)."""
+
+    row: dict[str, Any]
+    children: list[Node] = field(default_factory=list)
+    hidden: int = 0  # children not drawn (past TREE_CHILDREN): the step's page lists them
+
+    @property
+    def duration_s(self) -> float | None:
+        return seconds(self.row["started_at"], self.row["finished_at"])
+
+
+def tree(rows: list[dict[str, Any]]) -> list[Node]:
+    """Nest the run's steps under their parents; a step whose parent was not read becomes a root."""
+    nodes = {r["step_id"]: Node(r) for r in rows}
+    roots: list[Node] = []
+    for n in nodes.values():
+        parent = nodes.get(n.row["parent_id"])
+        (parent.children if parent else roots).append(n)
+    for n in nodes.values():
+        if len(n.children) > TREE_CHILDREN:
+            n.hidden, n.children = len(n.children) - TREE_CHILDREN, n.children[:TREE_CHILDREN]
+    return roots
+
+
+# --- the transcript ---------------------------------------------------------------------------
+
+
+@dataclass
+class Iteration:
+    """One model call and the tool calls it asked for."""
+
+    n: int
+    blocks: list[dict[str, Any]] = field(default_factory=list)  # assistant blocks, in order
+    results: dict[str, dict[str, Any]] = field(default_factory=dict)  # tool_use_id -> result row
+    errors: list[dict[str, Any]] = field(default_factory=list)  # api_error rows
+    prompt: list[dict[str, Any]] = field(default_factory=list)  # iteration 0: the task
+    call: dict[str, Any] | None = None  # model, tokens, usd, stop_reason
+    latency_s: float | None = None
+
+
+def iterations(rows: list[dict[str, Any]]) -> list[Iteration]:
+    """Group transcript rows by iteration; latency is from the previous iteration's last block."""
+    out: dict[int, Iteration] = {}
+    for r in rows:
+        it = out.setdefault(r["iteration"], Iteration(r["iteration"]))
+        if r["iteration"] == 0:
+            it.prompt.append(r)
+        elif r["block_type"] == "tool_result":
+            it.results[r["tool_use_id"]] = r
+        elif r["block_type"] == "api_error":
+            it.errors.append(r)
+        else:
+            it.blocks.append(r)
+        if r["model"] is not None and it.call is None and r["iteration"] > 0:
+            it.call = {
+                k: r[k]
+                for k in ("model", "input_tokens", "output_tokens", "cache_read_tokens", "usd", "stop_reason")
+            }
+    ordered = [out[k] for k in sorted(out)]
+    last: datetime | None = None
+    for it in ordered:
+        first = min((b["created_at"] for b in it.blocks), default=None)
+        if first is not None and last is not None:
+            it.latency_s = (first - last).total_seconds()
+        stamps = [b["created_at"] for b in it.blocks + it.prompt + list(it.results.values())]
+        last = max(stamps, default=last)
+    return ordered
+
+
+def body(row: dict[str, Any]) -> Any:
+    """The part of a flight-recorder block a reader wants: the text, the tool's input or its result."""
+    content = row["content"]
+    if not isinstance(content, dict):
+        return content
+    key = {"text": "text", "thinking": "thinking", "tool_use": "input", "tool_result": "content"}.get(
+        row["block_type"]
+    )
+    return content.get(key, content) if key else content
+
+
+def tool_state(use: dict[str, Any], result: dict[str, Any] | None) -> str:
+    """In words, what became of a tool call: completed, in flight, interrupted and how resolved."""
+    if result is None:
+        return "no result recorded"
+    if result["status"] == "interrupted":
+        return "interrupted: its attempt lapsed while it ran; not resolved yet"
+    if result["status"] == "in_flight":
+        return "in flight"
+    if result["attempt_id"] != use["attempt_id"]:
+        return (
+            f"interrupted: attempt {use['attempt_id']} lapsed while it ran; "
+            f"resolved by attempt {result['attempt_id']}"
+        )
+    return "completed"
+
+
+# --- diffs ------------------------------------------------------------------------------------
+
+
+def attempt_text(attempt: dict[str, Any], trace_rows: list[dict[str, Any]]) -> list[str]:
+    """The lines that stand for one attempt in a diff: its status, result, error and its trace."""
+    lines = [f"status: {attempt['status']}", f"reason: {attempt['reason'] or ''}"]
+    lines += ["result:", *text_of(attempt["result"]).splitlines()]
+    lines += ["error:", *text_of(attempt["error"]).splitlines()]
+    for r in trace_rows:
+        if r["attempt_id"] == attempt["attempt_id"]:
+            lines.append(f"[{r['iteration']}.{r['seq']}] {r['role']} {r['block_type']} {r['status']}")
+            lines += ["    " + s for s in text_of(r["content"]).splitlines()]
+    return lines
+
+
+def diff(a_lines: list[str], b_lines: list[str], a_name: str, b_name: str) -> list[tuple[str, str]]:
+    """A unified diff as (kind, line) pairs, kind one of add, del, hunk, same."""
+    out: list[tuple[str, str]] = []
+    for line in difflib.unified_diff(a_lines, b_lines, a_name, b_name, lineterm="", n=3):
+        kind = (
+            "hunk"
+            if line.startswith("@@")
+            else "add"
+            if line.startswith("+")
+            else "del"
+            if line.startswith("-")
+            else "same"
+        )
+        out.append((kind, line))
+    return out
+
+
+def esc(value: Any) -> Markup:
+    return escape(value)
