@@ -29,6 +29,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -253,3 +254,34 @@ def logins(server: Server) -> Logins:
             _require_scram_for_host_logins(server.cluster)
             c.execute("select pg_reload_conf()")
     return Logins(names=dict(LOGINS), password=LOGIN_PASSWORD, scram=server.cluster is not None)
+
+
+# --- a real browser ---------------------------------------------------------------------------
+#: The distribution's Chromium (apt package chromium), driven by Playwright; never a download.
+CHROMIUM = os.environ.get("PGFLIGHT_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    """
+    One headless Chromium for the whole test process: Playwright's sync API runs one instance per
+    thread, so the inspector's and the report's browser tests share this one.
+    """
+    if not shutil.which(CHROMIUM):
+        pytest.fail(f"{CHROMIUM} not found: scripts/setup installs the chromium package")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield b
+        b.close()

@@ -6,8 +6,6 @@ Screenshots go to out/ui-shots/ (ignored by git).
 
 from __future__ import annotations
 
-import os
-import shutil
 import socket
 import threading
 import time
@@ -21,17 +19,6 @@ import uvicorn
 
 from pgflight.inspector import create_app
 
-CHROMIUM = os.environ.get("PGFLIGHT_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 SHOTS = Path(__file__).resolve().parent.parent / "out" / "ui-shots"
 
 
@@ -84,18 +71,6 @@ def serve() -> Iterator[Callable[[str], Served]]:
     yield _serve
     for s in started:
         s.stop()
-
-
-@pytest.fixture(scope="session")
-def browser() -> Iterator[Any]:
-    if not shutil.which(CHROMIUM):
-        pytest.fail(f"{CHROMIUM} not found: scripts/setup installs the chromium package")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield b
-        b.close()
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ import pytest
 
 import inspector_support as scenario
 from core_helpers import scalar, submit_many
-from inspector_browser import Served, browser, page, serve, shot  # noqa: F401  (fixtures)
+from inspector_browser import Served, page, serve, shot  # noqa: F401  (fixtures)
 
 PAGES = {
     "runs": "/runs",

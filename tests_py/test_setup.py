@@ -23,7 +23,14 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 SETUP = ROOT / "scripts" / "setup"
 SERVER_PACKAGES = ("postgresql-{v}", "postgresql-{v}-cron", "postgresql-{v}-pgtap")
-OTHER_PACKAGES = ("sqitch", "libdbd-pg-perl", "libtap-parser-sourcehandler-pgtap-perl", "pgbouncer")
+# chromium: the browser tests of the inspector and the review report
+OTHER_PACKAGES = (
+    "sqitch",
+    "libdbd-pg-perl",
+    "libtap-parser-sourcehandler-pgtap-perl",
+    "pgbouncer",
+    "chromium",
+)
 
 SHIMS = {
     # installed packages: one name per line in $SHIM_DIR/installed
@@ -148,6 +155,7 @@ def test_debian12_with_postgresql15_preinstalled_installs_exactly_what_is_missin
             "sqitch",
             "libdbd-pg-perl",
             "libtap-parser-sourcehandler-pgtap-perl",
+            "chromium",
         ]
     ]
     assert "packages ready (PostgreSQL 15)" in out

@@ -8,7 +8,6 @@ anchors. A screenshot of each width goes to docs/ for the README.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,30 +16,11 @@ from test_review_units import TEST_RUN, report_results
 
 from pgflight_review import report
 
-CHROMIUM = "/usr/bin/chromium"
-ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
+CHROMIUM = os.environ.get("PGFLIGHT_CHROMIUM", "/usr/bin/chromium")
+
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="needs the chromium apt package")
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield b
-        b.close()
 
 
 @pytest.fixture(scope="module")
