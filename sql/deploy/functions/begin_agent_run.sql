@@ -29,6 +29,8 @@ declare
   v_max_usd double precision;
   v_max_wall double precision;
 begin
+  -- every option checked against its spec first (docs/options.md; issue 14): 22023 naming the key
+  p_options := pgflight._check_options('begin_agent_run', p_options);
   select a.step_id, a.run_id into v_att from pgflight.step_attempts a
    where a.id = p_attempt_id and a.fencing_token = p_token and a.status in ('claimed', 'running')
      for share;

@@ -13,6 +13,8 @@ as $$
 declare
   v_id bigint;
 begin
+  -- every option checked against its spec first (docs/options.md; issue 14): 22023 naming the key
+  p_options := pgflight._check_options('create_workspace', p_options);
   if p_name is null or btrim(p_name) = '' then
     raise exception using errcode = '22023', message = 'workspace name is required',
       hint = 'Pass a non-blank name, e.g. select pgflight.create_workspace(''default'').';

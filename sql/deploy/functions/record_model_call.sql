@@ -35,15 +35,17 @@ declare
   v_now timestamptz := pgflight._now();
   v_run pgflight.agent_runs;
   v_usd numeric;
-  v_in bigint := coalesce((p_usage ->> 'input_tokens')::bigint, 0);
-  v_out bigint := coalesce((p_usage ->> 'output_tokens')::bigint, 0);
-  v_cw bigint := coalesce((p_usage ->> 'cache_creation_input_tokens')::bigint, 0);
-  v_cr bigint := coalesce((p_usage ->> 'cache_read_input_tokens')::bigint, 0);
+  v_in bigint := pgflight._opt_int(p_usage, 'input_tokens', 0, 0, 1000000000000, 'usage');
+  v_out bigint := pgflight._opt_int(p_usage, 'output_tokens', 0, 0, 1000000000000, 'usage');
+  v_cw bigint := pgflight._opt_int(p_usage, 'cache_creation_input_tokens', 0, 0, 1000000000000, 'usage');
+  v_cr bigint := pgflight._opt_int(p_usage, 'cache_read_input_tokens', 0, 0, 1000000000000, 'usage');
   v_mark boolean;
   v_free integer;
   v_marked text[];
   v_refusal jsonb;
 begin
+  -- every option checked against its spec first (docs/options.md; issue 14): 22023 naming the key
+  p_options := pgflight._check_options('record_model_call', p_options);
   if p_blocks is null or jsonb_typeof(p_blocks) <> 'array' then
     raise exception using errcode = '22023', message = 'blocks must be a JSON array',
       hint = 'Pass the response''s content array as returned by the Messages API.';

@@ -21,6 +21,8 @@ declare
   v_seq integer;
   v_id bigint;
 begin
+  -- every option checked against its spec first (docs/options.md; issue 14): 22023 naming the key
+  p_options := pgflight._check_options('record_trace', p_options);
   v_run := pgflight._agent_fence(p_attempt_id, p_token, p_agent_run_id, 'record_trace');
   v_seq := pgflight._opt_num(p_options, 'seq', null)::integer;
   if v_seq is null then

@@ -23,6 +23,8 @@ declare
   v_default text := coalesce(pgflight._opt_text(p_options, 'default_decision', null), 'reject');
   v_expires double precision := pgflight._opt_num(p_options, 'expires_in_s', null);
 begin
+  -- every option checked against its spec first (docs/options.md; issue 14): 22023 naming the key
+  p_options := pgflight._check_options('request_approval', p_options);
   if p_gate_key is null or btrim(p_gate_key) = '' then
     raise exception using errcode = '22023', message = 'gate key is required';
   end if;
