@@ -319,6 +319,26 @@ ALTER FUNCTION pgflight._check_arg(p_name text, p_value double precision, p_min 
 
 COMMENT ON FUNCTION pgflight._check_arg(p_name text, p_value double precision, p_min double precision, p_max double precision) IS 'Internal: 22023 unless the argument is a number within [min, max].';
 
+-- Name: _check_limit(integer); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._check_limit(p_limit integer) RETURNS integer
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO ''
+    AS $$
+begin
+  if p_limit < 0 then
+    perform pgflight._check_arg('limit', p_limit, 0, 2147483647);
+  end if;
+  return p_limit;
+end
+$$;
+
+ALTER FUNCTION pgflight._check_limit(p_limit integer) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _check_limit(p_limit integer); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._check_limit(p_limit integer) IS 'Internal: a row limit, NULL or >= 0, else 22023.';
+
 -- Name: _check_options(text, jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
 CREATE FUNCTION pgflight._check_options(p_scope text, p_options jsonb) RETURNS jsonb
@@ -1199,6 +1219,9 @@ CREATE FUNCTION pgflight._option_spec() RETURNS TABLE(scope text, key text, kind
     ('record_model_call', 'retries', 'integer', 0, 1000000, null, '0', 'Transient errors retried before this answer.'),
     ('record_model_call', 'mark_tools', 'boolean', null, null, null, 'false',
      'Also mark the response''s tool calls in flight.'),
+    ('record_orphan_cost', 'stop_reason', 'string', 0, 256, null, 'none', 'The response''s stop_reason.'),
+    ('record_orphan_cost', 'retries', 'integer', 0, 1000000, null, '0', 'Transient errors retried before this answer.'),
+    ('record_orphan_cost', 'why', 'string', 0, 1000, null, 'none', 'Why record_model_call refused it (kept in the budget log).'),
     ('record_trace', 'seq', 'integer', 0, 2147483647, null, 'next free >= 2000', 'Position in the iteration.'),
     ('record_trace', 'tool_use_id', 'string', 0, 256, null, 'none', 'The tool call this block belongs to.'),
     ('record_trace', 'tool_name', 'string', 0, 256, null, 'none', 'The tool''s name.'),
@@ -1764,7 +1787,7 @@ CREATE FUNCTION pgflight.agent_runs_by_status(p_status text DEFAULT 'succeeded':
     join pgflight.step_attempts a on a.step_id = s.id and a.attempt_no = s.last_attempt_no
    where a.status = p_status and r.id > p_after
    order by r.id
-   limit p_limit
+   limit pgflight._check_limit(p_limit)  -- 22023 for a negative limit (issue 14)
 $$;
 
 ALTER FUNCTION pgflight.agent_runs_by_status(p_status text, p_after bigint, p_limit integer) OWNER TO pgflight_owner;
@@ -1784,6 +1807,7 @@ CREATE FUNCTION pgflight.agent_transcript(p_agent_run_id bigint) RETURNS TABLE(i
          c.cache_read_tokens, c.usd, c.stop_reason
     from pgflight.traces t
     left join pgflight.costs c on c.agent_run_id = t.agent_run_id and c.iteration = t.iteration
+                                   and not c.lease_lost  -- orphan costs (record_orphan_cost) have no traces
    where t.agent_run_id = p_agent_run_id
    order by t.iteration, t.seq
 $$;
@@ -1940,7 +1964,7 @@ ALTER FUNCTION pgflight.begin_agent_run(p_attempt_id bigint, p_token bigint, p_o
 
 -- Name: FUNCTION begin_agent_run(p_attempt_id bigint, p_token bigint, p_options jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight.begin_agent_run(p_attempt_id bigint, p_token bigint, p_options jsonb) IS 'Start or resume the agent of a held step; returns (agent_run_id, created, totals, caps). Errors: ZF001, ZF002, ZF003, 22023.';
+COMMENT ON FUNCTION pgflight.begin_agent_run(p_attempt_id bigint, p_token bigint, p_options jsonb) IS 'Start or resume the agent of a held step; returns (agent_run_id, created, totals, caps). Options (docs/options.md): model, system, task, max_iterations, max_tool_calls, max_usd, max_wall_s. Errors: ZF001, ZF002, ZF003, 22023.';
 
 -- Name: cancel_run(bigint, text, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -2302,6 +2326,10 @@ CREATE FUNCTION pgflight.create_workspace(p_name text, p_options jsonb DEFAULT '
 declare
   v_id bigint;
 begin
+  if length(p_name) > 200 then
+    raise exception using errcode = '22023', message = 'workspace name is longer than 200 characters',
+      detail = format('got %s characters', length(p_name));
+  end if;
   -- every option checked against its spec first (docs/options.md; issue 14): 22023 naming the key
   p_options := pgflight._check_options('create_workspace', p_options);
   if p_name is null or btrim(p_name) = '' then
@@ -2355,6 +2383,7 @@ declare
   v_row record;
   v_reason text;
 begin
+  perform pgflight._check_limit(p_limit);  -- 22023 for a negative limit (issue 14)
   for v_row in
     select r.id from pgflight.agent_runs r
       join pgflight.step_attempts a on a.id = r.reserved_attempt_id
@@ -2410,6 +2439,7 @@ declare
   v_row record;
   v_count integer := 0;
 begin
+  perform pgflight._check_limit(p_limit);  -- 22023 for a negative limit (issue 14)
   for v_row in
     select g.id, g.default_decision from pgflight.approvals g
      where g.decision is null and g.expires_at < (select pgflight._now())
@@ -2610,6 +2640,7 @@ begin
            t.attempt_id, c.stop_reason, c.usd
       from pgflight.traces t
       left join pgflight.costs c on c.agent_run_id = t.agent_run_id and c.iteration = t.iteration
+                                   and not c.lease_lost  -- orphan costs (record_orphan_cost) have no traces
      where t.agent_run_id = v_run.id
      order by t.iteration, t.seq;
 end
@@ -2699,6 +2730,10 @@ declare
   v_ids bigint[];
   v_age double precision;
 begin
+  perform pgflight._check_limit(p_limit);  -- 22023 for a negative limit (issue 14)
+  if p_older_than_s is not null then
+    perform pgflight._check_arg('older_than_s', p_older_than_s, 0, 3153600000);
+  end if;
   v_age := coalesce(p_older_than_s, (select s.purge_after_s from pgflight.settings s));
   select array_agg(r.id) into v_ids from (
     -- a run finishes after it is created, so created_at bounds the scan (runs_created_idx)
@@ -2733,7 +2768,7 @@ COMMENT ON FUNCTION pgflight.purge_finished(p_older_than_s double precision, p_l
 CREATE FUNCTION pgflight.reclaim_expired(p_limit integer DEFAULT 1000) RETURNS integer
     LANGUAGE sql SECURITY DEFINER
     SET search_path TO ''
-    AS $$ select pgflight._reclaim(pgflight._now(), p_limit) $$;
+    AS $$ select pgflight._reclaim(pgflight._now(), pgflight._check_limit(p_limit)) $$;
 
 ALTER FUNCTION pgflight.reclaim_expired(p_limit integer) OWNER TO pgflight_owner;
 
@@ -2785,6 +2820,7 @@ CREATE FUNCTION pgflight.record_model_call(p_attempt_id bigint, p_token bigint, 
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO ''
     AS $$
+#variable_conflict use_column
 declare
   v_now timestamptz := pgflight._now();
   v_run pgflight.agent_runs;
@@ -2821,11 +2857,11 @@ begin
   values (v_run.id, p_iteration, v_run.step_id, v_run.run_id, v_run.workspace_id, p_model, v_in, v_out, v_cw, v_cr,
           v_usd, pgflight._opt_text(p_options, 'stop_reason', null),
           pgflight._opt_num(p_options, 'retries', 0)::integer, p_attempt_id, v_now)
-  on conflict on constraint one_call_per_iteration do nothing;
+  on conflict (agent_run_id, iteration) where not lease_lost do nothing;  -- tables/costs_lease_lost
   if not found then
     return query select v_run.id, p_iteration, c.usd, false, v_run.iterations, v_run.tool_calls, v_run.usd,
                         '{}'::text[]
-      from pgflight.costs c where c.agent_run_id = v_run.id and c.iteration = p_iteration;
+      from pgflight.costs c where c.agent_run_id = v_run.id and c.iteration = p_iteration and not c.lease_lost;
     return;
   end if;
 
@@ -2890,7 +2926,86 @@ ALTER FUNCTION pgflight.record_model_call(p_attempt_id bigint, p_token bigint, p
 
 -- Name: FUNCTION record_model_call(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_blocks jsonb, p_usage jsonb, p_model text, p_options jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight.record_model_call(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_blocks jsonb, p_usage jsonb, p_model text, p_options jsonb) IS 'Store a model response (traces), its usage and USD cost (costs), settle budgets and totals, and with mark_tools mark its tool calls in flight, in one transaction; returns (agent_run_id, iteration, usd, recorded, totals, marked). Errors: ZF007, ZF001, ZF002, ZF003, 22023.';
+COMMENT ON FUNCTION pgflight.record_model_call(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_blocks jsonb, p_usage jsonb, p_model text, p_options jsonb) IS 'Store a model response (traces), its usage and USD cost (costs), settle budgets and totals, and with mark_tools mark its tool calls in flight, in one transaction; returns (agent_run_id, iteration, usd, recorded, totals, marked). Options (docs/options.md): stop_reason, retries, mark_tools. Errors: ZF007, ZF001, ZF002, ZF003, 22023.';
+
+-- Name: record_orphan_cost(bigint, bigint, bigint, integer, jsonb, text, jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.record_orphan_cost(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_usage jsonb, p_model text, p_options jsonb DEFAULT '{}'::jsonb) RETURNS TABLE(agent_run_id bigint, iteration integer, usd numeric, recorded boolean)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+#variable_conflict use_column
+declare
+  v_now timestamptz := pgflight._now();
+  v_opts jsonb := pgflight._check_options('record_orphan_cost', p_options);
+  v_att record;
+  v_run pgflight.agent_runs;
+  v_usd numeric;
+  v_in bigint := pgflight._opt_int(p_usage, 'input_tokens', 0, 0, 1000000000000, 'usage');
+  v_out bigint := pgflight._opt_int(p_usage, 'output_tokens', 0, 0, 1000000000000, 'usage');
+  v_cw bigint := pgflight._opt_int(p_usage, 'cache_creation_input_tokens', 0, 0, 1000000000000, 'usage');
+  v_cr bigint := pgflight._opt_int(p_usage, 'cache_read_input_tokens', 0, 0, 1000000000000, 'usage');
+begin
+  if p_iteration is null or p_iteration < 1 then
+    raise exception using errcode = '22023', message = 'iteration must be >= 1', detail = format('got %s', p_iteration);
+  end if;
+  if p_model is null or length(p_model) not between 1 and 256 then
+    raise exception using errcode = '22023', message = 'model is required (at most 256 characters)';
+  end if;
+  select a.step_id, a.fencing_token into v_att from pgflight.step_attempts a where a.id = p_attempt_id;
+  if not found then
+    raise exception using errcode = 'ZF003', message = format('unknown attempt %s', p_attempt_id);
+  end if;
+  if v_att.fencing_token is distinct from p_token then
+    raise exception using errcode = 'ZF001', message = format('token %s was never issued to attempt %s', p_token, p_attempt_id),
+      hint = 'Pass the token of the claim that made the call.';
+  end if;
+  select r.* into v_run from pgflight.agent_runs r
+   where r.id = p_agent_run_id and r.step_id = v_att.step_id
+     for update;
+  if not found then
+    raise exception using errcode = 'ZF003',
+      message = format('unknown agent run %s for attempt %s', p_agent_run_id, p_attempt_id);
+  end if;
+  v_usd := pgflight._price_usd(p_model, coalesce(p_usage, '{}'));
+
+  insert into pgflight.costs (agent_run_id, iteration, step_id, run_id, workspace_id, model, input_tokens,
+                              output_tokens, cache_creation_tokens, cache_read_tokens, usd, stop_reason,
+                              retries, attempt_id, at, lease_lost)
+  values (v_run.id, p_iteration, v_run.step_id, v_run.run_id, v_run.workspace_id, p_model, v_in, v_out, v_cw, v_cr,
+          v_usd, v_opts ->> 'stop_reason', coalesce((v_opts ->> 'retries')::integer, 0), p_attempt_id, v_now, true)
+  on conflict (agent_run_id, iteration, attempt_id) where lease_lost do nothing;
+  if not found then
+    return query select v_run.id, p_iteration, c.usd, false from pgflight.costs c
+      where c.agent_run_id = v_run.id and c.iteration = p_iteration and c.attempt_id = p_attempt_id and c.lease_lost;
+    return;
+  end if;
+
+  if v_run.reserved_attempt_id = p_attempt_id and v_run.reserved_iteration = p_iteration then
+    perform pgflight._move_budget(v_run.reserved_budget_ids, 0, v_usd, v_run.reserved_usd, false, v_now,
+                                  'settle (lease lost)');
+    update pgflight.agent_runs r
+       set reserved_usd = 0, reserved_attempt_id = null, reserved_iteration = null, reserved_budget_ids = null
+     where r.id = v_run.id;
+  else
+    perform pgflight._move_budget(pgflight._call_budget_ids(v_run, v_now), 0, v_usd, 0, false, v_now,
+                                  format('agent_run=%s iteration=%s lease lost: %s', v_run.id, p_iteration,
+                                         coalesce(v_opts ->> 'why', 'paid call of a lost lease')));
+  end if;
+  update pgflight.agent_runs r
+     set usd = r.usd + v_usd, input_tokens = r.input_tokens + v_in, output_tokens = r.output_tokens + v_out,
+         cache_creation_tokens = r.cache_creation_tokens + v_cw, cache_read_tokens = r.cache_read_tokens + v_cr,
+         updated_at = v_now
+   where r.id = v_run.id;
+  return query select v_run.id, p_iteration, v_usd, true;
+end
+$$;
+
+ALTER FUNCTION pgflight.record_orphan_cost(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_usage jsonb, p_model text, p_options jsonb) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION record_orphan_cost(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_usage jsonb, p_model text, p_options jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.record_orphan_cost(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_usage jsonb, p_model text, p_options jsonb) IS 'Record the cost of a paid model call whose attempt lost its lease (costs.lease_lost) and charge it to the budgets, uncapped; idempotent per (agent run, iteration, attempt). Options (docs/options.md): stop_reason, retries, why. Errors: ZF001, ZF003, 22023.';
 
 -- Name: record_stale_write(bigint, bigint, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -2953,7 +3068,7 @@ ALTER FUNCTION pgflight.record_trace(p_attempt_id bigint, p_token bigint, p_agen
 
 -- Name: FUNCTION record_trace(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_role text, p_block_type text, p_content jsonb, p_options jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight.record_trace(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_role text, p_block_type text, p_content jsonb, p_options jsonb) IS 'Store one trace block (e.g. a transient API error); idempotent by seq. Errors: ZF001, ZF002, ZF003, 22023.';
+COMMENT ON FUNCTION pgflight.record_trace(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_role text, p_block_type text, p_content jsonb, p_options jsonb) IS 'Store one trace block (e.g. a transient API error); idempotent by seq. Options (docs/options.md): seq, tool_use_id, tool_name, status, tokens. Errors: ZF001, ZF002, ZF003, 22023.';
 
 -- Name: register_worker(text, jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -3091,7 +3206,7 @@ ALTER FUNCTION pgflight.request_approval(p_attempt_id bigint, p_token bigint, p_
 
 -- Name: FUNCTION request_approval(p_attempt_id bigint, p_token bigint, p_gate_key text, p_request jsonb, p_options jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight.request_approval(p_attempt_id bigint, p_token bigint, p_gate_key text, p_request jsonb, p_options jsonb) IS 'Ask for a decision at a gate: returns it at once if known, else parks the attempt in awaiting_approval (waiting = true). Errors: ZF001, ZF002, ZF003, 22023.';
+COMMENT ON FUNCTION pgflight.request_approval(p_attempt_id bigint, p_token bigint, p_gate_key text, p_request jsonb, p_options jsonb) IS 'Ask for a decision at a gate: returns it at once if known, else parks the attempt in awaiting_approval (waiting = true). Options (docs/options.md): expires_in_s, default_decision. Errors: ZF001, ZF002, ZF003, 22023.';
 
 -- Name: reserve_budget(bigint, bigint, bigint, integer, numeric); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -3586,6 +3701,7 @@ declare
   v_row record;
   v_count integer := 0;
 begin
+  perform pgflight._check_limit(p_limit);  -- 22023 for a negative limit (issue 14)
   for v_row in
     select a.step_id from pgflight.step_attempts a
       join pgflight.steps s on s.id = a.step_id
@@ -3744,6 +3860,7 @@ CREATE TABLE pgflight.costs (
     retries integer DEFAULT 0 NOT NULL,
     attempt_id bigint,
     at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
+    lease_lost boolean DEFAULT false NOT NULL,
     CONSTRAINT tokens_are_not_negative CHECK (((input_tokens >= 0) AND (output_tokens >= 0) AND (cache_creation_tokens >= 0) AND (cache_read_tokens >= 0))),
     CONSTRAINT usd_is_not_negative CHECK ((usd >= (0)::numeric))
 );
@@ -3753,6 +3870,10 @@ ALTER TABLE pgflight.costs OWNER TO pgflight_owner;
 -- Name: TABLE costs; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
 COMMENT ON TABLE pgflight.costs IS 'One row per model call: tokens (input, output, cache_creation, cache_read), usd (USD = tokens x model_prices / 1e6), the stop_reason, the transient errors retried before it (retries), and which agent, step, run and workspace it is billed to.';
+
+-- Name: COLUMN costs.lease_lost; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON COLUMN pgflight.costs.lease_lost IS 'true: a model call paid for by an attempt that had lost its lease (record_orphan_cost); charged to the budgets and run_audit, not part of the transcript.';
 
 -- Name: costs_id_seq; Type: SEQUENCE; Schema: pgflight; Owner: pgflight_owner
 
@@ -4238,6 +4359,11 @@ ALTER TABLE ONLY pgflight.traces
 ALTER TABLE ONLY pgflight.budgets
     ADD CONSTRAINT budgets_pkey PRIMARY KEY (id);
 
+-- Name: costs costs_pkey; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.costs
+    ADD CONSTRAINT costs_pkey PRIMARY KEY (id);
+
 -- Name: effects effect_key_is_unique_per_step; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
 
 ALTER TABLE ONLY pgflight.effects
@@ -4267,11 +4393,6 @@ ALTER TABLE ONLY pgflight.runs
 
 ALTER TABLE ONLY pgflight.model_prices
     ADD CONSTRAINT model_prices_pkey PRIMARY KEY (model);
-
--- Name: costs one_call_per_iteration; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
-
-ALTER TABLE ONLY pgflight.costs
-    ADD CONSTRAINT one_call_per_iteration PRIMARY KEY (agent_run_id, iteration);
 
 -- Name: runs runs_pkey; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
 
@@ -4343,6 +4464,14 @@ CREATE INDEX costs_run_idx ON pgflight.costs USING btree (run_id);
 -- Name: events_run_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
 
 CREATE INDEX events_run_idx ON pgflight.events USING btree (run_id, id);
+
+-- Name: one_call_per_iteration; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
+
+CREATE UNIQUE INDEX one_call_per_iteration ON pgflight.costs USING btree (agent_run_id, iteration) WHERE (NOT lease_lost);
+
+-- Name: one_orphan_per_attempt; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
+
+CREATE UNIQUE INDEX one_orphan_per_attempt ON pgflight.costs USING btree (agent_run_id, iteration, attempt_id) WHERE lease_lost;
 
 -- Name: runs_created_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
 
@@ -4489,6 +4618,10 @@ REVOKE ALL ON FUNCTION pgflight._cancel_tree(p_run_id bigint, p_step_id bigint, 
 -- Name: FUNCTION _check_arg(p_name text, p_value double precision, p_min double precision, p_max double precision); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
 REVOKE ALL ON FUNCTION pgflight._check_arg(p_name text, p_value double precision, p_min double precision, p_max double precision) FROM PUBLIC;
+
+-- Name: FUNCTION _check_limit(p_limit integer); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._check_limit(p_limit integer) FROM PUBLIC;
 
 -- Name: FUNCTION _check_options(p_scope text, p_options jsonb); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
@@ -4784,6 +4917,11 @@ GRANT ALL ON FUNCTION pgflight.record_effect(p_attempt_id bigint, p_token bigint
 
 REVOKE ALL ON FUNCTION pgflight.record_model_call(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_blocks jsonb, p_usage jsonb, p_model text, p_options jsonb) FROM PUBLIC;
 GRANT ALL ON FUNCTION pgflight.record_model_call(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_blocks jsonb, p_usage jsonb, p_model text, p_options jsonb) TO pgflight_worker;
+
+-- Name: FUNCTION record_orphan_cost(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_usage jsonb, p_model text, p_options jsonb); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.record_orphan_cost(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_usage jsonb, p_model text, p_options jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.record_orphan_cost(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_usage jsonb, p_model text, p_options jsonb) TO pgflight_worker;
 
 -- Name: FUNCTION record_stale_write(p_attempt_id bigint, p_token bigint, p_operation text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 

@@ -9,7 +9,9 @@ the key), and a poisoned row that a sweep ends alone.
 
 from __future__ import annotations
 
+import importlib.util
 import threading
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -311,3 +313,85 @@ def test_case7_integers_one_rule_on_submit_and_spawn(conn: Conn) -> None:
         "max_attempts": 3,
         "priority": 2,
     }
+
+
+# --- one catalogue of options: docs/options.md and every COMMENT ------------------------------
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_options_doc_is_generated_from_the_catalogue_and_current(dsn: str) -> None:
+    spec = importlib.util.spec_from_file_location("options_doc", ROOT / "scripts" / "options_doc.py")
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert (ROOT / "docs" / "options.md").read_text() == mod.render(dsn), "run scripts/dump_schema"
+
+
+def test_every_option_is_documented_in_its_functions_comment(conn: Conn) -> None:
+    missing = rows(
+        conn,
+        r"""
+        select f.fn, s.key
+          from pgflight._option_spec() s
+          cross join lateral unnest(case s.scope when 'step' then array['submit_run', 'spawn_children']
+                                                 when 'backoff' then array['submit_run']
+                                                 else array[s.scope] end) as f(fn)
+         where not exists (select from pg_proc p
+                            where p.pronamespace = 'pgflight'::regnamespace and p.proname = f.fn
+                              and obj_description(p.oid, 'pg_proc') ~ ('\m' || s.key || '\M'))
+         order by 1, 2
+        """,
+    )
+    assert missing == []
+
+
+# --- costs of paid calls whose lease was lost ---------------------------------------------------
+
+
+def test_paid_call_of_a_lost_lease_is_in_costs_and_budgets(conn: Conn) -> None:
+    """record_model_call refuses a lost lease (ZF001); record_orphan_cost keeps the spend, marked lease_lost."""
+    setup_engine(conn)
+    w = register(conn)
+    set_clock(conn, 0)
+    s = submit(conn, "agent", lease_s=1, max_usd=10)
+    c = claim_one(conn, w, 30, ["agent"])
+    ar = scalar(
+        conn,
+        "select agent_run_id from pgflight.begin_agent_run(%s, %s, %s)",
+        [c.attempt_id, c.token, Jsonb({"model": "claude-haiku-4-5", "task": "t"})],
+    )
+    set_clock(conn, 5)
+    conn.execute("select pgflight.run_sweeps()")  # the lease lapsed while the model answered
+    usage = Jsonb({"input_tokens": 1000000, "output_tokens": 0})
+    blocks = Jsonb([{"type": "text", "text": "hi"}])
+    e = _error(
+        lambda: conn.execute(
+            "select * from pgflight.record_model_call(%s, %s, %s, 1, %s, %s, 'claude-haiku-4-5')",
+            [c.attempt_id, c.token, ar, blocks, usage],
+        )
+    )
+    assert e.sqlstate == "ZF001"
+    sql = "select * from pgflight.record_orphan_cost(%s, %s, %s, 1, %s, 'claude-haiku-4-5', %s)"
+    first = one(conn, sql, [c.attempt_id, c.token, ar, usage, Jsonb({"why": "LeaseLost"})])
+    assert first["recorded"] and first["usd"] > 0
+    assert not one(conn, sql, [c.attempt_id, c.token, ar, usage, Jsonb({})])["recorded"]  # idempotent
+    cost = one(conn, "select usd, lease_lost from pgflight.costs where agent_run_id = %s", [ar])
+    assert cost == {"usd": first["usd"], "lease_lost": True}
+    assert scalar(conn, "select usd from pgflight.agent_runs where id = %s", [ar]) == first["usd"]
+    spent = scalar(conn, "select sum(spent_usd) from pgflight.budgets where run_id = %s", [s.run_id])
+    assert spent == first["usd"]
+    # the iteration is still open for the next holder: its own record_model_call is not "already recorded"
+    set_clock(conn, 10)
+    c2 = claim_one(conn, w, 30, ["agent"])
+    conn.execute("select * from pgflight.begin_agent_run(%s, %s, '{}')", [c2.attempt_id, c2.token])
+    rec = one(
+        conn,
+        "select * from pgflight.record_model_call(%s, %s, %s, 1, %s, %s, 'claude-haiku-4-5')",
+        [c2.attempt_id, c2.token, ar, blocks, usage],
+    )
+    assert rec["recorded"]
+    assert scalar(conn, "select count(*) from pgflight.agent_transcript(%s) where iteration = 1", [ar]) == 1
+    # a token never issued to the attempt is refused
+    e = _error(lambda: conn.execute(sql, [c.attempt_id, c.token + 999, ar, usage, Jsonb({})]))
+    assert e.sqlstate == "ZF001"

@@ -17,7 +17,7 @@ as $$
     join pgflight.step_attempts a on a.step_id = s.id and a.attempt_no = s.last_attempt_no
    where a.status = p_status and r.id > p_after
    order by r.id
-   limit p_limit
+   limit pgflight._check_limit(p_limit)  -- 22023 for a negative limit (issue 14)
 $$;
 comment on function pgflight.agent_runs_by_status(text, bigint, integer) is
   'Read: agent runs whose step status is p_status, keyset-paged by agent run id.';

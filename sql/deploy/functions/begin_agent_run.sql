@@ -109,6 +109,7 @@ end
 $$;
 comment on function pgflight.begin_agent_run(bigint, bigint, jsonb) is
   'Start or resume the agent of a held step; returns (agent_run_id, created, totals, caps). '
+  'Options (docs/options.md): model, system, task, max_iterations, max_tool_calls, max_usd, max_wall_s. '
   'Errors: ZF001, ZF002, ZF003, 22023.';
 grant execute on function pgflight.begin_agent_run(bigint, bigint, jsonb) to pgflight_worker;
 

@@ -13,6 +13,10 @@ as $$
 declare
   v_id bigint;
 begin
+  if length(p_name) > 200 then
+    raise exception using errcode = '22023', message = 'workspace name is longer than 200 characters',
+      detail = format('got %s characters', length(p_name));
+  end if;
   -- every option checked against its spec first (docs/options.md; issue 14): 22023 naming the key
   p_options := pgflight._check_options('create_workspace', p_options);
   if p_name is null or btrim(p_name) = '' then

@@ -12,6 +12,7 @@ declare
   v_row record;
   v_count integer := 0;
 begin
+  perform pgflight._check_limit(p_limit);  -- 22023 for a negative limit (issue 14)
   for v_row in
     select g.id, g.default_decision from pgflight.approvals g
      where g.decision is null and g.expires_at < (select pgflight._now())

@@ -10,7 +10,7 @@ create or replace function pgflight.reclaim_expired(p_limit integer default 1000
 returns integer
 language sql volatile security definer
 set search_path = ''
-as $$ select pgflight._reclaim(pgflight._now(), p_limit) $$;
+as $$ select pgflight._reclaim(pgflight._now(), pgflight._check_limit(p_limit)) $$;  -- 22023 for a negative limit
 comment on function pgflight.reclaim_expired(integer) is
   'Sweep: reclaim expired leases and overrun deadlines, at most p_limit; returns the count.';
 grant execute on function pgflight.reclaim_expired(integer) to pgflight_operator;

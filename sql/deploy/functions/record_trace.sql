@@ -53,7 +53,8 @@ begin
 end
 $$;
 comment on function pgflight.record_trace(bigint, bigint, bigint, integer, text, text, jsonb, jsonb) is
-  'Store one trace block (e.g. a transient API error); idempotent by seq. Errors: ZF001, ZF002, ZF003, 22023.';
+  'Store one trace block (e.g. a transient API error); idempotent by seq. Options (docs/options.md): seq, '
+  'tool_use_id, tool_name, status, tokens. Errors: ZF001, ZF002, ZF003, 22023.';
 grant execute on function pgflight.record_trace(bigint, bigint, bigint, integer, text, text, jsonb, jsonb) to pgflight_worker;
 
 commit;

@@ -57,7 +57,8 @@ end
 $$;
 comment on function pgflight.request_approval(bigint, bigint, text, jsonb, jsonb) is
   'Ask for a decision at a gate: returns it at once if known, else parks the attempt in '
-  'awaiting_approval (waiting = true). Errors: ZF001, ZF002, ZF003, 22023.';
+  'awaiting_approval (waiting = true). Options (docs/options.md): expires_in_s, default_decision. '
+  'Errors: ZF001, ZF002, ZF003, 22023.';
 grant execute on function pgflight.request_approval(bigint, bigint, text, jsonb, jsonb) to pgflight_worker;
 
 commit;

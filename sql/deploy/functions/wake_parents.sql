@@ -13,6 +13,7 @@ declare
   v_row record;
   v_count integer := 0;
 begin
+  perform pgflight._check_limit(p_limit);  -- 22023 for a negative limit (issue 14)
   for v_row in
     select a.step_id from pgflight.step_attempts a
       join pgflight.steps s on s.id = a.step_id

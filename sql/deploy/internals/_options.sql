@@ -1,8 +1,7 @@
 -- Deploy pgflight:internals/_options
 -- Defines: _option_spec(), _bad_option(), _opt_bool(), _opt_int(), _opt_number(), _opt_interval(),
 -- _opt_string(), _check_options(), _check_arg(), _opt_clamped(), _opt_num(), _opt_text(),
--- _require_positive(), _backoff_s(), _bad_child_options(), plus the caps MAX_LEASE_S etc. as
--- _limit().
+-- _require_positive(), _backoff_s(), _bad_child_options(), _check_limit(), _limit().
 -- Option parsing in one place (issue 12, issue 14 case 7): the catalogue of every option of every
 -- API function (_option_spec: the single source of validation and of docs/options.md), the
 -- typed readers with bounds, the one validator every API function runs on its options, and the
@@ -95,6 +94,9 @@ as $$
     ('record_model_call', 'retries', 'integer', 0, 1000000, null, '0', 'Transient errors retried before this answer.'),
     ('record_model_call', 'mark_tools', 'boolean', null, null, null, 'false',
      'Also mark the response''s tool calls in flight.'),
+    ('record_orphan_cost', 'stop_reason', 'string', 0, 256, null, 'none', 'The response''s stop_reason.'),
+    ('record_orphan_cost', 'retries', 'integer', 0, 1000000, null, '0', 'Transient errors retried before this answer.'),
+    ('record_orphan_cost', 'why', 'string', 0, 1000, null, 'none', 'Why record_model_call refused it (kept in the budget log).'),
     ('record_trace', 'seq', 'integer', 0, 2147483647, null, 'next free >= 2000', 'Position in the iteration.'),
     ('record_trace', 'tool_use_id', 'string', 0, 256, null, 'none', 'The tool call this block belongs to.'),
     ('record_trace', 'tool_name', 'string', 0, 256, null, 'none', 'The tool''s name.'),
@@ -329,6 +331,22 @@ end
 $$;
 comment on function pgflight._check_arg(text, double precision, double precision, double precision) is
   'Internal: 22023 unless the argument is a number within [min, max].';
+
+-- A row limit argument (sweeps, paged reads): NULL or 0 to 2^31-1, else 22023 (a negative
+-- LIMIT would raise 2201W inside the function). Returns it, for use in LIMIT.
+create or replace function pgflight._check_limit(p_limit integer)
+returns integer
+language plpgsql immutable
+set search_path = ''
+as $$
+begin
+  if p_limit < 0 then
+    perform pgflight._check_arg('limit', p_limit, 0, 2147483647);
+  end if;
+  return p_limit;
+end
+$$;
+comment on function pgflight._check_limit(integer) is 'Internal: a row limit, NULL or >= 0, else 22023.';
 
 -- For reading stored options in a sweep or a claim: never raises. A JSON number is clamped into
 -- [min, max]; anything else (a string "5" stored before options were checked) gives the default.

@@ -5,6 +5,7 @@
 begin;
 set local role pgflight_owner;
 drop function pgflight._opt_clamped(jsonb, text, double precision, numeric, numeric);
+drop function pgflight._check_limit(integer);
 drop function pgflight._check_arg(text, double precision, double precision, double precision);
 drop function pgflight._check_options(text, jsonb);
 drop function pgflight._opt_string(jsonb, text, text, integer, integer, text);

@@ -115,6 +115,17 @@ declare
   v_config text[];
 begin
   select p.proconfig into v_config
+    from pg_catalog.pg_proc p where p.oid = 'pgflight._check_limit(integer)'::regprocedure;
+  if v_config is distinct from array['search_path=""']::text[] then
+    raise exception 'pgflight._check_limit(integer) has settings %, expected %', v_config, array['search_path=""']::text[];
+  end if;
+end
+$verify$;
+do $verify$
+declare
+  v_config text[];
+begin
+  select p.proconfig into v_config
     from pg_catalog.pg_proc p where p.oid = 'pgflight._opt_clamped(jsonb, text, double precision, numeric, numeric)'::regprocedure;
   if v_config is distinct from array['search_path=""']::text[] then
     raise exception 'pgflight._opt_clamped(jsonb, text, double precision, numeric, numeric) has settings %, expected %', v_config, array['search_path=""']::text[];
