@@ -58,7 +58,10 @@ API: list[tuple[str, list[str]]] = [
     ("record_stale_write", ["attempt", "token", "text"]),
     ("begin_agent_run", ["attempt", "token", "opts:begin_agent_run"]),
     ("reserve_budget", ["attempt", "token", "agent", "int4", "numeric"]),
-    ("record_model_call", ["attempt", "token", "agent", "int4", "jsonb", "jsonb", "text", "opts:record_model_call"]),
+    (
+        "record_model_call",
+        ["attempt", "token", "agent", "int4", "jsonb", "jsonb", "text", "opts:record_model_call"],
+    ),
     ("record_orphan_cost", ["attempt", "token", "agent", "int4", "jsonb", "text", "opts:record_orphan_cost"]),
     ("record_trace", ["attempt", "token", "agent", "int4", "text", "text", "jsonb", "opts:record_trace"]),
     ("mark_tool_call", ["attempt", "token", "agent", "text"]),
@@ -98,7 +101,11 @@ json_values = st.one_of(
     st.sampled_from(JSON_SCALARS),
     st.just(_deep(200)),
     st.lists(st.sampled_from(JSON_SCALARS), max_size=3),
-    st.dictionaries(st.sampled_from(["type", "key", "recipe", "input", "id", "x"]), st.sampled_from(JSON_SCALARS), max_size=3),
+    st.dictionaries(
+        st.sampled_from(["type", "key", "recipe", "input", "id", "x"]),
+        st.sampled_from(JSON_SCALARS),
+        max_size=3,
+    ),
 )
 
 
@@ -121,7 +128,13 @@ class Ctx:
         s = submit(c, "fuzz-held", workspace="held")
         w = int(scalar(c, "select pgflight.register_worker('fuzz-holder')"))
         h = claim_one(c, w, 600, ["fuzz-held"])
-        self.attempt, self.token, self.step, self.run, self.worker = h.attempt_id, h.token, s.step_id, s.run_id, w
+        self.attempt, self.token, self.step, self.run, self.worker = (
+            h.attempt_id,
+            h.token,
+            s.step_id,
+            s.run_id,
+            w,
+        )
         self.agent = scalar(
             c,
             "select agent_run_id from pgflight.begin_agent_run(%s, %s, %s)",
@@ -130,7 +143,7 @@ class Ctx:
 
 
 def _opts(scope: str, keys: dict[str, list[str]]) -> st.SearchStrategy[Any]:
-    known = keys.get(scope, []) + ["maxattempts", "retry_after", "", "x" * 300]
+    known = [*keys.get(scope, []), "maxattempts", "retry_after", "", "x" * 300]
     obj = st.dictionaries(st.sampled_from(known), json_values, max_size=4)
     return st.one_of(obj, obj, st.sampled_from([None, [], "x", 1, True]))
 
@@ -138,7 +151,14 @@ def _opts(scope: str, keys: dict[str, list[str]]) -> st.SearchStrategy[Any]:
 def _arg(kind: str, ctx: Ctx, keys: dict[str, list[str]]) -> st.SearchStrategy[Any]:
     if kind.startswith("opts:"):
         return _opts(kind[5:], keys).map(lambda v: None if v is None else Jsonb(v))
-    ref = {"attempt": "attempt", "token": "token", "step": "step", "run": "run", "worker": "worker", "agent": "agent"}
+    ref = {
+        "attempt": "attempt",
+        "token": "token",
+        "step": "step",
+        "run": "run",
+        "worker": "worker",
+        "agent": "agent",
+    }
     if kind in ref:
         return st.one_of(st.sampled_from(INT8), st.just(ref[kind]).map(lambda k: getattr(ctx, k)))
     if kind in ("attempt[]", "token[]"):
@@ -157,7 +177,10 @@ def _arg(kind: str, ctx: Ctx, keys: dict[str, list[str]]) -> st.SearchStrategy[A
             json_values,
             st.lists(
                 st.fixed_dictionaries(
-                    {"key": st.sampled_from(["a", "b", "", "x" * 1000]), "recipe": st.sampled_from(["fuzz-child", ""])},
+                    {
+                        "key": st.sampled_from(["a", "b", "", "x" * 1000]),
+                        "recipe": st.sampled_from(["fuzz-child", ""]),
+                    },
                     optional={"options": _opts("step", keys), "input": json_values},
                 ),
                 max_size=3,
@@ -172,7 +195,10 @@ def _unrelated_work(conn: Conn) -> None:
     s = submit(conn, "bystander", {"n": 1}, workspace="bystanders")
     c = claim_one(conn, w, 30, ["bystander"])
     complete(conn, c, {"ok": True})
-    assert one(conn, "select status from pgflight.step_attempts where id = %s", [s.attempt_id])["status"] == "succeeded"
+    assert (
+        one(conn, "select status from pgflight.step_attempts where id = %s", [s.attempt_id])["status"]
+        == "succeeded"
+    )
     conn.execute("select pgflight.run_sweeps()")
 
 
@@ -186,7 +212,9 @@ def _describe(v: Any) -> str:
     return text if len(text) < 200 else f"{text[:60]}...<{len(text)} chars>"
 
 
-def test_api_fuzz_only_22023_or_zf_and_unrelated_work_flows(conn: Conn, capsys: pytest.CaptureFixture[str]) -> None:
+def test_api_fuzz_only_22023_or_zf_and_unrelated_work_flows(
+    conn: Conn, capsys: pytest.CaptureFixture[str]
+) -> None:
     setup_engine(conn)
     setup_engine(conn, "bystanders")
     setup_engine(conn, "held")
@@ -215,7 +243,8 @@ def test_api_fuzz_only_22023_or_zf_and_unrelated_work_flows(conn: Conn, capsys: 
         _unrelated_work(conn)
 
     strategies: list[tuple[str, list[str], Callable[[], st.SearchStrategy[list[Any]]]]] = [
-        (fn, kinds, lambda kinds=kinds: st.tuples(*(_arg(k, ctx, keys) for k in kinds)).map(list)) for fn, kinds in API
+        (fn, kinds, lambda kinds=kinds: st.tuples(*(_arg(k, ctx, keys) for k in kinds)).map(list))
+        for fn, kinds in API
     ]
 
     @settings(max_examples=450, deadline=None, suppress_health_check=list(HealthCheck), database=None)

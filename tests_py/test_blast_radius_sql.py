@@ -68,7 +68,9 @@ def test_case1_backoff_saturates_after_1024_fast_retries_then_a_lapse(conn: Conn
     conn.execute("select pgflight.run_sweeps()")
     a = attempt(conn, last.attempt_id)
     assert (a["status"], a["reason"]) == ("lease_expired", "lease_expired")
-    nxt = one(conn, "select * from pgflight.step_attempts where step_id = %s and status = 'queued'", [s.step_id])
+    nxt = one(
+        conn, "select * from pgflight.step_attempts where step_id = %s and status = 'queued'", [s.step_id]
+    )
     delay = (nxt["available_after"] - nxt["created_at"]).total_seconds()
     assert 300 * 0.8 - 0.01 <= delay <= 300 * 1.2 + 0.01, delay  # saturated at max_s 300 (+/- jitter)
     # and fail_step without retry_after_s on attempt 1026 uses the same saturated backoff
@@ -100,7 +102,13 @@ def test_case1_child_with_tiny_lease_and_huge_backoff_refused_naming_child_and_k
     w = register(conn)
     submit(conn, "parent")
     p = claim_one(conn, w, 30, ["parent"])
-    children = [{"key": "c", "recipe": "child", "options": {"lease_s": 0.001, "backoff": {"base_s": 1e300, "max_s": 1e300}}}]
+    children = [
+        {
+            "key": "c",
+            "recipe": "child",
+            "options": {"lease_s": 0.001, "backoff": {"base_s": 1e300, "max_s": 1e300}},
+        }
+    ]
     e = _error(
         lambda: conn.execute(
             "select * from pgflight.spawn_children(%s, %s, %s)", [p.attempt_id, p.token, Jsonb(children)]
@@ -119,7 +127,7 @@ def test_case1_rows_stored_before_validation_cannot_stop_claims_or_sweeps(conn: 
     bad = submit(conn, "old")
     conn.execute(
         "update pgflight.steps set lease_s = 1e13, max_runtime_s = 1e300, max_attempts = 5000,"
-        " backoff = '{\"base_s\": \"5\", \"factor\": 1e300, \"max_s\": 1e300}' where id = %s",
+        ' backoff = \'{"base_s": "5", "factor": 1e300, "max_s": 1e300}\' where id = %s',
         [bad.step_id],
     )
     c = claim(conn, w, 1, 30, ["old"])[0]  # lease clamped to 7 days, deadline to 365 days
@@ -143,10 +151,13 @@ def test_a_row_that_still_raises_in_a_sweep_ends_alone_with_its_error(conn: Conn
         f"""
         create function public.boom() returns trigger language plpgsql as $$
         begin
-          if new.step_id = {poison.step_id} then raise exception 'disk quota of step {poison.step_id}'; end if;
+          if new.step_id = {poison.step_id} then
+            raise exception 'disk quota of step {poison.step_id}';
+          end if;
           return new;
         end $$;
-        create trigger boom before insert on pgflight.step_attempts for each row execute function public.boom();
+        create trigger boom before insert on pgflight.step_attempts
+          for each row execute function public.boom();
         """
     )
     set_clock(conn, 5)
@@ -154,9 +165,14 @@ def test_a_row_that_still_raises_in_a_sweep_ends_alone_with_its_error(conn: Conn
     p = attempt(conn, cp.attempt_id)
     assert (p["status"], p["reason"]) == ("dead_letter", "engine_error")
     assert "disk quota" in p["error"]["message"] and p["error"]["sqlstate"] == "P0001"
-    assert scalar(
-        conn, "select count(*) from pgflight.events where attempt_id = %s and reason = 'engine_error'", [cp.attempt_id]
-    ) == 1
+    assert (
+        scalar(
+            conn,
+            "select count(*) from pgflight.events where attempt_id = %s and reason = 'engine_error'",
+            [cp.attempt_id],
+        )
+        == 1
+    )
     assert attempt(conn, ch.attempt_id)["status"] == "lease_expired"  # reclaimed normally, retry queued
     assert scalar(conn, "select status from pgflight.runs where id = %s", [healthy.run_id]) == "running"
     conn.execute("drop trigger boom on pgflight.step_attempts")
@@ -199,7 +215,11 @@ def test_case2_nul_and_oversized_results_fail_only_their_own_step(conn: Conn) ->
     got = rows(
         conn,
         "select * from pgflight.complete_batch(%s::bigint[], %s::bigint[], %s::text[])",
-        [[c.attempt_id for c in cs], [c.token for c in cs], ['{"a": "\\u0000"}', '{"ok": 1}', '{"big": "' + "x" * 2000 + '"}']],
+        [
+            [c.attempt_id for c in cs],
+            [c.token for c in cs],
+            ['{"a": "\\u0000"}', '{"ok": 1}', '{"big": "' + "x" * 2000 + '"}'],
+        ],
     )
     assert [r["outcome"] for r in got] == ["failed", "succeeded", "failed"]
     assert attempt(conn, cs[0].attempt_id)["error"]["sqlstate"] == "22P05"
@@ -219,7 +239,9 @@ def test_case2_nul_and_oversized_results_fail_only_their_own_step(conn: Conn) ->
 # --- case 6: lock order of the fail-fast cascade -----------------------------------------------
 
 
-def test_case6_fail_fast_cascade_does_not_deadlock_with_a_sibling_completion(conn: Conn, connect: Any) -> None:
+def test_case6_fail_fast_cascade_does_not_deadlock_with_a_sibling_completion(
+    conn: Conn, connect: Any
+) -> None:
     setup_engine(conn)
     w = register(conn)
     a = connect(10)
@@ -237,13 +259,13 @@ def test_case6_fail_fast_cascade_does_not_deadlock_with_a_sibling_completion(con
         b.execute("select * from pgflight.heartbeat(%s, %s, %s)", [w, [c2.attempt_id], [c2.token]])
         errors: list[BaseException] = []
 
-        def fail_child1(c1: Any = c1) -> None:
+        def fail_child1(c1: Any = c1, errors: list[BaseException] = errors) -> None:
             try:
                 a.execute(
                     "select * from pgflight.fail_step(%s, %s, %s, %s)",
                     [c1.attempt_id, c1.token, Jsonb({"message": "boom"}), Jsonb({"retryable": False})],
                 )
-            except BaseException as e:  # noqa: BLE001 - reported below
+            except BaseException as e:  # reported below
                 errors.append(e)
 
         t = threading.Thread(target=fail_child1)
@@ -251,7 +273,11 @@ def test_case6_fail_fast_cascade_does_not_deadlock_with_a_sibling_completion(con
         # barrier: A is waiting on a lock (child 2's attempt) before B completes child 2
         a_pid = a.info.backend_pid
         for _ in range(500):
-            if scalar(watch, "select wait_event_type is not distinct from 'Lock' from pg_stat_activity where pid = %s", [a_pid]):
+            if scalar(
+                watch,
+                "select wait_event_type is not distinct from 'Lock' from pg_stat_activity where pid = %s",
+                [a_pid],
+            ):
                 break
             threading.Event().wait(0.01)
         try:
@@ -350,7 +376,7 @@ def test_every_option_is_documented_in_its_functions_comment(conn: Conn) -> None
 
 
 def test_paid_call_of_a_lost_lease_is_in_costs_and_budgets(conn: Conn) -> None:
-    """record_model_call refuses a lost lease (ZF001); record_orphan_cost keeps the spend, marked lease_lost."""
+    """record_model_call refuses a lost lease (ZF001); record_orphan_cost keeps the spend (lease_lost)."""
     setup_engine(conn)
     w = register(conn)
     set_clock(conn, 0)
