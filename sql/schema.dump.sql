@@ -2295,6 +2295,9 @@ declare
   v_stored text[];
   v_refusal jsonb;
 begin
+  if p_est_usd is not null then  -- bounded, so the budgets' numeric(16, 8) cannot overflow (issue 14)
+    perform pgflight._check_arg('est_usd', p_est_usd, 0, 1000000);
+  end if;
   if p_next_iteration is not null and (p_next_iteration < 1 or p_est_usd is null or p_est_usd < 0) then
     raise exception using errcode = '22023', message = 'next iteration must be >= 1 and est_usd >= 0',
       detail = format('next iteration %s, est_usd %s', p_next_iteration, p_est_usd);
@@ -2790,6 +2793,10 @@ begin
     raise exception using errcode = '22023', message = 'effect key is required',
       hint = 'Pass a key that names the effect within its step, e.g. ''charge-invoice-42''.';
   end if;
+  if length(p_key) > 500 then  -- the effects check constraint, as 22023 (issue 14)
+    raise exception using errcode = '22023', message = 'effect key is longer than 500 characters',
+      detail = format('got %s characters', length(p_key)), hint = 'Use a shorter key, e.g. a hash of the long one.';
+  end if;
   select a.id, a.step_id, a.status, a.fencing_token into v_att
     from pgflight.step_attempts a where a.id = p_attempt_id;
   if not found or v_att.fencing_token is distinct from p_token then
@@ -2825,10 +2832,10 @@ declare
   v_now timestamptz := pgflight._now();
   v_run pgflight.agent_runs;
   v_usd numeric;
-  v_in bigint := pgflight._opt_int(p_usage, 'input_tokens', 0, 0, 1000000000000, 'usage');
-  v_out bigint := pgflight._opt_int(p_usage, 'output_tokens', 0, 0, 1000000000000, 'usage');
-  v_cw bigint := pgflight._opt_int(p_usage, 'cache_creation_input_tokens', 0, 0, 1000000000000, 'usage');
-  v_cr bigint := pgflight._opt_int(p_usage, 'cache_read_input_tokens', 0, 0, 1000000000000, 'usage');
+  v_in bigint := pgflight._opt_int(p_usage, 'input_tokens', 0, 0, 10000000000, 'usage');
+  v_out bigint := pgflight._opt_int(p_usage, 'output_tokens', 0, 0, 10000000000, 'usage');
+  v_cw bigint := pgflight._opt_int(p_usage, 'cache_creation_input_tokens', 0, 0, 10000000000, 'usage');
+  v_cr bigint := pgflight._opt_int(p_usage, 'cache_read_input_tokens', 0, 0, 10000000000, 'usage');
   v_mark boolean;
   v_free integer;
   v_marked text[];
@@ -2941,10 +2948,10 @@ declare
   v_att record;
   v_run pgflight.agent_runs;
   v_usd numeric;
-  v_in bigint := pgflight._opt_int(p_usage, 'input_tokens', 0, 0, 1000000000000, 'usage');
-  v_out bigint := pgflight._opt_int(p_usage, 'output_tokens', 0, 0, 1000000000000, 'usage');
-  v_cw bigint := pgflight._opt_int(p_usage, 'cache_creation_input_tokens', 0, 0, 1000000000000, 'usage');
-  v_cr bigint := pgflight._opt_int(p_usage, 'cache_read_input_tokens', 0, 0, 1000000000000, 'usage');
+  v_in bigint := pgflight._opt_int(p_usage, 'input_tokens', 0, 0, 10000000000, 'usage');
+  v_out bigint := pgflight._opt_int(p_usage, 'output_tokens', 0, 0, 10000000000, 'usage');
+  v_cw bigint := pgflight._opt_int(p_usage, 'cache_creation_input_tokens', 0, 0, 10000000000, 'usage');
+  v_cr bigint := pgflight._opt_int(p_usage, 'cache_read_input_tokens', 0, 0, 10000000000, 'usage');
 begin
   if p_iteration is null or p_iteration < 1 then
     raise exception using errcode = '22023', message = 'iteration must be >= 1', detail = format('got %s', p_iteration);
@@ -3219,6 +3226,9 @@ declare
   v_run pgflight.agent_runs;
   v_refusal jsonb;
 begin
+  if p_est_usd is not null then  -- bounded, so the budgets' numeric(16, 8) cannot overflow (issue 14)
+    perform pgflight._check_arg('est_usd', p_est_usd, 0, 1000000);
+  end if;
   if p_est_usd is null or p_est_usd < 0 or p_iteration is null or p_iteration < 1 then
     raise exception using errcode = '22023', message = 'iteration must be >= 1 and est_usd >= 0',
       detail = format('iteration %s, est_usd %s', p_iteration, p_est_usd);

@@ -39,10 +39,10 @@ declare
   v_now timestamptz := pgflight._now();
   v_run pgflight.agent_runs;
   v_usd numeric;
-  v_in bigint := pgflight._opt_int(p_usage, 'input_tokens', 0, 0, 1000000000000, 'usage');
-  v_out bigint := pgflight._opt_int(p_usage, 'output_tokens', 0, 0, 1000000000000, 'usage');
-  v_cw bigint := pgflight._opt_int(p_usage, 'cache_creation_input_tokens', 0, 0, 1000000000000, 'usage');
-  v_cr bigint := pgflight._opt_int(p_usage, 'cache_read_input_tokens', 0, 0, 1000000000000, 'usage');
+  v_in bigint := pgflight._opt_int(p_usage, 'input_tokens', 0, 0, 10000000000, 'usage');
+  v_out bigint := pgflight._opt_int(p_usage, 'output_tokens', 0, 0, 10000000000, 'usage');
+  v_cw bigint := pgflight._opt_int(p_usage, 'cache_creation_input_tokens', 0, 0, 10000000000, 'usage');
+  v_cr bigint := pgflight._opt_int(p_usage, 'cache_read_input_tokens', 0, 0, 10000000000, 'usage');
   v_mark boolean;
   v_free integer;
   v_marked text[];

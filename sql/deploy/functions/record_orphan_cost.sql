@@ -30,10 +30,10 @@ declare
   v_att record;
   v_run pgflight.agent_runs;
   v_usd numeric;
-  v_in bigint := pgflight._opt_int(p_usage, 'input_tokens', 0, 0, 1000000000000, 'usage');
-  v_out bigint := pgflight._opt_int(p_usage, 'output_tokens', 0, 0, 1000000000000, 'usage');
-  v_cw bigint := pgflight._opt_int(p_usage, 'cache_creation_input_tokens', 0, 0, 1000000000000, 'usage');
-  v_cr bigint := pgflight._opt_int(p_usage, 'cache_read_input_tokens', 0, 0, 1000000000000, 'usage');
+  v_in bigint := pgflight._opt_int(p_usage, 'input_tokens', 0, 0, 10000000000, 'usage');
+  v_out bigint := pgflight._opt_int(p_usage, 'output_tokens', 0, 0, 10000000000, 'usage');
+  v_cw bigint := pgflight._opt_int(p_usage, 'cache_creation_input_tokens', 0, 0, 10000000000, 'usage');
+  v_cr bigint := pgflight._opt_int(p_usage, 'cache_read_input_tokens', 0, 0, 10000000000, 'usage');
 begin
   if p_iteration is null or p_iteration < 1 then
     raise exception using errcode = '22023', message = 'iteration must be >= 1', detail = format('got %s', p_iteration);
