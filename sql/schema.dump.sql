@@ -120,20 +120,33 @@ COMMENT ON FUNCTION pgflight._agent_fence(p_attempt_id bigint, p_token bigint, p
 -- Name: _backoff_s(integer, jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
 CREATE FUNCTION pgflight._backoff_s(p_failed integer, p_backoff jsonb) RETURNS double precision
-    LANGUAGE sql
+    LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-  select greatest(0, least(pgflight._opt_num(p_backoff, 'max_s', 300),
-                           pgflight._opt_num(p_backoff, 'base_s', 1)
-                           * power(pgflight._opt_num(p_backoff, 'factor', 2), greatest(p_failed - 1, 0)))
-              * (1 + pgflight._opt_num(p_backoff, 'jitter', 0.2) * (2 * random() - 1)))
+declare
+  v_base double precision := pgflight._opt_clamped(p_backoff, 'base_s', 1, 0, 86400);
+  v_factor double precision := pgflight._opt_clamped(p_backoff, 'factor', 2, 1, 100);
+  v_max double precision := pgflight._opt_clamped(p_backoff, 'max_s', 300, 0, 2592000);
+  v_jitter double precision := pgflight._opt_clamped(p_backoff, 'jitter', 0.2, 0, 1);
+  v_n double precision := greatest(coalesce(p_failed, 1) - 1, 0);
+  v_delay double precision;
+begin
+  if v_base <= 0 or v_max <= 0 then
+    v_delay := 0;
+  elsif ln(v_base) + v_n * ln(v_factor) >= ln(v_max) then
+    v_delay := v_max;
+  else
+    v_delay := v_base * power(v_factor, v_n);
+  end if;
+  return least(greatest(v_delay * (1 + v_jitter * (2 * random() - 1)), 0), pgflight._limit('delay_s'));
+end
 $$;
 
 ALTER FUNCTION pgflight._backoff_s(p_failed integer, p_backoff jsonb) OWNER TO pgflight_owner;
 
 -- Name: FUNCTION _backoff_s(p_failed integer, p_backoff jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight._backoff_s(p_failed integer, p_backoff jsonb) IS 'Internal: retry delay in seconds, min(max_s, base_s * factor^(n-1)) times 1 +/- jitter.';
+COMMENT ON FUNCTION pgflight._backoff_s(p_failed integer, p_backoff jsonb) IS 'Internal: retry delay in seconds, min(max_s, base_s * factor^(n-1)) times 1 +/- jitter; saturates, never raises.';
 
 -- Name: _bad_child_options(jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -141,29 +154,11 @@ CREATE FUNCTION pgflight._bad_child_options(p_options jsonb) RETURNS boolean
     LANGUAGE plpgsql IMMUTABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-declare
-  v_key text;
-  v_num numeric;
 begin
-  if p_options is null or jsonb_typeof(p_options) <> 'object' then
-    return false;  -- a non-object is reported by the caller's own check
-  end if;
-  if p_options ? 'backoff' and jsonb_typeof(p_options -> 'backoff') <> 'object' then
-    return true;
-  end if;
-  foreach v_key in array array['priority', 'max_attempts', 'lease_s', 'max_runtime_s'] loop
-    continue when not p_options ? v_key;
-    if jsonb_typeof(p_options -> v_key) <> 'number' then
-      return true;
-    end if;
-    v_num := (p_options ->> v_key)::numeric;
-    if (v_key in ('priority', 'max_attempts') and v_num <> trunc(v_num))
-       or (v_key = 'max_attempts' and v_num < 1)
-       or (v_key in ('lease_s', 'max_runtime_s') and v_num <= 0) then
-      return true;
-    end if;
-  end loop;
+  perform pgflight._check_options('spawn_children child', p_options);
   return false;
+exception when sqlstate '22023' then
+  return true;
 end
 $$;
 
@@ -171,7 +166,28 @@ ALTER FUNCTION pgflight._bad_child_options(p_options jsonb) OWNER TO pgflight_ow
 
 -- Name: FUNCTION _bad_child_options(p_options jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight._bad_child_options(p_options jsonb) IS 'Internal: true when a child''s options object has a malformed priority, max_attempts, lease_s, max_runtime_s or backoff.';
+COMMENT ON FUNCTION pgflight._bad_child_options(p_options jsonb) IS 'Internal: true when a child''s options object fails _check_options.';
+
+-- Name: _bad_option(text, text, jsonb, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._bad_option(p_scope text, p_key text, p_value jsonb, p_expected text) RETURNS void
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+  raise exception using
+    errcode = '22023',
+    message = format('option %s of %s must be %s', p_key, p_scope, p_expected),
+    detail  = format('got %s', left(coalesce(p_value::text, 'NULL'), 200)),
+    hint    = format('See docs/options.md: %s.%s is %s.', p_scope, p_key, p_expected);
+end
+$$;
+
+ALTER FUNCTION pgflight._bad_option(p_scope text, p_key text, p_value jsonb, p_expected text) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _bad_option(p_scope text, p_key text, p_value jsonb, p_expected text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._bad_option(p_scope text, p_key text, p_value jsonb, p_expected text) IS 'Internal: raise 22023 naming the option, its value (DETAIL) and its documented range (HINT).';
 
 -- Name: _call_budget_ids(pgflight.agent_runs, timestamp with time zone); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -299,6 +315,132 @@ ALTER FUNCTION pgflight._cancel_tree(p_run_id bigint, p_step_id bigint, p_actor 
 
 COMMENT ON FUNCTION pgflight._cancel_tree(p_run_id bigint, p_step_id bigint, p_actor text, p_reason text) IS 'Internal: cancel every live attempt of a run (p_step_id null) or of a subtree, until none is left.';
 
+-- Name: _check_arg(text, double precision, double precision, double precision); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._check_arg(p_name text, p_value double precision, p_min double precision, p_max double precision) RETURNS void
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+  if p_value is null or p_value = 'NaN'::double precision or p_value < p_min or p_value > p_max then
+    raise exception using
+      errcode = '22023',
+      message = format('%s must be a number from %s to %s', p_name, p_min, p_max),
+      detail  = format('got %s', coalesce(p_value::text, 'NULL')),
+      hint    = format('Pass a finite %s within [%s, %s].', p_name, p_min, p_max);
+  end if;
+end
+$$;
+
+ALTER FUNCTION pgflight._check_arg(p_name text, p_value double precision, p_min double precision, p_max double precision) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _check_arg(p_name text, p_value double precision, p_min double precision, p_max double precision); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._check_arg(p_name text, p_value double precision, p_min double precision, p_max double precision) IS 'Internal: 22023 unless the argument is a number within [min, max].';
+
+-- Name: _check_limit(integer); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._check_limit(p_limit integer) RETURNS integer
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+  if p_limit < 0 then
+    perform pgflight._check_arg('limit', p_limit, 0, 2147483647);
+  end if;
+  return p_limit;
+end
+$$;
+
+ALTER FUNCTION pgflight._check_limit(p_limit integer) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _check_limit(p_limit integer); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._check_limit(p_limit integer) IS 'Internal: a row limit, NULL or >= 0, else 22023.';
+
+-- Name: _check_options(text, jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._check_options(p_scope text, p_options jsonb) RETURNS jsonb
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_key text;
+  v_val jsonb;
+  v_spec record;
+  v_out jsonb := '{}';
+  v_ts timestamptz;
+  v_item jsonb;
+  -- submit_run and each child of spawn_children ("spawn_children child 3") take the step options
+  v_step_scope boolean := p_scope = 'submit_run' or starts_with(p_scope, 'spawn_children child');
+begin
+  if p_options is null or p_options = '{}' then
+    return '{}';
+  end if;
+  if jsonb_typeof(p_options) <> 'object' then
+    raise exception using errcode = '22023', message = format('options of %s must be a JSON object', p_scope),
+      detail = format('got a JSON %s', jsonb_typeof(p_options)),
+      hint = 'See docs/options.md for the keys each function takes.';
+  end if;
+  for v_key, v_val in select e.key, e.value from jsonb_each(p_options) e loop
+    select s.* into v_spec from pgflight._option_spec() s
+     where s.key = v_key
+       and (s.scope = p_scope or (s.scope = 'step' and v_step_scope));
+    if not found then
+      raise exception using errcode = '22023', message = format('unknown option %s for %s', v_key, p_scope),
+        detail = format('known options: %s',
+                        (select string_agg(s.key, ', ' order by s.key) from pgflight._option_spec() s
+                          where s.scope = p_scope or (s.scope = 'step' and v_step_scope))),
+        hint = 'Check the spelling; see docs/options.md.';
+    end if;
+    continue when jsonb_typeof(v_val) = 'null';
+    case v_spec.kind
+      when 'boolean' then
+        perform pgflight._opt_bool(p_options, v_key, null, p_scope);
+      when 'number' then
+        perform pgflight._opt_number(p_options, v_key, null, v_spec.min_value, v_spec.max_value, p_scope);
+      when 'integer' then
+        v_val := to_jsonb(pgflight._opt_int(p_options, v_key, null, v_spec.min_value, v_spec.max_value, p_scope));
+      when 'string' then
+        perform pgflight._opt_string(p_options, v_key, null, v_spec.min_value::integer, v_spec.max_value::integer, p_scope);
+      when 'enum' then
+        if jsonb_typeof(v_val) <> 'string' or not (v_val #>> '{}') = any (v_spec.choices) then
+          perform pgflight._bad_option(p_scope, v_key, v_val, 'one of ' || array_to_string(v_spec.choices, ', '));
+        end if;
+      when 'timestamptz' then
+        begin
+          v_ts := (v_val #>> '{}')::timestamptz;
+        exception when others then
+          v_ts := null;
+        end;
+        if jsonb_typeof(v_val) <> 'string' or v_ts is null or not isfinite(v_ts)
+           or v_ts not between '1970-01-01'::timestamptz and '9999-01-01'::timestamptz then
+          perform pgflight._bad_option(p_scope, v_key, v_val, 'an ISO 8601 timestamp with offset, 1970 to 9999');
+        end if;
+      when 'string[]' then
+        if jsonb_typeof(v_val) <> 'array' or jsonb_array_length(v_val) > v_spec.max_value then
+          perform pgflight._bad_option(p_scope, v_key, v_val, format('a JSON array of at most %s strings', v_spec.max_value));
+        end if;
+        for v_item in select jsonb_array_elements(v_val) loop
+          if jsonb_typeof(v_item) <> 'string' or length(v_item #>> '{}') > 256 then
+            perform pgflight._bad_option(p_scope, v_key, v_val, 'a JSON array of strings of at most 256 characters');
+          end if;
+        end loop;
+      when 'backoff' then
+        v_val := pgflight._check_options('backoff', v_val);
+    end case;
+    v_out := v_out || jsonb_build_object(v_key, v_val);
+  end loop;
+  return v_out;
+end
+$$;
+
+ALTER FUNCTION pgflight._check_options(p_scope text, p_options jsonb) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _check_options(p_scope text, p_options jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._check_options(p_scope text, p_options jsonb) IS 'Internal: validate an options object against _option_spec for this scope (22023 naming the key) and return it normalised.';
+
 -- Name: _complete_many(bigint[], bigint[], jsonb[], timestamp with time zone); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
 CREATE FUNCTION pgflight._complete_many(p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[], p_now timestamp with time zone) RETURNS TABLE(attempt_id bigint, outcome text)
@@ -358,6 +500,107 @@ ALTER FUNCTION pgflight._complete_many(p_attempt_ids bigint[], p_tokens bigint[]
 -- Name: FUNCTION _complete_many(p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[], p_now timestamp with time zone); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
 COMMENT ON FUNCTION pgflight._complete_many(p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[], p_now timestamp with time zone) IS 'Internal: complete attempts set-based; per attempt succeeded | lease_lost | cancelled.';
+
+-- Name: _complete_refusing(bigint[], bigint[], jsonb[], jsonb[]); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._complete_refusing(p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[], p_errors jsonb[]) RETURNS TABLE(attempt_id bigint, outcome text)
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_n integer := coalesce(cardinality(p_attempt_ids), 0);
+  v_out text[] := array_fill(null::text, array[greatest(v_n, 1)]);
+  v_rest integer[];
+  v_i integer;
+  v_status text;
+  v_row record;
+begin
+  -- issue 13: a current token of another login's attempt is a leaked one (ZF012, nothing written)
+  perform pgflight._require_own_attempt(q.id, q.token, 'complete_batch')
+     from unnest(p_attempt_ids, p_tokens) as q(id, token);
+  perform from (
+    select a.id from pgflight.step_attempts a
+      join unnest(p_attempt_ids, p_tokens) as q(id, token) on q.id = a.id and q.token = a.fencing_token
+     where a.status in ('claimed', 'running')
+     order by a.id
+       for update of a) l;
+  for v_i in 1 .. v_n loop
+    continue when p_errors[v_i] is null;
+    select a.status into v_status from pgflight.step_attempts a
+     where a.id = p_attempt_ids[v_i] and a.fencing_token = p_tokens[v_i] and a.status in ('claimed', 'running');
+    if found then
+      perform pgflight._fail_attempt(p_attempt_ids[v_i], v_status, 'failed', p_errors[v_i], false, null,
+                                     'result_refused');
+      v_out[v_i] := 'failed';
+    end if;
+  end loop;
+  select array_agg(q.ord order by q.ord) into v_rest
+    from generate_series(1, v_n) as q(ord) where v_out[q.ord] is null;
+  if v_rest is not null then
+    v_i := 0;
+    for v_row in
+      select c.outcome from pgflight._complete_many(
+               (select array_agg(p_attempt_ids[r] order by k) from unnest(v_rest) with ordinality as u(r, k)),
+               (select array_agg(p_tokens[r] order by k) from unnest(v_rest) with ordinality as u(r, k)),
+               (select array_agg(case when p_errors[r] is null then p_results[r] end order by k)
+                  from unnest(v_rest) with ordinality as u(r, k)),
+               pgflight._now()) c
+    loop
+      v_i := v_i + 1;
+      v_out[v_rest[v_i]] := v_row.outcome;
+      if v_row.outcome <> 'succeeded' then
+        perform pgflight._record_stale(p_attempt_ids[v_rest[v_i]], p_tokens[v_rest[v_i]], 'complete');
+      end if;
+    end loop;
+  end if;
+  return query select p_attempt_ids[q.ord], v_out[q.ord] from generate_series(1, v_n) as q(ord);
+end
+$$;
+
+ALTER FUNCTION pgflight._complete_refusing(p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[], p_errors jsonb[]) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _complete_refusing(p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[], p_errors jsonb[]); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._complete_refusing(p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[], p_errors jsonb[]) IS 'Internal: complete a batch in which some results cannot be stored: those attempts fail alone (result_refused), the others complete.';
+
+-- Name: _dead_letter_poisoned(bigint, text, text, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._dead_letter_poisoned(p_attempt_id bigint, p_sqlstate text, p_message text, p_actor text) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_att record;
+  v_error jsonb := jsonb_build_object('message', 'the engine could not process this attempt: ' || p_message,
+                                      'sqlstate', p_sqlstate);
+begin
+  begin
+    update pgflight.step_attempts a
+       set status = 'dead_letter', finished_at = pgflight._now(), reason = 'engine_error', error = v_error
+      from pgflight.step_attempts prev
+     where a.id = p_attempt_id and prev.id = a.id
+       and a.status in ('claimed', 'running', 'cancel_requested')
+    returning a.run_id, a.step_id, a.worker_id, prev.status as old_status into v_att;
+    if found then
+      perform pgflight._event(v_att.run_id, v_att.step_id, p_attempt_id, v_att.old_status, 'dead_letter',
+                              v_att.worker_id, 'engine_error', p_actor, v_error);
+      begin
+        perform pgflight._step_finished(v_att.step_id, 'dead_letter', p_actor);
+      exception when others then
+        raise warning 'pgflight: attempt % dead-lettered, its parent not told: % (%)', p_attempt_id, sqlerrm, sqlstate;
+      end;
+    end if;
+  exception when others then
+    raise warning 'pgflight: attempt % could not be processed nor dead-lettered: % (%)', p_attempt_id, sqlerrm, sqlstate;
+  end;
+end
+$$;
+
+ALTER FUNCTION pgflight._dead_letter_poisoned(p_attempt_id bigint, p_sqlstate text, p_message text, p_actor text) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _dead_letter_poisoned(p_attempt_id bigint, p_sqlstate text, p_message text, p_actor text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._dead_letter_poisoned(p_attempt_id bigint, p_sqlstate text, p_message text, p_actor text) IS 'Internal: a sweep''s last resort: dead-letter one attempt with the error that stopped it, and go on.';
 
 -- Name: _decide(bigint, text, text, text, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -466,7 +709,10 @@ begin
   perform pgflight._event(v_att.run_id, v_att.step_id, p_attempt_id, p_from, p_status, v_att.worker_id,
                           p_reason, p_actor);
 
-  v_delay := coalesce(p_retry_after_s, pgflight._backoff_s(v_step.failed_attempts + 1, v_step.backoff));
+  -- clamped to [0, 30 days] whatever was stored or passed (issue 14 case 1): this runs inside a
+  -- sweep and a claim, where a raise would stop every other row
+  v_delay := least(greatest(coalesce(p_retry_after_s, pgflight._backoff_s(v_step.failed_attempts + 1, v_step.backoff), 0), 0),
+                   pgflight._limit('delay_s'));
   v_at := v_now + make_interval(secs => v_delay);
   insert into pgflight.step_attempts (step_id, run_id, attempt_no, recipe, priority, status, available_after, created_at)
   values (v_step.id, v_att.run_id, v_step.last_attempt_no + 1, v_att.recipe, v_att.priority, 'queued', v_at, v_now)
@@ -553,6 +799,76 @@ ALTER FUNCTION pgflight._lane_workspaces(p_lane text) OWNER TO pgflight_owner;
 -- Name: FUNCTION _lane_workspaces(p_lane text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
 COMMENT ON FUNCTION pgflight._lane_workspaces(p_lane text) IS 'Internal: ids of the workspaces the login may act on in this lane; null for every workspace.';
+
+-- Name: _limit(text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._limit(p_name text) RETURNS double precision
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+  select case p_name
+    when 'lease_s' then 604800         -- 7 days
+    when 'runtime_s' then 31536000     -- 365 days
+    when 'delay_s' then 2592000        -- 30 days: a retry delay, a backoff cap
+    when 'usd' then 1000000000         -- a billion USD
+  end::double precision
+$$;
+
+ALTER FUNCTION pgflight._limit(p_name text) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _limit(p_name text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._limit(p_name text) IS 'Internal: the hard maximum of a kind of option (lease_s, runtime_s, delay_s, usd).';
+
+-- Name: _lock_cascade(bigint, boolean); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._lock_cascade(p_attempt_id bigint, p_nowait boolean) RETURNS boolean
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_id bigint;
+  v_top bigint;
+  v_step record;
+begin
+  select s.parent_id into v_id
+    from pgflight.step_attempts a join pgflight.steps s on s.id = a.step_id where a.id = p_attempt_id;
+  loop
+    exit when v_id is null;
+    select s.fail_fast, s.parent_id into v_step from pgflight.steps s where s.id = v_id;
+    exit when not coalesce(v_step.fail_fast, false);
+    v_top := v_id;
+    v_id := v_step.parent_id;
+  end loop;
+  if v_top is null then
+    return false;
+  end if;
+  if p_nowait then
+    perform from (
+      select a.id from pgflight.step_attempts a
+        join unnest(pgflight._tree_steps(null, v_top)) as t(id) on t.id = a.step_id
+        join pgflight.steps s on s.id = a.step_id
+       where a.status in ('queued', 'claimed', 'running', 'cancel_requested', 'awaiting_children', 'awaiting_approval')
+       order by s.depth desc, a.id
+         for update of a nowait) l;
+  else
+    perform from (
+      select a.id from pgflight.step_attempts a
+        join unnest(pgflight._tree_steps(null, v_top)) as t(id) on t.id = a.step_id
+        join pgflight.steps s on s.id = a.step_id
+       where a.status in ('queued', 'claimed', 'running', 'cancel_requested', 'awaiting_children', 'awaiting_approval')
+       order by s.depth desc, a.id
+         for update of a) l;
+  end if;
+  return true;
+end
+$$;
+
+ALTER FUNCTION pgflight._lock_cascade(p_attempt_id bigint, p_nowait boolean) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _lock_cascade(p_attempt_id bigint, p_nowait boolean); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._lock_cascade(p_attempt_id bigint, p_nowait boolean) IS 'Internal: lock, deepest first, the live attempts a fail-fast cascade from this attempt may touch; false when no ancestor has fail_fast.';
 
 -- Name: step_attempts; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
 
@@ -705,52 +1021,167 @@ ALTER FUNCTION pgflight._notify_ready() OWNER TO pgflight_owner;
 
 COMMENT ON FUNCTION pgflight._notify_ready() IS 'Internal: NOTIFY pgflight_ready with an empty payload.';
 
--- Name: _opt_num(jsonb, text, double precision); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+-- Name: _opt_bool(jsonb, text, boolean, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
-CREATE FUNCTION pgflight._opt_num(p_options jsonb, p_key text, p_default double precision) RETURNS double precision
+CREATE FUNCTION pgflight._opt_bool(p_options jsonb, p_key text, p_default boolean, p_scope text DEFAULT 'options'::text) RETURNS boolean
     LANGUAGE plpgsql IMMUTABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
+declare
+  v jsonb := p_options -> p_key;
 begin
-  if p_options is null or p_options -> p_key is null or jsonb_typeof(p_options -> p_key) = 'null' then
+  if v is null or jsonb_typeof(v) = 'null' then
     return p_default;
+  elsif jsonb_typeof(v) <> 'boolean' then
+    perform pgflight._bad_option(p_scope, p_key, v, 'a JSON boolean (true or false)');
   end if;
-  if jsonb_typeof(p_options -> p_key) <> 'number' then
-    raise exception using
-      errcode = '22023',
-      message = format('option %s must be a number', p_key),
-      detail  = format('got %s', p_options -> p_key),
-      hint    = 'Pass the option as a JSON number, e.g. {"' || p_key || '": 5}.';
-  end if;
-  return (p_options ->> p_key)::double precision;
+  return v::boolean;
 end
+$$;
+
+ALTER FUNCTION pgflight._opt_bool(p_options jsonb, p_key text, p_default boolean, p_scope text) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _opt_bool(p_options jsonb, p_key text, p_default boolean, p_scope text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._opt_bool(p_options jsonb, p_key text, p_default boolean, p_scope text) IS 'Internal: a boolean option or 22023 naming the key.';
+
+-- Name: _opt_clamped(jsonb, text, double precision, numeric, numeric); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._opt_clamped(p_options jsonb, p_key text, p_default double precision, p_min numeric, p_max numeric) RETURNS double precision
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+  select case when jsonb_typeof(p_options) = 'object' and jsonb_typeof(p_options -> p_key) = 'number'
+              then least(greatest((p_options -> p_key)::numeric, p_min), p_max)::double precision
+              else p_default end
+$$;
+
+ALTER FUNCTION pgflight._opt_clamped(p_options jsonb, p_key text, p_default double precision, p_min numeric, p_max numeric) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _opt_clamped(p_options jsonb, p_key text, p_default double precision, p_min numeric, p_max numeric); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._opt_clamped(p_options jsonb, p_key text, p_default double precision, p_min numeric, p_max numeric) IS 'Internal: a stored number option clamped into [min, max], the default when it is not a number; never raises.';
+
+-- Name: _opt_int(jsonb, text, bigint, numeric, numeric, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._opt_int(p_options jsonb, p_key text, p_default bigint, p_min numeric, p_max numeric, p_scope text DEFAULT 'options'::text) RETURNS bigint
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v jsonb := p_options -> p_key;
+  n numeric;
+begin
+  if v is null or jsonb_typeof(v) = 'null' then
+    return p_default;
+  elsif jsonb_typeof(v) = 'number' then
+    n := v::numeric;
+    if n = trunc(n) and n >= p_min and n <= p_max then
+      return n::bigint;
+    end if;
+  end if;
+  perform pgflight._bad_option(p_scope, p_key, v, format('an integer from %s to %s', p_min, p_max));
+  return null;
+end
+$$;
+
+ALTER FUNCTION pgflight._opt_int(p_options jsonb, p_key text, p_default bigint, p_min numeric, p_max numeric, p_scope text) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _opt_int(p_options jsonb, p_key text, p_default bigint, p_min numeric, p_max numeric, p_scope text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._opt_int(p_options jsonb, p_key text, p_default bigint, p_min numeric, p_max numeric, p_scope text) IS 'Internal: an integer option (3 or 3.0) within [min, max] or 22023 naming the key, the value and the bounds.';
+
+-- Name: _opt_interval(jsonb, text, double precision, numeric, numeric, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._opt_interval(p_options jsonb, p_key text, p_default_s double precision, p_min_s numeric, p_max_s numeric, p_scope text DEFAULT 'options'::text) RETURNS interval
+    LANGUAGE sql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+  select make_interval(secs => pgflight._opt_number(p_options, p_key, p_default_s, p_min_s, p_max_s, p_scope))
+$$;
+
+ALTER FUNCTION pgflight._opt_interval(p_options jsonb, p_key text, p_default_s double precision, p_min_s numeric, p_max_s numeric, p_scope text) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _opt_interval(p_options jsonb, p_key text, p_default_s double precision, p_min_s numeric, p_max_s numeric, p_scope text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._opt_interval(p_options jsonb, p_key text, p_default_s double precision, p_min_s numeric, p_max_s numeric, p_scope text) IS 'Internal: a seconds option within [min, max] as an interval, or 22023.';
+
+-- Name: _opt_num(jsonb, text, double precision); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._opt_num(p_options jsonb, p_key text, p_default double precision) RETURNS double precision
+    LANGUAGE sql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+  select pgflight._opt_number(p_options, p_key, p_default, -1e15, 1e15)
 $$;
 
 ALTER FUNCTION pgflight._opt_num(p_options jsonb, p_key text, p_default double precision) OWNER TO pgflight_owner;
 
 -- Name: FUNCTION _opt_num(p_options jsonb, p_key text, p_default double precision); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight._opt_num(p_options jsonb, p_key text, p_default double precision) IS 'Internal: a numeric option or its default; 22023 when the value is not a JSON number.';
+COMMENT ON FUNCTION pgflight._opt_num(p_options jsonb, p_key text, p_default double precision) IS 'Internal: a numeric option within +/-1e15 or its default; 22023 otherwise.';
+
+-- Name: _opt_number(jsonb, text, double precision, numeric, numeric, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._opt_number(p_options jsonb, p_key text, p_default double precision, p_min numeric, p_max numeric, p_scope text DEFAULT 'options'::text) RETURNS double precision
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v jsonb := p_options -> p_key;
+  n numeric;
+begin
+  if v is null or jsonb_typeof(v) = 'null' then
+    return p_default;
+  elsif jsonb_typeof(v) <> 'number' then
+    perform pgflight._bad_option(p_scope, p_key, v, format('a JSON number from %s to %s', p_min, p_max));
+  end if;
+  n := v::numeric;
+  if n < p_min or n > p_max then
+    perform pgflight._bad_option(p_scope, p_key, v, format('a JSON number from %s to %s', p_min, p_max));
+  end if;
+  return n::double precision;
+end
+$$;
+
+ALTER FUNCTION pgflight._opt_number(p_options jsonb, p_key text, p_default double precision, p_min numeric, p_max numeric, p_scope text) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _opt_number(p_options jsonb, p_key text, p_default double precision, p_min numeric, p_max numeric, p_scope text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._opt_number(p_options jsonb, p_key text, p_default double precision, p_min numeric, p_max numeric, p_scope text) IS 'Internal: a number option within [min, max] or 22023 naming the key, the value and the bounds.';
+
+-- Name: _opt_string(jsonb, text, text, integer, integer, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._opt_string(p_options jsonb, p_key text, p_default text, p_min_len integer, p_max_len integer, p_scope text DEFAULT 'options'::text) RETURNS text
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v jsonb := p_options -> p_key;
+begin
+  if v is null or jsonb_typeof(v) = 'null' then
+    return p_default;
+  elsif jsonb_typeof(v) <> 'string' or length(v #>> '{}') not between p_min_len and p_max_len then
+    perform pgflight._bad_option(p_scope, p_key, v,
+                                 format('a JSON string of %s to %s characters', p_min_len, p_max_len));
+  end if;
+  return v #>> '{}';
+end
+$$;
+
+ALTER FUNCTION pgflight._opt_string(p_options jsonb, p_key text, p_default text, p_min_len integer, p_max_len integer, p_scope text) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _opt_string(p_options jsonb, p_key text, p_default text, p_min_len integer, p_max_len integer, p_scope text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._opt_string(p_options jsonb, p_key text, p_default text, p_min_len integer, p_max_len integer, p_scope text) IS 'Internal: a string option of bounded length or 22023 naming the key.';
 
 -- Name: _opt_text(jsonb, text, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
 CREATE FUNCTION pgflight._opt_text(p_options jsonb, p_key text, p_default text) RETURNS text
-    LANGUAGE plpgsql IMMUTABLE
+    LANGUAGE sql IMMUTABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-begin
-  if p_options is null or p_options -> p_key is null or jsonb_typeof(p_options -> p_key) = 'null' then
-    return p_default;
-  end if;
-  if jsonb_typeof(p_options -> p_key) <> 'string' then
-    raise exception using
-      errcode = '22023',
-      message = format('option %s must be a string', p_key),
-      detail  = format('got %s', p_options -> p_key),
-      hint    = 'Pass the option as a JSON string.';
-  end if;
-  return p_options ->> p_key;
-end
+  select pgflight._opt_string(p_options, p_key, p_default, 0, 16777216)
 $$;
 
 ALTER FUNCTION pgflight._opt_text(p_options jsonb, p_key text, p_default text) OWNER TO pgflight_owner;
@@ -758,6 +1189,82 @@ ALTER FUNCTION pgflight._opt_text(p_options jsonb, p_key text, p_default text) O
 -- Name: FUNCTION _opt_text(p_options jsonb, p_key text, p_default text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
 COMMENT ON FUNCTION pgflight._opt_text(p_options jsonb, p_key text, p_default text) IS 'Internal: a string option or its default; 22023 when the value is not a JSON string.';
+
+-- Name: _option_spec(); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._option_spec() RETURNS TABLE(scope text, key text, kind text, min_value numeric, max_value numeric, choices text[], default_value text, doc text)
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+  values
+    ('step', 'priority', 'integer', -2147483648, 2147483647, null::text[], '0 (a child: its parent''s)',
+     'Higher is claimed first.'),
+    ('step', 'max_attempts', 'integer', 1, 100000, null, 'settings.default_max_attempts (a child: its parent''s)',
+     'Attempts before the dead letter; every failure, lapse and timeout counts.'),
+    ('step', 'lease_s', 'number', 0.001, 604800, null, 'claim_batch''s p_lease_s (a child: its parent''s)',
+     'Seconds of lease per claim and per heartbeat.'),
+    ('step', 'max_runtime_s', 'number', 0.001, 31536000, null, 'none (a child: its parent''s)',
+     'Seconds an attempt may run from its claim before the deadline sweep times it out.'),
+    ('step', 'backoff', 'backoff', null, null, null, '{"base_s": 1, "factor": 2, "max_s": 300, "jitter": 0.2}',
+     'Retry delay min(max_s, base_s * factor^(n-1)) * (1 +/- jitter), n the failures so far.'),
+    ('backoff', 'base_s', 'number', 0, 86400, null, '1', 'First retry delay in seconds.'),
+    ('backoff', 'factor', 'number', 1, 100, null, '2', 'Growth per failure.'),
+    ('backoff', 'max_s', 'number', 0, 2592000, null, '300', 'Cap of the delay in seconds; reached, it stays there.'),
+    ('backoff', 'jitter', 'number', 0, 1, null, '0.2', 'Random spread: 0.2 is plus or minus 20 %.'),
+    ('submit_run', 'idempotency_key', 'string', 1, 512, null, 'none',
+     'Same key in the workspace: the same run (ZF004 with another input).'),
+    ('submit_run', 'not_before', 'timestamptz', null, null, null, 'now',
+     'The root step is not claimable before this time (ISO 8601 with offset).'),
+    ('submit_run', 'max_usd', 'number', 0, 1000000000, null, 'the workspace''s max_run_usd',
+     'USD budget of the whole run tree.'),
+    ('submit_run', 'max_wall_s', 'number', 0.001, 31536000, null, 'none', 'Wall-time budget of the run tree in seconds.'),
+    ('submit_run', 'max_iterations', 'integer', 1, 1000000, null, '25 per agent', 'Model calls per agent in the run.'),
+    ('submit_run', 'max_tool_calls', 'integer', 0, 1000000, null, '50 per agent', 'Tool calls per agent in the run.'),
+    ('submit_run', 'submitted_by', 'string', 1, 256, null, 'session_user', 'Who submitted, for the events log.'),
+    ('spawn_children', 'fail_fast', 'boolean', null, null, null, 'false',
+     'The first child that ends unsuccessfully fails the parent and cancels its siblings.'),
+    ('fail_step', 'retryable', 'boolean', null, null, null, 'true', 'false: the dead letter at once.'),
+    ('fail_step', 'retry_after_s', 'number', 0, 2592000, null, 'the step''s backoff',
+     'Seconds before the retry; replaces the backoff and still spends an attempt.'),
+    ('claim_batch', 'start', 'boolean', null, null, null, 'false',
+     'Claimed attempts go straight to running (saves start_step).'),
+    ('register_worker', 'hostname', 'string', 0, 256, null, 'none', 'Host of the worker process.'),
+    ('register_worker', 'pid', 'integer', 0, 2147483647, null, 'none', 'Process id of the worker.'),
+    ('register_worker', 'recipes', 'string[]', 0, 10000, null, 'none', 'Recipe names the worker serves (each at most 256 characters).'),
+    ('create_workspace', 'daily_usd_cap', 'number', 0, 1000000000, null, 'none', 'USD per UTC day across the workspace.'),
+    ('create_workspace', 'max_run_usd', 'number', 0, 1000000000, null, 'none', 'Default USD budget of each run.'),
+    ('request_approval', 'expires_in_s', 'number', 0.001, 31536000, null, 'never',
+     'Seconds until the default decision applies.'),
+    ('request_approval', 'default_decision', 'enum', null, null, array['approve', 'reject'], 'reject',
+     'The decision expire_approvals applies at expiry.'),
+    ('begin_agent_run', 'model', 'string', 1, 256, null, 'required on the first call', 'The model the agent calls.'),
+    ('begin_agent_run', 'system', 'string', 0, 16777216, null, '''''', 'The system prompt.'),
+    ('begin_agent_run', 'task', 'string', 0, 16777216, null, '''''', 'The first user message (iteration 0).'),
+    ('begin_agent_run', 'max_iterations', 'integer', 1, 1000000, null, 'the run''s, else 25', 'Model calls allowed.'),
+    ('begin_agent_run', 'max_tool_calls', 'integer', 0, 1000000, null, 'the run''s, else 50', 'Tool calls allowed.'),
+    ('begin_agent_run', 'max_usd', 'number', 0, 1000000000, null, 'none',
+     'USD budget of this agent and every descendant.'),
+    ('begin_agent_run', 'max_wall_s', 'number', 0.001, 31536000, null, 'none',
+     'Wall-time budget in seconds of this agent''s tree.'),
+    ('record_model_call', 'stop_reason', 'string', 0, 256, null, 'none', 'The response''s stop_reason.'),
+    ('record_model_call', 'retries', 'integer', 0, 1000000, null, '0', 'Transient errors retried before this answer.'),
+    ('record_model_call', 'mark_tools', 'boolean', null, null, null, 'false',
+     'Also mark the response''s tool calls in flight.'),
+    ('record_orphan_cost', 'stop_reason', 'string', 0, 256, null, 'none', 'The response''s stop_reason.'),
+    ('record_orphan_cost', 'retries', 'integer', 0, 1000000, null, '0', 'Transient errors retried before this answer.'),
+    ('record_orphan_cost', 'why', 'string', 0, 1000, null, 'none', 'Why record_model_call refused it (kept in the budget log).'),
+    ('record_trace', 'seq', 'integer', 0, 2147483647, null, 'next free >= 2000', 'Position in the iteration.'),
+    ('record_trace', 'tool_use_id', 'string', 0, 256, null, 'none', 'The tool call this block belongs to.'),
+    ('record_trace', 'tool_name', 'string', 0, 256, null, 'none', 'The tool''s name.'),
+    ('record_trace', 'status', 'string', 1, 64, null, 'completed', 'The block''s status.'),
+    ('record_trace', 'tokens', 'integer', 0, 2147483647, null, 'length / 4', 'Token estimate of the block.')
+$$;
+
+ALTER FUNCTION pgflight._option_spec() OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _option_spec(); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._option_spec() IS 'Internal: the catalogue of every API option (scope, key, kind, bounds, default, doc); the single source of _check_options and docs/options.md.';
 
 -- Name: _price_usd(text, jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -822,40 +1329,63 @@ declare
   v_count integer := 0;
 begin
   for v_row in
-    select a.id, a.status, a.step_id, a.run_id, a.worker_id, a.lease_expires_at, a.fencing_token
+    select a.id, a.status, a.step_id, a.run_id, a.worker_id, a.lease_expires_at, a.fencing_token,
+           (a.status = 'cancel_requested' or s.failed_attempts + 1 >= s.max_attempts) as ends_step
       from pgflight.step_attempts a
+      join pgflight.steps s on s.id = a.step_id
      where a.status in ('claimed', 'running', 'cancel_requested') and a.lease_expires_at < p_now
      order by a.lease_expires_at
      limit p_limit
-       for update skip locked
+       for update of a skip locked
   loop
     v_count := v_count + 1;
-    if v_row.status = 'cancel_requested' then
-      update pgflight.step_attempts set status = 'cancelled', finished_at = p_now where id = v_row.id;
-      perform pgflight._event(v_row.run_id, v_row.step_id, v_row.id, 'cancel_requested', 'cancelled',
-                              v_row.worker_id, 'cancelled', 'reclaim', jsonb_build_object('cause', 'lease_expired'));
-      perform pgflight._step_finished(v_row.step_id, 'cancelled', 'reclaim');
-    else
-      perform pgflight._fail_attempt(v_row.id, v_row.status, 'lease_expired',
-        jsonb_build_object('message', 'lease expired: the worker stopped heartbeating',
-                           'lease_expires_at', v_row.lease_expires_at, 'fencing_token', v_row.fencing_token),
-        true, null, 'lease_expired', 'reclaim');
-    end if;
+    begin
+      if v_row.ends_step then
+        perform pgflight._lock_cascade(v_row.id, true);
+      end if;
+      if v_row.status = 'cancel_requested' then
+        update pgflight.step_attempts set status = 'cancelled', finished_at = p_now where id = v_row.id;
+        perform pgflight._event(v_row.run_id, v_row.step_id, v_row.id, 'cancel_requested', 'cancelled',
+                                v_row.worker_id, 'cancelled', 'reclaim', jsonb_build_object('cause', 'lease_expired'));
+        perform pgflight._step_finished(v_row.step_id, 'cancelled', 'reclaim');
+      else
+        perform pgflight._fail_attempt(v_row.id, v_row.status, 'lease_expired',
+          jsonb_build_object('message', 'lease expired: the worker stopped heartbeating',
+                             'lease_expires_at', v_row.lease_expires_at, 'fencing_token', v_row.fencing_token),
+          true, null, 'lease_expired', 'reclaim');
+      end if;
+    exception
+      when lock_not_available then
+        v_count := v_count - 1;  -- a sibling is in use: the next pass takes this row
+      when others then
+        perform pgflight._dead_letter_poisoned(v_row.id, sqlstate, sqlerrm, 'reclaim');
+    end;
   end loop;
 
   for v_row in
-    select a.id, a.status, a.deadline_at
+    select a.id, a.status, a.deadline_at, s.failed_attempts + 1 >= s.max_attempts as ends_step
       from pgflight.step_attempts a
+      join pgflight.steps s on s.id = a.step_id
      where a.status in ('claimed', 'running') and a.deadline_at < p_now
      order by a.deadline_at
      limit greatest(p_limit - v_count, 0)
-       for update skip locked
+       for update of a skip locked
   loop
     v_count := v_count + 1;
-    perform pgflight._fail_attempt(v_row.id, v_row.status, 'timed_out',
-      jsonb_build_object('message', 'deadline exceeded: the attempt ran past max_runtime_s',
-                         'deadline_at', v_row.deadline_at),
-      true, null, 'deadline_exceeded', 'reclaim');
+    begin
+      if v_row.ends_step then
+        perform pgflight._lock_cascade(v_row.id, true);
+      end if;
+      perform pgflight._fail_attempt(v_row.id, v_row.status, 'timed_out',
+        jsonb_build_object('message', 'deadline exceeded: the attempt ran past max_runtime_s',
+                           'deadline_at', v_row.deadline_at),
+        true, null, 'deadline_exceeded', 'reclaim');
+    exception
+      when lock_not_available then
+        v_count := v_count - 1;
+      when others then
+        perform pgflight._dead_letter_poisoned(v_row.id, sqlstate, sqlerrm, 'reclaim');
+    end;
   end loop;
   return v_count;
 end
@@ -865,7 +1395,7 @@ ALTER FUNCTION pgflight._reclaim(p_now timestamp with time zone, p_limit integer
 
 -- Name: FUNCTION _reclaim(p_now timestamp with time zone, p_limit integer); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight._reclaim(p_now timestamp with time zone, p_limit integer) IS 'Internal: reclaim at most p_limit attempts whose lease lapsed or whose deadline passed.';
+COMMENT ON FUNCTION pgflight._reclaim(p_now timestamp with time zone, p_limit integer) IS 'Internal: reclaim at most p_limit attempts whose lease lapsed or whose deadline passed; a row that raises is dead-lettered alone, a row whose cascade is locked waits for the next pass.';
 
 -- Name: _record_stale(bigint, bigint, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -1458,7 +1988,7 @@ CREATE FUNCTION pgflight.agent_runs_by_status(p_status text DEFAULT 'succeeded':
    where a.status = p_status and r.id > p_after
      and (ws.ids is null or exists (select from pgflight.runs x where x.id = r.run_id and x.workspace_id = any (ws.ids)))
    order by r.id
-   limit p_limit
+   limit pgflight._check_limit(p_limit)  -- 22023 for a negative limit (issue 14)
 $$;
 
 ALTER FUNCTION pgflight.agent_runs_by_status(p_status text, p_after bigint, p_limit integer) OWNER TO pgflight_owner;
@@ -1482,6 +2012,7 @@ begin
            c.cache_read_tokens, c.usd, c.stop_reason
       from pgflight.traces t
       left join pgflight.costs c on c.agent_run_id = t.agent_run_id and c.iteration = t.iteration
+                                     and not c.lease_lost  -- orphan costs (record_orphan_cost) have no traces
      where t.agent_run_id = p_agent_run_id
      order by t.iteration, t.seq;
 end
@@ -1557,6 +2088,8 @@ declare
   v_max_usd double precision;
   v_max_wall double precision;
 begin
+  -- every option checked against its spec first (docs/options.md; issue 14): 22023 naming the key
+  p_options := pgflight._check_options('begin_agent_run', p_options);
   select a.step_id, a.run_id into v_att from pgflight.step_attempts a
    where a.id = p_attempt_id and a.fencing_token = p_token and a.status in ('claimed', 'running')
      -- issue 13: only the login whose worker holds the attempt (else ZF012 from _reject_write)
@@ -1640,7 +2173,7 @@ ALTER FUNCTION pgflight.begin_agent_run(p_attempt_id bigint, p_token bigint, p_o
 
 -- Name: FUNCTION begin_agent_run(p_attempt_id bigint, p_token bigint, p_options jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight.begin_agent_run(p_attempt_id bigint, p_token bigint, p_options jsonb) IS 'Start or resume the agent of a held step; returns (agent_run_id, created, totals, caps). Errors: ZF001, ZF002, ZF003, 22023.';
+COMMENT ON FUNCTION pgflight.begin_agent_run(p_attempt_id bigint, p_token bigint, p_options jsonb) IS 'Start or resume the agent of a held step; returns (agent_run_id, created, totals, caps). Options (docs/options.md): model, system, task, max_iterations, max_tool_calls, max_usd, max_wall_s. Errors: ZF001, ZF002, ZF003, 22023.';
 
 -- Name: cancel_run(bigint, text, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -1761,7 +2294,7 @@ CREATE FUNCTION pgflight.claim_batch(p_worker_id bigint, p_batch_size integer, p
 declare
   v_now timestamptz := pgflight._now();
   v_reclaim integer;
-  v_start boolean := coalesce((p_options ->> 'start')::boolean, false);
+  v_start boolean := coalesce((pgflight._check_options('claim_batch', p_options) ->> 'start')::boolean, false);
   v_settings pgflight.settings;
   v_ws bigint[];
 begin
@@ -1774,6 +2307,9 @@ begin
   select * into v_settings from pgflight.settings;
   perform pgflight._require_cap('max_batch_size', v_settings.max_batch_size, p_batch_size, 'batch_size');
   perform pgflight._require_cap('max_lease_s', v_settings.max_lease_s, p_lease_s, 'lease_s (seconds)');
+  -- issue 14: the hard bounds whatever the caps say (NaN, a lease past _limit('lease_s')): 22023
+  perform pgflight._check_arg('batch_size', p_batch_size, 1, 100000);
+  perform pgflight._check_arg('lease_s', p_lease_s, 0.001, pgflight._limit('lease_s'));
   v_ws := pgflight._lane_workspaces('worker');
   -- the worker must be live and registered by this login (issue 13); another login's id is unknown here
   update pgflight.workers set last_seen_at = v_now
@@ -1805,9 +2341,11 @@ begin
            fencing_token = nextval('pgflight.fencing_tokens'),
            claimed_at = v_now,
            started_at = case when v_start then v_now end,
-           lease_s = coalesce(s.lease_s, p_lease_s),
-           lease_expires_at = v_now + make_interval(secs => coalesce(s.lease_s, p_lease_s)),
-           deadline_at = v_now + make_interval(secs => s.max_runtime_s)
+           -- clamped to the documented maxima (issue 14): a step stored before the options were
+           -- checked (lease_s 1e13) cannot make this set-based claim raise for everyone
+           lease_s = least(coalesce(s.lease_s, p_lease_s), pgflight._limit('lease_s')),
+           lease_expires_at = v_now + make_interval(secs => least(coalesce(s.lease_s, p_lease_s), pgflight._limit('lease_s'))),
+           deadline_at = v_now + make_interval(secs => least(s.max_runtime_s, pgflight._limit('runtime_s')))
       from ready r, pgflight.steps s
      where a.id = r.id and s.id = a.step_id
     returning a.id, a.fencing_token, a.step_id, a.run_id, s.parent_id, s.step_key, a.attempt_no,
@@ -1828,7 +2366,7 @@ ALTER FUNCTION pgflight.claim_batch(p_worker_id bigint, p_batch_size integer, p_
 
 -- Name: FUNCTION claim_batch(p_worker_id bigint, p_batch_size integer, p_lease_s double precision, p_recipes text[], p_options jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight.claim_batch(p_worker_id bigint, p_batch_size integer, p_lease_s double precision, p_recipes text[], p_options jsonb) IS 'Lease up to p_batch_size ready attempts (lease in seconds). Returns at most p_batch_size rows, each with its fencing token, from the login''s workspaces. Errors: 22023, ZF005, ZF010 unknown worker.';
+COMMENT ON FUNCTION pgflight.claim_batch(p_worker_id bigint, p_batch_size integer, p_lease_s double precision, p_recipes text[], p_options jsonb) IS 'Lease up to p_batch_size ready attempts (lease in seconds). Returns at most p_batch_size rows, each with its fencing token, from the login''s workspaces. Options (docs/options.md): start (boolean). Errors: 22023, ZF005, ZF010 unknown worker.';
 
 -- Name: complete_batch(bigint[], bigint[], jsonb[]); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -1838,6 +2376,8 @@ CREATE FUNCTION pgflight.complete_batch(p_attempt_ids bigint[], p_tokens bigint[
     AS $$
 declare
   v_i integer := 0;
+  v_max bigint;
+  v_errors jsonb[];
 begin
   if coalesce(cardinality(p_attempt_ids), 0) <> coalesce(cardinality(p_tokens), 0)
      or coalesce(cardinality(p_attempt_ids), 0) <> coalesce(cardinality(p_results), 0) then
@@ -1847,6 +2387,19 @@ begin
   -- issue 13: the largest result is capped (ZF005, nothing written)
   perform pgflight._require_cap('max_result_bytes', (select s.max_result_bytes from pgflight.settings s),
                                 (select max(octet_length(r::text)) from unnest(p_results) r), 'result (bytes)');
+  select s.max_input_bytes into v_max from pgflight.settings s;
+  -- the hot path: one set-based size check; a refused row goes through _complete_refusing
+  if exists (select from unnest(p_results) as r(v) where octet_length(r.v::text) > v_max) then
+    select array_agg(case when octet_length(r.v::text) > v_max
+                          then jsonb_build_object('message', format('result too large: %s bytes; the cap is %s bytes (settings.max_input_bytes)',
+                                                                    octet_length(r.v::text), v_max),
+                                                  'sqlstate', 'ZF005')
+                     end order by r.ord)
+      into v_errors
+      from unnest(p_results) with ordinality as r(v, ord);
+    return query select * from pgflight._complete_refusing(p_attempt_ids, p_tokens, p_results, v_errors);
+    return;
+  end if;
   -- outcomes come back in the order given, so the i-th row goes with the i-th token
   for attempt_id, outcome in
     select c.attempt_id, c.outcome from pgflight._complete_many(p_attempt_ids, p_tokens, p_results, pgflight._now()) c
@@ -1866,7 +2419,57 @@ ALTER FUNCTION pgflight.complete_batch(p_attempt_ids bigint[], p_tokens bigint[]
 
 -- Name: FUNCTION complete_batch(p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[]); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight.complete_batch(p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[]) IS 'Complete many held attempts; per row outcome succeeded | lease_lost | cancelled. Errors: 22023.';
+COMMENT ON FUNCTION pgflight.complete_batch(p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[]) IS 'Complete many held attempts; per row outcome succeeded | lease_lost | cancelled | failed (its result refused: over settings.max_input_bytes; that step dead-letters alone). Errors: 22023, ZF005, ZF012.';
+
+-- Name: complete_batch(bigint[], bigint[], text[]); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.complete_batch(p_attempt_ids bigint[], p_tokens bigint[], p_results text[]) RETURNS TABLE(attempt_id bigint, outcome text)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_json jsonb[];
+  v_errors jsonb[];
+  v_i integer;
+  v_max bigint := (select s.max_input_bytes from pgflight.settings s);
+begin
+  if coalesce(cardinality(p_attempt_ids), 0) <> coalesce(cardinality(p_tokens), 0)
+     or coalesce(cardinality(p_attempt_ids), 0) <> coalesce(cardinality(p_results), 0) then
+    raise exception using errcode = '22023', message = 'attempt ids, tokens and results differ in length',
+      hint = 'Pass one token and one result per attempt id, in the same order.';
+  end if;
+  begin
+    v_json := p_results::jsonb[];  -- one cast for the whole batch
+  exception when others then
+    v_json := null;
+  end;
+  if v_json is not null then
+    return query select * from pgflight.complete_batch(p_attempt_ids, p_tokens, v_json);
+    return;
+  end if;
+  -- the slow path: element by element, each refusal kept with its SQLSTATE and message
+  v_json := array_fill(null::jsonb, array[cardinality(p_results)]);
+  v_errors := array_fill(null::jsonb, array[cardinality(p_results)]);
+  for v_i in 1 .. cardinality(p_results) loop
+    begin
+      v_json[v_i] := p_results[v_i]::jsonb;
+      if octet_length(v_json[v_i]::text) > v_max then
+        v_errors[v_i] := jsonb_build_object('message', format('result too large: %s bytes; the cap is %s bytes (settings.max_input_bytes)',
+                                                              octet_length(v_json[v_i]::text), v_max), 'sqlstate', 'ZF005');
+      end if;
+    exception when others then
+      v_errors[v_i] := jsonb_build_object('message', 'result refused by PostgreSQL: ' || sqlerrm, 'sqlstate', sqlstate);
+    end;
+  end loop;
+  return query select * from pgflight._complete_refusing(p_attempt_ids, p_tokens, v_json, v_errors);
+end
+$$;
+
+ALTER FUNCTION pgflight.complete_batch(p_attempt_ids bigint[], p_tokens bigint[], p_results text[]) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION complete_batch(p_attempt_ids bigint[], p_tokens bigint[], p_results text[]); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.complete_batch(p_attempt_ids bigint[], p_tokens bigint[], p_results text[]) IS 'Complete many held attempts, results as JSON text; an element PostgreSQL refuses (NaN, \u0000, too large) fails only its own step (outcome failed). Errors: 22023, ZF005, ZF012.';
 
 -- Name: complete_step(bigint, bigint, jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -1932,6 +2535,9 @@ declare
   v_stored text[];
   v_refusal jsonb;
 begin
+  if p_est_usd is not null then  -- bounded, so the budgets' numeric(16, 8) cannot overflow (issue 14)
+    perform pgflight._check_arg('est_usd', p_est_usd, 0, 1000000);
+  end if;
   if p_next_iteration is not null and (p_next_iteration < 1 or p_est_usd is null or p_est_usd < 0) then
     raise exception using errcode = '22023', message = 'next iteration must be >= 1 and est_usd >= 0',
       detail = format('next iteration %s, est_usd %s', p_next_iteration, p_est_usd);
@@ -1964,6 +2570,12 @@ declare
   v_id bigint;
 begin
   perform pgflight._require_lane('operator', null, 'create_workspace');  -- issue 13: acts on every workspace
+  if length(p_name) > 200 then
+    raise exception using errcode = '22023', message = 'workspace name is longer than 200 characters',
+      detail = format('got %s characters', length(p_name));
+  end if;
+  -- every option checked against its spec first (docs/options.md; issue 14): 22023 naming the key
+  p_options := pgflight._check_options('create_workspace', p_options);
   if p_name is null or btrim(p_name) = '' then
     raise exception using errcode = '22023', message = 'workspace name is required',
       hint = 'Pass a non-blank name, e.g. select pgflight.create_workspace(''default'').';
@@ -2024,6 +2636,7 @@ declare
   v_reason text;
 begin
   perform pgflight._require_lane('operator', null, 'enforce_budgets');  -- issue 13: acts on every workspace
+  perform pgflight._check_limit(p_limit);  -- 22023 for a negative limit (issue 14)
   for v_row in
     select r.id from pgflight.agent_runs r
       join pgflight.step_attempts a on a.id = r.reserved_attempt_id
@@ -2080,6 +2693,7 @@ declare
   v_count integer := 0;
 begin
   perform pgflight._require_lane('operator', null, 'expire_approvals');  -- issue 13: acts on every workspace
+  perform pgflight._check_limit(p_limit);  -- 22023 for a negative limit (issue 14)
   for v_row in
     select g.id, g.default_decision from pgflight.approvals g
      where g.decision is null and g.expires_at < (select pgflight._now())
@@ -2107,18 +2721,18 @@ CREATE FUNCTION pgflight.fail_step(p_attempt_id bigint, p_token bigint, p_error 
     AS $$
 declare
   v_status text;
-  v_retryable boolean := true;
-  v_after double precision;
+  v_opts jsonb := pgflight._check_options('fail_step', p_options);
+  v_retryable boolean := coalesce((v_opts ->> 'retryable')::boolean, true);
+  v_after double precision := (v_opts ->> 'retry_after_s')::double precision;
 begin
-  if p_options ? 'retryable' then
-    if jsonb_typeof(p_options -> 'retryable') <> 'boolean' then
-      raise exception using errcode = '22023', message = 'option retryable must be a boolean';
-    end if;
-    v_retryable := (p_options ->> 'retryable')::boolean;
-  end if;
-  v_after := pgflight._opt_num(p_options, 'retry_after_s', null);
-  if v_after < 0 then
-    raise exception using errcode = '22023', message = 'retry_after_s must not be negative';
+  -- Lock order (issue 14 case 6, docs/locking.md): when this failure ends the step under a
+  -- parent with fail_fast, the cascade will cancel siblings; their attempts are locked now, with
+  -- this one, deepest first then id, before any steps row — never after the parent's row.
+  if exists (select from pgflight.step_attempts a join pgflight.steps s on s.id = a.step_id
+              where a.id = p_attempt_id and a.fencing_token = p_token and a.status in ('claimed', 'running')
+                and s.parent_id is not null
+                and (not v_retryable or s.failed_attempts + 1 >= s.max_attempts)) then
+    perform pgflight._lock_cascade(p_attempt_id, false);
   end if;
   -- issue 13: the error is capped (ZF005, nothing written)
   perform pgflight._require_cap('max_error_bytes', (select s.max_error_bytes from pgflight.settings s),
@@ -2136,7 +2750,7 @@ ALTER FUNCTION pgflight.fail_step(p_attempt_id bigint, p_token bigint, p_error j
 
 -- Name: FUNCTION fail_step(p_attempt_id bigint, p_token bigint, p_error jsonb, p_options jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight.fail_step(p_attempt_id bigint, p_token bigint, p_error jsonb, p_options jsonb) IS 'Fail a held attempt: retry with backoff or dead letter at the ceiling. Errors: ZF001, ZF002, ZF003, ZF005, ZF012, 22023.';
+COMMENT ON FUNCTION pgflight.fail_step(p_attempt_id bigint, p_token bigint, p_error jsonb, p_options jsonb) IS 'Fail a held attempt: retry with backoff or dead letter at the ceiling. Options (docs/options.md): retryable (boolean, default true), retry_after_s (seconds, 0 to 2592000). Errors: ZF001, ZF002, ZF003, ZF005, ZF012, 22023.';
 
 -- Name: find_effect(bigint, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -2341,6 +2955,7 @@ begin
            t.attempt_id, c.stop_reason, c.usd
       from pgflight.traces t
       left join pgflight.costs c on c.agent_run_id = t.agent_run_id and c.iteration = t.iteration
+                                   and not c.lease_lost  -- orphan costs (record_orphan_cost) have no traces
      where t.agent_run_id = v_run.id
      order by t.iteration, t.seq;
 end
@@ -2431,6 +3046,10 @@ declare
   v_age double precision;
 begin
   perform pgflight._require_lane('operator', null, 'purge_finished');  -- issue 13: acts on every workspace
+  perform pgflight._check_limit(p_limit);  -- 22023 for a negative limit (issue 14)
+  if p_older_than_s is not null then
+    perform pgflight._check_arg('older_than_s', p_older_than_s, 0, 3153600000);
+  end if;
   v_age := coalesce(p_older_than_s, (select s.purge_after_s from pgflight.settings s));
   select array_agg(r.id) into v_ids from (
     -- a run finishes after it is created, so created_at bounds the scan (runs_created_idx)
@@ -2467,7 +3086,7 @@ CREATE FUNCTION pgflight.reclaim_expired(p_limit integer DEFAULT 1000) RETURNS i
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
   select pgflight._require_lane('operator', null, 'reclaim_expired');  -- issue 13: acts on every workspace
-  select pgflight._reclaim(pgflight._now(), p_limit)
+  select pgflight._reclaim(pgflight._now(), pgflight._check_limit(p_limit))  -- 22023 for a negative limit (issue 14)
 $$;
 
 ALTER FUNCTION pgflight.reclaim_expired(p_limit integer) OWNER TO pgflight_owner;
@@ -2496,6 +3115,10 @@ begin
                                 octet_length(p_key), 'effect key (bytes)');
   perform pgflight._require_cap('max_receipt_bytes', (select s.max_receipt_bytes from pgflight.settings s),
                                 octet_length(p_result::text), 'receipt (bytes)');
+  if length(p_key) > 500 then  -- the effects check constraint, as 22023 (issue 14)
+    raise exception using errcode = '22023', message = 'effect key is longer than 500 characters',
+      detail = format('got %s characters', length(p_key)), hint = 'Use a shorter key, e.g. a hash of the long one.';
+  end if;
   select a.id, a.step_id, a.status, a.fencing_token into v_att
     from pgflight.step_attempts a where a.id = p_attempt_id;
   if not found or v_att.fencing_token is distinct from p_token then
@@ -2527,19 +3150,22 @@ CREATE FUNCTION pgflight.record_model_call(p_attempt_id bigint, p_token bigint, 
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
+#variable_conflict use_column
 declare
   v_now timestamptz := pgflight._now();
   v_run pgflight.agent_runs;
   v_usd numeric;
-  v_in bigint := coalesce((p_usage ->> 'input_tokens')::bigint, 0);
-  v_out bigint := coalesce((p_usage ->> 'output_tokens')::bigint, 0);
-  v_cw bigint := coalesce((p_usage ->> 'cache_creation_input_tokens')::bigint, 0);
-  v_cr bigint := coalesce((p_usage ->> 'cache_read_input_tokens')::bigint, 0);
+  v_in bigint := pgflight._opt_int(p_usage, 'input_tokens', 0, 0, 10000000000, 'usage');
+  v_out bigint := pgflight._opt_int(p_usage, 'output_tokens', 0, 0, 10000000000, 'usage');
+  v_cw bigint := pgflight._opt_int(p_usage, 'cache_creation_input_tokens', 0, 0, 10000000000, 'usage');
+  v_cr bigint := pgflight._opt_int(p_usage, 'cache_read_input_tokens', 0, 0, 10000000000, 'usage');
   v_mark boolean;
   v_free integer;
   v_marked text[];
   v_refusal jsonb;
 begin
+  -- every option checked against its spec first (docs/options.md; issue 14): 22023 naming the key
+  p_options := pgflight._check_options('record_model_call', p_options);
   if p_blocks is null or jsonb_typeof(p_blocks) <> 'array' then
     raise exception using errcode = '22023', message = 'blocks must be a JSON array',
       hint = 'Pass the response''s content array as returned by the Messages API.';
@@ -2564,11 +3190,11 @@ begin
   values (v_run.id, p_iteration, v_run.step_id, v_run.run_id, v_run.workspace_id, p_model, v_in, v_out, v_cw, v_cr,
           v_usd, pgflight._opt_text(p_options, 'stop_reason', null),
           pgflight._opt_num(p_options, 'retries', 0)::integer, p_attempt_id, v_now)
-  on conflict on constraint one_call_per_iteration do nothing;
+  on conflict (agent_run_id, iteration) where not lease_lost do nothing;  -- tables/costs_lease_lost
   if not found then
     return query select v_run.id, p_iteration, c.usd, false, v_run.iterations, v_run.tool_calls, v_run.usd,
                         '{}'::text[]
-      from pgflight.costs c where c.agent_run_id = v_run.id and c.iteration = p_iteration;
+      from pgflight.costs c where c.agent_run_id = v_run.id and c.iteration = p_iteration and not c.lease_lost;
     return;
   end if;
 
@@ -2633,7 +3259,88 @@ ALTER FUNCTION pgflight.record_model_call(p_attempt_id bigint, p_token bigint, p
 
 -- Name: FUNCTION record_model_call(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_blocks jsonb, p_usage jsonb, p_model text, p_options jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight.record_model_call(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_blocks jsonb, p_usage jsonb, p_model text, p_options jsonb) IS 'Store a model response (traces), its usage and USD cost (costs), settle budgets and totals, and with mark_tools mark its tool calls in flight, in one transaction; returns (agent_run_id, iteration, usd, recorded, totals, marked). Errors: ZF007, ZF001, ZF002, ZF003, 22023.';
+COMMENT ON FUNCTION pgflight.record_model_call(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_blocks jsonb, p_usage jsonb, p_model text, p_options jsonb) IS 'Store a model response (traces), its usage and USD cost (costs), settle budgets and totals, and with mark_tools mark its tool calls in flight, in one transaction; returns (agent_run_id, iteration, usd, recorded, totals, marked). Options (docs/options.md): stop_reason, retries, mark_tools. Errors: ZF007, ZF001, ZF002, ZF003, 22023.';
+
+-- Name: record_orphan_cost(bigint, bigint, bigint, integer, jsonb, text, jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.record_orphan_cost(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_usage jsonb, p_model text, p_options jsonb DEFAULT '{}'::jsonb) RETURNS TABLE(agent_run_id bigint, iteration integer, usd numeric, recorded boolean)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+declare
+  v_now timestamptz := pgflight._now();
+  v_opts jsonb := pgflight._check_options('record_orphan_cost', p_options);
+  v_att record;
+  v_run pgflight.agent_runs;
+  v_usd numeric;
+  v_in bigint := pgflight._opt_int(p_usage, 'input_tokens', 0, 0, 10000000000, 'usage');
+  v_out bigint := pgflight._opt_int(p_usage, 'output_tokens', 0, 0, 10000000000, 'usage');
+  v_cw bigint := pgflight._opt_int(p_usage, 'cache_creation_input_tokens', 0, 0, 10000000000, 'usage');
+  v_cr bigint := pgflight._opt_int(p_usage, 'cache_read_input_tokens', 0, 0, 10000000000, 'usage');
+begin
+  if p_iteration is null or p_iteration < 1 then
+    raise exception using errcode = '22023', message = 'iteration must be >= 1', detail = format('got %s', p_iteration);
+  end if;
+  if p_model is null or length(p_model) not between 1 and 256 then
+    raise exception using errcode = '22023', message = 'model is required (at most 256 characters)';
+  end if;
+  select a.step_id, a.fencing_token into v_att from pgflight.step_attempts a where a.id = p_attempt_id;
+  if not found then
+    raise exception using errcode = 'ZF003', message = format('unknown attempt %s', p_attempt_id);
+  end if;
+  if v_att.fencing_token is distinct from p_token then
+    raise exception using errcode = 'ZF001', message = format('token %s was never issued to attempt %s', p_token, p_attempt_id),
+      hint = 'Pass the token of the claim that made the call.';
+  end if;
+  -- issue 13: only the login whose worker claimed the attempt may charge its calls (ZF012)
+  perform pgflight._require_own_attempt(p_attempt_id, p_token, 'record_orphan_cost');
+  select r.* into v_run from pgflight.agent_runs r
+   where r.id = p_agent_run_id and r.step_id = v_att.step_id
+     for update;
+  if not found then
+    raise exception using errcode = 'ZF003',
+      message = format('unknown agent run %s for attempt %s', p_agent_run_id, p_attempt_id);
+  end if;
+  v_usd := pgflight._price_usd(p_model, coalesce(p_usage, '{}'));
+
+  insert into pgflight.costs (agent_run_id, iteration, step_id, run_id, workspace_id, model, input_tokens,
+                              output_tokens, cache_creation_tokens, cache_read_tokens, usd, stop_reason,
+                              retries, attempt_id, at, lease_lost)
+  values (v_run.id, p_iteration, v_run.step_id, v_run.run_id, v_run.workspace_id, p_model, v_in, v_out, v_cw, v_cr,
+          v_usd, v_opts ->> 'stop_reason', coalesce((v_opts ->> 'retries')::integer, 0), p_attempt_id, v_now, true)
+  on conflict (agent_run_id, iteration, attempt_id) where lease_lost do nothing;
+  if not found then
+    return query select v_run.id, p_iteration, c.usd, false from pgflight.costs c
+      where c.agent_run_id = v_run.id and c.iteration = p_iteration and c.attempt_id = p_attempt_id and c.lease_lost;
+    return;
+  end if;
+
+  if v_run.reserved_attempt_id = p_attempt_id and v_run.reserved_iteration = p_iteration then
+    perform pgflight._move_budget(v_run.reserved_budget_ids, 0, v_usd, v_run.reserved_usd, false, v_now,
+                                  'settle (lease lost)');
+    update pgflight.agent_runs r
+       set reserved_usd = 0, reserved_attempt_id = null, reserved_iteration = null, reserved_budget_ids = null
+     where r.id = v_run.id;
+  else
+    perform pgflight._move_budget(pgflight._call_budget_ids(v_run, v_now), 0, v_usd, 0, false, v_now,
+                                  format('agent_run=%s iteration=%s lease lost: %s', v_run.id, p_iteration,
+                                         coalesce(v_opts ->> 'why', 'paid call of a lost lease')));
+  end if;
+  update pgflight.agent_runs r
+     set usd = r.usd + v_usd, input_tokens = r.input_tokens + v_in, output_tokens = r.output_tokens + v_out,
+         cache_creation_tokens = r.cache_creation_tokens + v_cw, cache_read_tokens = r.cache_read_tokens + v_cr,
+         updated_at = v_now
+   where r.id = v_run.id;
+  return query select v_run.id, p_iteration, v_usd, true;
+end
+$$;
+
+ALTER FUNCTION pgflight.record_orphan_cost(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_usage jsonb, p_model text, p_options jsonb) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION record_orphan_cost(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_usage jsonb, p_model text, p_options jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.record_orphan_cost(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_usage jsonb, p_model text, p_options jsonb) IS 'Record the cost of a paid model call whose attempt lost its lease (costs.lease_lost) and charge it to the budgets, uncapped; idempotent per (agent run, iteration, attempt). Options (docs/options.md): stop_reason, retries, why. Errors: ZF001, ZF003, ZF012, 22023.';
 
 -- Name: record_stale_write(bigint, bigint, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -2690,6 +3397,8 @@ begin
   -- issue 13: a trace block is capped like a result (ZF005, nothing written)
   perform pgflight._require_cap('max_result_bytes', (select s.max_result_bytes from pgflight.settings s),
                                 octet_length(p_content::text), 'trace block (bytes)');
+  -- every option checked against its spec first (docs/options.md; issue 14): 22023 naming the key
+  p_options := pgflight._check_options('record_trace', p_options);
   v_run := pgflight._agent_fence(p_attempt_id, p_token, p_agent_run_id, 'record_trace');
   v_seq := pgflight._opt_num(p_options, 'seq', null)::integer;
   if v_seq is null then
@@ -2724,7 +3433,7 @@ ALTER FUNCTION pgflight.record_trace(p_attempt_id bigint, p_token bigint, p_agen
 
 -- Name: FUNCTION record_trace(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_role text, p_block_type text, p_content jsonb, p_options jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight.record_trace(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_role text, p_block_type text, p_content jsonb, p_options jsonb) IS 'Store one trace block (e.g. a transient API error); idempotent by seq. Errors: ZF001, ZF002, ZF003, 22023.';
+COMMENT ON FUNCTION pgflight.record_trace(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_role text, p_block_type text, p_content jsonb, p_options jsonb) IS 'Store one trace block (e.g. a transient API error); idempotent by seq. Options (docs/options.md): seq, tool_use_id, tool_name, status, tokens. Errors: ZF001, ZF002, ZF003, 22023.';
 
 -- Name: register_worker(text, jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -2736,6 +3445,8 @@ declare
   v_id bigint;
   v_caps pgflight.settings;
 begin
+  -- every option checked against its spec first (docs/options.md; issue 14): 22023 naming the key
+  p_options := pgflight._check_options('register_worker', p_options);
   if p_name is null or btrim(p_name) = '' then
     raise exception using errcode = '22023', message = 'worker name is required',
       hint = 'Pass something that identifies the process, e.g. host:pid.';
@@ -2836,6 +3547,8 @@ declare
   v_default text := coalesce(pgflight._opt_text(p_options, 'default_decision', null), 'reject');
   v_expires double precision := pgflight._opt_num(p_options, 'expires_in_s', null);
 begin
+  -- every option checked against its spec first (docs/options.md; issue 14): 22023 naming the key
+  p_options := pgflight._check_options('request_approval', p_options);
   if p_gate_key is null or btrim(p_gate_key) = '' then
     raise exception using errcode = '22023', message = 'gate key is required';
   end if;
@@ -2877,7 +3590,7 @@ ALTER FUNCTION pgflight.request_approval(p_attempt_id bigint, p_token bigint, p_
 
 -- Name: FUNCTION request_approval(p_attempt_id bigint, p_token bigint, p_gate_key text, p_request jsonb, p_options jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight.request_approval(p_attempt_id bigint, p_token bigint, p_gate_key text, p_request jsonb, p_options jsonb) IS 'Ask for a decision at a gate: returns it at once if known, else parks the attempt in awaiting_approval (waiting = true). Errors: ZF001, ZF002, ZF003, 22023.';
+COMMENT ON FUNCTION pgflight.request_approval(p_attempt_id bigint, p_token bigint, p_gate_key text, p_request jsonb, p_options jsonb) IS 'Ask for a decision at a gate: returns it at once if known, else parks the attempt in awaiting_approval (waiting = true). Options (docs/options.md): expires_in_s, default_decision. Errors: ZF001, ZF002, ZF003, 22023.';
 
 -- Name: reserve_budget(bigint, bigint, bigint, integer, numeric); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -2890,6 +3603,9 @@ declare
   v_run pgflight.agent_runs;
   v_refusal jsonb;
 begin
+  if p_est_usd is not null then  -- bounded, so the budgets' numeric(16, 8) cannot overflow (issue 14)
+    perform pgflight._check_arg('est_usd', p_est_usd, 0, 1000000);
+  end if;
   if p_est_usd is null or p_est_usd < 0 or p_iteration is null or p_iteration < 1 then
     raise exception using errcode = '22023', message = 'iteration must be >= 1 and est_usd >= 0',
       detail = format('iteration %s, est_usd %s', p_iteration, p_est_usd);
@@ -3108,6 +3824,8 @@ declare
   v_bad record;
   v_max_bytes bigint;
   v_settings pgflight.settings;
+  v_fail_fast boolean;
+  v_children jsonb;
 begin
   if p_children is null or jsonb_typeof(p_children) <> 'array' then
     raise exception using errcode = '22023', message = 'children must be a JSON array',
@@ -3116,15 +3834,16 @@ begin
   select * into v_settings from pgflight.settings;
   perform pgflight._require_cap('max_children_per_call', v_settings.max_children_per_call,
                                 jsonb_array_length(p_children), 'children in one call');
+  v_fail_fast := (pgflight._check_options('spawn_children', p_options) ->> 'fail_fast')::boolean;
   v_att := pgflight._lock_held(p_attempt_id, p_token, 'spawn_children');
   v_max_bytes := v_settings.max_input_bytes;
   select e.ord, e.value into v_bad
     from jsonb_array_elements(p_children) with ordinality as e(value, ord)
    where jsonb_typeof(e.value) <> 'object'
       or jsonb_typeof(e.value -> 'key') is distinct from 'string' or btrim(e.value ->> 'key') = ''
+      or length(e.value ->> 'key') > 512
       or jsonb_typeof(e.value -> 'recipe') is distinct from 'string' or btrim(e.value ->> 'recipe') = ''
-      or (e.value ? 'options' and jsonb_typeof(e.value -> 'options') <> 'object')
-      or pgflight._bad_child_options(e.value -> 'options')
+      or length(e.value ->> 'recipe') > 256
       or octet_length(coalesce(e.value -> 'input', '{}')::text) > v_max_bytes
    limit 1;
   if found then
@@ -3133,10 +3852,17 @@ begin
                                   format('child %s input (bytes)', v_bad.ord));
     raise exception using errcode = '22023', message = format('child %s is malformed', v_bad.ord),
       detail = left(v_bad.value::text, 200),
-      hint = 'Each child needs a non-blank string key and recipe; options must be an object whose '
-             'priority is an integer, max_attempts a positive integer, lease_s and max_runtime_s '
-             'positive numbers, backoff an object.';
+      hint = 'Each child needs a non-blank string key (at most 512 characters) and recipe (at most 256).';
   end if;
+  -- Each child's options through the same step-options validator as submit_run (issue 12: one
+  -- rule, so priority 1.5 is refused on both paths); the error names the child ("option lease_s
+  -- of spawn_children child 3 ..."). v_children holds the normalised options, read with plain casts.
+  select jsonb_agg(case when e.value ? 'options'
+                        then e.value || jsonb_build_object('options',
+                               pgflight._check_options('spawn_children child ' || e.ord, e.value -> 'options'))
+                        else e.value end order by e.ord)
+    into v_children
+    from jsonb_array_elements(p_children) with ordinality as e(value, ord);
 
   perform pgflight._require_cap('max_name_bytes', v_settings.max_name_bytes,
                                 (select max(greatest(octet_length(e.value ->> 'key'), octet_length(e.value ->> 'recipe')))
@@ -3156,7 +3882,7 @@ begin
   with wanted as (
     select e.value ->> 'key' as step_key, e.value ->> 'recipe' as recipe,
            coalesce(e.value -> 'input', '{}') as input, coalesce(e.value -> 'options', '{}') as o
-      from jsonb_array_elements(p_children) as e(value)
+      from jsonb_array_elements(coalesce(v_children, '[]')) as e(value)
   ), inserted as (
     insert into pgflight.steps (run_id, parent_id, depth, step_key, recipe, input, priority, max_attempts,
                                 backoff, lease_s, max_runtime_s, created_at)
@@ -3185,7 +3911,7 @@ begin
   if v_parent.children_pending + v_created > 0 then
     update pgflight.steps
        set children_pending = children_pending + v_created,
-           fail_fast = coalesce((p_options ->> 'fail_fast')::boolean, fail_fast)
+           fail_fast = coalesce(v_fail_fast, fail_fast)
      where id = v_parent.id;
     update pgflight.step_attempts set status = 'awaiting_children' where id = p_attempt_id;
     perform pgflight._event(v_att.run_id, v_att.step_id, p_attempt_id, v_att.status, 'awaiting_children',
@@ -3206,7 +3932,7 @@ ALTER FUNCTION pgflight.spawn_children(p_attempt_id bigint, p_token bigint, p_ch
 
 -- Name: FUNCTION spawn_children(p_attempt_id bigint, p_token bigint, p_children jsonb, p_options jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight.spawn_children(p_attempt_id bigint, p_token bigint, p_children jsonb, p_options jsonb) IS 'Fan-out: create child steps (idempotent by key) and park the parent in awaiting_children. Returns (children_total, created, parked). Errors: ZF001, ZF002, ZF003, ZF005, 22023.';
+COMMENT ON FUNCTION pgflight.spawn_children(p_attempt_id bigint, p_token bigint, p_children jsonb, p_options jsonb) IS 'Fan-out: create child steps (idempotent by key) and park the parent in awaiting_children. Returns (children_total, created, parked). Options: fail_fast (boolean). Each child''s options: priority, max_attempts, lease_s, max_runtime_s, backoff, as submit_run (docs/options.md). Errors: ZF001, ZF002, ZF003, ZF005, ZF012, 22023.';
 
 -- Name: start_step(bigint, bigint); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -3263,7 +3989,8 @@ declare
   v_attempt bigint;
   v_existing record;
   v_not_before timestamptz;
-  v_max_attempts double precision;
+  v_max_attempts integer;
+  v_opts jsonb;
 begin
   if p_recipe is null or btrim(p_recipe) = '' then
     raise exception using errcode = '22023', message = 'recipe is required',
@@ -3273,10 +4000,13 @@ begin
     raise exception using errcode = '22023', message = 'input is required',
       hint = 'Pass ''{}''::jsonb for a recipe that takes no input.';
   end if;
-  if p_options is not null and jsonb_typeof(p_options) <> 'object' then
-    raise exception using errcode = '22023', message = 'options must be a JSON object',
-      detail = format('got a JSON %s', jsonb_typeof(p_options));
+  if length(p_recipe) > 256 then
+    raise exception using errcode = '22023', message = 'recipe name is longer than 256 characters',
+      detail = format('got %s characters', length(p_recipe)), hint = 'Use a short recipe name.';
   end if;
+  -- every option checked against its spec (docs/options.md): unknown keys, types and bounds, 22023
+  -- naming the key; v_opts is normalised, so the plain casts below cannot fail (issue 14)
+  v_opts := pgflight._check_options('submit_run', p_options);
   select w.id, w.max_run_usd into v_ws, v_ws_max_usd from pgflight.workspaces w where w.name = p_workspace;
   if not found then
     raise exception using errcode = 'ZF003', message = format('unknown workspace %L', p_workspace),
@@ -3290,32 +4020,22 @@ begin
       detail = format('input is %s bytes; the cap is %s bytes', v_size, v_settings.max_input_bytes),
       hint = 'Store large payloads elsewhere and pass a reference, or raise settings.max_input_bytes.';
   end if;
-  v_max_attempts := pgflight._opt_num(p_options, 'max_attempts', v_settings.default_max_attempts);
-  if v_max_attempts < 1 or v_max_attempts <> trunc(v_max_attempts) then
-    raise exception using errcode = '22023', message = 'max_attempts must be a positive integer',
-      detail = format('got %s', v_max_attempts);
-  end if;
-  if p_options ? 'lease_s' then perform pgflight._require_positive('lease_s', pgflight._opt_num(p_options, 'lease_s', null)); end if;
-  if p_options ? 'max_runtime_s' then perform pgflight._require_positive('max_runtime_s', pgflight._opt_num(p_options, 'max_runtime_s', null)); end if;
-  if p_options ? 'backoff' and jsonb_typeof(p_options -> 'backoff') <> 'object' then
-    raise exception using errcode = '22023', message = 'backoff must be a JSON object',
-      hint = 'e.g. {"base_s": 1, "factor": 2, "max_s": 300, "jitter": 0.2}';
-  end if;
-  v_not_before := coalesce(pgflight._opt_text(p_options, 'not_before', null)::timestamptz, v_now);
+  v_max_attempts := coalesce((v_opts ->> 'max_attempts')::integer, v_settings.default_max_attempts);
+  v_not_before := coalesce((v_opts ->> 'not_before')::timestamptz, v_now);
 
-  v_key := pgflight._opt_text(p_options, 'idempotency_key', null);
+  v_key := v_opts ->> 'idempotency_key';
   v_hash := encode(sha256(convert_to(p_input::text, 'UTF8')), 'hex');
 
   -- the root step's id is taken first, so the run row is written once, with it
   v_step := nextval(pg_get_serial_sequence('pgflight.steps', 'id'));
   insert into pgflight.runs (workspace_id, recipe, idempotency_key, input_hash, submitted_by, options,
                              max_usd, max_wall_s, max_iterations, max_tool_calls, created_at, root_step_id)
-  values (v_ws, p_recipe, v_key, v_hash, pgflight._opt_text(p_options, 'submitted_by', session_user::text),
-          coalesce(p_options, '{}'),
-          coalesce(pgflight._opt_num(p_options, 'max_usd', null)::numeric, v_ws_max_usd),
-          pgflight._opt_num(p_options, 'max_wall_s', null),
-          pgflight._opt_num(p_options, 'max_iterations', null)::integer,
-          pgflight._opt_num(p_options, 'max_tool_calls', null)::integer,
+  values (v_ws, p_recipe, v_key, v_hash, coalesce(v_opts ->> 'submitted_by', session_user::text),
+          v_opts,
+          coalesce((v_opts ->> 'max_usd')::numeric, v_ws_max_usd),
+          (v_opts ->> 'max_wall_s')::double precision,
+          (v_opts ->> 'max_iterations')::integer,
+          (v_opts ->> 'max_tool_calls')::integer,
           v_now, v_step)
   on conflict (workspace_id, idempotency_key) do nothing
   returning id into v_run;
@@ -3340,14 +4060,14 @@ begin
   insert into pgflight.steps (id, run_id, parent_id, depth, step_key, recipe, input, priority, max_attempts,
                               backoff, lease_s, max_runtime_s, created_at)
   values (v_step, v_run, null, 0, 'root', p_recipe, p_input,
-          pgflight._opt_num(p_options, 'priority', 0)::integer, v_max_attempts::integer,
-          coalesce(p_options -> 'backoff', '{}'),
-          pgflight._opt_num(p_options, 'lease_s', null), pgflight._opt_num(p_options, 'max_runtime_s', null), v_now);
+          coalesce((v_opts ->> 'priority')::integer, 0), v_max_attempts,
+          coalesce(v_opts -> 'backoff', '{}'),
+          (v_opts ->> 'lease_s')::double precision, (v_opts ->> 'max_runtime_s')::double precision, v_now);
   insert into pgflight.step_attempts (step_id, run_id, attempt_no, recipe, priority, status, available_after, created_at)
-  values (v_step, v_run, 1, p_recipe, pgflight._opt_num(p_options, 'priority', 0)::integer, 'queued', v_not_before, v_now)
+  values (v_step, v_run, 1, p_recipe, coalesce((v_opts ->> 'priority')::integer, 0), 'queued', v_not_before, v_now)
   returning id into v_attempt;
   perform pgflight._event(v_run, v_step, v_attempt, null, 'queued', null, 'queued',
-                          pgflight._opt_text(p_options, 'submitted_by', session_user::text));
+                          coalesce(v_opts ->> 'submitted_by', session_user::text));
   if v_not_before <= v_now then
     perform pgflight._notify_ready();
   end if;
@@ -3359,7 +4079,7 @@ ALTER FUNCTION pgflight.submit_run(p_workspace text, p_recipe text, p_input json
 
 -- Name: FUNCTION submit_run(p_workspace text, p_recipe text, p_input jsonb, p_options jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight.submit_run(p_workspace text, p_recipe text, p_input jsonb, p_options jsonb) IS 'Submit a run (root step of a recipe). Returns (run_id, step_id, attempt_id, created). Errors: 22023, ZF003 unknown workspace, ZF004 idempotency conflict, ZF005 input too large.';
+COMMENT ON FUNCTION pgflight.submit_run(p_workspace text, p_recipe text, p_input jsonb, p_options jsonb) IS 'Submit a run (root step of a recipe). Returns (run_id, step_id, attempt_id, created). Options (docs/options.md): idempotency_key, priority, max_attempts, lease_s, max_runtime_s, backoff {base_s, factor, max_s, jitter}, not_before, max_usd, max_wall_s, max_iterations, max_tool_calls, submitted_by; an unknown key or a value out of bounds is 22023 naming it. Errors: 22023, ZF003 unknown workspace, ZF004 idempotency conflict, ZF005 input too large.';
 
 -- Name: sweep_loop(double precision, double precision); Type: PROCEDURE; Schema: pgflight; Owner: pgflight_owner
 
@@ -3425,6 +4145,7 @@ declare
   v_count integer := 0;
 begin
   perform pgflight._require_lane('operator', null, 'wake_parents');  -- issue 13: acts on every workspace
+  perform pgflight._check_limit(p_limit);  -- 22023 for a negative limit (issue 14)
   for v_row in
     select a.step_id from pgflight.step_attempts a
       join pgflight.steps s on s.id = a.step_id
@@ -3643,6 +4364,7 @@ CREATE TABLE pgflight.costs (
     retries integer DEFAULT 0 NOT NULL,
     attempt_id bigint,
     at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
+    lease_lost boolean DEFAULT false NOT NULL,
     CONSTRAINT tokens_are_not_negative CHECK (((input_tokens >= 0) AND (output_tokens >= 0) AND (cache_creation_tokens >= 0) AND (cache_read_tokens >= 0))),
     CONSTRAINT usd_is_not_negative CHECK ((usd >= (0)::numeric))
 );
@@ -3652,6 +4374,10 @@ ALTER TABLE pgflight.costs OWNER TO pgflight_owner;
 -- Name: TABLE costs; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
 COMMENT ON TABLE pgflight.costs IS 'One row per model call: tokens (input, output, cache_creation, cache_read), usd (USD = tokens x model_prices / 1e6), the stop_reason, the transient errors retried before it (retries), and which agent, step, run and workspace it is billed to.';
+
+-- Name: COLUMN costs.lease_lost; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON COLUMN pgflight.costs.lease_lost IS 'true: a model call paid for by an attempt that had lost its lease (record_orphan_cost); charged to the budgets and run_audit, not part of the transcript.';
 
 -- Name: costs_id_seq; Type: SEQUENCE; Schema: pgflight; Owner: pgflight_owner
 
@@ -4169,6 +4895,11 @@ ALTER TABLE ONLY pgflight.traces
 ALTER TABLE ONLY pgflight.budgets
     ADD CONSTRAINT budgets_pkey PRIMARY KEY (id);
 
+-- Name: costs costs_pkey; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.costs
+    ADD CONSTRAINT costs_pkey PRIMARY KEY (id);
+
 -- Name: effects effect_key_is_unique_per_step; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
 
 ALTER TABLE ONLY pgflight.effects
@@ -4198,11 +4929,6 @@ ALTER TABLE ONLY pgflight.runs
 
 ALTER TABLE ONLY pgflight.model_prices
     ADD CONSTRAINT model_prices_pkey PRIMARY KEY (model);
-
--- Name: costs one_call_per_iteration; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
-
-ALTER TABLE ONLY pgflight.costs
-    ADD CONSTRAINT one_call_per_iteration PRIMARY KEY (agent_run_id, iteration);
 
 -- Name: workspace_grants one_grant_per_login_lane_workspace; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
 
@@ -4279,6 +5005,14 @@ CREATE INDEX costs_run_idx ON pgflight.costs USING btree (run_id);
 -- Name: events_run_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
 
 CREATE INDEX events_run_idx ON pgflight.events USING btree (run_id, id);
+
+-- Name: one_call_per_iteration; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
+
+CREATE UNIQUE INDEX one_call_per_iteration ON pgflight.costs USING btree (agent_run_id, iteration) WHERE (NOT lease_lost);
+
+-- Name: one_orphan_per_attempt; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
+
+CREATE UNIQUE INDEX one_orphan_per_attempt ON pgflight.costs USING btree (agent_run_id, iteration, attempt_id) WHERE lease_lost;
 
 -- Name: runs_created_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
 
@@ -4419,6 +5153,10 @@ REVOKE ALL ON FUNCTION pgflight._backoff_s(p_failed integer, p_backoff jsonb) FR
 
 REVOKE ALL ON FUNCTION pgflight._bad_child_options(p_options jsonb) FROM PUBLIC;
 
+-- Name: FUNCTION _bad_option(p_scope text, p_key text, p_value jsonb, p_expected text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._bad_option(p_scope text, p_key text, p_value jsonb, p_expected text) FROM PUBLIC;
+
 -- Name: FUNCTION _call_budget_ids(p_run pgflight.agent_runs, p_now timestamp with time zone); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
 REVOKE ALL ON FUNCTION pgflight._call_budget_ids(p_run pgflight.agent_runs, p_now timestamp with time zone) FROM PUBLIC;
@@ -4431,9 +5169,29 @@ REVOKE ALL ON FUNCTION pgflight._cancel_steps(p_step_ids bigint[], p_actor text,
 
 REVOKE ALL ON FUNCTION pgflight._cancel_tree(p_run_id bigint, p_step_id bigint, p_actor text, p_reason text) FROM PUBLIC;
 
+-- Name: FUNCTION _check_arg(p_name text, p_value double precision, p_min double precision, p_max double precision); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._check_arg(p_name text, p_value double precision, p_min double precision, p_max double precision) FROM PUBLIC;
+
+-- Name: FUNCTION _check_limit(p_limit integer); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._check_limit(p_limit integer) FROM PUBLIC;
+
+-- Name: FUNCTION _check_options(p_scope text, p_options jsonb); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._check_options(p_scope text, p_options jsonb) FROM PUBLIC;
+
 -- Name: FUNCTION _complete_many(p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[], p_now timestamp with time zone); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
 REVOKE ALL ON FUNCTION pgflight._complete_many(p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[], p_now timestamp with time zone) FROM PUBLIC;
+
+-- Name: FUNCTION _complete_refusing(p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[], p_errors jsonb[]); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._complete_refusing(p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[], p_errors jsonb[]) FROM PUBLIC;
+
+-- Name: FUNCTION _dead_letter_poisoned(p_attempt_id bigint, p_sqlstate text, p_message text, p_actor text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._dead_letter_poisoned(p_attempt_id bigint, p_sqlstate text, p_message text, p_actor text) FROM PUBLIC;
 
 -- Name: FUNCTION _decide(p_gate_id bigint, p_decision text, p_actor text, p_note text, p_reason text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
@@ -4465,6 +5223,14 @@ GRANT ALL ON FUNCTION pgflight._lane_workspaces(p_lane text) TO pgflight_worker;
 GRANT ALL ON FUNCTION pgflight._lane_workspaces(p_lane text) TO pgflight_operator;
 GRANT ALL ON FUNCTION pgflight._lane_workspaces(p_lane text) TO pgflight_reader;
 
+-- Name: FUNCTION _limit(p_name text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._limit(p_name text) FROM PUBLIC;
+
+-- Name: FUNCTION _lock_cascade(p_attempt_id bigint, p_nowait boolean); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._lock_cascade(p_attempt_id bigint, p_nowait boolean) FROM PUBLIC;
+
 -- Name: FUNCTION _lock_held(p_attempt_id bigint, p_token bigint, p_operation text, p_with_cancel_requested boolean); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
 REVOKE ALL ON FUNCTION pgflight._lock_held(p_attempt_id bigint, p_token bigint, p_operation text, p_with_cancel_requested boolean) FROM PUBLIC;
@@ -4484,13 +5250,41 @@ REVOKE ALL ON FUNCTION pgflight._move_budget(p_ids bigint[], p_reserve numeric, 
 
 REVOKE ALL ON FUNCTION pgflight._notify_ready() FROM PUBLIC;
 
+-- Name: FUNCTION _opt_bool(p_options jsonb, p_key text, p_default boolean, p_scope text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._opt_bool(p_options jsonb, p_key text, p_default boolean, p_scope text) FROM PUBLIC;
+
+-- Name: FUNCTION _opt_clamped(p_options jsonb, p_key text, p_default double precision, p_min numeric, p_max numeric); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._opt_clamped(p_options jsonb, p_key text, p_default double precision, p_min numeric, p_max numeric) FROM PUBLIC;
+
+-- Name: FUNCTION _opt_int(p_options jsonb, p_key text, p_default bigint, p_min numeric, p_max numeric, p_scope text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._opt_int(p_options jsonb, p_key text, p_default bigint, p_min numeric, p_max numeric, p_scope text) FROM PUBLIC;
+
+-- Name: FUNCTION _opt_interval(p_options jsonb, p_key text, p_default_s double precision, p_min_s numeric, p_max_s numeric, p_scope text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._opt_interval(p_options jsonb, p_key text, p_default_s double precision, p_min_s numeric, p_max_s numeric, p_scope text) FROM PUBLIC;
+
 -- Name: FUNCTION _opt_num(p_options jsonb, p_key text, p_default double precision); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
 REVOKE ALL ON FUNCTION pgflight._opt_num(p_options jsonb, p_key text, p_default double precision) FROM PUBLIC;
 
+-- Name: FUNCTION _opt_number(p_options jsonb, p_key text, p_default double precision, p_min numeric, p_max numeric, p_scope text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._opt_number(p_options jsonb, p_key text, p_default double precision, p_min numeric, p_max numeric, p_scope text) FROM PUBLIC;
+
+-- Name: FUNCTION _opt_string(p_options jsonb, p_key text, p_default text, p_min_len integer, p_max_len integer, p_scope text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._opt_string(p_options jsonb, p_key text, p_default text, p_min_len integer, p_max_len integer, p_scope text) FROM PUBLIC;
+
 -- Name: FUNCTION _opt_text(p_options jsonb, p_key text, p_default text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
 REVOKE ALL ON FUNCTION pgflight._opt_text(p_options jsonb, p_key text, p_default text) FROM PUBLIC;
+
+-- Name: FUNCTION _option_spec(); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._option_spec() FROM PUBLIC;
 
 -- Name: FUNCTION _price_usd(p_model text, p_usage jsonb); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
@@ -4623,6 +5417,11 @@ GRANT ALL ON FUNCTION pgflight.claim_batch(p_worker_id bigint, p_batch_size inte
 REVOKE ALL ON FUNCTION pgflight.complete_batch(p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[]) FROM PUBLIC;
 GRANT ALL ON FUNCTION pgflight.complete_batch(p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[]) TO pgflight_worker;
 
+-- Name: FUNCTION complete_batch(p_attempt_ids bigint[], p_tokens bigint[], p_results text[]); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.complete_batch(p_attempt_ids bigint[], p_tokens bigint[], p_results text[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.complete_batch(p_attempt_ids bigint[], p_tokens bigint[], p_results text[]) TO pgflight_worker;
+
 -- Name: FUNCTION complete_step(p_attempt_id bigint, p_token bigint, p_result jsonb); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
 REVOKE ALL ON FUNCTION pgflight.complete_step(p_attempt_id bigint, p_token bigint, p_result jsonb) FROM PUBLIC;
@@ -4717,6 +5516,11 @@ GRANT ALL ON FUNCTION pgflight.record_effect(p_attempt_id bigint, p_token bigint
 
 REVOKE ALL ON FUNCTION pgflight.record_model_call(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_blocks jsonb, p_usage jsonb, p_model text, p_options jsonb) FROM PUBLIC;
 GRANT ALL ON FUNCTION pgflight.record_model_call(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_blocks jsonb, p_usage jsonb, p_model text, p_options jsonb) TO pgflight_worker;
+
+-- Name: FUNCTION record_orphan_cost(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_usage jsonb, p_model text, p_options jsonb); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.record_orphan_cost(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_usage jsonb, p_model text, p_options jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.record_orphan_cost(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_usage jsonb, p_model text, p_options jsonb) TO pgflight_worker;
 
 -- Name: FUNCTION record_stale_write(p_attempt_id bigint, p_token bigint, p_operation text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 

@@ -7,7 +7,8 @@ set local role pgflight_owner;
 -- increase) that every later write must carry, and a lease of the step's lease_s, else p_lease_s
 -- seconds, stored on the attempt so heartbeat and reclaim never recompute it from configuration
 -- (C16). First reclaims at most settings.reclaim_in_claim expired leases, so recovery does not
--- wait for cron. p_recipes limits the recipes (null: any). options: start (boolean, default
+-- wait for cron (a reclaimed row that raises ends alone, issue 14). p_batch_size 1 to 100000,
+-- p_lease_s 0.001 to 604800. p_recipes limits the recipes (null: any). options: start (boolean, default
 -- false): the attempts go straight to running, as if start_step had been called, which saves the
 -- worker one round trip and one commit per step.
 -- Locking: FOR UPDATE SKIP LOCKED on the ready rows, so concurrent claimers never block on or
@@ -37,7 +38,7 @@ as $$
 declare
   v_now timestamptz := pgflight._now();
   v_reclaim integer;
-  v_start boolean := coalesce((p_options ->> 'start')::boolean, false);
+  v_start boolean := coalesce((pgflight._check_options('claim_batch', p_options) ->> 'start')::boolean, false);
   v_settings pgflight.settings;
   v_ws bigint[];
 begin
@@ -50,6 +51,9 @@ begin
   select * into v_settings from pgflight.settings;
   perform pgflight._require_cap('max_batch_size', v_settings.max_batch_size, p_batch_size, 'batch_size');
   perform pgflight._require_cap('max_lease_s', v_settings.max_lease_s, p_lease_s, 'lease_s (seconds)');
+  -- issue 14: the hard bounds whatever the caps say (NaN, a lease past _limit('lease_s')): 22023
+  perform pgflight._check_arg('batch_size', p_batch_size, 1, 100000);
+  perform pgflight._check_arg('lease_s', p_lease_s, 0.001, pgflight._limit('lease_s'));
   v_ws := pgflight._lane_workspaces('worker');
   -- the worker must be live and registered by this login (issue 13); another login's id is unknown here
   update pgflight.workers set last_seen_at = v_now
@@ -81,9 +85,11 @@ begin
            fencing_token = nextval('pgflight.fencing_tokens'),
            claimed_at = v_now,
            started_at = case when v_start then v_now end,
-           lease_s = coalesce(s.lease_s, p_lease_s),
-           lease_expires_at = v_now + make_interval(secs => coalesce(s.lease_s, p_lease_s)),
-           deadline_at = v_now + make_interval(secs => s.max_runtime_s)
+           -- clamped to the documented maxima (issue 14): a step stored before the options were
+           -- checked (lease_s 1e13) cannot make this set-based claim raise for everyone
+           lease_s = least(coalesce(s.lease_s, p_lease_s), pgflight._limit('lease_s')),
+           lease_expires_at = v_now + make_interval(secs => least(coalesce(s.lease_s, p_lease_s), pgflight._limit('lease_s'))),
+           deadline_at = v_now + make_interval(secs => least(s.max_runtime_s, pgflight._limit('runtime_s')))
       from ready r, pgflight.steps s
      where a.id = r.id and s.id = a.step_id
     returning a.id, a.fencing_token, a.step_id, a.run_id, s.parent_id, s.step_key, a.attempt_no,
@@ -101,7 +107,8 @@ end
 $$;
 comment on function pgflight.claim_batch(bigint, integer, double precision, text[], jsonb) is
   'Lease up to p_batch_size ready attempts (lease in seconds). Returns at most p_batch_size rows, '
-  'each with its fencing token, from the login''s workspaces. Errors: 22023, ZF005, ZF010 unknown worker.';
+  'each with its fencing token, from the login''s workspaces. Options (docs/options.md): start (boolean). '
+  'Errors: 22023, ZF005, ZF010 unknown worker.';
 grant execute on function pgflight.claim_batch(bigint, integer, double precision, text[], jsonb) to pgflight_worker;
 
 commit;
