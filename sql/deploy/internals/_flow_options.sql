@@ -1,0 +1,159 @@
+-- Deploy pgflight:internals/_flow_options
+-- requires: schema
+-- Option checks of the flow-control API (issue 15): unknown keys and out-of-range numbers are
+-- refused with 22023 naming the key, so nothing stored can make a later claim raise.
+begin;
+set local role pgflight_owner;
+
+-- Refuse an options value that is not an object or has a key outside p_allowed.
+create function pgflight._require_known_keys(p_options jsonb, p_allowed text[])
+returns void
+language plpgsql immutable
+set search_path = ''
+as $$
+declare
+  v_key text;
+begin
+  if p_options is null or jsonb_typeof(p_options) <> 'object' then
+    raise exception using errcode = '22023', message = 'options must be a JSON object',
+      detail = format('got %s', coalesce(jsonb_typeof(p_options), 'NULL')),
+      hint = format('Pass an object with some of: %s.', array_to_string(p_allowed, ', '));
+  end if;
+  select k into v_key from jsonb_object_keys(p_options) k where k <> all (p_allowed) order by k limit 1;
+  if v_key is not null then
+    raise exception using errcode = '22023', message = format('unknown option %s', v_key),
+      detail = format('options: %s', p_options),
+      hint = format('Known options: %s.', array_to_string(p_allowed, ', '));
+  end if;
+end
+$$;
+comment on function pgflight._require_known_keys(jsonb, text[]) is
+  'Internal: 22023 unless p_options is an object whose keys are all in p_allowed.';
+
+-- A numeric limit from options: JSON null gives null (no limit); otherwise a finite number in
+-- [p_min, p_max], whole when p_integer. 22023 naming the key otherwise.
+create function pgflight._limit_option(
+  p_options jsonb, p_key text, p_min double precision, p_max double precision, p_integer boolean)
+returns double precision
+language plpgsql immutable
+set search_path = ''
+as $$
+declare
+  v_value double precision;
+begin
+  if jsonb_typeof(p_options -> p_key) is null or jsonb_typeof(p_options -> p_key) = 'null' then
+    return null;
+  end if;
+  if jsonb_typeof(p_options -> p_key) <> 'number' then
+    raise exception using errcode = '22023', message = format('option %s must be a number', p_key),
+      detail = format('got %s', p_options -> p_key), hint = 'Pass a JSON number, or null to remove the limit.';
+  end if;
+  v_value := (p_options ->> p_key)::double precision;
+  if v_value < p_min or v_value > p_max or (p_integer and v_value <> trunc(v_value)) then
+    raise exception using errcode = '22023',
+      message = format('option %s is out of range', p_key),
+      detail = format('got %s; allowed: %s %s to %s', p_options -> p_key,
+                      case when p_integer then 'whole numbers' else 'numbers' end, p_min, p_max),
+      hint = 'Pass a value in range, or null to remove the limit.';
+  end if;
+  return v_value;
+end
+$$;
+comment on function pgflight._limit_option(jsonb, text, double precision, double precision, boolean) is
+  'Internal: a numeric limit option in range, or null; 22023 naming the key otherwise.';
+
+-- The workspace id of a name, or ZF003.
+create function pgflight._workspace_id(p_workspace text)
+returns bigint
+language plpgsql stable
+set search_path = ''
+as $$
+declare
+  v_id bigint;
+begin
+  select w.id into v_id from pgflight.workspaces w where w.name = p_workspace;
+  if v_id is null then
+    raise exception using errcode = 'ZF003', message = format('unknown workspace %L', p_workspace),
+      hint = 'Create it first: select pgflight.create_workspace(name).';
+  end if;
+  return v_id;
+end
+$$;
+comment on function pgflight._workspace_id(text) is 'Internal: a workspace''s id by name; ZF003 when unknown.';
+
+-- When a new step becomes claimable, from its options, on the server's clock:
+--   delay_s     seconds from now (0 .. 1e9);
+--   not_before  an ISO 8601 timestamp WITH a UTC offset ("2030-01-01T09:00:00+02:00" or "...Z");
+--               one without an offset would be read in the session's TimeZone, which the client
+--               may not know, so it is refused.
+-- Neither: p_now. Both: 22023. Errors name the key.
+create function pgflight._start_at(p_options jsonb, p_now timestamptz)
+returns timestamptz
+language plpgsql stable
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+  v_text text;
+  v_delay double precision;
+begin
+  if p_options ? 'delay_s' and p_options ? 'not_before' then
+    raise exception using errcode = '22023', message = 'options delay_s and not_before exclude each other',
+      hint = 'Pass one of them.';
+  end if;
+  if p_options ? 'delay_s' then
+    v_delay := coalesce(pgflight._limit_option(p_options, 'delay_s', 0, 1e9, false), 0);
+    return p_now + make_interval(secs => v_delay);
+  end if;
+  if not p_options ? 'not_before' or jsonb_typeof(p_options -> 'not_before') = 'null' then
+    return p_now;
+  end if;
+  if jsonb_typeof(p_options -> 'not_before') <> 'string' then
+    raise exception using errcode = '22023', message = 'option not_before must be a string',
+      detail = format('got %s', p_options -> 'not_before'),
+      hint = 'Pass an ISO 8601 timestamp with a UTC offset, e.g. "2030-01-01T09:00:00Z", or use delay_s.';
+  end if;
+  v_text := btrim(p_options ->> 'not_before');
+  if v_text !~* '(z|utc|[+-][0-9]{1,2}(:?[0-9]{2}){0,2})$' or v_text !~ '^[0-9]{4}-' then
+    raise exception using errcode = '22023', message = 'option not_before needs a UTC offset',
+      detail = format('got %L', v_text),
+      hint = 'Write the offset ("2030-01-01T09:00:00+02:00" or "...Z"), or use delay_s (seconds, on the server''s clock).';
+  end if;
+  begin
+    return v_text::timestamptz;
+  exception when others then
+    raise exception using errcode = '22023', message = 'option not_before is not a timestamp',
+      detail = format('got %L', v_text),
+      hint = 'Pass an ISO 8601 timestamp with a UTC offset, e.g. "2030-01-01T09:00:00Z".';
+  end;
+end
+$$;
+comment on function pgflight._start_at(jsonb, timestamptz) is
+  'Internal: when a step becomes claimable from options delay_s / not_before (offset required); 22023 otherwise.';
+
+-- The concurrency key and limit of a new step from its options: concurrency_key (a string of at
+-- most 200 characters) with concurrency_limit (a whole number 1 .. 1e6, default 1). 22023 otherwise.
+create function pgflight._concurrency_option(p_options jsonb, out o_key text, out o_limit integer)
+language plpgsql immutable
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+  if jsonb_typeof(p_options -> 'concurrency_key') is null or jsonb_typeof(p_options -> 'concurrency_key') = 'null' then
+    if p_options ? 'concurrency_limit' and jsonb_typeof(p_options -> 'concurrency_limit') <> 'null' then
+      raise exception using errcode = '22023', message = 'option concurrency_limit needs concurrency_key',
+        hint = 'Pass concurrency_key too, e.g. {"concurrency_key": "customer-42", "concurrency_limit": 1}.';
+    end if;
+    return;
+  end if;
+  if jsonb_typeof(p_options -> 'concurrency_key') <> 'string'
+     or btrim(p_options ->> 'concurrency_key') = '' or length(p_options ->> 'concurrency_key') > 200 then
+    raise exception using errcode = '22023', message = 'option concurrency_key must be a non-blank string of at most 200 characters',
+      detail = format('got %s', left((p_options -> 'concurrency_key')::text, 300));
+  end if;
+  o_key := p_options ->> 'concurrency_key';
+  o_limit := coalesce(pgflight._limit_option(p_options, 'concurrency_limit', 1, 1e6, true), 1)::integer;
+end
+$$;
+comment on function pgflight._concurrency_option(jsonb) is
+  'Internal: (concurrency_key, concurrency_limit) from a step''s options; 22023 when malformed.';
+
+commit;

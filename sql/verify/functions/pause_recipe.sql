@@ -1,0 +1,2 @@
+-- Verify pgflight:functions/pause_recipe
+select 'pgflight.pause_recipe(text, text)'::regprocedure;

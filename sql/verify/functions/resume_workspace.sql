@@ -1,0 +1,2 @@
+-- Verify pgflight:functions/resume_workspace
+select 'pgflight.resume_workspace(text, text)'::regprocedure;

@@ -1,0 +1,1 @@
+select 'pgflight.claim_batch(bigint, integer, double precision, text[], jsonb)'::regprocedure;

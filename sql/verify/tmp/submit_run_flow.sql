@@ -1,0 +1,1 @@
+select 'pgflight.submit_run(text, text, jsonb, jsonb)'::regprocedure;
