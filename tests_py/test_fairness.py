@@ -8,7 +8,6 @@ attempts table over a whole run of 8 concurrent claimers, not from what the clai
 
 from __future__ import annotations
 
-import threading
 import time
 from typing import Any
 
@@ -21,7 +20,6 @@ from core_helpers import (
     claim,
     complete_batch,
     fail,
-    one,
     register,
     rows,
     run_parallel,
@@ -29,7 +27,6 @@ from core_helpers import (
     start_step,
     submit,
 )
-from conftest import ConnectFactory
 
 LEASED = ("claimed", "running", "cancel_requested")
 
@@ -50,6 +47,23 @@ def bulk_submit(conn: Conn, ws: str, n: int, recipe: str = "bulk", **options: An
     )
 
 
+def spawn_backlog(conn: Conn, ws: str, n: int, per_parent: int = 50_000) -> None:
+    """
+    Queue n steps of recipe `bulk` in `ws` quickly: parents (recipe `bulk_parent`) each fan out
+    per_parent children in one spawn_children call built on the server.
+    """
+    parents = -(-n // per_parent)
+    bulk_submit(conn, ws, parents, recipe="bulk_parent")
+    worker = register(conn, "spawner")
+    for c in claim(conn, worker, parents, 600.0, recipes=["bulk_parent"]):
+        start_step(conn, c)
+        conn.execute(
+            "select pgflight.spawn_children(%s, %s, (select jsonb_agg(jsonb_build_object("
+            "'key', g::text, 'recipe', 'bulk', 'input', '{}'::jsonb)) from generate_series(1, %s) g))",
+            [c.attempt_id, c.token, per_parent],
+        )
+
+
 def rounds_until(conn: Conn, worker: int, run_id: int, batch: int = 10, max_rounds: int = 10) -> int:
     """Claim in batches of `batch` and complete at once until `run_id` is claimed; return the round."""
     for n in range(1, max_rounds + 1):
@@ -66,9 +80,7 @@ def test_a_quiet_workspace_is_served_within_two_rounds_of_a_backlog(conn: Conn, 
     workspace(conn, "bulk")
     workspace(conn, "interactive")
     if backlog > 10_000:
-        # one statement per 50,000 keeps the submit's memory modest
-        for _ in range(backlog // 50_000):
-            bulk_submit(conn, "bulk", 50_000)
+        spawn_backlog(conn, "bulk", backlog)
     else:
         bulk_submit(conn, "bulk", backlog)
     quiet = submit(conn, "interactive_step", workspace="interactive")
@@ -176,8 +188,14 @@ def test_a_global_cap_holds_under_eight_concurrent_claimers(conn: Conn, dsn: str
 
 def test_a_step_in_backoff_holds_no_key_slot(conn: Conn) -> None:
     workspace(conn, "k")
-    first = submit(conn, "keyed", workspace="k", concurrency_key="repo", concurrency_limit=1,
-                   backoff={"base_s": 3600, "factor": 1})
+    first = submit(
+        conn,
+        "keyed",
+        workspace="k",
+        concurrency_key="repo",
+        concurrency_limit=1,
+        backoff={"base_s": 3600, "factor": 1},
+    )
     second = submit(conn, "keyed", workspace="k", concurrency_key="repo", concurrency_limit=1)
     worker = register(conn)
     (c,) = claim(conn, worker, 1)
