@@ -1,0 +1,2 @@
+-- Verify pgflight:functions/fire_schedules
+select 'pgflight.fire_schedules(integer)'::regprocedure;
