@@ -34,9 +34,12 @@ create function pgflight._lease_attempts(
 returns table (attempt_id bigint, fencing_token bigint, step_id bigint, run_id bigint, parent_id bigint,
                step_key text, attempt_no integer, recipe text, input jsonb,
                lease_expires_at timestamptz, deadline_at timestamptz)
-language sql volatile
+language plpgsql volatile
 set search_path = ''
 as $$
+begin
+  -- PL/pgSQL rather than SQL: its plan is cached across calls, a SQL function's is not
+  return query
   with claimed as (
     update pgflight.step_attempts a
        set status = case when p_start then 'running' else 'claimed' end, worker_id = p_worker_id,
@@ -57,7 +60,8 @@ as $$
   )
   select c.id, c.fencing_token, c.step_id, c.run_id, c.parent_id, c.step_key, c.attempt_no, c.recipe,
          c.input, c.lease_expires_at, c.deadline_at
-    from claimed c
+    from claimed c;
+end
 $$;
 comment on function pgflight._lease_attempts(bigint, bigint[], double precision, boolean, timestamptz) is
   'Internal: lease locked queued attempts to a worker (token, lease, events).';
@@ -288,6 +292,7 @@ declare
   v_cap integer[];
   v_rated boolean[];
   v_more boolean[];
+  v_quota integer[];
   v_total_share integer;
   v_n integer;
   v_first integer;
@@ -361,18 +366,35 @@ begin
   v_total_share := (select sum(x) from unnest(v_share) x);
   v_more := array_fill(false, array[v_n]);
 
-  -- 4. this call's turn: start after the workspaces the previous calls served
-  v_first := ((nextval('pgflight.claim_turns') * least(v_n, p_batch_size)) % v_n)::integer;
+  -- 4. this call's turn: start after the workspaces the previous calls served (with more
+  -- workspaces than the batch holds, the next call starts a batch further on)
+  v_first := ((nextval('pgflight.claim_turns') * case when v_n > v_left then v_left else 1 end) % v_n)::integer;
+  -- quotas: each workspace's share of the batch, rounded down, the remainder one each in turn
+  -- order; so a workspace with ready work gets at least one while the batch has room for it
+  v_quota := array_fill(0, array[v_n]);
+  for v_i in 0 .. v_n - 1 loop
+    v_w := (v_first + v_i) % v_n + 1;
+    v_quota[v_w] := (v_left * v_share[v_w]) / v_total_share;
+  end loop;
+  v_q := v_left - (select sum(x) from unnest(v_quota) x);
+  for v_i in 0 .. v_n - 1 loop
+    exit when v_q <= 0;
+    v_w := (v_first + v_i) % v_n + 1;
+    v_quota[v_w] := v_quota[v_w] + 1;
+    v_q := v_q - 1;
+  end loop;
 
   for v_pass in 1 .. 2 loop
+    -- pass two only when some workspace came up short and another may have more
+    exit when v_pass = 2 and (v_left <= 0 or not (true = any (v_more)));
     for v_i in 0 .. v_n - 1 loop
       exit when v_left <= 0;
       v_w := (v_first + v_i) % v_n + 1;
+      continue when v_pass = 1 and v_quota[v_w] = 0;
       continue when v_pass = 2 and not v_more[v_w];
       v_ws_id := v_ws[v_w];
       v_lim := null;
-      v_q := case when v_pass = 1 then greatest(1, (p_batch_size * v_share[v_w]) / v_total_share) else v_left end;
-      v_q := least(v_q, v_left);
+      v_q := least(case when v_pass = 1 then v_quota[v_w] else v_left end, v_left);
 
       -- 5. a capped or rate-limited workspace: one claimer at a time counts it
       if v_cap[v_w] is not null or v_rated[v_w] then
