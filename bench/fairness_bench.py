@@ -35,7 +35,7 @@ from psycopg.types.json import Jsonb
 from pgflight import migrate
 
 # The last change of the plan before issue 15: the baseline database is deployed up to it.
-BASELINE_CHANGE = "tuning/claim_batch_plan"
+BASELINE_CHANGE = "@v0.2.0"
 
 
 def spawn_backlog(conn: Conn, workspace: str, n: int, recipe: str, per_parent: int = 50_000) -> None:

@@ -1,25 +1,91 @@
 #!/usr/bin/env python3
-"""Write sql/revert and sql/verify scripts for function changes from their deploy scripts.
-
-A function change's revert drops exactly the functions its deploy creates (by full signature),
-and its verify resolves each signature. Run after adding a function to a deploy script.
 """
-import pathlib
+Write sql/revert and sql/verify for every change whose deploy script defines functions,
+procedures or views (all with `create or replace`), reading sqitch.plan to know each change's
+instances. Tables, roles and the other hand-written changes are left alone.
+
+- A change's first instance (the baseline): revert drops what its deploy creates, in reverse
+  order.
+- A reworked instance (`sqitch rework` after a tag copied the earlier scripts to
+  `<change>@<tag>.sql`): revert restores the previous definition, i.e. runs the previous deploy
+  script `deploy/<change>@<tag>.sql` (sqitch's rework convention), after dropping any function
+  signature the rework added.
+- Verify, for every instance: each function resolves by its full signature and carries exactly
+  the settings (`pg_proc.proconfig`: search_path, planner settings) its definition gives; each
+  view exists. A rework that forgets a `set` clause fails `sqitch verify`.
+
+Run after adding or reworking a function or view change:  scripts/gen_sql_scripts.py
+"""
+
+from __future__ import annotations
+
 import re
+from dataclasses import dataclass
+from pathlib import Path
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent / "sql"
-CREATE = re.compile(r"create\s+(function|procedure)\s+(pgflight\.\w+)\s*\(", re.I)
+ROOT = Path(__file__).resolve().parent.parent
+SQL = ROOT / "sql"
+CREATE = re.compile(r"create\s+or\s+replace\s+(function|procedure|view)\s+(pgflight\.\w+)\s*(\()?", re.I)
+ROLE = "set local role pgflight_owner;\n"
 
 
-def _args(text: str, start: int) -> str:
+@dataclass
+class Instance:
+    """One occurrence of a change in the plan; `suffix` is '' for the latest, '@tag' for older ones."""
+
+    name: str
+    suffix: str
+
+    def path(self, kind: str) -> Path:
+        head, _, base = self.name.rpartition("/")
+        return SQL / kind / head / f"{base}{self.suffix}.sql"
+
+
+@dataclass
+class Obj:
+    kind: str  # function | procedure | view
+    signature: str  # pgflight.f(bigint, text) or pgflight.v
+    config: list[str] | None  # expected proconfig, None for none
+
+
+def plan_instances(plan: Path = ROOT / "sqitch.plan") -> list[list[Instance]]:
+    """Every change of the plan as its list of instances, oldest first (sqitch's file naming)."""
+    entries: list[tuple[str, str]] = []  # ("change"|"tag", name)
+    for line in plan.read_text().splitlines():
+        line = line.strip()
+        if not line or line.startswith(("%", "#")):
+            continue
+        token = line.split()[0]
+        entries.append(("tag", token) if token.startswith("@") else ("change", token))
+    positions: dict[str, list[int]] = {}
+    for i, (kind, name) in enumerate(entries):
+        if kind == "change":
+            positions.setdefault(name, []).append(i)
+    out = []
+    for name, where in positions.items():
+        instances = []
+        for k, pos in enumerate(where):
+            if k == len(where) - 1:
+                instances.append(Instance(name, ""))
+                continue
+            tags = [n for kind, n in entries[pos + 1 : where[k + 1]] if kind == "tag"]
+            if not tags:
+                raise SystemExit(f"{name} is reworked without a tag in between")
+            found = [t for t in tags if Instance(name, t).path("deploy").exists()]
+            instances.append(Instance(name, (found or tags)[0]))
+        out.append(instances)
+    return out
+
+
+def _args(text: str, start: int) -> tuple[str, int]:
     depth, i = 1, start
     while depth:
         depth += {"(": 1, ")": -1}.get(text[i], 0)
         i += 1
-    return text[start : i - 1]
+    return text[start : i - 1], i
 
 
-def _types(args: str) -> list[str]:
+def _split_top(args: str) -> list[str]:
     out, depth, cur = [], 0, ""
     for ch in args:
         if ch == "," and depth == 0:
@@ -30,20 +96,120 @@ def _types(args: str) -> list[str]:
         cur += ch
     if cur.strip():
         out.append(cur)
+    return out
+
+
+def _types(args: str) -> list[str]:
     types = []
-    for a in out:
+    for a in _split_top(args):
         a = re.split(r"\s+default\s+|\s*:=\s*", a.strip(), flags=re.I)[0]
-        types.append(" ".join(a.split()[1:]))
+        words = a.split()
+        if words and words[0].lower() in ("in", "out", "inout", "variadic"):
+            if words[0].lower() == "out":
+                continue
+            words = words[1:]
+        types.append(" ".join(words[1:]))
     return types
 
 
-for deploy in sorted((ROOT / "deploy" / "functions").glob("*.sql")):
-    text = deploy.read_text()
-    sigs = []
-    for m in CREATE.finditer(text):
-        sigs.append((m.group(1).lower(), f"{m.group(2)}({', '.join(_types(_args(text, m.end())))})"))
-    rel = deploy.relative_to(ROOT / "deploy")
-    drops = "".join(f"drop {kind} {sig};\n" for kind, sig in reversed(sigs))
-    (ROOT / "revert" / rel).write_text(f"-- Revert pgflight:{rel.with_suffix('')}\nbegin;\n{drops}commit;\n")
-    checks = "".join(f"select '{sig}'::regprocedure;\n" for _, sig in sigs)
-    (ROOT / "verify" / rel).write_text(f"-- Verify pgflight:{rel.with_suffix('')}\n{checks}")
+def _config(header: str) -> list[str] | None:
+    """proconfig as PostgreSQL stores it, from the `set name = value` clauses of a definition."""
+    out = []
+    for name, value in re.findall(r"^\s*set\s+(\w+)\s*(?:=|to)\s*(.+?)\s*$", header, re.I | re.M):
+        value = value.strip()
+        value = '""' if value == "''" else value.strip("'")
+        out.append(f"{name.lower()}={value}")
+    return out or None
+
+
+def objects(deploy: str) -> list[Obj]:
+    """The functions, procedures and views a deploy script creates, in order."""
+    found = []
+    for m in CREATE.finditer(deploy):
+        kind, name = m.group(1).lower(), m.group(2)
+        if kind == "view":
+            found.append(Obj(kind, name, None))
+            continue
+        args, end = _args(deploy, m.end())
+        body = re.compile(r"\bas\s+\$\w*\$", re.I).search(deploy, end)
+        header = deploy[end : body.start() if body else len(deploy)]
+        found.append(Obj(kind, f"{name}({', '.join(_types(args))})", _config(header)))
+    return found
+
+
+def _quote(s: str) -> str:
+    return "'" + s.replace("'", "''") + "'"
+
+
+def verify_script(name: str, objs: list[Obj]) -> str:
+    lines = [
+        f"-- Verify pgflight:{name}",
+        "-- Written by scripts/gen_sql_scripts.py: signatures and their settings.",
+    ]
+    for o in objs:
+        if o.kind == "view":
+            lines.append(
+                "select 1 / (c.relkind = 'v')::int from pg_catalog.pg_class c"
+                f" where c.oid = {_quote(o.signature)}::regclass;"
+            )
+            continue
+        want = (
+            "null::text[]" if o.config is None else "array[" + ", ".join(map(_quote, o.config)) + "]::text[]"
+        )
+        lines.append(
+            f"""do $verify$
+declare
+  v_config text[];
+begin
+  select p.proconfig into v_config
+    from pg_catalog.pg_proc p where p.oid = {_quote(o.signature)}::regprocedure;
+  if v_config is distinct from {want} then
+    raise exception '{o.signature.replace("'", "''")} has settings %, expected %', v_config, {want};
+  end if;
+end
+$verify$;"""
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _drops(objs: list[Obj]) -> str:
+    return "".join(f"drop {o.kind} {o.signature};\n" for o in reversed(objs))
+
+
+def write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.exists() or path.read_text() != text:
+        path.write_text(text)
+
+
+def main() -> None:
+    for instances in plan_instances():
+        for k, inst in enumerate(instances):
+            deploy_path = inst.path("deploy")
+            if not deploy_path.exists():
+                continue
+            deploy = deploy_path.read_text()
+            objs = objects(deploy)
+            if not objs:
+                continue
+            label = f"{inst.name}{inst.suffix}"
+            write(inst.path("verify"), verify_script(label, objs))
+            if k == 0:
+                revert = f"-- Revert pgflight:{label}\nbegin;\n{ROLE}{_drops(objs)}commit;\n"
+            else:
+                prev = instances[k - 1]
+                old = prev.path("deploy").read_text()
+                old_sigs = {o.signature for o in objects(old)}
+                added = [o for o in objs if o.signature not in old_sigs]
+                body = re.sub(r"^-- Deploy pgflight:\S+\n", "", old, count=1)
+                if added:
+                    body = body.replace(ROLE, ROLE + _drops(added), 1)
+                revert = (
+                    f"-- Revert pgflight:{label}: restores the previous definition,"
+                    f" deploy/{prev.name}{prev.suffix}.sql (written by scripts/gen_sql_scripts.py)\n{body}"
+                )
+            write(inst.path("revert"), revert)
+
+
+if __name__ == "__main__":
+    main()

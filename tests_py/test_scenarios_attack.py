@@ -439,7 +439,7 @@ def test_c35_static_no_sql_function_passes_data_to_pg_notify(conn: Conn) -> None
         code = re.sub(r"\bcomment\s+on\b.*?'\s*;", "", code, flags=re.IGNORECASE | re.DOTALL)
         for m in re.finditer(r"pg_notify\s*\(([^)]*)\)|\bnotify\s+\w+", code, re.IGNORECASE):
             calls.append((path.name, re.sub(r"\s+", " ", m.group(0))))
-    assert calls == [("_internals.sql", "pg_notify('pgflight_ready', '')")], calls
+    assert calls == [("_events.sql", "pg_notify('pgflight_ready', '')")], calls
     deployed = conn.execute(
         "select p.proname, p.prosrc from pg_proc p join pg_namespace n on n.oid = p.pronamespace"
         " where n.nspname = 'pgflight' and p.prosrc ~* 'pg_notify|\\mnotify\\M'"

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
 from urllib.parse import quote
 
-from psycopg.conninfo import conninfo_to_dict
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from pgflight.embedded import find_bindir, source_root
 
@@ -74,7 +75,7 @@ def sqitch_target(dsn: str) -> tuple[str, dict[str, str]]:
     return f"db:pg://{netloc}/{dbname}", env
 
 
-def _sqitch(args: list[str], dsn: str) -> str:
+def _sqitch(args: list[str], dsn: str, root: Path | None = None) -> str:
     exe = shutil.which("sqitch")
     if exe is None:
         raise MigrationError("sqitch not found; run scripts/setup (apt: sqitch)")
@@ -86,7 +87,7 @@ def _sqitch(args: list[str], dsn: str) -> str:
         env["PATH"] = f"{find_bindir()}{os.pathsep}{env.get('PATH', '')}"
     proc = subprocess.run(
         [exe, *args, "--target", target],
-        cwd=project_root(),
+        cwd=root or project_root(),
         env=env,
         capture_output=True,
         text=True,
@@ -101,31 +102,70 @@ def _sqitch(args: list[str], dsn: str) -> str:
     return output
 
 
-def deploy(dsn: str, *, to: str | None = None, verify: bool = True) -> str:
+def deploy(dsn: str, *, to: str | None = None, verify: bool = True, root: Path | None = None) -> str:
     """
     Deploy every change of sqitch.plan (up to `to`) into the database `dsn` names.
 
     :param verify: run each change's verify script (`--verify`).
+    :param root: the directory holding sqitch.plan and sql/ (default: this checkout).
     :return: sqitch's output.
     :raises MigrationError: a change or its verify script failed (sqitch reverts that change).
     """
     args = ["deploy", "--verify" if verify else "--no-verify"]
     if to:
         args += ["--to", to]
-    return _sqitch(args, dsn)
+    return _sqitch(args, dsn, root)
 
 
-def revert(dsn: str, *, to: str | None = None) -> str:
+def revert(dsn: str, *, to: str | None = None, root: Path | None = None) -> str:
     """Revert every change (or those after `to`) without asking; return sqitch's output."""
     args = ["revert", "-y"]
     if to:
         args += ["--to", to]
-    return _sqitch(args, dsn)
+    return _sqitch(args, dsn, root)
 
 
-def verify(dsn: str) -> str:
+def verify(dsn: str, *, root: Path | None = None) -> str:
     """Run the verify script of every deployed change; return sqitch's output."""
-    return _sqitch(["verify"], dsn)
+    return _sqitch(["verify"], dsn, root)
+
+
+# pg_dump's lines that say nothing about the schema: version banners, session SETs and the
+# random \restrict key of newer pg_dump releases.
+_DUMP_NOISE = re.compile(
+    r"^(-- Dumped (from|by) .*|-- PostgreSQL database dump.*|\\(un)?restrict .*"
+    r"|SET \w+ = .*;|SELECT pg_catalog\.set_config\(.*\);)$"
+)
+
+
+def normalise_dump(text: str) -> str:
+    """pg_dump's output without version lines, SETs, header frames and runs of blank lines."""
+    lines = [ln.rstrip() for ln in text.splitlines() if not _DUMP_NOISE.match(ln)]
+    text = "\n".join(ln for ln in lines if ln != "--")  # the frames around pg_dump's headers
+    return re.sub(r"\n{3,}", "\n\n", text).strip("\n") + "\n"
+
+
+def dump_schema(dsn: str) -> str:
+    """
+    The normalised `pg_dump --schema-only --schema=pgflight` of the database `dsn` names: what
+    sql/schema.dump.sql holds for a database deployed from this checkout.
+
+    :raises MigrationError: pg_dump failed.
+    """
+    exe = find_bindir() / "pg_dump"
+    params = {k: str(v) for k, v in conninfo_to_dict(dsn).items() if v is not None}
+    env = {**os.environ, **{var: params[key] for key, var in _ENV_OF.items() if key in params}}
+    bare = make_conninfo(dsn, **{key: None for key in _ENV_OF})  # secrets travel in env
+    proc = subprocess.run(
+        [str(exe), "--schema-only", "--schema=pgflight", "--no-tablespaces", "--dbname", bare],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if proc.returncode != 0:
+        raise MigrationError(f"pg_dump failed: {proc.stderr.strip()}", proc.stderr)
+    return normalise_dump(proc.stdout)
 
 
 def status(dsn: str) -> str:

@@ -1,5 +1,4 @@
 -- Deploy pgflight:functions/begin_agent_run
--- requires: functions/_agent
 begin;
 set local role pgflight_owner;
 
@@ -12,7 +11,7 @@ set local role pgflight_owner;
 -- (default: the run's, else 50), max_usd (USD) and max_wall_s (seconds): a budget of this agent
 -- and every descendant, on top of the run's max_usd / max_wall_s and any ancestor agent's.
 -- Errors: ZF001, ZF002, ZF003 (fence), 22023 bad options.
-create function pgflight.begin_agent_run(p_attempt_id bigint, p_token bigint, p_options jsonb default '{}')
+create or replace function pgflight.begin_agent_run(p_attempt_id bigint, p_token bigint, p_options jsonb default '{}')
 returns table (agent_run_id bigint, created boolean, iterations integer, tool_calls integer, usd numeric,
                max_iterations integer, max_tool_calls integer)
 language plpgsql volatile security definer

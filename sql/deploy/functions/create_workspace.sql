@@ -1,12 +1,11 @@
 -- Deploy pgflight:functions/create_workspace
--- requires: functions/_internals
 begin;
 set local role pgflight_owner;
 
 -- Create a workspace (tenant), or update the caps of an existing one with the same name.
 -- options: daily_usd_cap (USD per UTC day), max_run_usd (USD per run tree). Idempotent by name.
 -- Errors: 22023 for a blank name or a non-numeric cap.
-create function pgflight.create_workspace(p_name text, p_options jsonb default '{}')
+create or replace function pgflight.create_workspace(p_name text, p_options jsonb default '{}')
 returns bigint
 language plpgsql volatile security definer
 set search_path = ''

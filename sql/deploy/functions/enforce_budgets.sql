@@ -1,5 +1,4 @@
 -- Deploy pgflight:functions/enforce_budgets
--- requires: functions/_agent functions/cancel_run
 begin;
 set local role pgflight_owner;
 
@@ -16,7 +15,7 @@ set local role pgflight_owner;
 -- then the budget row is stamped, the same order as the agent writes (attempt, then budget), so the
 -- sweep cannot deadlock with a worker. Two sweeps may both cancel a tree; the second finds nothing
 -- live. Returns reservations released plus trees cancelled.
-create function pgflight.enforce_budgets(p_limit integer default 1000)
+create or replace function pgflight.enforce_budgets(p_limit integer default 1000)
 returns integer
 language plpgsql volatile security definer
 set search_path = ''

@@ -1,5 +1,4 @@
 -- Deploy pgflight:functions/fail_step
--- requires: functions/_lifecycle
 begin;
 set local role pgflight_owner;
 
@@ -9,7 +8,7 @@ set local role pgflight_owner;
 -- on this path too: C07). Returns outcome retry (with the next attempt id and when it becomes
 -- claimable), dead_letter, or cancelled (the run had ended).
 -- Errors: ZF001 lease lost, ZF002 cancelled, ZF003 unknown attempt, 22023 bad options.
-create function pgflight.fail_step(p_attempt_id bigint, p_token bigint, p_error jsonb, p_options jsonb default '{}')
+create or replace function pgflight.fail_step(p_attempt_id bigint, p_token bigint, p_error jsonb, p_options jsonb default '{}')
 returns table (attempt_id bigint, outcome text, next_attempt_id bigint, available_after timestamptz)
 language plpgsql volatile security definer
 set search_path = ''

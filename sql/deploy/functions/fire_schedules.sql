@@ -1,5 +1,4 @@
 -- Deploy pgflight:functions/fire_schedules
--- requires: tables/schedules internals/_cron
 begin;
 set local role pgflight_owner;
 

@@ -1,5 +1,4 @@
 -- Deploy pgflight:functions/heartbeat
--- requires: functions/_internals
 begin;
 set local role pgflight_owner;
 
@@ -10,7 +9,7 @@ set local role pgflight_owner;
 -- release_step to acknowledge) or 'lost' (reclaimed, timed out or finished: abandon it and write
 -- nothing). Never raises for a lost lease. Errors: 22023 arrays of different lengths,
 -- ZF010 unknown or stopped worker.
-create function pgflight.heartbeat(p_worker_id bigint, p_attempt_ids bigint[], p_tokens bigint[])
+create or replace function pgflight.heartbeat(p_worker_id bigint, p_attempt_ids bigint[], p_tokens bigint[])
 returns table (attempt_id bigint, status text, lease_expires_at timestamptz)
 language plpgsql volatile security definer
 set search_path = ''

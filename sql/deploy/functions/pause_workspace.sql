@@ -1,5 +1,4 @@
 -- Deploy pgflight:functions/pause_workspace
--- requires: tables/flow_limits internals/_flow_options functions/_internals
 begin;
 set local role pgflight_owner;
 

@@ -1,5 +1,4 @@
 -- Deploy pgflight:functions/record_model_call
--- requires: functions/_agent
 begin;
 set local role pgflight_owner;
 
@@ -24,7 +23,7 @@ set local role pgflight_owner;
 -- (boolean, default false).
 -- Returns marked: the tool_use ids now in flight, in block order (empty without mark_tools).
 -- Errors: ZF007 budget, ZF001, ZF002, ZF003 (fence), 22023 malformed blocks or unknown model price.
-create function pgflight.record_model_call(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint,
+create or replace function pgflight.record_model_call(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint,
                                            p_iteration integer, p_blocks jsonb, p_usage jsonb, p_model text,
                                            p_options jsonb default '{}')
 returns table (agent_run_id bigint, iteration integer, usd numeric, recorded boolean, iterations integer,
@@ -134,7 +133,6 @@ comment on function pgflight.record_model_call(bigint, bigint, bigint, integer, 
   'Store a model response (traces), its usage and USD cost (costs), settle budgets and totals, and with '
   'mark_tools mark its tool calls in flight, in one transaction; returns (agent_run_id, iteration, usd, '
   'recorded, totals, marked). Errors: ZF007, ZF001, ZF002, ZF003, 22023.';
-grant execute on function pgflight.record_model_call(bigint, bigint, bigint, integer, jsonb, jsonb, text, jsonb)
-  to pgflight_worker;
+grant execute on function pgflight.record_model_call(bigint, bigint, bigint, integer, jsonb, jsonb, text, jsonb) to pgflight_worker;
 
 commit;

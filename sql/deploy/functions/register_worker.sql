@@ -1,11 +1,10 @@
 -- Deploy pgflight:functions/register_worker
--- requires: functions/_internals
 begin;
 set local role pgflight_owner;
 
 -- Register a worker process; returns the worker id every claim and heartbeat carries.
 -- options: hostname, pid, recipes (array of names). Errors: 22023 for a blank name.
-create function pgflight.register_worker(p_name text, p_options jsonb default '{}')
+create or replace function pgflight.register_worker(p_name text, p_options jsonb default '{}')
 returns bigint
 language plpgsql volatile security definer
 set search_path = ''
@@ -29,17 +28,6 @@ end
 $$;
 comment on function pgflight.register_worker(text, jsonb) is
   'Register a worker process; returns its id. options: hostname, pid, recipes. Errors: 22023.';
-
--- Mark a worker stopped (graceful shutdown). Its leases are unaffected: release them first.
-create function pgflight.deregister_worker(p_worker_id bigint)
-returns void
-language sql volatile security definer
-set search_path = ''
-as $$
-  update pgflight.workers set stopped_at = pgflight._now() where id = p_worker_id and stopped_at is null
-$$;
-comment on function pgflight.deregister_worker(bigint) is 'Mark a worker stopped.';
-
-grant execute on function pgflight.register_worker(text, jsonb), pgflight.deregister_worker(bigint) to pgflight_worker;
+grant execute on function pgflight.register_worker(text, jsonb) to pgflight_worker;
 
 commit;

@@ -1,5 +1,4 @@
 -- Deploy pgflight:functions/release_step
--- requires: functions/_lifecycle
 begin;
 set local role pgflight_owner;
 
@@ -8,7 +7,7 @@ set local role pgflight_owner;
 -- a worker that is killed instead is charged through lease expiry). On an attempt whose run was
 -- cancelled it acknowledges the cancel: the attempt becomes cancelled.
 -- Returns the new status (queued or cancelled). Errors: ZF001 lease lost, ZF003 unknown attempt.
-create function pgflight.release_step(p_attempt_id bigint, p_token bigint, p_reason text default 'released')
+create or replace function pgflight.release_step(p_attempt_id bigint, p_token bigint, p_reason text default 'released')
 returns table (attempt_id bigint, status text)
 language plpgsql volatile security definer
 set search_path = ''

@@ -1,5 +1,4 @@
 -- Deploy pgflight:functions/reserve_budget
--- requires: functions/_agent
 begin;
 set local role pgflight_owner;
 
@@ -14,7 +13,7 @@ set local role pgflight_owner;
 -- admission into complete_tool_calls (the results of iteration n and the admission of n + 1 in
 -- one transaction); this standalone form serves the first call of an attempt.
 -- Errors: ZF007 a cap would be crossed (DETAIL: scope, cap, figures), ZF001, ZF002, ZF003, 22023.
-create function pgflight.reserve_budget(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint,
+create or replace function pgflight.reserve_budget(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint,
                                         p_iteration integer, p_est_usd numeric)
 returns table (agent_run_id bigint, iteration integer, reserved_usd numeric, budget_ids bigint[])
 language plpgsql volatile security definer
@@ -45,17 +44,5 @@ $$;
 comment on function pgflight.reserve_budget(bigint, bigint, bigint, integer, numeric) is
   'Admission before a model call: check caps and reserve est USD atomically. Errors: ZF007, ZF001, ZF002, ZF003, 22023.';
 grant execute on function pgflight.reserve_budget(bigint, bigint, bigint, integer, numeric) to pgflight_worker;
-
--- The USD a call of p_model with this usage costs (Messages API usage field names), from
--- model_prices (longest matching prefix): what the worker uses to estimate a reservation and
--- the CLI to show prices. Errors: 22023 no price for the model.
-create function pgflight.price_usd(p_model text, p_usage jsonb)
-returns numeric
-language sql stable security definer
-set search_path = ''
-as $$ select pgflight._price_usd(p_model, p_usage) $$;
-comment on function pgflight.price_usd(text, jsonb) is
-  'USD of a call of p_model with usage p_usage, from model_prices. Errors: 22023 unknown model.';
-grant execute on function pgflight.price_usd(text, jsonb) to pgflight_worker, pgflight_operator, pgflight_reader;
 
 commit;

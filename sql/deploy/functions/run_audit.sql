@@ -1,6 +1,4 @@
 -- Deploy pgflight:functions/run_audit
--- requires: functions/_internals
--- requires: tables/costs
 begin;
 set local role pgflight_owner;
 
@@ -14,7 +12,7 @@ set local role pgflight_owner;
 --   attempt not terminal); steps_succeeded_twice (steps with more than one succeeded attempt:
 --   0 unless a step was replayed: replay_from runs a succeeded step again).
 -- Reads only, one snapshot (a stable function in one statement). Errors: ZF003 unknown run.
-create function pgflight.run_audit(p_run_id bigint)
+create or replace function pgflight.run_audit(p_run_id bigint)
 returns table (run_id bigint, status text, steps bigint, attempts bigint, retries bigint,
                reclaimed_attempts bigint, stale_writes_rejected bigint, dead_letters bigint,
                model_calls bigint, input_tokens bigint, output_tokens bigint, tokens bigint,

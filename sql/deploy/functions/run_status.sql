@@ -1,11 +1,10 @@
 -- Deploy pgflight:functions/run_status
--- requires: functions/_internals
 begin;
 set local role pgflight_owner;
 
 -- One run's status with counts of its steps by the status of their latest attempt, the number of
 -- attempts, and the root step's result or error. Errors: ZF003 unknown run.
-create function pgflight.run_status(p_run_id bigint)
+create or replace function pgflight.run_status(p_run_id bigint)
 returns table (run_id bigint, workspace text, recipe text, status text, created_at timestamptz,
                finished_at timestamptz, steps_total bigint, steps_queued bigint, steps_running bigint,
                steps_waiting bigint, steps_succeeded bigint, steps_dead_letter bigint,

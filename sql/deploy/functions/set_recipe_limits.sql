@@ -1,5 +1,4 @@
 -- Deploy pgflight:functions/set_recipe_limits
--- requires: tables/flow_limits internals/_flow_options
 begin;
 set local role pgflight_owner;
 

@@ -1,12 +1,11 @@
 -- Deploy pgflight:functions/start_step
--- requires: functions/_internals
 begin;
 set local role pgflight_owner;
 
 -- claimed -> running for an attempt this caller holds. Idempotent for the holder (a second call
 -- with the same token returns the same started_at). Errors: ZF001 lease lost, ZF002 cancelled,
 -- ZF003 unknown attempt.
-create function pgflight.start_step(p_attempt_id bigint, p_token bigint)
+create or replace function pgflight.start_step(p_attempt_id bigint, p_token bigint)
 returns table (attempt_id bigint, started_at timestamptz, lease_expires_at timestamptz)
 language plpgsql volatile security definer
 set search_path = ''

@@ -1,18 +1,19 @@
 -- Deploy pgflight:functions/submit_run
--- requires: functions/_internals tables/settings
 begin;
 set local role pgflight_owner;
 
 -- Submit a run: one root step of p_recipe with p_input, queued.
 -- options (all optional): idempotency_key (same key -> the same run; same key with another input
 -- -> ZF004), priority (integer, higher first), max_attempts, backoff {base_s, factor, max_s,
--- jitter}, not_before (timestamptz: not claimable before), lease_s and max_runtime_s (seconds),
+-- jitter}, not_before (timestamp with a UTC offset: not claimable before) or delay_s (seconds from
+-- now, on the server's clock), concurrency_key and concurrency_limit (at most that many attempts
+-- of the workspace's steps with this key leased at once; default 1), lease_s and max_runtime_s (seconds),
 -- max_usd (USD), max_wall_s (seconds), max_iterations, max_tool_calls (tree budgets), submitted_by.
 -- Returns the run, its root step and first attempt, and whether this call created them.
 -- Errors: 22023 bad argument, ZF003 unknown workspace, ZF004 idempotency conflict, ZF005 input
 -- over settings.max_input_bytes. Concurrent submits of one key are serialised by the unique
 -- constraint: exactly one creates, the others read its row.
-create function pgflight.submit_run(p_workspace text, p_recipe text, p_input jsonb, p_options jsonb default '{}')
+create or replace function pgflight.submit_run(p_workspace text, p_recipe text, p_input jsonb, p_options jsonb default '{}')
 returns table (run_id bigint, step_id bigint, attempt_id bigint, created boolean)
 language plpgsql volatile security definer
 set search_path = ''
@@ -31,6 +32,8 @@ declare
   v_existing record;
   v_not_before timestamptz;
   v_max_attempts double precision;
+  v_ckey text;
+  v_climit integer;
 begin
   if p_recipe is null or btrim(p_recipe) = '' then
     raise exception using errcode = '22023', message = 'recipe is required',
@@ -67,7 +70,8 @@ begin
     raise exception using errcode = '22023', message = 'backoff must be a JSON object',
       hint = 'e.g. {"base_s": 1, "factor": 2, "max_s": 300, "jitter": 0.2}';
   end if;
-  v_not_before := coalesce(pgflight._opt_text(p_options, 'not_before', null)::timestamptz, v_now);
+  v_not_before := pgflight._start_at(coalesce(p_options, '{}'), v_now);
+  select c.o_key, c.o_limit into v_ckey, v_climit from pgflight._concurrency_option(coalesce(p_options, '{}')) c;
 
   v_key := pgflight._opt_text(p_options, 'idempotency_key', null);
   v_hash := encode(sha256(convert_to(p_input::text, 'UTF8')), 'hex');
@@ -104,13 +108,16 @@ begin
   end if;
 
   insert into pgflight.steps (id, run_id, parent_id, depth, step_key, recipe, input, priority, max_attempts,
-                              backoff, lease_s, max_runtime_s, created_at)
+                              backoff, lease_s, max_runtime_s, created_at, concurrency_key, concurrency_limit)
   values (v_step, v_run, null, 0, 'root', p_recipe, p_input,
           pgflight._opt_num(p_options, 'priority', 0)::integer, v_max_attempts::integer,
           coalesce(p_options -> 'backoff', '{}'),
-          pgflight._opt_num(p_options, 'lease_s', null), pgflight._opt_num(p_options, 'max_runtime_s', null), v_now);
-  insert into pgflight.step_attempts (step_id, run_id, attempt_no, recipe, priority, status, available_after, created_at)
-  values (v_step, v_run, 1, p_recipe, pgflight._opt_num(p_options, 'priority', 0)::integer, 'queued', v_not_before, v_now)
+          pgflight._opt_num(p_options, 'lease_s', null), pgflight._opt_num(p_options, 'max_runtime_s', null), v_now,
+          v_ckey, v_climit);
+  insert into pgflight.step_attempts (step_id, run_id, attempt_no, recipe, priority, status, available_after, created_at,
+                                      workspace_id, concurrency_key, concurrency_limit)
+  values (v_step, v_run, 1, p_recipe, pgflight._opt_num(p_options, 'priority', 0)::integer, 'queued', v_not_before, v_now,
+          v_ws, v_ckey, v_climit)
   returning id into v_attempt;
   perform pgflight._event(v_run, v_step, v_attempt, null, 'queued', null, 'queued',
                           pgflight._opt_text(p_options, 'submitted_by', session_user::text));

@@ -1,5 +1,4 @@
 -- Deploy pgflight:functions/unschedule_run
--- requires: tables/schedules internals/_flow_options
 begin;
 set local role pgflight_owner;
 

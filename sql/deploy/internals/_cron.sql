@@ -1,5 +1,5 @@
 -- Deploy pgflight:internals/_cron
--- requires: schema
+-- Defines: _cron_field(), _cron_parse(), _cron_next().
 -- Cron expressions for recurring runs (issue 15), evaluated in SQL because the engine's own sweep
 -- fires schedules. An expression is parsed once, when the schedule is written, into the sets of
 -- allowed values of each field (stored on the schedule row); the next firing is then found field
@@ -21,7 +21,7 @@ set local role pgflight_owner;
 
 -- The allowed values of one field, sorted. p_names (optional) are the names of values p_min ..;
 -- p_what names the field in errors (22023).
-create function pgflight._cron_field(p_text text, p_min integer, p_max integer, p_names text[], p_what text)
+create or replace function pgflight._cron_field(p_text text, p_min integer, p_max integer, p_names text[], p_what text)
 returns integer[]
 language plpgsql immutable
 set search_path = pg_catalog, pg_temp
@@ -98,7 +98,7 @@ comment on function pgflight._cron_field(text, integer, integer, text[], text) i
 
 -- Parse a cron expression into the allowed values of each field. any_day / any_weekday: the day
 -- field was * (or ?), for the Vixie rule on the two day fields. 22023 when malformed.
-create function pgflight._cron_parse(
+create or replace function pgflight._cron_parse(
   p_expr text,
   out seconds integer[], out minutes integer[], out hours integer[], out days integer[],
   out months integer[], out weekdays integer[], out any_day boolean, out any_weekday boolean)
@@ -139,7 +139,7 @@ comment on function pgflight._cron_parse(text) is
 -- Field by field: a month not allowed jumps to the next allowed month, a day to the next day, an
 -- hour to the next allowed hour, and so on; each jump resets the smaller fields. Null when
 -- nothing matches within ten years (e.g. 30 February).
-create function pgflight._cron_next(
+create or replace function pgflight._cron_next(
   p_seconds integer[], p_minutes integer[], p_hours integer[], p_days integer[], p_months integer[],
   p_weekdays integer[], p_any_day boolean, p_any_weekday boolean, p_tz text, p_after timestamptz)
 returns timestamptz

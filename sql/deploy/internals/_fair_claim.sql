@@ -1,5 +1,5 @@
 -- Deploy pgflight:internals/_fair_claim
--- requires: tables/step_attempts_flow tables/flow_limits functions/_lifecycle
+-- Defines: _lease_attempts(), _claim_lane(), _ready_lanes(), _queued_recipes(), _bucket_tokens(), _claim_fair().
 -- The fair claim (issue 15, DESIGN §9): claim_batch's body after its checks and reclaim.
 --
 -- How one call chooses work:
@@ -29,7 +29,7 @@ set local role pgflight_owner;
 
 -- Lease the given queued attempts (already locked by the caller) to a worker: the fencing token,
 -- the lease, the events rows. The claim's one write, shared by every lane.
-create function pgflight._lease_attempts(
+create or replace function pgflight._lease_attempts(
   p_worker_id bigint, p_ids bigint[], p_lease_s double precision, p_start boolean, p_now timestamptz)
 returns table (attempt_id bigint, fencing_token bigint, step_id bigint, run_id bigint, parent_id bigint,
                step_key text, attempt_no integer, recipe text, input jsonb,
@@ -68,7 +68,7 @@ comment on function pgflight._lease_attempts(bigint, bigint[], double precision,
 
 -- Claim up to p_limit ready attempts of one workspace (and one recipe, when given), in priority
 -- order, honouring concurrency keys. Every statement reads this workspace alone.
-create function pgflight._claim_lane(
+create or replace function pgflight._claim_lane(
   p_worker_id bigint, p_workspace_id bigint, p_recipe text, p_limit integer,
   p_lease_s double precision, p_start boolean, p_now timestamptz)
 returns table (attempt_id bigint, fencing_token bigint, step_id bigint, run_id bigint, parent_id bigint,
@@ -192,7 +192,7 @@ comment on function pgflight._claim_lane(bigint, bigint, text, integer, double p
 -- The workspaces with queued (unparked) work: a skip scan of step_attempts_ws_ready_idx, one
 -- probe per workspace. With p_recipes, the (workspace, recipe) pairs instead, through
 -- step_attempts_recipe_ready_idx, so a rare recipe's lanes are found without walking the others.
-create function pgflight._ready_lanes(p_recipes text[])
+create or replace function pgflight._ready_lanes(p_recipes text[])
 returns table (workspace_id bigint, recipe text)
 language plpgsql stable
 set search_path = ''
@@ -233,7 +233,7 @@ comment on function pgflight._ready_lanes(text[]) is
   'Internal: the workspaces (with p_recipes: workspace and recipe pairs) that have queued work; one index probe each.';
 
 -- The recipes with queued (unparked) work: a skip scan of step_attempts_recipe_ready_idx.
-create function pgflight._queued_recipes()
+create or replace function pgflight._queued_recipes()
 returns text[]
 language sql stable
 set search_path = ''
@@ -253,7 +253,7 @@ comment on function pgflight._queued_recipes() is 'Internal: the recipes that ha
 
 -- A token bucket's tokens now: refilled at p_rate per second since p_refilled_at, at most p_burst.
 -- Starts full. Never raises: the constraints bound rate and burst.
-create function pgflight._bucket_tokens(
+create or replace function pgflight._bucket_tokens(
   p_tokens double precision, p_refilled_at timestamptz, p_rate double precision, p_burst double precision,
   p_now timestamptz)
 returns double precision
@@ -269,7 +269,7 @@ comment on function pgflight._bucket_tokens(double precision, timestamptz, doubl
 
 -- Claim up to p_batch_size attempts fairly across workspaces (see the head of this file).
 -- Called by claim_batch after its checks and reclaim.
-create function pgflight._claim_fair(
+create or replace function pgflight._claim_fair(
   p_worker_id bigint, p_batch_size integer, p_lease_s double precision, p_recipes text[],
   p_start boolean, p_now timestamptz)
 returns table (attempt_id bigint, fencing_token bigint, step_id bigint, run_id bigint, parent_id bigint,

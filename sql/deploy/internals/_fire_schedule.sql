@@ -1,5 +1,5 @@
 -- Deploy pgflight:internals/_fire_schedule
--- requires: tables/schedules
+-- Defines: _fire_schedule().
 begin;
 set local role pgflight_owner;
 

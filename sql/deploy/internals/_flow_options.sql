@@ -1,12 +1,13 @@
 -- Deploy pgflight:internals/_flow_options
--- requires: schema
+-- Defines: _require_known_keys(), _limit_option(), _workspace_id(), _start_at(), _concurrency_option(),
+-- _bad_child_flow().
 -- Option checks of the flow-control API (issue 15): unknown keys and out-of-range numbers are
 -- refused with 22023 naming the key, so nothing stored can make a later claim raise.
 begin;
 set local role pgflight_owner;
 
 -- Refuse an options value that is not an object or has a key outside p_allowed.
-create function pgflight._require_known_keys(p_options jsonb, p_allowed text[])
+create or replace function pgflight._require_known_keys(p_options jsonb, p_allowed text[])
 returns void
 language plpgsql immutable
 set search_path = ''
@@ -32,7 +33,7 @@ comment on function pgflight._require_known_keys(jsonb, text[]) is
 
 -- A numeric limit from options: JSON null gives null (no limit); otherwise a finite number in
 -- [p_min, p_max], whole when p_integer. 22023 naming the key otherwise.
-create function pgflight._limit_option(
+create or replace function pgflight._limit_option(
   p_options jsonb, p_key text, p_min double precision, p_max double precision, p_integer boolean)
 returns double precision
 language plpgsql immutable
@@ -63,7 +64,7 @@ comment on function pgflight._limit_option(jsonb, text, double precision, double
   'Internal: a numeric limit option in range, or null; 22023 naming the key otherwise.';
 
 -- The workspace id of a name, or ZF003.
-create function pgflight._workspace_id(p_workspace text)
+create or replace function pgflight._workspace_id(p_workspace text)
 returns bigint
 language plpgsql stable
 set search_path = ''
@@ -87,7 +88,7 @@ comment on function pgflight._workspace_id(text) is 'Internal: a workspace''s id
 --               one without an offset would be read in the session's TimeZone, which the client
 --               may not know, so it is refused.
 -- Neither: p_now. Both: 22023. Errors name the key.
-create function pgflight._start_at(p_options jsonb, p_now timestamptz)
+create or replace function pgflight._start_at(p_options jsonb, p_now timestamptz)
 returns timestamptz
 language plpgsql stable
 set search_path = pg_catalog, pg_temp
@@ -132,7 +133,7 @@ comment on function pgflight._start_at(jsonb, timestamptz) is
 
 -- The concurrency key and limit of a new step from its options: concurrency_key (a string of at
 -- most 200 characters) with concurrency_limit (a whole number 1 .. 1e6, default 1). 22023 otherwise.
-create function pgflight._concurrency_option(p_options jsonb, out o_key text, out o_limit integer)
+create or replace function pgflight._concurrency_option(p_options jsonb, out o_key text, out o_limit integer)
 language plpgsql immutable
 set search_path = pg_catalog, pg_temp
 as $$
@@ -155,5 +156,22 @@ end
 $$;
 comment on function pgflight._concurrency_option(jsonb) is
   'Internal: (concurrency_key, concurrency_limit) from a step''s options; 22023 when malformed.';
+
+-- True when a child's options carry a malformed concurrency key or limit (spawn_children refuses
+-- the whole call with 22023, naming the child).
+create or replace function pgflight._bad_child_flow(p_options jsonb)
+returns boolean
+language plpgsql immutable
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+  perform pgflight._concurrency_option(coalesce(p_options, '{}'));
+  return false;
+exception when invalid_parameter_value then
+  return true;
+end
+$$;
+comment on function pgflight._bad_child_flow(jsonb) is
+  'Internal: true when a child''s concurrency_key / concurrency_limit options are malformed.';
 
 commit;

@@ -1,5 +1,4 @@
 -- Deploy pgflight:tables/flow_limits
--- requires: tables/workspaces tables/settings
 -- Flow control the claim applies (issue 15): per workspace (in-flight cap, fair share, starts per
 -- second with a burst, model tokens per minute, pause), per recipe (starts per second with a
 -- burst, pause), and the global in-flight cap in settings. A workspace or recipe without a row

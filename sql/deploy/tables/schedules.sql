@@ -1,5 +1,4 @@
 -- Deploy pgflight:tables/schedules
--- requires: tables/workspaces tables/runs
 -- Recurring runs (issue 15): a cron expression, a recipe, an input and an overlap policy, fired by
 -- the engine's own sweep (fire_schedules, part of run_sweeps). The expression is parsed when the
 -- schedule is written; its allowed values are stored here so the sweep never parses.

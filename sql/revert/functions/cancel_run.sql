@@ -1,5 +1,5 @@
 -- Revert pgflight:functions/cancel_run
 begin;
-drop function pgflight.cancel_step(bigint, text, text);
+set local role pgflight_owner;
 drop function pgflight.cancel_run(bigint, text, text);
 commit;

@@ -1,5 +1,5 @@
 -- Revert pgflight:functions/register_worker
 begin;
-drop function pgflight.deregister_worker(bigint);
+set local role pgflight_owner;
 drop function pgflight.register_worker(text, jsonb);
 commit;

@@ -1,5 +1,5 @@
 -- Revert pgflight:functions/reserve_budget
 begin;
-drop function pgflight.price_usd(text, jsonb);
+set local role pgflight_owner;
 drop function pgflight.reserve_budget(bigint, bigint, bigint, integer, numeric);
 commit;

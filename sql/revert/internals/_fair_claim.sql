@@ -1,5 +1,6 @@
 -- Revert pgflight:internals/_fair_claim
 begin;
+set local role pgflight_owner;
 drop function pgflight._claim_fair(bigint, integer, double precision, text[], boolean, timestamptz);
 drop function pgflight._bucket_tokens(double precision, timestamptz, double precision, double precision, timestamptz);
 drop function pgflight._queued_recipes();

@@ -10,11 +10,6 @@ drop index pgflight.step_attempts_ws_ready_idx;
 update pgflight.step_attempts set available_after = pgflight._now() where status = 'queued' and available_after = 'infinity';
 create index step_attempts_ready_idx on pgflight.step_attempts (priority desc, available_after, id)
   where status = 'queued';
-drop trigger step_attempts_key_slot_freed on pgflight.step_attempts;
-drop function pgflight._key_slot_freed();
-drop function pgflight._key_lock(bigint, text);
-drop trigger step_attempts_fill_flow on pgflight.step_attempts;
-drop function pgflight._fill_attempt_flow();
 alter table pgflight.step_attempts drop column workspace_id, drop column concurrency_key, drop column concurrency_limit;
 alter table pgflight.steps drop column concurrency_key, drop column concurrency_limit;
 commit;

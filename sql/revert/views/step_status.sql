@@ -1,3 +1,5 @@
+-- Revert pgflight:views/step_status
 begin;
-drop view pgflight.run_list, pgflight.engine_health, pgflight.run_events, pgflight.dead_letters, pgflight.attempts, pgflight.step_status;
+set local role pgflight_owner;
+drop view pgflight.step_status;
 commit;

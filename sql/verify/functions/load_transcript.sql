@@ -1,5 +1,13 @@
 -- Verify pgflight:functions/load_transcript
-select 'pgflight.load_transcript(bigint, bigint, bigint)'::regprocedure;
-select 'pgflight.agent_run_of(bigint)'::regprocedure;
-select 'pgflight.agent_runs_by_status(text, bigint, integer)'::regprocedure;
-select 'pgflight.agent_transcript(bigint)'::regprocedure;
+-- Written by scripts/gen_sql_scripts.py: signatures and their settings.
+do $verify$
+declare
+  v_config text[];
+begin
+  select p.proconfig into v_config
+    from pg_catalog.pg_proc p where p.oid = 'pgflight.load_transcript(bigint, bigint, bigint)'::regprocedure;
+  if v_config is distinct from array['search_path=""']::text[] then
+    raise exception 'pgflight.load_transcript(bigint, bigint, bigint) has settings %, expected %', v_config, array['search_path=""']::text[];
+  end if;
+end
+$verify$;

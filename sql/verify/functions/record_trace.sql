@@ -1,5 +1,13 @@
 -- Verify pgflight:functions/record_trace
-select 'pgflight.record_trace(bigint, bigint, bigint, integer, text, text, jsonb, jsonb)'::regprocedure;
-select 'pgflight.mark_tool_call(bigint, bigint, bigint, text)'::regprocedure;
-select 'pgflight.complete_tool_call(bigint, bigint, bigint, text, jsonb)'::regprocedure;
-select 'pgflight.complete_tool_calls(bigint, bigint, bigint, jsonb, integer, numeric)'::regprocedure;
+-- Written by scripts/gen_sql_scripts.py: signatures and their settings.
+do $verify$
+declare
+  v_config text[];
+begin
+  select p.proconfig into v_config
+    from pg_catalog.pg_proc p where p.oid = 'pgflight.record_trace(bigint, bigint, bigint, integer, text, text, jsonb, jsonb)'::regprocedure;
+  if v_config is distinct from array['search_path=""']::text[] then
+    raise exception 'pgflight.record_trace(bigint, bigint, bigint, integer, text, text, jsonb, jsonb) has settings %, expected %', v_config, array['search_path=""']::text[];
+  end if;
+end
+$verify$;

@@ -1,5 +1,13 @@
 -- Verify pgflight:functions/spawn_children
-select 'pgflight._bad_child_options(jsonb)'::regprocedure;
-select 'pgflight.spawn_children(bigint, bigint, jsonb, jsonb)'::regprocedure;
-select 'pgflight.children_results(bigint)'::regprocedure;
-select 'pgflight.wake_parents(integer)'::regprocedure;
+-- Written by scripts/gen_sql_scripts.py: signatures and their settings.
+do $verify$
+declare
+  v_config text[];
+begin
+  select p.proconfig into v_config
+    from pg_catalog.pg_proc p where p.oid = 'pgflight.spawn_children(bigint, bigint, jsonb, jsonb)'::regprocedure;
+  if v_config is distinct from array['search_path=""']::text[] then
+    raise exception 'pgflight.spawn_children(bigint, bigint, jsonb, jsonb) has settings %, expected %', v_config, array['search_path=""']::text[];
+  end if;
+end
+$verify$;

@@ -1,5 +1,0 @@
--- Revert pgflight:functions/effects
-begin;
-drop function pgflight.find_effect(bigint, text);
-drop function pgflight.record_effect(bigint, bigint, text, jsonb);
-commit;

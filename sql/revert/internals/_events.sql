@@ -1,0 +1,6 @@
+-- Revert pgflight:internals/_events
+begin;
+set local role pgflight_owner;
+drop function pgflight._notify_ready();
+drop function pgflight._event(bigint, bigint, bigint, text, text, bigint, text, text, jsonb);
+commit;

@@ -1,0 +1,6030 @@
+-- Name: pgflight; Type: SCHEMA; Schema: -; Owner: pgflight_owner
+
+CREATE SCHEMA pgflight;
+
+ALTER SCHEMA pgflight OWNER TO pgflight_owner;
+
+-- Name: SCHEMA pgflight; Type: COMMENT; Schema: -; Owner: pgflight_owner
+
+COMMENT ON SCHEMA pgflight IS 'pgflight: durable execution engine. Tables are private; call the API functions.';
+
+-- Name: _now(); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._now() RETURNS timestamp with time zone
+    LANGUAGE sql
+    AS $$
+  select case when coalesce(pg_catalog.current_setting('pgflight.fake_now', true), '') = ''
+              then pg_catalog.clock_timestamp()
+              else pgflight._fake_now(pg_catalog.current_setting('pgflight.fake_now', true)) end
+$$;
+
+ALTER FUNCTION pgflight._now() OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _now(); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._now() IS 'The engine clock: clock_timestamp(), or the session''s pgflight.fake_now when the fake clock is allowed.';
+
+-- Name: agent_runs; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
+
+CREATE TABLE pgflight.agent_runs (
+    id bigint NOT NULL,
+    step_id bigint NOT NULL,
+    run_id bigint NOT NULL,
+    workspace_id bigint NOT NULL,
+    model text NOT NULL,
+    system_prompt text DEFAULT ''::text NOT NULL,
+    system_prompt_hash text NOT NULL,
+    max_iterations integer DEFAULT 25 NOT NULL,
+    max_tool_calls integer DEFAULT 50 NOT NULL,
+    iterations integer DEFAULT 0 NOT NULL,
+    tool_calls integer DEFAULT 0 NOT NULL,
+    input_tokens bigint DEFAULT 0 NOT NULL,
+    output_tokens bigint DEFAULT 0 NOT NULL,
+    cache_creation_tokens bigint DEFAULT 0 NOT NULL,
+    cache_read_tokens bigint DEFAULT 0 NOT NULL,
+    usd numeric(16,8) DEFAULT 0 NOT NULL,
+    budget_ids bigint[] DEFAULT '{}'::bigint[] NOT NULL,
+    reserved_usd numeric(16,8) DEFAULT 0 NOT NULL,
+    reserved_attempt_id bigint,
+    reserved_iteration integer,
+    reserved_budget_ids bigint[],
+    options jsonb DEFAULT '{}'::jsonb NOT NULL,
+    created_at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
+    CONSTRAINT caps_are_positive CHECK (((max_iterations > 0) AND (max_tool_calls >= 0))),
+    CONSTRAINT reservation_is_whole CHECK (((reserved_attempt_id IS NULL) = ((reserved_usd = (0)::numeric) AND (reserved_iteration IS NULL)))),
+    CONSTRAINT totals_are_not_negative CHECK (((iterations >= 0) AND (tool_calls >= 0) AND (usd >= (0)::numeric)))
+);
+
+ALTER TABLE pgflight.agent_runs OWNER TO pgflight_owner;
+
+-- Name: TABLE agent_runs; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON TABLE pgflight.agent_runs IS 'One per agent step, across its attempts. max_iterations / max_tool_calls: per-agent caps (model calls, tool calls). Totals: iterations, tool_calls, tokens, usd (USD). budget_ids: the tree budgets (pgflight.budgets: the run, every ancestor agent with a cap, this agent) that bind its spend. reserved_*: the USD reserved for the model call in flight (attempt, iteration, budgets), replaced by the actual cost when record_model_call settles it, released by enforce_budgets when the attempt lapsed.';
+
+-- Name: _agent_fence(bigint, bigint, bigint, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._agent_fence(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_operation text) RETURNS pgflight.agent_runs
+    LANGUAGE plpgsql
+    SET search_path TO ''
+    AS $$
+declare
+  v_run pgflight.agent_runs;
+begin
+  select r.* into v_run
+    from pgflight.step_attempts a
+    join pgflight.agent_runs r on r.step_id = a.step_id
+   where a.id = p_attempt_id and a.fencing_token = p_token and a.status in ('claimed', 'running')
+     and r.id = p_agent_run_id
+     for share of a for update of r;
+  if found then
+    return v_run;
+  end if;
+  perform 1 from pgflight.step_attempts a
+   where a.id = p_attempt_id and a.fencing_token = p_token and a.status in ('claimed', 'running');
+  if not found then
+    perform pgflight._reject_write(p_attempt_id, p_token, p_operation);
+  end if;
+  raise exception using
+    errcode = 'ZF003',
+    message = format('unknown agent run %s for attempt %s', p_agent_run_id, p_attempt_id),
+    hint    = 'Use the agent_run_id that begin_agent_run returned for this step.';
+end
+$$;
+
+ALTER FUNCTION pgflight._agent_fence(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_operation text) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _agent_fence(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_operation text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._agent_fence(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_operation text) IS 'Internal: fence an agent write by (attempt, token); returns the agent run, locked. ZF001, ZF002, ZF003.';
+
+-- Name: _backoff_s(integer, jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._backoff_s(p_failed integer, p_backoff jsonb) RETURNS double precision
+    LANGUAGE sql
+    SET search_path TO ''
+    AS $$
+  select greatest(0, least(pgflight._opt_num(p_backoff, 'max_s', 300),
+                           pgflight._opt_num(p_backoff, 'base_s', 1)
+                           * power(pgflight._opt_num(p_backoff, 'factor', 2), greatest(p_failed - 1, 0)))
+              * (1 + pgflight._opt_num(p_backoff, 'jitter', 0.2) * (2 * random() - 1)))
+$$;
+
+ALTER FUNCTION pgflight._backoff_s(p_failed integer, p_backoff jsonb) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _backoff_s(p_failed integer, p_backoff jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._backoff_s(p_failed integer, p_backoff jsonb) IS 'Internal: retry delay in seconds, min(max_s, base_s * factor^(n-1)) times 1 +/- jitter.';
+
+-- Name: _bad_child_flow(jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._bad_child_flow(p_options jsonb) RETURNS boolean
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+  perform pgflight._concurrency_option(coalesce(p_options, '{}'));
+  return false;
+exception when invalid_parameter_value then
+  return true;
+end
+$$;
+
+ALTER FUNCTION pgflight._bad_child_flow(p_options jsonb) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _bad_child_flow(p_options jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._bad_child_flow(p_options jsonb) IS 'Internal: true when a child''s concurrency_key / concurrency_limit options are malformed.';
+
+-- Name: _bad_child_options(jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._bad_child_options(p_options jsonb) RETURNS boolean
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO ''
+    AS $$
+declare
+  v_key text;
+  v_num numeric;
+begin
+  if p_options is null or jsonb_typeof(p_options) <> 'object' then
+    return false;  -- a non-object is reported by the caller's own check
+  end if;
+  if p_options ? 'backoff' and jsonb_typeof(p_options -> 'backoff') <> 'object' then
+    return true;
+  end if;
+  foreach v_key in array array['priority', 'max_attempts', 'lease_s', 'max_runtime_s'] loop
+    continue when not p_options ? v_key;
+    if jsonb_typeof(p_options -> v_key) <> 'number' then
+      return true;
+    end if;
+    v_num := (p_options ->> v_key)::numeric;
+    if (v_key in ('priority', 'max_attempts') and v_num <> trunc(v_num))
+       or (v_key = 'max_attempts' and v_num < 1)
+       or (v_key in ('lease_s', 'max_runtime_s') and v_num <= 0) then
+      return true;
+    end if;
+  end loop;
+  return false;
+end
+$$;
+
+ALTER FUNCTION pgflight._bad_child_options(p_options jsonb) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _bad_child_options(p_options jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._bad_child_options(p_options jsonb) IS 'Internal: true when a child''s options object has a malformed priority, max_attempts, lease_s, max_runtime_s or backoff.';
+
+-- Name: _bucket_tokens(double precision, timestamp with time zone, double precision, double precision, timestamp with time zone); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._bucket_tokens(p_tokens double precision, p_refilled_at timestamp with time zone, p_rate double precision, p_burst double precision, p_now timestamp with time zone) RETURNS double precision
+    LANGUAGE sql IMMUTABLE
+    SET search_path TO ''
+    AS $$
+  select case when p_tokens is null or p_refilled_at is null then p_burst
+              else least(p_burst, p_tokens + greatest(0, extract(epoch from p_now - p_refilled_at)::double precision) * p_rate)
+         end
+$$;
+
+ALTER FUNCTION pgflight._bucket_tokens(p_tokens double precision, p_refilled_at timestamp with time zone, p_rate double precision, p_burst double precision, p_now timestamp with time zone) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _bucket_tokens(p_tokens double precision, p_refilled_at timestamp with time zone, p_rate double precision, p_burst double precision, p_now timestamp with time zone); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._bucket_tokens(p_tokens double precision, p_refilled_at timestamp with time zone, p_rate double precision, p_burst double precision, p_now timestamp with time zone) IS 'Internal: a token bucket''s level at p_now.';
+
+-- Name: _call_budget_ids(pgflight.agent_runs, timestamp with time zone); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._call_budget_ids(p_run pgflight.agent_runs, p_now timestamp with time zone) RETURNS bigint[]
+    LANGUAGE plpgsql
+    SET search_path TO ''
+    AS $$
+declare
+  v_day date := (p_now at time zone 'UTC')::date;
+  v_cap numeric;
+  v_id bigint;
+  v_limit numeric;
+begin
+  select w.daily_usd_cap, b.id, b.limit_usd into v_cap, v_id, v_limit
+    from pgflight.workspaces w
+    left join pgflight.budgets b on b.scope = 'workspace_day' and b.workspace_id = w.id and b.day = v_day
+   where w.id = p_run.workspace_id;
+  if v_cap is null then
+    return p_run.budget_ids;
+  end if;
+  if v_id is null then
+    insert into pgflight.budgets (scope, workspace_id, day, limit_usd, started_at)
+    values ('workspace_day', p_run.workspace_id, v_day, v_cap, p_now)
+    on conflict (workspace_id, day) where scope = 'workspace_day' do nothing
+    returning id, limit_usd into v_id, v_limit;
+    if v_id is null then  -- created concurrently
+      select b.id, b.limit_usd into v_id, v_limit from pgflight.budgets b
+       where b.scope = 'workspace_day' and b.workspace_id = p_run.workspace_id and b.day = v_day;
+    end if;
+  end if;
+  if v_limit is distinct from v_cap then
+    update pgflight.budgets set limit_usd = v_cap where id = v_id;
+  end if;
+  return p_run.budget_ids || v_id;
+end
+$$;
+
+ALTER FUNCTION pgflight._call_budget_ids(p_run pgflight.agent_runs, p_now timestamp with time zone) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _call_budget_ids(p_run pgflight.agent_runs, p_now timestamp with time zone); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._call_budget_ids(p_run pgflight.agent_runs, p_now timestamp with time zone) IS 'Internal: ids of the budgets a call of this agent is charged to (tree budgets + today''s workspace budget).';
+
+-- Name: _cancel_steps(bigint[], text, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._cancel_steps(p_step_ids bigint[], p_actor text, p_reason text) RETURNS TABLE(cancelled integer, cancel_requested integer)
+    LANGUAGE plpgsql
+    SET search_path TO ''
+    AS $$
+declare
+  v_now timestamptz := pgflight._now();
+  v_ids bigint[];
+begin
+  -- Lock the live attempts, deepest first, in a statement of its own: the UPDATE below then runs
+  -- with a fresh snapshot and sees each row as it is now (a claim that committed while we waited
+  -- for its lock is seen as claimed, with its worker and token).
+  select array_agg(l.id) into v_ids from (
+    select a.id
+      from pgflight.step_attempts a
+      join unnest(p_step_ids) as t(step_id) on t.step_id = a.step_id
+      join pgflight.steps s on s.id = a.step_id
+     where a.status in ('queued', 'claimed', 'running', 'awaiting_children', 'awaiting_approval')
+     order by s.depth desc, a.id
+       for update of a) l;
+
+  return query
+  with changed as (
+    update pgflight.step_attempts a
+       set status = case when a.status in ('claimed', 'running') then 'cancel_requested' else 'cancelled' end,
+           finished_at = case when a.status in ('claimed', 'running') then null else v_now end,
+           reason = 'cancelled'
+      from (select a0.id, a0.status as old_status from pgflight.step_attempts a0 where a0.id = any (v_ids)) t
+     where a.id = t.id
+       and a.status in ('queued', 'claimed', 'running', 'awaiting_children', 'awaiting_approval')
+    returning a.id, a.step_id, a.run_id, a.worker_id, t.old_status, a.status
+  ), logged as (
+    insert into pgflight.events (at, run_id, step_id, attempt_id, from_status, to_status, worker_id, reason, actor, detail)
+    select v_now, c.run_id, c.step_id, c.id, c.old_status, c.status, c.worker_id, c.status, p_actor,
+           case when p_reason is null then null else jsonb_build_object('note', p_reason) end
+      from changed c
+  )
+  select count(*) filter (where c.status = 'cancelled')::integer,
+         count(*) filter (where c.status = 'cancel_requested')::integer
+    from changed c;
+end
+$$;
+
+ALTER FUNCTION pgflight._cancel_steps(p_step_ids bigint[], p_actor text, p_reason text) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _cancel_steps(p_step_ids bigint[], p_actor text, p_reason text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._cancel_steps(p_step_ids bigint[], p_actor text, p_reason text) IS 'Internal: cancel the live attempts of these steps; returns how many were cancelled and how many were leased and became cancel_requested.';
+
+-- Name: _cancel_tree(bigint, bigint, text, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._cancel_tree(p_run_id bigint, p_step_id bigint, p_actor text, p_reason text) RETURNS TABLE(cancelled integer, cancel_requested integer)
+    LANGUAGE plpgsql
+    SET search_path TO ''
+    AS $$
+declare
+  v_ids bigint[];
+  v_pass_c integer;
+  v_pass_r integer;
+begin
+  cancelled := 0;
+  cancel_requested := 0;
+  loop
+    v_ids := pgflight._tree_steps(p_run_id, p_step_id);
+    select c.cancelled, c.cancel_requested into v_pass_c, v_pass_r
+      from pgflight._cancel_steps(v_ids, p_actor, p_reason) c;
+    cancelled := cancelled + v_pass_c;
+    cancel_requested := cancel_requested + v_pass_r;
+    exit when not exists (
+      select from unnest(pgflight._tree_steps(p_run_id, p_step_id)) as t(id)
+        join pgflight.step_attempts a on a.step_id = t.id
+       where a.status in ('queued', 'claimed', 'running', 'awaiting_children', 'awaiting_approval'));
+  end loop;
+  return next;
+end
+$$;
+
+ALTER FUNCTION pgflight._cancel_tree(p_run_id bigint, p_step_id bigint, p_actor text, p_reason text) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _cancel_tree(p_run_id bigint, p_step_id bigint, p_actor text, p_reason text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._cancel_tree(p_run_id bigint, p_step_id bigint, p_actor text, p_reason text) IS 'Internal: cancel every live attempt of a run (p_step_id null) or of a subtree, until none is left.';
+
+-- Name: _claim_fair(bigint, integer, double precision, text[], boolean, timestamp with time zone); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._claim_fair(p_worker_id bigint, p_batch_size integer, p_lease_s double precision, p_recipes text[], p_start boolean, p_now timestamp with time zone) RETURNS TABLE(attempt_id bigint, fencing_token bigint, step_id bigint, run_id bigint, parent_id bigint, step_key text, attempt_no integer, recipe text, input jsonb, lease_expires_at timestamp with time zone, deadline_at timestamp with time zone)
+    LANGUAGE plpgsql
+    SET search_path TO ''
+    AS $$
+declare
+  v_left integer := p_batch_size;
+  v_global integer;
+  v_recipes text[] := p_recipes;
+  v_rl record;
+  v_rated_recipes text[] := '{}';   -- rate-limited recipes of this call ...
+  v_rated_left integer[] := '{}';   -- ... and the starts each may still take
+  v_lane_ws bigint[];
+  v_lane_recipe text[];
+  v_ws bigint[];
+  v_share integer[];
+  v_cap integer[];
+  v_rated boolean[];
+  v_more boolean[];
+  v_quota integer[];
+  v_total_share integer;
+  v_n integer;
+  v_first integer;
+  v_pass integer;
+  v_w integer;
+  v_ws_id bigint;
+  v_q integer;
+  v_got_ws integer;
+  v_got integer;
+  v_tokens double precision;
+  v_lim pgflight.workspace_limits;
+  v_idx integer;
+begin
+  -- 1. the global in-flight cap: one claimer at a time counts and claims
+  select s.max_in_flight into v_global from pgflight.settings s;
+  if v_global is not null then
+    perform pg_catalog.pg_advisory_xact_lock(pg_catalog.hashtextextended('pgflight.global_in_flight', 0));
+    v_left := least(v_left, v_global - (select count(*) from (
+                select 1 from pgflight.step_attempts a
+                 where a.status in ('claimed', 'running', 'cancel_requested') limit v_global) held)::integer);
+    if v_left <= 0 then
+      return;
+    end if;
+  end if;
+
+  -- 2. paused and rate-limited recipes: name the recipes this call may claim
+  if exists (select from pgflight.recipe_limits) then
+    if v_recipes is null then
+      v_recipes := pgflight._queued_recipes();
+    end if;
+    v_recipes := array(select r from unnest(v_recipes) r
+                        where not exists (select from pgflight.recipe_limits l
+                                           where l.recipe = r and l.paused_at is not null));
+    for v_rl in
+      select l.recipe, l.starts_per_s, l.burst, l.tokens, l.refilled_at from pgflight.recipe_limits l
+       where l.recipe = any (v_recipes) and l.starts_per_s is not null
+       order by l.recipe
+         for update skip locked
+    loop
+      v_tokens := pgflight._bucket_tokens(v_rl.tokens, v_rl.refilled_at, v_rl.starts_per_s, v_rl.burst, p_now);
+      update pgflight.recipe_limits l set tokens = v_tokens, refilled_at = p_now where l.recipe = v_rl.recipe;
+      v_rated_recipes := v_rated_recipes || v_rl.recipe;
+      v_rated_left := v_rated_left || floor(v_tokens)::integer;
+    end loop;
+    -- a rate-limited recipe whose bucket another claimer holds right now is left to that claimer
+    v_recipes := array(select r from unnest(v_recipes) r
+                        where r = any (v_rated_recipes)
+                           or not exists (select from pgflight.recipe_limits l
+                                           where l.recipe = r and l.starts_per_s is not null));
+    if v_recipes = '{}' then
+      return;
+    end if;
+  end if;
+
+  -- 3. lanes with queued work, and the limits of their workspaces (paused ones dropped)
+  select array_agg(l.workspace_id), array_agg(l.recipe) into v_lane_ws, v_lane_recipe
+    from pgflight._ready_lanes(v_recipes) l;
+  if v_lane_ws is null then
+    return;
+  end if;
+  select array_agg(w.id order by w.id), array_agg(coalesce(l.share, 1) order by w.id),
+         array_agg(l.max_in_flight order by w.id), array_agg(l.starts_per_s is not null order by w.id)
+    into v_ws, v_share, v_cap, v_rated
+    from (select distinct x as id from unnest(v_lane_ws) x) w
+    left join pgflight.workspace_limits l on l.workspace_id = w.id
+   where l.paused_at is null;
+  v_n := coalesce(cardinality(v_ws), 0);
+  if v_n = 0 then
+    return;
+  end if;
+  v_total_share := (select sum(x) from unnest(v_share) x);
+  v_more := array_fill(false, array[v_n]);
+
+  -- 4. this call's turn: start after the workspaces the previous calls served (with more
+  -- workspaces than the batch holds, the next call starts a batch further on)
+  v_first := ((nextval('pgflight.claim_turns') * case when v_n > v_left then v_left else 1 end) % v_n)::integer;
+  -- quotas: each workspace's share of the batch, rounded down, the remainder one each in turn
+  -- order; so a workspace with ready work gets at least one while the batch has room for it
+  v_quota := array_fill(0, array[v_n]);
+  for v_i in 0 .. v_n - 1 loop
+    v_w := (v_first + v_i) % v_n + 1;
+    v_quota[v_w] := (v_left * v_share[v_w]) / v_total_share;
+  end loop;
+  v_q := v_left - (select sum(x) from unnest(v_quota) x);
+  for v_i in 0 .. v_n - 1 loop
+    exit when v_q <= 0;
+    v_w := (v_first + v_i) % v_n + 1;
+    v_quota[v_w] := v_quota[v_w] + 1;
+    v_q := v_q - 1;
+  end loop;
+
+  for v_pass in 1 .. 2 loop
+    -- pass two only when some workspace came up short and another may have more
+    exit when v_pass = 2 and (v_left <= 0 or not (true = any (v_more)));
+    for v_i in 0 .. v_n - 1 loop
+      exit when v_left <= 0;
+      v_w := (v_first + v_i) % v_n + 1;
+      continue when v_pass = 1 and v_quota[v_w] = 0;
+      continue when v_pass = 2 and not v_more[v_w];
+      v_ws_id := v_ws[v_w];
+      v_lim := null;
+      v_q := least(case when v_pass = 1 then v_quota[v_w] else v_left end, v_left);
+
+      -- 5. a capped or rate-limited workspace: one claimer at a time counts it
+      if v_cap[v_w] is not null or v_rated[v_w] then
+        continue when not pg_catalog.pg_try_advisory_xact_lock(
+          pg_catalog.hashtextextended('pgflight.workspace:' || v_ws_id, 0));
+        select * into v_lim from pgflight.workspace_limits l where l.workspace_id = v_ws_id;
+        if v_lim.max_in_flight is not null then
+          v_q := least(v_q, v_lim.max_in_flight - (select count(*) from (
+                   select 1 from pgflight.step_attempts a
+                    where a.workspace_id = v_ws_id and a.status in ('claimed', 'running', 'cancel_requested')
+                    limit v_lim.max_in_flight) held)::integer);
+        end if;
+        if v_lim.starts_per_s is not null then
+          v_tokens := pgflight._bucket_tokens(v_lim.tokens, v_lim.refilled_at, v_lim.starts_per_s, v_lim.burst, p_now);
+          v_q := least(v_q, floor(v_tokens)::integer);
+        end if;
+      end if;
+
+      v_got_ws := 0;
+      if v_q > 0 then
+        if v_recipes is null then
+          return query select * from pgflight._claim_lane(p_worker_id, v_ws_id, null, v_q, p_lease_s, p_start, p_now);
+          get diagnostics v_got_ws = row_count;
+        else
+          -- 6. one lane per recipe of this workspace, each rate-limited recipe within its tokens
+          for v_j in 1 .. cardinality(v_lane_ws) loop
+            exit when v_got_ws >= v_q;
+            continue when v_lane_ws[v_j] <> v_ws_id;
+            v_idx := array_position(v_rated_recipes, v_lane_recipe[v_j]);
+            v_got := least(v_q - v_got_ws, case when v_idx is null then v_q else v_rated_left[v_idx] end);
+            continue when v_got <= 0;
+            return query select * from pgflight._claim_lane(p_worker_id, v_ws_id, v_lane_recipe[v_j], v_got,
+                                                            p_lease_s, p_start, p_now);
+            get diagnostics v_got = row_count;
+            v_got_ws := v_got_ws + v_got;
+            if v_idx is not null then
+              v_rated_left[v_idx] := v_rated_left[v_idx] - v_got;
+            end if;
+          end loop;
+        end if;
+      end if;
+      if v_lim.starts_per_s is not null then
+        update pgflight.workspace_limits l set tokens = v_tokens - v_got_ws, refilled_at = p_now
+         where l.workspace_id = v_ws_id;
+      end if;
+      v_left := v_left - v_got_ws;
+      v_more[v_w] := v_got_ws >= v_q and v_q > 0;
+    end loop;
+  end loop;
+
+  -- what the rate-limited recipes took
+  for v_idx in 1 .. cardinality(v_rated_recipes) loop
+    update pgflight.recipe_limits l
+       set tokens = l.tokens - (floor(l.tokens)::integer - v_rated_left[v_idx])
+     where l.recipe = v_rated_recipes[v_idx];
+  end loop;
+end
+$$;
+
+ALTER FUNCTION pgflight._claim_fair(p_worker_id bigint, p_batch_size integer, p_lease_s double precision, p_recipes text[], p_start boolean, p_now timestamp with time zone) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _claim_fair(p_worker_id bigint, p_batch_size integer, p_lease_s double precision, p_recipes text[], p_start boolean, p_now timestamp with time zone); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._claim_fair(p_worker_id bigint, p_batch_size integer, p_lease_s double precision, p_recipes text[], p_start boolean, p_now timestamp with time zone) IS 'Internal: claim_batch''s fair claim across workspaces with caps, keys, rate limits and pause.';
+
+-- Name: _claim_lane(bigint, bigint, text, integer, double precision, boolean, timestamp with time zone); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._claim_lane(p_worker_id bigint, p_workspace_id bigint, p_recipe text, p_limit integer, p_lease_s double precision, p_start boolean, p_now timestamp with time zone) RETURNS TABLE(attempt_id bigint, fencing_token bigint, step_id bigint, run_id bigint, parent_id bigint, step_key text, attempt_no integer, recipe text, input jsonb, lease_expires_at timestamp with time zone, deadline_at timestamp with time zone)
+    LANGUAGE plpgsql
+    SET search_path TO ''
+    AS $$
+declare
+  v_ids bigint[];
+  v_keys text[];
+  v_limits integer[];
+  v_take bigint[];
+  v_park bigint[];
+  v_skip bigint[] := '{}';
+  v_key text;
+  v_room integer;
+  v_got integer := 0;
+  v_n integer;
+  v_round integer := 0;
+  v_asked integer;
+begin
+  while v_got < p_limit and v_round < 4 loop
+    v_round := v_round + 1;
+    v_asked := p_limit - v_got;
+    -- the next ready rows of this lane in claim order; rows another claimer holds are skipped
+    if p_recipe is null then
+      select coalesce(array_agg(r.id), '{}'), array_agg(r.concurrency_key), array_agg(r.concurrency_limit)
+        into v_ids, v_keys, v_limits
+        from (select a.id, a.concurrency_key, a.concurrency_limit
+                from pgflight.step_attempts a
+               where a.workspace_id = p_workspace_id and a.status = 'queued'
+                 and a.available_after <= p_now and a.available_after < 'infinity'
+                 and a.id <> all (v_skip)
+               order by a.priority desc, a.available_after, a.id
+               limit v_asked
+                 for update skip locked) r;
+    else
+      select coalesce(array_agg(r.id), '{}'), array_agg(r.concurrency_key), array_agg(r.concurrency_limit)
+        into v_ids, v_keys, v_limits
+        from (select a.id, a.concurrency_key, a.concurrency_limit
+                from pgflight.step_attempts a
+               where a.recipe = p_recipe and a.workspace_id = p_workspace_id and a.status = 'queued'
+                 and a.available_after <= p_now and a.available_after < 'infinity'
+                 and a.id <> all (v_skip)
+               order by a.priority desc, a.available_after, a.id
+               limit v_asked
+                 for update skip locked) r;
+    end if;
+    v_n := cardinality(v_ids);
+    exit when v_n = 0;
+
+    if (select bool_and(k is null) from unnest(v_keys) k) then
+      -- the common case: no candidate has a key
+      v_take := v_ids;
+    else
+      v_take := '{}';
+      v_park := '{}';
+      for i in 1 .. v_n loop
+        if v_keys[i] is null then
+          v_take := v_take || v_ids[i];
+        end if;
+      end loop;
+      for v_key in select distinct k from unnest(v_keys) k where k is not null loop
+        if not pg_catalog.pg_try_advisory_xact_lock(pgflight._key_lock(p_workspace_id, v_key)) then
+          -- another claimer or sweep is counting this key right now: leave its rows for later
+          v_skip := v_skip || array(select v_ids[i] from generate_subscripts(v_ids, 1) i where v_keys[i] = v_key);
+          continue;
+        end if;
+        -- slots left: the key's limit (the first candidate's) minus its leased attempts,
+        -- counted no further than the limit
+        select v_limits[i] into v_room from generate_subscripts(v_ids, 1) i where v_keys[i] = v_key order by i limit 1;
+        v_room := v_room - (select count(*) from (
+                     select 1 from pgflight.step_attempts a
+                      where a.workspace_id = p_workspace_id and a.concurrency_key = v_key
+                        and a.status in ('claimed', 'running', 'cancel_requested')
+                      limit v_room) held);
+        for i in 1 .. v_n loop
+          continue when v_keys[i] is distinct from v_key;
+          if v_room > 0 then
+            v_take := v_take || v_ids[i];
+            v_room := v_room - 1;
+          else
+            v_park := v_park || v_ids[i];
+          end if;
+        end loop;
+      end loop;
+      if v_park <> '{}' then
+        update pgflight.step_attempts a set available_after = 'infinity' where a.id = any (v_park);
+        -- a key found full parks the rest of its due backlog too (up to 1,000 a call, through
+        -- step_attempts_queued_key_idx), so later claims do not meet it again row by row
+        update pgflight.step_attempts a set available_after = 'infinity'
+         where a.id in (select b.id from pgflight.step_attempts b
+                         where b.workspace_id = p_workspace_id
+                           and b.concurrency_key in (select k from unnest(v_keys) k where k is not null)
+                           and b.status = 'queued' and b.available_after <= p_now
+                           and b.id <> all (v_take) and b.id <> all (v_skip)
+                           -- only keys this round found full
+                           and exists (select from pgflight.step_attempts p
+                                        where p.id = any (v_park) and p.concurrency_key = b.concurrency_key)
+                         order by b.priority desc, b.id
+                         limit 1000
+                           for update skip locked);
+      end if;
+    end if;
+
+    if v_take <> '{}' then
+      -- leased at the clock's reading now, after the locks and counts above: claimed_at is then
+      -- never earlier than the finish of an attempt this claim counted as gone
+      return query select * from pgflight._lease_attempts(p_worker_id, v_take, p_lease_s, p_start, pgflight._now());
+      v_got := v_got + cardinality(v_take);
+    end if;
+    -- fewer ready rows than asked for: the lane is empty for now
+    exit when v_n < v_asked;
+  end loop;
+end
+$$;
+
+ALTER FUNCTION pgflight._claim_lane(p_worker_id bigint, p_workspace_id bigint, p_recipe text, p_limit integer, p_lease_s double precision, p_start boolean, p_now timestamp with time zone) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _claim_lane(p_worker_id bigint, p_workspace_id bigint, p_recipe text, p_limit integer, p_lease_s double precision, p_start boolean, p_now timestamp with time zone); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._claim_lane(p_worker_id bigint, p_workspace_id bigint, p_recipe text, p_limit integer, p_lease_s double precision, p_start boolean, p_now timestamp with time zone) IS 'Internal: claim up to p_limit ready attempts of one workspace (and recipe), parking attempts whose concurrency key is full.';
+
+-- Name: _complete_many(bigint[], bigint[], jsonb[], timestamp with time zone); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._complete_many(p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[], p_now timestamp with time zone) RETURNS TABLE(attempt_id bigint, outcome text)
+    LANGUAGE plpgsql
+    SET search_path TO ''
+    AS $$
+declare
+  v_ids bigint[];
+  v_old text[];
+  v_parents bigint[];
+  v_root_runs bigint[];
+  v_wake bigint[];
+  v_parent bigint;
+begin
+  -- 1. lock the attempts still held with these tokens
+  select array_agg(l.id order by l.id), array_agg(l.status order by l.id) into v_ids, v_old from (
+    select a.id, a.status
+      from pgflight.step_attempts a
+      join (select distinct u.id, u.token from unnest(p_attempt_ids, p_tokens) as u(id, token)) q
+        on q.id = a.id and q.token = a.fencing_token
+     where a.status in ('claimed', 'running')
+     order by a.id
+       for update of a) l;
+
+  if v_ids is not null then
+    -- 2. succeed them, with an events row each
+    with done as (
+      update pgflight.step_attempts a
+         set status = 'succeeded', finished_at = p_now, result = q.result,
+             started_at = coalesce(a.started_at, a.claimed_at)
+        from unnest(p_attempt_ids, p_results) as q(id, result)
+       where a.id = q.id and a.id = any (v_ids) and a.status in ('claimed', 'running')
+      returning a.id, a.step_id, a.run_id, a.worker_id
+    ), logged as (
+      insert into pgflight.events (at, run_id, step_id, attempt_id, from_status, to_status, worker_id, reason)
+      select p_now, d.run_id, d.step_id, d.id, o.old_status, 'succeeded', d.worker_id, 'succeeded'
+        from done d join unnest(v_ids, v_old) as o(id, old_status) on o.id = d.id
+    )
+    -- each finished step's parent (to poke) or, for a root, its run (to end), by primary key
+    select array_agg(s.parent_id) filter (where s.parent_id is not null),
+           array_agg(s.run_id) filter (where s.parent_id is null)
+      into v_parents, v_root_runs
+      from done d join pgflight.steps s on s.id = d.step_id;
+
+    -- 3. the fan-in pokes, one per parent for all its children finished here: lock the parents
+    -- (id order), then decrement; a parent whose counter reaches zero wakes, exactly once
+    perform from pgflight.steps p
+      join (select distinct u.id from unnest(v_parents) as u(id)) q on q.id = p.id
+     order by p.id
+       for update of p;
+    with finished as (
+      select u.parent_id, count(*)::integer as n from unnest(v_parents) as u(parent_id) group by u.parent_id
+    ), poked as (
+      update pgflight.steps p
+         set children_pending = greatest(p.children_pending - f.n, 0)
+        from finished f
+       where p.id = f.parent_id
+      returning p.id, p.children_pending
+    )
+    select array_agg(k.id order by k.id) into v_wake from poked k where k.children_pending = 0;
+    if v_wake is not null then
+      foreach v_parent in array v_wake loop
+        perform pgflight._wake(v_parent, 'parent_resumed');
+      end loop;
+    end if;
+
+    -- 4. a root that succeeded ends its run
+    update pgflight.runs r
+       set status = 'succeeded', finished_at = p_now
+      from unnest(v_root_runs) as u(id)
+     where r.id = u.id and r.status = 'running';
+  end if;
+
+  return query
+  select q.id,
+         case when a.status = 'succeeded' and a.fencing_token = q.token and q.id = any (v_ids) then 'succeeded'
+              when a.status in ('cancel_requested', 'cancelled') and a.fencing_token = q.token then 'cancelled'
+              else 'lease_lost' end
+    from unnest(p_attempt_ids, p_tokens) with ordinality as q(id, token, ord)
+    left join pgflight.step_attempts a on a.id = q.id
+   order by q.ord;
+end
+$$;
+
+ALTER FUNCTION pgflight._complete_many(p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[], p_now timestamp with time zone) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _complete_many(p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[], p_now timestamp with time zone); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._complete_many(p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[], p_now timestamp with time zone) IS 'Internal: complete attempts set-based; per attempt succeeded | lease_lost | cancelled.';
+
+-- Name: _concurrency_option(jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._concurrency_option(p_options jsonb, OUT o_key text, OUT o_limit integer) RETURNS record
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+  if jsonb_typeof(p_options -> 'concurrency_key') is null or jsonb_typeof(p_options -> 'concurrency_key') = 'null' then
+    if p_options ? 'concurrency_limit' and jsonb_typeof(p_options -> 'concurrency_limit') <> 'null' then
+      raise exception using errcode = '22023', message = 'option concurrency_limit needs concurrency_key',
+        hint = 'Pass concurrency_key too, e.g. {"concurrency_key": "customer-42", "concurrency_limit": 1}.';
+    end if;
+    return;
+  end if;
+  if jsonb_typeof(p_options -> 'concurrency_key') <> 'string'
+     or btrim(p_options ->> 'concurrency_key') = '' or length(p_options ->> 'concurrency_key') > 200 then
+    raise exception using errcode = '22023', message = 'option concurrency_key must be a non-blank string of at most 200 characters',
+      detail = format('got %s', left((p_options -> 'concurrency_key')::text, 300));
+  end if;
+  o_key := p_options ->> 'concurrency_key';
+  o_limit := coalesce(pgflight._limit_option(p_options, 'concurrency_limit', 1, 1e6, true), 1)::integer;
+end
+$$;
+
+ALTER FUNCTION pgflight._concurrency_option(p_options jsonb, OUT o_key text, OUT o_limit integer) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _concurrency_option(p_options jsonb, OUT o_key text, OUT o_limit integer); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._concurrency_option(p_options jsonb, OUT o_key text, OUT o_limit integer) IS 'Internal: (concurrency_key, concurrency_limit) from a step''s options; 22023 when malformed.';
+
+-- Name: _cron_field(text, integer, integer, text[], text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._cron_field(p_text text, p_min integer, p_max integer, p_names text[], p_what text) RETURNS integer[]
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+declare
+  v_item text;
+  v_range text;
+  v_step integer;
+  v_lo integer;
+  v_hi integer;
+  v_out integer[] := '{}';
+  v_parts text[];
+begin
+  foreach v_item in array string_to_array(lower(p_text), ',') loop
+    v_parts := string_to_array(v_item, '/');
+    if cardinality(v_parts) > 2 or v_item = '' then
+      raise exception using errcode = '22023', message = format('cron %s field %L is malformed', p_what, p_text),
+        hint = 'Use *, a value, a range a-b, a list a,b and steps */n or a-b/n.';
+    end if;
+    v_range := v_parts[1];
+    v_step := 1;
+    if cardinality(v_parts) = 2 then
+      if v_parts[2] !~ '^[0-9]{1,4}$' or v_parts[2]::integer = 0 then
+        raise exception using errcode = '22023', message = format('cron %s field %L has a bad step', p_what, p_text),
+          hint = 'A step is a positive whole number, e.g. */15.';
+      end if;
+      v_step := v_parts[2]::integer;
+    end if;
+    if v_range in ('*', '?') then
+      v_lo := p_min;
+      v_hi := p_max;
+    else
+      v_parts := string_to_array(v_range, '-');
+      if cardinality(v_parts) > 2 then
+        raise exception using errcode = '22023', message = format('cron %s field %L is malformed', p_what, p_text);
+      end if;
+      for i in 1 .. cardinality(v_parts) loop
+        if v_parts[i] ~ '^[0-9]{1,4}$' then
+          v_parts[i] := v_parts[i]::integer::text;
+        elsif p_names is not null and array_position(p_names, v_parts[i]) is not null then
+          v_parts[i] := (array_position(p_names, v_parts[i]) - 1 + p_min)::text;
+        else
+          raise exception using errcode = '22023',
+            message = format('cron %s field %L: %L is not a value', p_what, p_text, v_parts[i]),
+            hint = format('Values of the %s field run from %s to %s.', p_what, p_min, p_max);
+        end if;
+      end loop;
+      v_lo := v_parts[1]::integer;
+      -- a/n means a, a+n, ... up to the field's end
+      v_hi := case when cardinality(v_parts) = 2 then v_parts[2]::integer
+                   when cardinality(string_to_array(v_item, '/')) = 2 then p_max
+                   else v_lo end;
+    end if;
+    -- weekday 7 is Sunday too
+    if p_what = 'day-of-week' and v_hi = 7 and v_lo <= 7 then
+      v_out := v_out || 0;
+      v_hi := 6;
+      if v_lo = 7 then
+        continue;
+      end if;
+    end if;
+    if v_lo < p_min or v_hi > p_max or v_lo > v_hi then
+      raise exception using errcode = '22023',
+        message = format('cron %s field %L is out of range', p_what, p_text),
+        hint = format('Values of the %s field run from %s to %s, low before high.', p_what, p_min, p_max);
+    end if;
+    v_out := v_out || array(select generate_series(v_lo, v_hi, v_step));
+  end loop;
+  return array(select distinct x from unnest(v_out) x order by x);
+end
+$_$;
+
+ALTER FUNCTION pgflight._cron_field(p_text text, p_min integer, p_max integer, p_names text[], p_what text) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _cron_field(p_text text, p_min integer, p_max integer, p_names text[], p_what text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._cron_field(p_text text, p_min integer, p_max integer, p_names text[], p_what text) IS 'Internal: the sorted allowed values of one cron field; 22023 naming the field when malformed.';
+
+-- Name: _cron_next(integer[], integer[], integer[], integer[], integer[], integer[], boolean, boolean, text, timestamp with time zone); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._cron_next(p_seconds integer[], p_minutes integer[], p_hours integer[], p_days integer[], p_months integer[], p_weekdays integer[], p_any_day boolean, p_any_weekday boolean, p_tz text, p_after timestamp with time zone) RETURNS timestamp with time zone
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_t timestamp := date_trunc('second', p_after at time zone p_tz) + interval '1 second';
+  v_end timestamp := v_t + interval '10 years';
+  v_next integer;
+  v_day_ok boolean;
+  v_at timestamptz;
+begin
+  while v_t < v_end loop
+    -- month
+    if not extract(month from v_t)::integer = any (p_months) then
+      v_next := (select min(m) from unnest(p_months) m where m > extract(month from v_t));
+      v_t := case when v_next is null
+                  then make_timestamp(extract(year from v_t)::integer + 1, p_months[1], 1, 0, 0, 0)
+                  else make_timestamp(extract(year from v_t)::integer, v_next, 1, 0, 0, 0) end;
+      continue;
+    end if;
+    -- day: day of month and weekday, Vixie's rule when both are restricted
+    v_day_ok := case
+      when p_any_day and p_any_weekday then true
+      when p_any_day then extract(dow from v_t)::integer = any (p_weekdays)
+      when p_any_weekday then extract(day from v_t)::integer = any (p_days)
+      else extract(day from v_t)::integer = any (p_days) or extract(dow from v_t)::integer = any (p_weekdays) end;
+    if not v_day_ok then
+      v_t := date_trunc('day', v_t) + interval '1 day';
+      continue;
+    end if;
+    -- hour
+    if not extract(hour from v_t)::integer = any (p_hours) then
+      v_next := (select min(h) from unnest(p_hours) h where h > extract(hour from v_t));
+      v_t := case when v_next is null then date_trunc('day', v_t) + interval '1 day'
+                  else date_trunc('day', v_t) + make_interval(hours => v_next) end;
+      continue;
+    end if;
+    -- minute
+    if not extract(minute from v_t)::integer = any (p_minutes) then
+      v_next := (select min(m) from unnest(p_minutes) m where m > extract(minute from v_t));
+      v_t := case when v_next is null then date_trunc('hour', v_t) + interval '1 hour'
+                  else date_trunc('hour', v_t) + make_interval(mins => v_next) end;
+      continue;
+    end if;
+    -- second
+    if not floor(extract(second from v_t))::integer = any (p_seconds) then
+      v_next := (select min(s) from unnest(p_seconds) s where s > floor(extract(second from v_t)));
+      v_t := case when v_next is null then date_trunc('minute', v_t) + interval '1 minute'
+                  else date_trunc('minute', v_t) + make_interval(secs => v_next) end;
+      continue;
+    end if;
+    -- a wall-clock match. PostgreSQL reads a wall-clock time that happens twice (clocks going
+    -- back) as its second occurrence: take the first, and a time whose first occurrence is not
+    -- after p_after has happened already, so the repeated hour never fires twice
+    v_at := v_t at time zone p_tz;
+    if (v_at - interval '1 hour') at time zone p_tz = v_t then
+      v_at := v_at - interval '1 hour';
+    elsif (v_at - interval '30 minutes') at time zone p_tz = v_t then
+      v_at := v_at - interval '30 minutes';
+    end if;
+    if v_at > p_after then
+      return v_at;
+    end if;
+    v_t := v_t + interval '1 second';
+  end loop;
+  return null;
+end
+$$;
+
+ALTER FUNCTION pgflight._cron_next(p_seconds integer[], p_minutes integer[], p_hours integer[], p_days integer[], p_months integer[], p_weekdays integer[], p_any_day boolean, p_any_weekday boolean, p_tz text, p_after timestamp with time zone) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _cron_next(p_seconds integer[], p_minutes integer[], p_hours integer[], p_days integer[], p_months integer[], p_weekdays integer[], p_any_day boolean, p_any_weekday boolean, p_tz text, p_after timestamp with time zone); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._cron_next(p_seconds integer[], p_minutes integer[], p_hours integer[], p_days integer[], p_months integer[], p_weekdays integer[], p_any_day boolean, p_any_weekday boolean, p_tz text, p_after timestamp with time zone) IS 'Internal: the first instant after p_after that a parsed cron expression allows, on p_tz''s wall clock; null if none within ten years.';
+
+-- Name: _cron_parse(text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._cron_parse(p_expr text, OUT seconds integer[], OUT minutes integer[], OUT hours integer[], OUT days integer[], OUT months integer[], OUT weekdays integer[], OUT any_day boolean, OUT any_weekday boolean) RETURNS record
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_expr text := lower(btrim(coalesce(p_expr, '')));
+  v_f text[];
+begin
+  v_expr := case v_expr
+    when '@yearly' then '0 0 1 1 *' when '@annually' then '0 0 1 1 *' when '@monthly' then '0 0 1 * *'
+    when '@weekly' then '0 0 * * 0' when '@daily' then '0 0 * * *' when '@midnight' then '0 0 * * *'
+    when '@hourly' then '0 * * * *' else v_expr end;
+  v_f := regexp_split_to_array(v_expr, '\s+');
+  if length(v_expr) > 500 or cardinality(v_f) not in (5, 6) then
+    raise exception using errcode = '22023', message = format('cron expression %L needs 5 or 6 fields', p_expr),
+      hint = '"minute hour day-of-month month day-of-week", or with seconds first; e.g. "*/15 * * * *" or "0 30 9 * * MON-FRI".';
+  end if;
+  if cardinality(v_f) = 5 then
+    v_f := '0'::text || v_f;
+  end if;
+  seconds := pgflight._cron_field(v_f[1], 0, 59, null, 'second');
+  minutes := pgflight._cron_field(v_f[2], 0, 59, null, 'minute');
+  hours := pgflight._cron_field(v_f[3], 0, 23, null, 'hour');
+  days := pgflight._cron_field(v_f[4], 1, 31, null, 'day-of-month');
+  months := pgflight._cron_field(v_f[5], 1, 12,
+              array['jan', 'feb', 'mar', 'apr', 'may', 'jun', 'jul', 'aug', 'sep', 'oct', 'nov', 'dec'], 'month');
+  weekdays := pgflight._cron_field(v_f[6], 0, 7, array['sun', 'mon', 'tue', 'wed', 'thu', 'fri', 'sat'], 'day-of-week');
+  any_day := v_f[4] in ('*', '?');
+  any_weekday := v_f[6] in ('*', '?');
+end
+$$;
+
+ALTER FUNCTION pgflight._cron_parse(p_expr text, OUT seconds integer[], OUT minutes integer[], OUT hours integer[], OUT days integer[], OUT months integer[], OUT weekdays integer[], OUT any_day boolean, OUT any_weekday boolean) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _cron_parse(p_expr text, OUT seconds integer[], OUT minutes integer[], OUT hours integer[], OUT days integer[], OUT months integer[], OUT weekdays integer[], OUT any_day boolean, OUT any_weekday boolean); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._cron_parse(p_expr text, OUT seconds integer[], OUT minutes integer[], OUT hours integer[], OUT days integer[], OUT months integer[], OUT weekdays integer[], OUT any_day boolean, OUT any_weekday boolean) IS 'Internal: parse a 5- or 6-field cron expression into allowed-value sets; 22023 when malformed.';
+
+-- Name: _decide(bigint, text, text, text, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._decide(p_gate_id bigint, p_decision text, p_actor text, p_note text, p_reason text) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO ''
+    AS $$
+declare
+  v_gate record;
+  v_att record;
+begin
+  update pgflight.approvals
+     set decision = p_decision, actor = p_actor, note = p_note, decided_at = pgflight._now()
+   where id = p_gate_id
+  returning * into v_gate;
+  update pgflight.step_attempts a
+     set status = 'queued', available_after = pgflight._now()
+   where a.step_id = v_gate.step_id and a.status = 'awaiting_approval'
+  returning a.id, a.run_id into v_att;
+  perform pgflight._event((select s.run_id from pgflight.steps s where s.id = v_gate.step_id), v_gate.step_id,
+                          v_att.id, case when v_att.id is null then null else 'awaiting_approval' end,
+                          case when v_att.id is null then null else 'queued' end,
+                          null, p_reason, p_actor,
+                          jsonb_build_object('gate_key', v_gate.gate_key, 'decision', p_decision, 'note', p_note));
+  if v_att.id is not null then
+    perform pgflight._notify_ready();
+  end if;
+end
+$$;
+
+ALTER FUNCTION pgflight._decide(p_gate_id bigint, p_decision text, p_actor text, p_note text, p_reason text) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _decide(p_gate_id bigint, p_decision text, p_actor text, p_note text, p_reason text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._decide(p_gate_id bigint, p_decision text, p_actor text, p_note text, p_reason text) IS 'Internal: record a gate decision and requeue the step parked at it.';
+
+-- Name: _event(bigint, bigint, bigint, text, text, bigint, text, text, jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._event(p_run_id bigint, p_step_id bigint, p_attempt_id bigint, p_from text, p_to text, p_worker_id bigint, p_reason text, p_actor text DEFAULT NULL::text, p_detail jsonb DEFAULT NULL::jsonb) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO ''
+    AS $$
+begin
+  -- PL/pgSQL rather than SQL: its INSERT plan is cached across calls, a SQL function's is not
+  insert into pgflight.events (at, run_id, step_id, attempt_id, from_status, to_status, worker_id, reason, actor, detail)
+  values (pgflight._now(), p_run_id, p_step_id, p_attempt_id, p_from, p_to, p_worker_id, p_reason, p_actor, p_detail);
+end
+$$;
+
+ALTER FUNCTION pgflight._event(p_run_id bigint, p_step_id bigint, p_attempt_id bigint, p_from text, p_to text, p_worker_id bigint, p_reason text, p_actor text, p_detail jsonb) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _event(p_run_id bigint, p_step_id bigint, p_attempt_id bigint, p_from text, p_to text, p_worker_id bigint, p_reason text, p_actor text, p_detail jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._event(p_run_id bigint, p_step_id bigint, p_attempt_id bigint, p_from text, p_to text, p_worker_id bigint, p_reason text, p_actor text, p_detail jsonb) IS 'Internal: append one events row.';
+
+-- Name: _fail_attempt(bigint, text, text, jsonb, boolean, double precision, text, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._fail_attempt(p_attempt_id bigint, p_from text, p_status text, p_error jsonb, p_retryable boolean, p_retry_after_s double precision, p_reason text, p_actor text DEFAULT NULL::text) RETURNS TABLE(outcome text, next_attempt_id bigint, available_after timestamp with time zone)
+    LANGUAGE plpgsql
+    SET search_path TO ''
+    AS $$
+declare
+  v_now timestamptz := pgflight._now();
+  v_step record;
+  v_att record;
+  v_run_status text;
+  v_delay double precision;
+  v_next bigint;
+  v_at timestamptz;
+begin
+  select a.id, a.step_id, a.run_id, a.worker_id, a.recipe, a.priority into v_att
+    from pgflight.step_attempts a where a.id = p_attempt_id;
+  select s.* into v_step from pgflight.steps s where s.id = v_att.step_id for update;
+  select r.status into v_run_status from pgflight.runs r where r.id = v_att.run_id;
+
+  if v_run_status <> 'running' then
+    -- C18: never requeue under a terminal run.
+    update pgflight.step_attempts
+       set status = 'cancelled', finished_at = v_now, error = p_error, reason = p_reason
+     where id = p_attempt_id;
+    perform pgflight._event(v_att.run_id, v_att.step_id, p_attempt_id, p_from, 'cancelled', v_att.worker_id,
+                            'cancelled', p_actor, jsonb_build_object('cause', p_reason, 'run_status', v_run_status));
+    perform pgflight._step_finished(v_att.step_id, 'cancelled', p_actor);
+    return query select 'cancelled'::text, null::bigint, null::timestamptz;
+    return;
+  end if;
+
+  update pgflight.steps set failed_attempts = failed_attempts + 1 where id = v_step.id;
+
+  if not p_retryable or v_step.failed_attempts + 1 >= v_step.max_attempts then
+    update pgflight.step_attempts
+       set status = 'dead_letter', finished_at = v_now, error = p_error, reason = p_reason
+     where id = p_attempt_id;
+    perform pgflight._event(v_att.run_id, v_att.step_id, p_attempt_id, p_from, 'dead_letter', v_att.worker_id,
+                            p_reason, p_actor,
+                            jsonb_build_object('failed_attempts', v_step.failed_attempts + 1,
+                                               'max_attempts', v_step.max_attempts, 'retryable', p_retryable));
+    perform pgflight._step_finished(v_att.step_id, 'dead_letter', p_actor);
+    return query select 'dead_letter'::text, null::bigint, null::timestamptz;
+    return;
+  end if;
+
+  update pgflight.step_attempts
+     set status = p_status, finished_at = v_now, error = p_error, reason = p_reason
+   where id = p_attempt_id;
+  perform pgflight._event(v_att.run_id, v_att.step_id, p_attempt_id, p_from, p_status, v_att.worker_id,
+                          p_reason, p_actor);
+
+  v_delay := coalesce(p_retry_after_s, pgflight._backoff_s(v_step.failed_attempts + 1, v_step.backoff));
+  v_at := v_now + make_interval(secs => v_delay);
+  insert into pgflight.step_attempts (step_id, run_id, attempt_no, recipe, priority, status, available_after, created_at)
+  values (v_step.id, v_att.run_id, v_step.last_attempt_no + 1, v_att.recipe, v_att.priority, 'queued', v_at, v_now)
+  returning id into v_next;
+  update pgflight.steps set last_attempt_no = v_step.last_attempt_no + 1 where id = v_step.id;
+  perform pgflight._event(v_att.run_id, v_att.step_id, v_next, null, 'queued', null, 'retry_scheduled', p_actor,
+                          jsonb_build_object('delay_s', round(v_delay::numeric, 3), 'attempt_no', v_step.last_attempt_no + 1));
+  if v_delay <= 0 then
+    perform pgflight._notify_ready();
+  end if;
+  return query select 'retry'::text, v_next, v_at;
+end
+$$;
+
+ALTER FUNCTION pgflight._fail_attempt(p_attempt_id bigint, p_from text, p_status text, p_error jsonb, p_retryable boolean, p_retry_after_s double precision, p_reason text, p_actor text) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _fail_attempt(p_attempt_id bigint, p_from text, p_status text, p_error jsonb, p_retryable boolean, p_retry_after_s double precision, p_reason text, p_actor text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._fail_attempt(p_attempt_id bigint, p_from text, p_status text, p_error jsonb, p_retryable boolean, p_retry_after_s double precision, p_reason text, p_actor text) IS 'Internal: end an attempt unsuccessfully; returns outcome retry (with the next attempt and when it becomes claimable), dead_letter or cancelled (the run had already ended).';
+
+-- Name: _fake_now(text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._fake_now(p_value text) RETURNS timestamp with time zone
+    LANGUAGE plpgsql STABLE
+    SET search_path TO ''
+    AS $$
+begin
+  if not (select s.allow_fake_clock from pgflight.settings s) then
+    raise exception using
+      errcode = 'ZF009',
+      message = 'the fake clock is disabled',
+      detail  = format('pgflight.fake_now is set to %L in this session', p_value),
+      hint    = 'RESET pgflight.fake_now, or (tests only) UPDATE pgflight.settings SET allow_fake_clock = true.';
+  end if;
+  return p_value::timestamptz;
+end
+$$;
+
+ALTER FUNCTION pgflight._fake_now(p_value text) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _fake_now(p_value text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._fake_now(p_value text) IS 'Internal: the fake instant of a test session. Raises ZF009 unless settings.allow_fake_clock.';
+
+-- Name: _fill_attempt_flow(); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._fill_attempt_flow() RETURNS trigger
+    LANGUAGE plpgsql
+    SET search_path TO ''
+    AS $$
+begin
+  select r.workspace_id into new.workspace_id from pgflight.runs r where r.id = new.run_id;
+  select s.concurrency_key, s.concurrency_limit into new.concurrency_key, new.concurrency_limit
+    from pgflight.steps s where s.id = new.step_id;
+  return new;
+end
+$$;
+
+ALTER FUNCTION pgflight._fill_attempt_flow() OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _fill_attempt_flow(); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._fill_attempt_flow() IS 'Internal trigger: copy workspace_id and the concurrency key onto an attempt inserted without them.';
+
+-- Name: _fire_schedule(bigint, text, text, text, jsonb, jsonb, timestamp with time zone); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._fire_schedule(p_schedule_id bigint, p_workspace text, p_name text, p_recipe text, p_input jsonb, p_run_options jsonb, p_fire_at timestamp with time zone) RETURNS bigint
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_run bigint;
+begin
+  begin
+    select r.run_id into v_run
+      from pgflight.submit_run(p_workspace, p_recipe, p_input,
+             p_run_options || jsonb_build_object(
+               'idempotency_key', format('schedule:%s:%s', p_schedule_id, extract(epoch from p_fire_at)),
+               'submitted_by', 'schedule:' || p_name)) r;
+    update pgflight.schedule_fires f set outcome = 'submitted', run_id = v_run
+     where f.schedule_id = p_schedule_id and f.fire_at = p_fire_at;
+  exception when others then
+    update pgflight.schedule_fires f
+       set outcome = 'failed', error = jsonb_build_object('sqlstate', sqlstate, 'message', sqlerrm)
+     where f.schedule_id = p_schedule_id and f.fire_at = p_fire_at;
+  end;
+  return v_run;
+end
+$$;
+
+ALTER FUNCTION pgflight._fire_schedule(p_schedule_id bigint, p_workspace text, p_name text, p_recipe text, p_input jsonb, p_run_options jsonb, p_fire_at timestamp with time zone) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _fire_schedule(p_schedule_id bigint, p_workspace text, p_name text, p_recipe text, p_input jsonb, p_run_options jsonb, p_fire_at timestamp with time zone); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._fire_schedule(p_schedule_id bigint, p_workspace text, p_name text, p_recipe text, p_input jsonb, p_run_options jsonb, p_fire_at timestamp with time zone) IS 'Internal: submit one firing''s run idempotently; a refusal is recorded on the firing, never raised.';
+
+-- Name: _iteration_refusal(pgflight.agent_runs, integer); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._iteration_refusal(p_run pgflight.agent_runs, p_iteration integer) RETURNS jsonb
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO ''
+    AS $$
+begin
+  if p_iteration <= p_run.max_iterations then
+    return null;
+  end if;
+  return jsonb_build_object(
+    'message', format('budget exceeded: agent run %s may make %s model calls, this is call %s',
+                      p_run.id, p_run.max_iterations, p_iteration),
+    'detail',  format('scope=agent cap=max_iterations max_iterations=%s iteration=%s', p_run.max_iterations, p_iteration),
+    'hint',    'Raise max_iterations for the agent (input caps, or the run''s max_iterations option).');
+end
+$$;
+
+ALTER FUNCTION pgflight._iteration_refusal(p_run pgflight.agent_runs, p_iteration integer) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _iteration_refusal(p_run pgflight.agent_runs, p_iteration integer); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._iteration_refusal(p_run pgflight.agent_runs, p_iteration integer) IS 'Internal: the ZF007 refusal when p_iteration passes the agent''s max_iterations, else null.';
+
+-- Name: _key_lock(bigint, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._key_lock(p_workspace_id bigint, p_key text) RETURNS bigint
+    LANGUAGE sql IMMUTABLE
+    SET search_path TO ''
+    AS $$ select pg_catalog.hashtextextended('pgflight.key:' || p_workspace_id || ':' || p_key, 0) $$;
+
+ALTER FUNCTION pgflight._key_lock(p_workspace_id bigint, p_key text) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _key_lock(p_workspace_id bigint, p_key text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._key_lock(p_workspace_id bigint, p_key text) IS 'Internal: advisory lock id of a concurrency key.';
+
+-- Name: _key_slot_freed(); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._key_slot_freed() RETURNS trigger
+    LANGUAGE plpgsql
+    SET search_path TO ''
+    AS $$
+begin
+  perform pg_catalog.pg_advisory_xact_lock_shared(pgflight._key_lock(old.workspace_id, old.concurrency_key));
+  update pgflight.step_attempts a set available_after = pgflight._now()
+   where a.id = (select p.id from pgflight.step_attempts p
+                  where p.workspace_id = old.workspace_id and p.concurrency_key = old.concurrency_key
+                    and p.status = 'queued' and p.available_after = 'infinity'
+                  order by p.priority desc, p.id
+                  limit 1
+                    for update skip locked);
+  return null;
+end
+$$;
+
+ALTER FUNCTION pgflight._key_slot_freed() OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _key_slot_freed(); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._key_slot_freed() IS 'Internal trigger: a keyed attempt stopped holding or waiting for a slot; wake one parked attempt of its key.';
+
+-- Name: _lease_attempts(bigint, bigint[], double precision, boolean, timestamp with time zone); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._lease_attempts(p_worker_id bigint, p_ids bigint[], p_lease_s double precision, p_start boolean, p_now timestamp with time zone) RETURNS TABLE(attempt_id bigint, fencing_token bigint, step_id bigint, run_id bigint, parent_id bigint, step_key text, attempt_no integer, recipe text, input jsonb, lease_expires_at timestamp with time zone, deadline_at timestamp with time zone)
+    LANGUAGE plpgsql
+    SET search_path TO ''
+    AS $$
+begin
+  -- PL/pgSQL rather than SQL: its plan is cached across calls, a SQL function's is not
+  return query
+  with claimed as (
+    update pgflight.step_attempts a
+       set status = case when p_start then 'running' else 'claimed' end, worker_id = p_worker_id,
+           fencing_token = nextval('pgflight.fencing_tokens'),
+           claimed_at = p_now,
+           started_at = case when p_start then p_now end,
+           lease_s = coalesce(s.lease_s, p_lease_s),
+           lease_expires_at = p_now + make_interval(secs => coalesce(s.lease_s, p_lease_s)),
+           deadline_at = p_now + make_interval(secs => s.max_runtime_s)
+      from pgflight.steps s
+     where a.id = any (p_ids) and s.id = a.step_id
+    returning a.id, a.fencing_token, a.step_id, a.run_id, s.parent_id, s.step_key, a.attempt_no,
+              a.recipe, s.input, a.lease_expires_at, a.deadline_at, a.status
+  ), logged as (
+    -- the events row of every claim, in the same statement
+    insert into pgflight.events (at, run_id, step_id, attempt_id, from_status, to_status, worker_id, reason)
+    select p_now, c.run_id, c.step_id, c.id, 'queued', c.status, p_worker_id, 'claimed' from claimed c
+  )
+  select c.id, c.fencing_token, c.step_id, c.run_id, c.parent_id, c.step_key, c.attempt_no, c.recipe,
+         c.input, c.lease_expires_at, c.deadline_at
+    from claimed c;
+end
+$$;
+
+ALTER FUNCTION pgflight._lease_attempts(p_worker_id bigint, p_ids bigint[], p_lease_s double precision, p_start boolean, p_now timestamp with time zone) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _lease_attempts(p_worker_id bigint, p_ids bigint[], p_lease_s double precision, p_start boolean, p_now timestamp with time zone); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._lease_attempts(p_worker_id bigint, p_ids bigint[], p_lease_s double precision, p_start boolean, p_now timestamp with time zone) IS 'Internal: lease locked queued attempts to a worker (token, lease, events).';
+
+-- Name: _limit_option(jsonb, text, double precision, double precision, boolean); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._limit_option(p_options jsonb, p_key text, p_min double precision, p_max double precision, p_integer boolean) RETURNS double precision
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO ''
+    AS $$
+declare
+  v_value double precision;
+begin
+  if jsonb_typeof(p_options -> p_key) is null or jsonb_typeof(p_options -> p_key) = 'null' then
+    return null;
+  end if;
+  if jsonb_typeof(p_options -> p_key) <> 'number' then
+    raise exception using errcode = '22023', message = format('option %s must be a number', p_key),
+      detail = format('got %s', p_options -> p_key), hint = 'Pass a JSON number, or null to remove the limit.';
+  end if;
+  v_value := (p_options ->> p_key)::double precision;
+  if v_value < p_min or v_value > p_max or (p_integer and v_value <> trunc(v_value)) then
+    raise exception using errcode = '22023',
+      message = format('option %s is out of range', p_key),
+      detail = format('got %s; allowed: %s %s to %s', p_options -> p_key,
+                      case when p_integer then 'whole numbers' else 'numbers' end, p_min, p_max),
+      hint = 'Pass a value in range, or null to remove the limit.';
+  end if;
+  return v_value;
+end
+$$;
+
+ALTER FUNCTION pgflight._limit_option(p_options jsonb, p_key text, p_min double precision, p_max double precision, p_integer boolean) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _limit_option(p_options jsonb, p_key text, p_min double precision, p_max double precision, p_integer boolean); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._limit_option(p_options jsonb, p_key text, p_min double precision, p_max double precision, p_integer boolean) IS 'Internal: a numeric limit option in range, or null; 22023 naming the key otherwise.';
+
+-- Name: step_attempts; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
+
+CREATE TABLE pgflight.step_attempts (
+    id bigint NOT NULL,
+    step_id bigint NOT NULL,
+    run_id bigint NOT NULL,
+    attempt_no integer NOT NULL,
+    recipe text NOT NULL,
+    priority integer DEFAULT 0 NOT NULL,
+    status text DEFAULT 'queued'::text NOT NULL,
+    available_after timestamp with time zone NOT NULL,
+    worker_id bigint,
+    fencing_token bigint,
+    lease_s double precision,
+    claimed_at timestamp with time zone,
+    started_at timestamp with time zone,
+    lease_expires_at timestamp with time zone,
+    deadline_at timestamp with time zone,
+    finished_at timestamp with time zone,
+    result jsonb,
+    error jsonb,
+    reason text,
+    created_at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
+    workspace_id bigint NOT NULL,
+    concurrency_key text,
+    concurrency_limit integer,
+    CONSTRAINT finished_at_is_after_claimed_at CHECK (((finished_at IS NULL) OR (claimed_at IS NULL) OR (finished_at >= claimed_at))),
+    CONSTRAINT leased_attempt_has_owner CHECK (((status <> ALL (ARRAY['claimed'::text, 'running'::text, 'cancel_requested'::text])) OR ((worker_id IS NOT NULL) AND (fencing_token IS NOT NULL) AND (lease_expires_at IS NOT NULL)))),
+    CONSTRAINT status_is_known CHECK ((status = ANY (ARRAY['queued'::text, 'claimed'::text, 'running'::text, 'cancel_requested'::text, 'awaiting_children'::text, 'awaiting_approval'::text, 'succeeded'::text, 'failed'::text, 'lease_expired'::text, 'timed_out'::text, 'dead_letter'::text, 'cancelled'::text])))
+);
+
+ALTER TABLE pgflight.step_attempts OWNER TO pgflight_owner;
+
+-- Name: TABLE step_attempts; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON TABLE pgflight.step_attempts IS 'Attempts (tries) of steps. Live statuses: queued, claimed, running, cancel_requested, awaiting_children, awaiting_approval. An attempt ends failed, lease_expired or timed_out (another attempt follows), or succeeded, dead_letter or cancelled (the step is terminal). Claim metadata (worker_id, claimed_at, lease_expires_at, fencing_token) is never cleared. lease_s in seconds.';
+
+-- Name: COLUMN step_attempts.workspace_id; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON COLUMN pgflight.step_attempts.workspace_id IS 'The run''s workspace, copied so the claim reads one table.';
+
+-- Name: COLUMN step_attempts.concurrency_key; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON COLUMN pgflight.step_attempts.concurrency_key IS 'The step''s concurrency key and limit, copied like recipe and priority. A queued attempt with available_after = ''infinity'' is parked: its key was full; a freed slot wakes it.';
+
+-- Name: _lock_held(bigint, bigint, text, boolean); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._lock_held(p_attempt_id bigint, p_token bigint, p_operation text, p_with_cancel_requested boolean DEFAULT false) RETURNS pgflight.step_attempts
+    LANGUAGE plpgsql
+    SET search_path TO ''
+    AS $$
+declare
+  v_row pgflight.step_attempts;
+begin
+  select a.* into v_row from pgflight.step_attempts a
+   where a.id = p_attempt_id and a.fencing_token = p_token
+     and (a.status in ('claimed', 'running') or (p_with_cancel_requested and a.status = 'cancel_requested'))
+     for update;
+  if not found then
+    perform pgflight._reject_write(p_attempt_id, p_token, p_operation);
+  end if;
+  return v_row;
+end
+$$;
+
+ALTER FUNCTION pgflight._lock_held(p_attempt_id bigint, p_token bigint, p_operation text, p_with_cancel_requested boolean) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _lock_held(p_attempt_id bigint, p_token bigint, p_operation text, p_with_cancel_requested boolean); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._lock_held(p_attempt_id bigint, p_token bigint, p_operation text, p_with_cancel_requested boolean) IS 'Internal: lock a live attempt held with this token, or raise ZF001 / ZF002 / ZF003.';
+
+-- Name: _move_budget(bigint[], numeric, numeric, numeric, boolean, timestamp with time zone, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._move_budget(p_ids bigint[], p_reserve numeric, p_spend numeric, p_release numeric, p_check boolean, p_now timestamp with time zone, p_what text) RETURNS jsonb
+    LANGUAGE plpgsql
+    SET search_path TO ''
+    AS $$
+declare
+  v_b pgflight.budgets;
+begin
+  if p_ids is null or cardinality(p_ids) = 0 then
+    return null;
+  end if;
+  if p_check then
+    for v_b in select b.* from pgflight.budgets b where b.id = any (p_ids) order by b.id for update loop
+      if v_b.max_wall_s is not null and p_now > v_b.started_at + make_interval(secs => v_b.max_wall_s) then
+        return jsonb_build_object(
+          'message', format('budget exceeded: wall time of %s budget %s', v_b.scope, v_b.id),
+          'detail',  format('scope=%s budget_id=%s cap=max_wall_s max_wall_s=%s started_at=%s now=%s (%s)',
+                            v_b.scope, v_b.id, v_b.max_wall_s, v_b.started_at, p_now, p_what),
+          'hint',    'The tree ran past its wall-time cap; raise max_wall_s for the run or agent, or end the work.');
+      end if;
+      if v_b.limit_usd is not null
+         and v_b.spent_usd + v_b.reserved_usd - p_release + p_reserve + p_spend > v_b.limit_usd then
+        return jsonb_build_object(
+          'message', format('budget exceeded: %s budget %s has %s USD left, the call needs %s USD',
+                            v_b.scope, v_b.id,
+                            greatest(v_b.limit_usd - v_b.spent_usd - v_b.reserved_usd, 0)::numeric(16, 6),
+                            (p_reserve + p_spend)::numeric(16, 6)),
+          'detail',  format('scope=%s budget_id=%s cap=usd limit_usd=%s spent_usd=%s reserved_usd=%s needed_usd=%s (%s)',
+                            v_b.scope, v_b.id, v_b.limit_usd, v_b.spent_usd, v_b.reserved_usd,
+                            p_reserve + p_spend, p_what),
+          'hint',    case v_b.scope
+                       when 'workspace_day' then 'The workspace reached its daily USD cap (workspaces.daily_usd_cap); wait for the next UTC day or raise the cap.'
+                       when 'run' then 'The run reached its USD cap (max_usd); raise it or end the run.'
+                       else 'The agent''s tree reached its USD cap (max_usd of the agent); raise it or end the work.' end);
+      end if;
+    end loop;
+  else
+    perform 1 from pgflight.budgets b where b.id = any (p_ids) order by b.id for update;
+  end if;
+  update pgflight.budgets b
+     set reserved_usd = greatest(b.reserved_usd + p_reserve - p_release, 0),
+         spent_usd = b.spent_usd + p_spend
+   where b.id = any (p_ids);
+  return null;
+end
+$$;
+
+ALTER FUNCTION pgflight._move_budget(p_ids bigint[], p_reserve numeric, p_spend numeric, p_release numeric, p_check boolean, p_now timestamp with time zone, p_what text) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _move_budget(p_ids bigint[], p_reserve numeric, p_spend numeric, p_release numeric, p_check boolean, p_now timestamp with time zone, p_what text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._move_budget(p_ids bigint[], p_reserve numeric, p_spend numeric, p_release numeric, p_check boolean, p_now timestamp with time zone, p_what text) IS 'Internal: reserve / spend / release USD on budgets atomically; with p_check an admission that returns the refusal (nothing moved) instead of moving.';
+
+-- Name: _notify_ready(); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._notify_ready() RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO ''
+    AS $$
+begin
+  perform pg_catalog.pg_notify('pgflight_ready', '');
+end
+$$;
+
+ALTER FUNCTION pgflight._notify_ready() OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _notify_ready(); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._notify_ready() IS 'Internal: NOTIFY pgflight_ready with an empty payload.';
+
+-- Name: _opt_num(jsonb, text, double precision); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._opt_num(p_options jsonb, p_key text, p_default double precision) RETURNS double precision
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO ''
+    AS $$
+begin
+  if p_options is null or p_options -> p_key is null or jsonb_typeof(p_options -> p_key) = 'null' then
+    return p_default;
+  end if;
+  if jsonb_typeof(p_options -> p_key) <> 'number' then
+    raise exception using
+      errcode = '22023',
+      message = format('option %s must be a number', p_key),
+      detail  = format('got %s', p_options -> p_key),
+      hint    = 'Pass the option as a JSON number, e.g. {"' || p_key || '": 5}.';
+  end if;
+  return (p_options ->> p_key)::double precision;
+end
+$$;
+
+ALTER FUNCTION pgflight._opt_num(p_options jsonb, p_key text, p_default double precision) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _opt_num(p_options jsonb, p_key text, p_default double precision); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._opt_num(p_options jsonb, p_key text, p_default double precision) IS 'Internal: a numeric option or its default; 22023 when the value is not a JSON number.';
+
+-- Name: _opt_text(jsonb, text, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._opt_text(p_options jsonb, p_key text, p_default text) RETURNS text
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO ''
+    AS $$
+begin
+  if p_options is null or p_options -> p_key is null or jsonb_typeof(p_options -> p_key) = 'null' then
+    return p_default;
+  end if;
+  if jsonb_typeof(p_options -> p_key) <> 'string' then
+    raise exception using
+      errcode = '22023',
+      message = format('option %s must be a string', p_key),
+      detail  = format('got %s', p_options -> p_key),
+      hint    = 'Pass the option as a JSON string.';
+  end if;
+  return p_options ->> p_key;
+end
+$$;
+
+ALTER FUNCTION pgflight._opt_text(p_options jsonb, p_key text, p_default text) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _opt_text(p_options jsonb, p_key text, p_default text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._opt_text(p_options jsonb, p_key text, p_default text) IS 'Internal: a string option or its default; 22023 when the value is not a JSON string.';
+
+-- Name: _price_usd(text, jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._price_usd(p_model text, p_usage jsonb) RETURNS numeric
+    LANGUAGE plpgsql STABLE
+    SET search_path TO ''
+    AS $$
+declare
+  v_p pgflight.model_prices;
+begin
+  select p.* into v_p from pgflight.model_prices p
+   where left(p_model, length(p.model)) = p.model
+   order by length(p.model) desc limit 1;
+  if not found then
+    raise exception using
+      errcode = '22023',
+      message = format('no price for model %L', p_model),
+      hint    = 'Add the model (or a prefix of its name) to pgflight.model_prices.';
+  end if;
+  return (coalesce((p_usage ->> 'input_tokens')::numeric, 0) * v_p.input_usd_per_mtok
+        + coalesce((p_usage ->> 'output_tokens')::numeric, 0) * v_p.output_usd_per_mtok
+        + coalesce((p_usage ->> 'cache_creation_input_tokens')::numeric, 0) * v_p.cache_write_usd_per_mtok
+        + coalesce((p_usage ->> 'cache_read_input_tokens')::numeric, 0) * v_p.cache_read_usd_per_mtok) / 1000000;
+end
+$$;
+
+ALTER FUNCTION pgflight._price_usd(p_model text, p_usage jsonb) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _price_usd(p_model text, p_usage jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._price_usd(p_model text, p_usage jsonb) IS 'Internal: USD of a call from its usage and pgflight.model_prices (longest prefix). 22023 unknown model.';
+
+-- Name: _queued_recipes(); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._queued_recipes() RETURNS text[]
+    LANGUAGE sql STABLE
+    SET search_path TO ''
+    AS $$
+  with recursive r(recipe) as (
+    (select a.recipe from pgflight.step_attempts a
+      where a.status = 'queued' and a.available_after < 'infinity' order by a.recipe limit 1)
+    union all
+    select (select a.recipe from pgflight.step_attempts a
+             where a.status = 'queued' and a.available_after < 'infinity' and a.recipe > r.recipe
+             order by a.recipe limit 1)
+      from r where r.recipe is not null
+  )
+  select coalesce(array_agg(r.recipe), '{}') from r where r.recipe is not null
+$$;
+
+ALTER FUNCTION pgflight._queued_recipes() OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _queued_recipes(); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._queued_recipes() IS 'Internal: the recipes that have queued work; one index probe each.';
+
+-- Name: _raise_budget_exceeded(jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._raise_budget_exceeded(p_refusal jsonb) RETURNS void
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO ''
+    AS $$
+begin
+  raise exception using
+    errcode = 'ZF007',
+    message = p_refusal ->> 'message',
+    detail  = coalesce(p_refusal ->> 'detail', ''),
+    hint    = coalesce(p_refusal ->> 'hint', '');
+end
+$$;
+
+ALTER FUNCTION pgflight._raise_budget_exceeded(p_refusal jsonb) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _raise_budget_exceeded(p_refusal jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._raise_budget_exceeded(p_refusal jsonb) IS 'Internal: raise ZF007 with a refusal''s message, detail and hint.';
+
+-- Name: _ready_lanes(text[]); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._ready_lanes(p_recipes text[]) RETURNS TABLE(workspace_id bigint, recipe text)
+    LANGUAGE plpgsql STABLE
+    SET search_path TO ''
+    AS $$
+begin
+  if p_recipes is null then
+    return query
+    with recursive w(id) as (
+      (select a.workspace_id from pgflight.step_attempts a
+        where a.status = 'queued' and a.available_after < 'infinity'
+        order by a.workspace_id limit 1)
+      union all
+      select (select a.workspace_id from pgflight.step_attempts a
+               where a.status = 'queued' and a.available_after < 'infinity' and a.workspace_id > w.id
+               order by a.workspace_id limit 1)
+        from w where w.id is not null
+    )
+    select w.id, null::text from w where w.id is not null;
+  else
+    return query
+    with recursive w(recipe, id) as (
+      select r.recipe, (select a.workspace_id from pgflight.step_attempts a
+                         where a.recipe = r.recipe and a.status = 'queued' and a.available_after < 'infinity'
+                         order by a.workspace_id limit 1)
+        from (select distinct x as recipe from unnest(p_recipes) x where x is not null) r
+      union all
+      select w.recipe, (select a.workspace_id from pgflight.step_attempts a
+                         where a.recipe = w.recipe and a.status = 'queued' and a.available_after < 'infinity'
+                           and a.workspace_id > w.id
+                         order by a.workspace_id limit 1)
+        from w where w.id is not null
+    )
+    select w.id, w.recipe from w where w.id is not null;
+  end if;
+end
+$$;
+
+ALTER FUNCTION pgflight._ready_lanes(p_recipes text[]) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _ready_lanes(p_recipes text[]); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._ready_lanes(p_recipes text[]) IS 'Internal: the workspaces (with p_recipes: workspace and recipe pairs) that have queued work; one index probe each.';
+
+-- Name: _reclaim(timestamp with time zone, integer); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._reclaim(p_now timestamp with time zone, p_limit integer) RETURNS integer
+    LANGUAGE plpgsql
+    SET search_path TO ''
+    AS $$
+declare
+  v_row record;
+  v_count integer := 0;
+begin
+  for v_row in
+    select a.id, a.status, a.step_id, a.run_id, a.worker_id, a.lease_expires_at, a.fencing_token
+      from pgflight.step_attempts a
+     where a.status in ('claimed', 'running', 'cancel_requested') and a.lease_expires_at < p_now
+     order by a.lease_expires_at
+     limit p_limit
+       for update skip locked
+  loop
+    v_count := v_count + 1;
+    if v_row.status = 'cancel_requested' then
+      update pgflight.step_attempts set status = 'cancelled', finished_at = p_now where id = v_row.id;
+      perform pgflight._event(v_row.run_id, v_row.step_id, v_row.id, 'cancel_requested', 'cancelled',
+                              v_row.worker_id, 'cancelled', 'reclaim', jsonb_build_object('cause', 'lease_expired'));
+      perform pgflight._step_finished(v_row.step_id, 'cancelled', 'reclaim');
+    else
+      perform pgflight._fail_attempt(v_row.id, v_row.status, 'lease_expired',
+        jsonb_build_object('message', 'lease expired: the worker stopped heartbeating',
+                           'lease_expires_at', v_row.lease_expires_at, 'fencing_token', v_row.fencing_token),
+        true, null, 'lease_expired', 'reclaim');
+    end if;
+  end loop;
+
+  for v_row in
+    select a.id, a.status, a.deadline_at
+      from pgflight.step_attempts a
+     where a.status in ('claimed', 'running') and a.deadline_at < p_now
+     order by a.deadline_at
+     limit greatest(p_limit - v_count, 0)
+       for update skip locked
+  loop
+    v_count := v_count + 1;
+    perform pgflight._fail_attempt(v_row.id, v_row.status, 'timed_out',
+      jsonb_build_object('message', 'deadline exceeded: the attempt ran past max_runtime_s',
+                         'deadline_at', v_row.deadline_at),
+      true, null, 'deadline_exceeded', 'reclaim');
+  end loop;
+  return v_count;
+end
+$$;
+
+ALTER FUNCTION pgflight._reclaim(p_now timestamp with time zone, p_limit integer) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _reclaim(p_now timestamp with time zone, p_limit integer); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._reclaim(p_now timestamp with time zone, p_limit integer) IS 'Internal: reclaim at most p_limit attempts whose lease lapsed or whose deadline passed.';
+
+-- Name: _record_stale(bigint, bigint, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._record_stale(p_attempt_id bigint, p_token bigint, p_operation text) RETURNS boolean
+    LANGUAGE plpgsql
+    SET search_path TO ''
+    AS $$
+declare
+  v_att record;
+begin
+  select a.id, a.run_id, a.step_id, a.status, a.fencing_token, a.worker_id into v_att
+    from pgflight.step_attempts a where a.id = p_attempt_id;
+  if not found or (v_att.fencing_token is not distinct from p_token and v_att.status in ('claimed', 'running')) then
+    return false;
+  end if;
+  perform pgflight._event(v_att.run_id, v_att.step_id, v_att.id, v_att.status, v_att.status, null,
+                          'stale_result_rejected', null,
+                          jsonb_build_object('operation', p_operation, 'caller_token', p_token,
+                                             'current_token', v_att.fencing_token));
+  return true;
+end
+$$;
+
+ALTER FUNCTION pgflight._record_stale(p_attempt_id bigint, p_token bigint, p_operation text) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _record_stale(p_attempt_id bigint, p_token bigint, p_operation text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._record_stale(p_attempt_id bigint, p_token bigint, p_operation text) IS 'Internal: log a refused write as stale_result_rejected; false when the token is still current.';
+
+-- Name: _reject_write(bigint, bigint, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._reject_write(p_attempt_id bigint, p_token bigint, p_operation text) RETURNS void
+    LANGUAGE plpgsql STABLE
+    SET search_path TO ''
+    AS $$
+declare
+  v_status text;
+  v_token bigint;
+begin
+  select a.status, a.fencing_token into v_status, v_token
+    from pgflight.step_attempts a where a.id = p_attempt_id;
+  if not found then
+    raise exception using
+      errcode = 'ZF003',
+      message = format('unknown attempt %s', p_attempt_id),
+      hint    = 'Use the attempt_id returned by claim_batch.';
+  elsif v_status in ('cancel_requested', 'cancelled') and v_token is not distinct from p_token then
+    raise exception using
+      errcode = 'ZF002',
+      message = format('%s rejected: attempt %s was cancelled', p_operation, p_attempt_id),
+      detail  = format('attempt status %s', v_status),
+      hint    = 'The run or step was cancelled; stop the work and call release_step to acknowledge.';
+  else
+    raise exception using
+      errcode = 'ZF001',
+      message = format('lease lost on attempt %s', p_attempt_id),
+      detail  = format('%s refused: attempt status %s, current token %s, caller token %s',
+                       p_operation, v_status, coalesce(v_token::text, 'none'), coalesce(p_token::text, 'none')),
+      hint    = 'The step was reclaimed or finished; abandon this attempt and write nothing.';
+  end if;
+end
+$$;
+
+ALTER FUNCTION pgflight._reject_write(p_attempt_id bigint, p_token bigint, p_operation text) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _reject_write(p_attempt_id bigint, p_token bigint, p_operation text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._reject_write(p_attempt_id bigint, p_token bigint, p_operation text) IS 'Internal: raises ZF001 (lease lost), ZF002 (cancelled) or ZF003 (unknown attempt).';
+
+-- Name: _release_reservation(bigint); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._release_reservation(p_agent_run_id bigint) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO ''
+    AS $$
+declare
+  v_run pgflight.agent_runs;
+begin
+  select r.* into v_run from pgflight.agent_runs r where r.id = p_agent_run_id;
+  if v_run.reserved_attempt_id is null then
+    return;
+  end if;
+  perform pgflight._move_budget(v_run.reserved_budget_ids, 0, 0, v_run.reserved_usd, false, null, 'release');
+  update pgflight.agent_runs
+     set reserved_usd = 0, reserved_attempt_id = null, reserved_iteration = null, reserved_budget_ids = null
+   where id = p_agent_run_id;
+end
+$$;
+
+ALTER FUNCTION pgflight._release_reservation(p_agent_run_id bigint) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _release_reservation(p_agent_run_id bigint); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._release_reservation(p_agent_run_id bigint) IS 'Internal: release an agent run''s USD reservation.';
+
+-- Name: _reopen_step(bigint, text, text, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._reopen_step(p_step_id bigint, p_actor text, p_reason text, p_note text) RETURNS bigint
+    LANGUAGE plpgsql
+    SET search_path TO ''
+    AS $$
+declare
+  v_now timestamptz := pgflight._now();
+  v_step record;
+  v_child bigint := null;
+  v_id bigint := p_step_id;
+  v_live record;
+  v_new bigint;
+  v_first bigint;
+begin
+  loop
+    select s.* into v_step from pgflight.steps s where s.id = v_id for update;
+    select a.id, a.status into v_live from pgflight.step_attempts a
+     where a.step_id = v_id
+       and a.status in ('queued', 'claimed', 'running', 'cancel_requested', 'awaiting_children', 'awaiting_approval');
+    if v_child is not null and v_live.status = 'awaiting_children' then
+      update pgflight.steps set children_pending = children_pending + 1 where id = v_id;
+      exit;
+    elsif v_live.id is not null then
+      raise exception using errcode = 'ZF006',
+        message = format('step %s is %s', v_id, v_live.status),
+        hint = case when v_child is null then 'Only a terminal step can be retried or replayed.'
+                    else 'An ancestor is still running; retry after it ends.' end;
+    end if;
+    insert into pgflight.step_attempts (step_id, run_id, attempt_no, recipe, priority, status, available_after, created_at)
+    values (v_id, v_step.run_id, v_step.last_attempt_no + 1, v_step.recipe, v_step.priority,
+            case when v_child is null then 'queued' else 'awaiting_children' end, v_now, v_now)
+    returning id into v_new;
+    update pgflight.steps
+       set last_attempt_no = last_attempt_no + 1,
+           failed_attempts = case when v_child is null then 0 else failed_attempts end,
+           children_pending = case when v_child is null then children_pending else 1 end
+     where id = v_id;
+    perform pgflight._event(v_step.run_id, v_id, v_new, null,
+                            case when v_child is null then 'queued' else 'awaiting_children' end,
+                            null, p_reason, p_actor,
+                            jsonb_build_object('note', p_note, 'attempt_no', v_step.last_attempt_no + 1,
+                                               'because_of_step', v_child));
+    v_first := coalesce(v_first, v_new);
+    if v_step.parent_id is null then
+      update pgflight.runs set status = 'running', finished_at = null where id = v_step.run_id and status <> 'running';
+      exit;
+    end if;
+    v_child := v_id;
+    v_id := v_step.parent_id;
+  end loop;
+  perform pgflight._notify_ready();
+  return v_first;
+end
+$$;
+
+ALTER FUNCTION pgflight._reopen_step(p_step_id bigint, p_actor text, p_reason text, p_note text) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _reopen_step(p_step_id bigint, p_actor text, p_reason text, p_note text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._reopen_step(p_step_id bigint, p_actor text, p_reason text, p_note text) IS 'Internal: new attempt for a terminal step, ancestors reopened to receive its result.';
+
+-- Name: _require_known_keys(jsonb, text[]); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._require_known_keys(p_options jsonb, p_allowed text[]) RETURNS void
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO ''
+    AS $$
+declare
+  v_key text;
+begin
+  if p_options is null or jsonb_typeof(p_options) <> 'object' then
+    raise exception using errcode = '22023', message = 'options must be a JSON object',
+      detail = format('got %s', coalesce(jsonb_typeof(p_options), 'NULL')),
+      hint = format('Pass an object with some of: %s.', array_to_string(p_allowed, ', '));
+  end if;
+  select k into v_key from jsonb_object_keys(p_options) k where k <> all (p_allowed) order by k limit 1;
+  if v_key is not null then
+    raise exception using errcode = '22023', message = format('unknown option %s', v_key),
+      detail = format('options: %s', p_options),
+      hint = format('Known options: %s.', array_to_string(p_allowed, ', '));
+  end if;
+end
+$$;
+
+ALTER FUNCTION pgflight._require_known_keys(p_options jsonb, p_allowed text[]) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _require_known_keys(p_options jsonb, p_allowed text[]); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._require_known_keys(p_options jsonb, p_allowed text[]) IS 'Internal: 22023 unless p_options is an object whose keys are all in p_allowed.';
+
+-- Name: _require_positive(text, double precision); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._require_positive(p_name text, p_value double precision) RETURNS void
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO ''
+    AS $$
+begin
+  if p_value is null or p_value <= 0 or p_value = 'NaN'::double precision or p_value = 'Infinity'::double precision then
+    raise exception using
+      errcode = '22023',
+      message = format('%s must be a positive number', p_name),
+      detail  = format('got %s', coalesce(p_value::text, 'NULL')),
+      hint    = format('Pass a finite %s greater than zero.', p_name);
+  end if;
+end
+$$;
+
+ALTER FUNCTION pgflight._require_positive(p_name text, p_value double precision) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _require_positive(p_name text, p_value double precision); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._require_positive(p_name text, p_value double precision) IS 'Internal: 22023 unless the value is a finite number above zero.';
+
+-- Name: _reserve(pgflight.agent_runs, bigint, integer, numeric, timestamp with time zone); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._reserve(p_run pgflight.agent_runs, p_attempt_id bigint, p_iteration integer, p_est_usd numeric, p_now timestamp with time zone) RETURNS jsonb
+    LANGUAGE plpgsql
+    SET search_path TO ''
+    AS $$
+declare
+  v_ids bigint[];
+  v_refusal jsonb;
+begin
+  if p_run.reserved_attempt_id = p_attempt_id and p_run.reserved_iteration = p_iteration then
+    return null;
+  end if;
+  if p_run.reserved_attempt_id is not null then
+    perform pgflight._move_budget(p_run.reserved_budget_ids, 0, 0, p_run.reserved_usd, false, p_now, 'release');
+  end if;
+  v_refusal := pgflight._iteration_refusal(p_run, p_iteration);
+  if v_refusal is null then
+    v_ids := pgflight._call_budget_ids(p_run, p_now);
+    v_refusal := pgflight._move_budget(v_ids, p_est_usd, 0, 0, true, p_now,
+                                       format('agent_run=%s iteration=%s', p_run.id, p_iteration));
+  end if;
+  if v_refusal is null then
+    update pgflight.agent_runs
+       set reserved_usd = p_est_usd, reserved_attempt_id = p_attempt_id, reserved_iteration = p_iteration,
+           reserved_budget_ids = v_ids, updated_at = p_now
+     where id = p_run.id;
+  elsif p_run.reserved_attempt_id is not null then
+    update pgflight.agent_runs
+       set reserved_usd = 0, reserved_attempt_id = null, reserved_iteration = null, reserved_budget_ids = null,
+           updated_at = p_now
+     where id = p_run.id;
+  end if;
+  return v_refusal;
+end
+$$;
+
+ALTER FUNCTION pgflight._reserve(p_run pgflight.agent_runs, p_attempt_id bigint, p_iteration integer, p_est_usd numeric, p_now timestamp with time zone) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _reserve(p_run pgflight.agent_runs, p_attempt_id bigint, p_iteration integer, p_est_usd numeric, p_now timestamp with time zone); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._reserve(p_run pgflight.agent_runs, p_attempt_id bigint, p_iteration integer, p_est_usd numeric, p_now timestamp with time zone) IS 'Internal: admission of a model call (caps checked, est USD reserved); returns null or the refusal.';
+
+-- Name: _start_at(jsonb, timestamp with time zone); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._start_at(p_options jsonb, p_now timestamp with time zone) RETURNS timestamp with time zone
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+declare
+  v_text text;
+  v_delay double precision;
+begin
+  if p_options ? 'delay_s' and p_options ? 'not_before' then
+    raise exception using errcode = '22023', message = 'options delay_s and not_before exclude each other',
+      hint = 'Pass one of them.';
+  end if;
+  if p_options ? 'delay_s' then
+    v_delay := coalesce(pgflight._limit_option(p_options, 'delay_s', 0, 1e9, false), 0);
+    return p_now + make_interval(secs => v_delay);
+  end if;
+  if not p_options ? 'not_before' or jsonb_typeof(p_options -> 'not_before') = 'null' then
+    return p_now;
+  end if;
+  if jsonb_typeof(p_options -> 'not_before') <> 'string' then
+    raise exception using errcode = '22023', message = 'option not_before must be a string',
+      detail = format('got %s', p_options -> 'not_before'),
+      hint = 'Pass an ISO 8601 timestamp with a UTC offset, e.g. "2030-01-01T09:00:00Z", or use delay_s.';
+  end if;
+  v_text := btrim(p_options ->> 'not_before');
+  if v_text !~* '(z|utc|[+-][0-9]{1,2}(:?[0-9]{2}){0,2})$' or v_text !~ '^[0-9]{4}-' then
+    raise exception using errcode = '22023', message = 'option not_before needs a UTC offset',
+      detail = format('got %L', v_text),
+      hint = 'Write the offset ("2030-01-01T09:00:00+02:00" or "...Z"), or use delay_s (seconds, on the server''s clock).';
+  end if;
+  begin
+    return v_text::timestamptz;
+  exception when others then
+    raise exception using errcode = '22023', message = 'option not_before is not a timestamp',
+      detail = format('got %L', v_text),
+      hint = 'Pass an ISO 8601 timestamp with a UTC offset, e.g. "2030-01-01T09:00:00Z".';
+  end;
+end
+$_$;
+
+ALTER FUNCTION pgflight._start_at(p_options jsonb, p_now timestamp with time zone) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _start_at(p_options jsonb, p_now timestamp with time zone); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._start_at(p_options jsonb, p_now timestamp with time zone) IS 'Internal: when a step becomes claimable from options delay_s / not_before (offset required); 22023 otherwise.';
+
+-- Name: _step_finished(bigint, text, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._step_finished(p_step_id bigint, p_final text, p_actor text DEFAULT NULL::text) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO ''
+    AS $$
+declare
+  v_step record;
+  v_pending integer;
+  v_fail_fast boolean;
+  v_parent_attempt record;
+begin
+  select s.id, s.run_id, s.parent_id, s.children_pending into v_step
+    from pgflight.steps s where s.id = p_step_id;
+
+  if p_final <> 'succeeded' and v_step.children_pending > 0 then
+    -- the step itself is already terminal: this cancels what it left running below it
+    perform pgflight._cancel_tree(v_step.run_id, p_step_id, coalesce(p_actor, 'engine'), 'parent ended ' || p_final);
+    update pgflight.steps set children_pending = 0 where id = p_step_id;
+  end if;
+
+  if v_step.parent_id is null then
+    update pgflight.runs r
+       set status = case p_final when 'succeeded' then 'succeeded' when 'cancelled' then 'cancelled' else 'failed' end,
+           finished_at = pgflight._now()
+     where r.id = v_step.run_id and r.status = 'running';
+    return;
+  end if;
+
+  -- The poke: one row update on the parent, serialised by its row lock, so of two last
+  -- children finishing together exactly one sees zero.
+  update pgflight.steps p
+     set children_pending = greatest(p.children_pending - 1, 0)
+   where p.id = v_step.parent_id
+  returning p.children_pending, p.fail_fast into v_pending, v_fail_fast;
+
+  if p_final <> 'succeeded' and v_fail_fast then
+    select a.* into v_parent_attempt from pgflight.step_attempts a
+     where a.step_id = v_step.parent_id and a.status = 'awaiting_children' for update;
+    if found then
+      update pgflight.step_attempts
+         set status = 'dead_letter', finished_at = pgflight._now(), reason = 'child_failed',
+             error = jsonb_build_object('message', 'a child step ended ' || p_final, 'child_step_id', p_step_id)
+       where id = v_parent_attempt.id;
+      perform pgflight._event(v_parent_attempt.run_id, v_parent_attempt.step_id, v_parent_attempt.id,
+                              'awaiting_children', 'dead_letter', null, 'child_failed', p_actor,
+                              jsonb_build_object('child_step_id', p_step_id));
+      perform pgflight._step_finished(v_parent_attempt.step_id, 'dead_letter', p_actor);
+    end if;
+  elsif v_pending = 0 then
+    perform pgflight._wake(v_step.parent_id, 'parent_resumed', p_actor);
+  end if;
+end
+$$;
+
+ALTER FUNCTION pgflight._step_finished(p_step_id bigint, p_final text, p_actor text) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _step_finished(p_step_id bigint, p_final text, p_actor text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._step_finished(p_step_id bigint, p_final text, p_actor text) IS 'Internal: hook of every terminal step transition: ends the run (root), pokes the parent (child), cancels the subtree left behind by an unsuccessful step.';
+
+-- Name: _store_tool_results(bigint, bigint, jsonb, timestamp with time zone); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._store_tool_results(p_run_id bigint, p_attempt_id bigint, p_results jsonb, p_now timestamp with time zone) RETURNS text[]
+    LANGUAGE plpgsql
+    SET search_path TO ''
+    AS $$
+declare
+  v_missing text;
+  v_stored text[];
+begin
+  if p_results is null or jsonb_typeof(p_results) <> 'array'
+     or exists (select from jsonb_array_elements(p_results) e(v)
+                 where jsonb_typeof(e.v) <> 'object' or e.v ->> 'type' is distinct from 'tool_result'
+                    or e.v ->> 'tool_use_id' is null) then
+    raise exception using errcode = '22023', message = 'results must be tool_result blocks',
+      hint = '[{"type": "tool_result", "tool_use_id": "...", "content": "..."}, ...]';
+  end if;
+  with r as (
+    select distinct on (e.v ->> 'tool_use_id') e.v ->> 'tool_use_id' as tid, e.v as result
+      from jsonb_array_elements(p_results) with ordinality e(v, ord)
+     order by e.v ->> 'tool_use_id', e.ord
+  ), j as (
+    select r.tid, r.result, u.iteration, u.seq, u.tool_name
+      from r left join pgflight.traces u
+        on u.agent_run_id = p_run_id and u.tool_use_id = r.tid and u.block_type = 'tool_use'
+  ), up as (
+    insert into pgflight.traces as t (agent_run_id, iteration, seq, role, block_type, tool_use_id, tool_name,
+                                      content, status, tokens, attempt_id, created_at, updated_at)
+    select p_run_id, j.iteration, 1000 + j.seq, 'user', 'tool_result', j.tid, j.tool_name, j.result, 'completed',
+           ceil(length(j.result::text) / 4.0)::integer, p_attempt_id, p_now, p_now
+      from j where j.seq is not null
+    on conflict on constraint block_is_unique do update
+      set content = excluded.content, status = 'completed', tokens = excluded.tokens,
+          attempt_id = excluded.attempt_id, updated_at = excluded.updated_at
+      where t.status <> 'completed'
+    returning t.tool_use_id
+  )
+  select (select min(j.tid) from j where j.seq is null), (select coalesce(array_agg(up.tool_use_id), '{}') from up)
+    into v_missing, v_stored;
+  if v_missing is not null then
+    raise exception using errcode = 'ZF003',
+      message = format('no tool_use %L in agent run %s', v_missing, p_run_id),
+      hint = 'Record the model call (record_model_call) before completing its tool calls.';
+  end if;
+  return v_stored;
+end
+$$;
+
+ALTER FUNCTION pgflight._store_tool_results(p_run_id bigint, p_attempt_id bigint, p_results jsonb, p_now timestamp with time zone) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _store_tool_results(p_run_id bigint, p_attempt_id bigint, p_results jsonb, p_now timestamp with time zone); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._store_tool_results(p_run_id bigint, p_attempt_id bigint, p_results jsonb, p_now timestamp with time zone) IS 'Internal: store tool_result blocks set-based (first result wins); returns the ids stored. 22023, ZF003.';
+
+-- Name: _tree_steps(bigint, bigint); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._tree_steps(p_run_id bigint, p_step_id bigint) RETURNS bigint[]
+    LANGUAGE sql STABLE
+    SET search_path TO ''
+    AS $$
+  select case when p_step_id is null
+    then (select array_agg(s.id) from pgflight.steps s where s.run_id = p_run_id)
+    else (with recursive sub as (
+            select p_step_id as id
+            union all
+            select c.id from pgflight.steps c join sub on c.parent_id = sub.id
+          ) select array_agg(sub.id) from sub)
+  end
+$$;
+
+ALTER FUNCTION pgflight._tree_steps(p_run_id bigint, p_step_id bigint) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _tree_steps(p_run_id bigint, p_step_id bigint); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._tree_steps(p_run_id bigint, p_step_id bigint) IS 'Internal: ids of a run''s steps, or of a step and its descendants.';
+
+-- Name: _wake(bigint, text, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._wake(p_step_id bigint, p_reason text, p_actor text DEFAULT NULL::text) RETURNS boolean
+    LANGUAGE plpgsql
+    SET search_path TO ''
+    AS $$
+declare
+  v_attempt record;
+begin
+  update pgflight.step_attempts a
+     set status = 'queued', available_after = pgflight._now()
+   where a.step_id = p_step_id and a.status = 'awaiting_children'
+  returning a.id, a.run_id into v_attempt;
+  if not found then
+    return false;
+  end if;
+  perform pgflight._event(v_attempt.run_id, p_step_id, v_attempt.id, 'awaiting_children', 'queued',
+                          null, p_reason, p_actor);
+  perform pgflight._notify_ready();
+  return true;
+end
+$$;
+
+ALTER FUNCTION pgflight._wake(p_step_id bigint, p_reason text, p_actor text) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _wake(p_step_id bigint, p_reason text, p_actor text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._wake(p_step_id bigint, p_reason text, p_actor text) IS 'Internal: awaiting_children -> queued for the step''s live attempt, once; true when it moved.';
+
+-- Name: _workspace_id(text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._workspace_id(p_workspace text) RETURNS bigint
+    LANGUAGE plpgsql STABLE
+    SET search_path TO ''
+    AS $$
+declare
+  v_id bigint;
+begin
+  select w.id into v_id from pgflight.workspaces w where w.name = p_workspace;
+  if v_id is null then
+    raise exception using errcode = 'ZF003', message = format('unknown workspace %L', p_workspace),
+      hint = 'Create it first: select pgflight.create_workspace(name).';
+  end if;
+  return v_id;
+end
+$$;
+
+ALTER FUNCTION pgflight._workspace_id(p_workspace text) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _workspace_id(p_workspace text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._workspace_id(p_workspace text) IS 'Internal: a workspace''s id by name; ZF003 when unknown.';
+
+-- Name: agent_run_of(bigint); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.agent_run_of(p_step_id bigint) RETURNS TABLE(agent_run_id bigint, step_id bigint, run_id bigint, model text, system_prompt text, max_iterations integer, max_tool_calls integer, iterations integer, tool_calls integer, input_tokens bigint, output_tokens bigint, cache_creation_tokens bigint, cache_read_tokens bigint, usd numeric, step_status text, result jsonb, created_at timestamp with time zone)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+  select r.id, r.step_id, r.run_id, r.model, r.system_prompt, r.max_iterations, r.max_tool_calls, r.iterations,
+         r.tool_calls, r.input_tokens, r.output_tokens, r.cache_creation_tokens, r.cache_read_tokens, r.usd,
+         a.status, a.result, r.created_at
+    from pgflight.agent_runs r
+    join pgflight.steps s on s.id = r.step_id
+    join pgflight.step_attempts a on a.step_id = s.id and a.attempt_no = s.last_attempt_no
+   where r.step_id = p_step_id
+$$;
+
+ALTER FUNCTION pgflight.agent_run_of(p_step_id bigint) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION agent_run_of(p_step_id bigint); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.agent_run_of(p_step_id bigint) IS 'Read: the agent run of a step, with totals and step status.';
+
+-- Name: agent_runs_by_status(text, bigint, integer); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.agent_runs_by_status(p_status text DEFAULT 'succeeded'::text, p_after bigint DEFAULT 0, p_limit integer DEFAULT 1000) RETURNS TABLE(agent_run_id bigint, step_id bigint, run_id bigint, model text, system_prompt text, iterations integer, usd numeric, result jsonb)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+  select r.id, r.step_id, r.run_id, r.model, r.system_prompt, r.iterations, r.usd, a.result
+    from pgflight.agent_runs r
+    join pgflight.steps s on s.id = r.step_id
+    join pgflight.step_attempts a on a.step_id = s.id and a.attempt_no = s.last_attempt_no
+   where a.status = p_status and r.id > p_after
+   order by r.id
+   limit p_limit
+$$;
+
+ALTER FUNCTION pgflight.agent_runs_by_status(p_status text, p_after bigint, p_limit integer) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION agent_runs_by_status(p_status text, p_after bigint, p_limit integer); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.agent_runs_by_status(p_status text, p_after bigint, p_limit integer) IS 'Read: agent runs whose step status is p_status, keyset-paged by agent run id.';
+
+-- Name: agent_transcript(bigint); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.agent_transcript(p_agent_run_id bigint) RETURNS TABLE(iteration integer, seq integer, role text, block_type text, tool_use_id text, tool_name text, content jsonb, status text, tokens integer, attempt_id bigint, created_at timestamp with time zone, model text, input_tokens bigint, output_tokens bigint, cache_creation_tokens bigint, cache_read_tokens bigint, usd numeric, stop_reason text)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+  select t.iteration, t.seq, t.role, t.block_type, t.tool_use_id, t.tool_name, t.content, t.status, t.tokens,
+         t.attempt_id, t.created_at, c.model, c.input_tokens, c.output_tokens, c.cache_creation_tokens,
+         c.cache_read_tokens, c.usd, c.stop_reason
+    from pgflight.traces t
+    left join pgflight.costs c on c.agent_run_id = t.agent_run_id and c.iteration = t.iteration
+   where t.agent_run_id = p_agent_run_id
+   order by t.iteration, t.seq
+$$;
+
+ALTER FUNCTION pgflight.agent_transcript(p_agent_run_id bigint) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION agent_transcript(p_agent_run_id bigint); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.agent_transcript(p_agent_run_id bigint) IS 'Read: an agent run''s trace rows in order, with per-call costs.';
+
+-- Name: approve(bigint, text, text, text, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.approve(p_step_id bigint, p_decision text, p_actor text, p_note text DEFAULT NULL::text, p_gate_key text DEFAULT NULL::text) RETURNS TABLE(step_id bigint, gate_key text, decision text, applied boolean)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+declare
+  v_key text := p_gate_key;
+  v_gate record;
+begin
+  if p_decision is null or p_decision not in ('approve', 'reject') then
+    raise exception using errcode = '22023', message = 'decision must be approve or reject',
+      detail = format('got %L', p_decision);
+  end if;
+  if not exists (select from pgflight.steps s where s.id = p_step_id) then
+    raise exception using errcode = 'ZF003', message = format('unknown step %s', p_step_id);
+  end if;
+  if v_key is null then
+    select g.gate_key into v_key from pgflight.approvals g
+     where g.step_id = p_step_id order by g.decision is null desc, g.id desc limit 1;
+    v_key := coalesce(v_key, 'approval');
+  end if;
+  insert into pgflight.approvals (step_id, gate_key) values (p_step_id, v_key)
+  on conflict on constraint gate_key_is_unique_per_step do nothing;
+  select g.* into v_gate from pgflight.approvals g where g.step_id = p_step_id and g.gate_key = v_key for update;
+  if v_gate.decision is not null then
+    if v_gate.decision = p_decision then
+      return query select p_step_id, v_key, v_gate.decision, false;
+      return;
+    end if;
+    raise exception using errcode = 'ZF008', message = format('gate %L of step %s is already decided', v_key, p_step_id),
+      detail = format('decided %s by %s at %s', v_gate.decision, v_gate.actor, v_gate.decided_at),
+      hint = 'The first decision wins; it cannot be changed.';
+  end if;
+  perform pgflight._decide(v_gate.id, p_decision, coalesce(p_actor, session_user::text), p_note, 'approval_decided');
+  return query select p_step_id, v_key, p_decision, true;
+end
+$$;
+
+ALTER FUNCTION pgflight.approve(p_step_id bigint, p_decision text, p_actor text, p_note text, p_gate_key text) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION approve(p_step_id bigint, p_decision text, p_actor text, p_note text, p_gate_key text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.approve(p_step_id bigint, p_decision text, p_actor text, p_note text, p_gate_key text) IS 'Decide an approval gate (approve | reject); first decision wins. Errors: 22023, ZF003, ZF008.';
+
+-- Name: begin_agent_run(bigint, bigint, jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.begin_agent_run(p_attempt_id bigint, p_token bigint, p_options jsonb DEFAULT '{}'::jsonb) RETURNS TABLE(agent_run_id bigint, created boolean, iterations integer, tool_calls integer, usd numeric, max_iterations integer, max_tool_calls integer)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+declare
+  v_now timestamptz := pgflight._now();
+  v_att record;
+  v_run record;
+  v_agent pgflight.agent_runs;
+  v_ids bigint[] := '{}';
+  v_id bigint;
+  v_model text;
+  v_system text;
+  v_max_usd double precision;
+  v_max_wall double precision;
+begin
+  select a.step_id, a.run_id into v_att from pgflight.step_attempts a
+   where a.id = p_attempt_id and a.fencing_token = p_token and a.status in ('claimed', 'running')
+     for share;
+  if not found then
+    perform pgflight._reject_write(p_attempt_id, p_token, 'begin_agent_run');
+  end if;
+  select r.* into v_agent from pgflight.agent_runs r where r.step_id = v_att.step_id for update;
+  if found then
+    if v_agent.reserved_attempt_id is distinct from p_attempt_id then
+      perform pgflight._release_reservation(v_agent.id);
+    end if;
+    return query select v_agent.id, false, v_agent.iterations, v_agent.tool_calls, v_agent.usd,
+                        v_agent.max_iterations, v_agent.max_tool_calls;
+    return;
+  end if;
+
+  v_model := pgflight._opt_text(p_options, 'model', null);
+  if v_model is null or btrim(v_model) = '' then
+    raise exception using errcode = '22023', message = 'option model is required',
+      hint = 'e.g. {"model": "claude-sonnet-4-5", "system": "...", "task": "..."}';
+  end if;
+  v_system := pgflight._opt_text(p_options, 'system', '');
+  v_max_usd := pgflight._opt_num(p_options, 'max_usd', null);
+  v_max_wall := pgflight._opt_num(p_options, 'max_wall_s', null);
+  if v_max_wall is not null then
+    perform pgflight._require_positive('max_wall_s', v_max_wall);
+  end if;
+  if v_max_usd < 0 then
+    raise exception using errcode = '22023', message = 'max_usd must not be negative';
+  end if;
+  select r.id, r.workspace_id, r.max_usd, r.max_wall_s, r.max_iterations, r.max_tool_calls, r.created_at
+    into v_run from pgflight.runs r where r.id = v_att.run_id;
+
+  -- the tree budgets: the nearest ancestor agent already holds the run's and its ancestors'
+  select ar.budget_ids into v_ids from (
+    with recursive up as (
+      select s.parent_id as id, 1 as d from pgflight.steps s where s.id = v_att.step_id
+      union all
+      select s.parent_id, up.d + 1 from pgflight.steps s join up on s.id = up.id where s.parent_id is not null
+    ) select up.id, up.d from up) u
+    join pgflight.agent_runs ar on ar.step_id = u.id
+   order by u.d limit 1;
+  if not found then
+    v_ids := '{}';
+    if v_run.max_usd is not null or v_run.max_wall_s is not null then
+      insert into pgflight.budgets (scope, workspace_id, run_id, limit_usd, max_wall_s, started_at)
+      values ('run', v_run.workspace_id, v_run.id, v_run.max_usd, v_run.max_wall_s, v_run.created_at)
+      on conflict (run_id) where scope = 'run' do nothing;
+      select b.id into v_id from pgflight.budgets b where b.scope = 'run' and b.run_id = v_run.id;
+      v_ids := array[v_id];
+    end if;
+  end if;
+  if v_max_usd is not null or v_max_wall is not null then
+    insert into pgflight.budgets (scope, workspace_id, run_id, step_id, limit_usd, max_wall_s, started_at)
+    values ('step', v_run.workspace_id, v_run.id, v_att.step_id, v_max_usd::numeric, v_max_wall, v_now)
+    on conflict (step_id) where scope = 'step' do nothing;
+    select b.id into v_id from pgflight.budgets b where b.scope = 'step' and b.step_id = v_att.step_id;
+    v_ids := v_ids || v_id;
+  end if;
+
+  insert into pgflight.agent_runs (step_id, run_id, workspace_id, model, system_prompt, system_prompt_hash,
+                                   max_iterations, max_tool_calls, budget_ids, options, created_at, updated_at)
+  values (v_att.step_id, v_run.id, v_run.workspace_id, v_model, v_system,
+          encode(sha256(convert_to(v_system, 'UTF8')), 'hex'),
+          pgflight._opt_num(p_options, 'max_iterations', coalesce(v_run.max_iterations, 25))::integer,
+          pgflight._opt_num(p_options, 'max_tool_calls', coalesce(v_run.max_tool_calls, 50))::integer,
+          array(select distinct u from unnest(v_ids) u order by u),
+          coalesce(p_options, '{}'), v_now, v_now)
+  returning * into v_agent;
+  insert into pgflight.traces (agent_run_id, iteration, seq, role, block_type, content, status, tokens, attempt_id, created_at, updated_at)
+  values (v_agent.id, 0, 0, 'user', 'text',
+          jsonb_build_object('type', 'text', 'text', pgflight._opt_text(p_options, 'task', '')),
+          'completed', ceil(length(pgflight._opt_text(p_options, 'task', '')) / 4.0)::integer, p_attempt_id, v_now, v_now);
+  return query select v_agent.id, true, 0, 0, 0::numeric, v_agent.max_iterations, v_agent.max_tool_calls;
+end
+$$;
+
+ALTER FUNCTION pgflight.begin_agent_run(p_attempt_id bigint, p_token bigint, p_options jsonb) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION begin_agent_run(p_attempt_id bigint, p_token bigint, p_options jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.begin_agent_run(p_attempt_id bigint, p_token bigint, p_options jsonb) IS 'Start or resume the agent of a held step; returns (agent_run_id, created, totals, caps). Errors: ZF001, ZF002, ZF003, 22023.';
+
+-- Name: cancel_run(bigint, text, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.cancel_run(p_run_id bigint, p_actor text DEFAULT NULL::text, p_reason text DEFAULT NULL::text) RETURNS TABLE(run_id bigint, was_running boolean, cancelled integer, cancel_requested integer)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+declare
+  v_status text;
+  v_c integer;
+  v_r integer;
+begin
+  select r.status into v_status from pgflight.runs r where r.id = p_run_id;
+  if not found then
+    raise exception using errcode = 'ZF003', message = format('unknown run %s', p_run_id);
+  end if;
+  if v_status <> 'running' then
+    return query select p_run_id, false, 0, 0;
+    return;
+  end if;
+  -- Attempts first, then the run row: the order a completing root takes (its attempt, then the
+  -- run), so a cancel racing a completion cannot deadlock with it.
+  select t.cancelled, t.cancel_requested into v_c, v_r
+    from pgflight._cancel_tree(p_run_id, null, coalesce(p_actor, session_user::text), p_reason) t;
+  update pgflight.runs set status = 'cancelled', finished_at = pgflight._now()
+   where id = p_run_id and status = 'running';
+  if not found then
+    -- the run ended (its root completed) before we got here: the cancel is a no-op
+    return query select p_run_id, false, v_c, v_r;
+    return;
+  end if;
+  perform pgflight._event(p_run_id, null, null, 'running', 'cancelled', null, 'run_cancelled',
+                          coalesce(p_actor, session_user::text),
+                          jsonb_build_object('note', p_reason, 'cancelled', v_c, 'cancel_requested', v_r));
+  return query select p_run_id, true, v_c, v_r;
+end
+$$;
+
+ALTER FUNCTION pgflight.cancel_run(p_run_id bigint, p_actor text, p_reason text) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION cancel_run(p_run_id bigint, p_actor text, p_reason text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.cancel_run(p_run_id bigint, p_actor text, p_reason text) IS 'Cancel a run and every live attempt in it. Returns counts. Errors: ZF003 unknown run.';
+
+-- Name: cancel_step(bigint, text, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.cancel_step(p_step_id bigint, p_actor text DEFAULT NULL::text, p_reason text DEFAULT NULL::text) RETURNS TABLE(step_id bigint, cancelled integer, cancel_requested integer)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+declare
+  v_step record;
+  v_c integer;
+  v_r integer;
+  v_root_status text;
+begin
+  select s.id, s.run_id, s.parent_id into v_step from pgflight.steps s where s.id = p_step_id;
+  if not found then
+    raise exception using errcode = 'ZF003', message = format('unknown step %s', p_step_id);
+  end if;
+  if v_step.parent_id is null then
+    return query select p_step_id, c.cancelled, c.cancel_requested
+      from pgflight.cancel_run(v_step.run_id, p_actor, p_reason) c;
+    return;
+  end if;
+  select a.status into v_root_status from pgflight.step_attempts a
+   where a.step_id = p_step_id
+     and a.status in ('queued', 'claimed', 'running', 'awaiting_children', 'awaiting_approval');
+  select t.cancelled, t.cancel_requested into v_c, v_r
+    from pgflight._cancel_tree(v_step.run_id, p_step_id, coalesce(p_actor, session_user::text), p_reason) t;
+  -- the subtree root ended now (it was queued or parked, not leased): tell its parent
+  if v_root_status in ('queued', 'awaiting_children', 'awaiting_approval') then
+    perform pgflight._step_finished(p_step_id, 'cancelled', coalesce(p_actor, session_user::text));
+  end if;
+  return query select p_step_id, v_c, v_r;
+end
+$$;
+
+ALTER FUNCTION pgflight.cancel_step(p_step_id bigint, p_actor text, p_reason text) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION cancel_step(p_step_id bigint, p_actor text, p_reason text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.cancel_step(p_step_id bigint, p_actor text, p_reason text) IS 'Cancel a step and its subtree; pokes its parent. Errors: ZF003 unknown step.';
+
+-- Name: children_results(bigint); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.children_results(p_step_id bigint) RETURNS TABLE(step_key text, step_id bigint, recipe text, status text, attempt_no integer, result jsonb, error jsonb)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+  select s.step_key, s.id, s.recipe, a.status, a.attempt_no, a.result, a.error
+    from pgflight.steps s
+    join pgflight.step_attempts a on a.step_id = s.id and a.attempt_no = s.last_attempt_no
+   where s.parent_id = p_step_id
+   order by s.step_key
+$$;
+
+ALTER FUNCTION pgflight.children_results(p_step_id bigint) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION children_results(p_step_id bigint); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.children_results(p_step_id bigint) IS 'Children of a step in key order with status, result and error of their latest attempt.';
+
+-- Name: claim_batch(bigint, integer, double precision, text[], jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.claim_batch(p_worker_id bigint, p_batch_size integer, p_lease_s double precision, p_recipes text[] DEFAULT NULL::text[], p_options jsonb DEFAULT '{}'::jsonb) RETURNS TABLE(attempt_id bigint, fencing_token bigint, step_id bigint, run_id bigint, parent_id bigint, step_key text, attempt_no integer, recipe text, input jsonb, lease_expires_at timestamp with time zone, deadline_at timestamp with time zone)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    SET enable_sort TO 'off'
+    SET jit TO 'off'
+    AS $$
+declare
+  v_now timestamptz := pgflight._now();
+  v_reclaim integer;
+  v_start boolean := coalesce((p_options ->> 'start')::boolean, false);
+begin
+  perform pgflight._require_positive('batch_size', p_batch_size);
+  perform pgflight._require_positive('lease_s', p_lease_s);
+  update pgflight.workers set last_seen_at = v_now where id = p_worker_id and stopped_at is null;
+  if not found then
+    raise exception using errcode = 'ZF010', message = format('unknown or stopped worker %s', p_worker_id),
+      hint = 'Call register_worker first and use the id it returns.';
+  end if;
+  select s.reclaim_in_claim into v_reclaim from pgflight.settings s;
+  if v_reclaim > 0 then
+    perform pgflight._reclaim(v_now, v_reclaim);
+  end if;
+
+  -- the fair claim across workspaces, with caps, keys, rate limits and pause (internals/_fair_claim)
+  return query select * from pgflight._claim_fair(p_worker_id, p_batch_size, p_lease_s, p_recipes, v_start, v_now);
+end
+$$;
+
+ALTER FUNCTION pgflight.claim_batch(p_worker_id bigint, p_batch_size integer, p_lease_s double precision, p_recipes text[], p_options jsonb) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION claim_batch(p_worker_id bigint, p_batch_size integer, p_lease_s double precision, p_recipes text[], p_options jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.claim_batch(p_worker_id bigint, p_batch_size integer, p_lease_s double precision, p_recipes text[], p_options jsonb) IS 'Lease up to p_batch_size ready attempts (lease in seconds). Returns at most p_batch_size rows, each with its fencing token. Errors: 22023, ZF010 unknown worker.';
+
+-- Name: complete_batch(bigint[], bigint[], jsonb[]); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.complete_batch(p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[]) RETURNS TABLE(attempt_id bigint, outcome text)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+declare
+  v_i integer := 0;
+begin
+  if coalesce(cardinality(p_attempt_ids), 0) <> coalesce(cardinality(p_tokens), 0)
+     or coalesce(cardinality(p_attempt_ids), 0) <> coalesce(cardinality(p_results), 0) then
+    raise exception using errcode = '22023', message = 'attempt ids, tokens and results differ in length',
+      hint = 'Pass one token and one result per attempt id, in the same order.';
+  end if;
+  -- outcomes come back in the order given, so the i-th row goes with the i-th token
+  for attempt_id, outcome in
+    select c.attempt_id, c.outcome from pgflight._complete_many(p_attempt_ids, p_tokens, p_results, pgflight._now()) c
+  loop
+    v_i := v_i + 1;
+    if outcome <> 'succeeded' then
+      perform pgflight._record_stale(attempt_id, p_tokens[v_i], 'complete');
+    end if;
+    return next;
+  end loop;
+end
+$$;
+
+ALTER FUNCTION pgflight.complete_batch(p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[]) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION complete_batch(p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[]); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.complete_batch(p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[]) IS 'Complete many held attempts; per row outcome succeeded | lease_lost | cancelled. Errors: 22023.';
+
+-- Name: complete_step(bigint, bigint, jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.complete_step(p_attempt_id bigint, p_token bigint, p_result jsonb DEFAULT NULL::jsonb) RETURNS TABLE(attempt_id bigint, status text)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+begin
+  if (select c.outcome from pgflight._complete_many(array[p_attempt_id], array[p_token], array[p_result],
+                                                     pgflight._now()) c) <> 'succeeded' then
+    perform pgflight._reject_write(p_attempt_id, p_token, 'complete_step');
+  end if;
+  return query select p_attempt_id, 'succeeded'::text;
+end
+$$;
+
+ALTER FUNCTION pgflight.complete_step(p_attempt_id bigint, p_token bigint, p_result jsonb) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION complete_step(p_attempt_id bigint, p_token bigint, p_result jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.complete_step(p_attempt_id bigint, p_token bigint, p_result jsonb) IS 'Complete a held attempt with a result. Errors: ZF001 lease lost, ZF002 cancelled, ZF003 unknown.';
+
+-- Name: complete_tool_call(bigint, bigint, bigint, text, jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.complete_tool_call(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_tool_use_id text, p_result jsonb) RETURNS TABLE(trace_id bigint, completed boolean)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+declare
+  v_run pgflight.agent_runs;
+  v_stored text[];
+begin
+  if p_result is null or jsonb_typeof(p_result) <> 'object' or p_result ->> 'type' is distinct from 'tool_result' then
+    raise exception using errcode = '22023', message = 'result must be a tool_result block',
+      hint = '{"type": "tool_result", "tool_use_id": "...", "content": "..."}';
+  end if;
+  v_run := pgflight._agent_fence(p_attempt_id, p_token, p_agent_run_id, 'complete_tool_call');
+  v_stored := pgflight._store_tool_results(v_run.id, p_attempt_id,
+                jsonb_build_array(p_result || jsonb_build_object('tool_use_id', p_tool_use_id)), pgflight._now());
+  return query select t.id, cardinality(v_stored) > 0 from pgflight.traces t
+    where t.agent_run_id = v_run.id and t.tool_use_id = p_tool_use_id and t.block_type = 'tool_result';
+end
+$$;
+
+ALTER FUNCTION pgflight.complete_tool_call(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_tool_use_id text, p_result jsonb) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION complete_tool_call(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_tool_use_id text, p_result jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.complete_tool_call(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_tool_use_id text, p_result jsonb) IS 'Complete a tool call with its tool_result block (first result wins). Errors: ZF003, ZF001, ZF002, 22023.';
+
+-- Name: complete_tool_calls(bigint, bigint, bigint, jsonb, integer, numeric); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.complete_tool_calls(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_results jsonb, p_next_iteration integer DEFAULT NULL::integer, p_est_usd numeric DEFAULT NULL::numeric) RETURNS TABLE(agent_run_id bigint, stored text[], reserved boolean, reserved_usd numeric, refusal jsonb)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+declare
+  v_now timestamptz := pgflight._now();
+  v_run pgflight.agent_runs;
+  v_stored text[];
+  v_refusal jsonb;
+begin
+  if p_next_iteration is not null and (p_next_iteration < 1 or p_est_usd is null or p_est_usd < 0) then
+    raise exception using errcode = '22023', message = 'next iteration must be >= 1 and est_usd >= 0',
+      detail = format('next iteration %s, est_usd %s', p_next_iteration, p_est_usd);
+  end if;
+  v_run := pgflight._agent_fence(p_attempt_id, p_token, p_agent_run_id, 'complete_tool_calls');
+  v_stored := pgflight._store_tool_results(v_run.id, p_attempt_id, p_results, v_now);
+  if p_next_iteration is null then
+    return query select v_run.id, v_stored, false, 0::numeric, null::jsonb;
+    return;
+  end if;
+  v_refusal := pgflight._reserve(v_run, p_attempt_id, p_next_iteration, p_est_usd, v_now);
+  return query select v_run.id, v_stored, v_refusal is null,
+                      case when v_refusal is null then p_est_usd else 0 end, v_refusal;
+end
+$$;
+
+ALTER FUNCTION pgflight.complete_tool_calls(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_results jsonb, p_next_iteration integer, p_est_usd numeric) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION complete_tool_calls(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_results jsonb, p_next_iteration integer, p_est_usd numeric); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.complete_tool_calls(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_results jsonb, p_next_iteration integer, p_est_usd numeric) IS 'Store an iteration''s tool results and admit the next model call, in one transaction; a refused admission is returned (reserved = false, refusal), not raised. Errors: ZF003, ZF001, ZF002, 22023.';
+
+-- Name: create_workspace(text, jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.create_workspace(p_name text, p_options jsonb DEFAULT '{}'::jsonb) RETURNS bigint
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+declare
+  v_id bigint;
+begin
+  if p_name is null or btrim(p_name) = '' then
+    raise exception using errcode = '22023', message = 'workspace name is required',
+      hint = 'Pass a non-blank name, e.g. select pgflight.create_workspace(''default'').';
+  end if;
+  insert into pgflight.workspaces as w (name, daily_usd_cap, max_run_usd, options)
+  values (p_name,
+          pgflight._opt_num(p_options, 'daily_usd_cap', null),
+          pgflight._opt_num(p_options, 'max_run_usd', null),
+          coalesce(p_options, '{}'))
+  on conflict (name) do update
+     set daily_usd_cap = coalesce(excluded.daily_usd_cap, w.daily_usd_cap),
+         max_run_usd = coalesce(excluded.max_run_usd, w.max_run_usd),
+         options = w.options || excluded.options
+  returning id into v_id;
+  return v_id;
+end
+$$;
+
+ALTER FUNCTION pgflight.create_workspace(p_name text, p_options jsonb) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION create_workspace(p_name text, p_options jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.create_workspace(p_name text, p_options jsonb) IS 'Create or update a workspace by name; returns its id. options: daily_usd_cap, max_run_usd (USD). Errors: 22023.';
+
+-- Name: deregister_worker(bigint); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.deregister_worker(p_worker_id bigint) RETURNS void
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+  update pgflight.workers set stopped_at = pgflight._now() where id = p_worker_id and stopped_at is null
+$$;
+
+ALTER FUNCTION pgflight.deregister_worker(p_worker_id bigint) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION deregister_worker(p_worker_id bigint); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.deregister_worker(p_worker_id bigint) IS 'Mark a worker stopped.';
+
+-- Name: enforce_budgets(integer); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.enforce_budgets(p_limit integer DEFAULT 1000) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+declare
+  v_now timestamptz := pgflight._now();
+  v_count integer := 0;
+  v_row record;
+  v_reason text;
+begin
+  for v_row in
+    select r.id from pgflight.agent_runs r
+      join pgflight.step_attempts a on a.id = r.reserved_attempt_id
+     where r.reserved_attempt_id is not null and a.status not in ('claimed', 'running')
+     order by r.id
+     limit p_limit
+       for update of r skip locked
+  loop
+    perform pgflight._release_reservation(v_row.id);
+    v_count := v_count + 1;
+  end loop;
+
+  for v_row in
+    select b.id, b.scope, b.run_id, b.step_id, b.limit_usd, b.spent_usd, b.max_wall_s, b.started_at
+      from pgflight.budgets b
+     where b.scope <> 'workspace_day' and b.exceeded_at is null
+       and ((b.limit_usd is not null and b.spent_usd > b.limit_usd)
+            or (b.max_wall_s is not null and v_now > b.started_at + make_interval(secs => b.max_wall_s)))
+     order by b.id
+     limit greatest(p_limit - v_count, 0)
+  loop
+    v_reason := case when v_row.limit_usd is not null and v_row.spent_usd > v_row.limit_usd
+                     then format('budget_exceeded: spent %s USD of %s', v_row.spent_usd, v_row.limit_usd)
+                     else format('budget_exceeded: wall time over %s s', v_row.max_wall_s) end;
+    if v_row.scope = 'run' then
+      perform pgflight.cancel_run(v_row.run_id, 'enforce_budgets', v_reason);
+    elsif exists (select 1 from pgflight.step_attempts a where a.step_id = v_row.step_id
+                   and a.status in ('queued', 'claimed', 'running', 'awaiting_children', 'awaiting_approval')) then
+      perform pgflight.cancel_step(v_row.step_id, 'enforce_budgets', v_reason);
+    end if;
+    update pgflight.budgets set exceeded_at = v_now where id = v_row.id and exceeded_at is null;
+    if found then
+      v_count := v_count + 1;
+    end if;
+  end loop;
+  return v_count;
+end
+$$;
+
+ALTER FUNCTION pgflight.enforce_budgets(p_limit integer) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION enforce_budgets(p_limit integer); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.enforce_budgets(p_limit integer) IS 'Sweep: release reservations of lapsed attempts; cancel trees over their USD or wall-time cap. Returns the count.';
+
+-- Name: expire_approvals(integer); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.expire_approvals(p_limit integer DEFAULT 1000) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+declare
+  v_row record;
+  v_count integer := 0;
+begin
+  for v_row in
+    select g.id, g.default_decision from pgflight.approvals g
+     where g.decision is null and g.expires_at < (select pgflight._now())
+     order by g.expires_at limit p_limit
+       for update skip locked
+  loop
+    perform pgflight._decide(v_row.id, v_row.default_decision, 'expire_approvals', 'expired', 'approval_expired');
+    v_count := v_count + 1;
+  end loop;
+  return v_count;
+end
+$$;
+
+ALTER FUNCTION pgflight.expire_approvals(p_limit integer) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION expire_approvals(p_limit integer); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.expire_approvals(p_limit integer) IS 'Sweep: apply default decisions to expired gates; returns how many.';
+
+-- Name: fail_step(bigint, bigint, jsonb, jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.fail_step(p_attempt_id bigint, p_token bigint, p_error jsonb, p_options jsonb DEFAULT '{}'::jsonb) RETURNS TABLE(attempt_id bigint, outcome text, next_attempt_id bigint, available_after timestamp with time zone)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+declare
+  v_status text;
+  v_retryable boolean := true;
+  v_after double precision;
+begin
+  if p_options ? 'retryable' then
+    if jsonb_typeof(p_options -> 'retryable') <> 'boolean' then
+      raise exception using errcode = '22023', message = 'option retryable must be a boolean';
+    end if;
+    v_retryable := (p_options ->> 'retryable')::boolean;
+  end if;
+  v_after := pgflight._opt_num(p_options, 'retry_after_s', null);
+  if v_after < 0 then
+    raise exception using errcode = '22023', message = 'retry_after_s must not be negative';
+  end if;
+  v_status := (pgflight._lock_held(p_attempt_id, p_token, 'fail_step')).status;
+  return query
+    select p_attempt_id, f.outcome, f.next_attempt_id, f.available_after
+      from pgflight._fail_attempt(p_attempt_id, v_status, 'failed',
+                                  coalesce(p_error, '{"message": "failed"}'), v_retryable, v_after,
+                                  'failed') f;
+end
+$$;
+
+ALTER FUNCTION pgflight.fail_step(p_attempt_id bigint, p_token bigint, p_error jsonb, p_options jsonb) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION fail_step(p_attempt_id bigint, p_token bigint, p_error jsonb, p_options jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.fail_step(p_attempt_id bigint, p_token bigint, p_error jsonb, p_options jsonb) IS 'Fail a held attempt: retry with backoff or dead letter at the ceiling. Errors: ZF001, ZF002, ZF003, 22023.';
+
+-- Name: find_effect(bigint, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.find_effect(p_step_id bigint, p_key text) RETURNS TABLE(effect_id bigint, result jsonb, attempt_id bigint, recorded_at timestamp with time zone)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+  select e.id, e.result, e.attempt_id, e.recorded_at
+    from pgflight.effects e where e.step_id = p_step_id and e.effect_key = p_key
+$$;
+
+ALTER FUNCTION pgflight.find_effect(p_step_id bigint, p_key text) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION find_effect(p_step_id bigint, p_key text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.find_effect(p_step_id bigint, p_key text) IS 'The receipt of a step''s effect by key: (effect_id, result, attempt_id, recorded_at), or no row.';
+
+-- Name: fire_schedules(integer); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.fire_schedules(p_limit integer DEFAULT 100) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_now timestamptz := pgflight._now();
+  v_s record;
+  v_fire timestamptz;
+  v_next timestamptz;
+  v_busy boolean;
+  v_outcome text;
+  v_run bigint;
+  v_error jsonb;
+  v_count integer := 0;
+begin
+  -- queue_one firings whose previous run has ended
+  for v_s in
+    select s.*, w.name as workspace from pgflight.schedules s join pgflight.workspaces w on w.id = s.workspace_id
+     where s.pending_fire_at is not null
+       and not exists (select from pgflight.runs r where r.id = s.last_run_id and r.status = 'running')
+     order by s.pending_fire_at
+     limit p_limit
+       for update of s skip locked
+  loop
+    v_run := pgflight._fire_schedule(v_s.id, v_s.workspace, v_s.name, v_s.recipe, v_s.input, v_s.run_options,
+                                     v_s.pending_fire_at);
+    update pgflight.schedules s set pending_fire_at = null, last_run_id = coalesce(v_run, s.last_run_id)
+     where s.id = v_s.id;
+    v_count := v_count + 1;
+  end loop;
+
+  for v_s in
+    select s.*, w.name as workspace from pgflight.schedules s join pgflight.workspaces w on w.id = s.workspace_id
+     where s.next_fire_at <= v_now
+     order by s.next_fire_at
+     limit p_limit
+       for update of s skip locked
+  loop
+    v_fire := v_s.next_fire_at;
+    v_next := pgflight._cron_next(v_s.seconds, v_s.minutes, v_s.hours, v_s.days, v_s.months, v_s.weekdays,
+                                  v_s.any_day, v_s.any_weekday, v_s.time_zone, v_now);
+    v_busy := exists (select from pgflight.runs r where r.id = v_s.last_run_id and r.status = 'running');
+    v_run := null;
+    v_outcome := case when not v_busy or v_s.overlap = 'allow' then 'submitted'
+                      when v_s.overlap = 'skip' then 'skipped' else 'queued' end;
+    insert into pgflight.schedule_fires (schedule_id, fire_at, fired_at, outcome, missed_until)
+    values (v_s.id, v_fire, v_now, v_outcome,
+            -- more than this one firing fell due: they are all this run
+            case when pgflight._cron_next(v_s.seconds, v_s.minutes, v_s.hours, v_s.days, v_s.months, v_s.weekdays,
+                                          v_s.any_day, v_s.any_weekday, v_s.time_zone, v_fire) <= v_now
+                 then v_now end)
+    on conflict on constraint schedule_fires_pkey do nothing;
+    if found then
+      if v_outcome = 'submitted' then
+        v_run := pgflight._fire_schedule(v_s.id, v_s.workspace, v_s.name, v_s.recipe, v_s.input, v_s.run_options, v_fire);
+      end if;
+      v_count := v_count + 1;
+    end if;
+    update pgflight.schedules s
+       set next_fire_at = v_next, last_fire_at = v_fire, last_run_id = coalesce(v_run, s.last_run_id),
+           pending_fire_at = case when v_outcome = 'queued' then v_fire else s.pending_fire_at end
+     where s.id = v_s.id;
+  end loop;
+  return v_count;
+end
+$$;
+
+ALTER FUNCTION pgflight.fire_schedules(p_limit integer) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION fire_schedules(p_limit integer); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.fire_schedules(p_limit integer) IS 'Sweep: fire due schedules once each (by schedule and fire time), with catch-up and overlap policies; returns firings decided.';
+
+-- Name: heartbeat(bigint, bigint[], bigint[]); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.heartbeat(p_worker_id bigint, p_attempt_ids bigint[], p_tokens bigint[]) RETURNS TABLE(attempt_id bigint, status text, lease_expires_at timestamp with time zone)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+declare
+  v_now timestamptz := pgflight._now();
+  v_ok bigint[];
+  v_ok_tokens bigint[];
+  v_until timestamptz[];
+begin
+  if coalesce(cardinality(p_attempt_ids), 0) <> coalesce(cardinality(p_tokens), 0) then
+    raise exception using errcode = '22023', message = 'attempt ids and tokens differ in length',
+      detail = format('%s attempt ids, %s tokens', cardinality(p_attempt_ids), cardinality(p_tokens)),
+      hint = 'Pass one fencing token per attempt id, in the same order.';
+  end if;
+  update pgflight.workers set last_seen_at = v_now where id = p_worker_id and stopped_at is null;
+  if not found then
+    raise exception using errcode = 'ZF010', message = format('unknown or stopped worker %s', p_worker_id),
+      hint = 'Call register_worker first and use the id it returns.';
+  end if;
+
+  -- Renew what this worker still owns with this token.
+  with asked as (
+    select t.attempt_id, t.token from unnest(p_attempt_ids, p_tokens) as t(attempt_id, token)
+  ), renewed as (
+    update pgflight.step_attempts a
+       set lease_expires_at = v_now + make_interval(secs => a.lease_s)
+      from asked q
+     where a.id = q.attempt_id and a.fencing_token = q.token and a.worker_id = p_worker_id
+       and a.status in ('claimed', 'running')
+    returning a.id, a.fencing_token, a.lease_expires_at
+  )
+  select array_agg(r.id), array_agg(r.fencing_token), array_agg(r.lease_expires_at)
+    into v_ok, v_ok_tokens, v_until from renewed r;
+
+  -- The others are read in a statement of its own, so an attempt whose cancel committed while
+  -- this heartbeat waited for its row lock reads as cancelled, not lost.
+  return query
+  select q.attempt_id,
+         case when n.i is not null then 'ok'
+              when a.status = 'cancel_requested' and a.fencing_token = q.token then 'cancelled'
+              else 'lost' end,
+         v_until[n.i]
+    from unnest(p_attempt_ids, p_tokens) as q(attempt_id, token)
+    left join lateral (select i from generate_subscripts(v_ok, 1) as i
+                        where v_ok[i] = q.attempt_id and v_ok_tokens[i] = q.token) n on true
+    left join pgflight.step_attempts a on a.id = q.attempt_id;
+end
+$$;
+
+ALTER FUNCTION pgflight.heartbeat(p_worker_id bigint, p_attempt_ids bigint[], p_tokens bigint[]) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION heartbeat(p_worker_id bigint, p_attempt_ids bigint[], p_tokens bigint[]); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.heartbeat(p_worker_id bigint, p_attempt_ids bigint[], p_tokens bigint[]) IS 'Renew the leases a worker holds; per attempt ok | cancelled | lost. Errors: 22023, ZF010.';
+
+-- Name: install_schedules(integer); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.install_schedules(p_interval_s integer DEFAULT 5) RETURNS TABLE(job_name text, schedule text, command text)
+    LANGUAGE plpgsql
+    SET search_path TO ''
+    AS $_$
+declare
+  v_version text;
+  v_parts text[];
+  v_seconds boolean;
+begin
+  select e.extversion into v_version from pg_catalog.pg_extension e where e.extname = 'pg_cron';
+  if v_version is null then
+    raise exception using errcode = 'ZF011', message = 'pg_cron is not installed in this database',
+      detail = format('database %s; cron.database_name is %s', current_database(),
+                      coalesce(current_setting('cron.database_name', true), 'unset')),
+      hint = 'Add pg_cron to shared_preload_libraries, set cron.database_name to this database and CREATE EXTENSION pg_cron; or call pgflight.run_sweeps() from another scheduler.';
+  end if;
+  perform pgflight._require_positive('interval_s', p_interval_s);
+  v_parts := regexp_match(v_version, '^(\d+)\.(\d+)');
+  v_seconds := (v_parts[1]::integer, v_parts[2]::integer) >= (1, 5) and p_interval_s < 60;
+
+  job_name := 'pgflight-sweeps';
+  if v_seconds then
+    schedule := format('%s seconds', p_interval_s);
+    command := 'select pgflight.run_sweeps()';
+  else
+    schedule := '* * * * *';
+    command := format('call pgflight.sweep_loop(55, %s)', p_interval_s);
+  end if;
+  perform cron.schedule(job_name, schedule, command);
+  return next;
+
+  job_name := 'pgflight-purge';
+  schedule := '17 * * * *';
+  command := 'select pgflight.purge_finished()';
+  perform cron.schedule(job_name, schedule, command);
+  return next;
+
+  job_name := 'pgflight-cron-history';
+  schedule := '23 * * * *';
+  command := $c$delete from cron.job_run_details where end_time < now() - interval '1 day'$c$;
+  perform cron.schedule(job_name, schedule, command);
+  return next;
+end
+$_$;
+
+ALTER FUNCTION pgflight.install_schedules(p_interval_s integer) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION install_schedules(p_interval_s integer); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.install_schedules(p_interval_s integer) IS 'Register the sweep, retention and cron-history jobs with pg_cron (1.4 or >= 1.5); idempotent. Errors: ZF011.';
+
+-- Name: load_transcript(bigint, bigint, bigint); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.load_transcript(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint) RETURNS TABLE(iteration integer, seq integer, role text, block_type text, tool_use_id text, tool_name text, content jsonb, status text, attempt_id bigint, stop_reason text, usd numeric)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+declare
+  v_now timestamptz := pgflight._now();
+  v_run pgflight.agent_runs;
+begin
+  v_run := pgflight._agent_fence(p_attempt_id, p_token, p_agent_run_id, 'load_transcript');
+  update pgflight.traces t set status = 'interrupted', updated_at = v_now
+   where t.agent_run_id = v_run.id and t.status = 'in_flight';
+  return query
+    select t.iteration, t.seq, t.role, t.block_type, t.tool_use_id, t.tool_name, t.content, t.status,
+           t.attempt_id, c.stop_reason, c.usd
+      from pgflight.traces t
+      left join pgflight.costs c on c.agent_run_id = t.agent_run_id and c.iteration = t.iteration
+     where t.agent_run_id = v_run.id
+     order by t.iteration, t.seq;
+end
+$$;
+
+ALTER FUNCTION pgflight.load_transcript(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION load_transcript(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.load_transcript(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint) IS 'Resume: mark in-flight tool calls interrupted and return the transcript in order. Errors: ZF001, ZF002, ZF003.';
+
+-- Name: mark_tool_call(bigint, bigint, bigint, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.mark_tool_call(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_tool_use_id text) RETURNS TABLE(trace_id bigint, previous_status text, content jsonb)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+declare
+  v_now timestamptz := pgflight._now();
+  v_run pgflight.agent_runs;
+  v_use pgflight.traces;
+  v_res pgflight.traces;
+  v_id bigint;
+begin
+  v_run := pgflight._agent_fence(p_attempt_id, p_token, p_agent_run_id, 'mark_tool_call');
+  select t.* into v_use from pgflight.traces t
+   where t.agent_run_id = v_run.id and t.tool_use_id = p_tool_use_id and t.block_type = 'tool_use';
+  if not found then
+    raise exception using errcode = 'ZF003',
+      message = format('no tool_use %L in agent run %s', p_tool_use_id, v_run.id),
+      hint = 'Record the model call (record_model_call) before marking its tool calls.';
+  end if;
+  insert into pgflight.traces (agent_run_id, iteration, seq, role, block_type, tool_use_id, tool_name, content,
+                               status, attempt_id, created_at, updated_at)
+  values (v_run.id, v_use.iteration, 1000 + v_use.seq, 'user', 'tool_result', p_tool_use_id, v_use.tool_name,
+          null, 'in_flight', p_attempt_id, v_now, v_now)
+  on conflict on constraint block_is_unique do nothing
+  returning id into v_id;
+  if v_id is not null then
+    if v_run.tool_calls + 1 > v_run.max_tool_calls then
+      raise exception using errcode = 'ZF007',
+        message = format('budget exceeded: agent run %s may make %s tool calls', v_run.id, v_run.max_tool_calls),
+        detail = format('scope=agent cap=max_tool_calls max_tool_calls=%s tool_calls=%s tool_use_id=%s',
+                        v_run.max_tool_calls, v_run.tool_calls, p_tool_use_id),
+        hint = 'Raise max_tool_calls for the agent (input caps, or the run''s max_tool_calls option).';
+    end if;
+    update pgflight.agent_runs set tool_calls = tool_calls + 1, updated_at = v_now where id = v_run.id;
+    return query select v_id, 'new'::text, null::jsonb;
+    return;
+  end if;
+  select t.* into v_res from pgflight.traces t
+   where t.agent_run_id = v_run.id and t.iteration = v_use.iteration and t.seq = 1000 + v_use.seq;
+  if v_res.status = 'interrupted' then
+    update pgflight.traces t set status = 'in_flight', attempt_id = p_attempt_id, updated_at = v_now
+     where t.agent_run_id = v_run.id and t.iteration = v_use.iteration and t.seq = 1000 + v_use.seq;
+  end if;
+  return query select v_res.id, v_res.status, v_res.content;
+end
+$$;
+
+ALTER FUNCTION pgflight.mark_tool_call(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_tool_use_id text) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION mark_tool_call(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_tool_use_id text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.mark_tool_call(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_tool_use_id text) IS 'Mark a tool call in flight before it runs; returns its previous status. Errors: ZF007, ZF003, ZF001, ZF002.';
+
+-- Name: pause_recipe(text, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.pause_recipe(p_name text, p_note text DEFAULT NULL::text) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_changed boolean;
+begin
+  if p_name is null or btrim(p_name) = '' or length(p_name) > 200 then
+    raise exception using errcode = '22023', message = 'recipe is required',
+      hint = 'Pass a recipe name of at most 200 characters.';
+  end if;
+  if length(p_note) > 1000 then
+    raise exception using errcode = '22023', message = 'note is too long',
+      detail = format('%s characters; at most 1000', length(p_note));
+  end if;
+  insert into pgflight.recipe_limits (recipe) values (p_name) on conflict do nothing;
+  update pgflight.recipe_limits l set paused_at = pgflight._now(), paused_by = session_user::text, updated_at = pgflight._now()
+   where l.recipe = p_name and l.paused_at is null;
+  v_changed := found;
+  if v_changed then
+    perform pgflight._event(null, null, null, null, null, null, 'recipe_paused', session_user::text,
+                            jsonb_build_object('recipe', p_name, 'note', p_note));
+  end if;
+  return v_changed;
+end
+$$;
+
+ALTER FUNCTION pgflight.pause_recipe(p_name text, p_note text) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION pause_recipe(p_name text, p_note text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.pause_recipe(p_name text, p_note text) IS 'Pause a recipe''s claims (leased work finishes); logged with the login and note. Errors: 22023.';
+
+-- Name: pause_workspace(text, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.pause_workspace(p_name text, p_note text DEFAULT NULL::text) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_ws bigint := pgflight._workspace_id(p_name);
+  v_changed boolean;
+begin
+  if length(p_note) > 1000 then
+    raise exception using errcode = '22023', message = 'note is too long',
+      detail = format('%s characters; at most 1000', length(p_note));
+  end if;
+  insert into pgflight.workspace_limits (workspace_id) values (v_ws) on conflict do nothing;
+  update pgflight.workspace_limits l set paused_at = pgflight._now(), paused_by = session_user::text, updated_at = pgflight._now()
+   where l.workspace_id = v_ws and l.paused_at is null;
+  v_changed := found;
+  if v_changed then
+    perform pgflight._event(null, null, null, null, null, null, 'workspace_paused', session_user::text,
+                            jsonb_build_object('workspace', p_name, 'note', p_note));
+  end if;
+  return v_changed;
+end
+$$;
+
+ALTER FUNCTION pgflight.pause_workspace(p_name text, p_note text) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION pause_workspace(p_name text, p_note text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.pause_workspace(p_name text, p_note text) IS 'Pause a workspace''s claims (leased work finishes); logged with the login and note. Errors: 22023, ZF003.';
+
+-- Name: price_usd(text, jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.price_usd(p_model text, p_usage jsonb) RETURNS numeric
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO ''
+    AS $$ select pgflight._price_usd(p_model, p_usage) $$;
+
+ALTER FUNCTION pgflight.price_usd(p_model text, p_usage jsonb) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION price_usd(p_model text, p_usage jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.price_usd(p_model text, p_usage jsonb) IS 'USD of a call of p_model with usage p_usage, from model_prices. Errors: 22023 unknown model.';
+
+-- Name: purge_finished(double precision, integer); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.purge_finished(p_older_than_s double precision DEFAULT NULL::double precision, p_limit integer DEFAULT 100) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+declare
+  v_ids bigint[];
+  v_age double precision;
+begin
+  v_age := coalesce(p_older_than_s, (select s.purge_after_s from pgflight.settings s));
+  select array_agg(r.id) into v_ids from (
+    -- a run finishes after it is created, so created_at bounds the scan (runs_created_idx)
+    select r.id from pgflight.runs r
+     where r.created_at < (select pgflight._now()) - make_interval(secs => v_age)
+       and r.finished_at < (select pgflight._now()) - make_interval(secs => v_age)
+       -- a cancelled run may still have an attempt whose worker has not acknowledged: keep it
+       and not exists (select from pgflight.steps s
+                          join pgflight.step_attempts a on a.step_id = s.id
+                        where s.run_id = r.id
+                          and a.status in ('queued', 'claimed', 'running', 'cancel_requested',
+                                           'awaiting_children', 'awaiting_approval'))
+     order by r.created_at limit p_limit
+       for update skip locked) r;
+  if v_ids is null then
+    return 0;
+  end if;
+  delete from pgflight.events e where e.run_id = any (v_ids);
+  delete from pgflight.runs r where r.id = any (v_ids);
+  return cardinality(v_ids);
+end
+$$;
+
+ALTER FUNCTION pgflight.purge_finished(p_older_than_s double precision, p_limit integer) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION purge_finished(p_older_than_s double precision, p_limit integer); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.purge_finished(p_older_than_s double precision, p_limit integer) IS 'Sweep: delete finished runs older than p_older_than_s seconds with all their rows; returns the count.';
+
+-- Name: reclaim_expired(integer); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.reclaim_expired(p_limit integer DEFAULT 1000) RETURNS integer
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$ select pgflight._reclaim(pgflight._now(), p_limit) $$;
+
+ALTER FUNCTION pgflight.reclaim_expired(p_limit integer) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION reclaim_expired(p_limit integer); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.reclaim_expired(p_limit integer) IS 'Sweep: reclaim expired leases and overrun deadlines, at most p_limit; returns the count.';
+
+-- Name: record_effect(bigint, bigint, text, jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.record_effect(p_attempt_id bigint, p_token bigint, p_key text, p_result jsonb DEFAULT NULL::jsonb) RETURNS TABLE(effect_id bigint, result jsonb, recorded boolean, lease_held boolean)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+declare
+  v_att record;
+  v_eff record;
+begin
+  if p_key is null or btrim(p_key) = '' then
+    raise exception using errcode = '22023', message = 'effect key is required',
+      hint = 'Pass a key that names the effect within its step, e.g. ''charge-invoice-42''.';
+  end if;
+  select a.id, a.step_id, a.status, a.fencing_token into v_att
+    from pgflight.step_attempts a where a.id = p_attempt_id;
+  if not found or v_att.fencing_token is distinct from p_token then
+    perform pgflight._reject_write(p_attempt_id, p_token, 'record_effect');
+  end if;
+  insert into pgflight.effects as e (step_id, effect_key, result, attempt_id, recorded_at)
+  values (v_att.step_id, p_key, p_result, p_attempt_id, pgflight._now())
+  on conflict (step_id, effect_key) do nothing
+  returning e.id, e.result into v_eff;
+  if found then
+    return query select v_eff.id, v_eff.result, true, v_att.status in ('claimed', 'running');
+    return;
+  end if;
+  return query select e.id, e.result, false, v_att.status in ('claimed', 'running')
+    from pgflight.effects e where e.step_id = v_att.step_id and e.effect_key = p_key;
+end
+$$;
+
+ALTER FUNCTION pgflight.record_effect(p_attempt_id bigint, p_token bigint, p_key text, p_result jsonb) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION record_effect(p_attempt_id bigint, p_token bigint, p_key text, p_result jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.record_effect(p_attempt_id bigint, p_token bigint, p_key text, p_result jsonb) IS 'Record the receipt of an external effect (first per step and key wins), even from a holder whose lease lapsed; returns (effect_id, result, recorded, lease_held). Errors: ZF001, ZF003, 22023.';
+
+-- Name: record_model_call(bigint, bigint, bigint, integer, jsonb, jsonb, text, jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.record_model_call(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_blocks jsonb, p_usage jsonb, p_model text, p_options jsonb DEFAULT '{}'::jsonb) RETURNS TABLE(agent_run_id bigint, iteration integer, usd numeric, recorded boolean, iterations integer, tool_calls integer, total_usd numeric, marked text[])
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+declare
+  v_now timestamptz := pgflight._now();
+  v_run pgflight.agent_runs;
+  v_usd numeric;
+  v_in bigint := coalesce((p_usage ->> 'input_tokens')::bigint, 0);
+  v_out bigint := coalesce((p_usage ->> 'output_tokens')::bigint, 0);
+  v_cw bigint := coalesce((p_usage ->> 'cache_creation_input_tokens')::bigint, 0);
+  v_cr bigint := coalesce((p_usage ->> 'cache_read_input_tokens')::bigint, 0);
+  v_mark boolean;
+  v_free integer;
+  v_marked text[];
+  v_refusal jsonb;
+begin
+  if p_blocks is null or jsonb_typeof(p_blocks) <> 'array' then
+    raise exception using errcode = '22023', message = 'blocks must be a JSON array',
+      hint = 'Pass the response''s content array as returned by the Messages API.';
+  end if;
+  if p_iteration is null or p_iteration < 1 then
+    raise exception using errcode = '22023', message = 'iteration must be >= 1';
+  end if;
+  if p_options ? 'mark_tools' and jsonb_typeof(p_options -> 'mark_tools') not in ('boolean', 'null') then
+    raise exception using errcode = '22023', message = 'option mark_tools must be a boolean';
+  end if;
+  v_mark := coalesce((p_options ->> 'mark_tools')::boolean, false);
+  v_run := pgflight._agent_fence(p_attempt_id, p_token, p_agent_run_id, 'record_model_call');
+  v_usd := pgflight._price_usd(p_model, coalesce(p_usage, '{}'));
+
+  -- the costs row is the iteration's claim: a repeat stores nothing
+  insert into pgflight.costs (agent_run_id, iteration, step_id, run_id, workspace_id, model, input_tokens,
+                              output_tokens, cache_creation_tokens, cache_read_tokens, usd, stop_reason,
+                              retries, attempt_id, at)
+  values (v_run.id, p_iteration, v_run.step_id, v_run.run_id, v_run.workspace_id, p_model, v_in, v_out, v_cw, v_cr,
+          v_usd, pgflight._opt_text(p_options, 'stop_reason', null),
+          pgflight._opt_num(p_options, 'retries', 0)::integer, p_attempt_id, v_now)
+  on conflict on constraint one_call_per_iteration do nothing;
+  if not found then
+    return query select v_run.id, p_iteration, c.usd, false, v_run.iterations, v_run.tool_calls, v_run.usd,
+                        '{}'::text[]
+      from pgflight.costs c where c.agent_run_id = v_run.id and c.iteration = p_iteration;
+    return;
+  end if;
+
+  if v_run.reserved_attempt_id = p_attempt_id and v_run.reserved_iteration = p_iteration then
+    -- settle: the reservation becomes the actual cost, on the budgets it was taken on (the caps
+    -- were checked when it was admitted)
+    perform pgflight._move_budget(v_run.reserved_budget_ids, 0, v_usd, v_run.reserved_usd, false, v_now, 'settle');
+  else
+    if v_run.reserved_attempt_id is not null then
+      perform pgflight._move_budget(v_run.reserved_budget_ids, 0, 0, v_run.reserved_usd, false, v_now, 'release');
+    end if;
+    v_refusal := coalesce(pgflight._iteration_refusal(v_run, p_iteration),
+                          pgflight._move_budget(pgflight._call_budget_ids(v_run, v_now), 0, v_usd, 0, true, v_now,
+                                                format('agent_run=%s iteration=%s unreserved', v_run.id, p_iteration)));
+    if v_refusal is not null then
+      perform pgflight._raise_budget_exceeded(v_refusal);
+    end if;
+  end if;
+
+  -- the response blocks and, with mark_tools, the in-flight rows of as many tool calls as the cap allows
+  v_free := case when v_mark then greatest(v_run.max_tool_calls - v_run.tool_calls, 0) else 0 end;
+  with b as (
+    select (e.ord - 1)::integer as seq, e.v,
+           case e.v ->> 'type' when 'redacted_thinking' then 'thinking' else e.v ->> 'type' end as block_type
+      from jsonb_array_elements(p_blocks) with ordinality as e(v, ord)
+  ), ins as (
+    insert into pgflight.traces (agent_run_id, iteration, seq, role, block_type, tool_use_id, tool_name, content,
+                                 status, tokens, attempt_id, created_at, updated_at)
+    select v_run.id, p_iteration, b.seq, 'assistant', b.block_type,
+           case when b.block_type = 'tool_use' then b.v ->> 'id' end,
+           case when b.block_type = 'tool_use' then b.v ->> 'name' end,
+           b.v, 'completed', ceil(length(b.v::text) / 4.0)::integer, p_attempt_id, v_now, v_now
+      from b
+    union all
+    select v_run.id, p_iteration, 1000 + u.seq, 'user', 'tool_result', u.v ->> 'id', u.v ->> 'name', null,
+           'in_flight', null, p_attempt_id, v_now, v_now
+      from (select b.seq, b.v, row_number() over (order by b.seq) as n from b where b.block_type = 'tool_use') u
+     where u.n <= v_free
+    on conflict on constraint block_is_unique do nothing
+    returning seq, tool_use_id, status
+  )
+  select coalesce(array_agg(ins.tool_use_id order by ins.seq) filter (where ins.status = 'in_flight'), '{}')
+    into v_marked from ins;
+
+  update pgflight.agent_runs r
+     set iterations = greatest(r.iterations, p_iteration),
+         tool_calls = r.tool_calls + cardinality(v_marked),
+         input_tokens = r.input_tokens + v_in,
+         output_tokens = r.output_tokens + v_out,
+         cache_creation_tokens = r.cache_creation_tokens + v_cw,
+         cache_read_tokens = r.cache_read_tokens + v_cr,
+         usd = r.usd + v_usd,
+         reserved_usd = 0, reserved_attempt_id = null, reserved_iteration = null, reserved_budget_ids = null,
+         updated_at = v_now
+   where r.id = v_run.id
+  returning * into v_run;
+  return query select v_run.id, p_iteration, v_usd, true, v_run.iterations, v_run.tool_calls, v_run.usd, v_marked;
+end
+$$;
+
+ALTER FUNCTION pgflight.record_model_call(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_blocks jsonb, p_usage jsonb, p_model text, p_options jsonb) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION record_model_call(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_blocks jsonb, p_usage jsonb, p_model text, p_options jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.record_model_call(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_blocks jsonb, p_usage jsonb, p_model text, p_options jsonb) IS 'Store a model response (traces), its usage and USD cost (costs), settle budgets and totals, and with mark_tools mark its tool calls in flight, in one transaction; returns (agent_run_id, iteration, usd, recorded, totals, marked). Errors: ZF007, ZF001, ZF002, ZF003, 22023.';
+
+-- Name: record_stale_write(bigint, bigint, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.record_stale_write(p_attempt_id bigint, p_token bigint, p_operation text) RETURNS boolean
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$ select pgflight._record_stale(p_attempt_id, p_token, coalesce(p_operation, 'unknown')) $$;
+
+ALTER FUNCTION pgflight.record_stale_write(p_attempt_id bigint, p_token bigint, p_operation text) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION record_stale_write(p_attempt_id bigint, p_token bigint, p_operation text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.record_stale_write(p_attempt_id bigint, p_token bigint, p_operation text) IS 'Log a refused (stale) worker write as a stale_result_rejected event; true when logged.';
+
+-- Name: record_trace(bigint, bigint, bigint, integer, text, text, jsonb, jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.record_trace(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_role text, p_block_type text, p_content jsonb, p_options jsonb DEFAULT '{}'::jsonb) RETURNS TABLE(trace_id bigint, seq integer, created boolean)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+declare
+  v_now timestamptz := pgflight._now();
+  v_run pgflight.agent_runs;
+  v_seq integer;
+  v_id bigint;
+begin
+  v_run := pgflight._agent_fence(p_attempt_id, p_token, p_agent_run_id, 'record_trace');
+  v_seq := pgflight._opt_num(p_options, 'seq', null)::integer;
+  if v_seq is null then
+    select greatest(coalesce(max(t.seq) + 1, 2000), 2000) into v_seq from pgflight.traces t
+     where t.agent_run_id = v_run.id and t.iteration = p_iteration and t.seq >= 2000;
+  end if;
+  begin
+    insert into pgflight.traces (agent_run_id, iteration, seq, role, block_type, tool_use_id, tool_name, content,
+                                 status, tokens, attempt_id, created_at, updated_at)
+    values (v_run.id, p_iteration, v_seq, p_role, p_block_type, pgflight._opt_text(p_options, 'tool_use_id', null),
+            pgflight._opt_text(p_options, 'tool_name', null), p_content,
+            pgflight._opt_text(p_options, 'status', 'completed'),
+            coalesce(pgflight._opt_num(p_options, 'tokens', null)::integer, ceil(length(coalesce(p_content::text, '')) / 4.0)::integer),
+            p_attempt_id, v_now, v_now)
+    on conflict on constraint block_is_unique do nothing
+    returning id into v_id;
+  exception when check_violation or not_null_violation then
+    raise exception using errcode = '22023', message = 'malformed trace block', detail = sqlerrm,
+      hint = 'role: user|assistant|system; block_type: thinking|text|tool_use|tool_result|api_error; '
+             'status: completed|in_flight|interrupted; tool blocks need tool_use_id.';
+  end;
+  if v_id is null then
+    return query select t.id, t.seq, false from pgflight.traces t
+     where t.agent_run_id = v_run.id and t.iteration = p_iteration and t.seq = v_seq;
+    return;
+  end if;
+  return query select v_id, v_seq, true;
+end
+$$;
+
+ALTER FUNCTION pgflight.record_trace(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_role text, p_block_type text, p_content jsonb, p_options jsonb) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION record_trace(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_role text, p_block_type text, p_content jsonb, p_options jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.record_trace(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_role text, p_block_type text, p_content jsonb, p_options jsonb) IS 'Store one trace block (e.g. a transient API error); idempotent by seq. Errors: ZF001, ZF002, ZF003, 22023.';
+
+-- Name: register_worker(text, jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.register_worker(p_name text, p_options jsonb DEFAULT '{}'::jsonb) RETURNS bigint
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+declare
+  v_id bigint;
+begin
+  if p_name is null or btrim(p_name) = '' then
+    raise exception using errcode = '22023', message = 'worker name is required',
+      hint = 'Pass something that identifies the process, e.g. host:pid.';
+  end if;
+  insert into pgflight.workers (name, hostname, pid, recipes, options, started_at, last_seen_at)
+  values (p_name, pgflight._opt_text(p_options, 'hostname', null),
+          pgflight._opt_num(p_options, 'pid', null)::integer,
+          case when jsonb_typeof(p_options -> 'recipes') = 'array'
+               then array(select jsonb_array_elements_text(p_options -> 'recipes')) end,
+          coalesce(p_options, '{}'), pgflight._now(), pgflight._now())
+  returning id into v_id;
+  return v_id;
+end
+$$;
+
+ALTER FUNCTION pgflight.register_worker(p_name text, p_options jsonb) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION register_worker(p_name text, p_options jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.register_worker(p_name text, p_options jsonb) IS 'Register a worker process; returns its id. options: hostname, pid, recipes. Errors: 22023.';
+
+-- Name: release_step(bigint, bigint, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.release_step(p_attempt_id bigint, p_token bigint, p_reason text DEFAULT 'released'::text) RETURNS TABLE(attempt_id bigint, status text)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+declare
+  v_row pgflight.step_attempts;
+  v_now timestamptz := pgflight._now();
+begin
+  v_row := pgflight._lock_held(p_attempt_id, p_token, 'release_step', true);
+  if v_row.status = 'cancel_requested' then
+    update pgflight.step_attempts set status = 'cancelled', finished_at = v_now where id = p_attempt_id;
+    perform pgflight._event(v_row.run_id, v_row.step_id, p_attempt_id, 'cancel_requested', 'cancelled',
+                            v_row.worker_id, 'cancelled', null, jsonb_build_object('note', p_reason));
+    perform pgflight._step_finished(v_row.step_id, 'cancelled');
+    return query select p_attempt_id, 'cancelled'::text;
+    return;
+  end if;
+  update pgflight.step_attempts set status = 'queued', available_after = v_now where id = p_attempt_id;
+  perform pgflight._event(v_row.run_id, v_row.step_id, p_attempt_id, v_row.status, 'queued',
+                          v_row.worker_id, 'released', null,
+                          case when p_reason is null then null else jsonb_build_object('note', p_reason) end);
+  perform pgflight._notify_ready();
+  return query select p_attempt_id, 'queued'::text;
+end
+$$;
+
+ALTER FUNCTION pgflight.release_step(p_attempt_id bigint, p_token bigint, p_reason text) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION release_step(p_attempt_id bigint, p_token bigint, p_reason text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.release_step(p_attempt_id bigint, p_token bigint, p_reason text) IS 'Return a held attempt to queued (no attempt spent), or acknowledge a cancel. Errors: ZF001, ZF003.';
+
+-- Name: replay_from(bigint, text, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.replay_from(p_step_id bigint, p_actor text DEFAULT NULL::text, p_note text DEFAULT NULL::text) RETURNS bigint
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+begin
+  if not exists (select from pgflight.steps s where s.id = p_step_id) then
+    raise exception using errcode = 'ZF003', message = format('unknown step %s', p_step_id);
+  end if;
+  return pgflight._reopen_step(p_step_id, coalesce(p_actor, session_user::text), 'replayed', p_note);
+end
+$$;
+
+ALTER FUNCTION pgflight.replay_from(p_step_id bigint, p_actor text, p_note text) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION replay_from(p_step_id bigint, p_actor text, p_note text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.replay_from(p_step_id bigint, p_actor text, p_note text) IS 'Run a terminal step again and then its ancestors; returns the attempt id. Errors: ZF003, ZF006.';
+
+-- Name: request_approval(bigint, bigint, text, jsonb, jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.request_approval(p_attempt_id bigint, p_token bigint, p_gate_key text, p_request jsonb DEFAULT NULL::jsonb, p_options jsonb DEFAULT '{}'::jsonb) RETURNS TABLE(decision text, actor text, note text, waiting boolean)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+declare
+  v_now timestamptz := pgflight._now();
+  v_att pgflight.step_attempts;
+  v_gate record;
+  v_default text := coalesce(pgflight._opt_text(p_options, 'default_decision', null), 'reject');
+  v_expires double precision := pgflight._opt_num(p_options, 'expires_in_s', null);
+begin
+  if p_gate_key is null or btrim(p_gate_key) = '' then
+    raise exception using errcode = '22023', message = 'gate key is required';
+  end if;
+  if v_default not in ('approve', 'reject') then
+    raise exception using errcode = '22023', message = 'default_decision must be approve or reject',
+      detail = format('got %L', v_default);
+  end if;
+  if v_expires is not null then perform pgflight._require_positive('expires_in_s', v_expires); end if;
+  v_att := pgflight._lock_held(p_attempt_id, p_token, 'request_approval');
+
+  insert into pgflight.approvals as g (step_id, gate_key, request, default_decision, requested_at, expires_at)
+  values (v_att.step_id, p_gate_key, p_request, v_default, v_now, v_now + make_interval(secs => v_expires))
+  on conflict (step_id, gate_key) do update
+     set request = coalesce(g.request, excluded.request),
+         requested_at = coalesce(g.requested_at, excluded.requested_at),
+         expires_at = coalesce(g.expires_at, excluded.expires_at),
+         default_decision = case when g.requested_at is null then excluded.default_decision else g.default_decision end
+  returning g.* into v_gate;
+
+  if v_gate.decision is not null then
+    return query select v_gate.decision, v_gate.actor, v_gate.note, false;
+    return;
+  end if;
+  update pgflight.step_attempts set status = 'awaiting_approval' where id = p_attempt_id;
+  perform pgflight._event(v_att.run_id, v_att.step_id, p_attempt_id, v_att.status, 'awaiting_approval',
+                          v_att.worker_id, 'approval_requested', null,
+                          jsonb_build_object('gate_key', p_gate_key, 'expires_at', v_gate.expires_at));
+  return query select null::text, null::text, null::text, true;
+end
+$$;
+
+ALTER FUNCTION pgflight.request_approval(p_attempt_id bigint, p_token bigint, p_gate_key text, p_request jsonb, p_options jsonb) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION request_approval(p_attempt_id bigint, p_token bigint, p_gate_key text, p_request jsonb, p_options jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.request_approval(p_attempt_id bigint, p_token bigint, p_gate_key text, p_request jsonb, p_options jsonb) IS 'Ask for a decision at a gate: returns it at once if known, else parks the attempt in awaiting_approval (waiting = true). Errors: ZF001, ZF002, ZF003, 22023.';
+
+-- Name: reserve_budget(bigint, bigint, bigint, integer, numeric); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.reserve_budget(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_est_usd numeric) RETURNS TABLE(agent_run_id bigint, iteration integer, reserved_usd numeric, budget_ids bigint[])
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+declare
+  v_now timestamptz := pgflight._now();
+  v_run pgflight.agent_runs;
+  v_refusal jsonb;
+begin
+  if p_est_usd is null or p_est_usd < 0 or p_iteration is null or p_iteration < 1 then
+    raise exception using errcode = '22023', message = 'iteration must be >= 1 and est_usd >= 0',
+      detail = format('iteration %s, est_usd %s', p_iteration, p_est_usd);
+  end if;
+  v_run := pgflight._agent_fence(p_attempt_id, p_token, p_agent_run_id, 'reserve_budget');
+  if v_run.reserved_attempt_id = p_attempt_id and v_run.reserved_iteration = p_iteration then
+    return query select v_run.id, p_iteration, v_run.reserved_usd, v_run.reserved_budget_ids;
+    return;
+  end if;
+  v_refusal := pgflight._reserve(v_run, p_attempt_id, p_iteration, p_est_usd, v_now);
+  if v_refusal is not null then
+    perform pgflight._raise_budget_exceeded(v_refusal);
+  end if;
+  return query select r.id, p_iteration, r.reserved_usd, r.reserved_budget_ids
+                 from pgflight.agent_runs r where r.id = v_run.id;
+end
+$$;
+
+ALTER FUNCTION pgflight.reserve_budget(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_est_usd numeric) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION reserve_budget(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_est_usd numeric); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.reserve_budget(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_est_usd numeric) IS 'Admission before a model call: check caps and reserve est USD atomically. Errors: ZF007, ZF001, ZF002, ZF003, 22023.';
+
+-- Name: resume_recipe(text, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.resume_recipe(p_name text, p_note text DEFAULT NULL::text) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_changed boolean;
+begin
+  if p_name is null or btrim(p_name) = '' or length(p_name) > 200 then
+    raise exception using errcode = '22023', message = 'recipe is required',
+      hint = 'Pass a recipe name of at most 200 characters.';
+  end if;
+  if length(p_note) > 1000 then
+    raise exception using errcode = '22023', message = 'note is too long',
+      detail = format('%s characters; at most 1000', length(p_note));
+  end if;
+  update pgflight.recipe_limits l set paused_at = null, paused_by = null, updated_at = pgflight._now()
+   where l.recipe = p_name and l.paused_at is not null;
+  v_changed := found;
+  if v_changed then
+    perform pgflight._event(null, null, null, null, null, null, 'recipe_resumed', session_user::text,
+                            jsonb_build_object('recipe', p_name, 'note', p_note));
+    perform pgflight._notify_ready();
+  end if;
+  delete from pgflight.recipe_limits l where l.recipe = p_name and l.starts_per_s is null and l.paused_at is null;
+  return v_changed;
+end
+$$;
+
+ALTER FUNCTION pgflight.resume_recipe(p_name text, p_note text) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION resume_recipe(p_name text, p_note text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.resume_recipe(p_name text, p_note text) IS 'Resume a recipe''s claims (leased work finishes); logged with the login and note. Errors: 22023.';
+
+-- Name: resume_workspace(text, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.resume_workspace(p_name text, p_note text DEFAULT NULL::text) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_ws bigint := pgflight._workspace_id(p_name);
+  v_changed boolean;
+begin
+  if length(p_note) > 1000 then
+    raise exception using errcode = '22023', message = 'note is too long',
+      detail = format('%s characters; at most 1000', length(p_note));
+  end if;
+  update pgflight.workspace_limits l set paused_at = null, paused_by = null, updated_at = pgflight._now()
+   where l.workspace_id = v_ws and l.paused_at is not null;
+  v_changed := found;
+  if v_changed then
+    perform pgflight._event(null, null, null, null, null, null, 'workspace_resumed', session_user::text,
+                            jsonb_build_object('workspace', p_name, 'note', p_note));
+    perform pgflight._notify_ready();
+  end if;
+  return v_changed;
+end
+$$;
+
+ALTER FUNCTION pgflight.resume_workspace(p_name text, p_note text) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION resume_workspace(p_name text, p_note text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.resume_workspace(p_name text, p_note text) IS 'Resume a workspace''s claims (leased work finishes); logged with the login and note. Errors: 22023, ZF003.';
+
+-- Name: retry_step(bigint, text, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.retry_step(p_step_id bigint, p_actor text DEFAULT NULL::text, p_note text DEFAULT NULL::text) RETURNS bigint
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+declare
+  v_status text;
+begin
+  select a.status into v_status from pgflight.steps s
+    join pgflight.step_attempts a on a.step_id = s.id and a.attempt_no = s.last_attempt_no
+   where s.id = p_step_id;
+  if not found then
+    raise exception using errcode = 'ZF003', message = format('unknown step %s', p_step_id);
+  end if;
+  if v_status <> 'dead_letter' then
+    raise exception using errcode = 'ZF006', message = format('step %s is %s, not dead_letter', p_step_id, v_status),
+      hint = 'retry_step is for dead letters; use replay_from to run a finished step again.';
+  end if;
+  return pgflight._reopen_step(p_step_id, coalesce(p_actor, session_user::text), 'retried', p_note);
+end
+$$;
+
+ALTER FUNCTION pgflight.retry_step(p_step_id bigint, p_actor text, p_note text) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION retry_step(p_step_id bigint, p_actor text, p_note text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.retry_step(p_step_id bigint, p_actor text, p_note text) IS 'Fresh attempt for a dead-lettered step; returns the attempt id. Errors: ZF003, ZF006.';
+
+-- Name: run_audit(bigint); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.run_audit(p_run_id bigint) RETURNS TABLE(run_id bigint, status text, steps bigint, attempts bigint, retries bigint, reclaimed_attempts bigint, stale_writes_rejected bigint, dead_letters bigint, model_calls bigint, input_tokens bigint, output_tokens bigint, tokens bigint, usd numeric, wall_time_s double precision, steps_succeeded bigint, steps_unfinished bigint, steps_succeeded_twice bigint)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+begin
+  return query
+  with per_step as (
+    -- one row per step: its attempts by outcome and the status of its latest attempt
+    select s.id,
+           count(a.id) as attempts,
+           count(a.id) filter (where a.attempt_no > 1) as retries,
+           count(a.id) filter (where a.status = 'lease_expired') as reclaimed,
+           count(a.id) filter (where a.status = 'succeeded') as succeeded,
+           max(a.status) filter (where a.attempt_no = s.last_attempt_no) as latest
+      from pgflight.steps s
+      join pgflight.step_attempts a on a.step_id = s.id
+     where s.run_id = p_run_id
+     group by s.id
+  ), spend as (
+    -- costs has its own run index: summed apart so the join above does not repeat its rows
+    select count(*) as calls, coalesce(sum(c.input_tokens), 0) as input_tokens,
+           coalesce(sum(c.output_tokens), 0) as output_tokens,
+           coalesce(sum(c.input_tokens + c.output_tokens + c.cache_creation_tokens + c.cache_read_tokens), 0)
+             as tokens,
+           coalesce(sum(c.usd), 0) as usd
+      from pgflight.costs c where c.run_id = p_run_id
+  )
+  select r.id, r.status,
+         (select count(*) from per_step),
+         (select coalesce(sum(p.attempts), 0)::bigint from per_step p),
+         (select coalesce(sum(p.retries), 0)::bigint from per_step p),
+         (select coalesce(sum(p.reclaimed), 0)::bigint from per_step p),
+         (select count(*) from pgflight.events e
+           where e.run_id = r.id and e.reason = 'stale_result_rejected'),
+         (select count(*) from per_step p where p.latest = 'dead_letter'),
+         sp.calls, sp.input_tokens::bigint, sp.output_tokens::bigint, sp.tokens::bigint, sp.usd,
+         extract(epoch from coalesce(r.finished_at, pgflight._now()) - r.created_at)::double precision,
+         (select count(*) from per_step p where p.latest = 'succeeded'),
+         (select count(*) from per_step p
+           where p.latest not in ('succeeded', 'dead_letter', 'cancelled')),
+         (select count(*) from per_step p where p.succeeded > 1)
+    from pgflight.runs r, spend sp
+   where r.id = p_run_id;
+  if not found then
+    raise exception using errcode = 'ZF003', message = format('unknown run %s', p_run_id),
+      hint = 'List runs with pgflight runs.';
+  end if;
+end
+$$;
+
+ALTER FUNCTION pgflight.run_audit(p_run_id bigint) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION run_audit(p_run_id bigint); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.run_audit(p_run_id bigint) IS 'Audit of a run from the tables: steps, attempts, retries, reclaimed attempts, stale writes rejected, dead letters, model calls, tokens, USD, wall time (s), and the succeeded / unfinished / succeeded-twice step counts. Errors: ZF003 unknown run.';
+
+-- Name: run_status(bigint); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.run_status(p_run_id bigint) RETURNS TABLE(run_id bigint, workspace text, recipe text, status text, created_at timestamp with time zone, finished_at timestamp with time zone, steps_total bigint, steps_queued bigint, steps_running bigint, steps_waiting bigint, steps_succeeded bigint, steps_dead_letter bigint, steps_cancelled bigint, attempts_total bigint, result jsonb, error jsonb)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+begin
+  return query
+  select r.id, w.name, r.recipe, r.status, r.created_at, r.finished_at,
+         count(s.id),
+         count(s.id) filter (where a.status = 'queued'),
+         count(s.id) filter (where a.status in ('claimed', 'running', 'cancel_requested')),
+         count(s.id) filter (where a.status in ('awaiting_children', 'awaiting_approval')),
+         count(s.id) filter (where a.status = 'succeeded'),
+         count(s.id) filter (where a.status = 'dead_letter'),
+         count(s.id) filter (where a.status = 'cancelled'),
+         coalesce(sum(s.last_attempt_no), 0)::bigint,
+         (select ra.result from pgflight.step_attempts ra join pgflight.steps rs on rs.id = ra.step_id
+           where rs.id = r.root_step_id and ra.attempt_no = rs.last_attempt_no),
+         (select ra.error from pgflight.step_attempts ra join pgflight.steps rs on rs.id = ra.step_id
+           where rs.id = r.root_step_id and ra.attempt_no = rs.last_attempt_no)
+    from pgflight.runs r
+    join pgflight.workspaces w on w.id = r.workspace_id
+    left join pgflight.steps s on s.run_id = r.id
+    left join pgflight.step_attempts a on a.step_id = s.id and a.attempt_no = s.last_attempt_no
+   where r.id = p_run_id
+   group by r.id, w.name;
+  if not found then
+    raise exception using errcode = 'ZF003', message = format('unknown run %s', p_run_id);
+  end if;
+end
+$$;
+
+ALTER FUNCTION pgflight.run_status(p_run_id bigint) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION run_status(p_run_id bigint); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.run_status(p_run_id bigint) IS 'A run''s status, step counts by status, attempts, and the root result. Errors: ZF003 unknown run.';
+
+-- Name: run_sweeps(); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.run_sweeps() RETURNS TABLE(sweep text, affected integer)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+begin
+  return query select 'reclaim_expired'::text, pgflight.reclaim_expired(1000);
+  return query select 'wake_parents'::text, pgflight.wake_parents(1000);
+  return query select 'expire_approvals'::text, pgflight.expire_approvals(1000);
+  return query select 'enforce_budgets'::text, pgflight.enforce_budgets(1000);
+  return query select 'fire_schedules'::text, pgflight.fire_schedules(1000);
+  return query select 'wake_parked_keys'::text, pgflight.wake_parked_keys(1000);
+end
+$$;
+
+ALTER FUNCTION pgflight.run_sweeps() OWNER TO pgflight_owner;
+
+-- Name: FUNCTION run_sweeps(); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.run_sweeps() IS 'Run every sweep once; returns rows affected per sweep.';
+
+-- Name: schedule_run(text, text, text, text, jsonb, jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.schedule_run(p_workspace text, p_name text, p_cron text, p_recipe text, p_input jsonb DEFAULT '{}'::jsonb, p_options jsonb DEFAULT '{}'::jsonb) RETURNS TABLE(schedule_id bigint, next_fire_at timestamp with time zone)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_ws bigint := pgflight._workspace_id(p_workspace);
+  v_now timestamptz := pgflight._now();
+  v_tz text;
+  v_overlap text;
+  v_run_options jsonb;
+  v_cron record;
+  v_next timestamptz;
+  v_id bigint;
+begin
+  perform pgflight._require_known_keys(coalesce(p_options, '{}'), array['time_zone', 'overlap', 'run_options']);
+  if p_name is null or btrim(p_name) = '' or length(p_name) > 200 then
+    raise exception using errcode = '22023', message = 'schedule name is required',
+      hint = 'Pass a non-blank name of at most 200 characters; the same name replaces the schedule.';
+  end if;
+  v_tz := coalesce(pgflight._opt_text(p_options, 'time_zone', null), 'UTC');
+  begin
+    perform v_now at time zone v_tz;
+  exception when others then
+    raise exception using errcode = '22023', message = format('unknown time zone %L', v_tz),
+      hint = 'Pass an IANA zone name such as Europe/Paris or America/New_York.';
+  end;
+  v_overlap := coalesce(pgflight._opt_text(p_options, 'overlap', null), 'skip');
+  if v_overlap not in ('skip', 'queue_one', 'allow') then
+    raise exception using errcode = '22023', message = format('unknown overlap policy %L', v_overlap),
+      hint = 'overlap is skip, queue_one or allow.';
+  end if;
+  v_run_options := coalesce(p_options -> 'run_options', '{}');
+  if jsonb_typeof(v_run_options) <> 'object' or v_run_options ?| array['idempotency_key', 'submitted_by', 'not_before'] then
+    raise exception using errcode = '22023', message = 'run_options must be an object of submit_run options',
+      detail = format('got %s', v_run_options),
+      hint = 'idempotency_key, submitted_by and not_before are set by the schedule.';
+  end if;
+  select * into v_cron from pgflight._cron_parse(p_cron);
+  v_next := pgflight._cron_next(v_cron.seconds, v_cron.minutes, v_cron.hours, v_cron.days, v_cron.months,
+                                v_cron.weekdays, v_cron.any_day, v_cron.any_weekday, v_tz, v_now);
+  if v_next is null then
+    raise exception using errcode = '22023', message = format('cron expression %L never fires', p_cron),
+      hint = 'Check the day and month fields (e.g. 30 February does not exist).';
+  end if;
+  -- a dry run of the submit each firing will make, rolled back: the sweep never meets a refusal
+  begin
+    perform pgflight.submit_run(p_workspace, p_recipe, coalesce(p_input, '{}'), v_run_options);
+    raise exception using errcode = 'ZF999';
+  exception when sqlstate 'ZF999' then
+    null;
+  end;
+
+  insert into pgflight.schedules as s (workspace_id, name, cron, time_zone, recipe, input, run_options, overlap,
+                                       seconds, minutes, hours, days, months, weekdays, any_day, any_weekday,
+                                       next_fire_at, created_by)
+  values (v_ws, p_name, p_cron, v_tz, p_recipe, coalesce(p_input, '{}'), v_run_options, v_overlap,
+          v_cron.seconds, v_cron.minutes, v_cron.hours, v_cron.days, v_cron.months, v_cron.weekdays,
+          v_cron.any_day, v_cron.any_weekday, v_next, session_user::text)
+  on conflict on constraint schedule_name_is_unique_per_workspace do update
+     set cron = excluded.cron, time_zone = excluded.time_zone, recipe = excluded.recipe, input = excluded.input,
+         run_options = excluded.run_options, overlap = excluded.overlap, seconds = excluded.seconds,
+         minutes = excluded.minutes, hours = excluded.hours, days = excluded.days, months = excluded.months,
+         weekdays = excluded.weekdays, any_day = excluded.any_day, any_weekday = excluded.any_weekday,
+         next_fire_at = excluded.next_fire_at, pending_fire_at = null, updated_at = v_now
+  returning s.id into v_id;
+  return query select v_id, v_next;
+end
+$$;
+
+ALTER FUNCTION pgflight.schedule_run(p_workspace text, p_name text, p_cron text, p_recipe text, p_input jsonb, p_options jsonb) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION schedule_run(p_workspace text, p_name text, p_cron text, p_recipe text, p_input jsonb, p_options jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.schedule_run(p_workspace text, p_name text, p_cron text, p_recipe text, p_input jsonb, p_options jsonb) IS 'Create or replace a recurring run (cron, recipe, input; options time_zone, overlap, run_options). Returns (schedule_id, next_fire_at). Errors: 22023, ZF003.';
+
+-- Name: set_global_limits(jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.set_global_limits(p_options jsonb) RETURNS TABLE(max_in_flight integer)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+  perform pgflight._require_known_keys(p_options, array['max_in_flight']);
+  if p_options ? 'max_in_flight' then
+    update pgflight.settings s set max_in_flight = pgflight._limit_option(p_options, 'max_in_flight', 0, 1e6, true)::integer;
+  end if;
+  return query select s.max_in_flight from pgflight.settings s;
+end
+$$;
+
+ALTER FUNCTION pgflight.set_global_limits(p_options jsonb) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION set_global_limits(p_options jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.set_global_limits(p_options jsonb) IS 'Set the global max_in_flight (null removes). Errors: 22023.';
+
+-- Name: set_recipe_limits(text, jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.set_recipe_limits(p_recipe text, p_options jsonb) RETURNS TABLE(recipe text, starts_per_s double precision, burst double precision, paused_at timestamp with time zone, paused_by text)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_rate double precision;
+  v_burst double precision;
+begin
+  perform pgflight._require_known_keys(p_options, array['starts_per_s', 'burst']);
+  if p_recipe is null or btrim(p_recipe) = '' or length(p_recipe) > 200 then
+    raise exception using errcode = '22023', message = 'recipe is required',
+      hint = 'Pass a recipe name of at most 200 characters.';
+  end if;
+  v_rate := pgflight._limit_option(p_options, 'starts_per_s', 1e-6, 1e6, false);
+  v_burst := coalesce(pgflight._limit_option(p_options, 'burst', 1, 1e6, false), greatest(1, v_rate));
+  insert into pgflight.recipe_limits as l (recipe, starts_per_s, burst)
+  values (p_recipe, v_rate, case when v_rate is not null then v_burst end)
+  on conflict on constraint recipe_limits_pkey do update
+     set starts_per_s = excluded.starts_per_s, burst = excluded.burst, tokens = null, refilled_at = null,
+         updated_at = pgflight._now();
+  -- a row with no limit and no pause is removed: the claim then skips the recipe checks entirely
+  delete from pgflight.recipe_limits l where l.recipe = p_recipe and l.starts_per_s is null and l.paused_at is null;
+  return query
+    select p_recipe, l.starts_per_s, l.burst, l.paused_at, l.paused_by
+      from (select 1) one left join pgflight.recipe_limits l on l.recipe = p_recipe;
+end
+$$;
+
+ALTER FUNCTION pgflight.set_recipe_limits(p_recipe text, p_options jsonb) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION set_recipe_limits(p_recipe text, p_options jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.set_recipe_limits(p_recipe text, p_options jsonb) IS 'Set (or with starts_per_s null, remove) a recipe''s claim rate starts_per_s/burst. Errors: 22023.';
+
+-- Name: set_workspace_limits(text, jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.set_workspace_limits(p_workspace text, p_options jsonb) RETURNS TABLE(workspace text, max_in_flight integer, share integer, starts_per_s double precision, burst double precision, model_tokens_per_min bigint, paused_at timestamp with time zone, paused_by text)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_ws bigint := pgflight._workspace_id(p_workspace);
+  v_old pgflight.workspace_limits;
+  v_rate double precision;
+begin
+  perform pgflight._require_known_keys(p_options, array['max_in_flight', 'share', 'starts_per_s', 'burst', 'model_tokens_per_min']);
+  insert into pgflight.workspace_limits (workspace_id) values (v_ws) on conflict do nothing;
+  select * into v_old from pgflight.workspace_limits l where l.workspace_id = v_ws for update;
+  v_rate := case when p_options ? 'starts_per_s' then pgflight._limit_option(p_options, 'starts_per_s', 1e-6, 1e6, false)
+                 else v_old.starts_per_s end;
+  update pgflight.workspace_limits l
+     set max_in_flight = case when p_options ? 'max_in_flight'
+                              then pgflight._limit_option(p_options, 'max_in_flight', 0, 1e6, true)::integer
+                              else l.max_in_flight end,
+         share = case when p_options ? 'share'
+                      then coalesce(pgflight._limit_option(p_options, 'share', 1, 1000, true)::integer, 1)
+                      else l.share end,
+         starts_per_s = v_rate,
+         burst = case when v_rate is null then null
+                      when p_options ? 'burst' then coalesce(pgflight._limit_option(p_options, 'burst', 1, 1e6, false), greatest(1, v_rate))
+                      else coalesce(l.burst, greatest(1, v_rate)) end,
+         -- a changed rate starts with a full bucket
+         tokens = case when v_rate is distinct from l.starts_per_s then null else l.tokens end,
+         model_tokens_per_min = case when p_options ? 'model_tokens_per_min'
+                                     then pgflight._limit_option(p_options, 'model_tokens_per_min', 1, 1e15, true)::bigint
+                                     else l.model_tokens_per_min end,
+         updated_at = pgflight._now()
+   where l.workspace_id = v_ws;
+  return query
+    select p_workspace, l.max_in_flight, l.share, l.starts_per_s, l.burst, l.model_tokens_per_min, l.paused_at, l.paused_by
+      from pgflight.workspace_limits l where l.workspace_id = v_ws;
+end
+$$;
+
+ALTER FUNCTION pgflight.set_workspace_limits(p_workspace text, p_options jsonb) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION set_workspace_limits(p_workspace text, p_options jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.set_workspace_limits(p_workspace text, p_options jsonb) IS 'Set a workspace''s max_in_flight, share, starts_per_s/burst, model_tokens_per_min (null removes). Errors: 22023, ZF003.';
+
+-- Name: spawn_children(bigint, bigint, jsonb, jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.spawn_children(p_attempt_id bigint, p_token bigint, p_children jsonb, p_options jsonb DEFAULT '{}'::jsonb) RETURNS TABLE(children_total integer, created integer, parked boolean)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+declare
+  v_now timestamptz := pgflight._now();
+  v_att pgflight.step_attempts;
+  v_parent record;
+  v_created integer;
+  v_total integer;
+  v_bad record;
+  v_max_bytes bigint;
+begin
+  if p_children is null or jsonb_typeof(p_children) <> 'array' then
+    raise exception using errcode = '22023', message = 'children must be a JSON array',
+      hint = 'e.g. [{"key": "doc-1", "recipe": "review", "input": {...}}]';
+  end if;
+  v_att := pgflight._lock_held(p_attempt_id, p_token, 'spawn_children');
+  select s.max_input_bytes into v_max_bytes from pgflight.settings s;
+  select e.ord, e.value into v_bad
+    from jsonb_array_elements(p_children) with ordinality as e(value, ord)
+   where jsonb_typeof(e.value) <> 'object'
+      or jsonb_typeof(e.value -> 'key') is distinct from 'string' or btrim(e.value ->> 'key') = ''
+      or jsonb_typeof(e.value -> 'recipe') is distinct from 'string' or btrim(e.value ->> 'recipe') = ''
+      or (e.value ? 'options' and jsonb_typeof(e.value -> 'options') <> 'object')
+      or pgflight._bad_child_options(e.value -> 'options')
+      or pgflight._bad_child_flow(e.value -> 'options')
+      or octet_length(coalesce(e.value -> 'input', '{}')::text) > v_max_bytes
+   limit 1;
+  if found then
+    if octet_length(coalesce(v_bad.value -> 'input', '{}')::text) > v_max_bytes then
+      raise exception using errcode = 'ZF005', message = format('child %s: input too large', v_bad.ord),
+        detail = format('the cap is %s bytes', v_max_bytes);
+    end if;
+    raise exception using errcode = '22023', message = format('child %s is malformed', v_bad.ord),
+      detail = left(v_bad.value::text, 200),
+      hint = 'Each child needs a non-blank string key and recipe; options must be an object whose '
+             'priority is an integer, max_attempts a positive integer, lease_s and max_runtime_s '
+             'positive numbers, backoff an object, concurrency_key a string of at most 200 characters '
+             'with concurrency_limit a whole number from 1.';
+  end if;
+
+  select s.* into v_parent from pgflight.steps s where s.id = v_att.step_id for update;
+
+  with wanted as (
+    select e.value ->> 'key' as step_key, e.value ->> 'recipe' as recipe,
+           coalesce(e.value -> 'input', '{}') as input, coalesce(e.value -> 'options', '{}') as o
+      from jsonb_array_elements(p_children) as e(value)
+  ), inserted as (
+    insert into pgflight.steps (run_id, parent_id, depth, step_key, recipe, input, priority, max_attempts,
+                                backoff, lease_s, max_runtime_s, created_at, concurrency_key, concurrency_limit)
+    select v_parent.run_id, v_parent.id, v_parent.depth + 1, w.step_key, w.recipe, w.input,
+           coalesce((w.o ->> 'priority')::integer, v_parent.priority),
+           coalesce((w.o ->> 'max_attempts')::integer, v_parent.max_attempts),
+           coalesce(w.o -> 'backoff', v_parent.backoff),
+           coalesce((w.o ->> 'lease_s')::double precision, v_parent.lease_s),
+           coalesce((w.o ->> 'max_runtime_s')::double precision, v_parent.max_runtime_s),
+           v_now,
+           -- a child's concurrency key is its own, never inherited: a parent holding a slot of a
+           -- key its children also need would wait on them forever
+           w.o ->> 'concurrency_key',
+           case when w.o ->> 'concurrency_key' is not null then coalesce((w.o ->> 'concurrency_limit')::integer, 1) end
+      from wanted w
+    on conflict (parent_id, step_key) where parent_id is not null do nothing
+    returning id, run_id, recipe, priority, concurrency_key, concurrency_limit
+  ), attempts as (
+    insert into pgflight.step_attempts (step_id, run_id, attempt_no, recipe, priority, status, available_after, created_at,
+                                        workspace_id, concurrency_key, concurrency_limit)
+    select i.id, i.run_id, 1, i.recipe, i.priority, 'queued', v_now, v_now,
+           v_att.workspace_id, i.concurrency_key, i.concurrency_limit
+      from inserted i
+    returning id, step_id, run_id
+  ), logged as (
+    insert into pgflight.events (at, run_id, step_id, attempt_id, from_status, to_status, reason, detail)
+    select v_now, a.run_id, a.step_id, a.id, null, 'queued', 'queued', jsonb_build_object('parent_step_id', v_parent.id)
+      from attempts a
+  )
+  select count(*)::integer into v_created from attempts;
+
+  v_total := jsonb_array_length(p_children);
+  if v_parent.children_pending + v_created > 0 then
+    update pgflight.steps
+       set children_pending = children_pending + v_created,
+           fail_fast = coalesce((p_options ->> 'fail_fast')::boolean, fail_fast)
+     where id = v_parent.id;
+    update pgflight.step_attempts set status = 'awaiting_children' where id = p_attempt_id;
+    perform pgflight._event(v_att.run_id, v_att.step_id, p_attempt_id, v_att.status, 'awaiting_children',
+                            v_att.worker_id, 'children_spawned', null,
+                            jsonb_build_object('created', v_created, 'named', v_total,
+                                               'pending', v_parent.children_pending + v_created));
+    if v_created > 0 then
+      perform pgflight._notify_ready();
+    end if;
+    return query select v_total, v_created, true;
+    return;
+  end if;
+  return query select v_total, v_created, false;
+end
+$$;
+
+ALTER FUNCTION pgflight.spawn_children(p_attempt_id bigint, p_token bigint, p_children jsonb, p_options jsonb) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION spawn_children(p_attempt_id bigint, p_token bigint, p_children jsonb, p_options jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.spawn_children(p_attempt_id bigint, p_token bigint, p_children jsonb, p_options jsonb) IS 'Fan-out: create child steps (idempotent by key) and park the parent in awaiting_children. Returns (children_total, created, parked). Errors: ZF001, ZF002, ZF003, ZF005, 22023.';
+
+-- Name: start_step(bigint, bigint); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.start_step(p_attempt_id bigint, p_token bigint) RETURNS TABLE(attempt_id bigint, started_at timestamp with time zone, lease_expires_at timestamp with time zone)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+declare
+  v_now timestamptz := pgflight._now();
+  v_row record;
+begin
+  update pgflight.step_attempts a
+     set status = 'running', started_at = v_now
+   where a.id = p_attempt_id and a.fencing_token = p_token and a.status = 'claimed'
+  returning a.id, a.run_id, a.step_id, a.worker_id, a.started_at, a.lease_expires_at into v_row;
+  if found then
+    perform pgflight._event(v_row.run_id, v_row.step_id, v_row.id, 'claimed', 'running', v_row.worker_id, 'started');
+    return query select v_row.id, v_row.started_at, v_row.lease_expires_at;
+    return;
+  end if;
+  return query select a.id, a.started_at, a.lease_expires_at from pgflight.step_attempts a
+    where a.id = p_attempt_id and a.fencing_token = p_token and a.status = 'running';
+  if not found then
+    perform pgflight._reject_write(p_attempt_id, p_token, 'start_step');
+  end if;
+end
+$$;
+
+ALTER FUNCTION pgflight.start_step(p_attempt_id bigint, p_token bigint) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION start_step(p_attempt_id bigint, p_token bigint); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.start_step(p_attempt_id bigint, p_token bigint) IS 'claimed -> running. Errors: ZF001 lease lost, ZF002 cancelled, ZF003 unknown attempt.';
+
+-- Name: submit_run(text, text, jsonb, jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.submit_run(p_workspace text, p_recipe text, p_input jsonb, p_options jsonb DEFAULT '{}'::jsonb) RETURNS TABLE(run_id bigint, step_id bigint, attempt_id bigint, created boolean)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+declare
+  v_now timestamptz := pgflight._now();
+  v_ws bigint;
+  v_ws_max_usd numeric;
+  v_settings pgflight.settings;
+  v_key text;
+  v_hash text;
+  v_size bigint;
+  v_run bigint;
+  v_step bigint;
+  v_attempt bigint;
+  v_existing record;
+  v_not_before timestamptz;
+  v_max_attempts double precision;
+  v_ckey text;
+  v_climit integer;
+begin
+  if p_recipe is null or btrim(p_recipe) = '' then
+    raise exception using errcode = '22023', message = 'recipe is required',
+      hint = 'Pass the name a worker registered with @recipe(...).';
+  end if;
+  if p_input is null then
+    raise exception using errcode = '22023', message = 'input is required',
+      hint = 'Pass ''{}''::jsonb for a recipe that takes no input.';
+  end if;
+  if p_options is not null and jsonb_typeof(p_options) <> 'object' then
+    raise exception using errcode = '22023', message = 'options must be a JSON object',
+      detail = format('got a JSON %s', jsonb_typeof(p_options));
+  end if;
+  select w.id, w.max_run_usd into v_ws, v_ws_max_usd from pgflight.workspaces w where w.name = p_workspace;
+  if not found then
+    raise exception using errcode = 'ZF003', message = format('unknown workspace %L', p_workspace),
+      hint = 'Create it first: select pgflight.create_workspace(name).';
+  end if;
+  select * into v_settings from pgflight.settings;
+  v_size := octet_length(p_input::text);
+  if v_size > v_settings.max_input_bytes then
+    raise exception using errcode = 'ZF005', message = 'input too large',
+      detail = format('input is %s bytes; the cap is %s bytes', v_size, v_settings.max_input_bytes),
+      hint = 'Store large payloads elsewhere and pass a reference, or raise settings.max_input_bytes.';
+  end if;
+  v_max_attempts := pgflight._opt_num(p_options, 'max_attempts', v_settings.default_max_attempts);
+  if v_max_attempts < 1 or v_max_attempts <> trunc(v_max_attempts) then
+    raise exception using errcode = '22023', message = 'max_attempts must be a positive integer',
+      detail = format('got %s', v_max_attempts);
+  end if;
+  if p_options ? 'lease_s' then perform pgflight._require_positive('lease_s', pgflight._opt_num(p_options, 'lease_s', null)); end if;
+  if p_options ? 'max_runtime_s' then perform pgflight._require_positive('max_runtime_s', pgflight._opt_num(p_options, 'max_runtime_s', null)); end if;
+  if p_options ? 'backoff' and jsonb_typeof(p_options -> 'backoff') <> 'object' then
+    raise exception using errcode = '22023', message = 'backoff must be a JSON object',
+      hint = 'e.g. {"base_s": 1, "factor": 2, "max_s": 300, "jitter": 0.2}';
+  end if;
+  v_not_before := pgflight._start_at(coalesce(p_options, '{}'), v_now);
+  select c.o_key, c.o_limit into v_ckey, v_climit from pgflight._concurrency_option(coalesce(p_options, '{}')) c;
+
+  v_key := pgflight._opt_text(p_options, 'idempotency_key', null);
+  v_hash := encode(sha256(convert_to(p_input::text, 'UTF8')), 'hex');
+
+  -- the root step's id is taken first, so the run row is written once, with it
+  v_step := nextval(pg_get_serial_sequence('pgflight.steps', 'id'));
+  insert into pgflight.runs (workspace_id, recipe, idempotency_key, input_hash, submitted_by, options,
+                             max_usd, max_wall_s, max_iterations, max_tool_calls, created_at, root_step_id)
+  values (v_ws, p_recipe, v_key, v_hash, pgflight._opt_text(p_options, 'submitted_by', session_user::text),
+          coalesce(p_options, '{}'),
+          coalesce(pgflight._opt_num(p_options, 'max_usd', null)::numeric, v_ws_max_usd),
+          pgflight._opt_num(p_options, 'max_wall_s', null),
+          pgflight._opt_num(p_options, 'max_iterations', null)::integer,
+          pgflight._opt_num(p_options, 'max_tool_calls', null)::integer,
+          v_now, v_step)
+  on conflict (workspace_id, idempotency_key) do nothing
+  returning id into v_run;
+
+  if v_run is null then
+    select r.id, r.input_hash, r.root_step_id, r.recipe into v_existing
+      from pgflight.runs r where r.workspace_id = v_ws and r.idempotency_key = v_key;
+    if v_existing.input_hash <> v_hash or v_existing.recipe <> p_recipe then
+      raise exception using errcode = 'ZF004',
+        message = format('idempotency key %L was already used with a different input', v_key),
+        detail = format('run %s has recipe %s and input sha256 %s; this call has recipe %s and input sha256 %s',
+                        v_existing.id, v_existing.recipe, v_existing.input_hash, p_recipe, v_hash),
+        hint = 'Use a new idempotency key for a different job, or resubmit the original input.';
+    end if;
+    return query
+      select v_existing.id, v_existing.root_step_id, a.id, false
+        from pgflight.step_attempts a where a.step_id = v_existing.root_step_id
+       order by a.attempt_no limit 1;
+    return;
+  end if;
+
+  insert into pgflight.steps (id, run_id, parent_id, depth, step_key, recipe, input, priority, max_attempts,
+                              backoff, lease_s, max_runtime_s, created_at, concurrency_key, concurrency_limit)
+  values (v_step, v_run, null, 0, 'root', p_recipe, p_input,
+          pgflight._opt_num(p_options, 'priority', 0)::integer, v_max_attempts::integer,
+          coalesce(p_options -> 'backoff', '{}'),
+          pgflight._opt_num(p_options, 'lease_s', null), pgflight._opt_num(p_options, 'max_runtime_s', null), v_now,
+          v_ckey, v_climit);
+  insert into pgflight.step_attempts (step_id, run_id, attempt_no, recipe, priority, status, available_after, created_at,
+                                      workspace_id, concurrency_key, concurrency_limit)
+  values (v_step, v_run, 1, p_recipe, pgflight._opt_num(p_options, 'priority', 0)::integer, 'queued', v_not_before, v_now,
+          v_ws, v_ckey, v_climit)
+  returning id into v_attempt;
+  perform pgflight._event(v_run, v_step, v_attempt, null, 'queued', null, 'queued',
+                          pgflight._opt_text(p_options, 'submitted_by', session_user::text));
+  if v_not_before <= v_now then
+    perform pgflight._notify_ready();
+  end if;
+  return query select v_run, v_step, v_attempt, true;
+end
+$$;
+
+ALTER FUNCTION pgflight.submit_run(p_workspace text, p_recipe text, p_input jsonb, p_options jsonb) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION submit_run(p_workspace text, p_recipe text, p_input jsonb, p_options jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.submit_run(p_workspace text, p_recipe text, p_input jsonb, p_options jsonb) IS 'Submit a run (root step of a recipe). Returns (run_id, step_id, attempt_id, created). Errors: 22023, ZF003 unknown workspace, ZF004 idempotency conflict, ZF005 input too large.';
+
+-- Name: sweep_loop(double precision, double precision); Type: PROCEDURE; Schema: pgflight; Owner: pgflight_owner
+
+CREATE PROCEDURE pgflight.sweep_loop(IN p_duration_s double precision DEFAULT 55, IN p_interval_s double precision DEFAULT 5)
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_end timestamptz := pg_catalog.clock_timestamp() + make_interval(secs => p_duration_s);
+begin
+  loop
+    perform pgflight.run_sweeps();
+    commit;
+    exit when pg_catalog.clock_timestamp() + make_interval(secs => p_interval_s) > v_end;
+    perform pg_catalog.pg_sleep(p_interval_s);
+  end loop;
+end
+$$;
+
+ALTER PROCEDURE pgflight.sweep_loop(IN p_duration_s double precision, IN p_interval_s double precision) OWNER TO pgflight_owner;
+
+-- Name: PROCEDURE sweep_loop(IN p_duration_s double precision, IN p_interval_s double precision); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON PROCEDURE pgflight.sweep_loop(IN p_duration_s double precision, IN p_interval_s double precision) IS 'Sweep every p_interval_s seconds for p_duration_s seconds, committing after each pass (pg_cron 1.4).';
+
+-- Name: uninstall_schedules(); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.uninstall_schedules() RETURNS integer
+    LANGUAGE plpgsql
+    SET search_path TO ''
+    AS $$
+declare
+  v_count integer := 0;
+  v_name text;
+begin
+  if not exists (select from pg_catalog.pg_extension e where e.extname = 'pg_cron') then
+    return 0;
+  end if;
+  for v_name in select j.jobname from cron.job j where j.jobname like 'pgflight-%' loop
+    perform cron.unschedule(v_name);
+    v_count := v_count + 1;
+  end loop;
+  return v_count;
+end
+$$;
+
+ALTER FUNCTION pgflight.uninstall_schedules() OWNER TO pgflight_owner;
+
+-- Name: FUNCTION uninstall_schedules(); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.uninstall_schedules() IS 'Remove pgflight''s pg_cron jobs; returns how many.';
+
+-- Name: unschedule_run(text, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.unschedule_run(p_workspace text, p_name text) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+  delete from pgflight.schedules s where s.workspace_id = pgflight._workspace_id(p_workspace) and s.name = p_name;
+  return found;
+end
+$$;
+
+ALTER FUNCTION pgflight.unschedule_run(p_workspace text, p_name text) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION unschedule_run(p_workspace text, p_name text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.unschedule_run(p_workspace text, p_name text) IS 'Remove a schedule by workspace and name; true when removed. Errors: ZF003.';
+
+-- Name: wake_parents(integer); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.wake_parents(p_limit integer DEFAULT 1000) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+declare
+  v_row record;
+  v_count integer := 0;
+begin
+  for v_row in
+    select a.step_id from pgflight.step_attempts a
+      join pgflight.steps s on s.id = a.step_id
+     where a.status = 'awaiting_children' and s.children_pending <= 0
+     limit p_limit
+       for update of a skip locked
+  loop
+    if pgflight._wake(v_row.step_id, 'parent_resumed', 'wake_parents') then
+      v_count := v_count + 1;
+    end if;
+  end loop;
+  return v_count;
+end
+$$;
+
+ALTER FUNCTION pgflight.wake_parents(p_limit integer) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION wake_parents(p_limit integer); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.wake_parents(p_limit integer) IS 'Sweep: requeue parked parents whose children are all terminal; returns how many woke.';
+
+-- Name: wake_parked_keys(integer); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.wake_parked_keys(p_limit integer DEFAULT 1000) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_key record;
+  v_free integer;
+  v_woken integer := 0;
+  v_n integer;
+begin
+  for v_key in
+    select distinct a.workspace_id, a.concurrency_key, a.concurrency_limit
+      from pgflight.step_attempts a
+     where a.status = 'queued' and a.available_after = 'infinity' and a.concurrency_key is not null
+     limit greatest(p_limit, 0)
+  loop
+    continue when not pg_catalog.pg_try_advisory_xact_lock(pgflight._key_lock(v_key.workspace_id, v_key.concurrency_key));
+    v_free := v_key.concurrency_limit - (select count(*) from pgflight.step_attempts a
+                where a.workspace_id = v_key.workspace_id and a.concurrency_key = v_key.concurrency_key
+                  and (a.status in ('claimed', 'running', 'cancel_requested')
+                       or (a.status = 'queued' and a.available_after < 'infinity')))::integer;
+    continue when v_free <= 0;
+    update pgflight.step_attempts a set available_after = pgflight._now()
+     where a.id in (select p.id from pgflight.step_attempts p
+                     where p.workspace_id = v_key.workspace_id and p.concurrency_key = v_key.concurrency_key
+                       and p.status = 'queued' and p.available_after = 'infinity'
+                     order by p.priority desc, p.id
+                     limit v_free
+                       for update skip locked);
+    get diagnostics v_n = row_count;
+    v_woken := v_woken + v_n;
+  end loop;
+  return v_woken;
+end
+$$;
+
+ALTER FUNCTION pgflight.wake_parked_keys(p_limit integer) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION wake_parked_keys(p_limit integer); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.wake_parked_keys(p_limit integer) IS 'Sweep: wake parked attempts of concurrency keys that have free slots (a safety net); returns the count.';
+
+-- Name: agent_runs_id_seq; Type: SEQUENCE; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE pgflight.agent_runs ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME pgflight.agent_runs_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+-- Name: approvals; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
+
+CREATE TABLE pgflight.approvals (
+    id bigint NOT NULL,
+    step_id bigint NOT NULL,
+    gate_key text NOT NULL,
+    request jsonb,
+    decision text,
+    actor text,
+    note text,
+    default_decision text DEFAULT 'reject'::text NOT NULL,
+    requested_at timestamp with time zone,
+    expires_at timestamp with time zone,
+    decided_at timestamp with time zone,
+    CONSTRAINT decided_at_is_set_with_decision CHECK (((decision IS NULL) = (decided_at IS NULL))),
+    CONSTRAINT decision_is_known CHECK (((decision IS NULL) OR (decision = ANY (ARRAY['approve'::text, 'reject'::text])))),
+    CONSTRAINT default_decision_is_known CHECK ((default_decision = ANY (ARRAY['approve'::text, 'reject'::text])))
+);
+
+ALTER TABLE pgflight.approvals OWNER TO pgflight_owner;
+
+-- Name: TABLE approvals; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON TABLE pgflight.approvals IS 'Approval gates per step and gate_key. decision: approve | reject (null while pending). expires_at: when expire_approvals applies default_decision.';
+
+-- Name: approvals_id_seq; Type: SEQUENCE; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE pgflight.approvals ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME pgflight.approvals_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+-- Name: attempts; Type: VIEW; Schema: pgflight; Owner: pgflight_owner
+
+CREATE VIEW pgflight.attempts AS
+ SELECT a.id AS attempt_id,
+    a.step_id,
+    a.run_id,
+    a.attempt_no,
+    a.recipe,
+    a.status,
+    a.worker_id,
+    a.fencing_token,
+    a.claimed_at,
+    a.started_at,
+    a.lease_expires_at,
+    a.deadline_at,
+    a.finished_at,
+    a.available_after,
+    a.reason,
+    a.error,
+    a.result
+   FROM pgflight.step_attempts a;
+
+ALTER TABLE pgflight.attempts OWNER TO pgflight_owner;
+
+-- Name: VIEW attempts; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON VIEW pgflight.attempts IS 'Every attempt, with its claim metadata (never cleared).';
+
+-- Name: budgets; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
+
+CREATE TABLE pgflight.budgets (
+    id bigint NOT NULL,
+    scope text NOT NULL,
+    workspace_id bigint NOT NULL,
+    run_id bigint,
+    step_id bigint,
+    day date,
+    limit_usd numeric(16,8),
+    max_wall_s double precision,
+    started_at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
+    spent_usd numeric(16,8) DEFAULT 0 NOT NULL,
+    reserved_usd numeric(16,8) DEFAULT 0 NOT NULL,
+    exceeded_at timestamp with time zone,
+    CONSTRAINT amounts_are_not_negative CHECK (((spent_usd >= (0)::numeric) AND (reserved_usd >= (0)::numeric) AND ((limit_usd IS NULL) OR (limit_usd >= (0)::numeric)))),
+    CONSTRAINT max_wall_is_positive CHECK (((max_wall_s IS NULL) OR (max_wall_s > (0)::double precision))),
+    CONSTRAINT scope_is_known CHECK ((scope = ANY (ARRAY['run'::text, 'step'::text, 'workspace_day'::text]))),
+    CONSTRAINT scope_names_its_key CHECK (
+CASE scope
+    WHEN 'run'::text THEN ((run_id IS NOT NULL) AND (step_id IS NULL) AND (day IS NULL))
+    WHEN 'step'::text THEN ((run_id IS NOT NULL) AND (step_id IS NOT NULL) AND (day IS NULL))
+    ELSE ((run_id IS NULL) AND (step_id IS NULL) AND (day IS NOT NULL))
+END)
+);
+
+ALTER TABLE pgflight.budgets OWNER TO pgflight_owner;
+
+-- Name: TABLE budgets; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON TABLE pgflight.budgets IS 'Spend budgets: scope run | step (an agent''s subtree) | workspace_day (UTC day). limit_usd (USD, null: no USD cap), max_wall_s (seconds from started_at, null: none), spent_usd and reserved_usd (USD). Invariant held by admission: spent + reserved <= limit, except the documented overshoot of calls whose actual cost exceeded their estimate. exceeded_at: when enforce_budgets cancelled the tree.';
+
+-- Name: budgets_id_seq; Type: SEQUENCE; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE pgflight.budgets ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME pgflight.budgets_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+-- Name: claim_turns; Type: SEQUENCE; Schema: pgflight; Owner: pgflight_owner
+
+CREATE SEQUENCE pgflight.claim_turns
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+    CYCLE;
+
+ALTER TABLE pgflight.claim_turns OWNER TO pgflight_owner;
+
+-- Name: SEQUENCE claim_turns; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON SEQUENCE pgflight.claim_turns IS 'The fair claim''s rotation counter (one value per claim_batch call).';
+
+-- Name: costs; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
+
+CREATE TABLE pgflight.costs (
+    id bigint NOT NULL,
+    agent_run_id bigint NOT NULL,
+    iteration integer NOT NULL,
+    step_id bigint NOT NULL,
+    run_id bigint NOT NULL,
+    workspace_id bigint NOT NULL,
+    model text NOT NULL,
+    input_tokens bigint DEFAULT 0 NOT NULL,
+    output_tokens bigint DEFAULT 0 NOT NULL,
+    cache_creation_tokens bigint DEFAULT 0 NOT NULL,
+    cache_read_tokens bigint DEFAULT 0 NOT NULL,
+    usd numeric(16,8) NOT NULL,
+    stop_reason text,
+    retries integer DEFAULT 0 NOT NULL,
+    attempt_id bigint,
+    at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
+    CONSTRAINT tokens_are_not_negative CHECK (((input_tokens >= 0) AND (output_tokens >= 0) AND (cache_creation_tokens >= 0) AND (cache_read_tokens >= 0))),
+    CONSTRAINT usd_is_not_negative CHECK ((usd >= (0)::numeric))
+);
+
+ALTER TABLE pgflight.costs OWNER TO pgflight_owner;
+
+-- Name: TABLE costs; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON TABLE pgflight.costs IS 'One row per model call: tokens (input, output, cache_creation, cache_read), usd (USD = tokens x model_prices / 1e6), the stop_reason, the transient errors retried before it (retries), and which agent, step, run and workspace it is billed to.';
+
+-- Name: costs_id_seq; Type: SEQUENCE; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE pgflight.costs ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME pgflight.costs_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+-- Name: steps; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
+
+CREATE TABLE pgflight.steps (
+    id bigint NOT NULL,
+    run_id bigint NOT NULL,
+    parent_id bigint,
+    depth integer DEFAULT 0 NOT NULL,
+    step_key text NOT NULL,
+    recipe text NOT NULL,
+    input jsonb NOT NULL,
+    priority integer DEFAULT 0 NOT NULL,
+    max_attempts integer NOT NULL,
+    backoff jsonb DEFAULT '{}'::jsonb NOT NULL,
+    lease_s double precision,
+    max_runtime_s double precision,
+    failed_attempts integer DEFAULT 0 NOT NULL,
+    last_attempt_no integer DEFAULT 1 NOT NULL,
+    children_pending integer DEFAULT 0 NOT NULL,
+    fail_fast boolean DEFAULT false NOT NULL,
+    created_at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
+    concurrency_key text,
+    concurrency_limit integer,
+    CONSTRAINT concurrency_key_has_a_limit CHECK (((concurrency_key IS NULL) = (concurrency_limit IS NULL))),
+    CONSTRAINT concurrency_key_is_short CHECK (((concurrency_key IS NULL) OR (length(concurrency_key) <= 200))),
+    CONSTRAINT concurrency_limit_is_positive CHECK (((concurrency_limit IS NULL) OR (concurrency_limit > 0))),
+    CONSTRAINT failed_attempts_is_not_negative CHECK ((failed_attempts >= 0)),
+    CONSTRAINT lease_is_positive CHECK (((lease_s IS NULL) OR (lease_s > (0)::double precision))),
+    CONSTRAINT max_attempts_is_positive CHECK ((max_attempts > 0)),
+    CONSTRAINT max_runtime_is_positive CHECK (((max_runtime_s IS NULL) OR (max_runtime_s > (0)::double precision))),
+    CONSTRAINT root_has_depth_zero CHECK (((parent_id IS NULL) = (depth = 0)))
+);
+
+ALTER TABLE pgflight.steps OWNER TO pgflight_owner;
+
+-- Name: TABLE steps; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON TABLE pgflight.steps IS 'Step identity. failed_attempts counts attempts that ended failed, lease_expired or timed_out: at max_attempts the step is dead-lettered. children_pending counts children not yet terminal while the step waits in awaiting_children: the last child to finish wakes the parent (O(1)). lease_s / max_runtime_s (seconds) override the claim lease and bound the runtime of one attempt.';
+
+-- Name: COLUMN steps.concurrency_key; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON COLUMN pgflight.steps.concurrency_key IS 'Steps of one workspace that share this key run at most concurrency_limit attempts at once (null: no key).';
+
+-- Name: step_status; Type: VIEW; Schema: pgflight; Owner: pgflight_owner
+
+CREATE VIEW pgflight.step_status AS
+ SELECT s.id AS step_id,
+    s.run_id,
+    s.parent_id,
+    s.depth,
+    s.step_key,
+    s.recipe,
+    a.id AS attempt_id,
+    a.attempt_no,
+    a.status,
+    s.failed_attempts,
+    s.max_attempts,
+    a.worker_id,
+    a.claimed_at,
+    a.started_at,
+    a.finished_at,
+    a.lease_expires_at,
+    a.deadline_at,
+    a.result,
+    a.error,
+    a.reason,
+    s.children_pending,
+    s.created_at
+   FROM (pgflight.steps s
+     JOIN pgflight.step_attempts a ON (((a.step_id = s.id) AND (a.attempt_no = s.last_attempt_no))));
+
+ALTER TABLE pgflight.step_status OWNER TO pgflight_owner;
+
+-- Name: VIEW step_status; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON VIEW pgflight.step_status IS 'Each step with the status of its latest attempt (the step''s current state).';
+
+-- Name: dead_letters; Type: VIEW; Schema: pgflight; Owner: pgflight_owner
+
+CREATE VIEW pgflight.dead_letters AS
+ SELECT st.step_id,
+    st.run_id,
+    st.step_key,
+    st.recipe,
+    st.attempt_id,
+    st.attempt_no,
+    st.failed_attempts,
+    st.reason,
+    st.error,
+    st.finished_at
+   FROM pgflight.step_status st
+  WHERE (st.status = 'dead_letter'::text);
+
+ALTER TABLE pgflight.dead_letters OWNER TO pgflight_owner;
+
+-- Name: VIEW dead_letters; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON VIEW pgflight.dead_letters IS 'Dead-lettered steps with their last error.';
+
+-- Name: effects; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
+
+CREATE TABLE pgflight.effects (
+    id bigint NOT NULL,
+    step_id bigint NOT NULL,
+    effect_key text NOT NULL,
+    result jsonb,
+    attempt_id bigint NOT NULL,
+    recorded_at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
+    CONSTRAINT effect_key_is_not_blank CHECK (((btrim(effect_key) <> ''::text) AND (length(effect_key) <= 500)))
+);
+
+ALTER TABLE pgflight.effects OWNER TO pgflight_owner;
+
+-- Name: TABLE effects; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON TABLE pgflight.effects IS 'Receipts of external side effects: one per (step_id, effect_key), with the effect''s JSON result and the attempt that performed it. The first receipt recorded for a key wins.';
+
+-- Name: effects_id_seq; Type: SEQUENCE; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE pgflight.effects ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME pgflight.effects_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+-- Name: workers; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
+
+CREATE TABLE pgflight.workers (
+    id bigint NOT NULL,
+    name text NOT NULL,
+    hostname text,
+    pid integer,
+    recipes text[],
+    options jsonb DEFAULT '{}'::jsonb NOT NULL,
+    started_at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
+    last_seen_at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
+    stopped_at timestamp with time zone
+);
+
+ALTER TABLE pgflight.workers OWNER TO pgflight_owner;
+
+-- Name: TABLE workers; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON TABLE pgflight.workers IS 'Worker processes. last_seen_at is renewed by heartbeat; a worker is alive while its leases are.';
+
+-- Name: engine_health; Type: VIEW; Schema: pgflight; Owner: pgflight_owner
+
+CREATE VIEW pgflight.engine_health AS
+ SELECT ( SELECT count(*) AS count
+           FROM pgflight.step_attempts a
+          WHERE ((a.status = 'queued'::text) AND (a.available_after <= ( SELECT pgflight._now() AS _now)))) AS ready,
+    ( SELECT count(*) AS count
+           FROM pgflight.step_attempts a
+          WHERE (a.status = ANY (ARRAY['claimed'::text, 'running'::text, 'cancel_requested'::text]))) AS leased,
+    ( SELECT count(*) AS count
+           FROM pgflight.step_attempts a
+          WHERE ((a.status = ANY (ARRAY['claimed'::text, 'running'::text, 'cancel_requested'::text])) AND (a.lease_expires_at < ( SELECT pgflight._now() AS _now)))) AS expired_not_reclaimed,
+    ( SELECT count(*) AS count
+           FROM pgflight.step_attempts a
+          WHERE ((a.status = ANY (ARRAY['claimed'::text, 'running'::text])) AND (a.deadline_at < ( SELECT pgflight._now() AS _now)) AND (a.lease_expires_at >= ( SELECT pgflight._now() AS _now)))) AS over_deadline_heartbeating,
+    ( SELECT count(*) AS count
+           FROM pgflight.step_attempts a
+          WHERE (a.status = ANY (ARRAY['awaiting_children'::text, 'awaiting_approval'::text]))) AS parked,
+    ( SELECT count(*) AS count
+           FROM pgflight.workers w
+          WHERE ((w.stopped_at IS NULL) AND (w.last_seen_at > (( SELECT pgflight._now() AS _now) - '00:01:00'::interval)))) AS workers_alive;
+
+ALTER TABLE pgflight.engine_health OWNER TO pgflight_owner;
+
+-- Name: VIEW engine_health; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON VIEW pgflight.engine_health IS 'Gauges: ready, leased, expired leases not yet reclaimed, attempts over their deadline but still heartbeating (C15), parked, workers seen in the last 60 s.';
+
+-- Name: events; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
+
+CREATE TABLE pgflight.events (
+    id bigint NOT NULL,
+    at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
+    run_id bigint,
+    step_id bigint,
+    attempt_id bigint,
+    from_status text,
+    to_status text,
+    worker_id bigint,
+    actor text,
+    reason text NOT NULL,
+    detail jsonb
+);
+
+ALTER TABLE pgflight.events OWNER TO pgflight_owner;
+
+-- Name: TABLE events; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON TABLE pgflight.events IS 'Append-only log of transitions. reason names the event: queued, claimed, started, succeeded, failed, retry_scheduled, lease_expired, deadline_exceeded, dead_lettered, released, cancel_requested, cancelled, children_spawned, parent_resumed, approval_requested, approval_decided, stale_result_rejected, retried, replayed, budget_exceeded.';
+
+-- Name: events_id_seq; Type: SEQUENCE; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE pgflight.events ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME pgflight.events_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+-- Name: fencing_tokens; Type: SEQUENCE; Schema: pgflight; Owner: pgflight_owner
+
+CREATE SEQUENCE pgflight.fencing_tokens
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+ALTER TABLE pgflight.fencing_tokens OWNER TO pgflight_owner;
+
+-- Name: SEQUENCE fencing_tokens; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON SEQUENCE pgflight.fencing_tokens IS 'Fencing tokens: a fresh, strictly increasing value at every claim, across all attempts.';
+
+-- Name: model_prices; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
+
+CREATE TABLE pgflight.model_prices (
+    model text NOT NULL,
+    input_usd_per_mtok numeric(12,6) NOT NULL,
+    output_usd_per_mtok numeric(12,6) NOT NULL,
+    cache_write_usd_per_mtok numeric(12,6) NOT NULL,
+    cache_read_usd_per_mtok numeric(12,6) NOT NULL,
+    as_of date NOT NULL,
+    source text NOT NULL,
+    CONSTRAINT model_is_not_blank CHECK ((btrim(model) <> ''::text)),
+    CONSTRAINT prices_are_not_negative CHECK (((input_usd_per_mtok >= (0)::numeric) AND (output_usd_per_mtok >= (0)::numeric) AND (cache_write_usd_per_mtok >= (0)::numeric) AND (cache_read_usd_per_mtok >= (0)::numeric)))
+);
+
+ALTER TABLE pgflight.model_prices OWNER TO pgflight_owner;
+
+-- Name: TABLE model_prices; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON TABLE pgflight.model_prices IS 'USD per million tokens for each model (or model-name prefix; the longest matching prefix wins): input, output, cache_write (5-minute cache writes), cache_read (cache hits). as_of: the date the price was read; source: where.';
+
+-- Name: recipe_limits; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
+
+CREATE TABLE pgflight.recipe_limits (
+    recipe text NOT NULL,
+    starts_per_s double precision,
+    burst double precision,
+    tokens double precision,
+    refilled_at timestamp with time zone,
+    paused_at timestamp with time zone,
+    paused_by text,
+    updated_at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
+    CONSTRAINT burst_is_at_least_one CHECK (((burst IS NULL) OR ((burst >= (1)::double precision) AND (burst <= ('1000000'::numeric)::double precision)))),
+    CONSTRAINT paused_has_actor CHECK (((paused_at IS NULL) = (paused_by IS NULL))),
+    CONSTRAINT rate_has_burst CHECK (((starts_per_s IS NULL) = (burst IS NULL))),
+    CONSTRAINT rate_is_positive CHECK (((starts_per_s IS NULL) OR ((starts_per_s > (0)::double precision) AND (starts_per_s <= ('1000000'::numeric)::double precision)))),
+    CONSTRAINT recipe_is_not_blank CHECK (((btrim(recipe) <> ''::text) AND (length(recipe) <= 200)))
+);
+
+ALTER TABLE pgflight.recipe_limits OWNER TO pgflight_owner;
+
+-- Name: TABLE recipe_limits; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON TABLE pgflight.recipe_limits IS 'Flow control of a recipe across all workspaces: starts_per_s and burst (token bucket), paused_at/paused_by.';
+
+-- Name: run_events; Type: VIEW; Schema: pgflight; Owner: pgflight_owner
+
+CREATE VIEW pgflight.run_events AS
+ SELECT e.id,
+    e.at,
+    e.run_id,
+    e.step_id,
+    e.attempt_id,
+    e.from_status,
+    e.to_status,
+    e.worker_id,
+    e.actor,
+    e.reason,
+    e.detail
+   FROM pgflight.events e;
+
+ALTER TABLE pgflight.run_events OWNER TO pgflight_owner;
+
+-- Name: VIEW run_events; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON VIEW pgflight.run_events IS 'The transition log.';
+
+-- Name: runs; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
+
+CREATE TABLE pgflight.runs (
+    id bigint NOT NULL,
+    workspace_id bigint NOT NULL,
+    recipe text NOT NULL,
+    status text DEFAULT 'running'::text NOT NULL,
+    idempotency_key text,
+    input_hash text NOT NULL,
+    root_step_id bigint,
+    submitted_by text,
+    options jsonb DEFAULT '{}'::jsonb NOT NULL,
+    max_usd numeric(14,6),
+    max_wall_s double precision,
+    max_iterations integer,
+    max_tool_calls integer,
+    created_at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
+    finished_at timestamp with time zone,
+    CONSTRAINT finished_at_is_set_when_terminal CHECK (((status = 'running'::text) = (finished_at IS NULL))),
+    CONSTRAINT status_is_known CHECK ((status = ANY (ARRAY['running'::text, 'succeeded'::text, 'failed'::text, 'cancelled'::text])))
+);
+
+ALTER TABLE pgflight.runs OWNER TO pgflight_owner;
+
+-- Name: TABLE runs; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON TABLE pgflight.runs IS 'Top-level jobs. status: running | succeeded | failed (root step dead-lettered) | cancelled. input_hash: sha256 of the input JSON, to tell a repeated idempotency key from a conflicting one. max_usd (USD), max_wall_s (seconds), max_iterations, max_tool_calls: budgets of the whole tree.';
+
+-- Name: workspaces; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
+
+CREATE TABLE pgflight.workspaces (
+    id bigint NOT NULL,
+    name text NOT NULL,
+    daily_usd_cap numeric(14,6),
+    max_run_usd numeric(14,6),
+    options jsonb DEFAULT '{}'::jsonb NOT NULL,
+    created_at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
+    CONSTRAINT daily_usd_cap_is_not_negative CHECK (((daily_usd_cap IS NULL) OR (daily_usd_cap >= (0)::numeric))),
+    CONSTRAINT max_run_usd_is_not_negative CHECK (((max_run_usd IS NULL) OR (max_run_usd >= (0)::numeric))),
+    CONSTRAINT name_is_not_blank CHECK (((btrim(name) <> ''::text) AND (length(name) <= 200)))
+);
+
+ALTER TABLE pgflight.workspaces OWNER TO pgflight_owner;
+
+-- Name: TABLE workspaces; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON TABLE pgflight.workspaces IS 'Tenants. daily_usd_cap: USD a workspace may spend per UTC day on model calls (null: no cap); max_run_usd: default USD cap of each run tree (null: none); options: further per-workspace defaults.';
+
+-- Name: run_list; Type: VIEW; Schema: pgflight; Owner: pgflight_owner
+
+CREATE VIEW pgflight.run_list AS
+ SELECT r.id AS run_id,
+    w.name AS workspace,
+    r.recipe,
+    r.status,
+    r.idempotency_key,
+    r.submitted_by,
+    r.created_at,
+    r.finished_at
+   FROM (pgflight.runs r
+     JOIN pgflight.workspaces w ON ((w.id = r.workspace_id)));
+
+ALTER TABLE pgflight.run_list OWNER TO pgflight_owner;
+
+-- Name: VIEW run_list; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON VIEW pgflight.run_list IS 'Runs with their workspace name.';
+
+-- Name: runs_id_seq; Type: SEQUENCE; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE pgflight.runs ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME pgflight.runs_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+-- Name: schedule_fires; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
+
+CREATE TABLE pgflight.schedule_fires (
+    schedule_id bigint NOT NULL,
+    fire_at timestamp with time zone NOT NULL,
+    fired_at timestamp with time zone NOT NULL,
+    outcome text NOT NULL,
+    run_id bigint,
+    missed_until timestamp with time zone,
+    error jsonb,
+    CONSTRAINT outcome_is_known CHECK ((outcome = ANY (ARRAY['submitted'::text, 'skipped'::text, 'queued'::text, 'failed'::text])))
+);
+
+ALTER TABLE pgflight.schedule_fires OWNER TO pgflight_owner;
+
+-- Name: TABLE schedule_fires; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON TABLE pgflight.schedule_fires IS 'One row per firing of a schedule, keyed by (schedule, fire time): a firing is decided once. outcome: submitted (run_id), skipped (overlap skip), queued (overlap queue_one: submitted later, when the previous run ends; the row is then updated to submitted), failed (submit_run refused: error says why; the schedule goes on). missed_until: the firing stands for every firing missed up to this instant (catch-up after downtime).';
+
+-- Name: schedules; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
+
+CREATE TABLE pgflight.schedules (
+    id bigint NOT NULL,
+    workspace_id bigint NOT NULL,
+    name text NOT NULL,
+    cron text NOT NULL,
+    time_zone text DEFAULT 'UTC'::text NOT NULL,
+    recipe text NOT NULL,
+    input jsonb DEFAULT '{}'::jsonb NOT NULL,
+    run_options jsonb DEFAULT '{}'::jsonb NOT NULL,
+    overlap text DEFAULT 'skip'::text NOT NULL,
+    seconds integer[] NOT NULL,
+    minutes integer[] NOT NULL,
+    hours integer[] NOT NULL,
+    days integer[] NOT NULL,
+    months integer[] NOT NULL,
+    weekdays integer[] NOT NULL,
+    any_day boolean NOT NULL,
+    any_weekday boolean NOT NULL,
+    next_fire_at timestamp with time zone,
+    pending_fire_at timestamp with time zone,
+    last_fire_at timestamp with time zone,
+    last_run_id bigint,
+    created_by text NOT NULL,
+    created_at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
+    CONSTRAINT name_is_not_blank CHECK (((btrim(name) <> ''::text) AND (length(name) <= 200))),
+    CONSTRAINT overlap_is_known CHECK ((overlap = ANY (ARRAY['skip'::text, 'queue_one'::text, 'allow'::text]))),
+    CONSTRAINT recipe_is_not_blank CHECK (((btrim(recipe) <> ''::text) AND (length(recipe) <= 200)))
+);
+
+ALTER TABLE pgflight.schedules OWNER TO pgflight_owner;
+
+-- Name: TABLE schedules; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON TABLE pgflight.schedules IS 'Recurring runs. cron (5 or 6 fields, seconds first) read on the wall clock of time_zone; overlap: skip (a firing while the previous run is still running is skipped), queue_one (it waits, at most one, and runs when the previous run ends), allow (runs at once). seconds..weekdays, any_day, any_weekday: the parsed expression. next_fire_at: the next firing; pending_fire_at: a queue_one firing waiting for last_run_id to end.';
+
+-- Name: schedule_list; Type: VIEW; Schema: pgflight; Owner: pgflight_owner
+
+CREATE VIEW pgflight.schedule_list AS
+ SELECT w.name AS workspace,
+    s.name,
+    s.cron,
+    s.time_zone,
+    s.recipe,
+    s.overlap,
+    s.next_fire_at,
+    s.last_fire_at,
+    s.last_run_id,
+    s.pending_fire_at,
+    s.created_by,
+    s.created_at
+   FROM (pgflight.schedules s
+     JOIN pgflight.workspaces w ON ((w.id = s.workspace_id)));
+
+ALTER TABLE pgflight.schedule_list OWNER TO pgflight_owner;
+
+-- Name: VIEW schedule_list; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON VIEW pgflight.schedule_list IS 'Schedules with their next and last firing.';
+
+-- Name: schedules_id_seq; Type: SEQUENCE; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE pgflight.schedules ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME pgflight.schedules_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+-- Name: settings; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
+
+CREATE TABLE pgflight.settings (
+    singleton boolean DEFAULT true NOT NULL,
+    max_input_bytes bigint DEFAULT 16777216 NOT NULL,
+    default_lease_s double precision DEFAULT 30 NOT NULL,
+    default_max_attempts integer DEFAULT 3 NOT NULL,
+    reclaim_in_claim integer DEFAULT 16 NOT NULL,
+    allow_fake_clock boolean DEFAULT false NOT NULL,
+    purge_after_s double precision DEFAULT 604800 NOT NULL,
+    max_in_flight integer,
+    CONSTRAINT default_lease_is_positive CHECK ((default_lease_s > (0)::double precision)),
+    CONSTRAINT default_max_attempts_is_positive CHECK ((default_max_attempts > 0)),
+    CONSTRAINT max_in_flight_is_not_negative CHECK (((max_in_flight IS NULL) OR (max_in_flight >= 0))),
+    CONSTRAINT max_input_bytes_is_positive CHECK ((max_input_bytes > 0)),
+    CONSTRAINT reclaim_in_claim_is_not_negative CHECK ((reclaim_in_claim >= 0)),
+    CONSTRAINT settings_has_one_row CHECK (singleton)
+);
+
+ALTER TABLE pgflight.settings OWNER TO pgflight_owner;
+
+-- Name: TABLE settings; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON TABLE pgflight.settings IS 'Engine-wide settings, exactly one row. max_input_bytes caps a step input (bytes of its JSON text); default_lease_s (seconds) and default_max_attempts apply when a run does not say; reclaim_in_claim bounds the expired leases each claim_batch call reclaims first; allow_fake_clock lets a session move pgflight._now() with SET pgflight.fake_now (tests only); purge_after_s is the retention of finished runs in seconds.';
+
+-- Name: COLUMN settings.max_in_flight; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON COLUMN pgflight.settings.max_in_flight IS 'Global cap on leased attempts across all workspaces (null: none). While set, claims take turns.';
+
+-- Name: step_attempts_id_seq; Type: SEQUENCE; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE pgflight.step_attempts ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME pgflight.step_attempts_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+-- Name: steps_id_seq; Type: SEQUENCE; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE pgflight.steps ALTER COLUMN id ADD GENERATED BY DEFAULT AS IDENTITY (
+    SEQUENCE NAME pgflight.steps_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+-- Name: traces; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
+
+CREATE TABLE pgflight.traces (
+    id bigint NOT NULL,
+    agent_run_id bigint NOT NULL,
+    iteration integer NOT NULL,
+    seq integer NOT NULL,
+    role text NOT NULL,
+    block_type text NOT NULL,
+    tool_use_id text,
+    tool_name text,
+    content jsonb,
+    status text DEFAULT 'completed'::text NOT NULL,
+    tokens integer,
+    attempt_id bigint,
+    created_at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
+    CONSTRAINT block_type_is_known CHECK ((block_type = ANY (ARRAY['thinking'::text, 'text'::text, 'tool_use'::text, 'tool_result'::text, 'api_error'::text]))),
+    CONSTRAINT iteration_is_not_negative CHECK (((iteration >= 0) AND (seq >= 0))),
+    CONSTRAINT role_is_known CHECK ((role = ANY (ARRAY['user'::text, 'assistant'::text, 'system'::text]))),
+    CONSTRAINT status_is_known CHECK ((status = ANY (ARRAY['completed'::text, 'in_flight'::text, 'interrupted'::text]))),
+    CONSTRAINT tool_blocks_name_their_call CHECK (((block_type <> ALL (ARRAY['tool_use'::text, 'tool_result'::text])) OR (tool_use_id IS NOT NULL)))
+);
+
+ALTER TABLE pgflight.traces OWNER TO pgflight_owner;
+
+-- Name: TABLE traces; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON TABLE pgflight.traces IS 'Flight recorder, one row per block: role user|assistant|system, block_type thinking|text|tool_use|tool_result|api_error, content: the block as sent to or received from the Messages API, status completed|in_flight|interrupted (tool results), tokens: estimated tokens of the block (exact usage per call is in pgflight.costs), attempt_id: the attempt that wrote it.';
+
+-- Name: traces_id_seq; Type: SEQUENCE; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE pgflight.traces ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME pgflight.traces_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+-- Name: workers_id_seq; Type: SEQUENCE; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE pgflight.workers ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME pgflight.workers_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+-- Name: workspace_limits; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
+
+CREATE TABLE pgflight.workspace_limits (
+    workspace_id bigint NOT NULL,
+    max_in_flight integer,
+    share integer DEFAULT 1 NOT NULL,
+    starts_per_s double precision,
+    burst double precision,
+    tokens double precision,
+    refilled_at timestamp with time zone,
+    model_tokens_per_min bigint,
+    paused_at timestamp with time zone,
+    paused_by text,
+    updated_at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
+    CONSTRAINT burst_is_at_least_one CHECK (((burst IS NULL) OR ((burst >= (1)::double precision) AND (burst <= ('1000000'::numeric)::double precision)))),
+    CONSTRAINT max_in_flight_is_not_negative CHECK (((max_in_flight IS NULL) OR (max_in_flight >= 0))),
+    CONSTRAINT model_tokens_per_min_is_positive CHECK (((model_tokens_per_min IS NULL) OR (model_tokens_per_min > 0))),
+    CONSTRAINT paused_has_actor CHECK (((paused_at IS NULL) = (paused_by IS NULL))),
+    CONSTRAINT rate_has_burst CHECK (((starts_per_s IS NULL) = (burst IS NULL))),
+    CONSTRAINT rate_is_positive CHECK (((starts_per_s IS NULL) OR ((starts_per_s > (0)::double precision) AND (starts_per_s <= ('1000000'::numeric)::double precision)))),
+    CONSTRAINT share_is_positive CHECK (((share >= 1) AND (share <= 1000)))
+);
+
+ALTER TABLE pgflight.workspace_limits OWNER TO pgflight_owner;
+
+-- Name: TABLE workspace_limits; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON TABLE pgflight.workspace_limits IS 'Flow control of a workspace. max_in_flight: leased attempts at once (null: no cap); share: weight in the fair claim (default 1); starts_per_s and burst: claim rate (token bucket, tokens/refilled_at its state); model_tokens_per_min: model tokens (input + output) per rolling minute, checked before each model call; paused_at/paused_by: not claimed while set.';
+
+-- Name: workspace_flow; Type: VIEW; Schema: pgflight; Owner: pgflight_owner
+
+CREATE VIEW pgflight.workspace_flow AS
+ SELECT w.name AS workspace,
+    l.max_in_flight,
+    COALESCE(l.share, 1) AS share,
+    l.starts_per_s,
+    l.burst,
+    l.model_tokens_per_min,
+    l.paused_at,
+    l.paused_by,
+    ( SELECT count(*) AS count
+           FROM pgflight.step_attempts a
+          WHERE ((a.workspace_id = w.id) AND (a.status = ANY (ARRAY['claimed'::text, 'running'::text, 'cancel_requested'::text])))) AS in_flight,
+    ( SELECT count(*) AS count
+           FROM pgflight.step_attempts a
+          WHERE ((a.workspace_id = w.id) AND (a.status = 'queued'::text))) AS queued,
+    ( SELECT count(*) AS count
+           FROM pgflight.step_attempts a
+          WHERE ((a.workspace_id = w.id) AND (a.status = 'queued'::text) AND (a.available_after = 'infinity'::timestamp with time zone))) AS parked
+   FROM (pgflight.workspaces w
+     LEFT JOIN pgflight.workspace_limits l ON ((l.workspace_id = w.id)));
+
+ALTER TABLE pgflight.workspace_flow OWNER TO pgflight_owner;
+
+-- Name: VIEW workspace_flow; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON VIEW pgflight.workspace_flow IS 'Per workspace: max_in_flight, share, starts_per_s/burst, model_tokens_per_min, pause; in_flight (leased attempts), queued, parked (queued behind a full concurrency key).';
+
+-- Name: workspaces_id_seq; Type: SEQUENCE; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE pgflight.workspaces ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME pgflight.workspaces_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+-- Name: agent_runs agent_run_is_unique_per_step; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.agent_runs
+    ADD CONSTRAINT agent_run_is_unique_per_step UNIQUE (step_id);
+
+-- Name: agent_runs agent_runs_pkey; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.agent_runs
+    ADD CONSTRAINT agent_runs_pkey PRIMARY KEY (id);
+
+-- Name: approvals approvals_pkey; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.approvals
+    ADD CONSTRAINT approvals_pkey PRIMARY KEY (id);
+
+-- Name: step_attempts attempt_no_is_unique_per_step; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.step_attempts
+    ADD CONSTRAINT attempt_no_is_unique_per_step UNIQUE (step_id, attempt_no);
+
+-- Name: traces block_is_unique; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.traces
+    ADD CONSTRAINT block_is_unique PRIMARY KEY (agent_run_id, iteration, seq);
+
+-- Name: budgets budgets_pkey; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.budgets
+    ADD CONSTRAINT budgets_pkey PRIMARY KEY (id);
+
+-- Name: effects effect_key_is_unique_per_step; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.effects
+    ADD CONSTRAINT effect_key_is_unique_per_step UNIQUE (step_id, effect_key);
+
+-- Name: effects effects_pkey; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.effects
+    ADD CONSTRAINT effects_pkey PRIMARY KEY (id);
+
+-- Name: events events_pkey; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.events
+    ADD CONSTRAINT events_pkey PRIMARY KEY (id);
+
+-- Name: approvals gate_key_is_unique_per_step; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.approvals
+    ADD CONSTRAINT gate_key_is_unique_per_step UNIQUE (step_id, gate_key);
+
+-- Name: runs idempotency_key_is_unique_per_workspace; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.runs
+    ADD CONSTRAINT idempotency_key_is_unique_per_workspace UNIQUE (workspace_id, idempotency_key);
+
+-- Name: model_prices model_prices_pkey; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.model_prices
+    ADD CONSTRAINT model_prices_pkey PRIMARY KEY (model);
+
+-- Name: costs one_call_per_iteration; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.costs
+    ADD CONSTRAINT one_call_per_iteration PRIMARY KEY (agent_run_id, iteration);
+
+-- Name: recipe_limits recipe_limits_pkey; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.recipe_limits
+    ADD CONSTRAINT recipe_limits_pkey PRIMARY KEY (recipe);
+
+-- Name: runs runs_pkey; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.runs
+    ADD CONSTRAINT runs_pkey PRIMARY KEY (id);
+
+-- Name: schedule_fires schedule_fires_pkey; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.schedule_fires
+    ADD CONSTRAINT schedule_fires_pkey PRIMARY KEY (schedule_id, fire_at);
+
+-- Name: schedules schedule_name_is_unique_per_workspace; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.schedules
+    ADD CONSTRAINT schedule_name_is_unique_per_workspace UNIQUE (workspace_id, name);
+
+-- Name: schedules schedules_pkey; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.schedules
+    ADD CONSTRAINT schedules_pkey PRIMARY KEY (id);
+
+-- Name: settings settings_pkey; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.settings
+    ADD CONSTRAINT settings_pkey PRIMARY KEY (singleton);
+
+-- Name: step_attempts step_attempts_pkey; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.step_attempts
+    ADD CONSTRAINT step_attempts_pkey PRIMARY KEY (id);
+
+-- Name: steps steps_pkey; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.steps
+    ADD CONSTRAINT steps_pkey PRIMARY KEY (id);
+
+-- Name: workers workers_pkey; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.workers
+    ADD CONSTRAINT workers_pkey PRIMARY KEY (id);
+
+-- Name: workspace_limits workspace_limits_pkey; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.workspace_limits
+    ADD CONSTRAINT workspace_limits_pkey PRIMARY KEY (workspace_id);
+
+-- Name: workspaces workspaces_name_is_unique; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.workspaces
+    ADD CONSTRAINT workspaces_name_is_unique UNIQUE (name);
+
+-- Name: workspaces workspaces_pkey; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.workspaces
+    ADD CONSTRAINT workspaces_pkey PRIMARY KEY (id);
+
+-- Name: agent_runs_reserved_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
+
+CREATE INDEX agent_runs_reserved_idx ON pgflight.agent_runs USING btree (reserved_attempt_id) WHERE (reserved_attempt_id IS NOT NULL);
+
+-- Name: agent_runs_run_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
+
+CREATE INDEX agent_runs_run_idx ON pgflight.agent_runs USING btree (run_id);
+
+-- Name: approvals_expiring_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
+
+CREATE INDEX approvals_expiring_idx ON pgflight.approvals USING btree (expires_at) WHERE (decision IS NULL);
+
+-- Name: budgets_open_trees_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
+
+CREATE INDEX budgets_open_trees_idx ON pgflight.budgets USING btree (id) WHERE ((scope <> 'workspace_day'::text) AND (exceeded_at IS NULL));
+
+-- Name: budgets_run_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
+
+CREATE UNIQUE INDEX budgets_run_idx ON pgflight.budgets USING btree (run_id) WHERE (scope = 'run'::text);
+
+-- Name: budgets_step_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
+
+CREATE UNIQUE INDEX budgets_step_idx ON pgflight.budgets USING btree (step_id) WHERE (scope = 'step'::text);
+
+-- Name: budgets_workspace_day_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
+
+CREATE UNIQUE INDEX budgets_workspace_day_idx ON pgflight.budgets USING btree (workspace_id, day) WHERE (scope = 'workspace_day'::text);
+
+-- Name: costs_run_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
+
+CREATE INDEX costs_run_idx ON pgflight.costs USING btree (run_id);
+
+-- Name: events_run_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
+
+CREATE INDEX events_run_idx ON pgflight.events USING btree (run_id, id);
+
+-- Name: runs_created_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
+
+CREATE INDEX runs_created_idx ON pgflight.runs USING btree (created_at);
+
+-- Name: schedules_due_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
+
+CREATE INDEX schedules_due_idx ON pgflight.schedules USING btree (next_fire_at) WHERE (next_fire_at IS NOT NULL);
+
+-- Name: schedules_pending_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
+
+CREATE INDEX schedules_pending_idx ON pgflight.schedules USING btree (pending_fire_at) WHERE (pending_fire_at IS NOT NULL);
+
+-- Name: step_attempts_deadline_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
+
+CREATE INDEX step_attempts_deadline_idx ON pgflight.step_attempts USING btree (deadline_at) WHERE ((status = ANY (ARRAY['claimed'::text, 'running'::text])) AND (deadline_at IS NOT NULL));
+
+-- Name: step_attempts_expiring_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
+
+CREATE INDEX step_attempts_expiring_idx ON pgflight.step_attempts USING btree (lease_expires_at) WHERE (status = ANY (ARRAY['claimed'::text, 'running'::text, 'cancel_requested'::text]));
+
+-- Name: step_attempts_leased_key_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
+
+CREATE INDEX step_attempts_leased_key_idx ON pgflight.step_attempts USING btree (workspace_id, concurrency_key) WHERE ((status = ANY (ARRAY['claimed'::text, 'running'::text, 'cancel_requested'::text])) AND (concurrency_key IS NOT NULL));
+
+-- Name: step_attempts_leased_ws_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
+
+CREATE INDEX step_attempts_leased_ws_idx ON pgflight.step_attempts USING btree (workspace_id) WHERE (status = ANY (ARRAY['claimed'::text, 'running'::text, 'cancel_requested'::text]));
+
+-- Name: step_attempts_one_live_per_step_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
+
+CREATE UNIQUE INDEX step_attempts_one_live_per_step_idx ON pgflight.step_attempts USING btree (step_id) WHERE (status = ANY (ARRAY['queued'::text, 'claimed'::text, 'running'::text, 'cancel_requested'::text, 'awaiting_children'::text, 'awaiting_approval'::text]));
+
+-- Name: step_attempts_parked_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
+
+CREATE INDEX step_attempts_parked_idx ON pgflight.step_attempts USING btree (status, step_id) WHERE (status = ANY (ARRAY['awaiting_children'::text, 'awaiting_approval'::text]));
+
+-- Name: step_attempts_queued_key_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
+
+CREATE INDEX step_attempts_queued_key_idx ON pgflight.step_attempts USING btree (workspace_id, concurrency_key, priority DESC, id) WHERE ((status = 'queued'::text) AND (concurrency_key IS NOT NULL));
+
+-- Name: step_attempts_recipe_ready_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
+
+CREATE INDEX step_attempts_recipe_ready_idx ON pgflight.step_attempts USING btree (recipe, workspace_id, priority DESC, available_after, id) WHERE ((status = 'queued'::text) AND (available_after < 'infinity'::timestamp with time zone));
+
+-- Name: step_attempts_ws_ready_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
+
+CREATE INDEX step_attempts_ws_ready_idx ON pgflight.step_attempts USING btree (workspace_id, priority DESC, available_after, id) WHERE ((status = 'queued'::text) AND (available_after < 'infinity'::timestamp with time zone));
+
+-- Name: steps_key_is_unique_under_parent_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
+
+CREATE UNIQUE INDEX steps_key_is_unique_under_parent_idx ON pgflight.steps USING btree (parent_id, step_key) WHERE (parent_id IS NOT NULL);
+
+-- Name: steps_run_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
+
+CREATE INDEX steps_run_idx ON pgflight.steps USING btree (run_id);
+
+-- Name: traces_tool_call_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
+
+CREATE UNIQUE INDEX traces_tool_call_idx ON pgflight.traces USING btree (agent_run_id, tool_use_id, block_type) WHERE (tool_use_id IS NOT NULL);
+
+-- Name: step_attempts step_attempts_fill_flow; Type: TRIGGER; Schema: pgflight; Owner: pgflight_owner
+
+CREATE TRIGGER step_attempts_fill_flow BEFORE INSERT ON pgflight.step_attempts FOR EACH ROW WHEN ((new.workspace_id IS NULL)) EXECUTE FUNCTION pgflight._fill_attempt_flow();
+
+-- Name: step_attempts step_attempts_key_slot_freed; Type: TRIGGER; Schema: pgflight; Owner: pgflight_owner
+
+CREATE TRIGGER step_attempts_key_slot_freed AFTER UPDATE OF status ON pgflight.step_attempts FOR EACH ROW WHEN (((old.concurrency_key IS NOT NULL) AND (old.status = ANY (ARRAY['queued'::text, 'claimed'::text, 'running'::text, 'cancel_requested'::text])) AND (new.status <> ALL (ARRAY['queued'::text, 'claimed'::text, 'running'::text, 'cancel_requested'::text])))) EXECUTE FUNCTION pgflight._key_slot_freed();
+
+-- Name: agent_runs agent_runs_run_id_fkey; Type: FK CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.agent_runs
+    ADD CONSTRAINT agent_runs_run_id_fkey FOREIGN KEY (run_id) REFERENCES pgflight.runs(id) ON DELETE CASCADE;
+
+-- Name: agent_runs agent_runs_step_id_fkey; Type: FK CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.agent_runs
+    ADD CONSTRAINT agent_runs_step_id_fkey FOREIGN KEY (step_id) REFERENCES pgflight.steps(id) ON DELETE CASCADE;
+
+-- Name: approvals approvals_step_id_fkey; Type: FK CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.approvals
+    ADD CONSTRAINT approvals_step_id_fkey FOREIGN KEY (step_id) REFERENCES pgflight.steps(id) ON DELETE CASCADE;
+
+-- Name: budgets budgets_run_id_fkey; Type: FK CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.budgets
+    ADD CONSTRAINT budgets_run_id_fkey FOREIGN KEY (run_id) REFERENCES pgflight.runs(id) ON DELETE CASCADE;
+
+-- Name: budgets budgets_step_id_fkey; Type: FK CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.budgets
+    ADD CONSTRAINT budgets_step_id_fkey FOREIGN KEY (step_id) REFERENCES pgflight.steps(id) ON DELETE CASCADE;
+
+-- Name: budgets budgets_workspace_id_fkey; Type: FK CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.budgets
+    ADD CONSTRAINT budgets_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES pgflight.workspaces(id) ON DELETE CASCADE;
+
+-- Name: costs costs_agent_run_id_fkey; Type: FK CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.costs
+    ADD CONSTRAINT costs_agent_run_id_fkey FOREIGN KEY (agent_run_id) REFERENCES pgflight.agent_runs(id) ON DELETE CASCADE;
+
+-- Name: effects effects_step_id_fkey; Type: FK CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.effects
+    ADD CONSTRAINT effects_step_id_fkey FOREIGN KEY (step_id) REFERENCES pgflight.steps(id) ON DELETE CASCADE;
+
+-- Name: runs runs_workspace_id_fkey; Type: FK CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.runs
+    ADD CONSTRAINT runs_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES pgflight.workspaces(id);
+
+-- Name: schedule_fires schedule_fires_schedule_id_fkey; Type: FK CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.schedule_fires
+    ADD CONSTRAINT schedule_fires_schedule_id_fkey FOREIGN KEY (schedule_id) REFERENCES pgflight.schedules(id) ON DELETE CASCADE;
+
+-- Name: schedules schedules_workspace_id_fkey; Type: FK CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.schedules
+    ADD CONSTRAINT schedules_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES pgflight.workspaces(id) ON DELETE CASCADE;
+
+-- Name: step_attempts step_attempts_step_id_fkey; Type: FK CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.step_attempts
+    ADD CONSTRAINT step_attempts_step_id_fkey FOREIGN KEY (step_id) REFERENCES pgflight.steps(id) ON DELETE CASCADE;
+
+-- Name: steps steps_parent_id_fkey; Type: FK CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.steps
+    ADD CONSTRAINT steps_parent_id_fkey FOREIGN KEY (parent_id) REFERENCES pgflight.steps(id) ON DELETE CASCADE;
+
+-- Name: steps steps_run_id_fkey; Type: FK CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.steps
+    ADD CONSTRAINT steps_run_id_fkey FOREIGN KEY (run_id) REFERENCES pgflight.runs(id) ON DELETE CASCADE;
+
+-- Name: traces traces_agent_run_id_fkey; Type: FK CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.traces
+    ADD CONSTRAINT traces_agent_run_id_fkey FOREIGN KEY (agent_run_id) REFERENCES pgflight.agent_runs(id) ON DELETE CASCADE;
+
+-- Name: workspace_limits workspace_limits_workspace_id_fkey; Type: FK CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.workspace_limits
+    ADD CONSTRAINT workspace_limits_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES pgflight.workspaces(id) ON DELETE CASCADE;
+
+-- Name: SCHEMA pgflight; Type: ACL; Schema: -; Owner: pgflight_owner
+
+GRANT USAGE ON SCHEMA pgflight TO pgflight_worker;
+GRANT USAGE ON SCHEMA pgflight TO pgflight_operator;
+GRANT USAGE ON SCHEMA pgflight TO pgflight_reader;
+
+-- Name: FUNCTION _now(); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._now() FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight._now() TO pgflight_worker;
+GRANT ALL ON FUNCTION pgflight._now() TO pgflight_operator;
+GRANT ALL ON FUNCTION pgflight._now() TO pgflight_reader;
+
+-- Name: FUNCTION _agent_fence(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_operation text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._agent_fence(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_operation text) FROM PUBLIC;
+
+-- Name: FUNCTION _backoff_s(p_failed integer, p_backoff jsonb); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._backoff_s(p_failed integer, p_backoff jsonb) FROM PUBLIC;
+
+-- Name: FUNCTION _bad_child_flow(p_options jsonb); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._bad_child_flow(p_options jsonb) FROM PUBLIC;
+
+-- Name: FUNCTION _bad_child_options(p_options jsonb); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._bad_child_options(p_options jsonb) FROM PUBLIC;
+
+-- Name: FUNCTION _bucket_tokens(p_tokens double precision, p_refilled_at timestamp with time zone, p_rate double precision, p_burst double precision, p_now timestamp with time zone); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._bucket_tokens(p_tokens double precision, p_refilled_at timestamp with time zone, p_rate double precision, p_burst double precision, p_now timestamp with time zone) FROM PUBLIC;
+
+-- Name: FUNCTION _call_budget_ids(p_run pgflight.agent_runs, p_now timestamp with time zone); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._call_budget_ids(p_run pgflight.agent_runs, p_now timestamp with time zone) FROM PUBLIC;
+
+-- Name: FUNCTION _cancel_steps(p_step_ids bigint[], p_actor text, p_reason text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._cancel_steps(p_step_ids bigint[], p_actor text, p_reason text) FROM PUBLIC;
+
+-- Name: FUNCTION _cancel_tree(p_run_id bigint, p_step_id bigint, p_actor text, p_reason text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._cancel_tree(p_run_id bigint, p_step_id bigint, p_actor text, p_reason text) FROM PUBLIC;
+
+-- Name: FUNCTION _claim_fair(p_worker_id bigint, p_batch_size integer, p_lease_s double precision, p_recipes text[], p_start boolean, p_now timestamp with time zone); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._claim_fair(p_worker_id bigint, p_batch_size integer, p_lease_s double precision, p_recipes text[], p_start boolean, p_now timestamp with time zone) FROM PUBLIC;
+
+-- Name: FUNCTION _claim_lane(p_worker_id bigint, p_workspace_id bigint, p_recipe text, p_limit integer, p_lease_s double precision, p_start boolean, p_now timestamp with time zone); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._claim_lane(p_worker_id bigint, p_workspace_id bigint, p_recipe text, p_limit integer, p_lease_s double precision, p_start boolean, p_now timestamp with time zone) FROM PUBLIC;
+
+-- Name: FUNCTION _complete_many(p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[], p_now timestamp with time zone); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._complete_many(p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[], p_now timestamp with time zone) FROM PUBLIC;
+
+-- Name: FUNCTION _concurrency_option(p_options jsonb, OUT o_key text, OUT o_limit integer); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._concurrency_option(p_options jsonb, OUT o_key text, OUT o_limit integer) FROM PUBLIC;
+
+-- Name: FUNCTION _cron_field(p_text text, p_min integer, p_max integer, p_names text[], p_what text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._cron_field(p_text text, p_min integer, p_max integer, p_names text[], p_what text) FROM PUBLIC;
+
+-- Name: FUNCTION _cron_next(p_seconds integer[], p_minutes integer[], p_hours integer[], p_days integer[], p_months integer[], p_weekdays integer[], p_any_day boolean, p_any_weekday boolean, p_tz text, p_after timestamp with time zone); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._cron_next(p_seconds integer[], p_minutes integer[], p_hours integer[], p_days integer[], p_months integer[], p_weekdays integer[], p_any_day boolean, p_any_weekday boolean, p_tz text, p_after timestamp with time zone) FROM PUBLIC;
+
+-- Name: FUNCTION _cron_parse(p_expr text, OUT seconds integer[], OUT minutes integer[], OUT hours integer[], OUT days integer[], OUT months integer[], OUT weekdays integer[], OUT any_day boolean, OUT any_weekday boolean); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._cron_parse(p_expr text, OUT seconds integer[], OUT minutes integer[], OUT hours integer[], OUT days integer[], OUT months integer[], OUT weekdays integer[], OUT any_day boolean, OUT any_weekday boolean) FROM PUBLIC;
+
+-- Name: FUNCTION _decide(p_gate_id bigint, p_decision text, p_actor text, p_note text, p_reason text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._decide(p_gate_id bigint, p_decision text, p_actor text, p_note text, p_reason text) FROM PUBLIC;
+
+-- Name: FUNCTION _event(p_run_id bigint, p_step_id bigint, p_attempt_id bigint, p_from text, p_to text, p_worker_id bigint, p_reason text, p_actor text, p_detail jsonb); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._event(p_run_id bigint, p_step_id bigint, p_attempt_id bigint, p_from text, p_to text, p_worker_id bigint, p_reason text, p_actor text, p_detail jsonb) FROM PUBLIC;
+
+-- Name: FUNCTION _fail_attempt(p_attempt_id bigint, p_from text, p_status text, p_error jsonb, p_retryable boolean, p_retry_after_s double precision, p_reason text, p_actor text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._fail_attempt(p_attempt_id bigint, p_from text, p_status text, p_error jsonb, p_retryable boolean, p_retry_after_s double precision, p_reason text, p_actor text) FROM PUBLIC;
+
+-- Name: FUNCTION _fake_now(p_value text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._fake_now(p_value text) FROM PUBLIC;
+
+-- Name: FUNCTION _fill_attempt_flow(); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._fill_attempt_flow() FROM PUBLIC;
+
+-- Name: FUNCTION _fire_schedule(p_schedule_id bigint, p_workspace text, p_name text, p_recipe text, p_input jsonb, p_run_options jsonb, p_fire_at timestamp with time zone); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._fire_schedule(p_schedule_id bigint, p_workspace text, p_name text, p_recipe text, p_input jsonb, p_run_options jsonb, p_fire_at timestamp with time zone) FROM PUBLIC;
+
+-- Name: FUNCTION _iteration_refusal(p_run pgflight.agent_runs, p_iteration integer); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._iteration_refusal(p_run pgflight.agent_runs, p_iteration integer) FROM PUBLIC;
+
+-- Name: FUNCTION _key_lock(p_workspace_id bigint, p_key text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._key_lock(p_workspace_id bigint, p_key text) FROM PUBLIC;
+
+-- Name: FUNCTION _key_slot_freed(); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._key_slot_freed() FROM PUBLIC;
+
+-- Name: FUNCTION _lease_attempts(p_worker_id bigint, p_ids bigint[], p_lease_s double precision, p_start boolean, p_now timestamp with time zone); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._lease_attempts(p_worker_id bigint, p_ids bigint[], p_lease_s double precision, p_start boolean, p_now timestamp with time zone) FROM PUBLIC;
+
+-- Name: FUNCTION _limit_option(p_options jsonb, p_key text, p_min double precision, p_max double precision, p_integer boolean); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._limit_option(p_options jsonb, p_key text, p_min double precision, p_max double precision, p_integer boolean) FROM PUBLIC;
+
+-- Name: FUNCTION _lock_held(p_attempt_id bigint, p_token bigint, p_operation text, p_with_cancel_requested boolean); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._lock_held(p_attempt_id bigint, p_token bigint, p_operation text, p_with_cancel_requested boolean) FROM PUBLIC;
+
+-- Name: FUNCTION _move_budget(p_ids bigint[], p_reserve numeric, p_spend numeric, p_release numeric, p_check boolean, p_now timestamp with time zone, p_what text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._move_budget(p_ids bigint[], p_reserve numeric, p_spend numeric, p_release numeric, p_check boolean, p_now timestamp with time zone, p_what text) FROM PUBLIC;
+
+-- Name: FUNCTION _notify_ready(); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._notify_ready() FROM PUBLIC;
+
+-- Name: FUNCTION _opt_num(p_options jsonb, p_key text, p_default double precision); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._opt_num(p_options jsonb, p_key text, p_default double precision) FROM PUBLIC;
+
+-- Name: FUNCTION _opt_text(p_options jsonb, p_key text, p_default text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._opt_text(p_options jsonb, p_key text, p_default text) FROM PUBLIC;
+
+-- Name: FUNCTION _price_usd(p_model text, p_usage jsonb); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._price_usd(p_model text, p_usage jsonb) FROM PUBLIC;
+
+-- Name: FUNCTION _queued_recipes(); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._queued_recipes() FROM PUBLIC;
+
+-- Name: FUNCTION _raise_budget_exceeded(p_refusal jsonb); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._raise_budget_exceeded(p_refusal jsonb) FROM PUBLIC;
+
+-- Name: FUNCTION _ready_lanes(p_recipes text[]); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._ready_lanes(p_recipes text[]) FROM PUBLIC;
+
+-- Name: FUNCTION _reclaim(p_now timestamp with time zone, p_limit integer); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._reclaim(p_now timestamp with time zone, p_limit integer) FROM PUBLIC;
+
+-- Name: FUNCTION _record_stale(p_attempt_id bigint, p_token bigint, p_operation text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._record_stale(p_attempt_id bigint, p_token bigint, p_operation text) FROM PUBLIC;
+
+-- Name: FUNCTION _reject_write(p_attempt_id bigint, p_token bigint, p_operation text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._reject_write(p_attempt_id bigint, p_token bigint, p_operation text) FROM PUBLIC;
+
+-- Name: FUNCTION _release_reservation(p_agent_run_id bigint); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._release_reservation(p_agent_run_id bigint) FROM PUBLIC;
+
+-- Name: FUNCTION _reopen_step(p_step_id bigint, p_actor text, p_reason text, p_note text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._reopen_step(p_step_id bigint, p_actor text, p_reason text, p_note text) FROM PUBLIC;
+
+-- Name: FUNCTION _require_known_keys(p_options jsonb, p_allowed text[]); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._require_known_keys(p_options jsonb, p_allowed text[]) FROM PUBLIC;
+
+-- Name: FUNCTION _require_positive(p_name text, p_value double precision); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._require_positive(p_name text, p_value double precision) FROM PUBLIC;
+
+-- Name: FUNCTION _reserve(p_run pgflight.agent_runs, p_attempt_id bigint, p_iteration integer, p_est_usd numeric, p_now timestamp with time zone); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._reserve(p_run pgflight.agent_runs, p_attempt_id bigint, p_iteration integer, p_est_usd numeric, p_now timestamp with time zone) FROM PUBLIC;
+
+-- Name: FUNCTION _start_at(p_options jsonb, p_now timestamp with time zone); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._start_at(p_options jsonb, p_now timestamp with time zone) FROM PUBLIC;
+
+-- Name: FUNCTION _step_finished(p_step_id bigint, p_final text, p_actor text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._step_finished(p_step_id bigint, p_final text, p_actor text) FROM PUBLIC;
+
+-- Name: FUNCTION _store_tool_results(p_run_id bigint, p_attempt_id bigint, p_results jsonb, p_now timestamp with time zone); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._store_tool_results(p_run_id bigint, p_attempt_id bigint, p_results jsonb, p_now timestamp with time zone) FROM PUBLIC;
+
+-- Name: FUNCTION _tree_steps(p_run_id bigint, p_step_id bigint); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._tree_steps(p_run_id bigint, p_step_id bigint) FROM PUBLIC;
+
+-- Name: FUNCTION _wake(p_step_id bigint, p_reason text, p_actor text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._wake(p_step_id bigint, p_reason text, p_actor text) FROM PUBLIC;
+
+-- Name: FUNCTION _workspace_id(p_workspace text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._workspace_id(p_workspace text) FROM PUBLIC;
+
+-- Name: FUNCTION agent_run_of(p_step_id bigint); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.agent_run_of(p_step_id bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.agent_run_of(p_step_id bigint) TO pgflight_operator;
+GRANT ALL ON FUNCTION pgflight.agent_run_of(p_step_id bigint) TO pgflight_reader;
+
+-- Name: FUNCTION agent_runs_by_status(p_status text, p_after bigint, p_limit integer); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.agent_runs_by_status(p_status text, p_after bigint, p_limit integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.agent_runs_by_status(p_status text, p_after bigint, p_limit integer) TO pgflight_operator;
+GRANT ALL ON FUNCTION pgflight.agent_runs_by_status(p_status text, p_after bigint, p_limit integer) TO pgflight_reader;
+
+-- Name: FUNCTION agent_transcript(p_agent_run_id bigint); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.agent_transcript(p_agent_run_id bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.agent_transcript(p_agent_run_id bigint) TO pgflight_operator;
+GRANT ALL ON FUNCTION pgflight.agent_transcript(p_agent_run_id bigint) TO pgflight_reader;
+
+-- Name: FUNCTION approve(p_step_id bigint, p_decision text, p_actor text, p_note text, p_gate_key text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.approve(p_step_id bigint, p_decision text, p_actor text, p_note text, p_gate_key text) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.approve(p_step_id bigint, p_decision text, p_actor text, p_note text, p_gate_key text) TO pgflight_operator;
+
+-- Name: FUNCTION begin_agent_run(p_attempt_id bigint, p_token bigint, p_options jsonb); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.begin_agent_run(p_attempt_id bigint, p_token bigint, p_options jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.begin_agent_run(p_attempt_id bigint, p_token bigint, p_options jsonb) TO pgflight_worker;
+
+-- Name: FUNCTION cancel_run(p_run_id bigint, p_actor text, p_reason text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.cancel_run(p_run_id bigint, p_actor text, p_reason text) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.cancel_run(p_run_id bigint, p_actor text, p_reason text) TO pgflight_operator;
+
+-- Name: FUNCTION cancel_step(p_step_id bigint, p_actor text, p_reason text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.cancel_step(p_step_id bigint, p_actor text, p_reason text) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.cancel_step(p_step_id bigint, p_actor text, p_reason text) TO pgflight_operator;
+
+-- Name: FUNCTION children_results(p_step_id bigint); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.children_results(p_step_id bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.children_results(p_step_id bigint) TO pgflight_worker;
+GRANT ALL ON FUNCTION pgflight.children_results(p_step_id bigint) TO pgflight_operator;
+GRANT ALL ON FUNCTION pgflight.children_results(p_step_id bigint) TO pgflight_reader;
+
+-- Name: FUNCTION claim_batch(p_worker_id bigint, p_batch_size integer, p_lease_s double precision, p_recipes text[], p_options jsonb); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.claim_batch(p_worker_id bigint, p_batch_size integer, p_lease_s double precision, p_recipes text[], p_options jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.claim_batch(p_worker_id bigint, p_batch_size integer, p_lease_s double precision, p_recipes text[], p_options jsonb) TO pgflight_worker;
+
+-- Name: FUNCTION complete_batch(p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[]); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.complete_batch(p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.complete_batch(p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[]) TO pgflight_worker;
+
+-- Name: FUNCTION complete_step(p_attempt_id bigint, p_token bigint, p_result jsonb); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.complete_step(p_attempt_id bigint, p_token bigint, p_result jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.complete_step(p_attempt_id bigint, p_token bigint, p_result jsonb) TO pgflight_worker;
+
+-- Name: FUNCTION complete_tool_call(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_tool_use_id text, p_result jsonb); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.complete_tool_call(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_tool_use_id text, p_result jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.complete_tool_call(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_tool_use_id text, p_result jsonb) TO pgflight_worker;
+
+-- Name: FUNCTION complete_tool_calls(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_results jsonb, p_next_iteration integer, p_est_usd numeric); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.complete_tool_calls(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_results jsonb, p_next_iteration integer, p_est_usd numeric) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.complete_tool_calls(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_results jsonb, p_next_iteration integer, p_est_usd numeric) TO pgflight_worker;
+
+-- Name: FUNCTION create_workspace(p_name text, p_options jsonb); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.create_workspace(p_name text, p_options jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.create_workspace(p_name text, p_options jsonb) TO pgflight_operator;
+
+-- Name: FUNCTION deregister_worker(p_worker_id bigint); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.deregister_worker(p_worker_id bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.deregister_worker(p_worker_id bigint) TO pgflight_worker;
+
+-- Name: FUNCTION enforce_budgets(p_limit integer); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.enforce_budgets(p_limit integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.enforce_budgets(p_limit integer) TO pgflight_operator;
+
+-- Name: FUNCTION expire_approvals(p_limit integer); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.expire_approvals(p_limit integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.expire_approvals(p_limit integer) TO pgflight_operator;
+
+-- Name: FUNCTION fail_step(p_attempt_id bigint, p_token bigint, p_error jsonb, p_options jsonb); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.fail_step(p_attempt_id bigint, p_token bigint, p_error jsonb, p_options jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.fail_step(p_attempt_id bigint, p_token bigint, p_error jsonb, p_options jsonb) TO pgflight_worker;
+
+-- Name: FUNCTION find_effect(p_step_id bigint, p_key text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.find_effect(p_step_id bigint, p_key text) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.find_effect(p_step_id bigint, p_key text) TO pgflight_worker;
+
+-- Name: FUNCTION fire_schedules(p_limit integer); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.fire_schedules(p_limit integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.fire_schedules(p_limit integer) TO pgflight_operator;
+
+-- Name: FUNCTION heartbeat(p_worker_id bigint, p_attempt_ids bigint[], p_tokens bigint[]); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.heartbeat(p_worker_id bigint, p_attempt_ids bigint[], p_tokens bigint[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.heartbeat(p_worker_id bigint, p_attempt_ids bigint[], p_tokens bigint[]) TO pgflight_worker;
+
+-- Name: FUNCTION install_schedules(p_interval_s integer); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.install_schedules(p_interval_s integer) FROM PUBLIC;
+
+-- Name: FUNCTION load_transcript(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.load_transcript(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.load_transcript(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint) TO pgflight_worker;
+
+-- Name: FUNCTION mark_tool_call(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_tool_use_id text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.mark_tool_call(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_tool_use_id text) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.mark_tool_call(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_tool_use_id text) TO pgflight_worker;
+
+-- Name: FUNCTION pause_recipe(p_name text, p_note text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.pause_recipe(p_name text, p_note text) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.pause_recipe(p_name text, p_note text) TO pgflight_operator;
+
+-- Name: FUNCTION pause_workspace(p_name text, p_note text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.pause_workspace(p_name text, p_note text) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.pause_workspace(p_name text, p_note text) TO pgflight_operator;
+
+-- Name: FUNCTION price_usd(p_model text, p_usage jsonb); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.price_usd(p_model text, p_usage jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.price_usd(p_model text, p_usage jsonb) TO pgflight_worker;
+GRANT ALL ON FUNCTION pgflight.price_usd(p_model text, p_usage jsonb) TO pgflight_operator;
+GRANT ALL ON FUNCTION pgflight.price_usd(p_model text, p_usage jsonb) TO pgflight_reader;
+
+-- Name: FUNCTION purge_finished(p_older_than_s double precision, p_limit integer); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.purge_finished(p_older_than_s double precision, p_limit integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.purge_finished(p_older_than_s double precision, p_limit integer) TO pgflight_operator;
+
+-- Name: FUNCTION reclaim_expired(p_limit integer); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.reclaim_expired(p_limit integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.reclaim_expired(p_limit integer) TO pgflight_operator;
+
+-- Name: FUNCTION record_effect(p_attempt_id bigint, p_token bigint, p_key text, p_result jsonb); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.record_effect(p_attempt_id bigint, p_token bigint, p_key text, p_result jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.record_effect(p_attempt_id bigint, p_token bigint, p_key text, p_result jsonb) TO pgflight_worker;
+
+-- Name: FUNCTION record_model_call(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_blocks jsonb, p_usage jsonb, p_model text, p_options jsonb); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.record_model_call(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_blocks jsonb, p_usage jsonb, p_model text, p_options jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.record_model_call(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_blocks jsonb, p_usage jsonb, p_model text, p_options jsonb) TO pgflight_worker;
+
+-- Name: FUNCTION record_stale_write(p_attempt_id bigint, p_token bigint, p_operation text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.record_stale_write(p_attempt_id bigint, p_token bigint, p_operation text) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.record_stale_write(p_attempt_id bigint, p_token bigint, p_operation text) TO pgflight_worker;
+
+-- Name: FUNCTION record_trace(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_role text, p_block_type text, p_content jsonb, p_options jsonb); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.record_trace(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_role text, p_block_type text, p_content jsonb, p_options jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.record_trace(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_role text, p_block_type text, p_content jsonb, p_options jsonb) TO pgflight_worker;
+
+-- Name: FUNCTION register_worker(p_name text, p_options jsonb); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.register_worker(p_name text, p_options jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.register_worker(p_name text, p_options jsonb) TO pgflight_worker;
+
+-- Name: FUNCTION release_step(p_attempt_id bigint, p_token bigint, p_reason text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.release_step(p_attempt_id bigint, p_token bigint, p_reason text) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.release_step(p_attempt_id bigint, p_token bigint, p_reason text) TO pgflight_worker;
+
+-- Name: FUNCTION replay_from(p_step_id bigint, p_actor text, p_note text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.replay_from(p_step_id bigint, p_actor text, p_note text) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.replay_from(p_step_id bigint, p_actor text, p_note text) TO pgflight_operator;
+
+-- Name: FUNCTION request_approval(p_attempt_id bigint, p_token bigint, p_gate_key text, p_request jsonb, p_options jsonb); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.request_approval(p_attempt_id bigint, p_token bigint, p_gate_key text, p_request jsonb, p_options jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.request_approval(p_attempt_id bigint, p_token bigint, p_gate_key text, p_request jsonb, p_options jsonb) TO pgflight_worker;
+
+-- Name: FUNCTION reserve_budget(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_est_usd numeric); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.reserve_budget(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_est_usd numeric) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.reserve_budget(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_est_usd numeric) TO pgflight_worker;
+
+-- Name: FUNCTION resume_recipe(p_name text, p_note text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.resume_recipe(p_name text, p_note text) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.resume_recipe(p_name text, p_note text) TO pgflight_operator;
+
+-- Name: FUNCTION resume_workspace(p_name text, p_note text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.resume_workspace(p_name text, p_note text) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.resume_workspace(p_name text, p_note text) TO pgflight_operator;
+
+-- Name: FUNCTION retry_step(p_step_id bigint, p_actor text, p_note text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.retry_step(p_step_id bigint, p_actor text, p_note text) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.retry_step(p_step_id bigint, p_actor text, p_note text) TO pgflight_operator;
+
+-- Name: FUNCTION run_audit(p_run_id bigint); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.run_audit(p_run_id bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.run_audit(p_run_id bigint) TO pgflight_operator;
+GRANT ALL ON FUNCTION pgflight.run_audit(p_run_id bigint) TO pgflight_reader;
+GRANT ALL ON FUNCTION pgflight.run_audit(p_run_id bigint) TO pgflight_worker;
+
+-- Name: FUNCTION run_status(p_run_id bigint); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.run_status(p_run_id bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.run_status(p_run_id bigint) TO pgflight_operator;
+GRANT ALL ON FUNCTION pgflight.run_status(p_run_id bigint) TO pgflight_reader;
+GRANT ALL ON FUNCTION pgflight.run_status(p_run_id bigint) TO pgflight_worker;
+
+-- Name: FUNCTION run_sweeps(); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.run_sweeps() FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.run_sweeps() TO pgflight_operator;
+
+-- Name: FUNCTION schedule_run(p_workspace text, p_name text, p_cron text, p_recipe text, p_input jsonb, p_options jsonb); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.schedule_run(p_workspace text, p_name text, p_cron text, p_recipe text, p_input jsonb, p_options jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.schedule_run(p_workspace text, p_name text, p_cron text, p_recipe text, p_input jsonb, p_options jsonb) TO pgflight_operator;
+
+-- Name: FUNCTION set_global_limits(p_options jsonb); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.set_global_limits(p_options jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.set_global_limits(p_options jsonb) TO pgflight_operator;
+
+-- Name: FUNCTION set_recipe_limits(p_recipe text, p_options jsonb); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.set_recipe_limits(p_recipe text, p_options jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.set_recipe_limits(p_recipe text, p_options jsonb) TO pgflight_operator;
+
+-- Name: FUNCTION set_workspace_limits(p_workspace text, p_options jsonb); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.set_workspace_limits(p_workspace text, p_options jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.set_workspace_limits(p_workspace text, p_options jsonb) TO pgflight_operator;
+
+-- Name: FUNCTION spawn_children(p_attempt_id bigint, p_token bigint, p_children jsonb, p_options jsonb); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.spawn_children(p_attempt_id bigint, p_token bigint, p_children jsonb, p_options jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.spawn_children(p_attempt_id bigint, p_token bigint, p_children jsonb, p_options jsonb) TO pgflight_worker;
+
+-- Name: FUNCTION start_step(p_attempt_id bigint, p_token bigint); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.start_step(p_attempt_id bigint, p_token bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.start_step(p_attempt_id bigint, p_token bigint) TO pgflight_worker;
+
+-- Name: FUNCTION submit_run(p_workspace text, p_recipe text, p_input jsonb, p_options jsonb); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.submit_run(p_workspace text, p_recipe text, p_input jsonb, p_options jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.submit_run(p_workspace text, p_recipe text, p_input jsonb, p_options jsonb) TO pgflight_operator;
+
+-- Name: PROCEDURE sweep_loop(IN p_duration_s double precision, IN p_interval_s double precision); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON PROCEDURE pgflight.sweep_loop(IN p_duration_s double precision, IN p_interval_s double precision) FROM PUBLIC;
+
+-- Name: FUNCTION uninstall_schedules(); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.uninstall_schedules() FROM PUBLIC;
+
+-- Name: FUNCTION unschedule_run(p_workspace text, p_name text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.unschedule_run(p_workspace text, p_name text) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.unschedule_run(p_workspace text, p_name text) TO pgflight_operator;
+
+-- Name: FUNCTION wake_parents(p_limit integer); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.wake_parents(p_limit integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.wake_parents(p_limit integer) TO pgflight_operator;
+
+-- Name: FUNCTION wake_parked_keys(p_limit integer); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.wake_parked_keys(p_limit integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.wake_parked_keys(p_limit integer) TO pgflight_operator;
+
+-- Name: TABLE attempts; Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+GRANT SELECT ON TABLE pgflight.attempts TO pgflight_reader;
+GRANT SELECT ON TABLE pgflight.attempts TO pgflight_operator;
+
+-- Name: TABLE step_status; Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+GRANT SELECT ON TABLE pgflight.step_status TO pgflight_reader;
+GRANT SELECT ON TABLE pgflight.step_status TO pgflight_operator;
+
+-- Name: TABLE dead_letters; Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+GRANT SELECT ON TABLE pgflight.dead_letters TO pgflight_reader;
+GRANT SELECT ON TABLE pgflight.dead_letters TO pgflight_operator;
+
+-- Name: TABLE engine_health; Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+GRANT SELECT ON TABLE pgflight.engine_health TO pgflight_reader;
+GRANT SELECT ON TABLE pgflight.engine_health TO pgflight_operator;
+
+-- Name: TABLE run_events; Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+GRANT SELECT ON TABLE pgflight.run_events TO pgflight_reader;
+GRANT SELECT ON TABLE pgflight.run_events TO pgflight_operator;
+
+-- Name: TABLE run_list; Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+GRANT SELECT ON TABLE pgflight.run_list TO pgflight_reader;
+GRANT SELECT ON TABLE pgflight.run_list TO pgflight_operator;
+
+-- Name: TABLE schedule_list; Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+GRANT SELECT ON TABLE pgflight.schedule_list TO pgflight_reader;
+GRANT SELECT ON TABLE pgflight.schedule_list TO pgflight_operator;
+
+-- Name: TABLE workspace_flow; Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+GRANT SELECT ON TABLE pgflight.workspace_flow TO pgflight_reader;
+GRANT SELECT ON TABLE pgflight.workspace_flow TO pgflight_operator;

@@ -1,1 +1,0 @@
-select 'pgflight.claim_batch(bigint, integer, double precision, text[], jsonb)'::regprocedure;

@@ -1,1 +1,0 @@
-select 'pgflight.submit_run(text, text, jsonb, jsonb)'::regprocedure;
