@@ -241,6 +241,10 @@ from pgflight import cli_ops  # noqa: E402  (operating commands: worker, submit,
 
 cli_ops.register(app, _dsn)
 
+from pgflight import cli_flow  # noqa: E402  (flow control: workspace, pause, resume, schedule, limits)
+
+cli_flow.register(app)
+
 from pgflight import cli_agent  # noqa: E402  (agent commands: trace, export-dataset)
 
 cli_agent.register(app, _dsn)

@@ -211,14 +211,26 @@ def runs(
 
 @_one_line_errors
 def show(run: Annotated[int, typer.Argument(help="Run id.")], as_json: JsonOpt = False) -> None:
-    """Show a run as a tree of steps with status, attempts and durations."""
+    """Show a run as a tree of steps with status, attempts and durations, and its workspace's caps."""
+    from pgflight import cli_flow
+    from pgflight.db import flow
+
     with _conn() as c:
         st = db.run_status(c, run)
         steps = db.run_steps(c, run)
+        caps = flow.workspace_flow(c, st.workspace)
     if as_json:
-        _dump({"run": st.model_dump(mode="json"), "steps": [s.model_dump(mode="json") for s in steps]})
+        _dump(
+            {
+                "run": st.model_dump(mode="json"),
+                "steps": [s.model_dump(mode="json") for s in steps],
+                "workspace_flow": caps[0].model_dump(mode="json") if caps else None,
+            }
+        )
         return
     out.print(_tree(st, steps))
+    if caps:
+        out.print(cli_flow.flow_line(caps[0]))
 
 
 def _tree(st: models.RunStatus, steps: list[models.StepState]) -> Tree:
