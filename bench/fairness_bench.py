@@ -42,7 +42,8 @@ def spawn_backlog(conn: Conn, workspace: str, n: int, recipe: str, per_parent: i
     """Queue n steps of `recipe` in `workspace` through fan-outs (fast, like a real bulk job)."""
     parents = -(-n // per_parent)
     conn.execute(
-        "select pgflight.submit_run(%s, 'bench_parent', '{}') from generate_series(1, %s)", [workspace, parents]
+        "select pgflight.submit_run(%s, 'bench_parent', '{}') from generate_series(1, %s)",
+        [workspace, parents],
     )
     w = register(conn, "spawner")
     got = conn.execute(
@@ -84,7 +85,8 @@ def drain(dsn: str, threads: int, batch: int = 10) -> dict[str, Any]:
                     continue
                 idle = 0
                 c.execute(
-                    "select count(*) from pgflight.complete_batch(%s, %s, array_fill(null::jsonb, array[%s]))",
+                    "select count(*) from pgflight.complete_batch(%s, %s,"
+                    " array_fill(null::jsonb, array[%s]))",
                     [[a for a, _ in got], [t for _, t in got], len(got)],
                 )
                 n += len(got)
@@ -118,7 +120,10 @@ def claim_cost(cluster: Any, dsn: str, steps: int) -> dict[str, Any]:
             for i in range(4):
                 c.execute("select pgflight.create_workspace(%s)", [f"w{i}"])
                 if name == "on":
-                    c.execute("select pgflight.set_workspace_limits(%s, %s)", [f"w{i}", Jsonb({"max_in_flight": 1000})])
+                    c.execute(
+                        "select pgflight.set_workspace_limits(%s, %s)",
+                        [f"w{i}", Jsonb({"max_in_flight": 1000})],
+                    )
                 c.execute(
                     "select pgflight.submit_run(%s, 'noop', '{}', case when %s then"
                     " jsonb_build_object('concurrency_key', 'k' || (g %% 500), 'concurrency_limit', 5)"
@@ -167,7 +172,8 @@ def quiet_tenant(dsn: str, burst: int, seconds: float) -> dict[str, Any]:
                     time.sleep(0.002)
                     continue
                 c.execute(
-                    "select count(*) from pgflight.complete_batch(%s, %s, array_fill(null::jsonb, array[%s]))",
+                    "select count(*) from pgflight.complete_batch(%s, %s,"
+                    " array_fill(null::jsonb, array[%s]))",
                     [[a for a, _ in got], [t for _, t in got], len(got)],
                 )
 
@@ -230,7 +236,11 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="a tenth of the sizes")
     args = parser.parse_args()
     scale = 10 if args.quick else 1
-    report: dict[str, Any] = {"bench": "fairness", "quick": args.quick, "durability": "fsync=on synchronous_commit=on"}
+    report: dict[str, Any] = {
+        "bench": "fairness",
+        "quick": args.quick,
+        "durability": "fsync=on synchronous_commit=on",
+    }
     started = time.perf_counter()
     with throwaway_cluster() as (cluster, dsn):
         report["claim_cost"] = claim_cost(cluster, dsn, 20_000 // scale)
@@ -243,7 +253,11 @@ def main() -> None:
         }
         empty = rare_recipe(dsn, 0, 1000 // scale)
         full = rare_recipe(dsn, 200_000 // scale, 1000 // scale)
-        report["rare_recipe"] = {"empty": empty, "queued": full, "p99_ratio": round(full["p99_ms"] / empty["p99_ms"], 2)}
+        report["rare_recipe"] = {
+            "empty": empty,
+            "queued": full,
+            "p99_ratio": round(full["p99_ms"] / empty["p99_ms"], 2),
+        }
     cc = report["claim_cost"]["on_vs_off"]
     report["targets"] = {
         "claim_p99_on_vs_off_le_1_3": cc["p99_ratio"] <= 1.3,

@@ -120,7 +120,7 @@ COMMENT ON FUNCTION pgflight._backoff_s(p_failed integer, p_backoff jsonb) IS 'I
 
 CREATE FUNCTION pgflight._bad_child_flow(p_options jsonb) RETURNS boolean
     LANGUAGE plpgsql IMMUTABLE
-    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET search_path TO ''
     AS $$
 begin
   perform pgflight._concurrency_option(coalesce(p_options, '{}'));
@@ -721,7 +721,7 @@ COMMENT ON FUNCTION pgflight._complete_many(p_attempt_ids bigint[], p_tokens big
 
 CREATE FUNCTION pgflight._concurrency_option(p_options jsonb, OUT o_key text, OUT o_limit integer) RETURNS record
     LANGUAGE plpgsql IMMUTABLE
-    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET search_path TO ''
     AS $$
 begin
   if jsonb_typeof(p_options -> 'concurrency_key') is null or jsonb_typeof(p_options -> 'concurrency_key') = 'null' then
@@ -751,7 +751,7 @@ COMMENT ON FUNCTION pgflight._concurrency_option(p_options jsonb, OUT o_key text
 
 CREATE FUNCTION pgflight._cron_field(p_text text, p_min integer, p_max integer, p_names text[], p_what text) RETURNS integer[]
     LANGUAGE plpgsql IMMUTABLE
-    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET search_path TO ''
     AS $_$
 declare
   v_item text;
@@ -831,7 +831,7 @@ COMMENT ON FUNCTION pgflight._cron_field(p_text text, p_min integer, p_max integ
 
 CREATE FUNCTION pgflight._cron_next(p_seconds integer[], p_minutes integer[], p_hours integer[], p_days integer[], p_months integer[], p_weekdays integer[], p_any_day boolean, p_any_weekday boolean, p_tz text, p_after timestamp with time zone) RETURNS timestamp with time zone
     LANGUAGE plpgsql STABLE
-    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET search_path TO ''
     AS $$
 declare
   v_t timestamp := date_trunc('second', p_after at time zone p_tz) + interval '1 second';
@@ -908,7 +908,7 @@ COMMENT ON FUNCTION pgflight._cron_next(p_seconds integer[], p_minutes integer[]
 
 CREATE FUNCTION pgflight._cron_parse(p_expr text, OUT seconds integer[], OUT minutes integer[], OUT hours integer[], OUT days integer[], OUT months integer[], OUT weekdays integer[], OUT any_day boolean, OUT any_weekday boolean) RETURNS record
     LANGUAGE plpgsql IMMUTABLE
-    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET search_path TO ''
     AS $$
 declare
   v_expr text := lower(btrim(coalesce(p_expr, '')));
@@ -1120,7 +1120,7 @@ COMMENT ON FUNCTION pgflight._fill_attempt_flow() IS 'Internal trigger: copy wor
 
 CREATE FUNCTION pgflight._fire_schedule(p_schedule_id bigint, p_workspace text, p_name text, p_recipe text, p_input jsonb, p_run_options jsonb, p_fire_at timestamp with time zone) RETURNS bigint
     LANGUAGE plpgsql
-    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET search_path TO ''
     AS $$
 declare
   v_run bigint;
@@ -1911,7 +1911,7 @@ COMMENT ON FUNCTION pgflight._reserve(p_run pgflight.agent_runs, p_attempt_id bi
 
 CREATE FUNCTION pgflight._start_at(p_options jsonb, p_now timestamp with time zone) RETURNS timestamp with time zone
     LANGUAGE plpgsql STABLE
-    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET search_path TO ''
     AS $_$
 declare
   v_text text;
@@ -2798,7 +2798,7 @@ COMMENT ON FUNCTION pgflight.find_effect(p_step_id bigint, p_key text) IS 'The r
 
 CREATE FUNCTION pgflight.fire_schedules(p_limit integer DEFAULT 100) RETURNS integer
     LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET search_path TO ''
     AS $$
 declare
   v_now timestamptz := pgflight._now();
@@ -3068,7 +3068,7 @@ COMMENT ON FUNCTION pgflight.mark_tool_call(p_attempt_id bigint, p_token bigint,
 
 CREATE FUNCTION pgflight.pause_recipe(p_name text, p_note text DEFAULT NULL::text) RETURNS boolean
     LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET search_path TO ''
     AS $$
 declare
   v_changed boolean;
@@ -3103,7 +3103,7 @@ COMMENT ON FUNCTION pgflight.pause_recipe(p_name text, p_note text) IS 'Pause a 
 
 CREATE FUNCTION pgflight.pause_workspace(p_name text, p_note text DEFAULT NULL::text) RETURNS boolean
     LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET search_path TO ''
     AS $$
 declare
   v_ws bigint := pgflight._workspace_id(p_name);
@@ -3579,7 +3579,7 @@ COMMENT ON FUNCTION pgflight.reserve_budget(p_attempt_id bigint, p_token bigint,
 
 CREATE FUNCTION pgflight.resume_recipe(p_name text, p_note text DEFAULT NULL::text) RETURNS boolean
     LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET search_path TO ''
     AS $$
 declare
   v_changed boolean;
@@ -3615,7 +3615,7 @@ COMMENT ON FUNCTION pgflight.resume_recipe(p_name text, p_note text) IS 'Resume 
 
 CREATE FUNCTION pgflight.resume_workspace(p_name text, p_note text DEFAULT NULL::text) RETURNS boolean
     LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET search_path TO ''
     AS $$
 declare
   v_ws bigint := pgflight._workspace_id(p_name);
@@ -3795,7 +3795,7 @@ COMMENT ON FUNCTION pgflight.run_sweeps() IS 'Run every sweep once; returns rows
 
 CREATE FUNCTION pgflight.schedule_run(p_workspace text, p_name text, p_cron text, p_recipe text, p_input jsonb DEFAULT '{}'::jsonb, p_options jsonb DEFAULT '{}'::jsonb) RETURNS TABLE(schedule_id bigint, next_fire_at timestamp with time zone)
     LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET search_path TO ''
     AS $$
 declare
   v_ws bigint := pgflight._workspace_id(p_workspace);
@@ -3872,7 +3872,7 @@ COMMENT ON FUNCTION pgflight.schedule_run(p_workspace text, p_name text, p_cron 
 
 CREATE FUNCTION pgflight.set_global_limits(p_options jsonb) RETURNS TABLE(max_in_flight integer)
     LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET search_path TO ''
     AS $$
 begin
   perform pgflight._require_known_keys(p_options, array['max_in_flight']);
@@ -3893,7 +3893,7 @@ COMMENT ON FUNCTION pgflight.set_global_limits(p_options jsonb) IS 'Set the glob
 
 CREATE FUNCTION pgflight.set_recipe_limits(p_recipe text, p_options jsonb) RETURNS TABLE(recipe text, starts_per_s double precision, burst double precision, paused_at timestamp with time zone, paused_by text)
     LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET search_path TO ''
     AS $$
 declare
   v_rate double precision;
@@ -3929,7 +3929,7 @@ COMMENT ON FUNCTION pgflight.set_recipe_limits(p_recipe text, p_options jsonb) I
 
 CREATE FUNCTION pgflight.set_workspace_limits(p_workspace text, p_options jsonb) RETURNS TABLE(workspace text, max_in_flight integer, share integer, starts_per_s double precision, burst double precision, model_tokens_per_min bigint, paused_at timestamp with time zone, paused_by text)
     LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET search_path TO ''
     AS $$
 declare
   v_ws bigint := pgflight._workspace_id(p_workspace);
@@ -4288,7 +4288,7 @@ COMMENT ON FUNCTION pgflight.uninstall_schedules() IS 'Remove pgflight''s pg_cro
 
 CREATE FUNCTION pgflight.unschedule_run(p_workspace text, p_name text) RETURNS boolean
     LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET search_path TO ''
     AS $$
 begin
   delete from pgflight.schedules s where s.workspace_id = pgflight._workspace_id(p_workspace) and s.name = p_name;
@@ -4337,7 +4337,7 @@ COMMENT ON FUNCTION pgflight.wake_parents(p_limit integer) IS 'Sweep: requeue pa
 
 CREATE FUNCTION pgflight.wake_parked_keys(p_limit integer DEFAULT 1000) RETURNS integer
     LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET search_path TO ''
     AS $$
 declare
   v_key record;

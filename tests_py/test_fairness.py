@@ -122,7 +122,8 @@ def _max_concurrent(conn: Conn, where: str, params: list[Any]) -> int:
             conn,
             f"""
             with spans as (
-              select a.claimed_at as t, 1 as d from pgflight.step_attempts a where a.claimed_at is not null and {where}
+              select a.claimed_at as t, 1 as d from pgflight.step_attempts a
+               where a.claimed_at is not null and {where}
               union all
               select coalesce(a.finished_at, 'infinity'), -1 from pgflight.step_attempts a
                where a.claimed_at is not null and {where}

@@ -12,7 +12,17 @@ from typing import Any
 import pytest
 from psycopg.types.json import Jsonb
 
-from core_helpers import Conn, claim, complete_batch, register, rows, run_parallel, scalar, set_clock, sqlstate
+from core_helpers import (
+    Conn,
+    claim,
+    complete_batch,
+    register,
+    rows,
+    run_parallel,
+    scalar,
+    set_clock,
+    sqlstate,
+)
 from test_fairness import workspace
 
 NY = "America/New_York"
@@ -34,7 +44,8 @@ def next_fire(conn: Conn, expr: str, after: datetime, tz: str = "UTC") -> dateti
 
 def schedule(conn: Conn, name: str, expr: str, **options: Any) -> None:
     conn.execute(
-        "select pgflight.schedule_run('s', %s, %s, 'tick', %s, %s)", [name, expr, Jsonb({"n": name}), Jsonb(options)]
+        "select pgflight.schedule_run('s', %s, %s, 'tick', %s, %s)",
+        [name, expr, Jsonb({"n": name}), Jsonb(options)],
     )
 
 
@@ -45,7 +56,12 @@ def sweep_at(conn: Conn, when: datetime) -> int:
 
 def fired_runs(conn: Conn) -> list[datetime]:
     """The fire times of submitted runs, in order."""
-    return [r["fire_at"] for r in rows(conn, "select fire_at from pgflight.schedule_fires where outcome = 'submitted' order by fire_at")]
+    return [
+        r["fire_at"]
+        for r in rows(
+            conn, "select fire_at from pgflight.schedule_fires where outcome = 'submitted' order by fire_at"
+        )
+    ]
 
 
 @pytest.mark.parametrize(
@@ -66,7 +82,9 @@ def test_cron_next_field_by_field(conn: Conn, expr: str, after: datetime, expect
     assert next_fire(conn, expr, after) == expected
 
 
-@pytest.mark.parametrize("expr", ["* * * *", "60 * * * *", "* * 0 * *", "* * * 13 *", "*/0 * * * *", "x * * * *", "0 0 30 2 *"])
+@pytest.mark.parametrize(
+    "expr", ["* * * *", "60 * * * *", "* * 0 * *", "* * * 13 *", "*/0 * * * *", "x * * * *", "0 0 30 2 *"]
+)
 def test_bad_cron_expressions_are_refused(conn: Conn, expr: str) -> None:
     workspace(conn, "s")
     assert sqlstate(lambda: schedule(conn, "bad", expr)) == "22023"
@@ -93,17 +111,30 @@ def test_a_daily_schedule_across_both_dst_changes_fires_once_a_day(conn: Conn) -
             sweep_at(conn, t)
             t += timedelta(minutes=10)
     by = {
-        name: [r["fire_at"] for r in rows(conn, "select f.fire_at from pgflight.schedule_fires f join pgflight.schedules s"
-                                                " on s.id = f.schedule_id where s.name = %s order by 1", [name])]
+        name: [
+            r["fire_at"]
+            for r in rows(
+                conn,
+                "select f.fire_at from pgflight.schedule_fires f join pgflight.schedules s"
+                " on s.id = f.schedule_id where s.name = %s order by 1",
+                [name],
+            )
+        ]
         for name in ("gap", "twice")
     }
     # spring: one firing each day; the missing 02:30 fires at 03:30 EDT (07:30 UTC)
     assert [t for t in by["gap"] if t < utc(2030, 3, 12)] == [
-        utc(2030, 3, 8, 7, 30), utc(2030, 3, 9, 7, 30), utc(2030, 3, 10, 7, 30), utc(2030, 3, 11, 6, 30)
+        utc(2030, 3, 8, 7, 30),
+        utc(2030, 3, 9, 7, 30),
+        utc(2030, 3, 10, 7, 30),
+        utc(2030, 3, 11, 6, 30),
     ]
     # autumn: 01:30 fires once on the day it happens twice
     assert [t for t in by["twice"] if t > utc(2030, 10, 1)] == [
-        utc(2030, 11, 1, 5, 30), utc(2030, 11, 2, 5, 30), utc(2030, 11, 3, 5, 30), utc(2030, 11, 4, 6, 30)
+        utc(2030, 11, 1, 5, 30),
+        utc(2030, 11, 2, 5, 30),
+        utc(2030, 11, 3, 5, 30),
+        utc(2030, 11, 4, 6, 30),
     ]
     assert scalar(conn, "select count(*) from pgflight.runs") == len(by["gap"]) + len(by["twice"])
 
@@ -177,7 +208,9 @@ def test_overlap_policies(conn: Conn, overlap: str, runs_while_busy: int) -> Non
     complete_batch(conn, got)
     sweep_at(conn, t0 + timedelta(minutes=4, seconds=31))
     assert scalar(conn, "select count(*) from pgflight.runs") == 1 + runs_while_busy
-    outcomes = [r["outcome"] for r in rows(conn, "select outcome from pgflight.schedule_fires order by fire_at")]
+    outcomes = [
+        r["outcome"] for r in rows(conn, "select outcome from pgflight.schedule_fires order by fire_at")
+    ]
     expected = {
         "skip": ["submitted", "skipped", "skipped", "skipped"],
         "queue_one": ["submitted", "queued", "queued", "submitted"],

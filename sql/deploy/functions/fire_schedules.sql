@@ -20,7 +20,7 @@ set local role pgflight_owner;
 create or replace function pgflight.fire_schedules(p_limit integer default 100)
 returns integer
 language plpgsql volatile security definer
-set search_path = pg_catalog, pg_temp
+set search_path = ''
 as $$
 declare
   v_now timestamptz := pgflight._now();

@@ -8,7 +8,7 @@ set local role pgflight_owner;
 create or replace function pgflight.resume_recipe(p_name text, p_note text default null)
 returns boolean
 language plpgsql volatile security definer
-set search_path = pg_catalog, pg_temp
+set search_path = ''
 as $$
 declare
   v_changed boolean;

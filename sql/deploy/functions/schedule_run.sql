@@ -14,7 +14,7 @@ create or replace function pgflight.schedule_run(
   p_workspace text, p_name text, p_cron text, p_recipe text, p_input jsonb default '{}', p_options jsonb default '{}')
 returns table (schedule_id bigint, next_fire_at timestamptz)
 language plpgsql volatile security definer
-set search_path = pg_catalog, pg_temp
+set search_path = ''
 as $$
 declare
   v_ws bigint := pgflight._workspace_id(p_workspace);

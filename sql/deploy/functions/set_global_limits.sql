@@ -8,7 +8,7 @@ set local role pgflight_owner;
 create or replace function pgflight.set_global_limits(p_options jsonb)
 returns table (max_in_flight integer)
 language plpgsql volatile security definer
-set search_path = pg_catalog, pg_temp
+set search_path = ''
 as $$
 begin
   perform pgflight._require_known_keys(p_options, array['max_in_flight']);

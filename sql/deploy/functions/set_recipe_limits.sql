@@ -10,7 +10,7 @@ create or replace function pgflight.set_recipe_limits(p_recipe text, p_options j
 returns table (recipe text, starts_per_s double precision, burst double precision,
                paused_at timestamptz, paused_by text)
 language plpgsql volatile security definer
-set search_path = pg_catalog, pg_temp
+set search_path = ''
 as $$
 declare
   v_rate double precision;

@@ -13,7 +13,7 @@ create or replace function pgflight.set_workspace_limits(p_workspace text, p_opt
 returns table (workspace text, max_in_flight integer, share integer, starts_per_s double precision,
                burst double precision, model_tokens_per_min bigint, paused_at timestamptz, paused_by text)
 language plpgsql volatile security definer
-set search_path = pg_catalog, pg_temp
+set search_path = ''
 as $$
 declare
   v_ws bigint := pgflight._workspace_id(p_workspace);

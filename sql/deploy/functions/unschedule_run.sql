@@ -7,7 +7,7 @@ set local role pgflight_owner;
 create or replace function pgflight.unschedule_run(p_workspace text, p_name text)
 returns boolean
 language plpgsql volatile security definer
-set search_path = pg_catalog, pg_temp
+set search_path = ''
 as $$
 begin
   delete from pgflight.schedules s where s.workspace_id = pgflight._workspace_id(p_workspace) and s.name = p_name;

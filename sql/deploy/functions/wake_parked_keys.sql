@@ -10,7 +10,7 @@ set local role pgflight_owner;
 create or replace function pgflight.wake_parked_keys(p_limit integer default 1000)
 returns integer
 language plpgsql volatile security definer
-set search_path = pg_catalog, pg_temp
+set search_path = ''
 as $$
 declare
   v_key record;

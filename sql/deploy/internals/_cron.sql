@@ -24,7 +24,7 @@ set local role pgflight_owner;
 create or replace function pgflight._cron_field(p_text text, p_min integer, p_max integer, p_names text[], p_what text)
 returns integer[]
 language plpgsql immutable
-set search_path = pg_catalog, pg_temp
+set search_path = ''
 as $$
 declare
   v_item text;
@@ -103,7 +103,7 @@ create or replace function pgflight._cron_parse(
   out seconds integer[], out minutes integer[], out hours integer[], out days integer[],
   out months integer[], out weekdays integer[], out any_day boolean, out any_weekday boolean)
 language plpgsql immutable
-set search_path = pg_catalog, pg_temp
+set search_path = ''
 as $$
 declare
   v_expr text := lower(btrim(coalesce(p_expr, '')));
@@ -144,7 +144,7 @@ create or replace function pgflight._cron_next(
   p_weekdays integer[], p_any_day boolean, p_any_weekday boolean, p_tz text, p_after timestamptz)
 returns timestamptz
 language plpgsql stable
-set search_path = pg_catalog, pg_temp
+set search_path = ''
 as $$
 declare
   v_t timestamp := date_trunc('second', p_after at time zone p_tz) + interval '1 second';

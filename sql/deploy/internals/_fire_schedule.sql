@@ -10,7 +10,7 @@ create or replace function pgflight._fire_schedule(
   p_fire_at timestamptz)
 returns bigint
 language plpgsql volatile
-set search_path = pg_catalog, pg_temp
+set search_path = ''
 as $$
 declare
   v_run bigint;

@@ -91,7 +91,7 @@ comment on function pgflight._workspace_id(text) is 'Internal: a workspace''s id
 create or replace function pgflight._start_at(p_options jsonb, p_now timestamptz)
 returns timestamptz
 language plpgsql stable
-set search_path = pg_catalog, pg_temp
+set search_path = ''
 as $$
 declare
   v_text text;
@@ -135,7 +135,7 @@ comment on function pgflight._start_at(jsonb, timestamptz) is
 -- most 200 characters) with concurrency_limit (a whole number 1 .. 1e6, default 1). 22023 otherwise.
 create or replace function pgflight._concurrency_option(p_options jsonb, out o_key text, out o_limit integer)
 language plpgsql immutable
-set search_path = pg_catalog, pg_temp
+set search_path = ''
 as $$
 begin
   if jsonb_typeof(p_options -> 'concurrency_key') is null or jsonb_typeof(p_options -> 'concurrency_key') = 'null' then
@@ -162,7 +162,7 @@ comment on function pgflight._concurrency_option(jsonb) is
 create or replace function pgflight._bad_child_flow(p_options jsonb)
 returns boolean
 language plpgsql immutable
-set search_path = pg_catalog, pg_temp
+set search_path = ''
 as $$
 begin
   perform pgflight._concurrency_option(coalesce(p_options, '{}'));

@@ -6,8 +6,8 @@ declare
 begin
   select p.proconfig into v_config
     from pg_catalog.pg_proc p where p.oid = 'pgflight._cron_field(text, integer, integer, text[], text)'::regprocedure;
-  if v_config is distinct from array['search_path=pg_catalog, pg_temp']::text[] then
-    raise exception 'pgflight._cron_field(text, integer, integer, text[], text) has settings %, expected %', v_config, array['search_path=pg_catalog, pg_temp']::text[];
+  if v_config is distinct from array['search_path=""']::text[] then
+    raise exception 'pgflight._cron_field(text, integer, integer, text[], text) has settings %, expected %', v_config, array['search_path=""']::text[];
   end if;
 end
 $verify$;
@@ -17,8 +17,8 @@ declare
 begin
   select p.proconfig into v_config
     from pg_catalog.pg_proc p where p.oid = 'pgflight._cron_parse(text)'::regprocedure;
-  if v_config is distinct from array['search_path=pg_catalog, pg_temp']::text[] then
-    raise exception 'pgflight._cron_parse(text) has settings %, expected %', v_config, array['search_path=pg_catalog, pg_temp']::text[];
+  if v_config is distinct from array['search_path=""']::text[] then
+    raise exception 'pgflight._cron_parse(text) has settings %, expected %', v_config, array['search_path=""']::text[];
   end if;
 end
 $verify$;
@@ -28,8 +28,8 @@ declare
 begin
   select p.proconfig into v_config
     from pg_catalog.pg_proc p where p.oid = 'pgflight._cron_next(integer[], integer[], integer[], integer[], integer[], integer[], boolean, boolean, text, timestamptz)'::regprocedure;
-  if v_config is distinct from array['search_path=pg_catalog, pg_temp']::text[] then
-    raise exception 'pgflight._cron_next(integer[], integer[], integer[], integer[], integer[], integer[], boolean, boolean, text, timestamptz) has settings %, expected %', v_config, array['search_path=pg_catalog, pg_temp']::text[];
+  if v_config is distinct from array['search_path=""']::text[] then
+    raise exception 'pgflight._cron_next(integer[], integer[], integer[], integer[], integer[], integer[], boolean, boolean, text, timestamptz) has settings %, expected %', v_config, array['search_path=""']::text[];
   end if;
 end
 $verify$;

@@ -39,8 +39,8 @@ declare
 begin
   select p.proconfig into v_config
     from pg_catalog.pg_proc p where p.oid = 'pgflight._start_at(jsonb, timestamptz)'::regprocedure;
-  if v_config is distinct from array['search_path=pg_catalog, pg_temp']::text[] then
-    raise exception 'pgflight._start_at(jsonb, timestamptz) has settings %, expected %', v_config, array['search_path=pg_catalog, pg_temp']::text[];
+  if v_config is distinct from array['search_path=""']::text[] then
+    raise exception 'pgflight._start_at(jsonb, timestamptz) has settings %, expected %', v_config, array['search_path=""']::text[];
   end if;
 end
 $verify$;
@@ -50,8 +50,8 @@ declare
 begin
   select p.proconfig into v_config
     from pg_catalog.pg_proc p where p.oid = 'pgflight._concurrency_option(jsonb)'::regprocedure;
-  if v_config is distinct from array['search_path=pg_catalog, pg_temp']::text[] then
-    raise exception 'pgflight._concurrency_option(jsonb) has settings %, expected %', v_config, array['search_path=pg_catalog, pg_temp']::text[];
+  if v_config is distinct from array['search_path=""']::text[] then
+    raise exception 'pgflight._concurrency_option(jsonb) has settings %, expected %', v_config, array['search_path=""']::text[];
   end if;
 end
 $verify$;
@@ -61,8 +61,8 @@ declare
 begin
   select p.proconfig into v_config
     from pg_catalog.pg_proc p where p.oid = 'pgflight._bad_child_flow(jsonb)'::regprocedure;
-  if v_config is distinct from array['search_path=pg_catalog, pg_temp']::text[] then
-    raise exception 'pgflight._bad_child_flow(jsonb) has settings %, expected %', v_config, array['search_path=pg_catalog, pg_temp']::text[];
+  if v_config is distinct from array['search_path=""']::text[] then
+    raise exception 'pgflight._bad_child_flow(jsonb) has settings %, expected %', v_config, array['search_path=""']::text[];
   end if;
 end
 $verify$;
