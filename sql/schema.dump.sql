@@ -1907,6 +1907,66 @@ ALTER FUNCTION pgflight._reserve(p_run pgflight.agent_runs, p_attempt_id bigint,
 
 COMMENT ON FUNCTION pgflight._reserve(p_run pgflight.agent_runs, p_attempt_id bigint, p_iteration integer, p_est_usd numeric, p_now timestamp with time zone) IS 'Internal: admission of a model call (caps checked, est USD reserved); returns null or the refusal.';
 
+-- Name: _set_paused(text, text, boolean, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._set_paused(p_kind text, p_name text, p_pause boolean, p_note text) RETURNS boolean
+    LANGUAGE plpgsql
+    SET search_path TO ''
+    AS $$
+declare
+  v_ws bigint;
+  v_changed boolean;
+begin
+  if length(p_note) > 1000 then
+    raise exception using errcode = '22023', message = 'note is too long',
+      detail = format('%s characters; at most 1000', length(p_note));
+  end if;
+  if p_kind = 'workspace' then
+    v_ws := pgflight._workspace_id(p_name);
+    if p_pause then
+      insert into pgflight.workspace_limits (workspace_id) values (v_ws) on conflict do nothing;
+    end if;
+    update pgflight.workspace_limits l
+       set paused_at = case when p_pause then pgflight._now() end,
+           paused_by = case when p_pause then session_user::text end,
+           updated_at = pgflight._now()
+     where l.workspace_id = v_ws and (l.paused_at is null) = p_pause;
+    v_changed := found;
+  else
+    if p_name is null or btrim(p_name) = '' or length(p_name) > 200 then
+      raise exception using errcode = '22023', message = 'recipe is required',
+        hint = 'Pass a recipe name of at most 200 characters.';
+    end if;
+    if p_pause then
+      insert into pgflight.recipe_limits (recipe) values (p_name) on conflict do nothing;
+    end if;
+    update pgflight.recipe_limits l
+       set paused_at = case when p_pause then pgflight._now() end,
+           paused_by = case when p_pause then session_user::text end,
+           updated_at = pgflight._now()
+     where l.recipe = p_name and (l.paused_at is null) = p_pause;
+    v_changed := found;
+    -- a row with no limit and no pause is removed: the claim then skips the recipe checks entirely
+    delete from pgflight.recipe_limits l where l.recipe = p_name and l.starts_per_s is null and l.paused_at is null;
+  end if;
+  if v_changed then
+    perform pgflight._event(null, null, null, null, null, null,
+                            p_kind || case when p_pause then '_paused' else '_resumed' end, session_user::text,
+                            jsonb_build_object(p_kind, p_name, 'note', p_note));
+    if not p_pause then
+      perform pgflight._notify_ready();
+    end if;
+  end if;
+  return v_changed;
+end
+$$;
+
+ALTER FUNCTION pgflight._set_paused(p_kind text, p_name text, p_pause boolean, p_note text) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _set_paused(p_kind text, p_name text, p_pause boolean, p_note text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._set_paused(p_kind text, p_name text, p_pause boolean, p_note text) IS 'Internal: pause or resume a workspace or recipe, logged with the login and note; true when the state changed.';
+
 -- Name: _start_at(jsonb, timestamp with time zone); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
 CREATE FUNCTION pgflight._start_at(p_options jsonb, p_now timestamp with time zone) RETURNS timestamp with time zone
@@ -3067,31 +3127,9 @@ COMMENT ON FUNCTION pgflight.mark_tool_call(p_attempt_id bigint, p_token bigint,
 -- Name: pause_recipe(text, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
 CREATE FUNCTION pgflight.pause_recipe(p_name text, p_note text DEFAULT NULL::text) RETURNS boolean
-    LANGUAGE plpgsql SECURITY DEFINER
+    LANGUAGE sql SECURITY DEFINER
     SET search_path TO ''
-    AS $$
-declare
-  v_changed boolean;
-begin
-  if p_name is null or btrim(p_name) = '' or length(p_name) > 200 then
-    raise exception using errcode = '22023', message = 'recipe is required',
-      hint = 'Pass a recipe name of at most 200 characters.';
-  end if;
-  if length(p_note) > 1000 then
-    raise exception using errcode = '22023', message = 'note is too long',
-      detail = format('%s characters; at most 1000', length(p_note));
-  end if;
-  insert into pgflight.recipe_limits (recipe) values (p_name) on conflict do nothing;
-  update pgflight.recipe_limits l set paused_at = pgflight._now(), paused_by = session_user::text, updated_at = pgflight._now()
-   where l.recipe = p_name and l.paused_at is null;
-  v_changed := found;
-  if v_changed then
-    perform pgflight._event(null, null, null, null, null, null, 'recipe_paused', session_user::text,
-                            jsonb_build_object('recipe', p_name, 'note', p_note));
-  end if;
-  return v_changed;
-end
-$$;
+    AS $$ select pgflight._set_paused('recipe', p_name, true, p_note) $$;
 
 ALTER FUNCTION pgflight.pause_recipe(p_name text, p_note text) OWNER TO pgflight_owner;
 
@@ -3102,28 +3140,9 @@ COMMENT ON FUNCTION pgflight.pause_recipe(p_name text, p_note text) IS 'Pause a 
 -- Name: pause_workspace(text, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
 CREATE FUNCTION pgflight.pause_workspace(p_name text, p_note text DEFAULT NULL::text) RETURNS boolean
-    LANGUAGE plpgsql SECURITY DEFINER
+    LANGUAGE sql SECURITY DEFINER
     SET search_path TO ''
-    AS $$
-declare
-  v_ws bigint := pgflight._workspace_id(p_name);
-  v_changed boolean;
-begin
-  if length(p_note) > 1000 then
-    raise exception using errcode = '22023', message = 'note is too long',
-      detail = format('%s characters; at most 1000', length(p_note));
-  end if;
-  insert into pgflight.workspace_limits (workspace_id) values (v_ws) on conflict do nothing;
-  update pgflight.workspace_limits l set paused_at = pgflight._now(), paused_by = session_user::text, updated_at = pgflight._now()
-   where l.workspace_id = v_ws and l.paused_at is null;
-  v_changed := found;
-  if v_changed then
-    perform pgflight._event(null, null, null, null, null, null, 'workspace_paused', session_user::text,
-                            jsonb_build_object('workspace', p_name, 'note', p_note));
-  end if;
-  return v_changed;
-end
-$$;
+    AS $$ select pgflight._set_paused('workspace', p_name, true, p_note) $$;
 
 ALTER FUNCTION pgflight.pause_workspace(p_name text, p_note text) OWNER TO pgflight_owner;
 
@@ -3578,32 +3597,9 @@ COMMENT ON FUNCTION pgflight.reserve_budget(p_attempt_id bigint, p_token bigint,
 -- Name: resume_recipe(text, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
 CREATE FUNCTION pgflight.resume_recipe(p_name text, p_note text DEFAULT NULL::text) RETURNS boolean
-    LANGUAGE plpgsql SECURITY DEFINER
+    LANGUAGE sql SECURITY DEFINER
     SET search_path TO ''
-    AS $$
-declare
-  v_changed boolean;
-begin
-  if p_name is null or btrim(p_name) = '' or length(p_name) > 200 then
-    raise exception using errcode = '22023', message = 'recipe is required',
-      hint = 'Pass a recipe name of at most 200 characters.';
-  end if;
-  if length(p_note) > 1000 then
-    raise exception using errcode = '22023', message = 'note is too long',
-      detail = format('%s characters; at most 1000', length(p_note));
-  end if;
-  update pgflight.recipe_limits l set paused_at = null, paused_by = null, updated_at = pgflight._now()
-   where l.recipe = p_name and l.paused_at is not null;
-  v_changed := found;
-  if v_changed then
-    perform pgflight._event(null, null, null, null, null, null, 'recipe_resumed', session_user::text,
-                            jsonb_build_object('recipe', p_name, 'note', p_note));
-    perform pgflight._notify_ready();
-  end if;
-  delete from pgflight.recipe_limits l where l.recipe = p_name and l.starts_per_s is null and l.paused_at is null;
-  return v_changed;
-end
-$$;
+    AS $$ select pgflight._set_paused('recipe', p_name, false, p_note) $$;
 
 ALTER FUNCTION pgflight.resume_recipe(p_name text, p_note text) OWNER TO pgflight_owner;
 
@@ -3614,28 +3610,9 @@ COMMENT ON FUNCTION pgflight.resume_recipe(p_name text, p_note text) IS 'Resume 
 -- Name: resume_workspace(text, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
 CREATE FUNCTION pgflight.resume_workspace(p_name text, p_note text DEFAULT NULL::text) RETURNS boolean
-    LANGUAGE plpgsql SECURITY DEFINER
+    LANGUAGE sql SECURITY DEFINER
     SET search_path TO ''
-    AS $$
-declare
-  v_ws bigint := pgflight._workspace_id(p_name);
-  v_changed boolean;
-begin
-  if length(p_note) > 1000 then
-    raise exception using errcode = '22023', message = 'note is too long',
-      detail = format('%s characters; at most 1000', length(p_note));
-  end if;
-  update pgflight.workspace_limits l set paused_at = null, paused_by = null, updated_at = pgflight._now()
-   where l.workspace_id = v_ws and l.paused_at is not null;
-  v_changed := found;
-  if v_changed then
-    perform pgflight._event(null, null, null, null, null, null, 'workspace_resumed', session_user::text,
-                            jsonb_build_object('workspace', p_name, 'note', p_note));
-    perform pgflight._notify_ready();
-  end if;
-  return v_changed;
-end
-$$;
+    AS $$ select pgflight._set_paused('workspace', p_name, false, p_note) $$;
 
 ALTER FUNCTION pgflight.resume_workspace(p_name text, p_note text) OWNER TO pgflight_owner;
 
@@ -5676,6 +5653,10 @@ REVOKE ALL ON FUNCTION pgflight._require_positive(p_name text, p_value double pr
 -- Name: FUNCTION _reserve(p_run pgflight.agent_runs, p_attempt_id bigint, p_iteration integer, p_est_usd numeric, p_now timestamp with time zone); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
 REVOKE ALL ON FUNCTION pgflight._reserve(p_run pgflight.agent_runs, p_attempt_id bigint, p_iteration integer, p_est_usd numeric, p_now timestamp with time zone) FROM PUBLIC;
+
+-- Name: FUNCTION _set_paused(p_kind text, p_name text, p_pause boolean, p_note text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._set_paused(p_kind text, p_name text, p_pause boolean, p_note text) FROM PUBLIC;
 
 -- Name: FUNCTION _start_at(p_options jsonb, p_now timestamp with time zone); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 

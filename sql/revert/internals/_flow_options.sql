@@ -1,6 +1,7 @@
 -- Revert pgflight:internals/_flow_options
 begin;
 set local role pgflight_owner;
+drop function pgflight._set_paused(text, text, boolean, text);
 drop function pgflight._bad_child_flow(jsonb);
 drop function pgflight._concurrency_option(jsonb);
 drop function pgflight._start_at(jsonb, timestamptz);

@@ -66,3 +66,14 @@ begin
   end if;
 end
 $verify$;
+do $verify$
+declare
+  v_config text[];
+begin
+  select p.proconfig into v_config
+    from pg_catalog.pg_proc p where p.oid = 'pgflight._set_paused(text, text, boolean, text)'::regprocedure;
+  if v_config is distinct from array['search_path=""']::text[] then
+    raise exception 'pgflight._set_paused(text, text, boolean, text) has settings %, expected %', v_config, array['search_path=""']::text[];
+  end if;
+end
+$verify$;
