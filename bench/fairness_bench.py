@@ -6,8 +6,9 @@ On a throwaway cluster with fsync and synchronous_commit on:
 1. claim cost: four workers drain 20,000 queued no-op steps over four workspaces with
    claim_batch(10) + complete_batch, in three databases of one cluster: `baseline` (the schema
    before issue 15: one global ready index, no fairness), `off` (the fair claim, no limit set)
-   and `on` (every workspace capped at 1,000 in flight, every step under one of 500 concurrency
-   keys with a limit of 5, a global cap of 100,000: all checked on every claim, none binding).
+   `on_local` (every workspace capped at 1,000 in flight, every step under one of 500 concurrency
+   keys with a limit of 5: all checked on every claim, none binding) and `on` (the same plus a
+   global cap of 100,000, which makes claims take turns).
    Reports claim_batch p50/p99 (ms) and steps/s. Targets: on vs off p99 within 1.3x, throughput
    at least 0.8x.
 2. quiet tenant: four workers claim(10) + complete; a quiet workspace submits one step every
@@ -16,7 +17,7 @@ On a throwaway cluster with fsync and synchronous_commit on:
 3. rare recipe: claim_batch(1, recipes => ['rare']) latency with 200,000 steps of other recipes
    queued (same workspace and others) against an empty queue. Target: p99 within 2x.
 
-Usage: python bench/fairness_bench.py [--quick]   (--quick: a tenth of the sizes)
+Usage: python bench/fairness_bench.py [--quick] [--only-claim-cost]   (--quick: a tenth of the sizes)
 """
 
 from __future__ import annotations
@@ -111,7 +112,7 @@ def drain(dsn: str, threads: int, batch: int = 10) -> dict[str, Any]:
 
 def claim_cost(cluster: Any, dsn: str, steps: int) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for name in ("baseline", "off", "on"):
+    for name in ("baseline", "off", "on_local", "on"):
         with psycopg.connect(dsn, autocommit=True) as c:
             c.execute(f"create database bench_{name}")
         db = cluster.dsn(f"bench_{name}")
@@ -128,16 +129,20 @@ def claim_cost(cluster: Any, dsn: str, steps: int) -> dict[str, Any]:
                     "select pgflight.submit_run(%s, 'noop', '{}', case when %s then"
                     " jsonb_build_object('concurrency_key', 'k' || (g %% 500), 'concurrency_limit', 5)"
                     " else '{}'::jsonb end) from generate_series(1, %s) g",
-                    [f"w{i}", name == "on", steps // 4],
+                    [f"w{i}", name.startswith("on"), steps // 4],
                 )
             if name == "on":
                 c.execute("select pgflight.set_global_limits('{\"max_in_flight\": 100000}')")
             c.execute("vacuum analyze")
         out[name] = drain(db, 4)
-    on, off, base = out["on"], out["off"], out["baseline"]
+    on, off, base, local = out["on"], out["off"], out["baseline"], out["on_local"]
     out["on_vs_off"] = {
         "p99_ratio": round(on["claim_p99_ms"] / off["claim_p99_ms"], 2),
         "throughput_ratio": round(on["steps_per_s"] / off["steps_per_s"], 2),
+    }
+    out["on_local_vs_off"] = {
+        "p99_ratio": round(local["claim_p99_ms"] / off["claim_p99_ms"], 2),
+        "throughput_ratio": round(local["steps_per_s"] / off["steps_per_s"], 2),
     }
     out["off_vs_baseline"] = {
         "p99_ratio": round(off["claim_p99_ms"] / base["claim_p99_ms"], 2),
@@ -234,6 +239,7 @@ def rare_recipe(dsn: str, others: int, samples: int) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="a tenth of the sizes")
+    parser.add_argument("--only-claim-cost", action="store_true", help="part 1 only")
     args = parser.parse_args()
     scale = 10 if args.quick else 1
     report: dict[str, Any] = {
@@ -244,6 +250,10 @@ def main() -> None:
     started = time.perf_counter()
     with throwaway_cluster() as (cluster, dsn):
         report["claim_cost"] = claim_cost(cluster, dsn, 20_000 // scale)
+        if args.only_claim_cost:
+            json.dump(report, sys.stdout, indent=2)
+            print()
+            return
         none = quiet_tenant(dsn, 0, 10 / (2 if args.quick else 1))
         burst = quiet_tenant(dsn, 100_000 // scale, 20 / (2 if args.quick else 1))
         report["quiet_tenant"] = {
