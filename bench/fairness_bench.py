@@ -120,7 +120,7 @@ def claim_cost(cluster: Any, dsn: str, steps: int) -> dict[str, Any]:
         with psycopg.connect(db, autocommit=True) as c:
             for i in range(4):
                 c.execute("select pgflight.create_workspace(%s)", [f"w{i}"])
-                if name == "on":
+                if name.startswith("on"):
                     c.execute(
                         "select pgflight.set_workspace_limits(%s, %s)",
                         [f"w{i}", Jsonb({"max_in_flight": 1000})],
