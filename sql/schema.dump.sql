@@ -517,9 +517,8 @@ declare
   v_limits integer[];
   v_take bigint[];
   v_park bigint[];
+  v_busy bigint[];
   v_skip bigint[] := '{}';
-  v_key text;
-  v_room integer;
   v_got integer := 0;
   v_n integer;
   v_round integer := 0;
@@ -559,37 +558,27 @@ begin
       -- the common case: no candidate has a key
       v_take := v_ids;
     else
-      v_take := '{}';
-      v_park := '{}';
-      for i in 1 .. v_n loop
-        if v_keys[i] is null then
-          v_take := v_take || v_ids[i];
-        end if;
-      end loop;
-      for v_key in select distinct k from unnest(v_keys) k where k is not null loop
-        if not pg_catalog.pg_try_advisory_xact_lock(pgflight._key_lock(p_workspace_id, v_key)) then
-          -- another claimer or sweep is counting this key right now: leave its rows for later
-          v_skip := v_skip || array(select v_ids[i] from generate_subscripts(v_ids, 1) i where v_keys[i] = v_key);
-          continue;
-        end if;
-        -- slots left: the key's limit (the first candidate's) minus its leased attempts,
-        -- counted no further than the limit
-        select v_limits[i] into v_room from generate_subscripts(v_ids, 1) i where v_keys[i] = v_key order by i limit 1;
-        v_room := v_room - (select count(*) from (
-                     select 1 from pgflight.step_attempts a
-                      where a.workspace_id = p_workspace_id and a.concurrency_key = v_key
-                        and a.status in ('claimed', 'running', 'cancel_requested')
-                      limit v_room) held);
-        for i in 1 .. v_n loop
-          continue when v_keys[i] is distinct from v_key;
-          if v_room > 0 then
-            v_take := v_take || v_ids[i];
-            v_room := v_room - 1;
-          else
-            v_park := v_park || v_ids[i];
-          end if;
-        end loop;
-      end loop;
+      -- one statement for every key of the batch: each key's try-lock (another claimer or sweep
+      -- counting it right now: leave its rows for later), its leased count, and per candidate
+      -- whether it fits under the key's limit (the first candidate's) in claim order
+      select coalesce(array_agg(c.id order by c.i) filter (where c.key is null or (h.got and c.rnk <= c.lim - h.held)), '{}'),
+             coalesce(array_agg(c.id) filter (where c.key is not null and h.got and c.rnk > c.lim - h.held), '{}'),
+             coalesce(array_agg(c.id) filter (where c.key is not null and not h.got), '{}')
+        into v_take, v_park, v_busy
+        from (select i, v_ids[i] as id, v_keys[i] as key,
+                     row_number() over (partition by v_keys[i] order by i) as rnk,
+                     first_value(v_limits[i]) over (partition by v_keys[i] order by i) as lim
+                from generate_subscripts(v_ids, 1) i) c
+        left join (select l.key, l.got,
+                          case when l.got then (select count(*) from pgflight.step_attempts a
+                                                 where a.workspace_id = p_workspace_id and a.concurrency_key = l.key
+                                                   and a.status in ('claimed', 'running', 'cancel_requested'))
+                          end as held
+                     from (select k.key,
+                                  pg_catalog.pg_try_advisory_xact_lock(pgflight._key_lock(p_workspace_id, k.key)) as got
+                             from (select distinct x as key from unnest(v_keys) x where x is not null) k) l) h
+          on h.key = c.key;
+      v_skip := v_skip || v_busy;
       if v_park <> '{}' then
         update pgflight.step_attempts a set available_after = 'infinity' where a.id = any (v_park);
         -- a key found full parks the rest of its due backlog too (up to 1,000 a call, through
