@@ -84,6 +84,7 @@ declare
   v_take bigint[];
   v_park bigint[];
   v_busy bigint[];
+  v_locked text[];
   v_skip bigint[] := '{}';
   v_got integer := 0;
   v_n integer;
@@ -124,25 +125,26 @@ begin
       -- the common case: no candidate has a key
       v_take := v_ids;
     else
-      -- one statement for every key of the batch: each key's try-lock (another claimer or sweep
-      -- counting it right now: leave its rows for later), its leased count, and per candidate
-      -- whether it fits under the key's limit (the first candidate's) in claim order
-      select coalesce(array_agg(c.id order by c.i) filter (where c.key is null or (h.got and c.rnk <= c.lim - h.held)), '{}'),
-             coalesce(array_agg(c.id) filter (where c.key is not null and h.got and c.rnk > c.lim - h.held), '{}'),
-             coalesce(array_agg(c.id) filter (where c.key is not null and not h.got), '{}')
+      -- every key of the batch in two statements, whatever their number. First the keys'
+      -- try-locks (a key another claimer or sweep is counting right now: leave its rows for
+      -- later). Then, in a statement of its own so that its snapshot is taken after the locks
+      -- and sees every commit they waited for, each locked key's leased count and per candidate
+      -- whether it fits under the key's limit (the first candidate's) in claim order.
+      select coalesce(array_agg(k.key) filter (where k.got), '{}') into v_locked
+        from (select x.key, pg_catalog.pg_try_advisory_xact_lock(pgflight._key_lock(p_workspace_id, x.key)) as got
+                from (select distinct y as key from unnest(v_keys) y where y is not null) x) k;
+      select coalesce(array_agg(c.id order by c.i) filter (where c.key is null or c.rnk <= c.lim - h.held), '{}'),
+             coalesce(array_agg(c.id) filter (where c.key is not null and c.rnk > c.lim - h.held), '{}'),
+             coalesce(array_agg(c.id) filter (where c.key is not null and h.key is null), '{}')
         into v_take, v_park, v_busy
         from (select i, v_ids[i] as id, v_keys[i] as key,
                      row_number() over (partition by v_keys[i] order by i) as rnk,
                      first_value(v_limits[i]) over (partition by v_keys[i] order by i) as lim
                 from generate_subscripts(v_ids, 1) i) c
-        left join (select l.key, l.got,
-                          case when l.got then (select count(*) from pgflight.step_attempts a
-                                                 where a.workspace_id = p_workspace_id and a.concurrency_key = l.key
-                                                   and a.status in ('claimed', 'running', 'cancel_requested'))
-                          end as held
-                     from (select k.key,
-                                  pg_catalog.pg_try_advisory_xact_lock(pgflight._key_lock(p_workspace_id, k.key)) as got
-                             from (select distinct x as key from unnest(v_keys) x where x is not null) k) l) h
+        left join (select l.key, (select count(*) from pgflight.step_attempts a
+                                   where a.workspace_id = p_workspace_id and a.concurrency_key = l.key
+                                     and a.status in ('claimed', 'running', 'cancel_requested')) as held
+                     from unnest(v_locked) l(key)) h
           on h.key = c.key;
       v_skip := v_skip || v_busy;
       if v_park <> '{}' then
