@@ -148,6 +148,26 @@ ALTER FUNCTION pgflight._backoff_s(p_failed integer, p_backoff jsonb) OWNER TO p
 
 COMMENT ON FUNCTION pgflight._backoff_s(p_failed integer, p_backoff jsonb) IS 'Internal: retry delay in seconds, min(max_s, base_s * factor^(n-1)) times 1 +/- jitter; saturates, never raises.';
 
+-- Name: _bad_child_flow(jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._bad_child_flow(p_options jsonb) RETURNS boolean
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+  perform pgflight._concurrency_option(coalesce(p_options, '{}'));
+  return false;
+exception when invalid_parameter_value then
+  return true;
+end
+$$;
+
+ALTER FUNCTION pgflight._bad_child_flow(p_options jsonb) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _bad_child_flow(p_options jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._bad_child_flow(p_options jsonb) IS 'Internal: true when a child''s concurrency_key / concurrency_limit options are malformed.';
+
 -- Name: _bad_child_options(jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
 CREATE FUNCTION pgflight._bad_child_options(p_options jsonb) RETURNS boolean
@@ -188,6 +208,23 @@ ALTER FUNCTION pgflight._bad_option(p_scope text, p_key text, p_value jsonb, p_e
 -- Name: FUNCTION _bad_option(p_scope text, p_key text, p_value jsonb, p_expected text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
 COMMENT ON FUNCTION pgflight._bad_option(p_scope text, p_key text, p_value jsonb, p_expected text) IS 'Internal: raise 22023 naming the option, its value (DETAIL) and its documented range (HINT).';
+
+-- Name: _bucket_tokens(double precision, timestamp with time zone, double precision, double precision, timestamp with time zone); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._bucket_tokens(p_tokens double precision, p_refilled_at timestamp with time zone, p_rate double precision, p_burst double precision, p_now timestamp with time zone) RETURNS double precision
+    LANGUAGE sql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+  select case when p_tokens is null or p_refilled_at is null then p_burst
+              else least(p_burst, p_tokens + greatest(0, extract(epoch from p_now - p_refilled_at)::double precision) * p_rate)
+         end
+$$;
+
+ALTER FUNCTION pgflight._bucket_tokens(p_tokens double precision, p_refilled_at timestamp with time zone, p_rate double precision, p_burst double precision, p_now timestamp with time zone) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _bucket_tokens(p_tokens double precision, p_refilled_at timestamp with time zone, p_rate double precision, p_burst double precision, p_now timestamp with time zone); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._bucket_tokens(p_tokens double precision, p_refilled_at timestamp with time zone, p_rate double precision, p_burst double precision, p_now timestamp with time zone) IS 'Internal: a token bucket''s level at p_now.';
 
 -- Name: _call_budget_ids(pgflight.agent_runs, timestamp with time zone); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -441,6 +478,308 @@ ALTER FUNCTION pgflight._check_options(p_scope text, p_options jsonb) OWNER TO p
 
 COMMENT ON FUNCTION pgflight._check_options(p_scope text, p_options jsonb) IS 'Internal: validate an options object against _option_spec for this scope (22023 naming the key) and return it normalised.';
 
+-- Name: _claim_fair(bigint, integer, double precision, text[], boolean, timestamp with time zone, bigint[]); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._claim_fair(p_worker_id bigint, p_batch_size integer, p_lease_s double precision, p_recipes text[], p_start boolean, p_now timestamp with time zone, p_workspaces bigint[]) RETURNS TABLE(attempt_id bigint, fencing_token bigint, step_id bigint, run_id bigint, parent_id bigint, step_key text, attempt_no integer, recipe text, input jsonb, lease_expires_at timestamp with time zone, deadline_at timestamp with time zone)
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_left integer := p_batch_size;
+  v_global integer;
+  v_recipes text[] := p_recipes;
+  v_rl record;
+  v_rated_recipes text[] := '{}';   -- rate-limited recipes of this call ...
+  v_rated_left integer[] := '{}';   -- ... and the starts each may still take
+  v_lane_ws bigint[];
+  v_lane_recipe text[];
+  v_ws bigint[];
+  v_share integer[];
+  v_cap integer[];
+  v_rated boolean[];
+  v_more boolean[];
+  v_quota integer[];
+  v_total_share integer;
+  v_n integer;
+  v_first integer;
+  v_pass integer;
+  v_w integer;
+  v_ws_id bigint;
+  v_q integer;
+  v_got_ws integer;
+  v_got integer;
+  v_tokens double precision;
+  v_lim pgflight.workspace_limits;
+  v_idx integer;
+begin
+  -- 1. the global in-flight cap: one claimer at a time counts and claims
+  select s.max_in_flight into v_global from pgflight.settings s;
+  if v_global is not null then
+    perform pg_catalog.pg_advisory_xact_lock(pg_catalog.hashtextextended('pgflight.global_in_flight', 0));
+    v_left := least(v_left, v_global - (select count(*) from (
+                select 1 from pgflight.step_attempts a
+                 where a.status in ('claimed', 'running', 'cancel_requested') limit v_global) held)::integer);
+    if v_left <= 0 then
+      return;
+    end if;
+  end if;
+
+  -- 2. paused and rate-limited recipes: name the recipes this call may claim
+  if exists (select from pgflight.recipe_limits) then
+    if v_recipes is null then
+      v_recipes := pgflight._queued_recipes();
+    end if;
+    v_recipes := array(select r from unnest(v_recipes) r
+                        where not exists (select from pgflight.recipe_limits l
+                                           where l.recipe = r and l.paused_at is not null));
+    for v_rl in
+      select l.recipe, l.starts_per_s, l.burst, l.tokens, l.refilled_at from pgflight.recipe_limits l
+       where l.recipe = any (v_recipes) and l.starts_per_s is not null
+       order by l.recipe
+         for update skip locked
+    loop
+      v_tokens := pgflight._bucket_tokens(v_rl.tokens, v_rl.refilled_at, v_rl.starts_per_s, v_rl.burst, p_now);
+      update pgflight.recipe_limits l set tokens = v_tokens, refilled_at = p_now where l.recipe = v_rl.recipe;
+      v_rated_recipes := v_rated_recipes || v_rl.recipe;
+      v_rated_left := v_rated_left || floor(v_tokens)::integer;
+    end loop;
+    -- a rate-limited recipe whose bucket another claimer holds right now is left to that claimer
+    v_recipes := array(select r from unnest(v_recipes) r
+                        where r = any (v_rated_recipes)
+                           or not exists (select from pgflight.recipe_limits l
+                                           where l.recipe = r and l.starts_per_s is not null));
+    if v_recipes = '{}' then
+      return;
+    end if;
+  end if;
+
+  -- 3. lanes with queued work, and the limits of their workspaces (paused ones dropped)
+  select array_agg(l.workspace_id), array_agg(l.recipe) into v_lane_ws, v_lane_recipe
+    from pgflight._ready_lanes(v_recipes) l;
+  if v_lane_ws is null then
+    return;
+  end if;
+  select array_agg(w.id order by w.id), array_agg(coalesce(l.share, 1) order by w.id),
+         array_agg(l.max_in_flight order by w.id), array_agg(l.starts_per_s is not null order by w.id)
+    into v_ws, v_share, v_cap, v_rated
+    from (select distinct x as id from unnest(v_lane_ws) x
+           where p_workspaces is null or x = any (p_workspaces)) w  -- issue 13: the login's worker lane
+    left join pgflight.workspace_limits l on l.workspace_id = w.id
+   where l.paused_at is null;
+  v_n := coalesce(cardinality(v_ws), 0);
+  if v_n = 0 then
+    return;
+  end if;
+  v_total_share := (select sum(x) from unnest(v_share) x);
+  v_more := array_fill(false, array[v_n]);
+
+  -- 4. this call's turn: start after the workspaces the previous calls served (with more
+  -- workspaces than the batch holds, the next call starts a batch further on)
+  v_first := ((nextval('pgflight.claim_turns') * case when v_n > v_left then v_left else 1 end) % v_n)::integer;
+  -- quotas: each workspace's share of the batch, rounded down, the remainder one each in turn
+  -- order; so a workspace with ready work gets at least one while the batch has room for it
+  v_quota := array_fill(0, array[v_n]);
+  for v_i in 0 .. v_n - 1 loop
+    v_w := (v_first + v_i) % v_n + 1;
+    v_quota[v_w] := (v_left * v_share[v_w]) / v_total_share;
+  end loop;
+  v_q := v_left - (select sum(x) from unnest(v_quota) x);
+  for v_i in 0 .. v_n - 1 loop
+    exit when v_q <= 0;
+    v_w := (v_first + v_i) % v_n + 1;
+    v_quota[v_w] := v_quota[v_w] + 1;
+    v_q := v_q - 1;
+  end loop;
+
+  for v_pass in 1 .. 2 loop
+    -- pass two only when some workspace came up short and another may have more
+    exit when v_pass = 2 and (v_left <= 0 or not (true = any (v_more)));
+    for v_i in 0 .. v_n - 1 loop
+      exit when v_left <= 0;
+      v_w := (v_first + v_i) % v_n + 1;
+      continue when v_pass = 1 and v_quota[v_w] = 0;
+      continue when v_pass = 2 and not v_more[v_w];
+      v_ws_id := v_ws[v_w];
+      v_lim := null;
+      v_q := least(case when v_pass = 1 then v_quota[v_w] else v_left end, v_left);
+
+      -- 5. a capped or rate-limited workspace: one claimer at a time counts it
+      if v_cap[v_w] is not null or v_rated[v_w] then
+        continue when not pg_catalog.pg_try_advisory_xact_lock(
+          pg_catalog.hashtextextended('pgflight.workspace:' || v_ws_id, 0));
+        select * into v_lim from pgflight.workspace_limits l where l.workspace_id = v_ws_id;
+        if v_lim.max_in_flight is not null then
+          v_q := least(v_q, v_lim.max_in_flight - (select count(*) from (
+                   select 1 from pgflight.step_attempts a
+                    where a.workspace_id = v_ws_id and a.status in ('claimed', 'running', 'cancel_requested')
+                    limit v_lim.max_in_flight) held)::integer);
+        end if;
+        if v_lim.starts_per_s is not null then
+          v_tokens := pgflight._bucket_tokens(v_lim.tokens, v_lim.refilled_at, v_lim.starts_per_s, v_lim.burst, p_now);
+          v_q := least(v_q, floor(v_tokens)::integer);
+        end if;
+      end if;
+
+      v_got_ws := 0;
+      if v_q > 0 then
+        if v_recipes is null then
+          return query select * from pgflight._claim_lane(p_worker_id, v_ws_id, null, v_q, p_lease_s, p_start, p_now);
+          get diagnostics v_got_ws = row_count;
+        else
+          -- 6. one lane per recipe of this workspace, each rate-limited recipe within its tokens
+          for v_j in 1 .. cardinality(v_lane_ws) loop
+            exit when v_got_ws >= v_q;
+            continue when v_lane_ws[v_j] <> v_ws_id;
+            v_idx := array_position(v_rated_recipes, v_lane_recipe[v_j]);
+            v_got := least(v_q - v_got_ws, case when v_idx is null then v_q else v_rated_left[v_idx] end);
+            continue when v_got <= 0;
+            return query select * from pgflight._claim_lane(p_worker_id, v_ws_id, v_lane_recipe[v_j], v_got,
+                                                            p_lease_s, p_start, p_now);
+            get diagnostics v_got = row_count;
+            v_got_ws := v_got_ws + v_got;
+            if v_idx is not null then
+              v_rated_left[v_idx] := v_rated_left[v_idx] - v_got;
+            end if;
+          end loop;
+        end if;
+      end if;
+      if v_lim.starts_per_s is not null then
+        update pgflight.workspace_limits l set tokens = v_tokens - v_got_ws, refilled_at = p_now
+         where l.workspace_id = v_ws_id;
+      end if;
+      v_left := v_left - v_got_ws;
+      v_more[v_w] := v_got_ws >= v_q and v_q > 0;
+    end loop;
+  end loop;
+
+  -- what the rate-limited recipes took
+  for v_idx in 1 .. cardinality(v_rated_recipes) loop
+    update pgflight.recipe_limits l
+       set tokens = l.tokens - (floor(l.tokens)::integer - v_rated_left[v_idx])
+     where l.recipe = v_rated_recipes[v_idx];
+  end loop;
+end
+$$;
+
+ALTER FUNCTION pgflight._claim_fair(p_worker_id bigint, p_batch_size integer, p_lease_s double precision, p_recipes text[], p_start boolean, p_now timestamp with time zone, p_workspaces bigint[]) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _claim_fair(p_worker_id bigint, p_batch_size integer, p_lease_s double precision, p_recipes text[], p_start boolean, p_now timestamp with time zone, p_workspaces bigint[]); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._claim_fair(p_worker_id bigint, p_batch_size integer, p_lease_s double precision, p_recipes text[], p_start boolean, p_now timestamp with time zone, p_workspaces bigint[]) IS 'Internal: claim_batch''s fair claim across workspaces with caps, keys, rate limits and pause.';
+
+-- Name: _claim_lane(bigint, bigint, text, integer, double precision, boolean, timestamp with time zone); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._claim_lane(p_worker_id bigint, p_workspace_id bigint, p_recipe text, p_limit integer, p_lease_s double precision, p_start boolean, p_now timestamp with time zone) RETURNS TABLE(attempt_id bigint, fencing_token bigint, step_id bigint, run_id bigint, parent_id bigint, step_key text, attempt_no integer, recipe text, input jsonb, lease_expires_at timestamp with time zone, deadline_at timestamp with time zone)
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_ids bigint[];
+  v_keys text[];
+  v_limits integer[];
+  v_take bigint[];
+  v_park bigint[];
+  v_busy bigint[];
+  v_locked text[];
+  v_skip bigint[] := '{}';
+  v_got integer := 0;
+  v_n integer;
+  v_round integer := 0;
+  v_asked integer;
+begin
+  while v_got < p_limit and v_round < 4 loop
+    v_round := v_round + 1;
+    v_asked := p_limit - v_got;
+    -- the next ready rows of this lane in claim order; rows another claimer holds are skipped
+    if p_recipe is null then
+      select coalesce(array_agg(r.id), '{}'), array_agg(r.concurrency_key), array_agg(r.concurrency_limit)
+        into v_ids, v_keys, v_limits
+        from (select a.id, a.concurrency_key, a.concurrency_limit
+                from pgflight.step_attempts a
+               where a.workspace_id = p_workspace_id and a.status = 'queued'
+                 and a.available_after <= p_now and a.available_after < 'infinity'
+                 and a.id <> all (v_skip)
+               order by a.priority desc, a.available_after, a.id
+               limit v_asked
+                 for update skip locked) r;
+    else
+      select coalesce(array_agg(r.id), '{}'), array_agg(r.concurrency_key), array_agg(r.concurrency_limit)
+        into v_ids, v_keys, v_limits
+        from (select a.id, a.concurrency_key, a.concurrency_limit
+                from pgflight.step_attempts a
+               where a.recipe = p_recipe and a.workspace_id = p_workspace_id and a.status = 'queued'
+                 and a.available_after <= p_now and a.available_after < 'infinity'
+                 and a.id <> all (v_skip)
+               order by a.priority desc, a.available_after, a.id
+               limit v_asked
+                 for update skip locked) r;
+    end if;
+    v_n := cardinality(v_ids);
+    exit when v_n = 0;
+
+    if (select bool_and(k is null) from unnest(v_keys) k) then
+      -- the common case: no candidate has a key
+      v_take := v_ids;
+    else
+      -- every key of the batch in two statements, whatever their number. First the keys'
+      -- try-locks (a key another claimer or sweep is counting right now: leave its rows for
+      -- later). Then, in a statement of its own so that its snapshot is taken after the locks
+      -- and sees every commit they waited for, each locked key's leased count and per candidate
+      -- whether it fits under the key's limit (the first candidate's) in claim order.
+      select coalesce(array_agg(k.key) filter (where k.got), '{}') into v_locked
+        from (select x.key, pg_catalog.pg_try_advisory_xact_lock(pgflight._key_lock(p_workspace_id, x.key)) as got
+                from (select distinct y as key from unnest(v_keys) y where y is not null) x) k;
+      select coalesce(array_agg(c.id order by c.i) filter (where c.key is null or c.rnk <= c.lim - h.held), '{}'),
+             coalesce(array_agg(c.id) filter (where c.key is not null and c.rnk > c.lim - h.held), '{}'),
+             coalesce(array_agg(c.id) filter (where c.key is not null and h.key is null), '{}')
+        into v_take, v_park, v_busy
+        from (select i, v_ids[i] as id, v_keys[i] as key,
+                     row_number() over (partition by v_keys[i] order by i) as rnk,
+                     first_value(v_limits[i]) over (partition by v_keys[i] order by i) as lim
+                from generate_subscripts(v_ids, 1) i) c
+        left join (select l.key, (select count(*) from pgflight.step_attempts a
+                                   where a.workspace_id = p_workspace_id and a.concurrency_key = l.key
+                                     and a.status in ('claimed', 'running', 'cancel_requested')) as held
+                     from unnest(v_locked) l(key)) h
+          on h.key = c.key;
+      v_skip := v_skip || v_busy;
+      if v_park <> '{}' then
+        update pgflight.step_attempts a set available_after = 'infinity' where a.id = any (v_park);
+        -- a key found full parks the rest of its due backlog too (up to 1,000 a call, through
+        -- step_attempts_queued_key_idx), so later claims do not meet it again row by row
+        update pgflight.step_attempts a set available_after = 'infinity'
+         where a.id in (select b.id from pgflight.step_attempts b
+                         where b.workspace_id = p_workspace_id
+                           and b.concurrency_key in (select k from unnest(v_keys) k where k is not null)
+                           and b.status = 'queued' and b.available_after <= p_now
+                           and b.id <> all (v_take) and b.id <> all (v_skip)
+                           -- only keys this round found full
+                           and exists (select from pgflight.step_attempts p
+                                        where p.id = any (v_park) and p.concurrency_key = b.concurrency_key)
+                         order by b.priority desc, b.id
+                         limit 1000
+                           for update skip locked);
+      end if;
+    end if;
+
+    if v_take <> '{}' then
+      -- leased at the clock's reading now, after the locks and counts above: claimed_at is then
+      -- never earlier than the finish of an attempt this claim counted as gone
+      return query select * from pgflight._lease_attempts(p_worker_id, v_take, p_lease_s, p_start, pgflight._now());
+      v_got := v_got + cardinality(v_take);
+    end if;
+    -- fewer ready rows than asked for: the lane is empty for now
+    exit when v_n < v_asked;
+  end loop;
+end
+$$;
+
+ALTER FUNCTION pgflight._claim_lane(p_worker_id bigint, p_workspace_id bigint, p_recipe text, p_limit integer, p_lease_s double precision, p_start boolean, p_now timestamp with time zone) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _claim_lane(p_worker_id bigint, p_workspace_id bigint, p_recipe text, p_limit integer, p_lease_s double precision, p_start boolean, p_now timestamp with time zone); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._claim_lane(p_worker_id bigint, p_workspace_id bigint, p_recipe text, p_limit integer, p_lease_s double precision, p_start boolean, p_now timestamp with time zone) IS 'Internal: claim up to p_limit ready attempts of one workspace (and recipe), parking attempts whose concurrency key is full.';
+
 -- Name: _complete_many(bigint[], bigint[], jsonb[], timestamp with time zone); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
 CREATE FUNCTION pgflight._complete_many(p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[], p_now timestamp with time zone) RETURNS TABLE(attempt_id bigint, outcome text)
@@ -562,6 +901,233 @@ ALTER FUNCTION pgflight._complete_refusing(p_attempt_ids bigint[], p_tokens bigi
 -- Name: FUNCTION _complete_refusing(p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[], p_errors jsonb[]); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
 COMMENT ON FUNCTION pgflight._complete_refusing(p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[], p_errors jsonb[]) IS 'Internal: complete a batch in which some results cannot be stored: those attempts fail alone (result_refused), the others complete.';
+
+-- Name: _concurrency_option(jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._concurrency_option(p_options jsonb, OUT o_key text, OUT o_limit integer) RETURNS record
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+  if jsonb_typeof(p_options -> 'concurrency_key') is null or jsonb_typeof(p_options -> 'concurrency_key') = 'null' then
+    if p_options ? 'concurrency_limit' and jsonb_typeof(p_options -> 'concurrency_limit') <> 'null' then
+      raise exception using errcode = '22023', message = 'option concurrency_limit needs concurrency_key',
+        hint = 'Pass concurrency_key too, e.g. {"concurrency_key": "customer-42", "concurrency_limit": 1}.';
+    end if;
+    return;
+  end if;
+  if jsonb_typeof(p_options -> 'concurrency_key') <> 'string'
+     or btrim(p_options ->> 'concurrency_key') = '' or length(p_options ->> 'concurrency_key') > 200 then
+    raise exception using errcode = '22023', message = 'option concurrency_key must be a non-blank string of at most 200 characters',
+      detail = format('got %s', left((p_options -> 'concurrency_key')::text, 300));
+  end if;
+  o_key := p_options ->> 'concurrency_key';
+  o_limit := coalesce(pgflight._limit_option(p_options, 'concurrency_limit', 1, 1e6, true), 1)::integer;
+end
+$$;
+
+ALTER FUNCTION pgflight._concurrency_option(p_options jsonb, OUT o_key text, OUT o_limit integer) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _concurrency_option(p_options jsonb, OUT o_key text, OUT o_limit integer); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._concurrency_option(p_options jsonb, OUT o_key text, OUT o_limit integer) IS 'Internal: (concurrency_key, concurrency_limit) from a step''s options; 22023 when malformed.';
+
+-- Name: _cron_field(text, integer, integer, text[], text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._cron_field(p_text text, p_min integer, p_max integer, p_names text[], p_what text) RETURNS integer[]
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+declare
+  v_item text;
+  v_range text;
+  v_step integer;
+  v_lo integer;
+  v_hi integer;
+  v_out integer[] := '{}';
+  v_parts text[];
+begin
+  foreach v_item in array string_to_array(lower(p_text), ',') loop
+    v_parts := string_to_array(v_item, '/');
+    if cardinality(v_parts) > 2 or v_item = '' then
+      raise exception using errcode = '22023', message = format('cron %s field %L is malformed', p_what, p_text),
+        hint = 'Use *, a value, a range a-b, a list a,b and steps */n or a-b/n.';
+    end if;
+    v_range := v_parts[1];
+    v_step := 1;
+    if cardinality(v_parts) = 2 then
+      if v_parts[2] !~ '^[0-9]{1,4}$' or v_parts[2]::integer = 0 then
+        raise exception using errcode = '22023', message = format('cron %s field %L has a bad step', p_what, p_text),
+          hint = 'A step is a positive whole number, e.g. */15.';
+      end if;
+      v_step := v_parts[2]::integer;
+    end if;
+    if v_range in ('*', '?') then
+      v_lo := p_min;
+      v_hi := p_max;
+    else
+      v_parts := string_to_array(v_range, '-');
+      if cardinality(v_parts) > 2 then
+        raise exception using errcode = '22023', message = format('cron %s field %L is malformed', p_what, p_text);
+      end if;
+      for i in 1 .. cardinality(v_parts) loop
+        if v_parts[i] ~ '^[0-9]{1,4}$' then
+          v_parts[i] := v_parts[i]::integer::text;
+        elsif p_names is not null and array_position(p_names, v_parts[i]) is not null then
+          v_parts[i] := (array_position(p_names, v_parts[i]) - 1 + p_min)::text;
+        else
+          raise exception using errcode = '22023',
+            message = format('cron %s field %L: %L is not a value', p_what, p_text, v_parts[i]),
+            hint = format('Values of the %s field run from %s to %s.', p_what, p_min, p_max);
+        end if;
+      end loop;
+      v_lo := v_parts[1]::integer;
+      -- a/n means a, a+n, ... up to the field's end
+      v_hi := case when cardinality(v_parts) = 2 then v_parts[2]::integer
+                   when cardinality(string_to_array(v_item, '/')) = 2 then p_max
+                   else v_lo end;
+    end if;
+    -- weekday 7 is Sunday too
+    if p_what = 'day-of-week' and v_hi = 7 and v_lo <= 7 then
+      v_out := v_out || 0;
+      v_hi := 6;
+      if v_lo = 7 then
+        continue;
+      end if;
+    end if;
+    if v_lo < p_min or v_hi > p_max or v_lo > v_hi then
+      raise exception using errcode = '22023',
+        message = format('cron %s field %L is out of range', p_what, p_text),
+        hint = format('Values of the %s field run from %s to %s, low before high.', p_what, p_min, p_max);
+    end if;
+    v_out := v_out || array(select generate_series(v_lo, v_hi, v_step));
+  end loop;
+  return array(select distinct x from unnest(v_out) x order by x);
+end
+$_$;
+
+ALTER FUNCTION pgflight._cron_field(p_text text, p_min integer, p_max integer, p_names text[], p_what text) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _cron_field(p_text text, p_min integer, p_max integer, p_names text[], p_what text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._cron_field(p_text text, p_min integer, p_max integer, p_names text[], p_what text) IS 'Internal: the sorted allowed values of one cron field; 22023 naming the field when malformed.';
+
+-- Name: _cron_next(integer[], integer[], integer[], integer[], integer[], integer[], boolean, boolean, text, timestamp with time zone); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._cron_next(p_seconds integer[], p_minutes integer[], p_hours integer[], p_days integer[], p_months integer[], p_weekdays integer[], p_any_day boolean, p_any_weekday boolean, p_tz text, p_after timestamp with time zone) RETURNS timestamp with time zone
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_t timestamp := date_trunc('second', p_after at time zone p_tz) + interval '1 second';
+  v_end timestamp := v_t + interval '10 years';
+  v_next integer;
+  v_day_ok boolean;
+  v_at timestamptz;
+begin
+  while v_t < v_end loop
+    -- month
+    if not extract(month from v_t)::integer = any (p_months) then
+      v_next := (select min(m) from unnest(p_months) m where m > extract(month from v_t));
+      v_t := case when v_next is null
+                  then make_timestamp(extract(year from v_t)::integer + 1, p_months[1], 1, 0, 0, 0)
+                  else make_timestamp(extract(year from v_t)::integer, v_next, 1, 0, 0, 0) end;
+      continue;
+    end if;
+    -- day: day of month and weekday, Vixie's rule when both are restricted
+    v_day_ok := case
+      when p_any_day and p_any_weekday then true
+      when p_any_day then extract(dow from v_t)::integer = any (p_weekdays)
+      when p_any_weekday then extract(day from v_t)::integer = any (p_days)
+      else extract(day from v_t)::integer = any (p_days) or extract(dow from v_t)::integer = any (p_weekdays) end;
+    if not v_day_ok then
+      v_t := date_trunc('day', v_t) + interval '1 day';
+      continue;
+    end if;
+    -- hour
+    if not extract(hour from v_t)::integer = any (p_hours) then
+      v_next := (select min(h) from unnest(p_hours) h where h > extract(hour from v_t));
+      v_t := case when v_next is null then date_trunc('day', v_t) + interval '1 day'
+                  else date_trunc('day', v_t) + make_interval(hours => v_next) end;
+      continue;
+    end if;
+    -- minute
+    if not extract(minute from v_t)::integer = any (p_minutes) then
+      v_next := (select min(m) from unnest(p_minutes) m where m > extract(minute from v_t));
+      v_t := case when v_next is null then date_trunc('hour', v_t) + interval '1 hour'
+                  else date_trunc('hour', v_t) + make_interval(mins => v_next) end;
+      continue;
+    end if;
+    -- second
+    if not floor(extract(second from v_t))::integer = any (p_seconds) then
+      v_next := (select min(s) from unnest(p_seconds) s where s > floor(extract(second from v_t)));
+      v_t := case when v_next is null then date_trunc('minute', v_t) + interval '1 minute'
+                  else date_trunc('minute', v_t) + make_interval(secs => v_next) end;
+      continue;
+    end if;
+    -- a wall-clock match. PostgreSQL reads a wall-clock time that happens twice (clocks going
+    -- back) as its second occurrence: take the first, and a time whose first occurrence is not
+    -- after p_after has happened already, so the repeated hour never fires twice
+    v_at := v_t at time zone p_tz;
+    if (v_at - interval '1 hour') at time zone p_tz = v_t then
+      v_at := v_at - interval '1 hour';
+    elsif (v_at - interval '30 minutes') at time zone p_tz = v_t then
+      v_at := v_at - interval '30 minutes';
+    end if;
+    if v_at > p_after then
+      return v_at;
+    end if;
+    v_t := v_t + interval '1 second';
+  end loop;
+  return null;
+end
+$$;
+
+ALTER FUNCTION pgflight._cron_next(p_seconds integer[], p_minutes integer[], p_hours integer[], p_days integer[], p_months integer[], p_weekdays integer[], p_any_day boolean, p_any_weekday boolean, p_tz text, p_after timestamp with time zone) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _cron_next(p_seconds integer[], p_minutes integer[], p_hours integer[], p_days integer[], p_months integer[], p_weekdays integer[], p_any_day boolean, p_any_weekday boolean, p_tz text, p_after timestamp with time zone); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._cron_next(p_seconds integer[], p_minutes integer[], p_hours integer[], p_days integer[], p_months integer[], p_weekdays integer[], p_any_day boolean, p_any_weekday boolean, p_tz text, p_after timestamp with time zone) IS 'Internal: the first instant after p_after that a parsed cron expression allows, on p_tz''s wall clock; null if none within ten years.';
+
+-- Name: _cron_parse(text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._cron_parse(p_expr text, OUT seconds integer[], OUT minutes integer[], OUT hours integer[], OUT days integer[], OUT months integer[], OUT weekdays integer[], OUT any_day boolean, OUT any_weekday boolean) RETURNS record
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_expr text := lower(btrim(coalesce(p_expr, '')));
+  v_f text[];
+begin
+  v_expr := case v_expr
+    when '@yearly' then '0 0 1 1 *' when '@annually' then '0 0 1 1 *' when '@monthly' then '0 0 1 * *'
+    when '@weekly' then '0 0 * * 0' when '@daily' then '0 0 * * *' when '@midnight' then '0 0 * * *'
+    when '@hourly' then '0 * * * *' else v_expr end;
+  v_f := regexp_split_to_array(v_expr, '\s+');
+  if length(v_expr) > 500 or cardinality(v_f) not in (5, 6) then
+    raise exception using errcode = '22023', message = format('cron expression %L needs 5 or 6 fields', p_expr),
+      hint = '"minute hour day-of-month month day-of-week", or with seconds first; e.g. "*/15 * * * *" or "0 30 9 * * MON-FRI".';
+  end if;
+  if cardinality(v_f) = 5 then
+    v_f := '0'::text || v_f;
+  end if;
+  seconds := pgflight._cron_field(v_f[1], 0, 59, null, 'second');
+  minutes := pgflight._cron_field(v_f[2], 0, 59, null, 'minute');
+  hours := pgflight._cron_field(v_f[3], 0, 23, null, 'hour');
+  days := pgflight._cron_field(v_f[4], 1, 31, null, 'day-of-month');
+  months := pgflight._cron_field(v_f[5], 1, 12,
+              array['jan', 'feb', 'mar', 'apr', 'may', 'jun', 'jul', 'aug', 'sep', 'oct', 'nov', 'dec'], 'month');
+  weekdays := pgflight._cron_field(v_f[6], 0, 7, array['sun', 'mon', 'tue', 'wed', 'thu', 'fri', 'sat'], 'day-of-week');
+  any_day := v_f[4] in ('*', '?');
+  any_weekday := v_f[6] in ('*', '?');
+end
+$$;
+
+ALTER FUNCTION pgflight._cron_parse(p_expr text, OUT seconds integer[], OUT minutes integer[], OUT hours integer[], OUT days integer[], OUT months integer[], OUT weekdays integer[], OUT any_day boolean, OUT any_weekday boolean) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _cron_parse(p_expr text, OUT seconds integer[], OUT minutes integer[], OUT hours integer[], OUT days integer[], OUT months integer[], OUT weekdays integer[], OUT any_day boolean, OUT any_weekday boolean); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._cron_parse(p_expr text, OUT seconds integer[], OUT minutes integer[], OUT hours integer[], OUT days integer[], OUT months integer[], OUT weekdays integer[], OUT any_day boolean, OUT any_weekday boolean) IS 'Internal: parse a 5- or 6-field cron expression into allowed-value sets; 22023 when malformed.';
 
 -- Name: _dead_letter_poisoned(bigint, text, text, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -757,6 +1323,58 @@ ALTER FUNCTION pgflight._fake_now(p_value text) OWNER TO pgflight_owner;
 
 COMMENT ON FUNCTION pgflight._fake_now(p_value text) IS 'Internal: the fake instant of a test session. Raises ZF009 unless settings.allow_fake_clock.';
 
+-- Name: _fill_attempt_flow(); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._fill_attempt_flow() RETURNS trigger
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+  select r.workspace_id into new.workspace_id from pgflight.runs r where r.id = new.run_id;
+  select s.concurrency_key, s.concurrency_limit into new.concurrency_key, new.concurrency_limit
+    from pgflight.steps s where s.id = new.step_id;
+  return new;
+end
+$$;
+
+ALTER FUNCTION pgflight._fill_attempt_flow() OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _fill_attempt_flow(); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._fill_attempt_flow() IS 'Internal trigger: copy workspace_id and the concurrency key onto an attempt inserted without them.';
+
+-- Name: _fire_schedule(bigint, text, text, text, jsonb, jsonb, timestamp with time zone); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._fire_schedule(p_schedule_id bigint, p_workspace text, p_name text, p_recipe text, p_input jsonb, p_run_options jsonb, p_fire_at timestamp with time zone) RETURNS bigint
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_run bigint;
+begin
+  begin
+    select r.run_id into v_run
+      from pgflight.submit_run(p_workspace, p_recipe, p_input,
+             p_run_options || jsonb_build_object(
+               'idempotency_key', format('schedule:%s:%s', p_schedule_id, extract(epoch from p_fire_at)),
+               'submitted_by', 'schedule:' || p_name)) r;
+    update pgflight.schedule_fires f set outcome = 'submitted', run_id = v_run
+     where f.schedule_id = p_schedule_id and f.fire_at = p_fire_at;
+  exception when others then
+    update pgflight.schedule_fires f
+       set outcome = 'failed', error = jsonb_build_object('sqlstate', sqlstate, 'message', sqlerrm)
+     where f.schedule_id = p_schedule_id and f.fire_at = p_fire_at;
+  end;
+  return v_run;
+end
+$$;
+
+ALTER FUNCTION pgflight._fire_schedule(p_schedule_id bigint, p_workspace text, p_name text, p_recipe text, p_input jsonb, p_run_options jsonb, p_fire_at timestamp with time zone) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _fire_schedule(p_schedule_id bigint, p_workspace text, p_name text, p_recipe text, p_input jsonb, p_run_options jsonb, p_fire_at timestamp with time zone); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._fire_schedule(p_schedule_id bigint, p_workspace text, p_name text, p_recipe text, p_input jsonb, p_run_options jsonb, p_fire_at timestamp with time zone) IS 'Internal: submit one firing''s run idempotently; a refusal is recorded on the firing, never raised.';
+
 -- Name: _iteration_refusal(pgflight.agent_runs, integer); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
 CREATE FUNCTION pgflight._iteration_refusal(p_run pgflight.agent_runs, p_iteration integer) RETURNS jsonb
@@ -781,6 +1399,44 @@ ALTER FUNCTION pgflight._iteration_refusal(p_run pgflight.agent_runs, p_iteratio
 
 COMMENT ON FUNCTION pgflight._iteration_refusal(p_run pgflight.agent_runs, p_iteration integer) IS 'Internal: the ZF007 refusal when p_iteration passes the agent''s max_iterations, else null.';
 
+-- Name: _key_lock(bigint, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._key_lock(p_workspace_id bigint, p_key text) RETURNS bigint
+    LANGUAGE sql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$ select pg_catalog.hashtextextended('pgflight.key:' || p_workspace_id || ':' || p_key, 0) $$;
+
+ALTER FUNCTION pgflight._key_lock(p_workspace_id bigint, p_key text) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _key_lock(p_workspace_id bigint, p_key text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._key_lock(p_workspace_id bigint, p_key text) IS 'Internal: advisory lock id of a concurrency key.';
+
+-- Name: _key_slot_freed(); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._key_slot_freed() RETURNS trigger
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+  perform pg_catalog.pg_advisory_xact_lock_shared(pgflight._key_lock(old.workspace_id, old.concurrency_key));
+  update pgflight.step_attempts a set available_after = pgflight._now()
+   where a.id = (select p.id from pgflight.step_attempts p
+                  where p.workspace_id = old.workspace_id and p.concurrency_key = old.concurrency_key
+                    and p.status = 'queued' and p.available_after = 'infinity'
+                  order by p.priority desc, p.id
+                  limit 1
+                    for update skip locked);
+  return null;
+end
+$$;
+
+ALTER FUNCTION pgflight._key_slot_freed() OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _key_slot_freed(); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._key_slot_freed() IS 'Internal trigger: a keyed attempt stopped holding or waiting for a slot; wake one parked attempt of its key.';
+
 -- Name: _lane_workspaces(text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
 CREATE FUNCTION pgflight._lane_workspaces(p_lane text) RETURNS bigint[]
@@ -799,6 +1455,47 @@ ALTER FUNCTION pgflight._lane_workspaces(p_lane text) OWNER TO pgflight_owner;
 -- Name: FUNCTION _lane_workspaces(p_lane text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
 COMMENT ON FUNCTION pgflight._lane_workspaces(p_lane text) IS 'Internal: ids of the workspaces the login may act on in this lane; null for every workspace.';
+
+-- Name: _lease_attempts(bigint, bigint[], double precision, boolean, timestamp with time zone); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._lease_attempts(p_worker_id bigint, p_ids bigint[], p_lease_s double precision, p_start boolean, p_now timestamp with time zone) RETURNS TABLE(attempt_id bigint, fencing_token bigint, step_id bigint, run_id bigint, parent_id bigint, step_key text, attempt_no integer, recipe text, input jsonb, lease_expires_at timestamp with time zone, deadline_at timestamp with time zone)
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+  -- PL/pgSQL rather than SQL: its plan is cached across calls, a SQL function's is not
+  return query
+  with claimed as (
+    update pgflight.step_attempts a
+       set status = case when p_start then 'running' else 'claimed' end, worker_id = p_worker_id,
+           fencing_token = nextval('pgflight.fencing_tokens'),
+           claimed_at = p_now,
+           started_at = case when p_start then p_now end,
+           -- clamped to the documented maxima (issue 14): a step stored before the options were
+           -- checked (lease_s 1e13) cannot make this set-based claim raise for everyone
+           lease_s = least(coalesce(s.lease_s, p_lease_s), pgflight._limit('lease_s')),
+           lease_expires_at = p_now + make_interval(secs => least(coalesce(s.lease_s, p_lease_s), pgflight._limit('lease_s'))),
+           deadline_at = p_now + make_interval(secs => least(s.max_runtime_s, pgflight._limit('runtime_s')))
+      from pgflight.steps s
+     where a.id = any (p_ids) and s.id = a.step_id
+    returning a.id, a.fencing_token, a.step_id, a.run_id, s.parent_id, s.step_key, a.attempt_no,
+              a.recipe, s.input, a.lease_expires_at, a.deadline_at, a.status
+  ), logged as (
+    -- the events row of every claim, in the same statement
+    insert into pgflight.events (at, run_id, step_id, attempt_id, from_status, to_status, worker_id, reason)
+    select p_now, c.run_id, c.step_id, c.id, 'queued', c.status, p_worker_id, 'claimed' from claimed c
+  )
+  select c.id, c.fencing_token, c.step_id, c.run_id, c.parent_id, c.step_key, c.attempt_no, c.recipe,
+         c.input, c.lease_expires_at, c.deadline_at
+    from claimed c;
+end
+$$;
+
+ALTER FUNCTION pgflight._lease_attempts(p_worker_id bigint, p_ids bigint[], p_lease_s double precision, p_start boolean, p_now timestamp with time zone) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _lease_attempts(p_worker_id bigint, p_ids bigint[], p_lease_s double precision, p_start boolean, p_now timestamp with time zone); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._lease_attempts(p_worker_id bigint, p_ids bigint[], p_lease_s double precision, p_start boolean, p_now timestamp with time zone) IS 'Internal: lease locked queued attempts to a worker (token, lease, events).';
 
 -- Name: _limit(text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -819,6 +1516,40 @@ ALTER FUNCTION pgflight._limit(p_name text) OWNER TO pgflight_owner;
 -- Name: FUNCTION _limit(p_name text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
 COMMENT ON FUNCTION pgflight._limit(p_name text) IS 'Internal: the hard maximum of a kind of option (lease_s, runtime_s, delay_s, usd).';
+
+-- Name: _limit_option(jsonb, text, double precision, double precision, boolean); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._limit_option(p_options jsonb, p_key text, p_min double precision, p_max double precision, p_integer boolean) RETURNS double precision
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_value double precision;
+begin
+  if jsonb_typeof(p_options -> p_key) is null or jsonb_typeof(p_options -> p_key) = 'null' then
+    return null;
+  end if;
+  if jsonb_typeof(p_options -> p_key) <> 'number' then
+    raise exception using errcode = '22023', message = format('option %s must be a number', p_key),
+      detail = format('got %s', p_options -> p_key), hint = 'Pass a JSON number, or null to remove the limit.';
+  end if;
+  v_value := (p_options ->> p_key)::double precision;
+  if v_value < p_min or v_value > p_max or (p_integer and v_value <> trunc(v_value)) then
+    raise exception using errcode = '22023',
+      message = format('option %s is out of range', p_key),
+      detail = format('got %s; allowed: %s %s to %s', p_options -> p_key,
+                      case when p_integer then 'whole numbers' else 'numbers' end, p_min, p_max),
+      hint = 'Pass a value in range, or null to remove the limit.';
+  end if;
+  return v_value;
+end
+$$;
+
+ALTER FUNCTION pgflight._limit_option(p_options jsonb, p_key text, p_min double precision, p_max double precision, p_integer boolean) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _limit_option(p_options jsonb, p_key text, p_min double precision, p_max double precision, p_integer boolean); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._limit_option(p_options jsonb, p_key text, p_min double precision, p_max double precision, p_integer boolean) IS 'Internal: a numeric limit option in range, or null; 22023 naming the key otherwise.';
 
 -- Name: _lock_cascade(bigint, boolean); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -893,6 +1624,9 @@ CREATE TABLE pgflight.step_attempts (
     error jsonb,
     reason text,
     created_at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
+    workspace_id bigint NOT NULL,
+    concurrency_key text,
+    concurrency_limit integer,
     CONSTRAINT finished_at_is_after_claimed_at CHECK (((finished_at IS NULL) OR (claimed_at IS NULL) OR (finished_at >= claimed_at))),
     CONSTRAINT leased_attempt_has_owner CHECK (((status <> ALL (ARRAY['claimed'::text, 'running'::text, 'cancel_requested'::text])) OR ((worker_id IS NOT NULL) AND (fencing_token IS NOT NULL) AND (lease_expires_at IS NOT NULL)))),
     CONSTRAINT status_is_known CHECK ((status = ANY (ARRAY['queued'::text, 'claimed'::text, 'running'::text, 'cancel_requested'::text, 'awaiting_children'::text, 'awaiting_approval'::text, 'succeeded'::text, 'failed'::text, 'lease_expired'::text, 'timed_out'::text, 'dead_letter'::text, 'cancelled'::text])))
@@ -903,6 +1637,14 @@ ALTER TABLE pgflight.step_attempts OWNER TO pgflight_owner;
 -- Name: TABLE step_attempts; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
 COMMENT ON TABLE pgflight.step_attempts IS 'Attempts (tries) of steps. Live statuses: queued, claimed, running, cancel_requested, awaiting_children, awaiting_approval. An attempt ends failed, lease_expired or timed_out (another attempt follows), or succeeded, dead_letter or cancelled (the step is terminal). Claim metadata (worker_id, claimed_at, lease_expires_at, fencing_token) is never cleared. lease_s in seconds.';
+
+-- Name: COLUMN step_attempts.workspace_id; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON COLUMN pgflight.step_attempts.workspace_id IS 'The run''s workspace, copied so the claim reads one table.';
+
+-- Name: COLUMN step_attempts.concurrency_key; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON COLUMN pgflight.step_attempts.concurrency_key IS 'The step''s concurrency key and limit, copied like recipe and priority. A queued attempt with available_after = ''infinity'' is parked: its key was full; a freed slot wakes it.';
 
 -- Name: _lock_held(bigint, bigint, text, boolean); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -1207,6 +1949,9 @@ CREATE FUNCTION pgflight._option_spec() RETURNS TABLE(scope text, key text, kind
      'Seconds an attempt may run from its claim before the deadline sweep times it out.'),
     ('step', 'backoff', 'backoff', null, null, null, '{"base_s": 1, "factor": 2, "max_s": 300, "jitter": 0.2}',
      'Retry delay min(max_s, base_s * factor^(n-1)) * (1 +/- jitter), n the failures so far.'),
+    ('step', 'concurrency_key', 'string', 1, 200, null, 'none (a child: its own, never inherited)',
+     'At most concurrency_limit attempts of the workspace''s steps with this key are leased at once (issue 15).'),
+    ('step', 'concurrency_limit', 'integer', 1, 1000000, null, '1', 'The limit of concurrency_key; needs concurrency_key.'),
     ('backoff', 'base_s', 'number', 0, 86400, null, '1', 'First retry delay in seconds.'),
     ('backoff', 'factor', 'number', 1, 100, null, '2', 'Growth per failure.'),
     ('backoff', 'max_s', 'number', 0, 2592000, null, '300', 'Cap of the delay in seconds; reached, it stays there.'),
@@ -1214,7 +1959,9 @@ CREATE FUNCTION pgflight._option_spec() RETURNS TABLE(scope text, key text, kind
     ('submit_run', 'idempotency_key', 'string', 1, 512, null, 'none',
      'Same key in the workspace: the same run (ZF004 with another input).'),
     ('submit_run', 'not_before', 'timestamptz', null, null, null, 'now',
-     'The root step is not claimable before this time (ISO 8601 with offset).'),
+     'The root step is not claimable before this time (ISO 8601 with a UTC offset, required); excludes delay_s.'),
+    ('submit_run', 'delay_s', 'number', 0, 1000000000, null, '0',
+     'The root step is claimable this many seconds from now, on the server''s clock; excludes not_before.'),
     ('submit_run', 'max_usd', 'number', 0, 1000000000, null, 'the workspace''s max_run_usd',
      'USD budget of the whole run tree.'),
     ('submit_run', 'max_wall_s', 'number', 0.001, 31536000, null, 'none', 'Wall-time budget of the run tree in seconds.'),
@@ -1297,6 +2044,30 @@ ALTER FUNCTION pgflight._price_usd(p_model text, p_usage jsonb) OWNER TO pgfligh
 
 COMMENT ON FUNCTION pgflight._price_usd(p_model text, p_usage jsonb) IS 'Internal: USD of a call from its usage and pgflight.model_prices (longest prefix). 22023 unknown model.';
 
+-- Name: _queued_recipes(); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._queued_recipes() RETURNS text[]
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+  with recursive r(recipe) as (
+    (select a.recipe from pgflight.step_attempts a
+      where a.status = 'queued' and a.available_after < 'infinity' order by a.recipe limit 1)
+    union all
+    select (select a.recipe from pgflight.step_attempts a
+             where a.status = 'queued' and a.available_after < 'infinity' and a.recipe > r.recipe
+             order by a.recipe limit 1)
+      from r where r.recipe is not null
+  )
+  select coalesce(array_agg(r.recipe), '{}') from r where r.recipe is not null
+$$;
+
+ALTER FUNCTION pgflight._queued_recipes() OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _queued_recipes(); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._queued_recipes() IS 'Internal: the recipes that have queued work; one index probe each.';
+
 -- Name: _raise_budget_exceeded(jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
 CREATE FUNCTION pgflight._raise_budget_exceeded(p_refusal jsonb) RETURNS void
@@ -1317,6 +2088,51 @@ ALTER FUNCTION pgflight._raise_budget_exceeded(p_refusal jsonb) OWNER TO pgfligh
 -- Name: FUNCTION _raise_budget_exceeded(p_refusal jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
 COMMENT ON FUNCTION pgflight._raise_budget_exceeded(p_refusal jsonb) IS 'Internal: raise ZF007 with a refusal''s message, detail and hint.';
+
+-- Name: _ready_lanes(text[]); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._ready_lanes(p_recipes text[]) RETURNS TABLE(workspace_id bigint, recipe text)
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+  if p_recipes is null then
+    return query
+    with recursive w(id) as (
+      (select a.workspace_id from pgflight.step_attempts a
+        where a.status = 'queued' and a.available_after < 'infinity'
+        order by a.workspace_id limit 1)
+      union all
+      select (select a.workspace_id from pgflight.step_attempts a
+               where a.status = 'queued' and a.available_after < 'infinity' and a.workspace_id > w.id
+               order by a.workspace_id limit 1)
+        from w where w.id is not null
+    )
+    select w.id, null::text from w where w.id is not null;
+  else
+    return query
+    with recursive w(recipe, id) as (
+      select r.recipe, (select a.workspace_id from pgflight.step_attempts a
+                         where a.recipe = r.recipe and a.status = 'queued' and a.available_after < 'infinity'
+                         order by a.workspace_id limit 1)
+        from (select distinct x as recipe from unnest(p_recipes) x where x is not null) r
+      union all
+      select w.recipe, (select a.workspace_id from pgflight.step_attempts a
+                         where a.recipe = w.recipe and a.status = 'queued' and a.available_after < 'infinity'
+                           and a.workspace_id > w.id
+                         order by a.workspace_id limit 1)
+        from w where w.id is not null
+    )
+    select w.id, w.recipe from w where w.id is not null;
+  end if;
+end
+$$;
+
+ALTER FUNCTION pgflight._ready_lanes(p_recipes text[]) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _ready_lanes(p_recipes text[]); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._ready_lanes(p_recipes text[]) IS 'Internal: the workspaces (with p_recipes: workspace and recipe pairs) that have queued work; one index probe each.';
 
 -- Name: _reclaim(timestamp with time zone, integer); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -1586,6 +2402,35 @@ ALTER FUNCTION pgflight._require_cap(p_cap text, p_limit double precision, p_val
 
 COMMENT ON FUNCTION pgflight._require_cap(p_cap text, p_limit double precision, p_value double precision, p_what text) IS 'Internal: raise ZF005 naming settings.p_cap when p_value is over it.';
 
+-- Name: _require_known_keys(jsonb, text[]); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._require_known_keys(p_options jsonb, p_allowed text[]) RETURNS void
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_key text;
+begin
+  if p_options is null or jsonb_typeof(p_options) <> 'object' then
+    raise exception using errcode = '22023', message = 'options must be a JSON object',
+      detail = format('got %s', coalesce(jsonb_typeof(p_options), 'NULL')),
+      hint = format('Pass an object with some of: %s.', array_to_string(p_allowed, ', '));
+  end if;
+  select k into v_key from jsonb_object_keys(p_options) k where k <> all (p_allowed) order by k limit 1;
+  if v_key is not null then
+    raise exception using errcode = '22023', message = format('unknown option %s', v_key),
+      detail = format('options: %s', p_options),
+      hint = format('Known options: %s.', array_to_string(p_allowed, ', '));
+  end if;
+end
+$$;
+
+ALTER FUNCTION pgflight._require_known_keys(p_options jsonb, p_allowed text[]) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _require_known_keys(p_options jsonb, p_allowed text[]); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._require_known_keys(p_options jsonb, p_allowed text[]) IS 'Internal: 22023 unless p_options is an object whose keys are all in p_allowed.';
+
 -- Name: _require_lane(text, bigint, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
 CREATE FUNCTION pgflight._require_lane(p_lane text, p_workspace_id bigint, p_operation text) RETURNS void
@@ -1740,6 +2585,117 @@ ALTER FUNCTION pgflight._reserve(p_run pgflight.agent_runs, p_attempt_id bigint,
 -- Name: FUNCTION _reserve(p_run pgflight.agent_runs, p_attempt_id bigint, p_iteration integer, p_est_usd numeric, p_now timestamp with time zone); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
 COMMENT ON FUNCTION pgflight._reserve(p_run pgflight.agent_runs, p_attempt_id bigint, p_iteration integer, p_est_usd numeric, p_now timestamp with time zone) IS 'Internal: admission of a model call (caps checked, est USD reserved); returns null or the refusal.';
+
+-- Name: _set_paused(text, text, boolean, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._set_paused(p_kind text, p_name text, p_pause boolean, p_note text) RETURNS boolean
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_ws bigint;
+  v_changed boolean;
+begin
+  if length(p_note) > 1000 then
+    raise exception using errcode = '22023', message = 'note is too long',
+      detail = format('%s characters; at most 1000', length(p_note));
+  end if;
+  -- issue 13: a workspace needs the operator lane on it; a recipe spans every workspace
+  v_ws := case when p_kind = 'workspace' then pgflight._workspace_id(p_name) end;
+  perform pgflight._require_lane('operator', v_ws,
+                                 case when p_pause then 'pause_' else 'resume_' end || p_kind);
+  if p_kind = 'workspace' then
+    if p_pause then
+      insert into pgflight.workspace_limits (workspace_id) values (v_ws) on conflict do nothing;
+    end if;
+    update pgflight.workspace_limits l
+       set paused_at = case when p_pause then pgflight._now() end,
+           paused_by = case when p_pause then session_user::text end,
+           updated_at = pgflight._now()
+     where l.workspace_id = v_ws and (l.paused_at is null) = p_pause;
+    v_changed := found;
+  else
+    if p_name is null or btrim(p_name) = '' or length(p_name) > 200 then
+      raise exception using errcode = '22023', message = 'recipe is required',
+        hint = 'Pass a recipe name of at most 200 characters.';
+    end if;
+    if p_pause then
+      insert into pgflight.recipe_limits (recipe) values (p_name) on conflict do nothing;
+    end if;
+    update pgflight.recipe_limits l
+       set paused_at = case when p_pause then pgflight._now() end,
+           paused_by = case when p_pause then session_user::text end,
+           updated_at = pgflight._now()
+     where l.recipe = p_name and (l.paused_at is null) = p_pause;
+    v_changed := found;
+    -- a row with no limit and no pause is removed: the claim then skips the recipe checks entirely
+    delete from pgflight.recipe_limits l where l.recipe = p_name and l.starts_per_s is null and l.paused_at is null;
+  end if;
+  if v_changed then
+    perform pgflight._event(null, null, null, null, null, null,
+                            p_kind || case when p_pause then '_paused' else '_resumed' end, session_user::text,
+                            jsonb_build_object(p_kind, p_name, 'note', p_note));
+    if not p_pause then
+      perform pgflight._notify_ready();
+    end if;
+  end if;
+  return v_changed;
+end
+$$;
+
+ALTER FUNCTION pgflight._set_paused(p_kind text, p_name text, p_pause boolean, p_note text) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _set_paused(p_kind text, p_name text, p_pause boolean, p_note text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._set_paused(p_kind text, p_name text, p_pause boolean, p_note text) IS 'Internal: pause or resume a workspace or recipe, logged with the login and note; true when the state changed.';
+
+-- Name: _start_at(jsonb, timestamp with time zone); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._start_at(p_options jsonb, p_now timestamp with time zone) RETURNS timestamp with time zone
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+declare
+  v_text text;
+  v_delay double precision;
+begin
+  if p_options ? 'delay_s' and p_options ? 'not_before' then
+    raise exception using errcode = '22023', message = 'options delay_s and not_before exclude each other',
+      hint = 'Pass one of them.';
+  end if;
+  if p_options ? 'delay_s' then
+    v_delay := coalesce(pgflight._limit_option(p_options, 'delay_s', 0, 1e9, false), 0);
+    return p_now + make_interval(secs => v_delay);
+  end if;
+  if not p_options ? 'not_before' or jsonb_typeof(p_options -> 'not_before') = 'null' then
+    return p_now;
+  end if;
+  if jsonb_typeof(p_options -> 'not_before') <> 'string' then
+    raise exception using errcode = '22023', message = 'option not_before must be a string',
+      detail = format('got %s', p_options -> 'not_before'),
+      hint = 'Pass an ISO 8601 timestamp with a UTC offset, e.g. "2030-01-01T09:00:00Z", or use delay_s.';
+  end if;
+  v_text := btrim(p_options ->> 'not_before');
+  if v_text !~* '(z|utc|[+-][0-9]{1,2}(:?[0-9]{2}){0,2})$' or v_text !~ '^[0-9]{4}-' then
+    raise exception using errcode = '22023', message = 'option not_before needs a UTC offset',
+      detail = format('got %L', v_text),
+      hint = 'Write the offset ("2030-01-01T09:00:00+02:00" or "...Z"), or use delay_s (seconds, on the server''s clock).';
+  end if;
+  begin
+    return v_text::timestamptz;
+  exception when others then
+    raise exception using errcode = '22023', message = 'option not_before is not a timestamp',
+      detail = format('got %L', v_text),
+      hint = 'Pass an ISO 8601 timestamp with a UTC offset, e.g. "2030-01-01T09:00:00Z".';
+  end;
+end
+$_$;
+
+ALTER FUNCTION pgflight._start_at(p_options jsonb, p_now timestamp with time zone) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _start_at(p_options jsonb, p_now timestamp with time zone); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._start_at(p_options jsonb, p_now timestamp with time zone) IS 'Internal: when a step becomes claimable from options delay_s / not_before (offset required); 22023 otherwise.';
 
 -- Name: _step_finished(bigint, text, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -1948,6 +2904,30 @@ ALTER FUNCTION pgflight._wake(p_step_id bigint, p_reason text, p_actor text) OWN
 -- Name: FUNCTION _wake(p_step_id bigint, p_reason text, p_actor text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
 COMMENT ON FUNCTION pgflight._wake(p_step_id bigint, p_reason text, p_actor text) IS 'Internal: awaiting_children -> queued for the step''s live attempt, once; true when it moved.';
+
+-- Name: _workspace_id(text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._workspace_id(p_workspace text) RETURNS bigint
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_id bigint;
+begin
+  select w.id into v_id from pgflight.workspaces w where w.name = p_workspace;
+  if v_id is null then
+    raise exception using errcode = 'ZF003', message = format('unknown workspace %L', p_workspace),
+      hint = 'Create it first: select pgflight.create_workspace(name).';
+  end if;
+  return v_id;
+end
+$$;
+
+ALTER FUNCTION pgflight._workspace_id(p_workspace text) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _workspace_id(p_workspace text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._workspace_id(p_workspace text) IS 'Internal: a workspace''s id by name; ZF003 when unknown.';
 
 -- Name: agent_run_of(bigint); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -2324,41 +3304,9 @@ begin
     perform pgflight._reclaim(v_now, v_reclaim);
   end if;
 
-  return query
-  with ready as (
-    -- only queued rows that are due, in claim order; rows another claimer holds are skipped
-    select a.id
-      from pgflight.step_attempts a
-     where a.status = 'queued' and a.available_after <= v_now
-       and (p_recipes is null or a.recipe = any (p_recipes))
-       and (v_ws is null or exists (select from pgflight.runs r where r.id = a.run_id and r.workspace_id = any (v_ws)))
-     order by a.priority desc, a.available_after, a.id
-     limit p_batch_size
-       for update skip locked
-  ), claimed as (
-    update pgflight.step_attempts a
-       set status = case when v_start then 'running' else 'claimed' end, worker_id = p_worker_id,
-           fencing_token = nextval('pgflight.fencing_tokens'),
-           claimed_at = v_now,
-           started_at = case when v_start then v_now end,
-           -- clamped to the documented maxima (issue 14): a step stored before the options were
-           -- checked (lease_s 1e13) cannot make this set-based claim raise for everyone
-           lease_s = least(coalesce(s.lease_s, p_lease_s), pgflight._limit('lease_s')),
-           lease_expires_at = v_now + make_interval(secs => least(coalesce(s.lease_s, p_lease_s), pgflight._limit('lease_s'))),
-           deadline_at = v_now + make_interval(secs => least(s.max_runtime_s, pgflight._limit('runtime_s')))
-      from ready r, pgflight.steps s
-     where a.id = r.id and s.id = a.step_id
-    returning a.id, a.fencing_token, a.step_id, a.run_id, s.parent_id, s.step_key, a.attempt_no,
-              a.recipe, s.input, a.lease_expires_at, a.deadline_at, a.priority, a.status
-  ), logged as (
-    -- the events row of every claim, in the same statement
-    insert into pgflight.events (at, run_id, step_id, attempt_id, from_status, to_status, worker_id, reason)
-    select v_now, c.run_id, c.step_id, c.id, 'queued', c.status, p_worker_id, 'claimed' from claimed c
-  )
-  select c.id, c.fencing_token, c.step_id, c.run_id, c.parent_id, c.step_key, c.attempt_no, c.recipe,
-         c.input, c.lease_expires_at, c.deadline_at
-    from claimed c
-   order by c.priority desc, c.id;
+  -- the fair claim across workspaces, with caps, keys, rate limits and pause (internals/_fair_claim),
+  -- over the workspaces of the login's worker lane (v_ws; null: every workspace)
+  return query select * from pgflight._claim_fair(p_worker_id, p_batch_size, p_lease_s, p_recipes, v_start, v_now, v_ws);
 end
 $$;
 
@@ -2772,6 +3720,82 @@ ALTER FUNCTION pgflight.find_effect(p_step_id bigint, p_key text) OWNER TO pgfli
 
 COMMENT ON FUNCTION pgflight.find_effect(p_step_id bigint, p_key text) IS 'The receipt of a step''s effect by key: (effect_id, result, attempt_id, recorded_at), or no row.';
 
+-- Name: fire_schedules(integer); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.fire_schedules(p_limit integer DEFAULT 100) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_now timestamptz := pgflight._now();
+  v_s record;
+  v_fire timestamptz;
+  v_next timestamptz;
+  v_busy boolean;
+  v_outcome text;
+  v_run bigint;
+  v_error jsonb;
+  v_count integer := 0;
+begin
+  perform pgflight._require_lane('operator', null, 'fire_schedules');  -- issue 13: acts on every workspace
+  -- queue_one firings whose previous run has ended
+  for v_s in
+    select s.*, w.name as workspace from pgflight.schedules s join pgflight.workspaces w on w.id = s.workspace_id
+     where s.pending_fire_at is not null
+       and not exists (select from pgflight.runs r where r.id = s.last_run_id and r.status = 'running')
+     order by s.pending_fire_at
+     limit p_limit
+       for update of s skip locked
+  loop
+    v_run := pgflight._fire_schedule(v_s.id, v_s.workspace, v_s.name, v_s.recipe, v_s.input, v_s.run_options,
+                                     v_s.pending_fire_at);
+    update pgflight.schedules s set pending_fire_at = null, last_run_id = coalesce(v_run, s.last_run_id)
+     where s.id = v_s.id;
+    v_count := v_count + 1;
+  end loop;
+
+  for v_s in
+    select s.*, w.name as workspace from pgflight.schedules s join pgflight.workspaces w on w.id = s.workspace_id
+     where s.next_fire_at <= v_now
+     order by s.next_fire_at
+     limit p_limit
+       for update of s skip locked
+  loop
+    v_fire := v_s.next_fire_at;
+    v_next := pgflight._cron_next(v_s.seconds, v_s.minutes, v_s.hours, v_s.days, v_s.months, v_s.weekdays,
+                                  v_s.any_day, v_s.any_weekday, v_s.time_zone, v_now);
+    v_busy := exists (select from pgflight.runs r where r.id = v_s.last_run_id and r.status = 'running');
+    v_run := null;
+    v_outcome := case when not v_busy or v_s.overlap = 'allow' then 'submitted'
+                      when v_s.overlap = 'skip' then 'skipped' else 'queued' end;
+    insert into pgflight.schedule_fires (schedule_id, fire_at, fired_at, outcome, missed_until)
+    values (v_s.id, v_fire, v_now, v_outcome,
+            -- more than this one firing fell due: they are all this run
+            case when pgflight._cron_next(v_s.seconds, v_s.minutes, v_s.hours, v_s.days, v_s.months, v_s.weekdays,
+                                          v_s.any_day, v_s.any_weekday, v_s.time_zone, v_fire) <= v_now
+                 then v_now end)
+    on conflict on constraint schedule_fires_pkey do nothing;
+    if found then
+      if v_outcome = 'submitted' then
+        v_run := pgflight._fire_schedule(v_s.id, v_s.workspace, v_s.name, v_s.recipe, v_s.input, v_s.run_options, v_fire);
+      end if;
+      v_count := v_count + 1;
+    end if;
+    update pgflight.schedules s
+       set next_fire_at = v_next, last_fire_at = v_fire, last_run_id = coalesce(v_run, s.last_run_id),
+           pending_fire_at = case when v_outcome = 'queued' then v_fire else s.pending_fire_at end
+     where s.id = v_s.id;
+  end loop;
+  return v_count;
+end
+$$;
+
+ALTER FUNCTION pgflight.fire_schedules(p_limit integer) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION fire_schedules(p_limit integer); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.fire_schedules(p_limit integer) IS 'Sweep: fire due schedules once each (by schedule and fire time), with catch-up and overlap policies; returns firings decided.';
+
 -- Name: grant_workspace(name, text, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
 CREATE FUNCTION pgflight.grant_workspace(p_login name, p_workspace text, p_lane text) RETURNS boolean
@@ -3021,6 +4045,32 @@ ALTER FUNCTION pgflight.mark_tool_call(p_attempt_id bigint, p_token bigint, p_ag
 -- Name: FUNCTION mark_tool_call(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_tool_use_id text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
 COMMENT ON FUNCTION pgflight.mark_tool_call(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_tool_use_id text) IS 'Mark a tool call in flight before it runs; returns its previous status. Errors: ZF007, ZF003, ZF001, ZF002.';
+
+-- Name: pause_recipe(text, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.pause_recipe(p_name text, p_note text DEFAULT NULL::text) RETURNS boolean
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$ select pgflight._set_paused('recipe', p_name, true, p_note) $$;
+
+ALTER FUNCTION pgflight.pause_recipe(p_name text, p_note text) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION pause_recipe(p_name text, p_note text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.pause_recipe(p_name text, p_note text) IS 'Pause a recipe''s claims (leased work finishes); logged with the login and note. Errors: 22023.';
+
+-- Name: pause_workspace(text, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.pause_workspace(p_name text, p_note text DEFAULT NULL::text) RETURNS boolean
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$ select pgflight._set_paused('workspace', p_name, true, p_note) $$;
+
+ALTER FUNCTION pgflight.pause_workspace(p_name text, p_note text) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION pause_workspace(p_name text, p_note text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.pause_workspace(p_name text, p_note text) IS 'Pause a workspace''s claims (leased work finishes); logged with the login and note. Errors: 22023, ZF003.';
 
 -- Name: price_usd(text, jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -3630,6 +4680,32 @@ ALTER FUNCTION pgflight.reserve_budget(p_attempt_id bigint, p_token bigint, p_ag
 
 COMMENT ON FUNCTION pgflight.reserve_budget(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_est_usd numeric) IS 'Admission before a model call: check caps and reserve est USD atomically. Errors: ZF007, ZF001, ZF002, ZF003, 22023.';
 
+-- Name: resume_recipe(text, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.resume_recipe(p_name text, p_note text DEFAULT NULL::text) RETURNS boolean
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$ select pgflight._set_paused('recipe', p_name, false, p_note) $$;
+
+ALTER FUNCTION pgflight.resume_recipe(p_name text, p_note text) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION resume_recipe(p_name text, p_note text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.resume_recipe(p_name text, p_note text) IS 'Resume a recipe''s claims (leased work finishes); logged with the login and note. Errors: 22023.';
+
+-- Name: resume_workspace(text, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.resume_workspace(p_name text, p_note text DEFAULT NULL::text) RETURNS boolean
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$ select pgflight._set_paused('workspace', p_name, false, p_note) $$;
+
+ALTER FUNCTION pgflight.resume_workspace(p_name text, p_note text) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION resume_workspace(p_name text, p_note text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.resume_workspace(p_name text, p_note text) IS 'Resume a workspace''s claims (leased work finishes); logged with the login and note. Errors: 22023, ZF003.';
+
 -- Name: retry_step(bigint, text, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
 CREATE FUNCTION pgflight.retry_step(p_step_id bigint, p_actor text DEFAULT NULL::text, p_note text DEFAULT NULL::text) RETURNS bigint
@@ -3800,6 +4876,8 @@ begin
   return query select 'wake_parents'::text, pgflight.wake_parents(1000);
   return query select 'expire_approvals'::text, pgflight.expire_approvals(1000);
   return query select 'enforce_budgets'::text, pgflight.enforce_budgets(1000);
+  return query select 'fire_schedules'::text, pgflight.fire_schedules(1000);
+  return query select 'wake_parked_keys'::text, pgflight.wake_parked_keys(1000);
 end
 $$;
 
@@ -3808,6 +4886,190 @@ ALTER FUNCTION pgflight.run_sweeps() OWNER TO pgflight_owner;
 -- Name: FUNCTION run_sweeps(); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
 COMMENT ON FUNCTION pgflight.run_sweeps() IS 'Run every sweep once; returns rows affected per sweep.';
+
+-- Name: schedule_run(text, text, text, text, jsonb, jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.schedule_run(p_workspace text, p_name text, p_cron text, p_recipe text, p_input jsonb DEFAULT '{}'::jsonb, p_options jsonb DEFAULT '{}'::jsonb) RETURNS TABLE(schedule_id bigint, next_fire_at timestamp with time zone)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_ws bigint := pgflight._workspace_id(p_workspace);
+  v_now timestamptz := pgflight._now();
+  v_tz text;
+  v_overlap text;
+  v_run_options jsonb;
+  v_cron record;
+  v_next timestamptz;
+  v_id bigint;
+begin
+  perform pgflight._require_lane('operator', v_ws, 'schedule_run');  -- issue 13: tenants
+  perform pgflight._require_known_keys(coalesce(p_options, '{}'), array['time_zone', 'overlap', 'run_options']);
+  if p_name is null or btrim(p_name) = '' or length(p_name) > 200 then
+    raise exception using errcode = '22023', message = 'schedule name is required',
+      hint = 'Pass a non-blank name of at most 200 characters; the same name replaces the schedule.';
+  end if;
+  v_tz := coalesce(pgflight._opt_text(p_options, 'time_zone', null), 'UTC');
+  begin
+    perform v_now at time zone v_tz;
+  exception when others then
+    raise exception using errcode = '22023', message = format('unknown time zone %L', v_tz),
+      hint = 'Pass an IANA zone name such as Europe/Paris or America/New_York.';
+  end;
+  v_overlap := coalesce(pgflight._opt_text(p_options, 'overlap', null), 'skip');
+  if v_overlap not in ('skip', 'queue_one', 'allow') then
+    raise exception using errcode = '22023', message = format('unknown overlap policy %L', v_overlap),
+      hint = 'overlap is skip, queue_one or allow.';
+  end if;
+  v_run_options := coalesce(p_options -> 'run_options', '{}');
+  if jsonb_typeof(v_run_options) <> 'object' or v_run_options ?| array['idempotency_key', 'submitted_by', 'not_before'] then
+    raise exception using errcode = '22023', message = 'run_options must be an object of submit_run options',
+      detail = format('got %s', v_run_options),
+      hint = 'idempotency_key, submitted_by and not_before are set by the schedule.';
+  end if;
+  select * into v_cron from pgflight._cron_parse(p_cron);
+  v_next := pgflight._cron_next(v_cron.seconds, v_cron.minutes, v_cron.hours, v_cron.days, v_cron.months,
+                                v_cron.weekdays, v_cron.any_day, v_cron.any_weekday, v_tz, v_now);
+  if v_next is null then
+    raise exception using errcode = '22023', message = format('cron expression %L never fires', p_cron),
+      hint = 'Check the day and month fields (e.g. 30 February does not exist).';
+  end if;
+  -- a dry run of the submit each firing will make, rolled back: the sweep never meets a refusal
+  begin
+    perform pgflight.submit_run(p_workspace, p_recipe, coalesce(p_input, '{}'), v_run_options);
+    raise exception using errcode = 'ZF999';
+  exception when sqlstate 'ZF999' then
+    null;
+  end;
+
+  insert into pgflight.schedules as s (workspace_id, name, cron, time_zone, recipe, input, run_options, overlap,
+                                       seconds, minutes, hours, days, months, weekdays, any_day, any_weekday,
+                                       next_fire_at, created_by)
+  values (v_ws, p_name, p_cron, v_tz, p_recipe, coalesce(p_input, '{}'), v_run_options, v_overlap,
+          v_cron.seconds, v_cron.minutes, v_cron.hours, v_cron.days, v_cron.months, v_cron.weekdays,
+          v_cron.any_day, v_cron.any_weekday, v_next, session_user::text)
+  on conflict on constraint schedule_name_is_unique_per_workspace do update
+     set cron = excluded.cron, time_zone = excluded.time_zone, recipe = excluded.recipe, input = excluded.input,
+         run_options = excluded.run_options, overlap = excluded.overlap, seconds = excluded.seconds,
+         minutes = excluded.minutes, hours = excluded.hours, days = excluded.days, months = excluded.months,
+         weekdays = excluded.weekdays, any_day = excluded.any_day, any_weekday = excluded.any_weekday,
+         next_fire_at = excluded.next_fire_at, pending_fire_at = null, updated_at = v_now
+  returning s.id into v_id;
+  return query select v_id, v_next;
+end
+$$;
+
+ALTER FUNCTION pgflight.schedule_run(p_workspace text, p_name text, p_cron text, p_recipe text, p_input jsonb, p_options jsonb) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION schedule_run(p_workspace text, p_name text, p_cron text, p_recipe text, p_input jsonb, p_options jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.schedule_run(p_workspace text, p_name text, p_cron text, p_recipe text, p_input jsonb, p_options jsonb) IS 'Create or replace a recurring run (cron, recipe, input; options time_zone, overlap, run_options). Returns (schedule_id, next_fire_at). Errors: 22023, ZF003.';
+
+-- Name: set_global_limits(jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.set_global_limits(p_options jsonb) RETURNS TABLE(max_in_flight integer)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+  perform pgflight._require_lane('operator', null, 'set_global_limits');  -- issue 13: acts on every workspace
+  perform pgflight._require_known_keys(p_options, array['max_in_flight']);
+  if p_options ? 'max_in_flight' then
+    update pgflight.settings s set max_in_flight = pgflight._limit_option(p_options, 'max_in_flight', 0, 1e6, true)::integer;
+  end if;
+  return query select s.max_in_flight from pgflight.settings s;
+end
+$$;
+
+ALTER FUNCTION pgflight.set_global_limits(p_options jsonb) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION set_global_limits(p_options jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.set_global_limits(p_options jsonb) IS 'Set the global max_in_flight (null removes). Errors: 22023.';
+
+-- Name: set_recipe_limits(text, jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.set_recipe_limits(p_recipe text, p_options jsonb) RETURNS TABLE(recipe text, starts_per_s double precision, burst double precision, paused_at timestamp with time zone, paused_by text)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_rate double precision;
+  v_burst double precision;
+begin
+  perform pgflight._require_lane('operator', null, 'set_recipe_limits');  -- issue 13: acts on every workspace
+  perform pgflight._require_known_keys(p_options, array['starts_per_s', 'burst']);
+  if p_recipe is null or btrim(p_recipe) = '' or length(p_recipe) > 200 then
+    raise exception using errcode = '22023', message = 'recipe is required',
+      hint = 'Pass a recipe name of at most 200 characters.';
+  end if;
+  v_rate := pgflight._limit_option(p_options, 'starts_per_s', 1e-6, 1e6, false);
+  v_burst := coalesce(pgflight._limit_option(p_options, 'burst', 1, 1e6, false), greatest(1, v_rate));
+  insert into pgflight.recipe_limits as l (recipe, starts_per_s, burst)
+  values (p_recipe, v_rate, case when v_rate is not null then v_burst end)
+  on conflict on constraint recipe_limits_pkey do update
+     set starts_per_s = excluded.starts_per_s, burst = excluded.burst, tokens = null, refilled_at = null,
+         updated_at = pgflight._now();
+  -- a row with no limit and no pause is removed: the claim then skips the recipe checks entirely
+  delete from pgflight.recipe_limits l where l.recipe = p_recipe and l.starts_per_s is null and l.paused_at is null;
+  return query
+    select p_recipe, l.starts_per_s, l.burst, l.paused_at, l.paused_by
+      from (select 1) one left join pgflight.recipe_limits l on l.recipe = p_recipe;
+end
+$$;
+
+ALTER FUNCTION pgflight.set_recipe_limits(p_recipe text, p_options jsonb) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION set_recipe_limits(p_recipe text, p_options jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.set_recipe_limits(p_recipe text, p_options jsonb) IS 'Set (or with starts_per_s null, remove) a recipe''s claim rate starts_per_s/burst. Errors: 22023.';
+
+-- Name: set_workspace_limits(text, jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.set_workspace_limits(p_workspace text, p_options jsonb) RETURNS TABLE(workspace text, max_in_flight integer, share integer, starts_per_s double precision, burst double precision, model_tokens_per_min bigint, paused_at timestamp with time zone, paused_by text)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_ws bigint := pgflight._workspace_id(p_workspace);
+  v_old pgflight.workspace_limits;
+  v_rate double precision;
+begin
+  perform pgflight._require_lane('operator', v_ws, 'set_workspace_limits');  -- issue 13: tenants
+  perform pgflight._require_known_keys(p_options, array['max_in_flight', 'share', 'starts_per_s', 'burst', 'model_tokens_per_min']);
+  insert into pgflight.workspace_limits (workspace_id) values (v_ws) on conflict do nothing;
+  select * into v_old from pgflight.workspace_limits l where l.workspace_id = v_ws for update;
+  v_rate := case when p_options ? 'starts_per_s' then pgflight._limit_option(p_options, 'starts_per_s', 1e-6, 1e6, false)
+                 else v_old.starts_per_s end;
+  update pgflight.workspace_limits l
+     set max_in_flight = case when p_options ? 'max_in_flight'
+                              then pgflight._limit_option(p_options, 'max_in_flight', 0, 1e6, true)::integer
+                              else l.max_in_flight end,
+         share = case when p_options ? 'share'
+                      then coalesce(pgflight._limit_option(p_options, 'share', 1, 1000, true)::integer, 1)
+                      else l.share end,
+         starts_per_s = v_rate,
+         burst = case when v_rate is null then null
+                      when p_options ? 'burst' then coalesce(pgflight._limit_option(p_options, 'burst', 1, 1e6, false), greatest(1, v_rate))
+                      else coalesce(l.burst, greatest(1, v_rate)) end,
+         -- a changed rate starts with a full bucket
+         tokens = case when v_rate is distinct from l.starts_per_s then null else l.tokens end,
+         model_tokens_per_min = case when p_options ? 'model_tokens_per_min'
+                                     then pgflight._limit_option(p_options, 'model_tokens_per_min', 1, 1e15, true)::bigint
+                                     else l.model_tokens_per_min end,
+         updated_at = pgflight._now()
+   where l.workspace_id = v_ws;
+  return query
+    select p_workspace, l.max_in_flight, l.share, l.starts_per_s, l.burst, l.model_tokens_per_min, l.paused_at, l.paused_by
+      from pgflight.workspace_limits l where l.workspace_id = v_ws;
+end
+$$;
+
+ALTER FUNCTION pgflight.set_workspace_limits(p_workspace text, p_options jsonb) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION set_workspace_limits(p_workspace text, p_options jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.set_workspace_limits(p_workspace text, p_options jsonb) IS 'Set a workspace''s max_in_flight, share, starts_per_s/burst, model_tokens_per_min (null removes). Errors: 22023, ZF003.';
 
 -- Name: spawn_children(bigint, bigint, jsonb, jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -3844,6 +5106,7 @@ begin
       or length(e.value ->> 'key') > 512
       or jsonb_typeof(e.value -> 'recipe') is distinct from 'string' or btrim(e.value ->> 'recipe') = ''
       or length(e.value ->> 'recipe') > 256
+      or pgflight._bad_child_flow(e.value -> 'options')
       or octet_length(coalesce(e.value -> 'input', '{}')::text) > v_max_bytes
    limit 1;
   if found then
@@ -3852,7 +5115,8 @@ begin
                                   format('child %s input (bytes)', v_bad.ord));
     raise exception using errcode = '22023', message = format('child %s is malformed', v_bad.ord),
       detail = left(v_bad.value::text, 200),
-      hint = 'Each child needs a non-blank string key (at most 512 characters) and recipe (at most 256).';
+      hint = 'Each child needs a non-blank string key (at most 512 characters) and recipe (at most 256); '
+             'a concurrency_limit needs a concurrency_key (a string of at most 200 characters).';
   end if;
   -- Each child's options through the same step-options validator as submit_run (issue 12: one
   -- rule, so priority 1.5 is refused on both paths); the error names the child ("option lease_s
@@ -3885,20 +5149,27 @@ begin
       from jsonb_array_elements(coalesce(v_children, '[]')) as e(value)
   ), inserted as (
     insert into pgflight.steps (run_id, parent_id, depth, step_key, recipe, input, priority, max_attempts,
-                                backoff, lease_s, max_runtime_s, created_at)
+                                backoff, lease_s, max_runtime_s, created_at, concurrency_key, concurrency_limit)
     select v_parent.run_id, v_parent.id, v_parent.depth + 1, w.step_key, w.recipe, w.input,
            coalesce((w.o ->> 'priority')::integer, v_parent.priority),
            coalesce((w.o ->> 'max_attempts')::integer, v_parent.max_attempts),
            coalesce(w.o -> 'backoff', v_parent.backoff),
            coalesce((w.o ->> 'lease_s')::double precision, v_parent.lease_s),
            coalesce((w.o ->> 'max_runtime_s')::double precision, v_parent.max_runtime_s),
-           v_now
+           v_now,
+           -- a child's concurrency key is its own, never inherited: a parent holding a slot of a
+           -- key its children also need would wait on them forever
+           w.o ->> 'concurrency_key',
+           case when w.o ->> 'concurrency_key' is not null then coalesce((w.o ->> 'concurrency_limit')::integer, 1) end
       from wanted w
     on conflict (parent_id, step_key) where parent_id is not null do nothing
-    returning id, run_id, recipe, priority
+    returning id, run_id, recipe, priority, concurrency_key, concurrency_limit
   ), attempts as (
-    insert into pgflight.step_attempts (step_id, run_id, attempt_no, recipe, priority, status, available_after, created_at)
-    select i.id, i.run_id, 1, i.recipe, i.priority, 'queued', v_now, v_now from inserted i
+    insert into pgflight.step_attempts (step_id, run_id, attempt_no, recipe, priority, status, available_after, created_at,
+                                        workspace_id, concurrency_key, concurrency_limit)
+    select i.id, i.run_id, 1, i.recipe, i.priority, 'queued', v_now, v_now,
+           v_att.workspace_id, i.concurrency_key, i.concurrency_limit
+      from inserted i
     returning id, step_id, run_id
   ), logged as (
     insert into pgflight.events (at, run_id, step_id, attempt_id, from_status, to_status, reason, detail)
@@ -3991,6 +5262,8 @@ declare
   v_not_before timestamptz;
   v_max_attempts integer;
   v_opts jsonb;
+  v_ckey text;
+  v_climit integer;
 begin
   if p_recipe is null or btrim(p_recipe) = '' then
     raise exception using errcode = '22023', message = 'recipe is required',
@@ -4021,7 +5294,9 @@ begin
       hint = 'Store large payloads elsewhere and pass a reference, or raise settings.max_input_bytes.';
   end if;
   v_max_attempts := coalesce((v_opts ->> 'max_attempts')::integer, v_settings.default_max_attempts);
-  v_not_before := coalesce((v_opts ->> 'not_before')::timestamptz, v_now);
+  -- issue 15: delay_s or not_before (with a UTC offset), and the concurrency key and limit
+  v_not_before := pgflight._start_at(v_opts, v_now);
+  select c.o_key, c.o_limit into v_ckey, v_climit from pgflight._concurrency_option(v_opts) c;
 
   v_key := v_opts ->> 'idempotency_key';
   v_hash := encode(sha256(convert_to(p_input::text, 'UTF8')), 'hex');
@@ -4058,13 +5333,16 @@ begin
   end if;
 
   insert into pgflight.steps (id, run_id, parent_id, depth, step_key, recipe, input, priority, max_attempts,
-                              backoff, lease_s, max_runtime_s, created_at)
+                              backoff, lease_s, max_runtime_s, created_at, concurrency_key, concurrency_limit)
   values (v_step, v_run, null, 0, 'root', p_recipe, p_input,
           coalesce((v_opts ->> 'priority')::integer, 0), v_max_attempts,
           coalesce(v_opts -> 'backoff', '{}'),
-          (v_opts ->> 'lease_s')::double precision, (v_opts ->> 'max_runtime_s')::double precision, v_now);
-  insert into pgflight.step_attempts (step_id, run_id, attempt_no, recipe, priority, status, available_after, created_at)
-  values (v_step, v_run, 1, p_recipe, coalesce((v_opts ->> 'priority')::integer, 0), 'queued', v_not_before, v_now)
+          (v_opts ->> 'lease_s')::double precision, (v_opts ->> 'max_runtime_s')::double precision, v_now,
+          v_ckey, v_climit);
+  insert into pgflight.step_attempts (step_id, run_id, attempt_no, recipe, priority, status, available_after, created_at,
+                                      workspace_id, concurrency_key, concurrency_limit)
+  values (v_step, v_run, 1, p_recipe, coalesce((v_opts ->> 'priority')::integer, 0), 'queued', v_not_before, v_now,
+          v_ws, v_ckey, v_climit)
   returning id into v_attempt;
   perform pgflight._event(v_run, v_step, v_attempt, null, 'queued', null, 'queued',
                           coalesce(v_opts ->> 'submitted_by', session_user::text));
@@ -4134,6 +5412,25 @@ ALTER FUNCTION pgflight.uninstall_schedules() OWNER TO pgflight_owner;
 
 COMMENT ON FUNCTION pgflight.uninstall_schedules() IS 'Remove pgflight''s pg_cron jobs; returns how many.';
 
+-- Name: unschedule_run(text, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.unschedule_run(p_workspace text, p_name text) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+  perform pgflight._require_lane('operator', pgflight._workspace_id(p_workspace), 'unschedule_run');  -- issue 13: tenants
+  delete from pgflight.schedules s where s.workspace_id = pgflight._workspace_id(p_workspace) and s.name = p_name;
+  return found;
+end
+$$;
+
+ALTER FUNCTION pgflight.unschedule_run(p_workspace text, p_name text) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION unschedule_run(p_workspace text, p_name text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.unschedule_run(p_workspace text, p_name text) IS 'Remove a schedule by workspace and name; true when removed. Errors: ZF003.';
+
 -- Name: wake_parents(integer); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
 CREATE FUNCTION pgflight.wake_parents(p_limit integer DEFAULT 1000) RETURNS integer
@@ -4166,6 +5463,51 @@ ALTER FUNCTION pgflight.wake_parents(p_limit integer) OWNER TO pgflight_owner;
 -- Name: FUNCTION wake_parents(p_limit integer); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
 COMMENT ON FUNCTION pgflight.wake_parents(p_limit integer) IS 'Sweep: requeue parked parents whose children are all terminal; returns how many woke.';
+
+-- Name: wake_parked_keys(integer); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.wake_parked_keys(p_limit integer DEFAULT 1000) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_key record;
+  v_free integer;
+  v_woken integer := 0;
+  v_n integer;
+begin
+  perform pgflight._require_lane('operator', null, 'wake_parked_keys');  -- issue 13: acts on every workspace
+  for v_key in
+    select distinct a.workspace_id, a.concurrency_key, a.concurrency_limit
+      from pgflight.step_attempts a
+     where a.status = 'queued' and a.available_after = 'infinity' and a.concurrency_key is not null
+     limit greatest(p_limit, 0)
+  loop
+    continue when not pg_catalog.pg_try_advisory_xact_lock(pgflight._key_lock(v_key.workspace_id, v_key.concurrency_key));
+    v_free := v_key.concurrency_limit - (select count(*) from pgflight.step_attempts a
+                where a.workspace_id = v_key.workspace_id and a.concurrency_key = v_key.concurrency_key
+                  and (a.status in ('claimed', 'running', 'cancel_requested')
+                       or (a.status = 'queued' and a.available_after < 'infinity')))::integer;
+    continue when v_free <= 0;
+    update pgflight.step_attempts a set available_after = pgflight._now()
+     where a.id in (select p.id from pgflight.step_attempts p
+                     where p.workspace_id = v_key.workspace_id and p.concurrency_key = v_key.concurrency_key
+                       and p.status = 'queued' and p.available_after = 'infinity'
+                     order by p.priority desc, p.id
+                     limit v_free
+                       for update skip locked);
+    get diagnostics v_n = row_count;
+    v_woken := v_woken + v_n;
+  end loop;
+  return v_woken;
+end
+$$;
+
+ALTER FUNCTION pgflight.wake_parked_keys(p_limit integer) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION wake_parked_keys(p_limit integer); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.wake_parked_keys(p_limit integer) IS 'Sweep: wake parked attempts of concurrency keys that have free slots (a safety net); returns the count.';
 
 -- Name: agent_runs_id_seq; Type: SEQUENCE; Schema: pgflight; Owner: pgflight_owner
 
@@ -4345,6 +5687,22 @@ ALTER TABLE pgflight.budgets ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
     CACHE 1
 );
 
+-- Name: claim_turns; Type: SEQUENCE; Schema: pgflight; Owner: pgflight_owner
+
+CREATE SEQUENCE pgflight.claim_turns
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+    CYCLE;
+
+ALTER TABLE pgflight.claim_turns OWNER TO pgflight_owner;
+
+-- Name: SEQUENCE claim_turns; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON SEQUENCE pgflight.claim_turns IS 'The fair claim''s rotation counter (one value per claim_batch call).';
+
 -- Name: costs; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
 
 CREATE TABLE pgflight.costs (
@@ -4410,6 +5768,11 @@ CREATE TABLE pgflight.steps (
     children_pending integer DEFAULT 0 NOT NULL,
     fail_fast boolean DEFAULT false NOT NULL,
     created_at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
+    concurrency_key text,
+    concurrency_limit integer,
+    CONSTRAINT concurrency_key_has_a_limit CHECK (((concurrency_key IS NULL) = (concurrency_limit IS NULL))),
+    CONSTRAINT concurrency_key_is_short CHECK (((concurrency_key IS NULL) OR (length(concurrency_key) <= 200))),
+    CONSTRAINT concurrency_limit_is_positive CHECK (((concurrency_limit IS NULL) OR (concurrency_limit > 0))),
     CONSTRAINT failed_attempts_is_not_negative CHECK ((failed_attempts >= 0)),
     CONSTRAINT lease_is_positive CHECK (((lease_s IS NULL) OR (lease_s > (0)::double precision))),
     CONSTRAINT max_attempts_is_positive CHECK ((max_attempts > 0)),
@@ -4422,6 +5785,10 @@ ALTER TABLE pgflight.steps OWNER TO pgflight_owner;
 -- Name: TABLE steps; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
 COMMENT ON TABLE pgflight.steps IS 'Step identity. failed_attempts counts attempts that ended failed, lease_expired or timed_out: at max_attempts the step is dead-lettered. children_pending counts children not yet terminal while the step waits in awaiting_children: the last child to finish wakes the parent (O(1)). lease_s / max_runtime_s (seconds) override the claim lease and bound the runtime of one attempt.';
+
+-- Name: COLUMN steps.concurrency_key; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON COLUMN pgflight.steps.concurrency_key IS 'Steps of one workspace that share this key run at most concurrency_limit attempts at once (null: no key).';
 
 -- Name: step_status; Type: VIEW; Schema: pgflight; Owner: pgflight_owner
 
@@ -4607,6 +5974,30 @@ ALTER TABLE pgflight.model_prices OWNER TO pgflight_owner;
 
 COMMENT ON TABLE pgflight.model_prices IS 'USD per million tokens for each model (or model-name prefix; the longest matching prefix wins): input, output, cache_write (5-minute cache writes), cache_read (cache hits). as_of: the date the price was read; source: where.';
 
+-- Name: recipe_limits; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
+
+CREATE TABLE pgflight.recipe_limits (
+    recipe text NOT NULL,
+    starts_per_s double precision,
+    burst double precision,
+    tokens double precision,
+    refilled_at timestamp with time zone,
+    paused_at timestamp with time zone,
+    paused_by text,
+    updated_at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
+    CONSTRAINT burst_is_at_least_one CHECK (((burst IS NULL) OR ((burst >= (1)::double precision) AND (burst <= ('1000000'::numeric)::double precision)))),
+    CONSTRAINT paused_has_actor CHECK (((paused_at IS NULL) = (paused_by IS NULL))),
+    CONSTRAINT rate_has_burst CHECK (((starts_per_s IS NULL) = (burst IS NULL))),
+    CONSTRAINT rate_is_positive CHECK (((starts_per_s IS NULL) OR ((starts_per_s > (0)::double precision) AND (starts_per_s <= ('1000000'::numeric)::double precision)))),
+    CONSTRAINT recipe_is_not_blank CHECK (((btrim(recipe) <> ''::text) AND (length(recipe) <= 200)))
+);
+
+ALTER TABLE pgflight.recipe_limits OWNER TO pgflight_owner;
+
+-- Name: TABLE recipe_limits; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON TABLE pgflight.recipe_limits IS 'Flow control of a recipe across all workspaces: starts_per_s and burst (token bucket), paused_at/paused_by.';
+
 -- Name: run_events; Type: VIEW; Schema: pgflight; Owner: pgflight_owner
 
 CREATE VIEW pgflight.run_events WITH (security_barrier='true') AS
@@ -4684,6 +6075,99 @@ ALTER TABLE pgflight.runs ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
     CACHE 1
 );
 
+-- Name: schedule_fires; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
+
+CREATE TABLE pgflight.schedule_fires (
+    schedule_id bigint NOT NULL,
+    fire_at timestamp with time zone NOT NULL,
+    fired_at timestamp with time zone NOT NULL,
+    outcome text NOT NULL,
+    run_id bigint,
+    missed_until timestamp with time zone,
+    error jsonb,
+    CONSTRAINT outcome_is_known CHECK ((outcome = ANY (ARRAY['submitted'::text, 'skipped'::text, 'queued'::text, 'failed'::text])))
+);
+
+ALTER TABLE pgflight.schedule_fires OWNER TO pgflight_owner;
+
+-- Name: TABLE schedule_fires; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON TABLE pgflight.schedule_fires IS 'One row per firing of a schedule, keyed by (schedule, fire time): a firing is decided once. outcome: submitted (run_id), skipped (overlap skip), queued (overlap queue_one: submitted later, when the previous run ends; the row is then updated to submitted), failed (submit_run refused: error says why; the schedule goes on). missed_until: the firing stands for every firing missed up to this instant (catch-up after downtime).';
+
+-- Name: schedules; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
+
+CREATE TABLE pgflight.schedules (
+    id bigint NOT NULL,
+    workspace_id bigint NOT NULL,
+    name text NOT NULL,
+    cron text NOT NULL,
+    time_zone text DEFAULT 'UTC'::text NOT NULL,
+    recipe text NOT NULL,
+    input jsonb DEFAULT '{}'::jsonb NOT NULL,
+    run_options jsonb DEFAULT '{}'::jsonb NOT NULL,
+    overlap text DEFAULT 'skip'::text NOT NULL,
+    seconds integer[] NOT NULL,
+    minutes integer[] NOT NULL,
+    hours integer[] NOT NULL,
+    days integer[] NOT NULL,
+    months integer[] NOT NULL,
+    weekdays integer[] NOT NULL,
+    any_day boolean NOT NULL,
+    any_weekday boolean NOT NULL,
+    next_fire_at timestamp with time zone,
+    pending_fire_at timestamp with time zone,
+    last_fire_at timestamp with time zone,
+    last_run_id bigint,
+    created_by text NOT NULL,
+    created_at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
+    CONSTRAINT name_is_not_blank CHECK (((btrim(name) <> ''::text) AND (length(name) <= 200))),
+    CONSTRAINT overlap_is_known CHECK ((overlap = ANY (ARRAY['skip'::text, 'queue_one'::text, 'allow'::text]))),
+    CONSTRAINT recipe_is_not_blank CHECK (((btrim(recipe) <> ''::text) AND (length(recipe) <= 200)))
+);
+
+ALTER TABLE pgflight.schedules OWNER TO pgflight_owner;
+
+-- Name: TABLE schedules; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON TABLE pgflight.schedules IS 'Recurring runs. cron (5 or 6 fields, seconds first) read on the wall clock of time_zone; overlap: skip (a firing while the previous run is still running is skipped), queue_one (it waits, at most one, and runs when the previous run ends), allow (runs at once). seconds..weekdays, any_day, any_weekday: the parsed expression. next_fire_at: the next firing; pending_fire_at: a queue_one firing waiting for last_run_id to end.';
+
+-- Name: schedule_list; Type: VIEW; Schema: pgflight; Owner: pgflight_owner
+
+CREATE VIEW pgflight.schedule_list WITH (security_barrier='true') AS
+ SELECT w.name AS workspace,
+    s.name,
+    s.cron,
+    s.time_zone,
+    s.recipe,
+    s.overlap,
+    s.next_fire_at,
+    s.last_fire_at,
+    s.last_run_id,
+    s.pending_fire_at,
+    s.created_by,
+    s.created_at
+   FROM (pgflight.schedules s
+     JOIN pgflight.workspaces w ON ((w.id = s.workspace_id)))
+  WHERE ((( SELECT pgflight._lane_workspaces('reader'::text) AS _lane_workspaces) IS NULL) OR (s.workspace_id = ANY (COALESCE(( SELECT pgflight._lane_workspaces('reader'::text) AS _lane_workspaces), '{}'::bigint[]))));
+
+ALTER TABLE pgflight.schedule_list OWNER TO pgflight_owner;
+
+-- Name: VIEW schedule_list; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON VIEW pgflight.schedule_list IS 'Schedules with their next and last firing.';
+
+-- Name: schedules_id_seq; Type: SEQUENCE; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE pgflight.schedules ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME pgflight.schedules_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
 -- Name: settings; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
 
 CREATE TABLE pgflight.settings (
@@ -4705,9 +6189,11 @@ CREATE TABLE pgflight.settings (
     max_lease_s double precision DEFAULT 86400 NOT NULL,
     max_live_workers_per_login integer DEFAULT 1000 NOT NULL,
     max_stale_writes_per_attempt integer DEFAULT 100 NOT NULL,
+    max_in_flight integer,
     CONSTRAINT caps_are_positive CHECK (((max_result_bytes > 0) AND (max_error_bytes > 0) AND (max_receipt_bytes > 0) AND (max_approval_request_bytes > 0) AND (max_name_bytes > 0) AND (max_children_per_call > 0) AND (max_children_per_parent > 0) AND (max_batch_size > 0) AND (max_lease_s > (0)::double precision) AND (max_live_workers_per_login > 0) AND (max_stale_writes_per_attempt > 0))),
     CONSTRAINT default_lease_is_positive CHECK ((default_lease_s > (0)::double precision)),
     CONSTRAINT default_max_attempts_is_positive CHECK ((default_max_attempts > 0)),
+    CONSTRAINT max_in_flight_is_not_negative CHECK (((max_in_flight IS NULL) OR (max_in_flight >= 0))),
     CONSTRAINT max_input_bytes_is_positive CHECK ((max_input_bytes > 0)),
     CONSTRAINT reclaim_in_claim_is_not_negative CHECK ((reclaim_in_claim >= 0)),
     CONSTRAINT settings_has_one_row CHECK (singleton)
@@ -4762,6 +6248,10 @@ COMMENT ON COLUMN pgflight.settings.max_live_workers_per_login IS 'Cap of regist
 -- Name: COLUMN settings.max_stale_writes_per_attempt; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
 COMMENT ON COLUMN pgflight.settings.max_stale_writes_per_attempt IS 'Cap of stale_result_rejected events of one attempt.';
+
+-- Name: COLUMN settings.max_in_flight; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON COLUMN pgflight.settings.max_in_flight IS 'Global cap on leased attempts across all workspaces (null: none). While set, claims take turns.';
 
 -- Name: step_attempts_id_seq; Type: SEQUENCE; Schema: pgflight; Owner: pgflight_owner
 
@@ -4836,6 +6326,65 @@ ALTER TABLE pgflight.workers ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
     NO MAXVALUE
     CACHE 1
 );
+
+-- Name: workspace_limits; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
+
+CREATE TABLE pgflight.workspace_limits (
+    workspace_id bigint NOT NULL,
+    max_in_flight integer,
+    share integer DEFAULT 1 NOT NULL,
+    starts_per_s double precision,
+    burst double precision,
+    tokens double precision,
+    refilled_at timestamp with time zone,
+    model_tokens_per_min bigint,
+    paused_at timestamp with time zone,
+    paused_by text,
+    updated_at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
+    CONSTRAINT burst_is_at_least_one CHECK (((burst IS NULL) OR ((burst >= (1)::double precision) AND (burst <= ('1000000'::numeric)::double precision)))),
+    CONSTRAINT max_in_flight_is_not_negative CHECK (((max_in_flight IS NULL) OR (max_in_flight >= 0))),
+    CONSTRAINT model_tokens_per_min_is_positive CHECK (((model_tokens_per_min IS NULL) OR (model_tokens_per_min > 0))),
+    CONSTRAINT paused_has_actor CHECK (((paused_at IS NULL) = (paused_by IS NULL))),
+    CONSTRAINT rate_has_burst CHECK (((starts_per_s IS NULL) = (burst IS NULL))),
+    CONSTRAINT rate_is_positive CHECK (((starts_per_s IS NULL) OR ((starts_per_s > (0)::double precision) AND (starts_per_s <= ('1000000'::numeric)::double precision)))),
+    CONSTRAINT share_is_positive CHECK (((share >= 1) AND (share <= 1000)))
+);
+
+ALTER TABLE pgflight.workspace_limits OWNER TO pgflight_owner;
+
+-- Name: TABLE workspace_limits; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON TABLE pgflight.workspace_limits IS 'Flow control of a workspace. max_in_flight: leased attempts at once (null: no cap); share: weight in the fair claim (default 1); starts_per_s and burst: claim rate (token bucket, tokens/refilled_at its state); model_tokens_per_min: model tokens (input + output) per rolling minute, checked before each model call; paused_at/paused_by: not claimed while set.';
+
+-- Name: workspace_flow; Type: VIEW; Schema: pgflight; Owner: pgflight_owner
+
+CREATE VIEW pgflight.workspace_flow WITH (security_barrier='true') AS
+ SELECT w.name AS workspace,
+    l.max_in_flight,
+    COALESCE(l.share, 1) AS share,
+    l.starts_per_s,
+    l.burst,
+    l.model_tokens_per_min,
+    l.paused_at,
+    l.paused_by,
+    ( SELECT count(*) AS count
+           FROM pgflight.step_attempts a
+          WHERE ((a.workspace_id = w.id) AND (a.status = ANY (ARRAY['claimed'::text, 'running'::text, 'cancel_requested'::text])))) AS in_flight,
+    ( SELECT count(*) AS count
+           FROM pgflight.step_attempts a
+          WHERE ((a.workspace_id = w.id) AND (a.status = 'queued'::text))) AS queued,
+    ( SELECT count(*) AS count
+           FROM pgflight.step_attempts a
+          WHERE ((a.workspace_id = w.id) AND (a.status = 'queued'::text) AND (a.available_after = 'infinity'::timestamp with time zone))) AS parked
+   FROM (pgflight.workspaces w
+     LEFT JOIN pgflight.workspace_limits l ON ((l.workspace_id = w.id)))
+  WHERE ((( SELECT pgflight._lane_workspaces('reader'::text) AS _lane_workspaces) IS NULL) OR (w.id = ANY (COALESCE(( SELECT pgflight._lane_workspaces('reader'::text) AS _lane_workspaces), '{}'::bigint[]))));
+
+ALTER TABLE pgflight.workspace_flow OWNER TO pgflight_owner;
+
+-- Name: VIEW workspace_flow; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON VIEW pgflight.workspace_flow IS 'Per workspace: max_in_flight, share, starts_per_s/burst, model_tokens_per_min, pause; in_flight (leased attempts), queued, parked (queued behind a full concurrency key).';
 
 -- Name: workspace_grants; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
 
@@ -4935,10 +6484,30 @@ ALTER TABLE ONLY pgflight.model_prices
 ALTER TABLE ONLY pgflight.workspace_grants
     ADD CONSTRAINT one_grant_per_login_lane_workspace UNIQUE NULLS NOT DISTINCT (login, lane, workspace_id);
 
+-- Name: recipe_limits recipe_limits_pkey; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.recipe_limits
+    ADD CONSTRAINT recipe_limits_pkey PRIMARY KEY (recipe);
+
 -- Name: runs runs_pkey; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
 
 ALTER TABLE ONLY pgflight.runs
     ADD CONSTRAINT runs_pkey PRIMARY KEY (id);
+
+-- Name: schedule_fires schedule_fires_pkey; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.schedule_fires
+    ADD CONSTRAINT schedule_fires_pkey PRIMARY KEY (schedule_id, fire_at);
+
+-- Name: schedules schedule_name_is_unique_per_workspace; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.schedules
+    ADD CONSTRAINT schedule_name_is_unique_per_workspace UNIQUE (workspace_id, name);
+
+-- Name: schedules schedules_pkey; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.schedules
+    ADD CONSTRAINT schedules_pkey PRIMARY KEY (id);
 
 -- Name: settings settings_pkey; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
 
@@ -4959,6 +6528,11 @@ ALTER TABLE ONLY pgflight.steps
 
 ALTER TABLE ONLY pgflight.workers
     ADD CONSTRAINT workers_pkey PRIMARY KEY (id);
+
+-- Name: workspace_limits workspace_limits_pkey; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.workspace_limits
+    ADD CONSTRAINT workspace_limits_pkey PRIMARY KEY (workspace_id);
 
 -- Name: workspaces workspaces_name_is_unique; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
 
@@ -5018,6 +6592,14 @@ CREATE UNIQUE INDEX one_orphan_per_attempt ON pgflight.costs USING btree (agent_
 
 CREATE INDEX runs_created_idx ON pgflight.runs USING btree (created_at);
 
+-- Name: schedules_due_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
+
+CREATE INDEX schedules_due_idx ON pgflight.schedules USING btree (next_fire_at) WHERE (next_fire_at IS NOT NULL);
+
+-- Name: schedules_pending_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
+
+CREATE INDEX schedules_pending_idx ON pgflight.schedules USING btree (pending_fire_at) WHERE (pending_fire_at IS NOT NULL);
+
 -- Name: step_attempts_deadline_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
 
 CREATE INDEX step_attempts_deadline_idx ON pgflight.step_attempts USING btree (deadline_at) WHERE ((status = ANY (ARRAY['claimed'::text, 'running'::text])) AND (deadline_at IS NOT NULL));
@@ -5025,6 +6607,14 @@ CREATE INDEX step_attempts_deadline_idx ON pgflight.step_attempts USING btree (d
 -- Name: step_attempts_expiring_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
 
 CREATE INDEX step_attempts_expiring_idx ON pgflight.step_attempts USING btree (lease_expires_at) WHERE (status = ANY (ARRAY['claimed'::text, 'running'::text, 'cancel_requested'::text]));
+
+-- Name: step_attempts_leased_key_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
+
+CREATE INDEX step_attempts_leased_key_idx ON pgflight.step_attempts USING btree (workspace_id, concurrency_key) WHERE ((status = ANY (ARRAY['claimed'::text, 'running'::text, 'cancel_requested'::text])) AND (concurrency_key IS NOT NULL));
+
+-- Name: step_attempts_leased_ws_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
+
+CREATE INDEX step_attempts_leased_ws_idx ON pgflight.step_attempts USING btree (workspace_id) WHERE (status = ANY (ARRAY['claimed'::text, 'running'::text, 'cancel_requested'::text]));
 
 -- Name: step_attempts_one_live_per_step_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
 
@@ -5034,9 +6624,17 @@ CREATE UNIQUE INDEX step_attempts_one_live_per_step_idx ON pgflight.step_attempt
 
 CREATE INDEX step_attempts_parked_idx ON pgflight.step_attempts USING btree (status, step_id) WHERE (status = ANY (ARRAY['awaiting_children'::text, 'awaiting_approval'::text]));
 
--- Name: step_attempts_ready_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
+-- Name: step_attempts_queued_key_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
 
-CREATE INDEX step_attempts_ready_idx ON pgflight.step_attempts USING btree (priority DESC, available_after, id) WHERE (status = 'queued'::text);
+CREATE INDEX step_attempts_queued_key_idx ON pgflight.step_attempts USING btree (workspace_id, concurrency_key, priority DESC, id) WHERE ((status = 'queued'::text) AND (concurrency_key IS NOT NULL));
+
+-- Name: step_attempts_recipe_ready_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
+
+CREATE INDEX step_attempts_recipe_ready_idx ON pgflight.step_attempts USING btree (recipe, workspace_id, priority DESC, available_after, id) WHERE ((status = 'queued'::text) AND (available_after < 'infinity'::timestamp with time zone));
+
+-- Name: step_attempts_ws_ready_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
+
+CREATE INDEX step_attempts_ws_ready_idx ON pgflight.step_attempts USING btree (workspace_id, priority DESC, available_after, id) WHERE ((status = 'queued'::text) AND (available_after < 'infinity'::timestamp with time zone));
 
 -- Name: steps_key_is_unique_under_parent_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
 
@@ -5053,6 +6651,14 @@ CREATE UNIQUE INDEX traces_tool_call_idx ON pgflight.traces USING btree (agent_r
 -- Name: workers_login_live_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
 
 CREATE INDEX workers_login_live_idx ON pgflight.workers USING btree (login) WHERE (stopped_at IS NULL);
+
+-- Name: step_attempts step_attempts_fill_flow; Type: TRIGGER; Schema: pgflight; Owner: pgflight_owner
+
+CREATE TRIGGER step_attempts_fill_flow BEFORE INSERT ON pgflight.step_attempts FOR EACH ROW WHEN ((new.workspace_id IS NULL)) EXECUTE FUNCTION pgflight._fill_attempt_flow();
+
+-- Name: step_attempts step_attempts_key_slot_freed; Type: TRIGGER; Schema: pgflight; Owner: pgflight_owner
+
+CREATE TRIGGER step_attempts_key_slot_freed AFTER UPDATE OF status ON pgflight.step_attempts FOR EACH ROW WHEN (((old.concurrency_key IS NOT NULL) AND (old.status = ANY (ARRAY['queued'::text, 'claimed'::text, 'running'::text, 'cancel_requested'::text])) AND (new.status <> ALL (ARRAY['queued'::text, 'claimed'::text, 'running'::text, 'cancel_requested'::text])))) EXECUTE FUNCTION pgflight._key_slot_freed();
 
 -- Name: agent_runs agent_runs_run_id_fkey; Type: FK CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
 
@@ -5099,6 +6705,16 @@ ALTER TABLE ONLY pgflight.effects
 ALTER TABLE ONLY pgflight.runs
     ADD CONSTRAINT runs_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES pgflight.workspaces(id);
 
+-- Name: schedule_fires schedule_fires_schedule_id_fkey; Type: FK CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.schedule_fires
+    ADD CONSTRAINT schedule_fires_schedule_id_fkey FOREIGN KEY (schedule_id) REFERENCES pgflight.schedules(id) ON DELETE CASCADE;
+
+-- Name: schedules schedules_workspace_id_fkey; Type: FK CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.schedules
+    ADD CONSTRAINT schedules_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES pgflight.workspaces(id) ON DELETE CASCADE;
+
 -- Name: step_attempts step_attempts_step_id_fkey; Type: FK CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
 
 ALTER TABLE ONLY pgflight.step_attempts
@@ -5123,6 +6739,11 @@ ALTER TABLE ONLY pgflight.traces
 
 ALTER TABLE ONLY pgflight.workspace_grants
     ADD CONSTRAINT workspace_grants_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES pgflight.workspaces(id) ON DELETE CASCADE;
+
+-- Name: workspace_limits workspace_limits_workspace_id_fkey; Type: FK CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.workspace_limits
+    ADD CONSTRAINT workspace_limits_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES pgflight.workspaces(id) ON DELETE CASCADE;
 
 -- Name: SCHEMA pgflight; Type: ACL; Schema: -; Owner: pgflight_owner
 
@@ -5149,6 +6770,10 @@ REVOKE ALL ON FUNCTION pgflight._agent_fence(p_attempt_id bigint, p_token bigint
 
 REVOKE ALL ON FUNCTION pgflight._backoff_s(p_failed integer, p_backoff jsonb) FROM PUBLIC;
 
+-- Name: FUNCTION _bad_child_flow(p_options jsonb); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._bad_child_flow(p_options jsonb) FROM PUBLIC;
+
 -- Name: FUNCTION _bad_child_options(p_options jsonb); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
 REVOKE ALL ON FUNCTION pgflight._bad_child_options(p_options jsonb) FROM PUBLIC;
@@ -5156,6 +6781,10 @@ REVOKE ALL ON FUNCTION pgflight._bad_child_options(p_options jsonb) FROM PUBLIC;
 -- Name: FUNCTION _bad_option(p_scope text, p_key text, p_value jsonb, p_expected text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
 REVOKE ALL ON FUNCTION pgflight._bad_option(p_scope text, p_key text, p_value jsonb, p_expected text) FROM PUBLIC;
+
+-- Name: FUNCTION _bucket_tokens(p_tokens double precision, p_refilled_at timestamp with time zone, p_rate double precision, p_burst double precision, p_now timestamp with time zone); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._bucket_tokens(p_tokens double precision, p_refilled_at timestamp with time zone, p_rate double precision, p_burst double precision, p_now timestamp with time zone) FROM PUBLIC;
 
 -- Name: FUNCTION _call_budget_ids(p_run pgflight.agent_runs, p_now timestamp with time zone); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
@@ -5181,6 +6810,14 @@ REVOKE ALL ON FUNCTION pgflight._check_limit(p_limit integer) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION pgflight._check_options(p_scope text, p_options jsonb) FROM PUBLIC;
 
+-- Name: FUNCTION _claim_fair(p_worker_id bigint, p_batch_size integer, p_lease_s double precision, p_recipes text[], p_start boolean, p_now timestamp with time zone, p_workspaces bigint[]); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._claim_fair(p_worker_id bigint, p_batch_size integer, p_lease_s double precision, p_recipes text[], p_start boolean, p_now timestamp with time zone, p_workspaces bigint[]) FROM PUBLIC;
+
+-- Name: FUNCTION _claim_lane(p_worker_id bigint, p_workspace_id bigint, p_recipe text, p_limit integer, p_lease_s double precision, p_start boolean, p_now timestamp with time zone); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._claim_lane(p_worker_id bigint, p_workspace_id bigint, p_recipe text, p_limit integer, p_lease_s double precision, p_start boolean, p_now timestamp with time zone) FROM PUBLIC;
+
 -- Name: FUNCTION _complete_many(p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[], p_now timestamp with time zone); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
 REVOKE ALL ON FUNCTION pgflight._complete_many(p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[], p_now timestamp with time zone) FROM PUBLIC;
@@ -5188,6 +6825,22 @@ REVOKE ALL ON FUNCTION pgflight._complete_many(p_attempt_ids bigint[], p_tokens 
 -- Name: FUNCTION _complete_refusing(p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[], p_errors jsonb[]); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
 REVOKE ALL ON FUNCTION pgflight._complete_refusing(p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[], p_errors jsonb[]) FROM PUBLIC;
+
+-- Name: FUNCTION _concurrency_option(p_options jsonb, OUT o_key text, OUT o_limit integer); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._concurrency_option(p_options jsonb, OUT o_key text, OUT o_limit integer) FROM PUBLIC;
+
+-- Name: FUNCTION _cron_field(p_text text, p_min integer, p_max integer, p_names text[], p_what text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._cron_field(p_text text, p_min integer, p_max integer, p_names text[], p_what text) FROM PUBLIC;
+
+-- Name: FUNCTION _cron_next(p_seconds integer[], p_minutes integer[], p_hours integer[], p_days integer[], p_months integer[], p_weekdays integer[], p_any_day boolean, p_any_weekday boolean, p_tz text, p_after timestamp with time zone); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._cron_next(p_seconds integer[], p_minutes integer[], p_hours integer[], p_days integer[], p_months integer[], p_weekdays integer[], p_any_day boolean, p_any_weekday boolean, p_tz text, p_after timestamp with time zone) FROM PUBLIC;
+
+-- Name: FUNCTION _cron_parse(p_expr text, OUT seconds integer[], OUT minutes integer[], OUT hours integer[], OUT days integer[], OUT months integer[], OUT weekdays integer[], OUT any_day boolean, OUT any_weekday boolean); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._cron_parse(p_expr text, OUT seconds integer[], OUT minutes integer[], OUT hours integer[], OUT days integer[], OUT months integer[], OUT weekdays integer[], OUT any_day boolean, OUT any_weekday boolean) FROM PUBLIC;
 
 -- Name: FUNCTION _dead_letter_poisoned(p_attempt_id bigint, p_sqlstate text, p_message text, p_actor text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
@@ -5212,9 +6865,25 @@ GRANT ALL ON FUNCTION pgflight._fake_now(p_value text) TO pgflight_worker;
 GRANT ALL ON FUNCTION pgflight._fake_now(p_value text) TO pgflight_operator;
 GRANT ALL ON FUNCTION pgflight._fake_now(p_value text) TO pgflight_reader;
 
+-- Name: FUNCTION _fill_attempt_flow(); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._fill_attempt_flow() FROM PUBLIC;
+
+-- Name: FUNCTION _fire_schedule(p_schedule_id bigint, p_workspace text, p_name text, p_recipe text, p_input jsonb, p_run_options jsonb, p_fire_at timestamp with time zone); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._fire_schedule(p_schedule_id bigint, p_workspace text, p_name text, p_recipe text, p_input jsonb, p_run_options jsonb, p_fire_at timestamp with time zone) FROM PUBLIC;
+
 -- Name: FUNCTION _iteration_refusal(p_run pgflight.agent_runs, p_iteration integer); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
 REVOKE ALL ON FUNCTION pgflight._iteration_refusal(p_run pgflight.agent_runs, p_iteration integer) FROM PUBLIC;
+
+-- Name: FUNCTION _key_lock(p_workspace_id bigint, p_key text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._key_lock(p_workspace_id bigint, p_key text) FROM PUBLIC;
+
+-- Name: FUNCTION _key_slot_freed(); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._key_slot_freed() FROM PUBLIC;
 
 -- Name: FUNCTION _lane_workspaces(p_lane text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
@@ -5223,9 +6892,17 @@ GRANT ALL ON FUNCTION pgflight._lane_workspaces(p_lane text) TO pgflight_worker;
 GRANT ALL ON FUNCTION pgflight._lane_workspaces(p_lane text) TO pgflight_operator;
 GRANT ALL ON FUNCTION pgflight._lane_workspaces(p_lane text) TO pgflight_reader;
 
+-- Name: FUNCTION _lease_attempts(p_worker_id bigint, p_ids bigint[], p_lease_s double precision, p_start boolean, p_now timestamp with time zone); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._lease_attempts(p_worker_id bigint, p_ids bigint[], p_lease_s double precision, p_start boolean, p_now timestamp with time zone) FROM PUBLIC;
+
 -- Name: FUNCTION _limit(p_name text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
 REVOKE ALL ON FUNCTION pgflight._limit(p_name text) FROM PUBLIC;
+
+-- Name: FUNCTION _limit_option(p_options jsonb, p_key text, p_min double precision, p_max double precision, p_integer boolean); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._limit_option(p_options jsonb, p_key text, p_min double precision, p_max double precision, p_integer boolean) FROM PUBLIC;
 
 -- Name: FUNCTION _lock_cascade(p_attempt_id bigint, p_nowait boolean); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
@@ -5290,9 +6967,17 @@ REVOKE ALL ON FUNCTION pgflight._option_spec() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION pgflight._price_usd(p_model text, p_usage jsonb) FROM PUBLIC;
 
+-- Name: FUNCTION _queued_recipes(); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._queued_recipes() FROM PUBLIC;
+
 -- Name: FUNCTION _raise_budget_exceeded(p_refusal jsonb); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
 REVOKE ALL ON FUNCTION pgflight._raise_budget_exceeded(p_refusal jsonb) FROM PUBLIC;
+
+-- Name: FUNCTION _ready_lanes(p_recipes text[]); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._ready_lanes(p_recipes text[]) FROM PUBLIC;
 
 -- Name: FUNCTION _reclaim(p_now timestamp with time zone, p_limit integer); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
@@ -5318,6 +7003,10 @@ REVOKE ALL ON FUNCTION pgflight._reopen_step(p_step_id bigint, p_actor text, p_r
 
 REVOKE ALL ON FUNCTION pgflight._require_cap(p_cap text, p_limit double precision, p_value double precision, p_what text) FROM PUBLIC;
 
+-- Name: FUNCTION _require_known_keys(p_options jsonb, p_allowed text[]); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._require_known_keys(p_options jsonb, p_allowed text[]) FROM PUBLIC;
+
 -- Name: FUNCTION _require_lane(p_lane text, p_workspace_id bigint, p_operation text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
 REVOKE ALL ON FUNCTION pgflight._require_lane(p_lane text, p_workspace_id bigint, p_operation text) FROM PUBLIC;
@@ -5342,6 +7031,14 @@ REVOKE ALL ON FUNCTION pgflight._require_positive(p_name text, p_value double pr
 
 REVOKE ALL ON FUNCTION pgflight._reserve(p_run pgflight.agent_runs, p_attempt_id bigint, p_iteration integer, p_est_usd numeric, p_now timestamp with time zone) FROM PUBLIC;
 
+-- Name: FUNCTION _set_paused(p_kind text, p_name text, p_pause boolean, p_note text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._set_paused(p_kind text, p_name text, p_pause boolean, p_note text) FROM PUBLIC;
+
+-- Name: FUNCTION _start_at(p_options jsonb, p_now timestamp with time zone); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._start_at(p_options jsonb, p_now timestamp with time zone) FROM PUBLIC;
+
 -- Name: FUNCTION _step_finished(p_step_id bigint, p_final text, p_actor text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
 REVOKE ALL ON FUNCTION pgflight._step_finished(p_step_id bigint, p_final text, p_actor text) FROM PUBLIC;
@@ -5361,6 +7058,10 @@ REVOKE ALL ON FUNCTION pgflight._tree_steps(p_run_id bigint, p_step_id bigint) F
 -- Name: FUNCTION _wake(p_step_id bigint, p_reason text, p_actor text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
 REVOKE ALL ON FUNCTION pgflight._wake(p_step_id bigint, p_reason text, p_actor text) FROM PUBLIC;
+
+-- Name: FUNCTION _workspace_id(p_workspace text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._workspace_id(p_workspace text) FROM PUBLIC;
 
 -- Name: FUNCTION agent_run_of(p_step_id bigint); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
@@ -5467,6 +7168,11 @@ GRANT ALL ON FUNCTION pgflight.fail_step(p_attempt_id bigint, p_token bigint, p_
 REVOKE ALL ON FUNCTION pgflight.find_effect(p_step_id bigint, p_key text) FROM PUBLIC;
 GRANT ALL ON FUNCTION pgflight.find_effect(p_step_id bigint, p_key text) TO pgflight_worker;
 
+-- Name: FUNCTION fire_schedules(p_limit integer); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.fire_schedules(p_limit integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.fire_schedules(p_limit integer) TO pgflight_operator;
+
 -- Name: FUNCTION grant_workspace(p_login name, p_workspace text, p_lane text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
 REVOKE ALL ON FUNCTION pgflight.grant_workspace(p_login name, p_workspace text, p_lane text) FROM PUBLIC;
@@ -5489,6 +7195,16 @@ GRANT ALL ON FUNCTION pgflight.load_transcript(p_attempt_id bigint, p_token bigi
 
 REVOKE ALL ON FUNCTION pgflight.mark_tool_call(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_tool_use_id text) FROM PUBLIC;
 GRANT ALL ON FUNCTION pgflight.mark_tool_call(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_tool_use_id text) TO pgflight_worker;
+
+-- Name: FUNCTION pause_recipe(p_name text, p_note text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.pause_recipe(p_name text, p_note text) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.pause_recipe(p_name text, p_note text) TO pgflight_operator;
+
+-- Name: FUNCTION pause_workspace(p_name text, p_note text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.pause_workspace(p_name text, p_note text) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.pause_workspace(p_name text, p_note text) TO pgflight_operator;
 
 -- Name: FUNCTION price_usd(p_model text, p_usage jsonb); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
@@ -5557,6 +7273,16 @@ GRANT ALL ON FUNCTION pgflight.request_approval(p_attempt_id bigint, p_token big
 REVOKE ALL ON FUNCTION pgflight.reserve_budget(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_est_usd numeric) FROM PUBLIC;
 GRANT ALL ON FUNCTION pgflight.reserve_budget(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_est_usd numeric) TO pgflight_worker;
 
+-- Name: FUNCTION resume_recipe(p_name text, p_note text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.resume_recipe(p_name text, p_note text) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.resume_recipe(p_name text, p_note text) TO pgflight_operator;
+
+-- Name: FUNCTION resume_workspace(p_name text, p_note text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.resume_workspace(p_name text, p_note text) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.resume_workspace(p_name text, p_note text) TO pgflight_operator;
+
 -- Name: FUNCTION retry_step(p_step_id bigint, p_actor text, p_note text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
 REVOKE ALL ON FUNCTION pgflight.retry_step(p_step_id bigint, p_actor text, p_note text) FROM PUBLIC;
@@ -5585,6 +7311,26 @@ GRANT ALL ON FUNCTION pgflight.run_status(p_run_id bigint) TO pgflight_worker;
 REVOKE ALL ON FUNCTION pgflight.run_sweeps() FROM PUBLIC;
 GRANT ALL ON FUNCTION pgflight.run_sweeps() TO pgflight_operator;
 
+-- Name: FUNCTION schedule_run(p_workspace text, p_name text, p_cron text, p_recipe text, p_input jsonb, p_options jsonb); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.schedule_run(p_workspace text, p_name text, p_cron text, p_recipe text, p_input jsonb, p_options jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.schedule_run(p_workspace text, p_name text, p_cron text, p_recipe text, p_input jsonb, p_options jsonb) TO pgflight_operator;
+
+-- Name: FUNCTION set_global_limits(p_options jsonb); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.set_global_limits(p_options jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.set_global_limits(p_options jsonb) TO pgflight_operator;
+
+-- Name: FUNCTION set_recipe_limits(p_recipe text, p_options jsonb); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.set_recipe_limits(p_recipe text, p_options jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.set_recipe_limits(p_recipe text, p_options jsonb) TO pgflight_operator;
+
+-- Name: FUNCTION set_workspace_limits(p_workspace text, p_options jsonb); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.set_workspace_limits(p_workspace text, p_options jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.set_workspace_limits(p_workspace text, p_options jsonb) TO pgflight_operator;
+
 -- Name: FUNCTION spawn_children(p_attempt_id bigint, p_token bigint, p_children jsonb, p_options jsonb); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
 REVOKE ALL ON FUNCTION pgflight.spawn_children(p_attempt_id bigint, p_token bigint, p_children jsonb, p_options jsonb) FROM PUBLIC;
@@ -5609,10 +7355,20 @@ GRANT ALL ON PROCEDURE pgflight.sweep_loop(IN p_duration_s double precision, IN 
 
 REVOKE ALL ON FUNCTION pgflight.uninstall_schedules() FROM PUBLIC;
 
+-- Name: FUNCTION unschedule_run(p_workspace text, p_name text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.unschedule_run(p_workspace text, p_name text) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.unschedule_run(p_workspace text, p_name text) TO pgflight_operator;
+
 -- Name: FUNCTION wake_parents(p_limit integer); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
 REVOKE ALL ON FUNCTION pgflight.wake_parents(p_limit integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION pgflight.wake_parents(p_limit integer) TO pgflight_operator;
+
+-- Name: FUNCTION wake_parked_keys(p_limit integer); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.wake_parked_keys(p_limit integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.wake_parked_keys(p_limit integer) TO pgflight_operator;
 
 -- Name: TABLE attempts; Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
@@ -5643,3 +7399,13 @@ GRANT SELECT ON TABLE pgflight.run_events TO pgflight_operator;
 
 GRANT SELECT ON TABLE pgflight.run_list TO pgflight_reader;
 GRANT SELECT ON TABLE pgflight.run_list TO pgflight_operator;
+
+-- Name: TABLE schedule_list; Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+GRANT SELECT ON TABLE pgflight.schedule_list TO pgflight_reader;
+GRANT SELECT ON TABLE pgflight.schedule_list TO pgflight_operator;
+
+-- Name: TABLE workspace_flow; Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+GRANT SELECT ON TABLE pgflight.workspace_flow TO pgflight_reader;
+GRANT SELECT ON TABLE pgflight.workspace_flow TO pgflight_operator;

@@ -495,6 +495,32 @@ CALLS: dict[str, Call] = {
     "enforce_budgets": lambda w: ("select pgflight.enforce_budgets(10)", []),
     "purge_finished": lambda w: ("select pgflight.purge_finished(3600, 10)", []),
     "run_sweeps": lambda w: ("select * from pgflight.run_sweeps()", []),
+    # issue 14: the cost of a paid call whose lease was lost
+    "record_orphan_cost": _worker_agent(
+        lambda w, h, ar: (
+            "select * from pgflight.record_orphan_cost(%s, %s, %s, 2, '{\"input_tokens\": 10}',"
+            " 'claude-haiku-4-5', '{}')",
+            [h["attempt_id"], h["token"], ar],
+        )
+    ),
+    # issue 15: flow control
+    "set_workspace_limits": lambda w: (
+        "select * from pgflight.set_workspace_limits(%s, '{\"max_in_flight\": 5}')",
+        [w.workspace],
+    ),
+    "set_recipe_limits": lambda w: ("select * from pgflight.set_recipe_limits('op', '{\"starts_per_s\": 5}')", []),
+    "set_global_limits": lambda w: ("select * from pgflight.set_global_limits('{}')", []),
+    "pause_workspace": lambda w: ("select pgflight.pause_workspace(%s, 'why')", [w.workspace]),
+    "resume_workspace": lambda w: ("select pgflight.resume_workspace(%s, 'why')", [w.workspace]),
+    "pause_recipe": lambda w: ("select pgflight.pause_recipe('op', 'why')", []),
+    "resume_recipe": lambda w: ("select pgflight.resume_recipe('op', 'why')", []),
+    "schedule_run": lambda w: (
+        "select * from pgflight.schedule_run(%s, %s, '0 * * * *', 'op', '{}', '{}')",
+        [w.workspace, fresh("sched")],
+    ),
+    "unschedule_run": lambda w: ("select pgflight.unschedule_run(%s, 'no-such-schedule')", [w.workspace]),
+    "fire_schedules": lambda w: ("select pgflight.fire_schedules(10)", []),
+    "wake_parked_keys": lambda w: ("select pgflight.wake_parked_keys(10)", []),
 }
 
 

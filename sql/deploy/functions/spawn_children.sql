@@ -4,7 +4,7 @@ set local role pgflight_owner;
 
 -- Fan-out. A running attempt writes its plan as child steps, p_children a JSON array of
 -- {"key": text, "recipe": text, "input": json, "options": {priority, max_attempts, lease_s,
--- max_runtime_s, backoff}}; keys are unique under the parent, and a key that exists already
+-- max_runtime_s, backoff, concurrency_key, concurrency_limit}}; keys are unique under the parent, and a key that exists already
 -- creates nothing (spawning again after a crash is a no-op). In the same transaction the parent
 -- attempt goes to awaiting_children and gives up its lease, so its worker slot is free; the last
 -- child to end wakes it (see _step_finished). If every child named is already terminal the
@@ -52,6 +52,7 @@ begin
       or length(e.value ->> 'key') > 512
       or jsonb_typeof(e.value -> 'recipe') is distinct from 'string' or btrim(e.value ->> 'recipe') = ''
       or length(e.value ->> 'recipe') > 256
+      or pgflight._bad_child_flow(e.value -> 'options')
       or octet_length(coalesce(e.value -> 'input', '{}')::text) > v_max_bytes
    limit 1;
   if found then
@@ -60,7 +61,8 @@ begin
                                   format('child %s input (bytes)', v_bad.ord));
     raise exception using errcode = '22023', message = format('child %s is malformed', v_bad.ord),
       detail = left(v_bad.value::text, 200),
-      hint = 'Each child needs a non-blank string key (at most 512 characters) and recipe (at most 256).';
+      hint = 'Each child needs a non-blank string key (at most 512 characters) and recipe (at most 256); '
+             'a concurrency_limit needs a concurrency_key (a string of at most 200 characters).';
   end if;
   -- Each child's options through the same step-options validator as submit_run (issue 12: one
   -- rule, so priority 1.5 is refused on both paths); the error names the child ("option lease_s
@@ -93,20 +95,27 @@ begin
       from jsonb_array_elements(coalesce(v_children, '[]')) as e(value)
   ), inserted as (
     insert into pgflight.steps (run_id, parent_id, depth, step_key, recipe, input, priority, max_attempts,
-                                backoff, lease_s, max_runtime_s, created_at)
+                                backoff, lease_s, max_runtime_s, created_at, concurrency_key, concurrency_limit)
     select v_parent.run_id, v_parent.id, v_parent.depth + 1, w.step_key, w.recipe, w.input,
            coalesce((w.o ->> 'priority')::integer, v_parent.priority),
            coalesce((w.o ->> 'max_attempts')::integer, v_parent.max_attempts),
            coalesce(w.o -> 'backoff', v_parent.backoff),
            coalesce((w.o ->> 'lease_s')::double precision, v_parent.lease_s),
            coalesce((w.o ->> 'max_runtime_s')::double precision, v_parent.max_runtime_s),
-           v_now
+           v_now,
+           -- a child's concurrency key is its own, never inherited: a parent holding a slot of a
+           -- key its children also need would wait on them forever
+           w.o ->> 'concurrency_key',
+           case when w.o ->> 'concurrency_key' is not null then coalesce((w.o ->> 'concurrency_limit')::integer, 1) end
       from wanted w
     on conflict (parent_id, step_key) where parent_id is not null do nothing
-    returning id, run_id, recipe, priority
+    returning id, run_id, recipe, priority, concurrency_key, concurrency_limit
   ), attempts as (
-    insert into pgflight.step_attempts (step_id, run_id, attempt_no, recipe, priority, status, available_after, created_at)
-    select i.id, i.run_id, 1, i.recipe, i.priority, 'queued', v_now, v_now from inserted i
+    insert into pgflight.step_attempts (step_id, run_id, attempt_no, recipe, priority, status, available_after, created_at,
+                                        workspace_id, concurrency_key, concurrency_limit)
+    select i.id, i.run_id, 1, i.recipe, i.priority, 'queued', v_now, v_now,
+           v_att.workspace_id, i.concurrency_key, i.concurrency_limit
+      from inserted i
     returning id, step_id, run_id
   ), logged as (
     insert into pgflight.events (at, run_id, step_id, attempt_id, from_status, to_status, reason, detail)

@@ -3,11 +3,12 @@ begin;
 set local role pgflight_owner;
 
 -- Submit a run: one root step of p_recipe with p_input, queued.
--- options (all optional; bounds and defaults in docs/options.md, an unknown key is refused):
--- idempotency_key (same key -> the same run; same key with another input -> ZF004), priority
--- (integer, higher first), max_attempts, backoff {base_s, factor, max_s, jitter}, not_before
--- (timestamptz: not claimable before), lease_s and max_runtime_s (seconds), max_usd (USD),
--- max_wall_s (seconds), max_iterations, max_tool_calls (tree budgets), submitted_by.
+-- options (all optional): idempotency_key (same key -> the same run; same key with another input
+-- -> ZF004), priority (integer, higher first), max_attempts, backoff {base_s, factor, max_s,
+-- jitter}, not_before (timestamp with a UTC offset: not claimable before) or delay_s (seconds from
+-- now, on the server's clock), concurrency_key and concurrency_limit (at most that many attempts
+-- of the workspace's steps with this key leased at once; default 1), lease_s and max_runtime_s (seconds),
+-- max_usd (USD), max_wall_s (seconds), max_iterations, max_tool_calls (tree budgets), submitted_by.
 -- Returns the run, its root step and first attempt, and whether this call created them.
 -- Errors: 22023 bad argument, ZF003 unknown workspace, ZF004 idempotency conflict, ZF005 input
 -- over settings.max_input_bytes. Concurrent submits of one key are serialised by the unique
@@ -32,6 +33,8 @@ declare
   v_not_before timestamptz;
   v_max_attempts integer;
   v_opts jsonb;
+  v_ckey text;
+  v_climit integer;
 begin
   if p_recipe is null or btrim(p_recipe) = '' then
     raise exception using errcode = '22023', message = 'recipe is required',
@@ -62,7 +65,9 @@ begin
       hint = 'Store large payloads elsewhere and pass a reference, or raise settings.max_input_bytes.';
   end if;
   v_max_attempts := coalesce((v_opts ->> 'max_attempts')::integer, v_settings.default_max_attempts);
-  v_not_before := coalesce((v_opts ->> 'not_before')::timestamptz, v_now);
+  -- issue 15: delay_s or not_before (with a UTC offset), and the concurrency key and limit
+  v_not_before := pgflight._start_at(v_opts, v_now);
+  select c.o_key, c.o_limit into v_ckey, v_climit from pgflight._concurrency_option(v_opts) c;
 
   v_key := v_opts ->> 'idempotency_key';
   v_hash := encode(sha256(convert_to(p_input::text, 'UTF8')), 'hex');
@@ -99,13 +104,16 @@ begin
   end if;
 
   insert into pgflight.steps (id, run_id, parent_id, depth, step_key, recipe, input, priority, max_attempts,
-                              backoff, lease_s, max_runtime_s, created_at)
+                              backoff, lease_s, max_runtime_s, created_at, concurrency_key, concurrency_limit)
   values (v_step, v_run, null, 0, 'root', p_recipe, p_input,
           coalesce((v_opts ->> 'priority')::integer, 0), v_max_attempts,
           coalesce(v_opts -> 'backoff', '{}'),
-          (v_opts ->> 'lease_s')::double precision, (v_opts ->> 'max_runtime_s')::double precision, v_now);
-  insert into pgflight.step_attempts (step_id, run_id, attempt_no, recipe, priority, status, available_after, created_at)
-  values (v_step, v_run, 1, p_recipe, coalesce((v_opts ->> 'priority')::integer, 0), 'queued', v_not_before, v_now)
+          (v_opts ->> 'lease_s')::double precision, (v_opts ->> 'max_runtime_s')::double precision, v_now,
+          v_ckey, v_climit);
+  insert into pgflight.step_attempts (step_id, run_id, attempt_no, recipe, priority, status, available_after, created_at,
+                                      workspace_id, concurrency_key, concurrency_limit)
+  values (v_step, v_run, 1, p_recipe, coalesce((v_opts ->> 'priority')::integer, 0), 'queued', v_not_before, v_now,
+          v_ws, v_ckey, v_climit)
   returning id into v_attempt;
   perform pgflight._event(v_run, v_step, v_attempt, null, 'queued', null, 'queued',
                           coalesce(v_opts ->> 'submitted_by', session_user::text));
