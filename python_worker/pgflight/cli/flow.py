@@ -176,7 +176,9 @@ def limits(
     with current().connect() as c:
         if recipe is not None:
             r = flow.set_recipe_limits(c, recipe, starts_per_s=rate, burst=burst)
-            current().out.print(f"recipe {recipe}: rate {_or_dash(r.starts_per_s)}/s (burst {_or_dash(r.burst)})")
+            current().out.print(
+                f"recipe {recipe}: rate {_or_dash(r.starts_per_s)}/s (burst {_or_dash(r.burst)})"
+            )
         if max_in_flight is not None or remove_global:
             cap = flow.set_global_limits(c, max_in_flight=None if remove_global else max_in_flight)
             current().out.print(f"global max in flight: {_or_dash(cap)}")
