@@ -18,6 +18,8 @@ On a throwaway cluster (fsync and synchronous_commit on) that loads pg_stat_stat
 5. retention: --purge finished runs (one step, attempt, 3 events each), finished an hour ago;
    purge_finished(60) as the hourly job calls it, until nothing is left: runs deleted per call,
    runs/s, the longest call.
+6. retention_loop: the same backlog purged by a 20 s CALL sweep_loop (pg_cron 1.4's job) with
+   settings.purge_after_s = 60: runs/s.
 
 Every figure carries the load average read when it was taken (the machine is shared).
 
@@ -39,11 +41,11 @@ from benchlib import Conn, register, stats_settled, throwaway_cluster
 from psycopg.types.json import Jsonb
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from agent_bench import _iterations  # noqa: E402
-from core_bench import bulk_load_finished  # noqa: E402
-from worker_bench import start_workers, stop_workers  # noqa: E402
+from agent_bench import _iterations
+from core_bench import bulk_load_finished
+from worker_bench import start_workers, stop_workers
 
-from pgflight import db  # noqa: E402
+from pgflight import db
 
 PROFILED = {
     "shared_preload_libraries": "pg_cron,pg_stat_statements",
@@ -124,7 +126,8 @@ def steps(dsn: str, seconds: float, batch: int) -> dict[str, Any]:
                     [w, batch, ["noop"], START],
                 ).fetchall()
                 c.execute(
-                    "select count(*) from pgflight.complete_batch(%s, %s, array_fill(null::jsonb, array[%s]))",
+                    "select count(*) from pgflight.complete_batch(%s, %s,"
+                    " array_fill(null::jsonb, array[%s]))",
                     [[a for a, _ in got], [t for _, t in got], len(got)],
                 )
                 done += len(got)
@@ -178,7 +181,8 @@ def empty_claims(dsn: str, rate: float, jobs: int) -> dict[str, Any]:
             deadline = time.monotonic() + 60
             while time.monotonic() < deadline:
                 left = c.execute(
-                    "select count(*) from pgflight.step_attempts where recipe = 'noop' and status <> 'succeeded'"
+                    "select count(*) from pgflight.step_attempts"
+                    " where recipe = 'noop' and status <> 'succeeded'"
                 ).fetchone()
                 if left and left[0] == 0:
                     break
@@ -275,6 +279,27 @@ def retention(dsn: str, n: int) -> dict[str, Any]:
         return out
 
 
+def retention_loop(dsn: str, n: int, seconds: float) -> dict[str, Any]:
+    """Runs purged per second by `CALL sweep_loop(seconds, 5)` (the pg_cron 1.4 job) with retention 60 s."""
+    with psycopg.connect(dsn, autocommit=True) as c:
+        c.execute("truncate pgflight.events, pgflight.step_attempts, pgflight.steps, pgflight.runs cascade")
+        bulk_load_finished(c, n)
+        c.execute("update pgflight.settings set purge_after_s = 60")
+        t0 = time.perf_counter()
+        c.execute("call pgflight.sweep_loop(%s, 5)", [seconds])
+        wall = time.perf_counter() - t0
+        left = c.execute("select count(*) from pgflight.runs").fetchone()
+        assert left is not None
+        purged = n - int(left[0])
+        return {
+            "load_avg": load(),
+            "runs": n,
+            "purged": purged,
+            "seconds": round(wall, 1),
+            "runs_per_s": round(purged / wall, 1),
+        }
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seconds", type=float, default=10)
@@ -283,21 +308,35 @@ def main() -> None:
     ap.add_argument("--low-jobs", type=int, default=50)
     ap.add_argument("--reclaim", type=int, default=20_000, help="expired leases (the issue: 1000000)")
     ap.add_argument("--purge", type=int, default=20_000, help="finished runs to purge")
-    ap.add_argument("--only", default="steps,agent,empty,reclaim,retention")
+    ap.add_argument(
+        "--hot-experiment",
+        action="store_true",
+        help="before the agent phase: agent_runs fillfactor 80 and without agent_runs_reserved_idx",
+    )
+    ap.add_argument("--only", default="steps,agent,empty,reclaim,retention,retention_loop")
     a = ap.parse_args()
     only = set(a.only.split(","))
-    report: dict[str, Any] = {"bench": "perf", "durability": "fsync=on synchronous_commit=on", "cpus": os.cpu_count()}
+    report: dict[str, Any] = {
+        "bench": "perf",
+        "durability": "fsync=on synchronous_commit=on",
+        "cpus": os.cpu_count(),
+    }
     started = time.perf_counter()
     with throwaway_cluster(settings=PROFILED) as (_cluster, dsn):
         with psycopg.connect(dsn, autocommit=True) as c:
             c.execute("create extension if not exists pg_stat_statements")
             report["server"] = c.execute("show server_version").fetchone()[0]  # type: ignore[index]
+            if a.hot_experiment:  # what the proposal in docs/benchmarks.md would buy (not a migration)
+                c.execute("alter table pgflight.agent_runs set (fillfactor = 80)")
+                c.execute("drop index pgflight.agent_runs_reserved_idx")
+                report["hot_experiment"] = "agent_runs fillfactor 80, agent_runs_reserved_idx dropped"
         parts = {
             "steps": lambda: steps(dsn, a.seconds, 10),
             "agent": lambda: agent(dsn, a.agent_iterations),
             "empty": lambda: empty_claims(dsn, a.low_rate, a.low_jobs),
             "reclaim": lambda: reclaim(dsn, a.reclaim),
             "retention": lambda: retention(dsn, a.purge),
+            "retention_loop": lambda: retention_loop(dsn, a.purge, 20),
         }
         for name, part in parts.items():
             if name in only:

@@ -2958,6 +2958,7 @@ declare
   c_lock constant bigint := 7383617326517504001;  -- 'pgflight.sweep_loop'
   v_end timestamptz := pg_catalog.clock_timestamp() + pg_catalog.make_interval(secs => p_duration_s);
   v_backlog boolean;
+  v_batch integer;
   v_state text;
   v_msg text;
 begin
@@ -2973,13 +2974,23 @@ begin
     begin
       perform pg_catalog.set_config('lock_timeout',
         coalesce(nullif(pg_catalog.current_setting('pgflight.sweep_lock_timeout', true), ''), '2s'), true);
-      perform pg_catalog.set_config('statement_timeout',
-        coalesce(nullif(pg_catalog.current_setting('pgflight.sweep_statement_timeout', true), ''), '30s'), true);
       select coalesce(pg_catalog.bool_or(s.affected >= 1000), false) into v_backlog
         from pgflight.run_sweeps() s;
     exception when others then
       get stacked diagnostics v_state = returned_sqlstate, v_msg = message_text;
       raise warning 'pgflight.sweep_loop: a sweep pass failed (%): %', v_state, v_msg;
+    end;
+    commit;
+    begin
+      perform pg_catalog.set_config('lock_timeout',
+        coalesce(nullif(pg_catalog.current_setting('pgflight.sweep_lock_timeout', true), ''), '2s'), true);
+      v_batch := coalesce(nullif(pg_catalog.current_setting('pgflight.sweep_purge_batch', true), ''), '1000')::integer;
+      if v_batch > 0 and pgflight.purge_finished(null, v_batch) >= v_batch then
+        v_backlog := true;
+      end if;
+    exception when others then
+      get stacked diagnostics v_state = returned_sqlstate, v_msg = message_text;
+      raise warning 'pgflight.sweep_loop: a purge pass failed (%): %', v_state, v_msg;
     end;
     commit;
     exit when pg_catalog.clock_timestamp() > v_end

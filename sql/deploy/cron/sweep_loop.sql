@@ -16,13 +16,18 @@ set local role pgflight_owner;
 --
 -- Each pass ends in bounded time whatever other sessions hold: lock_timeout
 -- (pgflight.sweep_lock_timeout, default 2s) is set local to the pass, so a sweep that waits for a
--- row a client transaction keeps locked gives up instead of stalling; statement_timeout is set
--- the same way (pgflight.sweep_statement_timeout, default 30s) for a database where it is
--- honoured inside a procedure (PostgreSQL arms it per top-level statement only).
+-- row a client transaction keeps locked gives up instead of stalling. No statement_timeout per
+-- pass: PostgreSQL (15) arms it per top-level statement only, so one set inside this CALL is
+-- never armed (measured); a pass's work is bounded by the sweeps' limits instead, and a
+-- statement_timeout on the CALL itself would bound the whole loop.
 -- A pass that raises is rolled back alone: RAISE WARNING with its SQLSTATE and message (the
 -- server log, pg_cron's job_run_details), and the loop goes on at the next interval.
--- While a sweep returns as many rows as its limit (a backlog, e.g. after a mass crash), the next
--- pass starts at once instead of after p_interval_s.
+-- Retention runs in the loop too: after the sweeps, in a transaction of its own, each pass
+-- purges up to pgflight.sweep_purge_batch (default 1000) finished runs older than
+-- settings.purge_after_s (purge_finished), so retention has no hourly cap and no long
+-- transaction; a failing purge warns like a failing pass.
+-- While a sweep or the purge returns as many rows as its limit (a backlog, e.g. after a mass
+-- crash), the next pass starts at once instead of after p_interval_s.
 -- No SET clause: a procedure with one may not COMMIT, so every name inside is schema-qualified.
 create or replace procedure pgflight.sweep_loop(p_duration_s double precision default 55, p_interval_s double precision default 5)
 language plpgsql
@@ -31,6 +36,7 @@ declare
   c_lock constant bigint := 7383617326517504001;  -- 'pgflight.sweep_loop'
   v_end timestamptz := pg_catalog.clock_timestamp() + pg_catalog.make_interval(secs => p_duration_s);
   v_backlog boolean;
+  v_batch integer;
   v_state text;
   v_msg text;
 begin
@@ -46,13 +52,23 @@ begin
     begin
       perform pg_catalog.set_config('lock_timeout',
         coalesce(nullif(pg_catalog.current_setting('pgflight.sweep_lock_timeout', true), ''), '2s'), true);
-      perform pg_catalog.set_config('statement_timeout',
-        coalesce(nullif(pg_catalog.current_setting('pgflight.sweep_statement_timeout', true), ''), '30s'), true);
       select coalesce(pg_catalog.bool_or(s.affected >= 1000), false) into v_backlog
         from pgflight.run_sweeps() s;
     exception when others then
       get stacked diagnostics v_state = returned_sqlstate, v_msg = message_text;
       raise warning 'pgflight.sweep_loop: a sweep pass failed (%): %', v_state, v_msg;
+    end;
+    commit;
+    begin
+      perform pg_catalog.set_config('lock_timeout',
+        coalesce(nullif(pg_catalog.current_setting('pgflight.sweep_lock_timeout', true), ''), '2s'), true);
+      v_batch := coalesce(nullif(pg_catalog.current_setting('pgflight.sweep_purge_batch', true), ''), '1000')::integer;
+      if v_batch > 0 and pgflight.purge_finished(null, v_batch) >= v_batch then
+        v_backlog := true;
+      end if;
+    exception when others then
+      get stacked diagnostics v_state = returned_sqlstate, v_msg = message_text;
+      raise warning 'pgflight.sweep_loop: a purge pass failed (%): %', v_state, v_msg;
     end;
     commit;
     exit when pg_catalog.clock_timestamp() > v_end
