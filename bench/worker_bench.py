@@ -8,7 +8,7 @@ idle and after many steps. Prints one JSON document.
 
 Server: PGFLIGHT_BENCH_DSN (a superuser DSN; a database is created and dropped), else a throwaway
 cluster in a temporary folder with the test settings (fsync=off, synchronous_commit=off) unless
---durable. Each worker: ``pgflight worker --recipes pgflight.demo --concurrency 16 --batch-size 16``.
+--durable. Each worker: ``pgflight worker --recipes pgflight_demo --concurrency 16 --batch-size 16``.
 """
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ def start_workers(dsn: str, n: int, concurrency: int) -> list[subprocess.Popen[b
                 "pgflight.cli",
                 "worker",
                 "--recipes",
-                "pgflight.demo",
+                "pgflight_demo",
                 "--concurrency",
                 str(concurrency),
                 "--batch-size",

@@ -9,6 +9,7 @@ RUN apt-get update \
 WORKDIR /app
 COPY pyproject.toml ./
 COPY python_worker ./python_worker
+COPY examples ./examples
 RUN pip install --no-cache-dir .
 # Migrations are read from the checkout layout: sqitch.plan next to python_worker/.
 COPY sqitch.plan sqitch.conf ./

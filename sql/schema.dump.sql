@@ -8,6 +8,22 @@ ALTER SCHEMA pgflight OWNER TO pgflight_owner;
 
 COMMENT ON SCHEMA pgflight IS 'pgflight: durable execution engine. Tables are private; call the API functions.';
 
+-- Name: _actor_note(text, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._actor_note(p_note text, p_actor text) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+  select case when p_actor is null or p_actor = session_user::text then p_note
+              else concat_ws(' ', p_note, format('[on behalf of %s]', p_actor)) end
+$$;
+
+ALTER FUNCTION pgflight._actor_note(p_note text, p_actor text) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _actor_note(p_note text, p_actor text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._actor_note(p_note text, p_actor text) IS 'Internal: an operator''s note with the unauthenticated p_actor appended as "[on behalf of ...]".';
+
 -- Name: _now(); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
 CREATE FUNCTION pgflight._now() RETURNS timestamp with time zone
@@ -66,7 +82,7 @@ COMMENT ON TABLE pgflight.agent_runs IS 'One per agent step, across its attempts
 
 CREATE FUNCTION pgflight._agent_fence(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_operation text) RETURNS pgflight.agent_runs
     LANGUAGE plpgsql
-    SET search_path TO ''
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_run pgflight.agent_runs;
@@ -76,12 +92,15 @@ begin
     join pgflight.agent_runs r on r.step_id = a.step_id
    where a.id = p_attempt_id and a.fencing_token = p_token and a.status in ('claimed', 'running')
      and r.id = p_agent_run_id
+     -- issue 13: only the login whose worker holds the attempt (else ZF012 from _reject_write)
+     and exists (select from pgflight.workers w where w.id = a.worker_id and w.login = session_user)
      for share of a for update of r;
   if found then
     return v_run;
   end if;
-  perform 1 from pgflight.step_attempts a
-   where a.id = p_attempt_id and a.fencing_token = p_token and a.status in ('claimed', 'running');
+  perform 1 from pgflight.step_attempts a join pgflight.workers w on w.id = a.worker_id
+   where a.id = p_attempt_id and a.fencing_token = p_token and a.status in ('claimed', 'running')
+     and w.login = session_user;
   if not found then
     perform pgflight._reject_write(p_attempt_id, p_token, p_operation);
   end if;
@@ -102,7 +121,7 @@ COMMENT ON FUNCTION pgflight._agent_fence(p_attempt_id bigint, p_token bigint, p
 
 CREATE FUNCTION pgflight._backoff_s(p_failed integer, p_backoff jsonb) RETURNS double precision
     LANGUAGE sql
-    SET search_path TO ''
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
   select greatest(0, least(pgflight._opt_num(p_backoff, 'max_s', 300),
                            pgflight._opt_num(p_backoff, 'base_s', 1)
@@ -120,7 +139,7 @@ COMMENT ON FUNCTION pgflight._backoff_s(p_failed integer, p_backoff jsonb) IS 'I
 
 CREATE FUNCTION pgflight._bad_child_options(p_options jsonb) RETURNS boolean
     LANGUAGE plpgsql IMMUTABLE
-    SET search_path TO ''
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_key text;
@@ -158,7 +177,7 @@ COMMENT ON FUNCTION pgflight._bad_child_options(p_options jsonb) IS 'Internal: t
 
 CREATE FUNCTION pgflight._call_budget_ids(p_run pgflight.agent_runs, p_now timestamp with time zone) RETURNS bigint[]
     LANGUAGE plpgsql
-    SET search_path TO ''
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_day date := (p_now at time zone 'UTC')::date;
@@ -200,7 +219,7 @@ COMMENT ON FUNCTION pgflight._call_budget_ids(p_run pgflight.agent_runs, p_now t
 
 CREATE FUNCTION pgflight._cancel_steps(p_step_ids bigint[], p_actor text, p_reason text) RETURNS TABLE(cancelled integer, cancel_requested integer)
     LANGUAGE plpgsql
-    SET search_path TO ''
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_now timestamptz := pgflight._now();
@@ -250,7 +269,7 @@ COMMENT ON FUNCTION pgflight._cancel_steps(p_step_ids bigint[], p_actor text, p_
 
 CREATE FUNCTION pgflight._cancel_tree(p_run_id bigint, p_step_id bigint, p_actor text, p_reason text) RETURNS TABLE(cancelled integer, cancel_requested integer)
     LANGUAGE plpgsql
-    SET search_path TO ''
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_ids bigint[];
@@ -284,20 +303,22 @@ COMMENT ON FUNCTION pgflight._cancel_tree(p_run_id bigint, p_step_id bigint, p_a
 
 CREATE FUNCTION pgflight._complete_many(p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[], p_now timestamp with time zone) RETURNS TABLE(attempt_id bigint, outcome text)
     LANGUAGE plpgsql
-    SET search_path TO ''
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_ids bigint[];
   v_old text[];
   v_steps bigint[];
 begin
-  -- 1. lock the attempts still held with these tokens
+  -- 1. lock the attempts still held with these tokens by workers of this login (issue 13: one
+  -- primary-key probe of workers per attempt; another login's attempt is not held by the caller)
   select array_agg(l.id order by l.id), array_agg(l.status order by l.id) into v_ids, v_old from (
     select a.id, a.status
       from pgflight.step_attempts a
       join (select distinct u.id, u.token from unnest(p_attempt_ids, p_tokens) as u(id, token)) q
         on q.id = a.id and q.token = a.fencing_token
      where a.status in ('claimed', 'running')
+       and exists (select from pgflight.workers w where w.id = a.worker_id and w.login = session_user)
      order by a.id
        for update of a) l;
 
@@ -342,7 +363,7 @@ COMMENT ON FUNCTION pgflight._complete_many(p_attempt_ids bigint[], p_tokens big
 
 CREATE FUNCTION pgflight._decide(p_gate_id bigint, p_decision text, p_actor text, p_note text, p_reason text) RETURNS void
     LANGUAGE plpgsql
-    SET search_path TO ''
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_gate record;
@@ -377,7 +398,7 @@ COMMENT ON FUNCTION pgflight._decide(p_gate_id bigint, p_decision text, p_actor 
 
 CREATE FUNCTION pgflight._event(p_run_id bigint, p_step_id bigint, p_attempt_id bigint, p_from text, p_to text, p_worker_id bigint, p_reason text, p_actor text DEFAULT NULL::text, p_detail jsonb DEFAULT NULL::jsonb) RETURNS void
     LANGUAGE plpgsql
-    SET search_path TO ''
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 begin
   -- PL/pgSQL rather than SQL: its INSERT plan is cached across calls, a SQL function's is not
@@ -396,7 +417,7 @@ COMMENT ON FUNCTION pgflight._event(p_run_id bigint, p_step_id bigint, p_attempt
 
 CREATE FUNCTION pgflight._fail_attempt(p_attempt_id bigint, p_from text, p_status text, p_error jsonb, p_retryable boolean, p_retry_after_s double precision, p_reason text, p_actor text DEFAULT NULL::text) RETURNS TABLE(outcome text, next_attempt_id bigint, available_after timestamp with time zone)
     LANGUAGE plpgsql
-    SET search_path TO ''
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_now timestamptz := pgflight._now();
@@ -469,8 +490,8 @@ COMMENT ON FUNCTION pgflight._fail_attempt(p_attempt_id bigint, p_from text, p_s
 -- Name: _fake_now(text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
 CREATE FUNCTION pgflight._fake_now(p_value text) RETURNS timestamp with time zone
-    LANGUAGE plpgsql STABLE
-    SET search_path TO ''
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 begin
   if not (select s.allow_fake_clock from pgflight.settings s) then
@@ -494,7 +515,7 @@ COMMENT ON FUNCTION pgflight._fake_now(p_value text) IS 'Internal: the fake inst
 
 CREATE FUNCTION pgflight._iteration_refusal(p_run pgflight.agent_runs, p_iteration integer) RETURNS jsonb
     LANGUAGE plpgsql IMMUTABLE
-    SET search_path TO ''
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 begin
   if p_iteration <= p_run.max_iterations then
@@ -513,6 +534,25 @@ ALTER FUNCTION pgflight._iteration_refusal(p_run pgflight.agent_runs, p_iteratio
 -- Name: FUNCTION _iteration_refusal(p_run pgflight.agent_runs, p_iteration integer); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
 COMMENT ON FUNCTION pgflight._iteration_refusal(p_run pgflight.agent_runs, p_iteration integer) IS 'Internal: the ZF007 refusal when p_iteration passes the agent''s max_iterations, else null.';
+
+-- Name: _lane_workspaces(text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._lane_workspaces(p_lane text) RETURNS bigint[]
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+  select case when pgflight._may(p_lane, null) then null
+              else coalesce((select array_agg(distinct g.workspace_id) from pgflight.workspace_grants g
+                              where g.login = session_user and g.workspace_id is not null
+                                and (g.lane = p_lane or p_lane = 'reader')),
+                            '{}') end
+$$;
+
+ALTER FUNCTION pgflight._lane_workspaces(p_lane text) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _lane_workspaces(p_lane text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._lane_workspaces(p_lane text) IS 'Internal: ids of the workspaces the login may act on in this lane; null for every workspace.';
 
 -- Name: step_attempts; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
 
@@ -552,7 +592,7 @@ COMMENT ON TABLE pgflight.step_attempts IS 'Attempts (tries) of steps. Live stat
 
 CREATE FUNCTION pgflight._lock_held(p_attempt_id bigint, p_token bigint, p_operation text, p_with_cancel_requested boolean DEFAULT false) RETURNS pgflight.step_attempts
     LANGUAGE plpgsql
-    SET search_path TO ''
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_row pgflight.step_attempts;
@@ -560,7 +600,8 @@ begin
   select a.* into v_row from pgflight.step_attempts a
    where a.id = p_attempt_id and a.fencing_token = p_token
      and (a.status in ('claimed', 'running') or (p_with_cancel_requested and a.status = 'cancel_requested'))
-     for update;
+     and exists (select from pgflight.workers w where w.id = a.worker_id and w.login = session_user)
+     for update of a;
   if not found then
     perform pgflight._reject_write(p_attempt_id, p_token, p_operation);
   end if;
@@ -574,11 +615,30 @@ ALTER FUNCTION pgflight._lock_held(p_attempt_id bigint, p_token bigint, p_operat
 
 COMMENT ON FUNCTION pgflight._lock_held(p_attempt_id bigint, p_token bigint, p_operation text, p_with_cancel_requested boolean) IS 'Internal: lock a live attempt held with this token, or raise ZF001 / ZF002 / ZF003.';
 
+-- Name: _may(text, bigint); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._may(p_lane text, p_workspace_id bigint) RETURNS boolean
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+  select exists (select from pgflight.workspace_grants g
+                  where g.login = session_user
+                    and (g.lane = p_lane or p_lane = 'reader')
+                    and (g.workspace_id is null or g.workspace_id = p_workspace_id))
+      or coalesce((select r.rolsuper from pg_catalog.pg_roles r where r.rolname = session_user), false)
+$$;
+
+ALTER FUNCTION pgflight._may(p_lane text, p_workspace_id bigint) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _may(p_lane text, p_workspace_id bigint); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._may(p_lane text, p_workspace_id bigint) IS 'Internal: may the login (session_user) act in this lane on this workspace (null: on every one)?';
+
 -- Name: _move_budget(bigint[], numeric, numeric, numeric, boolean, timestamp with time zone, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
 CREATE FUNCTION pgflight._move_budget(p_ids bigint[], p_reserve numeric, p_spend numeric, p_release numeric, p_check boolean, p_now timestamp with time zone, p_what text) RETURNS jsonb
     LANGUAGE plpgsql
-    SET search_path TO ''
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_b pgflight.budgets;
@@ -632,7 +692,7 @@ COMMENT ON FUNCTION pgflight._move_budget(p_ids bigint[], p_reserve numeric, p_s
 
 CREATE FUNCTION pgflight._notify_ready() RETURNS void
     LANGUAGE plpgsql
-    SET search_path TO ''
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 begin
   perform pg_catalog.pg_notify('pgflight_ready', '');
@@ -649,7 +709,7 @@ COMMENT ON FUNCTION pgflight._notify_ready() IS 'Internal: NOTIFY pgflight_ready
 
 CREATE FUNCTION pgflight._opt_num(p_options jsonb, p_key text, p_default double precision) RETURNS double precision
     LANGUAGE plpgsql IMMUTABLE
-    SET search_path TO ''
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 begin
   if p_options is null or p_options -> p_key is null or jsonb_typeof(p_options -> p_key) = 'null' then
@@ -676,7 +736,7 @@ COMMENT ON FUNCTION pgflight._opt_num(p_options jsonb, p_key text, p_default dou
 
 CREATE FUNCTION pgflight._opt_text(p_options jsonb, p_key text, p_default text) RETURNS text
     LANGUAGE plpgsql IMMUTABLE
-    SET search_path TO ''
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 begin
   if p_options is null or p_options -> p_key is null or jsonb_typeof(p_options -> p_key) = 'null' then
@@ -703,7 +763,7 @@ COMMENT ON FUNCTION pgflight._opt_text(p_options jsonb, p_key text, p_default te
 
 CREATE FUNCTION pgflight._price_usd(p_model text, p_usage jsonb) RETURNS numeric
     LANGUAGE plpgsql STABLE
-    SET search_path TO ''
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_p pgflight.model_prices;
@@ -734,7 +794,7 @@ COMMENT ON FUNCTION pgflight._price_usd(p_model text, p_usage jsonb) IS 'Interna
 
 CREATE FUNCTION pgflight._raise_budget_exceeded(p_refusal jsonb) RETURNS void
     LANGUAGE plpgsql IMMUTABLE
-    SET search_path TO ''
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 begin
   raise exception using
@@ -755,7 +815,7 @@ COMMENT ON FUNCTION pgflight._raise_budget_exceeded(p_refusal jsonb) IS 'Interna
 
 CREATE FUNCTION pgflight._reclaim(p_now timestamp with time zone, p_limit integer) RETURNS integer
     LANGUAGE plpgsql
-    SET search_path TO ''
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_row record;
@@ -811,20 +871,24 @@ COMMENT ON FUNCTION pgflight._reclaim(p_now timestamp with time zone, p_limit in
 
 CREATE FUNCTION pgflight._record_stale(p_attempt_id bigint, p_token bigint, p_operation text) RETURNS boolean
     LANGUAGE plpgsql
-    SET search_path TO ''
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_att record;
 begin
-  select a.id, a.run_id, a.step_id, a.status, a.fencing_token, a.worker_id into v_att
-    from pgflight.step_attempts a where a.id = p_attempt_id;
-  if not found or (v_att.fencing_token is not distinct from p_token and v_att.status in ('claimed', 'running')) then
+  select a.id, a.run_id, a.step_id, a.status, a.fencing_token, a.worker_id, w.login into v_att
+    from pgflight.step_attempts a left join pgflight.workers w on w.id = a.worker_id
+   where a.id = p_attempt_id;
+  if not found or (v_att.fencing_token is not distinct from p_token and v_att.status in ('claimed', 'running'))
+     or v_att.login is distinct from session_user
+     or (select count(*) from pgflight.events e
+          where e.run_id = v_att.run_id and e.attempt_id = v_att.id and e.reason = 'stale_result_rejected')
+        >= (select s.max_stale_writes_per_attempt from pgflight.settings s) then
     return false;
   end if;
   perform pgflight._event(v_att.run_id, v_att.step_id, v_att.id, v_att.status, v_att.status, null,
                           'stale_result_rejected', null,
-                          jsonb_build_object('operation', p_operation, 'caller_token', p_token,
-                                             'current_token', v_att.fencing_token));
+                          jsonb_build_object('operation', p_operation, 'caller_token', p_token));
   return true;
 end
 $$;
@@ -839,19 +903,23 @@ COMMENT ON FUNCTION pgflight._record_stale(p_attempt_id bigint, p_token bigint, 
 
 CREATE FUNCTION pgflight._reject_write(p_attempt_id bigint, p_token bigint, p_operation text) RETURNS void
     LANGUAGE plpgsql STABLE
-    SET search_path TO ''
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_status text;
   v_token bigint;
+  v_login name;
 begin
-  select a.status, a.fencing_token into v_status, v_token
-    from pgflight.step_attempts a where a.id = p_attempt_id;
+  select a.status, a.fencing_token, w.login into v_status, v_token, v_login
+    from pgflight.step_attempts a left join pgflight.workers w on w.id = a.worker_id
+   where a.id = p_attempt_id;
   if not found then
     raise exception using
       errcode = 'ZF003',
       message = format('unknown attempt %s', p_attempt_id),
       hint    = 'Use the attempt_id returned by claim_batch.';
+  elsif v_token is not distinct from p_token and v_login is distinct from session_user then
+    perform pgflight._require_own_attempt(p_attempt_id, p_token, p_operation);
   elsif v_status in ('cancel_requested', 'cancelled') and v_token is not distinct from p_token then
     raise exception using
       errcode = 'ZF002',
@@ -862,8 +930,9 @@ begin
     raise exception using
       errcode = 'ZF001',
       message = format('lease lost on attempt %s', p_attempt_id),
-      detail  = format('%s refused: attempt status %s, current token %s, caller token %s',
-                       p_operation, v_status, coalesce(v_token::text, 'none'), coalesce(p_token::text, 'none')),
+      detail  = format('%s refused: the attempt is not held with caller token %s%s', p_operation,
+                       coalesce(p_token::text, 'none'),
+                       case when v_login = session_user then format(' (attempt status %s)', v_status) else '' end),
       hint    = 'The step was reclaimed or finished; abandon this attempt and write nothing.';
   end if;
 end
@@ -879,7 +948,7 @@ COMMENT ON FUNCTION pgflight._reject_write(p_attempt_id bigint, p_token bigint, 
 
 CREATE FUNCTION pgflight._release_reservation(p_agent_run_id bigint) RETURNS void
     LANGUAGE plpgsql
-    SET search_path TO ''
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_run pgflight.agent_runs;
@@ -905,7 +974,7 @@ COMMENT ON FUNCTION pgflight._release_reservation(p_agent_run_id bigint) IS 'Int
 
 CREATE FUNCTION pgflight._reopen_step(p_step_id bigint, p_actor text, p_reason text, p_note text) RETURNS bigint
     LANGUAGE plpgsql
-    SET search_path TO ''
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_now timestamptz := pgflight._now();
@@ -963,11 +1032,124 @@ ALTER FUNCTION pgflight._reopen_step(p_step_id bigint, p_actor text, p_reason te
 
 COMMENT ON FUNCTION pgflight._reopen_step(p_step_id bigint, p_actor text, p_reason text, p_note text) IS 'Internal: new attempt for a terminal step, ancestors reopened to receive its result.';
 
+-- Name: _require_cap(text, double precision, double precision, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._require_cap(p_cap text, p_limit double precision, p_value double precision, p_what text) RETURNS void
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+  if p_value > p_limit then
+    raise exception using
+      errcode = 'ZF005',
+      message = format('%s over the cap settings.%s', p_what, p_cap),
+      detail  = format('%s is %s; settings.%s is %s', p_what, p_value, p_cap, p_limit),
+      hint    = format('Send less (store a large payload elsewhere and pass a reference), or raise the cap: '
+                       'UPDATE pgflight.settings SET %s = ...', p_cap);
+  end if;
+end
+$$;
+
+ALTER FUNCTION pgflight._require_cap(p_cap text, p_limit double precision, p_value double precision, p_what text) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _require_cap(p_cap text, p_limit double precision, p_value double precision, p_what text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._require_cap(p_cap text, p_limit double precision, p_value double precision, p_what text) IS 'Internal: raise ZF005 naming settings.p_cap when p_value is over it.';
+
+-- Name: _require_lane(text, bigint, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._require_lane(p_lane text, p_workspace_id bigint, p_operation text) RETURNS void
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+  if not pgflight._may(p_lane, p_workspace_id) then
+    raise exception using
+      errcode = 'ZF012',
+      message = format('%s refused: login %s may not act as %s on %s', p_operation, session_user, p_lane,
+                       coalesce('workspace ' || p_workspace_id, 'every workspace')),
+      detail  = format('no %s grant for login %s on %s in pgflight.workspace_grants', p_lane, session_user,
+                       coalesce('workspace ' || p_workspace_id, 'every workspace (this call acts on all of them)')),
+      hint    = format('The owner grants it: select pgflight.grant_workspace(%L, <workspace name, or null for all>, %L);',
+                       session_user, p_lane);
+  end if;
+end
+$$;
+
+ALTER FUNCTION pgflight._require_lane(p_lane text, p_workspace_id bigint, p_operation text) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _require_lane(p_lane text, p_workspace_id bigint, p_operation text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._require_lane(p_lane text, p_workspace_id bigint, p_operation text) IS 'Internal: raise ZF012 unless the login may act in this lane on this workspace (null: every one).';
+
+-- Name: _require_lane_on_run(text, bigint, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._require_lane_on_run(p_lane text, p_run_id bigint, p_operation text) RETURNS void
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_ws bigint;
+begin
+  select r.workspace_id into v_ws from pgflight.runs r where r.id = p_run_id;
+  if found then
+    perform pgflight._require_lane(p_lane, v_ws, p_operation);
+  end if;
+end
+$$;
+
+ALTER FUNCTION pgflight._require_lane_on_run(p_lane text, p_run_id bigint, p_operation text) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _require_lane_on_run(p_lane text, p_run_id bigint, p_operation text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._require_lane_on_run(p_lane text, p_run_id bigint, p_operation text) IS 'Internal: ZF012 unless the login has the lane on the run''s workspace; an unknown run passes.';
+
+-- Name: _require_lane_on_step(text, bigint, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._require_lane_on_step(p_lane text, p_step_id bigint, p_operation text) RETURNS void
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+  select pgflight._require_lane_on_run(p_lane, (select s.run_id from pgflight.steps s where s.id = p_step_id),
+                                       p_operation)
+$$;
+
+ALTER FUNCTION pgflight._require_lane_on_step(p_lane text, p_step_id bigint, p_operation text) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _require_lane_on_step(p_lane text, p_step_id bigint, p_operation text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._require_lane_on_step(p_lane text, p_step_id bigint, p_operation text) IS 'Internal: ZF012 unless the login has the lane on the step''s workspace; an unknown step passes.';
+
+-- Name: _require_own_attempt(bigint, bigint, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._require_own_attempt(p_attempt_id bigint, p_token bigint, p_operation text) RETURNS void
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+  if exists (select from pgflight.step_attempts a join pgflight.workers w on w.id = a.worker_id
+              where a.id = p_attempt_id and a.fencing_token = p_token and w.login <> session_user) then
+    raise exception using
+      errcode = 'ZF012',
+      message = format('%s refused: attempt %s is not held by a worker of login %s', p_operation, p_attempt_id,
+                       session_user),
+      detail  = 'An attempt may be written only by the login whose worker claimed it, whatever token is sent.',
+      hint    = 'Write only attempts that your own claim_batch returned.';
+  end if;
+end
+$$;
+
+ALTER FUNCTION pgflight._require_own_attempt(p_attempt_id bigint, p_token bigint, p_operation text) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _require_own_attempt(p_attempt_id bigint, p_token bigint, p_operation text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._require_own_attempt(p_attempt_id bigint, p_token bigint, p_operation text) IS 'Internal: raise ZF012 when the attempt is held with this token by another login''s worker.';
+
 -- Name: _require_positive(text, double precision); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
 CREATE FUNCTION pgflight._require_positive(p_name text, p_value double precision) RETURNS void
     LANGUAGE plpgsql IMMUTABLE
-    SET search_path TO ''
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 begin
   if p_value is null or p_value <= 0 or p_value = 'NaN'::double precision or p_value = 'Infinity'::double precision then
@@ -990,7 +1172,7 @@ COMMENT ON FUNCTION pgflight._require_positive(p_name text, p_value double preci
 
 CREATE FUNCTION pgflight._reserve(p_run pgflight.agent_runs, p_attempt_id bigint, p_iteration integer, p_est_usd numeric, p_now timestamp with time zone) RETURNS jsonb
     LANGUAGE plpgsql
-    SET search_path TO ''
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_ids bigint[];
@@ -1046,7 +1228,7 @@ COMMENT ON FUNCTION pgflight._step_finished(p_step_id bigint, p_final text, p_ac
 
 CREATE FUNCTION pgflight._steps_finished(p_step_ids bigint[], p_finals text[], p_actor text, p_now timestamp with time zone) RETURNS void
     LANGUAGE plpgsql
-    SET search_path TO ''
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_left record;
@@ -1136,7 +1318,7 @@ COMMENT ON FUNCTION pgflight._steps_finished(p_step_ids bigint[], p_finals text[
 
 CREATE FUNCTION pgflight._store_tool_results(p_run_id bigint, p_attempt_id bigint, p_results jsonb, p_now timestamp with time zone) RETURNS text[]
     LANGUAGE plpgsql
-    SET search_path TO ''
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_missing text;
@@ -1190,7 +1372,7 @@ COMMENT ON FUNCTION pgflight._store_tool_results(p_run_id bigint, p_attempt_id b
 
 CREATE FUNCTION pgflight._tree_steps(p_run_id bigint, p_step_id bigint) RETURNS bigint[]
     LANGUAGE sql STABLE
-    SET search_path TO ''
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
   select case when p_step_id is null
     then (select array_agg(s.id) from pgflight.steps s where s.run_id = p_run_id)
@@ -1212,7 +1394,7 @@ COMMENT ON FUNCTION pgflight._tree_steps(p_run_id bigint, p_step_id bigint) IS '
 
 CREATE FUNCTION pgflight._wake(p_step_id bigint, p_reason text, p_actor text DEFAULT NULL::text) RETURNS boolean
     LANGUAGE plpgsql
-    SET search_path TO ''
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_attempt record;
@@ -1240,16 +1422,20 @@ COMMENT ON FUNCTION pgflight._wake(p_step_id bigint, p_reason text, p_actor text
 -- Name: agent_run_of(bigint); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
 CREATE FUNCTION pgflight.agent_run_of(p_step_id bigint) RETURNS TABLE(agent_run_id bigint, step_id bigint, run_id bigint, model text, system_prompt text, max_iterations integer, max_tool_calls integer, iterations integer, tool_calls integer, input_tokens bigint, output_tokens bigint, cache_creation_tokens bigint, cache_read_tokens bigint, usd numeric, step_status text, result jsonb, created_at timestamp with time zone)
-    LANGUAGE sql STABLE SECURITY DEFINER
-    SET search_path TO ''
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-  select r.id, r.step_id, r.run_id, r.model, r.system_prompt, r.max_iterations, r.max_tool_calls, r.iterations,
-         r.tool_calls, r.input_tokens, r.output_tokens, r.cache_creation_tokens, r.cache_read_tokens, r.usd,
-         a.status, a.result, r.created_at
-    from pgflight.agent_runs r
-    join pgflight.steps s on s.id = r.step_id
-    join pgflight.step_attempts a on a.step_id = s.id and a.attempt_no = s.last_attempt_no
-   where r.step_id = p_step_id
+begin
+  perform pgflight._require_lane_on_step('reader', p_step_id, 'agent_run_of');  -- issue 13: tenants
+  return query
+    select r.id, r.step_id, r.run_id, r.model, r.system_prompt, r.max_iterations, r.max_tool_calls, r.iterations,
+           r.tool_calls, r.input_tokens, r.output_tokens, r.cache_creation_tokens, r.cache_read_tokens, r.usd,
+           a.status, a.result, r.created_at
+      from pgflight.agent_runs r
+      join pgflight.steps s on s.id = r.step_id
+      join pgflight.step_attempts a on a.step_id = s.id and a.attempt_no = s.last_attempt_no
+     where r.step_id = p_step_id;
+end
 $$;
 
 ALTER FUNCTION pgflight.agent_run_of(p_step_id bigint) OWNER TO pgflight_owner;
@@ -1262,13 +1448,15 @@ COMMENT ON FUNCTION pgflight.agent_run_of(p_step_id bigint) IS 'Read: the agent 
 
 CREATE FUNCTION pgflight.agent_runs_by_status(p_status text DEFAULT 'succeeded'::text, p_after bigint DEFAULT 0, p_limit integer DEFAULT 1000) RETURNS TABLE(agent_run_id bigint, step_id bigint, run_id bigint, model text, system_prompt text, iterations integer, usd numeric, result jsonb)
     LANGUAGE sql STABLE SECURITY DEFINER
-    SET search_path TO ''
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
   select r.id, r.step_id, r.run_id, r.model, r.system_prompt, r.iterations, r.usd, a.result
     from pgflight.agent_runs r
     join pgflight.steps s on s.id = r.step_id
     join pgflight.step_attempts a on a.step_id = s.id and a.attempt_no = s.last_attempt_no
+   cross join (select pgflight._lane_workspaces('reader') as ids) ws  -- issue 13: the login's workspaces
    where a.status = p_status and r.id > p_after
+     and (ws.ids is null or exists (select from pgflight.runs x where x.id = r.run_id and x.workspace_id = any (ws.ids)))
    order by r.id
    limit p_limit
 $$;
@@ -1282,16 +1470,21 @@ COMMENT ON FUNCTION pgflight.agent_runs_by_status(p_status text, p_after bigint,
 -- Name: agent_transcript(bigint); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
 CREATE FUNCTION pgflight.agent_transcript(p_agent_run_id bigint) RETURNS TABLE(iteration integer, seq integer, role text, block_type text, tool_use_id text, tool_name text, content jsonb, status text, tokens integer, attempt_id bigint, created_at timestamp with time zone, model text, input_tokens bigint, output_tokens bigint, cache_creation_tokens bigint, cache_read_tokens bigint, usd numeric, stop_reason text)
-    LANGUAGE sql STABLE SECURITY DEFINER
-    SET search_path TO ''
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-  select t.iteration, t.seq, t.role, t.block_type, t.tool_use_id, t.tool_name, t.content, t.status, t.tokens,
-         t.attempt_id, t.created_at, c.model, c.input_tokens, c.output_tokens, c.cache_creation_tokens,
-         c.cache_read_tokens, c.usd, c.stop_reason
-    from pgflight.traces t
-    left join pgflight.costs c on c.agent_run_id = t.agent_run_id and c.iteration = t.iteration
-   where t.agent_run_id = p_agent_run_id
-   order by t.iteration, t.seq
+begin
+  perform pgflight._require_lane_on_run('reader', (select r.run_id from pgflight.agent_runs r where r.id = p_agent_run_id),
+                                       'agent_transcript');  -- issue 13: tenants
+  return query
+    select t.iteration, t.seq, t.role, t.block_type, t.tool_use_id, t.tool_name, t.content, t.status, t.tokens,
+           t.attempt_id, t.created_at, c.model, c.input_tokens, c.output_tokens, c.cache_creation_tokens,
+           c.cache_read_tokens, c.usd, c.stop_reason
+      from pgflight.traces t
+      left join pgflight.costs c on c.agent_run_id = t.agent_run_id and c.iteration = t.iteration
+     where t.agent_run_id = p_agent_run_id
+     order by t.iteration, t.seq;
+end
 $$;
 
 ALTER FUNCTION pgflight.agent_transcript(p_agent_run_id bigint) OWNER TO pgflight_owner;
@@ -1304,7 +1497,7 @@ COMMENT ON FUNCTION pgflight.agent_transcript(p_agent_run_id bigint) IS 'Read: a
 
 CREATE FUNCTION pgflight.approve(p_step_id bigint, p_decision text, p_actor text, p_note text DEFAULT NULL::text, p_gate_key text DEFAULT NULL::text) RETURNS TABLE(step_id bigint, gate_key text, decision text, applied boolean)
     LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO ''
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_key text := p_gate_key;
@@ -1314,6 +1507,7 @@ begin
     raise exception using errcode = '22023', message = 'decision must be approve or reject',
       detail = format('got %L', p_decision);
   end if;
+  perform pgflight._require_lane_on_step('operator', p_step_id, 'approve');  -- issue 13: tenants
   if not exists (select from pgflight.steps s where s.id = p_step_id) then
     raise exception using errcode = 'ZF003', message = format('unknown step %s', p_step_id);
   end if;
@@ -1334,7 +1528,7 @@ begin
       detail = format('decided %s by %s at %s', v_gate.decision, v_gate.actor, v_gate.decided_at),
       hint = 'The first decision wins; it cannot be changed.';
   end if;
-  perform pgflight._decide(v_gate.id, p_decision, coalesce(p_actor, session_user::text), p_note, 'approval_decided');
+  perform pgflight._decide(v_gate.id, p_decision, session_user::text, pgflight._actor_note(p_note, p_actor), 'approval_decided');
   return query select p_step_id, v_key, p_decision, true;
 end
 $$;
@@ -1349,7 +1543,7 @@ COMMENT ON FUNCTION pgflight.approve(p_step_id bigint, p_decision text, p_actor 
 
 CREATE FUNCTION pgflight.begin_agent_run(p_attempt_id bigint, p_token bigint, p_options jsonb DEFAULT '{}'::jsonb) RETURNS TABLE(agent_run_id bigint, created boolean, iterations integer, tool_calls integer, usd numeric, max_iterations integer, max_tool_calls integer)
     LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO ''
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_now timestamptz := pgflight._now();
@@ -1365,7 +1559,9 @@ declare
 begin
   select a.step_id, a.run_id into v_att from pgflight.step_attempts a
    where a.id = p_attempt_id and a.fencing_token = p_token and a.status in ('claimed', 'running')
-     for share;
+     -- issue 13: only the login whose worker holds the attempt (else ZF012 from _reject_write)
+     and exists (select from pgflight.workers w where w.id = a.worker_id and w.login = session_user)
+     for share of a;
   if not found then
     perform pgflight._reject_write(p_attempt_id, p_token, 'begin_agent_run');
   end if;
@@ -1450,13 +1646,14 @@ COMMENT ON FUNCTION pgflight.begin_agent_run(p_attempt_id bigint, p_token bigint
 
 CREATE FUNCTION pgflight.cancel_run(p_run_id bigint, p_actor text DEFAULT NULL::text, p_reason text DEFAULT NULL::text) RETURNS TABLE(run_id bigint, was_running boolean, cancelled integer, cancel_requested integer)
     LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO ''
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_status text;
   v_c integer;
   v_r integer;
 begin
+  perform pgflight._require_lane_on_run('operator', p_run_id, 'cancel_run');  -- issue 13: tenants
   select r.status into v_status from pgflight.runs r where r.id = p_run_id;
   if not found then
     raise exception using errcode = 'ZF003', message = format('unknown run %s', p_run_id);
@@ -1468,7 +1665,7 @@ begin
   -- Attempts first, then the run row: the order a completing root takes (its attempt, then the
   -- run), so a cancel racing a completion cannot deadlock with it.
   select t.cancelled, t.cancel_requested into v_c, v_r
-    from pgflight._cancel_tree(p_run_id, null, coalesce(p_actor, session_user::text), p_reason) t;
+    from pgflight._cancel_tree(p_run_id, null, session_user::text, pgflight._actor_note(p_reason, p_actor)) t;
   update pgflight.runs set status = 'cancelled', finished_at = pgflight._now()
    where id = p_run_id and status = 'running';
   if not found then
@@ -1477,8 +1674,8 @@ begin
     return;
   end if;
   perform pgflight._event(p_run_id, null, null, 'running', 'cancelled', null, 'run_cancelled',
-                          coalesce(p_actor, session_user::text),
-                          jsonb_build_object('note', p_reason, 'cancelled', v_c, 'cancel_requested', v_r));
+                          session_user::text,
+                          jsonb_build_object('note', pgflight._actor_note(p_reason, p_actor), 'cancelled', v_c, 'cancel_requested', v_r));
   return query select p_run_id, true, v_c, v_r;
 end
 $$;
@@ -1493,7 +1690,7 @@ COMMENT ON FUNCTION pgflight.cancel_run(p_run_id bigint, p_actor text, p_reason 
 
 CREATE FUNCTION pgflight.cancel_step(p_step_id bigint, p_actor text DEFAULT NULL::text, p_reason text DEFAULT NULL::text) RETURNS TABLE(step_id bigint, cancelled integer, cancel_requested integer)
     LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO ''
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_step record;
@@ -1501,6 +1698,7 @@ declare
   v_r integer;
   v_root_status text;
 begin
+  perform pgflight._require_lane_on_step('operator', p_step_id, 'cancel_step');  -- issue 13: tenants
   select s.id, s.run_id, s.parent_id into v_step from pgflight.steps s where s.id = p_step_id;
   if not found then
     raise exception using errcode = 'ZF003', message = format('unknown step %s', p_step_id);
@@ -1514,10 +1712,10 @@ begin
    where a.step_id = p_step_id
      and a.status in ('queued', 'claimed', 'running', 'awaiting_children', 'awaiting_approval');
   select t.cancelled, t.cancel_requested into v_c, v_r
-    from pgflight._cancel_tree(v_step.run_id, p_step_id, coalesce(p_actor, session_user::text), p_reason) t;
+    from pgflight._cancel_tree(v_step.run_id, p_step_id, session_user::text, pgflight._actor_note(p_reason, p_actor)) t;
   -- the subtree root ended now (it was queued or parked, not leased): tell its parent
   if v_root_status in ('queued', 'awaiting_children', 'awaiting_approval') then
-    perform pgflight._step_finished(p_step_id, 'cancelled', coalesce(p_actor, session_user::text));
+    perform pgflight._step_finished(p_step_id, 'cancelled', session_user::text);
   end if;
   return query select p_step_id, v_c, v_r;
 end
@@ -1532,14 +1730,18 @@ COMMENT ON FUNCTION pgflight.cancel_step(p_step_id bigint, p_actor text, p_reaso
 -- Name: children_results(bigint); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
 CREATE FUNCTION pgflight.children_results(p_step_id bigint) RETURNS TABLE(step_key text, step_id bigint, recipe text, status text, attempt_no integer, result jsonb, error jsonb)
-    LANGUAGE sql STABLE SECURITY DEFINER
-    SET search_path TO ''
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-  select s.step_key, s.id, s.recipe, a.status, a.attempt_no, a.result, a.error
-    from pgflight.steps s
-    join pgflight.step_attempts a on a.step_id = s.id and a.attempt_no = s.last_attempt_no
-   where s.parent_id = p_step_id
-   order by s.step_key
+begin
+  perform pgflight._require_lane_on_step('reader', p_step_id, 'children_results');  -- issue 13: tenants
+  return query
+    select s.step_key, s.id, s.recipe, a.status, a.attempt_no, a.result, a.error
+      from pgflight.steps s
+      join pgflight.step_attempts a on a.step_id = s.id and a.attempt_no = s.last_attempt_no
+     where s.parent_id = p_step_id
+     order by s.step_key;
+end
 $$;
 
 ALTER FUNCTION pgflight.children_results(p_step_id bigint) OWNER TO pgflight_owner;
@@ -1552,7 +1754,7 @@ COMMENT ON FUNCTION pgflight.children_results(p_step_id bigint) IS 'Children of 
 
 CREATE FUNCTION pgflight.claim_batch(p_worker_id bigint, p_batch_size integer, p_lease_s double precision, p_recipes text[] DEFAULT NULL::text[], p_options jsonb DEFAULT '{}'::jsonb) RETURNS TABLE(attempt_id bigint, fencing_token bigint, step_id bigint, run_id bigint, parent_id bigint, step_key text, attempt_no integer, recipe text, input jsonb, lease_expires_at timestamp with time zone, deadline_at timestamp with time zone)
     LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO ''
+    SET search_path TO 'pg_catalog', 'pg_temp'
     SET enable_sort TO 'off'
     SET jit TO 'off'
     AS $$
@@ -1560,15 +1762,28 @@ declare
   v_now timestamptz := pgflight._now();
   v_reclaim integer;
   v_start boolean := coalesce((p_options ->> 'start')::boolean, false);
+  v_settings pgflight.settings;
+  v_ws bigint[];
 begin
   perform pgflight._require_positive('batch_size', p_batch_size);
   perform pgflight._require_positive('lease_s', p_lease_s);
-  update pgflight.workers set last_seen_at = v_now where id = p_worker_id and stopped_at is null;
+  -- Issue 13: caps on the batch and the lease (claim_batch(2^31-1, 1e9) took every ready step
+  -- until 2058), and the workspaces this login may work in: null (every workspace: the
+  -- single-tenant case) leaves the claim query as it was; otherwise each candidate row costs one
+  -- probe of runs by primary key.
+  select * into v_settings from pgflight.settings;
+  perform pgflight._require_cap('max_batch_size', v_settings.max_batch_size, p_batch_size, 'batch_size');
+  perform pgflight._require_cap('max_lease_s', v_settings.max_lease_s, p_lease_s, 'lease_s (seconds)');
+  v_ws := pgflight._lane_workspaces('worker');
+  -- the worker must be live and registered by this login (issue 13); another login's id is unknown here
+  update pgflight.workers set last_seen_at = v_now
+   where id = p_worker_id and stopped_at is null and login = session_user;
   if not found then
     raise exception using errcode = 'ZF010', message = format('unknown or stopped worker %s', p_worker_id),
+      detail = format('no live worker %s registered by login %s', p_worker_id, session_user),
       hint = 'Call register_worker first and use the id it returns.';
   end if;
-  select s.reclaim_in_claim into v_reclaim from pgflight.settings s;
+  v_reclaim := v_settings.reclaim_in_claim;
   if v_reclaim > 0 then
     perform pgflight._reclaim(v_now, v_reclaim);
   end if;
@@ -1580,6 +1795,7 @@ begin
       from pgflight.step_attempts a
      where a.status = 'queued' and a.available_after <= v_now
        and (p_recipes is null or a.recipe = any (p_recipes))
+       and (v_ws is null or exists (select from pgflight.runs r where r.id = a.run_id and r.workspace_id = any (v_ws)))
      order by a.priority desc, a.available_after, a.id
      limit p_batch_size
        for update skip locked
@@ -1612,13 +1828,13 @@ ALTER FUNCTION pgflight.claim_batch(p_worker_id bigint, p_batch_size integer, p_
 
 -- Name: FUNCTION claim_batch(p_worker_id bigint, p_batch_size integer, p_lease_s double precision, p_recipes text[], p_options jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight.claim_batch(p_worker_id bigint, p_batch_size integer, p_lease_s double precision, p_recipes text[], p_options jsonb) IS 'Lease up to p_batch_size ready attempts (lease in seconds). Returns at most p_batch_size rows, each with its fencing token. Errors: 22023, ZF010 unknown worker.';
+COMMENT ON FUNCTION pgflight.claim_batch(p_worker_id bigint, p_batch_size integer, p_lease_s double precision, p_recipes text[], p_options jsonb) IS 'Lease up to p_batch_size ready attempts (lease in seconds). Returns at most p_batch_size rows, each with its fencing token, from the login''s workspaces. Errors: 22023, ZF005, ZF010 unknown worker.';
 
 -- Name: complete_batch(bigint[], bigint[], jsonb[]); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
 CREATE FUNCTION pgflight.complete_batch(p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[]) RETURNS TABLE(attempt_id bigint, outcome text)
     LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO ''
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_i integer := 0;
@@ -1628,12 +1844,17 @@ begin
     raise exception using errcode = '22023', message = 'attempt ids, tokens and results differ in length',
       hint = 'Pass one token and one result per attempt id, in the same order.';
   end if;
+  -- issue 13: the largest result is capped (ZF005, nothing written)
+  perform pgflight._require_cap('max_result_bytes', (select s.max_result_bytes from pgflight.settings s),
+                                (select max(octet_length(r::text)) from unnest(p_results) r), 'result (bytes)');
   -- outcomes come back in the order given, so the i-th row goes with the i-th token
   for attempt_id, outcome in
     select c.attempt_id, c.outcome from pgflight._complete_many(p_attempt_ids, p_tokens, p_results, pgflight._now()) c
   loop
     v_i := v_i + 1;
     if outcome <> 'succeeded' then
+      -- a current token of another login's attempt is a leaked one: ZF012, the whole batch undone
+      perform pgflight._require_own_attempt(attempt_id, p_tokens[v_i], 'complete_batch');
       perform pgflight._record_stale(attempt_id, p_tokens[v_i], 'complete');
     end if;
     return next;
@@ -1651,9 +1872,12 @@ COMMENT ON FUNCTION pgflight.complete_batch(p_attempt_ids bigint[], p_tokens big
 
 CREATE FUNCTION pgflight.complete_step(p_attempt_id bigint, p_token bigint, p_result jsonb DEFAULT NULL::jsonb) RETURNS TABLE(attempt_id bigint, status text)
     LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO ''
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 begin
+  -- issue 13: the result is capped (ZF005, nothing written)
+  perform pgflight._require_cap('max_result_bytes', (select s.max_result_bytes from pgflight.settings s),
+                                octet_length(p_result::text), 'result (bytes)');
   if (select c.outcome from pgflight._complete_many(array[p_attempt_id], array[p_token], array[p_result],
                                                      pgflight._now()) c) <> 'succeeded' then
     perform pgflight._reject_write(p_attempt_id, p_token, 'complete_step');
@@ -1672,7 +1896,7 @@ COMMENT ON FUNCTION pgflight.complete_step(p_attempt_id bigint, p_token bigint, 
 
 CREATE FUNCTION pgflight.complete_tool_call(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_tool_use_id text, p_result jsonb) RETURNS TABLE(trace_id bigint, completed boolean)
     LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO ''
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_run pgflight.agent_runs;
@@ -1700,7 +1924,7 @@ COMMENT ON FUNCTION pgflight.complete_tool_call(p_attempt_id bigint, p_token big
 
 CREATE FUNCTION pgflight.complete_tool_calls(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_results jsonb, p_next_iteration integer DEFAULT NULL::integer, p_est_usd numeric DEFAULT NULL::numeric) RETURNS TABLE(agent_run_id bigint, stored text[], reserved boolean, reserved_usd numeric, refusal jsonb)
     LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO ''
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_now timestamptz := pgflight._now();
@@ -1734,11 +1958,12 @@ COMMENT ON FUNCTION pgflight.complete_tool_calls(p_attempt_id bigint, p_token bi
 
 CREATE FUNCTION pgflight.create_workspace(p_name text, p_options jsonb DEFAULT '{}'::jsonb) RETURNS bigint
     LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO ''
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_id bigint;
 begin
+  perform pgflight._require_lane('operator', null, 'create_workspace');  -- issue 13: acts on every workspace
   if p_name is null or btrim(p_name) = '' then
     raise exception using errcode = '22023', message = 'workspace name is required',
       hint = 'Pass a non-blank name, e.g. select pgflight.create_workspace(''default'').';
@@ -1766,23 +1991,31 @@ COMMENT ON FUNCTION pgflight.create_workspace(p_name text, p_options jsonb) IS '
 -- Name: deregister_worker(bigint); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
 CREATE FUNCTION pgflight.deregister_worker(p_worker_id bigint) RETURNS void
-    LANGUAGE sql SECURITY DEFINER
-    SET search_path TO ''
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-  update pgflight.workers set stopped_at = pgflight._now() where id = p_worker_id and stopped_at is null
+begin
+  update pgflight.workers set stopped_at = coalesce(stopped_at, pgflight._now())
+   where id = p_worker_id and login = session_user;
+  if not found then
+    raise exception using errcode = 'ZF010', message = format('unknown worker %s', p_worker_id),
+      detail = format('no worker %s registered by login %s', p_worker_id, session_user),
+      hint = 'Deregister only the worker ids your own register_worker returned.';
+  end if;
+end
 $$;
 
 ALTER FUNCTION pgflight.deregister_worker(p_worker_id bigint) OWNER TO pgflight_owner;
 
 -- Name: FUNCTION deregister_worker(p_worker_id bigint); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight.deregister_worker(p_worker_id bigint) IS 'Mark a worker stopped.';
+COMMENT ON FUNCTION pgflight.deregister_worker(p_worker_id bigint) IS 'Mark a worker of this login stopped. Errors: ZF010.';
 
 -- Name: enforce_budgets(integer); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
 CREATE FUNCTION pgflight.enforce_budgets(p_limit integer DEFAULT 1000) RETURNS integer
     LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO ''
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_now timestamptz := pgflight._now();
@@ -1790,6 +2023,7 @@ declare
   v_row record;
   v_reason text;
 begin
+  perform pgflight._require_lane('operator', null, 'enforce_budgets');  -- issue 13: acts on every workspace
   for v_row in
     select r.id from pgflight.agent_runs r
       join pgflight.step_attempts a on a.id = r.reserved_attempt_id
@@ -1839,12 +2073,13 @@ COMMENT ON FUNCTION pgflight.enforce_budgets(p_limit integer) IS 'Sweep: release
 
 CREATE FUNCTION pgflight.expire_approvals(p_limit integer DEFAULT 1000) RETURNS integer
     LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO ''
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_row record;
   v_count integer := 0;
 begin
+  perform pgflight._require_lane('operator', null, 'expire_approvals');  -- issue 13: acts on every workspace
   for v_row in
     select g.id, g.default_decision from pgflight.approvals g
      where g.decision is null and g.expires_at < (select pgflight._now())
@@ -1868,7 +2103,7 @@ COMMENT ON FUNCTION pgflight.expire_approvals(p_limit integer) IS 'Sweep: apply 
 
 CREATE FUNCTION pgflight.fail_step(p_attempt_id bigint, p_token bigint, p_error jsonb, p_options jsonb DEFAULT '{}'::jsonb) RETURNS TABLE(attempt_id bigint, outcome text, next_attempt_id bigint, available_after timestamp with time zone)
     LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO ''
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_status text;
@@ -1885,6 +2120,9 @@ begin
   if v_after < 0 then
     raise exception using errcode = '22023', message = 'retry_after_s must not be negative';
   end if;
+  -- issue 13: the error is capped (ZF005, nothing written)
+  perform pgflight._require_cap('max_error_bytes', (select s.max_error_bytes from pgflight.settings s),
+                                octet_length(p_error::text), 'error (bytes)');
   v_status := (pgflight._lock_held(p_attempt_id, p_token, 'fail_step')).status;
   return query
     select p_attempt_id, f.outcome, f.next_attempt_id, f.available_after
@@ -1898,16 +2136,20 @@ ALTER FUNCTION pgflight.fail_step(p_attempt_id bigint, p_token bigint, p_error j
 
 -- Name: FUNCTION fail_step(p_attempt_id bigint, p_token bigint, p_error jsonb, p_options jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight.fail_step(p_attempt_id bigint, p_token bigint, p_error jsonb, p_options jsonb) IS 'Fail a held attempt: retry with backoff or dead letter at the ceiling. Errors: ZF001, ZF002, ZF003, 22023.';
+COMMENT ON FUNCTION pgflight.fail_step(p_attempt_id bigint, p_token bigint, p_error jsonb, p_options jsonb) IS 'Fail a held attempt: retry with backoff or dead letter at the ceiling. Errors: ZF001, ZF002, ZF003, ZF005, ZF012, 22023.';
 
 -- Name: find_effect(bigint, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
 CREATE FUNCTION pgflight.find_effect(p_step_id bigint, p_key text) RETURNS TABLE(effect_id bigint, result jsonb, attempt_id bigint, recorded_at timestamp with time zone)
-    LANGUAGE sql STABLE SECURITY DEFINER
-    SET search_path TO ''
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-  select e.id, e.result, e.attempt_id, e.recorded_at
-    from pgflight.effects e where e.step_id = p_step_id and e.effect_key = p_key
+begin
+  perform pgflight._require_lane_on_step('reader', p_step_id, 'find_effect');  -- issue 13: tenants
+  return query
+    select e.id, e.result, e.attempt_id, e.recorded_at
+      from pgflight.effects e where e.step_id = p_step_id and e.effect_key = p_key;
+end
 $$;
 
 ALTER FUNCTION pgflight.find_effect(p_step_id bigint, p_key text) OWNER TO pgflight_owner;
@@ -1916,11 +2158,49 @@ ALTER FUNCTION pgflight.find_effect(p_step_id bigint, p_key text) OWNER TO pgfli
 
 COMMENT ON FUNCTION pgflight.find_effect(p_step_id bigint, p_key text) IS 'The receipt of a step''s effect by key: (effect_id, result, attempt_id, recorded_at), or no row.';
 
+-- Name: grant_workspace(name, text, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.grant_workspace(p_login name, p_workspace text, p_lane text) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_ws bigint;
+  v_added integer;
+begin
+  if p_lane is null or p_lane not in ('worker', 'operator', 'reader') then
+    raise exception using errcode = '22023', message = format('unknown lane %L', p_lane),
+      hint = 'The lanes are worker, operator and reader (operator includes reader).';
+  end if;
+  if p_login is null or not exists (select from pg_catalog.pg_roles r where r.rolname = p_login) then
+    raise exception using errcode = '22023', message = format('unknown login %L', p_login),
+      hint = 'CREATE ROLE the login first (LOGIN, in role pgflight_worker / _operator / _reader).';
+  end if;
+  if p_workspace is not null then
+    select w.id into v_ws from pgflight.workspaces w where w.name = p_workspace;
+    if not found then
+      raise exception using errcode = 'ZF003', message = format('unknown workspace %L', p_workspace),
+        hint = 'Create it with pgflight.create_workspace first.';
+    end if;
+  end if;
+  insert into pgflight.workspace_grants (login, workspace_id, lane) values (p_login, v_ws, p_lane)
+  on conflict do nothing;
+  get diagnostics v_added = row_count;
+  return v_added > 0;
+end
+$$;
+
+ALTER FUNCTION pgflight.grant_workspace(p_login name, p_workspace text, p_lane text) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION grant_workspace(p_login name, p_workspace text, p_lane text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.grant_workspace(p_login name, p_workspace text, p_lane text) IS 'Owner only: let a login act in a lane on a workspace (null: every workspace). True when newly granted. Errors: 22023, ZF003.';
+
 -- Name: heartbeat(bigint, bigint[], bigint[]); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
 CREATE FUNCTION pgflight.heartbeat(p_worker_id bigint, p_attempt_ids bigint[], p_tokens bigint[]) RETURNS TABLE(attempt_id bigint, status text, lease_expires_at timestamp with time zone)
     LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO ''
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_now timestamptz := pgflight._now();
@@ -1933,9 +2213,12 @@ begin
       detail = format('%s attempt ids, %s tokens', cardinality(p_attempt_ids), cardinality(p_tokens)),
       hint = 'Pass one fencing token per attempt id, in the same order.';
   end if;
-  update pgflight.workers set last_seen_at = v_now where id = p_worker_id and stopped_at is null;
+  -- the worker must be live and registered by this login (issue 13); another login's id is unknown here
+  update pgflight.workers set last_seen_at = v_now
+   where id = p_worker_id and stopped_at is null and login = session_user;
   if not found then
     raise exception using errcode = 'ZF010', message = format('unknown or stopped worker %s', p_worker_id),
+      detail = format('no live worker %s registered by login %s', p_worker_id, session_user),
       hint = 'Call register_worker first and use the id it returns.';
   end if;
 
@@ -1978,9 +2261,10 @@ COMMENT ON FUNCTION pgflight.heartbeat(p_worker_id bigint, p_attempt_ids bigint[
 
 CREATE FUNCTION pgflight.install_schedules(p_interval_s integer DEFAULT 5) RETURNS TABLE(job_name text, schedule text, command text)
     LANGUAGE plpgsql
-    SET search_path TO ''
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $_$
 declare
+  v_old bigint;
   v_version text;
   v_parts text[];
   v_seconds boolean;
@@ -1996,6 +2280,18 @@ begin
   v_parts := regexp_match(v_version, '^(\d+)\.(\d+)');
   v_seconds := (v_parts[1]::integer, v_parts[2]::integer) >= (1, 5) and p_interval_s < 60;
 
+  -- Issue 13: every job runs as pgflight_cron (not a superuser, not a member of the owner), in this
+  -- database, scheduled with cron.schedule_in_database (pg_cron 1.4 and later; scheduling for
+  -- another role needs a superuser, which is who installs). Jobs of an earlier install that ran
+  -- as another role are removed first. pgflight_cron needs USAGE on schema cron to purge its own
+  -- job history (pg_cron's row-level policy limits it to its own rows).
+  for v_old in select j.jobid from cron.job j
+                where j.jobname like 'pgflight-%' and j.database = current_database()
+                  and j.username <> 'pgflight_cron' loop
+    perform cron.unschedule(v_old);
+  end loop;
+  grant usage on schema cron to pgflight_cron;
+
   job_name := 'pgflight-sweeps';
   if v_seconds then
     schedule := format('%s seconds', p_interval_s);
@@ -2004,19 +2300,19 @@ begin
     schedule := '* * * * *';
     command := format('call pgflight.sweep_loop(55, %s)', p_interval_s);
   end if;
-  perform cron.schedule(job_name, schedule, command);
+  perform cron.schedule_in_database(job_name, schedule, command, current_database(), 'pgflight_cron');
   return next;
 
   job_name := 'pgflight-purge';
   schedule := '17 * * * *';
   command := 'select pgflight.purge_finished()';
-  perform cron.schedule(job_name, schedule, command);
+  perform cron.schedule_in_database(job_name, schedule, command, current_database(), 'pgflight_cron');
   return next;
 
   job_name := 'pgflight-cron-history';
   schedule := '23 * * * *';
-  command := $c$delete from cron.job_run_details where end_time < now() - interval '1 day'$c$;
-  perform cron.schedule(job_name, schedule, command);
+  command := $c$delete from cron.job_run_details where end_time < pg_catalog.now() - interval '1 day'$c$;
+  perform cron.schedule_in_database(job_name, schedule, command, current_database(), 'pgflight_cron');
   return next;
 end
 $_$;
@@ -2025,13 +2321,13 @@ ALTER FUNCTION pgflight.install_schedules(p_interval_s integer) OWNER TO pgfligh
 
 -- Name: FUNCTION install_schedules(p_interval_s integer); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight.install_schedules(p_interval_s integer) IS 'Register the sweep, retention and cron-history jobs with pg_cron (1.4 or >= 1.5); idempotent. Errors: ZF011.';
+COMMENT ON FUNCTION pgflight.install_schedules(p_interval_s integer) IS 'Register the sweep, retention and cron-history jobs with pg_cron (1.4 or >= 1.5), run as pgflight_cron; idempotent. Errors: ZF011.';
 
 -- Name: load_transcript(bigint, bigint, bigint); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
 CREATE FUNCTION pgflight.load_transcript(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint) RETURNS TABLE(iteration integer, seq integer, role text, block_type text, tool_use_id text, tool_name text, content jsonb, status text, attempt_id bigint, stop_reason text, usd numeric)
     LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO ''
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_now timestamptz := pgflight._now();
@@ -2060,7 +2356,7 @@ COMMENT ON FUNCTION pgflight.load_transcript(p_attempt_id bigint, p_token bigint
 
 CREATE FUNCTION pgflight.mark_tool_call(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_tool_use_id text) RETURNS TABLE(trace_id bigint, previous_status text, content jsonb)
     LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO ''
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_now timestamptz := pgflight._now();
@@ -2115,7 +2411,7 @@ COMMENT ON FUNCTION pgflight.mark_tool_call(p_attempt_id bigint, p_token bigint,
 
 CREATE FUNCTION pgflight.price_usd(p_model text, p_usage jsonb) RETURNS numeric
     LANGUAGE sql STABLE SECURITY DEFINER
-    SET search_path TO ''
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$ select pgflight._price_usd(p_model, p_usage) $$;
 
 ALTER FUNCTION pgflight.price_usd(p_model text, p_usage jsonb) OWNER TO pgflight_owner;
@@ -2128,12 +2424,13 @@ COMMENT ON FUNCTION pgflight.price_usd(p_model text, p_usage jsonb) IS 'USD of a
 
 CREATE FUNCTION pgflight.purge_finished(p_older_than_s double precision DEFAULT NULL::double precision, p_limit integer DEFAULT 100) RETURNS integer
     LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO ''
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_ids bigint[];
   v_age double precision;
 begin
+  perform pgflight._require_lane('operator', null, 'purge_finished');  -- issue 13: acts on every workspace
   v_age := coalesce(p_older_than_s, (select s.purge_after_s from pgflight.settings s));
   select array_agg(r.id) into v_ids from (
     -- a run finishes after it is created, so created_at bounds the scan (runs_created_idx)
@@ -2167,8 +2464,11 @@ COMMENT ON FUNCTION pgflight.purge_finished(p_older_than_s double precision, p_l
 
 CREATE FUNCTION pgflight.reclaim_expired(p_limit integer DEFAULT 1000) RETURNS integer
     LANGUAGE sql SECURITY DEFINER
-    SET search_path TO ''
-    AS $$ select pgflight._reclaim(pgflight._now(), p_limit) $$;
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+  select pgflight._require_lane('operator', null, 'reclaim_expired');  -- issue 13: acts on every workspace
+  select pgflight._reclaim(pgflight._now(), p_limit)
+$$;
 
 ALTER FUNCTION pgflight.reclaim_expired(p_limit integer) OWNER TO pgflight_owner;
 
@@ -2180,7 +2480,7 @@ COMMENT ON FUNCTION pgflight.reclaim_expired(p_limit integer) IS 'Sweep: reclaim
 
 CREATE FUNCTION pgflight.record_effect(p_attempt_id bigint, p_token bigint, p_key text, p_result jsonb DEFAULT NULL::jsonb) RETURNS TABLE(effect_id bigint, result jsonb, recorded boolean, lease_held boolean)
     LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO ''
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_att record;
@@ -2190,11 +2490,18 @@ begin
     raise exception using errcode = '22023', message = 'effect key is required',
       hint = 'Pass a key that names the effect within its step, e.g. ''charge-invoice-42''.';
   end if;
+  -- issue 13: key and receipt are capped (ZF005), and only the login whose worker holds the
+  -- attempt may record on it (ZF012 for a leaked token)
+  perform pgflight._require_cap('max_name_bytes', (select s.max_name_bytes from pgflight.settings s),
+                                octet_length(p_key), 'effect key (bytes)');
+  perform pgflight._require_cap('max_receipt_bytes', (select s.max_receipt_bytes from pgflight.settings s),
+                                octet_length(p_result::text), 'receipt (bytes)');
   select a.id, a.step_id, a.status, a.fencing_token into v_att
     from pgflight.step_attempts a where a.id = p_attempt_id;
   if not found or v_att.fencing_token is distinct from p_token then
     perform pgflight._reject_write(p_attempt_id, p_token, 'record_effect');
   end if;
+  perform pgflight._require_own_attempt(p_attempt_id, p_token, 'record_effect');
   insert into pgflight.effects as e (step_id, effect_key, result, attempt_id, recorded_at)
   values (v_att.step_id, p_key, p_result, p_attempt_id, pgflight._now())
   on conflict (step_id, effect_key) do nothing
@@ -2212,13 +2519,13 @@ ALTER FUNCTION pgflight.record_effect(p_attempt_id bigint, p_token bigint, p_key
 
 -- Name: FUNCTION record_effect(p_attempt_id bigint, p_token bigint, p_key text, p_result jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight.record_effect(p_attempt_id bigint, p_token bigint, p_key text, p_result jsonb) IS 'Record the receipt of an external effect (first per step and key wins), even from a holder whose lease lapsed; returns (effect_id, result, recorded, lease_held). Errors: ZF001, ZF003, 22023.';
+COMMENT ON FUNCTION pgflight.record_effect(p_attempt_id bigint, p_token bigint, p_key text, p_result jsonb) IS 'Record the receipt of an external effect (first per step and key wins), even from a holder whose lease lapsed; returns (effect_id, result, recorded, lease_held). Errors: ZF001, ZF003, ZF005, ZF012, 22023.';
 
 -- Name: record_model_call(bigint, bigint, bigint, integer, jsonb, jsonb, text, jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
 CREATE FUNCTION pgflight.record_model_call(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_blocks jsonb, p_usage jsonb, p_model text, p_options jsonb DEFAULT '{}'::jsonb) RETURNS TABLE(agent_run_id bigint, iteration integer, usd numeric, recorded boolean, iterations integer, tool_calls integer, total_usd numeric, marked text[])
     LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO ''
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_now timestamptz := pgflight._now();
@@ -2244,6 +2551,9 @@ begin
     raise exception using errcode = '22023', message = 'option mark_tools must be a boolean';
   end if;
   v_mark := coalesce((p_options ->> 'mark_tools')::boolean, false);
+  -- issue 13: the response's blocks are capped like a result (ZF005, nothing written)
+  perform pgflight._require_cap('max_result_bytes', (select s.max_result_bytes from pgflight.settings s),
+                                octet_length(p_blocks::text), 'model response blocks (bytes)');
   v_run := pgflight._agent_fence(p_attempt_id, p_token, p_agent_run_id, 'record_model_call');
   v_usd := pgflight._price_usd(p_model, coalesce(p_usage, '{}'));
 
@@ -2328,21 +2638,48 @@ COMMENT ON FUNCTION pgflight.record_model_call(p_attempt_id bigint, p_token bigi
 -- Name: record_stale_write(bigint, bigint, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
 CREATE FUNCTION pgflight.record_stale_write(p_attempt_id bigint, p_token bigint, p_operation text) RETURNS boolean
-    LANGUAGE sql SECURITY DEFINER
-    SET search_path TO ''
-    AS $$ select pgflight._record_stale(p_attempt_id, p_token, coalesce(p_operation, 'unknown')) $$;
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_att record;
+  v_settings pgflight.settings;
+begin
+  select * into v_settings from pgflight.settings;
+  perform pgflight._require_cap('max_name_bytes', v_settings.max_name_bytes, octet_length(p_operation),
+                                'operation (bytes)');
+  select a.id, a.run_id, w.login into v_att
+    from pgflight.step_attempts a left join pgflight.workers w on w.id = a.worker_id where a.id = p_attempt_id;
+  if not found then
+    return false;  -- an unknown attempt: nothing to record
+  end if;
+  if v_att.login is distinct from session_user then
+    raise exception using
+      errcode = 'ZF012',
+      message = format('record_stale_write refused: attempt %s is not held by a worker of login %s',
+                       p_attempt_id, session_user),
+      hint    = 'Log only refusals of writes to attempts your own claim_batch returned.';
+  end if;
+  perform pgflight._require_cap('max_stale_writes_per_attempt', v_settings.max_stale_writes_per_attempt,
+                                (select count(*) + 1 from pgflight.events e
+                                  where e.run_id = v_att.run_id and e.attempt_id = p_attempt_id
+                                    and e.reason = 'stale_result_rejected'),
+                                format('stale-write records of attempt %s', p_attempt_id));
+  return pgflight._record_stale(p_attempt_id, p_token, coalesce(p_operation, 'unknown'));
+end
+$$;
 
 ALTER FUNCTION pgflight.record_stale_write(p_attempt_id bigint, p_token bigint, p_operation text) OWNER TO pgflight_owner;
 
 -- Name: FUNCTION record_stale_write(p_attempt_id bigint, p_token bigint, p_operation text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight.record_stale_write(p_attempt_id bigint, p_token bigint, p_operation text) IS 'Log a refused (stale) worker write as a stale_result_rejected event; true when logged.';
+COMMENT ON FUNCTION pgflight.record_stale_write(p_attempt_id bigint, p_token bigint, p_operation text) IS 'Log a refused (stale) worker write of this login as a stale_result_rejected event; true when logged. Errors: ZF005 over max_stale_writes_per_attempt, ZF012 another login''s attempt.';
 
 -- Name: record_trace(bigint, bigint, bigint, integer, text, text, jsonb, jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
 CREATE FUNCTION pgflight.record_trace(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_role text, p_block_type text, p_content jsonb, p_options jsonb DEFAULT '{}'::jsonb) RETURNS TABLE(trace_id bigint, seq integer, created boolean)
     LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO ''
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_now timestamptz := pgflight._now();
@@ -2350,6 +2687,9 @@ declare
   v_seq integer;
   v_id bigint;
 begin
+  -- issue 13: a trace block is capped like a result (ZF005, nothing written)
+  perform pgflight._require_cap('max_result_bytes', (select s.max_result_bytes from pgflight.settings s),
+                                octet_length(p_content::text), 'trace block (bytes)');
   v_run := pgflight._agent_fence(p_attempt_id, p_token, p_agent_run_id, 'record_trace');
   v_seq := pgflight._opt_num(p_options, 'seq', null)::integer;
   if v_seq is null then
@@ -2390,15 +2730,27 @@ COMMENT ON FUNCTION pgflight.record_trace(p_attempt_id bigint, p_token bigint, p
 
 CREATE FUNCTION pgflight.register_worker(p_name text, p_options jsonb DEFAULT '{}'::jsonb) RETURNS bigint
     LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO ''
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_id bigint;
+  v_caps pgflight.settings;
 begin
   if p_name is null or btrim(p_name) = '' then
     raise exception using errcode = '22023', message = 'worker name is required',
       hint = 'Pass something that identifies the process, e.g. host:pid.';
   end if;
+  -- Issue 13: the worker belongs to the registering login (workers.login defaults to session_user);
+  -- its name and options are capped, and so is the number of its live workers, so a login cannot
+  -- flood the table. The count uses workers_login_live_idx.
+  select * into v_caps from pgflight.settings;
+  perform pgflight._require_cap('max_name_bytes', v_caps.max_name_bytes, octet_length(p_name), 'worker name (bytes)');
+  perform pgflight._require_cap('max_name_bytes', v_caps.max_name_bytes * 100,
+                                octet_length(coalesce(p_options, '{}')::text), 'worker options (bytes; cap is 100 x)');
+  perform pgflight._require_cap('max_live_workers_per_login', v_caps.max_live_workers_per_login,
+                                (select count(*) + 1 from pgflight.workers w
+                                  where w.login = session_user and w.stopped_at is null),
+                                format('live workers of login %s', session_user));
   insert into pgflight.workers (name, hostname, pid, recipes, options, started_at, last_seen_at)
   values (p_name, pgflight._opt_text(p_options, 'hostname', null),
           pgflight._opt_num(p_options, 'pid', null)::integer,
@@ -2414,13 +2766,13 @@ ALTER FUNCTION pgflight.register_worker(p_name text, p_options jsonb) OWNER TO p
 
 -- Name: FUNCTION register_worker(p_name text, p_options jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight.register_worker(p_name text, p_options jsonb) IS 'Register a worker process; returns its id. options: hostname, pid, recipes. Errors: 22023.';
+COMMENT ON FUNCTION pgflight.register_worker(p_name text, p_options jsonb) IS 'Register a worker process of this login; returns its id. options: hostname, pid, recipes. Errors: 22023, ZF005 name, options or live workers over their cap.';
 
 -- Name: release_step(bigint, bigint, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
 CREATE FUNCTION pgflight.release_step(p_attempt_id bigint, p_token bigint, p_reason text DEFAULT 'released'::text) RETURNS TABLE(attempt_id bigint, status text)
     LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO ''
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_row pgflight.step_attempts;
@@ -2454,13 +2806,14 @@ COMMENT ON FUNCTION pgflight.release_step(p_attempt_id bigint, p_token bigint, p
 
 CREATE FUNCTION pgflight.replay_from(p_step_id bigint, p_actor text DEFAULT NULL::text, p_note text DEFAULT NULL::text) RETURNS bigint
     LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO ''
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 begin
+  perform pgflight._require_lane_on_step('operator', p_step_id, 'replay_from');  -- issue 13: tenants
   if not exists (select from pgflight.steps s where s.id = p_step_id) then
     raise exception using errcode = 'ZF003', message = format('unknown step %s', p_step_id);
   end if;
-  return pgflight._reopen_step(p_step_id, coalesce(p_actor, session_user::text), 'replayed', p_note);
+  return pgflight._reopen_step(p_step_id, session_user::text, 'replayed', pgflight._actor_note(p_note, p_actor));
 end
 $$;
 
@@ -2474,7 +2827,7 @@ COMMENT ON FUNCTION pgflight.replay_from(p_step_id bigint, p_actor text, p_note 
 
 CREATE FUNCTION pgflight.request_approval(p_attempt_id bigint, p_token bigint, p_gate_key text, p_request jsonb DEFAULT NULL::jsonb, p_options jsonb DEFAULT '{}'::jsonb) RETURNS TABLE(decision text, actor text, note text, waiting boolean)
     LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO ''
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_now timestamptz := pgflight._now();
@@ -2491,6 +2844,12 @@ begin
       detail = format('got %L', v_default);
   end if;
   if v_expires is not null then perform pgflight._require_positive('expires_in_s', v_expires); end if;
+  -- issue 13: gate key and request are capped (ZF005, nothing written)
+  perform pgflight._require_cap('max_name_bytes', (select s.max_name_bytes from pgflight.settings s),
+                                octet_length(p_gate_key), 'gate key (bytes)');
+  perform pgflight._require_cap('max_approval_request_bytes',
+                                (select s.max_approval_request_bytes from pgflight.settings s),
+                                octet_length(p_request::text), 'approval request (bytes)');
   v_att := pgflight._lock_held(p_attempt_id, p_token, 'request_approval');
 
   insert into pgflight.approvals as g (step_id, gate_key, request, default_decision, requested_at, expires_at)
@@ -2524,7 +2883,7 @@ COMMENT ON FUNCTION pgflight.request_approval(p_attempt_id bigint, p_token bigin
 
 CREATE FUNCTION pgflight.reserve_budget(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_est_usd numeric) RETURNS TABLE(agent_run_id bigint, iteration integer, reserved_usd numeric, budget_ids bigint[])
     LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO ''
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_now timestamptz := pgflight._now();
@@ -2559,11 +2918,12 @@ COMMENT ON FUNCTION pgflight.reserve_budget(p_attempt_id bigint, p_token bigint,
 
 CREATE FUNCTION pgflight.retry_step(p_step_id bigint, p_actor text DEFAULT NULL::text, p_note text DEFAULT NULL::text) RETURNS bigint
     LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO ''
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_status text;
 begin
+  perform pgflight._require_lane_on_step('operator', p_step_id, 'retry_step');  -- issue 13: tenants
   select a.status into v_status from pgflight.steps s
     join pgflight.step_attempts a on a.step_id = s.id and a.attempt_no = s.last_attempt_no
    where s.id = p_step_id;
@@ -2574,7 +2934,7 @@ begin
     raise exception using errcode = 'ZF006', message = format('step %s is %s, not dead_letter', p_step_id, v_status),
       hint = 'retry_step is for dead letters; use replay_from to run a finished step again.';
   end if;
-  return pgflight._reopen_step(p_step_id, coalesce(p_actor, session_user::text), 'retried', p_note);
+  return pgflight._reopen_step(p_step_id, session_user::text, 'retried', pgflight._actor_note(p_note, p_actor));
 end
 $$;
 
@@ -2584,13 +2944,43 @@ ALTER FUNCTION pgflight.retry_step(p_step_id bigint, p_actor text, p_note text) 
 
 COMMENT ON FUNCTION pgflight.retry_step(p_step_id bigint, p_actor text, p_note text) IS 'Fresh attempt for a dead-lettered step; returns the attempt id. Errors: ZF003, ZF006.';
 
+-- Name: revoke_workspace(name, text, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.revoke_workspace(p_login name, p_workspace text, p_lane text) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_ws bigint;
+  v_removed integer;
+begin
+  if p_workspace is not null then
+    select w.id into v_ws from pgflight.workspaces w where w.name = p_workspace;
+    if not found then
+      raise exception using errcode = 'ZF003', message = format('unknown workspace %L', p_workspace);
+    end if;
+  end if;
+  delete from pgflight.workspace_grants g
+   where g.login = p_login and g.lane = p_lane and g.workspace_id is not distinct from v_ws;
+  get diagnostics v_removed = row_count;
+  return v_removed > 0;
+end
+$$;
+
+ALTER FUNCTION pgflight.revoke_workspace(p_login name, p_workspace text, p_lane text) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION revoke_workspace(p_login name, p_workspace text, p_lane text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.revoke_workspace(p_login name, p_workspace text, p_lane text) IS 'Owner only: remove a login''s lane on a workspace (null: its every-workspace grant). True when removed. Errors: ZF003.';
+
 -- Name: run_audit(bigint); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
 CREATE FUNCTION pgflight.run_audit(p_run_id bigint) RETURNS TABLE(run_id bigint, status text, steps bigint, attempts bigint, retries bigint, reclaimed_attempts bigint, stale_writes_rejected bigint, dead_letters bigint, model_calls bigint, input_tokens bigint, output_tokens bigint, tokens bigint, usd numeric, wall_time_s double precision, steps_succeeded bigint, steps_unfinished bigint, steps_succeeded_twice bigint)
     LANGUAGE plpgsql STABLE SECURITY DEFINER
-    SET search_path TO ''
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 begin
+  perform pgflight._require_lane_on_run('reader', p_run_id, 'run_audit');  -- issue 13: tenants
   return query
   with per_step as (
     -- one row per step: its attempts by outcome and the status of its latest attempt
@@ -2646,9 +3036,10 @@ COMMENT ON FUNCTION pgflight.run_audit(p_run_id bigint) IS 'Audit of a run from 
 
 CREATE FUNCTION pgflight.run_status(p_run_id bigint) RETURNS TABLE(run_id bigint, workspace text, recipe text, status text, created_at timestamp with time zone, finished_at timestamp with time zone, steps_total bigint, steps_queued bigint, steps_running bigint, steps_waiting bigint, steps_succeeded bigint, steps_dead_letter bigint, steps_cancelled bigint, attempts_total bigint, result jsonb, error jsonb)
     LANGUAGE plpgsql STABLE SECURITY DEFINER
-    SET search_path TO ''
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 begin
+  perform pgflight._require_lane_on_run('reader', p_run_id, 'run_status');  -- issue 13: tenants
   return query
   select r.id, w.name, r.recipe, r.status, r.created_at, r.finished_at,
          count(s.id),
@@ -2685,9 +3076,10 @@ COMMENT ON FUNCTION pgflight.run_status(p_run_id bigint) IS 'A run''s status, st
 
 CREATE FUNCTION pgflight.run_sweeps() RETURNS TABLE(sweep text, affected integer)
     LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO ''
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 begin
+  perform pgflight._require_lane('operator', null, 'run_sweeps');  -- issue 13: acts on every workspace
   return query select 'reclaim_expired'::text, pgflight.reclaim_expired(1000);
   return query select 'wake_parents'::text, pgflight.wake_parents(1000);
   return query select 'expire_approvals'::text, pgflight.expire_approvals(1000);
@@ -2705,7 +3097,7 @@ COMMENT ON FUNCTION pgflight.run_sweeps() IS 'Run every sweep once; returns rows
 
 CREATE FUNCTION pgflight.spawn_children(p_attempt_id bigint, p_token bigint, p_children jsonb, p_options jsonb DEFAULT '{}'::jsonb) RETURNS TABLE(children_total integer, created integer, parked boolean)
     LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO ''
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_now timestamptz := pgflight._now();
@@ -2715,13 +3107,17 @@ declare
   v_total integer;
   v_bad record;
   v_max_bytes bigint;
+  v_settings pgflight.settings;
 begin
   if p_children is null or jsonb_typeof(p_children) <> 'array' then
     raise exception using errcode = '22023', message = 'children must be a JSON array',
       hint = 'e.g. [{"key": "doc-1", "recipe": "review", "input": {...}}]';
   end if;
+  select * into v_settings from pgflight.settings;
+  perform pgflight._require_cap('max_children_per_call', v_settings.max_children_per_call,
+                                jsonb_array_length(p_children), 'children in one call');
   v_att := pgflight._lock_held(p_attempt_id, p_token, 'spawn_children');
-  select s.max_input_bytes into v_max_bytes from pgflight.settings s;
+  v_max_bytes := v_settings.max_input_bytes;
   select e.ord, e.value into v_bad
     from jsonb_array_elements(p_children) with ordinality as e(value, ord)
    where jsonb_typeof(e.value) <> 'object'
@@ -2732,10 +3128,9 @@ begin
       or octet_length(coalesce(e.value -> 'input', '{}')::text) > v_max_bytes
    limit 1;
   if found then
-    if octet_length(coalesce(v_bad.value -> 'input', '{}')::text) > v_max_bytes then
-      raise exception using errcode = 'ZF005', message = format('child %s: input too large', v_bad.ord),
-        detail = format('the cap is %s bytes', v_max_bytes);
-    end if;
+    perform pgflight._require_cap('max_input_bytes', v_max_bytes,
+                                  octet_length(coalesce(v_bad.value -> 'input', '{}')::text),
+                                  format('child %s input (bytes)', v_bad.ord));
     raise exception using errcode = '22023', message = format('child %s is malformed', v_bad.ord),
       detail = left(v_bad.value::text, 200),
       hint = 'Each child needs a non-blank string key and recipe; options must be an object whose '
@@ -2743,7 +3138,20 @@ begin
              'positive numbers, backoff an object.';
   end if;
 
+  perform pgflight._require_cap('max_name_bytes', v_settings.max_name_bytes,
+                                (select max(greatest(octet_length(e.value ->> 'key'), octet_length(e.value ->> 'recipe')))
+                                   from jsonb_array_elements(p_children) as e(value)),
+                                'child key or recipe (bytes)');
+
   select s.* into v_parent from pgflight.steps s where s.id = v_att.step_id for update;
+  -- children of this parent once this call is done: those there already plus the new keys (a key
+  -- that exists creates nothing, so spawning again after a crash stays within the cap)
+  perform pgflight._require_cap('max_children_per_parent', v_settings.max_children_per_parent,
+                                (select count(*) from pgflight.steps c where c.parent_id = v_parent.id)
+                                + (select count(distinct e.value ->> 'key') from jsonb_array_elements(p_children) as e(value)
+                                    where not exists (select from pgflight.steps c
+                                                       where c.parent_id = v_parent.id and c.step_key = e.value ->> 'key')),
+                                'children of the parent');
 
   with wanted as (
     select e.value ->> 'key' as step_key, e.value ->> 'recipe' as recipe,
@@ -2804,7 +3212,7 @@ COMMENT ON FUNCTION pgflight.spawn_children(p_attempt_id bigint, p_token bigint,
 
 CREATE FUNCTION pgflight.start_step(p_attempt_id bigint, p_token bigint) RETURNS TABLE(attempt_id bigint, started_at timestamp with time zone, lease_expires_at timestamp with time zone)
     LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO ''
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_now timestamptz := pgflight._now();
@@ -2813,6 +3221,8 @@ begin
   update pgflight.step_attempts a
      set status = 'running', started_at = v_now
    where a.id = p_attempt_id and a.fencing_token = p_token and a.status = 'claimed'
+     -- issue 13: only the login whose worker holds the attempt (else ZF012 from _reject_write)
+     and exists (select from pgflight.workers w where w.id = a.worker_id and w.login = session_user)
   returning a.id, a.run_id, a.step_id, a.worker_id, a.started_at, a.lease_expires_at into v_row;
   if found then
     perform pgflight._event(v_row.run_id, v_row.step_id, v_row.id, 'claimed', 'running', v_row.worker_id, 'started');
@@ -2820,7 +3230,8 @@ begin
     return;
   end if;
   return query select a.id, a.started_at, a.lease_expires_at from pgflight.step_attempts a
-    where a.id = p_attempt_id and a.fencing_token = p_token and a.status = 'running';
+    where a.id = p_attempt_id and a.fencing_token = p_token and a.status = 'running'
+      and exists (select from pgflight.workers w where w.id = a.worker_id and w.login = session_user);
   if not found then
     perform pgflight._reject_write(p_attempt_id, p_token, 'start_step');
   end if;
@@ -2831,13 +3242,13 @@ ALTER FUNCTION pgflight.start_step(p_attempt_id bigint, p_token bigint) OWNER TO
 
 -- Name: FUNCTION start_step(p_attempt_id bigint, p_token bigint); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight.start_step(p_attempt_id bigint, p_token bigint) IS 'claimed -> running. Errors: ZF001 lease lost, ZF002 cancelled, ZF003 unknown attempt.';
+COMMENT ON FUNCTION pgflight.start_step(p_attempt_id bigint, p_token bigint) IS 'claimed -> running. Errors: ZF001 lease lost, ZF002 cancelled, ZF003 unknown attempt, ZF012 another login''s attempt.';
 
 -- Name: submit_run(text, text, jsonb, jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
 CREATE FUNCTION pgflight.submit_run(p_workspace text, p_recipe text, p_input jsonb, p_options jsonb DEFAULT '{}'::jsonb) RETURNS TABLE(run_id bigint, step_id bigint, attempt_id bigint, created boolean)
     LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO ''
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_now timestamptz := pgflight._now();
@@ -2871,6 +3282,7 @@ begin
     raise exception using errcode = 'ZF003', message = format('unknown workspace %L', p_workspace),
       hint = 'Create it first: select pgflight.create_workspace(name).';
   end if;
+  perform pgflight._require_lane('operator', v_ws, 'submit_run');  -- issue 13: tenants
   select * into v_settings from pgflight.settings;
   v_size := octet_length(p_input::text);
   if v_size > v_settings.max_input_bytes then
@@ -3013,17 +3425,20 @@ COMMENT ON PROCEDURE pgflight.sweep_loop(IN p_duration_s double precision, IN p_
 
 CREATE FUNCTION pgflight.uninstall_schedules() RETURNS integer
     LANGUAGE plpgsql
-    SET search_path TO ''
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_count integer := 0;
-  v_name text;
+  v_id bigint;
 begin
   if not exists (select from pg_catalog.pg_extension e where e.extname = 'pg_cron') then
     return 0;
   end if;
-  for v_name in select j.jobname from cron.job j where j.jobname like 'pgflight-%' loop
-    perform cron.unschedule(v_name);
+  -- by job id: the jobs run as pgflight_cron (issue 13), so unschedule(name), which looks for the
+  -- caller's own job of that name, would not find them
+  for v_id in select j.jobid from cron.job j
+               where j.jobname like 'pgflight-%' and j.database = current_database() loop
+    perform cron.unschedule(v_id);
     v_count := v_count + 1;
   end loop;
   return v_count;
@@ -3040,12 +3455,13 @@ COMMENT ON FUNCTION pgflight.uninstall_schedules() IS 'Remove pgflight''s pg_cro
 
 CREATE FUNCTION pgflight.wake_parents(p_limit integer DEFAULT 1000) RETURNS integer
     LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO ''
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_row record;
   v_count integer := 0;
 begin
+  perform pgflight._require_lane('operator', null, 'wake_parents');  -- issue 13: acts on every workspace
   for v_row in
     select a.step_id from pgflight.step_attempts a
       join pgflight.steps s on s.id = a.step_id
@@ -3114,9 +3530,62 @@ ALTER TABLE pgflight.approvals ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY 
     CACHE 1
 );
 
+-- Name: runs; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
+
+CREATE TABLE pgflight.runs (
+    id bigint NOT NULL,
+    workspace_id bigint NOT NULL,
+    recipe text NOT NULL,
+    status text DEFAULT 'running'::text NOT NULL,
+    idempotency_key text,
+    input_hash text NOT NULL,
+    root_step_id bigint,
+    submitted_by text,
+    options jsonb DEFAULT '{}'::jsonb NOT NULL,
+    max_usd numeric(14,6),
+    max_wall_s double precision,
+    max_iterations integer,
+    max_tool_calls integer,
+    created_at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
+    finished_at timestamp with time zone,
+    CONSTRAINT finished_at_is_set_when_terminal CHECK (((status = 'running'::text) = (finished_at IS NULL))),
+    CONSTRAINT status_is_known CHECK ((status = ANY (ARRAY['running'::text, 'succeeded'::text, 'failed'::text, 'cancelled'::text])))
+);
+
+ALTER TABLE pgflight.runs OWNER TO pgflight_owner;
+
+-- Name: TABLE runs; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON TABLE pgflight.runs IS 'Top-level jobs. status: running | succeeded | failed (root step dead-lettered) | cancelled. input_hash: sha256 of the input JSON, to tell a repeated idempotency key from a conflicting one. max_usd (USD), max_wall_s (seconds), max_iterations, max_tool_calls: budgets of the whole tree.';
+
+-- Name: workers; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
+
+CREATE TABLE pgflight.workers (
+    id bigint NOT NULL,
+    name text NOT NULL,
+    hostname text,
+    pid integer,
+    recipes text[],
+    options jsonb DEFAULT '{}'::jsonb NOT NULL,
+    started_at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
+    last_seen_at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
+    stopped_at timestamp with time zone,
+    login name DEFAULT SESSION_USER NOT NULL
+);
+
+ALTER TABLE pgflight.workers OWNER TO pgflight_owner;
+
+-- Name: TABLE workers; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON TABLE pgflight.workers IS 'Worker processes. last_seen_at is renewed by heartbeat; a worker is alive while its leases are.';
+
+-- Name: COLUMN workers.login; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON COLUMN pgflight.workers.login IS 'The login (session_user) that registered the worker; only it may use the worker id.';
+
 -- Name: attempts; Type: VIEW; Schema: pgflight; Owner: pgflight_owner
 
-CREATE VIEW pgflight.attempts AS
+CREATE VIEW pgflight.attempts WITH (security_barrier='true') AS
  SELECT a.id AS attempt_id,
     a.step_id,
     a.run_id,
@@ -3124,7 +3593,10 @@ CREATE VIEW pgflight.attempts AS
     a.recipe,
     a.status,
     a.worker_id,
-    a.fencing_token,
+        CASE
+            WHEN (w.login = SESSION_USER) THEN a.fencing_token
+            ELSE NULL::bigint
+        END AS fencing_token,
     a.claimed_at,
     a.started_at,
     a.lease_expires_at,
@@ -3134,13 +3606,17 @@ CREATE VIEW pgflight.attempts AS
     a.reason,
     a.error,
     a.result
-   FROM pgflight.step_attempts a;
+   FROM (pgflight.step_attempts a
+     LEFT JOIN pgflight.workers w ON ((w.id = a.worker_id)))
+  WHERE ((( SELECT pgflight._lane_workspaces('reader'::text) AS _lane_workspaces) IS NULL) OR (EXISTS ( SELECT
+           FROM pgflight.runs r
+          WHERE ((r.id = a.run_id) AND (r.workspace_id = ANY (COALESCE(( SELECT pgflight._lane_workspaces('reader'::text) AS _lane_workspaces), '{}'::bigint[])))))));
 
 ALTER TABLE pgflight.attempts OWNER TO pgflight_owner;
 
 -- Name: VIEW attempts; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON VIEW pgflight.attempts IS 'Every attempt, with its claim metadata (never cleared).';
+COMMENT ON VIEW pgflight.attempts IS 'Every attempt of the login''s workspaces, with its claim metadata (never cleared); the fencing token only on attempts of the login''s own workers.';
 
 -- Name: budgets; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
 
@@ -3260,7 +3736,7 @@ COMMENT ON TABLE pgflight.steps IS 'Step identity. failed_attempts counts attemp
 
 -- Name: step_status; Type: VIEW; Schema: pgflight; Owner: pgflight_owner
 
-CREATE VIEW pgflight.step_status AS
+CREATE VIEW pgflight.step_status WITH (security_barrier='true') AS
  SELECT s.id AS step_id,
     s.run_id,
     s.parent_id,
@@ -3284,7 +3760,10 @@ CREATE VIEW pgflight.step_status AS
     s.children_pending,
     s.created_at
    FROM (pgflight.steps s
-     JOIN pgflight.step_attempts a ON (((a.step_id = s.id) AND (a.attempt_no = s.last_attempt_no))));
+     JOIN pgflight.step_attempts a ON (((a.step_id = s.id) AND (a.attempt_no = s.last_attempt_no))))
+  WHERE ((( SELECT pgflight._lane_workspaces('reader'::text) AS _lane_workspaces) IS NULL) OR (EXISTS ( SELECT
+           FROM pgflight.runs r
+          WHERE ((r.id = s.run_id) AND (r.workspace_id = ANY (COALESCE(( SELECT pgflight._lane_workspaces('reader'::text) AS _lane_workspaces), '{}'::bigint[])))))));
 
 ALTER TABLE pgflight.step_status OWNER TO pgflight_owner;
 
@@ -3342,26 +3821,6 @@ ALTER TABLE pgflight.effects ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
     NO MAXVALUE
     CACHE 1
 );
-
--- Name: workers; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
-
-CREATE TABLE pgflight.workers (
-    id bigint NOT NULL,
-    name text NOT NULL,
-    hostname text,
-    pid integer,
-    recipes text[],
-    options jsonb DEFAULT '{}'::jsonb NOT NULL,
-    started_at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
-    last_seen_at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
-    stopped_at timestamp with time zone
-);
-
-ALTER TABLE pgflight.workers OWNER TO pgflight_owner;
-
--- Name: TABLE workers; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
-
-COMMENT ON TABLE pgflight.workers IS 'Worker processes. last_seen_at is renewed by heartbeat; a worker is alive while its leases are.';
 
 -- Name: engine_health; Type: VIEW; Schema: pgflight; Owner: pgflight_owner
 
@@ -3461,7 +3920,7 @@ COMMENT ON TABLE pgflight.model_prices IS 'USD per million tokens for each model
 
 -- Name: run_events; Type: VIEW; Schema: pgflight; Owner: pgflight_owner
 
-CREATE VIEW pgflight.run_events AS
+CREATE VIEW pgflight.run_events WITH (security_barrier='true') AS
  SELECT e.id,
     e.at,
     e.run_id,
@@ -3473,41 +3932,16 @@ CREATE VIEW pgflight.run_events AS
     e.actor,
     e.reason,
     e.detail
-   FROM pgflight.events e;
+   FROM pgflight.events e
+  WHERE ((( SELECT pgflight._lane_workspaces('reader'::text) AS _lane_workspaces) IS NULL) OR (EXISTS ( SELECT
+           FROM pgflight.runs r
+          WHERE ((r.id = e.run_id) AND (r.workspace_id = ANY (COALESCE(( SELECT pgflight._lane_workspaces('reader'::text) AS _lane_workspaces), '{}'::bigint[])))))));
 
 ALTER TABLE pgflight.run_events OWNER TO pgflight_owner;
 
 -- Name: VIEW run_events; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
 COMMENT ON VIEW pgflight.run_events IS 'The transition log.';
-
--- Name: runs; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
-
-CREATE TABLE pgflight.runs (
-    id bigint NOT NULL,
-    workspace_id bigint NOT NULL,
-    recipe text NOT NULL,
-    status text DEFAULT 'running'::text NOT NULL,
-    idempotency_key text,
-    input_hash text NOT NULL,
-    root_step_id bigint,
-    submitted_by text,
-    options jsonb DEFAULT '{}'::jsonb NOT NULL,
-    max_usd numeric(14,6),
-    max_wall_s double precision,
-    max_iterations integer,
-    max_tool_calls integer,
-    created_at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
-    finished_at timestamp with time zone,
-    CONSTRAINT finished_at_is_set_when_terminal CHECK (((status = 'running'::text) = (finished_at IS NULL))),
-    CONSTRAINT status_is_known CHECK ((status = ANY (ARRAY['running'::text, 'succeeded'::text, 'failed'::text, 'cancelled'::text])))
-);
-
-ALTER TABLE pgflight.runs OWNER TO pgflight_owner;
-
--- Name: TABLE runs; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
-
-COMMENT ON TABLE pgflight.runs IS 'Top-level jobs. status: running | succeeded | failed (root step dead-lettered) | cancelled. input_hash: sha256 of the input JSON, to tell a repeated idempotency key from a conflicting one. max_usd (USD), max_wall_s (seconds), max_iterations, max_tool_calls: budgets of the whole tree.';
 
 -- Name: workspaces; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
 
@@ -3531,7 +3965,7 @@ COMMENT ON TABLE pgflight.workspaces IS 'Tenants. daily_usd_cap: USD a workspace
 
 -- Name: run_list; Type: VIEW; Schema: pgflight; Owner: pgflight_owner
 
-CREATE VIEW pgflight.run_list AS
+CREATE VIEW pgflight.run_list WITH (security_barrier='true') AS
  SELECT r.id AS run_id,
     w.name AS workspace,
     r.recipe,
@@ -3541,7 +3975,8 @@ CREATE VIEW pgflight.run_list AS
     r.created_at,
     r.finished_at
    FROM (pgflight.runs r
-     JOIN pgflight.workspaces w ON ((w.id = r.workspace_id)));
+     JOIN pgflight.workspaces w ON ((w.id = r.workspace_id)))
+  WHERE ((( SELECT pgflight._lane_workspaces('reader'::text) AS _lane_workspaces) IS NULL) OR (r.workspace_id = ANY (COALESCE(( SELECT pgflight._lane_workspaces('reader'::text) AS _lane_workspaces), '{}'::bigint[]))));
 
 ALTER TABLE pgflight.run_list OWNER TO pgflight_owner;
 
@@ -3570,6 +4005,18 @@ CREATE TABLE pgflight.settings (
     reclaim_in_claim integer DEFAULT 16 NOT NULL,
     allow_fake_clock boolean DEFAULT false NOT NULL,
     purge_after_s double precision DEFAULT 604800 NOT NULL,
+    max_result_bytes bigint DEFAULT 16777216 NOT NULL,
+    max_error_bytes bigint DEFAULT 1048576 NOT NULL,
+    max_receipt_bytes bigint DEFAULT 1048576 NOT NULL,
+    max_approval_request_bytes bigint DEFAULT 1048576 NOT NULL,
+    max_name_bytes integer DEFAULT 200 NOT NULL,
+    max_children_per_call integer DEFAULT 100000 NOT NULL,
+    max_children_per_parent integer DEFAULT 1000000 NOT NULL,
+    max_batch_size integer DEFAULT 10000 NOT NULL,
+    max_lease_s double precision DEFAULT 86400 NOT NULL,
+    max_live_workers_per_login integer DEFAULT 1000 NOT NULL,
+    max_stale_writes_per_attempt integer DEFAULT 100 NOT NULL,
+    CONSTRAINT caps_are_positive CHECK (((max_result_bytes > 0) AND (max_error_bytes > 0) AND (max_receipt_bytes > 0) AND (max_approval_request_bytes > 0) AND (max_name_bytes > 0) AND (max_children_per_call > 0) AND (max_children_per_parent > 0) AND (max_batch_size > 0) AND (max_lease_s > (0)::double precision) AND (max_live_workers_per_login > 0) AND (max_stale_writes_per_attempt > 0))),
     CONSTRAINT default_lease_is_positive CHECK ((default_lease_s > (0)::double precision)),
     CONSTRAINT default_max_attempts_is_positive CHECK ((default_max_attempts > 0)),
     CONSTRAINT max_input_bytes_is_positive CHECK ((max_input_bytes > 0)),
@@ -3582,6 +4029,50 @@ ALTER TABLE pgflight.settings OWNER TO pgflight_owner;
 -- Name: TABLE settings; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
 COMMENT ON TABLE pgflight.settings IS 'Engine-wide settings, exactly one row. max_input_bytes caps a step input (bytes of its JSON text); default_lease_s (seconds) and default_max_attempts apply when a run does not say; reclaim_in_claim bounds the expired leases each claim_batch call reclaims first; allow_fake_clock lets a session move pgflight._now() with SET pgflight.fake_now (tests only); purge_after_s is the retention of finished runs in seconds.';
+
+-- Name: COLUMN settings.max_result_bytes; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON COLUMN pgflight.settings.max_result_bytes IS 'Cap (bytes of JSON text) of a result or an agent trace block.';
+
+-- Name: COLUMN settings.max_error_bytes; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON COLUMN pgflight.settings.max_error_bytes IS 'Cap (bytes of JSON text) of fail_step''s error.';
+
+-- Name: COLUMN settings.max_receipt_bytes; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON COLUMN pgflight.settings.max_receipt_bytes IS 'Cap (bytes of JSON text) of record_effect''s receipt.';
+
+-- Name: COLUMN settings.max_approval_request_bytes; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON COLUMN pgflight.settings.max_approval_request_bytes IS 'Cap (bytes of JSON text) of request_approval''s request.';
+
+-- Name: COLUMN settings.max_name_bytes; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON COLUMN pgflight.settings.max_name_bytes IS 'Cap (bytes) of worker names, recipes, step, gate and effect keys, notes.';
+
+-- Name: COLUMN settings.max_children_per_call; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON COLUMN pgflight.settings.max_children_per_call IS 'Cap of children in one spawn_children call.';
+
+-- Name: COLUMN settings.max_children_per_parent; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON COLUMN pgflight.settings.max_children_per_parent IS 'Cap of children of one parent over all calls.';
+
+-- Name: COLUMN settings.max_batch_size; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON COLUMN pgflight.settings.max_batch_size IS 'Cap of claim_batch''s batch size.';
+
+-- Name: COLUMN settings.max_lease_s; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON COLUMN pgflight.settings.max_lease_s IS 'Cap (seconds) of a lease.';
+
+-- Name: COLUMN settings.max_live_workers_per_login; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON COLUMN pgflight.settings.max_live_workers_per_login IS 'Cap of registered, not deregistered workers of one login.';
+
+-- Name: COLUMN settings.max_stale_writes_per_attempt; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON COLUMN pgflight.settings.max_stale_writes_per_attempt IS 'Cap of stale_result_rejected events of one attempt.';
 
 -- Name: step_attempts_id_seq; Type: SEQUENCE; Schema: pgflight; Owner: pgflight_owner
 
@@ -3656,6 +4147,23 @@ ALTER TABLE pgflight.workers ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
     NO MAXVALUE
     CACHE 1
 );
+
+-- Name: workspace_grants; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
+
+CREATE TABLE pgflight.workspace_grants (
+    login name NOT NULL,
+    workspace_id bigint,
+    lane text NOT NULL,
+    granted_at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
+    granted_by name DEFAULT SESSION_USER NOT NULL,
+    CONSTRAINT lane_is_known CHECK ((lane = ANY (ARRAY['worker'::text, 'operator'::text, 'reader'::text])))
+);
+
+ALTER TABLE pgflight.workspace_grants OWNER TO pgflight_owner;
+
+-- Name: TABLE workspace_grants; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON TABLE pgflight.workspace_grants IS 'Tenancy: login may act in lane (worker, operator, reader; operator includes reader) on workspace_id (null: every workspace). Checked by pgflight._may; written by grant_workspace / revoke_workspace.';
 
 -- Name: workspaces_id_seq; Type: SEQUENCE; Schema: pgflight; Owner: pgflight_owner
 
@@ -3732,6 +4240,11 @@ ALTER TABLE ONLY pgflight.model_prices
 
 ALTER TABLE ONLY pgflight.costs
     ADD CONSTRAINT one_call_per_iteration PRIMARY KEY (agent_run_id, iteration);
+
+-- Name: workspace_grants one_grant_per_login_lane_workspace; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.workspace_grants
+    ADD CONSTRAINT one_grant_per_login_lane_workspace UNIQUE NULLS NOT DISTINCT (login, lane, workspace_id);
 
 -- Name: runs runs_pkey; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
 
@@ -3840,6 +4353,10 @@ CREATE INDEX steps_run_idx ON pgflight.steps USING btree (run_id);
 
 CREATE UNIQUE INDEX traces_tool_call_idx ON pgflight.traces USING btree (agent_run_id, tool_use_id, block_type) WHERE (tool_use_id IS NOT NULL);
 
+-- Name: workers_login_live_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
+
+CREATE INDEX workers_login_live_idx ON pgflight.workers USING btree (login) WHERE (stopped_at IS NULL);
+
 -- Name: agent_runs agent_runs_run_id_fkey; Type: FK CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
 
 ALTER TABLE ONLY pgflight.agent_runs
@@ -3905,11 +4422,20 @@ ALTER TABLE ONLY pgflight.steps
 ALTER TABLE ONLY pgflight.traces
     ADD CONSTRAINT traces_agent_run_id_fkey FOREIGN KEY (agent_run_id) REFERENCES pgflight.agent_runs(id) ON DELETE CASCADE;
 
+-- Name: workspace_grants workspace_grants_workspace_id_fkey; Type: FK CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.workspace_grants
+    ADD CONSTRAINT workspace_grants_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES pgflight.workspaces(id) ON DELETE CASCADE;
+
 -- Name: SCHEMA pgflight; Type: ACL; Schema: -; Owner: pgflight_owner
 
 GRANT USAGE ON SCHEMA pgflight TO pgflight_worker;
 GRANT USAGE ON SCHEMA pgflight TO pgflight_operator;
 GRANT USAGE ON SCHEMA pgflight TO pgflight_reader;
+
+-- Name: FUNCTION _actor_note(p_note text, p_actor text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._actor_note(p_note text, p_actor text) FROM PUBLIC;
 
 -- Name: FUNCTION _now(); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
@@ -3961,14 +4487,31 @@ REVOKE ALL ON FUNCTION pgflight._fail_attempt(p_attempt_id bigint, p_from text, 
 -- Name: FUNCTION _fake_now(p_value text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
 REVOKE ALL ON FUNCTION pgflight._fake_now(p_value text) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight._fake_now(p_value text) TO pgflight_worker;
+GRANT ALL ON FUNCTION pgflight._fake_now(p_value text) TO pgflight_operator;
+GRANT ALL ON FUNCTION pgflight._fake_now(p_value text) TO pgflight_reader;
 
 -- Name: FUNCTION _iteration_refusal(p_run pgflight.agent_runs, p_iteration integer); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
 REVOKE ALL ON FUNCTION pgflight._iteration_refusal(p_run pgflight.agent_runs, p_iteration integer) FROM PUBLIC;
 
+-- Name: FUNCTION _lane_workspaces(p_lane text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._lane_workspaces(p_lane text) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight._lane_workspaces(p_lane text) TO pgflight_worker;
+GRANT ALL ON FUNCTION pgflight._lane_workspaces(p_lane text) TO pgflight_operator;
+GRANT ALL ON FUNCTION pgflight._lane_workspaces(p_lane text) TO pgflight_reader;
+
 -- Name: FUNCTION _lock_held(p_attempt_id bigint, p_token bigint, p_operation text, p_with_cancel_requested boolean); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
 REVOKE ALL ON FUNCTION pgflight._lock_held(p_attempt_id bigint, p_token bigint, p_operation text, p_with_cancel_requested boolean) FROM PUBLIC;
+
+-- Name: FUNCTION _may(p_lane text, p_workspace_id bigint); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._may(p_lane text, p_workspace_id bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight._may(p_lane text, p_workspace_id bigint) TO pgflight_worker;
+GRANT ALL ON FUNCTION pgflight._may(p_lane text, p_workspace_id bigint) TO pgflight_operator;
+GRANT ALL ON FUNCTION pgflight._may(p_lane text, p_workspace_id bigint) TO pgflight_reader;
 
 -- Name: FUNCTION _move_budget(p_ids bigint[], p_reserve numeric, p_spend numeric, p_release numeric, p_check boolean, p_now timestamp with time zone, p_what text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
@@ -4013,6 +4556,26 @@ REVOKE ALL ON FUNCTION pgflight._release_reservation(p_agent_run_id bigint) FROM
 -- Name: FUNCTION _reopen_step(p_step_id bigint, p_actor text, p_reason text, p_note text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
 REVOKE ALL ON FUNCTION pgflight._reopen_step(p_step_id bigint, p_actor text, p_reason text, p_note text) FROM PUBLIC;
+
+-- Name: FUNCTION _require_cap(p_cap text, p_limit double precision, p_value double precision, p_what text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._require_cap(p_cap text, p_limit double precision, p_value double precision, p_what text) FROM PUBLIC;
+
+-- Name: FUNCTION _require_lane(p_lane text, p_workspace_id bigint, p_operation text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._require_lane(p_lane text, p_workspace_id bigint, p_operation text) FROM PUBLIC;
+
+-- Name: FUNCTION _require_lane_on_run(p_lane text, p_run_id bigint, p_operation text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._require_lane_on_run(p_lane text, p_run_id bigint, p_operation text) FROM PUBLIC;
+
+-- Name: FUNCTION _require_lane_on_step(p_lane text, p_step_id bigint, p_operation text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._require_lane_on_step(p_lane text, p_step_id bigint, p_operation text) FROM PUBLIC;
+
+-- Name: FUNCTION _require_own_attempt(p_attempt_id bigint, p_token bigint, p_operation text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._require_own_attempt(p_attempt_id bigint, p_token bigint, p_operation text) FROM PUBLIC;
 
 -- Name: FUNCTION _require_positive(p_name text, p_value double precision); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
@@ -4142,6 +4705,10 @@ GRANT ALL ON FUNCTION pgflight.fail_step(p_attempt_id bigint, p_token bigint, p_
 REVOKE ALL ON FUNCTION pgflight.find_effect(p_step_id bigint, p_key text) FROM PUBLIC;
 GRANT ALL ON FUNCTION pgflight.find_effect(p_step_id bigint, p_key text) TO pgflight_worker;
 
+-- Name: FUNCTION grant_workspace(p_login name, p_workspace text, p_lane text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.grant_workspace(p_login name, p_workspace text, p_lane text) FROM PUBLIC;
+
 -- Name: FUNCTION heartbeat(p_worker_id bigint, p_attempt_ids bigint[], p_tokens bigint[]); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
 REVOKE ALL ON FUNCTION pgflight.heartbeat(p_worker_id bigint, p_attempt_ids bigint[], p_tokens bigint[]) FROM PUBLIC;
@@ -4228,6 +4795,10 @@ GRANT ALL ON FUNCTION pgflight.reserve_budget(p_attempt_id bigint, p_token bigin
 REVOKE ALL ON FUNCTION pgflight.retry_step(p_step_id bigint, p_actor text, p_note text) FROM PUBLIC;
 GRANT ALL ON FUNCTION pgflight.retry_step(p_step_id bigint, p_actor text, p_note text) TO pgflight_operator;
 
+-- Name: FUNCTION revoke_workspace(p_login name, p_workspace text, p_lane text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.revoke_workspace(p_login name, p_workspace text, p_lane text) FROM PUBLIC;
+
 -- Name: FUNCTION run_audit(p_run_id bigint); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
 REVOKE ALL ON FUNCTION pgflight.run_audit(p_run_id bigint) FROM PUBLIC;
@@ -4265,6 +4836,7 @@ GRANT ALL ON FUNCTION pgflight.submit_run(p_workspace text, p_recipe text, p_inp
 -- Name: PROCEDURE sweep_loop(IN p_duration_s double precision, IN p_interval_s double precision); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
 REVOKE ALL ON PROCEDURE pgflight.sweep_loop(IN p_duration_s double precision, IN p_interval_s double precision) FROM PUBLIC;
+GRANT ALL ON PROCEDURE pgflight.sweep_loop(IN p_duration_s double precision, IN p_interval_s double precision) TO pgflight_cron;
 
 -- Name: FUNCTION uninstall_schedules(); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 

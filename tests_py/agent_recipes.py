@@ -11,6 +11,32 @@ from pydantic import BaseModel
 
 import pgflight.agent.loop  # noqa: F401  (registers the agent recipe and the delegate tool)
 from pgflight.agent.tools import ToolContext, tool
+from pgflight.db import agent as adb
+
+if os.environ.get("AGENT_TEST_KILL_AFTER_EMPTY_RECORD"):
+    # The worker dies (SIGKILL) right after record_model_call committed an iteration with no
+    # content, on attempt 1: the crash between recording an empty end_turn and completing the step.
+    _record = adb.record_model_call
+
+    def _record_then_die(
+        conn: Any,
+        attempt_id: int,
+        token: int,
+        agent_run_id: int,
+        iteration: int,
+        blocks: Any,
+        *args: Any,
+        **kwargs: Any,
+    ) -> Any:
+        rec = _record(conn, attempt_id, token, agent_run_id, iteration, blocks, *args, **kwargs)
+        attempt_no = conn.execute(
+            "select attempt_no from pgflight.step_attempts where id = %s", [attempt_id]
+        ).fetchone()
+        if not blocks and rec.recorded and attempt_no is not None and attempt_no[0] == 1:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return rec
+
+    adb.record_model_call = _record_then_die  # type: ignore[assignment]
 
 
 class Note(BaseModel):

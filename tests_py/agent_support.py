@@ -1,20 +1,24 @@
 """
 Helpers for the agent tests: a local HTTP server that speaks the Anthropic Messages API (scripted
-per test: tool_use, end_turn, max_tokens stops, usage fields, HTTP errors 429/500/529), and
-submitting agent runs.
+per test: tool_use, end_turn, an empty end_turn, max_tokens stops, usage fields, HTTP errors
+429/500/529 with any Retry-After: seconds or an HTTP-date), and submitting agent runs. The kill
+right after an iteration is recorded lives in the worker process: agent_recipes.py.
 """
 
 from __future__ import annotations
 
+import email.utils
 import json
 import threading
+import time
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
 
-Reply = Callable[[dict[str, Any], int], tuple[int, dict[str, Any]]]
+# reply(request_body, call_no) -> (status, body) or (status, body, extra response headers)
+Reply = Callable[[dict[str, Any], int], tuple[Any, ...]]
 
 
 def message(
@@ -52,6 +56,16 @@ def tool_use(tid: str, name: str, args: dict[str, Any], text: str | None = None)
     return [*blocks, {"type": "tool_use", "id": tid, "name": name, "input": args}]
 
 
+def empty_end_turn(**usage: Any) -> dict[str, Any]:
+    """An end_turn with no content at all (the Messages API documents it, e.g. after a tool result)."""
+    return message([], stop_reason="end_turn", **usage)
+
+
+def http_date(seconds_from_now: float) -> str:
+    """An RFC 9110 HTTP-date (IMF-fixdate, GMT), as a Retry-After may carry."""
+    return email.utils.formatdate(time.time() + seconds_from_now, usegmt=True)
+
+
 def error_body(status: int) -> dict[str, Any]:
     kind = {429: "rate_limit_error", 529: "overloaded_error"}.get(status, "api_error")
     return {"type": "error", "error": {"type": kind, "message": f"fake {status}"}}
@@ -75,13 +89,16 @@ class FakeAnthropic:
                 with fake.lock:
                     fake.requests.append(body)
                     n = len(fake.requests)
-                status, out = fake.reply(body, n)
+                status, out, *more = fake.reply(body, n)
+                headers: dict[str, str] = more[0] if more else {}
+                if status in (429, 529) and "retry-after" not in headers:
+                    headers = {**headers, "retry-after": "0"}
                 data = json.dumps(out).encode()
                 self.send_response(status)
                 self.send_header("content-type", "application/json")
                 self.send_header("content-length", str(len(data)))
-                if status in (429, 529):
-                    self.send_header("retry-after", "0")
+                for k, v in headers.items():
+                    self.send_header(k, v)
                 self.end_headers()
                 self.wfile.write(data)
 

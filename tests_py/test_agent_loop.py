@@ -6,9 +6,7 @@ durable iterations, resume after kill -9, interrupted tools, costs.
 from __future__ import annotations
 
 import json
-import threading
 from decimal import Decimal
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +19,7 @@ from pgflight import db
 from pgflight.agent import providers as prov
 from pgflight.agent.loop import AgentInput, AgentLoop, BudgetExhausted
 from pgflight.recipes import StepContext
-from worker_support import one, wait_for, workers  # noqa: F401
+from worker_support import ChargeCounter, one, wait_for, workers  # noqa: F401
 
 
 def run_inline(
@@ -345,36 +343,12 @@ def test_kill9_during_iteration_3_of_6_resumes_without_repeating(
         assert res == "survived"  # a tool without side effects runs again after the crash
 
 
-class _Counter:
-    """A tiny HTTP service that counts the charges it receives."""
-
-    def __init__(self) -> None:
-        self.calls = 0
-        counter = self
-
-        class H(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                counter.calls += 1
-                data = json.dumps({"charge_no": counter.calls}).encode()
-                self.send_response(200)
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *a: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), H)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/charge"
-
-
 @pytest.mark.slow
 def test_interrupted_tool_with_receipt_is_not_executed_again(
     dsn: str, fake_anthropic: Any, workers: Any
 ) -> None:
     """The worker dies after the effect's receipt but before the tool result: the retry uses the receipt."""
-    bank = _Counter()
+    bank = ChargeCounter()
     server = fake_anthropic(_turns(2, {1: ("charge_then_die", {"url": bank.url})}))
     env = {"ANTHROPIC_API_KEY": "test-key", "ANTHROPIC_BASE_URL": server.url}
     try:
@@ -414,8 +388,7 @@ def test_interrupted_tool_with_receipt_is_not_executed_again(
             assert row is not None and row[0] == "completed" and json.loads(row[1]) == {"charge_no": 1}
             assert len(server.requests) == 2
     finally:
-        bank.server.shutdown()
-        bank.server.server_close()
+        bank.close()
 
 
 def test_interrupted_side_effect_without_receipt_is_reported_to_the_model(dsn: str) -> None:
@@ -486,7 +459,7 @@ def test_cli_trace_and_export_dataset(dsn: str, tmp_path: Path) -> None:
         timeout=60,
     )
     assert tr.returncode == 0, tr.stderr
-    assert "iteration 2" in tr.stdout and "note(" in tr.stdout and "USD" in tr.stdout
+    assert "iteration 2" in tr.stdout and "note(" in tr.stdout and "$0.000000" in tr.stdout
     out = tmp_path / "d.jsonl"
     ex = subprocess.run(
         [sys.executable, "-m", "pgflight.cli", "export-dataset", "--out", str(out)],
@@ -498,6 +471,7 @@ def test_cli_trace_and_export_dataset(dsn: str, tmp_path: Path) -> None:
     assert ex.returncode == 0, ex.stderr
     (line,) = out.read_text().splitlines()
     conv = json.loads(line)
+    assert conv["usd"] == "0.000000"  # money in JSON: a decimal string with a fixed scale
     assert [m["role"] for m in conv["messages"]] == ["user", "assistant", "user", "assistant"]
     assert conv["messages"][2]["content"][0]["type"] == "tool_result" and conv["tools_used"] == ["note"]
     bad = subprocess.run(
@@ -507,4 +481,4 @@ def test_cli_trace_and_export_dataset(dsn: str, tmp_path: Path) -> None:
         text=True,
         timeout=60,
     )
-    assert bad.returncode == 1 and "step 999999 is unknown" in bad.stderr
+    assert bad.returncode == 4 and "step 999999 is unknown" in bad.stderr  # 4: not found

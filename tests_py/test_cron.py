@@ -104,6 +104,7 @@ def test_sweep_loop_commits_each_pass(cron_dsn: str) -> None:
 def test_c06_dead_worker_step_requeued_by_pg_cron_alone(cron_dsn: str) -> None:
     """Invariant 4 with the installed schedule: nothing but pg_cron runs the sweep."""
     with psycopg.connect(cron_dsn, autocommit=True) as c:
+        installed_at = c.execute("select now()").fetchone()[0]  # type: ignore[index]
         c.execute("select pgflight.install_schedules(1)")
         attempt = _expired_step(c, "cron-victim")
         # pg_cron 1.4 starts the minute job at the next minute boundary; then every second
@@ -119,3 +120,6 @@ def test_c06_dead_worker_step_requeued_by_pg_cron_alone(cron_dsn: str) -> None:
             " where j.jobname = 'pgflight-sweeps'"
         ).fetchone()
         assert ran is not None and ran[0] >= 1
+        # what `pgflight migrate` reports: the sweep ran, as pgflight_cron, not as a superuser (issue 13)
+        ok, how = migrate.confirm_sweep(cron_dsn, timeout_s=5, since=installed_at)
+        assert ok and "pgflight_cron" in how, how

@@ -6,12 +6,15 @@ own process group, always killed at teardown) and polling of the database.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -54,7 +57,7 @@ def start_worker(
     dsn: str,
     tmp: Path,
     *args: str,
-    recipes: str = "pgflight.demo:worker_recipes",
+    recipes: str = "pgflight_demo:worker_recipes",
     env: dict[str, str] | None = None,
 ) -> WorkerProc:
     """Start `python -m pgflight.cli worker` against `dsn` in a new session (own process group)."""
@@ -142,3 +145,31 @@ def worker_ready(conn: psycopg.Connection[Any], w: WorkerProc) -> bool:
 def workers(tmp_path: Path) -> Iterator[Callable[..., WorkerProc]]:
     """Fixture for modules that import it: worker subprocesses, SIGKILLed at teardown."""
     yield from worker_factory(tmp_path)
+
+
+class ChargeCounter:
+    """An external HTTP service that counts the charges (POSTs) it receives; answers {"charge_no": n}."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        counter = self
+
+        class H(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                counter.calls += 1
+                data = json.dumps({"charge_no": counter.calls}).encode()
+                self.send_response(200)
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *a: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), H)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/charge"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()

@@ -12,13 +12,14 @@ ZF001      :class:`LeaseLost`         the attempt was reclaimed / superseded: ab
 ZF002      :class:`Cancelled`         the run or step was cancelled: stop, release_step
 ZF003      :class:`NotFound`          unknown run, step, attempt or workspace
 ZF004      :class:`IdempotencyConflict` same idempotency key, different input
-ZF005      :class:`InputTooLarge`     input over settings.max_input_bytes
+ZF005      :class:`CapExceeded`       a size or count over its cap (settings.max_*)
 ZF006      :class:`InvalidState`      the operation does not apply in the current state
 ZF007      :class:`BudgetExceeded`    a spend or iteration cap was reached
 ZF008      :class:`AlreadyDecided`    an approval gate already holds another decision
 ZF009      :class:`FakeClockDisabled` pgflight.fake_now set while allow_fake_clock is off
-ZF010      :class:`UnknownWorker`     unknown or stopped worker id
+ZF010      :class:`UnknownWorker`     unknown or stopped worker id, or another login's
 ZF011      :class:`CronMissing`       pg_cron is not installed
+ZF012      :class:`Forbidden`         outside the login's lane, workspaces or own attempts
 22023      :class:`BadArgument`       a malformed or out-of-range argument
 =========  =========================  =====================================================
 """
@@ -76,10 +77,16 @@ class IdempotencyConflict(PgflightError):
     sqlstate = "ZF004"
 
 
-class InputTooLarge(PgflightError):
-    """ZF005: an input over ``settings.max_input_bytes``."""
+class CapExceeded(PgflightError):
+    """
+    ZF005: a size or count over its cap in ``pgflight.settings`` (``max_input_bytes``,
+    ``max_result_bytes``, ``max_batch_size`` …); the DETAIL names the setting. Nothing was written.
+    """
 
     sqlstate = "ZF005"
+
+
+InputTooLarge = CapExceeded  # the name ZF005 had when it capped inputs only
 
 
 class InvalidState(PgflightError):
@@ -107,7 +114,7 @@ class FakeClockDisabled(PgflightError):
 
 
 class UnknownWorker(PgflightError):
-    """ZF010: unknown or stopped worker id; register again."""
+    """ZF010: unknown or stopped worker id, or one registered by another login; register again."""
 
     sqlstate = "ZF010"
 
@@ -116,6 +123,15 @@ class CronMissing(PgflightError):
     """ZF011: pg_cron is not installed in this database."""
 
     sqlstate = "ZF011"
+
+
+class Forbidden(PgflightError):
+    """
+    ZF012: the login has no grant for that workspace in this lane (``grant_workspace``), or the
+    attempt is held by another login's worker. Nothing was written.
+    """
+
+    sqlstate = "ZF012"
 
 
 class BadArgument(PgflightError):
@@ -131,13 +147,14 @@ BY_SQLSTATE: dict[str, type[PgflightError]] = {
         Cancelled,
         NotFound,
         IdempotencyConflict,
-        InputTooLarge,
+        CapExceeded,
         InvalidState,
         BudgetExceeded,
         AlreadyDecided,
         FakeClockDisabled,
         UnknownWorker,
         CronMissing,
+        Forbidden,
         BadArgument,
     )
 }

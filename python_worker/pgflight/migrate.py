@@ -13,6 +13,7 @@ import os
 import re
 import shutil
 import subprocess
+from datetime import datetime
 from pathlib import Path
 from urllib.parse import quote
 
@@ -187,5 +188,45 @@ def install_schedules(dsn: str) -> str | None:
         try:
             db.install_schedules(conn)
         except errors.PgflightError as e:
-            return e.one_line()
+            return e.message
     return None
+
+
+def confirm_sweep(
+    dsn: str, *, timeout_s: float = 75.0, poll_s: float = 1.0, since: datetime | None = None
+) -> tuple[bool, str]:
+    """
+    Wait until pg_cron has actually run the sweep job of this database once: installed is not
+    running (issue 13: with scram authentication and no way for pg_cron to log in, every run fails
+    while the schedule looks fine). On pg_cron 1.4 the job starts at the next minute boundary.
+
+    :param timeout_s: how long to wait for a run.
+    :param since: count runs that started at or after this instant (default: now).
+    :return: (True, how it ran) when a run is running or succeeded; (False, why not) when a run
+        failed (pg_cron's own message, e.g. "connection failed") or none started in time.
+    """
+    import time
+
+    import psycopg
+
+    deadline = time.monotonic() + timeout_s
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        if since is None:
+            now = conn.execute("select now()").fetchone()
+            assert now is not None
+            since = now[0]
+        while True:
+            row = conn.execute(
+                "select d.status, coalesce(d.return_message, ''), d.username"
+                "  from cron.job_run_details d join cron.job j using (jobid)"
+                " where j.jobname = 'pgflight-sweeps' and j.database = current_database()"
+                "   and d.start_time >= %s order by d.runid desc limit 1",
+                [since],
+            ).fetchone()
+            if row is not None and row[0] in ("running", "succeeded"):
+                return True, f"the sweep job ran as {row[2]} ({row[0]})"
+            if row is not None and row[0] == "failed":
+                return False, f"the sweep job failed as {row[2]}: {row[1].strip() or 'no message'}"
+            if time.monotonic() > deadline:
+                return False, f"the sweep job did not start within {timeout_s:.0f} s"
+            time.sleep(poll_s)

@@ -14,7 +14,8 @@ Recipes: the functions a worker runs, and the context each step gets.
 
 A recipe is a sync or async function of one :class:`StepContext`; it returns the step's JSON
 result. It raises :class:`Fatal` (dead letter at once, no retry), :class:`Retry` (retry after a
-given delay; still spends an attempt) or any other exception (retryable with backoff). An input
+given delay; still spends an attempt), :class:`Release` (give the step back, no attempt spent) or
+any other exception (retryable with backoff). An input
 that fails the recipe's pydantic model is fatal with the validation message.
 
 Fan-out and approvals park the step: :meth:`StepContext.spawn` and
@@ -55,11 +56,24 @@ class Retry(Exception):
     Raise from a recipe to retry after `after_s` seconds instead of the backoff.
 
     Still spends an attempt, so the max_attempts ceiling holds on this path too (C07).
+
+    :raises ValueError: `after_s` is not a finite number >= 0 (raised in the recipe: a retryable
+        failure with the ordinary backoff, instead of a delay the database would refuse).
     """
 
     def __init__(self, message: str = "retry requested", *, after_s: float | None = None) -> None:
+        if after_s is not None and not (isinstance(after_s, int | float) and 0 <= after_s < float("inf")):
+            raise ValueError(f"Retry(after_s={after_s!r}): a delay must be a finite number of seconds >= 0")
         super().__init__(message)
         self.after_s = after_s
+
+
+class Release(BaseException):
+    """
+    Raise from a recipe to give the step back without spending an attempt (e.g. the model API is
+    rate-limiting): the worker calls release_step with the message as the reason and the step is
+    queued again at once. Not an Exception, so ``except Exception`` in a recipe does not swallow it.
+    """
 
 
 class Parked(BaseException):
@@ -136,6 +150,10 @@ class Registry:
         """Every registered name, sorted."""
         return sorted(self._recipes)
 
+    def all(self) -> list[Recipe]:
+        """Every registered recipe, by name."""
+        return [self._recipes[n] for n in sorted(self._recipes)]
+
     def __contains__(self, name: object) -> bool:
         return name in self._recipes
 
@@ -165,16 +183,34 @@ def recipe(
 
 def load_modules(modules: Iterable[str]) -> Registry:
     """
-    Import modules so their ``@recipe`` decorators run.
+    Import modules and return the recipes they define, and only those.
+
+    A recipe belongs to a module when its function is defined there (or in a submodule of a named
+    package) or when importing the module registered it (a tools module that imports
+    ``pgflight.agent.loop`` brings the ``agent`` recipe); recipes registered in the process-wide
+    registry by anything else are left out: a worker runs exactly the recipes of its modules.
 
     :param modules: dotted module names.
-    :return: the process-wide registry.
-    :raises ImportError: a module cannot be imported.
+    :return: a registry with the recipes of those modules.
+    :raises ModuleNotFoundError: a module (or one it imports) cannot be found.
+    :raises ValueError: a module defines no recipe.
     """
-    for m in modules:
-        if m.strip():
-            importlib.import_module(m.strip())
-    return REGISTRY
+    names = [m.strip() for m in modules if m.strip()]
+    chosen = Registry()
+    for m in names:
+        before = set(REGISTRY.names())
+        importlib.import_module(m)
+        found = [r for r in REGISTRY.all() if r.name not in before or _defined_in(r.fn, m)]
+        if not found:
+            raise ValueError(f"module {m} defines no recipe (no @recipe function in it or its imports)")
+        for r in found:
+            chosen.add(r.name, r.fn, r.input_model)
+    return chosen
+
+
+def _defined_in(fn: RecipeFn, module: str) -> bool:
+    home = getattr(fn, "__module__", "") or ""
+    return home == module or home.startswith(module + ".")
 
 
 class StepContext:
@@ -197,6 +233,7 @@ class StepContext:
         on_unpark: Callable[[], object] | None = None,
         lost: Callable[[], bool] | None = None,
         logger: logging.Logger | logging.LoggerAdapter[logging.Logger] | None = None,
+        max_receipt_bytes: int | None = None,
     ) -> None:
         self.claim = claim
         self.input = input
@@ -215,6 +252,7 @@ class StepContext:
         self._on_park = on_park or (lambda: True)
         self._on_unpark = on_unpark or (lambda: None)
         self._lost = lost or (lambda: False)
+        self.max_receipt_bytes = max_receipt_bytes
 
     def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """
@@ -329,14 +367,43 @@ class StepContext:
         :param fn: does the effect; returns a JSON-serialisable receipt.
         :return: the receipt: `fn`'s result now or from the attempt that acted.
         :raises LeaseLost: the lease was lost (the receipt is still recorded when `fn` ran).
+        :raises Fatal: `fn` acted but its receipt cannot be stored (NaN, a NUL character, a lone
+            surrogate, over the size cap; or the database refused it): a retry would act again, so
+            the step ends here. A stand-in receipt naming the problem is recorded when it can be,
+            so not even a manual retry_step repeats the effect.
         """
+        from pgflight.db.payload import DEFAULT_MAX_BYTES, BadPayload, check_json, clean_text
+
         found = self._call(_db().find_effect, self.step_id, key)
         if found is not None:
             self.log.info("effect %r already happened (attempt %s): not repeating it", key, found.attempt_id)
             return found.result
         self.check_cancelled()
         value = fn()
-        rec: models.RecordedEffect = self._call(_db().record_effect, self.attempt_id, self.token, key, value)
+        try:
+            check_json(
+                value,
+                what=f"the receipt of effect {key!r}",
+                max_bytes=self.max_receipt_bytes or DEFAULT_MAX_BYTES,
+            )
+            rec: models.RecordedEffect = self._call(
+                _db().record_effect, self.attempt_id, self.token, key, value
+            )
+        except errors.LeaseLost:
+            raise  # the token was never this attempt's: nothing recorded, nothing this holder may do
+        except Exception as e:
+            reason = clean_text(str(e), limit=2000)
+            stand_in = {"pgflight_unstorable_receipt": reason}
+            if isinstance(e, BadPayload):
+                stand_in["path"] = clean_text(e.path)
+            try:
+                self._call(_db().record_effect, self.attempt_id, self.token, key, stand_in)
+            except Exception as e2:
+                self.log.error("effect %r acted, and not even a stand-in receipt was stored: %s", key, e2)
+            raise Fatal(
+                f"effect {key!r} acted but its receipt cannot be stored, so the step stops rather than "
+                f"act again on a retry: {reason}"
+            ) from None
         if not rec.lease_held:
             raise errors.LeaseLost(
                 f"lease lost on attempt {self.attempt_id} (effect {key!r} recorded)",

@@ -23,6 +23,23 @@ retried with backoff (C37). A step body runs only with a token a claim of this p
 a cancel it acknowledges with release_step. SIGTERM / SIGINT: stop claiming, let running steps
 finish for ``grace_s`` seconds, release the rest (no attempt spent, C39); SIGKILL loses nothing,
 the lease lapses and the step is reclaimed elsewhere.
+
+One bad step harms only itself (issue 14):
+
+- a result the database would refuse (NaN, ±Infinity, a NUL character, a lone surrogate, over
+  ``max_result_bytes``) fails its own step at once, fatally, naming the JSON path; the healthy
+  steps completed in the same ``complete_batch`` succeed (and a batch the server still refuses is
+  retried row by row, so one bad row cannot take its neighbours down);
+- the worker enforces an attempt's ``deadline_at`` (the step's ``max_runtime_s``) itself: at the
+  deadline an async recipe is cancelled, and the worker stops waiting for a sync one (the thread
+  cannot be killed: it is *abandoned*, counted in :attr:`Worker.threads_abandoned`, and replaced,
+  so the slot comes back); the attempt is failed with ``DeadlineExceeded`` (retryable, as the
+  server's own deadline sweep would). A sync recipe whose lease was lost or whose run was cancelled
+  gets one heartbeat interval to return before it is abandoned the same way;
+- when ``max_abandoned_threads`` abandoned threads are still running, the worker stops claiming,
+  releases what it holds and :meth:`Worker.run` raises :class:`WorkerRestart` (process exit code
+  :data:`EXIT_RESTART`, 75): the supervisor (systemd, the compose file, ``pgflight review``) starts
+  a fresh process, which gets the threads back.
 """
 
 from __future__ import annotations
@@ -30,25 +47,47 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import json
 import logging
 import os
+import queue
 import signal
 import socket
 import threading
 import time
 import traceback
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from pgflight import db, errors, models
 from pgflight.db.connection import Listener, call, is_transient, make_pool
+from pgflight.db.payload import DEFAULT_MAX_BYTES, BadPayload, check_json, clean_text
 from pgflight.heartbeat import CANCELLED, FINISHING, LOST, RELEASED, Heartbeat, Held, HeldSet, clamp_interval
-from pgflight.recipes import REGISTRY, Fatal, Parked, Registry, Retry, StepContext, load_modules
+from pgflight.recipes import REGISTRY, Fatal, Parked, Registry, Release, Retry, StepContext, load_modules
+from pgflight.settings import env_number
 
 log = logging.getLogger("pgflight.worker")
 T = TypeVar("T")
+
+EXIT_RESTART = 75
+"""Exit status of a worker process that restarts itself (EX_TEMPFAIL): too many abandoned threads."""
+
+
+class WorkerRestart(SystemExit):
+    """
+    Raised by :meth:`Worker.run` after a clean stop when the worker needs a fresh process (too many
+    recipe threads abandoned past their deadline). A SystemExit with code :data:`EXIT_RESTART`, so
+    ``pgflight worker`` exits 75 and its supervisor starts it again.
+    """
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(EXIT_RESTART)
+        self.reason = reason
+
+
+class DeadlineExceeded(Exception):
+    """The attempt ran past its deadline_at (max_runtime_s): the worker stopped waiting for it."""
 
 
 class Worker:
@@ -67,6 +106,12 @@ class Worker:
     :param listen_dsn: DSN of the LISTEN connection (default: `dsn`); should be direct, not pooled.
     :param listen: False to poll only.
     :param pool_size: connections of the control pool.
+    :param max_result_bytes: most bytes (UTF-8 JSON text) of a step's result or effect receipt; a
+        larger one fails its step fatally (default ``PGFLIGHT_MAX_RESULT_BYTES``, else 16 MiB, the
+        engine's default ``settings.max_input_bytes``).
+    :param max_abandoned_threads: abandoned recipe threads (past their deadline, still running)
+        the process tolerates; at this many it restarts (:class:`WorkerRestart`, exit 75). Default
+        ``PGFLIGHT_MAX_ABANDONED_THREADS``, else 16.
     """
 
     def __init__(
@@ -85,6 +130,8 @@ class Worker:
         listen: bool = True,
         pool_size: int = 2,
         name: str | None = None,
+        max_result_bytes: int | None = None,
+        max_abandoned_threads: int | None = None,
     ) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
@@ -114,8 +161,16 @@ class Worker:
         self.listening = False
         self.listener_reconnects = 0
         self.steps_done = 0
+        self.max_result_bytes = int(
+            max_result_bytes or env_number("PGFLIGHT_MAX_RESULT_BYTES", DEFAULT_MAX_BYTES, positive=True)
+        )
+        self.max_abandoned_threads = int(
+            max_abandoned_threads or env_number("PGFLIGHT_MAX_ABANDONED_THREADS", 16, positive=True)
+        )
+        self.restart_reason: str | None = None
         self._stopping = threading.Event()
-        self._threads = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="pgflight-step")
+        self._threads = StepThreads(concurrency, "pgflight-step")
+        self._waiting: dict[int, Future[Any]] = {}  # sync recipes running, by attempt id
         self._db_threads = ThreadPoolExecutor(
             max_workers=self.pool_size + 2, thread_name_prefix="pgflight-db"
         )
@@ -134,8 +189,15 @@ class Worker:
         try:
             asyncio.run(self._main())
         finally:
-            self._threads.shutdown(wait=False, cancel_futures=True)
+            self._threads.shutdown()
             self._db_threads.shutdown(wait=False, cancel_futures=True)
+        if self.restart_reason is not None:
+            raise WorkerRestart(self.restart_reason)
+
+    @property
+    def threads_abandoned(self) -> int:
+        """Recipe threads abandoned so far (past their deadline, or lost / cancelled and still running)."""
+        return self._threads.abandoned_total
 
     def stop(self) -> None:
         """Graceful stop: no more claims; running steps get grace_s seconds. Thread-safe."""
@@ -245,7 +307,7 @@ class Worker:
 
     def _start(self, claim: models.ClaimedStep) -> None:
         held = self.held.add(claim)
-        task = asyncio.create_task(self._run(held))
+        task = asyncio.create_task(self._run(held), name=_step_name(claim))
         self._tasks[claim.attempt_id] = task
 
     def _wake_soon(self) -> None:
@@ -255,13 +317,92 @@ class Worker:
                 loop.call_soon_threadsafe(wake.set)
 
     def _on_abandon(self, held: Held) -> None:
-        # Called by the heartbeat thread: an async recipe can be interrupted; a sync one only sees
-        # its cancelled event (threads cannot be killed) and its result will be discarded.
+        # Called by the heartbeat thread: an async recipe is interrupted; a sync one sees its
+        # cancelled event (threads cannot be killed) and gets one heartbeat interval to return
+        # before the worker stops waiting for it (its result would be discarded anyway).
         loop = self._loop
         task = self._tasks.get(held.claim.attempt_id)
         recipe = self.registry.get(held.claim.recipe)
-        if loop is not None and task is not None and recipe is not None and recipe.is_async:
+        if loop is None or task is None or recipe is None:
+            return
+        if recipe.is_async:
             loop.call_soon_threadsafe(task.cancel)
+        else:
+            loop.call_soon_threadsafe(
+                loop.call_later, self.heartbeat_s, self._stop_waiting, held.claim.attempt_id
+            )
+
+    def _stop_waiting(self, attempt_id: int) -> None:
+        """A sync recipe still running a heartbeat interval after its lease was lost or its run cancelled."""
+        fut, task = self._waiting.get(attempt_id), self._tasks.get(attempt_id)
+        if fut is None or task is None or fut.done():
+            return
+        self._abandon_thread(
+            task.get_name(), fut, "did not stop after its lease was lost or its run cancelled"
+        )
+        task.cancel()  # _run sees the attempt lost / cancelled and writes nothing
+
+    def _abandon_thread(self, what: str, fut: Future[Any], why: str) -> None:
+        """Stop waiting for a sync recipe's thread (a new one takes its place); restart at the limit."""
+        alive = self._threads.abandon(fut)
+        if alive is None:
+            return  # it returned meanwhile, or was abandoned already
+        log.error(
+            "%s %s: its thread is abandoned (%d so far, %d still running; the worker restarts at %d)",
+            what,
+            why,
+            self._threads.abandoned_total,
+            alive,
+            self.max_abandoned_threads,
+        )
+        if alive >= self.max_abandoned_threads and self.restart_reason is None:
+            self.restart_reason = f"{alive} recipe threads abandoned and still running"
+            log.error(
+                "%s: restarting the worker (exit %d) to get them back", self.restart_reason, EXIT_RESTART
+            )
+            self.stop()
+
+    def _time_left(self, claim: models.ClaimedStep) -> float | None:
+        """Seconds until the attempt's deadline_at (None: no max_runtime_s), by this host's clock."""
+        if claim.deadline_at is None:
+            return None
+        return max(0.0, (claim.deadline_at - datetime.now(UTC)).total_seconds())
+
+    async def _execute(self, held: Held, recipe: Any, ctx: StepContext) -> Any:
+        """
+        Run the recipe to its result, within the attempt's deadline.
+
+        :raises DeadlineExceeded: the deadline passed (an async recipe was cancelled; a sync one's
+            thread was abandoned).
+        """
+        claim = held.claim
+        left = self._time_left(claim)
+        if recipe.is_async:
+            if left is None:
+                return await recipe.fn(ctx)
+            try:
+                async with asyncio.timeout(left) as timer:
+                    return await recipe.fn(ctx)
+            except TimeoutError:
+                if timer.expired() and held.state == "running":
+                    raise _overran(claim) from None
+                raise
+        fut = self._threads.submit(recipe.fn, ctx)
+        work = asyncio.wrap_future(fut)
+        self._waiting[claim.attempt_id] = fut
+        try:
+            if left is None:
+                return await work
+            try:
+                return await asyncio.wait_for(work, left)
+            except TimeoutError:
+                if fut.done():
+                    raise  # the recipe's own TimeoutError
+        finally:
+            self._waiting.pop(claim.attempt_id, None)
+        held.cancelled.set()
+        self._abandon_thread(_step_name(claim), fut, "overran its deadline")
+        raise _overran(claim)
 
     # --- one step ----------------------------------------------------------------------------
 
@@ -270,8 +411,17 @@ class Worker:
         try:
             # claimed with start=True: the attempt is already running, no start_step round trip
             recipe = self.registry.get(claim.recipe)
-            if recipe is None:  # cannot happen: claims name only our recipes
-                await self._fail(held, Fatal(f"no recipe {claim.recipe!r} in this worker"), retryable=False)
+            if recipe is None:
+                # claim_batch names only our recipes, so this is a registry that changed under the
+                # worker: hand the step back (no attempt spent) for a worker that serves it
+                log.error(
+                    "attempt %s of step %s: recipe %r is not served by this worker: released",
+                    claim.attempt_id,
+                    claim.step_id,
+                    claim.recipe,
+                )
+                if self.held.transition(held, RELEASED):
+                    await self._release(held, f"recipe {claim.recipe} not served", retry_for_s=self.lease_s)
                 return
             try:
                 ctx = StepContext(
@@ -282,16 +432,21 @@ class Worker:
                     on_park=lambda: self.held.transition(held, FINISHING),
                     on_unpark=lambda: self.held.transition(held, "running", only_from=(FINISHING,)),
                     lost=lambda: held.state == LOST,
+                    max_receipt_bytes=self.max_result_bytes,
                 )
-                if recipe.is_async:
-                    result = await recipe.fn(ctx)
-                else:
-                    assert self._loop is not None
-                    result = await self._loop.run_in_executor(self._threads, recipe.fn, ctx)
-                json.dumps(result)
+                result = await self._execute(held, recipe, ctx)
+                check_json(
+                    result, what=f"the result of recipe {claim.recipe!r}", max_bytes=self.max_result_bytes
+                )
             except Parked:
                 log.debug("attempt %s parked", claim.attempt_id)
                 return
+            except Release as e:
+                if self.held.transition(held, RELEASED):
+                    log.info("attempt %s given back by its recipe: %s", claim.attempt_id, _first_line(e))
+                    await self._release(held, clean_text(str(e), limit=1000), retry_for_s=self.lease_s)
+            except BadPayload as e:
+                await self._fail(held, e, retryable=False)
             except Fatal as e:
                 await self._fail(held, e, retryable=False)
             except Retry as e:
@@ -302,15 +457,9 @@ class Worker:
                 if held.state in (LOST, CANCELLED, RELEASED):
                     return  # interrupted on purpose (heartbeat or shutdown)
                 raise
-            except TypeError as e:
-                if "JSON serializable" in str(e):
-                    await self._fail(
-                        held,
-                        Fatal(f"recipe {claim.recipe!r} returned a non-JSON result: {e}"),
-                        retryable=False,
-                    )
-                else:
-                    await self._fail(held, e)
+            except DeadlineExceeded as e:
+                await self._fail(held, e)
+                self.held.transition(held, LOST, only_from=(FINISHING,))  # a late return writes nothing
             except Exception as e:
                 await self._fail(held, e)
             else:
@@ -362,14 +511,50 @@ class Worker:
                         retry_for_s=self.lease_s,
                     )
                 except Exception as e:
-                    for _, _, fut in batch:
-                        if not fut.done():
-                            fut.set_exception(e)
+                    if is_transient(e) or len(batch) == 1:
+                        for _, _, fut in batch:
+                            if not fut.done():
+                                fut.set_exception(e)
+                        continue
+                    log.warning(
+                        "complete_batch of %d attempts refused (%s): completing them one by one",
+                        len(batch),
+                        _first_line(e),
+                    )
+                    for one in batch:
+                        await self._complete_alone(*one)
                     continue
                 outcome = {r.attempt_id: r.outcome for r in rows}
                 for h, _, fut in batch:
                     if not fut.done():
                         fut.set_result(outcome.get(h.claim.attempt_id, "lease_lost"))
+
+    async def _complete_alone(self, held: Held, result: Any, fut: asyncio.Future[str]) -> None:
+        """Complete one attempt of a refused batch; a result the server refuses fails its step alone."""
+        try:
+            row = await self._db(
+                self._control_pool,
+                db.complete_step,
+                held.claim.attempt_id,
+                held.claim.fencing_token,
+                result,
+                retry_for_s=self.lease_s,
+            )
+            outcome = row.status
+        except (errors.LeaseLost, errors.Cancelled) as e:
+            outcome = "lease_lost" if isinstance(e, errors.LeaseLost) else "cancelled"
+        except Exception as e:
+            if is_transient(e):
+                fut.set_exception(e)
+                return
+            await self._write_failure(
+                held,
+                Fatal(f"the database refused the result of recipe {held.claim.recipe!r}: {_with_detail(e)}"),
+                retryable=False,
+            )
+            outcome = "failed"
+        if not fut.done():
+            fut.set_result(outcome)
 
     async def _fail(
         self, held: Held, exc: BaseException, *, retryable: bool = True, retry_after_s: float | None = None
@@ -377,11 +562,19 @@ class Worker:
         if not self.held.transition(held, FINISHING):
             log.info("attempt %s failed after it was %s: nothing written", held.claim.attempt_id, held.state)
             return
-        error = {
+        await self._write_failure(held, exc, retryable=retryable, retry_after_s=retry_after_s)
+
+    async def _write_failure(
+        self, held: Held, exc: BaseException, *, retryable: bool = True, retry_after_s: float | None = None
+    ) -> None:
+        """fail_step with `exc` as the error (its text made storable: the error must not fail too)."""
+        error: dict[str, Any] = {
             "type": type(exc).__name__,
-            "message": str(exc)[:4000],
-            "traceback": "".join(traceback.format_exception(exc))[-8000:],
+            "message": clean_text(str(exc), limit=4000),
+            "traceback": clean_text("".join(traceback.format_exception(exc))[-8000:]),
         }
+        if isinstance(exc, BadPayload):
+            error["path"] = clean_text(exc.path)
         log.info(
             "attempt %s of step %s (%s) failed: %s: %s",
             held.claim.attempt_id,
@@ -560,10 +753,114 @@ class Worker:
         listener.close()
 
 
+class _Work:
+    __slots__ = ("abandoned", "args", "fn", "future")
+
+    def __init__(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
+        self.fn = fn
+        self.args = args
+        self.future: Future[Any] = Future()
+        self.abandoned = False
+
+
+class StepThreads:
+    """
+    The threads sync recipes run on: `size` daemon threads taking work from one queue.
+
+    A thread whose recipe overran is *abandoned* (:meth:`abandon`): the worker stops waiting for
+    it and a new thread takes its place, so the pool keeps `size` threads available; the abandoned
+    one ends when its recipe finally returns (if ever). Daemon threads, so a recipe that never
+    returns cannot keep the process from exiting.
+    """
+
+    def __init__(self, size: int, name: str) -> None:
+        self._queue: queue.SimpleQueue[_Work | None] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._name = name
+        self._started = 0
+        self._live = 0
+        self.abandoned_total = 0
+        self.abandoned_alive = 0
+        for _ in range(size):
+            self._spawn()
+
+    def _spawn(self) -> None:
+        self._started += 1
+        self._live += 1
+        threading.Thread(target=self._serve, name=f"{self._name}-{self._started}", daemon=True).start()
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> Future[Any]:
+        """Run ``fn(*args)`` on a pool thread; its future carries the result or the exception."""
+        work = _Work(fn, args)
+        work.future.pgflight_work = work  # type: ignore[attr-defined]
+        self._queue.put(work)
+        return work.future
+
+    def abandon(self, future: Future[Any]) -> int | None:
+        """
+        Stop counting on the thread running `future` and start another in its place.
+
+        :return: abandoned threads still running, this one included; None when `future` is done
+            or was abandoned already (nothing changed).
+        """
+        work: _Work = future.pgflight_work  # type: ignore[attr-defined]
+        with self._lock:
+            if work.abandoned or future.done():
+                return None
+            work.abandoned = True
+            self.abandoned_total += 1
+            self.abandoned_alive += 1
+            self._spawn()
+            return self.abandoned_alive
+
+    def _serve(self) -> None:
+        while True:
+            work = self._queue.get()
+            if work is None:
+                return
+            if not work.future.set_running_or_notify_cancel():
+                continue
+            try:
+                result = work.fn(*work.args)
+            except BaseException as e:  # Parked is a BaseException: it travels through the future too
+                work.future.set_exception(e)
+            else:
+                work.future.set_result(result)
+            with self._lock:
+                if work.abandoned:  # a replacement took this thread's place
+                    self.abandoned_alive -= 1
+                    self._live -= 1
+                    return
+
+    def shutdown(self) -> None:
+        """Let the idle threads end (abandoned ones end when their recipe returns, or with the process)."""
+        with self._lock:
+            n = self._live
+        for _ in range(n):
+            self._queue.put(None)
+
+
+def _overran(claim: models.ClaimedStep) -> DeadlineExceeded:
+    return DeadlineExceeded(
+        f"deadline exceeded: the attempt ran past max_runtime_s (deadline {claim.deadline_at}); "
+        "the worker stopped waiting for the recipe"
+    )
+
+
+def _step_name(claim: models.ClaimedStep) -> str:
+    return f"recipe {claim.recipe!r} of attempt {claim.attempt_id} (step {claim.step_id})"
+
+
 def _redact(dsn: str) -> str:
     import re
 
     return re.sub(r"(password=|:)[^@\s]+@", r"\1***@", dsn)
+
+
+def _with_detail(e: BaseException) -> str:
+    """The first line of an error and the server's DETAIL when it has one (psycopg errors)."""
+    detail = getattr(getattr(e, "diag", None), "message_detail", None)
+    return f"{_first_line(e)} ({detail})" if detail else _first_line(e)
 
 
 def _first_line(e: BaseException) -> str:

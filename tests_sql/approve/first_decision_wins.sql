@@ -13,7 +13,10 @@ select results_eq(format('select decision, waiting from pgflight.request_approva
                   $$values ('reject', false)$$, 'the step reaching the gate gets the early decision and is not parked');
 select results_eq(format('select decision, applied from pgflight.approve(%s, %L, %L, null, %L)', :step_id, 'reject', 'carol', 'send'),
                   $$values ('reject', false)$$, 'the same decision again is an idempotent no-op');
-select is((select actor from pgflight.approvals where step_id = :step_id and gate_key = 'send'), 'bob', 'the first decider stays on record');
+select session_user as me \gset
+select results_eq(format('select actor, note from pgflight.approvals where step_id = %s and gate_key = %L', :step_id, 'send'),
+                  format('values (%L, %L)', :'me', '[on behalf of bob]'),
+                  'the first decider stays on record: the login as actor, the name it gave as a note (issue 13)');
 select throws_ok(format('select pgflight.approve(%s, %L, %L, null, %L)', :step_id, 'approve', 'dave', 'send'), 'ZF008', null,
                  'a different decision is ZF008');
 select throws_ok(format('select pgflight.approve(%s, %L, %L)', :step_id, 'maybe', 'x'), '22023', null, 'an unknown decision is 22023');

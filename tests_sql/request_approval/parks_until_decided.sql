@@ -15,7 +15,8 @@ select results_eq(format('select applied from pgflight.approve(%s, %L, %L, %L)',
 select is(pgflight_test.status(:step_id), 'queued', 'the step is requeued');
 select attempt_id as a2, token as t2 from pgflight_test.take(:w2) \gset
 select results_eq(format('select decision, actor, note, waiting from pgflight.request_approval(%s, %s, %L)', :a2, :t2, 'send'),
-                  $$values ('approve', 'alice', 'fine', false)$$, 'asking again returns the decision at once');
+                  format('values (%L, %L, %L, false)', 'approve', session_user, 'fine [on behalf of alice]'),
+                  'asking again returns the decision at once (actor: the login; the name given, in the note)');
 select throws_ok(format('select pgflight.request_approval(%s, %s, %L)', :a2, :t2, ' '), '22023', null, 'a blank gate key is 22023');
 
 select * from finish();

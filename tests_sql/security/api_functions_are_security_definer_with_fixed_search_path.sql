@@ -1,13 +1,15 @@
 -- Every API function (no leading underscore) runs as its owner (SECURITY DEFINER) and every
--- pgflight function has a fixed, empty search_path, so no caller can hijack name lookup. The
--- cron installers are the documented exception: they run with the caller's rights, because
--- scheduling needs pg_cron's own privileges; the procedure sweep_loop has no SET clause because a
--- procedure with one cannot COMMIT, and it names everything schema-qualified instead; so does
--- the clock _now(), which must have no SET clause to be inlined into the hot paths.
--- Everything is owned by pgflight_owner.
+-- pgflight function with a SET clause pins search_path = pg_catalog, pg_temp: pg_temp explicitly
+-- last, so no temporary type, table or view of the caller's session can shadow what the function
+-- names (an empty search_path still searches pg_temp first for types and relations: issue 13).
+-- The cron installers are the documented exception to SECURITY DEFINER: they run with the
+-- caller's rights, because scheduling needs pg_cron's own privileges. Two functions have no SET
+-- clause: the procedure sweep_loop (a procedure with one may not COMMIT; it names everything
+-- schema-qualified and runs as pgflight_cron) and the clock _now(), which must have none to be
+-- inlined into the hot paths. Everything is owned by pgflight_owner.
 begin;
 \ir ../_helpers.psql
-select plan(3);
+select plan(4);
 
 select is_empty($$
   select p.oid::regprocedure from pg_proc p
@@ -17,9 +19,15 @@ select is_empty($$
   'every API function is SECURITY DEFINER');
 select is_empty($$
   select p.oid::regprocedure from pg_proc p
-   where p.pronamespace = 'pgflight'::regnamespace and p.prokind = 'f' and p.proname <> '_now'
-     and not coalesce('search_path=""' = any (p.proconfig), false)$$,
-  'every pgflight function but the inlined clock sets search_path to empty');
+   where p.pronamespace = 'pgflight'::regnamespace and p.oid <> 'pgflight._now()'::regprocedure
+     and p.proname <> 'sweep_loop'
+     and not coalesce('search_path=pg_catalog, pg_temp' = any (p.proconfig), false)$$,
+  'every pgflight function but the inlined clock and sweep_loop sets search_path = pg_catalog, pg_temp');
+select is_empty($$
+  select p.oid::regprocedure from pg_proc p
+   where p.pronamespace = 'pgflight'::regnamespace and p.prosecdef
+     and not exists (select from unnest(p.proconfig) c where c like 'search_path=%pg_temp')$$,
+  'every SECURITY DEFINER function puts pg_temp last in its search_path (from the catalogue)');
 select is_empty($$
   select p.oid::regprocedure from pg_proc p
    where p.pronamespace = 'pgflight'::regnamespace and p.proowner <> 'pgflight_owner'::regrole$$,

@@ -18,9 +18,28 @@ The first model call of an attempt is admitted by ``reserve_budget``; a call tha
 Resume (a reclaimed or woken attempt): ``load_transcript`` marks calls left in flight as
 interrupted and returns every block; the messages are rebuilt exactly (same content blocks, same
 tool_use ids) and the loop continues at the first incomplete iteration, so iterations already
-recorded are never asked of the model again. An interrupted call is settled before anything is
+recorded are never asked of the model again, whatever they hold: an iteration recorded with no
+block at all (an empty ``end_turn``) is known from ``begin_agent_run``'s ``iterations`` and ends
+the agent with an empty answer; a replay of a finished agent asks the model nothing. The loop is
+iterative: when ``record_model_call`` says another write already stored the iteration, it reloads
+the record and goes on from there. An interrupted call is settled before anything is
 retried: the tool's ``verify`` hook, else its effect receipt, decides; a tool without side effects
 simply runs again; otherwise the model is told the call was interrupted.
+
+Money: a response that was paid for is on the record even when the lease was lost (or the run
+cancelled) while the model answered: ``record_model_call`` then refuses it, so the loop keeps its
+usage as an effect receipt ``model_call:<attempt>:<iteration>`` (receipts are stored for any
+holder whose token was the attempt's) before it stops. A hard cap on the requests one attempt
+makes (``PGFLIGHT_AGENT_MAX_CALLS_PER_ATTEMPT``, default 200, 429s and errors included) ends any
+loop the recorder cannot see: the step fails fatally (or is given back when the last answers were
+rate limits).
+
+Rate limits (429, 529) never spend an attempt: each is waited out within the attempt (the
+heartbeat keeps the lease) for the server's Retry-After, at most
+``PGFLIGHT_AGENT_MAX_RETRY_AFTER_S`` seconds (default 60) a wait, and is traced as an
+``api_error`` block with ``rate_limited: true`` and ``wait_s``; when the waits of the attempt
+would pass ``PGFLIGHT_AGENT_RATE_LIMIT_PATIENCE_S`` (default 600 s) or the attempt's deadline, the
+step is given back (release_step: queued again, no attempt spent).
 
 Sub-agents: the ``delegate`` tool spawns one child ``agent`` step per sub-task (the plan is data);
 the parent parks in awaiting_children and, when woken, gets the children's answers as the tool's
@@ -34,6 +53,8 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
+from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
@@ -43,8 +64,17 @@ from pgflight import errors
 from pgflight.agent import providers as prov
 from pgflight.agent.tools import Tool, ToolContext, get_tools, result_text, tool
 from pgflight.db import agent as adb
+from pgflight.db.connection import is_transient
+from pgflight.db.payload import BadPayload, check_json, clean_json
 from pgflight.models_agent import TranscriptBlock
-from pgflight.recipes import Fatal, StepContext, recipe
+from pgflight.recipes import Fatal, Release, StepContext, recipe
+from pgflight.settings import env_number
+
+log = logging.getLogger("pgflight.agent")
+
+DEFAULT_MAX_CALLS_PER_ATTEMPT = 200
+DEFAULT_RATE_LIMIT_PATIENCE_S = 600.0
+DEADLINE_MARGIN_S = 2.0  # a rate-limited step is given back this long before its deadline
 
 Block = dict[str, Any]
 
@@ -92,6 +122,15 @@ class AgentLoop:
         self._marked: set[str] = set()  # tool calls record_model_call put in flight, not yet run
         self._pending: list[Block] = []  # tool results not yet stored (they go with the next admission)
         self._tool_step = _ToolStep(self)
+        self.requests = 0  # model requests this attempt made (answered or not)
+        self.max_requests = int(
+            env_number("PGFLIGHT_AGENT_MAX_CALLS_PER_ATTEMPT", DEFAULT_MAX_CALLS_PER_ATTEMPT, positive=True)
+        )
+        self.rate_limit_patience_s = env_number(
+            "PGFLIGHT_AGENT_RATE_LIMIT_PATIENCE_S", DEFAULT_RATE_LIMIT_PATIENCE_S
+        )
+        self.rate_limited_s = 0.0  # seconds this attempt waited on 429 / 529
+        self._last_rate_limited = False
 
     # --- db ------------------------------------------------------------------------------------
 
@@ -134,6 +173,41 @@ class AgentLoop:
     def run(self) -> dict[str, Any]:
         """Run (or resume) the agent to its final answer. :return: the step's result."""
         inp = self.inp
+        schemas = [t.schema() for t in self.tools.values()]
+        messages, iteration, results = self._begin()
+        while True:
+            if iteration > 0:
+                uses = [b for b in messages[-1]["content"] if b.get("type") == "tool_use"]
+                if not uses:
+                    return self._final(messages, iteration)
+                messages.append({"role": "user", "content": self._tool_results(iteration, uses, results)})
+            self.ctx.check_cancelled()
+            iteration += 1
+            request = prov.Request(inp.model, inp.system, messages, schemas, inp.max_tokens)
+            self._admit(iteration, self._estimate(request))
+            response, retries = self._ask(iteration, request)
+            content = _storable(response.get("content") or [])
+            rec = self._record(iteration, response, content, retries)
+            if not rec.recorded:  # another write stored this iteration: go on from the record
+                log.info(
+                    "iteration %s of agent run %s was already recorded: reloading",
+                    iteration,
+                    self.agent_run_id,
+                )
+                messages, iteration, results = self._begin()
+                continue
+            self._marked = set(rec.marked)
+            self.total_usd = rec.total_usd
+            self.stop_reason = response.get("stop_reason")
+            messages.append({"role": "assistant", "content": content})
+            results = {}
+
+    def _begin(self) -> tuple[list[dict[str, Any]], int, dict[str, TranscriptBlock]]:
+        """
+        begin_agent_run and, on a resume, the transcript: the messages so far, the last recorded
+        iteration and its tool results by tool_use id.
+        """
+        inp = self.inp
         begun = self._db(
             adb.begin_agent_run,
             model=inp.model,
@@ -147,53 +221,149 @@ class AgentLoop:
         self.agent_run_id = begun.agent_run_id
         self._marked, self._pending = set(), []
         if begun.created:  # nothing to resume: the transcript is the task begin_agent_run stored
-            rows: list[TranscriptBlock] = []
-            task: Block = {"type": "text", "text": inp.task}
-            messages: list[dict[str, Any]] = [{"role": "user", "content": [task]}]
-            iteration, results = 0, dict[str, TranscriptBlock]()
-        else:
-            rows = self._db(adb.load_transcript, self.agent_run_id)
-            messages, iteration, results = rebuild_messages(rows)
-        self.total_usd = sum(
-            (r.usd for r in rows if r.seq == 0 and r.iteration > 0 and r.usd is not None), Decimal(0)
-        )
+            self.total_usd, self.stop_reason = Decimal(0), None
+            return [{"role": "user", "content": [{"type": "text", "text": inp.task}]}], 0, {}
+        rows = self._db(adb.load_transcript, self.agent_run_id)
+        messages, iteration, results = rebuild_messages(rows)
+        self.total_usd = begun.usd
         self.stop_reason = next((r.stop_reason for r in reversed(rows) if r.iteration == iteration), None)
-        schemas = [t.schema() for t in self.tools.values()]
-        while True:
+        if begun.iterations > iteration:
+            # A model call recorded with no block (an empty end_turn): it has a costs row and no
+            # trace row. It is the agent's last turn (nothing asked for a tool); never ask it again.
             if iteration > 0:
                 uses = [b for b in messages[-1]["content"] if b.get("type") == "tool_use"]
-                if not uses:
-                    return self._final(messages, iteration)
                 messages.append({"role": "user", "content": self._tool_results(iteration, uses, results)})
-            self.ctx.check_cancelled()
-            iteration += 1
-            request = prov.Request(inp.model, inp.system, messages, schemas, inp.max_tokens)
-            self._admit(iteration, self._estimate(request))
-            response, retries = prov.create_with_retries(
-                self.provider, request, on_error=functools.partial(self._api_error, iteration)
+                self.flush()
+            messages.append({"role": "assistant", "content": []})
+            iteration, results = begun.iterations, {}
+            self.stop_reason = None  # not in the transcript (no row carries it)
+            log.info(
+                "agent run %s: iteration %s was recorded with no content; ending with an empty answer",
+                self.agent_run_id,
+                iteration,
             )
-            content = response["content"]
-            rec = self._db(
+        return messages, iteration, results
+
+    def _ask(self, iteration: int, request: prov.Request) -> tuple[prov.Response, int]:
+        """
+        Model call `iteration`, transient errors retried and rate limits waited out.
+
+        :raises Release: still rate-limited at the attempt's patience or near its deadline.
+        """
+        try:
+            return prov.create_with_retries(
+                self.provider,
+                request,
+                on_error=functools.partial(self._api_error, iteration),
+                on_request=self._count_request,
+                rate_limit_budget_s=self._rate_limit_budget(),
+                sleep=self._sleep,
+            )
+        except prov.RateLimited as e:
+            raise Release(
+                f"rate-limited by the model API, given back without spending an attempt: {e}"
+            ) from None
+
+    def _count_request(self) -> None:
+        """The hard cap on requests per attempt (a loop the recorder cannot see stops here)."""
+        self.requests += 1
+        if self.requests <= self.max_requests:
+            return
+        message = (
+            f"model-call cap reached: this attempt made {self.max_requests} requests "
+            "(PGFLIGHT_AGENT_MAX_CALLS_PER_ATTEMPT)"
+        )
+        if self._last_rate_limited:
+            raise Release(message + " while rate-limited; given back without spending an attempt")
+        raise Fatal(message + "; stopping rather than paying for a loop")
+
+    def _rate_limit_budget(self) -> float:
+        """Seconds of rate-limit waits still allowed: the patience left, and the deadline's margin."""
+        budget = max(0.0, self.rate_limit_patience_s - self.rate_limited_s)
+        deadline = getattr(self.ctx.claim, "deadline_at", None)
+        if deadline is not None:
+            left = (deadline - datetime.now(UTC)).total_seconds() - DEADLINE_MARGIN_S
+            budget = min(budget, max(0.0, left))
+        return budget
+
+    def _sleep(self, seconds: float) -> None:
+        """Wait out a retry; a cancel or a lost lease ends the wait (and the attempt) at once."""
+        if seconds > 0 and self.ctx.cancelled.wait(seconds):
+            self.ctx.check_cancelled()
+
+    def _record(self, iteration: int, response: prov.Response, content: list[Block], retries: int) -> Any:
+        """
+        record_model_call; when the lease was lost (or the run cancelled) meanwhile, keep the paid
+        call's usage as an effect receipt first, then stop.
+        """
+        try:
+            return self._db(
                 adb.record_model_call,
                 self.agent_run_id,
                 iteration,
                 content,
                 response.get("usage", {}),
-                response.get("model") or inp.model,
+                response.get("model") or self.inp.model,
                 stop_reason=response.get("stop_reason"),
                 retries=retries,
                 mark_tools=True,
             )
-            if not rec.recorded:  # another writer stored this iteration: continue from the record
-                return self.run()
-            self._marked = set(rec.marked)
-            self.total_usd = rec.total_usd
-            self.stop_reason = response.get("stop_reason")
-            messages.append({"role": "assistant", "content": content})
-            results = {}
+        except (errors.LeaseLost, errors.Cancelled) as e:
+            self._keep_paid_call(iteration, response, retries, f"{type(e).__name__}: {_first_line(e)}")
+            raise
+        except BudgetExhausted:
+            raise  # the call was not admitted and nothing was stored (the documented overshoot)
+        except Exception as e:
+            if is_transient(e):
+                raise  # the database is out of reach (retried for a lease already): the attempt lapses
+            # The recorder refuses this answer (a block type it does not know, a model it has no
+            # price for, ...): a retry would pay for the same refusal again. Keep its usage, stop.
+            self._keep_paid_call(
+                iteration, response, retries, f"refused: {type(e).__name__}: {_first_line(e)}"
+            )
+            raise Fatal(
+                f"the recorder refused the answer of model call {iteration} "
+                f"({type(e).__name__}: {_first_line(e)}); stopping rather than paying for it again"
+            ) from e
+
+    def _keep_paid_call(self, iteration: int, response: prov.Response, retries: int, why: str) -> None:
+        """
+        The usage of a paid response the recorder refused, as effect receipt
+        ``model_call:<attempt>:<iteration>`` (never raises): money spent stays on the record.
+
+        :param why: why record_model_call refused it (lease lost, cancelled, refused: ...).
+        """
+        from pgflight import db
+
+        key = f"model_call:{self.ctx.attempt_id}:{iteration}"
+        receipt = {
+            "recorded": False,
+            "agent_run_id": self.agent_run_id,
+            "iteration": iteration,
+            "model": response.get("model") or self.inp.model,
+            "usage": clean_json(response.get("usage", {})),
+            "stop_reason": response.get("stop_reason"),
+            "retries": retries,
+            "why": clean_json(why),
+        }
+        try:
+            self._call(db.record_effect, self.ctx.attempt_id, self.ctx.token, key, receipt)
+            log.warning(
+                "model call %s was paid, not recorded (%s): usage kept as receipt %r", iteration, why, key
+            )
+        except Exception as e:
+            log.error(
+                "model call %s was paid, not recorded; its usage %s could not be kept: %s",
+                iteration,
+                receipt,
+                e,
+            )
 
     def _api_error(self, iteration: int, error: Block) -> None:
-        """Record a transient API error met while making model call `iteration`."""
+        """Record a transient API error (or rate limit, with its wait) met while making call `iteration`."""
+        self._last_rate_limited = bool(error.get("rate_limited"))
+        if self._last_rate_limited and error.get("wait_s"):
+            self.rate_limited_s += float(error["wait_s"])
         self._db(adb.record_trace, self.agent_run_id, iteration, "system", "api_error", error)
 
     def _final(self, messages: list[dict[str, Any]], iteration: int) -> dict[str, Any]:
@@ -294,6 +464,7 @@ class AgentLoop:
 
     def _complete(self, tid: str, result: Block) -> Block:
         """A call's result: pending until the next admission (or a flush) stores it."""
+        result = _storable(result)
         self._pending.append({**result, "tool_use_id": tid})
         return result
 
@@ -347,6 +518,20 @@ def rebuild_messages(
             uses = [b for b in assistant if b.get("type") == "tool_use"]
             messages.append({"role": "user", "content": [results[b["id"]].content for b in uses]})
     return messages, last, results
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip()
+    return text.splitlines()[0][:500] if text else type(e).__name__
+
+
+def _storable(value: Any) -> Any:
+    """`value` as the recorder can store it: NUL, lone surrogates and NaN replaced (rarely needed)."""
+    try:
+        check_json(value)
+        return value
+    except BadPayload:
+        return clean_json(value)
 
 
 def _error(tid: str, text: str) -> Block:

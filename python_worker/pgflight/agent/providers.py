@@ -15,19 +15,30 @@ dict with ``content``, ``stop_reason``, ``usage``, ``model``).
 Transient errors (HTTP 429, 5xx, 529 overloaded, connection errors) are retried with backoff by
 :func:`create_with_retries` inside one iteration; each is reported to ``on_error`` (the loop stores
 it as an ``api_error`` trace block).
+
+Rate limits (429 rate_limit_error, 529 overloaded_error) are waited out, not failed: the wait is
+the answer's ``retry-after-ms`` / ``Retry-After`` (seconds or an HTTP-date, RFC 9110 §10.2.3), else
+the backoff, and never more than ``PGFLIGHT_AGENT_MAX_RETRY_AFTER_S`` seconds (default 60) per
+wait; they do not count toward ``max_tries``. Past the caller's wait budget :class:`RateLimited`
+is raised, and the agent gives its step back without spending an attempt.
 """
 
 from __future__ import annotations
 
+import email.utils
 import hashlib
 import json
+import math
 import os
 import random
 import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any, Protocol
+
+from pgflight.settings import env_number
 
 Response = dict[str, Any]
 
@@ -43,15 +54,69 @@ class Request:
     max_tokens: int = 1024
 
 
+DEFAULT_MAX_RETRY_AFTER_S = 60.0
+RATE_LIMIT_STATUSES = frozenset({429, 529})
+
+
 class TransientError(Exception):
-    """A model call failed in a way worth retrying (429, 5xx, 529, connection)."""
+    """
+    A model call failed in a way worth retrying (429, 5xx, 529, connection).
+
+    :ivar retry_after_s: the server's wait in seconds (already parsed), or None.
+    :ivar retry_after: the raw header, for the record.
+    """
 
     def __init__(
-        self, message: str, *, status: int | None = None, retry_after_s: float | None = None
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        retry_after_s: float | None = None,
+        retry_after: str | None = None,
     ) -> None:
         super().__init__(message)
         self.status = status
         self.retry_after_s = retry_after_s
+        self.retry_after = retry_after
+
+    @property
+    def rate_limited(self) -> bool:
+        """429 (rate limit) or 529 (overloaded): wait, never fail the step for it."""
+        return self.status in RATE_LIMIT_STATUSES
+
+
+class RateLimited(Exception):
+    """Still rate-limited when the caller's wait budget ran out: give the step back, try later."""
+
+
+def parse_retry_after(value: str | None, *, now: datetime | None = None) -> float | None:
+    """
+    Seconds to wait from a ``Retry-After`` header (RFC 9110 §10.2.3): delay-seconds or an
+    HTTP-date (a date in the past is 0).
+
+    :return: seconds (>= 0, finite), or None when absent or malformed (then the caller's backoff applies).
+    """
+    if value is None or not value.strip():
+        return None
+    text = value.strip()
+    try:
+        seconds = float(text)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(text)
+        except (TypeError, ValueError, IndexError):
+            return None
+        if when.tzinfo is None:  # RFC 9110: an HTTP-date is GMT
+            when = when.replace(tzinfo=UTC)
+        seconds = (when - (now or datetime.now(UTC))).total_seconds()
+    if not math.isfinite(seconds):
+        return None
+    return max(0.0, seconds)
+
+
+def max_retry_after_s() -> float:
+    """The most seconds one rate-limit wait may last: ``PGFLIGHT_AGENT_MAX_RETRY_AFTER_S`` (default 60)."""
+    return env_number("PGFLIGHT_AGENT_MAX_RETRY_AFTER_S", DEFAULT_MAX_RETRY_AFTER_S)
 
 
 class Provider(Protocol):
@@ -101,11 +166,15 @@ class AnthropicProvider:
             msg = self.client.messages.create(**kwargs)
         except a.APIStatusError as e:
             if e.status_code == 429 or e.status_code >= 500:
-                after = e.response.headers.get("retry-after") if e.response is not None else None
+                headers = e.response.headers if e.response is not None else {}
+                after = headers.get("retry-after")
+                after_s = parse_retry_after(after)
+                ms = parse_retry_after(headers.get("retry-after-ms"))  # Anthropic's, in milliseconds
                 raise TransientError(
                     f"HTTP {e.status_code}: {e.message}",
                     status=e.status_code,
-                    retry_after_s=float(after) if after else None,
+                    retry_after_s=ms / 1000 if ms is not None else after_s,
+                    retry_after=after,
                 ) from e
             raise
         except (a.APIConnectionError, a.APITimeoutError) as e:
@@ -331,41 +400,71 @@ def create_with_retries(
     request: Request,
     *,
     on_error: Callable[[dict[str, Any]], None] | None = None,
+    on_request: Callable[[], None] | None = None,
     max_tries: int = 6,
     base_s: float | None = None,
     max_s: float = 30.0,
+    max_retry_after: float | None = None,
+    rate_limit_budget_s: float | None = None,
     sleep: Callable[[float], None] = time.sleep,
 ) -> tuple[Response, int]:
     """
     One model call with transient errors retried: exponential backoff with jitter (honouring
     retry-after), each error reported to `on_error` before the wait.
 
+    Rate limits (429, 529) do not count toward `max_tries`: each is waited out (the server's
+    Retry-After, capped at `max_retry_after` seconds) and reported with ``rate_limited: true`` and
+    the wait, until the waits would pass `rate_limit_budget_s` seconds in all.
+
+    :param on_request: called before every request (the caller's hard cap may raise there).
     :param base_s: first delay in seconds (default ``PGFLIGHT_AGENT_BACKOFF_S`` or 1).
+    :param max_retry_after: most seconds of one wait (default :func:`max_retry_after_s`).
+    :param rate_limit_budget_s: most seconds of rate-limit waits in this call (None: no limit).
     :return: the response and how many transient errors were retried.
-    :raises TransientError: still failing after `max_tries` tries.
+    :raises TransientError: a non-rate-limit error still failing after `max_tries` tries.
+    :raises RateLimited: still rate-limited when the next wait would pass `rate_limit_budget_s`.
     """
     base = base_s if base_s is not None else float(os.environ.get("PGFLIGHT_AGENT_BACKOFF_S", "1"))
-    for n in range(1, max_tries + 1):
+    cap = max_retry_after if max_retry_after is not None else max_retry_after_s()
+    n = retries = limited = 0
+    waited = 0.0
+    while True:
+        if on_request is not None:
+            on_request()
         try:
-            return provider.create(request), n - 1
+            return provider.create(request), retries
         except TransientError as e:
-            delay = e.retry_after_s if e.retry_after_s is not None else min(max_s, base * 2 ** (n - 1))
-            delay = (
-                min(max_s, delay) * (1 + 0.2 * (2 * random.random() - 1))
-                if e.retry_after_s is None
-                else delay
+            retries += 1
+            if e.rate_limited:
+                limited += 1
+                k = limited
+            else:
+                n += 1
+                k = n
+            backoff = min(max_s, base * 2 ** (k - 1)) * (1 + 0.2 * (2 * random.random() - 1))
+            delay = min(cap, e.retry_after_s if e.retry_after_s is not None else backoff)
+            give_up = (not e.rate_limited and n >= max_tries) or (
+                e.rate_limited and rate_limit_budget_s is not None and waited + delay > rate_limit_budget_s
             )
+            error: dict[str, Any] = {
+                "type": "api_error",
+                "status": e.status,
+                "message": str(e)[:2000],
+                "try": retries,
+                "retry_in_s": None if give_up else round(delay, 3),
+            }
+            if e.rate_limited:
+                error.update(rate_limited=True, wait_s=None if give_up else round(delay, 3))
+                if e.retry_after is not None:
+                    error["retry_after"] = e.retry_after[:200]
             if on_error is not None:
-                on_error(
-                    {
-                        "type": "api_error",
-                        "status": e.status,
-                        "message": str(e)[:2000],
-                        "try": n,
-                        "retry_in_s": round(delay, 3) if n < max_tries else None,
-                    }
-                )
-            if n == max_tries:
+                on_error(error)
+            if give_up:
+                if e.rate_limited:
+                    raise RateLimited(
+                        f"rate-limited (HTTP {e.status}) after {waited:.3g} s of waits; the next wait of "
+                        f"{delay:.3g} s would pass the budget of {rate_limit_budget_s:.3g} s"
+                    ) from e
                 raise
             sleep(delay)
-    raise AssertionError("unreachable")
+            waited += delay if e.rate_limited else 0.0

@@ -4,6 +4,7 @@ pgflight's database layer: the only package that imports psycopg.
 - :mod:`pgflight.db.core`: one function per SQL API function (re-exported here).
 - :mod:`pgflight.db.connection`: PgBouncer-safe connections, pools, retry classification, LISTEN.
 - :mod:`pgflight.db.agent` (when present): the agent functions, imported as ``pgflight.db.agent``.
+- :mod:`pgflight.db.payload`: what jsonb refuses (NaN, NUL, lone surrogates, size), found before a write.
 """
 
 from pgflight.db.core import *  # noqa: F403

@@ -83,5 +83,8 @@ $$;
 comment on procedure pgflight.sweep_loop(double precision, double precision) is
   'Sweep every p_interval_s seconds for p_duration_s seconds, one loop at a time, committing after '
   'each pass; a failing pass warns and the loop goes on (pg_cron 1.4).';
+-- Issue 13: pg_cron runs it as pgflight_cron, never as a superuser; nobody else needs it.
+revoke execute on procedure pgflight.sweep_loop(double precision, double precision) from public;
+grant execute on procedure pgflight.sweep_loop(double precision, double precision) to pgflight_cron;
 
 commit;

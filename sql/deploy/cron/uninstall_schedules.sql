@@ -8,17 +8,20 @@ set local role pgflight_owner;
 create or replace function pgflight.uninstall_schedules()
 returns integer
 language plpgsql volatile
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_count integer := 0;
-  v_name text;
+  v_id bigint;
 begin
   if not exists (select from pg_catalog.pg_extension e where e.extname = 'pg_cron') then
     return 0;
   end if;
-  for v_name in select j.jobname from cron.job j where j.jobname like 'pgflight-%' loop
-    perform cron.unschedule(v_name);
+  -- by job id: the jobs run as pgflight_cron (issue 13), so unschedule(name), which looks for the
+  -- caller's own job of that name, would not find them
+  for v_id in select j.jobid from cron.job j
+               where j.jobname like 'pgflight-%' and j.database = current_database() loop
+    perform cron.unschedule(v_id);
     v_count := v_count + 1;
   end loop;
   return v_count;

@@ -9,13 +9,15 @@ create or replace function pgflight.agent_runs_by_status(p_status text default '
 returns table (agent_run_id bigint, step_id bigint, run_id bigint, model text, system_prompt text,
                iterations integer, usd numeric, result jsonb)
 language sql stable security definer
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
   select r.id, r.step_id, r.run_id, r.model, r.system_prompt, r.iterations, r.usd, a.result
     from pgflight.agent_runs r
     join pgflight.steps s on s.id = r.step_id
     join pgflight.step_attempts a on a.step_id = s.id and a.attempt_no = s.last_attempt_no
+   cross join (select pgflight._lane_workspaces('reader') as ids) ws  -- issue 13: the login's workspaces
    where a.status = p_status and r.id > p_after
+     and (ws.ids is null or exists (select from pgflight.runs x where x.id = r.run_id and x.workspace_id = any (ws.ids)))
    order by r.id
    limit p_limit
 $$;

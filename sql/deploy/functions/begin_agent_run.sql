@@ -15,7 +15,7 @@ create or replace function pgflight.begin_agent_run(p_attempt_id bigint, p_token
 returns table (agent_run_id bigint, created boolean, iterations integer, tool_calls integer, usd numeric,
                max_iterations integer, max_tool_calls integer)
 language plpgsql volatile security definer
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_now timestamptz := pgflight._now();
@@ -31,7 +31,9 @@ declare
 begin
   select a.step_id, a.run_id into v_att from pgflight.step_attempts a
    where a.id = p_attempt_id and a.fencing_token = p_token and a.status in ('claimed', 'running')
-     for share;
+     -- issue 13: only the login whose worker holds the attempt (else ZF012 from _reject_write)
+     and exists (select from pgflight.workers w where w.id = a.worker_id and w.login = session_user)
+     for share of a;
   if not found then
     perform pgflight._reject_write(p_attempt_id, p_token, 'begin_agent_run');
   end if;

@@ -10,13 +10,14 @@ set local role pgflight_owner;
 create or replace function pgflight.cancel_run(p_run_id bigint, p_actor text default null, p_reason text default null)
 returns table (run_id bigint, was_running boolean, cancelled integer, cancel_requested integer)
 language plpgsql volatile security definer
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_status text;
   v_c integer;
   v_r integer;
 begin
+  perform pgflight._require_lane_on_run('operator', p_run_id, 'cancel_run');  -- issue 13: tenants
   select r.status into v_status from pgflight.runs r where r.id = p_run_id;
   if not found then
     raise exception using errcode = 'ZF003', message = format('unknown run %s', p_run_id);
@@ -28,7 +29,7 @@ begin
   -- Attempts first, then the run row: the order a completing root takes (its attempt, then the
   -- run), so a cancel racing a completion cannot deadlock with it.
   select t.cancelled, t.cancel_requested into v_c, v_r
-    from pgflight._cancel_tree(p_run_id, null, coalesce(p_actor, session_user::text), p_reason) t;
+    from pgflight._cancel_tree(p_run_id, null, session_user::text, pgflight._actor_note(p_reason, p_actor)) t;
   update pgflight.runs set status = 'cancelled', finished_at = pgflight._now()
    where id = p_run_id and status = 'running';
   if not found then
@@ -37,8 +38,8 @@ begin
     return;
   end if;
   perform pgflight._event(p_run_id, null, null, 'running', 'cancelled', null, 'run_cancelled',
-                          coalesce(p_actor, session_user::text),
-                          jsonb_build_object('note', p_reason, 'cancelled', v_c, 'cancel_requested', v_r));
+                          session_user::text,
+                          jsonb_build_object('note', pgflight._actor_note(p_reason, p_actor), 'cancelled', v_c, 'cancel_requested', v_r));
   return query select p_run_id, true, v_c, v_r;
 end
 $$;

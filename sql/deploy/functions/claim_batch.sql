@@ -12,7 +12,9 @@ set local role pgflight_owner;
 -- worker one round trip and one commit per step.
 -- Locking: FOR UPDATE SKIP LOCKED on the ready rows, so concurrent claimers never block on or
 -- share a row; the UPDATE re-checks nothing else because the lock is held until commit.
--- Errors: 22023 bad batch size or lease, ZF010 unknown or stopped worker.
+-- Errors: 22023 bad batch size or lease, ZF005 batch size or lease over settings.max_batch_size /
+-- max_lease_s, ZF010 unknown or stopped worker or one of another login. Claims only steps of the
+-- workspaces the login has the worker lane on (docs/security.md#tenancy).
 --
 -- Planner settings (enable_sort off, jit off, below): claim_batch walks the ready index in claim
 -- order, whatever the statistics say. Right after a bulk submit, before autoanalyze, the planner
@@ -28,7 +30,7 @@ returns table (attempt_id bigint, fencing_token bigint, step_id bigint, run_id b
                step_key text, attempt_no integer, recipe text, input jsonb,
                lease_expires_at timestamptz, deadline_at timestamptz)
 language plpgsql volatile security definer
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 set enable_sort = off
 set jit = off
 as $$
@@ -36,15 +38,28 @@ declare
   v_now timestamptz := pgflight._now();
   v_reclaim integer;
   v_start boolean := coalesce((p_options ->> 'start')::boolean, false);
+  v_settings pgflight.settings;
+  v_ws bigint[];
 begin
   perform pgflight._require_positive('batch_size', p_batch_size);
   perform pgflight._require_positive('lease_s', p_lease_s);
-  update pgflight.workers set last_seen_at = v_now where id = p_worker_id and stopped_at is null;
+  -- Issue 13: caps on the batch and the lease (claim_batch(2^31-1, 1e9) took every ready step
+  -- until 2058), and the workspaces this login may work in: null (every workspace: the
+  -- single-tenant case) leaves the claim query as it was; otherwise each candidate row costs one
+  -- probe of runs by primary key.
+  select * into v_settings from pgflight.settings;
+  perform pgflight._require_cap('max_batch_size', v_settings.max_batch_size, p_batch_size, 'batch_size');
+  perform pgflight._require_cap('max_lease_s', v_settings.max_lease_s, p_lease_s, 'lease_s (seconds)');
+  v_ws := pgflight._lane_workspaces('worker');
+  -- the worker must be live and registered by this login (issue 13); another login's id is unknown here
+  update pgflight.workers set last_seen_at = v_now
+   where id = p_worker_id and stopped_at is null and login = session_user;
   if not found then
     raise exception using errcode = 'ZF010', message = format('unknown or stopped worker %s', p_worker_id),
+      detail = format('no live worker %s registered by login %s', p_worker_id, session_user),
       hint = 'Call register_worker first and use the id it returns.';
   end if;
-  select s.reclaim_in_claim into v_reclaim from pgflight.settings s;
+  v_reclaim := v_settings.reclaim_in_claim;
   if v_reclaim > 0 then
     perform pgflight._reclaim(v_now, v_reclaim);
   end if;
@@ -56,6 +71,7 @@ begin
       from pgflight.step_attempts a
      where a.status = 'queued' and a.available_after <= v_now
        and (p_recipes is null or a.recipe = any (p_recipes))
+       and (v_ws is null or exists (select from pgflight.runs r where r.id = a.run_id and r.workspace_id = any (v_ws)))
      order by a.priority desc, a.available_after, a.id
      limit p_batch_size
        for update skip locked
@@ -85,7 +101,7 @@ end
 $$;
 comment on function pgflight.claim_batch(bigint, integer, double precision, text[], jsonb) is
   'Lease up to p_batch_size ready attempts (lease in seconds). Returns at most p_batch_size rows, '
-  'each with its fencing token. Errors: 22023, ZF010 unknown worker.';
+  'each with its fencing token, from the login''s workspaces. Errors: 22023, ZF005, ZF010 unknown worker.';
 grant execute on function pgflight.claim_batch(bigint, integer, double precision, text[], jsonb) to pgflight_worker;
 
 commit;

@@ -5,11 +5,12 @@ set local role pgflight_owner;
 -- Complete many attempts in one transaction (the worker's batched hot path). Parallel arrays.
 -- Never raises for a stale attempt: it reports outcome lease_lost or cancelled for that row,
 -- records a stale_result_rejected event, and completes the others.
--- Errors: 22023 arrays of different lengths.
+-- Errors: 22023 arrays of different lengths, ZF005 a result over settings.max_result_bytes, ZF012
+-- the current token of an attempt held by another login's worker (issue 13).
 create or replace function pgflight.complete_batch(p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[])
 returns table (attempt_id bigint, outcome text)
 language plpgsql volatile security definer
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_i integer := 0;
@@ -19,12 +20,17 @@ begin
     raise exception using errcode = '22023', message = 'attempt ids, tokens and results differ in length',
       hint = 'Pass one token and one result per attempt id, in the same order.';
   end if;
+  -- issue 13: the largest result is capped (ZF005, nothing written)
+  perform pgflight._require_cap('max_result_bytes', (select s.max_result_bytes from pgflight.settings s),
+                                (select max(octet_length(r::text)) from unnest(p_results) r), 'result (bytes)');
   -- outcomes come back in the order given, so the i-th row goes with the i-th token
   for attempt_id, outcome in
     select c.attempt_id, c.outcome from pgflight._complete_many(p_attempt_ids, p_tokens, p_results, pgflight._now()) c
   loop
     v_i := v_i + 1;
     if outcome <> 'succeeded' then
+      -- a current token of another login's attempt is a leaked one: ZF012, the whole batch undone
+      perform pgflight._require_own_attempt(attempt_id, p_tokens[v_i], 'complete_batch');
       perform pgflight._record_stale(attempt_id, p_tokens[v_i], 'complete');
     end if;
     return next;

@@ -18,7 +18,7 @@ create or replace function pgflight.complete_tool_calls(p_attempt_id bigint, p_t
                                              p_est_usd numeric default null)
 returns table (agent_run_id bigint, stored text[], reserved boolean, reserved_usd numeric, refusal jsonb)
 language plpgsql volatile security definer
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_now timestamptz := pgflight._now();

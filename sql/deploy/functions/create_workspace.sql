@@ -8,11 +8,12 @@ set local role pgflight_owner;
 create or replace function pgflight.create_workspace(p_name text, p_options jsonb default '{}')
 returns bigint
 language plpgsql volatile security definer
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_id bigint;
 begin
+  perform pgflight._require_lane('operator', null, 'create_workspace');  -- issue 13: acts on every workspace
   if p_name is null or btrim(p_name) = '' then
     raise exception using errcode = '22023', message = 'workspace name is required',
       hint = 'Pass a non-blank name, e.g. select pgflight.create_workspace(''default'').';

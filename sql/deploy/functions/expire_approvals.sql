@@ -6,12 +6,13 @@ set local role pgflight_owner;
 create or replace function pgflight.expire_approvals(p_limit integer default 1000)
 returns integer
 language plpgsql volatile security definer
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_row record;
   v_count integer := 0;
 begin
+  perform pgflight._require_lane('operator', null, 'expire_approvals');  -- issue 13: acts on every workspace
   for v_row in
     select g.id, g.default_decision from pgflight.approvals g
      where g.decision is null and g.expires_at < (select pgflight._now())

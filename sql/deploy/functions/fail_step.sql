@@ -11,7 +11,7 @@ set local role pgflight_owner;
 create or replace function pgflight.fail_step(p_attempt_id bigint, p_token bigint, p_error jsonb, p_options jsonb default '{}')
 returns table (attempt_id bigint, outcome text, next_attempt_id bigint, available_after timestamptz)
 language plpgsql volatile security definer
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_status text;
@@ -28,6 +28,9 @@ begin
   if v_after < 0 then
     raise exception using errcode = '22023', message = 'retry_after_s must not be negative';
   end if;
+  -- issue 13: the error is capped (ZF005, nothing written)
+  perform pgflight._require_cap('max_error_bytes', (select s.max_error_bytes from pgflight.settings s),
+                                octet_length(p_error::text), 'error (bytes)');
   v_status := (pgflight._lock_held(p_attempt_id, p_token, 'fail_step')).status;
   return query
     select p_attempt_id, f.outcome, f.next_attempt_id, f.available_after
@@ -37,7 +40,7 @@ begin
 end
 $$;
 comment on function pgflight.fail_step(bigint, bigint, jsonb, jsonb) is
-  'Fail a held attempt: retry with backoff or dead letter at the ceiling. Errors: ZF001, ZF002, ZF003, 22023.';
+  'Fail a held attempt: retry with backoff or dead letter at the ceiling. Errors: ZF001, ZF002, ZF003, ZF005, ZF012, 22023.';
 grant execute on function pgflight.fail_step(bigint, bigint, jsonb, jsonb) to pgflight_worker;
 
 commit;

@@ -11,7 +11,7 @@ create or replace function pgflight.load_transcript(p_attempt_id bigint, p_token
 returns table (iteration integer, seq integer, role text, block_type text, tool_use_id text, tool_name text,
                content jsonb, status text, attempt_id bigint, stop_reason text, usd numeric)
 language plpgsql volatile security definer
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_now timestamptz := pgflight._now();

@@ -13,7 +13,7 @@ set local role pgflight_owner;
 create or replace function pgflight.mark_tool_call(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_tool_use_id text)
 returns table (trace_id bigint, previous_status text, content jsonb)
 language plpgsql volatile security definer
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_now timestamptz := pgflight._now();

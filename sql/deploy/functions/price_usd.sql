@@ -8,7 +8,7 @@ set local role pgflight_owner;
 create or replace function pgflight.price_usd(p_model text, p_usage jsonb)
 returns numeric
 language sql stable security definer
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$ select pgflight._price_usd(p_model, p_usage) $$;
 comment on function pgflight.price_usd(text, jsonb) is
   'USD of a call of p_model with usage p_usage, from model_prices. Errors: 22023 unknown model.';

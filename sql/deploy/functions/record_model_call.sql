@@ -29,7 +29,7 @@ create or replace function pgflight.record_model_call(p_attempt_id bigint, p_tok
 returns table (agent_run_id bigint, iteration integer, usd numeric, recorded boolean, iterations integer,
                tool_calls integer, total_usd numeric, marked text[])
 language plpgsql volatile security definer
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_now timestamptz := pgflight._now();
@@ -55,6 +55,9 @@ begin
     raise exception using errcode = '22023', message = 'option mark_tools must be a boolean';
   end if;
   v_mark := coalesce((p_options ->> 'mark_tools')::boolean, false);
+  -- issue 13: the response's blocks are capped like a result (ZF005, nothing written)
+  perform pgflight._require_cap('max_result_bytes', (select s.max_result_bytes from pgflight.settings s),
+                                octet_length(p_blocks::text), 'model response blocks (bytes)');
   v_run := pgflight._agent_fence(p_attempt_id, p_token, p_agent_run_id, 'record_model_call');
   v_usd := pgflight._price_usd(p_model, coalesce(p_usage, '{}'));
 

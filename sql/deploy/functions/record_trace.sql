@@ -13,7 +13,7 @@ create or replace function pgflight.record_trace(p_attempt_id bigint, p_token bi
                                       p_options jsonb default '{}')
 returns table (trace_id bigint, seq integer, created boolean)
 language plpgsql volatile security definer
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_now timestamptz := pgflight._now();
@@ -21,6 +21,9 @@ declare
   v_seq integer;
   v_id bigint;
 begin
+  -- issue 13: a trace block is capped like a result (ZF005, nothing written)
+  perform pgflight._require_cap('max_result_bytes', (select s.max_result_bytes from pgflight.settings s),
+                                octet_length(p_content::text), 'trace block (bytes)');
   v_run := pgflight._agent_fence(p_attempt_id, p_token, p_agent_run_id, 'record_trace');
   v_seq := pgflight._opt_num(p_options, 'seq', null)::integer;
   if v_seq is null then

@@ -7,15 +7,27 @@ set local role pgflight_owner;
 create or replace function pgflight.register_worker(p_name text, p_options jsonb default '{}')
 returns bigint
 language plpgsql volatile security definer
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_id bigint;
+  v_caps pgflight.settings;
 begin
   if p_name is null or btrim(p_name) = '' then
     raise exception using errcode = '22023', message = 'worker name is required',
       hint = 'Pass something that identifies the process, e.g. host:pid.';
   end if;
+  -- Issue 13: the worker belongs to the registering login (workers.login defaults to session_user);
+  -- its name and options are capped, and so is the number of its live workers, so a login cannot
+  -- flood the table. The count uses workers_login_live_idx.
+  select * into v_caps from pgflight.settings;
+  perform pgflight._require_cap('max_name_bytes', v_caps.max_name_bytes, octet_length(p_name), 'worker name (bytes)');
+  perform pgflight._require_cap('max_name_bytes', v_caps.max_name_bytes * 100,
+                                octet_length(coalesce(p_options, '{}')::text), 'worker options (bytes; cap is 100 x)');
+  perform pgflight._require_cap('max_live_workers_per_login', v_caps.max_live_workers_per_login,
+                                (select count(*) + 1 from pgflight.workers w
+                                  where w.login = session_user and w.stopped_at is null),
+                                format('live workers of login %s', session_user));
   insert into pgflight.workers (name, hostname, pid, recipes, options, started_at, last_seen_at)
   values (p_name, pgflight._opt_text(p_options, 'hostname', null),
           pgflight._opt_num(p_options, 'pid', null)::integer,
@@ -27,7 +39,8 @@ begin
 end
 $$;
 comment on function pgflight.register_worker(text, jsonb) is
-  'Register a worker process; returns its id. options: hostname, pid, recipes. Errors: 22023.';
+  'Register a worker process of this login; returns its id. options: hostname, pid, recipes. Errors: 22023, '
+  'ZF005 name, options or live workers over their cap.';
 grant execute on function pgflight.register_worker(text, jsonb) to pgflight_worker;
 
 commit;

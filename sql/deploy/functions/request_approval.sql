@@ -14,7 +14,7 @@ create or replace function pgflight.request_approval(p_attempt_id bigint, p_toke
                                           p_request jsonb default null, p_options jsonb default '{}')
 returns table (decision text, actor text, note text, waiting boolean)
 language plpgsql volatile security definer
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_now timestamptz := pgflight._now();
@@ -31,6 +31,12 @@ begin
       detail = format('got %L', v_default);
   end if;
   if v_expires is not null then perform pgflight._require_positive('expires_in_s', v_expires); end if;
+  -- issue 13: gate key and request are capped (ZF005, nothing written)
+  perform pgflight._require_cap('max_name_bytes', (select s.max_name_bytes from pgflight.settings s),
+                                octet_length(p_gate_key), 'gate key (bytes)');
+  perform pgflight._require_cap('max_approval_request_bytes',
+                                (select s.max_approval_request_bytes from pgflight.settings s),
+                                octet_length(p_request::text), 'approval request (bytes)');
   v_att := pgflight._lock_held(p_attempt_id, p_token, 'request_approval');
 
   insert into pgflight.approvals as g (step_id, gate_key, request, default_decision, requested_at, expires_at)

@@ -17,7 +17,7 @@ create or replace function pgflight.reserve_budget(p_attempt_id bigint, p_token 
                                         p_iteration integer, p_est_usd numeric)
 returns table (agent_run_id bigint, iteration integer, reserved_usd numeric, budget_ids bigint[])
 language plpgsql volatile security definer
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_now timestamptz := pgflight._now();

@@ -10,9 +10,10 @@ returns table (run_id bigint, workspace text, recipe text, status text, created_
                steps_waiting bigint, steps_succeeded bigint, steps_dead_letter bigint,
                steps_cancelled bigint, attempts_total bigint, result jsonb, error jsonb)
 language plpgsql stable security definer
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 begin
+  perform pgflight._require_lane_on_run('reader', p_run_id, 'run_status');  -- issue 13: tenants
   return query
   select r.id, w.name, r.recipe, r.status, r.created_at, r.finished_at,
          count(s.id),

@@ -6,9 +6,10 @@ set local role pgflight_owner;
 create or replace function pgflight.run_sweeps()
 returns table (sweep text, affected integer)
 language plpgsql volatile security definer
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 begin
+  perform pgflight._require_lane('operator', null, 'run_sweeps');  -- issue 13: acts on every workspace
   return query select 'reclaim_expired'::text, pgflight.reclaim_expired(1000);
   return query select 'wake_parents'::text, pgflight.wake_parents(1000);
   return query select 'expire_approvals'::text, pgflight.expire_approvals(1000);

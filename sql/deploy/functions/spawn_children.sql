@@ -13,11 +13,14 @@ set local role pgflight_owner;
 -- cancels its siblings; by default the parent wakes and sees each failure.
 -- Locking: the parent's attempt row (fencing check) then its step row (the children counter).
 -- Errors: ZF001 lease lost, ZF002 cancelled, ZF003 unknown attempt, 22023 malformed children,
--- ZF005 a child input over settings.max_input_bytes.
+-- ZF005 a child input over settings.max_input_bytes, more children than max_children_per_call in
+-- the call or max_children_per_parent under the parent, a key or recipe over max_name_bytes
+-- (issue 13: one call of a million children took 1.2 GB of backend memory); ZF012 the attempt is
+-- held by another login's worker.
 create or replace function pgflight.spawn_children(p_attempt_id bigint, p_token bigint, p_children jsonb, p_options jsonb default '{}')
 returns table (children_total integer, created integer, parked boolean)
 language plpgsql volatile security definer
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_now timestamptz := pgflight._now();
@@ -27,13 +30,17 @@ declare
   v_total integer;
   v_bad record;
   v_max_bytes bigint;
+  v_settings pgflight.settings;
 begin
   if p_children is null or jsonb_typeof(p_children) <> 'array' then
     raise exception using errcode = '22023', message = 'children must be a JSON array',
       hint = 'e.g. [{"key": "doc-1", "recipe": "review", "input": {...}}]';
   end if;
+  select * into v_settings from pgflight.settings;
+  perform pgflight._require_cap('max_children_per_call', v_settings.max_children_per_call,
+                                jsonb_array_length(p_children), 'children in one call');
   v_att := pgflight._lock_held(p_attempt_id, p_token, 'spawn_children');
-  select s.max_input_bytes into v_max_bytes from pgflight.settings s;
+  v_max_bytes := v_settings.max_input_bytes;
   select e.ord, e.value into v_bad
     from jsonb_array_elements(p_children) with ordinality as e(value, ord)
    where jsonb_typeof(e.value) <> 'object'
@@ -44,10 +51,9 @@ begin
       or octet_length(coalesce(e.value -> 'input', '{}')::text) > v_max_bytes
    limit 1;
   if found then
-    if octet_length(coalesce(v_bad.value -> 'input', '{}')::text) > v_max_bytes then
-      raise exception using errcode = 'ZF005', message = format('child %s: input too large', v_bad.ord),
-        detail = format('the cap is %s bytes', v_max_bytes);
-    end if;
+    perform pgflight._require_cap('max_input_bytes', v_max_bytes,
+                                  octet_length(coalesce(v_bad.value -> 'input', '{}')::text),
+                                  format('child %s input (bytes)', v_bad.ord));
     raise exception using errcode = '22023', message = format('child %s is malformed', v_bad.ord),
       detail = left(v_bad.value::text, 200),
       hint = 'Each child needs a non-blank string key and recipe; options must be an object whose '
@@ -55,7 +61,20 @@ begin
              'positive numbers, backoff an object.';
   end if;
 
+  perform pgflight._require_cap('max_name_bytes', v_settings.max_name_bytes,
+                                (select max(greatest(octet_length(e.value ->> 'key'), octet_length(e.value ->> 'recipe')))
+                                   from jsonb_array_elements(p_children) as e(value)),
+                                'child key or recipe (bytes)');
+
   select s.* into v_parent from pgflight.steps s where s.id = v_att.step_id for update;
+  -- children of this parent once this call is done: those there already plus the new keys (a key
+  -- that exists creates nothing, so spawning again after a crash stays within the cap)
+  perform pgflight._require_cap('max_children_per_parent', v_settings.max_children_per_parent,
+                                (select count(*) from pgflight.steps c where c.parent_id = v_parent.id)
+                                + (select count(distinct e.value ->> 'key') from jsonb_array_elements(p_children) as e(value)
+                                    where not exists (select from pgflight.steps c
+                                                       where c.parent_id = v_parent.id and c.step_key = e.value ->> 'key')),
+                                'children of the parent');
 
   with wanted as (
     select e.value ->> 'key' as step_key, e.value ->> 'recipe' as recipe,

@@ -14,7 +14,7 @@ set local role pgflight_owner;
 create or replace function pgflight.submit_run(p_workspace text, p_recipe text, p_input jsonb, p_options jsonb default '{}')
 returns table (run_id bigint, step_id bigint, attempt_id bigint, created boolean)
 language plpgsql volatile security definer
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_now timestamptz := pgflight._now();
@@ -48,6 +48,7 @@ begin
     raise exception using errcode = 'ZF003', message = format('unknown workspace %L', p_workspace),
       hint = 'Create it first: select pgflight.create_workspace(name).';
   end if;
+  perform pgflight._require_lane('operator', v_ws, 'submit_run');  -- issue 13: tenants
   select * into v_settings from pgflight.settings;
   v_size := octet_length(p_input::text);
   if v_size > v_settings.max_input_bytes then

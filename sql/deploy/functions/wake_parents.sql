@@ -7,12 +7,13 @@ set local role pgflight_owner;
 create or replace function pgflight.wake_parents(p_limit integer default 1000)
 returns integer
 language plpgsql volatile security definer
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_row record;
   v_count integer := 0;
 begin
+  perform pgflight._require_lane('operator', null, 'wake_parents');  -- issue 13: acts on every workspace
   for v_row in
     select a.step_id from pgflight.step_attempts a
       join pgflight.steps s on s.id = a.step_id

@@ -12,7 +12,7 @@ set local role pgflight_owner;
 create or replace function pgflight._call_budget_ids(p_run pgflight.agent_runs, p_now timestamptz)
 returns bigint[]
 language plpgsql volatile
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_day date := (p_now at time zone 'UTC')::date;
@@ -50,7 +50,7 @@ comment on function pgflight._call_budget_ids(pgflight.agent_runs, timestamptz) 
 create or replace function pgflight._raise_budget_exceeded(p_refusal jsonb)
 returns void
 language plpgsql immutable
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 begin
   raise exception using
@@ -74,7 +74,7 @@ create or replace function pgflight._move_budget(p_ids bigint[], p_reserve numer
                                       p_check boolean, p_now timestamptz, p_what text)
 returns jsonb
 language plpgsql volatile
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_b pgflight.budgets;
@@ -125,7 +125,7 @@ comment on function pgflight._move_budget(bigint[], numeric, numeric, numeric, b
 create or replace function pgflight._release_reservation(p_agent_run_id bigint)
 returns void
 language plpgsql volatile
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_run pgflight.agent_runs;
@@ -147,7 +147,7 @@ comment on function pgflight._release_reservation(bigint) is 'Internal: release 
 create or replace function pgflight._iteration_refusal(p_run pgflight.agent_runs, p_iteration integer)
 returns jsonb
 language plpgsql immutable
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 begin
   if p_iteration <= p_run.max_iterations then
@@ -173,7 +173,7 @@ create or replace function pgflight._reserve(p_run pgflight.agent_runs, p_attemp
                                   p_est_usd numeric, p_now timestamptz)
 returns jsonb
 language plpgsql volatile
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_ids bigint[];

@@ -11,7 +11,7 @@ create or replace function pgflight._event(
   p_worker_id bigint, p_reason text, p_actor text default null, p_detail jsonb default null)
 returns void
 language plpgsql volatile
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 begin
   -- PL/pgSQL rather than SQL: its INSERT plan is cached across calls, a SQL function's is not
@@ -27,7 +27,7 @@ comment on function pgflight._event(bigint, bigint, bigint, text, text, bigint, 
 create or replace function pgflight._notify_ready()
 returns void
 language plpgsql volatile
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 begin
   perform pg_catalog.pg_notify('pgflight_ready', '');

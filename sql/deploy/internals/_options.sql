@@ -9,7 +9,7 @@ set local role pgflight_owner;
 create or replace function pgflight._opt_num(p_options jsonb, p_key text, p_default double precision)
 returns double precision
 language plpgsql immutable
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 begin
   if p_options is null or p_options -> p_key is null or jsonb_typeof(p_options -> p_key) = 'null' then
@@ -31,7 +31,7 @@ comment on function pgflight._opt_num(jsonb, text, double precision) is
 create or replace function pgflight._opt_text(p_options jsonb, p_key text, p_default text)
 returns text
 language plpgsql immutable
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 begin
   if p_options is null or p_options -> p_key is null or jsonb_typeof(p_options -> p_key) = 'null' then
@@ -54,7 +54,7 @@ comment on function pgflight._opt_text(jsonb, text, text) is
 create or replace function pgflight._require_positive(p_name text, p_value double precision)
 returns void
 language plpgsql immutable
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 begin
   if p_value is null or p_value <= 0 or p_value = 'NaN'::double precision or p_value = 'Infinity'::double precision then
@@ -74,7 +74,7 @@ comment on function pgflight._require_positive(text, double precision) is
 create or replace function pgflight._backoff_s(p_failed integer, p_backoff jsonb)
 returns double precision
 language sql volatile
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
   select greatest(0, least(pgflight._opt_num(p_backoff, 'max_s', 300),
                            pgflight._opt_num(p_backoff, 'base_s', 1)
@@ -89,7 +89,7 @@ comment on function pgflight._backoff_s(integer, jsonb) is
 create or replace function pgflight._bad_child_options(p_options jsonb)
 returns boolean
 language plpgsql immutable
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_key text;

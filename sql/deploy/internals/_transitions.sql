@@ -13,7 +13,7 @@ set local role pgflight_owner;
 create or replace function pgflight._wake(p_step_id bigint, p_reason text, p_actor text default null)
 returns boolean
 language plpgsql volatile
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_attempt record;
@@ -41,7 +41,7 @@ comment on function pgflight._wake(bigint, text, text) is
 create or replace function pgflight._cancel_steps(p_step_ids bigint[], p_actor text, p_reason text)
 returns table (cancelled integer, cancel_requested integer)
 language plpgsql volatile
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_now timestamptz := pgflight._now();
@@ -93,7 +93,7 @@ comment on function pgflight._cancel_steps(bigint[], text, text) is
 create or replace function pgflight._cancel_tree(p_run_id bigint, p_step_id bigint, p_actor text, p_reason text)
 returns table (cancelled integer, cancel_requested integer)
 language plpgsql volatile
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_ids bigint[];
@@ -123,7 +123,7 @@ comment on function pgflight._cancel_tree(bigint, bigint, text, text) is
 create or replace function pgflight._tree_steps(p_run_id bigint, p_step_id bigint)
 returns bigint[]
 language sql stable
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
   select case when p_step_id is null
     then (select array_agg(s.id) from pgflight.steps s where s.run_id = p_run_id)
@@ -154,7 +154,7 @@ create or replace function pgflight._steps_finished(p_step_ids bigint[], p_final
                                                     p_now timestamptz)
 returns void
 language plpgsql volatile
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_left record;
@@ -255,7 +255,7 @@ create or replace function pgflight._fail_attempt(
   p_retry_after_s double precision, p_reason text, p_actor text default null)
 returns table (outcome text, next_attempt_id bigint, available_after timestamptz)
 language plpgsql volatile
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_now timestamptz := pgflight._now();
@@ -328,7 +328,7 @@ comment on function pgflight._fail_attempt(bigint, text, text, jsonb, boolean, d
 create or replace function pgflight._reclaim(p_now timestamptz, p_limit integer)
 returns integer
 language plpgsql volatile
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_row record;
@@ -389,20 +389,22 @@ create or replace function pgflight._complete_many(p_attempt_ids bigint[], p_tok
                                         p_now timestamptz)
 returns table (attempt_id bigint, outcome text)
 language plpgsql volatile
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_ids bigint[];
   v_old text[];
   v_steps bigint[];
 begin
-  -- 1. lock the attempts still held with these tokens
+  -- 1. lock the attempts still held with these tokens by workers of this login (issue 13: one
+  -- primary-key probe of workers per attempt; another login's attempt is not held by the caller)
   select array_agg(l.id order by l.id), array_agg(l.status order by l.id) into v_ids, v_old from (
     select a.id, a.status
       from pgflight.step_attempts a
       join (select distinct u.id, u.token from unnest(p_attempt_ids, p_tokens) as u(id, token)) q
         on q.id = a.id and q.token = a.fencing_token
      where a.status in ('claimed', 'running')
+       and exists (select from pgflight.workers w where w.id = a.worker_id and w.login = session_user)
      order by a.id
        for update of a) l;
 
@@ -444,7 +446,7 @@ comment on function pgflight._complete_many(bigint[], bigint[], jsonb[], timesta
 create or replace function pgflight._decide(p_gate_id bigint, p_decision text, p_actor text, p_note text, p_reason text)
 returns void
 language plpgsql volatile
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_gate record;
@@ -479,7 +481,7 @@ comment on function pgflight._decide(bigint, text, text, text, text) is
 create or replace function pgflight._reopen_step(p_step_id bigint, p_actor text, p_reason text, p_note text)
 returns bigint
 language plpgsql volatile
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_now timestamptz := pgflight._now();

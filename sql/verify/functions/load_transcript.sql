@@ -6,8 +6,8 @@ declare
 begin
   select p.proconfig into v_config
     from pg_catalog.pg_proc p where p.oid = 'pgflight.load_transcript(bigint, bigint, bigint)'::regprocedure;
-  if v_config is distinct from array['search_path=""']::text[] then
-    raise exception 'pgflight.load_transcript(bigint, bigint, bigint) has settings %, expected %', v_config, array['search_path=""']::text[];
+  if v_config is distinct from array['search_path=pg_catalog, pg_temp']::text[] then
+    raise exception 'pgflight.load_transcript(bigint, bigint, bigint) has settings %, expected %', v_config, array['search_path=pg_catalog, pg_temp']::text[];
   end if;
 end
 $verify$;

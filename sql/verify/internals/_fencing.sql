@@ -6,8 +6,8 @@ declare
 begin
   select p.proconfig into v_config
     from pg_catalog.pg_proc p where p.oid = 'pgflight._reject_write(bigint, bigint, text)'::regprocedure;
-  if v_config is distinct from array['search_path=""']::text[] then
-    raise exception 'pgflight._reject_write(bigint, bigint, text) has settings %, expected %', v_config, array['search_path=""']::text[];
+  if v_config is distinct from array['search_path=pg_catalog, pg_temp']::text[] then
+    raise exception 'pgflight._reject_write(bigint, bigint, text) has settings %, expected %', v_config, array['search_path=pg_catalog, pg_temp']::text[];
   end if;
 end
 $verify$;
@@ -17,8 +17,8 @@ declare
 begin
   select p.proconfig into v_config
     from pg_catalog.pg_proc p where p.oid = 'pgflight._lock_held(bigint, bigint, text, boolean)'::regprocedure;
-  if v_config is distinct from array['search_path=""']::text[] then
-    raise exception 'pgflight._lock_held(bigint, bigint, text, boolean) has settings %, expected %', v_config, array['search_path=""']::text[];
+  if v_config is distinct from array['search_path=pg_catalog, pg_temp']::text[] then
+    raise exception 'pgflight._lock_held(bigint, bigint, text, boolean) has settings %, expected %', v_config, array['search_path=pg_catalog, pg_temp']::text[];
   end if;
 end
 $verify$;
@@ -28,8 +28,8 @@ declare
 begin
   select p.proconfig into v_config
     from pg_catalog.pg_proc p where p.oid = 'pgflight._record_stale(bigint, bigint, text)'::regprocedure;
-  if v_config is distinct from array['search_path=""']::text[] then
-    raise exception 'pgflight._record_stale(bigint, bigint, text) has settings %, expected %', v_config, array['search_path=""']::text[];
+  if v_config is distinct from array['search_path=pg_catalog, pg_temp']::text[] then
+    raise exception 'pgflight._record_stale(bigint, bigint, text) has settings %, expected %', v_config, array['search_path=pg_catalog, pg_temp']::text[];
   end if;
 end
 $verify$;

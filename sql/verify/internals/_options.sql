@@ -6,8 +6,8 @@ declare
 begin
   select p.proconfig into v_config
     from pg_catalog.pg_proc p where p.oid = 'pgflight._opt_num(jsonb, text, double precision)'::regprocedure;
-  if v_config is distinct from array['search_path=""']::text[] then
-    raise exception 'pgflight._opt_num(jsonb, text, double precision) has settings %, expected %', v_config, array['search_path=""']::text[];
+  if v_config is distinct from array['search_path=pg_catalog, pg_temp']::text[] then
+    raise exception 'pgflight._opt_num(jsonb, text, double precision) has settings %, expected %', v_config, array['search_path=pg_catalog, pg_temp']::text[];
   end if;
 end
 $verify$;
@@ -17,8 +17,8 @@ declare
 begin
   select p.proconfig into v_config
     from pg_catalog.pg_proc p where p.oid = 'pgflight._opt_text(jsonb, text, text)'::regprocedure;
-  if v_config is distinct from array['search_path=""']::text[] then
-    raise exception 'pgflight._opt_text(jsonb, text, text) has settings %, expected %', v_config, array['search_path=""']::text[];
+  if v_config is distinct from array['search_path=pg_catalog, pg_temp']::text[] then
+    raise exception 'pgflight._opt_text(jsonb, text, text) has settings %, expected %', v_config, array['search_path=pg_catalog, pg_temp']::text[];
   end if;
 end
 $verify$;
@@ -28,8 +28,8 @@ declare
 begin
   select p.proconfig into v_config
     from pg_catalog.pg_proc p where p.oid = 'pgflight._require_positive(text, double precision)'::regprocedure;
-  if v_config is distinct from array['search_path=""']::text[] then
-    raise exception 'pgflight._require_positive(text, double precision) has settings %, expected %', v_config, array['search_path=""']::text[];
+  if v_config is distinct from array['search_path=pg_catalog, pg_temp']::text[] then
+    raise exception 'pgflight._require_positive(text, double precision) has settings %, expected %', v_config, array['search_path=pg_catalog, pg_temp']::text[];
   end if;
 end
 $verify$;
@@ -39,8 +39,8 @@ declare
 begin
   select p.proconfig into v_config
     from pg_catalog.pg_proc p where p.oid = 'pgflight._backoff_s(integer, jsonb)'::regprocedure;
-  if v_config is distinct from array['search_path=""']::text[] then
-    raise exception 'pgflight._backoff_s(integer, jsonb) has settings %, expected %', v_config, array['search_path=""']::text[];
+  if v_config is distinct from array['search_path=pg_catalog, pg_temp']::text[] then
+    raise exception 'pgflight._backoff_s(integer, jsonb) has settings %, expected %', v_config, array['search_path=pg_catalog, pg_temp']::text[];
   end if;
 end
 $verify$;
@@ -50,8 +50,8 @@ declare
 begin
   select p.proconfig into v_config
     from pg_catalog.pg_proc p where p.oid = 'pgflight._bad_child_options(jsonb)'::regprocedure;
-  if v_config is distinct from array['search_path=""']::text[] then
-    raise exception 'pgflight._bad_child_options(jsonb) has settings %, expected %', v_config, array['search_path=""']::text[];
+  if v_config is distinct from array['search_path=pg_catalog, pg_temp']::text[] then
+    raise exception 'pgflight._bad_child_options(jsonb) has settings %, expected %', v_config, array['search_path=pg_catalog, pg_temp']::text[];
   end if;
 end
 $verify$;

@@ -6,8 +6,8 @@ declare
 begin
   select p.proconfig into v_config
     from pg_catalog.pg_proc p where p.oid = 'pgflight._wake(bigint, text, text)'::regprocedure;
-  if v_config is distinct from array['search_path=""']::text[] then
-    raise exception 'pgflight._wake(bigint, text, text) has settings %, expected %', v_config, array['search_path=""']::text[];
+  if v_config is distinct from array['search_path=pg_catalog, pg_temp']::text[] then
+    raise exception 'pgflight._wake(bigint, text, text) has settings %, expected %', v_config, array['search_path=pg_catalog, pg_temp']::text[];
   end if;
 end
 $verify$;
@@ -17,8 +17,8 @@ declare
 begin
   select p.proconfig into v_config
     from pg_catalog.pg_proc p where p.oid = 'pgflight._cancel_steps(bigint[], text, text)'::regprocedure;
-  if v_config is distinct from array['search_path=""']::text[] then
-    raise exception 'pgflight._cancel_steps(bigint[], text, text) has settings %, expected %', v_config, array['search_path=""']::text[];
+  if v_config is distinct from array['search_path=pg_catalog, pg_temp']::text[] then
+    raise exception 'pgflight._cancel_steps(bigint[], text, text) has settings %, expected %', v_config, array['search_path=pg_catalog, pg_temp']::text[];
   end if;
 end
 $verify$;
@@ -28,8 +28,8 @@ declare
 begin
   select p.proconfig into v_config
     from pg_catalog.pg_proc p where p.oid = 'pgflight._cancel_tree(bigint, bigint, text, text)'::regprocedure;
-  if v_config is distinct from array['search_path=""']::text[] then
-    raise exception 'pgflight._cancel_tree(bigint, bigint, text, text) has settings %, expected %', v_config, array['search_path=""']::text[];
+  if v_config is distinct from array['search_path=pg_catalog, pg_temp']::text[] then
+    raise exception 'pgflight._cancel_tree(bigint, bigint, text, text) has settings %, expected %', v_config, array['search_path=pg_catalog, pg_temp']::text[];
   end if;
 end
 $verify$;
@@ -39,8 +39,8 @@ declare
 begin
   select p.proconfig into v_config
     from pg_catalog.pg_proc p where p.oid = 'pgflight._tree_steps(bigint, bigint)'::regprocedure;
-  if v_config is distinct from array['search_path=""']::text[] then
-    raise exception 'pgflight._tree_steps(bigint, bigint) has settings %, expected %', v_config, array['search_path=""']::text[];
+  if v_config is distinct from array['search_path=pg_catalog, pg_temp']::text[] then
+    raise exception 'pgflight._tree_steps(bigint, bigint) has settings %, expected %', v_config, array['search_path=pg_catalog, pg_temp']::text[];
   end if;
 end
 $verify$;
@@ -50,8 +50,8 @@ declare
 begin
   select p.proconfig into v_config
     from pg_catalog.pg_proc p where p.oid = 'pgflight._steps_finished(bigint[], text[], text, timestamptz)'::regprocedure;
-  if v_config is distinct from array['search_path=""']::text[] then
-    raise exception 'pgflight._steps_finished(bigint[], text[], text, timestamptz) has settings %, expected %', v_config, array['search_path=""']::text[];
+  if v_config is distinct from array['search_path=pg_catalog, pg_temp']::text[] then
+    raise exception 'pgflight._steps_finished(bigint[], text[], text, timestamptz) has settings %, expected %', v_config, array['search_path=pg_catalog, pg_temp']::text[];
   end if;
 end
 $verify$;
@@ -72,8 +72,8 @@ declare
 begin
   select p.proconfig into v_config
     from pg_catalog.pg_proc p where p.oid = 'pgflight._fail_attempt(bigint, text, text, jsonb, boolean, double precision, text, text)'::regprocedure;
-  if v_config is distinct from array['search_path=""']::text[] then
-    raise exception 'pgflight._fail_attempt(bigint, text, text, jsonb, boolean, double precision, text, text) has settings %, expected %', v_config, array['search_path=""']::text[];
+  if v_config is distinct from array['search_path=pg_catalog, pg_temp']::text[] then
+    raise exception 'pgflight._fail_attempt(bigint, text, text, jsonb, boolean, double precision, text, text) has settings %, expected %', v_config, array['search_path=pg_catalog, pg_temp']::text[];
   end if;
 end
 $verify$;
@@ -83,8 +83,8 @@ declare
 begin
   select p.proconfig into v_config
     from pg_catalog.pg_proc p where p.oid = 'pgflight._reclaim(timestamptz, integer)'::regprocedure;
-  if v_config is distinct from array['search_path=""']::text[] then
-    raise exception 'pgflight._reclaim(timestamptz, integer) has settings %, expected %', v_config, array['search_path=""']::text[];
+  if v_config is distinct from array['search_path=pg_catalog, pg_temp']::text[] then
+    raise exception 'pgflight._reclaim(timestamptz, integer) has settings %, expected %', v_config, array['search_path=pg_catalog, pg_temp']::text[];
   end if;
 end
 $verify$;
@@ -94,8 +94,8 @@ declare
 begin
   select p.proconfig into v_config
     from pg_catalog.pg_proc p where p.oid = 'pgflight._complete_many(bigint[], bigint[], jsonb[], timestamptz)'::regprocedure;
-  if v_config is distinct from array['search_path=""']::text[] then
-    raise exception 'pgflight._complete_many(bigint[], bigint[], jsonb[], timestamptz) has settings %, expected %', v_config, array['search_path=""']::text[];
+  if v_config is distinct from array['search_path=pg_catalog, pg_temp']::text[] then
+    raise exception 'pgflight._complete_many(bigint[], bigint[], jsonb[], timestamptz) has settings %, expected %', v_config, array['search_path=pg_catalog, pg_temp']::text[];
   end if;
 end
 $verify$;
@@ -105,8 +105,8 @@ declare
 begin
   select p.proconfig into v_config
     from pg_catalog.pg_proc p where p.oid = 'pgflight._decide(bigint, text, text, text, text)'::regprocedure;
-  if v_config is distinct from array['search_path=""']::text[] then
-    raise exception 'pgflight._decide(bigint, text, text, text, text) has settings %, expected %', v_config, array['search_path=""']::text[];
+  if v_config is distinct from array['search_path=pg_catalog, pg_temp']::text[] then
+    raise exception 'pgflight._decide(bigint, text, text, text, text) has settings %, expected %', v_config, array['search_path=pg_catalog, pg_temp']::text[];
   end if;
 end
 $verify$;
@@ -116,8 +116,8 @@ declare
 begin
   select p.proconfig into v_config
     from pg_catalog.pg_proc p where p.oid = 'pgflight._reopen_step(bigint, text, text, text)'::regprocedure;
-  if v_config is distinct from array['search_path=""']::text[] then
-    raise exception 'pgflight._reopen_step(bigint, text, text, text) has settings %, expected %', v_config, array['search_path=""']::text[];
+  if v_config is distinct from array['search_path=pg_catalog, pg_temp']::text[] then
+    raise exception 'pgflight._reopen_step(bigint, text, text, text) has settings %, expected %', v_config, array['search_path=pg_catalog, pg_temp']::text[];
   end if;
 end
 $verify$;

@@ -1,0 +1,255 @@
+"""
+Real PostgreSQL for every test.
+
+Once per session: a throwaway cluster in a temporary folder (the same `Cluster` class as
+`pgflight db up`, with fsync off), or the server `PGFLIGHT_TEST_DSN` names (a superuser DSN).
+The schema is deployed with sqitch into database `pgflight_template` (plus pgTAP in `public` and
+`allow_fake_clock = true`); each test that asks for `dsn` or `conn` gets a fresh clone of it.
+
+Fixtures:
+    server         Server: superuser `dsn`, `host`, `port`, `cluster` (None with PGFLIGHT_TEST_DSN),
+                   `bindir`, `dsn_for(db)`, `template`.
+    dsn            str: DSN of a fresh database cloned from the template; dropped afterwards.
+    conn           psycopg autocommit connection to `dsn`.
+    connect        factory: connect(timeout_s=5, autocommit=True, dsn=None) -> Connection with
+                   statement_timeout and lock_timeout set; closed after the test (races).
+    empty_dsn      str: DSN of a fresh empty database (no schema); dropped afterwards.
+    logins         Logins: login roles with scram passwords in every lane (pgf_worker_a/_b,
+                   pgf_operator_a/_b, pgf_reader_a/_b); on the test cluster, host connections of
+                   every role but `postgres` must authenticate with scram-sha-256.
+                   `logins.dsn(login, dsn)` is the DSN of database `dsn` as that login.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psycopg
+import pytest
+from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+from pgflight import migrate
+from pgflight.embedded import Cluster, find_bindir
+
+TEMPLATE = "pgflight_template"
+TEST_SETTINGS = {
+    "fsync": "off",
+    "synchronous_commit": "off",
+    "full_page_writes": "off",
+    "log_min_messages": "warning",
+}
+
+
+@dataclass
+class Server:
+    """The PostgreSQL server of this test session."""
+
+    dsn: str  # superuser, database `postgres`
+    host: str
+    port: int
+    bindir: Path
+    cluster: Cluster | None  # None when PGFLIGHT_TEST_DSN points at an existing server
+    template: str = TEMPLATE
+    _created: list[str] = field(default_factory=list)
+
+    def dsn_for(self, database: str) -> str:
+        """Superuser DSN of another database on this server."""
+        return make_conninfo(self.dsn, dbname=database)
+
+    def create_database(self, *, template: str | None = None, prefix: str = "t") -> str:
+        """Create a uniquely named database (optionally cloned); return its superuser DSN."""
+        name = f"{prefix}_{uuid.uuid4().hex[:16]}"
+        stmt = sql.SQL("create database {}").format(sql.Identifier(name))
+        if template:
+            stmt += sql.SQL(" template {}").format(sql.Identifier(template))
+        with psycopg.connect(self.dsn, autocommit=True) as c:
+            c.execute(stmt)
+        return self.dsn_for(name)
+
+    def drop_database(self, dsn: str) -> None:
+        """Drop the database `dsn` names, terminating its connections first."""
+        name = conninfo_to_dict(dsn)["dbname"]
+        with psycopg.connect(self.dsn, autocommit=True) as c:
+            c.execute(
+                "select pg_terminate_backend(pid) from pg_stat_activity"
+                " where datname = %s and pid <> pg_backend_pid()",
+                [name],
+            )
+            c.execute(sql.SQL("drop database if exists {} with (force)").format(sql.Identifier(name)))
+
+
+def _build_template(server: Server) -> None:
+    with psycopg.connect(server.dsn, autocommit=True) as c:
+        c.execute(sql.SQL("drop database if exists {} with (force)").format(sql.Identifier(TEMPLATE)))
+        c.execute(sql.SQL("create database {}").format(sql.Identifier(TEMPLATE)))
+    dsn = server.dsn_for(TEMPLATE)
+    migrate.deploy(dsn)
+    with psycopg.connect(dsn, autocommit=True) as c:
+        # pg_prove needs pgTAP in every clone; test_pgtap says so if the server lacks it.
+        if c.execute("select 1 from pg_available_extensions where name = 'pgtap'").fetchone():
+            c.execute("create extension if not exists pgtap schema public")
+        c.execute("update pgflight.settings set allow_fake_clock = true")
+
+
+@pytest.fixture(scope="session")
+def server() -> Iterator[Server]:
+    external = os.environ.get("PGFLIGHT_TEST_DSN")
+    if external:
+        params = conninfo_to_dict(external)
+        srv = Server(
+            dsn=make_conninfo(external, dbname="postgres"),
+            host=str(params.get("host") or "localhost"),
+            port=int(params.get("port") or 5432),
+            bindir=find_bindir(),
+            cluster=None,
+        )
+        _build_template(srv)
+        yield srv
+        return
+
+    # Not pytest's tmp_path: as root the server runs as `postgres`, which must reach the folder,
+    # and the unix socket path must stay short.
+    folder = Path(tempfile.mkdtemp(prefix="pgflight-test-"))
+    os.chmod(folder, 0o755)
+    cluster = Cluster(folder, settings=TEST_SETTINGS)
+    try:
+        cluster.up()
+        port = cluster.port
+        assert port is not None
+        srv = Server(
+            dsn=cluster.dsn("postgres"), host="127.0.0.1", port=port, bindir=cluster.bindir, cluster=cluster
+        )
+        _build_template(srv)
+        yield srv
+    finally:
+        cluster.destroy()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
+def dsn(server: Server) -> Iterator[str]:
+    """A fresh database cloned from the deployed template."""
+    d = server.create_database(template=TEMPLATE)
+    yield d
+    server.drop_database(d)
+
+
+@pytest.fixture
+def empty_dsn(server: Server) -> Iterator[str]:
+    """A fresh database with nothing deployed."""
+    d = server.create_database(prefix="e")
+    yield d
+    server.drop_database(d)
+
+
+@pytest.fixture
+def conn(dsn: str) -> Iterator[psycopg.Connection[tuple[object, ...]]]:
+    with psycopg.connect(dsn, autocommit=True) as c:
+        yield c
+
+
+ConnectFactory = Callable[..., psycopg.Connection[tuple[object, ...]]]
+
+
+@pytest.fixture
+def connect(dsn: str) -> Iterator[ConnectFactory]:
+    """
+    Open extra connections to the test database, each with statement_timeout and lock_timeout, so
+    a race that regresses into a deadlock or a hang fails instead of blocking the suite.
+    """
+    opened: list[psycopg.Connection[tuple[object, ...]]] = []
+
+    def _connect(
+        timeout_s: float = 5, *, autocommit: bool = True, dsn_: str | None = None, **kwargs: object
+    ) -> psycopg.Connection[tuple[object, ...]]:
+        ms = int(timeout_s * 1000)
+        c = psycopg.connect(
+            dsn_ or dsn,
+            autocommit=autocommit,
+            options=f"-c statement_timeout={ms} -c lock_timeout={ms}",
+            **kwargs,  # type: ignore[arg-type]
+        )
+        opened.append(c)
+        return c
+
+    yield _connect
+    for c in opened:
+        c.close()
+
+
+# --- logins: real roles with passwords over TCP (the attack suite, issue 13) -------------------
+
+LOGIN_PASSWORD = "pgflight-test-password"
+# login name -> the pgflight role it is a member of. Roles are cluster-wide, so they are created
+# once per session; what each may do in a database (its workspaces) is granted per test.
+LOGINS = {
+    "pgf_worker_a": "pgflight_worker",
+    "pgf_worker_b": "pgflight_worker",
+    "pgf_operator_a": "pgflight_operator",
+    "pgf_operator_b": "pgflight_operator",
+    "pgf_reader_a": "pgflight_reader",
+    "pgf_reader_b": "pgflight_reader",
+}
+
+
+@dataclass
+class Logins:
+    """Login roles with scram passwords; `dsn(login, database_dsn)` reaches a database as one of them."""
+
+    names: dict[str, str]
+    password: str
+    scram: bool  # False with PGFLIGHT_TEST_DSN: the server's own pg_hba decides
+
+    def dsn(self, login: str, database_dsn: str) -> str:
+        assert login in self.names, login
+        return make_conninfo(database_dsn, user=login, password=self.password)
+
+
+def _require_scram_for_host_logins(cluster: Cluster) -> None:
+    """
+    Put two lines first in pg_hba.conf: the `postgres` superuser keeps trust over TCP (the rest of
+    the suite and sqitch use it), every other role must authenticate with scram-sha-256.
+    Unix-socket lines stay as initdb wrote them (pg_cron's libpq connections use the socket).
+    """
+    hba = cluster.datadir / "pg_hba.conf"
+    marker = "# pgflight tests: scram for every login but the superuser\n"
+    text = hba.read_text()
+    if marker not in text:
+        hba.write_text(
+            marker
+            + "host all postgres 127.0.0.1/32 trust\n"
+            + "host all all 127.0.0.1/32 scram-sha-256\n"
+            + text
+        )
+
+
+@pytest.fixture(scope="session")
+def logins(server: Server) -> Logins:
+    """
+    Password-protected login roles in every lane (two of each, for tenants A and B), with the
+    cluster's host connections requiring scram-sha-256 for them.
+    """
+    with psycopg.connect(server.dsn, autocommit=True) as c:
+        c.execute("alter system set password_encryption = 'scram-sha-256'")
+        c.execute("select pg_reload_conf()")
+        c.execute("set password_encryption = 'scram-sha-256'")
+        for login, role in LOGINS.items():
+            exists = c.execute("select 1 from pg_roles where rolname = %s", [login]).fetchone()
+            verb = "alter" if exists else "create"
+            c.execute(
+                sql.SQL("{} role {} login password {}").format(
+                    sql.SQL(verb), sql.Identifier(login), sql.Literal(LOGIN_PASSWORD)
+                )
+            )
+            c.execute(sql.SQL("grant {} to {}").format(sql.Identifier(role), sql.Identifier(login)))
+        if server.cluster is not None:
+            _require_scram_for_host_logins(server.cluster)
+            c.execute("select pg_reload_conf()")
+    return Logins(names=dict(LOGINS), password=LOGIN_PASSWORD, scram=server.cluster is not None)

@@ -1,0 +1,502 @@
+"""
+The review's report: ``report.html``, ``report.md`` and ``flags.csv``.
+
+`write_report` takes the per-document results (as the reconcile step collects them from the
+children's outputs), the skipped documents, an audit dict queried from the database by the
+caller and the run's `RunInfo` (run id, date, engine version, model, host); it computes nothing
+about the run itself. `build` turns them into one `Report` (summary first: the documents that
+need a lawyer's look, by reason; then the documents by licence family, routine clauses folded),
+which the Jinja2 templates in ``templates/`` render as HTML (table of contents, anchors, severity
+colours, client-side filtering in a few lines of inline JS, a layout for phones) and Markdown;
+autoescaping is on for the HTML.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import socket
+import urllib.parse
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Final
+
+from pydantic import BaseModel, ConfigDict
+
+from pgflight_review.clauses import (
+    CATEGORIES,
+    CATEGORY_TITLES,
+    HIGH_CATEGORIES,
+    ROUTINE_CATEGORIES,
+    SEVERITIES,
+    UNKNOWN_FAMILY,
+)
+
+#: Audit keys in report order, with their labels; other keys follow in the order given.
+AUDIT_LABELS: Final[dict[str, str]] = {
+    "steps": "Steps",
+    "attempts": "Attempts",
+    "retries": "Retries",
+    "reclaimed_attempts": "Reclaimed attempts (lease expired)",
+    "stale_writes_rejected": "Stale writes rejected",
+    "dead_letters": "Dead letters",
+    "model_calls": "Model calls",
+    "input_tokens": "Input tokens",
+    "output_tokens": "Output tokens",
+    "tokens": "Tokens",
+    "usd": "Cost (USD)",
+    "wall_time_s": "Wall time (s)",
+    "steps_succeeded_twice": "Steps with more than one succeeded attempt (0 unless replayed)",
+}
+CSV_COLUMNS: Final = (
+    "path",
+    "family",
+    "category",
+    "severity",
+    "line_start",
+    "line_end",
+    "citation",
+    "quote",
+)
+TEMPLATES: Final = Path(__file__).parent / "templates"
+
+
+class FlagRecord(BaseModel):
+    """
+    One accepted `flag` call, with what the document step added: the licence of the DEP-5
+    stanza the clause sits in (`family`) and the quote grown to whole sentences (`context`).
+    """
+
+    model_config = ConfigDict(extra="ignore")
+    category: str
+    severity: str
+    quote: str
+    line_start: int
+    line_end: int
+    family: str | None = None
+    context: str | None = None
+    context_start: int | None = None
+    context_end: int | None = None
+
+
+class DocumentResult(BaseModel):
+    """
+    One document's review outcome.
+
+    :ivar status: the child step's status (``succeeded``, ``dead_letter``, ``failed``, ...).
+    :ivar family: the document's licence, ``unknown`` (or None) when not classified.
+    :ivar family_source: where the licence was read: ``metadata``, ``dep5`` or ``text``.
+    :ivar step_id: the document's step (for ``pgflight trace``).
+    :ivar error: why the review did not succeed, when it did not.
+    """
+
+    model_config = ConfigDict(extra="ignore")
+    path: str
+    family: str | None = None
+    family_source: str | None = None
+    families: list[str] = []
+    flags: list[FlagRecord] = []
+    summary: str = ""
+    status: str = "succeeded"
+    error: str | None = None
+    step_id: int | None = None
+
+
+class SkippedRecord(BaseModel):
+    """A document discovery did not submit, and why."""
+
+    model_config = ConfigDict(extra="ignore")
+    path: str
+    reason: str
+
+
+class RunInfo(BaseModel):
+    """What the report's header says about the run."""
+
+    run_id: int | None = None
+    date: str = ""
+    engine_version: str = ""
+    model: str = ""
+    host: str = ""
+    chaos_kills: int | None = None  # workers SIGKILLed by --chaos before the report was written
+
+    @classmethod
+    def now(cls, run_id: int | None = None, model: str = "", chaos_kills: int | None = None) -> RunInfo:
+        """The header for a report written now on this host."""
+        try:
+            version = metadata.version("pgflight")
+        except metadata.PackageNotFoundError:
+            version = "unknown"
+        return cls(
+            run_id=run_id,
+            date=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+            engine_version=version,
+            model=model,
+            host=socket.gethostname(),
+            chaos_kills=chaos_kills,
+        )
+
+
+@dataclass(frozen=True)
+class ReportFiles:
+    """Paths of the three written files."""
+
+    markdown: Path
+    html: Path
+    csv: Path
+
+
+def citation(path: str, line_start: int, line_end: int) -> str:
+    """:return: ``path:12`` or ``path:12-15``."""
+    return f"{path}:{line_start}" if line_start == line_end else f"{path}:{line_start}-{line_end}"
+
+
+def line_link(path: str, quote: str) -> str:
+    """
+    A link that opens the document at the quoted text: ``file://`` with a text fragment
+    (``#:~:text=``), which browsers scroll to and highlight.
+    """
+    words = quote.split()
+    fragment = f"#:~:text={urllib.parse.quote(' '.join(words[:5]), safe='')}" if words else ""
+    return "file://" + urllib.parse.quote(path) + fragment
+
+
+# --- the report as data ------------------------------------------------------------------------
+
+
+@dataclass
+class Finding:
+    """One finding as shown: the flag plus its anchor, citation and link."""
+
+    anchor: str
+    category: str
+    title: str
+    severity: str
+    family: str
+    lines: str  # "12" or "12-15"
+    text: str  # the whole sentences, else the quote
+    link: str
+    same_as: str | None = None  # anchor of the first finding with this wording (text shown there)
+    same_path: str | None = None
+
+
+@dataclass
+class Document:
+    anchor: str
+    path: str
+    family: str
+    family_source: str
+    also: list[str]
+    summary: str
+    step_id: int | None
+    findings: list[Finding] = field(default_factory=list)  # high and medium, high first
+    low: list[Finding] = field(default_factory=list)  # low severity, not routine: folded
+    routine: list[Finding] = field(default_factory=list)  # warranty, liability: folded, links only
+
+    @property
+    def severities(self) -> str:
+        return " ".join(sorted({f.severity for f in self.all}))
+
+    @property
+    def categories(self) -> str:
+        return " ".join(sorted({f.category for f in self.all}))
+
+    @property
+    def all(self) -> list[Finding]:
+        return self.findings + self.low + self.routine
+
+    @property
+    def link(self) -> str:
+        return "file://" + urllib.parse.quote(self.path)
+
+    @property
+    def folded_lines(self) -> list[tuple[str, str, str, str]]:
+        """Low-severity and routine findings as (category, title, severity, "12-15, 40"): folded to
+        one line per category, without quotes (the document holds them)."""
+        by: dict[str, list[Finding]] = {}
+        for f in self.low + self.routine:
+            by.setdefault(f.category, []).append(f)
+        return [(c, fs[0].title, fs[0].severity, ", ".join(f.lines for f in fs)) for c, fs in by.items()]
+
+    @property
+    def folded(self) -> str:
+        """What the folded part holds, for its summary line: "2 attribution, 3 routine"."""
+        parts = [
+            f"{len(self.low)} low" if self.low else "",
+            f"{len(self.routine)} routine" if self.routine else "",
+        ]
+        return ", ".join(p for p in parts if p)
+
+    @property
+    def high(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity == "high"]
+
+
+@dataclass
+class Family:
+    name: str
+    anchor: str
+    documents: list[Document]
+
+    @property
+    def high(self) -> int:
+        return sum(len(d.high) for d in self.documents)
+
+    @property
+    def findings(self) -> int:
+        return sum(len(d.all) for d in self.documents)
+
+
+@dataclass
+class Reason:
+    """Documents needing a lawyer's look for one high-severity category."""
+
+    category: str
+    title: str
+    documents: list[tuple[Document, list[Finding]]]
+
+
+@dataclass
+class Report:
+    title: str
+    run: RunInfo
+    submitted: int
+    reviewed: int
+    findings: int
+    by_severity: dict[str, int]
+    by_category: list[tuple[str, str, int, int, bool]]  # category, title, findings, documents, routine
+    reasons: list[Reason]
+    needs_review: int  # documents with a high-severity finding
+    families: list[Family]
+    not_reviewed: list[DocumentResult]
+    skipped: list[SkippedRecord]
+    audit: list[tuple[str, str]]
+    categories: list[tuple[str, str]]
+
+
+def _anchor(prefix: str, text: str) -> str:
+    return prefix + "".join(c if c.isalnum() else "-" for c in text.lower()).strip("-")[:60]
+
+
+def _finding(doc_anchor: str, i: int, r: DocumentResult, f: FlagRecord) -> Finding:
+    start = f.context_start or f.line_start
+    end = f.context_end or f.line_end
+    text = f.context or f.quote
+    return Finding(
+        anchor=f"{doc_anchor}-{i}",
+        category=f.category,
+        title=CATEGORY_TITLES.get(f.category, f.category),
+        severity=f.severity,
+        family=f.family or r.family or UNKNOWN_FAMILY,
+        lines=str(start) if start == end else f"{start}-{end}",
+        text=text,
+        link=line_link(r.path, f.quote),
+    )
+
+
+#: Characters of a repeated wording shown again; the whole text is at its first occurrence.
+REPEAT_CHARS: Final = 90
+
+
+def _share_wordings(docs: list[Document]) -> None:
+    """A wording already shown (the same GPL notice in 300 copyright files) is shortened to its
+    start and a link to where it is shown in full: the report stays small and readable."""
+    first: dict[str, tuple[str, str]] = {}
+    for d in docs:
+        for f in d.findings:
+            key = f"{f.category}|{f.text}"
+            if key in first and len(f.text) > REPEAT_CHARS:
+                f.same_as, f.same_path = first[key]
+                f.text = f.text[:REPEAT_CHARS].rsplit(" ", 1)[0] + " …"
+            else:
+                first.setdefault(key, (f.anchor, d.path))
+
+
+_SEVERITY_ORDER: Final = {s: i for i, s in enumerate(SEVERITIES)}
+
+
+def build(
+    results: list[DocumentResult],
+    skipped: list[SkippedRecord],
+    audit: Mapping[str, Any],
+    run: RunInfo,
+    title: str,
+) -> Report:
+    """The report's content: summary, families, documents, audit (the templates only lay it out)."""
+    reviewed = sorted((r for r in results if r.status == "succeeded"), key=lambda r: r.path)
+    docs: list[Document] = []
+    for n, r in enumerate(reviewed, start=1):
+        anchor = f"d{n}"
+        doc = Document(
+            anchor=anchor,
+            path=r.path,
+            family=r.family or UNKNOWN_FAMILY,
+            family_source=r.family_source or "text",
+            also=[f for f in r.families if f != r.family],
+            summary=r.summary,
+            step_id=r.step_id,
+        )
+        ordered = sorted(r.flags, key=lambda f: (_SEVERITY_ORDER.get(f.severity, 9), f.line_start))
+        for i, f in enumerate(ordered, start=1):
+            shown = _finding(anchor, i, r, f)
+            if f.category in ROUTINE_CATEGORIES:
+                doc.routine.append(shown)
+            else:
+                (doc.low if f.severity == "low" else doc.findings).append(shown)
+        docs.append(doc)
+    flags = [f for d in docs for f in d.all]
+    _share_wordings(docs)
+    reasons = [
+        Reason(
+            c,
+            CATEGORY_TITLES.get(c, c),
+            [
+                (d, [f for f in d.high if f.category == c])
+                for d in docs
+                if any(f.category == c for f in d.high)
+            ],
+        )
+        for c in CATEGORIES
+        if c in HIGH_CATEGORIES
+    ]
+    families: dict[str, list[Document]] = {}
+    for d in docs:
+        families.setdefault(d.family, []).append(d)
+    family_list = [
+        Family(name, _anchor("f-", name), ds)
+        for name, ds in sorted(
+            families.items(), key=lambda kv: (-sum(len(d.high) for d in kv[1]), -len(kv[1]), kv[0])
+        )
+    ]
+    keys = [*(k for k in AUDIT_LABELS if k in audit), *(k for k in audit if k not in AUDIT_LABELS)]
+    audit_rows = [(AUDIT_LABELS.get(k, k), _fmt(audit[k])) for k in keys]
+    if run.chaos_kills is not None:
+        audit_rows.append(("Workers killed by --chaos (SIGKILL) before the report", str(run.chaos_kills)))
+    return Report(
+        title=title,
+        run=run,
+        submitted=len(results),
+        reviewed=len(reviewed),
+        findings=len(flags),
+        by_severity={s: sum(1 for f in flags if f.severity == s) for s in SEVERITIES},
+        by_category=[
+            (
+                c,
+                CATEGORY_TITLES.get(c, c),
+                sum(1 for f in flags if f.category == c),
+                sum(1 for d in docs if any(f.category == c for f in d.all)),
+                c in ROUTINE_CATEGORIES,
+            )
+            for c in CATEGORIES
+        ],
+        reasons=[r for r in reasons if r.documents],
+        needs_review=sum(1 for d in docs if d.high),
+        families=family_list,
+        not_reviewed=[r for r in results if r.status != "succeeded"],
+        skipped=skipped,
+        audit=audit_rows,
+        categories=[(c, CATEGORY_TITLES.get(c, c)) for c in CATEGORIES],
+    )
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.6f}".rstrip("0").rstrip(".") if value else "0"
+    return str(value)
+
+
+# --- renderers --------------------------------------------------------------------------------
+
+
+def _md_cell(text: Any) -> str:
+    return " ".join(str(text).split()).replace("\\", "\\\\").replace("|", "\\|") or " "
+
+
+def _environment(autoescape: bool) -> Any:
+    import jinja2  # here, not at the top: only the reconcile step renders (workers start faster)
+
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATES),
+        autoescape=autoescape,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+    )
+    env.filters["md"] = _md_cell
+    return env
+
+
+def render_html(rep: Report) -> str:
+    return str(_environment(True).get_template("report.html.j2").render(r=rep))
+
+
+def render_markdown(rep: Report) -> str:
+    return str(_environment(False).get_template("report.md.j2").render(r=rep))
+
+
+def _write_csv(path: Path, results: list[DocumentResult]) -> None:
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(CSV_COLUMNS)
+        for r in sorted(results, key=lambda r: r.path):
+            if r.status != "succeeded":
+                continue
+            for f in sorted(r.flags, key=lambda f: (f.line_start, f.line_end, f.category)):
+                writer.writerow(
+                    (
+                        r.path,
+                        f.family or r.family or UNKNOWN_FAMILY,
+                        f.category,
+                        f.severity,
+                        f.line_start,
+                        f.line_end,
+                        citation(r.path, f.line_start, f.line_end),
+                        f.quote,
+                    )
+                )
+
+
+def write_report(
+    out_dir: str | os.PathLike[str],
+    results: Sequence[DocumentResult | Mapping[str, Any]],
+    audit: Mapping[str, Any],
+    skipped: Sequence[SkippedRecord | Mapping[str, Any] | Any] = (),
+    *,
+    run: RunInfo | None = None,
+    title: str = "pgflight licence review",
+) -> ReportFiles:
+    """
+    Write ``report.md``, ``report.html`` and ``flags.csv`` into `out_dir` (created if missing).
+
+    :param results: one per submitted document: `DocumentResult` or a dict with its fields
+        (path, family, families, flags [category, severity, quote, line_start, line_end, family,
+        context...], summary, status, error, step_id).
+    :param audit: figures queried from the database (steps, attempts, retries,
+        reclaimed_attempts, stale_writes_rejected, dead_letters, model_calls, tokens, usd, ...),
+        written as given.
+    :param skipped: documents discovery did not submit: `SkippedRecord`, a dict, or any object
+        with ``path`` and ``reason`` attributes (e.g. `discovery.Skipped`).
+    :param run: the header (run id, date, version, model, host, chaos kills); default: now, here.
+    :return: the paths written.
+    """
+    docs = [r if isinstance(r, DocumentResult) else DocumentResult.model_validate(r) for r in results]
+    skips = [
+        s
+        if isinstance(s, SkippedRecord)
+        else SkippedRecord.model_validate(s)
+        if isinstance(s, Mapping)
+        else SkippedRecord(path=str(s.path), reason=str(s.reason))
+        for s in skipped
+    ]
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    rep = build(docs, skips, audit, run or RunInfo.now(), title)
+    files = ReportFiles(out / "report.md", out / "report.html", out / "flags.csv")
+    files.markdown.write_text(render_markdown(rep), encoding="utf-8")
+    files.html.write_text(render_html(rep), encoding="utf-8")
+    _write_csv(files.csv, docs)
+    return files

@@ -1,0 +1,14 @@
+"""
+The ``pgflight`` command line.
+
+- :mod:`~pgflight.cli.app`: the root app, ``db`` and ``migrate``, plugin loading, :func:`main`.
+- :mod:`~pgflight.cli.context`: the shared :class:`~pgflight.cli.context.Cli` (consoles,
+  database, connection, JSON mode), the error printer and the exit codes.
+- :mod:`~pgflight.cli.ops`: the worker, submitting and inspecting runs, workers and approvals.
+- :mod:`~pgflight.cli.agent`: ``trace`` and ``export-dataset``.
+- :mod:`~pgflight.cli.fmt`: counts, durations, bytes and money, one way.
+"""
+
+from pgflight.cli.app import app, main
+
+__all__ = ["app", "main"]

@@ -1,0 +1,5 @@
+"""``python -m pgflight.cli``."""
+
+from pgflight.cli.app import main
+
+main()

@@ -1,0 +1,281 @@
+"""
+The ``pgflight`` command: the root app, the database commands and the entry point.
+
+Every command reaches the database through the :class:`~pgflight.cli.context.Cli` of
+:func:`~pgflight.cli.context.current`: ``PGFLIGHT_DSN`` if set, else the embedded cluster in
+``<PGFLIGHT_HOME or cwd>/.pgflight``. A command reports a failure by raising; :func:`main` prints
+it through :func:`~pgflight.cli.context.report` and exits with the documented code.
+
+Other packages add commands through the entry point group ``pgflight.cli`` (:data:`PLUGIN_GROUP`):
+each entry point names a ``register(app)`` function (the review example:
+``review = "pgflight_review.cli:register"``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import sys
+from importlib.metadata import entry_points
+from typing import Annotated, Final
+
+import psycopg
+import typer
+import typer.core
+from rich.markup import escape
+
+from pgflight import __version__, migrate
+from pgflight.cli.context import (
+    EXIT_CODES,
+    EXPECTED,
+    NO_DATABASE,
+    CliError,
+    Interrupted,
+    current,
+    describe,
+    on_signal,
+    report,
+)
+from pgflight.embedded import Cluster, EmbeddedError
+
+#: Entry point group of CLI plugins.
+PLUGIN_GROUP: Final = "pgflight.cli"
+
+
+def _argument_usage(self: typer.core.TyperArgument) -> str:
+    name = self.display_name_raw
+    name = name if self.required else f"[{name}]"
+    return name + ("..." if self.nargs != 1 else "")
+
+
+# Help for people: arguments show as RECIPE / [INPUT] rather than typer's {recipe} and <str>.
+typer.core.TyperArgument._usage_display_name = _argument_usage  # type: ignore[method-assign]
+typer.core.TyperArgument.display_type = lambda self, ctx: ""  # type: ignore[method-assign]
+
+app = typer.Typer(
+    name="pgflight",
+    help="Durable execution engine on PostgreSQL.",
+    epilog=EXIT_CODES,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+    rich_markup_mode=None,  # click's help: paragraphs re-wrapped to the terminal, defaults shown
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
+db_app = typer.Typer(
+    help="The database: the embedded cluster, or the server PGFLIGHT_DSN names.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
+app.add_typer(db_app, name="db")
+
+
+def _version_callback(value: bool) -> None:
+    if value:
+        current().out.print(f"pgflight {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="Say which database the command uses (on stderr).")
+    ] = False,
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version_callback, is_eager=True, help="Print the version.")
+    ] = False,
+) -> None:
+    """Durable execution engine on PostgreSQL."""
+    current().verbose = verbose
+
+
+# --- db ---------------------------------------------------------------------------------------
+
+
+def _external_dsn() -> str | None:
+    return os.environ.get("PGFLIGHT_DSN") or None
+
+
+@db_app.command("up")
+def db_up() -> None:
+    """Create and start the embedded cluster (reuses it if already running)."""
+    cli = current()
+    if _external_dsn():
+        cli.out.print("PGFLIGHT_DSN is set: using that server, nothing to start")
+        return
+    cluster = Cluster()
+    was_running = cluster.running()
+    dsn = cluster.up()
+    cli.out.print(f"{'already running' if was_running else 'started'}: {dsn}", soft_wrap=True)
+
+
+@db_app.command("down")
+def db_down() -> None:
+    """Stop the embedded cluster."""
+    cli = current()
+    if _external_dsn():
+        cli.out.print("PGFLIGHT_DSN is set: that server is not ours to stop")
+        return
+    cli.out.print("stopped" if Cluster().stop() else "not running")
+
+
+@db_app.command("status")
+def db_status() -> None:
+    """
+    Say which database the commands use, whether it is up, and how many changes are deployed.
+
+    Exit 3 when it is down or unreachable.
+    """
+    cli = current()
+    external = _external_dsn()
+    if external:
+        cli.out.print(f"database: PGFLIGHT_DSN: {describe(external)}", soft_wrap=True)
+    else:
+        st = Cluster().status()
+        cli.out.print(f"database: embedded cluster in {st.folder}", soft_wrap=True)
+        if not st.initialized:
+            cli.out.print("no cluster there; create it with `pgflight db up`")
+            raise typer.Exit(NO_DATABASE)
+        if not st.running:
+            cli.out.print("stopped; start it with `pgflight db up`")
+            raise typer.Exit(NO_DATABASE)
+        cli.out.print(f"running: pid {st.pid}, {st.dsn}", soft_wrap=True)
+    with psycopg.connect(cli.dsn(), autocommit=True, connect_timeout=5) as conn:
+        version = conn.execute("show server_version").fetchone()
+        cli.out.print(f"server: PostgreSQL {version[0] if version else '?'}")
+        cli.out.print(f"schema: {_deployed(conn)}", soft_wrap=True)
+
+
+def _deployed(conn: psycopg.Connection[tuple[object, ...]]) -> str:
+    if conn.execute("select to_regclass('sqitch.changes') is not null").fetchone() != (True,):
+        return "not deployed (run `pgflight migrate`)"
+    row = conn.execute(
+        "select count(*), (array_agg(change order by committed_at desc))[1]"
+        " from sqitch.changes where project = 'pgflight'"
+    ).fetchone()
+    if not row or not row[0]:
+        return "not deployed (run `pgflight migrate`)"
+    return f"{row[0]} changes deployed, last {row[1]}"
+
+
+@db_app.command("url")
+def db_url() -> None:
+    """Print the DSN."""
+    cli = current()
+    cli.out.print(cli.dsn(), soft_wrap=True)
+
+
+@db_app.command("psql", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def db_psql(ctx: typer.Context) -> None:
+    """Open psql on the database (extra arguments go to psql)."""
+    dsn = current().dsn()
+    try:
+        from pgflight.embedded import find_bindir
+
+        psql = str(find_bindir() / "psql")
+    except EmbeddedError:
+        psql = "psql"
+    sys.stdout.flush()
+    try:
+        os.execvp(psql, [psql, dsn, *ctx.args])
+    except OSError as e:
+        raise CliError(f"cannot run psql: {e}") from None
+
+
+# --- migrate ----------------------------------------------------------------------------------
+
+
+@app.command("migrate")
+def migrate_cmd(
+    revert: Annotated[
+        bool, typer.Option("--revert", help="Revert every change instead of deploying.")
+    ] = False,
+    to: Annotated[str | None, typer.Option("--to", metavar="CHANGE", help="Stop at this change.")] = None,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Revert without asking.")] = False,
+    wait_sweep: Annotated[
+        bool,
+        typer.Option(
+            "--wait-sweep/--no-wait-sweep",
+            help="After installing the schedules, wait (up to 75 s) until pg_cron has run a sweep.",
+        ),
+    ] = True,
+) -> None:
+    """
+    Deploy the schema with sqitch (deploy --verify) and install the pg_cron schedules where the
+    database has pg_cron, then confirm that pg_cron really runs them; or revert it (which deletes
+    every run and its history).
+    """
+    cli = current()
+    dsn = cli.dsn()
+    if revert:
+        if not yes and not typer.confirm(
+            "Revert drops schema pgflight with every run and its history. Go on?"
+        ):
+            raise CliError("not reverted")
+        cli.out.print(escape(migrate.revert(dsn, to=to).rstrip()), soft_wrap=True)
+        return
+    cli.out.print(escape(_without_notices(migrate.deploy(dsn, to=to))), soft_wrap=True)
+    if to is None:
+        why_not = migrate.install_schedules(dsn)
+        if why_not is None:
+            cli.out.print("sweeps: scheduled with pg_cron (jobs run as pgflight_cron)")
+            if wait_sweep:
+                cli.out.print("waiting for pg_cron to run a sweep …")
+                ran, how = migrate.confirm_sweep(dsn)
+                if ran:
+                    cli.out.print(escape(how), soft_wrap=True)
+                else:
+                    cli.err.print(
+                        f"[bold red]warning:[/] {escape(how)}. pg_cron cannot run the sweeps: let it reach"
+                        " the server without a password (cron.use_background_workers = on, or the unix"
+                        " socket with a peer map for pgflight_cron; docs/security.md#pg_cron) and check"
+                        " cron.job_run_details",
+                        soft_wrap=True,
+                    )
+        else:
+            cli.out.print(
+                f"sweeps: not scheduled ({escape(why_not)}); call `select * from pgflight.run_sweeps()`"
+                " every few seconds from another scheduler.",
+                soft_wrap=True,
+            )
+
+
+def _without_notices(output: str) -> str:
+    """sqitch's output without psql's NOTICE lines (the pg_cron one is said once, plainly, after)."""
+    return "\n".join(ln for ln in output.rstrip().splitlines() if not _NOTICE_RX.match(ln))
+
+
+_NOTICE_RX: Final = re.compile(r"^psql:\S+: NOTICE: ")
+
+
+# --- entry point ------------------------------------------------------------------------------
+
+
+def main() -> None:
+    """Console entry point: run the app; an expected failure prints one line and its exit code."""
+    signal.signal(signal.SIGINT, on_signal)  # exit 130, not click's "Aborted!" and 1
+    try:
+        app()
+    except Interrupted as e:
+        current().err.print(f"interrupted ({e})")
+        raise SystemExit(e.code) from None
+    except EXPECTED as e:
+        raise SystemExit(report(e)) from None
+
+
+def _load_plugins() -> None:
+    """
+    Add the commands other packages declare in entry point group ``pgflight.cli``.
+
+    Loading one must not register recipes: a plugin imports its recipes when its command runs.
+    """
+    for ep in entry_points(group=PLUGIN_GROUP):
+        ep.load()(app)
+
+
+from pgflight.cli import agent, ops  # noqa: E402  (the commands of the other modules)
+
+ops.register(app)
+agent.register(app)
+_load_plugins()

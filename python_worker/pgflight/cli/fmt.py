@@ -1,0 +1,86 @@
+"""
+One way to write counts, durations, bytes and money, for the CLI and its JSON.
+
+- :func:`count` ``count(1, "document")`` → ``1 document``; ``count(16031274, "token")`` →
+  ``16,031,274 tokens`` (humanize's grouping).
+- :func:`duration` seconds → ``850 ms``, ``2.4 s``, ``3 min 05 s``, ``1 h 02 min``.
+- :func:`size` bytes → ``2.0 MB`` (humanize, decimal units).
+- :func:`money` USD → ``$0.001234``; :func:`money_json` → ``"0.001234"``: a decimal string with the
+  fixed scale :data:`MONEY_SCALE`, never a float or an exponent (``0E-8``).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from decimal import ROUND_HALF_EVEN, Decimal
+from typing import Final
+
+import humanize
+
+#: Decimal places of every USD amount the CLI prints or writes as JSON.
+MONEY_SCALE: Final = 6
+_QUANTUM: Final = Decimal(1).scaleb(-MONEY_SCALE)
+
+
+def number(n: int | float) -> str:
+    """``16,031,274`` (integers grouped by thousands)."""
+    return humanize.intcomma(n)
+
+
+def count(n: int, noun: str, plural: str | None = None) -> str:
+    """``1 document``, ``0 documents``, ``2 children`` (with `plural`)."""
+    word = noun if n == 1 else (plural or f"{noun}s")
+    return f"{number(n)} {word}"
+
+
+def duration(seconds: float | None) -> str:
+    """A short duration for people and tables; empty for None."""
+    if seconds is None:
+        return ""
+    s = max(seconds, 0.0)
+    if s < 1:
+        return f"{s * 1000:.0f} ms"
+    if s < 60:
+        return f"{s:.1f} s"
+    if s < 3600:
+        return f"{int(s // 60)} min {int(s % 60):02d} s"
+    return f"{int(s // 3600)} h {int(s % 3600 // 60):02d} min"
+
+
+def between(start: datetime | None, end: datetime | None) -> str:
+    """The duration from `start` to `end` (now when None); empty without a start."""
+    if start is None:
+        return ""
+    return duration(((end or datetime.now(start.tzinfo)) - start).total_seconds())
+
+
+def ago(at: datetime | None, now: datetime | None = None) -> str:
+    """``4.2 s ago``; empty for None."""
+    if at is None:
+        return ""
+    now = now or datetime.now(at.tzinfo)
+    return f"{duration((now - at).total_seconds())} ago"
+
+
+def size(n_bytes: int) -> str:
+    """``2.0 MB``."""
+    return humanize.naturalsize(n_bytes)
+
+
+def _usd(value: Decimal | float | int | str | None) -> Decimal:
+    return Decimal(str(value if value is not None else 0)).quantize(_QUANTUM, rounding=ROUND_HALF_EVEN)
+
+
+def money(value: Decimal | float | int | str | None) -> str:
+    """``$0.001234`` (USD, :data:`MONEY_SCALE` places)."""
+    return f"${_usd(value):f}"
+
+
+def money_json(value: Decimal | float | int | str | None) -> str:
+    """``"0.001234"``: USD as a decimal string with the fixed scale, for JSON."""
+    return f"{_usd(value):f}"
+
+
+def seconds(td: timedelta) -> float:
+    """A timedelta in seconds."""
+    return td.total_seconds()
