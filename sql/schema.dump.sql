@@ -5365,14 +5365,51 @@ CREATE PROCEDURE pgflight.sweep_loop(IN p_duration_s double precision DEFAULT 55
     LANGUAGE plpgsql
     AS $$
 declare
+  c_lock constant bigint := 7383617326517504001;  -- 'pgflight.sweep_loop'
   v_end timestamptz := pg_catalog.clock_timestamp() + pg_catalog.make_interval(secs => p_duration_s);
+  v_backlog boolean;
+  v_batch integer;
+  v_state text;
+  v_msg text;
 begin
-  loop
-    perform pgflight.run_sweeps();
-    commit;
-    exit when pg_catalog.clock_timestamp() + pg_catalog.make_interval(secs => p_interval_s) > v_end;
-    perform pg_catalog.pg_sleep(p_interval_s);
+  while not pg_catalog.pg_try_advisory_lock(c_lock) loop
+    if pg_catalog.clock_timestamp() > v_end then
+      raise warning 'pgflight.sweep_loop: another sweep loop held the lock for % s; not sweeping', p_duration_s;
+      return;
+    end if;
+    perform pg_catalog.pg_sleep(0.2);
   end loop;
+  loop
+    v_backlog := false;
+    begin
+      perform pg_catalog.set_config('lock_timeout',
+        coalesce(nullif(pg_catalog.current_setting('pgflight.sweep_lock_timeout', true), ''), '2s'), true);
+      select coalesce(pg_catalog.bool_or(s.affected >= 1000), false) into v_backlog
+        from pgflight.run_sweeps() s;
+    exception when others then
+      get stacked diagnostics v_state = returned_sqlstate, v_msg = message_text;
+      raise warning 'pgflight.sweep_loop: a sweep pass failed (%): %', v_state, v_msg;
+    end;
+    commit;
+    begin
+      perform pg_catalog.set_config('lock_timeout',
+        coalesce(nullif(pg_catalog.current_setting('pgflight.sweep_lock_timeout', true), ''), '2s'), true);
+      v_batch := coalesce(nullif(pg_catalog.current_setting('pgflight.sweep_purge_batch', true), ''), '1000')::integer;
+      if v_batch > 0 and pgflight.purge_finished(null, v_batch) >= v_batch then
+        v_backlog := true;
+      end if;
+    exception when others then
+      get stacked diagnostics v_state = returned_sqlstate, v_msg = message_text;
+      raise warning 'pgflight.sweep_loop: a purge pass failed (%): %', v_state, v_msg;
+    end;
+    commit;
+    exit when pg_catalog.clock_timestamp() > v_end
+           or (not v_backlog and pg_catalog.clock_timestamp() + pg_catalog.make_interval(secs => p_interval_s) > v_end);
+    if not v_backlog then
+      perform pg_catalog.pg_sleep(p_interval_s);
+    end if;
+  end loop;
+  perform pg_catalog.pg_advisory_unlock(c_lock);
 end
 $$;
 
@@ -5380,7 +5417,7 @@ ALTER PROCEDURE pgflight.sweep_loop(IN p_duration_s double precision, IN p_inter
 
 -- Name: PROCEDURE sweep_loop(IN p_duration_s double precision, IN p_interval_s double precision); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON PROCEDURE pgflight.sweep_loop(IN p_duration_s double precision, IN p_interval_s double precision) IS 'Sweep every p_interval_s seconds for p_duration_s seconds, committing after each pass (pg_cron 1.4).';
+COMMENT ON PROCEDURE pgflight.sweep_loop(IN p_duration_s double precision, IN p_interval_s double precision) IS 'Sweep every p_interval_s seconds for p_duration_s seconds, one loop at a time, committing after each pass; a failing pass warns and the loop goes on (pg_cron 1.4).';
 
 -- Name: uninstall_schedules(); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
