@@ -45,7 +45,7 @@ def test_workspace_limits_pause_and_show(conn: Conn, dsn: str) -> None:
     r = cli(dsn, "workspace", "set", "acme", "--remove", "max-in-flight")
     assert r.returncode == 0 and "max in flight -" in r.stdout, r
     r = cli(dsn, "workspace", "set", "acme", "--share", "0")
-    assert r.returncode == 1 and "share is out of range" in r.stderr, r
+    assert r.returncode == 2 and "share is out of range" in r.stderr, r  # 22023: bad arguments
 
 
 def test_recipe_pause_and_rate(conn: Conn, dsn: str) -> None:
@@ -79,7 +79,7 @@ def test_schedule_add_list_remove(conn: Conn, dsn: str) -> None:
         ("nightly", "0 30 2 * * *", "Europe/Paris", "skip")
     ]
     r = cli(dsn, "schedule", "add", "acme", "bad", "61 * * * *", "report")
-    assert r.returncode == 1 and "cron minute field" in r.stderr, r
+    assert r.returncode == 2 and "cron minute field" in r.stderr, r  # 22023: bad arguments
     assert cli(dsn, "schedule", "remove", "acme", "nightly").returncode == 0
-    assert cli(dsn, "schedule", "remove", "acme", "nightly").returncode == 1
+    assert cli(dsn, "schedule", "remove", "acme", "nightly").returncode == 4  # not found
     assert scalar(conn, "select count(*) from pgflight.schedules") == 0

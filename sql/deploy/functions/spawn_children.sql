@@ -147,7 +147,8 @@ $$;
 comment on function pgflight.spawn_children(bigint, bigint, jsonb, jsonb) is
   'Fan-out: create child steps (idempotent by key) and park the parent in awaiting_children. '
   'Returns (children_total, created, parked). Options: fail_fast (boolean). Each child''s options: '
-  'priority, max_attempts, lease_s, max_runtime_s, backoff, as submit_run (docs/options.md). '
+  'priority, max_attempts, lease_s, max_runtime_s, backoff, concurrency_key, concurrency_limit, as '
+  'submit_run (docs/options.md). '
   'Errors: ZF001, ZF002, ZF003, ZF005, ZF012, 22023.';
 grant execute on function pgflight.spawn_children(bigint, bigint, jsonb, jsonb) to pgflight_worker;
 
