@@ -39,14 +39,17 @@ REALISTIC = {
 
 
 @contextlib.contextmanager
-def throwaway_cluster(database: str = "pgflight") -> Iterator[tuple[Cluster, str]]:
+def throwaway_cluster(
+    database: str = "pgflight", settings: dict[str, str] | None = None
+) -> Iterator[tuple[Cluster, str]]:
     """
-    Start a new cluster in /tmp with fsync and synchronous commit on, deploy pgflight into
-    `database`, create workspace `bench`; yield (cluster, superuser DSN); destroy it afterwards.
+    Start a new cluster in /tmp with fsync and synchronous commit on (and `settings` on top),
+    deploy pgflight into `database`, create workspace `bench`; yield (cluster, superuser DSN);
+    destroy it afterwards.
     """
     folder = Path(tempfile.mkdtemp(prefix="pgflight-bench-"))
     os.chmod(folder, 0o755)
-    cluster = Cluster(folder, settings=REALISTIC, database=database)
+    cluster = Cluster(folder, settings={**REALISTIC, **(settings or {})}, database=database)
     try:
         dsn = cluster.up()
         migrate.deploy(dsn, verify=False)

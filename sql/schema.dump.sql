@@ -120,20 +120,53 @@ COMMENT ON FUNCTION pgflight._agent_fence(p_attempt_id bigint, p_token bigint, p
 -- Name: _backoff_s(integer, jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
 CREATE FUNCTION pgflight._backoff_s(p_failed integer, p_backoff jsonb) RETURNS double precision
-    LANGUAGE sql
+    LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-  select greatest(0, least(pgflight._opt_num(p_backoff, 'max_s', 300),
-                           pgflight._opt_num(p_backoff, 'base_s', 1)
-                           * power(pgflight._opt_num(p_backoff, 'factor', 2), greatest(p_failed - 1, 0)))
-              * (1 + pgflight._opt_num(p_backoff, 'jitter', 0.2) * (2 * random() - 1)))
+declare
+  v_base double precision := pgflight._opt_clamped(p_backoff, 'base_s', 1, 0, 86400);
+  v_factor double precision := pgflight._opt_clamped(p_backoff, 'factor', 2, 1, 100);
+  v_max double precision := pgflight._opt_clamped(p_backoff, 'max_s', 300, 0, 2592000);
+  v_jitter double precision := pgflight._opt_clamped(p_backoff, 'jitter', 0.2, 0, 1);
+  v_n double precision := greatest(coalesce(p_failed, 1) - 1, 0);
+  v_delay double precision;
+begin
+  if v_base <= 0 or v_max <= 0 then
+    v_delay := 0;
+  elsif ln(v_base) + v_n * ln(v_factor) >= ln(v_max) then
+    v_delay := v_max;
+  else
+    v_delay := v_base * power(v_factor, v_n);
+  end if;
+  return least(greatest(v_delay * (1 + v_jitter * (2 * random() - 1)), 0), pgflight._limit('delay_s'));
+end
 $$;
 
 ALTER FUNCTION pgflight._backoff_s(p_failed integer, p_backoff jsonb) OWNER TO pgflight_owner;
 
 -- Name: FUNCTION _backoff_s(p_failed integer, p_backoff jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight._backoff_s(p_failed integer, p_backoff jsonb) IS 'Internal: retry delay in seconds, min(max_s, base_s * factor^(n-1)) times 1 +/- jitter.';
+COMMENT ON FUNCTION pgflight._backoff_s(p_failed integer, p_backoff jsonb) IS 'Internal: retry delay in seconds, min(max_s, base_s * factor^(n-1)) times 1 +/- jitter; saturates, never raises.';
+
+-- Name: _bad_child_flow(jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._bad_child_flow(p_options jsonb) RETURNS boolean
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+  perform pgflight._concurrency_option(coalesce(p_options, '{}'));
+  return false;
+exception when invalid_parameter_value then
+  return true;
+end
+$$;
+
+ALTER FUNCTION pgflight._bad_child_flow(p_options jsonb) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _bad_child_flow(p_options jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._bad_child_flow(p_options jsonb) IS 'Internal: true when a child''s concurrency_key / concurrency_limit options are malformed.';
 
 -- Name: _bad_child_options(jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -141,29 +174,11 @@ CREATE FUNCTION pgflight._bad_child_options(p_options jsonb) RETURNS boolean
     LANGUAGE plpgsql IMMUTABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-declare
-  v_key text;
-  v_num numeric;
 begin
-  if p_options is null or jsonb_typeof(p_options) <> 'object' then
-    return false;  -- a non-object is reported by the caller's own check
-  end if;
-  if p_options ? 'backoff' and jsonb_typeof(p_options -> 'backoff') <> 'object' then
-    return true;
-  end if;
-  foreach v_key in array array['priority', 'max_attempts', 'lease_s', 'max_runtime_s'] loop
-    continue when not p_options ? v_key;
-    if jsonb_typeof(p_options -> v_key) <> 'number' then
-      return true;
-    end if;
-    v_num := (p_options ->> v_key)::numeric;
-    if (v_key in ('priority', 'max_attempts') and v_num <> trunc(v_num))
-       or (v_key = 'max_attempts' and v_num < 1)
-       or (v_key in ('lease_s', 'max_runtime_s') and v_num <= 0) then
-      return true;
-    end if;
-  end loop;
+  perform pgflight._check_options('spawn_children child', p_options);
   return false;
+exception when sqlstate '22023' then
+  return true;
 end
 $$;
 
@@ -171,7 +186,45 @@ ALTER FUNCTION pgflight._bad_child_options(p_options jsonb) OWNER TO pgflight_ow
 
 -- Name: FUNCTION _bad_child_options(p_options jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight._bad_child_options(p_options jsonb) IS 'Internal: true when a child''s options object has a malformed priority, max_attempts, lease_s, max_runtime_s or backoff.';
+COMMENT ON FUNCTION pgflight._bad_child_options(p_options jsonb) IS 'Internal: true when a child''s options object fails _check_options.';
+
+-- Name: _bad_option(text, text, jsonb, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._bad_option(p_scope text, p_key text, p_value jsonb, p_expected text) RETURNS void
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+  raise exception using
+    errcode = '22023',
+    message = format('option %s of %s must be %s', p_key, p_scope, p_expected),
+    detail  = format('got %s', left(coalesce(p_value::text, 'NULL'), 200)),
+    hint    = format('See docs/options.md: %s.%s is %s.', p_scope, p_key, p_expected);
+end
+$$;
+
+ALTER FUNCTION pgflight._bad_option(p_scope text, p_key text, p_value jsonb, p_expected text) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _bad_option(p_scope text, p_key text, p_value jsonb, p_expected text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._bad_option(p_scope text, p_key text, p_value jsonb, p_expected text) IS 'Internal: raise 22023 naming the option, its value (DETAIL) and its documented range (HINT).';
+
+-- Name: _bucket_tokens(double precision, timestamp with time zone, double precision, double precision, timestamp with time zone); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._bucket_tokens(p_tokens double precision, p_refilled_at timestamp with time zone, p_rate double precision, p_burst double precision, p_now timestamp with time zone) RETURNS double precision
+    LANGUAGE sql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+  select case when p_tokens is null or p_refilled_at is null then p_burst
+              else least(p_burst, p_tokens + greatest(0, extract(epoch from p_now - p_refilled_at)::double precision) * p_rate)
+         end
+$$;
+
+ALTER FUNCTION pgflight._bucket_tokens(p_tokens double precision, p_refilled_at timestamp with time zone, p_rate double precision, p_burst double precision, p_now timestamp with time zone) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _bucket_tokens(p_tokens double precision, p_refilled_at timestamp with time zone, p_rate double precision, p_burst double precision, p_now timestamp with time zone); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._bucket_tokens(p_tokens double precision, p_refilled_at timestamp with time zone, p_rate double precision, p_burst double precision, p_now timestamp with time zone) IS 'Internal: a token bucket''s level at p_now.';
 
 -- Name: _call_budget_ids(pgflight.agent_runs, timestamp with time zone); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -299,6 +352,434 @@ ALTER FUNCTION pgflight._cancel_tree(p_run_id bigint, p_step_id bigint, p_actor 
 
 COMMENT ON FUNCTION pgflight._cancel_tree(p_run_id bigint, p_step_id bigint, p_actor text, p_reason text) IS 'Internal: cancel every live attempt of a run (p_step_id null) or of a subtree, until none is left.';
 
+-- Name: _check_arg(text, double precision, double precision, double precision); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._check_arg(p_name text, p_value double precision, p_min double precision, p_max double precision) RETURNS void
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+  if p_value is null or p_value = 'NaN'::double precision or p_value < p_min or p_value > p_max then
+    raise exception using
+      errcode = '22023',
+      message = format('%s must be a number from %s to %s', p_name, p_min, p_max),
+      detail  = format('got %s', coalesce(p_value::text, 'NULL')),
+      hint    = format('Pass a finite %s within [%s, %s].', p_name, p_min, p_max);
+  end if;
+end
+$$;
+
+ALTER FUNCTION pgflight._check_arg(p_name text, p_value double precision, p_min double precision, p_max double precision) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _check_arg(p_name text, p_value double precision, p_min double precision, p_max double precision); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._check_arg(p_name text, p_value double precision, p_min double precision, p_max double precision) IS 'Internal: 22023 unless the argument is a number within [min, max].';
+
+-- Name: _check_limit(integer); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._check_limit(p_limit integer) RETURNS integer
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+  if p_limit < 0 then
+    perform pgflight._check_arg('limit', p_limit, 0, 2147483647);
+  end if;
+  return p_limit;
+end
+$$;
+
+ALTER FUNCTION pgflight._check_limit(p_limit integer) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _check_limit(p_limit integer); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._check_limit(p_limit integer) IS 'Internal: a row limit, NULL or >= 0, else 22023.';
+
+-- Name: _check_options(text, jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._check_options(p_scope text, p_options jsonb) RETURNS jsonb
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_key text;
+  v_val jsonb;
+  v_spec record;
+  v_out jsonb := '{}';
+  v_ts timestamptz;
+  v_item jsonb;
+  -- submit_run and each child of spawn_children ("spawn_children child 3") take the step options
+  v_step_scope boolean := p_scope = 'submit_run' or starts_with(p_scope, 'spawn_children child');
+begin
+  if p_options is null or p_options = '{}' then
+    return '{}';
+  end if;
+  if jsonb_typeof(p_options) <> 'object' then
+    raise exception using errcode = '22023', message = format('options of %s must be a JSON object', p_scope),
+      detail = format('got a JSON %s', jsonb_typeof(p_options)),
+      hint = 'See docs/options.md for the keys each function takes.';
+  end if;
+  for v_key, v_val in select e.key, e.value from jsonb_each(p_options) e loop
+    select s.* into v_spec from pgflight._option_spec() s
+     where s.key = v_key
+       and (s.scope = p_scope or (s.scope = 'step' and v_step_scope));
+    if not found then
+      raise exception using errcode = '22023', message = format('unknown option %s for %s', v_key, p_scope),
+        detail = format('known options: %s',
+                        (select string_agg(s.key, ', ' order by s.key) from pgflight._option_spec() s
+                          where s.scope = p_scope or (s.scope = 'step' and v_step_scope))),
+        hint = 'Check the spelling; see docs/options.md.';
+    end if;
+    continue when jsonb_typeof(v_val) = 'null';
+    case v_spec.kind
+      when 'boolean' then
+        perform pgflight._opt_bool(p_options, v_key, null, p_scope);
+      when 'number' then
+        perform pgflight._opt_number(p_options, v_key, null, v_spec.min_value, v_spec.max_value, p_scope);
+      when 'integer' then
+        v_val := to_jsonb(pgflight._opt_int(p_options, v_key, null, v_spec.min_value, v_spec.max_value, p_scope));
+      when 'string' then
+        perform pgflight._opt_string(p_options, v_key, null, v_spec.min_value::integer, v_spec.max_value::integer, p_scope);
+      when 'enum' then
+        if jsonb_typeof(v_val) <> 'string' or not (v_val #>> '{}') = any (v_spec.choices) then
+          perform pgflight._bad_option(p_scope, v_key, v_val, 'one of ' || array_to_string(v_spec.choices, ', '));
+        end if;
+      when 'timestamptz' then
+        begin
+          v_ts := (v_val #>> '{}')::timestamptz;
+        exception when others then
+          v_ts := null;
+        end;
+        if jsonb_typeof(v_val) <> 'string' or v_ts is null or not isfinite(v_ts)
+           or v_ts not between '1970-01-01'::timestamptz and '9999-01-01'::timestamptz then
+          perform pgflight._bad_option(p_scope, v_key, v_val, 'an ISO 8601 timestamp with offset, 1970 to 9999');
+        end if;
+      when 'string[]' then
+        if jsonb_typeof(v_val) <> 'array' or jsonb_array_length(v_val) > v_spec.max_value then
+          perform pgflight._bad_option(p_scope, v_key, v_val, format('a JSON array of at most %s strings', v_spec.max_value));
+        end if;
+        for v_item in select jsonb_array_elements(v_val) loop
+          if jsonb_typeof(v_item) <> 'string' or length(v_item #>> '{}') > 256 then
+            perform pgflight._bad_option(p_scope, v_key, v_val, 'a JSON array of strings of at most 256 characters');
+          end if;
+        end loop;
+      when 'backoff' then
+        v_val := pgflight._check_options('backoff', v_val);
+    end case;
+    v_out := v_out || jsonb_build_object(v_key, v_val);
+  end loop;
+  return v_out;
+end
+$$;
+
+ALTER FUNCTION pgflight._check_options(p_scope text, p_options jsonb) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _check_options(p_scope text, p_options jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._check_options(p_scope text, p_options jsonb) IS 'Internal: validate an options object against _option_spec for this scope (22023 naming the key) and return it normalised.';
+
+-- Name: _claim_fair(bigint, integer, double precision, text[], boolean, timestamp with time zone, bigint[]); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._claim_fair(p_worker_id bigint, p_batch_size integer, p_lease_s double precision, p_recipes text[], p_start boolean, p_now timestamp with time zone, p_workspaces bigint[]) RETURNS TABLE(attempt_id bigint, fencing_token bigint, step_id bigint, run_id bigint, parent_id bigint, step_key text, attempt_no integer, recipe text, input jsonb, lease_expires_at timestamp with time zone, deadline_at timestamp with time zone)
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_left integer := p_batch_size;
+  v_global integer;
+  v_recipes text[] := p_recipes;
+  v_rl record;
+  v_rated_recipes text[] := '{}';   -- rate-limited recipes of this call ...
+  v_rated_left integer[] := '{}';   -- ... and the starts each may still take
+  v_lane_ws bigint[];
+  v_lane_recipe text[];
+  v_ws bigint[];
+  v_share integer[];
+  v_cap integer[];
+  v_rated boolean[];
+  v_more boolean[];
+  v_quota integer[];
+  v_total_share integer;
+  v_n integer;
+  v_first integer;
+  v_pass integer;
+  v_w integer;
+  v_ws_id bigint;
+  v_q integer;
+  v_got_ws integer;
+  v_got integer;
+  v_tokens double precision;
+  v_lim pgflight.workspace_limits;
+  v_idx integer;
+begin
+  -- 1. the global in-flight cap: one claimer at a time counts and claims
+  select s.max_in_flight into v_global from pgflight.settings s;
+  if v_global is not null then
+    perform pg_catalog.pg_advisory_xact_lock(pg_catalog.hashtextextended('pgflight.global_in_flight', 0));
+    v_left := least(v_left, v_global - (select count(*) from (
+                select 1 from pgflight.step_attempts a
+                 where a.status in ('claimed', 'running', 'cancel_requested') limit v_global) held)::integer);
+    if v_left <= 0 then
+      return;
+    end if;
+  end if;
+
+  -- 2. paused and rate-limited recipes: name the recipes this call may claim
+  if exists (select from pgflight.recipe_limits) then
+    if v_recipes is null then
+      v_recipes := pgflight._queued_recipes();
+    end if;
+    v_recipes := array(select r from unnest(v_recipes) r
+                        where not exists (select from pgflight.recipe_limits l
+                                           where l.recipe = r and l.paused_at is not null));
+    for v_rl in
+      select l.recipe, l.starts_per_s, l.burst, l.tokens, l.refilled_at from pgflight.recipe_limits l
+       where l.recipe = any (v_recipes) and l.starts_per_s is not null
+       order by l.recipe
+         for update skip locked
+    loop
+      v_tokens := pgflight._bucket_tokens(v_rl.tokens, v_rl.refilled_at, v_rl.starts_per_s, v_rl.burst, p_now);
+      update pgflight.recipe_limits l set tokens = v_tokens, refilled_at = p_now where l.recipe = v_rl.recipe;
+      v_rated_recipes := v_rated_recipes || v_rl.recipe;
+      v_rated_left := v_rated_left || floor(v_tokens)::integer;
+    end loop;
+    -- a rate-limited recipe whose bucket another claimer holds right now is left to that claimer
+    v_recipes := array(select r from unnest(v_recipes) r
+                        where r = any (v_rated_recipes)
+                           or not exists (select from pgflight.recipe_limits l
+                                           where l.recipe = r and l.starts_per_s is not null));
+    if v_recipes = '{}' then
+      return;
+    end if;
+  end if;
+
+  -- 3. lanes with queued work, and the limits of their workspaces (paused ones dropped)
+  select array_agg(l.workspace_id), array_agg(l.recipe) into v_lane_ws, v_lane_recipe
+    from pgflight._ready_lanes(v_recipes) l;
+  if v_lane_ws is null then
+    return;
+  end if;
+  select array_agg(w.id order by w.id), array_agg(coalesce(l.share, 1) order by w.id),
+         array_agg(l.max_in_flight order by w.id), array_agg(l.starts_per_s is not null order by w.id)
+    into v_ws, v_share, v_cap, v_rated
+    from (select distinct x as id from unnest(v_lane_ws) x
+           where p_workspaces is null or x = any (p_workspaces)) w  -- issue 13: the login's worker lane
+    left join pgflight.workspace_limits l on l.workspace_id = w.id
+   where l.paused_at is null;
+  v_n := coalesce(cardinality(v_ws), 0);
+  if v_n = 0 then
+    return;
+  end if;
+  v_total_share := (select sum(x) from unnest(v_share) x);
+  v_more := array_fill(false, array[v_n]);
+
+  -- 4. this call's turn: start after the workspaces the previous calls served (with more
+  -- workspaces than the batch holds, the next call starts a batch further on)
+  v_first := ((nextval('pgflight.claim_turns') * case when v_n > v_left then v_left else 1 end) % v_n)::integer;
+  -- quotas: each workspace's share of the batch, rounded down, the remainder one each in turn
+  -- order; so a workspace with ready work gets at least one while the batch has room for it
+  v_quota := array_fill(0, array[v_n]);
+  for v_i in 0 .. v_n - 1 loop
+    v_w := (v_first + v_i) % v_n + 1;
+    v_quota[v_w] := (v_left * v_share[v_w]) / v_total_share;
+  end loop;
+  v_q := v_left - (select sum(x) from unnest(v_quota) x);
+  for v_i in 0 .. v_n - 1 loop
+    exit when v_q <= 0;
+    v_w := (v_first + v_i) % v_n + 1;
+    v_quota[v_w] := v_quota[v_w] + 1;
+    v_q := v_q - 1;
+  end loop;
+
+  for v_pass in 1 .. 2 loop
+    -- pass two only when some workspace came up short and another may have more
+    exit when v_pass = 2 and (v_left <= 0 or not (true = any (v_more)));
+    for v_i in 0 .. v_n - 1 loop
+      exit when v_left <= 0;
+      v_w := (v_first + v_i) % v_n + 1;
+      continue when v_pass = 1 and v_quota[v_w] = 0;
+      continue when v_pass = 2 and not v_more[v_w];
+      v_ws_id := v_ws[v_w];
+      v_lim := null;
+      v_q := least(case when v_pass = 1 then v_quota[v_w] else v_left end, v_left);
+
+      -- 5. a capped or rate-limited workspace: one claimer at a time counts it
+      if v_cap[v_w] is not null or v_rated[v_w] then
+        continue when not pg_catalog.pg_try_advisory_xact_lock(
+          pg_catalog.hashtextextended('pgflight.workspace:' || v_ws_id, 0));
+        select * into v_lim from pgflight.workspace_limits l where l.workspace_id = v_ws_id;
+        if v_lim.max_in_flight is not null then
+          v_q := least(v_q, v_lim.max_in_flight - (select count(*) from (
+                   select 1 from pgflight.step_attempts a
+                    where a.workspace_id = v_ws_id and a.status in ('claimed', 'running', 'cancel_requested')
+                    limit v_lim.max_in_flight) held)::integer);
+        end if;
+        if v_lim.starts_per_s is not null then
+          v_tokens := pgflight._bucket_tokens(v_lim.tokens, v_lim.refilled_at, v_lim.starts_per_s, v_lim.burst, p_now);
+          v_q := least(v_q, floor(v_tokens)::integer);
+        end if;
+      end if;
+
+      v_got_ws := 0;
+      if v_q > 0 then
+        if v_recipes is null then
+          return query select * from pgflight._claim_lane(p_worker_id, v_ws_id, null, v_q, p_lease_s, p_start, p_now);
+          get diagnostics v_got_ws = row_count;
+        else
+          -- 6. one lane per recipe of this workspace, each rate-limited recipe within its tokens
+          for v_j in 1 .. cardinality(v_lane_ws) loop
+            exit when v_got_ws >= v_q;
+            continue when v_lane_ws[v_j] <> v_ws_id;
+            v_idx := array_position(v_rated_recipes, v_lane_recipe[v_j]);
+            v_got := least(v_q - v_got_ws, case when v_idx is null then v_q else v_rated_left[v_idx] end);
+            continue when v_got <= 0;
+            return query select * from pgflight._claim_lane(p_worker_id, v_ws_id, v_lane_recipe[v_j], v_got,
+                                                            p_lease_s, p_start, p_now);
+            get diagnostics v_got = row_count;
+            v_got_ws := v_got_ws + v_got;
+            if v_idx is not null then
+              v_rated_left[v_idx] := v_rated_left[v_idx] - v_got;
+            end if;
+          end loop;
+        end if;
+      end if;
+      if v_lim.starts_per_s is not null then
+        update pgflight.workspace_limits l set tokens = v_tokens - v_got_ws, refilled_at = p_now
+         where l.workspace_id = v_ws_id;
+      end if;
+      v_left := v_left - v_got_ws;
+      v_more[v_w] := v_got_ws >= v_q and v_q > 0;
+    end loop;
+  end loop;
+
+  -- what the rate-limited recipes took
+  for v_idx in 1 .. cardinality(v_rated_recipes) loop
+    update pgflight.recipe_limits l
+       set tokens = l.tokens - (floor(l.tokens)::integer - v_rated_left[v_idx])
+     where l.recipe = v_rated_recipes[v_idx];
+  end loop;
+end
+$$;
+
+ALTER FUNCTION pgflight._claim_fair(p_worker_id bigint, p_batch_size integer, p_lease_s double precision, p_recipes text[], p_start boolean, p_now timestamp with time zone, p_workspaces bigint[]) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _claim_fair(p_worker_id bigint, p_batch_size integer, p_lease_s double precision, p_recipes text[], p_start boolean, p_now timestamp with time zone, p_workspaces bigint[]); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._claim_fair(p_worker_id bigint, p_batch_size integer, p_lease_s double precision, p_recipes text[], p_start boolean, p_now timestamp with time zone, p_workspaces bigint[]) IS 'Internal: claim_batch''s fair claim across workspaces with caps, keys, rate limits and pause.';
+
+-- Name: _claim_lane(bigint, bigint, text, integer, double precision, boolean, timestamp with time zone); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._claim_lane(p_worker_id bigint, p_workspace_id bigint, p_recipe text, p_limit integer, p_lease_s double precision, p_start boolean, p_now timestamp with time zone) RETURNS TABLE(attempt_id bigint, fencing_token bigint, step_id bigint, run_id bigint, parent_id bigint, step_key text, attempt_no integer, recipe text, input jsonb, lease_expires_at timestamp with time zone, deadline_at timestamp with time zone)
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_ids bigint[];
+  v_keys text[];
+  v_limits integer[];
+  v_take bigint[];
+  v_park bigint[];
+  v_busy bigint[];
+  v_locked text[];
+  v_skip bigint[] := '{}';
+  v_got integer := 0;
+  v_n integer;
+  v_round integer := 0;
+  v_asked integer;
+begin
+  while v_got < p_limit and v_round < 4 loop
+    v_round := v_round + 1;
+    v_asked := p_limit - v_got;
+    -- the next ready rows of this lane in claim order; rows another claimer holds are skipped
+    if p_recipe is null then
+      select coalesce(array_agg(r.id), '{}'), array_agg(r.concurrency_key), array_agg(r.concurrency_limit)
+        into v_ids, v_keys, v_limits
+        from (select a.id, a.concurrency_key, a.concurrency_limit
+                from pgflight.step_attempts a
+               where a.workspace_id = p_workspace_id and a.status = 'queued'
+                 and a.available_after <= p_now and a.available_after < 'infinity'
+                 and a.id <> all (v_skip)
+               order by a.priority desc, a.available_after, a.id
+               limit v_asked
+                 for update skip locked) r;
+    else
+      select coalesce(array_agg(r.id), '{}'), array_agg(r.concurrency_key), array_agg(r.concurrency_limit)
+        into v_ids, v_keys, v_limits
+        from (select a.id, a.concurrency_key, a.concurrency_limit
+                from pgflight.step_attempts a
+               where a.recipe = p_recipe and a.workspace_id = p_workspace_id and a.status = 'queued'
+                 and a.available_after <= p_now and a.available_after < 'infinity'
+                 and a.id <> all (v_skip)
+               order by a.priority desc, a.available_after, a.id
+               limit v_asked
+                 for update skip locked) r;
+    end if;
+    v_n := cardinality(v_ids);
+    exit when v_n = 0;
+
+    if (select bool_and(k is null) from unnest(v_keys) k) then
+      -- the common case: no candidate has a key
+      v_take := v_ids;
+    else
+      -- every key of the batch in two statements, whatever their number. First the keys'
+      -- try-locks (a key another claimer or sweep is counting right now: leave its rows for
+      -- later). Then, in a statement of its own so that its snapshot is taken after the locks
+      -- and sees every commit they waited for, each locked key's leased count and per candidate
+      -- whether it fits under the key's limit (the first candidate's) in claim order.
+      select coalesce(array_agg(k.key) filter (where k.got), '{}') into v_locked
+        from (select x.key, pg_catalog.pg_try_advisory_xact_lock(pgflight._key_lock(p_workspace_id, x.key)) as got
+                from (select distinct y as key from unnest(v_keys) y where y is not null) x) k;
+      select coalesce(array_agg(c.id order by c.i) filter (where c.key is null or c.rnk <= c.lim - h.held), '{}'),
+             coalesce(array_agg(c.id) filter (where c.key is not null and c.rnk > c.lim - h.held), '{}'),
+             coalesce(array_agg(c.id) filter (where c.key is not null and h.key is null), '{}')
+        into v_take, v_park, v_busy
+        from (select i, v_ids[i] as id, v_keys[i] as key,
+                     row_number() over (partition by v_keys[i] order by i) as rnk,
+                     first_value(v_limits[i]) over (partition by v_keys[i] order by i) as lim
+                from generate_subscripts(v_ids, 1) i) c
+        left join (select l.key, (select count(*) from pgflight.step_attempts a
+                                   where a.workspace_id = p_workspace_id and a.concurrency_key = l.key
+                                     and a.status in ('claimed', 'running', 'cancel_requested')) as held
+                     from unnest(v_locked) l(key)) h
+          on h.key = c.key;
+      v_skip := v_skip || v_busy;
+      if v_park <> '{}' then
+        update pgflight.step_attempts a set available_after = 'infinity' where a.id = any (v_park);
+        -- a key found full parks the rest of its due backlog too (up to 1,000 a call, through
+        -- step_attempts_queued_key_idx), so later claims do not meet it again row by row
+        update pgflight.step_attempts a set available_after = 'infinity'
+         where a.id in (select b.id from pgflight.step_attempts b
+                         where b.workspace_id = p_workspace_id
+                           and b.concurrency_key in (select k from unnest(v_keys) k where k is not null)
+                           and b.status = 'queued' and b.available_after <= p_now
+                           and b.id <> all (v_take) and b.id <> all (v_skip)
+                           -- only keys this round found full
+                           and exists (select from pgflight.step_attempts p
+                                        where p.id = any (v_park) and p.concurrency_key = b.concurrency_key)
+                         order by b.priority desc, b.id
+                         limit 1000
+                           for update skip locked);
+      end if;
+    end if;
+
+    if v_take <> '{}' then
+      -- leased at the clock's reading now, after the locks and counts above: claimed_at is then
+      -- never earlier than the finish of an attempt this claim counted as gone
+      return query select * from pgflight._lease_attempts(p_worker_id, v_take, p_lease_s, p_start, pgflight._now());
+      v_got := v_got + cardinality(v_take);
+    end if;
+    -- fewer ready rows than asked for: the lane is empty for now
+    exit when v_n < v_asked;
+  end loop;
+end
+$$;
+
+ALTER FUNCTION pgflight._claim_lane(p_worker_id bigint, p_workspace_id bigint, p_recipe text, p_limit integer, p_lease_s double precision, p_start boolean, p_now timestamp with time zone) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _claim_lane(p_worker_id bigint, p_workspace_id bigint, p_recipe text, p_limit integer, p_lease_s double precision, p_start boolean, p_now timestamp with time zone); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._claim_lane(p_worker_id bigint, p_workspace_id bigint, p_recipe text, p_limit integer, p_lease_s double precision, p_start boolean, p_now timestamp with time zone) IS 'Internal: claim up to p_limit ready attempts of one workspace (and recipe), parking attempts whose concurrency key is full.';
+
 -- Name: _complete_many(bigint[], bigint[], jsonb[], timestamp with time zone); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
 CREATE FUNCTION pgflight._complete_many(p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[], p_now timestamp with time zone) RETURNS TABLE(attempt_id bigint, outcome text)
@@ -358,6 +839,334 @@ ALTER FUNCTION pgflight._complete_many(p_attempt_ids bigint[], p_tokens bigint[]
 -- Name: FUNCTION _complete_many(p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[], p_now timestamp with time zone); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
 COMMENT ON FUNCTION pgflight._complete_many(p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[], p_now timestamp with time zone) IS 'Internal: complete attempts set-based; per attempt succeeded | lease_lost | cancelled.';
+
+-- Name: _complete_refusing(bigint[], bigint[], jsonb[], jsonb[]); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._complete_refusing(p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[], p_errors jsonb[]) RETURNS TABLE(attempt_id bigint, outcome text)
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_n integer := coalesce(cardinality(p_attempt_ids), 0);
+  v_out text[] := array_fill(null::text, array[greatest(v_n, 1)]);
+  v_rest integer[];
+  v_i integer;
+  v_status text;
+  v_row record;
+begin
+  -- issue 13: a current token of another login's attempt is a leaked one (ZF012, nothing written)
+  perform pgflight._require_own_attempt(q.id, q.token, 'complete_batch')
+     from unnest(p_attempt_ids, p_tokens) as q(id, token);
+  perform from (
+    select a.id from pgflight.step_attempts a
+      join unnest(p_attempt_ids, p_tokens) as q(id, token) on q.id = a.id and q.token = a.fencing_token
+     where a.status in ('claimed', 'running')
+     order by a.id
+       for update of a) l;
+  for v_i in 1 .. v_n loop
+    continue when p_errors[v_i] is null;
+    select a.status into v_status from pgflight.step_attempts a
+     where a.id = p_attempt_ids[v_i] and a.fencing_token = p_tokens[v_i] and a.status in ('claimed', 'running');
+    if found then
+      perform pgflight._fail_attempt(p_attempt_ids[v_i], v_status, 'failed', p_errors[v_i], false, null,
+                                     'result_refused');
+      v_out[v_i] := 'failed';
+    end if;
+  end loop;
+  select array_agg(q.ord order by q.ord) into v_rest
+    from generate_series(1, v_n) as q(ord) where v_out[q.ord] is null;
+  if v_rest is not null then
+    v_i := 0;
+    for v_row in
+      select c.outcome from pgflight._complete_many(
+               (select array_agg(p_attempt_ids[r] order by k) from unnest(v_rest) with ordinality as u(r, k)),
+               (select array_agg(p_tokens[r] order by k) from unnest(v_rest) with ordinality as u(r, k)),
+               (select array_agg(case when p_errors[r] is null then p_results[r] end order by k)
+                  from unnest(v_rest) with ordinality as u(r, k)),
+               pgflight._now()) c
+    loop
+      v_i := v_i + 1;
+      v_out[v_rest[v_i]] := v_row.outcome;
+      if v_row.outcome <> 'succeeded' then
+        perform pgflight._record_stale(p_attempt_ids[v_rest[v_i]], p_tokens[v_rest[v_i]], 'complete');
+      end if;
+    end loop;
+  end if;
+  return query select p_attempt_ids[q.ord], v_out[q.ord] from generate_series(1, v_n) as q(ord);
+end
+$$;
+
+ALTER FUNCTION pgflight._complete_refusing(p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[], p_errors jsonb[]) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _complete_refusing(p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[], p_errors jsonb[]); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._complete_refusing(p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[], p_errors jsonb[]) IS 'Internal: complete a batch in which some results cannot be stored: those attempts fail alone (result_refused), the others complete.';
+
+-- Name: _concurrency_option(jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._concurrency_option(p_options jsonb, OUT o_key text, OUT o_limit integer) RETURNS record
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+  if jsonb_typeof(p_options -> 'concurrency_key') is null or jsonb_typeof(p_options -> 'concurrency_key') = 'null' then
+    if p_options ? 'concurrency_limit' and jsonb_typeof(p_options -> 'concurrency_limit') <> 'null' then
+      raise exception using errcode = '22023', message = 'option concurrency_limit needs concurrency_key',
+        hint = 'Pass concurrency_key too, e.g. {"concurrency_key": "customer-42", "concurrency_limit": 1}.';
+    end if;
+    return;
+  end if;
+  if jsonb_typeof(p_options -> 'concurrency_key') <> 'string'
+     or btrim(p_options ->> 'concurrency_key') = '' or length(p_options ->> 'concurrency_key') > 200 then
+    raise exception using errcode = '22023', message = 'option concurrency_key must be a non-blank string of at most 200 characters',
+      detail = format('got %s', left((p_options -> 'concurrency_key')::text, 300));
+  end if;
+  o_key := p_options ->> 'concurrency_key';
+  o_limit := coalesce(pgflight._limit_option(p_options, 'concurrency_limit', 1, 1e6, true), 1)::integer;
+end
+$$;
+
+ALTER FUNCTION pgflight._concurrency_option(p_options jsonb, OUT o_key text, OUT o_limit integer) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _concurrency_option(p_options jsonb, OUT o_key text, OUT o_limit integer); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._concurrency_option(p_options jsonb, OUT o_key text, OUT o_limit integer) IS 'Internal: (concurrency_key, concurrency_limit) from a step''s options; 22023 when malformed.';
+
+-- Name: _cron_field(text, integer, integer, text[], text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._cron_field(p_text text, p_min integer, p_max integer, p_names text[], p_what text) RETURNS integer[]
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+declare
+  v_item text;
+  v_range text;
+  v_step integer;
+  v_lo integer;
+  v_hi integer;
+  v_out integer[] := '{}';
+  v_parts text[];
+begin
+  foreach v_item in array string_to_array(lower(p_text), ',') loop
+    v_parts := string_to_array(v_item, '/');
+    if cardinality(v_parts) > 2 or v_item = '' then
+      raise exception using errcode = '22023', message = format('cron %s field %L is malformed', p_what, p_text),
+        hint = 'Use *, a value, a range a-b, a list a,b and steps */n or a-b/n.';
+    end if;
+    v_range := v_parts[1];
+    v_step := 1;
+    if cardinality(v_parts) = 2 then
+      if v_parts[2] !~ '^[0-9]{1,4}$' or v_parts[2]::integer = 0 then
+        raise exception using errcode = '22023', message = format('cron %s field %L has a bad step', p_what, p_text),
+          hint = 'A step is a positive whole number, e.g. */15.';
+      end if;
+      v_step := v_parts[2]::integer;
+    end if;
+    if v_range in ('*', '?') then
+      v_lo := p_min;
+      v_hi := p_max;
+    else
+      v_parts := string_to_array(v_range, '-');
+      if cardinality(v_parts) > 2 then
+        raise exception using errcode = '22023', message = format('cron %s field %L is malformed', p_what, p_text);
+      end if;
+      for i in 1 .. cardinality(v_parts) loop
+        if v_parts[i] ~ '^[0-9]{1,4}$' then
+          v_parts[i] := v_parts[i]::integer::text;
+        elsif p_names is not null and array_position(p_names, v_parts[i]) is not null then
+          v_parts[i] := (array_position(p_names, v_parts[i]) - 1 + p_min)::text;
+        else
+          raise exception using errcode = '22023',
+            message = format('cron %s field %L: %L is not a value', p_what, p_text, v_parts[i]),
+            hint = format('Values of the %s field run from %s to %s.', p_what, p_min, p_max);
+        end if;
+      end loop;
+      v_lo := v_parts[1]::integer;
+      -- a/n means a, a+n, ... up to the field's end
+      v_hi := case when cardinality(v_parts) = 2 then v_parts[2]::integer
+                   when cardinality(string_to_array(v_item, '/')) = 2 then p_max
+                   else v_lo end;
+    end if;
+    -- weekday 7 is Sunday too
+    if p_what = 'day-of-week' and v_hi = 7 and v_lo <= 7 then
+      v_out := v_out || 0;
+      v_hi := 6;
+      if v_lo = 7 then
+        continue;
+      end if;
+    end if;
+    if v_lo < p_min or v_hi > p_max or v_lo > v_hi then
+      raise exception using errcode = '22023',
+        message = format('cron %s field %L is out of range', p_what, p_text),
+        hint = format('Values of the %s field run from %s to %s, low before high.', p_what, p_min, p_max);
+    end if;
+    v_out := v_out || array(select generate_series(v_lo, v_hi, v_step));
+  end loop;
+  return array(select distinct x from unnest(v_out) x order by x);
+end
+$_$;
+
+ALTER FUNCTION pgflight._cron_field(p_text text, p_min integer, p_max integer, p_names text[], p_what text) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _cron_field(p_text text, p_min integer, p_max integer, p_names text[], p_what text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._cron_field(p_text text, p_min integer, p_max integer, p_names text[], p_what text) IS 'Internal: the sorted allowed values of one cron field; 22023 naming the field when malformed.';
+
+-- Name: _cron_next(integer[], integer[], integer[], integer[], integer[], integer[], boolean, boolean, text, timestamp with time zone); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._cron_next(p_seconds integer[], p_minutes integer[], p_hours integer[], p_days integer[], p_months integer[], p_weekdays integer[], p_any_day boolean, p_any_weekday boolean, p_tz text, p_after timestamp with time zone) RETURNS timestamp with time zone
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_t timestamp := date_trunc('second', p_after at time zone p_tz) + interval '1 second';
+  v_end timestamp := v_t + interval '10 years';
+  v_next integer;
+  v_day_ok boolean;
+  v_at timestamptz;
+begin
+  while v_t < v_end loop
+    -- month
+    if not extract(month from v_t)::integer = any (p_months) then
+      v_next := (select min(m) from unnest(p_months) m where m > extract(month from v_t));
+      v_t := case when v_next is null
+                  then make_timestamp(extract(year from v_t)::integer + 1, p_months[1], 1, 0, 0, 0)
+                  else make_timestamp(extract(year from v_t)::integer, v_next, 1, 0, 0, 0) end;
+      continue;
+    end if;
+    -- day: day of month and weekday, Vixie's rule when both are restricted
+    v_day_ok := case
+      when p_any_day and p_any_weekday then true
+      when p_any_day then extract(dow from v_t)::integer = any (p_weekdays)
+      when p_any_weekday then extract(day from v_t)::integer = any (p_days)
+      else extract(day from v_t)::integer = any (p_days) or extract(dow from v_t)::integer = any (p_weekdays) end;
+    if not v_day_ok then
+      v_t := date_trunc('day', v_t) + interval '1 day';
+      continue;
+    end if;
+    -- hour
+    if not extract(hour from v_t)::integer = any (p_hours) then
+      v_next := (select min(h) from unnest(p_hours) h where h > extract(hour from v_t));
+      v_t := case when v_next is null then date_trunc('day', v_t) + interval '1 day'
+                  else date_trunc('day', v_t) + make_interval(hours => v_next) end;
+      continue;
+    end if;
+    -- minute
+    if not extract(minute from v_t)::integer = any (p_minutes) then
+      v_next := (select min(m) from unnest(p_minutes) m where m > extract(minute from v_t));
+      v_t := case when v_next is null then date_trunc('hour', v_t) + interval '1 hour'
+                  else date_trunc('hour', v_t) + make_interval(mins => v_next) end;
+      continue;
+    end if;
+    -- second
+    if not floor(extract(second from v_t))::integer = any (p_seconds) then
+      v_next := (select min(s) from unnest(p_seconds) s where s > floor(extract(second from v_t)));
+      v_t := case when v_next is null then date_trunc('minute', v_t) + interval '1 minute'
+                  else date_trunc('minute', v_t) + make_interval(secs => v_next) end;
+      continue;
+    end if;
+    -- a wall-clock match. PostgreSQL reads a wall-clock time that happens twice (clocks going
+    -- back) as its second occurrence: take the first, and a time whose first occurrence is not
+    -- after p_after has happened already, so the repeated hour never fires twice
+    v_at := v_t at time zone p_tz;
+    if (v_at - interval '1 hour') at time zone p_tz = v_t then
+      v_at := v_at - interval '1 hour';
+    elsif (v_at - interval '30 minutes') at time zone p_tz = v_t then
+      v_at := v_at - interval '30 minutes';
+    end if;
+    if v_at > p_after then
+      return v_at;
+    end if;
+    v_t := v_t + interval '1 second';
+  end loop;
+  return null;
+end
+$$;
+
+ALTER FUNCTION pgflight._cron_next(p_seconds integer[], p_minutes integer[], p_hours integer[], p_days integer[], p_months integer[], p_weekdays integer[], p_any_day boolean, p_any_weekday boolean, p_tz text, p_after timestamp with time zone) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _cron_next(p_seconds integer[], p_minutes integer[], p_hours integer[], p_days integer[], p_months integer[], p_weekdays integer[], p_any_day boolean, p_any_weekday boolean, p_tz text, p_after timestamp with time zone); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._cron_next(p_seconds integer[], p_minutes integer[], p_hours integer[], p_days integer[], p_months integer[], p_weekdays integer[], p_any_day boolean, p_any_weekday boolean, p_tz text, p_after timestamp with time zone) IS 'Internal: the first instant after p_after that a parsed cron expression allows, on p_tz''s wall clock; null if none within ten years.';
+
+-- Name: _cron_parse(text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._cron_parse(p_expr text, OUT seconds integer[], OUT minutes integer[], OUT hours integer[], OUT days integer[], OUT months integer[], OUT weekdays integer[], OUT any_day boolean, OUT any_weekday boolean) RETURNS record
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_expr text := lower(btrim(coalesce(p_expr, '')));
+  v_f text[];
+begin
+  v_expr := case v_expr
+    when '@yearly' then '0 0 1 1 *' when '@annually' then '0 0 1 1 *' when '@monthly' then '0 0 1 * *'
+    when '@weekly' then '0 0 * * 0' when '@daily' then '0 0 * * *' when '@midnight' then '0 0 * * *'
+    when '@hourly' then '0 * * * *' else v_expr end;
+  v_f := regexp_split_to_array(v_expr, '\s+');
+  if length(v_expr) > 500 or cardinality(v_f) not in (5, 6) then
+    raise exception using errcode = '22023', message = format('cron expression %L needs 5 or 6 fields', p_expr),
+      hint = '"minute hour day-of-month month day-of-week", or with seconds first; e.g. "*/15 * * * *" or "0 30 9 * * MON-FRI".';
+  end if;
+  if cardinality(v_f) = 5 then
+    v_f := '0'::text || v_f;
+  end if;
+  seconds := pgflight._cron_field(v_f[1], 0, 59, null, 'second');
+  minutes := pgflight._cron_field(v_f[2], 0, 59, null, 'minute');
+  hours := pgflight._cron_field(v_f[3], 0, 23, null, 'hour');
+  days := pgflight._cron_field(v_f[4], 1, 31, null, 'day-of-month');
+  months := pgflight._cron_field(v_f[5], 1, 12,
+              array['jan', 'feb', 'mar', 'apr', 'may', 'jun', 'jul', 'aug', 'sep', 'oct', 'nov', 'dec'], 'month');
+  weekdays := pgflight._cron_field(v_f[6], 0, 7, array['sun', 'mon', 'tue', 'wed', 'thu', 'fri', 'sat'], 'day-of-week');
+  any_day := v_f[4] in ('*', '?');
+  any_weekday := v_f[6] in ('*', '?');
+end
+$$;
+
+ALTER FUNCTION pgflight._cron_parse(p_expr text, OUT seconds integer[], OUT minutes integer[], OUT hours integer[], OUT days integer[], OUT months integer[], OUT weekdays integer[], OUT any_day boolean, OUT any_weekday boolean) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _cron_parse(p_expr text, OUT seconds integer[], OUT minutes integer[], OUT hours integer[], OUT days integer[], OUT months integer[], OUT weekdays integer[], OUT any_day boolean, OUT any_weekday boolean); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._cron_parse(p_expr text, OUT seconds integer[], OUT minutes integer[], OUT hours integer[], OUT days integer[], OUT months integer[], OUT weekdays integer[], OUT any_day boolean, OUT any_weekday boolean) IS 'Internal: parse a 5- or 6-field cron expression into allowed-value sets; 22023 when malformed.';
+
+-- Name: _dead_letter_poisoned(bigint, text, text, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._dead_letter_poisoned(p_attempt_id bigint, p_sqlstate text, p_message text, p_actor text) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_att record;
+  v_error jsonb := jsonb_build_object('message', 'the engine could not process this attempt: ' || p_message,
+                                      'sqlstate', p_sqlstate);
+begin
+  begin
+    update pgflight.step_attempts a
+       set status = 'dead_letter', finished_at = pgflight._now(), reason = 'engine_error', error = v_error
+      from pgflight.step_attempts prev
+     where a.id = p_attempt_id and prev.id = a.id
+       and a.status in ('claimed', 'running', 'cancel_requested')
+    returning a.run_id, a.step_id, a.worker_id, prev.status as old_status into v_att;
+    if found then
+      perform pgflight._event(v_att.run_id, v_att.step_id, p_attempt_id, v_att.old_status, 'dead_letter',
+                              v_att.worker_id, 'engine_error', p_actor, v_error);
+      begin
+        perform pgflight._step_finished(v_att.step_id, 'dead_letter', p_actor);
+      exception when others then
+        raise warning 'pgflight: attempt % dead-lettered, its parent not told: % (%)', p_attempt_id, sqlerrm, sqlstate;
+      end;
+    end if;
+  exception when others then
+    raise warning 'pgflight: attempt % could not be processed nor dead-lettered: % (%)', p_attempt_id, sqlerrm, sqlstate;
+  end;
+end
+$$;
+
+ALTER FUNCTION pgflight._dead_letter_poisoned(p_attempt_id bigint, p_sqlstate text, p_message text, p_actor text) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _dead_letter_poisoned(p_attempt_id bigint, p_sqlstate text, p_message text, p_actor text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._dead_letter_poisoned(p_attempt_id bigint, p_sqlstate text, p_message text, p_actor text) IS 'Internal: a sweep''s last resort: dead-letter one attempt with the error that stopped it, and go on.';
 
 -- Name: _decide(bigint, text, text, text, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -466,7 +1275,10 @@ begin
   perform pgflight._event(v_att.run_id, v_att.step_id, p_attempt_id, p_from, p_status, v_att.worker_id,
                           p_reason, p_actor);
 
-  v_delay := coalesce(p_retry_after_s, pgflight._backoff_s(v_step.failed_attempts + 1, v_step.backoff));
+  -- clamped to [0, 30 days] whatever was stored or passed (issue 14 case 1): this runs inside a
+  -- sweep and a claim, where a raise would stop every other row
+  v_delay := least(greatest(coalesce(p_retry_after_s, pgflight._backoff_s(v_step.failed_attempts + 1, v_step.backoff), 0), 0),
+                   pgflight._limit('delay_s'));
   v_at := v_now + make_interval(secs => v_delay);
   insert into pgflight.step_attempts (step_id, run_id, attempt_no, recipe, priority, status, available_after, created_at)
   values (v_step.id, v_att.run_id, v_step.last_attempt_no + 1, v_att.recipe, v_att.priority, 'queued', v_at, v_now)
@@ -511,6 +1323,58 @@ ALTER FUNCTION pgflight._fake_now(p_value text) OWNER TO pgflight_owner;
 
 COMMENT ON FUNCTION pgflight._fake_now(p_value text) IS 'Internal: the fake instant of a test session. Raises ZF009 unless settings.allow_fake_clock.';
 
+-- Name: _fill_attempt_flow(); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._fill_attempt_flow() RETURNS trigger
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+  select r.workspace_id into new.workspace_id from pgflight.runs r where r.id = new.run_id;
+  select s.concurrency_key, s.concurrency_limit into new.concurrency_key, new.concurrency_limit
+    from pgflight.steps s where s.id = new.step_id;
+  return new;
+end
+$$;
+
+ALTER FUNCTION pgflight._fill_attempt_flow() OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _fill_attempt_flow(); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._fill_attempt_flow() IS 'Internal trigger: copy workspace_id and the concurrency key onto an attempt inserted without them.';
+
+-- Name: _fire_schedule(bigint, text, text, text, jsonb, jsonb, timestamp with time zone); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._fire_schedule(p_schedule_id bigint, p_workspace text, p_name text, p_recipe text, p_input jsonb, p_run_options jsonb, p_fire_at timestamp with time zone) RETURNS bigint
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_run bigint;
+begin
+  begin
+    select r.run_id into v_run
+      from pgflight.submit_run(p_workspace, p_recipe, p_input,
+             p_run_options || jsonb_build_object(
+               'idempotency_key', format('schedule:%s:%s', p_schedule_id, extract(epoch from p_fire_at)),
+               'submitted_by', 'schedule:' || p_name)) r;
+    update pgflight.schedule_fires f set outcome = 'submitted', run_id = v_run
+     where f.schedule_id = p_schedule_id and f.fire_at = p_fire_at;
+  exception when others then
+    update pgflight.schedule_fires f
+       set outcome = 'failed', error = jsonb_build_object('sqlstate', sqlstate, 'message', sqlerrm)
+     where f.schedule_id = p_schedule_id and f.fire_at = p_fire_at;
+  end;
+  return v_run;
+end
+$$;
+
+ALTER FUNCTION pgflight._fire_schedule(p_schedule_id bigint, p_workspace text, p_name text, p_recipe text, p_input jsonb, p_run_options jsonb, p_fire_at timestamp with time zone) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _fire_schedule(p_schedule_id bigint, p_workspace text, p_name text, p_recipe text, p_input jsonb, p_run_options jsonb, p_fire_at timestamp with time zone); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._fire_schedule(p_schedule_id bigint, p_workspace text, p_name text, p_recipe text, p_input jsonb, p_run_options jsonb, p_fire_at timestamp with time zone) IS 'Internal: submit one firing''s run idempotently; a refusal is recorded on the firing, never raised.';
+
 -- Name: _iteration_refusal(pgflight.agent_runs, integer); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
 CREATE FUNCTION pgflight._iteration_refusal(p_run pgflight.agent_runs, p_iteration integer) RETURNS jsonb
@@ -535,6 +1399,44 @@ ALTER FUNCTION pgflight._iteration_refusal(p_run pgflight.agent_runs, p_iteratio
 
 COMMENT ON FUNCTION pgflight._iteration_refusal(p_run pgflight.agent_runs, p_iteration integer) IS 'Internal: the ZF007 refusal when p_iteration passes the agent''s max_iterations, else null.';
 
+-- Name: _key_lock(bigint, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._key_lock(p_workspace_id bigint, p_key text) RETURNS bigint
+    LANGUAGE sql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$ select pg_catalog.hashtextextended('pgflight.key:' || p_workspace_id || ':' || p_key, 0) $$;
+
+ALTER FUNCTION pgflight._key_lock(p_workspace_id bigint, p_key text) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _key_lock(p_workspace_id bigint, p_key text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._key_lock(p_workspace_id bigint, p_key text) IS 'Internal: advisory lock id of a concurrency key.';
+
+-- Name: _key_slot_freed(); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._key_slot_freed() RETURNS trigger
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+  perform pg_catalog.pg_advisory_xact_lock_shared(pgflight._key_lock(old.workspace_id, old.concurrency_key));
+  update pgflight.step_attempts a set available_after = pgflight._now()
+   where a.id = (select p.id from pgflight.step_attempts p
+                  where p.workspace_id = old.workspace_id and p.concurrency_key = old.concurrency_key
+                    and p.status = 'queued' and p.available_after = 'infinity'
+                  order by p.priority desc, p.id
+                  limit 1
+                    for update skip locked);
+  return null;
+end
+$$;
+
+ALTER FUNCTION pgflight._key_slot_freed() OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _key_slot_freed(); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._key_slot_freed() IS 'Internal trigger: a keyed attempt stopped holding or waiting for a slot; wake one parked attempt of its key.';
+
 -- Name: _lane_workspaces(text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
 CREATE FUNCTION pgflight._lane_workspaces(p_lane text) RETURNS bigint[]
@@ -553,6 +1455,151 @@ ALTER FUNCTION pgflight._lane_workspaces(p_lane text) OWNER TO pgflight_owner;
 -- Name: FUNCTION _lane_workspaces(p_lane text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
 COMMENT ON FUNCTION pgflight._lane_workspaces(p_lane text) IS 'Internal: ids of the workspaces the login may act on in this lane; null for every workspace.';
+
+-- Name: _lease_attempts(bigint, bigint[], double precision, boolean, timestamp with time zone); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._lease_attempts(p_worker_id bigint, p_ids bigint[], p_lease_s double precision, p_start boolean, p_now timestamp with time zone) RETURNS TABLE(attempt_id bigint, fencing_token bigint, step_id bigint, run_id bigint, parent_id bigint, step_key text, attempt_no integer, recipe text, input jsonb, lease_expires_at timestamp with time zone, deadline_at timestamp with time zone)
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+  -- PL/pgSQL rather than SQL: its plan is cached across calls, a SQL function's is not
+  return query
+  with claimed as (
+    update pgflight.step_attempts a
+       set status = case when p_start then 'running' else 'claimed' end, worker_id = p_worker_id,
+           fencing_token = nextval('pgflight.fencing_tokens'),
+           claimed_at = p_now,
+           started_at = case when p_start then p_now end,
+           -- clamped to the documented maxima (issue 14): a step stored before the options were
+           -- checked (lease_s 1e13) cannot make this set-based claim raise for everyone
+           lease_s = least(coalesce(s.lease_s, p_lease_s), pgflight._limit('lease_s')),
+           lease_expires_at = p_now + make_interval(secs => least(coalesce(s.lease_s, p_lease_s), pgflight._limit('lease_s'))),
+           deadline_at = p_now + make_interval(secs => least(s.max_runtime_s, pgflight._limit('runtime_s')))
+      from pgflight.steps s
+     where a.id = any (p_ids) and s.id = a.step_id
+    returning a.id, a.fencing_token, a.step_id, a.run_id, s.parent_id, s.step_key, a.attempt_no,
+              a.recipe, s.input, a.lease_expires_at, a.deadline_at, a.status
+  ), logged as (
+    -- the events row of every claim, in the same statement
+    insert into pgflight.events (at, run_id, step_id, attempt_id, from_status, to_status, worker_id, reason)
+    select p_now, c.run_id, c.step_id, c.id, 'queued', c.status, p_worker_id, 'claimed' from claimed c
+  )
+  select c.id, c.fencing_token, c.step_id, c.run_id, c.parent_id, c.step_key, c.attempt_no, c.recipe,
+         c.input, c.lease_expires_at, c.deadline_at
+    from claimed c;
+end
+$$;
+
+ALTER FUNCTION pgflight._lease_attempts(p_worker_id bigint, p_ids bigint[], p_lease_s double precision, p_start boolean, p_now timestamp with time zone) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _lease_attempts(p_worker_id bigint, p_ids bigint[], p_lease_s double precision, p_start boolean, p_now timestamp with time zone); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._lease_attempts(p_worker_id bigint, p_ids bigint[], p_lease_s double precision, p_start boolean, p_now timestamp with time zone) IS 'Internal: lease locked queued attempts to a worker (token, lease, events).';
+
+-- Name: _limit(text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._limit(p_name text) RETURNS double precision
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+  select case p_name
+    when 'lease_s' then 604800         -- 7 days
+    when 'runtime_s' then 31536000     -- 365 days
+    when 'delay_s' then 2592000        -- 30 days: a retry delay, a backoff cap
+    when 'usd' then 1000000000         -- a billion USD
+  end::double precision
+$$;
+
+ALTER FUNCTION pgflight._limit(p_name text) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _limit(p_name text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._limit(p_name text) IS 'Internal: the hard maximum of a kind of option (lease_s, runtime_s, delay_s, usd).';
+
+-- Name: _limit_option(jsonb, text, double precision, double precision, boolean); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._limit_option(p_options jsonb, p_key text, p_min double precision, p_max double precision, p_integer boolean) RETURNS double precision
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_value double precision;
+begin
+  if jsonb_typeof(p_options -> p_key) is null or jsonb_typeof(p_options -> p_key) = 'null' then
+    return null;
+  end if;
+  if jsonb_typeof(p_options -> p_key) <> 'number' then
+    raise exception using errcode = '22023', message = format('option %s must be a number', p_key),
+      detail = format('got %s', p_options -> p_key), hint = 'Pass a JSON number, or null to remove the limit.';
+  end if;
+  v_value := (p_options ->> p_key)::double precision;
+  if v_value < p_min or v_value > p_max or (p_integer and v_value <> trunc(v_value)) then
+    raise exception using errcode = '22023',
+      message = format('option %s is out of range', p_key),
+      detail = format('got %s; allowed: %s %s to %s', p_options -> p_key,
+                      case when p_integer then 'whole numbers' else 'numbers' end, p_min, p_max),
+      hint = 'Pass a value in range, or null to remove the limit.';
+  end if;
+  return v_value;
+end
+$$;
+
+ALTER FUNCTION pgflight._limit_option(p_options jsonb, p_key text, p_min double precision, p_max double precision, p_integer boolean) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _limit_option(p_options jsonb, p_key text, p_min double precision, p_max double precision, p_integer boolean); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._limit_option(p_options jsonb, p_key text, p_min double precision, p_max double precision, p_integer boolean) IS 'Internal: a numeric limit option in range, or null; 22023 naming the key otherwise.';
+
+-- Name: _lock_cascade(bigint, boolean); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._lock_cascade(p_attempt_id bigint, p_nowait boolean) RETURNS boolean
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_id bigint;
+  v_top bigint;
+  v_step record;
+begin
+  select s.parent_id into v_id
+    from pgflight.step_attempts a join pgflight.steps s on s.id = a.step_id where a.id = p_attempt_id;
+  loop
+    exit when v_id is null;
+    select s.fail_fast, s.parent_id into v_step from pgflight.steps s where s.id = v_id;
+    exit when not coalesce(v_step.fail_fast, false);
+    v_top := v_id;
+    v_id := v_step.parent_id;
+  end loop;
+  if v_top is null then
+    return false;
+  end if;
+  if p_nowait then
+    perform from (
+      select a.id from pgflight.step_attempts a
+        join unnest(pgflight._tree_steps(null, v_top)) as t(id) on t.id = a.step_id
+        join pgflight.steps s on s.id = a.step_id
+       where a.status in ('queued', 'claimed', 'running', 'cancel_requested', 'awaiting_children', 'awaiting_approval')
+       order by s.depth desc, a.id
+         for update of a nowait) l;
+  else
+    perform from (
+      select a.id from pgflight.step_attempts a
+        join unnest(pgflight._tree_steps(null, v_top)) as t(id) on t.id = a.step_id
+        join pgflight.steps s on s.id = a.step_id
+       where a.status in ('queued', 'claimed', 'running', 'cancel_requested', 'awaiting_children', 'awaiting_approval')
+       order by s.depth desc, a.id
+         for update of a) l;
+  end if;
+  return true;
+end
+$$;
+
+ALTER FUNCTION pgflight._lock_cascade(p_attempt_id bigint, p_nowait boolean) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _lock_cascade(p_attempt_id bigint, p_nowait boolean); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._lock_cascade(p_attempt_id bigint, p_nowait boolean) IS 'Internal: lock, deepest first, the live attempts a fail-fast cascade from this attempt may touch; false when no ancestor has fail_fast.';
 
 -- Name: step_attempts; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
 
@@ -577,6 +1624,9 @@ CREATE TABLE pgflight.step_attempts (
     error jsonb,
     reason text,
     created_at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
+    workspace_id bigint NOT NULL,
+    concurrency_key text,
+    concurrency_limit integer,
     CONSTRAINT finished_at_is_after_claimed_at CHECK (((finished_at IS NULL) OR (claimed_at IS NULL) OR (finished_at >= claimed_at))),
     CONSTRAINT leased_attempt_has_owner CHECK (((status <> ALL (ARRAY['claimed'::text, 'running'::text, 'cancel_requested'::text])) OR ((worker_id IS NOT NULL) AND (fencing_token IS NOT NULL) AND (lease_expires_at IS NOT NULL)))),
     CONSTRAINT status_is_known CHECK ((status = ANY (ARRAY['queued'::text, 'claimed'::text, 'running'::text, 'cancel_requested'::text, 'awaiting_children'::text, 'awaiting_approval'::text, 'succeeded'::text, 'failed'::text, 'lease_expired'::text, 'timed_out'::text, 'dead_letter'::text, 'cancelled'::text])))
@@ -587,6 +1637,14 @@ ALTER TABLE pgflight.step_attempts OWNER TO pgflight_owner;
 -- Name: TABLE step_attempts; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
 COMMENT ON TABLE pgflight.step_attempts IS 'Attempts (tries) of steps. Live statuses: queued, claimed, running, cancel_requested, awaiting_children, awaiting_approval. An attempt ends failed, lease_expired or timed_out (another attempt follows), or succeeded, dead_letter or cancelled (the step is terminal). Claim metadata (worker_id, claimed_at, lease_expires_at, fencing_token) is never cleared. lease_s in seconds.';
+
+-- Name: COLUMN step_attempts.workspace_id; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON COLUMN pgflight.step_attempts.workspace_id IS 'The run''s workspace, copied so the claim reads one table.';
+
+-- Name: COLUMN step_attempts.concurrency_key; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON COLUMN pgflight.step_attempts.concurrency_key IS 'The step''s concurrency key and limit, copied like recipe and priority. A queued attempt with available_after = ''infinity'' is parked: its key was full; a freed slot wakes it.';
 
 -- Name: _lock_held(bigint, bigint, text, boolean); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -705,52 +1763,167 @@ ALTER FUNCTION pgflight._notify_ready() OWNER TO pgflight_owner;
 
 COMMENT ON FUNCTION pgflight._notify_ready() IS 'Internal: NOTIFY pgflight_ready with an empty payload.';
 
--- Name: _opt_num(jsonb, text, double precision); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+-- Name: _opt_bool(jsonb, text, boolean, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
-CREATE FUNCTION pgflight._opt_num(p_options jsonb, p_key text, p_default double precision) RETURNS double precision
+CREATE FUNCTION pgflight._opt_bool(p_options jsonb, p_key text, p_default boolean, p_scope text DEFAULT 'options'::text) RETURNS boolean
     LANGUAGE plpgsql IMMUTABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
+declare
+  v jsonb := p_options -> p_key;
 begin
-  if p_options is null or p_options -> p_key is null or jsonb_typeof(p_options -> p_key) = 'null' then
+  if v is null or jsonb_typeof(v) = 'null' then
     return p_default;
+  elsif jsonb_typeof(v) <> 'boolean' then
+    perform pgflight._bad_option(p_scope, p_key, v, 'a JSON boolean (true or false)');
   end if;
-  if jsonb_typeof(p_options -> p_key) <> 'number' then
-    raise exception using
-      errcode = '22023',
-      message = format('option %s must be a number', p_key),
-      detail  = format('got %s', p_options -> p_key),
-      hint    = 'Pass the option as a JSON number, e.g. {"' || p_key || '": 5}.';
-  end if;
-  return (p_options ->> p_key)::double precision;
+  return v::boolean;
 end
+$$;
+
+ALTER FUNCTION pgflight._opt_bool(p_options jsonb, p_key text, p_default boolean, p_scope text) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _opt_bool(p_options jsonb, p_key text, p_default boolean, p_scope text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._opt_bool(p_options jsonb, p_key text, p_default boolean, p_scope text) IS 'Internal: a boolean option or 22023 naming the key.';
+
+-- Name: _opt_clamped(jsonb, text, double precision, numeric, numeric); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._opt_clamped(p_options jsonb, p_key text, p_default double precision, p_min numeric, p_max numeric) RETURNS double precision
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+  select case when jsonb_typeof(p_options) = 'object' and jsonb_typeof(p_options -> p_key) = 'number'
+              then least(greatest((p_options -> p_key)::numeric, p_min), p_max)::double precision
+              else p_default end
+$$;
+
+ALTER FUNCTION pgflight._opt_clamped(p_options jsonb, p_key text, p_default double precision, p_min numeric, p_max numeric) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _opt_clamped(p_options jsonb, p_key text, p_default double precision, p_min numeric, p_max numeric); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._opt_clamped(p_options jsonb, p_key text, p_default double precision, p_min numeric, p_max numeric) IS 'Internal: a stored number option clamped into [min, max], the default when it is not a number; never raises.';
+
+-- Name: _opt_int(jsonb, text, bigint, numeric, numeric, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._opt_int(p_options jsonb, p_key text, p_default bigint, p_min numeric, p_max numeric, p_scope text DEFAULT 'options'::text) RETURNS bigint
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v jsonb := p_options -> p_key;
+  n numeric;
+begin
+  if v is null or jsonb_typeof(v) = 'null' then
+    return p_default;
+  elsif jsonb_typeof(v) = 'number' then
+    n := v::numeric;
+    if n = trunc(n) and n >= p_min and n <= p_max then
+      return n::bigint;
+    end if;
+  end if;
+  perform pgflight._bad_option(p_scope, p_key, v, format('an integer from %s to %s', p_min, p_max));
+  return null;
+end
+$$;
+
+ALTER FUNCTION pgflight._opt_int(p_options jsonb, p_key text, p_default bigint, p_min numeric, p_max numeric, p_scope text) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _opt_int(p_options jsonb, p_key text, p_default bigint, p_min numeric, p_max numeric, p_scope text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._opt_int(p_options jsonb, p_key text, p_default bigint, p_min numeric, p_max numeric, p_scope text) IS 'Internal: an integer option (3 or 3.0) within [min, max] or 22023 naming the key, the value and the bounds.';
+
+-- Name: _opt_interval(jsonb, text, double precision, numeric, numeric, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._opt_interval(p_options jsonb, p_key text, p_default_s double precision, p_min_s numeric, p_max_s numeric, p_scope text DEFAULT 'options'::text) RETURNS interval
+    LANGUAGE sql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+  select make_interval(secs => pgflight._opt_number(p_options, p_key, p_default_s, p_min_s, p_max_s, p_scope))
+$$;
+
+ALTER FUNCTION pgflight._opt_interval(p_options jsonb, p_key text, p_default_s double precision, p_min_s numeric, p_max_s numeric, p_scope text) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _opt_interval(p_options jsonb, p_key text, p_default_s double precision, p_min_s numeric, p_max_s numeric, p_scope text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._opt_interval(p_options jsonb, p_key text, p_default_s double precision, p_min_s numeric, p_max_s numeric, p_scope text) IS 'Internal: a seconds option within [min, max] as an interval, or 22023.';
+
+-- Name: _opt_num(jsonb, text, double precision); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._opt_num(p_options jsonb, p_key text, p_default double precision) RETURNS double precision
+    LANGUAGE sql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+  select pgflight._opt_number(p_options, p_key, p_default, -1e15, 1e15)
 $$;
 
 ALTER FUNCTION pgflight._opt_num(p_options jsonb, p_key text, p_default double precision) OWNER TO pgflight_owner;
 
 -- Name: FUNCTION _opt_num(p_options jsonb, p_key text, p_default double precision); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight._opt_num(p_options jsonb, p_key text, p_default double precision) IS 'Internal: a numeric option or its default; 22023 when the value is not a JSON number.';
+COMMENT ON FUNCTION pgflight._opt_num(p_options jsonb, p_key text, p_default double precision) IS 'Internal: a numeric option within +/-1e15 or its default; 22023 otherwise.';
+
+-- Name: _opt_number(jsonb, text, double precision, numeric, numeric, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._opt_number(p_options jsonb, p_key text, p_default double precision, p_min numeric, p_max numeric, p_scope text DEFAULT 'options'::text) RETURNS double precision
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v jsonb := p_options -> p_key;
+  n numeric;
+begin
+  if v is null or jsonb_typeof(v) = 'null' then
+    return p_default;
+  elsif jsonb_typeof(v) <> 'number' then
+    perform pgflight._bad_option(p_scope, p_key, v, format('a JSON number from %s to %s', p_min, p_max));
+  end if;
+  n := v::numeric;
+  if n < p_min or n > p_max then
+    perform pgflight._bad_option(p_scope, p_key, v, format('a JSON number from %s to %s', p_min, p_max));
+  end if;
+  return n::double precision;
+end
+$$;
+
+ALTER FUNCTION pgflight._opt_number(p_options jsonb, p_key text, p_default double precision, p_min numeric, p_max numeric, p_scope text) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _opt_number(p_options jsonb, p_key text, p_default double precision, p_min numeric, p_max numeric, p_scope text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._opt_number(p_options jsonb, p_key text, p_default double precision, p_min numeric, p_max numeric, p_scope text) IS 'Internal: a number option within [min, max] or 22023 naming the key, the value and the bounds.';
+
+-- Name: _opt_string(jsonb, text, text, integer, integer, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._opt_string(p_options jsonb, p_key text, p_default text, p_min_len integer, p_max_len integer, p_scope text DEFAULT 'options'::text) RETURNS text
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v jsonb := p_options -> p_key;
+begin
+  if v is null or jsonb_typeof(v) = 'null' then
+    return p_default;
+  elsif jsonb_typeof(v) <> 'string' or length(v #>> '{}') not between p_min_len and p_max_len then
+    perform pgflight._bad_option(p_scope, p_key, v,
+                                 format('a JSON string of %s to %s characters', p_min_len, p_max_len));
+  end if;
+  return v #>> '{}';
+end
+$$;
+
+ALTER FUNCTION pgflight._opt_string(p_options jsonb, p_key text, p_default text, p_min_len integer, p_max_len integer, p_scope text) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _opt_string(p_options jsonb, p_key text, p_default text, p_min_len integer, p_max_len integer, p_scope text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._opt_string(p_options jsonb, p_key text, p_default text, p_min_len integer, p_max_len integer, p_scope text) IS 'Internal: a string option of bounded length or 22023 naming the key.';
 
 -- Name: _opt_text(jsonb, text, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
 CREATE FUNCTION pgflight._opt_text(p_options jsonb, p_key text, p_default text) RETURNS text
-    LANGUAGE plpgsql IMMUTABLE
+    LANGUAGE sql IMMUTABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-begin
-  if p_options is null or p_options -> p_key is null or jsonb_typeof(p_options -> p_key) = 'null' then
-    return p_default;
-  end if;
-  if jsonb_typeof(p_options -> p_key) <> 'string' then
-    raise exception using
-      errcode = '22023',
-      message = format('option %s must be a string', p_key),
-      detail  = format('got %s', p_options -> p_key),
-      hint    = 'Pass the option as a JSON string.';
-  end if;
-  return p_options ->> p_key;
-end
+  select pgflight._opt_string(p_options, p_key, p_default, 0, 16777216)
 $$;
 
 ALTER FUNCTION pgflight._opt_text(p_options jsonb, p_key text, p_default text) OWNER TO pgflight_owner;
@@ -758,6 +1931,87 @@ ALTER FUNCTION pgflight._opt_text(p_options jsonb, p_key text, p_default text) O
 -- Name: FUNCTION _opt_text(p_options jsonb, p_key text, p_default text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
 COMMENT ON FUNCTION pgflight._opt_text(p_options jsonb, p_key text, p_default text) IS 'Internal: a string option or its default; 22023 when the value is not a JSON string.';
+
+-- Name: _option_spec(); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._option_spec() RETURNS TABLE(scope text, key text, kind text, min_value numeric, max_value numeric, choices text[], default_value text, doc text)
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+  values
+    ('step', 'priority', 'integer', -2147483648, 2147483647, null::text[], '0 (a child: its parent''s)',
+     'Higher is claimed first.'),
+    ('step', 'max_attempts', 'integer', 1, 100000, null, 'settings.default_max_attempts (a child: its parent''s)',
+     'Attempts before the dead letter; every failure, lapse and timeout counts.'),
+    ('step', 'lease_s', 'number', 0.001, 604800, null, 'claim_batch''s p_lease_s (a child: its parent''s)',
+     'Seconds of lease per claim and per heartbeat.'),
+    ('step', 'max_runtime_s', 'number', 0.001, 31536000, null, 'none (a child: its parent''s)',
+     'Seconds an attempt may run from its claim before the deadline sweep times it out.'),
+    ('step', 'backoff', 'backoff', null, null, null, '{"base_s": 1, "factor": 2, "max_s": 300, "jitter": 0.2}',
+     'Retry delay min(max_s, base_s * factor^(n-1)) * (1 +/- jitter), n the failures so far.'),
+    ('step', 'concurrency_key', 'string', 1, 200, null, 'none (a child: its own, never inherited)',
+     'At most concurrency_limit attempts of the workspace''s steps with this key are leased at once (issue 15).'),
+    ('step', 'concurrency_limit', 'integer', 1, 1000000, null, '1', 'The limit of concurrency_key; needs concurrency_key.'),
+    ('backoff', 'base_s', 'number', 0, 86400, null, '1', 'First retry delay in seconds.'),
+    ('backoff', 'factor', 'number', 1, 100, null, '2', 'Growth per failure.'),
+    ('backoff', 'max_s', 'number', 0, 2592000, null, '300', 'Cap of the delay in seconds; reached, it stays there.'),
+    ('backoff', 'jitter', 'number', 0, 1, null, '0.2', 'Random spread: 0.2 is plus or minus 20 %.'),
+    ('submit_run', 'idempotency_key', 'string', 1, 512, null, 'none',
+     'Same key in the workspace: the same run (ZF004 with another input).'),
+    ('submit_run', 'not_before', 'timestamptz', null, null, null, 'now',
+     'The root step is not claimable before this time (ISO 8601 with a UTC offset, required); excludes delay_s.'),
+    ('submit_run', 'delay_s', 'number', 0, 1000000000, null, '0',
+     'The root step is claimable this many seconds from now, on the server''s clock; excludes not_before.'),
+    ('submit_run', 'max_usd', 'number', 0, 1000000000, null, 'the workspace''s max_run_usd',
+     'USD budget of the whole run tree.'),
+    ('submit_run', 'max_wall_s', 'number', 0.001, 31536000, null, 'none', 'Wall-time budget of the run tree in seconds.'),
+    ('submit_run', 'max_iterations', 'integer', 1, 1000000, null, '25 per agent', 'Model calls per agent in the run.'),
+    ('submit_run', 'max_tool_calls', 'integer', 0, 1000000, null, '50 per agent', 'Tool calls per agent in the run.'),
+    ('submit_run', 'submitted_by', 'string', 1, 256, null, 'session_user', 'Who submitted, for the events log.'),
+    ('spawn_children', 'fail_fast', 'boolean', null, null, null, 'false',
+     'The first child that ends unsuccessfully fails the parent and cancels its siblings.'),
+    ('fail_step', 'retryable', 'boolean', null, null, null, 'true', 'false: the dead letter at once.'),
+    ('fail_step', 'retry_after_s', 'number', 0, 2592000, null, 'the step''s backoff',
+     'Seconds before the retry; replaces the backoff and still spends an attempt.'),
+    ('claim_batch', 'start', 'boolean', null, null, null, 'false',
+     'Claimed attempts go straight to running (saves start_step).'),
+    ('register_worker', 'hostname', 'string', 0, 256, null, 'none', 'Host of the worker process.'),
+    ('register_worker', 'pid', 'integer', 0, 2147483647, null, 'none', 'Process id of the worker.'),
+    ('register_worker', 'recipes', 'string[]', 0, 10000, null, 'none', 'Recipe names the worker serves (each at most 256 characters).'),
+    ('create_workspace', 'daily_usd_cap', 'number', 0, 1000000000, null, 'none', 'USD per UTC day across the workspace.'),
+    ('create_workspace', 'max_run_usd', 'number', 0, 1000000000, null, 'none', 'Default USD budget of each run.'),
+    ('request_approval', 'expires_in_s', 'number', 0.001, 31536000, null, 'never',
+     'Seconds until the default decision applies.'),
+    ('request_approval', 'default_decision', 'enum', null, null, array['approve', 'reject'], 'reject',
+     'The decision expire_approvals applies at expiry.'),
+    ('begin_agent_run', 'model', 'string', 1, 256, null, 'required on the first call', 'The model the agent calls.'),
+    ('begin_agent_run', 'system', 'string', 0, 16777216, null, '''''', 'The system prompt.'),
+    ('begin_agent_run', 'task', 'string', 0, 16777216, null, '''''', 'The first user message (iteration 0).'),
+    ('begin_agent_run', 'max_iterations', 'integer', 1, 1000000, null, 'the run''s, else 25', 'Model calls allowed.'),
+    ('begin_agent_run', 'max_tool_calls', 'integer', 0, 1000000, null, 'the run''s, else 50', 'Tool calls allowed.'),
+    ('begin_agent_run', 'max_usd', 'number', 0, 1000000000, null, 'none',
+     'USD budget of this agent and every descendant.'),
+    ('begin_agent_run', 'max_wall_s', 'number', 0.001, 31536000, null, 'none',
+     'Wall-time budget in seconds of this agent''s tree.'),
+    ('record_model_call', 'stop_reason', 'string', 0, 256, null, 'none', 'The response''s stop_reason.'),
+    ('record_model_call', 'retries', 'integer', 0, 1000000, null, '0', 'Transient errors retried before this answer.'),
+    ('record_model_call', 'mark_tools', 'boolean', null, null, null, 'false',
+     'Also mark the response''s tool calls in flight.'),
+    ('record_orphan_cost', 'stop_reason', 'string', 0, 256, null, 'none', 'The response''s stop_reason.'),
+    ('record_orphan_cost', 'retries', 'integer', 0, 1000000, null, '0', 'Transient errors retried before this answer.'),
+    ('record_orphan_cost', 'why', 'string', 0, 1000, null, 'none', 'Why record_model_call refused it (kept in the budget log).'),
+    ('record_trace', 'seq', 'integer', 0, 2147483647, null, 'next free >= 2000', 'Position in the iteration.'),
+    ('record_trace', 'tool_use_id', 'string', 0, 256, null, 'none', 'The tool call this block belongs to.'),
+    ('record_trace', 'tool_name', 'string', 0, 256, null, 'none', 'The tool''s name.'),
+    ('record_trace', 'status', 'string', 1, 64, null, 'completed', 'The block''s status.'),
+    ('record_trace', 'tokens', 'integer', 0, 2147483647, null, 'length / 4', 'Token estimate of the block.')
+$$;
+
+ALTER FUNCTION pgflight._option_spec() OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _option_spec(); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._option_spec() IS 'Internal: the catalogue of every API option (scope, key, kind, bounds, default, doc); the single source of _check_options and docs/options.md.';
 
 -- Name: _price_usd(text, jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -790,6 +2044,30 @@ ALTER FUNCTION pgflight._price_usd(p_model text, p_usage jsonb) OWNER TO pgfligh
 
 COMMENT ON FUNCTION pgflight._price_usd(p_model text, p_usage jsonb) IS 'Internal: USD of a call from its usage and pgflight.model_prices (longest prefix). 22023 unknown model.';
 
+-- Name: _queued_recipes(); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._queued_recipes() RETURNS text[]
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+  with recursive r(recipe) as (
+    (select a.recipe from pgflight.step_attempts a
+      where a.status = 'queued' and a.available_after < 'infinity' order by a.recipe limit 1)
+    union all
+    select (select a.recipe from pgflight.step_attempts a
+             where a.status = 'queued' and a.available_after < 'infinity' and a.recipe > r.recipe
+             order by a.recipe limit 1)
+      from r where r.recipe is not null
+  )
+  select coalesce(array_agg(r.recipe), '{}') from r where r.recipe is not null
+$$;
+
+ALTER FUNCTION pgflight._queued_recipes() OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _queued_recipes(); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._queued_recipes() IS 'Internal: the recipes that have queued work; one index probe each.';
+
 -- Name: _raise_budget_exceeded(jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
 CREATE FUNCTION pgflight._raise_budget_exceeded(p_refusal jsonb) RETURNS void
@@ -811,6 +2089,51 @@ ALTER FUNCTION pgflight._raise_budget_exceeded(p_refusal jsonb) OWNER TO pgfligh
 
 COMMENT ON FUNCTION pgflight._raise_budget_exceeded(p_refusal jsonb) IS 'Internal: raise ZF007 with a refusal''s message, detail and hint.';
 
+-- Name: _ready_lanes(text[]); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._ready_lanes(p_recipes text[]) RETURNS TABLE(workspace_id bigint, recipe text)
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+  if p_recipes is null then
+    return query
+    with recursive w(id) as (
+      (select a.workspace_id from pgflight.step_attempts a
+        where a.status = 'queued' and a.available_after < 'infinity'
+        order by a.workspace_id limit 1)
+      union all
+      select (select a.workspace_id from pgflight.step_attempts a
+               where a.status = 'queued' and a.available_after < 'infinity' and a.workspace_id > w.id
+               order by a.workspace_id limit 1)
+        from w where w.id is not null
+    )
+    select w.id, null::text from w where w.id is not null;
+  else
+    return query
+    with recursive w(recipe, id) as (
+      select r.recipe, (select a.workspace_id from pgflight.step_attempts a
+                         where a.recipe = r.recipe and a.status = 'queued' and a.available_after < 'infinity'
+                         order by a.workspace_id limit 1)
+        from (select distinct x as recipe from unnest(p_recipes) x where x is not null) r
+      union all
+      select w.recipe, (select a.workspace_id from pgflight.step_attempts a
+                         where a.recipe = w.recipe and a.status = 'queued' and a.available_after < 'infinity'
+                           and a.workspace_id > w.id
+                         order by a.workspace_id limit 1)
+        from w where w.id is not null
+    )
+    select w.id, w.recipe from w where w.id is not null;
+  end if;
+end
+$$;
+
+ALTER FUNCTION pgflight._ready_lanes(p_recipes text[]) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _ready_lanes(p_recipes text[]); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._ready_lanes(p_recipes text[]) IS 'Internal: the workspaces (with p_recipes: workspace and recipe pairs) that have queued work; one index probe each.';
+
 -- Name: _reclaim(timestamp with time zone, integer); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
 CREATE FUNCTION pgflight._reclaim(p_now timestamp with time zone, p_limit integer) RETURNS integer
@@ -822,40 +2145,63 @@ declare
   v_count integer := 0;
 begin
   for v_row in
-    select a.id, a.status, a.step_id, a.run_id, a.worker_id, a.lease_expires_at, a.fencing_token
+    select a.id, a.status, a.step_id, a.run_id, a.worker_id, a.lease_expires_at, a.fencing_token,
+           (a.status = 'cancel_requested' or s.failed_attempts + 1 >= s.max_attempts) as ends_step
       from pgflight.step_attempts a
+      join pgflight.steps s on s.id = a.step_id
      where a.status in ('claimed', 'running', 'cancel_requested') and a.lease_expires_at < p_now
      order by a.lease_expires_at
      limit p_limit
-       for update skip locked
+       for update of a skip locked
   loop
     v_count := v_count + 1;
-    if v_row.status = 'cancel_requested' then
-      update pgflight.step_attempts set status = 'cancelled', finished_at = p_now where id = v_row.id;
-      perform pgflight._event(v_row.run_id, v_row.step_id, v_row.id, 'cancel_requested', 'cancelled',
-                              v_row.worker_id, 'cancelled', 'reclaim', jsonb_build_object('cause', 'lease_expired'));
-      perform pgflight._step_finished(v_row.step_id, 'cancelled', 'reclaim');
-    else
-      perform pgflight._fail_attempt(v_row.id, v_row.status, 'lease_expired',
-        jsonb_build_object('message', 'lease expired: the worker stopped heartbeating',
-                           'lease_expires_at', v_row.lease_expires_at, 'fencing_token', v_row.fencing_token),
-        true, null, 'lease_expired', 'reclaim');
-    end if;
+    begin
+      if v_row.ends_step then
+        perform pgflight._lock_cascade(v_row.id, true);
+      end if;
+      if v_row.status = 'cancel_requested' then
+        update pgflight.step_attempts set status = 'cancelled', finished_at = p_now where id = v_row.id;
+        perform pgflight._event(v_row.run_id, v_row.step_id, v_row.id, 'cancel_requested', 'cancelled',
+                                v_row.worker_id, 'cancelled', 'reclaim', jsonb_build_object('cause', 'lease_expired'));
+        perform pgflight._step_finished(v_row.step_id, 'cancelled', 'reclaim');
+      else
+        perform pgflight._fail_attempt(v_row.id, v_row.status, 'lease_expired',
+          jsonb_build_object('message', 'lease expired: the worker stopped heartbeating',
+                             'lease_expires_at', v_row.lease_expires_at, 'fencing_token', v_row.fencing_token),
+          true, null, 'lease_expired', 'reclaim');
+      end if;
+    exception
+      when lock_not_available then
+        v_count := v_count - 1;  -- a sibling is in use: the next pass takes this row
+      when others then
+        perform pgflight._dead_letter_poisoned(v_row.id, sqlstate, sqlerrm, 'reclaim');
+    end;
   end loop;
 
   for v_row in
-    select a.id, a.status, a.deadline_at
+    select a.id, a.status, a.deadline_at, s.failed_attempts + 1 >= s.max_attempts as ends_step
       from pgflight.step_attempts a
+      join pgflight.steps s on s.id = a.step_id
      where a.status in ('claimed', 'running') and a.deadline_at < p_now
      order by a.deadline_at
      limit greatest(p_limit - v_count, 0)
-       for update skip locked
+       for update of a skip locked
   loop
     v_count := v_count + 1;
-    perform pgflight._fail_attempt(v_row.id, v_row.status, 'timed_out',
-      jsonb_build_object('message', 'deadline exceeded: the attempt ran past max_runtime_s',
-                         'deadline_at', v_row.deadline_at),
-      true, null, 'deadline_exceeded', 'reclaim');
+    begin
+      if v_row.ends_step then
+        perform pgflight._lock_cascade(v_row.id, true);
+      end if;
+      perform pgflight._fail_attempt(v_row.id, v_row.status, 'timed_out',
+        jsonb_build_object('message', 'deadline exceeded: the attempt ran past max_runtime_s',
+                           'deadline_at', v_row.deadline_at),
+        true, null, 'deadline_exceeded', 'reclaim');
+    exception
+      when lock_not_available then
+        v_count := v_count - 1;
+      when others then
+        perform pgflight._dead_letter_poisoned(v_row.id, sqlstate, sqlerrm, 'reclaim');
+    end;
   end loop;
   return v_count;
 end
@@ -865,7 +2211,7 @@ ALTER FUNCTION pgflight._reclaim(p_now timestamp with time zone, p_limit integer
 
 -- Name: FUNCTION _reclaim(p_now timestamp with time zone, p_limit integer); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight._reclaim(p_now timestamp with time zone, p_limit integer) IS 'Internal: reclaim at most p_limit attempts whose lease lapsed or whose deadline passed.';
+COMMENT ON FUNCTION pgflight._reclaim(p_now timestamp with time zone, p_limit integer) IS 'Internal: reclaim at most p_limit attempts whose lease lapsed or whose deadline passed; a row that raises is dead-lettered alone, a row whose cascade is locked waits for the next pass.';
 
 -- Name: _record_stale(bigint, bigint, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -1056,6 +2402,35 @@ ALTER FUNCTION pgflight._require_cap(p_cap text, p_limit double precision, p_val
 
 COMMENT ON FUNCTION pgflight._require_cap(p_cap text, p_limit double precision, p_value double precision, p_what text) IS 'Internal: raise ZF005 naming settings.p_cap when p_value is over it.';
 
+-- Name: _require_known_keys(jsonb, text[]); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._require_known_keys(p_options jsonb, p_allowed text[]) RETURNS void
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_key text;
+begin
+  if p_options is null or jsonb_typeof(p_options) <> 'object' then
+    raise exception using errcode = '22023', message = 'options must be a JSON object',
+      detail = format('got %s', coalesce(jsonb_typeof(p_options), 'NULL')),
+      hint = format('Pass an object with some of: %s.', array_to_string(p_allowed, ', '));
+  end if;
+  select k into v_key from jsonb_object_keys(p_options) k where k <> all (p_allowed) order by k limit 1;
+  if v_key is not null then
+    raise exception using errcode = '22023', message = format('unknown option %s', v_key),
+      detail = format('options: %s', p_options),
+      hint = format('Known options: %s.', array_to_string(p_allowed, ', '));
+  end if;
+end
+$$;
+
+ALTER FUNCTION pgflight._require_known_keys(p_options jsonb, p_allowed text[]) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _require_known_keys(p_options jsonb, p_allowed text[]); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._require_known_keys(p_options jsonb, p_allowed text[]) IS 'Internal: 22023 unless p_options is an object whose keys are all in p_allowed.';
+
 -- Name: _require_lane(text, bigint, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
 CREATE FUNCTION pgflight._require_lane(p_lane text, p_workspace_id bigint, p_operation text) RETURNS void
@@ -1231,6 +2606,117 @@ ALTER FUNCTION pgflight._reserve(p_run pgflight.agent_runs, p_attempt_id bigint,
 -- Name: FUNCTION _reserve(p_run pgflight.agent_runs, p_attempt_id bigint, p_iteration integer, p_est_usd numeric, p_now timestamp with time zone); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
 COMMENT ON FUNCTION pgflight._reserve(p_run pgflight.agent_runs, p_attempt_id bigint, p_iteration integer, p_est_usd numeric, p_now timestamp with time zone) IS 'Internal: admission of a model call (caps checked, est USD reserved); returns null or the refusal.';
+
+-- Name: _set_paused(text, text, boolean, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._set_paused(p_kind text, p_name text, p_pause boolean, p_note text) RETURNS boolean
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_ws bigint;
+  v_changed boolean;
+begin
+  if length(p_note) > 1000 then
+    raise exception using errcode = '22023', message = 'note is too long',
+      detail = format('%s characters; at most 1000', length(p_note));
+  end if;
+  -- issue 13: a workspace needs the operator lane on it; a recipe spans every workspace
+  v_ws := case when p_kind = 'workspace' then pgflight._workspace_id(p_name) end;
+  perform pgflight._require_lane('operator', v_ws,
+                                 case when p_pause then 'pause_' else 'resume_' end || p_kind);
+  if p_kind = 'workspace' then
+    if p_pause then
+      insert into pgflight.workspace_limits (workspace_id) values (v_ws) on conflict do nothing;
+    end if;
+    update pgflight.workspace_limits l
+       set paused_at = case when p_pause then pgflight._now() end,
+           paused_by = case when p_pause then session_user::text end,
+           updated_at = pgflight._now()
+     where l.workspace_id = v_ws and (l.paused_at is null) = p_pause;
+    v_changed := found;
+  else
+    if p_name is null or btrim(p_name) = '' or length(p_name) > 200 then
+      raise exception using errcode = '22023', message = 'recipe is required',
+        hint = 'Pass a recipe name of at most 200 characters.';
+    end if;
+    if p_pause then
+      insert into pgflight.recipe_limits (recipe) values (p_name) on conflict do nothing;
+    end if;
+    update pgflight.recipe_limits l
+       set paused_at = case when p_pause then pgflight._now() end,
+           paused_by = case when p_pause then session_user::text end,
+           updated_at = pgflight._now()
+     where l.recipe = p_name and (l.paused_at is null) = p_pause;
+    v_changed := found;
+    -- a row with no limit and no pause is removed: the claim then skips the recipe checks entirely
+    delete from pgflight.recipe_limits l where l.recipe = p_name and l.starts_per_s is null and l.paused_at is null;
+  end if;
+  if v_changed then
+    perform pgflight._event(null, null, null, null, null, null,
+                            p_kind || case when p_pause then '_paused' else '_resumed' end, session_user::text,
+                            jsonb_build_object(p_kind, p_name, 'note', p_note));
+    if not p_pause then
+      perform pgflight._notify_ready();
+    end if;
+  end if;
+  return v_changed;
+end
+$$;
+
+ALTER FUNCTION pgflight._set_paused(p_kind text, p_name text, p_pause boolean, p_note text) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _set_paused(p_kind text, p_name text, p_pause boolean, p_note text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._set_paused(p_kind text, p_name text, p_pause boolean, p_note text) IS 'Internal: pause or resume a workspace or recipe, logged with the login and note; true when the state changed.';
+
+-- Name: _start_at(jsonb, timestamp with time zone); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._start_at(p_options jsonb, p_now timestamp with time zone) RETURNS timestamp with time zone
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+declare
+  v_text text;
+  v_delay double precision;
+begin
+  if p_options ? 'delay_s' and p_options ? 'not_before' then
+    raise exception using errcode = '22023', message = 'options delay_s and not_before exclude each other',
+      hint = 'Pass one of them.';
+  end if;
+  if p_options ? 'delay_s' then
+    v_delay := coalesce(pgflight._limit_option(p_options, 'delay_s', 0, 1e9, false), 0);
+    return p_now + make_interval(secs => v_delay);
+  end if;
+  if not p_options ? 'not_before' or jsonb_typeof(p_options -> 'not_before') = 'null' then
+    return p_now;
+  end if;
+  if jsonb_typeof(p_options -> 'not_before') <> 'string' then
+    raise exception using errcode = '22023', message = 'option not_before must be a string',
+      detail = format('got %s', p_options -> 'not_before'),
+      hint = 'Pass an ISO 8601 timestamp with a UTC offset, e.g. "2030-01-01T09:00:00Z", or use delay_s.';
+  end if;
+  v_text := btrim(p_options ->> 'not_before');
+  if v_text !~* '(z|utc|[+-][0-9]{1,2}(:?[0-9]{2}){0,2})$' or v_text !~ '^[0-9]{4}-' then
+    raise exception using errcode = '22023', message = 'option not_before needs a UTC offset',
+      detail = format('got %L', v_text),
+      hint = 'Write the offset ("2030-01-01T09:00:00+02:00" or "...Z"), or use delay_s (seconds, on the server''s clock).';
+  end if;
+  begin
+    return v_text::timestamptz;
+  exception when others then
+    raise exception using errcode = '22023', message = 'option not_before is not a timestamp',
+      detail = format('got %L', v_text),
+      hint = 'Pass an ISO 8601 timestamp with a UTC offset, e.g. "2030-01-01T09:00:00Z".';
+  end;
+end
+$_$;
+
+ALTER FUNCTION pgflight._start_at(p_options jsonb, p_now timestamp with time zone) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _start_at(p_options jsonb, p_now timestamp with time zone); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._start_at(p_options jsonb, p_now timestamp with time zone) IS 'Internal: when a step becomes claimable from options delay_s / not_before (offset required); 22023 otherwise.';
 
 -- Name: _step_finished(bigint, text, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -1440,6 +2926,30 @@ ALTER FUNCTION pgflight._wake(p_step_id bigint, p_reason text, p_actor text) OWN
 
 COMMENT ON FUNCTION pgflight._wake(p_step_id bigint, p_reason text, p_actor text) IS 'Internal: awaiting_children -> queued for the step''s live attempt, once; true when it moved.';
 
+-- Name: _workspace_id(text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._workspace_id(p_workspace text) RETURNS bigint
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_id bigint;
+begin
+  select w.id into v_id from pgflight.workspaces w where w.name = p_workspace;
+  if v_id is null then
+    raise exception using errcode = 'ZF003', message = format('unknown workspace %L', p_workspace),
+      hint = 'Create it first: select pgflight.create_workspace(name).';
+  end if;
+  return v_id;
+end
+$$;
+
+ALTER FUNCTION pgflight._workspace_id(p_workspace text) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _workspace_id(p_workspace text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._workspace_id(p_workspace text) IS 'Internal: a workspace''s id by name; ZF003 when unknown.';
+
 -- Name: agent_run_of(bigint); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
 CREATE FUNCTION pgflight.agent_run_of(p_step_id bigint) RETURNS TABLE(agent_run_id bigint, step_id bigint, run_id bigint, model text, system_prompt text, max_iterations integer, max_tool_calls integer, iterations integer, tool_calls integer, input_tokens bigint, output_tokens bigint, cache_creation_tokens bigint, cache_read_tokens bigint, usd numeric, step_status text, result jsonb, created_at timestamp with time zone)
@@ -1479,7 +2989,7 @@ CREATE FUNCTION pgflight.agent_runs_by_status(p_status text DEFAULT 'succeeded':
    where a.status = p_status and r.id > p_after
      and (ws.ids is null or exists (select from pgflight.runs x where x.id = r.run_id and x.workspace_id = any (ws.ids)))
    order by r.id
-   limit p_limit
+   limit pgflight._check_limit(p_limit)  -- 22023 for a negative limit (issue 14)
 $$;
 
 ALTER FUNCTION pgflight.agent_runs_by_status(p_status text, p_after bigint, p_limit integer) OWNER TO pgflight_owner;
@@ -1503,6 +3013,7 @@ begin
            c.cache_read_tokens, c.usd, c.stop_reason
       from pgflight.traces t
       left join pgflight.costs c on c.agent_run_id = t.agent_run_id and c.iteration = t.iteration
+                                     and not c.lease_lost  -- orphan costs (record_orphan_cost) have no traces
      where t.agent_run_id = p_agent_run_id
      order by t.iteration, t.seq;
 end
@@ -1578,6 +3089,8 @@ declare
   v_max_usd double precision;
   v_max_wall double precision;
 begin
+  -- every option checked against its spec first (docs/options.md; issue 14): 22023 naming the key
+  p_options := pgflight._check_options('begin_agent_run', p_options);
   select a.step_id, a.run_id into v_att from pgflight.step_attempts a
    where a.id = p_attempt_id and a.fencing_token = p_token and a.status in ('claimed', 'running')
      -- issue 13: only the login whose worker holds the attempt (else ZF012 from _reject_write)
@@ -1661,7 +3174,7 @@ ALTER FUNCTION pgflight.begin_agent_run(p_attempt_id bigint, p_token bigint, p_o
 
 -- Name: FUNCTION begin_agent_run(p_attempt_id bigint, p_token bigint, p_options jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight.begin_agent_run(p_attempt_id bigint, p_token bigint, p_options jsonb) IS 'Start or resume the agent of a held step; returns (agent_run_id, created, totals, caps). Errors: ZF001, ZF002, ZF003, 22023.';
+COMMENT ON FUNCTION pgflight.begin_agent_run(p_attempt_id bigint, p_token bigint, p_options jsonb) IS 'Start or resume the agent of a held step; returns (agent_run_id, created, totals, caps). Options (docs/options.md): model, system, task, max_iterations, max_tool_calls, max_usd, max_wall_s. Errors: ZF001, ZF002, ZF003, 22023.';
 
 -- Name: cancel_run(bigint, text, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -1782,7 +3295,7 @@ CREATE FUNCTION pgflight.claim_batch(p_worker_id bigint, p_batch_size integer, p
 declare
   v_now timestamptz := pgflight._now();
   v_reclaim integer;
-  v_start boolean := coalesce((p_options ->> 'start')::boolean, false);
+  v_start boolean := coalesce((pgflight._check_options('claim_batch', p_options) ->> 'start')::boolean, false);
   v_settings pgflight.settings;
   v_ws bigint[];
 begin
@@ -1795,6 +3308,9 @@ begin
   select * into v_settings from pgflight.settings;
   perform pgflight._require_cap('max_batch_size', v_settings.max_batch_size, p_batch_size, 'batch_size');
   perform pgflight._require_cap('max_lease_s', v_settings.max_lease_s, p_lease_s, 'lease_s (seconds)');
+  -- issue 14: the hard bounds whatever the caps say (NaN, a lease past _limit('lease_s')): 22023
+  perform pgflight._check_arg('batch_size', p_batch_size, 1, 100000);
+  perform pgflight._check_arg('lease_s', p_lease_s, 0.001, pgflight._limit('lease_s'));
   v_ws := pgflight._lane_workspaces('worker');
   -- the worker must be live and registered by this login (issue 13); another login's id is unknown here
   update pgflight.workers set last_seen_at = v_now
@@ -1809,39 +3325,9 @@ begin
     perform pgflight._reclaim(v_now, v_reclaim);
   end if;
 
-  return query
-  with ready as (
-    -- only queued rows that are due, in claim order; rows another claimer holds are skipped
-    select a.id
-      from pgflight.step_attempts a
-     where a.status = 'queued' and a.available_after <= v_now
-       and (p_recipes is null or a.recipe = any (p_recipes))
-       and (v_ws is null or exists (select from pgflight.runs r where r.id = a.run_id and r.workspace_id = any (v_ws)))
-     order by a.priority desc, a.available_after, a.id
-     limit p_batch_size
-       for update skip locked
-  ), claimed as (
-    update pgflight.step_attempts a
-       set status = case when v_start then 'running' else 'claimed' end, worker_id = p_worker_id,
-           fencing_token = nextval('pgflight.fencing_tokens'),
-           claimed_at = v_now,
-           started_at = case when v_start then v_now end,
-           lease_s = coalesce(s.lease_s, p_lease_s),
-           lease_expires_at = v_now + make_interval(secs => coalesce(s.lease_s, p_lease_s)),
-           deadline_at = v_now + make_interval(secs => s.max_runtime_s)
-      from ready r, pgflight.steps s
-     where a.id = r.id and s.id = a.step_id
-    returning a.id, a.fencing_token, a.step_id, a.run_id, s.parent_id, s.step_key, a.attempt_no,
-              a.recipe, s.input, a.lease_expires_at, a.deadline_at, a.priority, a.status
-  ), logged as (
-    -- the events row of every claim, in the same statement
-    insert into pgflight.events (at, run_id, step_id, attempt_id, from_status, to_status, worker_id, reason)
-    select v_now, c.run_id, c.step_id, c.id, 'queued', c.status, p_worker_id, 'claimed' from claimed c
-  )
-  select c.id, c.fencing_token, c.step_id, c.run_id, c.parent_id, c.step_key, c.attempt_no, c.recipe,
-         c.input, c.lease_expires_at, c.deadline_at
-    from claimed c
-   order by c.priority desc, c.id;
+  -- the fair claim across workspaces, with caps, keys, rate limits and pause (internals/_fair_claim),
+  -- over the workspaces of the login's worker lane (v_ws; null: every workspace)
+  return query select * from pgflight._claim_fair(p_worker_id, p_batch_size, p_lease_s, p_recipes, v_start, v_now, v_ws);
 end
 $$;
 
@@ -1849,7 +3335,7 @@ ALTER FUNCTION pgflight.claim_batch(p_worker_id bigint, p_batch_size integer, p_
 
 -- Name: FUNCTION claim_batch(p_worker_id bigint, p_batch_size integer, p_lease_s double precision, p_recipes text[], p_options jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight.claim_batch(p_worker_id bigint, p_batch_size integer, p_lease_s double precision, p_recipes text[], p_options jsonb) IS 'Lease up to p_batch_size ready attempts (lease in seconds). Returns at most p_batch_size rows, each with its fencing token, from the login''s workspaces. Errors: 22023, ZF005, ZF010 unknown worker.';
+COMMENT ON FUNCTION pgflight.claim_batch(p_worker_id bigint, p_batch_size integer, p_lease_s double precision, p_recipes text[], p_options jsonb) IS 'Lease up to p_batch_size ready attempts (lease in seconds). Returns at most p_batch_size rows, each with its fencing token, from the login''s workspaces. Options (docs/options.md): start (boolean). Errors: 22023, ZF005, ZF010 unknown worker.';
 
 -- Name: complete_batch(bigint[], bigint[], jsonb[]); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -1859,6 +3345,8 @@ CREATE FUNCTION pgflight.complete_batch(p_attempt_ids bigint[], p_tokens bigint[
     AS $$
 declare
   v_i integer := 0;
+  v_max bigint;
+  v_errors jsonb[];
 begin
   if coalesce(cardinality(p_attempt_ids), 0) <> coalesce(cardinality(p_tokens), 0)
      or coalesce(cardinality(p_attempt_ids), 0) <> coalesce(cardinality(p_results), 0) then
@@ -1868,6 +3356,19 @@ begin
   -- issue 13: the largest result is capped (ZF005, nothing written)
   perform pgflight._require_cap('max_result_bytes', (select s.max_result_bytes from pgflight.settings s),
                                 (select max(octet_length(r::text)) from unnest(p_results) r), 'result (bytes)');
+  select s.max_input_bytes into v_max from pgflight.settings s;
+  -- the hot path: one set-based size check; a refused row goes through _complete_refusing
+  if exists (select from unnest(p_results) as r(v) where octet_length(r.v::text) > v_max) then
+    select array_agg(case when octet_length(r.v::text) > v_max
+                          then jsonb_build_object('message', format('result too large: %s bytes; the cap is %s bytes (settings.max_input_bytes)',
+                                                                    octet_length(r.v::text), v_max),
+                                                  'sqlstate', 'ZF005')
+                     end order by r.ord)
+      into v_errors
+      from unnest(p_results) with ordinality as r(v, ord);
+    return query select * from pgflight._complete_refusing(p_attempt_ids, p_tokens, p_results, v_errors);
+    return;
+  end if;
   -- outcomes come back in the order given, so the i-th row goes with the i-th token
   for attempt_id, outcome in
     select c.attempt_id, c.outcome from pgflight._complete_many(p_attempt_ids, p_tokens, p_results, pgflight._now()) c
@@ -1887,7 +3388,57 @@ ALTER FUNCTION pgflight.complete_batch(p_attempt_ids bigint[], p_tokens bigint[]
 
 -- Name: FUNCTION complete_batch(p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[]); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight.complete_batch(p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[]) IS 'Complete many held attempts; per row outcome succeeded | lease_lost | cancelled. Errors: 22023.';
+COMMENT ON FUNCTION pgflight.complete_batch(p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[]) IS 'Complete many held attempts; per row outcome succeeded | lease_lost | cancelled | failed (its result refused: over settings.max_input_bytes; that step dead-letters alone). Errors: 22023, ZF005, ZF012.';
+
+-- Name: complete_batch(bigint[], bigint[], text[]); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.complete_batch(p_attempt_ids bigint[], p_tokens bigint[], p_results text[]) RETURNS TABLE(attempt_id bigint, outcome text)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_json jsonb[];
+  v_errors jsonb[];
+  v_i integer;
+  v_max bigint := (select s.max_input_bytes from pgflight.settings s);
+begin
+  if coalesce(cardinality(p_attempt_ids), 0) <> coalesce(cardinality(p_tokens), 0)
+     or coalesce(cardinality(p_attempt_ids), 0) <> coalesce(cardinality(p_results), 0) then
+    raise exception using errcode = '22023', message = 'attempt ids, tokens and results differ in length',
+      hint = 'Pass one token and one result per attempt id, in the same order.';
+  end if;
+  begin
+    v_json := p_results::jsonb[];  -- one cast for the whole batch
+  exception when others then
+    v_json := null;
+  end;
+  if v_json is not null then
+    return query select * from pgflight.complete_batch(p_attempt_ids, p_tokens, v_json);
+    return;
+  end if;
+  -- the slow path: element by element, each refusal kept with its SQLSTATE and message
+  v_json := array_fill(null::jsonb, array[cardinality(p_results)]);
+  v_errors := array_fill(null::jsonb, array[cardinality(p_results)]);
+  for v_i in 1 .. cardinality(p_results) loop
+    begin
+      v_json[v_i] := p_results[v_i]::jsonb;
+      if octet_length(v_json[v_i]::text) > v_max then
+        v_errors[v_i] := jsonb_build_object('message', format('result too large: %s bytes; the cap is %s bytes (settings.max_input_bytes)',
+                                                              octet_length(v_json[v_i]::text), v_max), 'sqlstate', 'ZF005');
+      end if;
+    exception when others then
+      v_errors[v_i] := jsonb_build_object('message', 'result refused by PostgreSQL: ' || sqlerrm, 'sqlstate', sqlstate);
+    end;
+  end loop;
+  return query select * from pgflight._complete_refusing(p_attempt_ids, p_tokens, v_json, v_errors);
+end
+$$;
+
+ALTER FUNCTION pgflight.complete_batch(p_attempt_ids bigint[], p_tokens bigint[], p_results text[]) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION complete_batch(p_attempt_ids bigint[], p_tokens bigint[], p_results text[]); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.complete_batch(p_attempt_ids bigint[], p_tokens bigint[], p_results text[]) IS 'Complete many held attempts, results as JSON text; an element PostgreSQL refuses (NaN, \u0000, too large) fails only its own step (outcome failed). Errors: 22023, ZF005, ZF012.';
 
 -- Name: complete_step(bigint, bigint, jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -1953,6 +3504,9 @@ declare
   v_stored text[];
   v_refusal jsonb;
 begin
+  if p_est_usd is not null then  -- bounded, so the budgets' numeric(16, 8) cannot overflow (issue 14)
+    perform pgflight._check_arg('est_usd', p_est_usd, 0, 1000000);
+  end if;
   if p_next_iteration is not null and (p_next_iteration < 1 or p_est_usd is null or p_est_usd < 0) then
     raise exception using errcode = '22023', message = 'next iteration must be >= 1 and est_usd >= 0',
       detail = format('next iteration %s, est_usd %s', p_next_iteration, p_est_usd);
@@ -2020,6 +3574,12 @@ declare
   v_id bigint;
 begin
   perform pgflight._require_lane('operator', null, 'create_workspace');  -- issue 13: acts on every workspace
+  if length(p_name) > 200 then
+    raise exception using errcode = '22023', message = 'workspace name is longer than 200 characters',
+      detail = format('got %s characters', length(p_name));
+  end if;
+  -- every option checked against its spec first (docs/options.md; issue 14): 22023 naming the key
+  p_options := pgflight._check_options('create_workspace', p_options);
   if p_name is null or btrim(p_name) = '' then
     raise exception using errcode = '22023', message = 'workspace name is required',
       hint = 'Pass a non-blank name, e.g. select pgflight.create_workspace(''default'').';
@@ -2110,6 +3670,7 @@ declare
   v_reason text;
 begin
   perform pgflight._require_lane('operator', null, 'enforce_budgets');  -- issue 13: acts on every workspace
+  perform pgflight._check_limit(p_limit);  -- 22023 for a negative limit (issue 14)
   for v_row in
     select r.id from pgflight.agent_runs r
       join pgflight.step_attempts a on a.id = r.reserved_attempt_id
@@ -2166,6 +3727,7 @@ declare
   v_count integer := 0;
 begin
   perform pgflight._require_lane('operator', null, 'expire_approvals');  -- issue 13: acts on every workspace
+  perform pgflight._check_limit(p_limit);  -- 22023 for a negative limit (issue 14)
   for v_row in
     select g.id, g.default_decision from pgflight.approvals g
      where g.decision is null and g.expires_at < (select pgflight._now())
@@ -2193,18 +3755,18 @@ CREATE FUNCTION pgflight.fail_step(p_attempt_id bigint, p_token bigint, p_error 
     AS $$
 declare
   v_status text;
-  v_retryable boolean := true;
-  v_after double precision;
+  v_opts jsonb := pgflight._check_options('fail_step', p_options);
+  v_retryable boolean := coalesce((v_opts ->> 'retryable')::boolean, true);
+  v_after double precision := (v_opts ->> 'retry_after_s')::double precision;
 begin
-  if p_options ? 'retryable' then
-    if jsonb_typeof(p_options -> 'retryable') <> 'boolean' then
-      raise exception using errcode = '22023', message = 'option retryable must be a boolean';
-    end if;
-    v_retryable := (p_options ->> 'retryable')::boolean;
-  end if;
-  v_after := pgflight._opt_num(p_options, 'retry_after_s', null);
-  if v_after < 0 then
-    raise exception using errcode = '22023', message = 'retry_after_s must not be negative';
+  -- Lock order (issue 14 case 6, docs/locking.md): when this failure ends the step under a
+  -- parent with fail_fast, the cascade will cancel siblings; their attempts are locked now, with
+  -- this one, deepest first then id, before any steps row — never after the parent's row.
+  if exists (select from pgflight.step_attempts a join pgflight.steps s on s.id = a.step_id
+              where a.id = p_attempt_id and a.fencing_token = p_token and a.status in ('claimed', 'running')
+                and s.parent_id is not null
+                and (not v_retryable or s.failed_attempts + 1 >= s.max_attempts)) then
+    perform pgflight._lock_cascade(p_attempt_id, false);
   end if;
   -- issue 13: the error is capped (ZF005, nothing written)
   perform pgflight._require_cap('max_error_bytes', (select s.max_error_bytes from pgflight.settings s),
@@ -2222,7 +3784,7 @@ ALTER FUNCTION pgflight.fail_step(p_attempt_id bigint, p_token bigint, p_error j
 
 -- Name: FUNCTION fail_step(p_attempt_id bigint, p_token bigint, p_error jsonb, p_options jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight.fail_step(p_attempt_id bigint, p_token bigint, p_error jsonb, p_options jsonb) IS 'Fail a held attempt: retry with backoff or dead letter at the ceiling. Errors: ZF001, ZF002, ZF003, ZF005, ZF012, 22023.';
+COMMENT ON FUNCTION pgflight.fail_step(p_attempt_id bigint, p_token bigint, p_error jsonb, p_options jsonb) IS 'Fail a held attempt: retry with backoff or dead letter at the ceiling. Options (docs/options.md): retryable (boolean, default true), retry_after_s (seconds, 0 to 2592000). Errors: ZF001, ZF002, ZF003, ZF005, ZF012, 22023.';
 
 -- Name: find_effect(bigint, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -2243,6 +3805,82 @@ ALTER FUNCTION pgflight.find_effect(p_step_id bigint, p_key text) OWNER TO pgfli
 -- Name: FUNCTION find_effect(p_step_id bigint, p_key text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
 COMMENT ON FUNCTION pgflight.find_effect(p_step_id bigint, p_key text) IS 'The receipt of a step''s effect by key: (effect_id, result, attempt_id, recorded_at), or no row.';
+
+-- Name: fire_schedules(integer); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.fire_schedules(p_limit integer DEFAULT 100) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_now timestamptz := pgflight._now();
+  v_s record;
+  v_fire timestamptz;
+  v_next timestamptz;
+  v_busy boolean;
+  v_outcome text;
+  v_run bigint;
+  v_error jsonb;
+  v_count integer := 0;
+begin
+  perform pgflight._require_lane('operator', null, 'fire_schedules');  -- issue 13: acts on every workspace
+  -- queue_one firings whose previous run has ended
+  for v_s in
+    select s.*, w.name as workspace from pgflight.schedules s join pgflight.workspaces w on w.id = s.workspace_id
+     where s.pending_fire_at is not null
+       and not exists (select from pgflight.runs r where r.id = s.last_run_id and r.status = 'running')
+     order by s.pending_fire_at
+     limit p_limit
+       for update of s skip locked
+  loop
+    v_run := pgflight._fire_schedule(v_s.id, v_s.workspace, v_s.name, v_s.recipe, v_s.input, v_s.run_options,
+                                     v_s.pending_fire_at);
+    update pgflight.schedules s set pending_fire_at = null, last_run_id = coalesce(v_run, s.last_run_id)
+     where s.id = v_s.id;
+    v_count := v_count + 1;
+  end loop;
+
+  for v_s in
+    select s.*, w.name as workspace from pgflight.schedules s join pgflight.workspaces w on w.id = s.workspace_id
+     where s.next_fire_at <= v_now
+     order by s.next_fire_at
+     limit p_limit
+       for update of s skip locked
+  loop
+    v_fire := v_s.next_fire_at;
+    v_next := pgflight._cron_next(v_s.seconds, v_s.minutes, v_s.hours, v_s.days, v_s.months, v_s.weekdays,
+                                  v_s.any_day, v_s.any_weekday, v_s.time_zone, v_now);
+    v_busy := exists (select from pgflight.runs r where r.id = v_s.last_run_id and r.status = 'running');
+    v_run := null;
+    v_outcome := case when not v_busy or v_s.overlap = 'allow' then 'submitted'
+                      when v_s.overlap = 'skip' then 'skipped' else 'queued' end;
+    insert into pgflight.schedule_fires (schedule_id, fire_at, fired_at, outcome, missed_until)
+    values (v_s.id, v_fire, v_now, v_outcome,
+            -- more than this one firing fell due: they are all this run
+            case when pgflight._cron_next(v_s.seconds, v_s.minutes, v_s.hours, v_s.days, v_s.months, v_s.weekdays,
+                                          v_s.any_day, v_s.any_weekday, v_s.time_zone, v_fire) <= v_now
+                 then v_now end)
+    on conflict on constraint schedule_fires_pkey do nothing;
+    if found then
+      if v_outcome = 'submitted' then
+        v_run := pgflight._fire_schedule(v_s.id, v_s.workspace, v_s.name, v_s.recipe, v_s.input, v_s.run_options, v_fire);
+      end if;
+      v_count := v_count + 1;
+    end if;
+    update pgflight.schedules s
+       set next_fire_at = v_next, last_fire_at = v_fire, last_run_id = coalesce(v_run, s.last_run_id),
+           pending_fire_at = case when v_outcome = 'queued' then v_fire else s.pending_fire_at end
+     where s.id = v_s.id;
+  end loop;
+  return v_count;
+end
+$$;
+
+ALTER FUNCTION pgflight.fire_schedules(p_limit integer) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION fire_schedules(p_limit integer); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.fire_schedules(p_limit integer) IS 'Sweep: fire due schedules once each (by schedule and fire time), with catch-up and overlap policies; returns firings decided.';
 
 -- Name: grant_workspace(name, text, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -2427,6 +4065,7 @@ begin
            t.attempt_id, c.stop_reason, c.usd
       from pgflight.traces t
       left join pgflight.costs c on c.agent_run_id = t.agent_run_id and c.iteration = t.iteration
+                                   and not c.lease_lost  -- orphan costs (record_orphan_cost) have no traces
      where t.agent_run_id = v_run.id
      order by t.iteration, t.seq;
 end
@@ -2603,6 +4242,32 @@ ALTER FUNCTION pgflight.metrics_snapshot(p_events_after bigint, p_max_events int
 
 COMMENT ON FUNCTION pgflight.metrics_snapshot(p_events_after bigint, p_max_events integer) IS 'Read: the figures of the Prometheus exporter as (metric, labels, value) rows; events are counted from the cursor p_events_after on (at most p_max_events). Errors: 22023.';
 
+-- Name: pause_recipe(text, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.pause_recipe(p_name text, p_note text DEFAULT NULL::text) RETURNS boolean
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$ select pgflight._set_paused('recipe', p_name, true, p_note) $$;
+
+ALTER FUNCTION pgflight.pause_recipe(p_name text, p_note text) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION pause_recipe(p_name text, p_note text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.pause_recipe(p_name text, p_note text) IS 'Pause a recipe''s claims (leased work finishes); logged with the login and note. Errors: 22023.';
+
+-- Name: pause_workspace(text, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.pause_workspace(p_name text, p_note text DEFAULT NULL::text) RETURNS boolean
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$ select pgflight._set_paused('workspace', p_name, true, p_note) $$;
+
+ALTER FUNCTION pgflight.pause_workspace(p_name text, p_note text) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION pause_workspace(p_name text, p_note text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.pause_workspace(p_name text, p_note text) IS 'Pause a workspace''s claims (leased work finishes); logged with the login and note. Errors: 22023, ZF003.';
+
 -- Name: pending_approvals(integer); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
 CREATE FUNCTION pgflight.pending_approvals(p_limit integer DEFAULT 200) RETURNS TABLE(step_id bigint, run_id bigint, workspace text, step_key text, recipe text, gate_key text, request jsonb, default_decision text, requested_at timestamp with time zone, expires_at timestamp with time zone)
@@ -2658,6 +4323,10 @@ declare
   v_age double precision;
 begin
   perform pgflight._require_lane('operator', null, 'purge_finished');  -- issue 13: acts on every workspace
+  perform pgflight._check_limit(p_limit);  -- 22023 for a negative limit (issue 14)
+  if p_older_than_s is not null then
+    perform pgflight._check_arg('older_than_s', p_older_than_s, 0, 3153600000);
+  end if;
   v_age := coalesce(p_older_than_s, (select s.purge_after_s from pgflight.settings s));
   select array_agg(r.id) into v_ids from (
     -- a run finishes after it is created, so created_at bounds the scan (runs_created_idx)
@@ -2734,7 +4403,7 @@ CREATE FUNCTION pgflight.reclaim_expired(p_limit integer DEFAULT 1000) RETURNS i
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
   select pgflight._require_lane('operator', null, 'reclaim_expired');  -- issue 13: acts on every workspace
-  select pgflight._reclaim(pgflight._now(), p_limit)
+  select pgflight._reclaim(pgflight._now(), pgflight._check_limit(p_limit))  -- 22023 for a negative limit (issue 14)
 $$;
 
 ALTER FUNCTION pgflight.reclaim_expired(p_limit integer) OWNER TO pgflight_owner;
@@ -2763,6 +4432,10 @@ begin
                                 octet_length(p_key), 'effect key (bytes)');
   perform pgflight._require_cap('max_receipt_bytes', (select s.max_receipt_bytes from pgflight.settings s),
                                 octet_length(p_result::text), 'receipt (bytes)');
+  if length(p_key) > 500 then  -- the effects check constraint, as 22023 (issue 14)
+    raise exception using errcode = '22023', message = 'effect key is longer than 500 characters',
+      detail = format('got %s characters', length(p_key)), hint = 'Use a shorter key, e.g. a hash of the long one.';
+  end if;
   select a.id, a.step_id, a.status, a.fencing_token into v_att
     from pgflight.step_attempts a where a.id = p_attempt_id;
   if not found or v_att.fencing_token is distinct from p_token then
@@ -2794,19 +4467,22 @@ CREATE FUNCTION pgflight.record_model_call(p_attempt_id bigint, p_token bigint, 
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
+#variable_conflict use_column
 declare
   v_now timestamptz := pgflight._now();
   v_run pgflight.agent_runs;
   v_usd numeric;
-  v_in bigint := coalesce((p_usage ->> 'input_tokens')::bigint, 0);
-  v_out bigint := coalesce((p_usage ->> 'output_tokens')::bigint, 0);
-  v_cw bigint := coalesce((p_usage ->> 'cache_creation_input_tokens')::bigint, 0);
-  v_cr bigint := coalesce((p_usage ->> 'cache_read_input_tokens')::bigint, 0);
+  v_in bigint := pgflight._opt_int(p_usage, 'input_tokens', 0, 0, 10000000000, 'usage');
+  v_out bigint := pgflight._opt_int(p_usage, 'output_tokens', 0, 0, 10000000000, 'usage');
+  v_cw bigint := pgflight._opt_int(p_usage, 'cache_creation_input_tokens', 0, 0, 10000000000, 'usage');
+  v_cr bigint := pgflight._opt_int(p_usage, 'cache_read_input_tokens', 0, 0, 10000000000, 'usage');
   v_mark boolean;
   v_free integer;
   v_marked text[];
   v_refusal jsonb;
 begin
+  -- every option checked against its spec first (docs/options.md; issue 14): 22023 naming the key
+  p_options := pgflight._check_options('record_model_call', p_options);
   if p_blocks is null or jsonb_typeof(p_blocks) <> 'array' then
     raise exception using errcode = '22023', message = 'blocks must be a JSON array',
       hint = 'Pass the response''s content array as returned by the Messages API.';
@@ -2831,11 +4507,11 @@ begin
   values (v_run.id, p_iteration, v_run.step_id, v_run.run_id, v_run.workspace_id, p_model, v_in, v_out, v_cw, v_cr,
           v_usd, pgflight._opt_text(p_options, 'stop_reason', null),
           pgflight._opt_num(p_options, 'retries', 0)::integer, p_attempt_id, v_now)
-  on conflict on constraint one_call_per_iteration do nothing;
+  on conflict (agent_run_id, iteration) where not lease_lost do nothing;  -- tables/costs_lease_lost
   if not found then
     return query select v_run.id, p_iteration, c.usd, false, v_run.iterations, v_run.tool_calls, v_run.usd,
                         '{}'::text[]
-      from pgflight.costs c where c.agent_run_id = v_run.id and c.iteration = p_iteration;
+      from pgflight.costs c where c.agent_run_id = v_run.id and c.iteration = p_iteration and not c.lease_lost;
     return;
   end if;
 
@@ -2900,7 +4576,88 @@ ALTER FUNCTION pgflight.record_model_call(p_attempt_id bigint, p_token bigint, p
 
 -- Name: FUNCTION record_model_call(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_blocks jsonb, p_usage jsonb, p_model text, p_options jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight.record_model_call(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_blocks jsonb, p_usage jsonb, p_model text, p_options jsonb) IS 'Store a model response (traces), its usage and USD cost (costs), settle budgets and totals, and with mark_tools mark its tool calls in flight, in one transaction; returns (agent_run_id, iteration, usd, recorded, totals, marked). Errors: ZF007, ZF001, ZF002, ZF003, 22023.';
+COMMENT ON FUNCTION pgflight.record_model_call(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_blocks jsonb, p_usage jsonb, p_model text, p_options jsonb) IS 'Store a model response (traces), its usage and USD cost (costs), settle budgets and totals, and with mark_tools mark its tool calls in flight, in one transaction; returns (agent_run_id, iteration, usd, recorded, totals, marked). Options (docs/options.md): stop_reason, retries, mark_tools. Errors: ZF007, ZF001, ZF002, ZF003, 22023.';
+
+-- Name: record_orphan_cost(bigint, bigint, bigint, integer, jsonb, text, jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.record_orphan_cost(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_usage jsonb, p_model text, p_options jsonb DEFAULT '{}'::jsonb) RETURNS TABLE(agent_run_id bigint, iteration integer, usd numeric, recorded boolean)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+declare
+  v_now timestamptz := pgflight._now();
+  v_opts jsonb := pgflight._check_options('record_orphan_cost', p_options);
+  v_att record;
+  v_run pgflight.agent_runs;
+  v_usd numeric;
+  v_in bigint := pgflight._opt_int(p_usage, 'input_tokens', 0, 0, 10000000000, 'usage');
+  v_out bigint := pgflight._opt_int(p_usage, 'output_tokens', 0, 0, 10000000000, 'usage');
+  v_cw bigint := pgflight._opt_int(p_usage, 'cache_creation_input_tokens', 0, 0, 10000000000, 'usage');
+  v_cr bigint := pgflight._opt_int(p_usage, 'cache_read_input_tokens', 0, 0, 10000000000, 'usage');
+begin
+  if p_iteration is null or p_iteration < 1 then
+    raise exception using errcode = '22023', message = 'iteration must be >= 1', detail = format('got %s', p_iteration);
+  end if;
+  if p_model is null or length(p_model) not between 1 and 256 then
+    raise exception using errcode = '22023', message = 'model is required (at most 256 characters)';
+  end if;
+  select a.step_id, a.fencing_token into v_att from pgflight.step_attempts a where a.id = p_attempt_id;
+  if not found then
+    raise exception using errcode = 'ZF003', message = format('unknown attempt %s', p_attempt_id);
+  end if;
+  if v_att.fencing_token is distinct from p_token then
+    raise exception using errcode = 'ZF001', message = format('token %s was never issued to attempt %s', p_token, p_attempt_id),
+      hint = 'Pass the token of the claim that made the call.';
+  end if;
+  -- issue 13: only the login whose worker claimed the attempt may charge its calls (ZF012)
+  perform pgflight._require_own_attempt(p_attempt_id, p_token, 'record_orphan_cost');
+  select r.* into v_run from pgflight.agent_runs r
+   where r.id = p_agent_run_id and r.step_id = v_att.step_id
+     for update;
+  if not found then
+    raise exception using errcode = 'ZF003',
+      message = format('unknown agent run %s for attempt %s', p_agent_run_id, p_attempt_id);
+  end if;
+  v_usd := pgflight._price_usd(p_model, coalesce(p_usage, '{}'));
+
+  insert into pgflight.costs (agent_run_id, iteration, step_id, run_id, workspace_id, model, input_tokens,
+                              output_tokens, cache_creation_tokens, cache_read_tokens, usd, stop_reason,
+                              retries, attempt_id, at, lease_lost)
+  values (v_run.id, p_iteration, v_run.step_id, v_run.run_id, v_run.workspace_id, p_model, v_in, v_out, v_cw, v_cr,
+          v_usd, v_opts ->> 'stop_reason', coalesce((v_opts ->> 'retries')::integer, 0), p_attempt_id, v_now, true)
+  on conflict (agent_run_id, iteration, attempt_id) where lease_lost do nothing;
+  if not found then
+    return query select v_run.id, p_iteration, c.usd, false from pgflight.costs c
+      where c.agent_run_id = v_run.id and c.iteration = p_iteration and c.attempt_id = p_attempt_id and c.lease_lost;
+    return;
+  end if;
+
+  if v_run.reserved_attempt_id = p_attempt_id and v_run.reserved_iteration = p_iteration then
+    perform pgflight._move_budget(v_run.reserved_budget_ids, 0, v_usd, v_run.reserved_usd, false, v_now,
+                                  'settle (lease lost)');
+    update pgflight.agent_runs r
+       set reserved_usd = 0, reserved_attempt_id = null, reserved_iteration = null, reserved_budget_ids = null
+     where r.id = v_run.id;
+  else
+    perform pgflight._move_budget(pgflight._call_budget_ids(v_run, v_now), 0, v_usd, 0, false, v_now,
+                                  format('agent_run=%s iteration=%s lease lost: %s', v_run.id, p_iteration,
+                                         coalesce(v_opts ->> 'why', 'paid call of a lost lease')));
+  end if;
+  update pgflight.agent_runs r
+     set usd = r.usd + v_usd, input_tokens = r.input_tokens + v_in, output_tokens = r.output_tokens + v_out,
+         cache_creation_tokens = r.cache_creation_tokens + v_cw, cache_read_tokens = r.cache_read_tokens + v_cr,
+         updated_at = v_now
+   where r.id = v_run.id;
+  return query select v_run.id, p_iteration, v_usd, true;
+end
+$$;
+
+ALTER FUNCTION pgflight.record_orphan_cost(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_usage jsonb, p_model text, p_options jsonb) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION record_orphan_cost(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_usage jsonb, p_model text, p_options jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.record_orphan_cost(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_usage jsonb, p_model text, p_options jsonb) IS 'Record the cost of a paid model call whose attempt lost its lease (costs.lease_lost) and charge it to the budgets, uncapped; idempotent per (agent run, iteration, attempt). Options (docs/options.md): stop_reason, retries, why. Errors: ZF001, ZF003, ZF012, 22023.';
 
 -- Name: record_stale_write(bigint, bigint, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -2957,6 +4714,8 @@ begin
   -- issue 13: a trace block is capped like a result (ZF005, nothing written)
   perform pgflight._require_cap('max_result_bytes', (select s.max_result_bytes from pgflight.settings s),
                                 octet_length(p_content::text), 'trace block (bytes)');
+  -- every option checked against its spec first (docs/options.md; issue 14): 22023 naming the key
+  p_options := pgflight._check_options('record_trace', p_options);
   v_run := pgflight._agent_fence(p_attempt_id, p_token, p_agent_run_id, 'record_trace');
   v_seq := pgflight._opt_num(p_options, 'seq', null)::integer;
   if v_seq is null then
@@ -2991,7 +4750,7 @@ ALTER FUNCTION pgflight.record_trace(p_attempt_id bigint, p_token bigint, p_agen
 
 -- Name: FUNCTION record_trace(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_role text, p_block_type text, p_content jsonb, p_options jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight.record_trace(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_role text, p_block_type text, p_content jsonb, p_options jsonb) IS 'Store one trace block (e.g. a transient API error); idempotent by seq. Errors: ZF001, ZF002, ZF003, 22023.';
+COMMENT ON FUNCTION pgflight.record_trace(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_role text, p_block_type text, p_content jsonb, p_options jsonb) IS 'Store one trace block (e.g. a transient API error); idempotent by seq. Options (docs/options.md): seq, tool_use_id, tool_name, status, tokens. Errors: ZF001, ZF002, ZF003, 22023.';
 
 -- Name: register_worker(text, jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -3003,6 +4762,8 @@ declare
   v_id bigint;
   v_caps pgflight.settings;
 begin
+  -- every option checked against its spec first (docs/options.md; issue 14): 22023 naming the key
+  p_options := pgflight._check_options('register_worker', p_options);
   if p_name is null or btrim(p_name) = '' then
     raise exception using errcode = '22023', message = 'worker name is required',
       hint = 'Pass something that identifies the process, e.g. host:pid.';
@@ -3103,6 +4864,8 @@ declare
   v_default text := coalesce(pgflight._opt_text(p_options, 'default_decision', null), 'reject');
   v_expires double precision := pgflight._opt_num(p_options, 'expires_in_s', null);
 begin
+  -- every option checked against its spec first (docs/options.md; issue 14): 22023 naming the key
+  p_options := pgflight._check_options('request_approval', p_options);
   if p_gate_key is null or btrim(p_gate_key) = '' then
     raise exception using errcode = '22023', message = 'gate key is required';
   end if;
@@ -3144,7 +4907,7 @@ ALTER FUNCTION pgflight.request_approval(p_attempt_id bigint, p_token bigint, p_
 
 -- Name: FUNCTION request_approval(p_attempt_id bigint, p_token bigint, p_gate_key text, p_request jsonb, p_options jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight.request_approval(p_attempt_id bigint, p_token bigint, p_gate_key text, p_request jsonb, p_options jsonb) IS 'Ask for a decision at a gate: returns it at once if known, else parks the attempt in awaiting_approval (waiting = true). Errors: ZF001, ZF002, ZF003, 22023.';
+COMMENT ON FUNCTION pgflight.request_approval(p_attempt_id bigint, p_token bigint, p_gate_key text, p_request jsonb, p_options jsonb) IS 'Ask for a decision at a gate: returns it at once if known, else parks the attempt in awaiting_approval (waiting = true). Options (docs/options.md): expires_in_s, default_decision. Errors: ZF001, ZF002, ZF003, 22023.';
 
 -- Name: reserve_budget(bigint, bigint, bigint, integer, numeric); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -3157,6 +4920,9 @@ declare
   v_run pgflight.agent_runs;
   v_refusal jsonb;
 begin
+  if p_est_usd is not null then  -- bounded, so the budgets' numeric(16, 8) cannot overflow (issue 14)
+    perform pgflight._check_arg('est_usd', p_est_usd, 0, 1000000);
+  end if;
   if p_est_usd is null or p_est_usd < 0 or p_iteration is null or p_iteration < 1 then
     raise exception using errcode = '22023', message = 'iteration must be >= 1 and est_usd >= 0',
       detail = format('iteration %s, est_usd %s', p_iteration, p_est_usd);
@@ -3180,6 +4946,32 @@ ALTER FUNCTION pgflight.reserve_budget(p_attempt_id bigint, p_token bigint, p_ag
 -- Name: FUNCTION reserve_budget(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_est_usd numeric); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
 COMMENT ON FUNCTION pgflight.reserve_budget(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_est_usd numeric) IS 'Admission before a model call: check caps and reserve est USD atomically. Errors: ZF007, ZF001, ZF002, ZF003, 22023.';
+
+-- Name: resume_recipe(text, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.resume_recipe(p_name text, p_note text DEFAULT NULL::text) RETURNS boolean
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$ select pgflight._set_paused('recipe', p_name, false, p_note) $$;
+
+ALTER FUNCTION pgflight.resume_recipe(p_name text, p_note text) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION resume_recipe(p_name text, p_note text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.resume_recipe(p_name text, p_note text) IS 'Resume a recipe''s claims (leased work finishes); logged with the login and note. Errors: 22023.';
+
+-- Name: resume_workspace(text, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.resume_workspace(p_name text, p_note text DEFAULT NULL::text) RETURNS boolean
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$ select pgflight._set_paused('workspace', p_name, false, p_note) $$;
+
+ALTER FUNCTION pgflight.resume_workspace(p_name text, p_note text) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION resume_workspace(p_name text, p_note text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.resume_workspace(p_name text, p_note text) IS 'Resume a workspace''s claims (leased work finishes); logged with the login and note. Errors: 22023, ZF003.';
 
 -- Name: retry_step(bigint, text, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -3450,6 +5242,8 @@ begin
   return query select 'wake_parents'::text, pgflight.wake_parents(1000);
   return query select 'expire_approvals'::text, pgflight.expire_approvals(1000);
   return query select 'enforce_budgets'::text, pgflight.enforce_budgets(1000);
+  return query select 'fire_schedules'::text, pgflight.fire_schedules(1000);
+  return query select 'wake_parked_keys'::text, pgflight.wake_parked_keys(1000);
 end
 $$;
 
@@ -3477,6 +5271,190 @@ ALTER FUNCTION pgflight.run_trace_context(p_run_id bigint) OWNER TO pgflight_own
 
 COMMENT ON FUNCTION pgflight.run_trace_context(p_run_id bigint) IS 'Read: the traceparent a run was submitted under (options.traceparent), or null.';
 
+-- Name: schedule_run(text, text, text, text, jsonb, jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.schedule_run(p_workspace text, p_name text, p_cron text, p_recipe text, p_input jsonb DEFAULT '{}'::jsonb, p_options jsonb DEFAULT '{}'::jsonb) RETURNS TABLE(schedule_id bigint, next_fire_at timestamp with time zone)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_ws bigint := pgflight._workspace_id(p_workspace);
+  v_now timestamptz := pgflight._now();
+  v_tz text;
+  v_overlap text;
+  v_run_options jsonb;
+  v_cron record;
+  v_next timestamptz;
+  v_id bigint;
+begin
+  perform pgflight._require_lane('operator', v_ws, 'schedule_run');  -- issue 13: tenants
+  perform pgflight._require_known_keys(coalesce(p_options, '{}'), array['time_zone', 'overlap', 'run_options']);
+  if p_name is null or btrim(p_name) = '' or length(p_name) > 200 then
+    raise exception using errcode = '22023', message = 'schedule name is required',
+      hint = 'Pass a non-blank name of at most 200 characters; the same name replaces the schedule.';
+  end if;
+  v_tz := coalesce(pgflight._opt_text(p_options, 'time_zone', null), 'UTC');
+  begin
+    perform v_now at time zone v_tz;
+  exception when others then
+    raise exception using errcode = '22023', message = format('unknown time zone %L', v_tz),
+      hint = 'Pass an IANA zone name such as Europe/Paris or America/New_York.';
+  end;
+  v_overlap := coalesce(pgflight._opt_text(p_options, 'overlap', null), 'skip');
+  if v_overlap not in ('skip', 'queue_one', 'allow') then
+    raise exception using errcode = '22023', message = format('unknown overlap policy %L', v_overlap),
+      hint = 'overlap is skip, queue_one or allow.';
+  end if;
+  v_run_options := coalesce(p_options -> 'run_options', '{}');
+  if jsonb_typeof(v_run_options) <> 'object' or v_run_options ?| array['idempotency_key', 'submitted_by', 'not_before'] then
+    raise exception using errcode = '22023', message = 'run_options must be an object of submit_run options',
+      detail = format('got %s', v_run_options),
+      hint = 'idempotency_key, submitted_by and not_before are set by the schedule.';
+  end if;
+  select * into v_cron from pgflight._cron_parse(p_cron);
+  v_next := pgflight._cron_next(v_cron.seconds, v_cron.minutes, v_cron.hours, v_cron.days, v_cron.months,
+                                v_cron.weekdays, v_cron.any_day, v_cron.any_weekday, v_tz, v_now);
+  if v_next is null then
+    raise exception using errcode = '22023', message = format('cron expression %L never fires', p_cron),
+      hint = 'Check the day and month fields (e.g. 30 February does not exist).';
+  end if;
+  -- a dry run of the submit each firing will make, rolled back: the sweep never meets a refusal
+  begin
+    perform pgflight.submit_run(p_workspace, p_recipe, coalesce(p_input, '{}'), v_run_options);
+    raise exception using errcode = 'ZF999';
+  exception when sqlstate 'ZF999' then
+    null;
+  end;
+
+  insert into pgflight.schedules as s (workspace_id, name, cron, time_zone, recipe, input, run_options, overlap,
+                                       seconds, minutes, hours, days, months, weekdays, any_day, any_weekday,
+                                       next_fire_at, created_by)
+  values (v_ws, p_name, p_cron, v_tz, p_recipe, coalesce(p_input, '{}'), v_run_options, v_overlap,
+          v_cron.seconds, v_cron.minutes, v_cron.hours, v_cron.days, v_cron.months, v_cron.weekdays,
+          v_cron.any_day, v_cron.any_weekday, v_next, session_user::text)
+  on conflict on constraint schedule_name_is_unique_per_workspace do update
+     set cron = excluded.cron, time_zone = excluded.time_zone, recipe = excluded.recipe, input = excluded.input,
+         run_options = excluded.run_options, overlap = excluded.overlap, seconds = excluded.seconds,
+         minutes = excluded.minutes, hours = excluded.hours, days = excluded.days, months = excluded.months,
+         weekdays = excluded.weekdays, any_day = excluded.any_day, any_weekday = excluded.any_weekday,
+         next_fire_at = excluded.next_fire_at, pending_fire_at = null, updated_at = v_now
+  returning s.id into v_id;
+  return query select v_id, v_next;
+end
+$$;
+
+ALTER FUNCTION pgflight.schedule_run(p_workspace text, p_name text, p_cron text, p_recipe text, p_input jsonb, p_options jsonb) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION schedule_run(p_workspace text, p_name text, p_cron text, p_recipe text, p_input jsonb, p_options jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.schedule_run(p_workspace text, p_name text, p_cron text, p_recipe text, p_input jsonb, p_options jsonb) IS 'Create or replace a recurring run (cron, recipe, input; options time_zone, overlap, run_options). Returns (schedule_id, next_fire_at). Errors: 22023, ZF003.';
+
+-- Name: set_global_limits(jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.set_global_limits(p_options jsonb) RETURNS TABLE(max_in_flight integer)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+  perform pgflight._require_lane('operator', null, 'set_global_limits');  -- issue 13: acts on every workspace
+  perform pgflight._require_known_keys(p_options, array['max_in_flight']);
+  if p_options ? 'max_in_flight' then
+    update pgflight.settings s set max_in_flight = pgflight._limit_option(p_options, 'max_in_flight', 0, 1e6, true)::integer;
+  end if;
+  return query select s.max_in_flight from pgflight.settings s;
+end
+$$;
+
+ALTER FUNCTION pgflight.set_global_limits(p_options jsonb) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION set_global_limits(p_options jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.set_global_limits(p_options jsonb) IS 'Set the global max_in_flight (null removes). Errors: 22023.';
+
+-- Name: set_recipe_limits(text, jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.set_recipe_limits(p_recipe text, p_options jsonb) RETURNS TABLE(recipe text, starts_per_s double precision, burst double precision, paused_at timestamp with time zone, paused_by text)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_rate double precision;
+  v_burst double precision;
+begin
+  perform pgflight._require_lane('operator', null, 'set_recipe_limits');  -- issue 13: acts on every workspace
+  perform pgflight._require_known_keys(p_options, array['starts_per_s', 'burst']);
+  if p_recipe is null or btrim(p_recipe) = '' or length(p_recipe) > 200 then
+    raise exception using errcode = '22023', message = 'recipe is required',
+      hint = 'Pass a recipe name of at most 200 characters.';
+  end if;
+  v_rate := pgflight._limit_option(p_options, 'starts_per_s', 1e-6, 1e6, false);
+  v_burst := coalesce(pgflight._limit_option(p_options, 'burst', 1, 1e6, false), greatest(1, v_rate));
+  insert into pgflight.recipe_limits as l (recipe, starts_per_s, burst)
+  values (p_recipe, v_rate, case when v_rate is not null then v_burst end)
+  on conflict on constraint recipe_limits_pkey do update
+     set starts_per_s = excluded.starts_per_s, burst = excluded.burst, tokens = null, refilled_at = null,
+         updated_at = pgflight._now();
+  -- a row with no limit and no pause is removed: the claim then skips the recipe checks entirely
+  delete from pgflight.recipe_limits l where l.recipe = p_recipe and l.starts_per_s is null and l.paused_at is null;
+  return query
+    select p_recipe, l.starts_per_s, l.burst, l.paused_at, l.paused_by
+      from (select 1) one left join pgflight.recipe_limits l on l.recipe = p_recipe;
+end
+$$;
+
+ALTER FUNCTION pgflight.set_recipe_limits(p_recipe text, p_options jsonb) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION set_recipe_limits(p_recipe text, p_options jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.set_recipe_limits(p_recipe text, p_options jsonb) IS 'Set (or with starts_per_s null, remove) a recipe''s claim rate starts_per_s/burst. Errors: 22023.';
+
+-- Name: set_workspace_limits(text, jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.set_workspace_limits(p_workspace text, p_options jsonb) RETURNS TABLE(workspace text, max_in_flight integer, share integer, starts_per_s double precision, burst double precision, model_tokens_per_min bigint, paused_at timestamp with time zone, paused_by text)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_ws bigint := pgflight._workspace_id(p_workspace);
+  v_old pgflight.workspace_limits;
+  v_rate double precision;
+begin
+  perform pgflight._require_lane('operator', v_ws, 'set_workspace_limits');  -- issue 13: tenants
+  perform pgflight._require_known_keys(p_options, array['max_in_flight', 'share', 'starts_per_s', 'burst', 'model_tokens_per_min']);
+  insert into pgflight.workspace_limits (workspace_id) values (v_ws) on conflict do nothing;
+  select * into v_old from pgflight.workspace_limits l where l.workspace_id = v_ws for update;
+  v_rate := case when p_options ? 'starts_per_s' then pgflight._limit_option(p_options, 'starts_per_s', 1e-6, 1e6, false)
+                 else v_old.starts_per_s end;
+  update pgflight.workspace_limits l
+     set max_in_flight = case when p_options ? 'max_in_flight'
+                              then pgflight._limit_option(p_options, 'max_in_flight', 0, 1e6, true)::integer
+                              else l.max_in_flight end,
+         share = case when p_options ? 'share'
+                      then coalesce(pgflight._limit_option(p_options, 'share', 1, 1000, true)::integer, 1)
+                      else l.share end,
+         starts_per_s = v_rate,
+         burst = case when v_rate is null then null
+                      when p_options ? 'burst' then coalesce(pgflight._limit_option(p_options, 'burst', 1, 1e6, false), greatest(1, v_rate))
+                      else coalesce(l.burst, greatest(1, v_rate)) end,
+         -- a changed rate starts with a full bucket
+         tokens = case when v_rate is distinct from l.starts_per_s then null else l.tokens end,
+         model_tokens_per_min = case when p_options ? 'model_tokens_per_min'
+                                     then pgflight._limit_option(p_options, 'model_tokens_per_min', 1, 1e15, true)::bigint
+                                     else l.model_tokens_per_min end,
+         updated_at = pgflight._now()
+   where l.workspace_id = v_ws;
+  return query
+    select p_workspace, l.max_in_flight, l.share, l.starts_per_s, l.burst, l.model_tokens_per_min, l.paused_at, l.paused_by
+      from pgflight.workspace_limits l where l.workspace_id = v_ws;
+end
+$$;
+
+ALTER FUNCTION pgflight.set_workspace_limits(p_workspace text, p_options jsonb) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION set_workspace_limits(p_workspace text, p_options jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.set_workspace_limits(p_workspace text, p_options jsonb) IS 'Set a workspace''s max_in_flight, share, starts_per_s/burst, model_tokens_per_min (null removes). Errors: 22023, ZF003.';
+
 -- Name: spawn_children(bigint, bigint, jsonb, jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
 CREATE FUNCTION pgflight.spawn_children(p_attempt_id bigint, p_token bigint, p_children jsonb, p_options jsonb DEFAULT '{}'::jsonb) RETURNS TABLE(children_total integer, created integer, parked boolean)
@@ -3492,6 +5470,8 @@ declare
   v_bad record;
   v_max_bytes bigint;
   v_settings pgflight.settings;
+  v_fail_fast boolean;
+  v_children jsonb;
 begin
   if p_children is null or jsonb_typeof(p_children) <> 'array' then
     raise exception using errcode = '22023', message = 'children must be a JSON array',
@@ -3500,15 +5480,17 @@ begin
   select * into v_settings from pgflight.settings;
   perform pgflight._require_cap('max_children_per_call', v_settings.max_children_per_call,
                                 jsonb_array_length(p_children), 'children in one call');
+  v_fail_fast := (pgflight._check_options('spawn_children', p_options) ->> 'fail_fast')::boolean;
   v_att := pgflight._lock_held(p_attempt_id, p_token, 'spawn_children');
   v_max_bytes := v_settings.max_input_bytes;
   select e.ord, e.value into v_bad
     from jsonb_array_elements(p_children) with ordinality as e(value, ord)
    where jsonb_typeof(e.value) <> 'object'
       or jsonb_typeof(e.value -> 'key') is distinct from 'string' or btrim(e.value ->> 'key') = ''
+      or length(e.value ->> 'key') > 512
       or jsonb_typeof(e.value -> 'recipe') is distinct from 'string' or btrim(e.value ->> 'recipe') = ''
-      or (e.value ? 'options' and jsonb_typeof(e.value -> 'options') <> 'object')
-      or pgflight._bad_child_options(e.value -> 'options')
+      or length(e.value ->> 'recipe') > 256
+      or pgflight._bad_child_flow(e.value -> 'options')
       or octet_length(coalesce(e.value -> 'input', '{}')::text) > v_max_bytes
    limit 1;
   if found then
@@ -3517,10 +5499,18 @@ begin
                                   format('child %s input (bytes)', v_bad.ord));
     raise exception using errcode = '22023', message = format('child %s is malformed', v_bad.ord),
       detail = left(v_bad.value::text, 200),
-      hint = 'Each child needs a non-blank string key and recipe; options must be an object whose '
-             'priority is an integer, max_attempts a positive integer, lease_s and max_runtime_s '
-             'positive numbers, backoff an object.';
+      hint = 'Each child needs a non-blank string key (at most 512 characters) and recipe (at most 256); '
+             'a concurrency_limit needs a concurrency_key (a string of at most 200 characters).';
   end if;
+  -- Each child's options through the same step-options validator as submit_run (issue 12: one
+  -- rule, so priority 1.5 is refused on both paths); the error names the child ("option lease_s
+  -- of spawn_children child 3 ..."). v_children holds the normalised options, read with plain casts.
+  select jsonb_agg(case when e.value ? 'options'
+                        then e.value || jsonb_build_object('options',
+                               pgflight._check_options('spawn_children child ' || e.ord, e.value -> 'options'))
+                        else e.value end order by e.ord)
+    into v_children
+    from jsonb_array_elements(p_children) with ordinality as e(value, ord);
 
   perform pgflight._require_cap('max_name_bytes', v_settings.max_name_bytes,
                                 (select max(greatest(octet_length(e.value ->> 'key'), octet_length(e.value ->> 'recipe')))
@@ -3540,23 +5530,30 @@ begin
   with wanted as (
     select e.value ->> 'key' as step_key, e.value ->> 'recipe' as recipe,
            coalesce(e.value -> 'input', '{}') as input, coalesce(e.value -> 'options', '{}') as o
-      from jsonb_array_elements(p_children) as e(value)
+      from jsonb_array_elements(coalesce(v_children, '[]')) as e(value)
   ), inserted as (
     insert into pgflight.steps (run_id, parent_id, depth, step_key, recipe, input, priority, max_attempts,
-                                backoff, lease_s, max_runtime_s, created_at)
+                                backoff, lease_s, max_runtime_s, created_at, concurrency_key, concurrency_limit)
     select v_parent.run_id, v_parent.id, v_parent.depth + 1, w.step_key, w.recipe, w.input,
            coalesce((w.o ->> 'priority')::integer, v_parent.priority),
            coalesce((w.o ->> 'max_attempts')::integer, v_parent.max_attempts),
            coalesce(w.o -> 'backoff', v_parent.backoff),
            coalesce((w.o ->> 'lease_s')::double precision, v_parent.lease_s),
            coalesce((w.o ->> 'max_runtime_s')::double precision, v_parent.max_runtime_s),
-           v_now
+           v_now,
+           -- a child's concurrency key is its own, never inherited: a parent holding a slot of a
+           -- key its children also need would wait on them forever
+           w.o ->> 'concurrency_key',
+           case when w.o ->> 'concurrency_key' is not null then coalesce((w.o ->> 'concurrency_limit')::integer, 1) end
       from wanted w
     on conflict (parent_id, step_key) where parent_id is not null do nothing
-    returning id, run_id, recipe, priority
+    returning id, run_id, recipe, priority, concurrency_key, concurrency_limit
   ), attempts as (
-    insert into pgflight.step_attempts (step_id, run_id, attempt_no, recipe, priority, status, available_after, created_at)
-    select i.id, i.run_id, 1, i.recipe, i.priority, 'queued', v_now, v_now from inserted i
+    insert into pgflight.step_attempts (step_id, run_id, attempt_no, recipe, priority, status, available_after, created_at,
+                                        workspace_id, concurrency_key, concurrency_limit)
+    select i.id, i.run_id, 1, i.recipe, i.priority, 'queued', v_now, v_now,
+           v_att.workspace_id, i.concurrency_key, i.concurrency_limit
+      from inserted i
     returning id, step_id, run_id
   ), logged as (
     insert into pgflight.events (at, run_id, step_id, attempt_id, from_status, to_status, reason, detail)
@@ -3569,7 +5566,7 @@ begin
   if v_parent.children_pending + v_created > 0 then
     update pgflight.steps
        set children_pending = children_pending + v_created,
-           fail_fast = coalesce((p_options ->> 'fail_fast')::boolean, fail_fast)
+           fail_fast = coalesce(v_fail_fast, fail_fast)
      where id = v_parent.id;
     update pgflight.step_attempts set status = 'awaiting_children' where id = p_attempt_id;
     perform pgflight._event(v_att.run_id, v_att.step_id, p_attempt_id, v_att.status, 'awaiting_children',
@@ -3590,7 +5587,7 @@ ALTER FUNCTION pgflight.spawn_children(p_attempt_id bigint, p_token bigint, p_ch
 
 -- Name: FUNCTION spawn_children(p_attempt_id bigint, p_token bigint, p_children jsonb, p_options jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight.spawn_children(p_attempt_id bigint, p_token bigint, p_children jsonb, p_options jsonb) IS 'Fan-out: create child steps (idempotent by key) and park the parent in awaiting_children. Returns (children_total, created, parked). Errors: ZF001, ZF002, ZF003, ZF005, 22023.';
+COMMENT ON FUNCTION pgflight.spawn_children(p_attempt_id bigint, p_token bigint, p_children jsonb, p_options jsonb) IS 'Fan-out: create child steps (idempotent by key) and park the parent in awaiting_children. Returns (children_total, created, parked). Options: fail_fast (boolean). Each child''s options: priority, max_attempts, lease_s, max_runtime_s, backoff, concurrency_key, concurrency_limit, as submit_run (docs/options.md). Errors: ZF001, ZF002, ZF003, ZF005, ZF012, 22023.';
 
 -- Name: start_step(bigint, bigint); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -3647,7 +5644,10 @@ declare
   v_attempt bigint;
   v_existing record;
   v_not_before timestamptz;
-  v_max_attempts double precision;
+  v_max_attempts integer;
+  v_opts jsonb;
+  v_ckey text;
+  v_climit integer;
 begin
   if p_recipe is null or btrim(p_recipe) = '' then
     raise exception using errcode = '22023', message = 'recipe is required',
@@ -3657,10 +5657,13 @@ begin
     raise exception using errcode = '22023', message = 'input is required',
       hint = 'Pass ''{}''::jsonb for a recipe that takes no input.';
   end if;
-  if p_options is not null and jsonb_typeof(p_options) <> 'object' then
-    raise exception using errcode = '22023', message = 'options must be a JSON object',
-      detail = format('got a JSON %s', jsonb_typeof(p_options));
+  if length(p_recipe) > 256 then
+    raise exception using errcode = '22023', message = 'recipe name is longer than 256 characters',
+      detail = format('got %s characters', length(p_recipe)), hint = 'Use a short recipe name.';
   end if;
+  -- every option checked against its spec (docs/options.md): unknown keys, types and bounds, 22023
+  -- naming the key; v_opts is normalised, so the plain casts below cannot fail (issue 14)
+  v_opts := pgflight._check_options('submit_run', p_options);
   select w.id, w.max_run_usd into v_ws, v_ws_max_usd from pgflight.workspaces w where w.name = p_workspace;
   if not found then
     raise exception using errcode = 'ZF003', message = format('unknown workspace %L', p_workspace),
@@ -3674,32 +5677,24 @@ begin
       detail = format('input is %s bytes; the cap is %s bytes', v_size, v_settings.max_input_bytes),
       hint = 'Store large payloads elsewhere and pass a reference, or raise settings.max_input_bytes.';
   end if;
-  v_max_attempts := pgflight._opt_num(p_options, 'max_attempts', v_settings.default_max_attempts);
-  if v_max_attempts < 1 or v_max_attempts <> trunc(v_max_attempts) then
-    raise exception using errcode = '22023', message = 'max_attempts must be a positive integer',
-      detail = format('got %s', v_max_attempts);
-  end if;
-  if p_options ? 'lease_s' then perform pgflight._require_positive('lease_s', pgflight._opt_num(p_options, 'lease_s', null)); end if;
-  if p_options ? 'max_runtime_s' then perform pgflight._require_positive('max_runtime_s', pgflight._opt_num(p_options, 'max_runtime_s', null)); end if;
-  if p_options ? 'backoff' and jsonb_typeof(p_options -> 'backoff') <> 'object' then
-    raise exception using errcode = '22023', message = 'backoff must be a JSON object',
-      hint = 'e.g. {"base_s": 1, "factor": 2, "max_s": 300, "jitter": 0.2}';
-  end if;
-  v_not_before := coalesce(pgflight._opt_text(p_options, 'not_before', null)::timestamptz, v_now);
+  v_max_attempts := coalesce((v_opts ->> 'max_attempts')::integer, v_settings.default_max_attempts);
+  -- issue 15: delay_s or not_before (with a UTC offset), and the concurrency key and limit
+  v_not_before := pgflight._start_at(v_opts, v_now);
+  select c.o_key, c.o_limit into v_ckey, v_climit from pgflight._concurrency_option(v_opts) c;
 
-  v_key := pgflight._opt_text(p_options, 'idempotency_key', null);
+  v_key := v_opts ->> 'idempotency_key';
   v_hash := encode(sha256(convert_to(p_input::text, 'UTF8')), 'hex');
 
   -- the root step's id is taken first, so the run row is written once, with it
   v_step := nextval(pg_get_serial_sequence('pgflight.steps', 'id'));
   insert into pgflight.runs (workspace_id, recipe, idempotency_key, input_hash, submitted_by, options,
                              max_usd, max_wall_s, max_iterations, max_tool_calls, created_at, root_step_id)
-  values (v_ws, p_recipe, v_key, v_hash, pgflight._opt_text(p_options, 'submitted_by', session_user::text),
-          coalesce(p_options, '{}'),
-          coalesce(pgflight._opt_num(p_options, 'max_usd', null)::numeric, v_ws_max_usd),
-          pgflight._opt_num(p_options, 'max_wall_s', null),
-          pgflight._opt_num(p_options, 'max_iterations', null)::integer,
-          pgflight._opt_num(p_options, 'max_tool_calls', null)::integer,
+  values (v_ws, p_recipe, v_key, v_hash, coalesce(v_opts ->> 'submitted_by', session_user::text),
+          v_opts,
+          coalesce((v_opts ->> 'max_usd')::numeric, v_ws_max_usd),
+          (v_opts ->> 'max_wall_s')::double precision,
+          (v_opts ->> 'max_iterations')::integer,
+          (v_opts ->> 'max_tool_calls')::integer,
           v_now, v_step)
   on conflict (workspace_id, idempotency_key) do nothing
   returning id into v_run;
@@ -3722,16 +5717,19 @@ begin
   end if;
 
   insert into pgflight.steps (id, run_id, parent_id, depth, step_key, recipe, input, priority, max_attempts,
-                              backoff, lease_s, max_runtime_s, created_at)
+                              backoff, lease_s, max_runtime_s, created_at, concurrency_key, concurrency_limit)
   values (v_step, v_run, null, 0, 'root', p_recipe, p_input,
-          pgflight._opt_num(p_options, 'priority', 0)::integer, v_max_attempts::integer,
-          coalesce(p_options -> 'backoff', '{}'),
-          pgflight._opt_num(p_options, 'lease_s', null), pgflight._opt_num(p_options, 'max_runtime_s', null), v_now);
-  insert into pgflight.step_attempts (step_id, run_id, attempt_no, recipe, priority, status, available_after, created_at)
-  values (v_step, v_run, 1, p_recipe, pgflight._opt_num(p_options, 'priority', 0)::integer, 'queued', v_not_before, v_now)
+          coalesce((v_opts ->> 'priority')::integer, 0), v_max_attempts,
+          coalesce(v_opts -> 'backoff', '{}'),
+          (v_opts ->> 'lease_s')::double precision, (v_opts ->> 'max_runtime_s')::double precision, v_now,
+          v_ckey, v_climit);
+  insert into pgflight.step_attempts (step_id, run_id, attempt_no, recipe, priority, status, available_after, created_at,
+                                      workspace_id, concurrency_key, concurrency_limit)
+  values (v_step, v_run, 1, p_recipe, coalesce((v_opts ->> 'priority')::integer, 0), 'queued', v_not_before, v_now,
+          v_ws, v_ckey, v_climit)
   returning id into v_attempt;
   perform pgflight._event(v_run, v_step, v_attempt, null, 'queued', null, 'queued',
-                          pgflight._opt_text(p_options, 'submitted_by', session_user::text));
+                          coalesce(v_opts ->> 'submitted_by', session_user::text));
   if v_not_before <= v_now then
     perform pgflight._notify_ready();
   end if;
@@ -3743,7 +5741,7 @@ ALTER FUNCTION pgflight.submit_run(p_workspace text, p_recipe text, p_input json
 
 -- Name: FUNCTION submit_run(p_workspace text, p_recipe text, p_input jsonb, p_options jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight.submit_run(p_workspace text, p_recipe text, p_input jsonb, p_options jsonb) IS 'Submit a run (root step of a recipe). Returns (run_id, step_id, attempt_id, created). Errors: 22023, ZF003 unknown workspace, ZF004 idempotency conflict, ZF005 input too large.';
+COMMENT ON FUNCTION pgflight.submit_run(p_workspace text, p_recipe text, p_input jsonb, p_options jsonb) IS 'Submit a run (root step of a recipe). Returns (run_id, step_id, attempt_id, created). Options (docs/options.md): idempotency_key, priority, max_attempts, lease_s, max_runtime_s, backoff {base_s, factor, max_s, jitter}, not_before (with a UTC offset) or delay_s, concurrency_key and concurrency_limit, max_usd, max_wall_s, max_iterations, max_tool_calls, submitted_by; an unknown key or a value out of bounds is 22023 naming it. Errors: 22023, ZF003 unknown workspace, ZF004 idempotency conflict, ZF005 input too large.';
 
 -- Name: sweep_loop(double precision, double precision); Type: PROCEDURE; Schema: pgflight; Owner: pgflight_owner
 
@@ -3751,14 +5749,51 @@ CREATE PROCEDURE pgflight.sweep_loop(IN p_duration_s double precision DEFAULT 55
     LANGUAGE plpgsql
     AS $$
 declare
+  c_lock constant bigint := 7383617326517504001;  -- 'pgflight.sweep_loop'
   v_end timestamptz := pg_catalog.clock_timestamp() + pg_catalog.make_interval(secs => p_duration_s);
+  v_backlog boolean;
+  v_batch integer;
+  v_state text;
+  v_msg text;
 begin
-  loop
-    perform pgflight.run_sweeps();
-    commit;
-    exit when pg_catalog.clock_timestamp() + pg_catalog.make_interval(secs => p_interval_s) > v_end;
-    perform pg_catalog.pg_sleep(p_interval_s);
+  while not pg_catalog.pg_try_advisory_lock(c_lock) loop
+    if pg_catalog.clock_timestamp() > v_end then
+      raise warning 'pgflight.sweep_loop: another sweep loop held the lock for % s; not sweeping', p_duration_s;
+      return;
+    end if;
+    perform pg_catalog.pg_sleep(0.2);
   end loop;
+  loop
+    v_backlog := false;
+    begin
+      perform pg_catalog.set_config('lock_timeout',
+        coalesce(nullif(pg_catalog.current_setting('pgflight.sweep_lock_timeout', true), ''), '2s'), true);
+      select coalesce(pg_catalog.bool_or(s.affected >= 1000), false) into v_backlog
+        from pgflight.run_sweeps() s;
+    exception when others then
+      get stacked diagnostics v_state = returned_sqlstate, v_msg = message_text;
+      raise warning 'pgflight.sweep_loop: a sweep pass failed (%): %', v_state, v_msg;
+    end;
+    commit;
+    begin
+      perform pg_catalog.set_config('lock_timeout',
+        coalesce(nullif(pg_catalog.current_setting('pgflight.sweep_lock_timeout', true), ''), '2s'), true);
+      v_batch := coalesce(nullif(pg_catalog.current_setting('pgflight.sweep_purge_batch', true), ''), '1000')::integer;
+      if v_batch > 0 and pgflight.purge_finished(null, v_batch) >= v_batch then
+        v_backlog := true;
+      end if;
+    exception when others then
+      get stacked diagnostics v_state = returned_sqlstate, v_msg = message_text;
+      raise warning 'pgflight.sweep_loop: a purge pass failed (%): %', v_state, v_msg;
+    end;
+    commit;
+    exit when pg_catalog.clock_timestamp() > v_end
+           or (not v_backlog and pg_catalog.clock_timestamp() + pg_catalog.make_interval(secs => p_interval_s) > v_end);
+    if not v_backlog then
+      perform pg_catalog.pg_sleep(p_interval_s);
+    end if;
+  end loop;
+  perform pg_catalog.pg_advisory_unlock(c_lock);
 end
 $$;
 
@@ -3766,7 +5801,7 @@ ALTER PROCEDURE pgflight.sweep_loop(IN p_duration_s double precision, IN p_inter
 
 -- Name: PROCEDURE sweep_loop(IN p_duration_s double precision, IN p_interval_s double precision); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON PROCEDURE pgflight.sweep_loop(IN p_duration_s double precision, IN p_interval_s double precision) IS 'Sweep every p_interval_s seconds for p_duration_s seconds, committing after each pass (pg_cron 1.4).';
+COMMENT ON PROCEDURE pgflight.sweep_loop(IN p_duration_s double precision, IN p_interval_s double precision) IS 'Sweep every p_interval_s seconds for p_duration_s seconds, one loop at a time, committing after each pass; a failing pass warns and the loop goes on (pg_cron 1.4).';
 
 -- Name: uninstall_schedules(); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -3798,6 +5833,25 @@ ALTER FUNCTION pgflight.uninstall_schedules() OWNER TO pgflight_owner;
 
 COMMENT ON FUNCTION pgflight.uninstall_schedules() IS 'Remove pgflight''s pg_cron jobs; returns how many.';
 
+-- Name: unschedule_run(text, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.unschedule_run(p_workspace text, p_name text) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+  perform pgflight._require_lane('operator', pgflight._workspace_id(p_workspace), 'unschedule_run');  -- issue 13: tenants
+  delete from pgflight.schedules s where s.workspace_id = pgflight._workspace_id(p_workspace) and s.name = p_name;
+  return found;
+end
+$$;
+
+ALTER FUNCTION pgflight.unschedule_run(p_workspace text, p_name text) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION unschedule_run(p_workspace text, p_name text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.unschedule_run(p_workspace text, p_name text) IS 'Remove a schedule by workspace and name; true when removed. Errors: ZF003.';
+
 -- Name: wake_parents(integer); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
 CREATE FUNCTION pgflight.wake_parents(p_limit integer DEFAULT 1000) RETURNS integer
@@ -3809,6 +5863,7 @@ declare
   v_count integer := 0;
 begin
   perform pgflight._require_lane('operator', null, 'wake_parents');  -- issue 13: acts on every workspace
+  perform pgflight._check_limit(p_limit);  -- 22023 for a negative limit (issue 14)
   for v_row in
     select a.step_id from pgflight.step_attempts a
       join pgflight.steps s on s.id = a.step_id
@@ -3829,6 +5884,51 @@ ALTER FUNCTION pgflight.wake_parents(p_limit integer) OWNER TO pgflight_owner;
 -- Name: FUNCTION wake_parents(p_limit integer); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
 COMMENT ON FUNCTION pgflight.wake_parents(p_limit integer) IS 'Sweep: requeue parked parents whose children are all terminal; returns how many woke.';
+
+-- Name: wake_parked_keys(integer); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.wake_parked_keys(p_limit integer DEFAULT 1000) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_key record;
+  v_free integer;
+  v_woken integer := 0;
+  v_n integer;
+begin
+  perform pgflight._require_lane('operator', null, 'wake_parked_keys');  -- issue 13: acts on every workspace
+  for v_key in
+    select distinct a.workspace_id, a.concurrency_key, a.concurrency_limit
+      from pgflight.step_attempts a
+     where a.status = 'queued' and a.available_after = 'infinity' and a.concurrency_key is not null
+     limit greatest(p_limit, 0)
+  loop
+    continue when not pg_catalog.pg_try_advisory_xact_lock(pgflight._key_lock(v_key.workspace_id, v_key.concurrency_key));
+    v_free := v_key.concurrency_limit - (select count(*) from pgflight.step_attempts a
+                where a.workspace_id = v_key.workspace_id and a.concurrency_key = v_key.concurrency_key
+                  and (a.status in ('claimed', 'running', 'cancel_requested')
+                       or (a.status = 'queued' and a.available_after < 'infinity')))::integer;
+    continue when v_free <= 0;
+    update pgflight.step_attempts a set available_after = pgflight._now()
+     where a.id in (select p.id from pgflight.step_attempts p
+                     where p.workspace_id = v_key.workspace_id and p.concurrency_key = v_key.concurrency_key
+                       and p.status = 'queued' and p.available_after = 'infinity'
+                     order by p.priority desc, p.id
+                     limit v_free
+                       for update skip locked);
+    get diagnostics v_n = row_count;
+    v_woken := v_woken + v_n;
+  end loop;
+  return v_woken;
+end
+$$;
+
+ALTER FUNCTION pgflight.wake_parked_keys(p_limit integer) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION wake_parked_keys(p_limit integer); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.wake_parked_keys(p_limit integer) IS 'Sweep: wake parked attempts of concurrency keys that have free slots (a safety net); returns the count.';
 
 -- Name: worker_list(integer); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -4049,6 +6149,22 @@ ALTER TABLE pgflight.budgets ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
     CACHE 1
 );
 
+-- Name: claim_turns; Type: SEQUENCE; Schema: pgflight; Owner: pgflight_owner
+
+CREATE SEQUENCE pgflight.claim_turns
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+    CYCLE;
+
+ALTER TABLE pgflight.claim_turns OWNER TO pgflight_owner;
+
+-- Name: SEQUENCE claim_turns; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON SEQUENCE pgflight.claim_turns IS 'The fair claim''s rotation counter (one value per claim_batch call).';
+
 -- Name: costs; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
 
 CREATE TABLE pgflight.costs (
@@ -4068,6 +6184,7 @@ CREATE TABLE pgflight.costs (
     retries integer DEFAULT 0 NOT NULL,
     attempt_id bigint,
     at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
+    lease_lost boolean DEFAULT false NOT NULL,
     CONSTRAINT tokens_are_not_negative CHECK (((input_tokens >= 0) AND (output_tokens >= 0) AND (cache_creation_tokens >= 0) AND (cache_read_tokens >= 0))),
     CONSTRAINT usd_is_not_negative CHECK ((usd >= (0)::numeric))
 );
@@ -4077,6 +6194,10 @@ ALTER TABLE pgflight.costs OWNER TO pgflight_owner;
 -- Name: TABLE costs; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
 COMMENT ON TABLE pgflight.costs IS 'One row per model call: tokens (input, output, cache_creation, cache_read), usd (USD = tokens x model_prices / 1e6), the stop_reason, the transient errors retried before it (retries), and which agent, step, run and workspace it is billed to.';
+
+-- Name: COLUMN costs.lease_lost; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON COLUMN pgflight.costs.lease_lost IS 'true: a model call paid for by an attempt that had lost its lease (record_orphan_cost); charged to the budgets and run_audit, not part of the transcript.';
 
 -- Name: costs_id_seq; Type: SEQUENCE; Schema: pgflight; Owner: pgflight_owner
 
@@ -4109,6 +6230,11 @@ CREATE TABLE pgflight.steps (
     children_pending integer DEFAULT 0 NOT NULL,
     fail_fast boolean DEFAULT false NOT NULL,
     created_at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
+    concurrency_key text,
+    concurrency_limit integer,
+    CONSTRAINT concurrency_key_has_a_limit CHECK (((concurrency_key IS NULL) = (concurrency_limit IS NULL))),
+    CONSTRAINT concurrency_key_is_short CHECK (((concurrency_key IS NULL) OR (length(concurrency_key) <= 200))),
+    CONSTRAINT concurrency_limit_is_positive CHECK (((concurrency_limit IS NULL) OR (concurrency_limit > 0))),
     CONSTRAINT failed_attempts_is_not_negative CHECK ((failed_attempts >= 0)),
     CONSTRAINT lease_is_positive CHECK (((lease_s IS NULL) OR (lease_s > (0)::double precision))),
     CONSTRAINT max_attempts_is_positive CHECK ((max_attempts > 0)),
@@ -4121,6 +6247,10 @@ ALTER TABLE pgflight.steps OWNER TO pgflight_owner;
 -- Name: TABLE steps; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
 COMMENT ON TABLE pgflight.steps IS 'Step identity. failed_attempts counts attempts that ended failed, lease_expired or timed_out: at max_attempts the step is dead-lettered. children_pending counts children not yet terminal while the step waits in awaiting_children: the last child to finish wakes the parent (O(1)). lease_s / max_runtime_s (seconds) override the claim lease and bound the runtime of one attempt.';
+
+-- Name: COLUMN steps.concurrency_key; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON COLUMN pgflight.steps.concurrency_key IS 'Steps of one workspace that share this key run at most concurrency_limit attempts at once (null: no key).';
 
 -- Name: step_status; Type: VIEW; Schema: pgflight; Owner: pgflight_owner
 
@@ -4306,6 +6436,30 @@ ALTER TABLE pgflight.model_prices OWNER TO pgflight_owner;
 
 COMMENT ON TABLE pgflight.model_prices IS 'USD per million tokens for each model (or model-name prefix; the longest matching prefix wins): input, output, cache_write (5-minute cache writes), cache_read (cache hits). as_of: the date the price was read; source: where.';
 
+-- Name: recipe_limits; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
+
+CREATE TABLE pgflight.recipe_limits (
+    recipe text NOT NULL,
+    starts_per_s double precision,
+    burst double precision,
+    tokens double precision,
+    refilled_at timestamp with time zone,
+    paused_at timestamp with time zone,
+    paused_by text,
+    updated_at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
+    CONSTRAINT burst_is_at_least_one CHECK (((burst IS NULL) OR ((burst >= (1)::double precision) AND (burst <= ('1000000'::numeric)::double precision)))),
+    CONSTRAINT paused_has_actor CHECK (((paused_at IS NULL) = (paused_by IS NULL))),
+    CONSTRAINT rate_has_burst CHECK (((starts_per_s IS NULL) = (burst IS NULL))),
+    CONSTRAINT rate_is_positive CHECK (((starts_per_s IS NULL) OR ((starts_per_s > (0)::double precision) AND (starts_per_s <= ('1000000'::numeric)::double precision)))),
+    CONSTRAINT recipe_is_not_blank CHECK (((btrim(recipe) <> ''::text) AND (length(recipe) <= 200)))
+);
+
+ALTER TABLE pgflight.recipe_limits OWNER TO pgflight_owner;
+
+-- Name: TABLE recipe_limits; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON TABLE pgflight.recipe_limits IS 'Flow control of a recipe across all workspaces: starts_per_s and burst (token bucket), paused_at/paused_by.';
+
 -- Name: run_events; Type: VIEW; Schema: pgflight; Owner: pgflight_owner
 
 CREATE VIEW pgflight.run_events WITH (security_barrier='true') AS
@@ -4383,6 +6537,99 @@ ALTER TABLE pgflight.runs ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
     CACHE 1
 );
 
+-- Name: schedule_fires; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
+
+CREATE TABLE pgflight.schedule_fires (
+    schedule_id bigint NOT NULL,
+    fire_at timestamp with time zone NOT NULL,
+    fired_at timestamp with time zone NOT NULL,
+    outcome text NOT NULL,
+    run_id bigint,
+    missed_until timestamp with time zone,
+    error jsonb,
+    CONSTRAINT outcome_is_known CHECK ((outcome = ANY (ARRAY['submitted'::text, 'skipped'::text, 'queued'::text, 'failed'::text])))
+);
+
+ALTER TABLE pgflight.schedule_fires OWNER TO pgflight_owner;
+
+-- Name: TABLE schedule_fires; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON TABLE pgflight.schedule_fires IS 'One row per firing of a schedule, keyed by (schedule, fire time): a firing is decided once. outcome: submitted (run_id), skipped (overlap skip), queued (overlap queue_one: submitted later, when the previous run ends; the row is then updated to submitted), failed (submit_run refused: error says why; the schedule goes on). missed_until: the firing stands for every firing missed up to this instant (catch-up after downtime).';
+
+-- Name: schedules; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
+
+CREATE TABLE pgflight.schedules (
+    id bigint NOT NULL,
+    workspace_id bigint NOT NULL,
+    name text NOT NULL,
+    cron text NOT NULL,
+    time_zone text DEFAULT 'UTC'::text NOT NULL,
+    recipe text NOT NULL,
+    input jsonb DEFAULT '{}'::jsonb NOT NULL,
+    run_options jsonb DEFAULT '{}'::jsonb NOT NULL,
+    overlap text DEFAULT 'skip'::text NOT NULL,
+    seconds integer[] NOT NULL,
+    minutes integer[] NOT NULL,
+    hours integer[] NOT NULL,
+    days integer[] NOT NULL,
+    months integer[] NOT NULL,
+    weekdays integer[] NOT NULL,
+    any_day boolean NOT NULL,
+    any_weekday boolean NOT NULL,
+    next_fire_at timestamp with time zone,
+    pending_fire_at timestamp with time zone,
+    last_fire_at timestamp with time zone,
+    last_run_id bigint,
+    created_by text NOT NULL,
+    created_at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
+    CONSTRAINT name_is_not_blank CHECK (((btrim(name) <> ''::text) AND (length(name) <= 200))),
+    CONSTRAINT overlap_is_known CHECK ((overlap = ANY (ARRAY['skip'::text, 'queue_one'::text, 'allow'::text]))),
+    CONSTRAINT recipe_is_not_blank CHECK (((btrim(recipe) <> ''::text) AND (length(recipe) <= 200)))
+);
+
+ALTER TABLE pgflight.schedules OWNER TO pgflight_owner;
+
+-- Name: TABLE schedules; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON TABLE pgflight.schedules IS 'Recurring runs. cron (5 or 6 fields, seconds first) read on the wall clock of time_zone; overlap: skip (a firing while the previous run is still running is skipped), queue_one (it waits, at most one, and runs when the previous run ends), allow (runs at once). seconds..weekdays, any_day, any_weekday: the parsed expression. next_fire_at: the next firing; pending_fire_at: a queue_one firing waiting for last_run_id to end.';
+
+-- Name: schedule_list; Type: VIEW; Schema: pgflight; Owner: pgflight_owner
+
+CREATE VIEW pgflight.schedule_list WITH (security_barrier='true') AS
+ SELECT w.name AS workspace,
+    s.name,
+    s.cron,
+    s.time_zone,
+    s.recipe,
+    s.overlap,
+    s.next_fire_at,
+    s.last_fire_at,
+    s.last_run_id,
+    s.pending_fire_at,
+    s.created_by,
+    s.created_at
+   FROM (pgflight.schedules s
+     JOIN pgflight.workspaces w ON ((w.id = s.workspace_id)))
+  WHERE ((( SELECT pgflight._lane_workspaces('reader'::text) AS _lane_workspaces) IS NULL) OR (s.workspace_id = ANY (COALESCE(( SELECT pgflight._lane_workspaces('reader'::text) AS _lane_workspaces), '{}'::bigint[]))));
+
+ALTER TABLE pgflight.schedule_list OWNER TO pgflight_owner;
+
+-- Name: VIEW schedule_list; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON VIEW pgflight.schedule_list IS 'Schedules with their next and last firing.';
+
+-- Name: schedules_id_seq; Type: SEQUENCE; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE pgflight.schedules ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME pgflight.schedules_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
 -- Name: settings; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
 
 CREATE TABLE pgflight.settings (
@@ -4404,9 +6651,11 @@ CREATE TABLE pgflight.settings (
     max_lease_s double precision DEFAULT 86400 NOT NULL,
     max_live_workers_per_login integer DEFAULT 1000 NOT NULL,
     max_stale_writes_per_attempt integer DEFAULT 100 NOT NULL,
+    max_in_flight integer,
     CONSTRAINT caps_are_positive CHECK (((max_result_bytes > 0) AND (max_error_bytes > 0) AND (max_receipt_bytes > 0) AND (max_approval_request_bytes > 0) AND (max_name_bytes > 0) AND (max_children_per_call > 0) AND (max_children_per_parent > 0) AND (max_batch_size > 0) AND (max_lease_s > (0)::double precision) AND (max_live_workers_per_login > 0) AND (max_stale_writes_per_attempt > 0))),
     CONSTRAINT default_lease_is_positive CHECK ((default_lease_s > (0)::double precision)),
     CONSTRAINT default_max_attempts_is_positive CHECK ((default_max_attempts > 0)),
+    CONSTRAINT max_in_flight_is_not_negative CHECK (((max_in_flight IS NULL) OR (max_in_flight >= 0))),
     CONSTRAINT max_input_bytes_is_positive CHECK ((max_input_bytes > 0)),
     CONSTRAINT reclaim_in_claim_is_not_negative CHECK ((reclaim_in_claim >= 0)),
     CONSTRAINT settings_has_one_row CHECK (singleton)
@@ -4461,6 +6710,10 @@ COMMENT ON COLUMN pgflight.settings.max_live_workers_per_login IS 'Cap of regist
 -- Name: COLUMN settings.max_stale_writes_per_attempt; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
 COMMENT ON COLUMN pgflight.settings.max_stale_writes_per_attempt IS 'Cap of stale_result_rejected events of one attempt.';
+
+-- Name: COLUMN settings.max_in_flight; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON COLUMN pgflight.settings.max_in_flight IS 'Global cap on leased attempts across all workspaces (null: none). While set, claims take turns.';
 
 -- Name: step_attempts_id_seq; Type: SEQUENCE; Schema: pgflight; Owner: pgflight_owner
 
@@ -4536,6 +6789,65 @@ ALTER TABLE pgflight.workers ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
     CACHE 1
 );
 
+-- Name: workspace_limits; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
+
+CREATE TABLE pgflight.workspace_limits (
+    workspace_id bigint NOT NULL,
+    max_in_flight integer,
+    share integer DEFAULT 1 NOT NULL,
+    starts_per_s double precision,
+    burst double precision,
+    tokens double precision,
+    refilled_at timestamp with time zone,
+    model_tokens_per_min bigint,
+    paused_at timestamp with time zone,
+    paused_by text,
+    updated_at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
+    CONSTRAINT burst_is_at_least_one CHECK (((burst IS NULL) OR ((burst >= (1)::double precision) AND (burst <= ('1000000'::numeric)::double precision)))),
+    CONSTRAINT max_in_flight_is_not_negative CHECK (((max_in_flight IS NULL) OR (max_in_flight >= 0))),
+    CONSTRAINT model_tokens_per_min_is_positive CHECK (((model_tokens_per_min IS NULL) OR (model_tokens_per_min > 0))),
+    CONSTRAINT paused_has_actor CHECK (((paused_at IS NULL) = (paused_by IS NULL))),
+    CONSTRAINT rate_has_burst CHECK (((starts_per_s IS NULL) = (burst IS NULL))),
+    CONSTRAINT rate_is_positive CHECK (((starts_per_s IS NULL) OR ((starts_per_s > (0)::double precision) AND (starts_per_s <= ('1000000'::numeric)::double precision)))),
+    CONSTRAINT share_is_positive CHECK (((share >= 1) AND (share <= 1000)))
+);
+
+ALTER TABLE pgflight.workspace_limits OWNER TO pgflight_owner;
+
+-- Name: TABLE workspace_limits; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON TABLE pgflight.workspace_limits IS 'Flow control of a workspace. max_in_flight: leased attempts at once (null: no cap); share: weight in the fair claim (default 1); starts_per_s and burst: claim rate (token bucket, tokens/refilled_at its state); model_tokens_per_min: model tokens (input + output) per rolling minute, checked before each model call; paused_at/paused_by: not claimed while set.';
+
+-- Name: workspace_flow; Type: VIEW; Schema: pgflight; Owner: pgflight_owner
+
+CREATE VIEW pgflight.workspace_flow WITH (security_barrier='true') AS
+ SELECT w.name AS workspace,
+    l.max_in_flight,
+    COALESCE(l.share, 1) AS share,
+    l.starts_per_s,
+    l.burst,
+    l.model_tokens_per_min,
+    l.paused_at,
+    l.paused_by,
+    ( SELECT count(*) AS count
+           FROM pgflight.step_attempts a
+          WHERE ((a.workspace_id = w.id) AND (a.status = ANY (ARRAY['claimed'::text, 'running'::text, 'cancel_requested'::text])))) AS in_flight,
+    ( SELECT count(*) AS count
+           FROM pgflight.step_attempts a
+          WHERE ((a.workspace_id = w.id) AND (a.status = 'queued'::text))) AS queued,
+    ( SELECT count(*) AS count
+           FROM pgflight.step_attempts a
+          WHERE ((a.workspace_id = w.id) AND (a.status = 'queued'::text) AND (a.available_after = 'infinity'::timestamp with time zone))) AS parked
+   FROM (pgflight.workspaces w
+     LEFT JOIN pgflight.workspace_limits l ON ((l.workspace_id = w.id)))
+  WHERE ((( SELECT pgflight._lane_workspaces('reader'::text) AS _lane_workspaces) IS NULL) OR (w.id = ANY (COALESCE(( SELECT pgflight._lane_workspaces('reader'::text) AS _lane_workspaces), '{}'::bigint[]))));
+
+ALTER TABLE pgflight.workspace_flow OWNER TO pgflight_owner;
+
+-- Name: VIEW workspace_flow; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON VIEW pgflight.workspace_flow IS 'Per workspace: max_in_flight, share, starts_per_s/burst, model_tokens_per_min, pause; in_flight (leased attempts), queued, parked (queued behind a full concurrency key).';
+
 -- Name: workspace_grants; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
 
 CREATE TABLE pgflight.workspace_grants (
@@ -4594,6 +6906,11 @@ ALTER TABLE ONLY pgflight.traces
 ALTER TABLE ONLY pgflight.budgets
     ADD CONSTRAINT budgets_pkey PRIMARY KEY (id);
 
+-- Name: costs costs_pkey; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.costs
+    ADD CONSTRAINT costs_pkey PRIMARY KEY (id);
+
 -- Name: effects effect_key_is_unique_per_step; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
 
 ALTER TABLE ONLY pgflight.effects
@@ -4624,20 +6941,35 @@ ALTER TABLE ONLY pgflight.runs
 ALTER TABLE ONLY pgflight.model_prices
     ADD CONSTRAINT model_prices_pkey PRIMARY KEY (model);
 
--- Name: costs one_call_per_iteration; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
-
-ALTER TABLE ONLY pgflight.costs
-    ADD CONSTRAINT one_call_per_iteration PRIMARY KEY (agent_run_id, iteration);
-
 -- Name: workspace_grants one_grant_per_login_lane_workspace; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
 
 ALTER TABLE ONLY pgflight.workspace_grants
     ADD CONSTRAINT one_grant_per_login_lane_workspace UNIQUE NULLS NOT DISTINCT (login, lane, workspace_id);
 
+-- Name: recipe_limits recipe_limits_pkey; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.recipe_limits
+    ADD CONSTRAINT recipe_limits_pkey PRIMARY KEY (recipe);
+
 -- Name: runs runs_pkey; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
 
 ALTER TABLE ONLY pgflight.runs
     ADD CONSTRAINT runs_pkey PRIMARY KEY (id);
+
+-- Name: schedule_fires schedule_fires_pkey; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.schedule_fires
+    ADD CONSTRAINT schedule_fires_pkey PRIMARY KEY (schedule_id, fire_at);
+
+-- Name: schedules schedule_name_is_unique_per_workspace; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.schedules
+    ADD CONSTRAINT schedule_name_is_unique_per_workspace UNIQUE (workspace_id, name);
+
+-- Name: schedules schedules_pkey; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.schedules
+    ADD CONSTRAINT schedules_pkey PRIMARY KEY (id);
 
 -- Name: settings settings_pkey; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
 
@@ -4658,6 +6990,11 @@ ALTER TABLE ONLY pgflight.steps
 
 ALTER TABLE ONLY pgflight.workers
     ADD CONSTRAINT workers_pkey PRIMARY KEY (id);
+
+-- Name: workspace_limits workspace_limits_pkey; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.workspace_limits
+    ADD CONSTRAINT workspace_limits_pkey PRIMARY KEY (workspace_id);
 
 -- Name: workspaces workspaces_name_is_unique; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
 
@@ -4709,9 +7046,25 @@ CREATE INDEX costs_run_idx ON pgflight.costs USING btree (run_id);
 
 CREATE INDEX events_run_idx ON pgflight.events USING btree (run_id, id);
 
+-- Name: one_call_per_iteration; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
+
+CREATE UNIQUE INDEX one_call_per_iteration ON pgflight.costs USING btree (agent_run_id, iteration) WHERE (NOT lease_lost);
+
+-- Name: one_orphan_per_attempt; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
+
+CREATE UNIQUE INDEX one_orphan_per_attempt ON pgflight.costs USING btree (agent_run_id, iteration, attempt_id) WHERE lease_lost;
+
 -- Name: runs_created_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
 
 CREATE INDEX runs_created_idx ON pgflight.runs USING btree (created_at);
+
+-- Name: schedules_due_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
+
+CREATE INDEX schedules_due_idx ON pgflight.schedules USING btree (next_fire_at) WHERE (next_fire_at IS NOT NULL);
+
+-- Name: schedules_pending_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
+
+CREATE INDEX schedules_pending_idx ON pgflight.schedules USING btree (pending_fire_at) WHERE (pending_fire_at IS NOT NULL);
 
 -- Name: step_attempts_dead_letter_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
 
@@ -4725,6 +7078,14 @@ CREATE INDEX step_attempts_deadline_idx ON pgflight.step_attempts USING btree (d
 
 CREATE INDEX step_attempts_expiring_idx ON pgflight.step_attempts USING btree (lease_expires_at) WHERE (status = ANY (ARRAY['claimed'::text, 'running'::text, 'cancel_requested'::text]));
 
+-- Name: step_attempts_leased_key_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
+
+CREATE INDEX step_attempts_leased_key_idx ON pgflight.step_attempts USING btree (workspace_id, concurrency_key) WHERE ((status = ANY (ARRAY['claimed'::text, 'running'::text, 'cancel_requested'::text])) AND (concurrency_key IS NOT NULL));
+
+-- Name: step_attempts_leased_ws_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
+
+CREATE INDEX step_attempts_leased_ws_idx ON pgflight.step_attempts USING btree (workspace_id) WHERE (status = ANY (ARRAY['claimed'::text, 'running'::text, 'cancel_requested'::text]));
+
 -- Name: step_attempts_one_live_per_step_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
 
 CREATE UNIQUE INDEX step_attempts_one_live_per_step_idx ON pgflight.step_attempts USING btree (step_id) WHERE (status = ANY (ARRAY['queued'::text, 'claimed'::text, 'running'::text, 'cancel_requested'::text, 'awaiting_children'::text, 'awaiting_approval'::text]));
@@ -4733,9 +7094,17 @@ CREATE UNIQUE INDEX step_attempts_one_live_per_step_idx ON pgflight.step_attempt
 
 CREATE INDEX step_attempts_parked_idx ON pgflight.step_attempts USING btree (status, step_id) WHERE (status = ANY (ARRAY['awaiting_children'::text, 'awaiting_approval'::text]));
 
--- Name: step_attempts_ready_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
+-- Name: step_attempts_queued_key_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
 
-CREATE INDEX step_attempts_ready_idx ON pgflight.step_attempts USING btree (priority DESC, available_after, id) WHERE (status = 'queued'::text);
+CREATE INDEX step_attempts_queued_key_idx ON pgflight.step_attempts USING btree (workspace_id, concurrency_key, priority DESC, id) WHERE ((status = 'queued'::text) AND (concurrency_key IS NOT NULL));
+
+-- Name: step_attempts_recipe_ready_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
+
+CREATE INDEX step_attempts_recipe_ready_idx ON pgflight.step_attempts USING btree (recipe, workspace_id, priority DESC, available_after, id) WHERE ((status = 'queued'::text) AND (available_after < 'infinity'::timestamp with time zone));
+
+-- Name: step_attempts_ws_ready_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
+
+CREATE INDEX step_attempts_ws_ready_idx ON pgflight.step_attempts USING btree (workspace_id, priority DESC, available_after, id) WHERE ((status = 'queued'::text) AND (available_after < 'infinity'::timestamp with time zone));
 
 -- Name: steps_key_is_unique_under_parent_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
 
@@ -4752,6 +7121,14 @@ CREATE UNIQUE INDEX traces_tool_call_idx ON pgflight.traces USING btree (agent_r
 -- Name: workers_login_live_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
 
 CREATE INDEX workers_login_live_idx ON pgflight.workers USING btree (login) WHERE (stopped_at IS NULL);
+
+-- Name: step_attempts step_attempts_fill_flow; Type: TRIGGER; Schema: pgflight; Owner: pgflight_owner
+
+CREATE TRIGGER step_attempts_fill_flow BEFORE INSERT ON pgflight.step_attempts FOR EACH ROW WHEN ((new.workspace_id IS NULL)) EXECUTE FUNCTION pgflight._fill_attempt_flow();
+
+-- Name: step_attempts step_attempts_key_slot_freed; Type: TRIGGER; Schema: pgflight; Owner: pgflight_owner
+
+CREATE TRIGGER step_attempts_key_slot_freed AFTER UPDATE OF status ON pgflight.step_attempts FOR EACH ROW WHEN (((old.concurrency_key IS NOT NULL) AND (old.status = ANY (ARRAY['queued'::text, 'claimed'::text, 'running'::text, 'cancel_requested'::text])) AND (new.status <> ALL (ARRAY['queued'::text, 'claimed'::text, 'running'::text, 'cancel_requested'::text])))) EXECUTE FUNCTION pgflight._key_slot_freed();
 
 -- Name: agent_runs agent_runs_run_id_fkey; Type: FK CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
 
@@ -4798,6 +7175,16 @@ ALTER TABLE ONLY pgflight.effects
 ALTER TABLE ONLY pgflight.runs
     ADD CONSTRAINT runs_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES pgflight.workspaces(id);
 
+-- Name: schedule_fires schedule_fires_schedule_id_fkey; Type: FK CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.schedule_fires
+    ADD CONSTRAINT schedule_fires_schedule_id_fkey FOREIGN KEY (schedule_id) REFERENCES pgflight.schedules(id) ON DELETE CASCADE;
+
+-- Name: schedules schedules_workspace_id_fkey; Type: FK CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.schedules
+    ADD CONSTRAINT schedules_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES pgflight.workspaces(id) ON DELETE CASCADE;
+
 -- Name: step_attempts step_attempts_step_id_fkey; Type: FK CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
 
 ALTER TABLE ONLY pgflight.step_attempts
@@ -4822,6 +7209,11 @@ ALTER TABLE ONLY pgflight.traces
 
 ALTER TABLE ONLY pgflight.workspace_grants
     ADD CONSTRAINT workspace_grants_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES pgflight.workspaces(id) ON DELETE CASCADE;
+
+-- Name: workspace_limits workspace_limits_workspace_id_fkey; Type: FK CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.workspace_limits
+    ADD CONSTRAINT workspace_limits_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES pgflight.workspaces(id) ON DELETE CASCADE;
 
 -- Name: SCHEMA pgflight; Type: ACL; Schema: -; Owner: pgflight_owner
 
@@ -4848,9 +7240,21 @@ REVOKE ALL ON FUNCTION pgflight._agent_fence(p_attempt_id bigint, p_token bigint
 
 REVOKE ALL ON FUNCTION pgflight._backoff_s(p_failed integer, p_backoff jsonb) FROM PUBLIC;
 
+-- Name: FUNCTION _bad_child_flow(p_options jsonb); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._bad_child_flow(p_options jsonb) FROM PUBLIC;
+
 -- Name: FUNCTION _bad_child_options(p_options jsonb); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
 REVOKE ALL ON FUNCTION pgflight._bad_child_options(p_options jsonb) FROM PUBLIC;
+
+-- Name: FUNCTION _bad_option(p_scope text, p_key text, p_value jsonb, p_expected text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._bad_option(p_scope text, p_key text, p_value jsonb, p_expected text) FROM PUBLIC;
+
+-- Name: FUNCTION _bucket_tokens(p_tokens double precision, p_refilled_at timestamp with time zone, p_rate double precision, p_burst double precision, p_now timestamp with time zone); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._bucket_tokens(p_tokens double precision, p_refilled_at timestamp with time zone, p_rate double precision, p_burst double precision, p_now timestamp with time zone) FROM PUBLIC;
 
 -- Name: FUNCTION _call_budget_ids(p_run pgflight.agent_runs, p_now timestamp with time zone); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
@@ -4864,9 +7268,53 @@ REVOKE ALL ON FUNCTION pgflight._cancel_steps(p_step_ids bigint[], p_actor text,
 
 REVOKE ALL ON FUNCTION pgflight._cancel_tree(p_run_id bigint, p_step_id bigint, p_actor text, p_reason text) FROM PUBLIC;
 
+-- Name: FUNCTION _check_arg(p_name text, p_value double precision, p_min double precision, p_max double precision); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._check_arg(p_name text, p_value double precision, p_min double precision, p_max double precision) FROM PUBLIC;
+
+-- Name: FUNCTION _check_limit(p_limit integer); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._check_limit(p_limit integer) FROM PUBLIC;
+
+-- Name: FUNCTION _check_options(p_scope text, p_options jsonb); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._check_options(p_scope text, p_options jsonb) FROM PUBLIC;
+
+-- Name: FUNCTION _claim_fair(p_worker_id bigint, p_batch_size integer, p_lease_s double precision, p_recipes text[], p_start boolean, p_now timestamp with time zone, p_workspaces bigint[]); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._claim_fair(p_worker_id bigint, p_batch_size integer, p_lease_s double precision, p_recipes text[], p_start boolean, p_now timestamp with time zone, p_workspaces bigint[]) FROM PUBLIC;
+
+-- Name: FUNCTION _claim_lane(p_worker_id bigint, p_workspace_id bigint, p_recipe text, p_limit integer, p_lease_s double precision, p_start boolean, p_now timestamp with time zone); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._claim_lane(p_worker_id bigint, p_workspace_id bigint, p_recipe text, p_limit integer, p_lease_s double precision, p_start boolean, p_now timestamp with time zone) FROM PUBLIC;
+
 -- Name: FUNCTION _complete_many(p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[], p_now timestamp with time zone); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
 REVOKE ALL ON FUNCTION pgflight._complete_many(p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[], p_now timestamp with time zone) FROM PUBLIC;
+
+-- Name: FUNCTION _complete_refusing(p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[], p_errors jsonb[]); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._complete_refusing(p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[], p_errors jsonb[]) FROM PUBLIC;
+
+-- Name: FUNCTION _concurrency_option(p_options jsonb, OUT o_key text, OUT o_limit integer); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._concurrency_option(p_options jsonb, OUT o_key text, OUT o_limit integer) FROM PUBLIC;
+
+-- Name: FUNCTION _cron_field(p_text text, p_min integer, p_max integer, p_names text[], p_what text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._cron_field(p_text text, p_min integer, p_max integer, p_names text[], p_what text) FROM PUBLIC;
+
+-- Name: FUNCTION _cron_next(p_seconds integer[], p_minutes integer[], p_hours integer[], p_days integer[], p_months integer[], p_weekdays integer[], p_any_day boolean, p_any_weekday boolean, p_tz text, p_after timestamp with time zone); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._cron_next(p_seconds integer[], p_minutes integer[], p_hours integer[], p_days integer[], p_months integer[], p_weekdays integer[], p_any_day boolean, p_any_weekday boolean, p_tz text, p_after timestamp with time zone) FROM PUBLIC;
+
+-- Name: FUNCTION _cron_parse(p_expr text, OUT seconds integer[], OUT minutes integer[], OUT hours integer[], OUT days integer[], OUT months integer[], OUT weekdays integer[], OUT any_day boolean, OUT any_weekday boolean); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._cron_parse(p_expr text, OUT seconds integer[], OUT minutes integer[], OUT hours integer[], OUT days integer[], OUT months integer[], OUT weekdays integer[], OUT any_day boolean, OUT any_weekday boolean) FROM PUBLIC;
+
+-- Name: FUNCTION _dead_letter_poisoned(p_attempt_id bigint, p_sqlstate text, p_message text, p_actor text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._dead_letter_poisoned(p_attempt_id bigint, p_sqlstate text, p_message text, p_actor text) FROM PUBLIC;
 
 -- Name: FUNCTION _decide(p_gate_id bigint, p_decision text, p_actor text, p_note text, p_reason text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
@@ -4887,9 +7335,25 @@ GRANT ALL ON FUNCTION pgflight._fake_now(p_value text) TO pgflight_worker;
 GRANT ALL ON FUNCTION pgflight._fake_now(p_value text) TO pgflight_operator;
 GRANT ALL ON FUNCTION pgflight._fake_now(p_value text) TO pgflight_reader;
 
+-- Name: FUNCTION _fill_attempt_flow(); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._fill_attempt_flow() FROM PUBLIC;
+
+-- Name: FUNCTION _fire_schedule(p_schedule_id bigint, p_workspace text, p_name text, p_recipe text, p_input jsonb, p_run_options jsonb, p_fire_at timestamp with time zone); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._fire_schedule(p_schedule_id bigint, p_workspace text, p_name text, p_recipe text, p_input jsonb, p_run_options jsonb, p_fire_at timestamp with time zone) FROM PUBLIC;
+
 -- Name: FUNCTION _iteration_refusal(p_run pgflight.agent_runs, p_iteration integer); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
 REVOKE ALL ON FUNCTION pgflight._iteration_refusal(p_run pgflight.agent_runs, p_iteration integer) FROM PUBLIC;
+
+-- Name: FUNCTION _key_lock(p_workspace_id bigint, p_key text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._key_lock(p_workspace_id bigint, p_key text) FROM PUBLIC;
+
+-- Name: FUNCTION _key_slot_freed(); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._key_slot_freed() FROM PUBLIC;
 
 -- Name: FUNCTION _lane_workspaces(p_lane text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
@@ -4897,6 +7361,22 @@ REVOKE ALL ON FUNCTION pgflight._lane_workspaces(p_lane text) FROM PUBLIC;
 GRANT ALL ON FUNCTION pgflight._lane_workspaces(p_lane text) TO pgflight_worker;
 GRANT ALL ON FUNCTION pgflight._lane_workspaces(p_lane text) TO pgflight_operator;
 GRANT ALL ON FUNCTION pgflight._lane_workspaces(p_lane text) TO pgflight_reader;
+
+-- Name: FUNCTION _lease_attempts(p_worker_id bigint, p_ids bigint[], p_lease_s double precision, p_start boolean, p_now timestamp with time zone); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._lease_attempts(p_worker_id bigint, p_ids bigint[], p_lease_s double precision, p_start boolean, p_now timestamp with time zone) FROM PUBLIC;
+
+-- Name: FUNCTION _limit(p_name text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._limit(p_name text) FROM PUBLIC;
+
+-- Name: FUNCTION _limit_option(p_options jsonb, p_key text, p_min double precision, p_max double precision, p_integer boolean); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._limit_option(p_options jsonb, p_key text, p_min double precision, p_max double precision, p_integer boolean) FROM PUBLIC;
+
+-- Name: FUNCTION _lock_cascade(p_attempt_id bigint, p_nowait boolean); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._lock_cascade(p_attempt_id bigint, p_nowait boolean) FROM PUBLIC;
 
 -- Name: FUNCTION _lock_held(p_attempt_id bigint, p_token bigint, p_operation text, p_with_cancel_requested boolean); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
@@ -4917,21 +7397,57 @@ REVOKE ALL ON FUNCTION pgflight._move_budget(p_ids bigint[], p_reserve numeric, 
 
 REVOKE ALL ON FUNCTION pgflight._notify_ready() FROM PUBLIC;
 
+-- Name: FUNCTION _opt_bool(p_options jsonb, p_key text, p_default boolean, p_scope text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._opt_bool(p_options jsonb, p_key text, p_default boolean, p_scope text) FROM PUBLIC;
+
+-- Name: FUNCTION _opt_clamped(p_options jsonb, p_key text, p_default double precision, p_min numeric, p_max numeric); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._opt_clamped(p_options jsonb, p_key text, p_default double precision, p_min numeric, p_max numeric) FROM PUBLIC;
+
+-- Name: FUNCTION _opt_int(p_options jsonb, p_key text, p_default bigint, p_min numeric, p_max numeric, p_scope text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._opt_int(p_options jsonb, p_key text, p_default bigint, p_min numeric, p_max numeric, p_scope text) FROM PUBLIC;
+
+-- Name: FUNCTION _opt_interval(p_options jsonb, p_key text, p_default_s double precision, p_min_s numeric, p_max_s numeric, p_scope text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._opt_interval(p_options jsonb, p_key text, p_default_s double precision, p_min_s numeric, p_max_s numeric, p_scope text) FROM PUBLIC;
+
 -- Name: FUNCTION _opt_num(p_options jsonb, p_key text, p_default double precision); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
 REVOKE ALL ON FUNCTION pgflight._opt_num(p_options jsonb, p_key text, p_default double precision) FROM PUBLIC;
+
+-- Name: FUNCTION _opt_number(p_options jsonb, p_key text, p_default double precision, p_min numeric, p_max numeric, p_scope text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._opt_number(p_options jsonb, p_key text, p_default double precision, p_min numeric, p_max numeric, p_scope text) FROM PUBLIC;
+
+-- Name: FUNCTION _opt_string(p_options jsonb, p_key text, p_default text, p_min_len integer, p_max_len integer, p_scope text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._opt_string(p_options jsonb, p_key text, p_default text, p_min_len integer, p_max_len integer, p_scope text) FROM PUBLIC;
 
 -- Name: FUNCTION _opt_text(p_options jsonb, p_key text, p_default text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
 REVOKE ALL ON FUNCTION pgflight._opt_text(p_options jsonb, p_key text, p_default text) FROM PUBLIC;
 
+-- Name: FUNCTION _option_spec(); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._option_spec() FROM PUBLIC;
+
 -- Name: FUNCTION _price_usd(p_model text, p_usage jsonb); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
 REVOKE ALL ON FUNCTION pgflight._price_usd(p_model text, p_usage jsonb) FROM PUBLIC;
 
+-- Name: FUNCTION _queued_recipes(); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._queued_recipes() FROM PUBLIC;
+
 -- Name: FUNCTION _raise_budget_exceeded(p_refusal jsonb); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
 REVOKE ALL ON FUNCTION pgflight._raise_budget_exceeded(p_refusal jsonb) FROM PUBLIC;
+
+-- Name: FUNCTION _ready_lanes(p_recipes text[]); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._ready_lanes(p_recipes text[]) FROM PUBLIC;
 
 -- Name: FUNCTION _reclaim(p_now timestamp with time zone, p_limit integer); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
@@ -4956,6 +7472,10 @@ REVOKE ALL ON FUNCTION pgflight._reopen_step(p_step_id bigint, p_actor text, p_r
 -- Name: FUNCTION _require_cap(p_cap text, p_limit double precision, p_value double precision, p_what text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
 REVOKE ALL ON FUNCTION pgflight._require_cap(p_cap text, p_limit double precision, p_value double precision, p_what text) FROM PUBLIC;
+
+-- Name: FUNCTION _require_known_keys(p_options jsonb, p_allowed text[]); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._require_known_keys(p_options jsonb, p_allowed text[]) FROM PUBLIC;
 
 -- Name: FUNCTION _require_lane(p_lane text, p_workspace_id bigint, p_operation text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
@@ -4985,6 +7505,14 @@ REVOKE ALL ON FUNCTION pgflight._require_positive(p_name text, p_value double pr
 
 REVOKE ALL ON FUNCTION pgflight._reserve(p_run pgflight.agent_runs, p_attempt_id bigint, p_iteration integer, p_est_usd numeric, p_now timestamp with time zone) FROM PUBLIC;
 
+-- Name: FUNCTION _set_paused(p_kind text, p_name text, p_pause boolean, p_note text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._set_paused(p_kind text, p_name text, p_pause boolean, p_note text) FROM PUBLIC;
+
+-- Name: FUNCTION _start_at(p_options jsonb, p_now timestamp with time zone); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._start_at(p_options jsonb, p_now timestamp with time zone) FROM PUBLIC;
+
 -- Name: FUNCTION _step_finished(p_step_id bigint, p_final text, p_actor text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
 REVOKE ALL ON FUNCTION pgflight._step_finished(p_step_id bigint, p_final text, p_actor text) FROM PUBLIC;
@@ -5004,6 +7532,10 @@ REVOKE ALL ON FUNCTION pgflight._tree_steps(p_run_id bigint, p_step_id bigint) F
 -- Name: FUNCTION _wake(p_step_id bigint, p_reason text, p_actor text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
 REVOKE ALL ON FUNCTION pgflight._wake(p_step_id bigint, p_reason text, p_actor text) FROM PUBLIC;
+
+-- Name: FUNCTION _workspace_id(p_workspace text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._workspace_id(p_workspace text) FROM PUBLIC;
 
 -- Name: FUNCTION agent_run_of(p_step_id bigint); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
@@ -5059,6 +7591,11 @@ GRANT ALL ON FUNCTION pgflight.claim_batch(p_worker_id bigint, p_batch_size inte
 
 REVOKE ALL ON FUNCTION pgflight.complete_batch(p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[]) FROM PUBLIC;
 GRANT ALL ON FUNCTION pgflight.complete_batch(p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[]) TO pgflight_worker;
+
+-- Name: FUNCTION complete_batch(p_attempt_ids bigint[], p_tokens bigint[], p_results text[]); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.complete_batch(p_attempt_ids bigint[], p_tokens bigint[], p_results text[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.complete_batch(p_attempt_ids bigint[], p_tokens bigint[], p_results text[]) TO pgflight_worker;
 
 -- Name: FUNCTION complete_step(p_attempt_id bigint, p_token bigint, p_result jsonb); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
@@ -5117,6 +7654,11 @@ GRANT ALL ON FUNCTION pgflight.fail_step(p_attempt_id bigint, p_token bigint, p_
 REVOKE ALL ON FUNCTION pgflight.find_effect(p_step_id bigint, p_key text) FROM PUBLIC;
 GRANT ALL ON FUNCTION pgflight.find_effect(p_step_id bigint, p_key text) TO pgflight_worker;
 
+-- Name: FUNCTION fire_schedules(p_limit integer); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.fire_schedules(p_limit integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.fire_schedules(p_limit integer) TO pgflight_operator;
+
 -- Name: FUNCTION grant_workspace(p_login name, p_workspace text, p_lane text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
 REVOKE ALL ON FUNCTION pgflight.grant_workspace(p_login name, p_workspace text, p_lane text) FROM PUBLIC;
@@ -5145,6 +7687,16 @@ GRANT ALL ON FUNCTION pgflight.mark_tool_call(p_attempt_id bigint, p_token bigin
 REVOKE ALL ON FUNCTION pgflight.metrics_snapshot(p_events_after bigint, p_max_events integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION pgflight.metrics_snapshot(p_events_after bigint, p_max_events integer) TO pgflight_reader;
 GRANT ALL ON FUNCTION pgflight.metrics_snapshot(p_events_after bigint, p_max_events integer) TO pgflight_operator;
+
+-- Name: FUNCTION pause_recipe(p_name text, p_note text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.pause_recipe(p_name text, p_note text) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.pause_recipe(p_name text, p_note text) TO pgflight_operator;
+
+-- Name: FUNCTION pause_workspace(p_name text, p_note text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.pause_workspace(p_name text, p_note text) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.pause_workspace(p_name text, p_note text) TO pgflight_operator;
 
 -- Name: FUNCTION pending_approvals(p_limit integer); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
@@ -5185,6 +7737,11 @@ GRANT ALL ON FUNCTION pgflight.record_effect(p_attempt_id bigint, p_token bigint
 REVOKE ALL ON FUNCTION pgflight.record_model_call(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_blocks jsonb, p_usage jsonb, p_model text, p_options jsonb) FROM PUBLIC;
 GRANT ALL ON FUNCTION pgflight.record_model_call(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_blocks jsonb, p_usage jsonb, p_model text, p_options jsonb) TO pgflight_worker;
 
+-- Name: FUNCTION record_orphan_cost(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_usage jsonb, p_model text, p_options jsonb); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.record_orphan_cost(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_usage jsonb, p_model text, p_options jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.record_orphan_cost(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_usage jsonb, p_model text, p_options jsonb) TO pgflight_worker;
+
 -- Name: FUNCTION record_stale_write(p_attempt_id bigint, p_token bigint, p_operation text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
 REVOKE ALL ON FUNCTION pgflight.record_stale_write(p_attempt_id bigint, p_token bigint, p_operation text) FROM PUBLIC;
@@ -5219,6 +7776,16 @@ GRANT ALL ON FUNCTION pgflight.request_approval(p_attempt_id bigint, p_token big
 
 REVOKE ALL ON FUNCTION pgflight.reserve_budget(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_est_usd numeric) FROM PUBLIC;
 GRANT ALL ON FUNCTION pgflight.reserve_budget(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_est_usd numeric) TO pgflight_worker;
+
+-- Name: FUNCTION resume_recipe(p_name text, p_note text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.resume_recipe(p_name text, p_note text) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.resume_recipe(p_name text, p_note text) TO pgflight_operator;
+
+-- Name: FUNCTION resume_workspace(p_name text, p_note text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.resume_workspace(p_name text, p_note text) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.resume_workspace(p_name text, p_note text) TO pgflight_operator;
 
 -- Name: FUNCTION retry_step(p_step_id bigint, p_actor text, p_note text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
@@ -5261,6 +7828,26 @@ GRANT ALL ON FUNCTION pgflight.run_trace_context(p_run_id bigint) TO pgflight_wo
 GRANT ALL ON FUNCTION pgflight.run_trace_context(p_run_id bigint) TO pgflight_operator;
 GRANT ALL ON FUNCTION pgflight.run_trace_context(p_run_id bigint) TO pgflight_reader;
 
+-- Name: FUNCTION schedule_run(p_workspace text, p_name text, p_cron text, p_recipe text, p_input jsonb, p_options jsonb); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.schedule_run(p_workspace text, p_name text, p_cron text, p_recipe text, p_input jsonb, p_options jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.schedule_run(p_workspace text, p_name text, p_cron text, p_recipe text, p_input jsonb, p_options jsonb) TO pgflight_operator;
+
+-- Name: FUNCTION set_global_limits(p_options jsonb); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.set_global_limits(p_options jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.set_global_limits(p_options jsonb) TO pgflight_operator;
+
+-- Name: FUNCTION set_recipe_limits(p_recipe text, p_options jsonb); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.set_recipe_limits(p_recipe text, p_options jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.set_recipe_limits(p_recipe text, p_options jsonb) TO pgflight_operator;
+
+-- Name: FUNCTION set_workspace_limits(p_workspace text, p_options jsonb); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.set_workspace_limits(p_workspace text, p_options jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.set_workspace_limits(p_workspace text, p_options jsonb) TO pgflight_operator;
+
 -- Name: FUNCTION spawn_children(p_attempt_id bigint, p_token bigint, p_children jsonb, p_options jsonb); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
 REVOKE ALL ON FUNCTION pgflight.spawn_children(p_attempt_id bigint, p_token bigint, p_children jsonb, p_options jsonb) FROM PUBLIC;
@@ -5285,10 +7872,20 @@ GRANT ALL ON PROCEDURE pgflight.sweep_loop(IN p_duration_s double precision, IN 
 
 REVOKE ALL ON FUNCTION pgflight.uninstall_schedules() FROM PUBLIC;
 
+-- Name: FUNCTION unschedule_run(p_workspace text, p_name text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.unschedule_run(p_workspace text, p_name text) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.unschedule_run(p_workspace text, p_name text) TO pgflight_operator;
+
 -- Name: FUNCTION wake_parents(p_limit integer); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
 REVOKE ALL ON FUNCTION pgflight.wake_parents(p_limit integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION pgflight.wake_parents(p_limit integer) TO pgflight_operator;
+
+-- Name: FUNCTION wake_parked_keys(p_limit integer); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.wake_parked_keys(p_limit integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.wake_parked_keys(p_limit integer) TO pgflight_operator;
 
 -- Name: FUNCTION worker_list(p_limit integer); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
@@ -5325,3 +7922,13 @@ GRANT SELECT ON TABLE pgflight.run_events TO pgflight_operator;
 
 GRANT SELECT ON TABLE pgflight.run_list TO pgflight_reader;
 GRANT SELECT ON TABLE pgflight.run_list TO pgflight_operator;
+
+-- Name: TABLE schedule_list; Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+GRANT SELECT ON TABLE pgflight.schedule_list TO pgflight_reader;
+GRANT SELECT ON TABLE pgflight.schedule_list TO pgflight_operator;
+
+-- Name: TABLE workspace_flow; Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+GRANT SELECT ON TABLE pgflight.workspace_flow TO pgflight_reader;
+GRANT SELECT ON TABLE pgflight.workspace_flow TO pgflight_operator;

@@ -332,6 +332,13 @@ def _finished_agent(w: World) -> dict[str, Any]:
 
 
 # name -> how to call it with valid arguments (the query returns rows; all of them are fetched).
+def _flow_workspace(w: World) -> str:
+    """A workspace of its own for the flow-control calls (made by the superuser)."""
+    name = fresh("flow")
+    w.su.execute("select pgflight.create_workspace(%s, '{}')", [name])
+    return name
+
+
 CALLS: dict[str, Call] = {
     "_now": lambda w: ("select pgflight._now()", []),
     "_fake_now": lambda w: ("select pgflight._fake_now('2030-01-01 00:00:00+00')", []),
@@ -507,6 +514,36 @@ CALLS: dict[str, Call] = {
     "enforce_budgets": lambda w: ("select pgflight.enforce_budgets(10)", []),
     "purge_finished": lambda w: ("select pgflight.purge_finished(3600, 10)", []),
     "run_sweeps": lambda w: ("select * from pgflight.run_sweeps()", []),
+    # issue 14: the cost of a paid call whose lease was lost
+    "record_orphan_cost": _worker_agent(
+        lambda w, h, ar: (
+            "select * from pgflight.record_orphan_cost(%s, %s, %s, 2, '{\"input_tokens\": 10}',"
+            " 'claude-haiku-4-5', '{}')",
+            [h["attempt_id"], h["token"], ar],
+        )
+    ),
+    # issue 15: flow control, on a workspace and recipes of their own (a pause or a cap on the
+    # world's workspace would starve the calls that follow)
+    "set_workspace_limits": lambda w: (
+        "select * from pgflight.set_workspace_limits(%s, '{\"max_in_flight\": 5}')",
+        [_flow_workspace(w)],
+    ),
+    "set_recipe_limits": lambda w: (
+        "select * from pgflight.set_recipe_limits('rated', '{\"starts_per_s\": 5}')",
+        [],
+    ),
+    "set_global_limits": lambda w: ("select * from pgflight.set_global_limits('{}')", []),
+    "pause_workspace": lambda w: ("select pgflight.pause_workspace(%s, 'why')", [_flow_workspace(w)]),
+    "resume_workspace": lambda w: ("select pgflight.resume_workspace(%s, 'why')", [_flow_workspace(w)]),
+    "pause_recipe": lambda w: ("select pgflight.pause_recipe('paused', 'why')", []),
+    "resume_recipe": lambda w: ("select pgflight.resume_recipe('paused', 'why')", []),
+    "schedule_run": lambda w: (
+        "select * from pgflight.schedule_run(%s, %s, '0 * * * *', 'op', '{}', '{}')",
+        [w.workspace, fresh("sched")],
+    ),
+    "unschedule_run": lambda w: ("select pgflight.unschedule_run(%s, 'no-such-schedule')", [w.workspace]),
+    "fire_schedules": lambda w: ("select pgflight.fire_schedules(10)", []),
+    "wake_parked_keys": lambda w: ("select pgflight.wake_parked_keys(10)", []),
 }
 
 

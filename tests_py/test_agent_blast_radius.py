@@ -144,8 +144,11 @@ def test_case3_hard_cap_on_requests_stops_a_loop_the_recorder_cannot_see(
         assert len(provider.requests) == 5
 
 
-def test_case3_paid_answer_refused_for_a_lost_lease_is_kept(dsn: str) -> None:
-    """The lease lapses while the model answers: record_model_call refuses, the usage is kept as a receipt."""
+def test_case3_paid_answer_refused_for_a_lost_lease_is_charged(dsn: str) -> None:
+    """
+    The lease lapses while the model answers: record_model_call refuses, and the loop charges the
+    paid call through record_orphan_cost (costs.lease_lost, the agent's usd), no receipt needed.
+    """
     with psycopg.connect(dsn, autocommit=True) as conn:
         claim = _claim(conn, {"task": "t", "model": "claude-haiku-4-5", "est_usd": 0})
 
@@ -162,12 +165,17 @@ def test_case3_paid_answer_refused_for_a_lost_lease_is_kept(dsn: str) -> None:
         loop = AgentLoop(ctx, inp, provider=prov.ScriptedProvider([answer_after_the_lease_lapsed]))
         with pytest.raises(errors.LeaseLost):
             loop.run()
-        receipt = db.find_effect(conn, claim.step_id, f"model_call:{claim.attempt_id}:1")
-        assert receipt is not None
-        assert receipt.result["usage"]["input_tokens"] == 1234 and receipt.result["why"].startswith(
-            "LeaseLost"
-        )
-        assert receipt.result["model"] == "claude-sonnet-4-6"
+        cost = conn.execute(
+            "select c.input_tokens, c.output_tokens, c.usd, c.model, c.lease_lost, r.usd"
+            "  from pgflight.costs c join pgflight.agent_runs r on r.id = c.agent_run_id"
+            " where c.attempt_id = %s and c.iteration = 1",
+            [claim.attempt_id],
+        ).fetchall()
+        assert len(cost) == 1
+        input_tokens, output_tokens, usd, model, lease_lost, run_usd = cost[0]
+        assert (input_tokens, output_tokens, model, lease_lost) == (1234, 56, "claude-sonnet-4-6", True)
+        assert usd > 0 and run_usd == usd  # charged to the agent (and its budgets), uncapped
+        assert db.find_effect(conn, claim.step_id, f"model_call:{claim.attempt_id}:1") is None
 
 
 def test_case3_answer_the_recorder_refuses_ends_the_step_without_asking_again(dsn: str) -> None:

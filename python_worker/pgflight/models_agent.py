@@ -52,6 +52,18 @@ class ModelCallRecorded(Row):
     marked: list[str] = Field(default_factory=list)
 
 
+class OrphanCostRecorded(Row):
+    """
+    record_orphan_cost: a paid call whose lease was lost, charged to the budgets (costs.lease_lost);
+    recorded False: a repeat for this (agent run, iteration, attempt), nothing charged again.
+    """
+
+    agent_run_id: int
+    iteration: int
+    usd: Decimal
+    recorded: bool
+
+
 class TraceWritten(Row):
     """record_trace: the row, its seq, and whether this call created it."""
 

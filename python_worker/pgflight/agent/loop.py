@@ -320,7 +320,7 @@ class AgentLoop:
                 mark_tools=True,
             )
         except (errors.LeaseLost, errors.Cancelled) as e:
-            self._keep_paid_call(iteration, response, retries, f"{type(e).__name__}: {_first_line(e)}")
+            self._charge_orphan_call(iteration, response, retries, f"{type(e).__name__}: {_first_line(e)}")
             raise
         except BudgetExhausted:
             raise  # the call was not admitted and nothing was stored (the documented overshoot)
@@ -336,6 +336,36 @@ class AgentLoop:
                 f"the recorder refused the answer of model call {iteration} "
                 f"({type(e).__name__}: {_first_line(e)}); stopping rather than paying for it again"
             ) from e
+
+    def _charge_orphan_call(self, iteration: int, response: prov.Response, retries: int, why: str) -> None:
+        """
+        A paid response whose attempt lost its lease (or whose run was cancelled) meanwhile: charged
+        to the budgets through record_orphan_cost (never raises). Only if that fails too is its usage
+        kept as an effect receipt (:meth:`_keep_paid_call`).
+        """
+        model = response.get("model") or self.inp.model
+        try:
+            charged = self._call(
+                adb.record_orphan_cost,
+                self.ctx.attempt_id,
+                self.ctx.token,
+                self.agent_run_id,
+                iteration,
+                clean_json(response.get("usage", {})),
+                model,
+                stop_reason=response.get("stop_reason"),
+                retries=retries,
+                why=why[:1000],
+            )
+            log.warning(
+                "model call %s was paid after the lease was lost (%s): %s USD charged to the budgets",
+                iteration,
+                why,
+                charged.usd,
+            )
+        except Exception as e:
+            log.warning("model call %s: record_orphan_cost failed (%s); keeping a receipt", iteration, e)
+            self._keep_paid_call(iteration, response, retries, why)
 
     def _keep_paid_call(self, iteration: int, response: prov.Response, retries: int, why: str) -> None:
         """

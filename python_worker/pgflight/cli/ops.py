@@ -388,9 +388,12 @@ def show(run: RunArg, as_json: JsonOpt = False) -> None:
     """
     Show a run as a tree of steps with state, attempts and durations.
 
-    Also: the last error of a step waiting to retry, the approval gates it waits on, and a warning
-    for each recipe with waiting steps that no live worker serves.
+    Also: the last error of a step waiting to retry, the approval gates it waits on, a warning for
+    each recipe with waiting steps that no live worker serves, and its workspace's flow control.
     """
+    from pgflight.cli import flow as cli_flow
+    from pgflight.db import flow
+
     cli = current(as_json)
     with cli.connect() as c:
         st = db.run_status(c, run)
@@ -399,6 +402,7 @@ def show(run: RunArg, as_json: JsonOpt = False) -> None:
         gates = state.pending_gates(c, run) if any(s.status == "awaiting_approval" for s in live) else []
         waiting = [s.recipe for s in live if s.state in ("queued", "waiting (backoff)", "waiting (delay)")]
         unserved = state.unserved(c, waiting) or []
+        caps = flow.workspace_flow(c, st.workspace)
     live_of = {s.step_id: s for s in live}
     run_state = state.run_state(st.status, live)
     if cli.json:
@@ -415,6 +419,7 @@ def show(run: RunArg, as_json: JsonOpt = False) -> None:
                 ],
                 "pending_gates": [g.model_dump(mode="json") for g in gates],
                 "unserved_recipes": unserved,
+                "workspace_flow": caps[0].model_dump(mode="json") if caps else None,
             }
         )
         return
@@ -427,6 +432,8 @@ def show(run: RunArg, as_json: JsonOpt = False) -> None:
             soft_wrap=True,
         )
     _warn(cli, unserved)
+    if caps:
+        cli.out.print(cli_flow.flow_line(caps[0]))
 
 
 def _tree(

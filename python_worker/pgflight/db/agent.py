@@ -156,6 +156,44 @@ def record_model_call(
     )
 
 
+def record_orphan_cost(
+    conn: Connection,
+    attempt_id: int,
+    token: int,
+    agent_run_id: int,
+    iteration: int,
+    usage: Mapping[str, Any],
+    model: str,
+    *,
+    stop_reason: str | None = None,
+    retries: int = 0,
+    why: str | None = None,
+) -> m.OrphanCostRecorded:
+    """
+    Charge a paid model call that record_model_call refused because the attempt lost its lease (or
+    its run was cancelled) meanwhile: written to costs marked lease_lost, charged to the budgets
+    without a cap check (the money is spent), no transcript rows. Idempotent per (agent run,
+    iteration, attempt). `token` is the one the call was made under, even if no longer current.
+
+    :raises LeaseLost: ZF001 the token was never this attempt's. :raises NotFound: ZF003.
+    :raises BadArgument: 22023 bad usage, options or a model without a price.
+    """
+    return _one(
+        conn,
+        "select * from pgflight.record_orphan_cost(%s, %s, %s, %s, %s, %s, %s)",
+        [
+            attempt_id,
+            token,
+            agent_run_id,
+            iteration,
+            Jsonb(dict(usage)),
+            model,
+            _opts(None, stop_reason=stop_reason, retries=retries or None, why=why),
+        ],
+        m.OrphanCostRecorded,
+    )
+
+
 def record_trace(
     conn: Connection,
     attempt_id: int,

@@ -19,7 +19,7 @@ as $$
    where a.status = p_status and r.id > p_after
      and (ws.ids is null or exists (select from pgflight.runs x where x.id = r.run_id and x.workspace_id = any (ws.ids)))
    order by r.id
-   limit p_limit
+   limit pgflight._check_limit(p_limit)  -- 22023 for a negative limit (issue 14)
 $$;
 comment on function pgflight.agent_runs_by_status(text, bigint, integer) is
   'Read: agent runs whose step status is p_status, keyset-paged by agent run id.';

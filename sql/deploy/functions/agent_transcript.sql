@@ -21,6 +21,7 @@ begin
            c.cache_read_tokens, c.usd, c.stop_reason
       from pgflight.traces t
       left join pgflight.costs c on c.agent_run_id = t.agent_run_id and c.iteration = t.iteration
+                                     and not c.lease_lost  -- orphan costs (record_orphan_cost) have no traces
      where t.agent_run_id = p_agent_run_id
      order by t.iteration, t.seq;
 end

@@ -29,6 +29,8 @@ declare
   v_max_usd double precision;
   v_max_wall double precision;
 begin
+  -- every option checked against its spec first (docs/options.md; issue 14): 22023 naming the key
+  p_options := pgflight._check_options('begin_agent_run', p_options);
   select a.step_id, a.run_id into v_att from pgflight.step_attempts a
    where a.id = p_attempt_id and a.fencing_token = p_token and a.status in ('claimed', 'running')
      -- issue 13: only the login whose worker holds the attempt (else ZF012 from _reject_write)
@@ -109,6 +111,7 @@ end
 $$;
 comment on function pgflight.begin_agent_run(bigint, bigint, jsonb) is
   'Start or resume the agent of a held step; returns (agent_run_id, created, totals, caps). '
+  'Options (docs/options.md): model, system, task, max_iterations, max_tool_calls, max_usd, max_wall_s. '
   'Errors: ZF001, ZF002, ZF003, 22023.';
 grant execute on function pgflight.begin_agent_run(bigint, bigint, jsonb) to pgflight_worker;
 

@@ -14,6 +14,12 @@ declare
   v_id bigint;
 begin
   perform pgflight._require_lane('operator', null, 'create_workspace');  -- issue 13: acts on every workspace
+  if length(p_name) > 200 then
+    raise exception using errcode = '22023', message = 'workspace name is longer than 200 characters',
+      detail = format('got %s characters', length(p_name));
+  end if;
+  -- every option checked against its spec first (docs/options.md; issue 14): 22023 naming the key
+  p_options := pgflight._check_options('create_workspace', p_options);
   if p_name is null or btrim(p_name) = '' then
     raise exception using errcode = '22023', message = 'workspace name is required',
       hint = 'Pass a non-blank name, e.g. select pgflight.create_workspace(''default'').';

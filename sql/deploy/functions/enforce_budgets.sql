@@ -27,6 +27,7 @@ declare
   v_reason text;
 begin
   perform pgflight._require_lane('operator', null, 'enforce_budgets');  -- issue 13: acts on every workspace
+  perform pgflight._check_limit(p_limit);  -- 22023 for a negative limit (issue 14)
   for v_row in
     select r.id from pgflight.agent_runs r
       join pgflight.step_attempts a on a.id = r.reserved_attempt_id

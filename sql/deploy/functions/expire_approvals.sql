@@ -13,6 +13,7 @@ declare
   v_count integer := 0;
 begin
   perform pgflight._require_lane('operator', null, 'expire_approvals');  -- issue 13: acts on every workspace
+  perform pgflight._check_limit(p_limit);  -- 22023 for a negative limit (issue 14)
   for v_row in
     select g.id, g.default_decision from pgflight.approvals g
      where g.decision is null and g.expires_at < (select pgflight._now())

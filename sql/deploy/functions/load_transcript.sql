@@ -25,6 +25,7 @@ begin
            t.attempt_id, c.stop_reason, c.usd
       from pgflight.traces t
       left join pgflight.costs c on c.agent_run_id = t.agent_run_id and c.iteration = t.iteration
+                                   and not c.lease_lost  -- orphan costs (record_orphan_cost) have no traces
      where t.agent_run_id = v_run.id
      order by t.iteration, t.seq;
 end

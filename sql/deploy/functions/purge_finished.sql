@@ -15,6 +15,10 @@ declare
   v_age double precision;
 begin
   perform pgflight._require_lane('operator', null, 'purge_finished');  -- issue 13: acts on every workspace
+  perform pgflight._check_limit(p_limit);  -- 22023 for a negative limit (issue 14)
+  if p_older_than_s is not null then
+    perform pgflight._check_arg('older_than_s', p_older_than_s, 0, 3153600000);
+  end if;
   v_age := coalesce(p_older_than_s, (select s.purge_after_s from pgflight.settings s));
   select array_agg(r.id) into v_ids from (
     -- a run finishes after it is created, so created_at bounds the scan (runs_created_idx)

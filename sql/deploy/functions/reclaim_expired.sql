@@ -12,7 +12,7 @@ language sql volatile security definer
 set search_path = pg_catalog, pg_temp
 as $$
   select pgflight._require_lane('operator', null, 'reclaim_expired');  -- issue 13: acts on every workspace
-  select pgflight._reclaim(pgflight._now(), p_limit)
+  select pgflight._reclaim(pgflight._now(), pgflight._check_limit(p_limit))  -- 22023 for a negative limit (issue 14)
 $$;
 comment on function pgflight.reclaim_expired(integer) is
   'Sweep: reclaim expired leases and overrun deadlines, at most p_limit; returns the count.';

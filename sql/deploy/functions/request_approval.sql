@@ -23,6 +23,8 @@ declare
   v_default text := coalesce(pgflight._opt_text(p_options, 'default_decision', null), 'reject');
   v_expires double precision := pgflight._opt_num(p_options, 'expires_in_s', null);
 begin
+  -- every option checked against its spec first (docs/options.md; issue 14): 22023 naming the key
+  p_options := pgflight._check_options('request_approval', p_options);
   if p_gate_key is null or btrim(p_gate_key) = '' then
     raise exception using errcode = '22023', message = 'gate key is required';
   end if;
@@ -61,7 +63,8 @@ end
 $$;
 comment on function pgflight.request_approval(bigint, bigint, text, jsonb, jsonb) is
   'Ask for a decision at a gate: returns it at once if known, else parks the attempt in '
-  'awaiting_approval (waiting = true). Errors: ZF001, ZF002, ZF003, 22023.';
+  'awaiting_approval (waiting = true). Options (docs/options.md): expires_in_s, default_decision. '
+  'Errors: ZF001, ZF002, ZF003, 22023.';
 grant execute on function pgflight.request_approval(bigint, bigint, text, jsonb, jsonb) to pgflight_worker;
 
 commit;

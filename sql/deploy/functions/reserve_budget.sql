@@ -24,6 +24,9 @@ declare
   v_run pgflight.agent_runs;
   v_refusal jsonb;
 begin
+  if p_est_usd is not null then  -- bounded, so the budgets' numeric(16, 8) cannot overflow (issue 14)
+    perform pgflight._check_arg('est_usd', p_est_usd, 0, 1000000);
+  end if;
   if p_est_usd is null or p_est_usd < 0 or p_iteration is null or p_iteration < 1 then
     raise exception using errcode = '22023', message = 'iteration must be >= 1 and est_usd >= 0',
       detail = format('iteration %s, est_usd %s', p_iteration, p_est_usd);

@@ -14,6 +14,7 @@ declare
   v_count integer := 0;
 begin
   perform pgflight._require_lane('operator', null, 'wake_parents');  -- issue 13: acts on every workspace
+  perform pgflight._check_limit(p_limit);  -- 22023 for a negative limit (issue 14)
   for v_row in
     select a.step_id from pgflight.step_attempts a
       join pgflight.steps s on s.id = a.step_id

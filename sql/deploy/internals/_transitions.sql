@@ -1,6 +1,7 @@
 -- Deploy pgflight:internals/_transitions
 -- Defines: _wake(), _cancel_steps(), _cancel_tree(), _tree_steps(), _steps_finished(),
---   _step_finished(), _fail_attempt(), _reclaim(), _complete_many(), _decide(), _reopen_step().
+--   _step_finished(), _fail_attempt(), _lock_cascade(), _dead_letter_poisoned(), _reclaim(),
+--   _complete_many(), _complete_refusing(), _decide(), _reopen_step().
 -- The transitions shared by every path that ends, retries, wakes or cancels an attempt
 --   (complete, fail, reclaim, deadline, cancel, budget, gate): the parent poke (fan-in) and the
 --   run's own status.
@@ -304,7 +305,10 @@ begin
   perform pgflight._event(v_att.run_id, v_att.step_id, p_attempt_id, p_from, p_status, v_att.worker_id,
                           p_reason, p_actor);
 
-  v_delay := coalesce(p_retry_after_s, pgflight._backoff_s(v_step.failed_attempts + 1, v_step.backoff));
+  -- clamped to [0, 30 days] whatever was stored or passed (issue 14 case 1): this runs inside a
+  -- sweep and a claim, where a raise would stop every other row
+  v_delay := least(greatest(coalesce(p_retry_after_s, pgflight._backoff_s(v_step.failed_attempts + 1, v_step.backoff), 0), 0),
+                   pgflight._limit('delay_s'));
   v_at := v_now + make_interval(secs => v_delay);
   insert into pgflight.step_attempts (step_id, run_id, attempt_no, recipe, priority, status, available_after, created_at)
   values (v_step.id, v_att.run_id, v_step.last_attempt_no + 1, v_att.recipe, v_att.priority, 'queued', v_at, v_now)
@@ -322,9 +326,106 @@ comment on function pgflight._fail_attempt(bigint, text, text, jsonb, boolean, d
   'Internal: end an attempt unsuccessfully; returns outcome retry (with the next attempt and when it '
   'becomes claimable), dead_letter or cancelled (the run had already ended).';
 
+-- The lock order of a failure that may cascade (issue 14 case 6). A step that ends unsuccessfully
+-- under a parent with fail_fast dead-letters the parent and cancels its siblings (and so on up
+-- while the ancestors have fail_fast). Done in that order, the cascade would lock the siblings'
+-- attempts after the parent's steps row, against the global order (attempts before steps), and a
+-- sibling being completed at the same moment (its attempt, then the parent's row) deadlocks with
+-- it. So the caller takes, before any steps row, every live attempt of the subtree the cascade may
+-- touch, in the order cancel uses (deepest first, then id). p_nowait (sweeps): raise 55P03 rather
+-- than wait, so the sweep leaves the row to its next pass. Returns whether a cascade is possible.
+create or replace function pgflight._lock_cascade(p_attempt_id bigint, p_nowait boolean)
+returns boolean
+language plpgsql volatile
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+  v_id bigint;
+  v_top bigint;
+  v_step record;
+begin
+  select s.parent_id into v_id
+    from pgflight.step_attempts a join pgflight.steps s on s.id = a.step_id where a.id = p_attempt_id;
+  loop
+    exit when v_id is null;
+    select s.fail_fast, s.parent_id into v_step from pgflight.steps s where s.id = v_id;
+    exit when not coalesce(v_step.fail_fast, false);
+    v_top := v_id;
+    v_id := v_step.parent_id;
+  end loop;
+  if v_top is null then
+    return false;
+  end if;
+  if p_nowait then
+    perform from (
+      select a.id from pgflight.step_attempts a
+        join unnest(pgflight._tree_steps(null, v_top)) as t(id) on t.id = a.step_id
+        join pgflight.steps s on s.id = a.step_id
+       where a.status in ('queued', 'claimed', 'running', 'cancel_requested', 'awaiting_children', 'awaiting_approval')
+       order by s.depth desc, a.id
+         for update of a nowait) l;
+  else
+    perform from (
+      select a.id from pgflight.step_attempts a
+        join unnest(pgflight._tree_steps(null, v_top)) as t(id) on t.id = a.step_id
+        join pgflight.steps s on s.id = a.step_id
+       where a.status in ('queued', 'claimed', 'running', 'cancel_requested', 'awaiting_children', 'awaiting_approval')
+       order by s.depth desc, a.id
+         for update of a) l;
+  end if;
+  return true;
+end
+$$;
+comment on function pgflight._lock_cascade(bigint, boolean) is
+  'Internal: lock, deepest first, the live attempts a fail-fast cascade from this attempt may touch; '
+  'false when no ancestor has fail_fast.';
+
+-- The last resort of a sweep (issue 14): a row whose processing raised is ended on its own —
+-- dead letter with the real error (SQLSTATE and message) and an events row — so the sweep goes on
+-- with the rest. If even that raises (the cascade of the dead letter is what fails), the attempt
+-- is dead-lettered without the cascade; if that fails too, it is left as it is, with a WARNING.
+create or replace function pgflight._dead_letter_poisoned(p_attempt_id bigint, p_sqlstate text, p_message text,
+                                                          p_actor text)
+returns void
+language plpgsql volatile
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+  v_att record;
+  v_error jsonb := jsonb_build_object('message', 'the engine could not process this attempt: ' || p_message,
+                                      'sqlstate', p_sqlstate);
+begin
+  begin
+    update pgflight.step_attempts a
+       set status = 'dead_letter', finished_at = pgflight._now(), reason = 'engine_error', error = v_error
+      from pgflight.step_attempts prev
+     where a.id = p_attempt_id and prev.id = a.id
+       and a.status in ('claimed', 'running', 'cancel_requested')
+    returning a.run_id, a.step_id, a.worker_id, prev.status as old_status into v_att;
+    if found then
+      perform pgflight._event(v_att.run_id, v_att.step_id, p_attempt_id, v_att.old_status, 'dead_letter',
+                              v_att.worker_id, 'engine_error', p_actor, v_error);
+      begin
+        perform pgflight._step_finished(v_att.step_id, 'dead_letter', p_actor);
+      exception when others then
+        raise warning 'pgflight: attempt % dead-lettered, its parent not told: % (%)', p_attempt_id, sqlerrm, sqlstate;
+      end;
+    end if;
+  exception when others then
+    raise warning 'pgflight: attempt % could not be processed nor dead-lettered: % (%)', p_attempt_id, sqlerrm, sqlstate;
+  end;
+end
+$$;
+comment on function pgflight._dead_letter_poisoned(bigint, text, text, text) is
+  'Internal: a sweep''s last resort: dead-letter one attempt with the error that stopped it, and go on.';
+
 -- Reclaim up to p_limit expired leases and overrun deadlines. Rows are locked with SKIP LOCKED,
 -- so concurrent sweepers (cron, claim_batch) never process the same attempt twice, and a row
--- that a worker is completing right now is simply left for the next pass.
+-- that a worker is completing right now is simply left for the next pass. Each row is processed
+-- in a block of its own (issue 14): a row that raises is dead-lettered with its real error
+-- (_dead_letter_poisoned) and the sweep — and the claim_batch it runs in — goes on; a row whose
+-- fail-fast cascade would wait for a lock (_lock_cascade, NOWAIT) is left for the next pass. The
+-- blocks cost a subtransaction per reclaimed row only: nothing when no lease has lapsed.
 create or replace function pgflight._reclaim(p_now timestamptz, p_limit integer)
 returns integer
 language plpgsql volatile
@@ -335,46 +436,70 @@ declare
   v_count integer := 0;
 begin
   for v_row in
-    select a.id, a.status, a.step_id, a.run_id, a.worker_id, a.lease_expires_at, a.fencing_token
+    select a.id, a.status, a.step_id, a.run_id, a.worker_id, a.lease_expires_at, a.fencing_token,
+           (a.status = 'cancel_requested' or s.failed_attempts + 1 >= s.max_attempts) as ends_step
       from pgflight.step_attempts a
+      join pgflight.steps s on s.id = a.step_id
      where a.status in ('claimed', 'running', 'cancel_requested') and a.lease_expires_at < p_now
      order by a.lease_expires_at
      limit p_limit
-       for update skip locked
+       for update of a skip locked
   loop
     v_count := v_count + 1;
-    if v_row.status = 'cancel_requested' then
-      update pgflight.step_attempts set status = 'cancelled', finished_at = p_now where id = v_row.id;
-      perform pgflight._event(v_row.run_id, v_row.step_id, v_row.id, 'cancel_requested', 'cancelled',
-                              v_row.worker_id, 'cancelled', 'reclaim', jsonb_build_object('cause', 'lease_expired'));
-      perform pgflight._step_finished(v_row.step_id, 'cancelled', 'reclaim');
-    else
-      perform pgflight._fail_attempt(v_row.id, v_row.status, 'lease_expired',
-        jsonb_build_object('message', 'lease expired: the worker stopped heartbeating',
-                           'lease_expires_at', v_row.lease_expires_at, 'fencing_token', v_row.fencing_token),
-        true, null, 'lease_expired', 'reclaim');
-    end if;
+    begin
+      if v_row.ends_step then
+        perform pgflight._lock_cascade(v_row.id, true);
+      end if;
+      if v_row.status = 'cancel_requested' then
+        update pgflight.step_attempts set status = 'cancelled', finished_at = p_now where id = v_row.id;
+        perform pgflight._event(v_row.run_id, v_row.step_id, v_row.id, 'cancel_requested', 'cancelled',
+                                v_row.worker_id, 'cancelled', 'reclaim', jsonb_build_object('cause', 'lease_expired'));
+        perform pgflight._step_finished(v_row.step_id, 'cancelled', 'reclaim');
+      else
+        perform pgflight._fail_attempt(v_row.id, v_row.status, 'lease_expired',
+          jsonb_build_object('message', 'lease expired: the worker stopped heartbeating',
+                             'lease_expires_at', v_row.lease_expires_at, 'fencing_token', v_row.fencing_token),
+          true, null, 'lease_expired', 'reclaim');
+      end if;
+    exception
+      when lock_not_available then
+        v_count := v_count - 1;  -- a sibling is in use: the next pass takes this row
+      when others then
+        perform pgflight._dead_letter_poisoned(v_row.id, sqlstate, sqlerrm, 'reclaim');
+    end;
   end loop;
 
   for v_row in
-    select a.id, a.status, a.deadline_at
+    select a.id, a.status, a.deadline_at, s.failed_attempts + 1 >= s.max_attempts as ends_step
       from pgflight.step_attempts a
+      join pgflight.steps s on s.id = a.step_id
      where a.status in ('claimed', 'running') and a.deadline_at < p_now
      order by a.deadline_at
      limit greatest(p_limit - v_count, 0)
-       for update skip locked
+       for update of a skip locked
   loop
     v_count := v_count + 1;
-    perform pgflight._fail_attempt(v_row.id, v_row.status, 'timed_out',
-      jsonb_build_object('message', 'deadline exceeded: the attempt ran past max_runtime_s',
-                         'deadline_at', v_row.deadline_at),
-      true, null, 'deadline_exceeded', 'reclaim');
+    begin
+      if v_row.ends_step then
+        perform pgflight._lock_cascade(v_row.id, true);
+      end if;
+      perform pgflight._fail_attempt(v_row.id, v_row.status, 'timed_out',
+        jsonb_build_object('message', 'deadline exceeded: the attempt ran past max_runtime_s',
+                           'deadline_at', v_row.deadline_at),
+        true, null, 'deadline_exceeded', 'reclaim');
+    exception
+      when lock_not_available then
+        v_count := v_count - 1;
+      when others then
+        perform pgflight._dead_letter_poisoned(v_row.id, sqlstate, sqlerrm, 'reclaim');
+    end;
   end loop;
   return v_count;
 end
 $$;
 comment on function pgflight._reclaim(timestamptz, integer) is
-  'Internal: reclaim at most p_limit attempts whose lease lapsed or whose deadline passed.';
+  'Internal: reclaim at most p_limit attempts whose lease lapsed or whose deadline passed; a row that '
+  'raises is dead-lettered alone, a row whose cascade is locked waits for the next pass.';
 
 -- The core of successful completion, set-based, shared by complete_step and complete_batch:
 -- a batch of n attempts costs a handful of statements, not n of each. For each attempt given
@@ -440,6 +565,71 @@ end
 $$;
 comment on function pgflight._complete_many(bigint[], bigint[], jsonb[], timestamptz) is
   'Internal: complete attempts set-based; per attempt succeeded | lease_lost | cancelled.';
+
+-- complete_batch's slow path (issue 14 case 2): p_errors[i] not null means result i cannot be
+-- stored (refused by the jsonb parser, too large). That attempt, if still held with its token,
+-- fails at once and for good (_fail_attempt, not retryable: dead letter, reason result_refused,
+-- the real error kept); the others complete through _complete_many as usual. Every attempt of
+-- the batch is locked first, in id order, before any steps row (docs/locking.md). Outcome per row,
+-- in the order given: succeeded | failed | lease_lost | cancelled (stale rows logged).
+create or replace function pgflight._complete_refusing(p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[],
+                                                       p_errors jsonb[])
+returns table (attempt_id bigint, outcome text)
+language plpgsql volatile
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+  v_n integer := coalesce(cardinality(p_attempt_ids), 0);
+  v_out text[] := array_fill(null::text, array[greatest(v_n, 1)]);
+  v_rest integer[];
+  v_i integer;
+  v_status text;
+  v_row record;
+begin
+  -- issue 13: a current token of another login's attempt is a leaked one (ZF012, nothing written)
+  perform pgflight._require_own_attempt(q.id, q.token, 'complete_batch')
+     from unnest(p_attempt_ids, p_tokens) as q(id, token);
+  perform from (
+    select a.id from pgflight.step_attempts a
+      join unnest(p_attempt_ids, p_tokens) as q(id, token) on q.id = a.id and q.token = a.fencing_token
+     where a.status in ('claimed', 'running')
+     order by a.id
+       for update of a) l;
+  for v_i in 1 .. v_n loop
+    continue when p_errors[v_i] is null;
+    select a.status into v_status from pgflight.step_attempts a
+     where a.id = p_attempt_ids[v_i] and a.fencing_token = p_tokens[v_i] and a.status in ('claimed', 'running');
+    if found then
+      perform pgflight._fail_attempt(p_attempt_ids[v_i], v_status, 'failed', p_errors[v_i], false, null,
+                                     'result_refused');
+      v_out[v_i] := 'failed';
+    end if;
+  end loop;
+  select array_agg(q.ord order by q.ord) into v_rest
+    from generate_series(1, v_n) as q(ord) where v_out[q.ord] is null;
+  if v_rest is not null then
+    v_i := 0;
+    for v_row in
+      select c.outcome from pgflight._complete_many(
+               (select array_agg(p_attempt_ids[r] order by k) from unnest(v_rest) with ordinality as u(r, k)),
+               (select array_agg(p_tokens[r] order by k) from unnest(v_rest) with ordinality as u(r, k)),
+               (select array_agg(case when p_errors[r] is null then p_results[r] end order by k)
+                  from unnest(v_rest) with ordinality as u(r, k)),
+               pgflight._now()) c
+    loop
+      v_i := v_i + 1;
+      v_out[v_rest[v_i]] := v_row.outcome;
+      if v_row.outcome <> 'succeeded' then
+        perform pgflight._record_stale(p_attempt_ids[v_rest[v_i]], p_tokens[v_rest[v_i]], 'complete');
+      end if;
+    end loop;
+  end if;
+  return query select p_attempt_ids[q.ord], v_out[q.ord] from generate_series(1, v_n) as q(ord);
+end
+$$;
+comment on function pgflight._complete_refusing(bigint[], bigint[], jsonb[], jsonb[]) is
+  'Internal: complete a batch in which some results cannot be stored: those attempts fail alone '
+  '(result_refused), the others complete.';
 
 -- Shared by approve and expire_approvals: record the decision on a gate row the caller has
 -- locked, and requeue the step if it is parked at that gate.

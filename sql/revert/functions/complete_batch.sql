@@ -1,6 +1,7 @@
 -- Revert pgflight:functions/complete_batch: restores the previous definition, deploy/functions/complete_batch@v0.2.0.sql (written by scripts/gen_sql_scripts.py)
 begin;
 set local role pgflight_owner;
+drop function pgflight.complete_batch(bigint[], bigint[], text[]);
 
 -- Complete many attempts in one transaction (the worker's batched hot path). Parallel arrays.
 -- Never raises for a stale attempt: it reports outcome lease_lost or cancelled for that row,

@@ -4,6 +4,18 @@
 -- None is granted to any role.
 begin;
 set local role pgflight_owner;
+drop function pgflight._opt_clamped(jsonb, text, double precision, numeric, numeric);
+drop function pgflight._check_limit(integer);
+drop function pgflight._check_arg(text, double precision, double precision, double precision);
+drop function pgflight._check_options(text, jsonb);
+drop function pgflight._opt_string(jsonb, text, text, integer, integer, text);
+drop function pgflight._opt_interval(jsonb, text, double precision, numeric, numeric, text);
+drop function pgflight._opt_int(jsonb, text, bigint, numeric, numeric, text);
+drop function pgflight._opt_number(jsonb, text, double precision, numeric, numeric, text);
+drop function pgflight._opt_bool(jsonb, text, boolean, text);
+drop function pgflight._bad_option(text, text, jsonb, text);
+drop function pgflight._option_spec();
+drop function pgflight._limit(text);
 
 -- Read a numeric option: absent or JSON null gives the default; any other non-number raises 22023.
 create or replace function pgflight._opt_num(p_options jsonb, p_key text, p_default double precision)

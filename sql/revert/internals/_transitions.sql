@@ -4,6 +4,9 @@
 -- None is granted to any role.
 begin;
 set local role pgflight_owner;
+drop function pgflight._complete_refusing(bigint[], bigint[], jsonb[], jsonb[]);
+drop function pgflight._dead_letter_poisoned(bigint, text, text, text);
+drop function pgflight._lock_cascade(bigint, boolean);
 drop function pgflight._steps_finished(bigint[], text[], text, timestamptz);
 
 -- Requeue a parked parent when its last child ended. Compare-and-swap on awaiting_children, so

@@ -1,0 +1,364 @@
+"""
+Where the server's time and writes go (issue 18). Prints one JSON document; not a test.
+
+On a throwaway cluster (fsync and synchronous_commit on) that loads pg_stat_statements
+(track = all) and tracks functions:
+
+1. steps: no-op steps submit -> claim_batch (start) -> complete_batch, batched by ten, on one
+   connection for --seconds. Per step: the backend's own CPU (utime + stime from /proc, the
+   whole server side of the loop but the WAL writer), the top-level statements' execution time
+   (pg_stat_statements), WAL bytes; the functions by self time and the statements by total time
+   (the profile); HOT ratio (n_tup_hot_upd / n_tup_upd) of every pgflight table updated.
+2. agent: --agent-iterations agent iterations (bench/agent_bench.py's loop): HOT ratio of
+   agent_runs and step_attempts, server time per iteration.
+3. empty claims: two worker processes (pgflight.demo, LISTEN) idle, one job submitted every
+   1 / --low-rate seconds: claim_batch calls per job and empty claims per job (calls less rows).
+4. reclaim: --reclaim running attempts whose lease lapsed an hour ago, bulk-loaded; reclaim_expired()
+   as run_sweeps calls it, until nothing is left: reclaims/s and the longest pass.
+5. retention: --purge finished runs (one step, attempt, 3 events each), finished an hour ago;
+   purge_finished(60) as the hourly job calls it, until nothing is left: runs deleted per call,
+   runs/s, the longest call.
+6. retention_loop: the same backlog purged by a CALL sweep_loop(120, 5) (pg_cron 1.4's job) with
+   settings.purge_after_s = 60: runs/s.
+
+Every figure carries the load average read when it was taken (the machine is shared).
+
+Usage: python bench/perf_bench.py [--seconds 10] [--reclaim 1000000] [--purge 100000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from benchlib import Conn, register, stats_settled, throwaway_cluster
+from psycopg.types.json import Jsonb
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from agent_bench import _iterations
+from core_bench import bulk_load_finished
+from worker_bench import start_workers, stop_workers
+
+from pgflight import db
+
+PROFILED = {
+    "shared_preload_libraries": "pg_cron,pg_stat_statements",
+    "pg_stat_statements.track": "all",
+    "track_functions": "all",
+}
+START = Jsonb({"start": True})
+TICK = os.sysconf("SC_CLK_TCK")
+TABLES = ("runs", "steps", "step_attempts", "events", "agent_runs", "workers")
+
+
+def load() -> float:
+    return round(os.getloadavg()[0], 1)
+
+
+def cpu_s(pid: int) -> float:
+    """User + system CPU seconds of process `pid` (a backend: we run as root or as its owner)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICK
+
+
+def reset(c: Conn) -> None:
+    c.execute("select pg_stat_statements_reset()")
+    c.execute("select pg_stat_reset()")
+
+
+def hot(c: Conn) -> dict[str, Any]:
+    c.execute("select pg_stat_clear_snapshot()")
+    rows = c.execute(
+        "select relname, n_tup_upd, n_tup_hot_upd from pg_stat_user_tables"
+        " where schemaname = 'pgflight' and relname = any(%s) and n_tup_upd > 0",
+        [list(TABLES)],
+    ).fetchall()
+    return {r[0]: {"updates": r[1], "hot_ratio": round(r[2] / r[1], 3)} for r in rows}
+
+
+def profile(c: Conn, per: int) -> dict[str, Any]:
+    """Top-level statement time per unit, functions by self time, nested statements by total time."""
+    c.execute("select pg_stat_clear_snapshot()")
+    top = c.execute(
+        "select coalesce(sum(total_exec_time), 0) from pg_stat_statements where toplevel"
+    ).fetchone()
+    funcs = c.execute(
+        "select funcname, calls, round(self_time::numeric, 1), round(total_time::numeric, 1)"
+        " from pg_stat_user_functions where schemaname = 'pgflight' order by self_time desc limit 10"
+    ).fetchall()
+    stmts = c.execute(
+        "select left(regexp_replace(query, '\\s+', ' ', 'g'), 90), calls,"
+        " round(total_exec_time::numeric, 1), toplevel"
+        " from pg_stat_statements order by total_exec_time desc limit 12"
+    ).fetchall()
+    return {
+        "toplevel_exec_ms_per_unit": round(float(top[0]) / max(per, 1), 4) if top else None,
+        "functions_self_ms": [
+            {"function": f, "calls": n, "self_ms": float(s), "total_ms": float(t)} for f, n, s, t in funcs
+        ],
+        "statements_ms": [
+            {"query": q, "calls": n, "total_ms": float(t), "toplevel": lvl} for q, n, t, lvl in stmts
+        ],
+    }
+
+
+def steps(dsn: str, seconds: float, batch: int) -> dict[str, Any]:
+    with psycopg.connect(dsn, autocommit=True) as obs:
+        reset(obs)
+        before = stats_settled(obs)
+        done = 0
+        with psycopg.connect(dsn, autocommit=True) as c:
+            w = register(c, "perf")
+            pid = c.info.backend_pid
+            cpu0, t0 = cpu_s(pid), time.perf_counter()
+            while time.perf_counter() < t0 + seconds:
+                c.execute(
+                    "select pgflight.submit_run('bench', 'noop', '{}') from generate_series(1, %s)", [batch]
+                )
+                got = c.execute(
+                    "select attempt_id, fencing_token from pgflight.claim_batch(%s, %s, 60, %s, %s)",
+                    [w, batch, ["noop"], START],
+                ).fetchall()
+                c.execute(
+                    "select count(*) from pgflight.complete_batch(%s, %s,"
+                    " array_fill(null::jsonb, array[%s]))",
+                    [[a for a, _ in got], [t for _, t in got], len(got)],
+                )
+                done += len(got)
+            wall, cpu = time.perf_counter() - t0, cpu_s(pid) - cpu0
+        after = stats_settled(obs)
+        return {
+            "load_avg": load(),
+            "batch": batch,
+            "steps": done,
+            "steps_per_s": round(done / wall, 1),
+            "backend_cpu_ms_per_step": round(cpu * 1000 / done, 4),
+            "wal_bytes_per_step": round((after.wal_lsn - before.wal_lsn) / done),
+            "commits_per_step": round((after.commits - before.commits) / done, 3),
+            "hot": hot(obs),
+            **profile(obs, done),
+        }
+
+
+def agent(dsn: str, iterations: int) -> dict[str, Any]:
+    with psycopg.connect(dsn, autocommit=True, prepare_threshold=None) as c:
+        db.create_workspace(c, "agent-perf", daily_usd_cap=1_000_000)
+        wid = db.register_worker(c, "agent-perf")
+        reset(c)
+        pid = c.info.backend_pid
+        cpu0, t0 = cpu_s(pid), time.perf_counter()
+        samples = _iterations(c, "agent-perf", wid, iterations)
+        wall, cpu = time.perf_counter() - t0, cpu_s(pid) - cpu0
+    with psycopg.connect(dsn, autocommit=True) as obs:
+        stats_settled(obs)
+        return {
+            "load_avg": load(),
+            "iterations": len(samples),
+            "iterations_per_s": round(len(samples) / wall, 1),
+            "backend_cpu_ms_per_iteration": round(cpu * 1000 / len(samples), 3),
+            "hot": hot(obs),
+            **profile(obs, len(samples)),
+        }
+
+
+def empty_claims(dsn: str, rate: float, jobs: int) -> dict[str, Any]:
+    procs = start_workers(dsn, 2, 4)
+    try:
+        with psycopg.connect(dsn, autocommit=True) as c:
+            while c.execute("select count(*) from pgflight.workers").fetchone()[0] < 3:  # type: ignore[index]
+                time.sleep(0.2)
+            time.sleep(3)  # the workers' first polls are over
+            c.execute("select pg_stat_statements_reset()")
+            for _ in range(jobs):
+                c.execute("select pgflight.submit_run('bench', 'noop', '{}')")
+                time.sleep(1 / rate)
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                left = c.execute(
+                    "select count(*) from pgflight.step_attempts"
+                    " where recipe = 'noop' and status <> 'succeeded'"
+                ).fetchone()
+                if left and left[0] == 0:
+                    break
+                time.sleep(0.2)
+            row = c.execute(
+                "select coalesce(sum(calls), 0), coalesce(sum(rows), 0) from pg_stat_statements"
+                " where toplevel and query like '%%claim_batch%%' and query not like '%%pg_stat_statements%%'"
+            ).fetchone()
+            assert row is not None
+            calls, rows = int(row[0]), int(row[1])
+    finally:
+        stop_workers(procs)
+    return {
+        "load_avg": load(),
+        "jobs": jobs,
+        "jobs_per_s": rate,
+        "worker_processes": 2,
+        "claim_calls_per_job": round(calls / jobs, 2),
+        "empty_claims_per_job": round((calls - rows) / jobs, 2),
+    }
+
+
+def load_expired(c: Conn, n: int) -> None:
+    """`n` runs with one running step whose lease lapsed an hour ago, straight into the tables."""
+    ws = c.execute("select id from pgflight.workspaces where name = 'bench'").fetchone()
+    w = register(c, "crashed")
+    assert ws is not None
+    for lo in range(0, n, 200_000):
+        c.execute(
+            """
+            with r as (
+              insert into pgflight.runs (workspace_id, recipe, status, input_hash, created_at)
+              select %s, 'crash', 'running', 'x', now() - interval '2 hours' from generate_series(1, %s)
+              returning id
+            ), s as (
+              insert into pgflight.steps (run_id, step_key, recipe, input, max_attempts)
+              select r.id, 'root', 'crash', '{}', 3 from r returning id, run_id
+            )
+            insert into pgflight.step_attempts (step_id, run_id, attempt_no, recipe, status, available_after,
+                                                worker_id, fencing_token, claimed_at, started_at,
+                                                lease_expires_at, lease_s)
+            select s.id, s.run_id, 1, 'crash', 'running', now() - interval '2 hours', %s,
+                   nextval('pgflight.fencing_tokens'), now() - interval '2 hours', now() - interval '2 hours',
+                   now() - interval '1 hour', 60
+              from s
+            """,
+            [ws[0], min(200_000, n - lo), w],
+        )
+    c.execute("vacuum analyze pgflight.runs, pgflight.steps, pgflight.step_attempts")
+
+
+def drain(c: Conn, sql: str, args: list[Any]) -> dict[str, Any]:
+    """Call `sql` (returning a count) until it returns 0; total, calls, rate, longest call."""
+    total, calls, longest = 0, 0, 0.0
+    t0 = time.perf_counter()
+    while True:
+        t = time.perf_counter()
+        row = c.execute(sql, args).fetchone()
+        longest = max(longest, time.perf_counter() - t)
+        calls += 1
+        n = int(row[0]) if row else 0
+        if n == 0:
+            break
+        total += n
+    wall = time.perf_counter() - t0
+    return {
+        "load_avg": load(),
+        "rows": total,
+        "calls": calls,
+        "per_call": round(total / max(calls - 1, 1), 1),
+        "rows_per_s": round(total / wall, 1),
+        "seconds": round(wall, 1),
+        "longest_call_s": round(longest, 2),
+    }
+
+
+def reclaim(dsn: str, n: int) -> dict[str, Any]:
+    with psycopg.connect(dsn, autocommit=True) as c:
+        t0 = time.perf_counter()
+        load_expired(c, n)
+        loaded = round(time.perf_counter() - t0, 1)
+        out = drain(c, "select pgflight.reclaim_expired()", [])
+        out["load_s"] = loaded
+        out["minutes_for_1m"] = round(1_000_000 / out["rows_per_s"] / 60, 1)
+        return out
+
+
+def retention(dsn: str, n: int) -> dict[str, Any]:
+    with psycopg.connect(dsn, autocommit=True) as c:
+        c.execute("truncate pgflight.events, pgflight.step_attempts, pgflight.steps, pgflight.runs cascade")
+        bulk_load_finished(c, n)
+        out = drain(c, "select pgflight.purge_finished(60)", [])
+        out["runs_per_day_hourly_job"] = round(out["per_call"] * 24)
+        return out
+
+
+def retention_loop(dsn: str, n: int, seconds: float) -> dict[str, Any]:
+    """
+    Runs purged per second by `CALL sweep_loop(seconds, 5)` (the pg_cron 1.4 job) with retention
+    60 s: the time until no run is left, watched from another connection.
+    """
+    with psycopg.connect(dsn, autocommit=True) as c:
+        c.execute("truncate pgflight.events, pgflight.step_attempts, pgflight.steps, pgflight.runs cascade")
+        bulk_load_finished(c, n)
+        c.execute("update pgflight.settings set purge_after_s = 60")
+    loop = threading.Thread(target=_call, args=(dsn, f"call pgflight.sweep_loop({seconds}, 5)"))
+    t0 = time.perf_counter()
+    loop.start()
+    with psycopg.connect(dsn, autocommit=True) as c:
+        left = n
+        while left and loop.is_alive():
+            time.sleep(0.5)
+            row = c.execute("select count(*) from pgflight.runs").fetchone()
+            left = int(row[0]) if row else 0
+        wall = time.perf_counter() - t0
+    loop.join()
+    return {
+        "load_avg": load(),
+        "runs": n,
+        "purged": n - left,
+        "seconds": round(wall, 1),
+        "runs_per_s": round((n - left) / wall, 1),
+    }
+
+
+def _call(dsn: str, sql: str) -> None:
+    with psycopg.connect(dsn, autocommit=True) as c:
+        c.execute(sql)  # type: ignore[arg-type]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--seconds", type=float, default=10)
+    ap.add_argument("--agent-iterations", type=int, default=600)
+    ap.add_argument("--low-rate", type=float, default=5, help="jobs/s for the empty-claims phase")
+    ap.add_argument("--low-jobs", type=int, default=50)
+    ap.add_argument("--reclaim", type=int, default=20_000, help="expired leases (the issue: 1000000)")
+    ap.add_argument("--purge", type=int, default=20_000, help="finished runs to purge")
+    ap.add_argument(
+        "--hot-experiment",
+        action="store_true",
+        help="before the agent phase: agent_runs fillfactor 80 and without agent_runs_reserved_idx",
+    )
+    ap.add_argument("--only", default="steps,agent,empty,reclaim,retention,retention_loop")
+    a = ap.parse_args()
+    only = set(a.only.split(","))
+    report: dict[str, Any] = {
+        "bench": "perf",
+        "durability": "fsync=on synchronous_commit=on",
+        "cpus": os.cpu_count(),
+    }
+    started = time.perf_counter()
+    with throwaway_cluster(settings=PROFILED) as (_cluster, dsn):
+        with psycopg.connect(dsn, autocommit=True) as c:
+            c.execute("create extension if not exists pg_stat_statements")
+            report["server"] = c.execute("show server_version").fetchone()[0]  # type: ignore[index]
+            if a.hot_experiment:  # what the proposal in docs/benchmarks.md would buy (not a migration)
+                c.execute("alter table pgflight.agent_runs set (fillfactor = 80)")
+                c.execute("drop index pgflight.agent_runs_reserved_idx")
+                report["hot_experiment"] = "agent_runs fillfactor 80, agent_runs_reserved_idx dropped"
+        parts = {
+            "steps": lambda: steps(dsn, a.seconds, 10),
+            "agent": lambda: agent(dsn, a.agent_iterations),
+            "empty": lambda: empty_claims(dsn, a.low_rate, a.low_jobs),
+            "reclaim": lambda: reclaim(dsn, a.reclaim),
+            "retention": lambda: retention(dsn, a.purge),
+            "retention_loop": lambda: retention_loop(dsn, a.purge, 120),
+        }
+        for name, part in parts.items():
+            if name in only:
+                report[name] = part()
+                print(json.dumps({name: report[name]}), file=sys.stderr, flush=True)
+    report["total_s"] = round(time.perf_counter() - started, 1)
+    print(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()
