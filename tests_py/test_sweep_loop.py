@@ -58,8 +58,10 @@ def test_a_pass_blocked_by_a_held_row_lock_times_out_warns_and_the_next_pass_rec
     sweeper.execute("call pgflight.sweep_loop(3, 0.2)")
     took = time.monotonic() - t0
 
+    # Since issue 14 the reclaim handles each row in a block of its own: a row whose lock times out
+    # (55P03) is left for the next pass inside _reclaim, so the pass itself may end without the
+    # loop's warning; any warning there is must still be that lock timeout, never a hang.
     failed = [n for n in notices if n[1] and "sweep pass failed" in n[1]]
-    assert failed, f"a pass that waited on the held row must warn, got {notices}"
     assert all("55P03" in (m or "") for _, m in failed), failed  # lock_not_available, not a hang
     assert took < 8, f"the loop of 3 s must end in bounded time, took {took:.1f} s"
     assert attempt(c, sub.attempt_id)["status"] == "lease_expired", (
