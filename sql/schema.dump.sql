@@ -1968,6 +1968,8 @@ CREATE FUNCTION pgflight._option_spec() RETURNS TABLE(scope text, key text, kind
     ('submit_run', 'max_iterations', 'integer', 1, 1000000, null, '25 per agent', 'Model calls per agent in the run.'),
     ('submit_run', 'max_tool_calls', 'integer', 0, 1000000, null, '50 per agent', 'Tool calls per agent in the run.'),
     ('submit_run', 'submitted_by', 'string', 1, 256, null, 'session_user', 'Who submitted, for the events log.'),
+    ('submit_run', 'traceparent', 'string', 1, 128, null, 'none',
+     'W3C trace context the run joins (kept in its options; read back by run_trace_context).'),
     ('spawn_children', 'fail_fast', 'boolean', null, null, null, 'false',
      'The first child that ends unsuccessfully fails the parent and cancels its siblings.'),
     ('fail_step', 'retryable', 'boolean', null, null, null, 'true', 'false: the dead letter at once.'),
@@ -5741,7 +5743,7 @@ ALTER FUNCTION pgflight.submit_run(p_workspace text, p_recipe text, p_input json
 
 -- Name: FUNCTION submit_run(p_workspace text, p_recipe text, p_input jsonb, p_options jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight.submit_run(p_workspace text, p_recipe text, p_input jsonb, p_options jsonb) IS 'Submit a run (root step of a recipe). Returns (run_id, step_id, attempt_id, created). Options (docs/options.md): idempotency_key, priority, max_attempts, lease_s, max_runtime_s, backoff {base_s, factor, max_s, jitter}, not_before (with a UTC offset) or delay_s, concurrency_key and concurrency_limit, max_usd, max_wall_s, max_iterations, max_tool_calls, submitted_by; an unknown key or a value out of bounds is 22023 naming it. Errors: 22023, ZF003 unknown workspace, ZF004 idempotency conflict, ZF005 input too large.';
+COMMENT ON FUNCTION pgflight.submit_run(p_workspace text, p_recipe text, p_input jsonb, p_options jsonb) IS 'Submit a run (root step of a recipe). Returns (run_id, step_id, attempt_id, created). Options (docs/options.md): idempotency_key, priority, max_attempts, lease_s, max_runtime_s, backoff {base_s, factor, max_s, jitter}, not_before (with a UTC offset) or delay_s, concurrency_key and concurrency_limit, max_usd, max_wall_s, max_iterations, max_tool_calls, submitted_by, traceparent (W3C trace context); an unknown key or a value out of bounds is 22023 naming it. Errors: 22023, ZF003 unknown workspace, ZF004 idempotency conflict, ZF005 input too large.';
 
 -- Name: sweep_loop(double precision, double precision); Type: PROCEDURE; Schema: pgflight; Owner: pgflight_owner
 

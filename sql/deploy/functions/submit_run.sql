@@ -128,7 +128,7 @@ comment on function pgflight.submit_run(text, text, jsonb, jsonb) is
   'Options (docs/options.md): idempotency_key, priority, max_attempts, lease_s, max_runtime_s, backoff '
   '{base_s, factor, max_s, jitter}, not_before (with a UTC offset) or delay_s, concurrency_key and '
   'concurrency_limit, max_usd, max_wall_s, max_iterations, max_tool_calls, '
-  'submitted_by; an unknown key or a value out of bounds is 22023 naming it. '
+  'submitted_by, traceparent (W3C trace context); an unknown key or a value out of bounds is 22023 naming it. '
   'Errors: 22023, ZF003 unknown workspace, ZF004 idempotency conflict, ZF005 input too large.';
 grant execute on function pgflight.submit_run(text, text, jsonb, jsonb) to pgflight_operator;
 

@@ -70,6 +70,8 @@ as $$
     ('submit_run', 'max_iterations', 'integer', 1, 1000000, null, '25 per agent', 'Model calls per agent in the run.'),
     ('submit_run', 'max_tool_calls', 'integer', 0, 1000000, null, '50 per agent', 'Tool calls per agent in the run.'),
     ('submit_run', 'submitted_by', 'string', 1, 256, null, 'session_user', 'Who submitted, for the events log.'),
+    ('submit_run', 'traceparent', 'string', 1, 128, null, 'none',
+     'W3C trace context the run joins (kept in its options; read back by run_trace_context).'),
     ('spawn_children', 'fail_fast', 'boolean', null, null, null, 'false',
      'The first child that ends unsuccessfully fails the parent and cancels its siblings.'),
     ('fail_step', 'retryable', 'boolean', null, null, null, 'true', 'false: the dead letter at once.'),
