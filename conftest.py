@@ -15,8 +15,8 @@ Fixtures:
                    statement_timeout and lock_timeout set; closed after the test (races).
     empty_dsn      str: DSN of a fresh empty database (no schema); dropped afterwards.
     logins         Logins: login roles with scram passwords in every lane (pgf_worker_a/_b,
-                   pgf_operator_a/_b, pgf_reader_a/_b); on the test cluster, host connections of
-                   every role but `postgres` must authenticate with scram-sha-256.
+                   pgf_operator_a/_b, pgf_reader_a/_b); on the test cluster, these logins' host connections
+                   must authenticate with scram-sha-256.
                    `logins.dsn(login, dsn)` is the DSN of database `dsn` as that login.
 """
 
@@ -216,17 +216,19 @@ class Logins:
 def _require_scram_for_host_logins(cluster: Cluster) -> None:
     """
     Put two lines first in pg_hba.conf: the `postgres` superuser keeps trust over TCP (the rest of
-    the suite and sqitch use it), every other role must authenticate with scram-sha-256.
+    the suite and sqitch use it), and the attack suite's logins (`LOGINS`) must authenticate with
+    scram-sha-256. Other roles keep the cluster's own lines, so a test that makes a login of its
+    own (C37's worker) is not refused by whichever test process first asked for `logins`.
     Unix-socket lines stay as initdb wrote them (pg_cron's libpq connections use the socket).
     """
     hba = cluster.datadir / "pg_hba.conf"
-    marker = "# pgflight tests: scram for every login but the superuser\n"
+    marker = "# pgflight tests: scram for the attack suite's logins\n"
     text = hba.read_text()
     if marker not in text:
         hba.write_text(
             marker
             + "host all postgres 127.0.0.1/32 trust\n"
-            + "host all all 127.0.0.1/32 scram-sha-256\n"
+            + f"host all {','.join(LOGINS)} 127.0.0.1/32 scram-sha-256\n"
             + text
         )
 
