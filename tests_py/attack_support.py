@@ -104,11 +104,14 @@ AUDIT = {
         select c.attempt_id from pgflight.events c join pgflight.events s
             on s.attempt_id = c.attempt_id and s.id > c.id and s.reason = 'succeeded'
          where c.to_status in ('cancelled', 'cancel_requested')""",
+    # A replay, or a retry of a dead-lettered descendant, reopens the step and its ancestors
+    # (_reopen_step writes its reason, 'replayed' or 'retried', on each): an ancestor that had
+    # succeeded may then succeed once more.
     "a step that succeeded twice without a replay between": """
         select a.step_id from pgflight.step_attempts a where a.status = 'succeeded'
          group by a.step_id
         having count(*) > 1 + (select count(*) from pgflight.events e
-                                where e.step_id = a.step_id and e.reason = 'replayed')""",
+                                where e.step_id = a.step_id and e.reason in ('replayed', 'retried'))""",
     "a finished run whose root is not terminal, or a running run whose steps are all terminal": """
         select r.id from pgflight.runs r join pgflight.step_status st on st.step_id = r.root_step_id
          where (r.status <> 'running') <> (st.status in ('succeeded', 'dead_letter', 'cancelled'))""",
