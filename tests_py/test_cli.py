@@ -445,3 +445,16 @@ def test_a_parent_waits_for_children_and_the_run_is_queued_for_them(
     assert f"run {run} fanout queued" in shown.stdout  # the child waits for a worker
     assert "waiting (children)" in shown.stdout
     assert "no live worker serves recipe square" in shown.stderr
+
+
+def test_an_operator_retry_past_max_attempts_is_shown_as_a_retry_not_3_of_2(
+    dsn: str, conn: psycopg.Connection[Any]
+) -> None:
+    run = submit(conn, "flaky", {}, max_attempts=1)
+    _, c = _claim(conn, "w-retry", ["flaky"])
+    db.fail_step(conn, c.attempt_id, c.fencing_token, {"message": "bad"}, retryable=False)
+    db.retry_step(conn, c.step_id, note="fixed the input")
+    shown = pgflight(dsn, "show", str(run), columns=200)
+    assert shown.returncode == 0, shown.stderr
+    assert "attempt 2 (1 + retried)" in shown.stdout, shown.stdout
+    assert "attempt 2/1" not in shown.stdout

@@ -48,6 +48,7 @@ def set_format(name: str) -> None:
 
 
 def is_json() -> bool:
+    """True when `--log-format json` chose one JSON object per log line."""
     return _format == "json"
 
 

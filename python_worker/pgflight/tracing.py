@@ -83,6 +83,7 @@ def shutdown() -> None:
 
 
 def enabled() -> bool:
+    """True once `setup()` installed a tracer (OTLP endpoint set or `worker --traces`)."""
     return _tracer is not None
 
 
@@ -185,6 +186,7 @@ def record_error(exc: BaseException) -> None:
 
 
 def now_ns() -> int:
+    """Wall-clock time in nanoseconds since the epoch, the unit of span start/end times."""
     return time.time_ns()
 
 

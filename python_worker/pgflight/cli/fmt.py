@@ -81,6 +81,13 @@ def money_json(value: Decimal | float | int | str | None) -> str:
     return f"{_usd(value):f}"
 
 
+def attempt(no: int, max_attempts: int) -> str:
+    """'attempt 2/3'; past the limit (an operator's retry_step grants one more) 'attempt 3 (2 + retried)'."""
+    if no > max_attempts:
+        return f"attempt {no} ({max_attempts} + retried)"
+    return f"attempt {no}/{max_attempts}"
+
+
 def seconds(td: timedelta) -> float:
     """A timedelta in seconds."""
     return td.total_seconds()

@@ -457,7 +457,7 @@ def _tree(
             ls = live.get(s.step_id)
             label = (
                 f"{escape(s.step_key)} [dim]step {s.step_id}[/] [bold]{escape(s.recipe)}[/] "
-                f"{_style(ls.state if ls else s.status)} attempt {s.attempt_no}/{s.max_attempts}"
+                f"{_style(ls.state if ls else s.status)} {fmt.attempt(s.attempt_no, s.max_attempts)}"
                 f" {fmt.between(s.started_at or s.claimed_at, s.finished_at)}"
             )
             if s.error:

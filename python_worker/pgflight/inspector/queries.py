@@ -25,12 +25,14 @@ MAX_CHILDREN = 500
 
 
 def _rows(conn: Conn, query: str, params: Any = None) -> list[Row]:
+    """Every row of `query` as a dict keyed by column name."""
     with conn.cursor(row_factory=dict_row) as cur:
         cur.execute(query, params)
         return cur.fetchall()
 
 
 def _one(conn: Conn, query: str, params: Any = None) -> Row | None:
+    """The first row of `query`, or None when it returns none."""
     got = _rows(conn, query, params)
     return got[0] if got else None
 
@@ -66,6 +68,7 @@ def run_row(conn: Conn, run_id: int) -> Row | None:
 
 
 def run_audit(conn: Conn, run_id: int) -> Row | None:
+    """run_audit of a run: its invariant checks (one row)."""
     return _one(conn, "select * from pgflight.run_audit(%s)", [run_id])
 
 
@@ -93,6 +96,7 @@ def run_events(conn: Conn, run_id: int, step_id: int | None = None) -> list[Row]
 
 
 def step(conn: Conn, step_id: int) -> Row | None:
+    """A step's step_status row (latest attempt), or None outside the reader's workspaces."""
     return _one(conn, "select * from pgflight.step_status where step_id = %s", [step_id])
 
 
@@ -102,10 +106,12 @@ def attempts(conn: Conn, step_id: int) -> list[Row]:
 
 
 def attempt(conn: Conn, attempt_id: int) -> Row | None:
+    """One attempt's row of the attempts view, or None."""
     return _one(conn, "select * from pgflight.attempts where attempt_id = %s", [attempt_id])
 
 
 def children(conn: Conn, step_id: int) -> list[Row]:
+    """A step's children by id, at most MAX_CHILDREN + 1 (the page says when there are more)."""
     return _rows(
         conn,
         "select step_id, step_key, recipe, status, attempt_no, started_at, finished_at, children_pending"
@@ -115,31 +121,38 @@ def children(conn: Conn, step_id: int) -> list[Row]:
 
 
 def agent_of(conn: Conn, step_id: int) -> Row | None:
+    """The agent run of an agent step (tokens, USD, iterations), or None for a recipe step."""
     row = _one(conn, "select * from pgflight.agent_run_of(%s)", [step_id])
     return row if row and row["agent_run_id"] is not None else None
 
 
 def transcript(conn: Conn, agent_run_id: int) -> list[Row]:
+    """An agent run's transcript: model calls and tool calls in order."""
     return _rows(conn, "select * from pgflight.agent_transcript(%s)", [agent_run_id])
 
 
 def dead_letters(conn: Conn, after: int | None) -> list[Row]:
+    """One page of dead-lettered steps after step id `after` (PAGE + 1 rows: one more says a next page)."""
     return _rows(conn, "select * from pgflight.dead_letter_page(%s, %s)", [after, PAGE + 1])
 
 
 def approvals(conn: Conn) -> list[Row]:
+    """Approval gates waiting for a decision, at most 500."""
     return _rows(conn, "select * from pgflight.pending_approvals(500)")
 
 
 def workers(conn: Conn) -> list[Row]:
+    """Registered workers with their last heartbeat and leased attempts, at most 500."""
     return _rows(conn, "select * from pgflight.worker_list(500)")
 
 
 def queues(conn: Conn) -> list[Row]:
+    """Ready, leased, waiting and dead-letter counts per workspace and recipe."""
     return _rows(conn, "select * from pgflight.queue_depths()")
 
 
 def costs(conn: Conn, days: int) -> list[Row]:
+    """Spend per day (USD, tokens) per workspace over the last `days` days."""
     return _rows(conn, "select * from pgflight.cost_by_day(%s)", [days])
 
 
@@ -147,16 +160,20 @@ def costs(conn: Conn, days: int) -> list[Row]:
 
 
 def retry(conn: Conn, step_id: int, note: str) -> None:
+    """retry_step as the session login (operator lane); raises the database error (ZF…, 42501)."""
     conn.execute("select pgflight.retry_step(%s, null, %s)", [step_id, note])
 
 
 def replay(conn: Conn, step_id: int, note: str) -> None:
+    """replay_from as the session login (operator lane)."""
     conn.execute("select pgflight.replay_from(%s, null, %s)", [step_id, note])
 
 
 def cancel(conn: Conn, run_id: int, note: str) -> None:
+    """cancel_run as the session login (operator lane)."""
     conn.execute("select * from pgflight.cancel_run(%s, null, %s)", [run_id, note])
 
 
 def decide(conn: Conn, step_id: int, decision: str, note: str) -> None:
+    """approve (decision 'approved' or 'rejected') as the session login (operator lane)."""
     conn.execute("select * from pgflight.approve(%s, %s, null, %s)", [step_id, decision, note])
