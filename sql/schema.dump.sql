@@ -5942,7 +5942,8 @@ begin
                                max_usd, max_wall_s, max_iterations, max_tool_calls, created_at, root_step_id)
     overriding system value  -- the ids drawn above
     select u.run_id, v_ws, u.recipe, u.key, u.hash, coalesce(v_norm[u.g] ->> 'submitted_by', session_user::text),
-           v_norm[u.g],
+           -- the run's options as submit_run keeps them, its key included
+           case when u.key is null then v_norm[u.g] else v_norm[u.g] || jsonb_build_object('idempotency_key', u.key) end,
            coalesce((v_norm[u.g] ->> 'max_usd')::numeric, v_ws_max_usd),
            (v_norm[u.g] ->> 'max_wall_s')::double precision,
            (v_norm[u.g] ->> 'max_iterations')::integer,
