@@ -3,7 +3,7 @@
 pgflight's adapter for bench/peers (protocol: bench/peers/PROTOCOL.md). Runs with pgflight's own
 virtualenv (.venv at the repository root) and drives the real Python worker, as a user would:
 
-- enqueue: `pgflight.db.submit_many` (SQL `submit_runs`, the bulk submit), one call per 1,000
+- enqueue: `pgflight.db.submit_many` (SQL `submit_runs`, the bulk submit), one call per 10,000
   jobs, payloads sent by the client as Graphile's adapter does with addJobs (a run per job, root
   step recipe `noop`);
 - work: `pgflight.worker.Worker(concurrency=C, batch_size=C)`: one `claim_batch` per free batch,
@@ -36,7 +36,7 @@ from pgflight.recipes import Registry, StepContext
 from pgflight.worker import Worker
 
 WORKSPACE = "bench"
-SUBMIT_CHUNK = 1_000
+SUBMIT_CHUNK = 10_000  # as Graphile's adapter (ADD_CHUNK)
 
 
 def version() -> str:
