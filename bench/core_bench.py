@@ -7,7 +7,7 @@ On a throwaway cluster with fsync and synchronous_commit on (every commit waits 
    machine's single-row-commit rate (tps).
 2. pipeline: no-op steps through submit -> claim_batch (with its start option: claimed straight
    into running) -> complete at 1, 4 and 16 connections, one step per call (3 commits per step)
-   and batched by ten (one submit of 10, one claim_batch(10), one complete_batch of 10: 0.3
+   and batched by ten (one submit_runs of 10, one claim_batch(10), one complete_batch of 10: 0.3
    commits per step): steps/s,
    the ratio to the ceiling at the same connection count, commits per step (pg_stat_database
    xact_commit delta), WAL bytes per step (pg_current_wal_lsn delta).
@@ -65,8 +65,9 @@ def _pipeline_body(dsn: str, seconds: float, batch: int) -> Any:
                     for a, t in got:
                         c.execute("select pgflight.complete_step(%s, %s, null)", [a, t])
                 else:
-                    c.execute(
-                        "select pgflight.submit_run('bench', %s, '{}') from generate_series(1, %s)",
+                    c.execute(  # the bulk submit: one submit_runs call per batch (issue 18)
+                        "select count(*) from pgflight.submit_runs('bench', (select"
+                        " jsonb_agg(jsonb_build_object('recipe', %s::text)) from generate_series(1, %s)))",
                         [recipe[0], batch],
                     )
                     got = c.execute(

@@ -27,6 +27,9 @@ edit by hand. Rules, the same for every function:
 - JSON `null` is the same as leaving the key out (the default applies);
 - bounds are inclusive; for a string they are its length in characters, for a list its items.
 
+`submit_runs` takes `submit_run`'s options for each element, laid over the options the call
+shares (`p_options`, where `idempotency_key` is refused: a key names one run).
+
 The step options apply to `submit_run` and to each child of `spawn_children` (a child that leaves
 one out inherits its parent's). Times stored from them are also clamped where they are used (a
 lease to 7 days, a deadline to 365 days, a retry delay to 30 days), so a claim or a sweep cannot

@@ -491,6 +491,11 @@ CALLS: dict[str, Call] = {
         "select * from pgflight.submit_run(%s, 'op', '{\"a\": 1}', '{}')",
         [w.workspace],
     ),
+    "submit_runs": lambda w: (
+        'select * from pgflight.submit_runs(%s, \'[{"recipe": "op", "input": {"a": 2},'
+        ' "options": {"priority": 1, "idempotency_key": "k"}}]\', \'{"max_attempts": 2}\')',
+        [w.workspace],
+    ),
     "cancel_run": lambda w: ("select * from pgflight.cancel_run(%s, 'alice', 'why')", [w.submit()["run_id"]]),
     "cancel_step": lambda w: (
         "select * from pgflight.cancel_step(%s, 'alice', 'why')",

@@ -448,6 +448,7 @@ def test_an_operator_of_a_cannot_act_in_b(su: Conn, as_login: Callable[[str], Co
     before = snapshot(su)
     acts = {
         "submit_run": ("select * from pgflight.submit_run('B', 'x', '{}')", []),
+        "submit_runs": ("select * from pgflight.submit_runs('B', '[{\"recipe\": \"x\"}]')", []),
         "cancel_run": ("select * from pgflight.cancel_run(%s)", [runs["queued"]["run_id"]]),
         "cancel_step": ("select * from pgflight.cancel_step(%s)", [runs["queued"]["step_id"]]),
         "approve": ("select * from pgflight.approve(%s, 'approve', 'me')", [runs["gate"]["step_id"]]),

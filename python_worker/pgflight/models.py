@@ -27,6 +27,16 @@ class SubmittedRun(Row):
     created: bool
 
 
+class SubmittedRunItem(Row):
+    """submit_runs: one element's run (idx its 1-based position in the call), root step, first attempt."""
+
+    idx: int
+    run_id: int
+    step_id: int
+    attempt_id: int
+    created: bool
+
+
 class ClaimedStep(Row):
     """claim_batch: one leased attempt with the fencing token every later write must carry."""
 

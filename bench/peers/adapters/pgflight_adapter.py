@@ -3,8 +3,9 @@
 pgflight's adapter for bench/peers (protocol: bench/peers/PROTOCOL.md). Runs with pgflight's own
 virtualenv (.venv at the repository root) and drives the real Python worker, as a user would:
 
-- enqueue: `pgflight.submit_run` for many jobs in one statement per 1,000 (a run per job, root
-  step recipe `noop`), which is how bench/fanout_bench.py and the README submit in bulk;
+- enqueue: `pgflight.db.submit_many` (SQL `submit_runs`, the bulk submit), one call per 10,000
+  jobs, payloads sent by the client as Graphile's adapter does with addJobs (a run per job, root
+  step recipe `noop`);
 - work: `pgflight.worker.Worker(concurrency=C, batch_size=C)`: one `claim_batch` per free batch,
   claimed straight into running, LISTEN for wake-ups, completions sent together by
   `complete_batch` (the worker's defaults apart from batch size = concurrency, the setting
@@ -30,12 +31,12 @@ import common
 import psycopg
 from psycopg.types.json import Jsonb
 
-from pgflight import migrate
+from pgflight import db, migrate
 from pgflight.recipes import Registry, StepContext
 from pgflight.worker import Worker
 
 WORKSPACE = "bench"
-SUBMIT_CHUNK = 1_000
+SUBMIT_CHUNK = 10_000  # as Graphile's adapter (ADD_CHUNK)
 
 
 def version() -> str:
@@ -55,13 +56,14 @@ def enqueue(dsn: str, jobs: int, first_id: int) -> dict[str, Any]:
     t0 = time.perf_counter()
     with psycopg.connect(dsn, autocommit=True) as c:
         for lo in range(first_id, first_id + jobs, SUBMIT_CHUNK):
-            hi = min(lo + SUBMIT_CHUNK, first_id + jobs) - 1
-            c.execute(
-                "select count(*) from generate_series(%s::bigint, %s) g,"
-                " pgflight.submit_run(%s, %s, jsonb_build_object('id', g, 'enq', null))",
-                [lo, hi, WORKSPACE, common.QUEUE],
+            hi = min(lo + SUBMIT_CHUNK, first_id + jobs)
+            db.submit_many(
+                c, WORKSPACE, [{"recipe": common.QUEUE, "input": common.payload(i)} for i in range(lo, hi)]
             )
-    return {"seconds": time.perf_counter() - t0, "config": {"submit_run per statement": SUBMIT_CHUNK}}
+    return {
+        "seconds": time.perf_counter() - t0,
+        "config": {"api": "db.submit_many (submit_runs)", "chunk": SUBMIT_CHUNK},
+    }
 
 
 def _worker(dsn: str, concurrency: int, registry: Registry, rec: Any) -> Worker:

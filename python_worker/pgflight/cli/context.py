@@ -57,6 +57,7 @@ _COMMAND_OF: Final = {
     "cancel_step": "pgflight cancel RUN",
     "approve": "pgflight approve STEP",
     "submit_run": "pgflight submit",
+    "submit_runs": "pgflight submit --from-jsonl",
     "run_status": "pgflight show RUN",
     "create_workspace": "pgflight submit --workspace",
     "install_schedules": "pgflight migrate",

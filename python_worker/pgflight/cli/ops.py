@@ -216,7 +216,14 @@ def worker(
 
 
 def submit(
-    recipe: Annotated[str, typer.Argument(metavar="RECIPE", help="Recipe name.", show_default=False)],
+    recipe: Annotated[
+        str | None,
+        typer.Argument(
+            metavar="RECIPE",
+            help="Recipe name (with --from-jsonl: of the lines that name none).",
+            show_default=False,
+        ),
+    ] = None,
     input_json: Annotated[str, typer.Argument(metavar="INPUT", help="The input, as JSON.")] = "{}",
     workspace: Annotated[
         str, typer.Option("--workspace", "-w", metavar="NAME", help="Workspace (created if missing).")
@@ -236,24 +243,41 @@ def submit(
             "--max-attempts", metavar="N", min=1, help="Attempts before the dead letter (default: settings)."
         ),
     ] = None,
+    from_jsonl: Annotated[
+        typer.FileText | None,
+        typer.Option(
+            "--from-jsonl",
+            metavar="FILE",
+            help='Submit one run per line of FILE ("-": stdin), each {"recipe", "input", "options",'
+            ' "idempotency_key"}, by submit_runs in statements of --chunk lines (each all or nothing).',
+        ),
+    ] = None,
+    chunk: Annotated[
+        int, typer.Option("--chunk", metavar="N", min=1, help="Lines per submit_runs call.")
+    ] = 1000,
     as_json: JsonOpt = False,
 ) -> None:
-    """Submit a run and print its id; warn when no live worker serves the recipe."""
+    """Submit a run and print its id (or many with --from-jsonl); warn when no live worker serves a recipe."""
     cli = current(as_json)
-    try:
-        value = json.loads(input_json)
-    except json.JSONDecodeError as e:
-        raise usage(f"INPUT is not JSON: {e}") from None
     options: dict[str, Any] = {"submitted_by": _actor()}
     if priority is not None:
         options["priority"] = priority
     if max_attempts is not None:
         options["max_attempts"] = max_attempts
+    if delay:
+        options["delay_s"] = delay
+    if from_jsonl is not None:
+        if key is not None:
+            raise usage("--key names one run; with --from-jsonl put idempotency_key on each line")
+        _submit_jsonl(cli, from_jsonl, recipe, workspace, options, chunk)
+        return
+    if recipe is None:
+        raise usage("RECIPE is required (or --from-jsonl FILE)")
+    try:
+        value = json.loads(input_json)
+    except json.JSONDecodeError as e:
+        raise usage(f"INPUT is not JSON: {e}") from None
     with cli.connect() as c:
-        if delay:
-            row = c.execute("select (now() + make_interval(secs => %s))::text", [delay]).fetchone()
-            assert row is not None
-            options["not_before"] = row[0]
         db.create_workspace(c, workspace)
         r = db.submit_run(c, workspace, recipe, value, idempotency_key=key, options=options)
         if r.created:
@@ -265,6 +289,50 @@ def submit(
             f"run {r.run_id} {'submitted' if r.created else 'already submitted (same key)'}"
             f" (step {r.step_id})"
         )
+
+
+def _submit_jsonl(
+    cli: Cli, lines: Any, recipe: str | None, workspace: str, options: dict[str, Any], chunk: int
+) -> None:
+    """`submit --from-jsonl`: submit_runs per `chunk` lines; a bad line refuses its chunk (and stops)."""
+    made = seen = 0
+    recipes: set[str] = set()
+    rows: list[models.SubmittedRunItem] = []
+    with cli.connect() as c:
+        db.create_workspace(c, workspace)
+        batch: list[dict[str, Any]] = []
+
+        def flush() -> None:
+            nonlocal made, seen
+            if batch:
+                done = db.submit_many(c, workspace, batch, options=options)
+                made += sum(r.created for r in done)
+                seen += len(done)
+                rows.extend(done)
+                batch.clear()
+
+        for n, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            try:
+                run = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise usage(f"line {n} is not JSON: {e}") from None
+            if not isinstance(run, dict):
+                raise usage(f"line {n} is not a JSON object")
+            if recipe is not None:
+                run.setdefault("recipe", recipe)
+            recipes.add(str(run.get("recipe")))
+            batch.append(run)
+            if len(batch) >= chunk:
+                flush()
+        flush()
+        if made:
+            _warn(cli, state.unserved(c, sorted(recipes)) or [])
+    if cli.json:
+        _dump(rows)
+    else:
+        cli.out.print(f"{made} runs submitted, {seen - made} already submitted (same key)")
 
 
 def cancel(run: RunArg, reason: ReasonOpt = None, as_json: JsonOpt = False) -> None:

@@ -15,7 +15,7 @@ the same connection so the refusal is on record (scenario C02), and re-raises.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
@@ -61,6 +61,7 @@ __all__ = [
     "run_trace_context",
     "spawn_children",
     "start_step",
+    "submit_many",
     "submit_run",
     "translated",
     "wake_parents",
@@ -201,6 +202,46 @@ def submit_run(
         ],
         models.SubmittedRun,
     )
+
+
+def submit_many(
+    conn: Connection,
+    workspace: str,
+    runs: Iterable[Mapping[str, Any]],
+    *,
+    options: Mapping[str, Any] | None = None,
+) -> list[models.SubmittedRunItem]:
+    """
+    Submit many runs in one statement (``submit_runs``): all of them, or none.
+
+    :param runs: each a mapping with ``recipe``, ``input`` (default ``{}``), ``options`` (submit_run's,
+        laid over the shared `options`) and, for convenience, ``idempotency_key`` (moved into its options).
+    :param options: options every run shares (not idempotency_key); the current span's traceparent
+        is added unless given.
+    :return: one row per run, in order: its position (``idx``, from 1), run, root step, first attempt, and
+        whether this call created it (False: its idempotency key named an existing run, or an earlier
+        element of this call).
+    :raises BadArgument: a malformed element (22023; the message starts ``submit_runs element N:``).
+    :raises IdempotencyConflict: a key used before, or by an earlier element, with another input (ZF004).
+    :raises CapExceeded: more runs than settings.max_runs_per_call, or an input over max_input_bytes (ZF005).
+    :raises NotFound: unknown workspace (ZF003).
+    """
+    elements = [_run_element(r) for r in runs]
+    return _rows(
+        conn,
+        "select * from pgflight.submit_runs(%s, %s, %s)",
+        [workspace, Jsonb(elements), _opts(options, traceparent=_traceparent(options))],
+        models.SubmittedRunItem,
+    )
+
+
+def _run_element(run: Mapping[str, Any]) -> dict[str, Any]:
+    """One element of submit_runs' array: an ``idempotency_key`` given beside the options goes into them."""
+    element = {k: v for k, v in run.items() if k != "idempotency_key"}
+    key = run.get("idempotency_key")
+    if key is not None:
+        element["options"] = {**(run.get("options") or {}), "idempotency_key": key}
+    return element
 
 
 def _traceparent(options: Mapping[str, Any] | None) -> str | None:

@@ -34,11 +34,13 @@ comment on function pgflight._limit(text) is
 -- inclusive bounds (for a string or string[]: its length in characters / items), the default and
 -- one line of documentation. scripts/gen_options_doc writes docs/options.md from this, and
 -- _check_options validates against it: a key absent here is refused.
+-- No SET clause (issue 18): a SQL function with one is never inlined, so every call planned and
+-- ran this VALUES list anew (_check_options called it once per key: 80 % of submit_run's time).
+-- Inlined, the caller's cached plan holds it. It names no object, so search_path cannot matter.
 create or replace function pgflight._option_spec()
 returns table (scope text, key text, kind text, min_value numeric, max_value numeric, choices text[],
                default_value text, doc text)
 language sql immutable parallel safe
-set search_path = pg_catalog, pg_temp
 as $$
   values
     ('step', 'priority', 'integer', -2147483648, 2147483647, null::text[], '0 (a child: its parent''s)',
@@ -240,16 +242,20 @@ comment on function pgflight._opt_string(jsonb, text, text, integer, integer, te
 -- an unknown key or a value outside its spec raises 22023 naming the key. Returns the options
 -- normalised (JSON nulls dropped, integers written 3.0 stored as 3), which the caller then reads
 -- with plain casts: nothing read from the result can fail.
+-- Issue 18: one query pairs every key with its spec (the inlined VALUES list, read once per call),
+-- and each check is written here inline, with no function call per key; the typed readers above
+-- raise the same errors, and _bad_option is called only to raise.
 create or replace function pgflight._check_options(p_scope text, p_options jsonb)
 returns jsonb
 language plpgsql immutable
 set search_path = pg_catalog, pg_temp
 as $$
 declare
-  v_key text;
-  v_val jsonb;
-  v_spec record;
+  v record;
   v_out jsonb := '{}';
+  v_val jsonb;
+  v_type text;
+  v_n numeric;
   v_ts timestamptz;
   v_item jsonb;
   -- submit_run and each child of spawn_children ("spawn_children child 3") take the step options
@@ -263,30 +269,51 @@ begin
       detail = format('got a JSON %s', jsonb_typeof(p_options)),
       hint = 'See docs/options.md for the keys each function takes.';
   end if;
-  for v_key, v_val in select e.key, e.value from jsonb_each(p_options) e loop
-    select s.* into v_spec from pgflight._option_spec() s
-     where s.key = v_key
-       and (s.scope = p_scope or (s.scope = 'step' and v_step_scope));
-    if not found then
-      raise exception using errcode = '22023', message = format('unknown option %s for %s', v_key, p_scope),
+  for v in
+    select e.key, e.value, s.kind, s.min_value, s.max_value, s.choices, s.key is not null as known
+      from jsonb_each(p_options) with ordinality as e(key, value, ord)
+      left join pgflight._option_spec() s
+        on s.key = e.key and (s.scope = p_scope or (s.scope = 'step' and v_step_scope))
+     order by e.ord
+  loop
+    if not v.known then
+      raise exception using errcode = '22023', message = format('unknown option %s for %s', v.key, p_scope),
         detail = format('known options: %s',
                         (select string_agg(s.key, ', ' order by s.key) from pgflight._option_spec() s
                           where s.scope = p_scope or (s.scope = 'step' and v_step_scope))),
         hint = 'Check the spelling; see docs/options.md.';
     end if;
-    continue when jsonb_typeof(v_val) = 'null';
-    case v_spec.kind
+    v_val := v.value;
+    v_type := jsonb_typeof(v_val);
+    continue when v_type = 'null';
+    case v.kind
       when 'boolean' then
-        perform pgflight._opt_bool(p_options, v_key, null, p_scope);
+        if v_type <> 'boolean' then
+          perform pgflight._bad_option(p_scope, v.key, v_val, 'a JSON boolean (true or false)');
+        end if;
       when 'number' then
-        perform pgflight._opt_number(p_options, v_key, null, v_spec.min_value, v_spec.max_value, p_scope);
+        if (case when v_type = 'number' then v_val::numeric not between v.min_value and v.max_value else true end) then
+          perform pgflight._bad_option(p_scope, v.key, v_val,
+                                       format('a JSON number from %s to %s', v.min_value, v.max_value));
+        end if;
       when 'integer' then
-        v_val := to_jsonb(pgflight._opt_int(p_options, v_key, null, v_spec.min_value, v_spec.max_value, p_scope));
+        -- 3 and 3.0 are both 3; 1.5 is refused, never rounded
+        v_n := case when v_type = 'number' then v_val::numeric end;
+        if v_n is null or v_n <> trunc(v_n) or v_n not between v.min_value and v.max_value then
+          perform pgflight._bad_option(p_scope, v.key, v_val,
+                                       format('an integer from %s to %s', v.min_value, v.max_value));
+        end if;
+        if scale(v_n) > 0 then
+          v_val := to_jsonb(v_n::bigint);
+        end if;
       when 'string' then
-        perform pgflight._opt_string(p_options, v_key, null, v_spec.min_value::integer, v_spec.max_value::integer, p_scope);
+        if v_type <> 'string' or length(v_val #>> '{}') not between v.min_value and v.max_value then
+          perform pgflight._bad_option(p_scope, v.key, v_val,
+                                       format('a JSON string of %s to %s characters', v.min_value, v.max_value));
+        end if;
       when 'enum' then
-        if jsonb_typeof(v_val) <> 'string' or not (v_val #>> '{}') = any (v_spec.choices) then
-          perform pgflight._bad_option(p_scope, v_key, v_val, 'one of ' || array_to_string(v_spec.choices, ', '));
+        if v_type <> 'string' or not (v_val #>> '{}') = any (v.choices) then
+          perform pgflight._bad_option(p_scope, v.key, v_val, 'one of ' || array_to_string(v.choices, ', '));
         end if;
       when 'timestamptz' then
         begin
@@ -294,23 +321,23 @@ begin
         exception when others then
           v_ts := null;
         end;
-        if jsonb_typeof(v_val) <> 'string' or v_ts is null or not isfinite(v_ts)
+        if v_type <> 'string' or v_ts is null or not isfinite(v_ts)
            or v_ts not between '1970-01-01'::timestamptz and '9999-01-01'::timestamptz then
-          perform pgflight._bad_option(p_scope, v_key, v_val, 'an ISO 8601 timestamp with offset, 1970 to 9999');
+          perform pgflight._bad_option(p_scope, v.key, v_val, 'an ISO 8601 timestamp with offset, 1970 to 9999');
         end if;
       when 'string[]' then
-        if jsonb_typeof(v_val) <> 'array' or jsonb_array_length(v_val) > v_spec.max_value then
-          perform pgflight._bad_option(p_scope, v_key, v_val, format('a JSON array of at most %s strings', v_spec.max_value));
+        if v_type <> 'array' or jsonb_array_length(v_val) > v.max_value then
+          perform pgflight._bad_option(p_scope, v.key, v_val, format('a JSON array of at most %s strings', v.max_value));
         end if;
         for v_item in select jsonb_array_elements(v_val) loop
           if jsonb_typeof(v_item) <> 'string' or length(v_item #>> '{}') > 256 then
-            perform pgflight._bad_option(p_scope, v_key, v_val, 'a JSON array of strings of at most 256 characters');
+            perform pgflight._bad_option(p_scope, v.key, v_val, 'a JSON array of strings of at most 256 characters');
           end if;
         end loop;
       when 'backoff' then
         v_val := pgflight._check_options('backoff', v_val);
     end case;
-    v_out := v_out || jsonb_build_object(v_key, v_val);
+    v_out := v_out || jsonb_build_object(v.key, v_val);
   end loop;
   return v_out;
 end

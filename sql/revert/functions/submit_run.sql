@@ -1,11 +1,13 @@
--- Revert pgflight:functions/submit_run: restores the previous definition, deploy/functions/submit_run@v0.2.0.sql (written by scripts/gen_sql_scripts.py)
+-- Revert pgflight:functions/submit_run: restores the previous definition, deploy/functions/submit_run@v0.3.0.sql (written by scripts/gen_sql_scripts.py)
 begin;
 set local role pgflight_owner;
 
 -- Submit a run: one root step of p_recipe with p_input, queued.
 -- options (all optional): idempotency_key (same key -> the same run; same key with another input
 -- -> ZF004), priority (integer, higher first), max_attempts, backoff {base_s, factor, max_s,
--- jitter}, not_before (timestamptz: not claimable before), lease_s and max_runtime_s (seconds),
+-- jitter}, not_before (timestamp with a UTC offset: not claimable before) or delay_s (seconds from
+-- now, on the server's clock), concurrency_key and concurrency_limit (at most that many attempts
+-- of the workspace's steps with this key leased at once; default 1), lease_s and max_runtime_s (seconds),
 -- max_usd (USD), max_wall_s (seconds), max_iterations, max_tool_calls (tree budgets), submitted_by.
 -- Returns the run, its root step and first attempt, and whether this call created them.
 -- Errors: 22023 bad argument, ZF003 unknown workspace, ZF004 idempotency conflict, ZF005 input
@@ -14,7 +16,7 @@ set local role pgflight_owner;
 create or replace function pgflight.submit_run(p_workspace text, p_recipe text, p_input jsonb, p_options jsonb default '{}')
 returns table (run_id bigint, step_id bigint, attempt_id bigint, created boolean)
 language plpgsql volatile security definer
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_now timestamptz := pgflight._now();
@@ -29,7 +31,10 @@ declare
   v_attempt bigint;
   v_existing record;
   v_not_before timestamptz;
-  v_max_attempts double precision;
+  v_max_attempts integer;
+  v_opts jsonb;
+  v_ckey text;
+  v_climit integer;
 begin
   if p_recipe is null or btrim(p_recipe) = '' then
     raise exception using errcode = '22023', message = 'recipe is required',
@@ -39,15 +44,19 @@ begin
     raise exception using errcode = '22023', message = 'input is required',
       hint = 'Pass ''{}''::jsonb for a recipe that takes no input.';
   end if;
-  if p_options is not null and jsonb_typeof(p_options) <> 'object' then
-    raise exception using errcode = '22023', message = 'options must be a JSON object',
-      detail = format('got a JSON %s', jsonb_typeof(p_options));
+  if length(p_recipe) > 256 then
+    raise exception using errcode = '22023', message = 'recipe name is longer than 256 characters',
+      detail = format('got %s characters', length(p_recipe)), hint = 'Use a short recipe name.';
   end if;
+  -- every option checked against its spec (docs/options.md): unknown keys, types and bounds, 22023
+  -- naming the key; v_opts is normalised, so the plain casts below cannot fail (issue 14)
+  v_opts := pgflight._check_options('submit_run', p_options);
   select w.id, w.max_run_usd into v_ws, v_ws_max_usd from pgflight.workspaces w where w.name = p_workspace;
   if not found then
     raise exception using errcode = 'ZF003', message = format('unknown workspace %L', p_workspace),
       hint = 'Create it first: select pgflight.create_workspace(name).';
   end if;
+  perform pgflight._require_lane('operator', v_ws, 'submit_run');  -- issue 13: tenants
   select * into v_settings from pgflight.settings;
   v_size := octet_length(p_input::text);
   if v_size > v_settings.max_input_bytes then
@@ -55,32 +64,24 @@ begin
       detail = format('input is %s bytes; the cap is %s bytes', v_size, v_settings.max_input_bytes),
       hint = 'Store large payloads elsewhere and pass a reference, or raise settings.max_input_bytes.';
   end if;
-  v_max_attempts := pgflight._opt_num(p_options, 'max_attempts', v_settings.default_max_attempts);
-  if v_max_attempts < 1 or v_max_attempts <> trunc(v_max_attempts) then
-    raise exception using errcode = '22023', message = 'max_attempts must be a positive integer',
-      detail = format('got %s', v_max_attempts);
-  end if;
-  if p_options ? 'lease_s' then perform pgflight._require_positive('lease_s', pgflight._opt_num(p_options, 'lease_s', null)); end if;
-  if p_options ? 'max_runtime_s' then perform pgflight._require_positive('max_runtime_s', pgflight._opt_num(p_options, 'max_runtime_s', null)); end if;
-  if p_options ? 'backoff' and jsonb_typeof(p_options -> 'backoff') <> 'object' then
-    raise exception using errcode = '22023', message = 'backoff must be a JSON object',
-      hint = 'e.g. {"base_s": 1, "factor": 2, "max_s": 300, "jitter": 0.2}';
-  end if;
-  v_not_before := coalesce(pgflight._opt_text(p_options, 'not_before', null)::timestamptz, v_now);
+  v_max_attempts := coalesce((v_opts ->> 'max_attempts')::integer, v_settings.default_max_attempts);
+  -- issue 15: delay_s or not_before (with a UTC offset), and the concurrency key and limit
+  v_not_before := pgflight._start_at(v_opts, v_now);
+  select c.o_key, c.o_limit into v_ckey, v_climit from pgflight._concurrency_option(v_opts) c;
 
-  v_key := pgflight._opt_text(p_options, 'idempotency_key', null);
+  v_key := v_opts ->> 'idempotency_key';
   v_hash := encode(sha256(convert_to(p_input::text, 'UTF8')), 'hex');
 
   -- the root step's id is taken first, so the run row is written once, with it
   v_step := nextval(pg_get_serial_sequence('pgflight.steps', 'id'));
   insert into pgflight.runs (workspace_id, recipe, idempotency_key, input_hash, submitted_by, options,
                              max_usd, max_wall_s, max_iterations, max_tool_calls, created_at, root_step_id)
-  values (v_ws, p_recipe, v_key, v_hash, pgflight._opt_text(p_options, 'submitted_by', session_user::text),
-          coalesce(p_options, '{}'),
-          coalesce(pgflight._opt_num(p_options, 'max_usd', null)::numeric, v_ws_max_usd),
-          pgflight._opt_num(p_options, 'max_wall_s', null),
-          pgflight._opt_num(p_options, 'max_iterations', null)::integer,
-          pgflight._opt_num(p_options, 'max_tool_calls', null)::integer,
+  values (v_ws, p_recipe, v_key, v_hash, coalesce(v_opts ->> 'submitted_by', session_user::text),
+          v_opts,
+          coalesce((v_opts ->> 'max_usd')::numeric, v_ws_max_usd),
+          (v_opts ->> 'max_wall_s')::double precision,
+          (v_opts ->> 'max_iterations')::integer,
+          (v_opts ->> 'max_tool_calls')::integer,
           v_now, v_step)
   on conflict (workspace_id, idempotency_key) do nothing
   returning id into v_run;
@@ -103,16 +104,19 @@ begin
   end if;
 
   insert into pgflight.steps (id, run_id, parent_id, depth, step_key, recipe, input, priority, max_attempts,
-                              backoff, lease_s, max_runtime_s, created_at)
+                              backoff, lease_s, max_runtime_s, created_at, concurrency_key, concurrency_limit)
   values (v_step, v_run, null, 0, 'root', p_recipe, p_input,
-          pgflight._opt_num(p_options, 'priority', 0)::integer, v_max_attempts::integer,
-          coalesce(p_options -> 'backoff', '{}'),
-          pgflight._opt_num(p_options, 'lease_s', null), pgflight._opt_num(p_options, 'max_runtime_s', null), v_now);
-  insert into pgflight.step_attempts (step_id, run_id, attempt_no, recipe, priority, status, available_after, created_at)
-  values (v_step, v_run, 1, p_recipe, pgflight._opt_num(p_options, 'priority', 0)::integer, 'queued', v_not_before, v_now)
+          coalesce((v_opts ->> 'priority')::integer, 0), v_max_attempts,
+          coalesce(v_opts -> 'backoff', '{}'),
+          (v_opts ->> 'lease_s')::double precision, (v_opts ->> 'max_runtime_s')::double precision, v_now,
+          v_ckey, v_climit);
+  insert into pgflight.step_attempts (step_id, run_id, attempt_no, recipe, priority, status, available_after, created_at,
+                                      workspace_id, concurrency_key, concurrency_limit)
+  values (v_step, v_run, 1, p_recipe, coalesce((v_opts ->> 'priority')::integer, 0), 'queued', v_not_before, v_now,
+          v_ws, v_ckey, v_climit)
   returning id into v_attempt;
   perform pgflight._event(v_run, v_step, v_attempt, null, 'queued', null, 'queued',
-                          pgflight._opt_text(p_options, 'submitted_by', session_user::text));
+                          coalesce(v_opts ->> 'submitted_by', session_user::text));
   if v_not_before <= v_now then
     perform pgflight._notify_ready();
   end if;
@@ -121,6 +125,10 @@ end
 $$;
 comment on function pgflight.submit_run(text, text, jsonb, jsonb) is
   'Submit a run (root step of a recipe). Returns (run_id, step_id, attempt_id, created). '
+  'Options (docs/options.md): idempotency_key, priority, max_attempts, lease_s, max_runtime_s, backoff '
+  '{base_s, factor, max_s, jitter}, not_before (with a UTC offset) or delay_s, concurrency_key and '
+  'concurrency_limit, max_usd, max_wall_s, max_iterations, max_tool_calls, '
+  'submitted_by, traceparent (W3C trace context); an unknown key or a value out of bounds is 22023 naming it. '
   'Errors: 22023, ZF003 unknown workspace, ZF004 idempotency conflict, ZF005 input too large.';
 grant execute on function pgflight.submit_run(text, text, jsonb, jsonb) to pgflight_operator;
 

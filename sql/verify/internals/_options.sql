@@ -17,8 +17,8 @@ declare
 begin
   select p.proconfig into v_config
     from pg_catalog.pg_proc p where p.oid = 'pgflight._option_spec()'::regprocedure;
-  if v_config is distinct from array['search_path=pg_catalog, pg_temp']::text[] then
-    raise exception 'pgflight._option_spec() has settings %, expected %', v_config, array['search_path=pg_catalog, pg_temp']::text[];
+  if v_config is distinct from null::text[] then
+    raise exception 'pgflight._option_spec() has settings %, expected %', v_config, null::text[];
   end if;
 end
 $verify$;
