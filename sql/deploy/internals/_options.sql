@@ -1,5 +1,5 @@
 -- Deploy pgflight:internals/_options
--- Defines: _option_spec(), _bad_option(), _opt_bool(), _opt_int(), _opt_number(), _opt_interval(),
+-- Defines: _option_spec(), _option_map(), _bad_option(), _opt_bool(), _opt_int(), _opt_number(), _opt_interval(),
 -- _opt_string(), _check_options(), _check_arg(), _opt_clamped(), _opt_num(), _opt_text(),
 -- _require_positive(), _backoff_s(), _bad_child_options(), _check_limit(), _limit().
 -- Option parsing in one place (issue 12, issue 14 case 7): the catalogue of every option of every
@@ -34,13 +34,11 @@ comment on function pgflight._limit(text) is
 -- inclusive bounds (for a string or string[]: its length in characters / items), the default and
 -- one line of documentation. scripts/gen_options_doc writes docs/options.md from this, and
 -- _check_options validates against it: a key absent here is refused.
--- No SET clause (issue 18): a SQL function with one is never inlined, so every call planned and
--- ran this VALUES list anew (_check_options called it once per key: 80 % of submit_run's time).
--- Inlined, the caller's cached plan holds it. It names no object, so search_path cannot matter.
 create or replace function pgflight._option_spec()
 returns table (scope text, key text, kind text, min_value numeric, max_value numeric, choices text[],
                default_value text, doc text)
 language sql immutable parallel safe
+set search_path = pg_catalog, pg_temp
 as $$
   values
     ('step', 'priority', 'integer', -2147483648, 2147483647, null::text[], '0 (a child: its parent''s)',
@@ -115,6 +113,24 @@ $$;
 comment on function pgflight._option_spec() is
   'Internal: the catalogue of every API option (scope, key, kind, bounds, default, doc); the single '
   'source of _check_options and docs/options.md.';
+
+-- The catalogue as one jsonb object, "scope.key" -> {"kind", "min", "max", "choices"}, for the
+-- validator (issue 18). Immutable without arguments: a caller's cached plan folds the call into a
+-- constant, so the catalogue is built once per session and each key is one lookup. Before,
+-- _check_options ran _option_spec's VALUES list once per key (a SQL function with a SET clause is
+-- planned anew at every call): 80 % of submit_run's time with options.
+create or replace function pgflight._option_map()
+returns jsonb
+language sql immutable parallel safe
+set search_path = pg_catalog, pg_temp
+as $$
+  select jsonb_object_agg(s.scope || '.' || s.key,
+                          jsonb_build_object('kind', s.kind, 'min', s.min_value, 'max', s.max_value,
+                                             'choices', s.choices))
+    from pgflight._option_spec() s
+$$;
+comment on function pgflight._option_map() is
+  'Internal: _option_spec as one jsonb object keyed "scope.key", folded into a constant by its callers'' plans.';
 
 -- Raise 22023 for option p_key of p_scope: the message names the key, DETAIL the value and the
 -- bounds, HINT the documented range.
@@ -260,60 +276,67 @@ declare
   v_item jsonb;
   -- submit_run and each child of spawn_children ("spawn_children child 3") take the step options
   v_step_scope boolean := p_scope = 'submit_run' or starts_with(p_scope, 'spawn_children child');
+  v_map jsonb;
+  v_kind text;
+  v_min numeric;
+  v_max numeric;
 begin
   if p_options is null or p_options = '{}' then
     return '{}';
   end if;
+  v_map := pgflight._option_map();  -- a constant of this expression's cached plan
   if jsonb_typeof(p_options) <> 'object' then
     raise exception using errcode = '22023', message = format('options of %s must be a JSON object', p_scope),
       detail = format('got a JSON %s', jsonb_typeof(p_options)),
       hint = 'See docs/options.md for the keys each function takes.';
   end if;
   for v in
-    select e.key, e.value, s.kind, s.min_value, s.max_value, s.choices, s.key is not null as known
-      from jsonb_each(p_options) with ordinality as e(key, value, ord)
-      left join pgflight._option_spec() s
-        on s.key = e.key and (s.scope = p_scope or (s.scope = 'step' and v_step_scope))
-     order by e.ord
+    select e.key, e.value,
+           coalesce(v_map -> (p_scope || '.' || e.key), case when v_step_scope then v_map -> ('step.' || e.key) end) as spec
+      from jsonb_each(p_options) as e(key, value)
   loop
-    if not v.known then
+    if v.spec is null then
       raise exception using errcode = '22023', message = format('unknown option %s for %s', v.key, p_scope),
         detail = format('known options: %s',
                         (select string_agg(s.key, ', ' order by s.key) from pgflight._option_spec() s
                           where s.scope = p_scope or (s.scope = 'step' and v_step_scope))),
         hint = 'Check the spelling; see docs/options.md.';
     end if;
+    v_kind := v.spec ->> 'kind';
+    v_min := (v.spec ->> 'min')::numeric;
+    v_max := (v.spec ->> 'max')::numeric;
     v_val := v.value;
     v_type := jsonb_typeof(v_val);
     continue when v_type = 'null';
-    case v.kind
+    case v_kind
       when 'boolean' then
         if v_type <> 'boolean' then
           perform pgflight._bad_option(p_scope, v.key, v_val, 'a JSON boolean (true or false)');
         end if;
       when 'number' then
-        if (case when v_type = 'number' then v_val::numeric not between v.min_value and v.max_value else true end) then
+        if (case when v_type = 'number' then v_val::numeric not between v_min and v_max else true end) then
           perform pgflight._bad_option(p_scope, v.key, v_val,
-                                       format('a JSON number from %s to %s', v.min_value, v.max_value));
+                                       format('a JSON number from %s to %s', v_min, v_max));
         end if;
       when 'integer' then
         -- 3 and 3.0 are both 3; 1.5 is refused, never rounded
         v_n := case when v_type = 'number' then v_val::numeric end;
-        if v_n is null or v_n <> trunc(v_n) or v_n not between v.min_value and v.max_value then
+        if v_n is null or v_n <> trunc(v_n) or v_n not between v_min and v_max then
           perform pgflight._bad_option(p_scope, v.key, v_val,
-                                       format('an integer from %s to %s', v.min_value, v.max_value));
+                                       format('an integer from %s to %s', v_min, v_max));
         end if;
         if scale(v_n) > 0 then
           v_val := to_jsonb(v_n::bigint);
         end if;
       when 'string' then
-        if v_type <> 'string' or length(v_val #>> '{}') not between v.min_value and v.max_value then
+        if v_type <> 'string' or length(v_val #>> '{}') not between v_min and v_max then
           perform pgflight._bad_option(p_scope, v.key, v_val,
-                                       format('a JSON string of %s to %s characters', v.min_value, v.max_value));
+                                       format('a JSON string of %s to %s characters', v_min, v_max));
         end if;
       when 'enum' then
-        if v_type <> 'string' or not (v_val #>> '{}') = any (v.choices) then
-          perform pgflight._bad_option(p_scope, v.key, v_val, 'one of ' || array_to_string(v.choices, ', '));
+        if v_type <> 'string' or not (v.spec -> 'choices') ? (v_val #>> '{}') then
+          perform pgflight._bad_option(p_scope, v.key, v_val,
+                                       'one of ' || (select string_agg(c, ', ') from jsonb_array_elements_text(v.spec -> 'choices') c));
         end if;
       when 'timestamptz' then
         begin
@@ -326,8 +349,8 @@ begin
           perform pgflight._bad_option(p_scope, v.key, v_val, 'an ISO 8601 timestamp with offset, 1970 to 9999');
         end if;
       when 'string[]' then
-        if v_type <> 'array' or jsonb_array_length(v_val) > v.max_value then
-          perform pgflight._bad_option(p_scope, v.key, v_val, format('a JSON array of at most %s strings', v.max_value));
+        if v_type <> 'array' or jsonb_array_length(v_val) > v_max then
+          perform pgflight._bad_option(p_scope, v.key, v_val, format('a JSON array of at most %s strings', v_max));
         end if;
         for v_item in select jsonb_array_elements(v_val) loop
           if jsonb_typeof(v_item) <> 'string' or length(v_item #>> '{}') > 256 then

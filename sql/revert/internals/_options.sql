@@ -9,6 +9,7 @@
 -- None is granted to any role.
 begin;
 set local role pgflight_owner;
+drop function pgflight._option_map();
 
 -- The engine's hard limits: the largest value any time option may take, so that nothing computed
 -- from a stored option later (a lease, a deadline, a retry delay) can leave timestamptz's range.

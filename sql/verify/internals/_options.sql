@@ -17,8 +17,19 @@ declare
 begin
   select p.proconfig into v_config
     from pg_catalog.pg_proc p where p.oid = 'pgflight._option_spec()'::regprocedure;
-  if v_config is distinct from null::text[] then
-    raise exception 'pgflight._option_spec() has settings %, expected %', v_config, null::text[];
+  if v_config is distinct from array['search_path=pg_catalog, pg_temp']::text[] then
+    raise exception 'pgflight._option_spec() has settings %, expected %', v_config, array['search_path=pg_catalog, pg_temp']::text[];
+  end if;
+end
+$verify$;
+do $verify$
+declare
+  v_config text[];
+begin
+  select p.proconfig into v_config
+    from pg_catalog.pg_proc p where p.oid = 'pgflight._option_map()'::regprocedure;
+  if v_config is distinct from array['search_path=pg_catalog, pg_temp']::text[] then
+    raise exception 'pgflight._option_map() has settings %, expected %', v_config, array['search_path=pg_catalog, pg_temp']::text[];
   end if;
 end
 $verify$;
