@@ -1630,7 +1630,8 @@ CREATE TABLE pgflight.step_attempts (
     CONSTRAINT finished_at_is_after_claimed_at CHECK (((finished_at IS NULL) OR (claimed_at IS NULL) OR (finished_at >= claimed_at))),
     CONSTRAINT leased_attempt_has_owner CHECK (((status <> ALL (ARRAY['claimed'::text, 'running'::text, 'cancel_requested'::text])) OR ((worker_id IS NOT NULL) AND (fencing_token IS NOT NULL) AND (lease_expires_at IS NOT NULL)))),
     CONSTRAINT status_is_known CHECK ((status = ANY (ARRAY['queued'::text, 'claimed'::text, 'running'::text, 'cancel_requested'::text, 'awaiting_children'::text, 'awaiting_approval'::text, 'succeeded'::text, 'failed'::text, 'lease_expired'::text, 'timed_out'::text, 'dead_letter'::text, 'cancelled'::text])))
-);
+)
+WITH (fillfactor='80');
 
 ALTER TABLE pgflight.step_attempts OWNER TO pgflight_owner;
 
@@ -2747,65 +2748,78 @@ declare
   v_child bigint;
   v_parent_attempt record;
   v_final text;
+  v_cancel_below boolean;
+  v_has_parent boolean;
 begin
+  -- issue 18: one read of the finished steps says which of 1-3 can have work; a batch of
+  -- successful roots (the common case) runs only 4
+  select coalesce(bool_or(f.final <> 'succeeded' and s.children_pending > 0), false),
+         coalesce(bool_or(s.parent_id is not null), false)
+    into v_cancel_below, v_has_parent
+    from unnest(p_step_ids, p_finals) as f(id, final) join pgflight.steps s on s.id = f.id;
+
   -- 1. what an unsuccessful step left running below it
-  for v_left in
-    select s.id, s.run_id, f.final
-      from unnest(p_step_ids, p_finals) as f(id, final) join pgflight.steps s on s.id = f.id
-     where f.final <> 'succeeded' and s.children_pending > 0
-     order by s.id
-  loop
-    perform pgflight._cancel_tree(v_left.run_id, v_left.id, coalesce(p_actor, 'engine'), 'parent ended ' || v_left.final);
-    update pgflight.steps set children_pending = 0 where id = v_left.id;
-  end loop;
-
-  -- 2. the pokes: lock the parents (id order) in a statement of their own, then decrement
-  perform from pgflight.steps p
-   where p.id in (select s.parent_id from pgflight.steps s where s.id = any (p_step_ids) and s.parent_id is not null)
-   order by p.id
-     for update of p;
-  with finished as (
-    select s.parent_id, count(*)::integer as n, bool_or(f.final <> 'succeeded') as failed
-      from unnest(p_step_ids, p_finals) as f(id, final) join pgflight.steps s on s.id = f.id
-     where s.parent_id is not null
-     group by s.parent_id
-  ), poked as (
-    update pgflight.steps p
-       set children_pending = greatest(p.children_pending - f.n, 0)
-      from finished f
-     where p.id = f.parent_id
-    returning p.id, p.children_pending, p.fail_fast, f.failed
-  )
-  select array_agg(k.id order by k.id) filter (where k.failed and k.fail_fast),
-         array_agg(k.id order by k.id) filter (where not (k.failed and k.fail_fast) and k.children_pending = 0)
-    into v_doomed, v_wake
-    from poked k;
-
-  -- 3. fail fast, else the wake
-  if v_doomed is not null then
-    foreach v_parent in array v_doomed loop
-      select a.* into v_parent_attempt from pgflight.step_attempts a
-       where a.step_id = v_parent and a.status = 'awaiting_children' for update;
-      if found then
-        select min(f.id) into v_child
-          from unnest(p_step_ids, p_finals) as f(id, final) join pgflight.steps s on s.id = f.id
-         where s.parent_id = v_parent and f.final <> 'succeeded';
-        select f.final into v_final from unnest(p_step_ids, p_finals) as f(id, final) where f.id = v_child;
-        update pgflight.step_attempts
-           set status = 'dead_letter', finished_at = p_now, reason = 'child_failed',
-               error = jsonb_build_object('message', 'a child step ended ' || v_final, 'child_step_id', v_child)
-         where id = v_parent_attempt.id;
-        perform pgflight._event(v_parent_attempt.run_id, v_parent, v_parent_attempt.id,
-                                'awaiting_children', 'dead_letter', null, 'child_failed', p_actor,
-                                jsonb_build_object('child_step_id', v_child));
-        perform pgflight._steps_finished(array[v_parent], array['dead_letter'], p_actor, p_now);
-      end if;
+  if v_cancel_below then
+    for v_left in
+      select s.id, s.run_id, f.final
+        from unnest(p_step_ids, p_finals) as f(id, final) join pgflight.steps s on s.id = f.id
+       where f.final <> 'succeeded' and s.children_pending > 0
+       order by s.id
+    loop
+      perform pgflight._cancel_tree(v_left.run_id, v_left.id, coalesce(p_actor, 'engine'), 'parent ended ' || v_left.final);
+      update pgflight.steps set children_pending = 0 where id = v_left.id;
     end loop;
   end if;
-  if v_wake is not null then
-    foreach v_parent in array v_wake loop
-      perform pgflight._wake(v_parent, 'parent_resumed', p_actor);
-    end loop;
+
+  if v_has_parent then
+    -- 2. the pokes: lock the parents (id order) in a statement of their own, then decrement
+    perform from pgflight.steps p
+     where p.id in (select s.parent_id from pgflight.steps s where s.id = any (p_step_ids) and s.parent_id is not null)
+     order by p.id
+       for update of p;
+    with finished as (
+      select s.parent_id, count(*)::integer as n, bool_or(f.final <> 'succeeded') as failed
+        from unnest(p_step_ids, p_finals) as f(id, final) join pgflight.steps s on s.id = f.id
+       where s.parent_id is not null
+       group by s.parent_id
+    ), poked as (
+      update pgflight.steps p
+         set children_pending = greatest(p.children_pending - f.n, 0)
+        from finished f
+       where p.id = f.parent_id
+      returning p.id, p.children_pending, p.fail_fast, f.failed
+    )
+    select array_agg(k.id order by k.id) filter (where k.failed and k.fail_fast),
+           array_agg(k.id order by k.id) filter (where not (k.failed and k.fail_fast) and k.children_pending = 0)
+      into v_doomed, v_wake
+      from poked k;
+
+    -- 3. fail fast, else the wake
+    if v_doomed is not null then
+      foreach v_parent in array v_doomed loop
+        select a.* into v_parent_attempt from pgflight.step_attempts a
+         where a.step_id = v_parent and a.status = 'awaiting_children' for update;
+        if found then
+          select min(f.id) into v_child
+            from unnest(p_step_ids, p_finals) as f(id, final) join pgflight.steps s on s.id = f.id
+           where s.parent_id = v_parent and f.final <> 'succeeded';
+          select f.final into v_final from unnest(p_step_ids, p_finals) as f(id, final) where f.id = v_child;
+          update pgflight.step_attempts
+             set status = 'dead_letter', finished_at = p_now, reason = 'child_failed',
+                 error = jsonb_build_object('message', 'a child step ended ' || v_final, 'child_step_id', v_child)
+           where id = v_parent_attempt.id;
+          perform pgflight._event(v_parent_attempt.run_id, v_parent, v_parent_attempt.id,
+                                  'awaiting_children', 'dead_letter', null, 'child_failed', p_actor,
+                                  jsonb_build_object('child_step_id', v_child));
+          perform pgflight._steps_finished(array[v_parent], array['dead_letter'], p_actor, p_now);
+        end if;
+      end loop;
+    end if;
+    if v_wake is not null then
+      foreach v_parent in array v_wake loop
+        perform pgflight._wake(v_parent, 'parent_resumed', p_actor);
+      end loop;
+    end if;
   end if;
 
   -- 4. a root ends its run
@@ -3297,22 +3311,37 @@ CREATE FUNCTION pgflight.claim_batch(p_worker_id bigint, p_batch_size integer, p
 declare
   v_now timestamptz := pgflight._now();
   v_reclaim integer;
-  v_start boolean := coalesce((pgflight._check_options('claim_batch', p_options) ->> 'start')::boolean, false);
+  v_start boolean;
   v_settings pgflight.settings;
   v_ws bigint[];
 begin
-  perform pgflight._require_positive('batch_size', p_batch_size);
-  perform pgflight._require_positive('lease_s', p_lease_s);
-  -- Issue 13: caps on the batch and the lease (claim_batch(2^31-1, 1e9) took every ready step
-  -- until 2058), and the workspaces this login may work in: null (every workspace: the
-  -- single-tenant case) leaves the claim query as it was; otherwise each candidate row costs one
-  -- probe of runs by primary key.
+  -- Issue 18: the options validator and the argument helpers each cost a function call with its
+  -- own settings (a GUC save and restore): the start option alone, and arguments inside every
+  -- bound, are read here directly; anything else goes through the helpers, which raise the error.
+  if p_options = '{}' then
+    v_start := false;
+  elsif p_options - 'start' = '{}' and jsonb_typeof(p_options -> 'start') = 'boolean' then
+    v_start := (p_options ->> 'start')::boolean;
+  else
+    v_start := coalesce((pgflight._check_options('claim_batch', p_options) ->> 'start')::boolean, false);
+  end if;
   select * into v_settings from pgflight.settings;
-  perform pgflight._require_cap('max_batch_size', v_settings.max_batch_size, p_batch_size, 'batch_size');
-  perform pgflight._require_cap('max_lease_s', v_settings.max_lease_s, p_lease_s, 'lease_s (seconds)');
-  -- issue 14: the hard bounds whatever the caps say (NaN, a lease past _limit('lease_s')): 22023
-  perform pgflight._check_arg('batch_size', p_batch_size, 1, 100000);
-  perform pgflight._check_arg('lease_s', p_lease_s, 0.001, pgflight._limit('lease_s'));
+  -- 604800 = _limit('lease_s'); NaN, null and infinity fail these comparisons and take the slow path
+  if not coalesce(p_batch_size between 1 and least(v_settings.max_batch_size, 100000)
+                  and p_lease_s >= 0.001 and p_lease_s <= least(v_settings.max_lease_s, 604800)
+                  and p_lease_s <> 'NaN'::double precision, false) then
+    perform pgflight._require_positive('batch_size', p_batch_size);
+    perform pgflight._require_positive('lease_s', p_lease_s);
+    -- Issue 13: caps on the batch and the lease (claim_batch(2^31-1, 1e9) took every ready step
+    -- until 2058).
+    perform pgflight._require_cap('max_batch_size', v_settings.max_batch_size, p_batch_size, 'batch_size');
+    perform pgflight._require_cap('max_lease_s', v_settings.max_lease_s, p_lease_s, 'lease_s (seconds)');
+    -- issue 14: the hard bounds whatever the caps say (NaN, a lease past _limit('lease_s')): 22023
+    perform pgflight._check_arg('batch_size', p_batch_size, 1, 100000);
+    perform pgflight._check_arg('lease_s', p_lease_s, 0.001, pgflight._limit('lease_s'));
+  end if;
+  -- the workspaces this login may work in: null (every workspace: the single-tenant case) leaves
+  -- the claim query as it was; otherwise each candidate row costs one probe of runs by primary key.
   v_ws := pgflight._lane_workspaces('worker');
   -- the worker must be live and registered by this login (issue 13); another login's id is unknown here
   update pgflight.workers set last_seen_at = v_now
@@ -3355,14 +3384,12 @@ begin
     raise exception using errcode = '22023', message = 'attempt ids, tokens and results differ in length',
       hint = 'Pass one token and one result per attempt id, in the same order.';
   end if;
-  -- issue 13: the largest result is capped (ZF005, nothing written)
-  perform pgflight._require_cap('max_result_bytes', (select s.max_result_bytes from pgflight.settings s),
-                                (select max(octet_length(r::text)) from unnest(p_results) r), 'result (bytes)');
-  select s.max_input_bytes into v_max from pgflight.settings s;
+  -- issue 18: one cap on results, settings.max_result_bytes, checked row by row
+  select s.max_result_bytes into v_max from pgflight.settings s;
   -- the hot path: one set-based size check; a refused row goes through _complete_refusing
   if exists (select from unnest(p_results) as r(v) where octet_length(r.v::text) > v_max) then
     select array_agg(case when octet_length(r.v::text) > v_max
-                          then jsonb_build_object('message', format('result too large: %s bytes; the cap is %s bytes (settings.max_input_bytes)',
+                          then jsonb_build_object('message', format('result too large: %s bytes; the cap is %s bytes (settings.max_result_bytes)',
                                                                     octet_length(r.v::text), v_max),
                                                   'sqlstate', 'ZF005')
                      end order by r.ord)
@@ -3390,7 +3417,7 @@ ALTER FUNCTION pgflight.complete_batch(p_attempt_ids bigint[], p_tokens bigint[]
 
 -- Name: FUNCTION complete_batch(p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[]); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight.complete_batch(p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[]) IS 'Complete many held attempts; per row outcome succeeded | lease_lost | cancelled | failed (its result refused: over settings.max_input_bytes; that step dead-letters alone). Errors: 22023, ZF005, ZF012.';
+COMMENT ON FUNCTION pgflight.complete_batch(p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[]) IS 'Complete many held attempts; per row outcome succeeded | lease_lost | cancelled | failed (its result refused: over settings.max_result_bytes; that step dead-letters alone). Errors: 22023, ZF012.';
 
 -- Name: complete_batch(bigint[], bigint[], text[]); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -3402,7 +3429,7 @@ declare
   v_json jsonb[];
   v_errors jsonb[];
   v_i integer;
-  v_max bigint := (select s.max_input_bytes from pgflight.settings s);
+  v_max bigint := (select s.max_result_bytes from pgflight.settings s);
 begin
   if coalesce(cardinality(p_attempt_ids), 0) <> coalesce(cardinality(p_tokens), 0)
      or coalesce(cardinality(p_attempt_ids), 0) <> coalesce(cardinality(p_results), 0) then
@@ -3425,7 +3452,7 @@ begin
     begin
       v_json[v_i] := p_results[v_i]::jsonb;
       if octet_length(v_json[v_i]::text) > v_max then
-        v_errors[v_i] := jsonb_build_object('message', format('result too large: %s bytes; the cap is %s bytes (settings.max_input_bytes)',
+        v_errors[v_i] := jsonb_build_object('message', format('result too large: %s bytes; the cap is %s bytes (settings.max_result_bytes)',
                                                               octet_length(v_json[v_i]::text), v_max), 'sqlstate', 'ZF005');
       end if;
     exception when others then
@@ -3440,7 +3467,7 @@ ALTER FUNCTION pgflight.complete_batch(p_attempt_ids bigint[], p_tokens bigint[]
 
 -- Name: FUNCTION complete_batch(p_attempt_ids bigint[], p_tokens bigint[], p_results text[]); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight.complete_batch(p_attempt_ids bigint[], p_tokens bigint[], p_results text[]) IS 'Complete many held attempts, results as JSON text; an element PostgreSQL refuses (NaN, \u0000, too large) fails only its own step (outcome failed). Errors: 22023, ZF005, ZF012.';
+COMMENT ON FUNCTION pgflight.complete_batch(p_attempt_ids bigint[], p_tokens bigint[], p_results text[]) IS 'Complete many held attempts, results as JSON text; an element PostgreSQL refuses (NaN, \u0000, too large) fails only its own step (outcome failed). Errors: 22023, ZF012.';
 
 -- Name: complete_step(bigint, bigint, jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -7075,10 +7102,6 @@ CREATE INDEX step_attempts_dead_letter_idx ON pgflight.step_attempts USING btree
 -- Name: step_attempts_deadline_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
 
 CREATE INDEX step_attempts_deadline_idx ON pgflight.step_attempts USING btree (deadline_at) WHERE ((status = ANY (ARRAY['claimed'::text, 'running'::text])) AND (deadline_at IS NOT NULL));
-
--- Name: step_attempts_expiring_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
-
-CREATE INDEX step_attempts_expiring_idx ON pgflight.step_attempts USING btree (lease_expires_at) WHERE (status = ANY (ARRAY['claimed'::text, 'running'::text, 'cancel_requested'::text]));
 
 -- Name: step_attempts_leased_key_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
 
