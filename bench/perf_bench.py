@@ -7,8 +7,9 @@ On a throwaway cluster (fsync and synchronous_commit on) that loads pg_stat_stat
 1. steps: no-op steps submit -> claim_batch (start) -> complete_batch, batched by ten, on one
    connection for --seconds. Per step: the backend's own CPU (utime + stime from /proc, the
    whole server side of the loop but the WAL writer), the top-level statements' execution time
-   (pg_stat_statements), WAL bytes; the functions by self time and the statements by total time
-   (the profile); HOT ratio (n_tup_hot_upd / n_tup_upd) of every pgflight table updated.
+   (pg_stat_statements), WAL bytes (and by relation, pg_walinspect); the functions by self time
+   and the statements by total time (the profile); HOT ratio (n_tup_hot_upd / n_tup_upd) of
+   every pgflight table updated.
 2. agent: --agent-iterations agent iterations (bench/agent_bench.py's loop): HOT ratio of
    agent_runs and step_attempts, server time per iteration.
 3. empty claims: two worker processes (pgflight.demo, LISTEN) idle, one job submitted every
@@ -91,6 +92,22 @@ def hot(c: Conn) -> dict[str, Any]:
     return {r[0]: {"updates": r[1], "hot_ratio": round(r[2] / r[1], 3)} for r in rows}
 
 
+def wal_by_relation(c: Conn, lsn0: int, lsn1: int, per: int) -> dict[str, float]:
+    """WAL bytes per unit by the relation of each record's first block (pg_walinspect), top 12."""
+    c.execute("create extension if not exists pg_walinspect")
+    rows = c.execute(
+        """
+        select coalesce(pg_filenode_relation(0, (regexp_match(w.block_ref, 'rel \\d+/\\d+/(\\d+)'))[1]::oid)
+                          ::text, w.resource_manager) as rel,
+               sum(w.record_length)
+          from pg_get_wal_records_info(%s::text::pg_lsn, %s::text::pg_lsn) w
+         group by 1 order by 2 desc limit 12
+        """,
+        [f"{lsn0 >> 32:X}/{lsn0 & 0xFFFFFFFF:X}", f"{lsn1 >> 32:X}/{lsn1 & 0xFFFFFFFF:X}"],
+    ).fetchall()
+    return {str(r): round(float(b) / max(per, 1)) for r, b in rows}
+
+
 def profile(c: Conn, per: int) -> dict[str, Any]:
     """Top-level statement time per unit, functions by self time, nested statements by total time."""
     c.execute("select pg_stat_clear_snapshot()")
@@ -153,6 +170,7 @@ def steps(dsn: str, seconds: float, batch: int) -> dict[str, Any]:
             "wal_bytes_per_step": round((after.wal_lsn - before.wal_lsn) / done),
             "commits_per_step": round((after.commits - before.commits) / done, 3),
             "events_rows_per_step": round((_count(obs, "pgflight.events") - events0) / done, 2),
+            "wal_bytes_per_step_by_relation": wal_by_relation(obs, before.wal_lsn, after.wal_lsn, done),
             "hot": hot(obs),
             **profile(obs, done),
         }

@@ -804,11 +804,14 @@ begin
        for update of a) l;
 
   if v_ids is not null then
-    -- 2. succeed them, with an events row each
+    -- 2. succeed them. Issue 18: a success from running takes an events id onto the attempt
+    -- (finish_event_id; run_events shows it as the 'succeeded' row) instead of an events row; a
+    -- success straight from claimed (never started) still writes its events row.
     with done as (
       update pgflight.step_attempts a
          set status = 'succeeded', finished_at = p_now, result = q.result,
-             started_at = coalesce(a.started_at, a.claimed_at)
+             started_at = coalesce(a.started_at, a.claimed_at),
+             finish_event_id = case when a.status = 'running' then nextval('pgflight.events_id_seq') end
         from unnest(p_attempt_ids, p_results) as q(id, result)
        where a.id = q.id and a.id = any (v_ids) and a.status in ('claimed', 'running')
       returning a.id, a.step_id, a.run_id, a.worker_id
@@ -816,6 +819,7 @@ begin
       insert into pgflight.events (at, run_id, step_id, attempt_id, from_status, to_status, worker_id, reason)
       select p_now, d.run_id, d.step_id, d.id, o.old_status, 'succeeded', d.worker_id, 'succeeded'
         from done d join unnest(v_ids, v_old) as o(id, old_status) on o.id = d.id
+       where o.old_status <> 'running'
     )
     select array_agg(d.step_id) into v_steps from done d;
 
@@ -1475,15 +1479,17 @@ begin
            -- checked (lease_s 1e13) cannot make this set-based claim raise for everyone
            lease_s = least(coalesce(s.lease_s, p_lease_s), pgflight._limit('lease_s')),
            lease_expires_at = p_now + make_interval(secs => least(coalesce(s.lease_s, p_lease_s), pgflight._limit('lease_s'))),
-           deadline_at = p_now + make_interval(secs => least(s.max_runtime_s, pgflight._limit('runtime_s')))
+           deadline_at = p_now + make_interval(secs => least(s.max_runtime_s, pgflight._limit('runtime_s'))),
+           claim_event_id = case when p_start then nextval('pgflight.events_id_seq') end
       from pgflight.steps s
      where a.id = any (p_ids) and s.id = a.step_id
     returning a.id, a.fencing_token, a.step_id, a.run_id, s.parent_id, s.step_key, a.attempt_no,
               a.recipe, s.input, a.lease_expires_at, a.deadline_at, a.status
   ), logged as (
-    -- the events row of every claim, in the same statement
+    -- the events row of a claim without start, in the same statement
     insert into pgflight.events (at, run_id, step_id, attempt_id, from_status, to_status, worker_id, reason)
     select p_now, c.run_id, c.step_id, c.id, 'queued', c.status, p_worker_id, 'claimed' from claimed c
+     where not p_start
   )
   select c.id, c.fencing_token, c.step_id, c.run_id, c.parent_id, c.step_key, c.attempt_no, c.recipe,
          c.input, c.lease_expires_at, c.deadline_at
@@ -1495,7 +1501,7 @@ ALTER FUNCTION pgflight._lease_attempts(p_worker_id bigint, p_ids bigint[], p_le
 
 -- Name: FUNCTION _lease_attempts(p_worker_id bigint, p_ids bigint[], p_lease_s double precision, p_start boolean, p_now timestamp with time zone); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight._lease_attempts(p_worker_id bigint, p_ids bigint[], p_lease_s double precision, p_start boolean, p_now timestamp with time zone) IS 'Internal: lease locked queued attempts to a worker (token, lease, events).';
+COMMENT ON FUNCTION pgflight._lease_attempts(p_worker_id bigint, p_ids bigint[], p_lease_s double precision, p_start boolean, p_now timestamp with time zone) IS 'Internal: lease locked queued attempts to a worker (token, lease, events row or claim_event_id).';
 
 -- Name: _limit(text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -1627,6 +1633,8 @@ CREATE TABLE pgflight.step_attempts (
     workspace_id bigint NOT NULL,
     concurrency_key text,
     concurrency_limit integer,
+    claim_event_id bigint,
+    finish_event_id bigint,
     CONSTRAINT finished_at_is_after_claimed_at CHECK (((finished_at IS NULL) OR (claimed_at IS NULL) OR (finished_at >= claimed_at))),
     CONSTRAINT leased_attempt_has_owner CHECK (((status <> ALL (ARRAY['claimed'::text, 'running'::text, 'cancel_requested'::text])) OR ((worker_id IS NOT NULL) AND (fencing_token IS NOT NULL) AND (lease_expires_at IS NOT NULL)))),
     CONSTRAINT status_is_known CHECK ((status = ANY (ARRAY['queued'::text, 'claimed'::text, 'running'::text, 'cancel_requested'::text, 'awaiting_children'::text, 'awaiting_approval'::text, 'succeeded'::text, 'failed'::text, 'lease_expired'::text, 'timed_out'::text, 'dead_letter'::text, 'cancelled'::text])))
@@ -1646,6 +1654,14 @@ COMMENT ON COLUMN pgflight.step_attempts.workspace_id IS 'The run''s workspace, 
 -- Name: COLUMN step_attempts.concurrency_key; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
 COMMENT ON COLUMN pgflight.step_attempts.concurrency_key IS 'The step''s concurrency key and limit, copied like recipe and priority. A queued attempt with available_after = ''infinity'' is parked: its key was full; a freed slot wakes it.';
+
+-- Name: COLUMN step_attempts.claim_event_id; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON COLUMN pgflight.step_attempts.claim_event_id IS 'Events id of this attempt''s started claim (queued -> running), shown by run_events; null: the claim, if any, is an events row.';
+
+-- Name: COLUMN step_attempts.finish_event_id; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON COLUMN pgflight.step_attempts.finish_event_id IS 'Events id of this attempt''s success from running (running -> succeeded), shown by run_events; null: the end, if any, is an events row.';
 
 -- Name: _lock_held(bigint, bigint, text, boolean); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -4237,22 +4253,37 @@ begin
     from pg_replication_slots sl;
 
   -- the id window of this call: from the cursor (or the oldest event left, after a purge) for at
-  -- most p_max_events ids, never past the newest event; both ends read from the primary key
-  v_after := greatest(v_after, coalesce((select min(e.id) - 1 from pgflight.events e), v_after));
-  v_last := least(v_after + p_max_events, coalesce((select max(e.id) from pgflight.events e), v_after));
+  -- most p_max_events ids, never past the newest event; every end read from an index. The events
+  -- ids are the events rows' and those the attempts took for the transitions run_events derives
+  -- (issue 18: a started claim, a success from running).
+  v_after := greatest(v_after, coalesce(least((select min(e.id) from pgflight.events e),
+                                              (select min(a.claim_event_id) from pgflight.step_attempts a),
+                                              (select min(a.finish_event_id) from pgflight.step_attempts a)) - 1,
+                                        v_after));
+  v_last := least(v_after + p_max_events,
+                  coalesce(greatest((select max(e.id) from pgflight.events e),
+                                    (select max(a.claim_event_id) from pgflight.step_attempts a),
+                                    (select max(a.finish_event_id) from pgflight.step_attempts a)),
+                           v_after));
   return query
   select k.metric, k.labels, k.value
     from (
-      -- one pass over the window, through the primary key
+      -- one pass over the window, through the primary key and the two event-id indexes
       select count(*) filter (where e.to_status = 'succeeded') as completions,
              count(*) filter (where e.to_status in ('failed', 'lease_expired', 'timed_out', 'dead_letter')) as failures,
              count(*) filter (where e.reason = 'lease_expired') as reclaims,
              count(*) filter (where e.to_status = 'dead_letter') as dead_lettered,
              count(*) filter (where e.reason = 'stale_result_rejected') as stale_writes_refused,
              count(*) filter (where e.reason = 'claimed') as claims
-        from pgflight.events e
-       where e.id > v_after and e.id <= v_last
-         and (v_lanes is null or exists (select from pgflight.runs r
+        from (select e.run_id, e.to_status, e.reason from pgflight.events e
+               where e.id > v_after and e.id <= v_last
+              union all
+              select a.run_id, 'running', 'claimed' from pgflight.step_attempts a
+               where a.claim_event_id > v_after and a.claim_event_id <= v_last
+              union all
+              select a.run_id, 'succeeded', 'succeeded' from pgflight.step_attempts a
+               where a.finish_event_id > v_after and a.finish_event_id <= v_last) e
+       where (v_lanes is null or exists (select from pgflight.runs r
                                           where r.id = e.run_id and r.workspace_id = any(v_lanes)))) w,
          lateral (values
            ('events_delta', '{"kind": "completions"}'::jsonb, w.completions::double precision),
@@ -6492,27 +6523,54 @@ COMMENT ON TABLE pgflight.recipe_limits IS 'Flow control of a recipe across all 
 -- Name: run_events; Type: VIEW; Schema: pgflight; Owner: pgflight_owner
 
 CREATE VIEW pgflight.run_events WITH (security_barrier='true') AS
- SELECT e.id,
-    e.at,
-    e.run_id,
-    e.step_id,
-    e.attempt_id,
-    e.from_status,
-    e.to_status,
-    e.worker_id,
-    e.actor,
-    e.reason,
-    e.detail
-   FROM pgflight.events e
+ SELECT l.id,
+    l.at,
+    l.run_id,
+    l.step_id,
+    l.attempt_id,
+    l.from_status,
+    l.to_status,
+    l.worker_id,
+    l.actor,
+    l.reason,
+    l.detail
+   FROM ( SELECT e.id,
+            e.at,
+            e.run_id,
+            e.step_id,
+            e.attempt_id,
+            e.from_status,
+            e.to_status,
+            e.worker_id,
+            e.actor,
+            e.reason,
+            e.detail
+           FROM pgflight.events e
+        UNION ALL
+         SELECT d.id,
+            d.at,
+            s.run_id,
+            s.id,
+            a.id,
+            d.from_status,
+            d.to_status,
+            a.worker_id,
+            NULL::text AS text,
+            d.reason,
+            NULL::jsonb AS jsonb
+           FROM ((pgflight.steps s
+             JOIN pgflight.step_attempts a ON ((a.step_id = s.id)))
+             CROSS JOIN LATERAL ( VALUES (a.claim_event_id,a.claimed_at,'queued'::text,'running'::text,'claimed'::text), (a.finish_event_id,a.finished_at,'running'::text,'succeeded'::text,'succeeded'::text)) d(id, at, from_status, to_status, reason))
+          WHERE (d.id IS NOT NULL)) l
   WHERE ((( SELECT pgflight._lane_workspaces('reader'::text) AS _lane_workspaces) IS NULL) OR (EXISTS ( SELECT
            FROM pgflight.runs r
-          WHERE ((r.id = e.run_id) AND (r.workspace_id = ANY (COALESCE(( SELECT pgflight._lane_workspaces('reader'::text) AS _lane_workspaces), '{}'::bigint[])))))));
+          WHERE ((r.id = l.run_id) AND (r.workspace_id = ANY (COALESCE(( SELECT pgflight._lane_workspaces('reader'::text) AS _lane_workspaces), '{}'::bigint[])))))));
 
 ALTER TABLE pgflight.run_events OWNER TO pgflight_owner;
 
 -- Name: VIEW run_events; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON VIEW pgflight.run_events IS 'The transition log.';
+COMMENT ON VIEW pgflight.run_events IS 'The transition log: the events rows, and the started claims and successes the attempts record (issue 18).';
 
 -- Name: workspaces; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
 
@@ -7095,6 +7153,10 @@ CREATE INDEX schedules_due_idx ON pgflight.schedules USING btree (next_fire_at) 
 
 CREATE INDEX schedules_pending_idx ON pgflight.schedules USING btree (pending_fire_at) WHERE (pending_fire_at IS NOT NULL);
 
+-- Name: step_attempts_claim_event_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
+
+CREATE INDEX step_attempts_claim_event_idx ON pgflight.step_attempts USING btree (claim_event_id) WHERE (claim_event_id IS NOT NULL);
+
 -- Name: step_attempts_dead_letter_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
 
 CREATE INDEX step_attempts_dead_letter_idx ON pgflight.step_attempts USING btree (id) WHERE (status = 'dead_letter'::text);
@@ -7102,6 +7164,10 @@ CREATE INDEX step_attempts_dead_letter_idx ON pgflight.step_attempts USING btree
 -- Name: step_attempts_deadline_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
 
 CREATE INDEX step_attempts_deadline_idx ON pgflight.step_attempts USING btree (deadline_at) WHERE ((status = ANY (ARRAY['claimed'::text, 'running'::text])) AND (deadline_at IS NOT NULL));
+
+-- Name: step_attempts_finish_event_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
+
+CREATE INDEX step_attempts_finish_event_idx ON pgflight.step_attempts USING btree (finish_event_id) WHERE (finish_event_id IS NOT NULL);
 
 -- Name: step_attempts_leased_key_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
 

@@ -168,7 +168,7 @@ def test_a_row_that_still_raises_in_a_sweep_ends_alone_with_its_error(conn: Conn
     assert (
         scalar(
             conn,
-            "select count(*) from pgflight.events where attempt_id = %s and reason = 'engine_error'",
+            "select count(*) from pgflight.run_events where attempt_id = %s and reason = 'engine_error'",
             [cp.attempt_id],
         )
         == 1

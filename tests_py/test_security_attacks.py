@@ -478,12 +478,12 @@ def test_actor_fields_record_the_login(su: Conn, as_login: Callable[[str], Conn]
     run = w.submit()
     me.execute("select * from pgflight.cancel_run(%s, 'the-ceo', 'spoofed')", [run["run_id"]])
     actors = su.execute(
-        "select distinct actor from pgflight.events where run_id = %s and reason like 'cancel%%'",
+        "select distinct actor from pgflight.run_events where run_id = %s and reason like 'cancel%%'",
         [run["run_id"]],
     ).fetchall()
     assert actors == [("pgf_operator_a",)]
     notes = su.execute(
-        "select detail from pgflight.events where run_id = %s and reason like 'cancel%%'", [run["run_id"]]
+        "select detail from pgflight.run_events where run_id = %s and reason like 'cancel%%'", [run["run_id"]]
     ).fetchall()
     assert any("the-ceo" in str(d) for (d,) in notes), "the free text is kept, as a note"
 

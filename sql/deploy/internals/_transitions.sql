@@ -547,11 +547,14 @@ begin
        for update of a) l;
 
   if v_ids is not null then
-    -- 2. succeed them, with an events row each
+    -- 2. succeed them. Issue 18: a success from running takes an events id onto the attempt
+    -- (finish_event_id; run_events shows it as the 'succeeded' row) instead of an events row; a
+    -- success straight from claimed (never started) still writes its events row.
     with done as (
       update pgflight.step_attempts a
          set status = 'succeeded', finished_at = p_now, result = q.result,
-             started_at = coalesce(a.started_at, a.claimed_at)
+             started_at = coalesce(a.started_at, a.claimed_at),
+             finish_event_id = case when a.status = 'running' then nextval('pgflight.events_id_seq') end
         from unnest(p_attempt_ids, p_results) as q(id, result)
        where a.id = q.id and a.id = any (v_ids) and a.status in ('claimed', 'running')
       returning a.id, a.step_id, a.run_id, a.worker_id
@@ -559,6 +562,7 @@ begin
       insert into pgflight.events (at, run_id, step_id, attempt_id, from_status, to_status, worker_id, reason)
       select p_now, d.run_id, d.step_id, d.id, o.old_status, 'succeeded', d.worker_id, 'succeeded'
         from done d join unnest(v_ids, v_old) as o(id, old_status) on o.id = d.id
+       where o.old_status <> 'running'
     )
     select array_agg(d.step_id) into v_steps from done d;
 
