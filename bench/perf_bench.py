@@ -161,6 +161,7 @@ def steps(dsn: str, seconds: float, batch: int) -> dict[str, Any]:
                 done += len(got)
             wall, cpu = time.perf_counter() - t0, cpu_s(pid) - cpu0
         after = stats_settled(obs)
+        prof = profile(obs, done)  # before the WAL read below, which pg_stat_statements would count
         return {
             "load_avg": load(),
             "batch": batch,
@@ -172,7 +173,7 @@ def steps(dsn: str, seconds: float, batch: int) -> dict[str, Any]:
             "events_rows_per_step": round((_count(obs, "pgflight.events") - events0) / done, 2),
             "wal_bytes_per_step_by_relation": wal_by_relation(obs, before.wal_lsn, after.wal_lsn, done),
             "hot": hot(obs),
-            **profile(obs, done),
+            **prof,
         }
 
 
