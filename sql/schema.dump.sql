@@ -6448,7 +6448,7 @@ ALTER TABLE pgflight.events OWNER TO pgflight_owner;
 
 -- Name: TABLE events; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON TABLE pgflight.events IS 'Append-only log of transitions. reason names the event: queued, claimed, started, succeeded, failed, retry_scheduled, lease_expired, deadline_exceeded, dead_lettered, released, cancel_requested, cancelled, children_spawned, parent_resumed, approval_requested, approval_decided, stale_result_rejected, retried, replayed, budget_exceeded.';
+COMMENT ON TABLE pgflight.events IS 'Append-only log of transitions; read it through the run_events view, which adds the started claims and the successes from running that the attempts record (step_attempts.claim_event_id, finish_event_id). reason names the event: queued, claimed, started, succeeded, failed, retry_scheduled, lease_expired, deadline_exceeded, dead_lettered, released, cancel_requested, cancelled, children_spawned, parent_resumed, approval_requested, approval_decided, stale_result_rejected, retried, replayed, budget_exceeded.';
 
 -- Name: events_id_seq; Type: SEQUENCE; Schema: pgflight; Owner: pgflight_owner
 

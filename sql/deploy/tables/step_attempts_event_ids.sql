@@ -23,5 +23,12 @@ create index step_attempts_claim_event_idx on pgflight.step_attempts (claim_even
   where claim_event_id is not null;
 create index step_attempts_finish_event_idx on pgflight.step_attempts (finish_event_id)
   where finish_event_id is not null;
+comment on table pgflight.events is
+  'Append-only log of transitions; read it through the run_events view, which adds the started claims '
+  'and the successes from running that the attempts record (step_attempts.claim_event_id, finish_event_id). '
+  'reason names the event: queued, claimed, started, succeeded, failed, retry_scheduled, lease_expired, '
+  'deadline_exceeded, dead_lettered, released, cancel_requested, cancelled, children_spawned, '
+  'parent_resumed, approval_requested, approval_decided, stale_result_rejected, retried, replayed, '
+  'budget_exceeded.';
 
 commit;

@@ -13,4 +13,9 @@ select v.id, v.at, a.run_id, a.step_id, a.id, v.from_status, v.to_status, a.work
 drop index pgflight.step_attempts_finish_event_idx;
 drop index pgflight.step_attempts_claim_event_idx;
 alter table pgflight.step_attempts drop column claim_event_id, drop column finish_event_id;
+comment on table pgflight.events is
+  'Append-only log of transitions. reason names the event: queued, claimed, started, succeeded, '
+  'failed, retry_scheduled, lease_expired, deadline_exceeded, dead_lettered, released, cancel_requested, '
+  'cancelled, children_spawned, parent_resumed, approval_requested, approval_decided, '
+  'stale_result_rejected, retried, replayed, budget_exceeded.';
 commit;
