@@ -61,6 +61,32 @@ def throwaway_cluster(
         shutil.rmtree(folder, ignore_errors=True)
 
 
+def deploy_ref(cluster: Cluster, ref: str) -> str:
+    """
+    A second database of the same cluster at schema `ref` of sqitch.plan (a tag such as
+    `@v0.3.0`: sqitch deploys each reworked change from its `<change>@<tag>.sql` copy), with
+    workspace `bench`; return its superuser DSN. For side-by-side figures (`--compare`): the
+    same server, the same moment, the same load.
+    """
+    name = "pgflight_" + re.sub(r"[^a-z0-9]+", "_", ref.lower()).strip("_")
+    cluster.create_database(name)
+    dsn = cluster.dsn(name)
+    migrate.deploy(dsn, to=ref, verify=False)
+    with psycopg.connect(dsn, autocommit=True) as c:
+        c.execute("select pgflight.create_workspace('bench')")
+    return dsn
+
+
+def side_by_side(base: dict[str, Any], head: dict[str, Any]) -> dict[str, Any]:
+    """Both reports and, for every number both have at the top level, head / base."""
+    ratios = {
+        k: round(head[k] / base[k], 3)
+        for k, v in base.items()
+        if isinstance(v, (int, float)) and isinstance(head.get(k), (int, float)) and v
+    }
+    return {"base": base, "head": head, "head_over_base": ratios}
+
+
 @dataclass
 class Counters:
     """Committed transactions (less the observer's own reads) and the WAL position."""

@@ -15,7 +15,13 @@ On a throwaway cluster with fsync and synchronous_commit on (every commit waits 
    tables (bulk-loaded with generate_series straight into the tables as superuser, then VACUUM
    ANALYZE), target p99 within 2x.
 
-Usage: python bench/core_bench.py [--quick]   (--quick: shorter runs, 100 thousand rows not 1 million)
+With --compare @v0.3.0: that tag deployed into a second database of the same cluster, and the
+pipeline run on it and on HEAD one after the other at each batch size and connection count
+(rows carry "schema"), against the same ceiling; the claim latency part is skipped. Quick: about
+two minutes.
+
+Usage: python bench/core_bench.py [--quick] [--compare @v0.3.0]
+       (--quick: shorter runs, 100 thousand rows not 1 million)
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ import psycopg
 from benchlib import (
     CONNECTIONS,
     Conn,
+    deploy_ref,
     percentile,
     pgbench_ceiling,
     register,
@@ -86,18 +93,24 @@ def _pipeline_body(dsn: str, seconds: float, batch: int) -> Any:
     return body
 
 
-def pipeline(dsn: str, seconds: float, ceiling: dict[int, float]) -> list[dict[str, Any]]:
-    """Steps/s, commits per step and WAL bytes per step of the no-op pipeline."""
+def pipeline(dsns: dict[str, str], seconds: float, ceiling: dict[int, float]) -> list[dict[str, Any]]:
+    """
+    Steps/s, commits per step and WAL bytes per step of the no-op pipeline, for each database of
+    `dsns` (schema name -> DSN) in turn at each batch size and connection count, so side-by-side
+    figures are taken moments apart.
+    """
     results = []
-    with psycopg.connect(dsn, autocommit=True) as obs:
-        for batch in (1, 10):
-            for n in CONNECTIONS:
-                before = stats_settled(obs)
-                steps, wall = run_threads(n, _pipeline_body(dsn, seconds, batch))
-                after = stats_settled(obs)
+    for batch in (1, 10):
+        for n in CONNECTIONS:
+            for schema, dsn in dsns.items():
+                with psycopg.connect(dsn, autocommit=True) as obs:
+                    before = stats_settled(obs)
+                    steps, wall = run_threads(n, _pipeline_body(dsn, seconds, batch))
+                    after = stats_settled(obs)
                 rate = steps / wall
                 results.append(
                     {
+                        "schema": schema,
                         "connections": n,
                         "batch": batch,
                         "steps": steps,
@@ -186,6 +199,12 @@ def main() -> None:
     parser.add_argument(
         "--quick", action="store_true", help="shorter runs, 100 thousand rows instead of 1 million"
     )
+    parser.add_argument(
+        "--compare",
+        metavar="REF",
+        help="also deploy schema REF (a sqitch tag such as @v0.3.0) into a second database of the same"
+        " cluster and run the pipeline on both, alternately, against one ceiling (skips the claim latency)",
+    )
     args = parser.parse_args()
     seconds = 3 if args.quick else 10
     large = 100_000 if args.quick else 1_000_000
@@ -201,7 +220,15 @@ def main() -> None:
             report["server"] = c.execute("show server_version").fetchone()[0]  # type: ignore[index]
         ceiling = pgbench_ceiling(cluster, dsn, seconds)
         report["ceiling_tps"] = ceiling
-        report["pipeline"] = pipeline(dsn, seconds, ceiling)
+        dsns = {"head": dsn}
+        if args.compare:
+            dsns = {args.compare: deploy_ref(cluster, args.compare), "head": dsn}
+            report["compare"] = args.compare
+        report["pipeline"] = pipeline(dsns, seconds, ceiling)
+        if args.compare:
+            report["total_s"] = round(time.perf_counter() - started, 1)
+            print(json.dumps(report, indent=2))
+            return
         with psycopg.connect(dsn, autocommit=True) as c:
             c.execute(
                 "truncate pgflight.events, pgflight.step_attempts, pgflight.steps, pgflight.runs cascade"

@@ -7,8 +7,9 @@ On a throwaway cluster (fsync and synchronous_commit on) that loads pg_stat_stat
 1. steps: no-op steps submit -> claim_batch (start) -> complete_batch, batched by ten, on one
    connection for --seconds. Per step: the backend's own CPU (utime + stime from /proc, the
    whole server side of the loop but the WAL writer), the top-level statements' execution time
-   (pg_stat_statements), WAL bytes; the functions by self time and the statements by total time
-   (the profile); HOT ratio (n_tup_hot_upd / n_tup_upd) of every pgflight table updated.
+   (pg_stat_statements), WAL bytes (and by relation, pg_walinspect); the functions by self time
+   and the statements by total time (the profile); HOT ratio (n_tup_hot_upd / n_tup_upd) of
+   every pgflight table updated.
 2. agent: --agent-iterations agent iterations (bench/agent_bench.py's loop): HOT ratio of
    agent_runs and step_attempts, server time per iteration.
 3. empty claims: two worker processes (pgflight.demo, LISTEN) idle, one job submitted every
@@ -21,9 +22,16 @@ On a throwaway cluster (fsync and synchronous_commit on) that loads pg_stat_stat
 6. retention_loop: the same backlog purged by a CALL sweep_loop(120, 5) (pg_cron 1.4's job) with
    settings.purge_after_s = 60: runs/s.
 
+7. heartbeat: 200 steps claimed at once, heartbeated 20 times each, completed: the HOT ratio of
+   step_attempts when most of its updates are heartbeats.
+
+--compare @v0.3.0 deploys that tag into a second database of the same cluster and runs the steps
+and heartbeat phases on it and on HEAD one after the other (base first): before/after from one
+run, with head_over_base ratios. Quick: --seconds 5 --only steps,heartbeat (about a minute).
+
 Every figure carries the load average read when it was taken (the machine is shared).
 
-Usage: python bench/perf_bench.py [--seconds 10] [--reclaim 1000000] [--purge 100000]
+Usage: python bench/perf_bench.py [--seconds 10] [--reclaim 1000000] [--purge 100000] [--compare @v0.3.0]
 """
 
 from __future__ import annotations
@@ -38,7 +46,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
-from benchlib import Conn, register, stats_settled, throwaway_cluster
+from benchlib import Conn, deploy_ref, register, side_by_side, stats_settled, throwaway_cluster
 from psycopg.types.json import Jsonb
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -55,6 +63,7 @@ PROFILED = {
 }
 START = Jsonb({"start": True})
 TICK = os.sysconf("SC_CLK_TCK")
+THIS_DB = "(select oid from pg_database where datname = current_database())"
 TABLES = ("runs", "steps", "step_attempts", "events", "agent_runs", "workers")
 
 
@@ -69,7 +78,7 @@ def cpu_s(pid: int) -> float:
 
 
 def reset(c: Conn) -> None:
-    c.execute("select pg_stat_statements_reset()")
+    c.execute("select pg_stat_statements_reset(0::oid, " + THIS_DB + ")")
     c.execute("select pg_stat_reset()")
 
 
@@ -83,11 +92,28 @@ def hot(c: Conn) -> dict[str, Any]:
     return {r[0]: {"updates": r[1], "hot_ratio": round(r[2] / r[1], 3)} for r in rows}
 
 
+def wal_by_relation(c: Conn, lsn0: int, lsn1: int, per: int) -> dict[str, float]:
+    """WAL bytes per unit by the relation of each record's first block (pg_walinspect), top 12."""
+    c.execute("create extension if not exists pg_walinspect")
+    rows = c.execute(
+        """
+        select coalesce(pg_filenode_relation(0, (regexp_match(w.block_ref, 'rel \\d+/\\d+/(\\d+)'))[1]::oid)
+                          ::text, w.resource_manager) as rel,
+               sum(w.record_length)
+          from pg_get_wal_records_info(%s::text::pg_lsn, %s::text::pg_lsn) w
+         group by 1 order by 2 desc limit 12
+        """,
+        [f"{lsn0 >> 32:X}/{lsn0 & 0xFFFFFFFF:X}", f"{lsn1 >> 32:X}/{lsn1 & 0xFFFFFFFF:X}"],
+    ).fetchall()
+    return {str(r): round(float(b) / max(per, 1)) for r, b in rows}
+
+
 def profile(c: Conn, per: int) -> dict[str, Any]:
     """Top-level statement time per unit, functions by self time, nested statements by total time."""
     c.execute("select pg_stat_clear_snapshot()")
     top = c.execute(
-        "select coalesce(sum(total_exec_time), 0) from pg_stat_statements where toplevel"
+        "select coalesce(sum(total_exec_time), 0) from pg_stat_statements where toplevel and dbid = "
+        + THIS_DB
     ).fetchone()
     funcs = c.execute(
         "select funcname, calls, round(self_time::numeric, 1), round(total_time::numeric, 1)"
@@ -96,7 +122,7 @@ def profile(c: Conn, per: int) -> dict[str, Any]:
     stmts = c.execute(
         "select left(regexp_replace(query, '\\s+', ' ', 'g'), 90), calls,"
         " round(total_exec_time::numeric, 1), toplevel"
-        " from pg_stat_statements order by total_exec_time desc limit 12"
+        " from pg_stat_statements where dbid = " + THIS_DB + " order by total_exec_time desc limit 12"
     ).fetchall()
     return {
         "toplevel_exec_ms_per_unit": round(float(top[0]) / max(per, 1), 4) if top else None,
@@ -113,6 +139,7 @@ def steps(dsn: str, seconds: float, batch: int) -> dict[str, Any]:
     with psycopg.connect(dsn, autocommit=True) as obs:
         reset(obs)
         before = stats_settled(obs)
+        events0 = _count(obs, "pgflight.events")
         done = 0
         with psycopg.connect(dsn, autocommit=True) as c:
             w = register(c, "perf")
@@ -134,6 +161,7 @@ def steps(dsn: str, seconds: float, batch: int) -> dict[str, Any]:
                 done += len(got)
             wall, cpu = time.perf_counter() - t0, cpu_s(pid) - cpu0
         after = stats_settled(obs)
+        prof = profile(obs, done)  # before the WAL read below, which pg_stat_statements would count
         return {
             "load_avg": load(),
             "batch": batch,
@@ -142,8 +170,50 @@ def steps(dsn: str, seconds: float, batch: int) -> dict[str, Any]:
             "backend_cpu_ms_per_step": round(cpu * 1000 / done, 4),
             "wal_bytes_per_step": round((after.wal_lsn - before.wal_lsn) / done),
             "commits_per_step": round((after.commits - before.commits) / done, 3),
+            "events_rows_per_step": round((_count(obs, "pgflight.events") - events0) / done, 2),
+            "wal_bytes_per_step_by_relation": wal_by_relation(obs, before.wal_lsn, after.wal_lsn, done),
             "hot": hot(obs),
-            **profile(obs, done),
+            **prof,
+        }
+
+
+def _count(c: Conn, table: str) -> int:
+    row = c.execute(f"select count(*) from {table}").fetchone()  # type: ignore[arg-type]
+    return int(row[0]) if row else 0
+
+
+def heartbeats(dsn: str, n: int, beats: int) -> dict[str, Any]:
+    """
+    Long steps: `n` steps claimed (started) at once, heartbeated `beats` times each (one
+    heartbeat call for all), then completed: the HOT ratio of step_attempts when most of its
+    updates are heartbeats, and the server time of one heartbeat per attempt.
+    """
+    with psycopg.connect(dsn, autocommit=True) as c:
+        w = register(c, "beats")
+        c.execute("select pgflight.submit_run('bench', 'long', '{}') from generate_series(1, %s)", [n])
+        reset(c)
+        got = c.execute(
+            "select attempt_id, fencing_token from pgflight.claim_batch(%s, %s, 60, %s, %s)",
+            [w, n, ["long"], START],
+        ).fetchall()
+        ids, tokens = [a for a, _ in got], [t for _, t in got]
+        pid = c.info.backend_pid
+        cpu0 = cpu_s(pid)
+        for _ in range(beats):
+            c.execute("select count(*) from pgflight.heartbeat(%s, %s, %s)", [w, ids, tokens])
+        cpu = cpu_s(pid) - cpu0
+        c.execute(
+            "select count(*) from pgflight.complete_batch(%s, %s, array_fill(null::jsonb, array[%s]))",
+            [ids, tokens, len(ids)],
+        )
+    with psycopg.connect(dsn, autocommit=True) as obs:
+        stats_settled(obs)
+        return {
+            "load_avg": load(),
+            "attempts": len(ids),
+            "heartbeats_each": beats,
+            "backend_cpu_ms_per_attempt_heartbeat": round(cpu * 1000 / max(len(ids) * beats, 1), 4),
+            "hot": hot(obs),
         }
 
 
@@ -327,7 +397,13 @@ def main() -> None:
         action="store_true",
         help="before the agent phase: agent_runs fillfactor 80 and without agent_runs_reserved_idx",
     )
-    ap.add_argument("--only", default="steps,agent,empty,reclaim,retention,retention_loop")
+    ap.add_argument("--only", default="steps,heartbeat,agent,empty,reclaim,retention,retention_loop")
+    ap.add_argument(
+        "--compare",
+        metavar="REF",
+        help="also deploy schema REF (a sqitch tag such as @v0.3.0) into a second database of the same"
+        " cluster and run the steps and heartbeat phases on both, alternately: base, head and head/base",
+    )
     a = ap.parse_args()
     only = set(a.only.split(","))
     report: dict[str, Any] = {
@@ -344,8 +420,19 @@ def main() -> None:
                 c.execute("alter table pgflight.agent_runs set (fillfactor = 80)")
                 c.execute("drop index pgflight.agent_runs_reserved_idx")
                 report["hot_experiment"] = "agent_runs fillfactor 80, agent_runs_reserved_idx dropped"
+        base = deploy_ref(_cluster, a.compare) if a.compare else None
+        if base:
+            report["compare"] = a.compare
+            with psycopg.connect(base, autocommit=True) as c:
+                c.execute("create extension if not exists pg_stat_statements")
+
+        def both(phase: Any) -> Any:
+            """The phase on HEAD, or with --compare on the base then on HEAD, side by side."""
+            return lambda: side_by_side(phase(base), phase(dsn)) if base else phase(dsn)
+
         parts = {
-            "steps": lambda: steps(dsn, a.seconds, 10),
+            "steps": both(lambda d: steps(d, a.seconds, 10)),
+            "heartbeat": both(lambda d: heartbeats(d, 200, 20)),
             "agent": lambda: agent(dsn, a.agent_iterations),
             "empty": lambda: empty_claims(dsn, a.low_rate, a.low_jobs),
             "reclaim": lambda: reclaim(dsn, a.reclaim),

@@ -833,11 +833,14 @@ begin
        for update of a) l;
 
   if v_ids is not null then
-    -- 2. succeed them, with an events row each
+    -- 2. succeed them. Issue 18: a success from running takes an events id onto the attempt
+    -- (finish_event_id; run_events shows it as the 'succeeded' row) instead of an events row; a
+    -- success straight from claimed (never started) still writes its events row.
     with done as (
       update pgflight.step_attempts a
          set status = 'succeeded', finished_at = p_now, result = q.result,
-             started_at = coalesce(a.started_at, a.claimed_at)
+             started_at = coalesce(a.started_at, a.claimed_at),
+             finish_event_id = case when a.status = 'running' then nextval('pgflight.events_id_seq') end
         from unnest(p_attempt_ids, p_results) as q(id, result)
        where a.id = q.id and a.id = any (v_ids) and a.status in ('claimed', 'running')
       returning a.id, a.step_id, a.run_id, a.worker_id
@@ -845,6 +848,7 @@ begin
       insert into pgflight.events (at, run_id, step_id, attempt_id, from_status, to_status, worker_id, reason)
       select p_now, d.run_id, d.step_id, d.id, o.old_status, 'succeeded', d.worker_id, 'succeeded'
         from done d join unnest(v_ids, v_old) as o(id, old_status) on o.id = d.id
+       where o.old_status <> 'running'
     )
     select array_agg(d.step_id) into v_steps from done d;
 
@@ -1504,15 +1508,17 @@ begin
            -- checked (lease_s 1e13) cannot make this set-based claim raise for everyone
            lease_s = least(coalesce(s.lease_s, p_lease_s), pgflight._limit('lease_s')),
            lease_expires_at = p_now + make_interval(secs => least(coalesce(s.lease_s, p_lease_s), pgflight._limit('lease_s'))),
-           deadline_at = p_now + make_interval(secs => least(s.max_runtime_s, pgflight._limit('runtime_s')))
+           deadline_at = p_now + make_interval(secs => least(s.max_runtime_s, pgflight._limit('runtime_s'))),
+           claim_event_id = case when p_start then nextval('pgflight.events_id_seq') end
       from pgflight.steps s
      where a.id = any (p_ids) and s.id = a.step_id
     returning a.id, a.fencing_token, a.step_id, a.run_id, s.parent_id, s.step_key, a.attempt_no,
               a.recipe, s.input, a.lease_expires_at, a.deadline_at, a.status
   ), logged as (
-    -- the events row of every claim, in the same statement
+    -- the events row of a claim without start, in the same statement
     insert into pgflight.events (at, run_id, step_id, attempt_id, from_status, to_status, worker_id, reason)
     select p_now, c.run_id, c.step_id, c.id, 'queued', c.status, p_worker_id, 'claimed' from claimed c
+     where not p_start
   )
   select c.id, c.fencing_token, c.step_id, c.run_id, c.parent_id, c.step_key, c.attempt_no, c.recipe,
          c.input, c.lease_expires_at, c.deadline_at
@@ -1524,7 +1530,7 @@ ALTER FUNCTION pgflight._lease_attempts(p_worker_id bigint, p_ids bigint[], p_le
 
 -- Name: FUNCTION _lease_attempts(p_worker_id bigint, p_ids bigint[], p_lease_s double precision, p_start boolean, p_now timestamp with time zone); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight._lease_attempts(p_worker_id bigint, p_ids bigint[], p_lease_s double precision, p_start boolean, p_now timestamp with time zone) IS 'Internal: lease locked queued attempts to a worker (token, lease, events).';
+COMMENT ON FUNCTION pgflight._lease_attempts(p_worker_id bigint, p_ids bigint[], p_lease_s double precision, p_start boolean, p_now timestamp with time zone) IS 'Internal: lease locked queued attempts to a worker (token, lease, events row or claim_event_id).';
 
 -- Name: _limit(text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -1656,10 +1662,13 @@ CREATE TABLE pgflight.step_attempts (
     workspace_id bigint NOT NULL,
     concurrency_key text,
     concurrency_limit integer,
+    claim_event_id bigint,
+    finish_event_id bigint,
     CONSTRAINT finished_at_is_after_claimed_at CHECK (((finished_at IS NULL) OR (claimed_at IS NULL) OR (finished_at >= claimed_at))),
     CONSTRAINT leased_attempt_has_owner CHECK (((status <> ALL (ARRAY['claimed'::text, 'running'::text, 'cancel_requested'::text])) OR ((worker_id IS NOT NULL) AND (fencing_token IS NOT NULL) AND (lease_expires_at IS NOT NULL)))),
     CONSTRAINT status_is_known CHECK ((status = ANY (ARRAY['queued'::text, 'claimed'::text, 'running'::text, 'cancel_requested'::text, 'awaiting_children'::text, 'awaiting_approval'::text, 'succeeded'::text, 'failed'::text, 'lease_expired'::text, 'timed_out'::text, 'dead_letter'::text, 'cancelled'::text])))
-);
+)
+WITH (fillfactor='80');
 
 ALTER TABLE pgflight.step_attempts OWNER TO pgflight_owner;
 
@@ -1674,6 +1683,14 @@ COMMENT ON COLUMN pgflight.step_attempts.workspace_id IS 'The run''s workspace, 
 -- Name: COLUMN step_attempts.concurrency_key; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
 COMMENT ON COLUMN pgflight.step_attempts.concurrency_key IS 'The step''s concurrency key and limit, copied like recipe and priority. A queued attempt with available_after = ''infinity'' is parked: its key was full; a freed slot wakes it.';
+
+-- Name: COLUMN step_attempts.claim_event_id; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON COLUMN pgflight.step_attempts.claim_event_id IS 'Events id of this attempt''s started claim (queued -> running), shown by run_events; null: the claim, if any, is an events row.';
+
+-- Name: COLUMN step_attempts.finish_event_id; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON COLUMN pgflight.step_attempts.finish_event_id IS 'Events id of this attempt''s success from running (running -> succeeded), shown by run_events; null: the end, if any, is an events row.';
 
 -- Name: _lock_held(bigint, bigint, text, boolean); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -2794,65 +2811,78 @@ declare
   v_child bigint;
   v_parent_attempt record;
   v_final text;
+  v_cancel_below boolean;
+  v_has_parent boolean;
 begin
+  -- issue 18: one read of the finished steps says which of 1-3 can have work; a batch of
+  -- successful roots (the common case) runs only 4
+  select coalesce(bool_or(f.final <> 'succeeded' and s.children_pending > 0), false),
+         coalesce(bool_or(s.parent_id is not null), false)
+    into v_cancel_below, v_has_parent
+    from unnest(p_step_ids, p_finals) as f(id, final) join pgflight.steps s on s.id = f.id;
+
   -- 1. what an unsuccessful step left running below it
-  for v_left in
-    select s.id, s.run_id, f.final
-      from unnest(p_step_ids, p_finals) as f(id, final) join pgflight.steps s on s.id = f.id
-     where f.final <> 'succeeded' and s.children_pending > 0
-     order by s.id
-  loop
-    perform pgflight._cancel_tree(v_left.run_id, v_left.id, coalesce(p_actor, 'engine'), 'parent ended ' || v_left.final);
-    update pgflight.steps set children_pending = 0 where id = v_left.id;
-  end loop;
-
-  -- 2. the pokes: lock the parents (id order) in a statement of their own, then decrement
-  perform from pgflight.steps p
-   where p.id in (select s.parent_id from pgflight.steps s where s.id = any (p_step_ids) and s.parent_id is not null)
-   order by p.id
-     for update of p;
-  with finished as (
-    select s.parent_id, count(*)::integer as n, bool_or(f.final <> 'succeeded') as failed
-      from unnest(p_step_ids, p_finals) as f(id, final) join pgflight.steps s on s.id = f.id
-     where s.parent_id is not null
-     group by s.parent_id
-  ), poked as (
-    update pgflight.steps p
-       set children_pending = greatest(p.children_pending - f.n, 0)
-      from finished f
-     where p.id = f.parent_id
-    returning p.id, p.children_pending, p.fail_fast, f.failed
-  )
-  select array_agg(k.id order by k.id) filter (where k.failed and k.fail_fast),
-         array_agg(k.id order by k.id) filter (where not (k.failed and k.fail_fast) and k.children_pending = 0)
-    into v_doomed, v_wake
-    from poked k;
-
-  -- 3. fail fast, else the wake
-  if v_doomed is not null then
-    foreach v_parent in array v_doomed loop
-      select a.* into v_parent_attempt from pgflight.step_attempts a
-       where a.step_id = v_parent and a.status = 'awaiting_children' for update;
-      if found then
-        select min(f.id) into v_child
-          from unnest(p_step_ids, p_finals) as f(id, final) join pgflight.steps s on s.id = f.id
-         where s.parent_id = v_parent and f.final <> 'succeeded';
-        select f.final into v_final from unnest(p_step_ids, p_finals) as f(id, final) where f.id = v_child;
-        update pgflight.step_attempts
-           set status = 'dead_letter', finished_at = p_now, reason = 'child_failed',
-               error = jsonb_build_object('message', 'a child step ended ' || v_final, 'child_step_id', v_child)
-         where id = v_parent_attempt.id;
-        perform pgflight._event(v_parent_attempt.run_id, v_parent, v_parent_attempt.id,
-                                'awaiting_children', 'dead_letter', null, 'child_failed', p_actor,
-                                jsonb_build_object('child_step_id', v_child));
-        perform pgflight._steps_finished(array[v_parent], array['dead_letter'], p_actor, p_now);
-      end if;
+  if v_cancel_below then
+    for v_left in
+      select s.id, s.run_id, f.final
+        from unnest(p_step_ids, p_finals) as f(id, final) join pgflight.steps s on s.id = f.id
+       where f.final <> 'succeeded' and s.children_pending > 0
+       order by s.id
+    loop
+      perform pgflight._cancel_tree(v_left.run_id, v_left.id, coalesce(p_actor, 'engine'), 'parent ended ' || v_left.final);
+      update pgflight.steps set children_pending = 0 where id = v_left.id;
     end loop;
   end if;
-  if v_wake is not null then
-    foreach v_parent in array v_wake loop
-      perform pgflight._wake(v_parent, 'parent_resumed', p_actor);
-    end loop;
+
+  if v_has_parent then
+    -- 2. the pokes: lock the parents (id order) in a statement of their own, then decrement
+    perform from pgflight.steps p
+     where p.id in (select s.parent_id from pgflight.steps s where s.id = any (p_step_ids) and s.parent_id is not null)
+     order by p.id
+       for update of p;
+    with finished as (
+      select s.parent_id, count(*)::integer as n, bool_or(f.final <> 'succeeded') as failed
+        from unnest(p_step_ids, p_finals) as f(id, final) join pgflight.steps s on s.id = f.id
+       where s.parent_id is not null
+       group by s.parent_id
+    ), poked as (
+      update pgflight.steps p
+         set children_pending = greatest(p.children_pending - f.n, 0)
+        from finished f
+       where p.id = f.parent_id
+      returning p.id, p.children_pending, p.fail_fast, f.failed
+    )
+    select array_agg(k.id order by k.id) filter (where k.failed and k.fail_fast),
+           array_agg(k.id order by k.id) filter (where not (k.failed and k.fail_fast) and k.children_pending = 0)
+      into v_doomed, v_wake
+      from poked k;
+
+    -- 3. fail fast, else the wake
+    if v_doomed is not null then
+      foreach v_parent in array v_doomed loop
+        select a.* into v_parent_attempt from pgflight.step_attempts a
+         where a.step_id = v_parent and a.status = 'awaiting_children' for update;
+        if found then
+          select min(f.id) into v_child
+            from unnest(p_step_ids, p_finals) as f(id, final) join pgflight.steps s on s.id = f.id
+           where s.parent_id = v_parent and f.final <> 'succeeded';
+          select f.final into v_final from unnest(p_step_ids, p_finals) as f(id, final) where f.id = v_child;
+          update pgflight.step_attempts
+             set status = 'dead_letter', finished_at = p_now, reason = 'child_failed',
+                 error = jsonb_build_object('message', 'a child step ended ' || v_final, 'child_step_id', v_child)
+           where id = v_parent_attempt.id;
+          perform pgflight._event(v_parent_attempt.run_id, v_parent, v_parent_attempt.id,
+                                  'awaiting_children', 'dead_letter', null, 'child_failed', p_actor,
+                                  jsonb_build_object('child_step_id', v_child));
+          perform pgflight._steps_finished(array[v_parent], array['dead_letter'], p_actor, p_now);
+        end if;
+      end loop;
+    end if;
+    if v_wake is not null then
+      foreach v_parent in array v_wake loop
+        perform pgflight._wake(v_parent, 'parent_resumed', p_actor);
+      end loop;
+    end if;
   end if;
 
   -- 4. a root ends its run
@@ -3344,22 +3374,37 @@ CREATE FUNCTION pgflight.claim_batch(p_worker_id bigint, p_batch_size integer, p
 declare
   v_now timestamptz := pgflight._now();
   v_reclaim integer;
-  v_start boolean := coalesce((pgflight._check_options('claim_batch', p_options) ->> 'start')::boolean, false);
+  v_start boolean;
   v_settings pgflight.settings;
   v_ws bigint[];
 begin
-  perform pgflight._require_positive('batch_size', p_batch_size);
-  perform pgflight._require_positive('lease_s', p_lease_s);
-  -- Issue 13: caps on the batch and the lease (claim_batch(2^31-1, 1e9) took every ready step
-  -- until 2058), and the workspaces this login may work in: null (every workspace: the
-  -- single-tenant case) leaves the claim query as it was; otherwise each candidate row costs one
-  -- probe of runs by primary key.
+  -- Issue 18: the options validator and the argument helpers each cost a function call with its
+  -- own settings (a GUC save and restore): the start option alone, and arguments inside every
+  -- bound, are read here directly; anything else goes through the helpers, which raise the error.
+  if p_options = '{}' then
+    v_start := false;
+  elsif p_options - 'start' = '{}' and jsonb_typeof(p_options -> 'start') = 'boolean' then
+    v_start := (p_options ->> 'start')::boolean;
+  else
+    v_start := coalesce((pgflight._check_options('claim_batch', p_options) ->> 'start')::boolean, false);
+  end if;
   select * into v_settings from pgflight.settings;
-  perform pgflight._require_cap('max_batch_size', v_settings.max_batch_size, p_batch_size, 'batch_size');
-  perform pgflight._require_cap('max_lease_s', v_settings.max_lease_s, p_lease_s, 'lease_s (seconds)');
-  -- issue 14: the hard bounds whatever the caps say (NaN, a lease past _limit('lease_s')): 22023
-  perform pgflight._check_arg('batch_size', p_batch_size, 1, 100000);
-  perform pgflight._check_arg('lease_s', p_lease_s, 0.001, pgflight._limit('lease_s'));
+  -- 604800 = _limit('lease_s'); NaN, null and infinity fail these comparisons and take the slow path
+  if not coalesce(p_batch_size between 1 and least(v_settings.max_batch_size, 100000)
+                  and p_lease_s >= 0.001 and p_lease_s <= least(v_settings.max_lease_s, 604800)
+                  and p_lease_s <> 'NaN'::double precision, false) then
+    perform pgflight._require_positive('batch_size', p_batch_size);
+    perform pgflight._require_positive('lease_s', p_lease_s);
+    -- Issue 13: caps on the batch and the lease (claim_batch(2^31-1, 1e9) took every ready step
+    -- until 2058).
+    perform pgflight._require_cap('max_batch_size', v_settings.max_batch_size, p_batch_size, 'batch_size');
+    perform pgflight._require_cap('max_lease_s', v_settings.max_lease_s, p_lease_s, 'lease_s (seconds)');
+    -- issue 14: the hard bounds whatever the caps say (NaN, a lease past _limit('lease_s')): 22023
+    perform pgflight._check_arg('batch_size', p_batch_size, 1, 100000);
+    perform pgflight._check_arg('lease_s', p_lease_s, 0.001, pgflight._limit('lease_s'));
+  end if;
+  -- the workspaces this login may work in: null (every workspace: the single-tenant case) leaves
+  -- the claim query as it was; otherwise each candidate row costs one probe of runs by primary key.
   v_ws := pgflight._lane_workspaces('worker');
   -- the worker must be live and registered by this login (issue 13); another login's id is unknown here
   update pgflight.workers set last_seen_at = v_now
@@ -3402,14 +3447,12 @@ begin
     raise exception using errcode = '22023', message = 'attempt ids, tokens and results differ in length',
       hint = 'Pass one token and one result per attempt id, in the same order.';
   end if;
-  -- issue 13: the largest result is capped (ZF005, nothing written)
-  perform pgflight._require_cap('max_result_bytes', (select s.max_result_bytes from pgflight.settings s),
-                                (select max(octet_length(r::text)) from unnest(p_results) r), 'result (bytes)');
-  select s.max_input_bytes into v_max from pgflight.settings s;
+  -- issue 18: one cap on results, settings.max_result_bytes, checked row by row
+  select s.max_result_bytes into v_max from pgflight.settings s;
   -- the hot path: one set-based size check; a refused row goes through _complete_refusing
   if exists (select from unnest(p_results) as r(v) where octet_length(r.v::text) > v_max) then
     select array_agg(case when octet_length(r.v::text) > v_max
-                          then jsonb_build_object('message', format('result too large: %s bytes; the cap is %s bytes (settings.max_input_bytes)',
+                          then jsonb_build_object('message', format('result too large: %s bytes; the cap is %s bytes (settings.max_result_bytes)',
                                                                     octet_length(r.v::text), v_max),
                                                   'sqlstate', 'ZF005')
                      end order by r.ord)
@@ -3437,7 +3480,7 @@ ALTER FUNCTION pgflight.complete_batch(p_attempt_ids bigint[], p_tokens bigint[]
 
 -- Name: FUNCTION complete_batch(p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[]); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight.complete_batch(p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[]) IS 'Complete many held attempts; per row outcome succeeded | lease_lost | cancelled | failed (its result refused: over settings.max_input_bytes; that step dead-letters alone). Errors: 22023, ZF005, ZF012.';
+COMMENT ON FUNCTION pgflight.complete_batch(p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[]) IS 'Complete many held attempts; per row outcome succeeded | lease_lost | cancelled | failed (its result refused: over settings.max_result_bytes; that step dead-letters alone). Errors: 22023, ZF012.';
 
 -- Name: complete_batch(bigint[], bigint[], text[]); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -3449,7 +3492,7 @@ declare
   v_json jsonb[];
   v_errors jsonb[];
   v_i integer;
-  v_max bigint := (select s.max_input_bytes from pgflight.settings s);
+  v_max bigint := (select s.max_result_bytes from pgflight.settings s);
 begin
   if coalesce(cardinality(p_attempt_ids), 0) <> coalesce(cardinality(p_tokens), 0)
      or coalesce(cardinality(p_attempt_ids), 0) <> coalesce(cardinality(p_results), 0) then
@@ -3472,7 +3515,7 @@ begin
     begin
       v_json[v_i] := p_results[v_i]::jsonb;
       if octet_length(v_json[v_i]::text) > v_max then
-        v_errors[v_i] := jsonb_build_object('message', format('result too large: %s bytes; the cap is %s bytes (settings.max_input_bytes)',
+        v_errors[v_i] := jsonb_build_object('message', format('result too large: %s bytes; the cap is %s bytes (settings.max_result_bytes)',
                                                               octet_length(v_json[v_i]::text), v_max), 'sqlstate', 'ZF005');
       end if;
     exception when others then
@@ -3487,7 +3530,7 @@ ALTER FUNCTION pgflight.complete_batch(p_attempt_ids bigint[], p_tokens bigint[]
 
 -- Name: FUNCTION complete_batch(p_attempt_ids bigint[], p_tokens bigint[], p_results text[]); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight.complete_batch(p_attempt_ids bigint[], p_tokens bigint[], p_results text[]) IS 'Complete many held attempts, results as JSON text; an element PostgreSQL refuses (NaN, \u0000, too large) fails only its own step (outcome failed). Errors: 22023, ZF005, ZF012.';
+COMMENT ON FUNCTION pgflight.complete_batch(p_attempt_ids bigint[], p_tokens bigint[], p_results text[]) IS 'Complete many held attempts, results as JSON text; an element PostgreSQL refuses (NaN, \u0000, too large) fails only its own step (outcome failed). Errors: 22023, ZF012.';
 
 -- Name: complete_step(bigint, bigint, jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -4257,22 +4300,37 @@ begin
     from pg_replication_slots sl;
 
   -- the id window of this call: from the cursor (or the oldest event left, after a purge) for at
-  -- most p_max_events ids, never past the newest event; both ends read from the primary key
-  v_after := greatest(v_after, coalesce((select min(e.id) - 1 from pgflight.events e), v_after));
-  v_last := least(v_after + p_max_events, coalesce((select max(e.id) from pgflight.events e), v_after));
+  -- most p_max_events ids, never past the newest event; every end read from an index. The events
+  -- ids are the events rows' and those the attempts took for the transitions run_events derives
+  -- (issue 18: a started claim, a success from running).
+  v_after := greatest(v_after, coalesce(least((select min(e.id) from pgflight.events e),
+                                              (select min(a.claim_event_id) from pgflight.step_attempts a),
+                                              (select min(a.finish_event_id) from pgflight.step_attempts a)) - 1,
+                                        v_after));
+  v_last := least(v_after + p_max_events,
+                  coalesce(greatest((select max(e.id) from pgflight.events e),
+                                    (select max(a.claim_event_id) from pgflight.step_attempts a),
+                                    (select max(a.finish_event_id) from pgflight.step_attempts a)),
+                           v_after));
   return query
   select k.metric, k.labels, k.value
     from (
-      -- one pass over the window, through the primary key
+      -- one pass over the window, through the primary key and the two event-id indexes
       select count(*) filter (where e.to_status = 'succeeded') as completions,
              count(*) filter (where e.to_status in ('failed', 'lease_expired', 'timed_out', 'dead_letter')) as failures,
              count(*) filter (where e.reason = 'lease_expired') as reclaims,
              count(*) filter (where e.to_status = 'dead_letter') as dead_lettered,
              count(*) filter (where e.reason = 'stale_result_rejected') as stale_writes_refused,
              count(*) filter (where e.reason = 'claimed') as claims
-        from pgflight.events e
-       where e.id > v_after and e.id <= v_last
-         and (v_lanes is null or exists (select from pgflight.runs r
+        from (select e.run_id, e.to_status, e.reason from pgflight.events e
+               where e.id > v_after and e.id <= v_last
+              union all
+              select a.run_id, 'running', 'claimed' from pgflight.step_attempts a
+               where a.claim_event_id > v_after and a.claim_event_id <= v_last
+              union all
+              select a.run_id, 'succeeded', 'succeeded' from pgflight.step_attempts a
+               where a.finish_event_id > v_after and a.finish_event_id <= v_last) e
+       where (v_lanes is null or exists (select from pgflight.runs r
                                           where r.id = e.run_id and r.workspace_id = any(v_lanes)))) w,
          lateral (values
            ('events_delta', '{"kind": "completions"}'::jsonb, w.completions::double precision),
@@ -6720,7 +6778,7 @@ ALTER TABLE pgflight.events OWNER TO pgflight_owner;
 
 -- Name: TABLE events; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON TABLE pgflight.events IS 'Append-only log of transitions. reason names the event: queued, claimed, started, succeeded, failed, retry_scheduled, lease_expired, deadline_exceeded, dead_lettered, released, cancel_requested, cancelled, children_spawned, parent_resumed, approval_requested, approval_decided, stale_result_rejected, retried, replayed, budget_exceeded.';
+COMMENT ON TABLE pgflight.events IS 'Append-only log of transitions; read it through the run_events view, which adds the started claims and the successes from running that the attempts record (step_attempts.claim_event_id, finish_event_id). reason names the event: queued, claimed, started, succeeded, failed, retry_scheduled, lease_expired, deadline_exceeded, dead_lettered, released, cancel_requested, cancelled, children_spawned, parent_resumed, approval_requested, approval_decided, stale_result_rejected, retried, replayed, budget_exceeded.';
 
 -- Name: events_id_seq; Type: SEQUENCE; Schema: pgflight; Owner: pgflight_owner
 
@@ -6795,27 +6853,54 @@ COMMENT ON TABLE pgflight.recipe_limits IS 'Flow control of a recipe across all 
 -- Name: run_events; Type: VIEW; Schema: pgflight; Owner: pgflight_owner
 
 CREATE VIEW pgflight.run_events WITH (security_barrier='true') AS
- SELECT e.id,
-    e.at,
-    e.run_id,
-    e.step_id,
-    e.attempt_id,
-    e.from_status,
-    e.to_status,
-    e.worker_id,
-    e.actor,
-    e.reason,
-    e.detail
-   FROM pgflight.events e
+ SELECT l.id,
+    l.at,
+    l.run_id,
+    l.step_id,
+    l.attempt_id,
+    l.from_status,
+    l.to_status,
+    l.worker_id,
+    l.actor,
+    l.reason,
+    l.detail
+   FROM ( SELECT e.id,
+            e.at,
+            e.run_id,
+            e.step_id,
+            e.attempt_id,
+            e.from_status,
+            e.to_status,
+            e.worker_id,
+            e.actor,
+            e.reason,
+            e.detail
+           FROM pgflight.events e
+        UNION ALL
+         SELECT d.id,
+            d.at,
+            s.run_id,
+            s.id,
+            a.id,
+            d.from_status,
+            d.to_status,
+            a.worker_id,
+            NULL::text AS text,
+            d.reason,
+            NULL::jsonb AS jsonb
+           FROM ((pgflight.steps s
+             JOIN pgflight.step_attempts a ON ((a.step_id = s.id)))
+             CROSS JOIN LATERAL ( VALUES (a.claim_event_id,a.claimed_at,'queued'::text,'running'::text,'claimed'::text), (a.finish_event_id,a.finished_at,'running'::text,'succeeded'::text,'succeeded'::text)) d(id, at, from_status, to_status, reason))
+          WHERE (d.id IS NOT NULL)) l
   WHERE ((( SELECT pgflight._lane_workspaces('reader'::text) AS _lane_workspaces) IS NULL) OR (EXISTS ( SELECT
            FROM pgflight.runs r
-          WHERE ((r.id = e.run_id) AND (r.workspace_id = ANY (COALESCE(( SELECT pgflight._lane_workspaces('reader'::text) AS _lane_workspaces), '{}'::bigint[])))))));
+          WHERE ((r.id = l.run_id) AND (r.workspace_id = ANY (COALESCE(( SELECT pgflight._lane_workspaces('reader'::text) AS _lane_workspaces), '{}'::bigint[])))))));
 
 ALTER TABLE pgflight.run_events OWNER TO pgflight_owner;
 
 -- Name: VIEW run_events; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON VIEW pgflight.run_events IS 'The transition log.';
+COMMENT ON VIEW pgflight.run_events IS 'The transition log: the events rows, and the started claims and successes the attempts record (issue 18).';
 
 -- Name: workspaces; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
 
@@ -7404,6 +7489,10 @@ CREATE INDEX schedules_due_idx ON pgflight.schedules USING btree (next_fire_at) 
 
 CREATE INDEX schedules_pending_idx ON pgflight.schedules USING btree (pending_fire_at) WHERE (pending_fire_at IS NOT NULL);
 
+-- Name: step_attempts_claim_event_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
+
+CREATE INDEX step_attempts_claim_event_idx ON pgflight.step_attempts USING btree (claim_event_id) WHERE (claim_event_id IS NOT NULL);
+
 -- Name: step_attempts_dead_letter_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
 
 CREATE INDEX step_attempts_dead_letter_idx ON pgflight.step_attempts USING btree (id) WHERE (status = 'dead_letter'::text);
@@ -7412,9 +7501,9 @@ CREATE INDEX step_attempts_dead_letter_idx ON pgflight.step_attempts USING btree
 
 CREATE INDEX step_attempts_deadline_idx ON pgflight.step_attempts USING btree (deadline_at) WHERE ((status = ANY (ARRAY['claimed'::text, 'running'::text])) AND (deadline_at IS NOT NULL));
 
--- Name: step_attempts_expiring_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
+-- Name: step_attempts_finish_event_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
 
-CREATE INDEX step_attempts_expiring_idx ON pgflight.step_attempts USING btree (lease_expires_at) WHERE (status = ANY (ARRAY['claimed'::text, 'running'::text, 'cancel_requested'::text]));
+CREATE INDEX step_attempts_finish_event_idx ON pgflight.step_attempts USING btree (finish_event_id) WHERE (finish_event_id IS NOT NULL);
 
 -- Name: step_attempts_leased_key_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
 

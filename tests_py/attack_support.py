@@ -88,20 +88,20 @@ AUDIT = {
          where a.status = 'queued' and s.failed_attempts >= s.max_attempts""",
     "an ended attempt without exactly one terminal event": """
         select a.id from pgflight.step_attempts a
-          left join pgflight.events e on e.attempt_id = a.id and e.reason <> 'stale_result_rejected'
+          left join pgflight.run_events e on e.attempt_id = a.id and e.reason <> 'stale_result_rejected'
                and e.to_status in ('succeeded', 'failed', 'lease_expired', 'timed_out', 'dead_letter',
                                    'cancelled')
          where a.status in ('succeeded', 'failed', 'lease_expired', 'timed_out', 'dead_letter', 'cancelled')
          group by a.id having count(e.id) <> 1""",
     "an attempt whose last status event disagrees with its status": """
         select a.id from pgflight.step_attempts a
-          join lateral (select e.to_status from pgflight.events e
+          join lateral (select e.to_status from pgflight.run_events e
                          where e.attempt_id = a.id and e.reason <> 'stale_result_rejected'
                            and e.to_status is not null
                          order by e.id desc limit 1) last on true
          where last.to_status <> a.status""",
     "succeeded after cancelled for one attempt": """
-        select c.attempt_id from pgflight.events c join pgflight.events s
+        select c.attempt_id from pgflight.run_events c join pgflight.run_events s
             on s.attempt_id = c.attempt_id and s.id > c.id and s.reason = 'succeeded'
          where c.to_status in ('cancelled', 'cancel_requested')""",
     # A replay, or a retry of a dead-lettered descendant, reopens the step and its ancestors
@@ -110,7 +110,7 @@ AUDIT = {
     "a step that succeeded twice without a replay between": """
         select a.step_id from pgflight.step_attempts a where a.status = 'succeeded'
          group by a.step_id
-        having count(*) > 1 + (select count(*) from pgflight.events e
+        having count(*) > 1 + (select count(*) from pgflight.run_events e
                                 where e.step_id = a.step_id and e.reason in ('replayed', 'retried'))""",
     "a finished run whose root is not terminal, or a running run whose steps are all terminal": """
         select r.id from pgflight.runs r join pgflight.step_status st on st.step_id = r.root_step_id

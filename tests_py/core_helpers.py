@@ -249,7 +249,7 @@ def events(
     """Events rows matching every filter given, in log order."""
     return rows(
         conn,
-        "select * from pgflight.events where (%(a)s::bigint is null or attempt_id = %(a)s)"
+        "select * from pgflight.run_events where (%(a)s::bigint is null or attempt_id = %(a)s)"
         " and (%(s)s::bigint is null or step_id = %(s)s) and (%(r)s::bigint is null or run_id = %(r)s)"
         " and (%(why)s::text is null or reason = %(why)s) order by id",
         {"a": attempt_id, "s": step_id, "r": run_id, "why": reason},  # type: ignore[arg-type]
@@ -301,9 +301,9 @@ INVARIANTS = {
         select a.id from pgflight.step_attempts a join pgflight.runs r on r.id = a.run_id
          where a.status in ('queued', 'claimed', 'running') and r.status <> 'running'""",
     "an attempt that both succeeded and failed or was cancelled (C02, C26)": """
-        select attempt_id from pgflight.events
+        select attempt_id from pgflight.run_events
          where reason = 'succeeded' and attempt_id in (
-               select attempt_id from pgflight.events where to_status in
+               select attempt_id from pgflight.run_events where to_status in
                       ('lease_expired', 'failed', 'timed_out', 'dead_letter', 'cancelled',
                        'cancel_requested'))""",
 }

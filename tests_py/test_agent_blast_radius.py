@@ -290,7 +290,7 @@ def test_case4_rate_limits_never_spend_an_attempt(dsn: str, fake_anthropic: Any,
         assert rows == [(1, "succeeded")]
         released = one(
             conn,
-            "select count(*) from pgflight.events where step_id = %s and reason = 'released'"
+            "select count(*) from pgflight.run_events where step_id = %s and reason = 'released'"
             " and detail->>'note' like 'rate-limited by the model API%%'",
             sub.step_id,
         )

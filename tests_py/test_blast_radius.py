@@ -70,7 +70,7 @@ def test_case2_nan_result_fails_alone_and_its_three_neighbours_succeed(
     assert status == "dead_letter"
     assert error["type"] == "BadPayload" and error["path"] == "$.score"
     assert "NaN" in error["message"] and "result of recipe 'finish_at'" in error["message"]
-    assert one(conn, "select count(*) from pgflight.events where reason = 'lease_expired'") == 0
+    assert one(conn, "select count(*) from pgflight.run_events where reason = 'lease_expired'") == 0
     assert one(
         conn,
         "select array_agg(result->>'score' order by step_id) from pgflight.step_status"

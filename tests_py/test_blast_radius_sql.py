@@ -168,7 +168,7 @@ def test_a_row_that_still_raises_in_a_sweep_ends_alone_with_its_error(conn: Conn
     assert (
         scalar(
             conn,
-            "select count(*) from pgflight.events where attempt_id = %s and reason = 'engine_error'",
+            "select count(*) from pgflight.run_events where attempt_id = %s and reason = 'engine_error'",
             [cp.attempt_id],
         )
         == 1
@@ -208,7 +208,8 @@ def test_case2_nan_result_fails_only_its_step(conn: Conn) -> None:
 def test_case2_nul_and_oversized_results_fail_only_their_own_step(conn: Conn) -> None:
     setup_engine(conn)
     w = register(conn)
-    conn.execute("update pgflight.settings set max_input_bytes = 1000")
+    # the one cap on results (issue 18): settings.max_result_bytes, checked row by row
+    conn.execute("update pgflight.settings set max_result_bytes = 1000")
     for i in range(3):
         submit(conn, "r", {"i": i})
     cs = claim(conn, w, 3, 30, ["r"])
@@ -223,7 +224,10 @@ def test_case2_nul_and_oversized_results_fail_only_their_own_step(conn: Conn) ->
     )
     assert [r["outcome"] for r in got] == ["failed", "succeeded", "failed"]
     assert attempt(conn, cs[0].attempt_id)["error"]["sqlstate"] == "22P05"
-    assert attempt(conn, cs[2].attempt_id)["error"]["sqlstate"] == "ZF005"
+    big = attempt(conn, cs[2].attempt_id)
+    assert (big["status"], big["reason"]) == ("dead_letter", "result_refused")
+    assert big["error"]["sqlstate"] == "ZF005"
+    assert "settings.max_result_bytes" in big["error"]["message"]
     # the jsonb[] signature (the Python worker's) isolates an oversized row the same way
     for i in range(2):
         submit(conn, "r2", {"i": i})

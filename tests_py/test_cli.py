@@ -311,7 +311,7 @@ def test_submit_options_and_reasons(dsn: str, conn: psycopg.Connection[Any]) -> 
         >= 1
         or one(
             conn,
-            "select count(*) from pgflight.events where run_id = %s and reason like %s",
+            "select count(*) from pgflight.run_events where run_id = %s and reason like %s",
             run,
             "%wrong input%",
         )

@@ -86,7 +86,9 @@ def test_8_connections_claim_20000_steps_exactly_once(conn: Conn, connect: Conne
     assert all(len(p) > 0 for p in per_worker), [len(p) for p in per_worker]
     per_attempt = Counter(
         a
-        for (a,) in conn.execute("select attempt_id from pgflight.events where reason = 'claimed'").fetchall()
+        for (a,) in conn.execute(
+            "select attempt_id from pgflight.run_events where reason = 'claimed'"
+        ).fetchall()
     )
     assert len(per_attempt) == 20_000 and set(per_attempt.values()) == {1}, (
         "not exactly one claimed event per attempt"
@@ -211,7 +213,8 @@ def _after_cancel_race(obs: Conn, w: int, held: Claim | None, run_id: int) -> li
 
 def _never_succeeded_after_cancelled(obs: Conn) -> None:
     bad = obs.execute(
-        "select s.attempt_id from pgflight.events s join pgflight.events c on c.attempt_id = s.attempt_id"
+        "select s.attempt_id from pgflight.run_events s"
+        " join pgflight.run_events c on c.attempt_id = s.attempt_id"
         " and c.to_status in ('cancelled', 'cancel_requested') and c.id < s.id where s.reason = 'succeeded'"
     ).fetchall()
     assert bad == [], f"succeeded after cancel for attempts {bad}"

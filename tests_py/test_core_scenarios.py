@@ -463,7 +463,7 @@ def test_c17_last_two_children_before_commit_wake_the_parent_once(eng: Conn, con
     assert blocked == 200, "the second completion did not wait on the first one's lock"
     for _ in range(10):
         assert scalar(eng, "select pgflight.wake_parents()") == 0
-    assert scalar(eng, "select count(*) from pgflight.events where reason = 'parent_resumed'") == 200
+    assert scalar(eng, "select count(*) from pgflight.run_events where reason = 'parent_resumed'") == 200
 
 
 def test_c17_last_two_of_200_children_at_the_same_instant(eng: Conn, connect: ConnectFactory) -> None:
@@ -697,7 +697,8 @@ def test_trees_three_levels_deep_wake_each_parent_once(eng: Conn) -> None:
     assert drain(eng, w, ["root"]) == 1
     woken = rows(
         eng,
-        "select step_id, count(*) as n from pgflight.events where reason = 'parent_resumed' group by step_id",
+        "select step_id, count(*) as n from pgflight.run_events where reason = 'parent_resumed'"
+        " group by step_id",
     )
     assert len(woken) == 4 and {r["n"] for r in woken} == {1}
     assert scalar(eng, "select status from pgflight.runs where id = %s", [sub.run_id]) == "succeeded"

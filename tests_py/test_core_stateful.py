@@ -295,7 +295,7 @@ class EngineMachine(RuleBasedStateMachine):
         stale_log = rows(
             self.conn,
             """
-            select a.id, a.status, (select e.to_status from pgflight.events e
+            select a.id, a.status, (select e.to_status from pgflight.run_events e
                                      where e.attempt_id = a.id and e.to_status is not null
                                        and e.reason <> 'stale_result_rejected'
                                      order by e.id desc limit 1) as logged

@@ -115,7 +115,8 @@ def test_a_paused_workspace_is_not_claimed_and_its_leased_work_finishes(conn: Co
     # the attempt leased before the pause completes normally
     assert complete_batch(conn, [held]) == ["succeeded"]
     ev = rows(
-        conn, "select reason, actor, detail from pgflight.events where reason like 'workspace_%' order by id"
+        conn,
+        "select reason, actor, detail from pgflight.run_events where reason like 'workspace_%' order by id",
     )
     assert [e["reason"] for e in ev] == ["workspace_paused"]
     assert ev[0]["actor"] == "postgres" and ev[0]["detail"]["note"] == "maintenance window"
@@ -123,7 +124,9 @@ def test_a_paused_workspace_is_not_claimed_and_its_leased_work_finishes(conn: Co
     assert len(claim(conn, worker, 10)) == 2
     assert [
         r["reason"]
-        for r in rows(conn, "select reason from pgflight.events where reason like 'workspace_%' order by id")
+        for r in rows(
+            conn, "select reason from pgflight.run_events where reason like 'workspace_%' order by id"
+        )
     ] == [
         "workspace_paused",
         "workspace_resumed",
@@ -145,7 +148,7 @@ def test_a_paused_recipe_is_not_claimed_in_any_workspace(conn: Conn) -> None:
     assert len(claim(conn, worker, 20, recipes=["send_email"])) == 10
     assert [
         r["reason"]
-        for r in rows(conn, "select reason from pgflight.events where reason like 'recipe_%' order by id")
+        for r in rows(conn, "select reason from pgflight.run_events where reason like 'recipe_%' order by id")
     ] == [
         "recipe_paused",
         "recipe_resumed",

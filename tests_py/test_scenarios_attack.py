@@ -315,7 +315,7 @@ def test_c46_purge_finished_keeps_active_runs_and_leaves_their_workers_working(e
     set_clock(eng, 5)
     assert scalar(eng, "select pgflight.purge_finished(0)") == 1
     assert scalar(eng, "select count(*) from pgflight.runs where id = %s", [done.run_id]) == 0
-    assert scalar(eng, "select count(*) from pgflight.events where run_id = %s", [active.run_id]) == 3
+    assert scalar(eng, "select count(*) from pgflight.run_events where run_id = %s", [active.run_id]) == 3
     assert heartbeat(eng, w, [held]) == {held.attempt_id: "ok"}
     complete(eng, held)
     assert scalar(eng, "select status from pgflight.runs where id = %s", [active.run_id]) == "succeeded"
@@ -712,7 +712,7 @@ def test_c31_20_clients_through_transaction_pgbouncer_without_prepared_statement
     assert ok["errors"] == 0, ok
     assert ok["done"] == 3000 and ok["stale_refused"] > 0, ok
     assert scalar(conn, "select count(*) from pgflight.step_attempts where status <> 'succeeded'") == 0
-    assert scalar(conn, "select count(*) from pgflight.events where reason = 'succeeded'") == 3000
+    assert scalar(conn, "select count(*) from pgflight.run_events where reason = 'succeeded'") == 3000
     assert (
         scalar(conn, "select count(*) from pg_stat_activity where state = 'idle in transaction (aborted)'")
         == 0
@@ -885,7 +885,7 @@ def test_inv10_audit_after_a_chaotic_mixed_run(bare: Conn, connect: ConnectFacto
         " where a.steps_unfinished <> 0"
     ).fetchall()
     assert unfinished == []
-    kinds = {k for r in bare.execute("select distinct reason, to_status from pgflight.events") for k in r}
+    kinds = {k for r in bare.execute("select distinct reason, to_status from pgflight.run_events") for k in r}
     wanted = {
         "lease_expired",
         "dead_letter",

@@ -479,12 +479,12 @@ def test_actor_fields_record_the_login(su: Conn, as_login: Callable[[str], Conn]
     run = w.submit()
     me.execute("select * from pgflight.cancel_run(%s, 'the-ceo', 'spoofed')", [run["run_id"]])
     actors = su.execute(
-        "select distinct actor from pgflight.events where run_id = %s and reason like 'cancel%%'",
+        "select distinct actor from pgflight.run_events where run_id = %s and reason like 'cancel%%'",
         [run["run_id"]],
     ).fetchall()
     assert actors == [("pgf_operator_a",)]
     notes = su.execute(
-        "select detail from pgflight.events where run_id = %s and reason like 'cancel%%'", [run["run_id"]]
+        "select detail from pgflight.run_events where run_id = %s and reason like 'cancel%%'", [run["run_id"]]
     ).fetchall()
     assert any("the-ceo" in str(d) for (d,) in notes), "the free text is kept, as a note"
 
@@ -498,10 +498,6 @@ CAP = 1024  # bytes, set for the test so an over-cap write is small
     ("cap", "write"),
     [
         ("max_result_bytes", "select * from pgflight.complete_step(%(a)s, %(t)s, %(big)s)"),
-        (
-            "max_result_bytes",
-            "select * from pgflight.complete_batch(array[%(a)s], array[%(t)s], array[%(big)s])",
-        ),
         ("max_error_bytes", "select * from pgflight.fail_step(%(a)s, %(t)s, %(big)s)"),
         ("max_receipt_bytes", "select * from pgflight.record_effect(%(a)s, %(t)s, 'k', %(big)s)"),
         ("max_approval_request_bytes", "select * from pgflight.request_approval(%(a)s, %(t)s, 'g', %(big)s)"),
@@ -535,6 +531,30 @@ def test_an_oversized_write_is_refused_naming_its_cap(
     assert e.sqlstate == "ZF005"
     assert cap in (e.diag.message_detail or "") + (e.diag.message_primary or "")
     assert snapshot(su) == before
+
+
+def test_an_oversized_result_in_a_batch_is_refused_alone_naming_its_cap(
+    su: Conn, as_login: Callable[[str], Conn]
+) -> None:
+    """complete_batch checks max_result_bytes row by row (issue 18): the neighbours still complete."""
+    su.execute("update pgflight.settings set max_result_bytes = %s", [CAP])
+    grant(su, "pgf_worker_a", "A", "worker")
+    w = _worker_world(su, as_login("pgf_worker_a"))
+    big, ok = w.held(), w.held()
+    got = w.me.execute(
+        "select outcome from pgflight.complete_batch(%s, %s, %s::jsonb[])",
+        [
+            [big["attempt_id"], ok["attempt_id"]],
+            [big["token"], ok["token"]],
+            [Jsonb({"x": "y" * CAP}), Jsonb(1)],
+        ],
+    ).fetchall()
+    assert got == [("failed",), ("succeeded",)]
+    row = su.execute(
+        "select status, reason, error from pgflight.step_attempts where id = %s", [big["attempt_id"]]
+    ).fetchone()
+    assert row is not None and row[:2] == ("dead_letter", "result_refused")
+    assert row[2]["sqlstate"] == "ZF005" and "settings.max_result_bytes" in row[2]["message"]
 
 
 def test_a_worker_name_over_the_cap_is_refused(su: Conn, as_login: Callable[[str], Conn]) -> None:

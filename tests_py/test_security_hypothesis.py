@@ -136,7 +136,7 @@ def test_an_intruder_login_never_touches_another_logins_work(
 
     assert outcomes == ["succeeded"] * STEPS, "every write of the first login was accepted"
     done = su.execute(
-        "select a.step_id, a.result, (select count(*) from pgflight.events e where e.attempt_id = a.id"
+        "select a.step_id, a.result, (select count(*) from pgflight.run_events e where e.attempt_id = a.id"
         "        and e.reason = 'succeeded') from pgflight.step_attempts a where a.step_id = any (%s)",
         [steps],
     ).fetchall()
@@ -144,7 +144,7 @@ def test_an_intruder_login_never_touches_another_logins_work(
         "each step succeeded exactly once, with the first login's result"
     )
     intruded = su.execute(
-        "select count(*) from pgflight.events e join pgflight.step_attempts a on a.id = e.attempt_id"
+        "select count(*) from pgflight.run_events e join pgflight.step_attempts a on a.id = e.attempt_id"
         " where a.step_id = any (%s) and e.reason not in ('queued', 'claimed', 'started', 'succeeded')",
         [steps],
     ).fetchone()

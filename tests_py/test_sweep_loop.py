@@ -113,5 +113,5 @@ def test_the_loop_purges_finished_runs_past_retention_in_batches_without_waiting
     took = time.monotonic() - t0
     assert scalar(c, "select count(*) from pgflight.runs") == 0
     assert scalar(c, "select count(*) from pgflight.step_attempts") == 0
-    assert scalar(c, "select count(*) from pgflight.events") == 0
+    assert scalar(c, "select count(*) from pgflight.run_events") == 0
     assert took < 5, "a full batch means a backlog: the next pass must not sleep the interval"

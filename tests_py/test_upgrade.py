@@ -142,7 +142,7 @@ def assert_every_step_ended_once(conn: Conn, work: InFlight) -> None:
     ).fetchone() == (0,)
     # ... and the log says so once per step (no step finished twice, none lost)
     logged = conn.execute(
-        "select step_id, count(*) from pgflight.events where to_status = any(%s) group by step_id",
+        "select step_id, count(*) from pgflight.run_events where to_status = any(%s) group by step_id",
         [list(TERMINAL)],
     ).fetchall()
     assert sorted(n for _, n in logged) == [1] * 10, logged

@@ -79,12 +79,12 @@ def test_immediate_postgres_restart_mid_run_every_step_succeeds_once(server, dsn
         assert (
             one(
                 c,
-                "select count(*) from (select step_id from pgflight.events where reason = 'succeeded'"
+                "select count(*) from (select step_id from pgflight.run_events where reason = 'succeeded'"
                 " group by step_id having count(*) <> 1) x",
             )
             == 0
         )
-        assert one(c, "select count(*) from pgflight.events where reason = 'succeeded'") == n
+        assert one(c, "select count(*) from pgflight.run_events where reason = 'succeeded'") == n
     assert w.proc.poll() is None, "the worker rides through the restart"
     wait_for(lambda: "listener reconnected" in w.output(), 10, "the listener to reconnect (C33)")
 

@@ -55,7 +55,7 @@ def test_c06_c39_kill9_mid_step_step_completes_on_another_worker(conn, dsn, work
     assert (
         one(
             conn,
-            "select count(*) from pgflight.events where step_id = %s and reason = 'succeeded'",
+            "select count(*) from pgflight.run_events where step_id = %s and reason = 'succeeded'",
             run.step_id,
         )
         == 1
@@ -96,7 +96,7 @@ def test_c02_sigstop_past_lease_late_write_rejected_and_abandoned(conn, dsn, wor
     reasons = [
         r[0]
         for r in conn.execute(
-            "select reason from pgflight.events where attempt_id = %s order by id", [attempt_a]
+            "select reason from pgflight.run_events where attempt_id = %s order by id", [attempt_a]
         ).fetchall()
     ]
     assert "lease_expired" in reasons and "stale_result_rejected" in reasons
@@ -176,7 +176,7 @@ def test_c39_sigterm_finishes_short_steps_and_releases_long_ones(conn, dsn, work
         assert (
             one(
                 conn,
-                "select count(*) from pgflight.events where step_id = %s and reason = 'released'",
+                "select count(*) from pgflight.run_events where step_id = %s and reason = 'released'",
                 r.step_id,
             )
             == 1
@@ -198,7 +198,7 @@ def test_c04_cpu_bound_recipe_keeps_its_lease(conn, dsn, workers) -> None:
     assert (
         one(
             conn,
-            "select count(*) from pgflight.events where step_id = %s and reason = 'lease_expired'",
+            "select count(*) from pgflight.run_events where step_id = %s and reason = 'lease_expired'",
             run.step_id,
         )
         == 0

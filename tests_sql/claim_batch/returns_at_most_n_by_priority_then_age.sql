@@ -27,7 +27,7 @@ select results_eq('select attempt_id from second_claim', format('values (%s::big
 select ok((select min(fencing_token) from second_claim) > (select max(fencing_token) from first_claim),
           'tokens strictly increase across claims');
 select is((select count(*) from pgflight.claim_batch(:w2, 10, 30)), 0::bigint, 'nothing is claimed twice');
-select is((select count(*) from pgflight.events where reason = 'claimed'
+select is((select count(*) from pgflight.run_events where reason = 'claimed'
             and attempt_id in (:old_low, :new_high, :old_high, :new_low)), 4::bigint, 'each claim is logged once');
 
 select * from finish();

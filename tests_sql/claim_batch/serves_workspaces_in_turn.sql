@@ -11,7 +11,7 @@ select attempt_id as quiet from pgflight.submit_run('quiet', 'q', '{}') \gset
 select ok(:quiet in (select attempt_id from pgflight.claim_batch(:w1, 2, 30)),
           'the quiet workspace is served in the first batch of two, despite the backlog''s priority');
 select is((select count(*) from pgflight.claim_batch(:w1, 10, 30)), 10::bigint, 'the backlog then fills whole batches');
-select is((select count(*) from pgflight.events where reason = 'claimed'), 12::bigint, 'every claim is logged');
+select is((select count(*) from pgflight.run_events where reason = 'claimed'), 12::bigint, 'every claim is logged');
 
 select * from finish();
 rollback;

@@ -8,7 +8,7 @@ select pgflight.submit_run('test', 'r', '{}');
 select attempt_id, token from pgflight_test.take(:w1, 'r') \gset
 select pgflight.complete_step(:attempt_id, :token);
 select pgflight.submit_run('test', 'r', '{}');
-select min(id) as first, max(id) as last from pgflight.events \gset
+select min(id) as first, max(id) as last from pgflight.run_events \gset
 
 select is((select value from pgflight.metrics_snapshot(0) where metric = 'events_delta' and labels ->> 'kind' = 'completions'),
   1::float8, 'one completion since the beginning');

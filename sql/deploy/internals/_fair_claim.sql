@@ -28,7 +28,10 @@ begin;
 set local role pgflight_owner;
 
 -- Lease the given queued attempts (already locked by the caller) to a worker: the fencing token,
--- the lease, the events rows. The claim's one write, shared by every lane.
+-- the lease, the log. The claim's one write, shared by every lane. Issue 18: a started claim
+-- (p_start) takes an events id onto the attempt (claim_event_id; run_events shows it as the
+-- 'claimed' row, queued -> running) instead of an events row; a claim without start still writes
+-- its events row.
 create or replace function pgflight._lease_attempts(
   p_worker_id bigint, p_ids bigint[], p_lease_s double precision, p_start boolean, p_now timestamptz)
 returns table (attempt_id bigint, fencing_token bigint, step_id bigint, run_id bigint, parent_id bigint,
@@ -50,15 +53,17 @@ begin
            -- checked (lease_s 1e13) cannot make this set-based claim raise for everyone
            lease_s = least(coalesce(s.lease_s, p_lease_s), pgflight._limit('lease_s')),
            lease_expires_at = p_now + make_interval(secs => least(coalesce(s.lease_s, p_lease_s), pgflight._limit('lease_s'))),
-           deadline_at = p_now + make_interval(secs => least(s.max_runtime_s, pgflight._limit('runtime_s')))
+           deadline_at = p_now + make_interval(secs => least(s.max_runtime_s, pgflight._limit('runtime_s'))),
+           claim_event_id = case when p_start then nextval('pgflight.events_id_seq') end
       from pgflight.steps s
      where a.id = any (p_ids) and s.id = a.step_id
     returning a.id, a.fencing_token, a.step_id, a.run_id, s.parent_id, s.step_key, a.attempt_no,
               a.recipe, s.input, a.lease_expires_at, a.deadline_at, a.status
   ), logged as (
-    -- the events row of every claim, in the same statement
+    -- the events row of a claim without start, in the same statement
     insert into pgflight.events (at, run_id, step_id, attempt_id, from_status, to_status, worker_id, reason)
     select p_now, c.run_id, c.step_id, c.id, 'queued', c.status, p_worker_id, 'claimed' from claimed c
+     where not p_start
   )
   select c.id, c.fencing_token, c.step_id, c.run_id, c.parent_id, c.step_key, c.attempt_no, c.recipe,
          c.input, c.lease_expires_at, c.deadline_at
@@ -66,7 +71,7 @@ begin
 end
 $$;
 comment on function pgflight._lease_attempts(bigint, bigint[], double precision, boolean, timestamptz) is
-  'Internal: lease locked queued attempts to a worker (token, lease, events).';
+  'Internal: lease locked queued attempts to a worker (token, lease, events row or claim_event_id).';
 
 -- Claim up to p_limit ready attempts of one workspace (and one recipe, when given), in priority
 -- order, honouring concurrency keys. Every statement reads this workspace alone.

@@ -165,65 +165,78 @@ declare
   v_child bigint;
   v_parent_attempt record;
   v_final text;
+  v_cancel_below boolean;
+  v_has_parent boolean;
 begin
+  -- issue 18: one read of the finished steps says which of 1-3 can have work; a batch of
+  -- successful roots (the common case) runs only 4
+  select coalesce(bool_or(f.final <> 'succeeded' and s.children_pending > 0), false),
+         coalesce(bool_or(s.parent_id is not null), false)
+    into v_cancel_below, v_has_parent
+    from unnest(p_step_ids, p_finals) as f(id, final) join pgflight.steps s on s.id = f.id;
+
   -- 1. what an unsuccessful step left running below it
-  for v_left in
-    select s.id, s.run_id, f.final
-      from unnest(p_step_ids, p_finals) as f(id, final) join pgflight.steps s on s.id = f.id
-     where f.final <> 'succeeded' and s.children_pending > 0
-     order by s.id
-  loop
-    perform pgflight._cancel_tree(v_left.run_id, v_left.id, coalesce(p_actor, 'engine'), 'parent ended ' || v_left.final);
-    update pgflight.steps set children_pending = 0 where id = v_left.id;
-  end loop;
-
-  -- 2. the pokes: lock the parents (id order) in a statement of their own, then decrement
-  perform from pgflight.steps p
-   where p.id in (select s.parent_id from pgflight.steps s where s.id = any (p_step_ids) and s.parent_id is not null)
-   order by p.id
-     for update of p;
-  with finished as (
-    select s.parent_id, count(*)::integer as n, bool_or(f.final <> 'succeeded') as failed
-      from unnest(p_step_ids, p_finals) as f(id, final) join pgflight.steps s on s.id = f.id
-     where s.parent_id is not null
-     group by s.parent_id
-  ), poked as (
-    update pgflight.steps p
-       set children_pending = greatest(p.children_pending - f.n, 0)
-      from finished f
-     where p.id = f.parent_id
-    returning p.id, p.children_pending, p.fail_fast, f.failed
-  )
-  select array_agg(k.id order by k.id) filter (where k.failed and k.fail_fast),
-         array_agg(k.id order by k.id) filter (where not (k.failed and k.fail_fast) and k.children_pending = 0)
-    into v_doomed, v_wake
-    from poked k;
-
-  -- 3. fail fast, else the wake
-  if v_doomed is not null then
-    foreach v_parent in array v_doomed loop
-      select a.* into v_parent_attempt from pgflight.step_attempts a
-       where a.step_id = v_parent and a.status = 'awaiting_children' for update;
-      if found then
-        select min(f.id) into v_child
-          from unnest(p_step_ids, p_finals) as f(id, final) join pgflight.steps s on s.id = f.id
-         where s.parent_id = v_parent and f.final <> 'succeeded';
-        select f.final into v_final from unnest(p_step_ids, p_finals) as f(id, final) where f.id = v_child;
-        update pgflight.step_attempts
-           set status = 'dead_letter', finished_at = p_now, reason = 'child_failed',
-               error = jsonb_build_object('message', 'a child step ended ' || v_final, 'child_step_id', v_child)
-         where id = v_parent_attempt.id;
-        perform pgflight._event(v_parent_attempt.run_id, v_parent, v_parent_attempt.id,
-                                'awaiting_children', 'dead_letter', null, 'child_failed', p_actor,
-                                jsonb_build_object('child_step_id', v_child));
-        perform pgflight._steps_finished(array[v_parent], array['dead_letter'], p_actor, p_now);
-      end if;
+  if v_cancel_below then
+    for v_left in
+      select s.id, s.run_id, f.final
+        from unnest(p_step_ids, p_finals) as f(id, final) join pgflight.steps s on s.id = f.id
+       where f.final <> 'succeeded' and s.children_pending > 0
+       order by s.id
+    loop
+      perform pgflight._cancel_tree(v_left.run_id, v_left.id, coalesce(p_actor, 'engine'), 'parent ended ' || v_left.final);
+      update pgflight.steps set children_pending = 0 where id = v_left.id;
     end loop;
   end if;
-  if v_wake is not null then
-    foreach v_parent in array v_wake loop
-      perform pgflight._wake(v_parent, 'parent_resumed', p_actor);
-    end loop;
+
+  if v_has_parent then
+    -- 2. the pokes: lock the parents (id order) in a statement of their own, then decrement
+    perform from pgflight.steps p
+     where p.id in (select s.parent_id from pgflight.steps s where s.id = any (p_step_ids) and s.parent_id is not null)
+     order by p.id
+       for update of p;
+    with finished as (
+      select s.parent_id, count(*)::integer as n, bool_or(f.final <> 'succeeded') as failed
+        from unnest(p_step_ids, p_finals) as f(id, final) join pgflight.steps s on s.id = f.id
+       where s.parent_id is not null
+       group by s.parent_id
+    ), poked as (
+      update pgflight.steps p
+         set children_pending = greatest(p.children_pending - f.n, 0)
+        from finished f
+       where p.id = f.parent_id
+      returning p.id, p.children_pending, p.fail_fast, f.failed
+    )
+    select array_agg(k.id order by k.id) filter (where k.failed and k.fail_fast),
+           array_agg(k.id order by k.id) filter (where not (k.failed and k.fail_fast) and k.children_pending = 0)
+      into v_doomed, v_wake
+      from poked k;
+
+    -- 3. fail fast, else the wake
+    if v_doomed is not null then
+      foreach v_parent in array v_doomed loop
+        select a.* into v_parent_attempt from pgflight.step_attempts a
+         where a.step_id = v_parent and a.status = 'awaiting_children' for update;
+        if found then
+          select min(f.id) into v_child
+            from unnest(p_step_ids, p_finals) as f(id, final) join pgflight.steps s on s.id = f.id
+           where s.parent_id = v_parent and f.final <> 'succeeded';
+          select f.final into v_final from unnest(p_step_ids, p_finals) as f(id, final) where f.id = v_child;
+          update pgflight.step_attempts
+             set status = 'dead_letter', finished_at = p_now, reason = 'child_failed',
+                 error = jsonb_build_object('message', 'a child step ended ' || v_final, 'child_step_id', v_child)
+           where id = v_parent_attempt.id;
+          perform pgflight._event(v_parent_attempt.run_id, v_parent, v_parent_attempt.id,
+                                  'awaiting_children', 'dead_letter', null, 'child_failed', p_actor,
+                                  jsonb_build_object('child_step_id', v_child));
+          perform pgflight._steps_finished(array[v_parent], array['dead_letter'], p_actor, p_now);
+        end if;
+      end loop;
+    end if;
+    if v_wake is not null then
+      foreach v_parent in array v_wake loop
+        perform pgflight._wake(v_parent, 'parent_resumed', p_actor);
+      end loop;
+    end if;
   end if;
 
   -- 4. a root ends its run
@@ -534,11 +547,14 @@ begin
        for update of a) l;
 
   if v_ids is not null then
-    -- 2. succeed them, with an events row each
+    -- 2. succeed them. Issue 18: a success from running takes an events id onto the attempt
+    -- (finish_event_id; run_events shows it as the 'succeeded' row) instead of an events row; a
+    -- success straight from claimed (never started) still writes its events row.
     with done as (
       update pgflight.step_attempts a
          set status = 'succeeded', finished_at = p_now, result = q.result,
-             started_at = coalesce(a.started_at, a.claimed_at)
+             started_at = coalesce(a.started_at, a.claimed_at),
+             finish_event_id = case when a.status = 'running' then nextval('pgflight.events_id_seq') end
         from unnest(p_attempt_ids, p_results) as q(id, result)
        where a.id = q.id and a.id = any (v_ids) and a.status in ('claimed', 'running')
       returning a.id, a.step_id, a.run_id, a.worker_id
@@ -546,6 +562,7 @@ begin
       insert into pgflight.events (at, run_id, step_id, attempt_id, from_status, to_status, worker_id, reason)
       select p_now, d.run_id, d.step_id, d.id, o.old_status, 'succeeded', d.worker_id, 'succeeded'
         from done d join unnest(v_ids, v_old) as o(id, old_status) on o.id = d.id
+       where o.old_status <> 'running'
     )
     select array_agg(d.step_id) into v_steps from done d;
 
