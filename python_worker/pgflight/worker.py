@@ -15,7 +15,11 @@ Moving parts (one process):
 - the heartbeat thread (:mod:`pgflight.heartbeat`) with its own connection;
 - the listener thread: LISTEN ``pgflight_ready`` on a direct connection, self-probed at startup
   (C32: on failure one actionable error, then fast polling), re-established when it drops, LISTEN
-  first and then a catch-up claim (C33), each reconnect logged.
+  first and then a catch-up claim (C33), each reconnect logged. A notification's payload is a
+  wake ticket (:class:`WakeTickets`): of the idle processes with the same recipes, the one that
+  takes the ticket's advisory lock first claims and the others stay asleep (issue 18: one empty
+  claim per process per job before); a winner whose first claim fills its batch passes a fresh
+  ticket on, so a burst still reaches every idle process.
 
 Every DB call is one short autocommit transaction; a lost connection or a restarting server is
 retried with backoff (C37). A step body runs only with a token a claim of this process returned
@@ -48,6 +52,7 @@ import asyncio
 import contextlib
 import contextvars
 import functools
+import hashlib
 import logging
 import os
 import queue
@@ -56,6 +61,7 @@ import socket
 import threading
 import time
 import traceback
+from collections import deque
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import UTC, datetime
@@ -176,12 +182,16 @@ class Worker:
             max_workers=self.pool_size + 2, thread_name_prefix="pgflight-db"
         )
         self._tasks: dict[int, asyncio.Task[None]] = {}
+        self._background: set[asyncio.Task[None]] = set()
         self._pending: list[tuple[Held, Any, asyncio.Future[str]]] = []
         self._loop: asyncio.AbstractEventLoop | None = None
         self._wake: asyncio.Event | None = None
         self._flush: asyncio.Event | None = None
         self._heartbeat: Heartbeat | None = None
         self._backlog = True  # the last claim filled its batch: a freed slot should claim at once
+        self._tickets = WakeTickets(self.registry.names())
+        self._relay = False  # woken by a ticket: pass one on if the first claim fills its batch
+        self.relays_sent = 0
 
     # --- public ------------------------------------------------------------------------------
 
@@ -291,8 +301,12 @@ class Worker:
                     await self._sleep(backoff)
                     backoff = min(backoff * 2, 2.0)
                     continue
+                log.debug("claimed %d of %d", len(claims), want)
                 for c in claims:
                     self._start(c)
+                if self._relay and len(claims) == want:
+                    self._pass_wake_on()
+                self._relay = False
                 # a full batch: more may be ready, so a freed slot claims again at once; a short
                 # one: the queue was empty, and what becomes ready later sends NOTIFY (or the poll)
                 self._backlog = len(claims) == want
@@ -300,6 +314,21 @@ class Worker:
                     continue  # more may be ready: claim again at once
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), timeout=self._poll_interval())
+
+    def _pass_wake_on(self) -> None:
+        """A ticket's claim came back full: more may be ready, so wake one more idle process (per group)."""
+        self.relays_sent += 1
+        ticket = f"relay.{self.worker_id}.{self.relays_sent}"
+
+        async def send() -> None:
+            try:
+                await self._db(self._control_pool, _notify_ready, ticket, retry_for_s=0)
+            except Exception as e:  # the others' poll picks the rest up
+                log.warning("could not pass the wake-up on: %s", _first_line(e))
+
+        task = asyncio.create_task(send(), name="pgflight-relay")
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
 
     async def _sleep(self, seconds: float) -> None:
         assert self._wake is not None
@@ -747,10 +776,13 @@ class Worker:
                 backoff = 0.1
                 self._wake_soon()
                 while not self._stopping.is_set():
-                    if listener.wait(1.0):
+                    payloads = listener.wait(1.0)
+                    if payloads and self._answer(listener, payloads):
                         self._wake_soon()
+                    self._tickets.expire(listener, time.monotonic())
             except Exception as e:
                 self.listening = False
+                self._tickets.forget()  # the session ended: the server released its locks
                 if not is_transient(e):
                     log.exception("listener failed")
                 else:
@@ -762,6 +794,79 @@ class Worker:
                 self._stopping.wait(backoff)
                 backoff = min(backoff * 2, 2.0)
         listener.close()
+
+    def _answer(self, listener: Listener, payloads: list[str]) -> bool:
+        """True when this process should claim for these notifications (listener thread)."""
+        free = self.concurrency - len(self._tasks)
+        if free <= 0 or self._stopping.is_set():
+            return False  # busy: leave the tickets to idle processes; a freed slot claims on its own
+        if self._tickets.answer(listener, payloads, free, time.monotonic()):
+            self._relay = True
+            return True
+        return False
+
+
+def _notify_ready(conn: db.Connection, ticket: str) -> None:
+    conn.execute("select pg_catalog.pg_notify('pgflight_ready', %s)", [ticket])
+
+
+class WakeTickets:
+    """
+    Which ``pgflight_ready`` notifications this process answers with a claim (issue 18).
+
+    The engine's payload is the id of the transaction that made work ready, a *ticket*; a worker
+    tries a session advisory lock on its LISTEN connection keyed by (its recipe set, the ticket),
+    so of the idle processes serving the same recipes exactly one gets it and claims, and the
+    others stay asleep. A process with other recipes has other keys, so every recipe group still
+    gets one claimer (the engine does not say which recipe became ready). An empty payload (an
+    engine before @v0.3.0's rework, or another sender) wakes every listener, as before.
+
+    A won lock is held ``hold_s`` seconds, long enough for every listener to have tried it (a
+    late one must not win a ticket already served), and at most ``max_held`` at once. Nothing is
+    lost when the winner dies: its locks go with its session, and the other processes' poll (every
+    ``poll_s``) claims what it did not.
+    """
+
+    def __init__(self, recipes: Iterable[str], *, hold_s: float = 2.0, max_held: int = 64) -> None:
+        self.group = "\x1f".join(sorted(recipes))
+        self.hold_s = hold_s
+        self.max_held = max_held
+        self.won = 0
+        self.lost = 0
+        self._held: deque[tuple[float, int]] = deque()
+
+    def key(self, ticket: str) -> int:
+        """The advisory lock key (signed 64 bits) of `ticket` for this recipe group."""
+        digest = hashlib.blake2b(f"pgflight-wake\x1f{self.group}\x1f{ticket}".encode(), digest_size=8)
+        return int.from_bytes(digest.digest(), "big", signed=True)
+
+    def answer(self, listener: Listener, payloads: list[str], free: int, now: float) -> bool:
+        """
+        Try the tickets of `payloads` (at most `free` of them): True when this process won one or
+        a payload was empty (a plain wake-up).
+        """
+        if "" in payloads:
+            return True
+        keys = [self.key(p) for p in dict.fromkeys(payloads)][: max(1, free)]
+        won = listener.try_tickets(keys)
+        for k, w in zip(keys, won, strict=True):
+            if w:
+                self._held.append((now, k))
+        self.won += sum(won)
+        self.lost += len(won) - sum(won)
+        return any(won)
+
+    def expire(self, listener: Listener, now: float) -> None:
+        """Release the tickets held longer than hold_s, and the oldest beyond max_held."""
+        done: list[int] = []
+        while self._held and (now - self._held[0][0] >= self.hold_s or len(self._held) > self.max_held):
+            done.append(self._held.popleft()[1])
+        if done:
+            listener.release_tickets(done)
+
+    def forget(self) -> None:
+        """The LISTEN session ended (its locks with it)."""
+        self._held.clear()
 
 
 class _Work:
