@@ -11,8 +11,10 @@ On a throwaway cluster (fsync and synchronous_commit on) that loads pg_stat_stat
    (the profile); HOT ratio (n_tup_hot_upd / n_tup_upd) of every pgflight table updated.
 2. agent: --agent-iterations agent iterations (bench/agent_bench.py's loop): HOT ratio of
    agent_runs and step_attempts, server time per iteration.
-3. empty claims: two worker processes (pgflight.demo, LISTEN) idle, one job submitted every
-   1 / --low-rate seconds: claim_batch calls per job and empty claims per job (calls less rows).
+3. empty claims: two, then four worker processes (pgflight_demo, LISTEN) idle, one job submitted
+   every 1 / --low-rate seconds: claim_batch calls per job, empty claims per job (calls less
+   rows) and the wake latency p50/p99; with PGFLIGHT_BENCH_BEFORE=<older checkout> the same
+   against that version first, side by side (see empty_claims).
 4. reclaim: --reclaim running attempts whose lease lapsed an hour ago, bulk-loaded; reclaim_expired()
    as run_sweeps calls it, until nothing is left: reclaims/s and the longest pass.
 5. retention: --purge finished runs (one step, attempt, 3 events each), finished an hour ago;
@@ -39,6 +41,7 @@ from typing import Any
 
 import psycopg
 from benchlib import Conn, register, stats_settled, throwaway_cluster
+from psycopg.conninfo import make_conninfo
 from psycopg.types.json import Jsonb
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -46,7 +49,7 @@ from agent_bench import _iterations
 from core_bench import bulk_load_finished
 from worker_bench import start_workers, stop_workers
 
-from pgflight import db
+from pgflight import db, migrate
 
 PROFILED = {
     "shared_preload_libraries": "pg_cron,pg_stat_statements",
@@ -169,12 +172,61 @@ def agent(dsn: str, iterations: int) -> dict[str, Any]:
 
 
 def empty_claims(dsn: str, rate: float, jobs: int) -> dict[str, Any]:
-    procs = start_workers(dsn, 2, 4)
+    """
+    Idle worker processes (pgflight_demo, concurrency 4, LISTEN), 2 and then 4 of them, one job
+    submitted every 1 / `rate` seconds: claim_batch calls and empty claims (calls less rows) per
+    job from pg_stat_statements, and the wake latency (created_at -> claimed_at of each attempt,
+    both the server's clock_timestamp) p50 / p99 in ms.
+
+    With PGFLIGHT_BENCH_BEFORE=<a checkout of an earlier version> (e.g. ``git worktree add
+    /tmp/v030 <commit of @v0.3.0>``), the same phases run first against that version, in a second
+    database of the same cluster deployed from its sql/ and with its worker code on PYTHONPATH,
+    under "before" (issue 18: measured side by side, the machine is shared). About
+    2 x (jobs / rate + 10) seconds per version.
+    """
+    before_tree = os.environ.get("PGFLIGHT_BENCH_BEFORE")
+    versions: list[tuple[str, str, Path | None]] = [("after", dsn, None)]
+    if before_tree:
+        root = Path(before_tree).resolve()
+        with psycopg.connect(dsn, autocommit=True) as c:
+            c.execute("drop database if exists pgflight_before")
+            c.execute("create database pgflight_before")
+        before_dsn = make_conninfo(dsn, dbname="pgflight_before")
+        migrate.deploy(before_dsn, verify=False, root=root)
+        with psycopg.connect(before_dsn, autocommit=True) as c:
+            c.execute("create extension if not exists pg_stat_statements")
+            c.execute("select pgflight.create_workspace('bench')")
+        versions.insert(0, ("before", before_dsn, root))
+    out: dict[str, Any] = {"jobs": jobs, "jobs_per_s": rate, "concurrency": 4}
+    for label, target, root in versions:
+        for processes in (2, 4):
+            key = f"{label}_{processes}_processes" if before_tree else f"{processes}_processes"
+            out[key] = _empty_claims_once(target, rate, jobs, processes, root)
+            print(json.dumps({"empty": {key: out[key]}}), file=sys.stderr, flush=True)
+    return out
+
+
+def _empty_claims_once(dsn: str, rate: float, jobs: int, processes: int, root: Path | None) -> dict[str, Any]:
+    saved = os.environ.get("PYTHONPATH")
+    if root is not None:  # the workers run that version's code
+        os.environ["PYTHONPATH"] = os.pathsep.join([str(root / "python_worker"), str(root / "examples")])
+    try:
+        procs = start_workers(dsn, processes, 4)
+    finally:
+        if root is not None:
+            if saved is None:
+                os.environ.pop("PYTHONPATH", None)
+            else:
+                os.environ["PYTHONPATH"] = saved
     try:
         with psycopg.connect(dsn, autocommit=True) as c:
-            while c.execute("select count(*) from pgflight.workers").fetchone()[0] < 3:  # type: ignore[index]
+            while (
+                c.execute("select count(*) from pgflight.workers where stopped_at is null").fetchone()[0]  # type: ignore[index]
+                < processes
+            ):
                 time.sleep(0.2)
             time.sleep(3)  # the workers' first polls are over
+            first = c.execute("select coalesce(max(id), 0) from pgflight.step_attempts").fetchone()[0]  # type: ignore[index]
             c.execute("select pg_stat_statements_reset()")
             for _ in range(jobs):
                 c.execute("select pgflight.submit_run('bench', 'noop', '{}')")
@@ -191,18 +243,26 @@ def empty_claims(dsn: str, rate: float, jobs: int) -> dict[str, Any]:
             row = c.execute(
                 "select coalesce(sum(calls), 0), coalesce(sum(rows), 0) from pg_stat_statements"
                 " where toplevel and query like '%%claim_batch%%' and query not like '%%pg_stat_statements%%'"
+                " and dbid = (select oid from pg_database where datname = current_database())"
             ).fetchone()
             assert row is not None
             calls, rows = int(row[0]), int(row[1])
+            lat = c.execute(
+                "select percentile_cont(array[0.5, 0.99]) within group"
+                " (order by extract(epoch from claimed_at - created_at) * 1000)"
+                " from pgflight.step_attempts where recipe = 'noop' and id > %s",
+                [first],
+            ).fetchone()
+            assert lat is not None
     finally:
         stop_workers(procs)
     return {
         "load_avg": load(),
-        "jobs": jobs,
-        "jobs_per_s": rate,
-        "worker_processes": 2,
+        "worker_processes": processes,
         "claim_calls_per_job": round(calls / jobs, 2),
         "empty_claims_per_job": round((calls - rows) / jobs, 2),
+        "wake_latency_ms_p50": round(lat[0][0], 1),
+        "wake_latency_ms_p99": round(lat[0][1], 1),
     }
 
 

@@ -191,6 +191,7 @@ class Worker:
         self._backlog = True  # the last claim filled its batch: a freed slot should claim at once
         self._tickets = WakeTickets(self.registry.names())
         self._relay = False  # woken by a ticket: pass one on if the first claim fills its batch
+        self._ticket_lost_at = 0.0  # monotonic time another process of the group last won a ticket
         self.relays_sent = 0
 
     # --- public ------------------------------------------------------------------------------
@@ -312,8 +313,26 @@ class Worker:
                 self._backlog = len(claims) == want
                 if self._backlog and len(self._tasks) < self.concurrency:
                     continue  # more may be ready: claim again at once
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), timeout=self._poll_interval())
+            await self._idle()
+
+    async def _idle(self) -> None:
+        """
+        Wait for a wake-up, or until the poll is due: poll_s after this wait began or after the
+        last ticket another process of this recipe group won, whichever is later (that process
+        claims what is ready, the winner's own claim included; polling beside it would only come
+        back empty). A winner that died before claiming leaves its step to the next poll.
+        """
+        assert self._wake is not None
+        began = time.monotonic()
+        while True:
+            left = max(began, self._ticket_lost_at) + self._poll_interval() - time.monotonic()
+            if left <= 0:
+                return
+            try:
+                await asyncio.wait_for(self._wake.wait(), timeout=left)
+                return
+            except TimeoutError:
+                continue
 
     def _pass_wake_on(self) -> None:
         """A ticket's claim came back full: more may be ready, so wake one more idle process (per group)."""
@@ -800,9 +819,11 @@ class Worker:
         free = self.concurrency - len(self._tasks)
         if free <= 0 or self._stopping.is_set():
             return False  # busy: leave the tickets to idle processes; a freed slot claims on its own
-        if self._tickets.answer(listener, payloads, free, time.monotonic()):
+        now = time.monotonic()
+        if self._tickets.answer(listener, payloads, free, now):
             self._relay = True
             return True
+        self._ticket_lost_at = now  # someone else claims: the poll can wait
         return False
 
 

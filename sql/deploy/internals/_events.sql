@@ -25,7 +25,7 @@ comment on function pgflight._event(bigint, bigint, bigint, text, text, bigint, 
 -- Wake idle workers. The payload is this transaction's id (never user data, C35): a *wake ticket*.
 -- A pgflight worker that hears it takes a session advisory lock derived from (its recipe set,
 -- the ticket) on its LISTEN connection and claims only if it got it, so one idle process per
--- recipe group claims instead of all of them (issue 18, docs/workers.md "Wake-ups"); a worker in
+-- recipe group claims instead of all of them (issue 18, README "Wake-ups (LISTEN)"); a worker in
 -- another language may treat any notification on pgflight_ready as "claim now", as before.
 -- PostgreSQL folds identical notifications of one transaction into one, and the id is the same
 -- throughout a transaction, so a transaction still sends at most one. The transaction has
