@@ -17,7 +17,7 @@ import psycopg
 import pytest
 
 from pgflight import db
-from pgflight.worker import WakeTickets
+from pgflight.worker import WakeTickets, claim_with_ticket
 from worker_support import WorkerProc, one, step_status, wait_for, worker_factory
 
 Conn = psycopg.Connection[Any]
@@ -161,3 +161,23 @@ def test_the_plain_channel_carries_a_short_ticket(conn: Conn, dsn: str) -> None:
                 db.submit_run(conn, "w", "noop", {})
         got = [(n.channel, n.payload) for n in listener.notifies(timeout=1.0)]
     assert got == [("pgflight_ready", xid)]
+
+
+def test_claim_with_ticket_claims_only_for_the_ticket_holder(conn: Conn, dsn: str) -> None:
+    """One statement tries the ticket and claims: a lost ticket never runs claim_batch."""
+    db.create_workspace(conn, "w")
+    run = db.submit_run(conn, "w", "noop", {})
+    worker = db.register_worker(conn, "t", recipes=["noop"])
+    key = WakeTickets(["noop"]).key("42")
+    with psycopg.connect(dsn, autocommit=True) as other:
+        other.execute("select pg_advisory_lock(%s)", [key])
+        assert claim_with_ticket(conn, key, worker, 4, 30, ["noop"]) == (False, [])
+        assert step_status(conn, run.step_id) == "queued", "claim_batch did not run"
+        other.execute("select pg_advisory_unlock(%s)", [key])
+    won, claims = claim_with_ticket(conn, key, worker, 4, 30, ["noop"])
+    assert won and [c.step_id for c in claims] == [run.step_id]
+    assert claim_with_ticket(conn, WakeTickets(["noop"]).key("43"), worker, 4, 30, ["noop"]) == (True, [])
+    second = db.submit_run(conn, "w", "noop", {"n": 2})
+    won, claims = claim_with_ticket(conn, WakeTickets(["noop"]).key("44"), worker, 4, 30, ["noop"])
+    assert won and [c.step_id for c in claims] == [second.step_id]
+    conn.execute("select pg_advisory_unlock_all()")

@@ -67,8 +67,11 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
+from psycopg.types.json import Jsonb
+
 from pgflight import db, errors, models, tracing
 from pgflight.db.connection import Listener, call, is_transient, make_pool
+from pgflight.db.core import translated
 from pgflight.db.payload import DEFAULT_MAX_BYTES, BadPayload, check_json, clean_text
 from pgflight.heartbeat import CANCELLED, FINISHING, LOST, RELEASED, Heartbeat, Held, HeldSet, clamp_interval
 from pgflight.recipes import REGISTRY, Fatal, Parked, Registry, Release, Retry, StepContext, load_modules
@@ -192,6 +195,10 @@ class Worker:
         self._tickets = WakeTickets(self.registry.names())
         self._relay = False  # woken by a ticket: pass one on if the first claim fills its batch
         self._ticket_lost_at = 0.0  # monotonic time another process of the group last won a ticket
+        self._claim_mutex = threading.Lock()  # one claim at a time: the loop's or the listener's
+        self._reserved = 0  # steps the listener claimed that the loop has not started yet
+        self._reserved_lock = threading.Lock()
+        self._claim_on_listener = True  # False once the LISTEN login cannot claim
         self.relays_sent = 0
 
     # --- public ------------------------------------------------------------------------------
@@ -274,20 +281,11 @@ class Worker:
         backoff = 0.1
         while not self._stopping.is_set():
             self._wake.clear()
-            free = self.concurrency - len(self._tasks)
+            free = self._free()
             if free > 0:
                 want = min(free, self.batch_size)
                 try:
-                    claims = await self._db(
-                        self._claim_pool,
-                        db.claim_batch,
-                        self.worker_id,
-                        batch_size=want,
-                        lease_s=self.lease_s,
-                        recipes=self.registry.names(),
-                        start=True,
-                        retry_for_s=0,
-                    )
+                    claims, want = await self._db(self._claim_pool, self._claim, want, retry_for_s=0)
                     backoff = 0.1
                 except errors.UnknownWorker:
                     log.warning("worker id %s is unknown or stopped: registering again", self.worker_id)
@@ -302,6 +300,9 @@ class Worker:
                     await self._sleep(backoff)
                     backoff = min(backoff * 2, 2.0)
                     continue
+                if want <= 0:  # the listener claimed meanwhile: its steps start at once (_adopt)
+                    await self._idle()
+                    continue
                 log.debug("claimed %d of %d", len(claims), want)
                 for c in claims:
                     self._start(c)
@@ -314,6 +315,38 @@ class Worker:
                 if self._backlog and len(self._tasks) < self.concurrency:
                     continue  # more may be ready: claim again at once
             await self._idle()
+
+    def _free(self) -> int:
+        return self.concurrency - len(self._tasks) - self._reserved
+
+    def _claim(self, conn: db.Connection, want: int) -> tuple[list[models.ClaimedStep], int]:
+        """claim_batch for the loop (a db thread), at most the slots still free: (claims, asked)."""
+        assert self.worker_id is not None
+        with self._claim_mutex:
+            want = min(want, self._free())
+            if want <= 0:
+                return [], 0
+            claims = db.claim_batch(
+                conn,
+                self.worker_id,
+                batch_size=want,
+                lease_s=self.lease_s,
+                recipes=self.registry.names(),
+                start=True,
+            )
+            return claims, want
+
+    def _adopt(self, claims: list[models.ClaimedStep], want: int) -> None:
+        """Start what the listener claimed (event loop thread)."""
+        for c in claims:
+            self._start(c)
+        with self._reserved_lock:
+            self._reserved -= len(claims)
+        log.debug("claimed %d of %d (listener)", len(claims), want)
+        self._backlog = len(claims) == want
+        if self._backlog:
+            self._pass_wake_on()  # more may be ready: wake the next idle process of the group
+            self._wake_soon()  # and claim again here if a slot is left
 
     async def _idle(self) -> None:
         """
@@ -815,16 +848,85 @@ class Worker:
         listener.close()
 
     def _answer(self, listener: Listener, payloads: list[str]) -> bool:
-        """True when this process should claim for these notifications (listener thread)."""
-        free = self.concurrency - len(self._tasks)
+        """
+        Answer notifications (listener thread): claim for a ticket won here, in the same statement
+        that tries it (one round trip, as the claim alone was); True when the loop should claim
+        instead (a plain wake-up, several tickets at once, or the listener cannot claim).
+        """
+        free = self._free()
         if free <= 0 or self._stopping.is_set():
             return False  # busy: leave the tickets to idle processes; a freed slot claims on its own
         now = time.monotonic()
+        if len(payloads) == 1 and payloads[0] and self._claim_on_listener and self.worker_id is not None:
+            try:
+                return self._claim_ticket(listener, payloads[0], now)
+            except errors.PgflightError as e:  # an unknown worker and the like: the loop deals with it
+                log.info("claim on the listener refused (%s): the claim loop takes over", _first_line(e))
+                return True
+            except Exception as e:
+                if is_transient(e):
+                    raise
+                self._claim_on_listener = False
+                log.warning(
+                    "cannot claim on the LISTEN connection (%s): wake-ups take one more round trip",
+                    _first_line(e),
+                )
         if self._tickets.answer(listener, payloads, free, now):
             self._relay = True
             return True
         self._ticket_lost_at = now  # someone else claims: the poll can wait
         return False
+
+    def _claim_ticket(self, listener: Listener, ticket: str, now: float) -> bool:
+        assert listener.conn is not None and self.worker_id is not None
+        with self._claim_mutex:
+            want = min(self._free(), self.batch_size)
+            if want <= 0:
+                return False
+            key = self._tickets.key(ticket)
+            won, claims = claim_with_ticket(
+                listener.conn, key, self.worker_id, want, self.lease_s, self.registry.names()
+            )
+            with self._reserved_lock:
+                self._reserved += len(claims)
+        if won:
+            self._tickets.hold(key, now)
+            if not claims:
+                log.debug("claimed 0 of %d (listener)", want)
+        else:
+            self._ticket_lost_at = now  # someone else claims: the poll can wait
+        if claims:
+            loop = self._loop
+            if loop is None or loop.is_closed():
+                return False  # stopping: the leases lapse and the steps are reclaimed
+            loop.call_soon_threadsafe(self._adopt, claims, want)
+        return False
+
+
+CLAIM_WITH_TICKET = """
+with t as materialized (select pg_catalog.pg_try_advisory_lock(%s) as won)
+select t.won, case when t.won then (
+         select coalesce(pg_catalog.jsonb_agg(pg_catalog.to_jsonb(c)), '[]')
+           from pgflight.claim_batch(%s, %s, %s, %s, %s) c) end as claims
+  from t
+"""
+
+
+def claim_with_ticket(
+    conn: db.Connection, key: int, worker_id: int, want: int, lease_s: float, recipes: list[str]
+) -> tuple[bool, list[models.ClaimedStep]]:
+    """
+    Try the ticket's session advisory lock and, only when this session got it, claim_batch (start
+    on claim) in the same statement: (won, claims). claim_batch is not called at all for a lost
+    ticket (the claim is an init plan of the CASE branch, evaluated only when that branch is
+    taken), so a loser costs one trivial statement.
+    """
+    with translated():
+        row = conn.execute(
+            CLAIM_WITH_TICKET, [key, worker_id, want, lease_s, list(recipes), Jsonb({"start": True})]
+        ).fetchone()
+    assert row is not None
+    return bool(row[0]), [models.ClaimedStep.model_validate(c) for c in row[1] or []]
 
 
 def _notify_ready(conn: db.Connection, ticket: str) -> None:
@@ -876,6 +978,11 @@ class WakeTickets:
         self.won += sum(won)
         self.lost += len(won) - sum(won)
         return any(won)
+
+    def hold(self, key: int, now: float) -> None:
+        """A ticket this session won by other means (:func:`claim_with_ticket`)."""
+        self._held.append((now, key))
+        self.won += 1
 
     def expire(self, listener: Listener, now: float) -> None:
         """Release the tickets held longer than hold_s, and the oldest beyond max_held."""
