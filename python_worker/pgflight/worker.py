@@ -17,8 +17,9 @@ Moving parts (one process):
   (C32: on failure one actionable error, then fast polling), re-established when it drops, LISTEN
   first and then a catch-up claim (C33), each reconnect logged. A notification's payload is a
   wake ticket (:class:`WakeTickets`): of the idle processes with the same recipes, the one that
-  takes the ticket's advisory lock first claims and the others stay asleep (issue 18: one empty
-  claim per process per job before); a winner whose first claim fills its batch passes a fresh
+  takes the ticket's advisory lock first claims, in the same statement on the LISTEN connection
+  (:func:`claim_with_ticket`), and the others stay asleep and put their poll off (issue 18: one
+  empty claim per process per job before); a winner whose claim fills its batch passes a fresh
   ticket on, so a burst still reaches every idle process.
 
 Every DB call is one short autocommit transaction; a lost connection or a restarting server is
@@ -199,6 +200,7 @@ class Worker:
         self._reserved = 0  # steps the listener claimed that the loop has not started yet
         self._reserved_lock = threading.Lock()
         self._claim_on_listener = True  # False once the LISTEN login cannot claim
+        self._listener_refusals = 0
         self.relays_sent = 0
 
     # --- public ------------------------------------------------------------------------------
@@ -859,9 +861,18 @@ class Worker:
         now = time.monotonic()
         if len(payloads) == 1 and payloads[0] and self._claim_on_listener and self.worker_id is not None:
             try:
-                return self._claim_ticket(listener, payloads[0], now)
+                answer = self._claim_ticket(listener, payloads[0], now)
+                self._listener_refusals = 0
+                return answer
             except errors.PgflightError as e:  # an unknown worker and the like: the loop deals with it
-                log.info("claim on the listener refused (%s): the claim loop takes over", _first_line(e))
+                self._listener_refusals += 1
+                if self._listener_refusals >= 3:  # e.g. the LISTEN DSN logs in as another role
+                    self._claim_on_listener = False
+                    log.warning(
+                        "claims on the LISTEN connection refused three times (%s): the claim loop "
+                        "claims after each won ticket instead (one round trip more)",
+                        _first_line(e),
+                    )
                 return True
             except Exception as e:
                 if is_transient(e):
@@ -884,9 +895,14 @@ class Worker:
             if want <= 0:
                 return False
             key = self._tickets.key(ticket)
-            won, claims = claim_with_ticket(
-                listener.conn, key, self.worker_id, want, self.lease_s, self.registry.names()
-            )
+            try:
+                won, claims = claim_with_ticket(
+                    listener.conn, key, self.worker_id, want, self.lease_s, self.registry.names()
+                )
+            except BaseException:
+                # a session lock outlives the failed statement: release it with the others later
+                self._tickets.hold(key, now)
+                raise
             with self._reserved_lock:
                 self._reserved += len(claims)
         if won:
