@@ -910,6 +910,7 @@ class Worker:
             if not claims:
                 log.debug("claimed 0 of %d (listener)", want)
         else:
+            self._tickets.lost += 1
             self._ticket_lost_at = now  # someone else claims: the poll can wait
         if claims:
             loop = self._loop
