@@ -12,8 +12,10 @@ On a throwaway cluster (fsync and synchronous_commit on) that loads pg_stat_stat
    every pgflight table updated.
 2. agent: --agent-iterations agent iterations (bench/agent_bench.py's loop): HOT ratio of
    agent_runs and step_attempts, server time per iteration.
-3. empty claims: two worker processes (pgflight.demo, LISTEN) idle, one job submitted every
-   1 / --low-rate seconds: claim_batch calls per job and empty claims per job (calls less rows).
+3. empty claims: two, then four worker processes (pgflight_demo, LISTEN) idle, one job submitted
+   every 1 / --low-rate seconds: claim_batch calls per job, empty claims per job (calls less
+   rows) and the wake latency p50/p99; with PGFLIGHT_BENCH_BEFORE=<older checkout> the same
+   against that version first, side by side (see empty_claims).
 4. reclaim: --reclaim running attempts whose lease lapsed an hour ago, bulk-loaded; reclaim_expired()
    as run_sweeps calls it, until nothing is left: reclaims/s and the longest pass.
 5. retention: --purge finished runs (one step, attempt, 3 events each), finished an hour ago;
@@ -47,6 +49,7 @@ from typing import Any
 
 import psycopg
 from benchlib import Conn, deploy_ref, register, side_by_side, stats_settled, throwaway_cluster
+from psycopg.conninfo import make_conninfo
 from psycopg.types.json import Jsonb
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -54,7 +57,7 @@ from agent_bench import _iterations
 from core_bench import bulk_load_finished
 from worker_bench import start_workers, stop_workers
 
-from pgflight import db
+from pgflight import db, migrate
 
 PROFILED = {
     "shared_preload_libraries": "pg_cron,pg_stat_statements",
@@ -239,16 +242,82 @@ def agent(dsn: str, iterations: int) -> dict[str, Any]:
 
 
 def empty_claims(dsn: str, rate: float, jobs: int) -> dict[str, Any]:
-    procs = start_workers(dsn, 2, 4)
-    try:
+    """
+    Idle worker processes (pgflight_demo, concurrency 4, LISTEN), 2 and then 4 of them, one job
+    submitted every 1 / `rate` seconds: claim_batch executions per job (pg_stat_user_functions),
+    empty claims per job (executions less the claims that leased something: distinct (worker,
+    claimed_at) of the attempts), and the wake latency (created_at -> claimed_at of each attempt,
+    both the server's clock_timestamp) p50 / p99 in ms.
+
+    With PGFLIGHT_BENCH_BEFORE=<a checkout of an earlier version> (e.g. ``git archive <commit of
+    @v0.3.0> | tar -x -C /tmp/v030``) that version runs beside this one at the same moment (issue
+    18: side by side, the machine is shared): a second database of the same cluster deployed from
+    its sql/, its own workers with its code on PYTHONPATH, and each job submitted to both, in turn
+    first. About jobs / rate + 15 seconds per size.
+    """
+    before_tree = os.environ.get("PGFLIGHT_BENCH_BEFORE")
+    versions: list[tuple[str, str, Path | None]] = [("after", dsn, None)]
+    if before_tree:
+        root = Path(before_tree).resolve()
         with psycopg.connect(dsn, autocommit=True) as c:
-            while c.execute("select count(*) from pgflight.workers").fetchone()[0] < 3:  # type: ignore[index]
+            c.execute("drop database if exists pgflight_before")
+            c.execute("create database pgflight_before")
+        before_dsn = make_conninfo(dsn, dbname="pgflight_before")
+        migrate.deploy(before_dsn, verify=False, root=root)
+        with psycopg.connect(before_dsn, autocommit=True) as c:
+            c.execute("create extension if not exists pg_stat_statements")
+            c.execute("select pgflight.create_workspace('bench')")
+        versions.insert(0, ("before", before_dsn, root))
+    out: dict[str, Any] = {"jobs": jobs, "jobs_per_s": rate, "concurrency": 4}
+    for processes in (2, 4):
+        figures = _empty_claims_side_by_side(versions, rate, jobs, processes)
+        for label, fig in figures.items():
+            key = f"{label}_{processes}_processes" if before_tree else f"{processes}_processes"
+            out[key] = fig
+            print(json.dumps({"empty": {key: fig}}), file=sys.stderr, flush=True)
+    return out
+
+
+def _empty_claims_side_by_side(
+    versions: list[tuple[str, str, Path | None]], rate: float, jobs: int, processes: int
+) -> dict[str, dict[str, Any]]:
+    """`processes` workers per version at once; each job goes to every version, in turn first."""
+    procs: list[Any] = []
+    saved = os.environ.get("PYTHONPATH")
+    try:
+        for _, target, root in versions:
+            if root is not None:  # the workers run that version's code
+                os.environ["PYTHONPATH"] = os.pathsep.join(
+                    [str(root / "python_worker"), str(root / "examples")]
+                )
+            elif saved is None:
+                os.environ.pop("PYTHONPATH", None)
+            else:
+                os.environ["PYTHONPATH"] = saved
+            procs += start_workers(target, processes, 4)
+    finally:
+        if saved is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = saved
+    conns = [psycopg.connect(target, autocommit=True) for _, target, _ in versions]
+    try:
+        for c in conns:
+            while (
+                c.execute("select count(*) from pgflight.workers where stopped_at is null").fetchone()[0]  # type: ignore[index]
+                < processes
+            ):
                 time.sleep(0.2)
-            time.sleep(3)  # the workers' first polls are over
-            c.execute("select pg_stat_statements_reset()")
-            for _ in range(jobs):
+        time.sleep(3)  # the workers' first polls are over
+        first = [
+            c.execute("select coalesce(max(id), 0) from pgflight.step_attempts").fetchone()[0] for c in conns
+        ]  # type: ignore[index]
+        calls0 = [_claim_batch_calls(c) for c in conns]
+        for i in range(jobs):
+            for c in conns[i % len(conns) :] + conns[: i % len(conns)]:
                 c.execute("select pgflight.submit_run('bench', 'noop', '{}')")
-                time.sleep(1 / rate)
+            time.sleep(1 / rate)
+        for c in conns:
             deadline = time.monotonic() + 60
             while time.monotonic() < deadline:
                 left = c.execute(
@@ -258,22 +327,42 @@ def empty_claims(dsn: str, rate: float, jobs: int) -> dict[str, Any]:
                 if left and left[0] == 0:
                     break
                 time.sleep(0.2)
+        time.sleep(2.5)  # idle backends flush their function counters within about a second
+        out: dict[str, dict[str, Any]] = {}
+        for (label, _, _), c, f, c0 in zip(versions, conns, first, calls0, strict=True):
+            calls = _claim_batch_calls(c) - c0
             row = c.execute(
-                "select coalesce(sum(calls), 0), coalesce(sum(rows), 0) from pg_stat_statements"
-                " where toplevel and query like '%%claim_batch%%' and query not like '%%pg_stat_statements%%'"
+                "select count(distinct (worker_id, claimed_at)),"
+                " percentile_cont(array[0.5, 0.99]) within group"
+                " (order by extract(epoch from claimed_at - created_at) * 1000)"
+                " from pgflight.step_attempts where recipe = 'noop' and id > %s",
+                [f],
             ).fetchone()
             assert row is not None
-            calls, rows = int(row[0]), int(row[1])
+            full, lat = int(row[0]), row[1]
+            out[label] = {
+                "load_avg": load(),
+                "worker_processes": processes,
+                "claim_calls_per_job": round(calls / jobs, 2),
+                "empty_claims_per_job": round((calls - full) / jobs, 2),
+                "wake_latency_ms_p50": round(lat[0], 1),
+                "wake_latency_ms_p99": round(lat[1], 1),
+            }
+        return out
     finally:
+        for c in conns:
+            c.close()
         stop_workers(procs)
-    return {
-        "load_avg": load(),
-        "jobs": jobs,
-        "jobs_per_s": rate,
-        "worker_processes": 2,
-        "claim_calls_per_job": round(calls / jobs, 2),
-        "empty_claims_per_job": round((calls - rows) / jobs, 2),
-    }
+
+
+def _claim_batch_calls(c: Conn) -> int:
+    """Executions of claim_batch so far in this database (pg_stat_user_functions, track_functions)."""
+    c.execute("set stats_fetch_consistency = none")
+    row = c.execute(
+        "select coalesce(sum(calls), 0) from pg_stat_user_functions"
+        " where schemaname = 'pgflight' and funcname = 'claim_batch'"
+    ).fetchone()
+    return int(row[0]) if row else 0
 
 
 def load_expired(c: Conn, n: int) -> None:

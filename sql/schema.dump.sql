@@ -1799,7 +1799,7 @@ CREATE FUNCTION pgflight._notify_ready() RETURNS void
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 begin
-  perform pg_catalog.pg_notify('pgflight_ready', '');
+  perform pg_catalog.pg_notify('pgflight_ready', pg_catalog.pg_current_xact_id()::text);
 end
 $$;
 
@@ -1807,7 +1807,7 @@ ALTER FUNCTION pgflight._notify_ready() OWNER TO pgflight_owner;
 
 -- Name: FUNCTION _notify_ready(); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight._notify_ready() IS 'Internal: NOTIFY pgflight_ready with an empty payload.';
+COMMENT ON FUNCTION pgflight._notify_ready() IS 'Internal: NOTIFY pgflight_ready with the transaction id as payload (a wake ticket, never user data).';
 
 -- Name: _opt_bool(jsonb, text, boolean, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 

@@ -431,7 +431,8 @@ def test_inv1_claim_heartbeat_complete_batches_of_10000(eng: Conn) -> None:
 def test_c35_static_no_sql_function_passes_data_to_pg_notify(conn: Conn) -> None:
     """
     C35 static check, on the source and on the deployed functions: the only NOTIFY is
-    pg_notify('pgflight_ready', '') in _notify_ready, so no user data can reach a payload.
+    pg_notify('pgflight_ready', <the transaction id>) in _notify_ready (a wake ticket, issue 18),
+    so no user data can reach a payload.
     """
     calls = []
     for path in sorted((ROOT / "sql" / "deploy").rglob("*.sql")):
@@ -441,13 +442,14 @@ def test_c35_static_no_sql_function_passes_data_to_pg_notify(conn: Conn) -> None
         code = re.sub(r"\bcomment\s+on\b.*?'\s*;", "", code, flags=re.IGNORECASE | re.DOTALL)
         for m in re.finditer(r"pg_notify\s*\(([^)]*)\)|\bnotify\s+\w+", code, re.IGNORECASE):
             calls.append((path.name, re.sub(r"\s+", " ", m.group(0))))
-    assert calls == [("_events.sql", "pg_notify('pgflight_ready', '')")], calls
+    ticket = "pg_notify('pgflight_ready', pg_catalog.pg_current_xact_id()"  # the pattern stops at ')'
+    assert calls == [("_events.sql", ticket)], calls
     deployed = conn.execute(
         "select p.proname, p.prosrc from pg_proc p join pg_namespace n on n.oid = p.pronamespace"
         " where n.nspname = 'pgflight' and p.prosrc ~* 'pg_notify|\\mnotify\\M'"
     ).fetchall()
     assert [(name, re.findall(r"pg_notify\s*\([^)]*\)", src)) for name, src in deployed] == [
-        ("_notify_ready", ["pg_notify('pgflight_ready', '')"])
+        ("_notify_ready", [ticket])
     ]
 
 

@@ -15,7 +15,12 @@ Moving parts (one process):
 - the heartbeat thread (:mod:`pgflight.heartbeat`) with its own connection;
 - the listener thread: LISTEN ``pgflight_ready`` on a direct connection, self-probed at startup
   (C32: on failure one actionable error, then fast polling), re-established when it drops, LISTEN
-  first and then a catch-up claim (C33), each reconnect logged.
+  first and then a catch-up claim (C33), each reconnect logged. A notification's payload is a
+  wake ticket (:class:`WakeTickets`): of the idle processes with the same recipes, the one that
+  takes the ticket's advisory lock first claims, in the same statement on the LISTEN connection
+  (:func:`claim_with_ticket`), and the others stay asleep and put their poll off (issue 18: one
+  empty claim per process per job before); a winner whose claim fills its batch passes a fresh
+  ticket on, so a burst still reaches every idle process.
 
 Every DB call is one short autocommit transaction; a lost connection or a restarting server is
 retried with backoff (C37). A step body runs only with a token a claim of this process returned
@@ -48,6 +53,7 @@ import asyncio
 import contextlib
 import contextvars
 import functools
+import hashlib
 import logging
 import os
 import queue
@@ -56,13 +62,17 @@ import socket
 import threading
 import time
 import traceback
+from collections import deque
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
+from psycopg.types.json import Jsonb
+
 from pgflight import db, errors, models, tracing
 from pgflight.db.connection import Listener, call, is_transient, make_pool
+from pgflight.db.core import translated
 from pgflight.db.payload import DEFAULT_MAX_BYTES, BadPayload, check_json, clean_text
 from pgflight.heartbeat import CANCELLED, FINISHING, LOST, RELEASED, Heartbeat, Held, HeldSet, clamp_interval
 from pgflight.recipes import REGISTRY, Fatal, Parked, Registry, Release, Retry, StepContext, load_modules
@@ -176,12 +186,23 @@ class Worker:
             max_workers=self.pool_size + 2, thread_name_prefix="pgflight-db"
         )
         self._tasks: dict[int, asyncio.Task[None]] = {}
+        self._background: set[asyncio.Task[None]] = set()
         self._pending: list[tuple[Held, Any, asyncio.Future[str]]] = []
         self._loop: asyncio.AbstractEventLoop | None = None
         self._wake: asyncio.Event | None = None
         self._flush: asyncio.Event | None = None
         self._heartbeat: Heartbeat | None = None
         self._backlog = True  # the last claim filled its batch: a freed slot should claim at once
+        self._tickets = WakeTickets(self.registry.names())
+        self._relay = False  # woken by a ticket: pass one on if the first claim fills its batch
+        self._ticket_lost_at = 0.0  # monotonic time another process of the group last won a ticket
+        self._claim_mutex = threading.Lock()  # one claim at a time: the loop's or the listener's
+        self._reserved = 0  # steps the listener claimed that the loop has not started yet
+        self._reserved_lock = threading.Lock()
+        self._claim_on_listener = True  # False once the LISTEN login cannot claim
+        self._listener_refusals = 0
+        self._catch_ups = 0
+        self.relays_sent = 0
 
     # --- public ------------------------------------------------------------------------------
 
@@ -263,20 +284,11 @@ class Worker:
         backoff = 0.1
         while not self._stopping.is_set():
             self._wake.clear()
-            free = self.concurrency - len(self._tasks)
+            free = self._free()
             if free > 0:
                 want = min(free, self.batch_size)
                 try:
-                    claims = await self._db(
-                        self._claim_pool,
-                        db.claim_batch,
-                        self.worker_id,
-                        batch_size=want,
-                        lease_s=self.lease_s,
-                        recipes=self.registry.names(),
-                        start=True,
-                        retry_for_s=0,
-                    )
+                    claims, want = await self._db(self._claim_pool, self._claim, want, retry_for_s=0)
                     backoff = 0.1
                 except errors.UnknownWorker:
                     log.warning("worker id %s is unknown or stopped: registering again", self.worker_id)
@@ -291,15 +303,87 @@ class Worker:
                     await self._sleep(backoff)
                     backoff = min(backoff * 2, 2.0)
                     continue
+                if want <= 0:  # the listener claimed meanwhile: its steps start at once (_adopt)
+                    await self._idle()
+                    continue
+                log.debug("claimed %d of %d", len(claims), want)
                 for c in claims:
                     self._start(c)
+                if self._relay and len(claims) == want:
+                    self._pass_wake_on()
+                self._relay = False
                 # a full batch: more may be ready, so a freed slot claims again at once; a short
                 # one: the queue was empty, and what becomes ready later sends NOTIFY (or the poll)
                 self._backlog = len(claims) == want
                 if self._backlog and len(self._tasks) < self.concurrency:
                     continue  # more may be ready: claim again at once
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), timeout=self._poll_interval())
+            await self._idle()
+
+    def _free(self) -> int:
+        return self.concurrency - len(self._tasks) - self._reserved
+
+    def _claim(self, conn: db.Connection, want: int) -> tuple[list[models.ClaimedStep], int]:
+        """claim_batch for the loop (a db thread), at most the slots still free: (claims, asked)."""
+        assert self.worker_id is not None
+        with self._claim_mutex:
+            want = min(want, self._free())
+            if want <= 0:
+                return [], 0
+            claims = db.claim_batch(
+                conn,
+                self.worker_id,
+                batch_size=want,
+                lease_s=self.lease_s,
+                recipes=self.registry.names(),
+                start=True,
+            )
+            return claims, want
+
+    def _adopt(self, claims: list[models.ClaimedStep], want: int) -> None:
+        """Start what the listener claimed (event loop thread)."""
+        for c in claims:
+            self._start(c)
+        with self._reserved_lock:
+            self._reserved -= len(claims)
+        log.debug("claimed %d of %d (listener)", len(claims), want)
+        self._backlog = len(claims) == want
+        if self._backlog:
+            self._pass_wake_on()  # more may be ready: wake the next idle process of the group
+            self._wake_soon()  # and claim again here if a slot is left
+
+    async def _idle(self) -> None:
+        """
+        Wait for a wake-up, or until the poll is due: poll_s after this wait began or after the
+        last ticket another process of this recipe group won, whichever is later (that process
+        claims what is ready, the winner's own claim included; polling beside it would only come
+        back empty). A winner that died before claiming leaves its step to the next poll.
+        """
+        assert self._wake is not None
+        began = time.monotonic()
+        while True:
+            left = max(began, self._ticket_lost_at) + self._poll_interval() - time.monotonic()
+            if left <= 0:
+                return
+            try:
+                await asyncio.wait_for(self._wake.wait(), timeout=left)
+                return
+            except TimeoutError:
+                continue
+
+    def _pass_wake_on(self) -> None:
+        """A ticket's claim came back full: more may be ready, so wake one more idle process (per group)."""
+        self.relays_sent += 1
+        ticket = f"relay.{self.worker_id}.{self.relays_sent}"
+
+        async def send() -> None:
+            try:
+                await self._db(self._control_pool, _notify_ready, ticket, retry_for_s=0)
+            except Exception as e:  # the others' poll picks the rest up
+                log.warning("could not pass the wake-up on: %s", _first_line(e))
+
+        task = asyncio.create_task(send(), name="pgflight-relay")
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
 
     async def _sleep(self, seconds: float) -> None:
         assert self._wake is not None
@@ -745,12 +829,15 @@ class Worker:
                     )
                 self.listening = True
                 backoff = 0.1
-                self._wake_soon()
+                self._catch_up(listener)
                 while not self._stopping.is_set():
-                    if listener.wait(1.0):
+                    payloads = listener.wait(1.0)
+                    if payloads and self._answer(listener, payloads):
                         self._wake_soon()
+                    self._tickets.expire(listener, time.monotonic())
             except Exception as e:
                 self.listening = False
+                self._tickets.forget()  # the session ended: the server released its locks
                 if not is_transient(e):
                     log.exception("listener failed")
                 else:
@@ -762,6 +849,188 @@ class Worker:
                 self._stopping.wait(backoff)
                 backoff = min(backoff * 2, 2.0)
         listener.close()
+
+    def _answer(self, listener: Listener, payloads: list[str]) -> bool:
+        """
+        Answer notifications (listener thread): claim for a ticket won here, in the same statement
+        that tries it (one round trip, as the claim alone was); True when the loop should claim
+        instead (a plain wake-up, several tickets at once, or the listener cannot claim).
+        """
+        free = self._free()
+        if free <= 0 or self._stopping.is_set():
+            return False  # busy: leave the tickets to idle processes; a freed slot claims on its own
+        now = time.monotonic()
+        if len(payloads) == 1 and payloads[0] and self._claim_on_listener and self.worker_id is not None:
+            try:
+                answer = self._claim_ticket(listener, payloads[0], now)
+                self._listener_refusals = 0
+                return answer
+            except errors.PgflightError as e:  # an unknown worker and the like: the loop deals with it
+                self._listener_refusals += 1
+                if self._listener_refusals >= 3:  # e.g. the LISTEN DSN logs in as another role
+                    self._claim_on_listener = False
+                    log.warning(
+                        "claims on the LISTEN connection refused three times (%s): the claim loop "
+                        "claims after each won ticket instead (one round trip more)",
+                        _first_line(e),
+                    )
+                return True
+            except Exception as e:
+                if is_transient(e):
+                    raise
+                self._claim_on_listener = False
+                log.warning(
+                    "cannot claim on the LISTEN connection (%s): wake-ups take one more round trip",
+                    _first_line(e),
+                )
+        if self._tickets.answer(listener, payloads, free, now):
+            self._relay = True
+            return True
+        self._ticket_lost_at = now  # someone else claims: the poll can wait
+        return False
+
+    def _catch_up(self, listener: Listener) -> None:
+        """
+        The catch-up claim after LISTEN (C33), on the LISTEN connection itself under a ticket of its
+        own: its backend compiles claim_batch's plans now, not on the first NOTIFY (a cold first
+        claim there cost up to about 100 ms at load 15, the p99 of a 100-job run).
+        """
+        if not self._claim_on_listener or self.worker_id is None:
+            self._wake_soon()
+            return
+        self._catch_ups += 1
+        try:
+            self._claim_ticket(listener, f"catch-up.{os.getpid()}.{self._catch_ups}", time.monotonic())
+        except Exception as e:
+            if is_transient(e):
+                raise
+            log.info("catch-up claim on the listener refused (%s): the claim loop does it", _first_line(e))
+            self._wake_soon()
+
+    def _claim_ticket(self, listener: Listener, ticket: str, now: float) -> bool:
+        assert listener.conn is not None and self.worker_id is not None
+        with self._claim_mutex:
+            want = min(self._free(), self.batch_size)
+            if want <= 0:
+                return False
+            key = self._tickets.key(ticket)
+            try:
+                won, claims = claim_with_ticket(
+                    listener.conn, key, self.worker_id, want, self.lease_s, self.registry.names()
+                )
+            except BaseException:
+                # a session lock outlives the failed statement: release it with the others later
+                self._tickets.hold(key, now)
+                raise
+            with self._reserved_lock:
+                self._reserved += len(claims)
+        if won:
+            self._tickets.hold(key, now)
+            if not claims:
+                log.debug("claimed 0 of %d (listener)", want)
+        else:
+            self._tickets.lost += 1
+            self._ticket_lost_at = now  # someone else claims: the poll can wait
+        if claims:
+            loop = self._loop
+            if loop is None or loop.is_closed():
+                return False  # stopping: the leases lapse and the steps are reclaimed
+            loop.call_soon_threadsafe(self._adopt, claims, want)
+        return False
+
+
+CLAIM_WITH_TICKET = """
+with t as materialized (select pg_catalog.pg_try_advisory_lock(%s) as won)
+select t.won, case when t.won then (
+         select coalesce(pg_catalog.jsonb_agg(pg_catalog.to_jsonb(c)), '[]')
+           from pgflight.claim_batch(%s, %s, %s, %s, %s) c) end as claims
+  from t
+"""
+
+
+def claim_with_ticket(
+    conn: db.Connection, key: int, worker_id: int, want: int, lease_s: float, recipes: list[str]
+) -> tuple[bool, list[models.ClaimedStep]]:
+    """
+    Try the ticket's session advisory lock and, only when this session got it, claim_batch (start
+    on claim) in the same statement: (won, claims). claim_batch is not called at all for a lost
+    ticket (the claim is an init plan of the CASE branch, evaluated only when that branch is
+    taken), so a loser costs one trivial statement.
+    """
+    with translated():
+        row = conn.execute(
+            CLAIM_WITH_TICKET, [key, worker_id, want, lease_s, list(recipes), Jsonb({"start": True})]
+        ).fetchone()
+    assert row is not None
+    return bool(row[0]), [models.ClaimedStep.model_validate(c) for c in row[1] or []]
+
+
+def _notify_ready(conn: db.Connection, ticket: str) -> None:
+    conn.execute("select pg_catalog.pg_notify('pgflight_ready', %s)", [ticket])
+
+
+class WakeTickets:
+    """
+    Which ``pgflight_ready`` notifications this process answers with a claim (issue 18).
+
+    The engine's payload is the id of the transaction that made work ready, a *ticket*; a worker
+    tries a session advisory lock on its LISTEN connection keyed by (its recipe set, the ticket),
+    so of the idle processes serving the same recipes exactly one gets it and claims, and the
+    others stay asleep. A process with other recipes has other keys, so every recipe group still
+    gets one claimer (the engine does not say which recipe became ready). An empty payload (an
+    engine before @v0.3.0's rework, or another sender) wakes every listener, as before.
+
+    A won lock is held ``hold_s`` seconds, long enough for every listener to have tried it (a
+    late one must not win a ticket already served), and at most ``max_held`` at once. Nothing is
+    lost when the winner dies: its locks go with its session, and the other processes' poll (every
+    ``poll_s``) claims what it did not.
+    """
+
+    def __init__(self, recipes: Iterable[str], *, hold_s: float = 2.0, max_held: int = 64) -> None:
+        self.group = "\x1f".join(sorted(recipes))
+        self.hold_s = hold_s
+        self.max_held = max_held
+        self.won = 0
+        self.lost = 0
+        self._held: deque[tuple[float, int]] = deque()
+
+    def key(self, ticket: str) -> int:
+        """The advisory lock key (signed 64 bits) of `ticket` for this recipe group."""
+        digest = hashlib.blake2b(f"pgflight-wake\x1f{self.group}\x1f{ticket}".encode(), digest_size=8)
+        return int.from_bytes(digest.digest(), "big", signed=True)
+
+    def answer(self, listener: Listener, payloads: list[str], free: int, now: float) -> bool:
+        """
+        Try the tickets of `payloads` (at most `free` of them): True when this process won one or
+        a payload was empty (a plain wake-up).
+        """
+        if "" in payloads:
+            return True
+        keys = [self.key(p) for p in dict.fromkeys(payloads)][: max(1, free)]
+        won = listener.try_tickets(keys)
+        for k, w in zip(keys, won, strict=True):
+            if w:
+                self._held.append((now, k))
+        self.won += sum(won)
+        self.lost += len(won) - sum(won)
+        return any(won)
+
+    def hold(self, key: int, now: float) -> None:
+        """A ticket this session won by other means (:func:`claim_with_ticket`)."""
+        self._held.append((now, key))
+        self.won += 1
+
+    def expire(self, listener: Listener, now: float) -> None:
+        """Release the tickets held longer than hold_s, and the oldest beyond max_held."""
+        done: list[int] = []
+        while self._held and (now - self._held[0][0] >= self.hold_s or len(self._held) > self.max_held):
+            done.append(self._held.popleft()[1])
+        if done:
+            listener.release_tickets(done)
+
+    def forget(self) -> None:
+        """The LISTEN session ended (its locks with it)."""
+        self._held.clear()
 
 
 class _Work:

@@ -7,7 +7,9 @@ Connections for pgflight clients: safe behind PgBouncer in transaction mode, eas
 - :func:`is_transient` tells a lost connection or a server restart (retry after a backoff) from a
   refusal by the API (never retried).
 - :class:`Listener` is the one session-state user, LISTEN, on its own direct connection, with a
-  self-probe that detects a pooler or a standby that silently drops notifications (C32).
+  self-probe that detects a pooler or a standby that silently drops notifications (C32), and
+  the session advisory locks of the wake tickets (:meth:`Listener.try_tickets`) on that same
+  connection.
 """
 
 from __future__ import annotations
@@ -113,19 +115,34 @@ class Listener:
         """The server process id of the listening connection."""
         return self.conn.info.backend_pid if self.conn is not None else None
 
-    def wait(self, timeout_s: float) -> bool:
+    def wait(self, timeout_s: float) -> list[str]:
         """
-        Wait for a notification on the channel.
+        Wait for notifications on the channel.
 
         :param timeout_s: most seconds to wait.
-        :return: True when one (or more) arrived.
+        :return: the payloads that arrived (empty when none did).
         :raises psycopg.OperationalError: the connection dropped.
         """
         assert self.conn is not None
-        got = False
-        for _ in self.conn.notifies(timeout=timeout_s, stop_after=1):
-            got = True
-        return got
+        return [n.payload for n in self.conn.notifies(timeout=timeout_s, stop_after=1)]
+
+    def try_tickets(self, keys: list[int]) -> list[bool]:
+        """
+        Try the session advisory lock of each key, without waiting: True where this session got it
+        (it holds it until :meth:`release_tickets` or the connection ends).
+        """
+        assert self.conn is not None
+        rows = self.conn.execute(
+            "select pg_catalog.pg_try_advisory_lock(k)"
+            " from unnest(%s::bigint[]) with ordinality t(k, i) order by i",
+            [keys],
+        ).fetchall()
+        return [bool(r[0]) for r in rows]
+
+    def release_tickets(self, keys: list[int]) -> None:
+        """Release session advisory locks :meth:`try_tickets` took."""
+        assert self.conn is not None
+        self.conn.execute("select pg_catalog.pg_advisory_unlock(k) from unnest(%s::bigint[]) k", [keys])
 
     def probe(self, timeout_s: float = 2.0) -> bool:
         """

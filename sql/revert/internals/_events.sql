@@ -1,4 +1,4 @@
--- Revert pgflight:internals/_events: restores the previous definition, deploy/internals/_events@v0.2.0.sql (written by scripts/gen_sql_scripts.py)
+-- Revert pgflight:internals/_events: restores the previous definition, deploy/internals/_events@v0.3.0.sql (written by scripts/gen_sql_scripts.py)
 -- Defines: _event(), _notify_ready().
 -- The transition log append and the wake-up NOTIFY.
 -- None is granted to any role.
@@ -11,7 +11,7 @@ create or replace function pgflight._event(
   p_worker_id bigint, p_reason text, p_actor text default null, p_detail jsonb default null)
 returns void
 language plpgsql volatile
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 begin
   -- PL/pgSQL rather than SQL: its INSERT plan is cached across calls, a SQL function's is not
@@ -27,7 +27,7 @@ comment on function pgflight._event(bigint, bigint, bigint, text, text, bigint, 
 create or replace function pgflight._notify_ready()
 returns void
 language plpgsql volatile
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 begin
   perform pg_catalog.pg_notify('pgflight_ready', '');
