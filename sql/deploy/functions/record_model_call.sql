@@ -8,6 +8,9 @@ set local role pgflight_owner;
 -- response's tool calls in flight (the tool_result rows, seq 1000 + the tool_use's seq, status
 -- in_flight), so the client can run them at once: an iteration that asks for tools costs this
 -- transaction and one complete_tool_calls.
+-- Model tokens per minute (workspace_limits.model_tokens_per_min): the call's input + output tokens
+-- go into the workspace's window, replacing the estimate its admission added; a call is never
+-- refused for tokens here (it was made; the check is the admission's).
 -- Budgets: when reserve_budget (or complete_tool_calls) admitted this (attempt, iteration), the
 -- reservation is replaced by the actual cost (the call was paid for; its overshoot over the
 -- estimate is the documented bound). Without a reservation the iteration cap and the actual cost
@@ -47,9 +50,24 @@ declare
   v_free integer;
   v_marked text[];
   v_refusal jsonb;
+  v_reserved boolean;
 begin
-  -- every option checked against its spec first (docs/options.md; issue 14): 22023 naming the key
-  p_options := pgflight._check_options('record_model_call', p_options);
+  -- every option checked against its spec first (docs/options.md; issue 14): 22023 naming the key.
+  -- The agent loop's options (the three keys, well-typed, in range) pass without the spec lookup,
+  -- which cost more than the rest of the call (issue 18); anything else goes to _check_options.
+  if p_options is not null and p_options <> '{}'
+     and not (jsonb_typeof(p_options) = 'object'
+              and p_options - array['stop_reason', 'retries', 'mark_tools'] = '{}'
+              and coalesce(jsonb_typeof(p_options -> 'stop_reason') = 'null'
+                           or (jsonb_typeof(p_options -> 'stop_reason') = 'string'
+                               and length(p_options ->> 'stop_reason') <= 256), true)
+              and coalesce(jsonb_typeof(p_options -> 'retries') = 'null'
+                           or (jsonb_typeof(p_options -> 'retries') = 'number'
+                               and (p_options ->> 'retries')::numeric between 0 and 1000000
+                               and (p_options ->> 'retries')::numeric = trunc((p_options ->> 'retries')::numeric)), true)
+              and coalesce(jsonb_typeof(p_options -> 'mark_tools') in ('boolean', 'null'), true)) then
+    p_options := pgflight._check_options('record_model_call', p_options);
+  end if;
   if p_blocks is null or jsonb_typeof(p_blocks) <> 'array' then
     raise exception using errcode = '22023', message = 'blocks must be a JSON array',
       hint = 'Pass the response''s content array as returned by the Messages API.';
@@ -82,12 +100,13 @@ begin
     return;
   end if;
 
-  if v_run.reserved_attempt_id = p_attempt_id and v_run.reserved_iteration = p_iteration then
+  v_reserved := v_run.reserved_attempt_id = p_attempt_id and v_run.reserved_iteration = p_iteration;
+  if v_reserved then
     -- settle: the reservation becomes the actual cost, on the budgets it was taken on (the caps
     -- were checked when it was admitted)
     perform pgflight._move_budget(v_run.reserved_budget_ids, 0, v_usd, v_run.reserved_usd, false, v_now, 'settle');
   else
-    if v_run.reserved_attempt_id is not null then
+    if v_run.reserved_iteration is not null then
       perform pgflight._move_budget(v_run.reserved_budget_ids, 0, 0, v_run.reserved_usd, false, v_now, 'release');
     end if;
     v_refusal := coalesce(pgflight._iteration_refusal(v_run, p_iteration),
@@ -97,6 +116,9 @@ begin
       perform pgflight._raise_budget_exceeded(v_refusal);
     end if;
   end if;
+
+  -- the workspace's model tokens per minute: the call's tokens replace its admitted estimate
+  perform pgflight._settle_tokens(v_run, v_in + v_out, v_reserved, v_now);
 
   -- the response blocks and, with mark_tools, the in-flight rows of as many tool calls as the cap allows
   v_free := case when v_mark then greatest(v_run.max_tool_calls - v_run.tool_calls, 0) else 0 end;
@@ -131,7 +153,7 @@ begin
          cache_creation_tokens = r.cache_creation_tokens + v_cw,
          cache_read_tokens = r.cache_read_tokens + v_cr,
          usd = r.usd + v_usd,
-         reserved_usd = 0, reserved_attempt_id = null, reserved_iteration = null, reserved_budget_ids = null,
+         reserved_usd = 0, reserved_iteration = null, reserved_budget_ids = null,  -- the attempt id stays (HOT)
          updated_at = v_now
    where r.id = v_run.id
   returning * into v_run;
