@@ -239,7 +239,6 @@ COMMENT ON FUNCTION pgflight._bucket_tokens(p_tokens double precision, p_refille
 
 CREATE FUNCTION pgflight._call_budget_ids(p_run pgflight.agent_runs, p_now timestamp with time zone) RETURNS bigint[]
     LANGUAGE plpgsql
-    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_day date := (p_now at time zone 'UTC')::date;
@@ -1388,7 +1387,6 @@ COMMENT ON FUNCTION pgflight._fire_schedule(p_schedule_id bigint, p_workspace te
 
 CREATE FUNCTION pgflight._iteration_refusal(p_run pgflight.agent_runs, p_iteration integer) RETURNS jsonb
     LANGUAGE plpgsql IMMUTABLE
-    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 begin
   if p_iteration <= p_run.max_iterations then
@@ -1705,7 +1703,6 @@ COMMENT ON FUNCTION pgflight._may(p_lane text, p_workspace_id bigint) IS 'Intern
 
 CREATE FUNCTION pgflight._move_budget(p_ids bigint[], p_reserve numeric, p_spend numeric, p_release numeric, p_check boolean, p_now timestamp with time zone, p_what text) RETURNS jsonb
     LANGUAGE plpgsql
-    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_b pgflight.budgets;
@@ -1713,33 +1710,38 @@ begin
   if p_ids is null or cardinality(p_ids) = 0 then
     return null;
   end if;
-  if p_check then
-    for v_b in select b.* from pgflight.budgets b where b.id = any (p_ids) order by b.id for update loop
-      if v_b.max_wall_s is not null and p_now > v_b.started_at + make_interval(secs => v_b.max_wall_s) then
-        return jsonb_build_object(
-          'message', format('budget exceeded: wall time of %s budget %s', v_b.scope, v_b.id),
-          'detail',  format('scope=%s budget_id=%s cap=max_wall_s max_wall_s=%s started_at=%s now=%s (%s)',
-                            v_b.scope, v_b.id, v_b.max_wall_s, v_b.started_at, p_now, p_what),
-          'hint',    'The tree ran past its wall-time cap; raise max_wall_s for the run or agent, or end the work.');
-      end if;
-      if v_b.limit_usd is not null
-         and v_b.spent_usd + v_b.reserved_usd - p_release + p_reserve + p_spend > v_b.limit_usd then
-        return jsonb_build_object(
-          'message', format('budget exceeded: %s budget %s has %s USD left, the call needs %s USD',
-                            v_b.scope, v_b.id,
-                            greatest(v_b.limit_usd - v_b.spent_usd - v_b.reserved_usd, 0)::numeric(16, 6),
-                            (p_reserve + p_spend)::numeric(16, 6)),
-          'detail',  format('scope=%s budget_id=%s cap=usd limit_usd=%s spent_usd=%s reserved_usd=%s needed_usd=%s (%s)',
-                            v_b.scope, v_b.id, v_b.limit_usd, v_b.spent_usd, v_b.reserved_usd,
-                            p_reserve + p_spend, p_what),
-          'hint',    case v_b.scope
-                       when 'workspace_day' then 'The workspace reached its daily USD cap (workspaces.daily_usd_cap); wait for the next UTC day or raise the cap.'
-                       when 'run' then 'The run reached its USD cap (max_usd); raise it or end the run.'
-                       else 'The agent''s tree reached its USD cap (max_usd of the agent); raise it or end the work.' end);
-      end if;
-    end loop;
-  else
-    perform 1 from pgflight.budgets b where b.id = any (p_ids) order by b.id for update;
+  -- one statement locks every row in id order (the materialised CTE's FOR UPDATE: no outer qual is
+  -- pushed into it, so every row is locked) and, for an admission, returns the first that refuses
+  with locked as materialized (
+    select b.* from pgflight.budgets b where b.id = any (p_ids) order by b.id for update
+  )
+  select x.* into v_b
+    from locked x
+   where p_check
+     and ((x.max_wall_s is not null and p_now > x.started_at + make_interval(secs => x.max_wall_s))
+          or (x.limit_usd is not null and x.spent_usd + x.reserved_usd - p_release + p_reserve + p_spend > x.limit_usd))
+   order by x.id
+   limit 1;
+  if found then
+    if v_b.max_wall_s is not null and p_now > v_b.started_at + make_interval(secs => v_b.max_wall_s) then
+      return jsonb_build_object(
+        'message', format('budget exceeded: wall time of %s budget %s', v_b.scope, v_b.id),
+        'detail',  format('scope=%s budget_id=%s cap=max_wall_s max_wall_s=%s started_at=%s now=%s (%s)',
+                          v_b.scope, v_b.id, v_b.max_wall_s, v_b.started_at, p_now, p_what),
+        'hint',    'The tree ran past its wall-time cap; raise max_wall_s for the run or agent, or end the work.');
+    end if;
+    return jsonb_build_object(
+      'message', format('budget exceeded: %s budget %s has %s USD left, the call needs %s USD',
+                        v_b.scope, v_b.id,
+                        greatest(v_b.limit_usd - v_b.spent_usd - v_b.reserved_usd, 0)::numeric(16, 6),
+                        (p_reserve + p_spend)::numeric(16, 6)),
+      'detail',  format('scope=%s budget_id=%s cap=usd limit_usd=%s spent_usd=%s reserved_usd=%s needed_usd=%s (%s)',
+                        v_b.scope, v_b.id, v_b.limit_usd, v_b.spent_usd, v_b.reserved_usd,
+                        p_reserve + p_spend, p_what),
+      'hint',    case v_b.scope
+                   when 'workspace_day' then 'The workspace reached its daily USD cap (workspaces.daily_usd_cap); wait for the next UTC day or raise the cap.'
+                   when 'run' then 'The run reached its USD cap (max_usd); raise it or end the run.'
+                   else 'The agent''s tree reached its USD cap (max_usd of the agent); raise it or end the work.' end);
   end if;
   update pgflight.budgets b
      set reserved_usd = greatest(b.reserved_usd + p_reserve - p_release, 0),
@@ -2581,11 +2583,11 @@ COMMENT ON FUNCTION pgflight._require_positive(p_name text, p_value double preci
 
 CREATE FUNCTION pgflight._reserve(p_run pgflight.agent_runs, p_attempt_id bigint, p_iteration integer, p_est_usd numeric, p_now timestamp with time zone) RETURNS jsonb
     LANGUAGE plpgsql
-    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_ids bigint[];
   v_refusal jsonb;
+  v_tokens_per_min bigint;
 begin
   if p_run.reserved_attempt_id = p_attempt_id and p_run.reserved_iteration = p_iteration then
     return null;
@@ -2593,7 +2595,15 @@ begin
   if p_run.reserved_iteration is not null then
     perform pgflight._move_budget(p_run.reserved_budget_ids, 0, 0, p_run.reserved_usd, false, p_now, 'release');
   end if;
-  v_refusal := coalesce(pgflight._iteration_refusal(p_run, p_iteration), pgflight._token_admission(p_run, p_now));
+  if p_iteration > p_run.max_iterations then
+    v_refusal := pgflight._iteration_refusal(p_run, p_iteration);
+  else
+    select l.model_tokens_per_min into v_tokens_per_min
+      from pgflight.workspace_limits l where l.workspace_id = p_run.workspace_id;
+    if v_tokens_per_min is not null then
+      v_refusal := pgflight._token_admission(p_run, v_tokens_per_min, p_now);
+    end if;
+  end if;
   if v_refusal is null then
     v_ids := pgflight._call_budget_ids(p_run, p_now);
     v_refusal := pgflight._move_budget(v_ids, p_est_usd, 0, 0, true, p_now,
@@ -2682,22 +2692,14 @@ ALTER FUNCTION pgflight._set_paused(p_kind text, p_name text, p_pause boolean, p
 
 COMMENT ON FUNCTION pgflight._set_paused(p_kind text, p_name text, p_pause boolean, p_note text) IS 'Internal: pause or resume a workspace or recipe, logged with the login and note; true when the state changed.';
 
--- Name: _settle_tokens(pgflight.agent_runs, bigint, boolean, timestamp with time zone); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+-- Name: _settle_tokens(pgflight.agent_runs, bigint, bigint, boolean, timestamp with time zone); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
-CREATE FUNCTION pgflight._settle_tokens(p_run pgflight.agent_runs, p_tokens bigint, p_reserved boolean, p_now timestamp with time zone) RETURNS void
+CREATE FUNCTION pgflight._settle_tokens(p_run pgflight.agent_runs, p_limit bigint, p_tokens bigint, p_reserved boolean, p_now timestamp with time zone) RETURNS void
     LANGUAGE plpgsql
-    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
-  v_limit bigint;
-  v_delta bigint;
+  v_delta bigint := p_tokens - case when p_reserved then pgflight._token_estimate(p_run, p_limit) else 0 end;
 begin
-  select l.model_tokens_per_min into v_limit
-    from pgflight.workspace_limits l where l.workspace_id = p_run.workspace_id;
-  if v_limit is null then
-    return;
-  end if;
-  v_delta := p_tokens - case when p_reserved then pgflight._token_estimate(p_run, v_limit) else 0 end;
   if v_delta = 0 then
     return;
   end if;
@@ -2708,11 +2710,11 @@ begin
 end
 $$;
 
-ALTER FUNCTION pgflight._settle_tokens(p_run pgflight.agent_runs, p_tokens bigint, p_reserved boolean, p_now timestamp with time zone) OWNER TO pgflight_owner;
+ALTER FUNCTION pgflight._settle_tokens(p_run pgflight.agent_runs, p_limit bigint, p_tokens bigint, p_reserved boolean, p_now timestamp with time zone) OWNER TO pgflight_owner;
 
--- Name: FUNCTION _settle_tokens(p_run pgflight.agent_runs, p_tokens bigint, p_reserved boolean, p_now timestamp with time zone); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+-- Name: FUNCTION _settle_tokens(p_run pgflight.agent_runs, p_limit bigint, p_tokens bigint, p_reserved boolean, p_now timestamp with time zone); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight._settle_tokens(p_run pgflight.agent_runs, p_tokens bigint, p_reserved boolean, p_now timestamp with time zone) IS 'Internal: put a recorded call''s model tokens in its workspace''s window (less its admitted estimate).';
+COMMENT ON FUNCTION pgflight._settle_tokens(p_run pgflight.agent_runs, p_limit bigint, p_tokens bigint, p_reserved boolean, p_now timestamp with time zone) IS 'Internal: put a recorded call''s model tokens in its workspace''s window (less its admitted estimate).';
 
 -- Name: _start_at(jsonb, timestamp with time zone); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -2919,25 +2921,18 @@ ALTER FUNCTION pgflight._store_tool_results(p_run_id bigint, p_attempt_id bigint
 
 COMMENT ON FUNCTION pgflight._store_tool_results(p_run_id bigint, p_attempt_id bigint, p_results jsonb, p_now timestamp with time zone) IS 'Internal: store tool_result blocks set-based (first result wins); returns the ids stored. 22023, ZF003.';
 
--- Name: _token_admission(pgflight.agent_runs, timestamp with time zone); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+-- Name: _token_admission(pgflight.agent_runs, bigint, timestamp with time zone); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
-CREATE FUNCTION pgflight._token_admission(p_run pgflight.agent_runs, p_now timestamp with time zone) RETURNS jsonb
+CREATE FUNCTION pgflight._token_admission(p_run pgflight.agent_runs, p_limit bigint, p_now timestamp with time zone) RETURNS jsonb
     LANGUAGE plpgsql
-    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
-  v_limit bigint;
-  v_est bigint;
+  v_limit bigint := p_limit;
+  v_est bigint := pgflight._token_estimate(p_run, p_limit);
   v_used bigint;
   v_free_at timestamptz;
   v_retry integer;
 begin
-  select l.model_tokens_per_min into v_limit
-    from pgflight.workspace_limits l where l.workspace_id = p_run.workspace_id;
-  if v_limit is null then
-    return null;
-  end if;
-  v_est := pgflight._token_estimate(p_run, v_limit);
   perform pg_catalog.pg_advisory_xact_lock(pg_catalog.hashtextextended('pgflight.model_tokens', p_run.workspace_id));
   select coalesce(sum(w.tokens), 0) into v_used
     from pgflight.model_token_windows w
@@ -2970,17 +2965,16 @@ begin
 end
 $$;
 
-ALTER FUNCTION pgflight._token_admission(p_run pgflight.agent_runs, p_now timestamp with time zone) OWNER TO pgflight_owner;
+ALTER FUNCTION pgflight._token_admission(p_run pgflight.agent_runs, p_limit bigint, p_now timestamp with time zone) OWNER TO pgflight_owner;
 
--- Name: FUNCTION _token_admission(p_run pgflight.agent_runs, p_now timestamp with time zone); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+-- Name: FUNCTION _token_admission(p_run pgflight.agent_runs, p_limit bigint, p_now timestamp with time zone); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight._token_admission(p_run pgflight.agent_runs, p_now timestamp with time zone) IS 'Internal: check a model call against the workspace''s model_tokens_per_min and add its estimate; returns null or the ZF013 refusal with retry_after_s.';
+COMMENT ON FUNCTION pgflight._token_admission(p_run pgflight.agent_runs, p_limit bigint, p_now timestamp with time zone) IS 'Internal: check a model call against the workspace''s model_tokens_per_min and add its estimate; returns null or the ZF013 refusal with retry_after_s.';
 
 -- Name: _token_estimate(pgflight.agent_runs, bigint); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
 CREATE FUNCTION pgflight._token_estimate(p_run pgflight.agent_runs, p_limit bigint) RETURNS bigint
     LANGUAGE plpgsql IMMUTABLE
-    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 begin
   if p_run.iterations = 0 then
@@ -4598,10 +4592,11 @@ declare
   v_now timestamptz := pgflight._now();
   v_run pgflight.agent_runs;
   v_usd numeric;
-  v_in bigint := pgflight._opt_int(p_usage, 'input_tokens', 0, 0, 10000000000, 'usage');
-  v_out bigint := pgflight._opt_int(p_usage, 'output_tokens', 0, 0, 10000000000, 'usage');
-  v_cw bigint := pgflight._opt_int(p_usage, 'cache_creation_input_tokens', 0, 0, 10000000000, 'usage');
-  v_cr bigint := pgflight._opt_int(p_usage, 'cache_read_input_tokens', 0, 0, 10000000000, 'usage');
+  v_in bigint;
+  v_out bigint;
+  v_cw bigint;
+  v_cr bigint;
+  v_tokens_per_min bigint;
   v_mark boolean;
   v_free integer;
   v_marked text[];
@@ -4617,12 +4612,41 @@ begin
               and coalesce(jsonb_typeof(p_options -> 'stop_reason') = 'null'
                            or (jsonb_typeof(p_options -> 'stop_reason') = 'string'
                                and length(p_options ->> 'stop_reason') <= 256), true)
-              and coalesce(jsonb_typeof(p_options -> 'retries') = 'null'
-                           or (jsonb_typeof(p_options -> 'retries') = 'number'
-                               and (p_options ->> 'retries')::numeric between 0 and 1000000
-                               and (p_options ->> 'retries')::numeric = trunc((p_options ->> 'retries')::numeric)), true)
+              and (case jsonb_typeof(p_options -> 'retries')
+                    when 'number' then (p_options ->> 'retries')::numeric between 0 and 1000000
+                                       and (p_options ->> 'retries')::numeric = trunc((p_options ->> 'retries')::numeric)
+                    else coalesce(jsonb_typeof(p_options -> 'retries') = 'null', true) end)
               and coalesce(jsonb_typeof(p_options -> 'mark_tools') in ('boolean', 'null'), true)) then
     p_options := pgflight._check_options('record_model_call', p_options);
+  end if;
+  -- the usage: four token counts, integers from 0 to 1e10 (22023 naming the key otherwise); a usage
+  -- of well-formed counts is read directly, anything else goes through _opt_int, which raises
+  if jsonb_typeof(p_usage) = 'object'
+         and (case jsonb_typeof(p_usage -> 'input_tokens')
+               when 'number' then (p_usage ->> 'input_tokens')::numeric between 0 and 10000000000
+                                  and (p_usage ->> 'input_tokens')::numeric = trunc((p_usage ->> 'input_tokens')::numeric)
+               else coalesce(jsonb_typeof(p_usage -> 'input_tokens') = 'null', true) end)
+         and (case jsonb_typeof(p_usage -> 'output_tokens')
+               when 'number' then (p_usage ->> 'output_tokens')::numeric between 0 and 10000000000
+                                  and (p_usage ->> 'output_tokens')::numeric = trunc((p_usage ->> 'output_tokens')::numeric)
+               else coalesce(jsonb_typeof(p_usage -> 'output_tokens') = 'null', true) end)
+         and (case jsonb_typeof(p_usage -> 'cache_creation_input_tokens')
+               when 'number' then (p_usage ->> 'cache_creation_input_tokens')::numeric between 0 and 10000000000
+                                  and (p_usage ->> 'cache_creation_input_tokens')::numeric = trunc((p_usage ->> 'cache_creation_input_tokens')::numeric)
+               else coalesce(jsonb_typeof(p_usage -> 'cache_creation_input_tokens') = 'null', true) end)
+         and (case jsonb_typeof(p_usage -> 'cache_read_input_tokens')
+               when 'number' then (p_usage ->> 'cache_read_input_tokens')::numeric between 0 and 10000000000
+                                  and (p_usage ->> 'cache_read_input_tokens')::numeric = trunc((p_usage ->> 'cache_read_input_tokens')::numeric)
+               else coalesce(jsonb_typeof(p_usage -> 'cache_read_input_tokens') = 'null', true) end) then
+    v_in := coalesce((p_usage ->> 'input_tokens')::numeric, 0);
+    v_out := coalesce((p_usage ->> 'output_tokens')::numeric, 0);
+    v_cw := coalesce((p_usage ->> 'cache_creation_input_tokens')::numeric, 0);
+    v_cr := coalesce((p_usage ->> 'cache_read_input_tokens')::numeric, 0);
+  else
+    v_in := pgflight._opt_int(p_usage, 'input_tokens', 0, 0, 10000000000, 'usage');
+    v_out := pgflight._opt_int(p_usage, 'output_tokens', 0, 0, 10000000000, 'usage');
+    v_cw := pgflight._opt_int(p_usage, 'cache_creation_input_tokens', 0, 0, 10000000000, 'usage');
+    v_cr := pgflight._opt_int(p_usage, 'cache_read_input_tokens', 0, 0, 10000000000, 'usage');
   end if;
   if p_blocks is null or jsonb_typeof(p_blocks) <> 'array' then
     raise exception using errcode = '22023', message = 'blocks must be a JSON array',
@@ -4646,8 +4670,8 @@ begin
                               output_tokens, cache_creation_tokens, cache_read_tokens, usd, stop_reason,
                               retries, attempt_id, at)
   values (v_run.id, p_iteration, v_run.step_id, v_run.run_id, v_run.workspace_id, p_model, v_in, v_out, v_cw, v_cr,
-          v_usd, pgflight._opt_text(p_options, 'stop_reason', null),
-          pgflight._opt_num(p_options, 'retries', 0)::integer, p_attempt_id, v_now)
+          v_usd, p_options ->> 'stop_reason',  -- both checked above
+          coalesce((p_options ->> 'retries')::numeric, 0)::integer, p_attempt_id, v_now)
   on conflict (agent_run_id, iteration) where not lease_lost do nothing;  -- tables/costs_lease_lost
   if not found then
     return query select v_run.id, p_iteration, c.usd, false, v_run.iterations, v_run.tool_calls, v_run.usd,
@@ -4674,7 +4698,11 @@ begin
   end if;
 
   -- the workspace's model tokens per minute: the call's tokens replace its admitted estimate
-  perform pgflight._settle_tokens(v_run, v_in + v_out, v_reserved, v_now);
+  select l.model_tokens_per_min into v_tokens_per_min
+    from pgflight.workspace_limits l where l.workspace_id = v_run.workspace_id;
+  if v_tokens_per_min is not null then
+    perform pgflight._settle_tokens(v_run, v_tokens_per_min, v_in + v_out, v_reserved, v_now);
+  end if;
 
   -- the response blocks and, with mark_tools, the in-flight rows of as many tool calls as the cap allows
   v_free := case when v_mark then greatest(v_run.max_tool_calls - v_run.tool_calls, 0) else 0 end;
@@ -7679,9 +7707,9 @@ REVOKE ALL ON FUNCTION pgflight._reserve(p_run pgflight.agent_runs, p_attempt_id
 
 REVOKE ALL ON FUNCTION pgflight._set_paused(p_kind text, p_name text, p_pause boolean, p_note text) FROM PUBLIC;
 
--- Name: FUNCTION _settle_tokens(p_run pgflight.agent_runs, p_tokens bigint, p_reserved boolean, p_now timestamp with time zone); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+-- Name: FUNCTION _settle_tokens(p_run pgflight.agent_runs, p_limit bigint, p_tokens bigint, p_reserved boolean, p_now timestamp with time zone); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
-REVOKE ALL ON FUNCTION pgflight._settle_tokens(p_run pgflight.agent_runs, p_tokens bigint, p_reserved boolean, p_now timestamp with time zone) FROM PUBLIC;
+REVOKE ALL ON FUNCTION pgflight._settle_tokens(p_run pgflight.agent_runs, p_limit bigint, p_tokens bigint, p_reserved boolean, p_now timestamp with time zone) FROM PUBLIC;
 
 -- Name: FUNCTION _start_at(p_options jsonb, p_now timestamp with time zone); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
@@ -7699,9 +7727,9 @@ REVOKE ALL ON FUNCTION pgflight._steps_finished(p_step_ids bigint[], p_finals te
 
 REVOKE ALL ON FUNCTION pgflight._store_tool_results(p_run_id bigint, p_attempt_id bigint, p_results jsonb, p_now timestamp with time zone) FROM PUBLIC;
 
--- Name: FUNCTION _token_admission(p_run pgflight.agent_runs, p_now timestamp with time zone); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+-- Name: FUNCTION _token_admission(p_run pgflight.agent_runs, p_limit bigint, p_now timestamp with time zone); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
-REVOKE ALL ON FUNCTION pgflight._token_admission(p_run pgflight.agent_runs, p_now timestamp with time zone) FROM PUBLIC;
+REVOKE ALL ON FUNCTION pgflight._token_admission(p_run pgflight.agent_runs, p_limit bigint, p_now timestamp with time zone) FROM PUBLIC;
 
 -- Name: FUNCTION _token_estimate(p_run pgflight.agent_runs, p_limit bigint); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 

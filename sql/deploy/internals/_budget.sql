@@ -2,7 +2,11 @@
 -- Defines: _call_budget_ids(), _raise_budget_exceeded(), _move_budget(), _release_reservation(), _iteration_refusal(), _token_estimate(), _token_admission(), _settle_tokens(), _reserve().
 -- Budget arithmetic: which budgets a call charges, lock in id order, check, move, release; the
 -- workspace's model tokens per minute; admission of a model call.
--- None is granted to any role.
+-- None is granted to any role. The helpers on an agent iteration's path (_call_budget_ids,
+-- _move_budget, _iteration_refusal, _token_estimate, _token_admission, _settle_tokens, _reserve)
+-- have no SET clause: they are invokers called only from definer functions, whose pinned
+-- search_path (pg_catalog, pg_temp) they run under, and a SET clause costs a GUC save and restore
+-- on every call (issue 18: fewer per-iteration costs). Every name in them is qualified.
 begin;
 set local role pgflight_owner;
 
@@ -13,7 +17,6 @@ set local role pgflight_owner;
 create or replace function pgflight._call_budget_ids(p_run pgflight.agent_runs, p_now timestamptz)
 returns bigint[]
 language plpgsql volatile
-set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_day date := (p_now at time zone 'UTC')::date;
@@ -77,7 +80,6 @@ create or replace function pgflight._move_budget(p_ids bigint[], p_reserve numer
                                       p_check boolean, p_now timestamptz, p_what text)
 returns jsonb
 language plpgsql volatile
-set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_b pgflight.budgets;
@@ -85,33 +87,38 @@ begin
   if p_ids is null or cardinality(p_ids) = 0 then
     return null;
   end if;
-  if p_check then
-    for v_b in select b.* from pgflight.budgets b where b.id = any (p_ids) order by b.id for update loop
-      if v_b.max_wall_s is not null and p_now > v_b.started_at + make_interval(secs => v_b.max_wall_s) then
-        return jsonb_build_object(
-          'message', format('budget exceeded: wall time of %s budget %s', v_b.scope, v_b.id),
-          'detail',  format('scope=%s budget_id=%s cap=max_wall_s max_wall_s=%s started_at=%s now=%s (%s)',
-                            v_b.scope, v_b.id, v_b.max_wall_s, v_b.started_at, p_now, p_what),
-          'hint',    'The tree ran past its wall-time cap; raise max_wall_s for the run or agent, or end the work.');
-      end if;
-      if v_b.limit_usd is not null
-         and v_b.spent_usd + v_b.reserved_usd - p_release + p_reserve + p_spend > v_b.limit_usd then
-        return jsonb_build_object(
-          'message', format('budget exceeded: %s budget %s has %s USD left, the call needs %s USD',
-                            v_b.scope, v_b.id,
-                            greatest(v_b.limit_usd - v_b.spent_usd - v_b.reserved_usd, 0)::numeric(16, 6),
-                            (p_reserve + p_spend)::numeric(16, 6)),
-          'detail',  format('scope=%s budget_id=%s cap=usd limit_usd=%s spent_usd=%s reserved_usd=%s needed_usd=%s (%s)',
-                            v_b.scope, v_b.id, v_b.limit_usd, v_b.spent_usd, v_b.reserved_usd,
-                            p_reserve + p_spend, p_what),
-          'hint',    case v_b.scope
-                       when 'workspace_day' then 'The workspace reached its daily USD cap (workspaces.daily_usd_cap); wait for the next UTC day or raise the cap.'
-                       when 'run' then 'The run reached its USD cap (max_usd); raise it or end the run.'
-                       else 'The agent''s tree reached its USD cap (max_usd of the agent); raise it or end the work.' end);
-      end if;
-    end loop;
-  else
-    perform 1 from pgflight.budgets b where b.id = any (p_ids) order by b.id for update;
+  -- one statement locks every row in id order (the materialised CTE's FOR UPDATE: no outer qual is
+  -- pushed into it, so every row is locked) and, for an admission, returns the first that refuses
+  with locked as materialized (
+    select b.* from pgflight.budgets b where b.id = any (p_ids) order by b.id for update
+  )
+  select x.* into v_b
+    from locked x
+   where p_check
+     and ((x.max_wall_s is not null and p_now > x.started_at + make_interval(secs => x.max_wall_s))
+          or (x.limit_usd is not null and x.spent_usd + x.reserved_usd - p_release + p_reserve + p_spend > x.limit_usd))
+   order by x.id
+   limit 1;
+  if found then
+    if v_b.max_wall_s is not null and p_now > v_b.started_at + make_interval(secs => v_b.max_wall_s) then
+      return jsonb_build_object(
+        'message', format('budget exceeded: wall time of %s budget %s', v_b.scope, v_b.id),
+        'detail',  format('scope=%s budget_id=%s cap=max_wall_s max_wall_s=%s started_at=%s now=%s (%s)',
+                          v_b.scope, v_b.id, v_b.max_wall_s, v_b.started_at, p_now, p_what),
+        'hint',    'The tree ran past its wall-time cap; raise max_wall_s for the run or agent, or end the work.');
+    end if;
+    return jsonb_build_object(
+      'message', format('budget exceeded: %s budget %s has %s USD left, the call needs %s USD',
+                        v_b.scope, v_b.id,
+                        greatest(v_b.limit_usd - v_b.spent_usd - v_b.reserved_usd, 0)::numeric(16, 6),
+                        (p_reserve + p_spend)::numeric(16, 6)),
+      'detail',  format('scope=%s budget_id=%s cap=usd limit_usd=%s spent_usd=%s reserved_usd=%s needed_usd=%s (%s)',
+                        v_b.scope, v_b.id, v_b.limit_usd, v_b.spent_usd, v_b.reserved_usd,
+                        p_reserve + p_spend, p_what),
+      'hint',    case v_b.scope
+                   when 'workspace_day' then 'The workspace reached its daily USD cap (workspaces.daily_usd_cap); wait for the next UTC day or raise the cap.'
+                   when 'run' then 'The run reached its USD cap (max_usd); raise it or end the run.'
+                   else 'The agent''s tree reached its USD cap (max_usd of the agent); raise it or end the work.' end);
   end if;
   update pgflight.budgets b
      set reserved_usd = greatest(b.reserved_usd + p_reserve - p_release, 0),
@@ -154,7 +161,6 @@ comment on function pgflight._release_reservation(bigint) is
 create or replace function pgflight._iteration_refusal(p_run pgflight.agent_runs, p_iteration integer)
 returns jsonb
 language plpgsql immutable
-set search_path = pg_catalog, pg_temp
 as $$
 begin
   if p_iteration <= p_run.max_iterations then
@@ -177,7 +183,6 @@ comment on function pgflight._iteration_refusal(pgflight.agent_runs, integer) is
 create or replace function pgflight._token_estimate(p_run pgflight.agent_runs, p_limit bigint)
 returns bigint
 language plpgsql immutable
-set search_path = pg_catalog, pg_temp
 as $$
 begin
   if p_run.iterations = 0 then
@@ -189,7 +194,8 @@ $$;
 comment on function pgflight._token_estimate(pgflight.agent_runs, bigint) is
   'Internal: model tokens a call of this agent is expected to use (its average so far, at most p_limit).';
 
--- Admission against the workspace's model tokens per minute, when it has that limit: the tokens
+-- Admission against the workspace's model tokens per minute p_limit (the caller skips it for a
+-- workspace without that limit): the tokens
 -- of the workspace's rolling minute (model_token_windows: 5-second buckets; a bucket that overlaps
 -- the last 60 s counts whole, so the check errs on the safe side) plus this call's estimate must
 -- stay within the limit, and the window must not be full already. Admissions and settlements of
@@ -197,24 +203,17 @@ comment on function pgflight._token_estimate(pgflight.agent_runs, bigint) is
 -- the last tokens. Admitted: the estimate is added to the current bucket and null returned.
 -- Refused: nothing is added, and the refusal {sqlstate ZF013, message, detail, hint,
 -- retry_after_s} says in how many seconds enough of the window will have passed (at least 1).
-create or replace function pgflight._token_admission(p_run pgflight.agent_runs, p_now timestamptz)
+create or replace function pgflight._token_admission(p_run pgflight.agent_runs, p_limit bigint, p_now timestamptz)
 returns jsonb
 language plpgsql volatile
-set search_path = pg_catalog, pg_temp
 as $$
 declare
-  v_limit bigint;
-  v_est bigint;
+  v_limit bigint := p_limit;
+  v_est bigint := pgflight._token_estimate(p_run, p_limit);
   v_used bigint;
   v_free_at timestamptz;
   v_retry integer;
 begin
-  select l.model_tokens_per_min into v_limit
-    from pgflight.workspace_limits l where l.workspace_id = p_run.workspace_id;
-  if v_limit is null then
-    return null;
-  end if;
-  v_est := pgflight._token_estimate(p_run, v_limit);
   perform pg_catalog.pg_advisory_xact_lock(pg_catalog.hashtextextended('pgflight.model_tokens', p_run.workspace_id));
   select coalesce(sum(w.tokens), 0) into v_used
     from pgflight.model_token_windows w
@@ -246,29 +245,21 @@ begin
     'retry_after_s', v_retry);
 end
 $$;
-comment on function pgflight._token_admission(pgflight.agent_runs, timestamptz) is
+comment on function pgflight._token_admission(pgflight.agent_runs, bigint, timestamptz) is
   'Internal: check a model call against the workspace''s model_tokens_per_min and add its estimate; '
   'returns null or the ZF013 refusal with retry_after_s.';
 
--- A recorded model call's tokens (input + output) into its workspace's window, when the workspace
--- has a model_tokens_per_min limit: the actual tokens, less the estimate its admission added when
--- p_reserved (the call was admitted for this attempt and iteration).
-create or replace function pgflight._settle_tokens(p_run pgflight.agent_runs, p_tokens bigint, p_reserved boolean,
-                                        p_now timestamptz)
+-- A recorded model call's tokens (input + output) into its workspace's window (the caller calls it
+-- when the workspace has a model_tokens_per_min limit, p_limit): the actual tokens, less the
+-- estimate its admission added when p_reserved (the call was admitted for this attempt and iteration).
+create or replace function pgflight._settle_tokens(p_run pgflight.agent_runs, p_limit bigint, p_tokens bigint,
+                                        p_reserved boolean, p_now timestamptz)
 returns void
 language plpgsql volatile
-set search_path = pg_catalog, pg_temp
 as $$
 declare
-  v_limit bigint;
-  v_delta bigint;
+  v_delta bigint := p_tokens - case when p_reserved then pgflight._token_estimate(p_run, p_limit) else 0 end;
 begin
-  select l.model_tokens_per_min into v_limit
-    from pgflight.workspace_limits l where l.workspace_id = p_run.workspace_id;
-  if v_limit is null then
-    return;
-  end if;
-  v_delta := p_tokens - case when p_reserved then pgflight._token_estimate(p_run, v_limit) else 0 end;
   if v_delta = 0 then
     return;
   end if;
@@ -278,7 +269,7 @@ begin
   on conflict on constraint model_token_window_is_unique do update set tokens = w.tokens + excluded.tokens;
 end
 $$;
-comment on function pgflight._settle_tokens(pgflight.agent_runs, bigint, boolean, timestamptz) is
+comment on function pgflight._settle_tokens(pgflight.agent_runs, bigint, bigint, boolean, timestamptz) is
   'Internal: put a recorded call''s model tokens in its workspace''s window (less its admitted estimate).';
 
 -- Admission of model call p_iteration of the agent run p_run (fenced and locked by the caller):
@@ -293,11 +284,11 @@ create or replace function pgflight._reserve(p_run pgflight.agent_runs, p_attemp
                                   p_est_usd numeric, p_now timestamptz)
 returns jsonb
 language plpgsql volatile
-set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_ids bigint[];
   v_refusal jsonb;
+  v_tokens_per_min bigint;
 begin
   if p_run.reserved_attempt_id = p_attempt_id and p_run.reserved_iteration = p_iteration then
     return null;
@@ -305,7 +296,15 @@ begin
   if p_run.reserved_iteration is not null then
     perform pgflight._move_budget(p_run.reserved_budget_ids, 0, 0, p_run.reserved_usd, false, p_now, 'release');
   end if;
-  v_refusal := coalesce(pgflight._iteration_refusal(p_run, p_iteration), pgflight._token_admission(p_run, p_now));
+  if p_iteration > p_run.max_iterations then
+    v_refusal := pgflight._iteration_refusal(p_run, p_iteration);
+  else
+    select l.model_tokens_per_min into v_tokens_per_min
+      from pgflight.workspace_limits l where l.workspace_id = p_run.workspace_id;
+    if v_tokens_per_min is not null then
+      v_refusal := pgflight._token_admission(p_run, v_tokens_per_min, p_now);
+    end if;
+  end if;
   if v_refusal is null then
     v_ids := pgflight._call_budget_ids(p_run, p_now);
     v_refusal := pgflight._move_budget(v_ids, p_est_usd, 0, 0, true, p_now,

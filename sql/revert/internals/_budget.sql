@@ -4,8 +4,8 @@
 -- None is granted to any role.
 begin;
 set local role pgflight_owner;
-drop function pgflight._settle_tokens(pgflight.agent_runs, bigint, boolean, timestamptz);
-drop function pgflight._token_admission(pgflight.agent_runs, timestamptz);
+drop function pgflight._settle_tokens(pgflight.agent_runs, bigint, bigint, boolean, timestamptz);
+drop function pgflight._token_admission(pgflight.agent_runs, bigint, timestamptz);
 drop function pgflight._token_estimate(pgflight.agent_runs, bigint);
 
 -- The budgets a model call of this agent is charged to: its tree budgets (run, capped ancestors,
