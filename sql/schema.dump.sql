@@ -91,7 +91,6 @@ COMMENT ON COLUMN pgflight.agent_runs.reserved_attempt_id IS 'The attempt that l
 
 CREATE FUNCTION pgflight._agent_fence(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_operation text) RETURNS pgflight.agent_runs
     LANGUAGE plpgsql
-    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_run pgflight.agent_runs;
@@ -2030,7 +2029,6 @@ COMMENT ON FUNCTION pgflight._option_spec() IS 'Internal: the catalogue of every
 
 CREATE FUNCTION pgflight._price_usd(p_model text, p_usage jsonb) RETURNS numeric
     LANGUAGE plpgsql STABLE
-    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_p pgflight.model_prices;
@@ -2871,7 +2869,6 @@ COMMENT ON FUNCTION pgflight._steps_finished(p_step_ids bigint[], p_finals text[
 
 CREATE FUNCTION pgflight._store_tool_results(p_run_id bigint, p_attempt_id bigint, p_results jsonb, p_now timestamp with time zone) RETURNS text[]
     LANGUAGE plpgsql
-    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_missing text;
@@ -4768,6 +4765,7 @@ declare
   v_out bigint := pgflight._opt_int(p_usage, 'output_tokens', 0, 0, 10000000000, 'usage');
   v_cw bigint := pgflight._opt_int(p_usage, 'cache_creation_input_tokens', 0, 0, 10000000000, 'usage');
   v_cr bigint := pgflight._opt_int(p_usage, 'cache_read_input_tokens', 0, 0, 10000000000, 'usage');
+  v_tokens_per_min bigint;
 begin
   if p_iteration is null or p_iteration < 1 then
     raise exception using errcode = '22023', message = 'iteration must be >= 1', detail = format('got %s', p_iteration);
@@ -4806,6 +4804,14 @@ begin
     return;
   end if;
 
+  -- the workspace's model tokens per minute: the tokens were used (replacing an admitted estimate)
+  select l.model_tokens_per_min into v_tokens_per_min
+    from pgflight.workspace_limits l where l.workspace_id = v_run.workspace_id;
+  if v_tokens_per_min is not null then
+    perform pgflight._settle_tokens(v_run, v_tokens_per_min, v_in + v_out,
+                                    v_run.reserved_attempt_id = p_attempt_id and v_run.reserved_iteration = p_iteration,
+                                    v_now);
+  end if;
   if v_run.reserved_attempt_id = p_attempt_id and v_run.reserved_iteration = p_iteration then
     perform pgflight._move_budget(v_run.reserved_budget_ids, 0, v_usd, v_run.reserved_usd, false, v_now,
                                   'settle (lease lost)');
