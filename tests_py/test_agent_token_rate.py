@@ -17,6 +17,9 @@ import pytest
 import agent_recipes  # noqa: F401  (the note tool)
 from agent_support import FakeAnthropic, fake_anthropic, message, tool_use  # noqa: F401
 from pgflight import db
+from pgflight.agent import providers as prov
+from pgflight.agent.loop import AgentInput, AgentLoop
+from pgflight.recipes import Release, StepContext
 from worker_support import one, wait_for, workers  # noqa: F401
 
 AGENT = {"task": "note hi", "model": "claude-sonnet-4-6", "provider": "anthropic", "tools": ["note"]}
@@ -93,3 +96,44 @@ def test_two_agents_of_a_workspace_stay_within_its_tokens_per_minute(
             [[s.step_id for s in tight]],
         ).fetchall()
         assert sorted(attempts) == [(1, "succeeded"), (1, "succeeded")]
+
+
+def test_a_wait_past_the_patience_gives_the_step_back(
+    dsn: str, fake_anthropic: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """
+    Limit 1,000 tokens a minute, the first call uses 1,200: the next admission is refused (ZF013,
+    about a minute to wait), which passes a patience of 1 s, so the loop raises Release (the worker
+    gives the step back, no attempt spent) after tracing the refusal with no wait; the first call's
+    tool result is stored all the same.
+    """
+    monkeypatch.setenv("PGFLIGHT_AGENT_RATE_LIMIT_PATIENCE_S", "1")
+    server: FakeAnthropic = fake_anthropic(_reply)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        db.create_workspace(conn, "tight")
+        conn.execute("select pgflight.set_workspace_limits('tight', '{\"model_tokens_per_min\": 1000}')")
+        db.submit_run(conn, "tight", "agent", AGENT)
+        wid = db.register_worker(conn, "inline")
+        (claim,) = db.claim_batch(conn, wid, batch_size=1, lease_s=60, recipes=["agent"], start=True)
+        inp = AgentInput.model_validate(claim.input)
+        ctx = StepContext(claim, inp, call=lambda fn, *a, **k: fn(conn, *a, **k))
+        loop = AgentLoop(ctx, inp, provider=prov.AnthropicProvider(base_url=server.url, api_key="k"))
+        with pytest.raises(Release, match="model tokens per minute"):
+            loop.run()
+        assert len(server.requests) == 1
+        (block,) = [
+            r[0]
+            for r in conn.execute(
+                "select content from pgflight.traces where agent_run_id = %s and block_type = 'api_error'",
+                [loop.agent_run_id],
+            ).fetchall()
+        ]
+        assert block["source"] == "model_tokens_per_min" and block["wait_s"] is None
+        assert "used=1200 limit=1000" in block["detail"]
+        stored = one(
+            conn,
+            "select count(*) from pgflight.traces where agent_run_id = %s and block_type = 'tool_result'"
+            " and status = 'completed'",
+            loop.agent_run_id,
+        )
+        assert stored == 1
