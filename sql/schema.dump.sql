@@ -91,6 +91,7 @@ COMMENT ON COLUMN pgflight.agent_runs.reserved_attempt_id IS 'The attempt that l
 
 CREATE FUNCTION pgflight._agent_fence(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_operation text) RETURNS pgflight.agent_runs
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_run pgflight.agent_runs;
@@ -238,6 +239,7 @@ COMMENT ON FUNCTION pgflight._bucket_tokens(p_tokens double precision, p_refille
 
 CREATE FUNCTION pgflight._call_budget_ids(p_run pgflight.agent_runs, p_now timestamp with time zone) RETURNS bigint[]
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_day date := (p_now at time zone 'UTC')::date;
@@ -1386,6 +1388,7 @@ COMMENT ON FUNCTION pgflight._fire_schedule(p_schedule_id bigint, p_workspace te
 
 CREATE FUNCTION pgflight._iteration_refusal(p_run pgflight.agent_runs, p_iteration integer) RETURNS jsonb
     LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 begin
   if p_iteration <= p_run.max_iterations then
@@ -1702,6 +1705,7 @@ COMMENT ON FUNCTION pgflight._may(p_lane text, p_workspace_id bigint) IS 'Intern
 
 CREATE FUNCTION pgflight._move_budget(p_ids bigint[], p_reserve numeric, p_spend numeric, p_release numeric, p_check boolean, p_now timestamp with time zone, p_what text) RETURNS jsonb
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_b pgflight.budgets;
@@ -2029,6 +2033,7 @@ COMMENT ON FUNCTION pgflight._option_spec() IS 'Internal: the catalogue of every
 
 CREATE FUNCTION pgflight._price_usd(p_model text, p_usage jsonb) RETURNS numeric
     LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_p pgflight.model_prices;
@@ -2581,6 +2586,7 @@ COMMENT ON FUNCTION pgflight._require_positive(p_name text, p_value double preci
 
 CREATE FUNCTION pgflight._reserve(p_run pgflight.agent_runs, p_attempt_id bigint, p_iteration integer, p_est_usd numeric, p_now timestamp with time zone) RETURNS jsonb
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_ids bigint[];
@@ -2694,6 +2700,7 @@ COMMENT ON FUNCTION pgflight._set_paused(p_kind text, p_name text, p_pause boole
 
 CREATE FUNCTION pgflight._settle_tokens(p_run pgflight.agent_runs, p_limit bigint, p_tokens bigint, p_reserved boolean, p_now timestamp with time zone) RETURNS void
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_delta bigint := p_tokens - case when p_reserved then pgflight._token_estimate(p_run, p_limit) else 0 end;
@@ -2869,6 +2876,7 @@ COMMENT ON FUNCTION pgflight._steps_finished(p_step_ids bigint[], p_finals text[
 
 CREATE FUNCTION pgflight._store_tool_results(p_run_id bigint, p_attempt_id bigint, p_results jsonb, p_now timestamp with time zone) RETURNS text[]
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_missing text;
@@ -2922,6 +2930,7 @@ COMMENT ON FUNCTION pgflight._store_tool_results(p_run_id bigint, p_attempt_id b
 
 CREATE FUNCTION pgflight._token_admission(p_run pgflight.agent_runs, p_limit bigint, p_now timestamp with time zone) RETURNS jsonb
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_limit bigint := p_limit;
@@ -2972,6 +2981,7 @@ COMMENT ON FUNCTION pgflight._token_admission(p_run pgflight.agent_runs, p_limit
 
 CREATE FUNCTION pgflight._token_estimate(p_run pgflight.agent_runs, p_limit bigint) RETURNS bigint
     LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 begin
   if p_run.iterations = 0 then

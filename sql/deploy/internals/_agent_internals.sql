@@ -1,10 +1,7 @@
 -- Deploy pgflight:internals/_agent_internals
 -- Defines: _agent_fence(), _price_usd(), _store_tool_results().
 -- Agent internals: the fence every agent write passes, model pricing, storing tool results.
--- None is granted to any role. None has a SET clause: each is an invoker called only from definer
--- functions, whose pinned search_path (pg_catalog, pg_temp) it runs under, and a SET clause costs
--- a GUC save and restore on every call, several per agent iteration (issue 18). Every name in them
--- is qualified.
+-- None is granted to any role.
 begin;
 set local role pgflight_owner;
 
@@ -15,6 +12,7 @@ set local role pgflight_owner;
 create or replace function pgflight._agent_fence(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_operation text)
 returns pgflight.agent_runs
 language plpgsql volatile
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_run pgflight.agent_runs;
@@ -51,6 +49,7 @@ comment on function pgflight._agent_fence(bigint, bigint, bigint, text) is
 create or replace function pgflight._price_usd(p_model text, p_usage jsonb)
 returns numeric
 language plpgsql stable
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_p pgflight.model_prices;
@@ -82,6 +81,7 @@ comment on function pgflight._price_usd(text, jsonb) is
 create or replace function pgflight._store_tool_results(p_run_id bigint, p_attempt_id bigint, p_results jsonb, p_now timestamptz)
 returns text[]
 language plpgsql volatile
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_missing text;

@@ -2,11 +2,7 @@
 -- Defines: _call_budget_ids(), _raise_budget_exceeded(), _move_budget(), _release_reservation(), _iteration_refusal(), _token_estimate(), _token_admission(), _settle_tokens(), _reserve().
 -- Budget arithmetic: which budgets a call charges, lock in id order, check, move, release; the
 -- workspace's model tokens per minute; admission of a model call.
--- None is granted to any role. The helpers on an agent iteration's path (_call_budget_ids,
--- _move_budget, _iteration_refusal, _token_estimate, _token_admission, _settle_tokens, _reserve)
--- have no SET clause: they are invokers called only from definer functions, whose pinned
--- search_path (pg_catalog, pg_temp) they run under, and a SET clause costs a GUC save and restore
--- on every call (issue 18: fewer per-iteration costs). Every name in them is qualified.
+-- None is granted to any role.
 begin;
 set local role pgflight_owner;
 
@@ -17,6 +13,7 @@ set local role pgflight_owner;
 create or replace function pgflight._call_budget_ids(p_run pgflight.agent_runs, p_now timestamptz)
 returns bigint[]
 language plpgsql volatile
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_day date := (p_now at time zone 'UTC')::date;
@@ -80,6 +77,7 @@ create or replace function pgflight._move_budget(p_ids bigint[], p_reserve numer
                                       p_check boolean, p_now timestamptz, p_what text)
 returns jsonb
 language plpgsql volatile
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_b pgflight.budgets;
@@ -161,6 +159,7 @@ comment on function pgflight._release_reservation(bigint) is
 create or replace function pgflight._iteration_refusal(p_run pgflight.agent_runs, p_iteration integer)
 returns jsonb
 language plpgsql immutable
+set search_path = pg_catalog, pg_temp
 as $$
 begin
   if p_iteration <= p_run.max_iterations then
@@ -183,6 +182,7 @@ comment on function pgflight._iteration_refusal(pgflight.agent_runs, integer) is
 create or replace function pgflight._token_estimate(p_run pgflight.agent_runs, p_limit bigint)
 returns bigint
 language plpgsql immutable
+set search_path = pg_catalog, pg_temp
 as $$
 begin
   if p_run.iterations = 0 then
@@ -206,6 +206,7 @@ comment on function pgflight._token_estimate(pgflight.agent_runs, bigint) is
 create or replace function pgflight._token_admission(p_run pgflight.agent_runs, p_limit bigint, p_now timestamptz)
 returns jsonb
 language plpgsql volatile
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_limit bigint := p_limit;
@@ -256,6 +257,7 @@ create or replace function pgflight._settle_tokens(p_run pgflight.agent_runs, p_
                                         p_reserved boolean, p_now timestamptz)
 returns void
 language plpgsql volatile
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_delta bigint := p_tokens - case when p_reserved then pgflight._token_estimate(p_run, p_limit) else 0 end;
@@ -284,6 +286,7 @@ create or replace function pgflight._reserve(p_run pgflight.agent_runs, p_attemp
                                   p_est_usd numeric, p_now timestamptz)
 returns jsonb
 language plpgsql volatile
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_ids bigint[];

@@ -6,8 +6,8 @@ declare
 begin
   select p.proconfig into v_config
     from pg_catalog.pg_proc p where p.oid = 'pgflight._call_budget_ids(pgflight.agent_runs, timestamptz)'::regprocedure;
-  if v_config is distinct from null::text[] then
-    raise exception 'pgflight._call_budget_ids(pgflight.agent_runs, timestamptz) has settings %, expected %', v_config, null::text[];
+  if v_config is distinct from array['search_path=pg_catalog, pg_temp']::text[] then
+    raise exception 'pgflight._call_budget_ids(pgflight.agent_runs, timestamptz) has settings %, expected %', v_config, array['search_path=pg_catalog, pg_temp']::text[];
   end if;
 end
 $verify$;
@@ -28,8 +28,8 @@ declare
 begin
   select p.proconfig into v_config
     from pg_catalog.pg_proc p where p.oid = 'pgflight._move_budget(bigint[], numeric, numeric, numeric, boolean, timestamptz, text)'::regprocedure;
-  if v_config is distinct from null::text[] then
-    raise exception 'pgflight._move_budget(bigint[], numeric, numeric, numeric, boolean, timestamptz, text) has settings %, expected %', v_config, null::text[];
+  if v_config is distinct from array['search_path=pg_catalog, pg_temp']::text[] then
+    raise exception 'pgflight._move_budget(bigint[], numeric, numeric, numeric, boolean, timestamptz, text) has settings %, expected %', v_config, array['search_path=pg_catalog, pg_temp']::text[];
   end if;
 end
 $verify$;
@@ -50,8 +50,8 @@ declare
 begin
   select p.proconfig into v_config
     from pg_catalog.pg_proc p where p.oid = 'pgflight._iteration_refusal(pgflight.agent_runs, integer)'::regprocedure;
-  if v_config is distinct from null::text[] then
-    raise exception 'pgflight._iteration_refusal(pgflight.agent_runs, integer) has settings %, expected %', v_config, null::text[];
+  if v_config is distinct from array['search_path=pg_catalog, pg_temp']::text[] then
+    raise exception 'pgflight._iteration_refusal(pgflight.agent_runs, integer) has settings %, expected %', v_config, array['search_path=pg_catalog, pg_temp']::text[];
   end if;
 end
 $verify$;
@@ -61,8 +61,8 @@ declare
 begin
   select p.proconfig into v_config
     from pg_catalog.pg_proc p where p.oid = 'pgflight._token_estimate(pgflight.agent_runs, bigint)'::regprocedure;
-  if v_config is distinct from null::text[] then
-    raise exception 'pgflight._token_estimate(pgflight.agent_runs, bigint) has settings %, expected %', v_config, null::text[];
+  if v_config is distinct from array['search_path=pg_catalog, pg_temp']::text[] then
+    raise exception 'pgflight._token_estimate(pgflight.agent_runs, bigint) has settings %, expected %', v_config, array['search_path=pg_catalog, pg_temp']::text[];
   end if;
 end
 $verify$;
@@ -72,8 +72,8 @@ declare
 begin
   select p.proconfig into v_config
     from pg_catalog.pg_proc p where p.oid = 'pgflight._token_admission(pgflight.agent_runs, bigint, timestamptz)'::regprocedure;
-  if v_config is distinct from null::text[] then
-    raise exception 'pgflight._token_admission(pgflight.agent_runs, bigint, timestamptz) has settings %, expected %', v_config, null::text[];
+  if v_config is distinct from array['search_path=pg_catalog, pg_temp']::text[] then
+    raise exception 'pgflight._token_admission(pgflight.agent_runs, bigint, timestamptz) has settings %, expected %', v_config, array['search_path=pg_catalog, pg_temp']::text[];
   end if;
 end
 $verify$;
@@ -83,8 +83,8 @@ declare
 begin
   select p.proconfig into v_config
     from pg_catalog.pg_proc p where p.oid = 'pgflight._settle_tokens(pgflight.agent_runs, bigint, bigint, boolean, timestamptz)'::regprocedure;
-  if v_config is distinct from null::text[] then
-    raise exception 'pgflight._settle_tokens(pgflight.agent_runs, bigint, bigint, boolean, timestamptz) has settings %, expected %', v_config, null::text[];
+  if v_config is distinct from array['search_path=pg_catalog, pg_temp']::text[] then
+    raise exception 'pgflight._settle_tokens(pgflight.agent_runs, bigint, bigint, boolean, timestamptz) has settings %, expected %', v_config, array['search_path=pg_catalog, pg_temp']::text[];
   end if;
 end
 $verify$;
@@ -94,8 +94,8 @@ declare
 begin
   select p.proconfig into v_config
     from pg_catalog.pg_proc p where p.oid = 'pgflight._reserve(pgflight.agent_runs, bigint, integer, numeric, timestamptz)'::regprocedure;
-  if v_config is distinct from null::text[] then
-    raise exception 'pgflight._reserve(pgflight.agent_runs, bigint, integer, numeric, timestamptz) has settings %, expected %', v_config, null::text[];
+  if v_config is distinct from array['search_path=pg_catalog, pg_temp']::text[] then
+    raise exception 'pgflight._reserve(pgflight.agent_runs, bigint, integer, numeric, timestamptz) has settings %, expected %', v_config, array['search_path=pg_catalog, pg_temp']::text[];
   end if;
 end
 $verify$;
