@@ -19,12 +19,20 @@ floor of an iteration with fsync on.
 
 Server time: with ``track_functions`` (set in the session; needs a superuser, else skipped), the
 execution time of the two functions per iteration from ``pg_stat_user_functions`` (total_time:
-the functions' own work, without parse, network or commit). Prints one JSON object; ms throughout.
+the functions' own work, without parse, network or commit). HOT: the share of agent_runs updates
+that were HOT (``pg_stat_user_tables``) over the timed iterations. Prints one JSON object; ms
+throughout.
 
     PGFLIGHT_DSN=postgresql://... python bench/agent_bench.py [--iterations 3000]
 
 The DSN must name a database where pgflight is deployed (sqitch deploy); the bench writes a
 workspace `agent-bench-<pid>` and its runs there.
+
+Side by side (issue 18: the machine is shared, so only ratios taken in the same run count):
+``--baseline-dsn`` names a second database (e.g. one deployed ``--to @v0.3.0`` on the same
+server); each configuration is then measured on both in alternating rounds (``--rounds``) and the
+report holds ``baseline``, ``current`` and their ratios. ``--quick`` is 300 iterations and 2 rounds
+(about a minute); the default 3,000 iterations take 3-6 minutes per database on 2 loaded cores.
 """
 
 from __future__ import annotations
@@ -121,41 +129,84 @@ def _function_ms(conn: psycopg.Connection[Any]) -> dict[str, tuple[int, float]]:
     return {r[0]: (int(r[1]), float(r[2])) for r in rows}
 
 
-def _measure(dsn: str, ws: str, wid: int, iterations: int, warmup: int, sync_commit: str) -> dict[str, Any]:
-    tracked = False
-    with psycopg.connect(dsn, autocommit=True, prepare_threshold=None) as conn:
-        conn.execute("select set_config('synchronous_commit', %s, false)", [sync_commit])
-        try:
-            conn.execute("set track_functions = 'pl'")
-            tracked = True
-        except psycopg.errors.InsufficientPrivilege:
-            pass
-        _iterations(conn, ws, wid, warmup)
-        if tracked:  # let the session flush its pending statistics (at most once a second, when idle)
-            time.sleep(1.2)
-            conn.execute("select 1")
-            time.sleep(0.1)
-            before = _function_ms(conn)
-        samples = _iterations(conn, ws, wid, iterations)
-    out: dict[str, Any] = {"synchronous_commit": sync_commit, **_wall(samples)}
-    if tracked:
-        with psycopg.connect(dsn, autocommit=True) as reader:  # the bench session has exited: flushed
-            after = {}
-            for _ in range(20):
-                after = _function_ms(reader)
-                if (
-                    after.get("record_model_call", (0, 0.0))[0] - before.get("record_model_call", (0, 0.0))[0]
-                    >= iterations
-                ):
-                    break
-                time.sleep(0.1)
-        per_call = {}
-        for f in ITERATION_FUNCTIONS:
-            calls = after.get(f, (0, 0.0))[0] - before.get(f, (0, 0.0))[0]
-            total = after.get(f, (0, 0.0))[1] - before.get(f, (0, 0.0))[1]
-            per_call[f] = round(total / calls, 4) if calls else None
-        out["server_ms_per_call"] = per_call
-        out["server_ms_per_iteration"] = round(sum(v for v in per_call.values() if v is not None), 4)
+def _agent_runs_updates(conn: psycopg.Connection[Any]) -> tuple[int, int]:
+    """(updates, HOT updates) of pgflight.agent_runs, from the shared statistics."""
+    conn.execute("select pg_stat_clear_snapshot()")
+    row = conn.execute(
+        "select n_tup_upd, n_tup_hot_upd from pg_stat_user_tables"
+        " where schemaname = 'pgflight' and relname = 'agent_runs'"
+    ).fetchone()
+    return (int(row[0]), int(row[1])) if row else (0, 0)
+
+
+class _Target:
+    """One database under test: its workspace, worker, samples and statistics over the timed rounds."""
+
+    def __init__(self, dsn: str) -> None:
+        self.dsn = dsn
+        with psycopg.connect(dsn, autocommit=True, prepare_threshold=None) as conn:
+            self.ws = f"agent-bench-{os.getpid()}"
+            if not conn.execute("select 1 from pgflight.workspaces where name = %s", [self.ws]).fetchone():
+                db.create_workspace(conn, self.ws, daily_usd_cap=1_000_000)
+            self.wid = db.register_worker(conn, "agent-bench")
+
+
+def _session(dsn: str, sync_commit: str) -> tuple[psycopg.Connection[Any], bool]:
+    conn = psycopg.connect(dsn, autocommit=True, prepare_threshold=None)
+    conn.execute("select set_config('synchronous_commit', %s, false)", [sync_commit])
+    try:
+        conn.execute("set track_functions = 'pl'")
+        return conn, True
+    except psycopg.errors.InsufficientPrivilege:
+        return conn, False
+
+
+def _flushed(dsn: str) -> tuple[dict[str, tuple[int, float]], tuple[int, int]]:
+    """Function and agent_runs statistics once idle sessions have flushed theirs (at most 1 s late)."""
+    time.sleep(1.2)
+    with psycopg.connect(dsn, autocommit=True) as reader:
+        return _function_ms(reader), _agent_runs_updates(reader)
+
+
+def _measure_side_by_side(
+    targets: list[_Target], iterations: int, warmup: int, sync_commit: str, rounds: int
+) -> list[dict[str, Any]]:
+    """
+    Each target: a warm-up, then `rounds` rounds of iterations / rounds each, the targets taking
+    turns within each round (so both see the same load); per target the wall-time percentiles,
+    server time per iteration and the agent_runs HOT share over its timed iterations.
+    """
+    sessions = [_session(t.dsn, sync_commit) for t in targets]
+    try:
+        for t, (conn, _) in zip(targets, sessions, strict=True):
+            _iterations(conn, t.ws, t.wid, warmup)
+        before = [_flushed(t.dsn) for t in targets]
+        samples: list[list[float]] = [[] for _ in targets]
+        per_round = max(1, iterations // rounds)
+        for _ in range(rounds):
+            for i, t in enumerate(targets):
+                samples[i] += _iterations(sessions[i][0], t.ws, t.wid, per_round)
+    finally:
+        for conn, _ in sessions:
+            conn.close()
+    out = []
+    for i, t in enumerate(targets):
+        fn_after, upd_after = _flushed(t.dsn)
+        fn_before, upd_before = before[i]
+        n = len(samples[i])
+        res: dict[str, Any] = {"synchronous_commit": sync_commit, **_wall(samples[i])}
+        if sessions[i][1]:
+            per_call = {}
+            for f in ITERATION_FUNCTIONS:
+                calls = fn_after.get(f, (0, 0.0))[0] - fn_before.get(f, (0, 0.0))[0]
+                total = fn_after.get(f, (0, 0.0))[1] - fn_before.get(f, (0, 0.0))[1]
+                per_call[f] = round(total / calls, 4) if calls else None
+            res["server_ms_per_call"] = per_call
+            res["server_ms_per_iteration"] = round(sum(v for v in per_call.values() if v is not None), 4)
+        updates, hot = upd_after[0] - upd_before[0], upd_after[1] - upd_before[1]
+        res["agent_runs_updates_per_iteration"] = round(updates / n, 2)
+        res["agent_runs_hot_ratio"] = round(hot / updates, 3) if updates else None
+        out.append(res)
     return out
 
 
@@ -186,35 +237,47 @@ def _commit_ms(dsn: str, n: int = 500) -> float:
     return round(statistics.median(times), 3)
 
 
+def _ratios(base: dict[str, Any], cur: dict[str, Any]) -> dict[str, Any]:
+    keys = ("p50_ms", "p99_ms", "mean_ms", "server_ms_per_iteration")
+    return {k: round(cur[k] / base[k], 3) for k in keys if base.get(k) and cur.get(k) is not None}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--dsn", default=os.environ.get("PGFLIGHT_DSN"))
+    ap.add_argument("--baseline-dsn", help="a second database (e.g. @v0.3.0) measured in the same rounds")
     ap.add_argument("--iterations", type=int, default=3000)
     ap.add_argument("--warmup", type=int, default=200)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--quick", action="store_true", help="300 iterations, 2 rounds, warm-up 60")
     a = ap.parse_args()
     if not a.dsn:
         raise SystemExit("set PGFLIGHT_DSN or pass --dsn")
-    with psycopg.connect(a.dsn, autocommit=True, prepare_threshold=None) as conn:
-        ws = f"agent-bench-{os.getpid()}"
-        db.create_workspace(conn, ws, daily_usd_cap=1_000_000)
-        wid = db.register_worker(conn, "agent-bench")
+    if a.quick:
+        a.iterations, a.rounds, a.warmup = 300, 2, 60
+    targets = [_Target(a.dsn)] + ([_Target(a.baseline_dsn)] if a.baseline_dsn else [])
     commit_ms = _commit_ms(a.dsn)
-    fsync = _measure(a.dsn, ws, wid, a.iterations, a.warmup, "on")
-    async_ = _measure(a.dsn, ws, wid, a.iterations, a.warmup, "off")
-    print(
-        json.dumps(
-            {
-                "bench": "agent_iteration_overhead",
-                "transactions_per_iteration": 2,
-                "single_row_commit_p50_ms": commit_ms,
-                "calls_per_iteration": list(ITERATION_FUNCTIONS),
-                "fsync": fsync,
-                "sync_commit_off": async_,
-                "target_p99_ms": 2.0,
-                "meets_target": fsync["p99_ms"] < 2.0,
-            }
-        )
-    )
+    report: dict[str, Any] = {
+        "bench": "agent_iteration_overhead",
+        "load_avg_start": round(os.getloadavg()[0], 1),
+        "transactions_per_iteration": 2,
+        "single_row_commit_p50_ms": commit_ms,
+        "calls_per_iteration": list(ITERATION_FUNCTIONS),
+    }
+    for name, sync in (("fsync", "on"), ("sync_commit_off", "off")):
+        res = _measure_side_by_side(targets, a.iterations, a.warmup, sync, a.rounds)
+        report[name] = res[0]
+        if a.baseline_dsn:
+            report[f"baseline_{name}"] = res[1]
+            report[f"ratio_{name}"] = _ratios(res[1], res[0])
+    report["load_avg_end"] = round(os.getloadavg()[0], 1)
+    report["targets"] = {"server_ms_per_iteration": 1.0, "fsync_p99_ms": 8.0, "agent_runs_hot_ratio": 0.9}
+    report["meets_targets"] = {
+        "server_ms_per_iteration": (report["fsync"].get("server_ms_per_iteration") or 99) <= 1.0,
+        "fsync_p99_ms": report["fsync"]["p99_ms"] <= 8.0,
+        "agent_runs_hot_ratio": (report["fsync"]["agent_runs_hot_ratio"] or 0) >= 0.9,
+    }
+    print(json.dumps(report, indent=2))
 
 
 if __name__ == "__main__":

@@ -68,15 +68,24 @@ CREATE TABLE pgflight.agent_runs (
     created_at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
     updated_at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
     CONSTRAINT caps_are_positive CHECK (((max_iterations > 0) AND (max_tool_calls >= 0))),
-    CONSTRAINT reservation_is_whole CHECK (((reserved_attempt_id IS NULL) = ((reserved_usd = (0)::numeric) AND (reserved_iteration IS NULL)))),
+    CONSTRAINT reservation_is_whole CHECK (
+CASE
+    WHEN (reserved_iteration IS NULL) THEN ((reserved_usd = (0)::numeric) AND (reserved_budget_ids IS NULL))
+    ELSE (reserved_attempt_id IS NOT NULL)
+END),
     CONSTRAINT totals_are_not_negative CHECK (((iterations >= 0) AND (tool_calls >= 0) AND (usd >= (0)::numeric)))
-);
+)
+WITH (fillfactor='80');
 
 ALTER TABLE pgflight.agent_runs OWNER TO pgflight_owner;
 
 -- Name: TABLE agent_runs; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
 COMMENT ON TABLE pgflight.agent_runs IS 'One per agent step, across its attempts. max_iterations / max_tool_calls: per-agent caps (model calls, tool calls). Totals: iterations, tool_calls, tokens, usd (USD). budget_ids: the tree budgets (pgflight.budgets: the run, every ancestor agent with a cap, this agent) that bind its spend. reserved_*: the USD reserved for the model call in flight (attempt, iteration, budgets), replaced by the actual cost when record_model_call settles it, released by enforce_budgets when the attempt lapsed.';
+
+-- Name: COLUMN agent_runs.reserved_attempt_id; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON COLUMN pgflight.agent_runs.reserved_attempt_id IS 'The attempt that last reserved (kept after the reservation is settled, so iterations update the row HOT); the reservation is held while reserved_iteration is set. Cleared by enforce_budgets once the attempt is no longer leased.';
 
 -- Name: _agent_fence(bigint, bigint, bigint, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -1750,33 +1759,38 @@ begin
   if p_ids is null or cardinality(p_ids) = 0 then
     return null;
   end if;
-  if p_check then
-    for v_b in select b.* from pgflight.budgets b where b.id = any (p_ids) order by b.id for update loop
-      if v_b.max_wall_s is not null and p_now > v_b.started_at + make_interval(secs => v_b.max_wall_s) then
-        return jsonb_build_object(
-          'message', format('budget exceeded: wall time of %s budget %s', v_b.scope, v_b.id),
-          'detail',  format('scope=%s budget_id=%s cap=max_wall_s max_wall_s=%s started_at=%s now=%s (%s)',
-                            v_b.scope, v_b.id, v_b.max_wall_s, v_b.started_at, p_now, p_what),
-          'hint',    'The tree ran past its wall-time cap; raise max_wall_s for the run or agent, or end the work.');
-      end if;
-      if v_b.limit_usd is not null
-         and v_b.spent_usd + v_b.reserved_usd - p_release + p_reserve + p_spend > v_b.limit_usd then
-        return jsonb_build_object(
-          'message', format('budget exceeded: %s budget %s has %s USD left, the call needs %s USD',
-                            v_b.scope, v_b.id,
-                            greatest(v_b.limit_usd - v_b.spent_usd - v_b.reserved_usd, 0)::numeric(16, 6),
-                            (p_reserve + p_spend)::numeric(16, 6)),
-          'detail',  format('scope=%s budget_id=%s cap=usd limit_usd=%s spent_usd=%s reserved_usd=%s needed_usd=%s (%s)',
-                            v_b.scope, v_b.id, v_b.limit_usd, v_b.spent_usd, v_b.reserved_usd,
-                            p_reserve + p_spend, p_what),
-          'hint',    case v_b.scope
-                       when 'workspace_day' then 'The workspace reached its daily USD cap (workspaces.daily_usd_cap); wait for the next UTC day or raise the cap.'
-                       when 'run' then 'The run reached its USD cap (max_usd); raise it or end the run.'
-                       else 'The agent''s tree reached its USD cap (max_usd of the agent); raise it or end the work.' end);
-      end if;
-    end loop;
-  else
-    perform 1 from pgflight.budgets b where b.id = any (p_ids) order by b.id for update;
+  -- one statement locks every row in id order (the materialised CTE's FOR UPDATE: no outer qual is
+  -- pushed into it, so every row is locked) and, for an admission, returns the first that refuses
+  with locked as materialized (
+    select b.* from pgflight.budgets b where b.id = any (p_ids) order by b.id for update
+  )
+  select x.* into v_b
+    from locked x
+   where p_check
+     and ((x.max_wall_s is not null and p_now > x.started_at + make_interval(secs => x.max_wall_s))
+          or (x.limit_usd is not null and x.spent_usd + x.reserved_usd - p_release + p_reserve + p_spend > x.limit_usd))
+   order by x.id
+   limit 1;
+  if found then
+    if v_b.max_wall_s is not null and p_now > v_b.started_at + make_interval(secs => v_b.max_wall_s) then
+      return jsonb_build_object(
+        'message', format('budget exceeded: wall time of %s budget %s', v_b.scope, v_b.id),
+        'detail',  format('scope=%s budget_id=%s cap=max_wall_s max_wall_s=%s started_at=%s now=%s (%s)',
+                          v_b.scope, v_b.id, v_b.max_wall_s, v_b.started_at, p_now, p_what),
+        'hint',    'The tree ran past its wall-time cap; raise max_wall_s for the run or agent, or end the work.');
+    end if;
+    return jsonb_build_object(
+      'message', format('budget exceeded: %s budget %s has %s USD left, the call needs %s USD',
+                        v_b.scope, v_b.id,
+                        greatest(v_b.limit_usd - v_b.spent_usd - v_b.reserved_usd, 0)::numeric(16, 6),
+                        (p_reserve + p_spend)::numeric(16, 6)),
+      'detail',  format('scope=%s budget_id=%s cap=usd limit_usd=%s spent_usd=%s reserved_usd=%s needed_usd=%s (%s)',
+                        v_b.scope, v_b.id, v_b.limit_usd, v_b.spent_usd, v_b.reserved_usd,
+                        p_reserve + p_spend, p_what),
+      'hint',    case v_b.scope
+                   when 'workspace_day' then 'The workspace reached its daily USD cap (workspaces.daily_usd_cap); wait for the next UTC day or raise the cap.'
+                   when 'run' then 'The run reached its USD cap (max_usd); raise it or end the run.'
+                   else 'The agent''s tree reached its USD cap (max_usd of the agent); raise it or end the work.' end);
   end if;
   update pgflight.budgets b
      set reserved_usd = greatest(b.reserved_usd + p_reserve - p_release, 0),
@@ -2142,7 +2156,7 @@ CREATE FUNCTION pgflight._raise_budget_exceeded(p_refusal jsonb) RETURNS void
     AS $$
 begin
   raise exception using
-    errcode = 'ZF007',
+    errcode = coalesce(p_refusal ->> 'sqlstate', 'ZF007'),
     message = p_refusal ->> 'message',
     detail  = coalesce(p_refusal ->> 'detail', ''),
     hint    = coalesce(p_refusal ->> 'hint', '');
@@ -2153,7 +2167,7 @@ ALTER FUNCTION pgflight._raise_budget_exceeded(p_refusal jsonb) OWNER TO pgfligh
 
 -- Name: FUNCTION _raise_budget_exceeded(p_refusal jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight._raise_budget_exceeded(p_refusal jsonb) IS 'Internal: raise ZF007 with a refusal''s message, detail and hint.';
+COMMENT ON FUNCTION pgflight._raise_budget_exceeded(p_refusal jsonb) IS 'Internal: raise a refusal (ZF007, or its sqlstate: ZF013) with its message, detail and hint.';
 
 -- Name: _ready_lanes(text[]); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -2369,7 +2383,9 @@ begin
   if v_run.reserved_attempt_id is null then
     return;
   end if;
-  perform pgflight._move_budget(v_run.reserved_budget_ids, 0, 0, v_run.reserved_usd, false, null, 'release');
+  if v_run.reserved_iteration is not null then
+    perform pgflight._move_budget(v_run.reserved_budget_ids, 0, 0, v_run.reserved_usd, false, null, 'release');
+  end if;
   update pgflight.agent_runs
      set reserved_usd = 0, reserved_attempt_id = null, reserved_iteration = null, reserved_budget_ids = null
    where id = p_agent_run_id;
@@ -2380,7 +2396,7 @@ ALTER FUNCTION pgflight._release_reservation(p_agent_run_id bigint) OWNER TO pgf
 
 -- Name: FUNCTION _release_reservation(p_agent_run_id bigint); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight._release_reservation(p_agent_run_id bigint) IS 'Internal: release an agent run''s USD reservation.';
+COMMENT ON FUNCTION pgflight._release_reservation(p_agent_run_id bigint) IS 'Internal: release an agent run''s USD reservation and forget the attempt that reserved.';
 
 -- Name: _reopen_step(bigint, text, text, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -2639,14 +2655,23 @@ CREATE FUNCTION pgflight._reserve(p_run pgflight.agent_runs, p_attempt_id bigint
 declare
   v_ids bigint[];
   v_refusal jsonb;
+  v_tokens_per_min bigint;
 begin
   if p_run.reserved_attempt_id = p_attempt_id and p_run.reserved_iteration = p_iteration then
     return null;
   end if;
-  if p_run.reserved_attempt_id is not null then
+  if p_run.reserved_iteration is not null then
     perform pgflight._move_budget(p_run.reserved_budget_ids, 0, 0, p_run.reserved_usd, false, p_now, 'release');
   end if;
-  v_refusal := pgflight._iteration_refusal(p_run, p_iteration);
+  if p_iteration > p_run.max_iterations then
+    v_refusal := pgflight._iteration_refusal(p_run, p_iteration);
+  else
+    select l.model_tokens_per_min into v_tokens_per_min
+      from pgflight.workspace_limits l where l.workspace_id = p_run.workspace_id;
+    if v_tokens_per_min is not null then
+      v_refusal := pgflight._token_admission(p_run, v_tokens_per_min, p_now);
+    end if;
+  end if;
   if v_refusal is null then
     v_ids := pgflight._call_budget_ids(p_run, p_now);
     v_refusal := pgflight._move_budget(v_ids, p_est_usd, 0, 0, true, p_now,
@@ -2657,10 +2682,9 @@ begin
        set reserved_usd = p_est_usd, reserved_attempt_id = p_attempt_id, reserved_iteration = p_iteration,
            reserved_budget_ids = v_ids, updated_at = p_now
      where id = p_run.id;
-  elsif p_run.reserved_attempt_id is not null then
+  elsif p_run.reserved_iteration is not null then
     update pgflight.agent_runs
-       set reserved_usd = 0, reserved_attempt_id = null, reserved_iteration = null, reserved_budget_ids = null,
-           updated_at = p_now
+       set reserved_usd = 0, reserved_iteration = null, reserved_budget_ids = null, updated_at = p_now
      where id = p_run.id;
   end if;
   return v_refusal;
@@ -2671,7 +2695,7 @@ ALTER FUNCTION pgflight._reserve(p_run pgflight.agent_runs, p_attempt_id bigint,
 
 -- Name: FUNCTION _reserve(p_run pgflight.agent_runs, p_attempt_id bigint, p_iteration integer, p_est_usd numeric, p_now timestamp with time zone); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight._reserve(p_run pgflight.agent_runs, p_attempt_id bigint, p_iteration integer, p_est_usd numeric, p_now timestamp with time zone) IS 'Internal: admission of a model call (caps checked, est USD reserved); returns null or the refusal.';
+COMMENT ON FUNCTION pgflight._reserve(p_run pgflight.agent_runs, p_attempt_id bigint, p_iteration integer, p_est_usd numeric, p_now timestamp with time zone) IS 'Internal: admission of a model call (caps and model tokens per minute checked, est USD reserved); returns null or the refusal.';
 
 -- Name: _set_paused(text, text, boolean, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -2735,6 +2759,31 @@ ALTER FUNCTION pgflight._set_paused(p_kind text, p_name text, p_pause boolean, p
 -- Name: FUNCTION _set_paused(p_kind text, p_name text, p_pause boolean, p_note text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
 COMMENT ON FUNCTION pgflight._set_paused(p_kind text, p_name text, p_pause boolean, p_note text) IS 'Internal: pause or resume a workspace or recipe, logged with the login and note; true when the state changed.';
+
+-- Name: _settle_tokens(pgflight.agent_runs, bigint, bigint, boolean, timestamp with time zone); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._settle_tokens(p_run pgflight.agent_runs, p_limit bigint, p_tokens bigint, p_reserved boolean, p_now timestamp with time zone) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_delta bigint := p_tokens - case when p_reserved then pgflight._token_estimate(p_run, p_limit) else 0 end;
+begin
+  if v_delta = 0 then
+    return;
+  end if;
+  perform pg_catalog.pg_advisory_xact_lock(pg_catalog.hashtextextended('pgflight.model_tokens', p_run.workspace_id));
+  insert into pgflight.model_token_windows as w (workspace_id, bucket, tokens)
+  values (p_run.workspace_id, to_timestamp(floor(extract(epoch from p_now) / 5) * 5), v_delta)
+  on conflict on constraint model_token_window_is_unique do update set tokens = w.tokens + excluded.tokens;
+end
+$$;
+
+ALTER FUNCTION pgflight._settle_tokens(p_run pgflight.agent_runs, p_limit bigint, p_tokens bigint, p_reserved boolean, p_now timestamp with time zone) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _settle_tokens(p_run pgflight.agent_runs, p_limit bigint, p_tokens bigint, p_reserved boolean, p_now timestamp with time zone); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._settle_tokens(p_run pgflight.agent_runs, p_limit bigint, p_tokens bigint, p_reserved boolean, p_now timestamp with time zone) IS 'Internal: put a recorded call''s model tokens in its workspace''s window (less its admitted estimate).';
 
 -- Name: _start_at(jsonb, timestamp with time zone); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -2953,6 +3002,77 @@ ALTER FUNCTION pgflight._store_tool_results(p_run_id bigint, p_attempt_id bigint
 -- Name: FUNCTION _store_tool_results(p_run_id bigint, p_attempt_id bigint, p_results jsonb, p_now timestamp with time zone); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
 COMMENT ON FUNCTION pgflight._store_tool_results(p_run_id bigint, p_attempt_id bigint, p_results jsonb, p_now timestamp with time zone) IS 'Internal: store tool_result blocks set-based (first result wins); returns the ids stored. 22023, ZF003.';
+
+-- Name: _token_admission(pgflight.agent_runs, bigint, timestamp with time zone); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._token_admission(p_run pgflight.agent_runs, p_limit bigint, p_now timestamp with time zone) RETURNS jsonb
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_limit bigint := p_limit;
+  v_est bigint := pgflight._token_estimate(p_run, p_limit);
+  v_used bigint;
+  v_free_at timestamptz;
+  v_retry integer;
+begin
+  perform pg_catalog.pg_advisory_xact_lock(pg_catalog.hashtextextended('pgflight.model_tokens', p_run.workspace_id));
+  select coalesce(sum(w.tokens), 0) into v_used
+    from pgflight.model_token_windows w
+   where w.workspace_id = p_run.workspace_id and w.bucket > p_now - interval '65 s';
+  if v_used < v_limit and v_used + v_est <= v_limit then
+    if v_est > 0 then
+      insert into pgflight.model_token_windows as w (workspace_id, bucket, tokens)
+      values (p_run.workspace_id, to_timestamp(floor(extract(epoch from p_now) / 5) * 5), v_est)
+      on conflict on constraint model_token_window_is_unique do update set tokens = w.tokens + excluded.tokens;
+    end if;
+    return null;
+  end if;
+  -- the first bucket whose passing leaves room: a bucket starting at b leaves the window at b + 65 s
+  select min(x.bucket) into v_free_at
+    from (select w.bucket, sum(w.tokens) over (order by w.bucket) as passed
+            from pgflight.model_token_windows w
+           where w.workspace_id = p_run.workspace_id and w.bucket > p_now - interval '65 s') x
+   where v_used - x.passed < v_limit and v_used - x.passed + v_est <= v_limit;
+  v_retry := greatest(ceil(extract(epoch from coalesce(v_free_at, p_now) + interval '65 s' - p_now)), 1)::integer;
+  return jsonb_build_object(
+    'sqlstate', 'ZF013',
+    'message', format('model tokens per minute: workspace %s used %s of its %s tokens in the last minute',
+                      p_run.workspace_id, v_used, v_limit),
+    'detail',  format('scope=workspace cap=model_tokens_per_min workspace_id=%s used=%s limit=%s estimate=%s '
+                      'window_s=60 retry_after_s=%s agent_run=%s', p_run.workspace_id, v_used, v_limit, v_est,
+                      v_retry, p_run.id),
+    'hint',    format('Wait %s s and ask again (the agent loop waits, heartbeating, without spending an attempt), '
+                      'or raise model_tokens_per_min with set_workspace_limits.', v_retry),
+    'retry_after_s', v_retry);
+end
+$$;
+
+ALTER FUNCTION pgflight._token_admission(p_run pgflight.agent_runs, p_limit bigint, p_now timestamp with time zone) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _token_admission(p_run pgflight.agent_runs, p_limit bigint, p_now timestamp with time zone); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._token_admission(p_run pgflight.agent_runs, p_limit bigint, p_now timestamp with time zone) IS 'Internal: check a model call against the workspace''s model_tokens_per_min and add its estimate; returns null or the ZF013 refusal with retry_after_s.';
+
+-- Name: _token_estimate(pgflight.agent_runs, bigint); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._token_estimate(p_run pgflight.agent_runs, p_limit bigint) RETURNS bigint
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+  if p_run.iterations = 0 then
+    return 0;
+  end if;
+  return least(ceil((p_run.input_tokens + p_run.output_tokens)::numeric / p_run.iterations)::bigint, p_limit);
+end
+$$;
+
+ALTER FUNCTION pgflight._token_estimate(p_run pgflight.agent_runs, p_limit bigint) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _token_estimate(p_run pgflight.agent_runs, p_limit bigint); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._token_estimate(p_run pgflight.agent_runs, p_limit bigint) IS 'Internal: model tokens a call of this agent is expected to use (its average so far, at most p_limit).';
 
 -- Name: _tree_steps(bigint, bigint); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -3764,7 +3884,7 @@ begin
   perform pgflight._require_lane('operator', null, 'enforce_budgets');  -- issue 13: acts on every workspace
   perform pgflight._check_limit(p_limit);  -- 22023 for a negative limit (issue 14)
   for v_row in
-    select r.id from pgflight.agent_runs r
+    select r.id, r.reserved_iteration is not null as held from pgflight.agent_runs r
       join pgflight.step_attempts a on a.id = r.reserved_attempt_id
      where r.reserved_attempt_id is not null and a.status not in ('claimed', 'running')
      order by r.id
@@ -3772,8 +3892,13 @@ begin
        for update of r skip locked
   loop
     perform pgflight._release_reservation(v_row.id);
-    v_count := v_count + 1;
+    if v_row.held then
+      v_count := v_count + 1;
+    end if;
   end loop;
+
+  -- the model-token windows older than any rolling minute (tables/model_token_windows)
+  delete from pgflight.model_token_windows w where w.bucket < v_now - interval '120 s';
 
   for v_row in
     select b.id, b.scope, b.run_id, b.step_id, b.limit_usd, b.spent_usd, b.max_wall_s, b.started_at
@@ -3806,7 +3931,7 @@ ALTER FUNCTION pgflight.enforce_budgets(p_limit integer) OWNER TO pgflight_owner
 
 -- Name: FUNCTION enforce_budgets(p_limit integer); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight.enforce_budgets(p_limit integer) IS 'Sweep: release reservations of lapsed attempts; cancel trees over their USD or wall-time cap. Returns the count.';
+COMMENT ON FUNCTION pgflight.enforce_budgets(p_limit integer) IS 'Sweep: release reservations of lapsed attempts; prune model-token windows; cancel trees over their USD or wall-time cap. Returns the count.';
 
 -- Name: expire_approvals(integer); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -4579,17 +4704,62 @@ declare
   v_now timestamptz := pgflight._now();
   v_run pgflight.agent_runs;
   v_usd numeric;
-  v_in bigint := pgflight._opt_int(p_usage, 'input_tokens', 0, 0, 10000000000, 'usage');
-  v_out bigint := pgflight._opt_int(p_usage, 'output_tokens', 0, 0, 10000000000, 'usage');
-  v_cw bigint := pgflight._opt_int(p_usage, 'cache_creation_input_tokens', 0, 0, 10000000000, 'usage');
-  v_cr bigint := pgflight._opt_int(p_usage, 'cache_read_input_tokens', 0, 0, 10000000000, 'usage');
+  v_in bigint;
+  v_out bigint;
+  v_cw bigint;
+  v_cr bigint;
+  v_tokens_per_min bigint;
   v_mark boolean;
   v_free integer;
   v_marked text[];
   v_refusal jsonb;
+  v_reserved boolean;
 begin
-  -- every option checked against its spec first (docs/options.md; issue 14): 22023 naming the key
-  p_options := pgflight._check_options('record_model_call', p_options);
+  -- every option checked against its spec first (docs/options.md; issue 14): 22023 naming the key.
+  -- The agent loop's options (the three keys, well-typed, in range) pass without the spec lookup,
+  -- which cost more than the rest of the call (issue 18); anything else goes to _check_options.
+  if p_options is not null and p_options <> '{}'
+     and not (jsonb_typeof(p_options) = 'object'
+              and p_options - array['stop_reason', 'retries', 'mark_tools'] = '{}'
+              and coalesce(jsonb_typeof(p_options -> 'stop_reason') = 'null'
+                           or (jsonb_typeof(p_options -> 'stop_reason') = 'string'
+                               and length(p_options ->> 'stop_reason') <= 256), true)
+              and (case jsonb_typeof(p_options -> 'retries')
+                    when 'number' then (p_options ->> 'retries')::numeric between 0 and 1000000
+                                       and (p_options ->> 'retries')::numeric = trunc((p_options ->> 'retries')::numeric)
+                    else coalesce(jsonb_typeof(p_options -> 'retries') = 'null', true) end)
+              and coalesce(jsonb_typeof(p_options -> 'mark_tools') in ('boolean', 'null'), true)) then
+    p_options := pgflight._check_options('record_model_call', p_options);
+  end if;
+  -- the usage: four token counts, integers from 0 to 1e10 (22023 naming the key otherwise); a usage
+  -- of well-formed counts is read directly, anything else goes through _opt_int, which raises
+  if jsonb_typeof(p_usage) = 'object'
+         and (case jsonb_typeof(p_usage -> 'input_tokens')
+               when 'number' then (p_usage ->> 'input_tokens')::numeric between 0 and 10000000000
+                                  and (p_usage ->> 'input_tokens')::numeric = trunc((p_usage ->> 'input_tokens')::numeric)
+               else coalesce(jsonb_typeof(p_usage -> 'input_tokens') = 'null', true) end)
+         and (case jsonb_typeof(p_usage -> 'output_tokens')
+               when 'number' then (p_usage ->> 'output_tokens')::numeric between 0 and 10000000000
+                                  and (p_usage ->> 'output_tokens')::numeric = trunc((p_usage ->> 'output_tokens')::numeric)
+               else coalesce(jsonb_typeof(p_usage -> 'output_tokens') = 'null', true) end)
+         and (case jsonb_typeof(p_usage -> 'cache_creation_input_tokens')
+               when 'number' then (p_usage ->> 'cache_creation_input_tokens')::numeric between 0 and 10000000000
+                                  and (p_usage ->> 'cache_creation_input_tokens')::numeric = trunc((p_usage ->> 'cache_creation_input_tokens')::numeric)
+               else coalesce(jsonb_typeof(p_usage -> 'cache_creation_input_tokens') = 'null', true) end)
+         and (case jsonb_typeof(p_usage -> 'cache_read_input_tokens')
+               when 'number' then (p_usage ->> 'cache_read_input_tokens')::numeric between 0 and 10000000000
+                                  and (p_usage ->> 'cache_read_input_tokens')::numeric = trunc((p_usage ->> 'cache_read_input_tokens')::numeric)
+               else coalesce(jsonb_typeof(p_usage -> 'cache_read_input_tokens') = 'null', true) end) then
+    v_in := coalesce((p_usage ->> 'input_tokens')::numeric, 0);
+    v_out := coalesce((p_usage ->> 'output_tokens')::numeric, 0);
+    v_cw := coalesce((p_usage ->> 'cache_creation_input_tokens')::numeric, 0);
+    v_cr := coalesce((p_usage ->> 'cache_read_input_tokens')::numeric, 0);
+  else
+    v_in := pgflight._opt_int(p_usage, 'input_tokens', 0, 0, 10000000000, 'usage');
+    v_out := pgflight._opt_int(p_usage, 'output_tokens', 0, 0, 10000000000, 'usage');
+    v_cw := pgflight._opt_int(p_usage, 'cache_creation_input_tokens', 0, 0, 10000000000, 'usage');
+    v_cr := pgflight._opt_int(p_usage, 'cache_read_input_tokens', 0, 0, 10000000000, 'usage');
+  end if;
   if p_blocks is null or jsonb_typeof(p_blocks) <> 'array' then
     raise exception using errcode = '22023', message = 'blocks must be a JSON array',
       hint = 'Pass the response''s content array as returned by the Messages API.';
@@ -4612,8 +4782,8 @@ begin
                               output_tokens, cache_creation_tokens, cache_read_tokens, usd, stop_reason,
                               retries, attempt_id, at)
   values (v_run.id, p_iteration, v_run.step_id, v_run.run_id, v_run.workspace_id, p_model, v_in, v_out, v_cw, v_cr,
-          v_usd, pgflight._opt_text(p_options, 'stop_reason', null),
-          pgflight._opt_num(p_options, 'retries', 0)::integer, p_attempt_id, v_now)
+          v_usd, p_options ->> 'stop_reason',  -- both checked above
+          coalesce((p_options ->> 'retries')::numeric, 0)::integer, p_attempt_id, v_now)
   on conflict (agent_run_id, iteration) where not lease_lost do nothing;  -- tables/costs_lease_lost
   if not found then
     return query select v_run.id, p_iteration, c.usd, false, v_run.iterations, v_run.tool_calls, v_run.usd,
@@ -4622,12 +4792,13 @@ begin
     return;
   end if;
 
-  if v_run.reserved_attempt_id = p_attempt_id and v_run.reserved_iteration = p_iteration then
+  v_reserved := v_run.reserved_attempt_id = p_attempt_id and v_run.reserved_iteration = p_iteration;
+  if v_reserved then
     -- settle: the reservation becomes the actual cost, on the budgets it was taken on (the caps
     -- were checked when it was admitted)
     perform pgflight._move_budget(v_run.reserved_budget_ids, 0, v_usd, v_run.reserved_usd, false, v_now, 'settle');
   else
-    if v_run.reserved_attempt_id is not null then
+    if v_run.reserved_iteration is not null then
       perform pgflight._move_budget(v_run.reserved_budget_ids, 0, 0, v_run.reserved_usd, false, v_now, 'release');
     end if;
     v_refusal := coalesce(pgflight._iteration_refusal(v_run, p_iteration),
@@ -4636,6 +4807,13 @@ begin
     if v_refusal is not null then
       perform pgflight._raise_budget_exceeded(v_refusal);
     end if;
+  end if;
+
+  -- the workspace's model tokens per minute: the call's tokens replace its admitted estimate
+  select l.model_tokens_per_min into v_tokens_per_min
+    from pgflight.workspace_limits l where l.workspace_id = v_run.workspace_id;
+  if v_tokens_per_min is not null then
+    perform pgflight._settle_tokens(v_run, v_tokens_per_min, v_in + v_out, v_reserved, v_now);
   end if;
 
   -- the response blocks and, with mark_tools, the in-flight rows of as many tool calls as the cap allows
@@ -4671,7 +4849,7 @@ begin
          cache_creation_tokens = r.cache_creation_tokens + v_cw,
          cache_read_tokens = r.cache_read_tokens + v_cr,
          usd = r.usd + v_usd,
-         reserved_usd = 0, reserved_attempt_id = null, reserved_iteration = null, reserved_budget_ids = null,
+         reserved_usd = 0, reserved_iteration = null, reserved_budget_ids = null,  -- the attempt id stays (HOT)
          updated_at = v_now
    where r.id = v_run.id
   returning * into v_run;
@@ -4702,6 +4880,7 @@ declare
   v_out bigint := pgflight._opt_int(p_usage, 'output_tokens', 0, 0, 10000000000, 'usage');
   v_cw bigint := pgflight._opt_int(p_usage, 'cache_creation_input_tokens', 0, 0, 10000000000, 'usage');
   v_cr bigint := pgflight._opt_int(p_usage, 'cache_read_input_tokens', 0, 0, 10000000000, 'usage');
+  v_tokens_per_min bigint;
 begin
   if p_iteration is null or p_iteration < 1 then
     raise exception using errcode = '22023', message = 'iteration must be >= 1', detail = format('got %s', p_iteration);
@@ -4740,6 +4919,14 @@ begin
     return;
   end if;
 
+  -- the workspace's model tokens per minute: the tokens were used (replacing an admitted estimate)
+  select l.model_tokens_per_min into v_tokens_per_min
+    from pgflight.workspace_limits l where l.workspace_id = v_run.workspace_id;
+  if v_tokens_per_min is not null then
+    perform pgflight._settle_tokens(v_run, v_tokens_per_min, v_in + v_out,
+                                    v_run.reserved_attempt_id = p_attempt_id and v_run.reserved_iteration = p_iteration,
+                                    v_now);
+  end if;
   if v_run.reserved_attempt_id = p_attempt_id and v_run.reserved_iteration = p_iteration then
     perform pgflight._move_budget(v_run.reserved_budget_ids, 0, v_usd, v_run.reserved_usd, false, v_now,
                                   'settle (lease lost)');
@@ -6826,6 +7013,21 @@ ALTER TABLE pgflight.model_prices OWNER TO pgflight_owner;
 
 COMMENT ON TABLE pgflight.model_prices IS 'USD per million tokens for each model (or model-name prefix; the longest matching prefix wins): input, output, cache_write (5-minute cache writes), cache_read (cache hits). as_of: the date the price was read; source: where.';
 
+-- Name: model_token_windows; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
+
+CREATE TABLE pgflight.model_token_windows (
+    workspace_id bigint NOT NULL,
+    bucket timestamp with time zone NOT NULL,
+    tokens bigint DEFAULT 0 NOT NULL
+)
+WITH (fillfactor='70');
+
+ALTER TABLE pgflight.model_token_windows OWNER TO pgflight_owner;
+
+-- Name: TABLE model_token_windows; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON TABLE pgflight.model_token_windows IS 'Model tokens (input + output) of a workspace per 5-second bucket (bucket: its start): the rolling minute that admission checks against workspace_limits.model_tokens_per_min. Estimates of admitted calls are added at admission and replaced by the actual tokens when the call is recorded.';
+
 -- Name: recipe_limits; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
 
 CREATE TABLE pgflight.recipe_limits (
@@ -7364,6 +7566,11 @@ ALTER TABLE ONLY pgflight.runs
 ALTER TABLE ONLY pgflight.model_prices
     ADD CONSTRAINT model_prices_pkey PRIMARY KEY (model);
 
+-- Name: model_token_windows model_token_window_is_unique; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.model_token_windows
+    ADD CONSTRAINT model_token_window_is_unique PRIMARY KEY (workspace_id, bucket);
+
 -- Name: workspace_grants one_grant_per_login_lane_workspace; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
 
 ALTER TABLE ONLY pgflight.workspace_grants
@@ -7596,6 +7803,11 @@ ALTER TABLE ONLY pgflight.costs
 
 ALTER TABLE ONLY pgflight.effects
     ADD CONSTRAINT effects_step_id_fkey FOREIGN KEY (step_id) REFERENCES pgflight.steps(id) ON DELETE CASCADE;
+
+-- Name: model_token_windows model_token_windows_workspace_id_fkey; Type: FK CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.model_token_windows
+    ADD CONSTRAINT model_token_windows_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES pgflight.workspaces(id) ON DELETE CASCADE;
 
 -- Name: runs runs_workspace_id_fkey; Type: FK CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
 
@@ -7940,6 +8152,10 @@ REVOKE ALL ON FUNCTION pgflight._reserve(p_run pgflight.agent_runs, p_attempt_id
 
 REVOKE ALL ON FUNCTION pgflight._set_paused(p_kind text, p_name text, p_pause boolean, p_note text) FROM PUBLIC;
 
+-- Name: FUNCTION _settle_tokens(p_run pgflight.agent_runs, p_limit bigint, p_tokens bigint, p_reserved boolean, p_now timestamp with time zone); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._settle_tokens(p_run pgflight.agent_runs, p_limit bigint, p_tokens bigint, p_reserved boolean, p_now timestamp with time zone) FROM PUBLIC;
+
 -- Name: FUNCTION _start_at(p_options jsonb, p_now timestamp with time zone); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
 REVOKE ALL ON FUNCTION pgflight._start_at(p_options jsonb, p_now timestamp with time zone) FROM PUBLIC;
@@ -7955,6 +8171,14 @@ REVOKE ALL ON FUNCTION pgflight._steps_finished(p_step_ids bigint[], p_finals te
 -- Name: FUNCTION _store_tool_results(p_run_id bigint, p_attempt_id bigint, p_results jsonb, p_now timestamp with time zone); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
 REVOKE ALL ON FUNCTION pgflight._store_tool_results(p_run_id bigint, p_attempt_id bigint, p_results jsonb, p_now timestamp with time zone) FROM PUBLIC;
+
+-- Name: FUNCTION _token_admission(p_run pgflight.agent_runs, p_limit bigint, p_now timestamp with time zone); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._token_admission(p_run pgflight.agent_runs, p_limit bigint, p_now timestamp with time zone) FROM PUBLIC;
+
+-- Name: FUNCTION _token_estimate(p_run pgflight.agent_runs, p_limit bigint); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._token_estimate(p_run pgflight.agent_runs, p_limit bigint) FROM PUBLIC;
 
 -- Name: FUNCTION _tree_steps(p_run_id bigint, p_step_id bigint); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 

@@ -20,11 +20,14 @@ ZF009      :class:`FakeClockDisabled` pgflight.fake_now set while allow_fake_clo
 ZF010      :class:`UnknownWorker`     unknown or stopped worker id, or another login's
 ZF011      :class:`CronMissing`       pg_cron is not installed
 ZF012      :class:`Forbidden`         outside the login's lane, workspaces or own attempts
+ZF013      :class:`TokenRateLimited`  the workspace's model tokens per minute are used: wait
 22023      :class:`BadArgument`       a malformed or out-of-range argument
 =========  =========================  =====================================================
 """
 
 from __future__ import annotations
+
+import re
 
 
 class PgflightError(Exception):
@@ -134,6 +137,21 @@ class Forbidden(PgflightError):
     sqlstate = "ZF012"
 
 
+class TokenRateLimited(PgflightError):
+    """
+    ZF013: the workspace used its model tokens per minute (``model_tokens_per_min``); nothing was
+    reserved. Ask again after :attr:`retry_after_s` seconds (the agent loop waits, heartbeating).
+    """
+
+    sqlstate = "ZF013"
+
+    @property
+    def retry_after_s(self) -> float:
+        """Seconds until the window has room, from the DETAIL's ``retry_after_s=N`` (1 when absent)."""
+        match = re.search(r"retry_after_s=(\d+(?:\.\d+)?)", self.detail or "")
+        return float(match.group(1)) if match else 1.0
+
+
 class BadArgument(PgflightError):
     """22023: a malformed or out-of-range argument."""
 
@@ -155,6 +173,7 @@ BY_SQLSTATE: dict[str, type[PgflightError]] = {
         UnknownWorker,
         CronMissing,
         Forbidden,
+        TokenRateLimited,
         BadArgument,
     )
 }

@@ -34,6 +34,11 @@ makes (``PGFLIGHT_AGENT_MAX_CALLS_PER_ATTEMPT``, default 200, 429s and errors in
 loop the recorder cannot see: the step fails fatally (or is given back when the last answers were
 rate limits).
 
+The workspace's model tokens per minute (``set_workspace_limits``: ``model_tokens_per_min``) are
+checked at each admission: a refusal (ZF013, with retry_after_s) is waited out the same way,
+traced as an ``api_error`` block with ``source: model_tokens_per_min``, then the admission is
+asked again; its waits count toward the same patience.
+
 Rate limits (429, 529) never spend an attempt: each is waited out within the attempt (the
 heartbeat keeps the lease) for the server's Retry-After, at most
 ``PGFLIGHT_AGENT_MAX_RETRY_AFTER_S`` seconds (default 60) a wait, and is traced as an
@@ -150,17 +155,69 @@ class AgentLoop:
     def _admit(self, iteration: int, est_usd: Decimal) -> None:
         """
         Admit model call `iteration` (reserve `est_usd` USD), in the transaction that stores the
-        tool results still pending when there are any.
+        tool results still pending when there are any. A refusal for the workspace's model tokens
+        per minute (ZF013) is waited out like a 429 (see :meth:`_wait_for_tokens`), then asked again.
 
         :raises BudgetExhausted: a cap refused the call (pending results are stored all the same).
+        :raises Release: still refused for tokens at the attempt's rate-limit patience.
         """
-        if self._pending:
-            results, self._pending = self._pending, []
-            self._db(
-                adb.complete_tool_calls, self.agent_run_id, results, next_iteration=iteration, est_usd=est_usd
+        while True:
+            try:
+                if self._pending:
+                    results, self._pending = self._pending, []
+                    self._db(
+                        adb.complete_tool_calls,
+                        self.agent_run_id,
+                        results,
+                        next_iteration=iteration,
+                        est_usd=est_usd,
+                    )
+                else:
+                    self._db(adb.reserve_budget, self.agent_run_id, iteration, est_usd)
+                return
+            except errors.TokenRateLimited as e:  # the pending results were stored all the same
+                self._wait_for_tokens(iteration, e)
+
+    def _wait_for_tokens(self, iteration: int, refused: errors.TokenRateLimited) -> None:
+        """
+        Wait out a model-tokens-per-minute refusal for its retry_after_s (the heartbeat keeps the
+        lease meanwhile; no attempt is spent), traced as an ``api_error`` block with
+        ``rate_limited: true`` and ``source: model_tokens_per_min``. The waits count toward the
+        attempt's rate-limit patience (``PGFLIGHT_AGENT_RATE_LIMIT_PATIENCE_S``) like 429s.
+
+        :raises Release: the wait would pass the patience or the attempt's deadline: the step is
+            given back (queued again, no attempt spent).
+        """
+        wait_s = refused.retry_after_s
+        budget = self._rate_limit_budget()
+        give_up = wait_s > budget
+        block: Block = {
+            "type": "api_error",
+            "status": None,
+            "source": "model_tokens_per_min",
+            "message": refused.message[:2000],
+            "detail": (refused.detail or "")[:2000],
+            "rate_limited": True,
+            "wait_s": None if give_up else wait_s,
+        }
+        self._db(adb.record_trace, self.agent_run_id, iteration, "system", "api_error", block)
+        if give_up:
+            raise Release(
+                f"the workspace's model tokens per minute are used and the next wait of {wait_s:.3g} s "
+                f"would pass the rate-limit budget of {budget:.3g} s; given back without spending an attempt"
             )
-        else:
-            self._db(adb.reserve_budget, self.agent_run_id, iteration, est_usd)
+        log.info(
+            "agent run %s: model tokens per minute used, waiting %.3g s before call %s",
+            self.agent_run_id,
+            wait_s,
+            iteration,
+        )
+        with tracing.span(
+            "pgflight.agent.token_wait",
+            **{"pgflight.agent_run_id": self.agent_run_id, "pgflight.iteration": iteration, "wait_s": wait_s},
+        ):
+            self._sleep(wait_s)
+        self.rate_limited_s += wait_s
 
     def flush(self) -> None:
         """Store the tool results produced so far in this iteration (before the attempt may park)."""

@@ -91,6 +91,8 @@ def reserve_budget(
     on every budget that binds the agent (run, capped ancestors, itself, the workspace's day).
 
     :raises BudgetExceeded: ZF007, a cap would be crossed; nothing was reserved.
+    :raises TokenRateLimited: ZF013, the workspace's model tokens per minute are used (wait
+        ``retry_after_s``); nothing was reserved.
     :raises LeaseLost: ZF001. :raises Cancelled: ZF002.
     """
     return _fenced(
@@ -304,6 +306,8 @@ def complete_tool_calls(
 
     :raises BudgetExceeded: ZF007, the next call was refused; the results are stored all the same
         and nothing was reserved.
+    :raises TokenRateLimited: ZF013, the workspace's model tokens per minute are used (wait
+        ``retry_after_s``); the results are stored all the same and nothing was reserved.
     :raises NotFound: ZF003 a result names no tool_use of the agent (nothing stored).
     :raises LeaseLost: ZF001. :raises Cancelled: ZF002. :raises BadArgument: 22023.
     """
@@ -327,9 +331,9 @@ def complete_tool_calls(
         ),
     )
     if done.refusal is not None:
-        raise errors.BudgetExceeded(
-            str(done.refusal.get("message")), detail=done.refusal.get("detail"), hint=done.refusal.get("hint")
-        )
+        cls = errors.BY_SQLSTATE.get(str(done.refusal.get("sqlstate") or "ZF007"), errors.BudgetExceeded)
+        refusal = done.refusal
+        raise cls(str(refusal.get("message")), detail=refusal.get("detail"), hint=refusal.get("hint"))
     return done
 
 

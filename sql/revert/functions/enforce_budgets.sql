@@ -1,4 +1,4 @@
--- Revert pgflight:functions/enforce_budgets: restores the previous definition, deploy/functions/enforce_budgets@v0.2.0.sql (written by scripts/gen_sql_scripts.py)
+-- Revert pgflight:functions/enforce_budgets: restores the previous definition, deploy/functions/enforce_budgets@v0.3.0.sql (written by scripts/gen_sql_scripts.py)
 begin;
 set local role pgflight_owner;
 
@@ -18,7 +18,7 @@ set local role pgflight_owner;
 create or replace function pgflight.enforce_budgets(p_limit integer default 1000)
 returns integer
 language plpgsql volatile security definer
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_now timestamptz := pgflight._now();
@@ -26,6 +26,8 @@ declare
   v_row record;
   v_reason text;
 begin
+  perform pgflight._require_lane('operator', null, 'enforce_budgets');  -- issue 13: acts on every workspace
+  perform pgflight._check_limit(p_limit);  -- 22023 for a negative limit (issue 14)
   for v_row in
     select r.id from pgflight.agent_runs r
       join pgflight.step_attempts a on a.id = r.reserved_attempt_id

@@ -1,4 +1,4 @@
--- Revert pgflight:functions/record_model_call: restores the previous definition, deploy/functions/record_model_call@v0.2.0.sql (written by scripts/gen_sql_scripts.py)
+-- Revert pgflight:functions/record_model_call: restores the previous definition, deploy/functions/record_model_call@v0.3.0.sql (written by scripts/gen_sql_scripts.py)
 begin;
 set local role pgflight_owner;
 
@@ -23,27 +23,33 @@ set local role pgflight_owner;
 -- (boolean, default false).
 -- Returns marked: the tool_use ids now in flight, in block order (empty without mark_tools).
 -- Errors: ZF007 budget, ZF001, ZF002, ZF003 (fence), 22023 malformed blocks or unknown model price.
+-- A call refused with ZF001/ZF002 (the lease was lost while the model answered) was still paid
+-- for: the client then calls record_orphan_cost, which writes it to costs (lease_lost) and
+-- charges the budgets.
 create or replace function pgflight.record_model_call(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint,
                                            p_iteration integer, p_blocks jsonb, p_usage jsonb, p_model text,
                                            p_options jsonb default '{}')
 returns table (agent_run_id bigint, iteration integer, usd numeric, recorded boolean, iterations integer,
                tool_calls integer, total_usd numeric, marked text[])
 language plpgsql volatile security definer
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
+#variable_conflict use_column
 declare
   v_now timestamptz := pgflight._now();
   v_run pgflight.agent_runs;
   v_usd numeric;
-  v_in bigint := coalesce((p_usage ->> 'input_tokens')::bigint, 0);
-  v_out bigint := coalesce((p_usage ->> 'output_tokens')::bigint, 0);
-  v_cw bigint := coalesce((p_usage ->> 'cache_creation_input_tokens')::bigint, 0);
-  v_cr bigint := coalesce((p_usage ->> 'cache_read_input_tokens')::bigint, 0);
+  v_in bigint := pgflight._opt_int(p_usage, 'input_tokens', 0, 0, 10000000000, 'usage');
+  v_out bigint := pgflight._opt_int(p_usage, 'output_tokens', 0, 0, 10000000000, 'usage');
+  v_cw bigint := pgflight._opt_int(p_usage, 'cache_creation_input_tokens', 0, 0, 10000000000, 'usage');
+  v_cr bigint := pgflight._opt_int(p_usage, 'cache_read_input_tokens', 0, 0, 10000000000, 'usage');
   v_mark boolean;
   v_free integer;
   v_marked text[];
   v_refusal jsonb;
 begin
+  -- every option checked against its spec first (docs/options.md; issue 14): 22023 naming the key
+  p_options := pgflight._check_options('record_model_call', p_options);
   if p_blocks is null or jsonb_typeof(p_blocks) <> 'array' then
     raise exception using errcode = '22023', message = 'blocks must be a JSON array',
       hint = 'Pass the response''s content array as returned by the Messages API.';
@@ -55,6 +61,9 @@ begin
     raise exception using errcode = '22023', message = 'option mark_tools must be a boolean';
   end if;
   v_mark := coalesce((p_options ->> 'mark_tools')::boolean, false);
+  -- issue 13: the response's blocks are capped like a result (ZF005, nothing written)
+  perform pgflight._require_cap('max_result_bytes', (select s.max_result_bytes from pgflight.settings s),
+                                octet_length(p_blocks::text), 'model response blocks (bytes)');
   v_run := pgflight._agent_fence(p_attempt_id, p_token, p_agent_run_id, 'record_model_call');
   v_usd := pgflight._price_usd(p_model, coalesce(p_usage, '{}'));
 
@@ -65,11 +74,11 @@ begin
   values (v_run.id, p_iteration, v_run.step_id, v_run.run_id, v_run.workspace_id, p_model, v_in, v_out, v_cw, v_cr,
           v_usd, pgflight._opt_text(p_options, 'stop_reason', null),
           pgflight._opt_num(p_options, 'retries', 0)::integer, p_attempt_id, v_now)
-  on conflict on constraint one_call_per_iteration do nothing;
+  on conflict (agent_run_id, iteration) where not lease_lost do nothing;  -- tables/costs_lease_lost
   if not found then
     return query select v_run.id, p_iteration, c.usd, false, v_run.iterations, v_run.tool_calls, v_run.usd,
                         '{}'::text[]
-      from pgflight.costs c where c.agent_run_id = v_run.id and c.iteration = p_iteration;
+      from pgflight.costs c where c.agent_run_id = v_run.id and c.iteration = p_iteration and not c.lease_lost;
     return;
   end if;
 
@@ -132,7 +141,8 @@ $$;
 comment on function pgflight.record_model_call(bigint, bigint, bigint, integer, jsonb, jsonb, text, jsonb) is
   'Store a model response (traces), its usage and USD cost (costs), settle budgets and totals, and with '
   'mark_tools mark its tool calls in flight, in one transaction; returns (agent_run_id, iteration, usd, '
-  'recorded, totals, marked). Errors: ZF007, ZF001, ZF002, ZF003, 22023.';
+  'recorded, totals, marked). Options (docs/options.md): stop_reason, retries, mark_tools. '
+  'Errors: ZF007, ZF001, ZF002, ZF003, 22023.';
 grant execute on function pgflight.record_model_call(bigint, bigint, bigint, integer, jsonb, jsonb, text, jsonb) to pgflight_worker;
 
 commit;

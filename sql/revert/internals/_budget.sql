@@ -1,9 +1,12 @@
--- Revert pgflight:internals/_budget: restores the previous definition, deploy/internals/_budget@v0.2.0.sql (written by scripts/gen_sql_scripts.py)
+-- Revert pgflight:internals/_budget: restores the previous definition, deploy/internals/_budget@v0.3.0.sql (written by scripts/gen_sql_scripts.py)
 -- Defines: _call_budget_ids(), _raise_budget_exceeded(), _move_budget(), _release_reservation(), _iteration_refusal(), _reserve().
 -- Budget arithmetic: which budgets a call charges, lock in id order, check, move, release; admission of a model call.
 -- None is granted to any role.
 begin;
 set local role pgflight_owner;
+drop function pgflight._settle_tokens(pgflight.agent_runs, bigint, bigint, boolean, timestamptz);
+drop function pgflight._token_admission(pgflight.agent_runs, bigint, timestamptz);
+drop function pgflight._token_estimate(pgflight.agent_runs, bigint);
 
 -- The budgets a model call of this agent is charged to: its tree budgets (run, capped ancestors,
 -- itself) and, when the workspace has a daily cap, today's (UTC) workspace_day row, created on
@@ -12,7 +15,7 @@ set local role pgflight_owner;
 create or replace function pgflight._call_budget_ids(p_run pgflight.agent_runs, p_now timestamptz)
 returns bigint[]
 language plpgsql volatile
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_day date := (p_now at time zone 'UTC')::date;
@@ -50,7 +53,7 @@ comment on function pgflight._call_budget_ids(pgflight.agent_runs, timestamptz) 
 create or replace function pgflight._raise_budget_exceeded(p_refusal jsonb)
 returns void
 language plpgsql immutable
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 begin
   raise exception using
@@ -74,7 +77,7 @@ create or replace function pgflight._move_budget(p_ids bigint[], p_reserve numer
                                       p_check boolean, p_now timestamptz, p_what text)
 returns jsonb
 language plpgsql volatile
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_b pgflight.budgets;
@@ -125,7 +128,7 @@ comment on function pgflight._move_budget(bigint[], numeric, numeric, numeric, b
 create or replace function pgflight._release_reservation(p_agent_run_id bigint)
 returns void
 language plpgsql volatile
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_run pgflight.agent_runs;
@@ -147,7 +150,7 @@ comment on function pgflight._release_reservation(bigint) is 'Internal: release 
 create or replace function pgflight._iteration_refusal(p_run pgflight.agent_runs, p_iteration integer)
 returns jsonb
 language plpgsql immutable
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 begin
   if p_iteration <= p_run.max_iterations then
@@ -173,7 +176,7 @@ create or replace function pgflight._reserve(p_run pgflight.agent_runs, p_attemp
                                   p_est_usd numeric, p_now timestamptz)
 returns jsonb
 language plpgsql volatile
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_ids bigint[];

@@ -60,6 +60,39 @@ declare
   v_config text[];
 begin
   select p.proconfig into v_config
+    from pg_catalog.pg_proc p where p.oid = 'pgflight._token_estimate(pgflight.agent_runs, bigint)'::regprocedure;
+  if v_config is distinct from array['search_path=pg_catalog, pg_temp']::text[] then
+    raise exception 'pgflight._token_estimate(pgflight.agent_runs, bigint) has settings %, expected %', v_config, array['search_path=pg_catalog, pg_temp']::text[];
+  end if;
+end
+$verify$;
+do $verify$
+declare
+  v_config text[];
+begin
+  select p.proconfig into v_config
+    from pg_catalog.pg_proc p where p.oid = 'pgflight._token_admission(pgflight.agent_runs, bigint, timestamptz)'::regprocedure;
+  if v_config is distinct from array['search_path=pg_catalog, pg_temp']::text[] then
+    raise exception 'pgflight._token_admission(pgflight.agent_runs, bigint, timestamptz) has settings %, expected %', v_config, array['search_path=pg_catalog, pg_temp']::text[];
+  end if;
+end
+$verify$;
+do $verify$
+declare
+  v_config text[];
+begin
+  select p.proconfig into v_config
+    from pg_catalog.pg_proc p where p.oid = 'pgflight._settle_tokens(pgflight.agent_runs, bigint, bigint, boolean, timestamptz)'::regprocedure;
+  if v_config is distinct from array['search_path=pg_catalog, pg_temp']::text[] then
+    raise exception 'pgflight._settle_tokens(pgflight.agent_runs, bigint, bigint, boolean, timestamptz) has settings %, expected %', v_config, array['search_path=pg_catalog, pg_temp']::text[];
+  end if;
+end
+$verify$;
+do $verify$
+declare
+  v_config text[];
+begin
+  select p.proconfig into v_config
     from pg_catalog.pg_proc p where p.oid = 'pgflight._reserve(pgflight.agent_runs, bigint, integer, numeric, timestamptz)'::regprocedure;
   if v_config is distinct from array['search_path=pg_catalog, pg_temp']::text[] then
     raise exception 'pgflight._reserve(pgflight.agent_runs, bigint, integer, numeric, timestamptz) has settings %, expected %', v_config, array['search_path=pg_catalog, pg_temp']::text[];
