@@ -3,6 +3,7 @@
 -- no table privileges.
 begin;
 set local role pgflight_owner;
+drop view pgflight.engine_health;
 
 create or replace view pgflight.engine_health as
 select (select count(*) from pgflight.step_attempts a where a.status = 'queued' and a.available_after <= (select pgflight._now())) as ready,
