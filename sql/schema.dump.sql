@@ -2178,7 +2178,7 @@ begin
   -- 2. their steps, in id order, SKIP LOCKED: an attempt whose step is in use waits for the next pass
   select coalesce(array_agg(l.id), '{}') into v_steps from (
     select s.id from pgflight.steps s
-     where s.id in (select a.step_id from pgflight.step_attempts a where a.id = any (v_ids))
+     where s.id in (select a.step_id from unnest(v_ids) i(id) join pgflight.step_attempts a on a.id = i.id)
      order by s.id
        for update skip locked) l;
 
@@ -2190,11 +2190,13 @@ begin
                 when s.failed_attempts + 1 >= s.max_attempts then 'dead_letter'
                 else 'retry' end as outcome,
            coalesce(p.fail_fast, false) as cascades
-      from pgflight.step_attempts a
+      -- joins with the arrays, not = any (array): a batch of 10,000 is linear, not quadratic
+      from unnest(v_ids) i(id)
+      join pgflight.step_attempts a on a.id = i.id
+      join unnest(v_steps) l(id) on l.id = a.step_id
       join pgflight.steps s on s.id = a.step_id
       join pgflight.runs r on r.id = a.run_id
       left join pgflight.steps p on p.id = s.parent_id
-     where a.id = any (v_ids) and s.id = any (v_steps)
   ), parents as (
     select p.id from pgflight.steps p
      where p.id in (select c.parent_id from c where c.outcome <> 'retry' and not c.cascades)
@@ -2220,15 +2222,24 @@ begin
   -- 4. the batch, set-based, all or nothing
   begin
     if v_retry is not null then
-      with r as (
+      with r0 as (
         select a.id, a.step_id, a.run_id, a.status as old_status, a.worker_id, a.recipe, a.priority,
+               a.workspace_id, a.concurrency_key, a.concurrency_limit,
                a.fencing_token, a.lease_expires_at, a.deadline_at, a.lease_expires_at < p_now as lapsed,
-               s.failed_attempts + 1 as failed, s.last_attempt_no + 1 as next_no,
-               -- clamped to [0, 30 days] whatever was stored (issue 14 case 1), as _fail_attempt
-               least(greatest(coalesce(pgflight._backoff_s(s.failed_attempts + 1, s.backoff), 0), 0),
+               s.failed_attempts + 1 as failed, s.last_attempt_no + 1 as next_no, s.backoff
+          from unnest(v_retry) i(id)
+          join pgflight.step_attempts a on a.id = i.id
+          join pgflight.steps s on s.id = a.step_id
+      ), delays as (
+        -- once per distinct (failures, backoff): after a mass crash that is a handful, not a row each;
+        -- clamped to [0, 30 days] whatever was stored (issue 14 case 1), as _fail_attempt
+        select k.failed, k.backoff,
+               least(greatest(coalesce(pgflight._backoff_s(k.failed, k.backoff), 0), 0),
                      pgflight._limit('delay_s')) as delay
-          from pgflight.step_attempts a join pgflight.steps s on s.id = a.step_id
-         where a.id = any (v_retry)
+          from (select distinct r0.failed, r0.backoff from r0) k
+      ), r as (
+        select r0.*, d.delay
+          from r0 join delays d on d.failed = r0.failed and d.backoff is not distinct from r0.backoff
       ), ended as (
         update pgflight.step_attempts a
            set status = case when r.lapsed then 'lease_expired' else 'timed_out' end, finished_at = p_now,
@@ -2248,10 +2259,14 @@ begin
          where s.id = r.step_id
         returning s.id
       ), queued as (
+        -- the flow columns copied from the attempt it replaces (the step's), so the fill trigger
+        -- (step_attempts_fill_flow) does not run a row at a time
         insert into pgflight.step_attempts (step_id, run_id, attempt_no, recipe, priority, status,
-                                            available_after, created_at)
+                                            available_after, created_at, workspace_id, concurrency_key,
+                                            concurrency_limit)
         select r.step_id, r.run_id, r.next_no, r.recipe, r.priority, 'queued',
-               p_now + make_interval(secs => r.delay), p_now
+               p_now + make_interval(secs => r.delay), p_now, r.workspace_id, r.concurrency_key,
+               r.concurrency_limit
           from r order by r.id
         returning id, step_id
       ), logged as (
@@ -5529,7 +5544,7 @@ begin
   end if;
   update pgflight.sweep_state s
      set last_pass_at = pgflight._now(),
-         reclaim_batch = case when v_reclaimed >= v_state.reclaim_batch then least(v_state.reclaim_batch * 2, 50000)
+         reclaim_batch = case when v_reclaimed >= v_state.reclaim_batch then least(v_state.reclaim_batch * 2, 10000)
                               else 1000 end
    where s.id in (select t.id from pgflight.sweep_state t for update skip locked);
 end

@@ -4,7 +4,7 @@ set local role pgflight_owner;
 
 -- Every sweep once, each bounded. What pg_cron calls (through sweep_loop); also callable by hand
 -- or any scheduler. Issue 18: the reclaim batch is as large as the backlog needs — it doubles
--- (up to 50,000) after a pass that found a full batch of lapsed leases and is back at 1,000 once
+-- (up to 10,000) after a pass that found a full batch of lapsed leases and is back at 1,000 once
 -- one does not (sweep_state.reclaim_batch); the events partitions are kept (maintain_partitions)
 -- when a minute of the engine clock has passed since the last time; the pass's end is recorded
 -- (sweep_state.last_pass_at, engine_health's sweep lag). The state row is updated SKIP LOCKED: a
@@ -33,7 +33,7 @@ begin
   end if;
   update pgflight.sweep_state s
      set last_pass_at = pgflight._now(),
-         reclaim_batch = case when v_reclaimed >= v_state.reclaim_batch then least(v_state.reclaim_batch * 2, 50000)
+         reclaim_batch = case when v_reclaimed >= v_state.reclaim_batch then least(v_state.reclaim_batch * 2, 10000)
                               else 1000 end
    where s.id in (select t.id from pgflight.sweep_state t for update skip locked);
 end
