@@ -6696,7 +6696,11 @@ CREATE VIEW pgflight.engine_health AS
            FROM pg_stat_user_tables t
           WHERE ((t.schemaname = 'pgflight'::name) AND (t.relname = ANY (ARRAY['runs'::name, 'steps'::name, 'step_attempts'::name, 'agent_runs'::name, 'workers'::name, 'flow_limits'::name, 'sweep_state'::name])))) AS dead_tuples,
     ( SELECT date_part('epoch'::text, (( SELECT pgflight._now() AS _now) - s.last_pass_at)) AS date_part
-           FROM pgflight.sweep_state s) AS sweep_lag_s
+           FROM pgflight.sweep_state s) AS sweep_lag_s,
+    COALESCE((h.held_s > (300)::double precision), false) AS oldest_xmin_over_5_min,
+    ( SELECT age(d.datfrozenxid) AS age
+           FROM pg_database d
+          WHERE (d.datname = current_database())) AS datfrozenxid_age
    FROM (( SELECT 1 AS "?column?") one
      LEFT JOIN pgflight._vacuum_horizon() h(xmin_age, held_s, pid) ON (true));
 
@@ -6704,7 +6708,7 @@ ALTER TABLE pgflight.engine_health OWNER TO pgflight_owner;
 
 -- Name: VIEW engine_health; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON VIEW pgflight.engine_health IS 'Gauges: ready, leased, expired leases not yet reclaimed, attempts over their deadline but still heartbeating (C15), parked, workers seen in the last 60 s; the oldest xmin holding back vacuum (age, seconds held, pid), NOTIFY queue usage, dead tuples of the hot tables, seconds since the last sweep pass.';
+COMMENT ON VIEW pgflight.engine_health IS 'Gauges: ready, leased, expired leases not yet reclaimed, attempts over their deadline but still heartbeating (C15), parked, workers seen in the last 60 s; the oldest xmin holding back vacuum (age, seconds held, pid), NOTIFY queue usage, dead tuples of the hot tables, seconds since the last sweep pass, the > 5 min flag, age(datfrozenxid).';
 
 -- Name: events; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
 
