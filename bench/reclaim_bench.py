@@ -30,7 +30,7 @@ import psycopg
 from benchlib import throwaway_cluster
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from perf_bench import drain, load, load_expired
+from perf_bench import drain, load_expired
 
 from pgflight import migrate
 
@@ -40,31 +40,6 @@ def latest_tag() -> str:
     return [ln.split()[0] for ln in plan.read_text().splitlines() if ln.startswith("@")][-1]
 
 
-def sweeps_drain(c: psycopg.Connection[Any]) -> dict[str, Any]:
-    """run_sweeps() until its reclaim returns 0; each pass commits (autocommit), like sweep_loop."""
-    total, passes, longest = 0, 0, 0.0
-    t0 = time.perf_counter()
-    while True:
-        t = time.perf_counter()
-        rows = c.execute("select sweep, affected from pgflight.run_sweeps()").fetchall()
-        longest = max(longest, time.perf_counter() - t)
-        passes += 1
-        n = next(int(a) for s, a in rows if s == "reclaim_expired")
-        if n == 0:
-            break
-        total += n
-    wall = time.perf_counter() - t0
-    return {
-        "load_avg": load(),
-        "rows": total,
-        "passes": passes,
-        "rows_per_s": round(total / wall, 1),
-        "seconds": round(wall, 1),
-        "longest_pass_s": round(longest, 2),
-        "minutes_for_1m": round(1_000_000 / max(total / wall, 1e-9) / 60, 1),
-    }
-
-
 def side(dsn: str, n: int, how: str) -> dict[str, Any]:
     with psycopg.connect(dsn, autocommit=True) as c:
         t0 = time.perf_counter()
@@ -72,9 +47,9 @@ def side(dsn: str, n: int, how: str) -> dict[str, Any]:
         loaded = round(time.perf_counter() - t0, 1)
         if how == "calls":
             out = drain(c, "select pgflight.reclaim_expired(1000)", [])
-            out["minutes_for_1m"] = round(1_000_000 / max(out["rows_per_s"], 1e-9) / 60, 1)
-        else:
-            out = sweeps_drain(c)
+        else:  # each pass commits (autocommit), as sweep_loop's do
+            out = drain(c, "select affected from pgflight.run_sweeps() where sweep = 'reclaim_expired'", [])
+        out["minutes_for_1m"] = round(1_000_000 / max(out["rows_per_s"], 1e-9) / 60, 1)
         out["load_s"] = loaded
         left = c.execute(
             "select count(*) from pgflight.step_attempts where status in ('claimed', 'running')"
