@@ -7,7 +7,7 @@ One throwaway cluster (fsync on), two databases: `before` deployed to the previo
 step whose lease lapsed an hour ago; then the backlog is drained until nothing is left:
   calls   reclaim_expired(1000) until it returns 0 (perf_bench's drain: the same batch both sides);
   sweeps  run_sweeps() until reclaim_expired returns 0, committing each pass as sweep_loop does
-          (HEAD: the batch doubles while it is full, up to 10,000).
+          (HEAD: sweep_state.reclaim_batch, capped at 1,000).
 Prints one JSON document: reclaims/s, seconds, the longest call, the minutes 1,000,000 would take,
 the load average. `--before` is smaller than `--after` by default because the old reclaim drains at
 a few hundred rows/s (20,000 take minutes); rates, not totals, are compared.

@@ -5544,7 +5544,7 @@ begin
   end if;
   update pgflight.sweep_state s
      set last_pass_at = pgflight._now(),
-         reclaim_batch = case when v_reclaimed >= v_state.reclaim_batch then least(v_state.reclaim_batch * 2, 10000)
+         reclaim_batch = case when v_reclaimed >= v_state.reclaim_batch then least(v_state.reclaim_batch * 2, 1000)
                               else 1000 end
    where s.id in (select t.id from pgflight.sweep_state t for update skip locked);
 end

@@ -2,7 +2,7 @@
 -- requires: schema
 -- One row: when the last sweep pass ended (engine_health's sweep lag) and how large the next
 -- reclaim batch is (run_sweeps doubles it while a pass finds a full batch of lapsed leases, up to
--- 10,000, and drops it back to 1,000 when the backlog is gone). Written once per pass (every few
+-- its cap, and drops it back to 1,000 when the backlog is gone; the cap is 1,000 for now). Written once per pass (every few
 -- seconds): a HOT update of one narrow row, so it costs nothing that could matter.
 begin;
 set local role pgflight_owner;
