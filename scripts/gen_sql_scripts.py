@@ -182,6 +182,11 @@ def write(path: Path, text: str) -> None:
         path.write_text(text)
 
 
+def latest_tag(plan: Path = ROOT / "sqitch.plan") -> str:
+    tags = [ln.split()[0][1:] for ln in plan.read_text().splitlines() if ln.startswith("@")]
+    return tags[-1] if tags else ""
+
+
 def main() -> None:
     for instances in plan_instances():
         for k, inst in enumerate(instances):
@@ -204,6 +209,11 @@ def main() -> None:
                 body = re.sub(r"^-- Deploy pgflight:\S+\n", "", old, count=1)
                 if added:
                     body = body.replace(ROLE, ROLE + _drops(added), 1)
+                # a view that gained columns (since the latest tag) cannot be replaced by its
+                # narrower old definition: the revert drops it first
+                views = [o for o in objects(old) if o.kind == "view"]
+                if views and prev.suffix == f"@{latest_tag()}":
+                    body = body.replace(ROLE, ROLE + "".join(f"drop view {o.signature};\n" for o in views), 1)
                 revert = (
                     f"-- Revert pgflight:{label}: restores the previous definition,"
                     f" deploy/{prev.name}{prev.suffix}.sql (written by scripts/gen_sql_scripts.py)\n{body}"

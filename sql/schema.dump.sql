@@ -2221,19 +2221,221 @@ CREATE FUNCTION pgflight._reclaim(p_now timestamp with time zone, p_limit intege
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
+  v_ids bigint[];
+  v_steps bigint[];
+  v_retry bigint[];
+  v_end bigint[];
+  v_end_outcome text[];
+  v_rest bigint[];
+  v_fin_steps bigint[];
+  v_fin text[];
+  v_id bigint;
   v_row record;
   v_count integer := 0;
+  v_n integer;
+  v_notify boolean;
 begin
-  for v_row in
-    select a.id, a.status, a.step_id, a.run_id, a.worker_id, a.lease_expires_at, a.fencing_token,
-           (a.status = 'cancel_requested' or s.failed_attempts + 1 >= s.max_attempts) as ends_step
-      from pgflight.step_attempts a
-      join pgflight.steps s on s.id = a.step_id
+  -- 1. the lapsed attempts, then overrun deadlines among the live leases: SKIP LOCKED
+  select coalesce(array_agg(l.id), '{}') into v_ids from (
+    select a.id from pgflight.step_attempts a
      where a.status in ('claimed', 'running', 'cancel_requested') and a.lease_expires_at < p_now
-     order by a.lease_expires_at
-     limit p_limit
-       for update of a skip locked
-  loop
+     order by a.lease_expires_at limit p_limit
+       for update of a skip locked) l;
+  if cardinality(v_ids) < p_limit then
+    select v_ids || coalesce(array_agg(l.id), '{}') into v_ids from (
+      select a.id from pgflight.step_attempts a
+       where a.status in ('claimed', 'running') and a.deadline_at < p_now
+         and (a.lease_expires_at >= p_now or a.lease_expires_at is null)
+       order by a.deadline_at limit p_limit - cardinality(v_ids)
+         for update of a skip locked) l;
+  end if;
+  if cardinality(v_ids) = 0 then
+    return 0;
+  end if;
+
+  -- 2. their steps, in id order, SKIP LOCKED: an attempt whose step is in use waits for the next pass
+  select coalesce(array_agg(l.id), '{}') into v_steps from (
+    select s.id from pgflight.steps s
+     where s.id in (select a.step_id from unnest(v_ids) i(id) join pgflight.step_attempts a on a.id = i.id)
+     order by s.id
+       for update skip locked) l;
+
+  -- 3. what each one becomes; a step that ends needs its parent and (a root) its run locked too
+  with c as (
+    select a.id, s.parent_id, a.run_id,
+           case when a.status = 'cancel_requested' then 'cancel'
+                when r.status <> 'running' then 'run_ended'
+                when s.failed_attempts + 1 >= s.max_attempts then 'dead_letter'
+                else 'retry' end as outcome,
+           coalesce(p.fail_fast, false) as cascades
+      -- joins with the arrays, not = any (array): a batch of 10,000 is linear, not quadratic
+      from unnest(v_ids) i(id)
+      join pgflight.step_attempts a on a.id = i.id
+      join unnest(v_steps) l(id) on l.id = a.step_id
+      join pgflight.steps s on s.id = a.step_id
+      join pgflight.runs r on r.id = a.run_id
+      left join pgflight.steps p on p.id = s.parent_id
+  ), parents as (
+    select p.id from pgflight.steps p
+     where p.id in (select c.parent_id from c where c.outcome <> 'retry' and not c.cascades)
+     order by p.id
+       for update skip locked
+  ), roots as (
+    select r.id from pgflight.runs r
+     where r.id in (select c.run_id from c where c.outcome <> 'retry' and c.parent_id is null)
+     order by r.id
+       for update skip locked
+  )
+  select array_agg(c.id order by c.id) filter (where c.outcome = 'retry'),
+         array_agg(c.id order by c.id) filter (where c.outcome <> 'retry' and not c.cascades
+                                                and (c.parent_id in (select id from parents)
+                                                     or (c.parent_id is null and c.run_id in (select id from roots)))),
+         array_agg(c.outcome order by c.id) filter (where c.outcome <> 'retry' and not c.cascades
+                                                and (c.parent_id in (select id from parents)
+                                                     or (c.parent_id is null and c.run_id in (select id from roots)))),
+         array_agg(c.id order by c.id) filter (where c.outcome <> 'retry' and c.cascades)
+    into v_retry, v_end, v_end_outcome, v_rest
+    from c;
+
+  -- 4. the batch, set-based, all or nothing
+  begin
+    if v_retry is not null then
+      with r0 as (
+        select a.id, a.step_id, a.run_id, a.status as old_status, a.worker_id, a.recipe, a.priority,
+               a.workspace_id, a.concurrency_key, a.concurrency_limit,
+               a.fencing_token, a.lease_expires_at, a.deadline_at, a.lease_expires_at < p_now as lapsed,
+               s.failed_attempts + 1 as failed, s.last_attempt_no + 1 as next_no, s.backoff
+          from unnest(v_retry) i(id)
+          join pgflight.step_attempts a on a.id = i.id
+          join pgflight.steps s on s.id = a.step_id
+      ), delays as (
+        -- once per distinct (failures, backoff): after a mass crash that is a handful, not a row each;
+        -- clamped to [0, 30 days] whatever was stored (issue 14 case 1), as _fail_attempt
+        select k.failed, k.backoff,
+               least(greatest(coalesce(pgflight._backoff_s(k.failed, k.backoff), 0), 0),
+                     pgflight._limit('delay_s')) as delay
+          from (select distinct r0.failed, r0.backoff from r0) k
+      ), r as (
+        select r0.*, d.delay
+          from r0 join delays d on d.failed = r0.failed and d.backoff is not distinct from r0.backoff
+      ), ended as (
+        update pgflight.step_attempts a
+           set status = case when r.lapsed then 'lease_expired' else 'timed_out' end, finished_at = p_now,
+               reason = case when r.lapsed then 'lease_expired' else 'deadline_exceeded' end,
+               error = case when r.lapsed
+                            then jsonb_build_object('message', 'lease expired: the worker stopped heartbeating',
+                                                    'lease_expires_at', r.lease_expires_at,
+                                                    'fencing_token', r.fencing_token)
+                            else jsonb_build_object('message', 'deadline exceeded: the attempt ran past max_runtime_s',
+                                                    'deadline_at', r.deadline_at) end
+          from r
+         where a.id = r.id
+        returning a.id
+      ), bumped as (
+        update pgflight.steps s set failed_attempts = r.failed, last_attempt_no = r.next_no
+          from r
+         where s.id = r.step_id
+        returning s.id
+      ), queued as (
+        -- the flow columns copied from the attempt it replaces (the step's), so the fill trigger
+        -- (step_attempts_fill_flow) does not run a row at a time
+        insert into pgflight.step_attempts (step_id, run_id, attempt_no, recipe, priority, status,
+                                            available_after, created_at, workspace_id, concurrency_key,
+                                            concurrency_limit)
+        select r.step_id, r.run_id, r.next_no, r.recipe, r.priority, 'queued',
+               p_now + make_interval(secs => r.delay), p_now, r.workspace_id, r.concurrency_key,
+               r.concurrency_limit
+          from r order by r.id
+        returning id, step_id
+      ), logged as (
+        insert into pgflight.events (at, run_id, step_id, attempt_id, from_status, to_status, worker_id, reason,
+                                     actor, detail)
+        select p_now, e.run_id, e.step_id, e.attempt_id, e.from_status, e.to_status, e.worker_id, e.reason,
+               'reclaim', e.detail
+          from (select r.id as ord, 1 as k, r.run_id, r.step_id, r.id as attempt_id, r.old_status as from_status,
+                       case when r.lapsed then 'lease_expired' else 'timed_out' end as to_status, r.worker_id,
+                       case when r.lapsed then 'lease_expired' else 'deadline_exceeded' end as reason,
+                       null::jsonb as detail
+                  from r
+                union all
+                select r.id, 2, r.run_id, r.step_id, q.id, null, 'queued', null, 'retry_scheduled',
+                       jsonb_build_object('delay_s', round(r.delay::numeric, 3), 'attempt_no', r.next_no)
+                  from r join queued q on q.step_id = r.step_id) e
+         order by e.ord, e.k
+      )
+      select count(*), coalesce(bool_or(r.delay <= 0), false) into v_n, v_notify
+        from r
+       where r.id in (select id from ended) and r.step_id in (select id from bumped);
+      v_count := v_count + v_n;
+      if v_notify then
+        perform pgflight._notify_ready();
+      end if;
+    end if;
+
+    if v_end is not null then
+      with r as (
+        select a.id, a.step_id, a.run_id, a.status as old_status, a.worker_id, a.fencing_token,
+               a.lease_expires_at, a.deadline_at, a.lease_expires_at < p_now as lapsed, o.outcome,
+               s.failed_attempts, s.max_attempts, u.status as run_status
+          from unnest(v_end, v_end_outcome) as o(id, outcome)
+          join pgflight.step_attempts a on a.id = o.id
+          join pgflight.steps s on s.id = a.step_id
+          join pgflight.runs u on u.id = a.run_id
+      ), e as (
+        select r.*,
+               case when r.lapsed then 'lease_expired' else 'deadline_exceeded' end as reason,
+               case when r.lapsed
+                    then jsonb_build_object('message', 'lease expired: the worker stopped heartbeating',
+                                            'lease_expires_at', r.lease_expires_at, 'fencing_token', r.fencing_token)
+                    else jsonb_build_object('message', 'deadline exceeded: the attempt ran past max_runtime_s',
+                                            'deadline_at', r.deadline_at) end as error,
+               case when r.outcome = 'dead_letter' then 'dead_letter' else 'cancelled' end as final
+          from r
+      ), ended as (
+        update pgflight.step_attempts a
+           set status = e.final, finished_at = p_now,
+               reason = case when e.outcome = 'cancel' then a.reason else e.reason end,
+               error = case when e.outcome = 'cancel' then a.error else e.error end
+          from e
+         where a.id = e.id
+        returning a.id
+      ), bumped as (
+        update pgflight.steps s set failed_attempts = s.failed_attempts + 1
+          from e
+         where s.id = e.step_id and e.outcome = 'dead_letter'
+      ), logged as (
+        insert into pgflight.events (at, run_id, step_id, attempt_id, from_status, to_status, worker_id, reason,
+                                     actor, detail)
+        select p_now, e.run_id, e.step_id, e.id, e.old_status, e.final, e.worker_id,
+               case when e.outcome = 'dead_letter' then e.reason else 'cancelled' end, 'reclaim',
+               case e.outcome
+                 when 'cancel' then jsonb_build_object('cause', 'lease_expired')
+                 when 'run_ended' then jsonb_build_object('cause', e.reason, 'run_status', e.run_status)
+                 else jsonb_build_object('failed_attempts', e.failed_attempts + 1, 'max_attempts', e.max_attempts,
+                                         'retryable', true) end
+          from e order by e.id
+      )
+      select array_agg(e.step_id order by e.step_id), array_agg(e.final order by e.step_id)
+        into v_fin_steps, v_fin
+        from e
+       where e.id in (select id from ended);
+      perform pgflight._steps_finished(v_fin_steps, v_fin, 'reclaim', p_now);
+      v_count := v_count + cardinality(v_fin_steps);
+    end if;
+  exception when others then
+    -- some row raised: none of the batch was written; each row on its own below
+    v_count := 0;
+    v_rest := coalesce(v_rest, '{}') || coalesce(v_retry, '{}') || coalesce(v_end, '{}');
+  end;
+
+  -- 5. row by row: cascades, and a batch that raised
+  foreach v_id in array coalesce(v_rest, '{}') loop
+    select a.id, a.status, a.step_id, a.run_id, a.worker_id, a.lease_expires_at, a.fencing_token, a.deadline_at,
+           a.lease_expires_at < p_now as lapsed,
+           (a.status = 'cancel_requested' or s.failed_attempts + 1 >= s.max_attempts) as ends_step
+      into v_row
+      from pgflight.step_attempts a join pgflight.steps s on s.id = a.step_id
+     where a.id = v_id;
     v_count := v_count + 1;
     begin
       if v_row.ends_step then
@@ -2244,41 +2446,20 @@ begin
         perform pgflight._event(v_row.run_id, v_row.step_id, v_row.id, 'cancel_requested', 'cancelled',
                                 v_row.worker_id, 'cancelled', 'reclaim', jsonb_build_object('cause', 'lease_expired'));
         perform pgflight._step_finished(v_row.step_id, 'cancelled', 'reclaim');
-      else
+      elsif v_row.lapsed then
         perform pgflight._fail_attempt(v_row.id, v_row.status, 'lease_expired',
           jsonb_build_object('message', 'lease expired: the worker stopped heartbeating',
                              'lease_expires_at', v_row.lease_expires_at, 'fencing_token', v_row.fencing_token),
           true, null, 'lease_expired', 'reclaim');
+      else
+        perform pgflight._fail_attempt(v_row.id, v_row.status, 'timed_out',
+          jsonb_build_object('message', 'deadline exceeded: the attempt ran past max_runtime_s',
+                             'deadline_at', v_row.deadline_at),
+          true, null, 'deadline_exceeded', 'reclaim');
       end if;
     exception
       when lock_not_available then
         v_count := v_count - 1;  -- a sibling is in use: the next pass takes this row
-      when others then
-        perform pgflight._dead_letter_poisoned(v_row.id, sqlstate, sqlerrm, 'reclaim');
-    end;
-  end loop;
-
-  for v_row in
-    select a.id, a.status, a.deadline_at, s.failed_attempts + 1 >= s.max_attempts as ends_step
-      from pgflight.step_attempts a
-      join pgflight.steps s on s.id = a.step_id
-     where a.status in ('claimed', 'running') and a.deadline_at < p_now
-     order by a.deadline_at
-     limit greatest(p_limit - v_count, 0)
-       for update of a skip locked
-  loop
-    v_count := v_count + 1;
-    begin
-      if v_row.ends_step then
-        perform pgflight._lock_cascade(v_row.id, true);
-      end if;
-      perform pgflight._fail_attempt(v_row.id, v_row.status, 'timed_out',
-        jsonb_build_object('message', 'deadline exceeded: the attempt ran past max_runtime_s',
-                           'deadline_at', v_row.deadline_at),
-        true, null, 'deadline_exceeded', 'reclaim');
-    exception
-      when lock_not_available then
-        v_count := v_count - 1;
       when others then
         perform pgflight._dead_letter_poisoned(v_row.id, sqlstate, sqlerrm, 'reclaim');
     end;
@@ -2291,7 +2472,7 @@ ALTER FUNCTION pgflight._reclaim(p_now timestamp with time zone, p_limit integer
 
 -- Name: FUNCTION _reclaim(p_now timestamp with time zone, p_limit integer); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight._reclaim(p_now timestamp with time zone, p_limit integer) IS 'Internal: reclaim at most p_limit attempts whose lease lapsed or whose deadline passed; a row that raises is dead-lettered alone, a row whose cascade is locked waits for the next pass.';
+COMMENT ON FUNCTION pgflight._reclaim(p_now timestamp with time zone, p_limit integer) IS 'Internal: reclaim at most p_limit attempts whose lease lapsed or whose deadline passed, set-based, SKIP LOCKED on every row; a row that raises is dead-lettered alone, a row whose cascade is locked waits for the next pass.';
 
 -- Name: _record_stale(bigint, bigint, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -3095,6 +3276,35 @@ ALTER FUNCTION pgflight._tree_steps(p_run_id bigint, p_step_id bigint) OWNER TO 
 -- Name: FUNCTION _tree_steps(p_run_id bigint, p_step_id bigint); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
 COMMENT ON FUNCTION pgflight._tree_steps(p_run_id bigint, p_step_id bigint) IS 'Internal: ids of a run''s steps, or of a step and its descendants.';
+
+-- Name: _vacuum_horizon(); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._vacuum_horizon() RETURNS TABLE(xmin_age integer, held_s double precision, pid integer)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+  select h.xmin_age, h.held_s, h.pid from (
+    select age(a.backend_xmin) as xmin_age,
+           extract(epoch from clock_timestamp() - a.xact_start)::double precision as held_s, a.pid
+      from pg_stat_activity a
+     where a.backend_xmin is not null and a.pid <> pg_backend_pid()
+    union all
+    select age(p.transaction), extract(epoch from clock_timestamp() - p.prepared)::double precision, null
+      from pg_prepared_xacts p
+    union all
+    select greatest(age(s.xmin), age(s.catalog_xmin)), null, null
+      from pg_replication_slots s
+     where s.xmin is not null or s.catalog_xmin is not null
+  ) h
+  order by h.xmin_age desc nulls last
+  limit 1
+$$;
+
+ALTER FUNCTION pgflight._vacuum_horizon() OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _vacuum_horizon(); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._vacuum_horizon() IS 'Internal: the oldest xmin holding back vacuum (backend, prepared transaction or slot): its age, how long it has been held (s), the backend pid.';
 
 -- Name: _wake(bigint, text, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -4236,19 +4446,18 @@ begin
   job_name := 'pgflight-sweeps';
   if v_seconds then
     schedule := format('%s seconds', p_interval_s);
-    command := 'select pgflight.run_sweeps()';
+    command := format('call pgflight.sweep_loop(%s, %s)', p_interval_s, p_interval_s);
   else
     schedule := '* * * * *';
-    command := format('call pgflight.sweep_loop(55, %s)', p_interval_s);
+    command := format('call pgflight.sweep_loop(60, %s)', p_interval_s);
   end if;
   perform cron.schedule_in_database(job_name, schedule, command, current_database(), 'pgflight_cron');
   return next;
 
-  job_name := 'pgflight-purge';
-  schedule := '17 * * * *';
-  command := 'select pgflight.purge_finished()';
-  perform cron.schedule_in_database(job_name, schedule, command, current_database(), 'pgflight_cron');
-  return next;
+  for v_old in select j.jobid from cron.job j
+                where j.jobname = 'pgflight-purge' and j.database = current_database() loop
+    perform cron.unschedule(v_old);
+  end loop;
 
   job_name := 'pgflight-cron-history';
   schedule := '23 * * * *';
@@ -4262,7 +4471,7 @@ ALTER FUNCTION pgflight.install_schedules(p_interval_s integer) OWNER TO pgfligh
 
 -- Name: FUNCTION install_schedules(p_interval_s integer); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight.install_schedules(p_interval_s integer) IS 'Register the sweep, retention and cron-history jobs with pg_cron (1.4 or >= 1.5), run as pgflight_cron; idempotent. Errors: ZF011.';
+COMMENT ON FUNCTION pgflight.install_schedules(p_interval_s integer) IS 'Register the sweep (with retention) and cron-history jobs with pg_cron (1.4 or >= 1.5), run as pgflight_cron; idempotent. Errors: ZF011.';
 
 -- Name: load_transcript(bigint, bigint, bigint); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -4293,6 +4502,85 @@ ALTER FUNCTION pgflight.load_transcript(p_attempt_id bigint, p_token bigint, p_a
 -- Name: FUNCTION load_transcript(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
 COMMENT ON FUNCTION pgflight.load_transcript(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint) IS 'Resume: mark in-flight tool calls interrupted and return the transcript in order. Errors: ZF001, ZF002, ZF003.';
+
+-- Name: maintain_partitions(integer); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.maintain_partitions(p_limit integer DEFAULT 10000) RETURNS TABLE(partition_name text, action text, moved_rows bigint)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+declare
+  v_now timestamptz := pgflight._now();
+  v_today date := (pgflight._now() at time zone 'UTC')::date;
+  v_keep double precision;
+  v_ahead integer;
+  v_cut timestamptz;
+  v_day date;
+  v_lo timestamptz;
+  v_hi timestamptz;
+  v_name text;
+  v_rows bigint;
+begin
+  perform pgflight._require_lane('operator', null, 'maintain_partitions');  -- acts on every workspace
+  perform pgflight._check_limit(p_limit);
+  select s.events_keep_s, s.partitions_ahead_days into v_keep, v_ahead from pgflight.settings s;
+  v_cut := v_now - make_interval(secs => v_keep);
+
+  -- 1. the days ahead
+  for v_day in select d::date from generate_series(v_today, v_today + v_ahead, interval '1 day') d loop
+    v_name := 'events_' || to_char(v_day, 'YYYYMMDD');
+    v_lo := v_day::timestamp at time zone 'UTC';
+    v_hi := (v_day + 1)::timestamp at time zone 'UTC';
+    continue when to_regclass('pgflight.' || v_name) is not null or v_hi <= v_cut;
+    begin
+      perform set_config('lock_timeout', '200ms', true);
+      execute format('create table pgflight.%I (like pgflight.events including defaults including constraints)', v_name);
+      execute format('with m as (delete from pgflight.events_default e where e.at >= %L and e.at < %L returning e.*) '
+                     'insert into pgflight.%I select * from m', v_lo, v_hi, v_name);
+      get diagnostics v_rows = row_count;
+      execute format('alter table pgflight.events attach partition pgflight.%I for values from (%L) to (%L)',
+                     v_name, v_lo, v_hi);
+      return query select v_name, 'created'::text, v_rows;
+    exception when lock_not_available then
+      null;  -- the next call creates it
+    end;
+  end loop;
+
+  -- 2. the days past retention
+  for v_name, v_hi in
+    select c.relname::text, (to_date(substr(c.relname, 8), 'YYYYMMDD') + 1)::timestamp at time zone 'UTC'
+      from pg_inherits i join pg_class c on c.oid = i.inhrelid
+     where i.inhparent = 'pgflight.events'::regclass and c.relname ~ '^events_[0-9]{8}$'
+     order by c.relname
+  loop
+    continue when v_hi > v_cut;
+    begin
+      perform set_config('lock_timeout', '200ms', true);
+      execute format('alter table pgflight.events detach partition pgflight.%I', v_name);
+      execute format('drop table pgflight.%I', v_name);
+      return query select v_name, 'dropped'::text, null::bigint;
+    exception when lock_not_available then
+      null;  -- the next call drops it
+    end;
+  end loop;
+
+  -- 3. strays of the default partition past retention, bounded
+  delete from pgflight.events_default e
+   where e.ctid = any (array(select d.ctid from pgflight.events_default d where d.at < v_cut limit p_limit));
+  get diagnostics v_rows = row_count;
+  if v_rows > 0 then
+    return query select 'events_default'::text, 'purged'::text, v_rows;
+  end if;
+
+  update pgflight.sweep_state set last_partitions_at = v_now;
+end
+$_$;
+
+ALTER FUNCTION pgflight.maintain_partitions(p_limit integer) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION maintain_partitions(p_limit integer); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.maintain_partitions(p_limit integer) IS 'Sweep: create the events day partitions ahead (settings.partitions_ahead_days), drop those past settings.events_keep_s, purge at most p_limit stray rows of events_default; one row per action.';
 
 -- Name: mark_tool_call(bigint, bigint, bigint, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -4576,7 +4864,6 @@ begin
   if v_ids is null then
     return 0;
   end if;
-  delete from pgflight.events e where e.run_id = any (v_ids);
   delete from pgflight.runs r where r.id = any (v_ids);
   return cardinality(v_ids);
 end
@@ -5530,14 +5817,28 @@ CREATE FUNCTION pgflight.run_sweeps() RETURNS TABLE(sweep text, affected integer
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
+declare
+  v_state pgflight.sweep_state;
+  v_now timestamptz := pgflight._now();
+  v_reclaimed integer;
 begin
   perform pgflight._require_lane('operator', null, 'run_sweeps');  -- issue 13: acts on every workspace
-  return query select 'reclaim_expired'::text, pgflight.reclaim_expired(1000);
+  select s.* into v_state from pgflight.sweep_state s;
+  v_reclaimed := pgflight.reclaim_expired(v_state.reclaim_batch);
+  return query select 'reclaim_expired'::text, v_reclaimed;
   return query select 'wake_parents'::text, pgflight.wake_parents(1000);
   return query select 'expire_approvals'::text, pgflight.expire_approvals(1000);
   return query select 'enforce_budgets'::text, pgflight.enforce_budgets(1000);
   return query select 'fire_schedules'::text, pgflight.fire_schedules(1000);
   return query select 'wake_parked_keys'::text, pgflight.wake_parked_keys(1000);
+  if v_state.last_partitions_at is null or abs(extract(epoch from v_now - v_state.last_partitions_at)) >= 60 then
+    return query select 'maintain_partitions'::text, count(*)::integer from pgflight.maintain_partitions();
+  end if;
+  update pgflight.sweep_state s
+     set last_pass_at = pgflight._now(),
+         reclaim_batch = case when v_reclaimed >= v_state.reclaim_batch then least(v_state.reclaim_batch * 2, 1000)
+                              else 1000 end
+   where s.id in (select t.id from pgflight.sweep_state t for update skip locked);
 end
 $$;
 
@@ -5545,7 +5846,7 @@ ALTER FUNCTION pgflight.run_sweeps() OWNER TO pgflight_owner;
 
 -- Name: FUNCTION run_sweeps(); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight.run_sweeps() IS 'Run every sweep once; returns rows affected per sweep.';
+COMMENT ON FUNCTION pgflight.run_sweeps() IS 'Run every sweep once (the reclaim batch grown while a backlog lasts, partitions kept once a minute); returns rows affected per sweep.';
 
 -- Name: run_trace_context(bigint); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -6327,7 +6628,9 @@ CREATE PROCEDURE pgflight.sweep_loop(IN p_duration_s double precision DEFAULT 55
     AS $$
 declare
   c_lock constant bigint := 7383617326517504001;  -- 'pgflight.sweep_loop'
-  v_end timestamptz := pg_catalog.clock_timestamp() + pg_catalog.make_interval(secs => p_duration_s);
+  v_start timestamptz := pg_catalog.clock_timestamp();
+  v_end timestamptz := v_start + pg_catalog.make_interval(secs => p_duration_s);
+  v_beat timestamptz;
   v_backlog boolean;
   v_batch integer;
   v_state text;
@@ -6340,6 +6643,7 @@ begin
     end if;
     perform pg_catalog.pg_sleep(0.2);
   end loop;
+  v_beat := pg_catalog.clock_timestamp();
   loop
     v_backlog := false;
     begin
@@ -6364,10 +6668,13 @@ begin
       raise warning 'pgflight.sweep_loop: a purge pass failed (%): %', v_state, v_msg;
     end;
     commit;
-    exit when pg_catalog.clock_timestamp() > v_end
-           or (not v_backlog and pg_catalog.clock_timestamp() + pg_catalog.make_interval(secs => p_interval_s) > v_end);
+    -- the next beat: the first one still ahead (a long pass skips the beats it overran)
+    while v_beat <= pg_catalog.clock_timestamp() loop
+      v_beat := v_beat + pg_catalog.make_interval(secs => greatest(p_interval_s, 0.01));
+    end loop;
+    exit when pg_catalog.clock_timestamp() >= v_end or (not v_backlog and v_beat >= v_end);
     if not v_backlog then
-      perform pg_catalog.pg_sleep(p_interval_s);
+      perform pg_catalog.pg_sleep(pg_catalog.date_part('epoch', v_beat - pg_catalog.clock_timestamp()));
     end if;
   end loop;
   perform pg_catalog.pg_advisory_unlock(c_lock);
@@ -6378,7 +6685,7 @@ ALTER PROCEDURE pgflight.sweep_loop(IN p_duration_s double precision, IN p_inter
 
 -- Name: PROCEDURE sweep_loop(IN p_duration_s double precision, IN p_interval_s double precision); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON PROCEDURE pgflight.sweep_loop(IN p_duration_s double precision, IN p_interval_s double precision) IS 'Sweep every p_interval_s seconds for p_duration_s seconds, one loop at a time, committing after each pass; a failing pass warns and the loop goes on (pg_cron 1.4).';
+COMMENT ON PROCEDURE pgflight.sweep_loop(IN p_duration_s double precision, IN p_interval_s double precision) IS 'Sweep every p_interval_s seconds (a fixed beat) for p_duration_s seconds, one loop at a time, committing after each pass; a failing pass warns and the loop goes on (pg_cron 1.4: sweep_loop(60, 5) each minute).';
 
 -- Name: uninstall_schedules(); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -6917,6 +7224,24 @@ ALTER TABLE pgflight.effects ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
     CACHE 1
 );
 
+-- Name: sweep_state; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
+
+CREATE TABLE pgflight.sweep_state (
+    id boolean DEFAULT true NOT NULL,
+    last_pass_at timestamp with time zone,
+    last_partitions_at timestamp with time zone,
+    reclaim_batch integer DEFAULT 1000 NOT NULL,
+    CONSTRAINT one_row CHECK (id),
+    CONSTRAINT reclaim_batch_is_positive CHECK ((reclaim_batch > 0))
+)
+WITH (fillfactor='50');
+
+ALTER TABLE pgflight.sweep_state OWNER TO pgflight_owner;
+
+-- Name: TABLE sweep_state; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON TABLE pgflight.sweep_state IS 'The sweeps'' own state, one row: last_pass_at (end of the last run_sweeps), last_partitions_at (last maintain_partitions), reclaim_batch (the reclaim limit of the next pass, grown while a backlog lasts).';
+
 -- Name: engine_health; Type: VIEW; Schema: pgflight; Owner: pgflight_owner
 
 CREATE VIEW pgflight.engine_health AS
@@ -6937,13 +7262,28 @@ CREATE VIEW pgflight.engine_health AS
           WHERE (a.status = ANY (ARRAY['awaiting_children'::text, 'awaiting_approval'::text]))) AS parked,
     ( SELECT count(*) AS count
            FROM pgflight.workers w
-          WHERE ((w.stopped_at IS NULL) AND (w.last_seen_at > (( SELECT pgflight._now() AS _now) - '00:01:00'::interval)))) AS workers_alive;
+          WHERE ((w.stopped_at IS NULL) AND (w.last_seen_at > (( SELECT pgflight._now() AS _now) - '00:01:00'::interval)))) AS workers_alive,
+    h.xmin_age AS oldest_xmin_age,
+    h.held_s AS oldest_xmin_held_s,
+    h.pid AS oldest_xmin_pid,
+    pg_notification_queue_usage() AS notify_queue_usage,
+    ( SELECT jsonb_object_agg(t.relname, t.n_dead_tup ORDER BY t.relname) AS jsonb_object_agg
+           FROM pg_stat_user_tables t
+          WHERE ((t.schemaname = 'pgflight'::name) AND (t.relname = ANY (ARRAY['runs'::name, 'steps'::name, 'step_attempts'::name, 'agent_runs'::name, 'workers'::name, 'flow_limits'::name, 'sweep_state'::name])))) AS dead_tuples,
+    ( SELECT date_part('epoch'::text, (( SELECT pgflight._now() AS _now) - s.last_pass_at)) AS date_part
+           FROM pgflight.sweep_state s) AS sweep_lag_s,
+    COALESCE((h.held_s > (300)::double precision), false) AS oldest_xmin_over_5_min,
+    ( SELECT age(d.datfrozenxid) AS age
+           FROM pg_database d
+          WHERE (d.datname = current_database())) AS datfrozenxid_age
+   FROM (( SELECT 1 AS "?column?") one
+     LEFT JOIN pgflight._vacuum_horizon() h(xmin_age, held_s, pid) ON (true));
 
 ALTER TABLE pgflight.engine_health OWNER TO pgflight_owner;
 
 -- Name: VIEW engine_health; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON VIEW pgflight.engine_health IS 'Gauges: ready, leased, expired leases not yet reclaimed, attempts over their deadline but still heartbeating (C15), parked, workers seen in the last 60 s.';
+COMMENT ON VIEW pgflight.engine_health IS 'Gauges: ready, leased, expired leases not yet reclaimed, attempts over their deadline but still heartbeating (C15), parked, workers seen in the last 60 s; the oldest xmin holding back vacuum (age, seconds held, pid), NOTIFY queue usage, dead tuples of the hot tables, seconds since the last sweep pass, the > 5 min flag, age(datfrozenxid).';
 
 -- Name: events; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
 
@@ -6959,24 +7299,137 @@ CREATE TABLE pgflight.events (
     actor text,
     reason text NOT NULL,
     detail jsonb
-);
+)
+PARTITION BY RANGE (at);
 
 ALTER TABLE pgflight.events OWNER TO pgflight_owner;
 
 -- Name: TABLE events; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON TABLE pgflight.events IS 'Append-only log of transitions; read it through the run_events view, which adds the started claims and the successes from running that the attempts record (step_attempts.claim_event_id, finish_event_id). reason names the event: queued, claimed, started, succeeded, failed, retry_scheduled, lease_expired, deadline_exceeded, dead_lettered, released, cancel_requested, cancelled, children_spawned, parent_resumed, approval_requested, approval_decided, stale_result_rejected, retried, replayed, budget_exceeded.';
+COMMENT ON TABLE pgflight.events IS 'Append-only log of transitions, partitioned by day on at (issue 18: retention drops whole days, settings.events_keep_s). reason names the event: queued, claimed, started, succeeded, failed, retry_scheduled, lease_expired, deadline_exceeded, dead_lettered, released, cancel_requested, cancelled, children_spawned, parent_resumed, approval_requested, approval_decided, stale_result_rejected, retried, replayed, budget_exceeded.';
 
 -- Name: events_id_seq; Type: SEQUENCE; Schema: pgflight; Owner: pgflight_owner
 
-ALTER TABLE pgflight.events ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
-    SEQUENCE NAME pgflight.events_id_seq
+CREATE SEQUENCE pgflight.events_id_seq
     START WITH 1
     INCREMENT BY 1
     NO MINVALUE
     NO MAXVALUE
-    CACHE 1
+    CACHE 1;
+
+ALTER TABLE pgflight.events_id_seq OWNER TO pgflight_owner;
+
+-- Name: events_id_seq; Type: SEQUENCE OWNED BY; Schema: pgflight; Owner: pgflight_owner
+
+ALTER SEQUENCE pgflight.events_id_seq OWNED BY pgflight.events.id;
+
+-- Name: events_20261129; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
+
+CREATE TABLE pgflight.events_20261129 (
+    id bigint DEFAULT nextval('pgflight.events_id_seq'::regclass) NOT NULL,
+    at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
+    run_id bigint,
+    step_id bigint,
+    attempt_id bigint,
+    from_status text,
+    to_status text,
+    worker_id bigint,
+    actor text,
+    reason text NOT NULL,
+    detail jsonb
 );
+
+ALTER TABLE pgflight.events_20261129 OWNER TO pgflight_owner;
+
+-- Name: events_20261130; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
+
+CREATE TABLE pgflight.events_20261130 (
+    id bigint DEFAULT nextval('pgflight.events_id_seq'::regclass) NOT NULL,
+    at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
+    run_id bigint,
+    step_id bigint,
+    attempt_id bigint,
+    from_status text,
+    to_status text,
+    worker_id bigint,
+    actor text,
+    reason text NOT NULL,
+    detail jsonb
+);
+
+ALTER TABLE pgflight.events_20261130 OWNER TO pgflight_owner;
+
+-- Name: events_20261201; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
+
+CREATE TABLE pgflight.events_20261201 (
+    id bigint DEFAULT nextval('pgflight.events_id_seq'::regclass) NOT NULL,
+    at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
+    run_id bigint,
+    step_id bigint,
+    attempt_id bigint,
+    from_status text,
+    to_status text,
+    worker_id bigint,
+    actor text,
+    reason text NOT NULL,
+    detail jsonb
+);
+
+ALTER TABLE pgflight.events_20261201 OWNER TO pgflight_owner;
+
+-- Name: events_20261202; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
+
+CREATE TABLE pgflight.events_20261202 (
+    id bigint DEFAULT nextval('pgflight.events_id_seq'::regclass) NOT NULL,
+    at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
+    run_id bigint,
+    step_id bigint,
+    attempt_id bigint,
+    from_status text,
+    to_status text,
+    worker_id bigint,
+    actor text,
+    reason text NOT NULL,
+    detail jsonb
+);
+
+ALTER TABLE pgflight.events_20261202 OWNER TO pgflight_owner;
+
+-- Name: events_20261203; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
+
+CREATE TABLE pgflight.events_20261203 (
+    id bigint DEFAULT nextval('pgflight.events_id_seq'::regclass) NOT NULL,
+    at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
+    run_id bigint,
+    step_id bigint,
+    attempt_id bigint,
+    from_status text,
+    to_status text,
+    worker_id bigint,
+    actor text,
+    reason text NOT NULL,
+    detail jsonb
+);
+
+ALTER TABLE pgflight.events_20261203 OWNER TO pgflight_owner;
+
+-- Name: events_default; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
+
+CREATE TABLE pgflight.events_default (
+    id bigint DEFAULT nextval('pgflight.events_id_seq'::regclass) NOT NULL,
+    at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
+    run_id bigint,
+    step_id bigint,
+    attempt_id bigint,
+    from_status text,
+    to_status text,
+    worker_id bigint,
+    actor text,
+    reason text NOT NULL,
+    detail jsonb
+);
+
+ALTER TABLE pgflight.events_default OWNER TO pgflight_owner;
 
 -- Name: fencing_tokens; Type: SEQUENCE; Schema: pgflight; Owner: pgflight_owner
 
@@ -7272,12 +7725,16 @@ CREATE TABLE pgflight.settings (
     max_stale_writes_per_attempt integer DEFAULT 100 NOT NULL,
     max_in_flight integer,
     max_runs_per_call integer DEFAULT 100000 NOT NULL,
+    events_keep_s double precision DEFAULT 604800 NOT NULL,
+    partitions_ahead_days integer DEFAULT 3 NOT NULL,
     CONSTRAINT caps_are_positive CHECK (((max_result_bytes > 0) AND (max_error_bytes > 0) AND (max_receipt_bytes > 0) AND (max_approval_request_bytes > 0) AND (max_name_bytes > 0) AND (max_children_per_call > 0) AND (max_children_per_parent > 0) AND (max_batch_size > 0) AND (max_lease_s > (0)::double precision) AND (max_live_workers_per_login > 0) AND (max_stale_writes_per_attempt > 0))),
     CONSTRAINT default_lease_is_positive CHECK ((default_lease_s > (0)::double precision)),
     CONSTRAINT default_max_attempts_is_positive CHECK ((default_max_attempts > 0)),
+    CONSTRAINT events_keep_is_positive CHECK ((events_keep_s > (0)::double precision)),
     CONSTRAINT max_in_flight_is_not_negative CHECK (((max_in_flight IS NULL) OR (max_in_flight >= 0))),
     CONSTRAINT max_input_bytes_is_positive CHECK ((max_input_bytes > 0)),
     CONSTRAINT max_runs_per_call_is_positive CHECK ((max_runs_per_call > 0)),
+    CONSTRAINT partitions_ahead_in_range CHECK (((partitions_ahead_days >= 1) AND (partitions_ahead_days <= 90))),
     CONSTRAINT reclaim_in_claim_is_not_negative CHECK ((reclaim_in_claim >= 0)),
     CONSTRAINT settings_has_one_row CHECK (singleton)
 );
@@ -7339,6 +7796,14 @@ COMMENT ON COLUMN pgflight.settings.max_in_flight IS 'Global cap on leased attem
 -- Name: COLUMN settings.max_runs_per_call; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
 COMMENT ON COLUMN pgflight.settings.max_runs_per_call IS 'Cap of runs in one submit_runs call.';
+
+-- Name: COLUMN settings.events_keep_s; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON COLUMN pgflight.settings.events_keep_s IS 'Retention of the transition log (pgflight.events), seconds: a day partition is dropped once its end is older than this. Default 7 days. Independent of purge_after_s (finished runs).';
+
+-- Name: COLUMN settings.partitions_ahead_days; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON COLUMN pgflight.settings.partitions_ahead_days IS 'How many days of events partitions maintain_partitions keeps created ahead of today (1..90, default 3).';
 
 -- Name: step_attempts_id_seq; Type: SEQUENCE; Schema: pgflight; Owner: pgflight_owner
 
@@ -7501,6 +7966,34 @@ ALTER TABLE pgflight.workspaces ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY
     CACHE 1
 );
 
+-- Name: events_20261129; Type: TABLE ATTACH; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.events ATTACH PARTITION pgflight.events_20261129 FOR VALUES FROM ('2026-11-29 00:00:00+00') TO ('2026-11-30 00:00:00+00');
+
+-- Name: events_20261130; Type: TABLE ATTACH; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.events ATTACH PARTITION pgflight.events_20261130 FOR VALUES FROM ('2026-11-30 00:00:00+00') TO ('2026-12-01 00:00:00+00');
+
+-- Name: events_20261201; Type: TABLE ATTACH; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.events ATTACH PARTITION pgflight.events_20261201 FOR VALUES FROM ('2026-12-01 00:00:00+00') TO ('2026-12-02 00:00:00+00');
+
+-- Name: events_20261202; Type: TABLE ATTACH; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.events ATTACH PARTITION pgflight.events_20261202 FOR VALUES FROM ('2026-12-02 00:00:00+00') TO ('2026-12-03 00:00:00+00');
+
+-- Name: events_20261203; Type: TABLE ATTACH; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.events ATTACH PARTITION pgflight.events_20261203 FOR VALUES FROM ('2026-12-03 00:00:00+00') TO ('2026-12-04 00:00:00+00');
+
+-- Name: events_default; Type: TABLE ATTACH; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.events ATTACH PARTITION pgflight.events_default DEFAULT;
+
+-- Name: events id; Type: DEFAULT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.events ALTER COLUMN id SET DEFAULT nextval('pgflight.events_id_seq'::regclass);
+
 -- Name: agent_runs agent_run_is_unique_per_step; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
 
 ALTER TABLE ONLY pgflight.agent_runs
@@ -7549,7 +8042,37 @@ ALTER TABLE ONLY pgflight.effects
 -- Name: events events_pkey; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
 
 ALTER TABLE ONLY pgflight.events
-    ADD CONSTRAINT events_pkey PRIMARY KEY (id);
+    ADD CONSTRAINT events_pkey PRIMARY KEY (id, at);
+
+-- Name: events_20261129 events_20261129_pkey; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.events_20261129
+    ADD CONSTRAINT events_20261129_pkey PRIMARY KEY (id, at);
+
+-- Name: events_20261130 events_20261130_pkey; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.events_20261130
+    ADD CONSTRAINT events_20261130_pkey PRIMARY KEY (id, at);
+
+-- Name: events_20261201 events_20261201_pkey; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.events_20261201
+    ADD CONSTRAINT events_20261201_pkey PRIMARY KEY (id, at);
+
+-- Name: events_20261202 events_20261202_pkey; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.events_20261202
+    ADD CONSTRAINT events_20261202_pkey PRIMARY KEY (id, at);
+
+-- Name: events_20261203 events_20261203_pkey; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.events_20261203
+    ADD CONSTRAINT events_20261203_pkey PRIMARY KEY (id, at);
+
+-- Name: events_default events_default_pkey; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.events_default
+    ADD CONSTRAINT events_default_pkey PRIMARY KEY (id, at);
 
 -- Name: approvals gate_key_is_unique_per_step; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
 
@@ -7616,6 +8139,11 @@ ALTER TABLE ONLY pgflight.step_attempts
 ALTER TABLE ONLY pgflight.steps
     ADD CONSTRAINT steps_pkey PRIMARY KEY (id);
 
+-- Name: sweep_state sweep_state_pkey; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.sweep_state
+    ADD CONSTRAINT sweep_state_pkey PRIMARY KEY (id);
+
 -- Name: workers workers_pkey; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
 
 ALTER TABLE ONLY pgflight.workers
@@ -7674,7 +8202,31 @@ CREATE INDEX costs_run_idx ON pgflight.costs USING btree (run_id);
 
 -- Name: events_run_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
 
-CREATE INDEX events_run_idx ON pgflight.events USING btree (run_id, id);
+CREATE INDEX events_run_idx ON ONLY pgflight.events USING btree (run_id, id);
+
+-- Name: events_20261129_run_id_id_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
+
+CREATE INDEX events_20261129_run_id_id_idx ON pgflight.events_20261129 USING btree (run_id, id);
+
+-- Name: events_20261130_run_id_id_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
+
+CREATE INDEX events_20261130_run_id_id_idx ON pgflight.events_20261130 USING btree (run_id, id);
+
+-- Name: events_20261201_run_id_id_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
+
+CREATE INDEX events_20261201_run_id_id_idx ON pgflight.events_20261201 USING btree (run_id, id);
+
+-- Name: events_20261202_run_id_id_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
+
+CREATE INDEX events_20261202_run_id_id_idx ON pgflight.events_20261202 USING btree (run_id, id);
+
+-- Name: events_20261203_run_id_id_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
+
+CREATE INDEX events_20261203_run_id_id_idx ON pgflight.events_20261203 USING btree (run_id, id);
+
+-- Name: events_default_run_id_id_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
+
+CREATE INDEX events_default_run_id_id_idx ON pgflight.events_default USING btree (run_id, id);
 
 -- Name: one_call_per_iteration; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
 
@@ -7755,6 +8307,54 @@ CREATE UNIQUE INDEX traces_tool_call_idx ON pgflight.traces USING btree (agent_r
 -- Name: workers_login_live_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
 
 CREATE INDEX workers_login_live_idx ON pgflight.workers USING btree (login) WHERE (stopped_at IS NULL);
+
+-- Name: events_20261129_pkey; Type: INDEX ATTACH; Schema: pgflight; Owner: pgflight_owner
+
+ALTER INDEX pgflight.events_pkey ATTACH PARTITION pgflight.events_20261129_pkey;
+
+-- Name: events_20261129_run_id_id_idx; Type: INDEX ATTACH; Schema: pgflight; Owner: pgflight_owner
+
+ALTER INDEX pgflight.events_run_idx ATTACH PARTITION pgflight.events_20261129_run_id_id_idx;
+
+-- Name: events_20261130_pkey; Type: INDEX ATTACH; Schema: pgflight; Owner: pgflight_owner
+
+ALTER INDEX pgflight.events_pkey ATTACH PARTITION pgflight.events_20261130_pkey;
+
+-- Name: events_20261130_run_id_id_idx; Type: INDEX ATTACH; Schema: pgflight; Owner: pgflight_owner
+
+ALTER INDEX pgflight.events_run_idx ATTACH PARTITION pgflight.events_20261130_run_id_id_idx;
+
+-- Name: events_20261201_pkey; Type: INDEX ATTACH; Schema: pgflight; Owner: pgflight_owner
+
+ALTER INDEX pgflight.events_pkey ATTACH PARTITION pgflight.events_20261201_pkey;
+
+-- Name: events_20261201_run_id_id_idx; Type: INDEX ATTACH; Schema: pgflight; Owner: pgflight_owner
+
+ALTER INDEX pgflight.events_run_idx ATTACH PARTITION pgflight.events_20261201_run_id_id_idx;
+
+-- Name: events_20261202_pkey; Type: INDEX ATTACH; Schema: pgflight; Owner: pgflight_owner
+
+ALTER INDEX pgflight.events_pkey ATTACH PARTITION pgflight.events_20261202_pkey;
+
+-- Name: events_20261202_run_id_id_idx; Type: INDEX ATTACH; Schema: pgflight; Owner: pgflight_owner
+
+ALTER INDEX pgflight.events_run_idx ATTACH PARTITION pgflight.events_20261202_run_id_id_idx;
+
+-- Name: events_20261203_pkey; Type: INDEX ATTACH; Schema: pgflight; Owner: pgflight_owner
+
+ALTER INDEX pgflight.events_pkey ATTACH PARTITION pgflight.events_20261203_pkey;
+
+-- Name: events_20261203_run_id_id_idx; Type: INDEX ATTACH; Schema: pgflight; Owner: pgflight_owner
+
+ALTER INDEX pgflight.events_run_idx ATTACH PARTITION pgflight.events_20261203_run_id_id_idx;
+
+-- Name: events_default_pkey; Type: INDEX ATTACH; Schema: pgflight; Owner: pgflight_owner
+
+ALTER INDEX pgflight.events_pkey ATTACH PARTITION pgflight.events_default_pkey;
+
+-- Name: events_default_run_id_id_idx; Type: INDEX ATTACH; Schema: pgflight; Owner: pgflight_owner
+
+ALTER INDEX pgflight.events_run_idx ATTACH PARTITION pgflight.events_default_run_id_id_idx;
 
 -- Name: step_attempts step_attempts_fill_flow; Type: TRIGGER; Schema: pgflight; Owner: pgflight_owner
 
@@ -8184,6 +8784,12 @@ REVOKE ALL ON FUNCTION pgflight._token_estimate(p_run pgflight.agent_runs, p_lim
 
 REVOKE ALL ON FUNCTION pgflight._tree_steps(p_run_id bigint, p_step_id bigint) FROM PUBLIC;
 
+-- Name: FUNCTION _vacuum_horizon(); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._vacuum_horizon() FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight._vacuum_horizon() TO pgflight_operator;
+GRANT ALL ON FUNCTION pgflight._vacuum_horizon() TO pgflight_reader;
+
 -- Name: FUNCTION _wake(p_step_id bigint, p_reason text, p_actor text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
 REVOKE ALL ON FUNCTION pgflight._wake(p_step_id bigint, p_reason text, p_actor text) FROM PUBLIC;
@@ -8331,6 +8937,11 @@ REVOKE ALL ON FUNCTION pgflight.install_schedules(p_interval_s integer) FROM PUB
 
 REVOKE ALL ON FUNCTION pgflight.load_transcript(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint) FROM PUBLIC;
 GRANT ALL ON FUNCTION pgflight.load_transcript(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint) TO pgflight_worker;
+
+-- Name: FUNCTION maintain_partitions(p_limit integer); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.maintain_partitions(p_limit integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.maintain_partitions(p_limit integer) TO pgflight_operator;
 
 -- Name: FUNCTION mark_tool_call(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_tool_use_id text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 

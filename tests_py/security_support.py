@@ -342,6 +342,7 @@ def _flow_workspace(w: World) -> str:
 CALLS: dict[str, Call] = {
     "_now": lambda w: ("select pgflight._now()", []),
     "_fake_now": lambda w: ("select pgflight._fake_now('2030-01-01 00:00:00+00')", []),
+    "_vacuum_horizon": lambda w: ("select * from pgflight._vacuum_horizon()", []),
     "_may": lambda w: ("select pgflight._may('reader', null)", []),
     "_lane_workspaces": lambda w: ("select pgflight._lane_workspaces('reader')", []),
     "price_usd": lambda w: ("select pgflight.price_usd('claude-haiku-4-5', '{\"input_tokens\": 1000}')", []),
@@ -519,6 +520,7 @@ CALLS: dict[str, Call] = {
     "enforce_budgets": lambda w: ("select pgflight.enforce_budgets(10)", []),
     "purge_finished": lambda w: ("select pgflight.purge_finished(3600, 10)", []),
     "run_sweeps": lambda w: ("select * from pgflight.run_sweeps()", []),
+    "maintain_partitions": lambda w: ("select * from pgflight.maintain_partitions(10)", []),
     # issue 14: the cost of a paid call whose lease was lost
     "record_orphan_cost": _worker_agent(
         lambda w, h, ar: (

@@ -75,12 +75,13 @@ def test_install_schedules_is_idempotent_and_fits_the_cron_version(cron_dsn: str
         assert first == second
         assert jobs1 == jobs2, "installing twice must change nothing"
         names = {j[1] for j in jobs2}
-        assert {"pgflight-sweeps", "pgflight-purge", "pgflight-cron-history"} <= names
+        assert {"pgflight-sweeps", "pgflight-cron-history"} <= names
+        assert "pgflight-purge" not in names, "retention runs in the sweep loop (issue 18), not hourly"
         sweeps = next(j for j in jobs2 if j[1] == "pgflight-sweeps")
         if _cron_version(c) >= (1, 5):
-            assert sweeps[2] == "5 seconds" and "run_sweeps" in sweeps[3]
-        else:
-            assert sweeps[2] == "* * * * *" and "sweep_loop" in sweeps[3]
+            assert sweeps[2] == "5 seconds" and "sweep_loop(5, 5)" in sweeps[3]
+        else:  # a loop as long as the minute: no gap at the boundary (issue 18)
+            assert sweeps[2] == "* * * * *" and "sweep_loop(60, 5)" in sweeps[3]
         history = next(j for j in jobs2 if j[1] == "pgflight-cron-history")
         assert "cron.job_run_details" in history[3], "the job history must be purged, or it grows forever"
 

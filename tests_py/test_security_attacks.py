@@ -647,3 +647,27 @@ def test_engine_health_and_the_clock_work_for_every_lane(
     me = as_login(login)
     assert me.execute("select pgflight._now() is not null").fetchone() == (True,)
     assert me.execute("select ready >= 0 from pgflight.engine_health").fetchone() == (True,)
+
+
+@pytest.mark.parametrize("lane", ["operator", "reader"])
+def test_engine_health_shows_every_lane_the_vacuum_horizon_another_role_holds(
+    su: Conn, dsn: str, as_login: Callable[[str], Conn], lane: str
+) -> None:
+    """Issue 18 / C49: a snapshot held open by another role is visible (age, seconds, pid) to the lanes."""
+    login = LOGIN_OF[lane]
+    grant(su, login, "A", lane)
+    su.execute("select pgflight.run_sweeps()")
+    with psycopg.connect(dsn, autocommit=False) as holder:
+        holder.execute("set transaction isolation level repeatable read")
+        holder.execute("select count(*) from pgflight.runs")  # the snapshot is taken: xmin held
+        pid = holder.info.backend_pid
+        me = as_login(login)
+        row = me.execute(
+            "select oldest_xmin_age, oldest_xmin_held_s, oldest_xmin_pid, notify_queue_usage,"
+            " dead_tuples ? 'step_attempts', sweep_lag_s from pgflight.engine_health"
+        ).fetchone()
+        assert row is not None
+        age, held_s, held_pid, usage, has_attempts, lag = row
+        assert held_pid == pid and age is not None and age >= 0 and held_s is not None and held_s >= 0
+        assert usage == 0.0 and has_attempts is True
+        assert lag is not None and 0 <= lag < 60, "run_sweeps records its pass"

@@ -115,3 +115,48 @@ def test_the_loop_purges_finished_runs_past_retention_in_batches_without_waiting
     assert scalar(c, "select count(*) from pgflight.step_attempts") == 0
     assert scalar(c, "select count(*) from pgflight.run_events") == 0
     assert took < 5, "a full batch means a backlog: the next pass must not sleep the interval"
+
+
+def test_the_loop_survives_a_pass_that_raises_and_the_next_pass_does_the_work(
+    connect: ConnectFactory,
+) -> None:
+    """Issue 18: an error injected into the first pass rolls that pass back; the loop goes on."""
+    c = connect(timeout_s=20)
+    setup_engine(c)
+    w = register(c)
+    sub = submit(c, "victim", max_attempts=3)
+    claim_one(c, w, lease_s=1, recipes=["victim"])
+    # fails the first pass only: a sequence is not rolled back with the pass
+    c.execute(
+        """
+        create sequence public.passes;
+        grant usage on sequence public.passes to public;
+        create function public.fail_first_pass() returns trigger language plpgsql as $$
+        begin
+          if nextval('public.passes') = 1 then raise exception 'injected fault'; end if;
+          return new;
+        end $$;
+        create trigger fail_first_pass before update on pgflight.sweep_state
+          for each row execute function public.fail_first_pass();
+        """
+    )
+    sweeper = connect(timeout_s=20)
+    set_clock(sweeper, 3600)
+    notices = _warnings(sweeper)
+    sweeper.execute("call pgflight.sweep_loop(1.2, 0.5)")
+    assert any(m and "sweep pass failed" in m and "injected fault" in m for _, m in notices), notices
+    assert attempt(c, sub.attempt_id)["status"] == "lease_expired", "a later pass of the same loop reclaims"
+    assert scalar(c, "select last_pass_at is not null from pgflight.sweep_state")
+
+
+def test_passes_keep_a_fixed_beat_up_to_the_end_of_the_loop(connect: ConnectFactory) -> None:
+    """No gap at the loop's end: the last pass is the last beat before p_duration_s (issue 18)."""
+    sweeper = connect(timeout_s=20)
+    t0 = time.monotonic()
+    sweeper.execute("call pgflight.sweep_loop(2, 0.5)")
+    took = time.monotonic() - t0
+    last = scalar(
+        sweeper, "select extract(epoch from clock_timestamp() - last_pass_at) from pgflight.sweep_state"
+    )
+    assert 1.4 <= took < 4, took  # beats at 0, 0.5, 1, 1.5: it ends after the 1.5 s pass
+    assert float(last) < 1.0, "the last pass ran at the last beat, not a whole interval before the end"

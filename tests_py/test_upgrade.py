@@ -244,3 +244,44 @@ def test_a_rework_that_drops_a_setting_fails_verify(empty_dsn: str, tmp_path: Pa
     assert "has settings" in info.value.output
     with psycopg.connect(empty_dsn, autocommit=True) as conn:
         assert "jit=off" in _proconfig(conn, CLAIM_BATCH)  # sqitch reverted the change
+
+
+EVENTS = (
+    "select id, at, run_id, step_id, attempt_id, from_status, to_status, reason, detail"
+    " from pgflight.events order by id"
+)
+
+
+def test_the_events_log_becomes_day_partitions_with_its_rows_and_reverts_with_them(empty_dsn: str) -> None:
+    """Issue 18, tables/events_by_day: the conversion from the previous tag keeps every row, readers, ids."""
+    migrate.deploy(empty_dsn, to=previous_tag())
+    with psycopg.connect(empty_dsn, autocommit=True) as conn:
+        put_work_in_flight(conn)
+        before = conn.execute(EVENTS).fetchall()
+        assert len(before) > 10
+
+        migrate.deploy(empty_dsn, to="tables/events_by_day")
+        assert conn.execute(EVENTS).fetchall() == before
+        kind = conn.execute("select relkind from pg_class where oid = 'pgflight.events'::regclass").fetchone()
+        assert kind == ("p",)
+        # the view reads the new table (not a dropped one), with its security_barrier kept
+        assert conn.execute("select count(*) from pgflight.run_events").fetchone() == (len(before),)
+        opts = conn.execute(
+            "select reloptions from pg_class where oid = 'pgflight.run_events'::regclass"
+        ).fetchone()
+        assert opts is not None and "security_barrier=true" in (opts[0] or [])
+
+        migrate.deploy(empty_dsn)
+        sub = conn.execute("select run_id from pgflight.submit_run('up', 'after', '{}', '{}')").fetchone()
+        assert sub is not None
+        new_id = conn.execute("select max(id) from pgflight.events where run_id = %s", [sub[0]]).fetchone()
+        assert new_id is not None and new_id[0] > before[-1][0], "ids go on from the old table's"
+        after = conn.execute(EVENTS).fetchall()
+
+        migrate.revert(empty_dsn, to=previous_tag())
+        assert conn.execute(EVENTS).fetchall() == after
+        kind = conn.execute("select relkind from pg_class where oid = 'pgflight.events'::regclass").fetchone()
+        assert kind == ("r",)
+        assert conn.execute("select count(*) from pgflight.run_events").fetchone() == (len(after),)
+        migrate.deploy(empty_dsn)
+        assert conn.execute(EVENTS).fetchall() == after

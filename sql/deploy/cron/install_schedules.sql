@@ -5,9 +5,14 @@ begin;
 set local role pgflight_owner;
 
 -- Register pgflight's cron jobs; named jobs are upserts, so installing twice changes nothing.
---   pgflight-sweeps         every p_interval_s seconds on pg_cron >= 1.5 ('5 seconds'), else every
---                           minute a sweep_loop of 55 s;
---   pgflight-purge          hourly purge_finished (retention, settings.purge_after_s);
+--   pgflight-sweeps         on pg_cron >= 1.5 every p_interval_s seconds ('5 seconds') a
+--                           sweep_loop(p_interval_s, p_interval_s): one pass, more while a backlog
+--                           lasts, with the loop's lock_timeout, error handler and lock; on pg_cron
+--                           1.4 every minute a sweep_loop of 60 s, which sweeps on a fixed beat up to
+--                           the next call (issue 18: sweep_loop(55, 5) left a gap each minute);
+--                           retention (purge_finished, maintain_partitions) runs in the loop;
+--   (pgflight-purge, the hourly purge_finished of earlier versions, is removed: the loop purges
+--    in batches every pass);
 --   pgflight-cron-history   hourly delete of cron.job_run_details older than a day, which pg_cron
 --                           otherwise grows by a row per job run.
 -- Errors: ZF011 when pg_cron is not installed in this database.
@@ -48,19 +53,18 @@ begin
   job_name := 'pgflight-sweeps';
   if v_seconds then
     schedule := format('%s seconds', p_interval_s);
-    command := 'select pgflight.run_sweeps()';
+    command := format('call pgflight.sweep_loop(%s, %s)', p_interval_s, p_interval_s);
   else
     schedule := '* * * * *';
-    command := format('call pgflight.sweep_loop(55, %s)', p_interval_s);
+    command := format('call pgflight.sweep_loop(60, %s)', p_interval_s);
   end if;
   perform cron.schedule_in_database(job_name, schedule, command, current_database(), 'pgflight_cron');
   return next;
 
-  job_name := 'pgflight-purge';
-  schedule := '17 * * * *';
-  command := 'select pgflight.purge_finished()';
-  perform cron.schedule_in_database(job_name, schedule, command, current_database(), 'pgflight_cron');
-  return next;
+  for v_old in select j.jobid from cron.job j
+                where j.jobname = 'pgflight-purge' and j.database = current_database() loop
+    perform cron.unschedule(v_old);
+  end loop;
 
   job_name := 'pgflight-cron-history';
   schedule := '23 * * * *';
@@ -70,7 +74,7 @@ begin
 end
 $$;
 comment on function pgflight.install_schedules(integer) is
-  'Register the sweep, retention and cron-history jobs with pg_cron (1.4 or >= 1.5), run as pgflight_cron; '
+  'Register the sweep (with retention) and cron-history jobs with pg_cron (1.4 or >= 1.5), run as pgflight_cron; '
   'idempotent. Errors: ZF011.';
 
 commit;

@@ -5,7 +5,8 @@ set local role pgflight_owner;
 -- Sweep: reclaim up to p_limit attempts whose lease lapsed (lease_expired: retry or dead letter;
 -- a cancel_requested one becomes cancelled) or whose deadline passed (timed_out). Uses only the
 -- stored lease_expires_at and deadline_at (C16). Safe to run concurrently with itself and with
--- claim_batch (SKIP LOCKED). Returns how many attempts it ended.
+-- claim_batch (SKIP LOCKED on every row). Set-based (issue 18): a batch of thousands is a few
+-- statements; run_sweeps grows the batch while a backlog lasts. Returns how many attempts it ended.
 create or replace function pgflight.reclaim_expired(p_limit integer default 1000)
 returns integer
 language sql volatile security definer

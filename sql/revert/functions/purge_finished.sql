@@ -1,4 +1,4 @@
--- Revert pgflight:functions/purge_finished: restores the previous definition, deploy/functions/purge_finished@v0.2.0.sql (written by scripts/gen_sql_scripts.py)
+-- Revert pgflight:functions/purge_finished: restores the previous definition, deploy/functions/purge_finished@v0.3.0.sql (written by scripts/gen_sql_scripts.py)
 begin;
 set local role pgflight_owner;
 
@@ -8,12 +8,17 @@ set local role pgflight_owner;
 create or replace function pgflight.purge_finished(p_older_than_s double precision default null, p_limit integer default 100)
 returns integer
 language plpgsql volatile security definer
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_ids bigint[];
   v_age double precision;
 begin
+  perform pgflight._require_lane('operator', null, 'purge_finished');  -- issue 13: acts on every workspace
+  perform pgflight._check_limit(p_limit);  -- 22023 for a negative limit (issue 14)
+  if p_older_than_s is not null then
+    perform pgflight._check_arg('older_than_s', p_older_than_s, 0, 3153600000);
+  end if;
   v_age := coalesce(p_older_than_s, (select s.purge_after_s from pgflight.settings s));
   select array_agg(r.id) into v_ids from (
     -- a run finishes after it is created, so created_at bounds the scan (runs_created_idx)

@@ -3,6 +3,7 @@
 -- no table privileges.
 begin;
 set local role pgflight_owner;
+drop view pgflight.run_events;
 
 -- Issue 13: a security_barrier view showing only the reading login's workspaces. The workspace
 -- list is an initplan, computed once per query; null (every workspace: a single-tenant install,
