@@ -143,14 +143,15 @@ comment on function pgflight._tree_steps(bigint, bigint) is
 -- that makes them, p_finals[i] being how p_step_ids[i] ended (succeeded, dead_letter,
 -- cancelled). A rule about what follows a step's end is written here once:
 --   1. a step that ended unsuccessfully cancels what it left running below it (C18);
---   2. each child pokes its parent: the parents are locked in id order, then each parent's O(1)
---      counter drops by the number of its children that ended here, so of two last children
---      ending together exactly one transaction sees zero (C17);
+--   2. each child pokes its parent (_fan_in_poke): its count is taken from a stripe of the
+--      parent's counter, and only a stripe that runs dry decrements the parent's O(1) counter,
+--      under the parent's row lock (parents in id order), so of two last children ending
+--      together exactly one transaction sees zero (C17);
 --   3. a fail-fast parent of a child that ended unsuccessfully is dead-lettered (and its own
 --      end goes through here again); otherwise a parent whose counter reached zero wakes, once;
 --   4. a root ends its run.
--- Locks: after the finished attempts (the caller's), parent steps in id order, then their parked
--- attempts, then runs: the order of docs/locking.md.
+-- Locks: after the finished attempts (the caller's), the parents' counter stripes, parent steps in
+-- id order, then their parked attempts, then runs: the order of docs/locking.md.
 create or replace function pgflight._steps_finished(p_step_ids bigint[], p_finals text[], p_actor text,
                                                     p_now timestamptz)
 returns void
@@ -174,30 +175,14 @@ begin
      order by s.id
   loop
     perform pgflight._cancel_tree(v_left.run_id, v_left.id, coalesce(p_actor, 'engine'), 'parent ended ' || v_left.final);
-    update pgflight.steps set children_pending = 0 where id = v_left.id;
+    perform pgflight._fan_in_clear(v_left.id);
   end loop;
 
-  -- 2. the pokes: lock the parents (id order) in a statement of their own, then decrement
-  perform from pgflight.steps p
-   where p.id in (select s.parent_id from pgflight.steps s where s.id = any (p_step_ids) and s.parent_id is not null)
-   order by p.id
-     for update of p;
-  with finished as (
-    select s.parent_id, count(*)::integer as n, bool_or(f.final <> 'succeeded') as failed
-      from unnest(p_step_ids, p_finals) as f(id, final) join pgflight.steps s on s.id = f.id
-     where s.parent_id is not null
-     group by s.parent_id
-  ), poked as (
-    update pgflight.steps p
-       set children_pending = greatest(p.children_pending - f.n, 0)
-      from finished f
-     where p.id = f.parent_id
-    returning p.id, p.children_pending, p.fail_fast, f.failed
-  )
+  -- 2. the pokes, through the striped fan-in counter (internals/_fan_in)
   select array_agg(k.id order by k.id) filter (where k.failed and k.fail_fast),
          array_agg(k.id order by k.id) filter (where not (k.failed and k.fail_fast) and k.children_pending = 0)
     into v_doomed, v_wake
-    from poked k;
+    from pgflight._fan_in_poke(p_step_ids, p_finals) k;
 
   -- 3. fail fast, else the wake
   if v_doomed is not null then
