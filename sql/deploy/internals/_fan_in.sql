@@ -128,12 +128,17 @@ declare
   v_left integer[];
   v_fail_fast boolean[];
 begin
+  -- the ended steps read by primary key in a CTE of their own: joined directly, the planner may
+  -- start from the index of children (parent_id not null) and read every child of a fan-out
   for v_f in
-    select s.parent_id, count(*)::integer as n, bool_or(f.final <> 'succeeded') as failed
-      from unnest(p_step_ids, p_finals) as f(id, final) join pgflight.steps s on s.id = f.id
-     where s.parent_id is not null
-     group by s.parent_id
-     order by s.parent_id
+    with ended as materialized (
+      select s.id, s.parent_id from pgflight.steps s where s.id = any (p_step_ids)
+    )
+    select e.parent_id, count(*)::integer as n, bool_or(f.final <> 'succeeded') as failed
+      from unnest(p_step_ids, p_finals) as f(id, final) join ended e on e.id = f.id
+     where e.parent_id is not null
+     group by e.parent_id
+     order by e.parent_id
   loop
     select t.dry, t.rest into v_take from pgflight._fan_in_take(v_f.parent_id, v_f.n) t;
     if v_take.dry + v_take.rest > 0 or v_f.failed then
