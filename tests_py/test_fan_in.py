@@ -202,7 +202,8 @@ def test_fail_fast_under_concurrent_completions_dead_letters_the_parent_once(
     A fail-fast parent of 3,000 children: four connections complete children concurrently while a
     fifth fails one for good. The parent is dead-lettered exactly once (reason child_failed), never
     woken; every sibling ended (succeeded before the failure, else cancelled, or cancel_requested
-    when it was leased at that moment); its counter and stripes are gone; no completion deadlocked or timed out.
+    when it was leased at that moment); its counter and stripes are gone; no completion
+    deadlocked or timed out.
     """
     w = register(eng)
     sub, _ = parked_parent(eng, w, 3_000, fail_fast=True)
