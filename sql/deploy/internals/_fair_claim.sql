@@ -44,9 +44,15 @@ returns table (attempt_id bigint, fencing_token bigint, step_id bigint, run_id b
                lease_expires_at timestamptz, deadline_at timestamptz)
 language plpgsql volatile
 set search_path = pg_catalog, pg_temp
+set plan_cache_mode = force_generic_plan
 as $$
+declare
+  v_max_lease double precision := pgflight._limit('lease_s');
+  v_max_runtime double precision := pgflight._limit('runtime_s');
 begin
-  -- PL/pgSQL rather than SQL: its plan is cached across calls, a SQL function's is not
+  -- PL/pgSQL rather than SQL: its plan is cached across calls, a SQL function's is not; and the
+  -- generic plan from the first call on (plan_cache_mode): a custom plan was planned again on
+  -- every call, a large part of the claim's cost
   return query
   with claimed as (
     update pgflight.step_attempts a
@@ -56,9 +62,9 @@ begin
            started_at = case when p_start then p_now end,
            -- clamped to the documented maxima (issue 14): a step stored before the options were
            -- checked (lease_s 1e13) cannot make this set-based claim raise for everyone
-           lease_s = least(coalesce(s.lease_s, p_lease_s), pgflight._limit('lease_s')),
-           lease_expires_at = p_now + make_interval(secs => least(coalesce(s.lease_s, p_lease_s), pgflight._limit('lease_s'))),
-           deadline_at = p_now + make_interval(secs => least(s.max_runtime_s, pgflight._limit('runtime_s')))
+           lease_s = least(coalesce(s.lease_s, p_lease_s), v_max_lease),
+           lease_expires_at = p_now + make_interval(secs => least(coalesce(s.lease_s, p_lease_s), v_max_lease)),
+           deadline_at = p_now + make_interval(secs => least(s.max_runtime_s, v_max_runtime))
       from pgflight.steps s
      where a.id = any (p_ids) and s.id = a.step_id
     returning a.id, a.fencing_token, a.step_id, a.run_id, s.parent_id, s.step_key, a.attempt_no,
@@ -87,6 +93,7 @@ returns table (attempt_id bigint, fencing_token bigint, step_id bigint, run_id b
                lease_expires_at timestamptz, deadline_at timestamptz)
 language plpgsql volatile
 set search_path = pg_catalog, pg_temp
+set plan_cache_mode = force_generic_plan
 as $$
 declare
   v_ids bigint[];
@@ -142,7 +149,10 @@ begin
       -- and sees every commit they waited for, each locked key's leased count and per candidate
       -- whether it fits under the key's limit (the first candidate's) in claim order.
       select coalesce(array_agg(k.key) filter (where k.got), '{}') into v_locked
-        from (select x.key, pg_catalog.pg_try_advisory_xact_lock(pgflight._key_lock(p_workspace_id, x.key)) as got
+        -- _key_lock's expression, written out: a function with a SET clause is never inlined, and
+        -- calling it once per key was a tenth of a keyed claim
+        from (select x.key, pg_catalog.pg_try_advisory_xact_lock(
+                pg_catalog.hashtextextended('pgflight.key:' || p_workspace_id || ':' || x.key, 0)) as got
                 from (select distinct y as key from unnest(v_keys) y where y is not null) x) k;
       select coalesce(array_agg(c.id order by c.i) filter (where c.key is null or c.rnk <= c.lim - h.held), '{}'),
              coalesce(array_agg(c.id) filter (where c.key is not null and c.rnk > c.lim - h.held), '{}'),

@@ -44,7 +44,9 @@ language plpgsql
 set search_path = pg_catalog, pg_temp
 as $$
 begin
-  perform pg_catalog.pg_advisory_xact_lock_shared(pgflight._key_lock(old.workspace_id, old.concurrency_key));
+  -- _key_lock's expression, written out (a function with a SET clause is never inlined)
+  perform pg_catalog.pg_advisory_xact_lock_shared(
+    pg_catalog.hashtextextended('pgflight.key:' || old.workspace_id || ':' || old.concurrency_key, 0));
   update pgflight.step_attempts a set available_after = pgflight._now()
    where a.id = (select p.id from pgflight.step_attempts p
                   where p.workspace_id = old.workspace_id and p.concurrency_key = old.concurrency_key
