@@ -135,7 +135,10 @@ def claim_cost(cluster: Any, dsn: str, steps: int, compare_to: str | None, round
     for name in names:
         got = runs[name]
         keys = ("steps_per_s", "claim_p50_ms", "claim_p99_ms")
-        out[name] = {k: sorted(g[k] for g in got)[len(got) // 2] for k in keys} | {"steps": got[0]["steps"], "rounds": [(g["steps_per_s"], g["claim_p99_ms"]) for g in got]}
+        out[name] = {k: sorted(g[k] for g in got)[len(got) // 2] for k in keys} | {
+            "steps": got[0]["steps"],
+            "rounds": [(g["steps_per_s"], g["claim_p99_ms"]) for g in got],
+        }
     out["on_vs_off"] = ratios(out, "on", "off")
     out["on_local_vs_off"] = ratios(out, "on_local", "off")
     out["off_vs_baseline"] = ratios(out, "off", "baseline")

@@ -683,6 +683,7 @@ COMMENT ON FUNCTION pgflight._claim_fair(p_worker_id bigint, p_batch_size intege
 CREATE FUNCTION pgflight._claim_lane(p_worker_id bigint, p_workspace_id bigint, p_recipe text, p_limit integer, p_lease_s double precision, p_start boolean, p_now timestamp with time zone, p_slots smallint) RETURNS TABLE(attempt_id bigint, fencing_token bigint, step_id bigint, run_id bigint, parent_id bigint, step_key text, attempt_no integer, recipe text, input jsonb, lease_expires_at timestamp with time zone, deadline_at timestamp with time zone)
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET plan_cache_mode TO 'force_generic_plan'
     AS $$
 declare
   v_ids bigint[];
@@ -738,7 +739,10 @@ begin
       -- and sees every commit they waited for, each locked key's leased count and per candidate
       -- whether it fits under the key's limit (the first candidate's) in claim order.
       select coalesce(array_agg(k.key) filter (where k.got), '{}') into v_locked
-        from (select x.key, pg_catalog.pg_try_advisory_xact_lock(pgflight._key_lock(p_workspace_id, x.key)) as got
+        -- _key_lock's expression, written out: a function with a SET clause is never inlined, and
+        -- calling it once per key was a tenth of a keyed claim
+        from (select x.key, pg_catalog.pg_try_advisory_xact_lock(
+                pg_catalog.hashtextextended('pgflight.key:' || p_workspace_id || ':' || x.key, 0)) as got
                 from (select distinct y as key from unnest(v_keys) y where y is not null) x) k;
       select coalesce(array_agg(c.id order by c.i) filter (where c.key is null or c.rnk <= c.lim - h.held), '{}'),
              coalesce(array_agg(c.id) filter (where c.key is not null and c.rnk > c.lim - h.held), '{}'),
@@ -1430,7 +1434,9 @@ CREATE FUNCTION pgflight._key_slot_freed() RETURNS trigger
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 begin
-  perform pg_catalog.pg_advisory_xact_lock_shared(pgflight._key_lock(old.workspace_id, old.concurrency_key));
+  -- _key_lock's expression, written out (a function with a SET clause is never inlined)
+  perform pg_catalog.pg_advisory_xact_lock_shared(
+    pg_catalog.hashtextextended('pgflight.key:' || old.workspace_id || ':' || old.concurrency_key, 0));
   update pgflight.step_attempts a set available_after = pgflight._now()
    where a.id = (select p.id from pgflight.step_attempts p
                   where p.workspace_id = old.workspace_id and p.concurrency_key = old.concurrency_key
@@ -1472,9 +1478,15 @@ COMMENT ON FUNCTION pgflight._lane_workspaces(p_lane text) IS 'Internal: ids of 
 CREATE FUNCTION pgflight._lease_attempts(p_worker_id bigint, p_ids bigint[], p_lease_s double precision, p_start boolean, p_now timestamp with time zone, p_slots smallint) RETURNS TABLE(attempt_id bigint, fencing_token bigint, step_id bigint, run_id bigint, parent_id bigint, step_key text, attempt_no integer, recipe text, input jsonb, lease_expires_at timestamp with time zone, deadline_at timestamp with time zone)
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET plan_cache_mode TO 'force_generic_plan'
     AS $$
+declare
+  v_max_lease double precision := pgflight._limit('lease_s');
+  v_max_runtime double precision := pgflight._limit('runtime_s');
 begin
-  -- PL/pgSQL rather than SQL: its plan is cached across calls, a SQL function's is not
+  -- PL/pgSQL rather than SQL: its plan is cached across calls, a SQL function's is not; and the
+  -- generic plan from the first call on (plan_cache_mode): a custom plan was planned again on
+  -- every call, a large part of the claim's cost
   return query
   with claimed as (
     update pgflight.step_attempts a
@@ -1484,9 +1496,9 @@ begin
            started_at = case when p_start then p_now end,
            -- clamped to the documented maxima (issue 14): a step stored before the options were
            -- checked (lease_s 1e13) cannot make this set-based claim raise for everyone
-           lease_s = least(coalesce(s.lease_s, p_lease_s), pgflight._limit('lease_s')),
-           lease_expires_at = p_now + make_interval(secs => least(coalesce(s.lease_s, p_lease_s), pgflight._limit('lease_s'))),
-           deadline_at = p_now + make_interval(secs => least(s.max_runtime_s, pgflight._limit('runtime_s')))
+           lease_s = least(coalesce(s.lease_s, p_lease_s), v_max_lease),
+           lease_expires_at = p_now + make_interval(secs => least(coalesce(s.lease_s, p_lease_s), v_max_lease)),
+           deadline_at = p_now + make_interval(secs => least(s.max_runtime_s, v_max_runtime))
       from pgflight.steps s
      where a.id = any (p_ids) and s.id = a.step_id
     returning a.id, a.fencing_token, a.step_id, a.run_id, s.parent_id, s.step_key, a.attempt_no,

@@ -274,4 +274,7 @@ def test_a_killed_workers_expired_leases_give_their_slots_back_after_reclaim(
     # and the sweep's reconciliation agrees with the counters
     conn.execute("select pgflight.wake_parked_keys()")
     assert _slots_held(conn, ws) == 3 and _slots_held(conn, 0) == 3
-    assert scalar(conn, "select count(*) from pgflight.step_attempts where slots = 3 and status = 'claimed'") == 3
+    assert (
+        scalar(conn, "select count(*) from pgflight.step_attempts where slots = 3 and status = 'claimed'")
+        == 3
+    )

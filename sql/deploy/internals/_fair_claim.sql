@@ -290,6 +290,7 @@ returns table (attempt_id bigint, fencing_token bigint, step_id bigint, run_id b
                lease_expires_at timestamptz, deadline_at timestamptz)
 language plpgsql volatile
 set search_path = pg_catalog, pg_temp
+set plan_cache_mode = force_generic_plan
 as $$
 declare
   v_left integer := p_batch_size;

@@ -89,6 +89,7 @@ comment on function pgflight._return_slots() is
 create or replace function pgflight._take_slots(p_scope bigint, p_want integer, out got integer, out stripe smallint)
 language plpgsql volatile
 set search_path = pg_catalog, pg_temp
+set plan_cache_mode = force_generic_plan
 as $$
 declare
   v_start integer := pg_catalog.pg_backend_pid() % 64;
