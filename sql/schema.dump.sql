@@ -483,6 +483,7 @@ COMMENT ON FUNCTION pgflight._check_options(p_scope text, p_options jsonb) IS 'I
 CREATE FUNCTION pgflight._claim_fair(p_worker_id bigint, p_batch_size integer, p_lease_s double precision, p_recipes text[], p_start boolean, p_now timestamp with time zone, p_workspaces bigint[]) RETURNS TABLE(attempt_id bigint, fencing_token bigint, step_id bigint, run_id bigint, parent_id bigint, step_key text, attempt_no integer, recipe text, input jsonb, lease_expires_at timestamp with time zone, deadline_at timestamp with time zone)
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET plan_cache_mode TO 'force_generic_plan'
     AS $$
 declare
   v_left integer := p_batch_size;
@@ -2987,6 +2988,7 @@ COMMENT ON FUNCTION pgflight._store_tool_results(p_run_id bigint, p_attempt_id b
 CREATE FUNCTION pgflight._take_slots(p_scope bigint, p_want integer, OUT got integer, OUT stripe smallint) RETURNS record
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET plan_cache_mode TO 'force_generic_plan'
     AS $$
 declare
   v_start integer := pg_catalog.pg_backend_pid() % 64;
