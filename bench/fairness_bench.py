@@ -10,20 +10,25 @@ On a throwaway cluster with fsync and synchronous_commit on:
    keys with a limit of 5: all checked on every claim, none binding) and `on` (the same plus a
    global cap of 100,000, which makes claims take turns).
    Reports claim_batch p50/p99 (ms) and steps/s. Targets: on vs off p99 within 1.3x, throughput
-   at least 0.8x.
+   at least 0.8x. With --compare-to TAG, `off`, `on_local` and `on` are also deployed at TAG
+   (e.g. @v0.3.0) and drained in the same run, interleaved with HEAD's, so a change's before and
+   after are measured side by side on the same loaded machine.
 2. quiet tenant: four workers claim(10) + complete; a quiet workspace submits one step every
    20 ms; its wait (claimed_at - created_at, from the attempts table) p50/p99 while another
    workspace's 100,000-step burst drains, and with no burst. Target: within 2x.
 3. rare recipe: claim_batch(1, recipes => ['rare']) latency with 200,000 steps of other recipes
    queued (same workspace and others) against an empty queue. Target: p99 within 2x.
 
-Usage: python bench/fairness_bench.py [--quick] [--only-claim-cost]   (--quick: a tenth of the sizes)
+Usage: python bench/fairness_bench.py [--quick] [--only-claim-cost] [--compare-to @v0.3.0] [--rounds N]
+(--quick: a tenth of the sizes). A full run takes about 15 minutes on two loaded cores; the
+claim-cost part alone about 4 minutes, twice that with --compare-to, N times with --rounds N.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import threading
 import time
@@ -110,17 +115,54 @@ def drain(dsn: str, threads: int, batch: int = 10) -> dict[str, Any]:
     }
 
 
-def claim_cost(cluster: Any, dsn: str, steps: int) -> dict[str, Any]:
+def ratios(out: dict[str, Any], a: str, b: str) -> dict[str, float]:
+    """p99 and throughput of configuration a against b (medians over rounds)."""
+    return {
+        "p99_ratio": round(out[a]["claim_p99_ms"] / out[b]["claim_p99_ms"], 2),
+        "throughput_ratio": round(out[a]["steps_per_s"] / out[b]["steps_per_s"], 2),
+    }
+
+
+def claim_cost(cluster: Any, dsn: str, steps: int, compare_to: str | None, rounds: int) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for name in ("baseline", "off", "on_local", "on"):
-        with psycopg.connect(dsn, autocommit=True) as c:
-            c.execute(f"create database bench_{name}")
-        db = cluster.dsn(f"bench_{name}")
-        migrate.deploy(db, verify=False, to=BASELINE_CHANGE if name == "baseline" else None)
+    names = ["baseline", "off", "on_local", "on"]
+    if compare_to:
+        names += [f"{n}{compare_to}" for n in ("off", "on_local", "on")]
+    runs: dict[str, list[dict[str, Any]]] = {n: [] for n in names}
+    for r in range(rounds):
+        for name in names:
+            runs[name].append(claim_cost_one(cluster, dsn, steps, name, f"{r}"))
+    for name in names:
+        got = runs[name]
+        keys = ("steps_per_s", "claim_p50_ms", "claim_p99_ms")
+        out[name] = {k: sorted(g[k] for g in got)[len(got) // 2] for k in keys} | {
+            "steps": got[0]["steps"],
+            "rounds": [(g["steps_per_s"], g["claim_p99_ms"]) for g in got],
+        }
+    out["on_vs_off"] = ratios(out, "on", "off")
+    out["on_local_vs_off"] = ratios(out, "on_local", "off")
+    out["off_vs_baseline"] = ratios(out, "off", "baseline")
+    if compare_to:
+        out[f"on_vs_off{compare_to}"] = ratios(out, f"on{compare_to}", f"off{compare_to}")
+        out[f"on_local_vs_off{compare_to}"] = ratios(out, f"on_local{compare_to}", f"off{compare_to}")
+        out[f"off{compare_to}_vs_baseline"] = ratios(out, f"off{compare_to}", "baseline")
+    return out
+
+
+def claim_cost_one(cluster: Any, dsn: str, steps: int, name: str, round_: str) -> dict[str, Any]:
+    """One drain of `steps` in a fresh database configured as `name` (see the module doc)."""
+    kind, _, tag = name.partition("@")
+    db_name = f"bench_{kind}_{tag.replace('.', '_')}_{round_}"
+    with psycopg.connect(dsn, autocommit=True) as c:
+        c.execute(f"create database {db_name}")
+    db = cluster.dsn(db_name)
+    try:
+        to = BASELINE_CHANGE if kind == "baseline" else (f"@{tag}" if tag else None)
+        migrate.deploy(db, verify=False, to=to)
         with psycopg.connect(db, autocommit=True) as c:
             for i in range(4):
                 c.execute("select pgflight.create_workspace(%s)", [f"w{i}"])
-                if name.startswith("on"):
+                if kind.startswith("on"):
                     c.execute(
                         "select pgflight.set_workspace_limits(%s, %s)",
                         [f"w{i}", Jsonb({"max_in_flight": 1000})],
@@ -129,26 +171,15 @@ def claim_cost(cluster: Any, dsn: str, steps: int) -> dict[str, Any]:
                     "select pgflight.submit_run(%s, 'noop', '{}', case when %s then"
                     " jsonb_build_object('concurrency_key', 'k' || (g %% 500), 'concurrency_limit', 5)"
                     " else '{}'::jsonb end) from generate_series(1, %s) g",
-                    [f"w{i}", name.startswith("on"), steps // 4],
+                    [f"w{i}", kind.startswith("on"), steps // 4],
                 )
-            if name == "on":
+            if kind == "on":
                 c.execute("select pgflight.set_global_limits('{\"max_in_flight\": 100000}')")
             c.execute("vacuum analyze")
-        out[name] = drain(db, 4)
-    on, off, base, local = out["on"], out["off"], out["baseline"], out["on_local"]
-    out["on_vs_off"] = {
-        "p99_ratio": round(on["claim_p99_ms"] / off["claim_p99_ms"], 2),
-        "throughput_ratio": round(on["steps_per_s"] / off["steps_per_s"], 2),
-    }
-    out["on_local_vs_off"] = {
-        "p99_ratio": round(local["claim_p99_ms"] / off["claim_p99_ms"], 2),
-        "throughput_ratio": round(local["steps_per_s"] / off["steps_per_s"], 2),
-    }
-    out["off_vs_baseline"] = {
-        "p99_ratio": round(off["claim_p99_ms"] / base["claim_p99_ms"], 2),
-        "throughput_ratio": round(off["steps_per_s"] / base["steps_per_s"], 2),
-    }
-    return out
+        return drain(db, 4)
+    finally:
+        with psycopg.connect(dsn, autocommit=True) as c:
+            c.execute(f"drop database if exists {db_name} with (force)")
 
 
 def quiet_tenant(dsn: str, burst: int, seconds: float) -> dict[str, Any]:
@@ -240,6 +271,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="a tenth of the sizes")
     parser.add_argument("--only-claim-cost", action="store_true", help="part 1 only")
+    parser.add_argument("--compare-to", help="also drain off/on_local/on deployed at this tag (@v0.3.0)")
+    parser.add_argument("--rounds", type=int, default=1, help="claim-cost rounds (medians reported)")
     args = parser.parse_args()
     scale = 10 if args.quick else 1
     report: dict[str, Any] = {
@@ -249,7 +282,8 @@ def main() -> None:
     }
     started = time.perf_counter()
     with throwaway_cluster() as (cluster, dsn):
-        report["claim_cost"] = claim_cost(cluster, dsn, 20_000 // scale)
+        report["claim_cost"] = claim_cost(cluster, dsn, 20_000 // scale, args.compare_to, args.rounds)
+        report["load_average"] = [round(x, 2) for x in os.getloadavg()]
         if args.only_claim_cost:
             json.dump(report, sys.stdout, indent=2)
             print()

@@ -521,6 +521,7 @@ COMMENT ON FUNCTION pgflight._check_options(p_scope text, p_options jsonb) IS 'I
 CREATE FUNCTION pgflight._claim_fair(p_worker_id bigint, p_batch_size integer, p_lease_s double precision, p_recipes text[], p_start boolean, p_now timestamp with time zone, p_workspaces bigint[]) RETURNS TABLE(attempt_id bigint, fencing_token bigint, step_id bigint, run_id bigint, parent_id bigint, step_key text, attempt_no integer, recipe text, input jsonb, lease_expires_at timestamp with time zone, deadline_at timestamp with time zone)
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET plan_cache_mode TO 'force_generic_plan'
     AS $$
 declare
   v_left integer := p_batch_size;
@@ -549,20 +550,12 @@ declare
   v_tokens double precision;
   v_lim pgflight.workspace_limits;
   v_idx integer;
+  v_global_stripe smallint;
+  v_ws_taken integer;
+  v_ws_stripe smallint;
+  v_slots smallint;
 begin
-  -- 1. the global in-flight cap: one claimer at a time counts and claims
-  select s.max_in_flight into v_global from pgflight.settings s;
-  if v_global is not null then
-    perform pg_catalog.pg_advisory_xact_lock(pg_catalog.hashtextextended('pgflight.global_in_flight', 0));
-    v_left := least(v_left, v_global - (select count(*) from (
-                select 1 from pgflight.step_attempts a
-                 where a.status in ('claimed', 'running', 'cancel_requested') limit v_global) held)::integer);
-    if v_left <= 0 then
-      return;
-    end if;
-  end if;
-
-  -- 2. paused and rate-limited recipes: name the recipes this call may claim
+  -- 1. paused and rate-limited recipes: name the recipes this call may claim
   if exists (select from pgflight.recipe_limits) then
     if v_recipes is null then
       v_recipes := pgflight._queued_recipes();
@@ -591,7 +584,7 @@ begin
     end if;
   end if;
 
-  -- 3. lanes with queued work, and the limits of their workspaces (paused ones dropped)
+  -- 2. lanes with queued work, and the limits of their workspaces (paused ones dropped)
   select array_agg(l.workspace_id), array_agg(l.recipe) into v_lane_ws, v_lane_recipe
     from pgflight._ready_lanes(v_recipes) l;
   if v_lane_ws is null then
@@ -607,6 +600,15 @@ begin
   v_n := coalesce(cardinality(v_ws), 0);
   if v_n = 0 then
     return;
+  end if;
+  -- 3. the global in-flight cap: the slots this call can take now (from here on, every way out
+  -- passes the give-back at the end)
+  select s.max_in_flight into v_global from pgflight.settings s;
+  if v_global is not null then
+    select t.got, t.stripe into v_left, v_global_stripe from pgflight._take_slots(0, v_left) t;
+    if v_left <= 0 then
+      return;
+    end if;
   end if;
   v_total_share := (select sum(x) from unnest(v_share) x);
   v_more := array_fill(false, array[v_n]);
@@ -641,27 +643,29 @@ begin
       v_lim := null;
       v_q := least(case when v_pass = 1 then v_quota[v_w] else v_left end, v_left);
 
-      -- 5. a capped or rate-limited workspace: one claimer at a time counts it
-      if v_cap[v_w] is not null or v_rated[v_w] then
+      -- 5. a rate-limited workspace: one claimer at a time refills and charges its bucket
+      if v_rated[v_w] then
         continue when not pg_catalog.pg_try_advisory_xact_lock(
           pg_catalog.hashtextextended('pgflight.workspace:' || v_ws_id, 0));
         select * into v_lim from pgflight.workspace_limits l where l.workspace_id = v_ws_id;
-        if v_lim.max_in_flight is not null then
-          v_q := least(v_q, v_lim.max_in_flight - (select count(*) from (
-                   select 1 from pgflight.step_attempts a
-                    where a.workspace_id = v_ws_id and a.status in ('claimed', 'running', 'cancel_requested')
-                    limit v_lim.max_in_flight) held)::integer);
-        end if;
         if v_lim.starts_per_s is not null then
           v_tokens := pgflight._bucket_tokens(v_lim.tokens, v_lim.refilled_at, v_lim.starts_per_s, v_lim.burst, p_now);
           v_q := least(v_q, floor(v_tokens)::integer);
         end if;
       end if;
+      -- a capped workspace: the slots this call can take from its stripes now
+      v_ws_taken := 0;
+      if v_cap[v_w] is not null and v_q > 0 then
+        select t.got, t.stripe into v_ws_taken, v_ws_stripe from pgflight._take_slots(v_ws_id, v_q) t;
+        v_q := v_ws_taken;
+      end if;
+      v_slots := (case when v_global is not null then 1 else 0 end
+                  | case when v_cap[v_w] is not null then 2 else 0 end)::smallint;
 
       v_got_ws := 0;
       if v_q > 0 then
         if v_recipes is null then
-          return query select * from pgflight._claim_lane(p_worker_id, v_ws_id, null, v_q, p_lease_s, p_start, p_now);
+          return query select * from pgflight._claim_lane(p_worker_id, v_ws_id, null, v_q, p_lease_s, p_start, p_now, v_slots);
           get diagnostics v_got_ws = row_count;
         else
           -- 6. one lane per recipe of this workspace, each rate-limited recipe within its tokens
@@ -672,7 +676,7 @@ begin
             v_got := least(v_q - v_got_ws, case when v_idx is null then v_q else v_rated_left[v_idx] end);
             continue when v_got <= 0;
             return query select * from pgflight._claim_lane(p_worker_id, v_ws_id, v_lane_recipe[v_j], v_got,
-                                                            p_lease_s, p_start, p_now);
+                                                            p_lease_s, p_start, p_now, v_slots);
             get diagnostics v_got = row_count;
             v_got_ws := v_got_ws + v_got;
             if v_idx is not null then
@@ -685,10 +689,18 @@ begin
         update pgflight.workspace_limits l set tokens = v_tokens - v_got_ws, refilled_at = p_now
          where l.workspace_id = v_ws_id;
       end if;
+      -- the workspace's slots this call took and did not use go back to a stripe it holds
+      if v_ws_taken > v_got_ws then
+        update pgflight.flow_slots s set held = s.held - (v_ws_taken - v_got_ws)
+         where s.scope = v_ws_id and s.stripe = v_ws_stripe;
+      end if;
       v_left := v_left - v_got_ws;
       v_more[v_w] := v_got_ws >= v_q and v_q > 0;
     end loop;
   end loop;
+  if v_global is not null and v_left > 0 then
+    update pgflight.flow_slots s set held = s.held - v_left where s.scope = 0 and s.stripe = v_global_stripe;
+  end if;
 
   -- what the rate-limited recipes took
   for v_idx in 1 .. cardinality(v_rated_recipes) loop
@@ -705,11 +717,12 @@ ALTER FUNCTION pgflight._claim_fair(p_worker_id bigint, p_batch_size integer, p_
 
 COMMENT ON FUNCTION pgflight._claim_fair(p_worker_id bigint, p_batch_size integer, p_lease_s double precision, p_recipes text[], p_start boolean, p_now timestamp with time zone, p_workspaces bigint[]) IS 'Internal: claim_batch''s fair claim across workspaces with caps, keys, rate limits and pause.';
 
--- Name: _claim_lane(bigint, bigint, text, integer, double precision, boolean, timestamp with time zone); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+-- Name: _claim_lane(bigint, bigint, text, integer, double precision, boolean, timestamp with time zone, smallint); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
-CREATE FUNCTION pgflight._claim_lane(p_worker_id bigint, p_workspace_id bigint, p_recipe text, p_limit integer, p_lease_s double precision, p_start boolean, p_now timestamp with time zone) RETURNS TABLE(attempt_id bigint, fencing_token bigint, step_id bigint, run_id bigint, parent_id bigint, step_key text, attempt_no integer, recipe text, input jsonb, lease_expires_at timestamp with time zone, deadline_at timestamp with time zone)
+CREATE FUNCTION pgflight._claim_lane(p_worker_id bigint, p_workspace_id bigint, p_recipe text, p_limit integer, p_lease_s double precision, p_start boolean, p_now timestamp with time zone, p_slots smallint) RETURNS TABLE(attempt_id bigint, fencing_token bigint, step_id bigint, run_id bigint, parent_id bigint, step_key text, attempt_no integer, recipe text, input jsonb, lease_expires_at timestamp with time zone, deadline_at timestamp with time zone)
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET plan_cache_mode TO 'force_generic_plan'
     AS $$
 declare
   v_ids bigint[];
@@ -765,7 +778,10 @@ begin
       -- and sees every commit they waited for, each locked key's leased count and per candidate
       -- whether it fits under the key's limit (the first candidate's) in claim order.
       select coalesce(array_agg(k.key) filter (where k.got), '{}') into v_locked
-        from (select x.key, pg_catalog.pg_try_advisory_xact_lock(pgflight._key_lock(p_workspace_id, x.key)) as got
+        -- _key_lock's expression, written out: a function with a SET clause is never inlined, and
+        -- calling it once per key was a tenth of a keyed claim
+        from (select x.key, pg_catalog.pg_try_advisory_xact_lock(
+                pg_catalog.hashtextextended('pgflight.key:' || p_workspace_id || ':' || x.key, 0)) as got
                 from (select distinct y as key from unnest(v_keys) y where y is not null) x) k;
       select coalesce(array_agg(c.id order by c.i) filter (where c.key is null or c.rnk <= c.lim - h.held), '{}'),
              coalesce(array_agg(c.id) filter (where c.key is not null and c.rnk > c.lim - h.held), '{}'),
@@ -803,7 +819,7 @@ begin
     if v_take <> '{}' then
       -- leased at the clock's reading now, after the locks and counts above: claimed_at is then
       -- never earlier than the finish of an attempt this claim counted as gone
-      return query select * from pgflight._lease_attempts(p_worker_id, v_take, p_lease_s, p_start, pgflight._now());
+      return query select * from pgflight._lease_attempts(p_worker_id, v_take, p_lease_s, p_start, pgflight._now(), p_slots);
       v_got := v_got + cardinality(v_take);
     end if;
     -- fewer ready rows than asked for: the lane is empty for now
@@ -812,11 +828,11 @@ begin
 end
 $$;
 
-ALTER FUNCTION pgflight._claim_lane(p_worker_id bigint, p_workspace_id bigint, p_recipe text, p_limit integer, p_lease_s double precision, p_start boolean, p_now timestamp with time zone) OWNER TO pgflight_owner;
+ALTER FUNCTION pgflight._claim_lane(p_worker_id bigint, p_workspace_id bigint, p_recipe text, p_limit integer, p_lease_s double precision, p_start boolean, p_now timestamp with time zone, p_slots smallint) OWNER TO pgflight_owner;
 
--- Name: FUNCTION _claim_lane(p_worker_id bigint, p_workspace_id bigint, p_recipe text, p_limit integer, p_lease_s double precision, p_start boolean, p_now timestamp with time zone); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+-- Name: FUNCTION _claim_lane(p_worker_id bigint, p_workspace_id bigint, p_recipe text, p_limit integer, p_lease_s double precision, p_start boolean, p_now timestamp with time zone, p_slots smallint); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight._claim_lane(p_worker_id bigint, p_workspace_id bigint, p_recipe text, p_limit integer, p_lease_s double precision, p_start boolean, p_now timestamp with time zone) IS 'Internal: claim up to p_limit ready attempts of one workspace (and recipe), parking attempts whose concurrency key is full.';
+COMMENT ON FUNCTION pgflight._claim_lane(p_worker_id bigint, p_workspace_id bigint, p_recipe text, p_limit integer, p_lease_s double precision, p_start boolean, p_now timestamp with time zone, p_slots smallint) IS 'Internal: claim up to p_limit ready attempts of one workspace (and recipe), parking attempts whose concurrency key is full.';
 
 -- Name: _complete_many(bigint[], bigint[], jsonb[], timestamp with time zone); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -1621,7 +1637,9 @@ CREATE FUNCTION pgflight._key_slot_freed() RETURNS trigger
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 begin
-  perform pg_catalog.pg_advisory_xact_lock_shared(pgflight._key_lock(old.workspace_id, old.concurrency_key));
+  -- _key_lock's expression, written out (a function with a SET clause is never inlined)
+  perform pg_catalog.pg_advisory_xact_lock_shared(
+    pg_catalog.hashtextextended('pgflight.key:' || old.workspace_id || ':' || old.concurrency_key, 0));
   update pgflight.step_attempts a set available_after = pgflight._now()
    where a.id = (select p.id from pgflight.step_attempts p
                   where p.workspace_id = old.workspace_id and p.concurrency_key = old.concurrency_key
@@ -1658,26 +1676,32 @@ ALTER FUNCTION pgflight._lane_workspaces(p_lane text) OWNER TO pgflight_owner;
 
 COMMENT ON FUNCTION pgflight._lane_workspaces(p_lane text) IS 'Internal: ids of the workspaces the login may act on in this lane; null for every workspace.';
 
--- Name: _lease_attempts(bigint, bigint[], double precision, boolean, timestamp with time zone); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+-- Name: _lease_attempts(bigint, bigint[], double precision, boolean, timestamp with time zone, smallint); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
-CREATE FUNCTION pgflight._lease_attempts(p_worker_id bigint, p_ids bigint[], p_lease_s double precision, p_start boolean, p_now timestamp with time zone) RETURNS TABLE(attempt_id bigint, fencing_token bigint, step_id bigint, run_id bigint, parent_id bigint, step_key text, attempt_no integer, recipe text, input jsonb, lease_expires_at timestamp with time zone, deadline_at timestamp with time zone)
+CREATE FUNCTION pgflight._lease_attempts(p_worker_id bigint, p_ids bigint[], p_lease_s double precision, p_start boolean, p_now timestamp with time zone, p_slots smallint) RETURNS TABLE(attempt_id bigint, fencing_token bigint, step_id bigint, run_id bigint, parent_id bigint, step_key text, attempt_no integer, recipe text, input jsonb, lease_expires_at timestamp with time zone, deadline_at timestamp with time zone)
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET plan_cache_mode TO 'force_generic_plan'
     AS $$
+declare
+  v_max_lease double precision := pgflight._limit('lease_s');
+  v_max_runtime double precision := pgflight._limit('runtime_s');
 begin
-  -- PL/pgSQL rather than SQL: its plan is cached across calls, a SQL function's is not
+  -- PL/pgSQL rather than SQL: its plan is cached across calls, a SQL function's is not; and the
+  -- generic plan from the first call on (plan_cache_mode): a custom plan was planned again on
+  -- every call, a large part of the claim's cost
   return query
   with claimed as (
     update pgflight.step_attempts a
        set status = case when p_start then 'running' else 'claimed' end, worker_id = p_worker_id,
            fencing_token = nextval('pgflight.fencing_tokens'),
-           claimed_at = p_now,
+           claimed_at = p_now, slots = p_slots,
            started_at = case when p_start then p_now end,
            -- clamped to the documented maxima (issue 14): a step stored before the options were
            -- checked (lease_s 1e13) cannot make this set-based claim raise for everyone
-           lease_s = least(coalesce(s.lease_s, p_lease_s), pgflight._limit('lease_s')),
-           lease_expires_at = p_now + make_interval(secs => least(coalesce(s.lease_s, p_lease_s), pgflight._limit('lease_s'))),
-           deadline_at = p_now + make_interval(secs => least(s.max_runtime_s, pgflight._limit('runtime_s'))),
+           lease_s = least(coalesce(s.lease_s, p_lease_s), v_max_lease),
+           lease_expires_at = p_now + make_interval(secs => least(coalesce(s.lease_s, p_lease_s), v_max_lease)),
+           deadline_at = p_now + make_interval(secs => least(s.max_runtime_s, v_max_runtime)),
            claim_event_id = case when p_start then nextval('pgflight.events_id_seq') end
       from pgflight.steps s
      where a.id = any (p_ids) and s.id = a.step_id
@@ -1695,11 +1719,11 @@ begin
 end
 $$;
 
-ALTER FUNCTION pgflight._lease_attempts(p_worker_id bigint, p_ids bigint[], p_lease_s double precision, p_start boolean, p_now timestamp with time zone) OWNER TO pgflight_owner;
+ALTER FUNCTION pgflight._lease_attempts(p_worker_id bigint, p_ids bigint[], p_lease_s double precision, p_start boolean, p_now timestamp with time zone, p_slots smallint) OWNER TO pgflight_owner;
 
--- Name: FUNCTION _lease_attempts(p_worker_id bigint, p_ids bigint[], p_lease_s double precision, p_start boolean, p_now timestamp with time zone); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+-- Name: FUNCTION _lease_attempts(p_worker_id bigint, p_ids bigint[], p_lease_s double precision, p_start boolean, p_now timestamp with time zone, p_slots smallint); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight._lease_attempts(p_worker_id bigint, p_ids bigint[], p_lease_s double precision, p_start boolean, p_now timestamp with time zone) IS 'Internal: lease locked queued attempts to a worker (token, lease, events row or claim_event_id).';
+COMMENT ON FUNCTION pgflight._lease_attempts(p_worker_id bigint, p_ids bigint[], p_lease_s double precision, p_start boolean, p_now timestamp with time zone, p_slots smallint) IS 'Internal: lease locked queued attempts to a worker (token, lease, caps, events row or claim_event_id).';
 
 -- Name: _limit(text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -1833,6 +1857,7 @@ CREATE TABLE pgflight.step_attempts (
     concurrency_limit integer,
     claim_event_id bigint,
     finish_event_id bigint,
+    slots smallint DEFAULT 0 NOT NULL,
     CONSTRAINT finished_at_is_after_claimed_at CHECK (((finished_at IS NULL) OR (claimed_at IS NULL) OR (finished_at >= claimed_at))),
     CONSTRAINT leased_attempt_has_owner CHECK (((status <> ALL (ARRAY['claimed'::text, 'running'::text, 'cancel_requested'::text])) OR ((worker_id IS NOT NULL) AND (fencing_token IS NOT NULL) AND (lease_expires_at IS NOT NULL)))),
     CONSTRAINT status_is_known CHECK ((status = ANY (ARRAY['queued'::text, 'claimed'::text, 'running'::text, 'cancel_requested'::text, 'awaiting_children'::text, 'awaiting_approval'::text, 'succeeded'::text, 'failed'::text, 'lease_expired'::text, 'timed_out'::text, 'dead_letter'::text, 'cancelled'::text])))
@@ -1860,6 +1885,10 @@ COMMENT ON COLUMN pgflight.step_attempts.claim_event_id IS 'Events id of this at
 -- Name: COLUMN step_attempts.finish_event_id; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
 COMMENT ON COLUMN pgflight.step_attempts.finish_event_id IS 'Events id of this attempt''s success from running (running -> succeeded), shown by run_events; null: the end, if any, is an events row.';
+
+-- Name: COLUMN step_attempts.slots; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON COLUMN pgflight.step_attempts.slots IS 'What this lease is counted against: bit 1 the global cap, bit 2 its workspace''s cap (0: none).';
 
 -- Name: _lock_held(bigint, bigint, text, boolean); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -3038,6 +3067,27 @@ ALTER FUNCTION pgflight._reserve(p_run pgflight.agent_runs, p_attempt_id bigint,
 
 COMMENT ON FUNCTION pgflight._reserve(p_run pgflight.agent_runs, p_attempt_id bigint, p_iteration integer, p_est_usd numeric, p_now timestamp with time zone) IS 'Internal: admission of a model call (caps and model tokens per minute checked, est USD reserved); returns null or the refusal.';
 
+-- Name: _return_slots(); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._return_slots() RETURNS trigger
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+  insert into pgflight.flow_slot_returns (scope)
+  select x.scope from (values (1, 0::bigint), (2, old.workspace_id)) x(bit, scope)
+   where old.slots & x.bit <> 0;
+  new.slots := 0;
+  return new;
+end
+$$;
+
+ALTER FUNCTION pgflight._return_slots() OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _return_slots(); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._return_slots() IS 'Internal trigger: a leased attempt counted against caps stopped being leased; return its slots.';
+
 -- Name: _set_paused(text, text, boolean, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
 CREATE FUNCTION pgflight._set_paused(p_kind text, p_name text, p_pause boolean, p_note text) RETURNS boolean
@@ -3100,6 +3150,62 @@ ALTER FUNCTION pgflight._set_paused(p_kind text, p_name text, p_pause boolean, p
 -- Name: FUNCTION _set_paused(p_kind text, p_name text, p_pause boolean, p_note text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
 COMMENT ON FUNCTION pgflight._set_paused(p_kind text, p_name text, p_pause boolean, p_note text) IS 'Internal: pause or resume a workspace or recipe, logged with the login and note; true when the state changed.';
+
+-- Name: _set_slot_cap(bigint, integer); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._set_slot_cap(p_scope bigint, p_cap integer) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_bit smallint := case when p_scope = 0 then 1 else 2 end;
+  v_held integer;
+  v_stripes integer;
+begin
+  perform pg_catalog.pg_advisory_xact_lock(pg_catalog.hashtextextended('pgflight.slots:' || p_scope, 0));
+  perform from pgflight.flow_slots s where s.scope = p_scope for update;
+  if p_cap is null then
+    delete from pgflight.flow_slots s where s.scope = p_scope;
+    delete from pgflight.flow_slot_returns f where f.scope = p_scope;
+    update pgflight.step_attempts a set slots = a.slots & ~v_bit
+     where a.status in ('claimed', 'running', 'cancel_requested') and a.slots & v_bit <> 0
+       and (p_scope = 0 or a.workspace_id = p_scope);
+    return;
+  end if;
+  -- one statement, one snapshot: the returns it drops and the attempts it counts agree (a
+  -- finish committed after it started is neither counted nor dropped; its return is folded later)
+  with marked as (
+    update pgflight.step_attempts a set slots = a.slots | v_bit
+     where a.status in ('claimed', 'running', 'cancel_requested') and a.slots & v_bit = 0
+       and (p_scope = 0 or a.workspace_id = p_scope)
+    returning 1
+  ), dropped as (
+    delete from pgflight.flow_slot_returns f where f.scope = p_scope returning 1
+  )
+  select (select count(*) from marked)
+         + (select count(*) from pgflight.step_attempts a
+             where a.status in ('claimed', 'running', 'cancel_requested') and a.slots & v_bit <> 0
+               and (p_scope = 0 or a.workspace_id = p_scope))
+    into v_held;  -- (a data-modifying CTE runs whether read or not: `dropped` is done)
+  -- up to eight stripes (fewer under a small cap), the cap split evenly; the held slots fill
+  -- stripes in order, any excess over the cap stays on the first (nothing is taken until it drains)
+  v_stripes := least(8, greatest(p_cap, 1));
+  delete from pgflight.flow_slots s where s.scope = p_scope;
+  insert into pgflight.flow_slots (scope, stripe, cap, held)
+  select p_scope, i, c.cap,
+         case when i = 0 then greatest(least(c.cap, v_held), v_held - (p_cap - c.cap))
+              else least(c.cap, greatest(0, v_held - c.before)) end
+    from generate_series(0, v_stripes - 1) i,
+         lateral (select p_cap / v_stripes + (i < p_cap % v_stripes)::integer as cap,
+                         i * (p_cap / v_stripes) + least(i, p_cap % v_stripes) as before) c;
+end
+$$;
+
+ALTER FUNCTION pgflight._set_slot_cap(p_scope bigint, p_cap integer) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _set_slot_cap(p_scope bigint, p_cap integer); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._set_slot_cap(p_scope bigint, p_cap integer) IS 'Internal: (re)build and reconcile the in-flight slot stripes of a workspace (0: global) for a cap (null: none).';
 
 -- Name: _settle_tokens(pgflight.agent_runs, bigint, bigint, boolean, timestamp with time zone); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -3335,6 +3441,57 @@ ALTER FUNCTION pgflight._store_tool_results(p_run_id bigint, p_attempt_id bigint
 -- Name: FUNCTION _store_tool_results(p_run_id bigint, p_attempt_id bigint, p_results jsonb, p_now timestamp with time zone); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
 COMMENT ON FUNCTION pgflight._store_tool_results(p_run_id bigint, p_attempt_id bigint, p_results jsonb, p_now timestamp with time zone) IS 'Internal: store tool_result blocks set-based (first result wins); returns the ids stored. 22023, ZF003.';
+
+-- Name: _take_slots(bigint, integer); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._take_slots(p_scope bigint, p_want integer, OUT got integer, OUT stripe smallint) RETURNS record
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET plan_cache_mode TO 'force_generic_plan'
+    AS $$
+declare
+  v_start integer := pg_catalog.pg_backend_pid() % 64;
+  v_tried smallint[] := '{}';
+  v_stripe smallint;
+  v_free integer;
+  v_take integer;
+begin
+  got := 0;
+  while got < p_want loop
+    select s.stripe, s.cap - s.held into v_stripe, v_free
+      from pgflight.flow_slots s
+     where s.scope = p_scope and s.stripe <> all (v_tried)
+     order by (s.stripe - v_start + 64) % 64
+     limit 1
+       for update skip locked;
+    exit when not found;
+    v_tried := v_tried || v_stripe;
+    if stripe is null then
+      stripe := v_stripe;
+      -- the committed returns of this scope (a return not yet committed is still a held slot)
+      with r as (
+        delete from pgflight.flow_slot_returns f
+         where f.id in (select g.id from pgflight.flow_slot_returns g where g.scope = p_scope
+                         limit 10000 for update skip locked)
+        returning f.n)
+      update pgflight.flow_slots s set held = s.held - (select coalesce(sum(r.n), 0) from r)::integer
+       where s.scope = p_scope and s.stripe = v_stripe
+      returning s.cap - s.held into v_free;
+    end if;
+    if v_free > 0 then
+      v_take := least(v_free, p_want - got);
+      update pgflight.flow_slots s set held = s.held + v_take where s.scope = p_scope and s.stripe = v_stripe;
+      got := got + v_take;
+    end if;
+  end loop;
+end
+$$;
+
+ALTER FUNCTION pgflight._take_slots(p_scope bigint, p_want integer, OUT got integer, OUT stripe smallint) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _take_slots(p_scope bigint, p_want integer, OUT got integer, OUT stripe smallint); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._take_slots(p_scope bigint, p_want integer, OUT got integer, OUT stripe smallint) IS 'Internal: take up to p_want in-flight slots of a capped scope from the stripes free right now.';
 
 -- Name: _token_admission(pgflight.agent_runs, bigint, timestamp with time zone); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -6107,6 +6264,8 @@ begin
   perform pgflight._require_known_keys(p_options, array['max_in_flight']);
   if p_options ? 'max_in_flight' then
     update pgflight.settings s set max_in_flight = pgflight._limit_option(p_options, 'max_in_flight', 0, 1e6, true)::integer;
+    -- the cap's slot stripes (tables/flow_slots), rebuilt and reconciled
+    perform pgflight._set_slot_cap(0, s.max_in_flight) from pgflight.settings s;
   end if;
   return query select s.max_in_flight from pgflight.settings s;
 end
@@ -6190,6 +6349,10 @@ begin
                                      else l.model_tokens_per_min end,
          updated_at = pgflight._now()
    where l.workspace_id = v_ws;
+  -- the cap's slot stripes (tables/flow_slots), rebuilt and reconciled when the cap changes
+  if p_options ? 'max_in_flight' then
+    perform pgflight._set_slot_cap(v_ws, l.max_in_flight) from pgflight.workspace_limits l where l.workspace_id = v_ws;
+  end if;
   return query
     select p_workspace, l.max_in_flight, l.share, l.starts_per_s, l.burst, l.model_tokens_per_min, l.paused_at, l.paused_by
       from pgflight.workspace_limits l where l.workspace_id = v_ws;
@@ -6958,6 +7121,13 @@ begin
     get diagnostics v_n = row_count;
     v_woken := v_woken + v_n;
   end loop;
+  -- the in-flight caps' slot stripes reconciled with the attempts table (tables/flow_slots): a
+  -- lease that left the leased set by a path that bypassed the trigger cannot keep its slot
+  perform pgflight._set_slot_cap(l.workspace_id, l.max_in_flight)
+     from pgflight.workspace_limits l where l.max_in_flight is not null;
+  perform pgflight._set_slot_cap(0, s.max_in_flight) from pgflight.settings s where s.max_in_flight is not null;
+  delete from pgflight.flow_slot_returns f
+   where not exists (select from pgflight.flow_slots s where s.scope = f.scope);
   return v_woken;
 end
 $$;
@@ -7618,6 +7788,48 @@ ALTER TABLE pgflight.fencing_tokens OWNER TO pgflight_owner;
 
 COMMENT ON SEQUENCE pgflight.fencing_tokens IS 'Fencing tokens: a fresh, strictly increasing value at every claim, across all attempts.';
 
+-- Name: flow_slot_returns; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
+
+CREATE TABLE pgflight.flow_slot_returns (
+    id bigint NOT NULL,
+    scope bigint NOT NULL,
+    n integer DEFAULT 1 NOT NULL
+);
+
+ALTER TABLE pgflight.flow_slot_returns OWNER TO pgflight_owner;
+
+-- Name: TABLE flow_slot_returns; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON TABLE pgflight.flow_slot_returns IS 'Slots given back by attempts that left the leased set, not yet folded into a stripe by a claim.';
+
+-- Name: flow_slot_returns_id_seq; Type: SEQUENCE; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE pgflight.flow_slot_returns ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME pgflight.flow_slot_returns_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+-- Name: flow_slots; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
+
+CREATE TABLE pgflight.flow_slots (
+    scope bigint NOT NULL,
+    stripe smallint NOT NULL,
+    cap integer NOT NULL,
+    held integer DEFAULT 0 NOT NULL,
+    CONSTRAINT cap_is_not_negative CHECK ((cap >= 0))
+)
+WITH (fillfactor='20');
+
+ALTER TABLE pgflight.flow_slots OWNER TO pgflight_owner;
+
+-- Name: TABLE flow_slots; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON TABLE pgflight.flow_slots IS 'In-flight caps split into stripes: a claim takes at most cap - held from the stripes it can lock without waiting. scope: workspace id, 0 for the global cap. Reconciled by wake_parked_keys.';
+
 -- Name: model_prices; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
 
 CREATE TABLE pgflight.model_prices (
@@ -8251,6 +8463,16 @@ ALTER TABLE ONLY pgflight.events_default
 ALTER TABLE ONLY pgflight.fan_in_stripes
     ADD CONSTRAINT fan_in_stripes_pkey PRIMARY KEY (parent_id, stripe);
 
+-- Name: flow_slot_returns flow_slot_returns_pkey; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.flow_slot_returns
+    ADD CONSTRAINT flow_slot_returns_pkey PRIMARY KEY (id);
+
+-- Name: flow_slots flow_slots_pkey; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.flow_slots
+    ADD CONSTRAINT flow_slots_pkey PRIMARY KEY (scope, stripe);
+
 -- Name: approvals gate_key_is_unique_per_step; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
 
 ALTER TABLE ONLY pgflight.approvals
@@ -8405,6 +8627,10 @@ CREATE INDEX events_20261203_run_id_id_idx ON pgflight.events_20261203 USING btr
 
 CREATE INDEX events_default_run_id_id_idx ON pgflight.events_default USING btree (run_id, id);
 
+-- Name: flow_slot_returns_scope_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
+
+CREATE INDEX flow_slot_returns_scope_idx ON pgflight.flow_slot_returns USING btree (scope);
+
 -- Name: one_call_per_iteration; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
 
 CREATE UNIQUE INDEX one_call_per_iteration ON pgflight.costs USING btree (agent_run_id, iteration) WHERE (NOT lease_lost);
@@ -8540,6 +8766,10 @@ CREATE TRIGGER step_attempts_fill_flow BEFORE INSERT ON pgflight.step_attempts F
 -- Name: step_attempts step_attempts_key_slot_freed; Type: TRIGGER; Schema: pgflight; Owner: pgflight_owner
 
 CREATE TRIGGER step_attempts_key_slot_freed AFTER UPDATE OF status ON pgflight.step_attempts FOR EACH ROW WHEN (((old.concurrency_key IS NOT NULL) AND (old.status = ANY (ARRAY['queued'::text, 'claimed'::text, 'running'::text, 'cancel_requested'::text])) AND (new.status <> ALL (ARRAY['queued'::text, 'claimed'::text, 'running'::text, 'cancel_requested'::text])))) EXECUTE FUNCTION pgflight._key_slot_freed();
+
+-- Name: step_attempts step_attempts_return_slots; Type: TRIGGER; Schema: pgflight; Owner: pgflight_owner
+
+CREATE TRIGGER step_attempts_return_slots BEFORE UPDATE OF status ON pgflight.step_attempts FOR EACH ROW WHEN (((old.slots <> 0) AND (old.status = ANY (ARRAY['claimed'::text, 'running'::text, 'cancel_requested'::text])) AND (new.status <> ALL (ARRAY['claimed'::text, 'running'::text, 'cancel_requested'::text])))) EXECUTE FUNCTION pgflight._return_slots();
 
 -- Name: agent_runs agent_runs_run_id_fkey; Type: FK CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
 
@@ -8700,9 +8930,9 @@ REVOKE ALL ON FUNCTION pgflight._check_options(p_scope text, p_options jsonb) FR
 
 REVOKE ALL ON FUNCTION pgflight._claim_fair(p_worker_id bigint, p_batch_size integer, p_lease_s double precision, p_recipes text[], p_start boolean, p_now timestamp with time zone, p_workspaces bigint[]) FROM PUBLIC;
 
--- Name: FUNCTION _claim_lane(p_worker_id bigint, p_workspace_id bigint, p_recipe text, p_limit integer, p_lease_s double precision, p_start boolean, p_now timestamp with time zone); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+-- Name: FUNCTION _claim_lane(p_worker_id bigint, p_workspace_id bigint, p_recipe text, p_limit integer, p_lease_s double precision, p_start boolean, p_now timestamp with time zone, p_slots smallint); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
-REVOKE ALL ON FUNCTION pgflight._claim_lane(p_worker_id bigint, p_workspace_id bigint, p_recipe text, p_limit integer, p_lease_s double precision, p_start boolean, p_now timestamp with time zone) FROM PUBLIC;
+REVOKE ALL ON FUNCTION pgflight._claim_lane(p_worker_id bigint, p_workspace_id bigint, p_recipe text, p_limit integer, p_lease_s double precision, p_start boolean, p_now timestamp with time zone, p_slots smallint) FROM PUBLIC;
 
 -- Name: FUNCTION _complete_many(p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[], p_now timestamp with time zone); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
@@ -8794,9 +9024,9 @@ GRANT ALL ON FUNCTION pgflight._lane_workspaces(p_lane text) TO pgflight_worker;
 GRANT ALL ON FUNCTION pgflight._lane_workspaces(p_lane text) TO pgflight_operator;
 GRANT ALL ON FUNCTION pgflight._lane_workspaces(p_lane text) TO pgflight_reader;
 
--- Name: FUNCTION _lease_attempts(p_worker_id bigint, p_ids bigint[], p_lease_s double precision, p_start boolean, p_now timestamp with time zone); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+-- Name: FUNCTION _lease_attempts(p_worker_id bigint, p_ids bigint[], p_lease_s double precision, p_start boolean, p_now timestamp with time zone, p_slots smallint); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
-REVOKE ALL ON FUNCTION pgflight._lease_attempts(p_worker_id bigint, p_ids bigint[], p_lease_s double precision, p_start boolean, p_now timestamp with time zone) FROM PUBLIC;
+REVOKE ALL ON FUNCTION pgflight._lease_attempts(p_worker_id bigint, p_ids bigint[], p_lease_s double precision, p_start boolean, p_now timestamp with time zone, p_slots smallint) FROM PUBLIC;
 
 -- Name: FUNCTION _limit(p_name text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
@@ -8941,9 +9171,17 @@ REVOKE ALL ON FUNCTION pgflight._require_positive(p_name text, p_value double pr
 
 REVOKE ALL ON FUNCTION pgflight._reserve(p_run pgflight.agent_runs, p_attempt_id bigint, p_iteration integer, p_est_usd numeric, p_now timestamp with time zone) FROM PUBLIC;
 
+-- Name: FUNCTION _return_slots(); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._return_slots() FROM PUBLIC;
+
 -- Name: FUNCTION _set_paused(p_kind text, p_name text, p_pause boolean, p_note text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
 REVOKE ALL ON FUNCTION pgflight._set_paused(p_kind text, p_name text, p_pause boolean, p_note text) FROM PUBLIC;
+
+-- Name: FUNCTION _set_slot_cap(p_scope bigint, p_cap integer); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._set_slot_cap(p_scope bigint, p_cap integer) FROM PUBLIC;
 
 -- Name: FUNCTION _settle_tokens(p_run pgflight.agent_runs, p_limit bigint, p_tokens bigint, p_reserved boolean, p_now timestamp with time zone); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
@@ -8964,6 +9202,10 @@ REVOKE ALL ON FUNCTION pgflight._steps_finished(p_step_ids bigint[], p_finals te
 -- Name: FUNCTION _store_tool_results(p_run_id bigint, p_attempt_id bigint, p_results jsonb, p_now timestamp with time zone); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
 REVOKE ALL ON FUNCTION pgflight._store_tool_results(p_run_id bigint, p_attempt_id bigint, p_results jsonb, p_now timestamp with time zone) FROM PUBLIC;
+
+-- Name: FUNCTION _take_slots(p_scope bigint, p_want integer, OUT got integer, OUT stripe smallint); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._take_slots(p_scope bigint, p_want integer, OUT got integer, OUT stripe smallint) FROM PUBLIC;
 
 -- Name: FUNCTION _token_admission(p_run pgflight.agent_runs, p_limit bigint, p_now timestamp with time zone); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 

@@ -20,6 +20,7 @@ from core_helpers import (
     claim,
     complete_batch,
     fail,
+    reclaim,
     register,
     rows,
     run_parallel,
@@ -27,6 +28,7 @@ from core_helpers import (
     start_step,
     submit,
 )
+from worker_support import wait_for, workers  # noqa: F401 (workers: a fixture)
 
 LEASED = ("claimed", "running", "cancel_requested")
 
@@ -223,3 +225,56 @@ def test_a_full_key_parks_its_backlog_and_a_freed_slot_wakes_one(conn: Conn) -> 
     complete_batch(conn, got)
     woken = claim(conn, worker, 10)
     assert len(woken) == 1
+
+
+def _slots_held(conn: Conn, scope: int) -> int:
+    """What the stripes of a cap count as leased, committed returns included (tables/flow_slots)."""
+    return int(
+        scalar(
+            conn,
+            "select (select coalesce(sum(held), 0) from pgflight.flow_slots where scope = %s)"
+            " - (select coalesce(sum(n), 0) from pgflight.flow_slot_returns where scope = %s)",
+            [scope, scope],
+        )
+    )
+
+
+def test_a_killed_workers_expired_leases_give_their_slots_back_after_reclaim(
+    conn: Conn, dsn: str, workers: Any
+) -> None:
+    # C06's shape under caps: a worker leases as many steps as the caps allow and is SIGKILLed;
+    # its leases expire, reclaim ends them, and the slots they held are free again
+    workspace(conn, "capped", max_in_flight=3)
+    conn.execute("select pgflight.set_global_limits(%s)", [Jsonb({"max_in_flight": 3})])
+    conn.execute(
+        "select pgflight.submit_run('capped', 'sleep', '{\"seconds\": 60}') from generate_series(1, 6)"
+    )
+    ws = scalar(conn, "select id from pgflight.workspaces where name = 'capped'")
+    dead = workers(dsn, "--lease", "2", "--concurrency", "5", "--poll", "0.3")
+    wait_for(
+        lambda: scalar(conn, "select count(*) from pgflight.step_attempts where status = 'running'") == 3,
+        20,
+        "three steps running on the worker",
+    )
+    dead.kill()
+    assert _slots_held(conn, ws) == 3 and _slots_held(conn, 0) == 3
+    # the caps are full while the dead worker's leases last
+    me = register(conn)
+    assert claim(conn, me, 5, 60.0) == []
+    reclaimed = [0]
+
+    def all_reclaimed() -> bool:
+        reclaimed[0] += reclaim(conn)
+        return reclaimed[0] == 3
+
+    wait_for(all_reclaimed, 15, "the dead worker's three leases to expire and be reclaimed")
+    assert _slots_held(conn, ws) == 0 and _slots_held(conn, 0) == 0
+    got = claim(conn, me, 5, 60.0)
+    assert len(got) == 3
+    # and the sweep's reconciliation agrees with the counters
+    conn.execute("select pgflight.wake_parked_keys()")
+    assert _slots_held(conn, ws) == 3 and _slots_held(conn, 0) == 3
+    assert (
+        scalar(conn, "select count(*) from pgflight.step_attempts where slots = 3 and status = 'claimed'")
+        == 3
+    )

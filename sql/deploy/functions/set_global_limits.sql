@@ -3,8 +3,8 @@ begin;
 set local role pgflight_owner;
 
 -- Set the engine-wide in-flight cap. options: max_in_flight (leased attempts across all
--- workspaces, 0 .. 1e6; null removes it). While a global cap is set, claims take turns on one
--- lock. Returns the cap now in force. Errors: 22023 unknown option or out of range.
+-- workspaces, 0 .. 1e6; null removes it), counted in striped slot rows (tables/flow_slots):
+-- concurrent claims each take a share, none waits. Returns the cap now in force. Errors: 22023 unknown option or out of range.
 create or replace function pgflight.set_global_limits(p_options jsonb)
 returns table (max_in_flight integer)
 language plpgsql volatile security definer
@@ -15,6 +15,8 @@ begin
   perform pgflight._require_known_keys(p_options, array['max_in_flight']);
   if p_options ? 'max_in_flight' then
     update pgflight.settings s set max_in_flight = pgflight._limit_option(p_options, 'max_in_flight', 0, 1e6, true)::integer;
+    -- the cap's slot stripes (tables/flow_slots), rebuilt and reconciled
+    perform pgflight._set_slot_cap(0, s.max_in_flight) from pgflight.settings s;
   end if;
   return query select s.max_in_flight from pgflight.settings s;
 end

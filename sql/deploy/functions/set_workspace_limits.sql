@@ -7,7 +7,7 @@ set local role pgflight_owner;
 -- (weight in the fair claim, 1 .. 1000, default 1), starts_per_s (claims per second, with burst:
 -- the most claimed at once after a quiet spell, default max(1, starts_per_s)),
 -- model_tokens_per_min (input + output tokens per rolling minute, checked before each model
--- call). Takes effect at the next claim. Returns the limits now in force.
+-- call). Takes effect at the next claim; a new max_in_flight counts the attempts leased now. Returns the limits now in force.
 -- Errors: 22023 unknown option or out of range, ZF003 unknown workspace.
 create or replace function pgflight.set_workspace_limits(p_workspace text, p_options jsonb)
 returns table (workspace text, max_in_flight integer, share integer, starts_per_s double precision,
@@ -44,6 +44,10 @@ begin
                                      else l.model_tokens_per_min end,
          updated_at = pgflight._now()
    where l.workspace_id = v_ws;
+  -- the cap's slot stripes (tables/flow_slots), rebuilt and reconciled when the cap changes
+  if p_options ? 'max_in_flight' then
+    perform pgflight._set_slot_cap(v_ws, l.max_in_flight) from pgflight.workspace_limits l where l.workspace_id = v_ws;
+  end if;
   return query
     select p_workspace, l.max_in_flight, l.share, l.starts_per_s, l.burst, l.model_tokens_per_min, l.paused_at, l.paused_by
       from pgflight.workspace_limits l where l.workspace_id = v_ws;

@@ -26,6 +26,8 @@
 -- which every claimer takes first and alone, so no lock cycle can form.
 begin;
 set local role pgflight_owner;
+drop function pgflight._claim_lane(bigint, bigint, text, integer, double precision, boolean, timestamptz, smallint);
+drop function pgflight._lease_attempts(bigint, bigint[], double precision, boolean, timestamptz, smallint);
 
 -- Lease the given queued attempts (already locked by the caller) to a worker: the fencing token,
 -- the lease, the events rows. The claim's one write, shared by every lane.

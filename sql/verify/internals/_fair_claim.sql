@@ -5,9 +5,9 @@ declare
   v_config text[];
 begin
   select p.proconfig into v_config
-    from pg_catalog.pg_proc p where p.oid = 'pgflight._lease_attempts(bigint, bigint[], double precision, boolean, timestamptz)'::regprocedure;
-  if v_config is distinct from array['search_path=pg_catalog, pg_temp']::text[] then
-    raise exception 'pgflight._lease_attempts(bigint, bigint[], double precision, boolean, timestamptz) has settings %, expected %', v_config, array['search_path=pg_catalog, pg_temp']::text[];
+    from pg_catalog.pg_proc p where p.oid = 'pgflight._lease_attempts(bigint, bigint[], double precision, boolean, timestamptz, smallint)'::regprocedure;
+  if v_config is distinct from array['search_path=pg_catalog, pg_temp', 'plan_cache_mode=force_generic_plan']::text[] then
+    raise exception 'pgflight._lease_attempts(bigint, bigint[], double precision, boolean, timestamptz, smallint) has settings %, expected %', v_config, array['search_path=pg_catalog, pg_temp', 'plan_cache_mode=force_generic_plan']::text[];
   end if;
 end
 $verify$;
@@ -16,9 +16,9 @@ declare
   v_config text[];
 begin
   select p.proconfig into v_config
-    from pg_catalog.pg_proc p where p.oid = 'pgflight._claim_lane(bigint, bigint, text, integer, double precision, boolean, timestamptz)'::regprocedure;
-  if v_config is distinct from array['search_path=pg_catalog, pg_temp']::text[] then
-    raise exception 'pgflight._claim_lane(bigint, bigint, text, integer, double precision, boolean, timestamptz) has settings %, expected %', v_config, array['search_path=pg_catalog, pg_temp']::text[];
+    from pg_catalog.pg_proc p where p.oid = 'pgflight._claim_lane(bigint, bigint, text, integer, double precision, boolean, timestamptz, smallint)'::regprocedure;
+  if v_config is distinct from array['search_path=pg_catalog, pg_temp', 'plan_cache_mode=force_generic_plan']::text[] then
+    raise exception 'pgflight._claim_lane(bigint, bigint, text, integer, double precision, boolean, timestamptz, smallint) has settings %, expected %', v_config, array['search_path=pg_catalog, pg_temp', 'plan_cache_mode=force_generic_plan']::text[];
   end if;
 end
 $verify$;
@@ -61,8 +61,8 @@ declare
 begin
   select p.proconfig into v_config
     from pg_catalog.pg_proc p where p.oid = 'pgflight._claim_fair(bigint, integer, double precision, text[], boolean, timestamptz, bigint[])'::regprocedure;
-  if v_config is distinct from array['search_path=pg_catalog, pg_temp']::text[] then
-    raise exception 'pgflight._claim_fair(bigint, integer, double precision, text[], boolean, timestamptz, bigint[]) has settings %, expected %', v_config, array['search_path=pg_catalog, pg_temp']::text[];
+  if v_config is distinct from array['search_path=pg_catalog, pg_temp', 'plan_cache_mode=force_generic_plan']::text[] then
+    raise exception 'pgflight._claim_fair(bigint, integer, double precision, text[], boolean, timestamptz, bigint[]) has settings %, expected %', v_config, array['search_path=pg_catalog, pg_temp', 'plan_cache_mode=force_generic_plan']::text[];
   end if;
 end
 $verify$;
