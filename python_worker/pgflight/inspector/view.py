@@ -58,6 +58,7 @@ def redact(detail: Any, operator: bool) -> Any:
 
 
 def seconds(start: datetime | None, end: datetime | None) -> float | None:
+    """Seconds from `start` to `end` (now when None); None when there is no start."""
     if start is None:
         return None
     return ((end or datetime.now(UTC)) - start).total_seconds()
@@ -80,14 +81,17 @@ def dur(value: float | None) -> str:
 
 
 def age(ts: datetime | None) -> str:
+    """How long ago `ts` was, in words ('12.3 s ago'); '-' for None."""
     return "-" if ts is None else dur(seconds(ts, None)) + " ago"
 
 
 def stamp(ts: datetime | None) -> str:
+    """`ts` in UTC to the millisecond, ISO 8601 with a Z ('2026-11-30 22:05:01.123Z'); '-' for None."""
     return "-" if ts is None else ts.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + "Z"
 
 
 def usd(value: Any) -> str:
+    """An amount in USD with four decimals ('$1,234.5678'); '-' for None."""
     return "-" if value is None else f"${float(value):,.4f}"
 
 
@@ -225,4 +229,5 @@ def diff(a_lines: list[str], b_lines: list[str], a_name: str, b_name: str) -> li
 
 
 def esc(value: Any) -> Markup:
+    """`value` HTML-escaped (markupsafe), for the templates' filters."""
     return escape(value)
