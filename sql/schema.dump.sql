@@ -1593,6 +1593,26 @@ ALTER FUNCTION pgflight._fire_schedule(p_schedule_id bigint, p_workspace text, p
 
 COMMENT ON FUNCTION pgflight._fire_schedule(p_schedule_id bigint, p_workspace text, p_name text, p_recipe text, p_input jsonb, p_run_options jsonb, p_fire_at timestamp with time zone) IS 'Internal: submit one firing''s run idempotently; a refusal is recorded on the firing, never raised.';
 
+-- Name: _firehose_partitions(); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._firehose_partitions() RETURNS TABLE(lo bigint, hi bigint)
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+  select m[1]::bigint, m[2]::bigint
+    from pg_catalog.pg_inherits i
+    join pg_catalog.pg_class c on c.oid = i.inhrelid
+    cross join lateral pg_catalog.regexp_match(pg_catalog.pg_get_expr(c.relpartbound, c.oid),
+                                               'FROM \(''?(-?[0-9]+)''?\) TO \(''?(-?[0-9]+)''?\)') m
+   where i.inhparent = 'pgflight.traces'::pg_catalog.regclass and c.relname ~ '^traces_from_[0-9]+$'
+$_$;
+
+ALTER FUNCTION pgflight._firehose_partitions() OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _firehose_partitions(); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._firehose_partitions() IS 'Internal: [lo, hi) of each traces/costs partition by agent run id (maintain_partitions).';
+
 -- Name: _iteration_refusal(pgflight.agent_runs, integer); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
 CREATE FUNCTION pgflight._iteration_refusal(p_run pgflight.agent_runs, p_iteration integer) RETURNS jsonb
@@ -4833,6 +4853,12 @@ declare
   v_hi timestamptz;
   v_name text;
   v_rows bigint;
+  v_next bigint;
+  v_width bigint;
+  v_to bigint;
+  v_from bigint;
+  v_table text;
+  i integer;
 begin
   perform pgflight._require_lane('operator', null, 'maintain_partitions');  -- acts on every workspace
   perform pgflight._check_limit(p_limit);
@@ -4885,6 +4911,68 @@ begin
     return query select 'events_default'::text, 'purged'::text, v_rows;
   end if;
 
+  -- 4. traces and costs, by ranges of agent run ids
+  select case when q.is_called then q.last_value + 1 else q.last_value end into v_next from pgflight.agent_runs_id_seq q;
+  select s.agent_runs_per_partition into v_width from pgflight.settings s;
+  for i in 1 .. 10 loop  -- a few per call: a jump past them lands in the default partitions meanwhile
+    select coalesce(max(b.hi), 0) into v_to from pgflight._firehose_partitions() b;
+    exit when v_to >= v_next + v_width;
+    begin
+      perform set_config('lock_timeout', '200ms', true);
+      foreach v_table in array array['traces', 'costs'] loop
+        v_name := v_table || '_from_' || v_to;
+        -- no insert lands in the default partition between the move and the attach
+        execute format('lock table pgflight.%I in exclusive mode', v_table || '_default');
+        execute format('create table pgflight.%I (like pgflight.%I including defaults including constraints)',
+                       v_name, v_table);
+        execute format('with m as (delete from pgflight.%I d where d.agent_run_id >= %s and d.agent_run_id < %s '
+                       'returning d.*) insert into pgflight.%I select * from m',
+                       v_table || '_default', v_to, v_to + v_width, v_name);
+        get diagnostics v_rows = row_count;
+        execute format('alter table pgflight.%I attach partition pgflight.%I for values from (%s) to (%s)',
+                       v_table, v_name, v_to, v_to + v_width);
+        return query select v_name, 'created'::text, v_rows;
+      end loop;
+    exception when lock_not_available then
+      exit;  -- the next call creates it
+    end;
+  end loop;
+  for v_from, v_to in select b.lo, b.hi from pgflight._firehose_partitions() b where b.hi <= v_next order by b.lo loop
+    continue when exists (select from pgflight.agent_runs a where a.id >= v_from and a.id < v_to);
+    begin
+      perform set_config('lock_timeout', '200ms', true);
+      lock table pgflight.traces, pgflight.costs in access exclusive mode;
+      continue when exists (select from pgflight.agent_runs a where a.id >= v_from and a.id < v_to);
+      foreach v_table in array array['traces', 'costs'] loop
+        v_name := v_table || '_from_' || v_from;
+        if to_regclass('pgflight.' || v_name) is not null then
+          execute format('drop table pgflight.%I', v_name);
+          return query select v_name, 'dropped'::text, null::bigint;
+        end if;
+      end loop;
+    exception when lock_not_available then
+      null;  -- the next call drops it
+    end;
+  end loop;
+
+  -- 5. strays of the default partitions whose agent run is gone, bounded
+  delete from pgflight.traces_default t
+   where t.ctid = any (array(select d.ctid from pgflight.traces_default d
+                              where not exists (select from pgflight.agent_runs a where a.id = d.agent_run_id)
+                              limit p_limit));
+  get diagnostics v_rows = row_count;
+  if v_rows > 0 then
+    return query select 'traces_default'::text, 'purged'::text, v_rows;
+  end if;
+  delete from pgflight.costs_default t
+   where t.ctid = any (array(select d.ctid from pgflight.costs_default d
+                              where not exists (select from pgflight.agent_runs a where a.id = d.agent_run_id)
+                              limit p_limit));
+  get diagnostics v_rows = row_count;
+  if v_rows > 0 then
+    return query select 'costs_default'::text, 'purged'::text, v_rows;
+  end if;
+
   update pgflight.sweep_state set last_partitions_at = v_now;
 end
 $_$;
@@ -4893,7 +4981,7 @@ ALTER FUNCTION pgflight.maintain_partitions(p_limit integer) OWNER TO pgflight_o
 
 -- Name: FUNCTION maintain_partitions(p_limit integer); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight.maintain_partitions(p_limit integer) IS 'Sweep: create the events day partitions ahead (settings.partitions_ahead_days), drop those past settings.events_keep_s, purge at most p_limit stray rows of events_default; one row per action.';
+COMMENT ON FUNCTION pgflight.maintain_partitions(p_limit integer) IS 'Sweep: create the events day partitions ahead (settings.partitions_ahead_days), drop those past settings.events_keep_s, purge at most p_limit stray rows of events_default; create the traces/costs partitions ahead (settings.agent_runs_per_partition agent run ids each), drop those whose agent runs are all purged, purge at most p_limit stray rows of their default partitions; one row per action.';
 
 -- Name: mark_tool_call(bigint, bigint, bigint, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -7399,13 +7487,14 @@ CREATE TABLE pgflight.costs (
     lease_lost boolean DEFAULT false NOT NULL,
     CONSTRAINT tokens_are_not_negative CHECK (((input_tokens >= 0) AND (output_tokens >= 0) AND (cache_creation_tokens >= 0) AND (cache_read_tokens >= 0))),
     CONSTRAINT usd_is_not_negative CHECK ((usd >= (0)::numeric))
-);
+)
+PARTITION BY RANGE (agent_run_id);
 
 ALTER TABLE pgflight.costs OWNER TO pgflight_owner;
 
 -- Name: TABLE costs; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON TABLE pgflight.costs IS 'One row per model call: tokens (input, output, cache_creation, cache_read), usd (USD = tokens x model_prices / 1e6), the stop_reason, the transient errors retried before it (retries), and which agent, step, run and workspace it is billed to.';
+COMMENT ON TABLE pgflight.costs IS 'One row per model call: tokens (input, output, cache_creation, cache_read), usd (USD = tokens x model_prices / 1e6), the stop_reason, the transient errors retried before it (retries), and which agent, step, run and workspace it is billed to. Range-partitioned by agent_run_id (issue 18): a partition is dropped once every agent run in it is purged.';
 
 -- Name: COLUMN costs.lease_lost; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
@@ -7413,14 +7502,70 @@ COMMENT ON COLUMN pgflight.costs.lease_lost IS 'true: a model call paid for by a
 
 -- Name: costs_id_seq; Type: SEQUENCE; Schema: pgflight; Owner: pgflight_owner
 
-ALTER TABLE pgflight.costs ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
-    SEQUENCE NAME pgflight.costs_id_seq
+CREATE SEQUENCE pgflight.costs_id_seq
     START WITH 1
     INCREMENT BY 1
     NO MINVALUE
     NO MAXVALUE
-    CACHE 1
+    CACHE 1;
+
+ALTER TABLE pgflight.costs_id_seq OWNER TO pgflight_owner;
+
+-- Name: costs_id_seq; Type: SEQUENCE OWNED BY; Schema: pgflight; Owner: pgflight_owner
+
+ALTER SEQUENCE pgflight.costs_id_seq OWNED BY pgflight.costs.id;
+
+-- Name: costs_default; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
+
+CREATE TABLE pgflight.costs_default (
+    id bigint DEFAULT nextval('pgflight.costs_id_seq'::regclass) NOT NULL,
+    agent_run_id bigint NOT NULL,
+    iteration integer NOT NULL,
+    step_id bigint NOT NULL,
+    run_id bigint NOT NULL,
+    workspace_id bigint NOT NULL,
+    model text NOT NULL,
+    input_tokens bigint DEFAULT 0 NOT NULL,
+    output_tokens bigint DEFAULT 0 NOT NULL,
+    cache_creation_tokens bigint DEFAULT 0 NOT NULL,
+    cache_read_tokens bigint DEFAULT 0 NOT NULL,
+    usd numeric(16,8) NOT NULL,
+    stop_reason text,
+    retries integer DEFAULT 0 NOT NULL,
+    attempt_id bigint,
+    at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
+    lease_lost boolean DEFAULT false NOT NULL,
+    CONSTRAINT tokens_are_not_negative CHECK (((input_tokens >= 0) AND (output_tokens >= 0) AND (cache_creation_tokens >= 0) AND (cache_read_tokens >= 0))),
+    CONSTRAINT usd_is_not_negative CHECK ((usd >= (0)::numeric))
 );
+
+ALTER TABLE pgflight.costs_default OWNER TO pgflight_owner;
+
+-- Name: costs_from_0; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
+
+CREATE TABLE pgflight.costs_from_0 (
+    id bigint DEFAULT nextval('pgflight.costs_id_seq'::regclass) NOT NULL,
+    agent_run_id bigint NOT NULL,
+    iteration integer NOT NULL,
+    step_id bigint NOT NULL,
+    run_id bigint NOT NULL,
+    workspace_id bigint NOT NULL,
+    model text NOT NULL,
+    input_tokens bigint DEFAULT 0 NOT NULL,
+    output_tokens bigint DEFAULT 0 NOT NULL,
+    cache_creation_tokens bigint DEFAULT 0 NOT NULL,
+    cache_read_tokens bigint DEFAULT 0 NOT NULL,
+    usd numeric(16,8) NOT NULL,
+    stop_reason text,
+    retries integer DEFAULT 0 NOT NULL,
+    attempt_id bigint,
+    at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
+    lease_lost boolean DEFAULT false NOT NULL,
+    CONSTRAINT tokens_are_not_negative CHECK (((input_tokens >= 0) AND (output_tokens >= 0) AND (cache_creation_tokens >= 0) AND (cache_read_tokens >= 0))),
+    CONSTRAINT usd_is_not_negative CHECK ((usd >= (0)::numeric))
+);
+
+ALTER TABLE pgflight.costs_from_0 OWNER TO pgflight_owner;
 
 -- Name: steps; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
 
@@ -8115,6 +8260,8 @@ CREATE TABLE pgflight.settings (
     max_runs_per_call integer DEFAULT 100000 NOT NULL,
     events_keep_s double precision DEFAULT 604800 NOT NULL,
     partitions_ahead_days integer DEFAULT 3 NOT NULL,
+    agent_runs_per_partition bigint DEFAULT 100000 NOT NULL,
+    CONSTRAINT agent_runs_per_partition_in_range CHECK (((agent_runs_per_partition >= 1000) AND (agent_runs_per_partition <= 1000000000))),
     CONSTRAINT caps_are_positive CHECK (((max_result_bytes > 0) AND (max_error_bytes > 0) AND (max_receipt_bytes > 0) AND (max_approval_request_bytes > 0) AND (max_name_bytes > 0) AND (max_children_per_call > 0) AND (max_children_per_parent > 0) AND (max_batch_size > 0) AND (max_lease_s > (0)::double precision) AND (max_live_workers_per_login > 0) AND (max_stale_writes_per_attempt > 0))),
     CONSTRAINT default_lease_is_positive CHECK ((default_lease_s > (0)::double precision)),
     CONSTRAINT default_max_attempts_is_positive CHECK ((default_max_attempts > 0)),
@@ -8193,6 +8340,10 @@ COMMENT ON COLUMN pgflight.settings.events_keep_s IS 'Retention of the transitio
 
 COMMENT ON COLUMN pgflight.settings.partitions_ahead_days IS 'How many days of events partitions maintain_partitions keeps created ahead of today (1..90, default 3).';
 
+-- Name: COLUMN settings.agent_runs_per_partition; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON COLUMN pgflight.settings.agent_runs_per_partition IS 'Width of a traces/costs partition in agent run ids (1,000..1,000,000,000, default 100,000): about a day of agent runs. A partition is dropped when every agent run in it is purged (purge_after_s), so a wider one keeps the traces of purged runs longer, a narrower one makes more partitions. Applies to partitions created from then on.';
+
 -- Name: step_attempts_id_seq; Type: SEQUENCE; Schema: pgflight; Owner: pgflight_owner
 
 ALTER TABLE pgflight.step_attempts ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
@@ -8237,24 +8388,81 @@ CREATE TABLE pgflight.traces (
     CONSTRAINT role_is_known CHECK ((role = ANY (ARRAY['user'::text, 'assistant'::text, 'system'::text]))),
     CONSTRAINT status_is_known CHECK ((status = ANY (ARRAY['completed'::text, 'in_flight'::text, 'interrupted'::text]))),
     CONSTRAINT tool_blocks_name_their_call CHECK (((block_type <> ALL (ARRAY['tool_use'::text, 'tool_result'::text])) OR (tool_use_id IS NOT NULL)))
-);
+)
+PARTITION BY RANGE (agent_run_id);
 
 ALTER TABLE pgflight.traces OWNER TO pgflight_owner;
 
 -- Name: TABLE traces; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON TABLE pgflight.traces IS 'Flight recorder, one row per block: role user|assistant|system, block_type thinking|text|tool_use|tool_result|api_error, content: the block as sent to or received from the Messages API, status completed|in_flight|interrupted (tool results), tokens: estimated tokens of the block (exact usage per call is in pgflight.costs), attempt_id: the attempt that wrote it.';
+COMMENT ON TABLE pgflight.traces IS 'Flight recorder, one row per block: role user|assistant|system, block_type thinking|text|tool_use|tool_result|api_error, content: the block as sent to or received from the Messages API, status completed|in_flight|interrupted (tool results), tokens: estimated tokens of the block (exact usage per call is in pgflight.costs), attempt_id: the attempt that wrote it. Range-partitioned by agent_run_id (issue 18): a partition is dropped once every agent run in it is purged.';
 
 -- Name: traces_id_seq; Type: SEQUENCE; Schema: pgflight; Owner: pgflight_owner
 
-ALTER TABLE pgflight.traces ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
-    SEQUENCE NAME pgflight.traces_id_seq
+CREATE SEQUENCE pgflight.traces_id_seq
     START WITH 1
     INCREMENT BY 1
     NO MINVALUE
     NO MAXVALUE
-    CACHE 1
+    CACHE 1;
+
+ALTER TABLE pgflight.traces_id_seq OWNER TO pgflight_owner;
+
+-- Name: traces_id_seq; Type: SEQUENCE OWNED BY; Schema: pgflight; Owner: pgflight_owner
+
+ALTER SEQUENCE pgflight.traces_id_seq OWNED BY pgflight.traces.id;
+
+-- Name: traces_default; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
+
+CREATE TABLE pgflight.traces_default (
+    id bigint DEFAULT nextval('pgflight.traces_id_seq'::regclass) NOT NULL,
+    agent_run_id bigint NOT NULL,
+    iteration integer NOT NULL,
+    seq integer NOT NULL,
+    role text NOT NULL,
+    block_type text NOT NULL,
+    tool_use_id text,
+    tool_name text,
+    content jsonb,
+    status text DEFAULT 'completed'::text NOT NULL,
+    tokens integer,
+    attempt_id bigint,
+    created_at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
+    CONSTRAINT block_type_is_known CHECK ((block_type = ANY (ARRAY['thinking'::text, 'text'::text, 'tool_use'::text, 'tool_result'::text, 'api_error'::text]))),
+    CONSTRAINT iteration_is_not_negative CHECK (((iteration >= 0) AND (seq >= 0))),
+    CONSTRAINT role_is_known CHECK ((role = ANY (ARRAY['user'::text, 'assistant'::text, 'system'::text]))),
+    CONSTRAINT status_is_known CHECK ((status = ANY (ARRAY['completed'::text, 'in_flight'::text, 'interrupted'::text]))),
+    CONSTRAINT tool_blocks_name_their_call CHECK (((block_type <> ALL (ARRAY['tool_use'::text, 'tool_result'::text])) OR (tool_use_id IS NOT NULL)))
 );
+
+ALTER TABLE pgflight.traces_default OWNER TO pgflight_owner;
+
+-- Name: traces_from_0; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
+
+CREATE TABLE pgflight.traces_from_0 (
+    id bigint DEFAULT nextval('pgflight.traces_id_seq'::regclass) NOT NULL,
+    agent_run_id bigint NOT NULL,
+    iteration integer NOT NULL,
+    seq integer NOT NULL,
+    role text NOT NULL,
+    block_type text NOT NULL,
+    tool_use_id text,
+    tool_name text,
+    content jsonb,
+    status text DEFAULT 'completed'::text NOT NULL,
+    tokens integer,
+    attempt_id bigint,
+    created_at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
+    CONSTRAINT block_type_is_known CHECK ((block_type = ANY (ARRAY['thinking'::text, 'text'::text, 'tool_use'::text, 'tool_result'::text, 'api_error'::text]))),
+    CONSTRAINT iteration_is_not_negative CHECK (((iteration >= 0) AND (seq >= 0))),
+    CONSTRAINT role_is_known CHECK ((role = ANY (ARRAY['user'::text, 'assistant'::text, 'system'::text]))),
+    CONSTRAINT status_is_known CHECK ((status = ANY (ARRAY['completed'::text, 'in_flight'::text, 'interrupted'::text]))),
+    CONSTRAINT tool_blocks_name_their_call CHECK (((block_type <> ALL (ARRAY['tool_use'::text, 'tool_result'::text])) OR (tool_use_id IS NOT NULL)))
+);
+
+ALTER TABLE pgflight.traces_from_0 OWNER TO pgflight_owner;
 
 -- Name: workers_id_seq; Type: SEQUENCE; Schema: pgflight; Owner: pgflight_owner
 
@@ -8354,6 +8562,14 @@ ALTER TABLE pgflight.workspaces ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY
     CACHE 1
 );
 
+-- Name: costs_default; Type: TABLE ATTACH; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.costs ATTACH PARTITION pgflight.costs_default DEFAULT;
+
+-- Name: costs_from_0; Type: TABLE ATTACH; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.costs ATTACH PARTITION pgflight.costs_from_0 FOR VALUES FROM ('0') TO ('100000');
+
 -- Name: events_20261129; Type: TABLE ATTACH; Schema: pgflight; Owner: pgflight_owner
 
 ALTER TABLE ONLY pgflight.events ATTACH PARTITION pgflight.events_20261129 FOR VALUES FROM ('2026-11-29 00:00:00+00') TO ('2026-11-30 00:00:00+00');
@@ -8378,9 +8594,25 @@ ALTER TABLE ONLY pgflight.events ATTACH PARTITION pgflight.events_20261203 FOR V
 
 ALTER TABLE ONLY pgflight.events ATTACH PARTITION pgflight.events_default DEFAULT;
 
+-- Name: traces_default; Type: TABLE ATTACH; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.traces ATTACH PARTITION pgflight.traces_default DEFAULT;
+
+-- Name: traces_from_0; Type: TABLE ATTACH; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.traces ATTACH PARTITION pgflight.traces_from_0 FOR VALUES FROM ('0') TO ('100000');
+
+-- Name: costs id; Type: DEFAULT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.costs ALTER COLUMN id SET DEFAULT nextval('pgflight.costs_id_seq'::regclass);
+
 -- Name: events id; Type: DEFAULT; Schema: pgflight; Owner: pgflight_owner
 
 ALTER TABLE ONLY pgflight.events ALTER COLUMN id SET DEFAULT nextval('pgflight.events_id_seq'::regclass);
+
+-- Name: traces id; Type: DEFAULT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.traces ALTER COLUMN id SET DEFAULT nextval('pgflight.traces_id_seq'::regclass);
 
 -- Name: agent_runs agent_run_is_unique_per_step; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
 
@@ -8415,7 +8647,17 @@ ALTER TABLE ONLY pgflight.budgets
 -- Name: costs costs_pkey; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
 
 ALTER TABLE ONLY pgflight.costs
-    ADD CONSTRAINT costs_pkey PRIMARY KEY (id);
+    ADD CONSTRAINT costs_pkey PRIMARY KEY (id, agent_run_id);
+
+-- Name: costs_default costs_default_pkey; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.costs_default
+    ADD CONSTRAINT costs_default_pkey PRIMARY KEY (id, agent_run_id);
+
+-- Name: costs_from_0 costs_from_0_pkey; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.costs_from_0
+    ADD CONSTRAINT costs_from_0_pkey PRIMARY KEY (id, agent_run_id);
 
 -- Name: effects effect_key_is_unique_per_step; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
 
@@ -8547,6 +8789,16 @@ ALTER TABLE ONLY pgflight.steps
 ALTER TABLE ONLY pgflight.sweep_state
     ADD CONSTRAINT sweep_state_pkey PRIMARY KEY (id);
 
+-- Name: traces_default traces_default_pkey; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.traces_default
+    ADD CONSTRAINT traces_default_pkey PRIMARY KEY (agent_run_id, iteration, seq);
+
+-- Name: traces_from_0 traces_from_0_pkey; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.traces_from_0
+    ADD CONSTRAINT traces_from_0_pkey PRIMARY KEY (agent_run_id, iteration, seq);
+
 -- Name: workers workers_pkey; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
 
 ALTER TABLE ONLY pgflight.workers
@@ -8597,11 +8849,51 @@ CREATE UNIQUE INDEX budgets_workspace_day_idx ON pgflight.budgets USING btree (w
 
 -- Name: costs_at_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
 
-CREATE INDEX costs_at_idx ON pgflight.costs USING btree (at);
+CREATE INDEX costs_at_idx ON ONLY pgflight.costs USING btree (at);
+
+-- Name: one_orphan_per_attempt; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
+
+CREATE UNIQUE INDEX one_orphan_per_attempt ON ONLY pgflight.costs USING btree (agent_run_id, iteration, attempt_id) WHERE lease_lost;
+
+-- Name: costs_default_agent_run_id_iteration_attempt_id_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
+
+CREATE UNIQUE INDEX costs_default_agent_run_id_iteration_attempt_id_idx ON pgflight.costs_default USING btree (agent_run_id, iteration, attempt_id) WHERE lease_lost;
+
+-- Name: one_call_per_iteration; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
+
+CREATE UNIQUE INDEX one_call_per_iteration ON ONLY pgflight.costs USING btree (agent_run_id, iteration) WHERE (NOT lease_lost);
+
+-- Name: costs_default_agent_run_id_iteration_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
+
+CREATE UNIQUE INDEX costs_default_agent_run_id_iteration_idx ON pgflight.costs_default USING btree (agent_run_id, iteration) WHERE (NOT lease_lost);
+
+-- Name: costs_default_at_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
+
+CREATE INDEX costs_default_at_idx ON pgflight.costs_default USING btree (at);
 
 -- Name: costs_run_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
 
-CREATE INDEX costs_run_idx ON pgflight.costs USING btree (run_id);
+CREATE INDEX costs_run_idx ON ONLY pgflight.costs USING btree (run_id);
+
+-- Name: costs_default_run_id_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
+
+CREATE INDEX costs_default_run_id_idx ON pgflight.costs_default USING btree (run_id);
+
+-- Name: costs_from_0_agent_run_id_iteration_attempt_id_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
+
+CREATE UNIQUE INDEX costs_from_0_agent_run_id_iteration_attempt_id_idx ON pgflight.costs_from_0 USING btree (agent_run_id, iteration, attempt_id) WHERE lease_lost;
+
+-- Name: costs_from_0_agent_run_id_iteration_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
+
+CREATE UNIQUE INDEX costs_from_0_agent_run_id_iteration_idx ON pgflight.costs_from_0 USING btree (agent_run_id, iteration) WHERE (NOT lease_lost);
+
+-- Name: costs_from_0_at_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
+
+CREATE INDEX costs_from_0_at_idx ON pgflight.costs_from_0 USING btree (at);
+
+-- Name: costs_from_0_run_id_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
+
+CREATE INDEX costs_from_0_run_id_idx ON pgflight.costs_from_0 USING btree (run_id);
 
 -- Name: events_run_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
 
@@ -8634,14 +8926,6 @@ CREATE INDEX events_default_run_id_id_idx ON pgflight.events_default USING btree
 -- Name: flow_slot_returns_scope_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
 
 CREATE INDEX flow_slot_returns_scope_idx ON pgflight.flow_slot_returns USING btree (scope);
-
--- Name: one_call_per_iteration; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
-
-CREATE UNIQUE INDEX one_call_per_iteration ON pgflight.costs USING btree (agent_run_id, iteration) WHERE (NOT lease_lost);
-
--- Name: one_orphan_per_attempt; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
-
-CREATE UNIQUE INDEX one_orphan_per_attempt ON pgflight.costs USING btree (agent_run_id, iteration, attempt_id) WHERE lease_lost;
 
 -- Name: runs_created_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
 
@@ -8709,11 +8993,59 @@ CREATE INDEX steps_run_idx ON pgflight.steps USING btree (run_id);
 
 -- Name: traces_tool_call_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
 
-CREATE UNIQUE INDEX traces_tool_call_idx ON pgflight.traces USING btree (agent_run_id, tool_use_id, block_type) WHERE (tool_use_id IS NOT NULL);
+CREATE UNIQUE INDEX traces_tool_call_idx ON ONLY pgflight.traces USING btree (agent_run_id, tool_use_id, block_type) WHERE (tool_use_id IS NOT NULL);
+
+-- Name: traces_default_agent_run_id_tool_use_id_block_type_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
+
+CREATE UNIQUE INDEX traces_default_agent_run_id_tool_use_id_block_type_idx ON pgflight.traces_default USING btree (agent_run_id, tool_use_id, block_type) WHERE (tool_use_id IS NOT NULL);
+
+-- Name: traces_from_0_agent_run_id_tool_use_id_block_type_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
+
+CREATE UNIQUE INDEX traces_from_0_agent_run_id_tool_use_id_block_type_idx ON pgflight.traces_from_0 USING btree (agent_run_id, tool_use_id, block_type) WHERE (tool_use_id IS NOT NULL);
 
 -- Name: workers_login_live_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
 
 CREATE INDEX workers_login_live_idx ON pgflight.workers USING btree (login) WHERE (stopped_at IS NULL);
+
+-- Name: costs_default_agent_run_id_iteration_attempt_id_idx; Type: INDEX ATTACH; Schema: pgflight; Owner: pgflight_owner
+
+ALTER INDEX pgflight.one_orphan_per_attempt ATTACH PARTITION pgflight.costs_default_agent_run_id_iteration_attempt_id_idx;
+
+-- Name: costs_default_agent_run_id_iteration_idx; Type: INDEX ATTACH; Schema: pgflight; Owner: pgflight_owner
+
+ALTER INDEX pgflight.one_call_per_iteration ATTACH PARTITION pgflight.costs_default_agent_run_id_iteration_idx;
+
+-- Name: costs_default_at_idx; Type: INDEX ATTACH; Schema: pgflight; Owner: pgflight_owner
+
+ALTER INDEX pgflight.costs_at_idx ATTACH PARTITION pgflight.costs_default_at_idx;
+
+-- Name: costs_default_pkey; Type: INDEX ATTACH; Schema: pgflight; Owner: pgflight_owner
+
+ALTER INDEX pgflight.costs_pkey ATTACH PARTITION pgflight.costs_default_pkey;
+
+-- Name: costs_default_run_id_idx; Type: INDEX ATTACH; Schema: pgflight; Owner: pgflight_owner
+
+ALTER INDEX pgflight.costs_run_idx ATTACH PARTITION pgflight.costs_default_run_id_idx;
+
+-- Name: costs_from_0_agent_run_id_iteration_attempt_id_idx; Type: INDEX ATTACH; Schema: pgflight; Owner: pgflight_owner
+
+ALTER INDEX pgflight.one_orphan_per_attempt ATTACH PARTITION pgflight.costs_from_0_agent_run_id_iteration_attempt_id_idx;
+
+-- Name: costs_from_0_agent_run_id_iteration_idx; Type: INDEX ATTACH; Schema: pgflight; Owner: pgflight_owner
+
+ALTER INDEX pgflight.one_call_per_iteration ATTACH PARTITION pgflight.costs_from_0_agent_run_id_iteration_idx;
+
+-- Name: costs_from_0_at_idx; Type: INDEX ATTACH; Schema: pgflight; Owner: pgflight_owner
+
+ALTER INDEX pgflight.costs_at_idx ATTACH PARTITION pgflight.costs_from_0_at_idx;
+
+-- Name: costs_from_0_pkey; Type: INDEX ATTACH; Schema: pgflight; Owner: pgflight_owner
+
+ALTER INDEX pgflight.costs_pkey ATTACH PARTITION pgflight.costs_from_0_pkey;
+
+-- Name: costs_from_0_run_id_idx; Type: INDEX ATTACH; Schema: pgflight; Owner: pgflight_owner
+
+ALTER INDEX pgflight.costs_run_idx ATTACH PARTITION pgflight.costs_from_0_run_id_idx;
 
 -- Name: events_20261129_pkey; Type: INDEX ATTACH; Schema: pgflight; Owner: pgflight_owner
 
@@ -8763,6 +9095,22 @@ ALTER INDEX pgflight.events_pkey ATTACH PARTITION pgflight.events_default_pkey;
 
 ALTER INDEX pgflight.events_run_idx ATTACH PARTITION pgflight.events_default_run_id_id_idx;
 
+-- Name: traces_default_agent_run_id_tool_use_id_block_type_idx; Type: INDEX ATTACH; Schema: pgflight; Owner: pgflight_owner
+
+ALTER INDEX pgflight.traces_tool_call_idx ATTACH PARTITION pgflight.traces_default_agent_run_id_tool_use_id_block_type_idx;
+
+-- Name: traces_default_pkey; Type: INDEX ATTACH; Schema: pgflight; Owner: pgflight_owner
+
+ALTER INDEX pgflight.block_is_unique ATTACH PARTITION pgflight.traces_default_pkey;
+
+-- Name: traces_from_0_agent_run_id_tool_use_id_block_type_idx; Type: INDEX ATTACH; Schema: pgflight; Owner: pgflight_owner
+
+ALTER INDEX pgflight.traces_tool_call_idx ATTACH PARTITION pgflight.traces_from_0_agent_run_id_tool_use_id_block_type_idx;
+
+-- Name: traces_from_0_pkey; Type: INDEX ATTACH; Schema: pgflight; Owner: pgflight_owner
+
+ALTER INDEX pgflight.block_is_unique ATTACH PARTITION pgflight.traces_from_0_pkey;
+
 -- Name: step_attempts step_attempts_fill_flow; Type: TRIGGER; Schema: pgflight; Owner: pgflight_owner
 
 CREATE TRIGGER step_attempts_fill_flow BEFORE INSERT ON pgflight.step_attempts FOR EACH ROW WHEN ((new.workspace_id IS NULL)) EXECUTE FUNCTION pgflight._fill_attempt_flow();
@@ -8805,11 +9153,6 @@ ALTER TABLE ONLY pgflight.budgets
 ALTER TABLE ONLY pgflight.budgets
     ADD CONSTRAINT budgets_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES pgflight.workspaces(id) ON DELETE CASCADE;
 
--- Name: costs costs_agent_run_id_fkey; Type: FK CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
-
-ALTER TABLE ONLY pgflight.costs
-    ADD CONSTRAINT costs_agent_run_id_fkey FOREIGN KEY (agent_run_id) REFERENCES pgflight.agent_runs(id) ON DELETE CASCADE;
-
 -- Name: effects effects_step_id_fkey; Type: FK CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
 
 ALTER TABLE ONLY pgflight.effects
@@ -8849,11 +9192,6 @@ ALTER TABLE ONLY pgflight.steps
 
 ALTER TABLE ONLY pgflight.steps
     ADD CONSTRAINT steps_run_id_fkey FOREIGN KEY (run_id) REFERENCES pgflight.runs(id) ON DELETE CASCADE;
-
--- Name: traces traces_agent_run_id_fkey; Type: FK CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
-
-ALTER TABLE ONLY pgflight.traces
-    ADD CONSTRAINT traces_agent_run_id_fkey FOREIGN KEY (agent_run_id) REFERENCES pgflight.agent_runs(id) ON DELETE CASCADE;
 
 -- Name: workspace_grants workspace_grants_workspace_id_fkey; Type: FK CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
 
@@ -9008,6 +9346,10 @@ REVOKE ALL ON FUNCTION pgflight._fill_attempt_flow() FROM PUBLIC;
 -- Name: FUNCTION _fire_schedule(p_schedule_id bigint, p_workspace text, p_name text, p_recipe text, p_input jsonb, p_run_options jsonb, p_fire_at timestamp with time zone); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
 REVOKE ALL ON FUNCTION pgflight._fire_schedule(p_schedule_id bigint, p_workspace text, p_name text, p_recipe text, p_input jsonb, p_run_options jsonb, p_fire_at timestamp with time zone) FROM PUBLIC;
+
+-- Name: FUNCTION _firehose_partitions(); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._firehose_partitions() FROM PUBLIC;
 
 -- Name: FUNCTION _iteration_refusal(p_run pgflight.agent_runs, p_iteration integer); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 

@@ -285,3 +285,105 @@ def test_the_events_log_becomes_day_partitions_with_its_rows_and_reverts_with_th
         assert conn.execute("select count(*) from pgflight.run_events").fetchone() == (len(after),)
         migrate.deploy(empty_dsn)
         assert conn.execute(EVENTS).fetchall() == after
+
+
+TRACES = "select id, agent_run_id, iteration, seq, role, block_type, tool_use_id, content, status from pgflight.traces"
+COSTS = "select id, agent_run_id, iteration, run_id, usd, stop_reason, lease_lost from pgflight.costs"
+
+
+def test_traces_and_costs_become_agent_run_partitions_with_their_rows_and_revert_with_them(
+    empty_dsn: str,
+) -> None:
+    """
+    Issue 18, tables/firehose_by_agent_run: the conversion from the previous tag keeps every traces
+    and costs row with its id; the readers (load_transcript, agent_transcript, run_audit) return what
+    they returned; a tool call left in flight is completed in place (its row, not a new one) and the
+    idempotent writes stay idempotent after it; ids go on; the revert brings every row back.
+    """
+    migrate.deploy(empty_dsn, to=previous_tag())
+    with psycopg.connect(empty_dsn, autocommit=True) as conn:
+        work = put_work_in_flight(conn)
+        a = work.agent
+        blocks = [{"type": "tool_use", "id": "tu_1", "name": "grep", "input": {"q": "x"}}]
+        usage = {"input_tokens": 900, "output_tokens": 40}
+        call = (a.attempt_id, a.fencing_token, work.agent_run_id, 2, blocks, usage, "claude-haiku-4-5")
+        db_agent.record_model_call(conn, *call, stop_reason="tool_use")
+        db_agent.mark_tool_call(conn, a.attempt_id, a.fencing_token, work.agent_run_id, "tu_1")
+
+        def readers() -> tuple[Any, ...]:
+            return (
+                db_agent.load_transcript(conn, a.attempt_id, a.fencing_token, work.agent_run_id),
+                db_agent.agent_transcript(conn, work.agent_run_id),
+                conn.execute(
+                    "select model_calls, input_tokens, output_tokens, tokens, usd from pgflight.run_audit(%s)",
+                    [a.run_id],
+                ).fetchall(),
+            )
+
+        read = readers()  # load_transcript marks the call left in flight interrupted
+        traces = conn.execute(TRACES + " order by id").fetchall()
+        costs = conn.execute(COSTS + " order by id").fetchall()
+        assert len(traces) == 4 and len(costs) == 2
+        assert [t[8] for t in traces if t[5] == "tool_result"] == ["interrupted"]
+
+        migrate.deploy(empty_dsn, to="tables/firehose_by_agent_run")
+        for table in ("traces", "costs"):
+            kind = conn.execute(
+                f"select relkind from pg_class where oid = 'pgflight.{table}'::regclass"
+            ).fetchone()
+            assert kind == ("p",)
+        assert conn.execute(TRACES + " order by id").fetchall() == traces
+        assert conn.execute(COSTS + " order by id").fetchall() == costs
+        migrate.deploy(empty_dsn)
+        assert readers() == read
+
+        # the result goes in flight again, then completes, in place: the partition key does not move
+        (in_flight_id,) = [t[0] for t in traces if t[5] == "tool_result"]
+        again = db_agent.mark_tool_call(conn, a.attempt_id, a.fencing_token, work.agent_run_id, "tu_1")
+        assert again.previous_status == "interrupted" and again.trace_id == in_flight_id
+        db_agent.complete_tool_call(
+            conn,
+            a.attempt_id,
+            a.fencing_token,
+            work.agent_run_id,
+            "tu_1",
+            {"type": "tool_result", "tool_use_id": "tu_1", "content": "1"},
+        )
+        row = conn.execute(
+            "select tableoid::regclass::text, status from pgflight.traces where id = %s", [in_flight_id]
+        ).fetchone()
+        assert row is not None and row[1] == "completed" and row[0].startswith("traces_from_")
+        # the idempotent paths: a repeated model call, tool result and trace write add nothing
+        db_agent.record_model_call(conn, *call, stop_reason="tool_use")
+        db_agent.complete_tool_call(
+            conn,
+            a.attempt_id,
+            a.fencing_token,
+            work.agent_run_id,
+            "tu_1",
+            {"type": "tool_result", "tool_use_id": "tu_1", "content": "2"},
+        )
+        assert conn.execute("select count(*) from pgflight.traces").fetchone() == (len(traces),)
+        assert conn.execute("select count(*) from pgflight.costs").fetchone() == (len(costs),)
+        db_agent.record_model_call(
+            conn, a.attempt_id, a.fencing_token, work.agent_run_id, 3, [{"type": "text", "text": "ok"}],
+            usage, "claude-haiku-4-5", stop_reason="end_turn",
+        )  # fmt: skip
+        new = conn.execute("select max(id) from pgflight.traces").fetchone()
+        assert new is not None and new[0] > traces[-1][0], "ids go on from the old table's"
+        new = conn.execute("select max(id) from pgflight.costs").fetchone()
+        assert new is not None and new[0] > costs[-1][0]
+        traces_after = conn.execute(TRACES + " order by id").fetchall()
+        costs_after = conn.execute(COSTS + " order by id").fetchall()
+
+        migrate.revert(empty_dsn, to=previous_tag())
+        for table in ("traces", "costs"):
+            kind = conn.execute(
+                f"select relkind from pg_class where oid = 'pgflight.{table}'::regclass"
+            ).fetchone()
+            assert kind == ("r",)
+        assert conn.execute(TRACES + " order by id").fetchall() == traces_after
+        assert conn.execute(COSTS + " order by id").fetchall() == costs_after
+        migrate.deploy(empty_dsn)
+        assert conn.execute(TRACES + " order by id").fetchall() == traces_after
+        assert conn.execute(COSTS + " order by id").fetchall() == costs_after
