@@ -287,7 +287,10 @@ def test_the_events_log_becomes_day_partitions_with_its_rows_and_reverts_with_th
         assert conn.execute(EVENTS).fetchall() == after
 
 
-TRACES = "select id, agent_run_id, iteration, seq, role, block_type, tool_use_id, content, status from pgflight.traces"
+TRACES = (
+    "select id, agent_run_id, iteration, seq, role, block_type, tool_use_id, content, status"
+    " from pgflight.traces"
+)
 COSTS = "select id, agent_run_id, iteration, run_id, usd, stop_reason, lease_lost from pgflight.costs"
 
 
@@ -315,7 +318,8 @@ def test_traces_and_costs_become_agent_run_partitions_with_their_rows_and_revert
                 db_agent.load_transcript(conn, a.attempt_id, a.fencing_token, work.agent_run_id),
                 db_agent.agent_transcript(conn, work.agent_run_id),
                 conn.execute(
-                    "select model_calls, input_tokens, output_tokens, tokens, usd from pgflight.run_audit(%s)",
+                    "select model_calls, input_tokens, output_tokens, tokens, usd"
+                    " from pgflight.run_audit(%s)",
                     [a.run_id],
                 ).fetchall(),
             )
@@ -352,7 +356,7 @@ def test_traces_and_costs_become_agent_run_partitions_with_their_rows_and_revert
         row = conn.execute(
             "select tableoid::regclass::text, status from pgflight.traces where id = %s", [in_flight_id]
         ).fetchone()
-        assert row is not None and row[1] == "completed" and row[0].startswith("traces_from_")
+        assert row is not None and row[1] == "completed" and row[0].startswith("pgflight.traces_from_")
         # the idempotent paths: a repeated model call, tool result and trace write add nothing
         db_agent.record_model_call(conn, *call, stop_reason="tool_use")
         db_agent.complete_tool_call(

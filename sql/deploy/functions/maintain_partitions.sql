@@ -115,7 +115,7 @@ begin
   select s.agent_runs_per_partition into v_width from pgflight.settings s;
   for i in 1 .. 10 loop  -- a few per call: a jump past them lands in the default partitions meanwhile
     select coalesce(max(b.hi), 0) into v_to from pgflight._firehose_partitions() b;
-    exit when v_to >= v_next + v_width;
+    exit when v_to - v_next >= v_width / 2;  -- half a partition or more ahead
     begin
       perform set_config('lock_timeout', '200ms', true);
       foreach v_table in array array['traces', 'costs'] loop
