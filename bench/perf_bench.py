@@ -18,9 +18,13 @@ On a throwaway cluster (fsync and synchronous_commit on) that loads pg_stat_stat
    against that version first, side by side (see empty_claims).
 4. reclaim: --reclaim running attempts whose lease lapsed an hour ago, bulk-loaded; reclaim_expired()
    as run_sweeps calls it, until nothing is left: reclaims/s and the longest pass.
-5. retention: --purge finished runs (one step, attempt, 3 events each), finished an hour ago;
-   purge_finished(60) as the hourly job calls it, until nothing is left: runs deleted per call,
-   runs/s, the longest call.
+5. retention: --purge finished runs (one step, attempt, 3 events each; one in five an agent step
+   with an agent run, 8 traces and 2 costs rows), finished an hour ago; purge_finished(60, 1000)
+   back to back as the sweep loop calls it, then maintain_partitions() (at HEAD it drops the
+   traces/costs partitions): runs purged/s, the longest transaction, WAL per run, rows left, live
+   and dead tuples of the firehose tables after. With --compare, on the base and on HEAD side by
+   side. Quick: --purge 20000 --only retention (about 2 minutes with --compare); full: --purge
+   200000 (about 10 minutes at load 10).
 6. retention_loop: the same backlog purged by a CALL sweep_loop(120, 5) (pg_cron 1.4's job) with
    settings.purge_after_s = 60: runs/s.
 
@@ -430,12 +434,109 @@ def reclaim(dsn: str, n: int) -> dict[str, Any]:
         return out
 
 
+AGENT_EVERY = 5  # one finished run in five is an agent step: an agent run, 8 traces rows, 2 costs rows
+FIREHOSE = ("runs", "steps", "step_attempts", "agent_runs", "traces", "costs", "events")
+
+
+def bulk_load_agents(c: Conn) -> None:
+    """An agent run with 8 traces and 2 costs rows for every AGENT_EVERY-th finished run loaded."""
+    c.execute(
+        """
+        with a as (
+          insert into pgflight.agent_runs (step_id, run_id, workspace_id, model, system_prompt_hash,
+                                           iterations, created_at, updated_at)
+          select s.id, s.run_id, r.workspace_id, 'claude-haiku-4-5', 'x', 2, r.created_at, r.finished_at
+            from pgflight.steps s join pgflight.runs r on r.id = s.run_id
+           where s.run_id %% %s = 0
+          returning id, step_id, run_id, workspace_id, created_at
+        ), t as (
+          insert into pgflight.traces (agent_run_id, iteration, seq, role, block_type, content, created_at,
+                                       updated_at)
+          select a.id, g / 4, g %% 4, case when g %% 4 = 0 then 'user' else 'assistant' end, 'text',
+                 jsonb_build_object('type', 'text', 'text', repeat('x', 200)), a.created_at, a.created_at
+            from a, generate_series(0, 7) g
+        )
+        insert into pgflight.costs (agent_run_id, iteration, step_id, run_id, workspace_id, model,
+                                    input_tokens, output_tokens, usd, at)
+        select a.id, i, a.step_id, a.run_id, a.workspace_id, 'claude-haiku-4-5', 1000, 100, 0.001,
+               a.created_at
+          from a, generate_series(1, 2) i
+        """,
+        [AGENT_EVERY],
+    )
+    c.execute("vacuum analyze pgflight.agent_runs, pgflight.traces, pgflight.costs")
+
+
+def _table_stats(c: Conn) -> dict[str, dict[str, int]]:
+    """Live and dead tuples of the firehose tables (their partitions summed), after a stats flush."""
+    time.sleep(1.2)  # the purging backend's counters reach the shared stats within a second
+    got = c.execute(
+        """
+        select coalesce(p.relname, s.relname), sum(s.n_live_tup)::bigint, sum(s.n_dead_tup)::bigint
+          from pg_stat_user_tables s
+          left join pg_inherits i on i.inhrelid = s.relid
+          left join pg_class p on p.oid = i.inhparent
+         where s.schemaname = 'pgflight' and coalesce(p.relname, s.relname) = any(%s)
+         group by 1 order by 1
+        """,
+        [list(FIREHOSE)],
+    ).fetchall()
+    return {str(r[0]): {"live": int(r[1]), "dead": int(r[2])} for r in got}
+
+
 def retention(dsn: str, n: int) -> dict[str, Any]:
+    """
+    --purge N finished runs (one in AGENT_EVERY an agent step with traces and costs), purged as the
+    sweep loop purges them: purge_finished(60, 1000) back to back, each call its own transaction,
+    then maintain_partitions() (at HEAD it drops the traces/costs partitions whose agent runs are
+    all purged). Runs purged/s over both, the longest transaction, the rows left, dead tuples after.
+    """
     with psycopg.connect(dsn, autocommit=True) as c:
         c.execute("truncate pgflight.events, pgflight.step_attempts, pgflight.steps, pgflight.runs cascade")
         bulk_load_finished(c, n)
-        out = drain(c, "select pgflight.purge_finished(60)", [])
-        out["runs_per_day_hourly_job"] = round(out["per_call"] * 24)
+        bulk_load_agents(c)
+        counts = c.execute(
+            "select (select count(*) from pgflight.agent_runs), (select count(*) from pgflight.traces),"
+            " (select count(*) from pgflight.costs)"
+        ).fetchone()
+        assert counts is not None
+        # the agent run ids were all drawn: at HEAD their partition's range ends past them; move
+        # the sequence to that end, as the agent runs created since would have
+        if c.execute("select to_regprocedure('pgflight._firehose_partitions()') is not null").fetchone() == (
+            True,
+        ):
+            c.execute(
+                "select setval('pgflight.agent_runs_id_seq', b.hi, true)"
+                " from pgflight._firehose_partitions() b, pgflight.agent_runs_id_seq q"
+                " where q.last_value between b.lo and b.hi - 1"
+            )
+        lsn0 = c.execute("select pg_current_wal_lsn()").fetchone()[0]  # type: ignore[index]
+        t0 = time.perf_counter()
+        out = drain(c, "select pgflight.purge_finished(60, 1000)", [])
+        t = time.perf_counter()
+        acts = c.execute("select action, count(*) from pgflight.maintain_partitions() group by 1").fetchall()
+        maintain_s = time.perf_counter() - t
+        wall = time.perf_counter() - t0
+        wal = c.execute("select pg_current_wal_lsn() - %s::pg_lsn", [lsn0]).fetchone()[0]  # type: ignore[index]
+        left = c.execute(
+            "select (select count(*) from pgflight.runs), (select count(*) from pgflight.traces),"
+            " (select count(*) from pgflight.costs)"
+        ).fetchone()
+        assert left is not None
+        out.update(
+            {
+                "agent_runs": counts[0],
+                "traces_rows": counts[1],
+                "costs_rows": counts[2],
+                "maintain_partitions_s": round(maintain_s, 3),
+                "partition_actions": {str(a): int(k) for a, k in acts},
+                "runs_purged_per_s": round(out["rows"] / wall, 1),
+                "longest_transaction_s": max(out["longest_call_s"], round(maintain_s, 3)),
+                "wal_bytes_per_run": round(int(wal) / max(out["rows"], 1)),
+                "left": {"runs": left[0], "traces": left[1], "costs": left[2]},
+                "tables_after": _table_stats(c),
+            }
+        )
         return out
 
 
@@ -447,6 +548,7 @@ def retention_loop(dsn: str, n: int, seconds: float) -> dict[str, Any]:
     with psycopg.connect(dsn, autocommit=True) as c:
         c.execute("truncate pgflight.events, pgflight.step_attempts, pgflight.steps, pgflight.runs cascade")
         bulk_load_finished(c, n)
+        bulk_load_agents(c)
         c.execute("update pgflight.settings set purge_after_s = 60")
     loop = threading.Thread(target=_call, args=(dsn, f"call pgflight.sweep_loop({seconds}, 5)"))
     t0 = time.perf_counter()
@@ -491,7 +593,8 @@ def main() -> None:
         "--compare",
         metavar="REF",
         help="also deploy schema REF (a sqitch tag such as @v0.3.0) into a second database of the same"
-        " cluster and run the steps and heartbeat phases on both, alternately: base, head and head/base",
+        " cluster and run the steps, heartbeat and retention phases on both, alternately: base, head and"
+        " head/base",
     )
     a = ap.parse_args()
     only = set(a.only.split(","))
@@ -525,7 +628,7 @@ def main() -> None:
             "agent": lambda: agent(dsn, a.agent_iterations),
             "empty": lambda: empty_claims(dsn, a.low_rate, a.low_jobs),
             "reclaim": lambda: reclaim(dsn, a.reclaim),
-            "retention": lambda: retention(dsn, a.purge),
+            "retention": both(lambda d: retention(d, a.purge)),
             "retention_loop": lambda: retention_loop(dsn, a.purge, 120),
         }
         for name, part in parts.items():

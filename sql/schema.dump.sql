@@ -5235,7 +5235,7 @@ COMMENT ON FUNCTION pgflight.price_usd(p_model text, p_usage jsonb) IS 'USD of a
 
 -- Name: purge_finished(double precision, integer); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
-CREATE FUNCTION pgflight.purge_finished(p_older_than_s double precision DEFAULT NULL::double precision, p_limit integer DEFAULT 100) RETURNS integer
+CREATE FUNCTION pgflight.purge_finished(p_older_than_s double precision DEFAULT NULL::double precision, p_limit integer DEFAULT 1000) RETURNS integer
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$

@@ -660,7 +660,7 @@ def expire_approvals(conn: Connection, *, limit: int = 1000) -> int:
     return int(_scalar(conn, "select pgflight.expire_approvals(%s)", [limit]))
 
 
-def purge_finished(conn: Connection, *, older_than_s: float | None = None, limit: int = 100) -> int:
+def purge_finished(conn: Connection, *, older_than_s: float | None = None, limit: int = 1000) -> int:
     """Sweep: delete runs finished more than `older_than_s` seconds ago. :return: runs deleted."""
     return int(_scalar(conn, "select pgflight.purge_finished(%s, %s)", [older_than_s, limit]))
 

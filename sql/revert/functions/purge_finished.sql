@@ -1,10 +1,13 @@
--- Revert pgflight:functions/purge_finished: restores the previous definition, deploy/functions/purge_finished@v0.3.0.sql (written by scripts/gen_sql_scripts.py)
+-- Revert pgflight:functions/purge_finished: restores the previous definition, deploy/functions/purge_finished@v0.4.0.sql (written by scripts/gen_sql_scripts.py)
 begin;
 set local role pgflight_owner;
 
 -- Sweep: delete runs finished more than p_older_than_s seconds ago (default
--- settings.purge_after_s), with their steps, attempts, gates and events, at most p_limit runs per
--- call. Returns the number of runs deleted.
+-- settings.purge_after_s), with their steps, attempts and gates (one set-based DELETE, the rest by
+-- cascade), at most p_limit runs per call; sweep_loop calls it every pass while a batch is full.
+-- Returns the number of runs deleted. Issue 18: their events are not deleted row by row here any
+-- more: the log is partitioned by day and maintain_partitions drops whole days past
+-- settings.events_keep_s.
 create or replace function pgflight.purge_finished(p_older_than_s double precision default null, p_limit integer default 100)
 returns integer
 language plpgsql volatile security definer
@@ -36,7 +39,6 @@ begin
   if v_ids is null then
     return 0;
   end if;
-  delete from pgflight.events e where e.run_id = any (v_ids);
   delete from pgflight.runs r where r.id = any (v_ids);
   return cardinality(v_ids);
 end
