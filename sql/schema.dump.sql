@@ -4956,22 +4956,15 @@ begin
   end loop;
 
   -- 5. strays of the default partitions whose agent run is gone, bounded
-  delete from pgflight.traces_default t
-   where t.ctid = any (array(select d.ctid from pgflight.traces_default d
-                              where not exists (select from pgflight.agent_runs a where a.id = d.agent_run_id)
-                              limit p_limit));
-  get diagnostics v_rows = row_count;
-  if v_rows > 0 then
-    return query select 'traces_default'::text, 'purged'::text, v_rows;
-  end if;
-  delete from pgflight.costs_default t
-   where t.ctid = any (array(select d.ctid from pgflight.costs_default d
-                              where not exists (select from pgflight.agent_runs a where a.id = d.agent_run_id)
-                              limit p_limit));
-  get diagnostics v_rows = row_count;
-  if v_rows > 0 then
-    return query select 'costs_default'::text, 'purged'::text, v_rows;
-  end if;
+  foreach v_table in array array['traces', 'costs'] loop
+    execute format('delete from pgflight.%1$I t where t.ctid = any (array(select d.ctid from pgflight.%1$I d '
+                   'where not exists (select from pgflight.agent_runs a where a.id = d.agent_run_id) limit %2$s))',
+                   v_table || '_default', p_limit);
+    get diagnostics v_rows = row_count;
+    if v_rows > 0 then
+      return query select v_table || '_default', 'purged'::text, v_rows;
+    end if;
+  end loop;
 
   update pgflight.sweep_state set last_partitions_at = v_now;
 end

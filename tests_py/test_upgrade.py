@@ -294,6 +294,17 @@ TRACES = (
 COSTS = "select id, agent_run_id, iteration, run_id, usd, stop_reason, lease_lost from pgflight.costs"
 
 
+def _assert_firehose(conn: Conn, relkind: str, traces: list[Any], costs: list[Any]) -> None:
+    """traces and costs are tables of this relkind (p: partitioned, r: plain) holding these rows."""
+    for table in ("traces", "costs"):
+        kind = conn.execute(
+            f"select relkind from pg_class where oid = 'pgflight.{table}'::regclass"
+        ).fetchone()
+        assert kind == (relkind,)
+    assert conn.execute(TRACES + " order by id").fetchall() == traces
+    assert conn.execute(COSTS + " order by id").fetchall() == costs
+
+
 def test_traces_and_costs_become_agent_run_partitions_with_their_rows_and_revert_with_them(
     empty_dsn: str,
 ) -> None:
@@ -331,13 +342,7 @@ def test_traces_and_costs_become_agent_run_partitions_with_their_rows_and_revert
         assert [t[8] for t in traces if t[5] == "tool_result"] == ["interrupted"]
 
         migrate.deploy(empty_dsn, to="tables/firehose_by_agent_run")
-        for table in ("traces", "costs"):
-            kind = conn.execute(
-                f"select relkind from pg_class where oid = 'pgflight.{table}'::regclass"
-            ).fetchone()
-            assert kind == ("p",)
-        assert conn.execute(TRACES + " order by id").fetchall() == traces
-        assert conn.execute(COSTS + " order by id").fetchall() == costs
+        _assert_firehose(conn, "p", traces, costs)
         migrate.deploy(empty_dsn)
         assert readers() == read
 
@@ -381,13 +386,6 @@ def test_traces_and_costs_become_agent_run_partitions_with_their_rows_and_revert
         costs_after = conn.execute(COSTS + " order by id").fetchall()
 
         migrate.revert(empty_dsn, to=previous_tag())
-        for table in ("traces", "costs"):
-            kind = conn.execute(
-                f"select relkind from pg_class where oid = 'pgflight.{table}'::regclass"
-            ).fetchone()
-            assert kind == ("r",)
-        assert conn.execute(TRACES + " order by id").fetchall() == traces_after
-        assert conn.execute(COSTS + " order by id").fetchall() == costs_after
+        _assert_firehose(conn, "r", traces_after, costs_after)
         migrate.deploy(empty_dsn)
-        assert conn.execute(TRACES + " order by id").fetchall() == traces_after
-        assert conn.execute(COSTS + " order by id").fetchall() == costs_after
+        _assert_firehose(conn, "p", traces_after, costs_after)
