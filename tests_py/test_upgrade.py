@@ -253,8 +253,11 @@ EVENTS = (
 
 
 def test_the_events_log_becomes_day_partitions_with_its_rows_and_reverts_with_them(empty_dsn: str) -> None:
-    """Issue 18, tables/events_by_day: the conversion from the previous tag keeps every row, readers, ids."""
-    migrate.deploy(empty_dsn, to=previous_tag())
+    """
+    Issue 18, tables/events_by_day: the conversion from @v0.3.0 (the tag before it; pinned, since a
+    later tag already holds the change) keeps every row, readers, ids.
+    """
+    migrate.deploy(empty_dsn, to="@v0.3.0")
     with psycopg.connect(empty_dsn, autocommit=True) as conn:
         put_work_in_flight(conn)
         before = conn.execute(EVENTS).fetchall()
@@ -278,7 +281,7 @@ def test_the_events_log_becomes_day_partitions_with_its_rows_and_reverts_with_th
         assert new_id is not None and new_id[0] > before[-1][0], "ids go on from the old table's"
         after = conn.execute(EVENTS).fetchall()
 
-        migrate.revert(empty_dsn, to=previous_tag())
+        migrate.revert(empty_dsn, to="@v0.3.0")
         assert conn.execute(EVENTS).fetchall() == after
         kind = conn.execute("select relkind from pg_class where oid = 'pgflight.events'::regclass").fetchone()
         assert kind == ("r",)
@@ -309,12 +312,12 @@ def test_traces_and_costs_become_agent_run_partitions_with_their_rows_and_revert
     empty_dsn: str,
 ) -> None:
     """
-    Issue 18, tables/firehose_by_agent_run: the conversion from the previous tag keeps every traces
+    Issue 18, tables/firehose_by_agent_run: the conversion from @v0.4.0 keeps every traces
     and costs row with its id; the readers (load_transcript, agent_transcript, run_audit) return what
     they returned; a tool call left in flight is completed in place (its row, not a new one) and the
     idempotent writes stay idempotent after it; ids go on; the revert brings every row back.
     """
-    migrate.deploy(empty_dsn, to=previous_tag())
+    migrate.deploy(empty_dsn, to="@v0.4.0")
     with psycopg.connect(empty_dsn, autocommit=True) as conn:
         work = put_work_in_flight(conn)
         a = work.agent
@@ -385,7 +388,7 @@ def test_traces_and_costs_become_agent_run_partitions_with_their_rows_and_revert
         traces_after = conn.execute(TRACES + " order by id").fetchall()
         costs_after = conn.execute(COSTS + " order by id").fetchall()
 
-        migrate.revert(empty_dsn, to=previous_tag())
+        migrate.revert(empty_dsn, to="@v0.4.0")
         _assert_firehose(conn, "r", traces_after, costs_after)
         migrate.deploy(empty_dsn)
         _assert_firehose(conn, "p", traces_after, costs_after)
