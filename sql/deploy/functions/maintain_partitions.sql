@@ -57,6 +57,7 @@ declare
   v_to bigint;
   v_from bigint;
   v_table text;
+  v_moved bigint[] := '{}';  -- rows moved out of the default partitions, traces then costs
   i integer;
 begin
   perform pgflight._require_lane('operator', null, 'maintain_partitions');  -- acts on every workspace
@@ -130,11 +131,14 @@ begin
         get diagnostics v_rows = row_count;
         execute format('alter table pgflight.%I attach partition pgflight.%I for values from (%s) to (%s)',
                        v_table, v_name, v_to, v_to + v_width);
-        return query select v_name, 'created'::text, v_rows;
+        v_moved := v_moved || v_rows;
       end loop;
-    exception when lock_not_available then
-      exit;  -- the next call creates it
+    exception when lock_not_available or duplicate_table then
+      exit;  -- the next call creates it (or a concurrent call just did)
     end;
+    return query select t || '_from_' || v_to, 'created'::text, m
+                   from unnest(array['traces', 'costs'], v_moved) x(t, m);
+    v_moved := '{}';
   end loop;
   for v_from, v_to in select b.lo, b.hi from pgflight._firehose_partitions() b where b.hi <= v_next order by b.lo loop
     continue when exists (select from pgflight.agent_runs a where a.id >= v_from and a.id < v_to);
