@@ -447,27 +447,31 @@ set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_ids bigint[];
-  v_steps bigint[];
   v_retry bigint[];
+  v_retry_errors jsonb[];
   v_end bigint[];
   v_end_outcome text[];
+  v_end_errors jsonb[];
   v_rest bigint[];
+  v_rest_errors jsonb[];
   v_fin_steps bigint[];
   v_fin text[];
-  v_id bigint;
   v_row record;
+  v_i integer;
   v_count integer := 0;
   v_n integer;
   v_notify boolean;
 begin
-  -- 1. the lapsed attempts, then overrun deadlines among the live leases: SKIP LOCKED. No order by
-  -- lease_expires_at: it has no index (a heartbeat stays a HOT update, tables/step_attempts_hot),
-  -- so ordering would read and sort every leased row on each pass, 1,000,000 after a mass crash;
-  -- unordered, the scan of the leased rows stops at the limit. Every lapsed lease is taken within
-  -- a few passes either way.
+  -- 1. the lapsed attempts, then overrun deadlines among the live leases: SKIP LOCKED. Not ordered
+  -- by lease_expires_at: it has no index (a heartbeat stays a HOT update, tables/step_attempts_hot).
+  -- Ordered by workspace_id instead, the order of the partial index of the leased rows
+  -- (step_attempts_leased_ws_idx), so the pick walks that index and stops at the limit: a seq scan
+  -- would read, on every pass of a drain, all the rows the earlier passes already reclaimed
+  -- (quadratic over a mass crash). Every lapsed lease is taken within a few passes either way.
   select coalesce(array_agg(l.id), '{}') into v_ids from (
     select a.id from pgflight.step_attempts a
      where a.status in ('claimed', 'running', 'cancel_requested') and a.lease_expires_at < p_now
+     order by a.workspace_id
      limit p_limit
        for update of a skip locked) l;
   if cardinality(v_ids) < p_limit then
@@ -482,25 +486,37 @@ begin
     return 0;
   end if;
 
-  -- 2. their steps, in id order, SKIP LOCKED: an attempt whose step is in use waits for the next pass
-  select coalesce(array_agg(l.id), '{}') into v_steps from (
-    select s.id from pgflight.steps s
-     where s.id in (select a.step_id from unnest(v_ids) i(id) join pgflight.step_attempts a on a.id = i.id)
+  -- 2. their steps, in id order, SKIP LOCKED, read by primary key from the attempts: an attempt
+  -- whose step is in use waits for the next pass. The steps stay locked FOR UPDATE and unchanged
+  -- until the retries' attempts are inserted, so each insert's foreign-key check finds its step
+  -- already locked by this transaction and writes nothing (no lock record per row).
+  select coalesce(array_agg(l.id order by l.id), '{}') into v_ids from (
+    select a.id, s.id as step_id from unnest(v_ids) i(id)
+      join pgflight.step_attempts a on a.id = i.id
+      join pgflight.steps s on s.id = a.step_id
      order by s.id
-       for update skip locked) l;
+       for update of s skip locked) l;
+  if cardinality(v_ids) = 0 then
+    return 0;
+  end if;
 
-  -- 3. what each one becomes; a step that ends needs its parent and (a root) its run locked too
+  -- 3. what each one becomes, and its error (the one place it is written; the batch and the
+  -- row-by-row path below both take it from here); a step that ends needs its parent and (a
+  -- root) its run locked too. Every join is by primary key from the batch.
   with c as (
     select a.id, s.parent_id, a.run_id,
            case when a.status = 'cancel_requested' then 'cancel'
                 when r.status <> 'running' then 'run_ended'
                 when s.failed_attempts + 1 >= s.max_attempts then 'dead_letter'
                 else 'retry' end as outcome,
-           coalesce(p.fail_fast, false) as cascades
-      -- joins with the arrays, not = any (array): a batch of 10,000 is linear, not quadratic
+           coalesce(p.fail_fast, false) as cascades,
+           case when a.lease_expires_at < p_now
+                then jsonb_build_object('message', 'lease expired: the worker stopped heartbeating',
+                                        'lease_expires_at', a.lease_expires_at, 'fencing_token', a.fencing_token)
+                else jsonb_build_object('message', 'deadline exceeded: the attempt ran past max_runtime_s',
+                                        'deadline_at', a.deadline_at) end as error
       from unnest(v_ids) i(id)
       join pgflight.step_attempts a on a.id = i.id
-      join unnest(v_steps) l(id) on l.id = a.step_id
       join pgflight.steps s on s.id = a.step_id
       join pgflight.runs r on r.id = a.run_id
       left join pgflight.steps p on p.id = s.parent_id
@@ -514,27 +530,35 @@ begin
      where r.id in (select c.run_id from c where c.outcome <> 'retry' and c.parent_id is null)
      order by r.id
        for update skip locked
+  ), k as (
+    select c.*,
+           case when c.outcome = 'retry' then 'retry'
+                when c.cascades then 'rest'
+                when c.parent_id in (select id from parents)
+                     or (c.parent_id is null and c.run_id in (select id from roots)) then 'end'
+                end as path  -- null: a parent or run in use, the next pass takes it
+      from c
   )
-  select array_agg(c.id order by c.id) filter (where c.outcome = 'retry'),
-         array_agg(c.id order by c.id) filter (where c.outcome <> 'retry' and not c.cascades
-                                                and (c.parent_id in (select id from parents)
-                                                     or (c.parent_id is null and c.run_id in (select id from roots)))),
-         array_agg(c.outcome order by c.id) filter (where c.outcome <> 'retry' and not c.cascades
-                                                and (c.parent_id in (select id from parents)
-                                                     or (c.parent_id is null and c.run_id in (select id from roots)))),
-         array_agg(c.id order by c.id) filter (where c.outcome <> 'retry' and c.cascades)
-    into v_retry, v_end, v_end_outcome, v_rest
-    from c;
+  select array_agg(k.id order by k.id) filter (where k.path = 'retry'),
+         array_agg(k.error order by k.id) filter (where k.path = 'retry'),
+         array_agg(k.id order by k.id) filter (where k.path = 'end'),
+         array_agg(k.outcome order by k.id) filter (where k.path = 'end'),
+         array_agg(k.error order by k.id) filter (where k.path = 'end'),
+         array_agg(k.id order by k.id) filter (where k.path = 'rest'),
+         array_agg(k.error order by k.id) filter (where k.path = 'rest')
+    into v_retry, v_retry_errors, v_end, v_end_outcome, v_end_errors, v_rest, v_rest_errors
+    from k;
 
   -- 4. the batch, set-based, all or nothing
   begin
     if v_retry is not null then
+      -- the attempts end and their successors are queued, with both events; the steps' counters
+      -- after (step 2: the foreign-key checks of the inserts find the steps locked, unchanged)
       with r0 as (
         select a.id, a.step_id, a.run_id, a.status as old_status, a.worker_id, a.recipe, a.priority,
-               a.workspace_id, a.concurrency_key, a.concurrency_limit,
-               a.fencing_token, a.lease_expires_at, a.deadline_at, a.lease_expires_at < p_now as lapsed,
-               s.failed_attempts + 1 as failed, s.last_attempt_no + 1 as next_no, s.backoff
-          from unnest(v_retry) i(id)
+               a.workspace_id, a.concurrency_key, a.concurrency_limit, a.lease_expires_at < p_now as lapsed,
+               i.error, s.failed_attempts + 1 as failed, s.last_attempt_no + 1 as next_no, s.backoff
+          from unnest(v_retry, v_retry_errors) i(id, error)
           join pgflight.step_attempts a on a.id = i.id
           join pgflight.steps s on s.id = a.step_id
       ), delays as (
@@ -545,26 +569,16 @@ begin
                      pgflight._limit('delay_s')) as delay
           from (select distinct r0.failed, r0.backoff from r0) k
       ), r as (
-        select r0.*, d.delay
+        select r0.*, d.delay,
+               case when r0.lapsed then 'lease_expired' else 'timed_out' end as to_status,
+               case when r0.lapsed then 'lease_expired' else 'deadline_exceeded' end as reason
           from r0 join delays d on d.failed = r0.failed and d.backoff is not distinct from r0.backoff
       ), ended as (
         update pgflight.step_attempts a
-           set status = case when r.lapsed then 'lease_expired' else 'timed_out' end, finished_at = p_now,
-               reason = case when r.lapsed then 'lease_expired' else 'deadline_exceeded' end,
-               error = case when r.lapsed
-                            then jsonb_build_object('message', 'lease expired: the worker stopped heartbeating',
-                                                    'lease_expires_at', r.lease_expires_at,
-                                                    'fencing_token', r.fencing_token)
-                            else jsonb_build_object('message', 'deadline exceeded: the attempt ran past max_runtime_s',
-                                                    'deadline_at', r.deadline_at) end
+           set status = r.to_status, finished_at = p_now, reason = r.reason, error = r.error
           from r
          where a.id = r.id
         returning a.id
-      ), bumped as (
-        update pgflight.steps s set failed_attempts = r.failed, last_attempt_no = r.next_no
-          from r
-         where s.id = r.step_id
-        returning s.id
       ), queued as (
         -- the flow columns copied from the attempt it replaces (the step's), so the fill trigger
         -- (step_attempts_fill_flow) does not run a row at a time
@@ -574,7 +588,9 @@ begin
         select r.step_id, r.run_id, r.next_no, r.recipe, r.priority, 'queued',
                p_now + make_interval(secs => r.delay), p_now, r.workspace_id, r.concurrency_key,
                r.concurrency_limit
-          from r order by r.id
+          from r
+         where r.id in (select id from ended)
+         order by r.id
         returning id, step_id
       ), logged as (
         insert into pgflight.events (at, run_id, step_id, attempt_id, from_status, to_status, worker_id, reason,
@@ -582,9 +598,7 @@ begin
         select p_now, e.run_id, e.step_id, e.attempt_id, e.from_status, e.to_status, e.worker_id, e.reason,
                'reclaim', e.detail
           from (select r.id as ord, 1 as k, r.run_id, r.step_id, r.id as attempt_id, r.old_status as from_status,
-                       case when r.lapsed then 'lease_expired' else 'timed_out' end as to_status, r.worker_id,
-                       case when r.lapsed then 'lease_expired' else 'deadline_exceeded' end as reason,
-                       null::jsonb as detail
+                       r.to_status, r.worker_id, r.reason, null::jsonb as detail
                   from r
                 union all
                 select r.id, 2, r.run_id, r.step_id, q.id, null, 'queued', null, 'retry_scheduled',
@@ -594,7 +608,10 @@ begin
       )
       select count(*), coalesce(bool_or(r.delay <= 0), false) into v_n, v_notify
         from r
-       where r.id in (select id from ended) and r.step_id in (select id from bumped);
+       where r.step_id in (select step_id from queued);
+      update pgflight.steps s set failed_attempts = s.failed_attempts + 1, last_attempt_no = s.last_attempt_no + 1
+        from unnest(v_retry) i(id) join pgflight.step_attempts a on a.id = i.id
+       where s.id = a.step_id;
       v_count := v_count + v_n;
       if v_notify then
         perform pgflight._notify_ready();
@@ -603,21 +620,15 @@ begin
 
     if v_end is not null then
       with r as (
-        select a.id, a.step_id, a.run_id, a.status as old_status, a.worker_id, a.fencing_token,
-               a.lease_expires_at, a.deadline_at, a.lease_expires_at < p_now as lapsed, o.outcome,
-               s.failed_attempts, s.max_attempts, u.status as run_status
-          from unnest(v_end, v_end_outcome) as o(id, outcome)
+        select a.id, a.step_id, a.run_id, a.status as old_status, a.worker_id, a.lease_expires_at < p_now as lapsed,
+               o.outcome, o.error, s.failed_attempts, s.max_attempts, u.status as run_status
+          from unnest(v_end, v_end_outcome, v_end_errors) as o(id, outcome, error)
           join pgflight.step_attempts a on a.id = o.id
           join pgflight.steps s on s.id = a.step_id
           join pgflight.runs u on u.id = a.run_id
       ), e as (
         select r.*,
                case when r.lapsed then 'lease_expired' else 'deadline_exceeded' end as reason,
-               case when r.lapsed
-                    then jsonb_build_object('message', 'lease expired: the worker stopped heartbeating',
-                                            'lease_expires_at', r.lease_expires_at, 'fencing_token', r.fencing_token)
-                    else jsonb_build_object('message', 'deadline exceeded: the attempt ran past max_runtime_s',
-                                            'deadline_at', r.deadline_at) end as error,
                case when r.outcome = 'dead_letter' then 'dead_letter' else 'cancelled' end as final
           from r
       ), ended as (
@@ -655,16 +666,17 @@ begin
     -- some row raised: none of the batch was written; each row on its own below
     v_count := 0;
     v_rest := coalesce(v_rest, '{}') || coalesce(v_retry, '{}') || coalesce(v_end, '{}');
+    v_rest_errors := coalesce(v_rest_errors, '{}') || coalesce(v_retry_errors, '{}') || coalesce(v_end_errors, '{}');
   end;
 
-  -- 5. row by row: cascades, and a batch that raised
-  foreach v_id in array coalesce(v_rest, '{}') loop
-    select a.id, a.status, a.step_id, a.run_id, a.worker_id, a.lease_expires_at, a.fencing_token, a.deadline_at,
-           a.lease_expires_at < p_now as lapsed,
+  -- 5. row by row: cascades, and a batch that raised; each row read when its turn comes (a
+  -- cascade before it may have ended it)
+  for v_i in 1 .. coalesce(cardinality(v_rest), 0) loop
+    select a.id, a.status, a.step_id, a.run_id, a.worker_id, a.lease_expires_at < p_now as lapsed,
            (a.status = 'cancel_requested' or s.failed_attempts + 1 >= s.max_attempts) as ends_step
       into v_row
       from pgflight.step_attempts a join pgflight.steps s on s.id = a.step_id
-     where a.id = v_id;
+     where a.id = v_rest[v_i];
     v_count := v_count + 1;
     begin
       if v_row.ends_step then
@@ -675,16 +687,10 @@ begin
         perform pgflight._event(v_row.run_id, v_row.step_id, v_row.id, 'cancel_requested', 'cancelled',
                                 v_row.worker_id, 'cancelled', 'reclaim', jsonb_build_object('cause', 'lease_expired'));
         perform pgflight._step_finished(v_row.step_id, 'cancelled', 'reclaim');
-      elsif v_row.lapsed then
-        perform pgflight._fail_attempt(v_row.id, v_row.status, 'lease_expired',
-          jsonb_build_object('message', 'lease expired: the worker stopped heartbeating',
-                             'lease_expires_at', v_row.lease_expires_at, 'fencing_token', v_row.fencing_token),
-          true, null, 'lease_expired', 'reclaim');
       else
-        perform pgflight._fail_attempt(v_row.id, v_row.status, 'timed_out',
-          jsonb_build_object('message', 'deadline exceeded: the attempt ran past max_runtime_s',
-                             'deadline_at', v_row.deadline_at),
-          true, null, 'deadline_exceeded', 'reclaim');
+        perform pgflight._fail_attempt(v_row.id, v_row.status,
+          case when v_row.lapsed then 'lease_expired' else 'timed_out' end, v_rest_errors[v_i], true, null,
+          case when v_row.lapsed then 'lease_expired' else 'deadline_exceeded' end, 'reclaim');
       end if;
     exception
       when lock_not_available then
