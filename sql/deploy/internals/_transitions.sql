@@ -497,22 +497,10 @@ begin
     return 0;
   end if;
 
-  -- 2. their steps, in id order, SKIP LOCKED, read by primary key from the attempts: an attempt
-  -- whose step is in use waits for the next pass. The steps stay locked FOR UPDATE and unchanged
-  -- until the retries' attempts are inserted, so each insert's foreign-key check finds its step
-  -- already locked by this transaction and writes nothing (no lock record per row).
-  select coalesce(array_agg(l.id order by l.id), '{}') into v_ids from (
-    select a.id, s.id as step_id from unnest(v_ids) i(id)
-      join pgflight.step_attempts a on a.id = i.id
-      join pgflight.steps s on s.id = a.step_id
-     order by s.id
-       for update of s skip locked) l;
-  if cardinality(v_ids) = 0 then
-    return 0;
-  end if;
-
-  -- 3. what each one becomes, and its error (the one place it is written: the batch and the
-  -- row-by-row path below both take it from here). Every join is by primary key from the batch.
+  -- 2. their steps, in id order, SKIP LOCKED (an attempt whose step is in use waits for the next
+  -- pass), and in the same statement what each attempt becomes and its error (the one place it is
+  -- written: the batch and the row-by-row path below both take it from here). Every join is by
+  -- primary key from the batch.
   with c as (
     select a.id, s.parent_id, a.run_id,
            case when a.status = 'cancel_requested' then 'cancel'
@@ -530,6 +518,8 @@ begin
       join pgflight.steps s on s.id = a.step_id
       join pgflight.runs r on r.id = a.run_id
       left join pgflight.steps p on p.id = s.parent_id
+     order by s.id
+       for update of s skip locked
   )
   select array_agg(c.id order by c.id), array_agg(c.outcome order by c.id), array_agg(c.error order by c.id),
          array_agg(c.parent_id order by c.id), array_agg(c.run_id order by c.id), array_agg(c.cascades order by c.id)
@@ -576,9 +566,8 @@ begin
   -- made batches of 10,000 slower per row than batches of 1,000 up to @v0.4.0)
   begin
     if v_retry is not null then
-      -- the attempts end and their successors are queued (ids drawn here, so both events are
-      -- written from one row), with both events; the steps' counters after, so the foreign-key
-      -- checks of the inserts find their steps locked by step 2 and unchanged (nothing to write)
+      -- the attempts end, their steps count the failure, their successors are queued (ids drawn
+      -- here, so both events are written from one row), with both events
       with r0 as (
         select a.id, a.step_id, a.run_id, a.status as old_status, a.worker_id, a.recipe, a.priority,
                a.workspace_id, a.concurrency_key, a.concurrency_limit, a.lease_expires_at < p_now as lapsed,
@@ -606,6 +595,10 @@ begin
           from r
          where a.id = r.id
         returning r.*
+      ), bumped as (
+        update pgflight.steps s set failed_attempts = e.failed, last_attempt_no = e.next_no
+          from ended e
+         where s.id = e.step_id
       ), queued as (
         -- the flow columns copied from the attempt it replaces (the step's), so the fill trigger
         -- (step_attempts_fill_flow) does not run a row at a time
@@ -632,9 +625,6 @@ begin
       )
       select count(*), coalesce(bool_or(e.delay <= 0), false) into v_n, v_notify
         from ended e;
-      update pgflight.steps s set failed_attempts = s.failed_attempts + 1, last_attempt_no = s.last_attempt_no + 1
-        from unnest(v_retry) i(id) join pgflight.step_attempts a on a.id = i.id
-       where s.id = a.step_id;
       v_count := v_count + v_n;
       if v_notify then
         perform pgflight._notify_ready();
