@@ -17,6 +17,7 @@ from datetime import UTC, datetime, timedelta
 
 from conftest import ConnectFactory
 from core_helpers import (
+    WORKSPACE,
     Conn,
     attempt,
     cancel_run,
@@ -248,3 +249,60 @@ def test_maintain_partitions_is_an_operator_sweep(conn: Conn) -> None:
     )
     err = sqlstate(lambda: conn.execute("select * from pgflight.maintain_partitions(-1)"))
     assert err == "22023"
+
+
+def _bulk_load_crashed(c: Conn, n: int, worker: int) -> None:
+    """`n` runs with one running attempt each, inserted straight into the tables without
+    workspace_id (the attempts' fill trigger supplies it), as a loader or bench/perf_bench.py does."""
+    ws = scalar(c, "select id from pgflight.workspaces where name = %s", [WORKSPACE])
+    c.execute(
+        """
+        with r as (
+          insert into pgflight.runs (workspace_id, recipe, status, input_hash)
+          select %s, 'crash', 'running', 'x' from generate_series(1, %s) returning id
+        ), s as (
+          insert into pgflight.steps (run_id, step_key, recipe, input, max_attempts)
+          select r.id, 'root', 'crash', '{}', 3 from r returning id, run_id
+        )
+        insert into pgflight.step_attempts (step_id, run_id, attempt_no, recipe, status, available_after,
+                                            worker_id, fencing_token, claimed_at, started_at,
+                                            lease_expires_at, lease_s)
+        select s.id, s.run_id, 1, 'crash', 'running', now(), %s, nextval('pgflight.fencing_tokens'),
+               now(), now(), now() - interval '1 hour', 60
+          from s
+        """,
+        [ws, n, worker],
+    )
+
+
+def test_a_bulk_load_of_attempts_into_tables_analyzed_empty_looks_each_flow_up_by_key(
+    conn: Conn, connect: ConnectFactory
+) -> None:
+    """Issue 18: after an ANALYZE of the empty tables (autovacuum after a TRUNCATE), a bulk INSERT
+    of attempts without workspace_id made the fill trigger seq-scan runs and steps once per row
+    (its plan was cached while they held one page): quadratic, over 18 minutes for 1,000,000 rows.
+    Now each row is two primary-key lookups, and every attempt gets its workspace."""
+    setup_engine(conn)
+    w = register(conn)
+    conn.execute("analyze pgflight.runs, pgflight.steps, pgflight.step_attempts")  # analyzed while empty
+    loader = connect(timeout_s=120)  # a new session: the trigger's plans are made during the load
+    n = 3000
+
+    def seq_scans() -> int:
+        conn.execute("select pg_stat_force_next_flush()")
+        loader.execute("select pg_stat_force_next_flush()")
+        return int(
+            scalar(
+                conn,
+                "select coalesce(sum(seq_scan), 0) from pg_stat_user_tables"
+                " where schemaname = 'pgflight' and relname in ('runs', 'steps')",
+            )
+        )
+
+    conn.execute("set stats_fetch_consistency = none")
+    before = seq_scans()
+    _bulk_load_crashed(loader, n, w)
+    assert seq_scans() - before < 20, "the fill trigger scanned runs/steps row by row"
+    assert scalar(conn, "select count(*) from pgflight.step_attempts where workspace_id is null") == 0
+    set_clock(conn, 7200)
+    assert scalar(conn, "select pgflight.reclaim_expired(5000)") == n  # and the load reclaims

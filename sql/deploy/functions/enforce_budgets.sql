@@ -18,6 +18,8 @@ set local role pgflight_owner;
 -- then the budget row is stamped, the same order as the agent writes (attempt, then budget), so the
 -- sweep cannot deadlock with a worker. Two sweeps may both cancel a tree; the second finds nothing
 -- live. Returns reservations released plus trees cancelled.
+-- Each reservation and each tree in a subtransaction of its own (issue 18): one that raises is
+-- skipped with a WARNING naming it, and the rest of the pass goes on; the next pass tries it again.
 create or replace function pgflight.enforce_budgets(p_limit integer default 1000)
 returns integer
 language plpgsql volatile security definer
@@ -39,10 +41,16 @@ begin
      limit p_limit
        for update of r skip locked
   loop
-    perform pgflight._release_reservation(v_row.id);
-    if v_row.held then
-      v_count := v_count + 1;
-    end if;
+    begin
+      perform pgflight._release_reservation(v_row.id);
+      if v_row.held then
+        v_count := v_count + 1;
+      end if;
+    exception when others then
+      raise warning 'pgflight: enforce_budgets skipped the reservation of agent run %: % (SQLSTATE %)',
+        v_row.id, sqlerrm, sqlstate
+        using hint = 'The next pass tries it again; the rest of this pass went on.';
+    end;
   end loop;
 
   -- the model-token windows older than any rolling minute (tables/model_token_windows)
@@ -60,16 +68,22 @@ begin
     v_reason := case when v_row.limit_usd is not null and v_row.spent_usd > v_row.limit_usd
                      then format('budget_exceeded: spent %s USD of %s', v_row.spent_usd, v_row.limit_usd)
                      else format('budget_exceeded: wall time over %s s', v_row.max_wall_s) end;
-    if v_row.scope = 'run' then
-      perform pgflight.cancel_run(v_row.run_id, 'enforce_budgets', v_reason);
-    elsif exists (select 1 from pgflight.step_attempts a where a.step_id = v_row.step_id
-                   and a.status in ('queued', 'claimed', 'running', 'awaiting_children', 'awaiting_approval')) then
-      perform pgflight.cancel_step(v_row.step_id, 'enforce_budgets', v_reason);
-    end if;
-    update pgflight.budgets set exceeded_at = v_now where id = v_row.id and exceeded_at is null;
-    if found then
-      v_count := v_count + 1;
-    end if;
+    begin
+      if v_row.scope = 'run' then
+        perform pgflight.cancel_run(v_row.run_id, 'enforce_budgets', v_reason);
+      elsif exists (select 1 from pgflight.step_attempts a where a.step_id = v_row.step_id
+                     and a.status in ('queued', 'claimed', 'running', 'awaiting_children', 'awaiting_approval')) then
+        perform pgflight.cancel_step(v_row.step_id, 'enforce_budgets', v_reason);
+      end if;
+      update pgflight.budgets set exceeded_at = v_now where id = v_row.id and exceeded_at is null;
+      if found then
+        v_count := v_count + 1;
+      end if;
+    exception when others then
+      raise warning 'pgflight: enforce_budgets skipped budget % (% over its cap): % (SQLSTATE %)',
+        v_row.id, v_row.scope, sqlerrm, sqlstate
+        using hint = 'The next pass tries it again; the rest of this pass went on.';
+    end;
   end loop;
   return v_count;
 end

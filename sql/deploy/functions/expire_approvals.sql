@@ -2,7 +2,10 @@
 begin;
 set local role pgflight_owner;
 
--- Sweep: apply the default decision to gates past their expires_at. Bounded by p_limit.
+-- Sweep: apply the default decision to gates past their expires_at. Bounded by p_limit. Each gate
+-- in a subtransaction of its own (issue 18): one that raises (a cascade that fails, a row in use
+-- under the pass's lock_timeout) is skipped with a WARNING naming it, and the rest of the pass
+-- goes on; the next pass tries it again.
 create or replace function pgflight.expire_approvals(p_limit integer default 1000)
 returns integer
 language plpgsql volatile security definer
@@ -20,8 +23,13 @@ begin
      order by g.expires_at limit p_limit
        for update skip locked
   loop
-    perform pgflight._decide(v_row.id, v_row.default_decision, 'expire_approvals', 'expired', 'approval_expired');
-    v_count := v_count + 1;
+    begin
+      perform pgflight._decide(v_row.id, v_row.default_decision, 'expire_approvals', 'expired', 'approval_expired');
+      v_count := v_count + 1;
+    exception when others then
+      raise warning 'pgflight: expire_approvals skipped gate %: % (SQLSTATE %)', v_row.id, sqlerrm, sqlstate
+        using hint = 'The next pass tries it again; the other gates of this pass were decided.';
+    end;
   end loop;
   return v_count;
 end

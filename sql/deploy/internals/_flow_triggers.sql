@@ -10,10 +10,16 @@ set local role pgflight_owner;
 -- Fills workspace_id and the key of an attempt inserted without them (the retry paths copy
 -- nothing but recipe and priority). submit_run and spawn_children pass them, so on the bulk
 -- paths the WHEN clause keeps this trigger from running at all.
+-- enable_seqscan off (issue 18): both lookups are by primary key, and the plans are cached for
+-- the session. A bulk INSERT of attempts without workspace_id (by hand, or a loader) into tables
+-- analyzed while empty (autovacuum after a TRUNCATE) planned them while runs and steps held one
+-- page: a seq scan, kept for every later row while the tables grew, quadratic (a second load of
+-- 1,000,000 crashed runs ran over 18 minutes where the first took 92 s).
 create or replace function pgflight._fill_attempt_flow()
 returns trigger
 language plpgsql
 set search_path = pg_catalog, pg_temp
+set enable_seqscan = off
 as $$
 begin
   select r.workspace_id into new.workspace_id from pgflight.runs r where r.id = new.run_id;

@@ -1,11 +1,14 @@
--- Revert pgflight:functions/enforce_budgets: restores the previous definition, deploy/functions/enforce_budgets@v0.3.0.sql (written by scripts/gen_sql_scripts.py)
+-- Revert pgflight:functions/enforce_budgets: restores the previous definition, deploy/functions/enforce_budgets@v0.4.0.sql (written by scripts/gen_sql_scripts.py)
 begin;
 set local role pgflight_owner;
 
 -- Sweep, bounded by p_limit per pass:
 -- 1. Release the USD reservation of every agent whose reserving attempt is no longer leased
 --    (reclaimed, cancelled, failed): the reclaim path of C24. Rows a worker is writing right now
---    are skipped (SKIP LOCKED) and left for the next pass.
+--    are skipped (SKIP LOCKED) and left for the next pass. The attempt that last reserved stays on
+--    the agent run between iterations (tables/agent_runs_hot); an ended attempt's is cleared here
+--    (counted only when it still held money), so agent_runs_reserved_idx holds live agents and the
+--    ones ended since the last pass. Then the model-token windows older than two minutes are deleted.
 -- 2. Cancel each tree over its cap: a run or agent budget whose spent_usd passed limit_usd, or
 --    whose wall time (since started_at) passed max_wall_s, while it still has live steps (e.g. a
 --    parent parked in awaiting_children while its children keep spending). A run budget cancels
@@ -29,7 +32,7 @@ begin
   perform pgflight._require_lane('operator', null, 'enforce_budgets');  -- issue 13: acts on every workspace
   perform pgflight._check_limit(p_limit);  -- 22023 for a negative limit (issue 14)
   for v_row in
-    select r.id from pgflight.agent_runs r
+    select r.id, r.reserved_iteration is not null as held from pgflight.agent_runs r
       join pgflight.step_attempts a on a.id = r.reserved_attempt_id
      where r.reserved_attempt_id is not null and a.status not in ('claimed', 'running')
      order by r.id
@@ -37,8 +40,13 @@ begin
        for update of r skip locked
   loop
     perform pgflight._release_reservation(v_row.id);
-    v_count := v_count + 1;
+    if v_row.held then
+      v_count := v_count + 1;
+    end if;
   end loop;
+
+  -- the model-token windows older than any rolling minute (tables/model_token_windows)
+  delete from pgflight.model_token_windows w where w.bucket < v_now - interval '120 s';
 
   for v_row in
     select b.id, b.scope, b.run_id, b.step_id, b.limit_usd, b.spent_usd, b.max_wall_s, b.started_at
@@ -67,7 +75,8 @@ begin
 end
 $$;
 comment on function pgflight.enforce_budgets(integer) is
-  'Sweep: release reservations of lapsed attempts; cancel trees over their USD or wall-time cap. Returns the count.';
+  'Sweep: release reservations of lapsed attempts; prune model-token windows; cancel trees over their USD or '
+  'wall-time cap. Returns the count.';
 grant execute on function pgflight.enforce_budgets(integer) to pgflight_operator;
 
 commit;

@@ -1,4 +1,4 @@
--- Revert pgflight:functions/expire_approvals: restores the previous definition, deploy/functions/expire_approvals@v0.2.0.sql (written by scripts/gen_sql_scripts.py)
+-- Revert pgflight:functions/expire_approvals: restores the previous definition, deploy/functions/expire_approvals@v0.4.0.sql (written by scripts/gen_sql_scripts.py)
 begin;
 set local role pgflight_owner;
 
@@ -6,12 +6,14 @@ set local role pgflight_owner;
 create or replace function pgflight.expire_approvals(p_limit integer default 1000)
 returns integer
 language plpgsql volatile security definer
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_row record;
   v_count integer := 0;
 begin
+  perform pgflight._require_lane('operator', null, 'expire_approvals');  -- issue 13: acts on every workspace
+  perform pgflight._check_limit(p_limit);  -- 22023 for a negative limit (issue 14)
   for v_row in
     select g.id, g.default_decision from pgflight.approvals g
      where g.decision is null and g.expires_at < (select pgflight._now())

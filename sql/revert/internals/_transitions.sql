@@ -1,4 +1,4 @@
--- Revert pgflight:internals/_transitions: restores the previous definition, deploy/internals/_transitions@v0.3.0.sql (written by scripts/gen_sql_scripts.py)
+-- Revert pgflight:internals/_transitions: restores the previous definition, deploy/internals/_transitions@v0.4.0.sql (written by scripts/gen_sql_scripts.py)
 -- Defines: _wake(), _cancel_steps(), _cancel_tree(), _tree_steps(), _steps_finished(),
 --   _step_finished(), _fail_attempt(), _lock_cascade(), _dead_letter_poisoned(), _reclaim(),
 --   _complete_many(), _complete_refusing(), _decide(), _reopen_step().
@@ -143,14 +143,15 @@ comment on function pgflight._tree_steps(bigint, bigint) is
 -- that makes them, p_finals[i] being how p_step_ids[i] ended (succeeded, dead_letter,
 -- cancelled). A rule about what follows a step's end is written here once:
 --   1. a step that ended unsuccessfully cancels what it left running below it (C18);
---   2. each child pokes its parent: the parents are locked in id order, then each parent's O(1)
---      counter drops by the number of its children that ended here, so of two last children
---      ending together exactly one transaction sees zero (C17);
+--   2. each child pokes its parent (_fan_in_poke): its count is taken from a stripe of the
+--      parent's counter, and only a stripe that runs dry decrements the parent's O(1) counter,
+--      under the parent's row lock (parents in id order), so of two last children ending
+--      together exactly one transaction sees zero (C17);
 --   3. a fail-fast parent of a child that ended unsuccessfully is dead-lettered (and its own
 --      end goes through here again); otherwise a parent whose counter reached zero wakes, once;
 --   4. a root ends its run.
--- Locks: after the finished attempts (the caller's), parent steps in id order, then their parked
--- attempts, then runs: the order of docs/locking.md.
+-- Locks: after the finished attempts (the caller's), the parents' counter stripes, parent steps in
+-- id order, then their parked attempts, then runs: the order of docs/locking.md.
 create or replace function pgflight._steps_finished(p_step_ids bigint[], p_finals text[], p_actor text,
                                                     p_now timestamptz)
 returns void
@@ -165,73 +166,78 @@ declare
   v_child bigint;
   v_parent_attempt record;
   v_final text;
+  v_cancel_below boolean;
+  v_has_parent boolean;
+  v_runs bigint[];
+  v_run_finals text[];
 begin
+  -- issue 18: one read of the finished steps, by primary key, says which of 1-3 can have work and
+  -- which roots end their runs; a batch of successful roots (the common case) runs only 4. (Written
+  -- as one join with runs, the planner started from the running run and read every step of it:
+  -- 20,000 rows on each batch of a 20,000-child fan-out, bench/fanout_bench.py.)
+  select coalesce(bool_or(f.final <> 'succeeded' and s.children_pending > 0), false),
+         coalesce(bool_or(s.parent_id is not null), false),
+         array_agg(s.run_id) filter (where s.parent_id is null),
+         array_agg(f.final) filter (where s.parent_id is null)
+    into v_cancel_below, v_has_parent, v_runs, v_run_finals
+    from unnest(p_step_ids, p_finals) as f(id, final) join pgflight.steps s on s.id = f.id;
+
   -- 1. what an unsuccessful step left running below it
-  for v_left in
-    select s.id, s.run_id, f.final
-      from unnest(p_step_ids, p_finals) as f(id, final) join pgflight.steps s on s.id = f.id
-     where f.final <> 'succeeded' and s.children_pending > 0
-     order by s.id
-  loop
-    perform pgflight._cancel_tree(v_left.run_id, v_left.id, coalesce(p_actor, 'engine'), 'parent ended ' || v_left.final);
-    update pgflight.steps set children_pending = 0 where id = v_left.id;
-  end loop;
-
-  -- 2. the pokes: lock the parents (id order) in a statement of their own, then decrement
-  perform from pgflight.steps p
-   where p.id in (select s.parent_id from pgflight.steps s where s.id = any (p_step_ids) and s.parent_id is not null)
-   order by p.id
-     for update of p;
-  with finished as (
-    select s.parent_id, count(*)::integer as n, bool_or(f.final <> 'succeeded') as failed
-      from unnest(p_step_ids, p_finals) as f(id, final) join pgflight.steps s on s.id = f.id
-     where s.parent_id is not null
-     group by s.parent_id
-  ), poked as (
-    update pgflight.steps p
-       set children_pending = greatest(p.children_pending - f.n, 0)
-      from finished f
-     where p.id = f.parent_id
-    returning p.id, p.children_pending, p.fail_fast, f.failed
-  )
-  select array_agg(k.id order by k.id) filter (where k.failed and k.fail_fast),
-         array_agg(k.id order by k.id) filter (where not (k.failed and k.fail_fast) and k.children_pending = 0)
-    into v_doomed, v_wake
-    from poked k;
-
-  -- 3. fail fast, else the wake
-  if v_doomed is not null then
-    foreach v_parent in array v_doomed loop
-      select a.* into v_parent_attempt from pgflight.step_attempts a
-       where a.step_id = v_parent and a.status = 'awaiting_children' for update;
-      if found then
-        select min(f.id) into v_child
-          from unnest(p_step_ids, p_finals) as f(id, final) join pgflight.steps s on s.id = f.id
-         where s.parent_id = v_parent and f.final <> 'succeeded';
-        select f.final into v_final from unnest(p_step_ids, p_finals) as f(id, final) where f.id = v_child;
-        update pgflight.step_attempts
-           set status = 'dead_letter', finished_at = p_now, reason = 'child_failed',
-               error = jsonb_build_object('message', 'a child step ended ' || v_final, 'child_step_id', v_child)
-         where id = v_parent_attempt.id;
-        perform pgflight._event(v_parent_attempt.run_id, v_parent, v_parent_attempt.id,
-                                'awaiting_children', 'dead_letter', null, 'child_failed', p_actor,
-                                jsonb_build_object('child_step_id', v_child));
-        perform pgflight._steps_finished(array[v_parent], array['dead_letter'], p_actor, p_now);
-      end if;
+  if v_cancel_below then
+    for v_left in
+      select s.id, s.run_id, f.final
+        from unnest(p_step_ids, p_finals) as f(id, final) join pgflight.steps s on s.id = f.id
+       where f.final <> 'succeeded' and s.children_pending > 0
+       order by s.id
+    loop
+      perform pgflight._cancel_tree(v_left.run_id, v_left.id, coalesce(p_actor, 'engine'), 'parent ended ' || v_left.final);
+      perform pgflight._fan_in_clear(v_left.id);
     end loop;
   end if;
-  if v_wake is not null then
-    foreach v_parent in array v_wake loop
-      perform pgflight._wake(v_parent, 'parent_resumed', p_actor);
-    end loop;
+
+  if v_has_parent then
+    -- 2. the pokes, through the striped fan-in counter (internals/_fan_in)
+    select array_agg(k.id order by k.id) filter (where k.failed and k.fail_fast),
+           array_agg(k.id order by k.id) filter (where not (k.failed and k.fail_fast) and k.children_pending = 0)
+      into v_doomed, v_wake
+      from pgflight._fan_in_poke(p_step_ids, p_finals) k;
+
+    -- 3. fail fast, else the wake
+    if v_doomed is not null then
+      foreach v_parent in array v_doomed loop
+        select a.* into v_parent_attempt from pgflight.step_attempts a
+         where a.step_id = v_parent and a.status = 'awaiting_children' for update;
+        if found then
+          select min(f.id) into v_child
+            from unnest(p_step_ids, p_finals) as f(id, final) join pgflight.steps s on s.id = f.id
+           where s.parent_id = v_parent and f.final <> 'succeeded';
+          select f.final into v_final from unnest(p_step_ids, p_finals) as f(id, final) where f.id = v_child;
+          update pgflight.step_attempts
+             set status = 'dead_letter', finished_at = p_now, reason = 'child_failed',
+                 error = jsonb_build_object('message', 'a child step ended ' || v_final, 'child_step_id', v_child)
+           where id = v_parent_attempt.id;
+          perform pgflight._event(v_parent_attempt.run_id, v_parent, v_parent_attempt.id,
+                                  'awaiting_children', 'dead_letter', null, 'child_failed', p_actor,
+                                  jsonb_build_object('child_step_id', v_child));
+          perform pgflight._steps_finished(array[v_parent], array['dead_letter'], p_actor, p_now);
+        end if;
+      end loop;
+    end if;
+    if v_wake is not null then
+      foreach v_parent in array v_wake loop
+        perform pgflight._wake(v_parent, 'parent_resumed', p_actor);
+      end loop;
+    end if;
   end if;
 
   -- 4. a root ends its run
-  update pgflight.runs r
-     set status = case f.final when 'succeeded' then 'succeeded' when 'cancelled' then 'cancelled' else 'failed' end,
-         finished_at = p_now
-    from unnest(p_step_ids, p_finals) as f(id, final) join pgflight.steps s on s.id = f.id
-   where s.parent_id is null and r.id = s.run_id and r.status = 'running';
+  if v_runs is not null then
+    update pgflight.runs r
+       set status = case x.final when 'succeeded' then 'succeeded' when 'cancelled' then 'cancelled' else 'failed' end,
+           finished_at = p_now
+      from unnest(v_runs, v_run_finals) as x(run_id, final)
+     where r.id = x.run_id and r.status = 'running';
+  end if;
 end
 $$;
 comment on function pgflight._steps_finished(bigint[], text[], text, timestamptz) is
@@ -419,32 +425,246 @@ $$;
 comment on function pgflight._dead_letter_poisoned(bigint, text, text, text) is
   'Internal: a sweep''s last resort: dead-letter one attempt with the error that stopped it, and go on.';
 
--- Reclaim up to p_limit expired leases and overrun deadlines. Rows are locked with SKIP LOCKED,
--- so concurrent sweepers (cron, claim_batch) never process the same attempt twice, and a row
--- that a worker is completing right now is simply left for the next pass. Each row is processed
--- in a block of its own (issue 14): a row that raises is dead-lettered with its real error
--- (_dead_letter_poisoned) and the sweep — and the claim_batch it runs in — goes on; a row whose
--- fail-fast cascade would wait for a lock (_lock_cascade, NOWAIT) is left for the next pass. The
--- blocks cost a subtransaction per reclaimed row only: nothing when no lease has lapsed.
+-- Reclaim up to p_limit expired leases and overrun deadlines, set-based (issue 18: a mass crash
+-- leaves a million lapsed leases; row by row they drained at ~200/s). Every row it touches is
+-- locked with SKIP LOCKED — the attempts, then their steps, then (for a step that ends) its parent
+-- step and its run — so concurrent sweepers (cron, claim_batch) never process the same attempt
+-- twice, a row a worker or a client transaction holds right now is left for the next pass, and a
+-- pass never waits. Then, in one subtransaction, a few statements end the whole batch:
+--   retry        lease_expired / timed_out, the step's counters, the next queued attempt after the
+--                backoff, two events rows each (as _fail_attempt writes them);
+--   dead letter  at the step's ceiling; cancelled when cancel_requested or under an ended run;
+--                then _steps_finished once for the set (parent pokes and wakes, runs).
+-- A step ending under a fail-fast parent (its cascade must lock the subtree first, _lock_cascade
+-- NOWAIT) goes row by row. If the set statements raise, they are rolled back and the batch goes
+-- row by row too: each row in a block of its own (issue 14), a row that raises is dead-lettered
+-- with its real error (_dead_letter_poisoned) and the sweep — and the claim_batch it runs in —
+-- goes on. Costs nothing when no lease has lapsed (two index probes).
 create or replace function pgflight._reclaim(p_now timestamptz, p_limit integer)
 returns integer
 language plpgsql volatile
 set search_path = pg_catalog, pg_temp
 as $$
 declare
+  v_ids bigint[];
+  v_steps bigint[];
+  v_retry bigint[];
+  v_end bigint[];
+  v_end_outcome text[];
+  v_rest bigint[];
+  v_fin_steps bigint[];
+  v_fin text[];
+  v_id bigint;
   v_row record;
   v_count integer := 0;
+  v_n integer;
+  v_notify boolean;
 begin
-  for v_row in
-    select a.id, a.status, a.step_id, a.run_id, a.worker_id, a.lease_expires_at, a.fencing_token,
-           (a.status = 'cancel_requested' or s.failed_attempts + 1 >= s.max_attempts) as ends_step
-      from pgflight.step_attempts a
-      join pgflight.steps s on s.id = a.step_id
+  -- 1. the lapsed attempts, then overrun deadlines among the live leases: SKIP LOCKED. No order by
+  -- lease_expires_at: it has no index (a heartbeat stays a HOT update, tables/step_attempts_hot),
+  -- so ordering would read and sort every leased row on each pass, 1,000,000 after a mass crash;
+  -- unordered, the scan of the leased rows stops at the limit. Every lapsed lease is taken within
+  -- a few passes either way.
+  select coalesce(array_agg(l.id), '{}') into v_ids from (
+    select a.id from pgflight.step_attempts a
      where a.status in ('claimed', 'running', 'cancel_requested') and a.lease_expires_at < p_now
-     order by a.lease_expires_at
      limit p_limit
-       for update of a skip locked
-  loop
+       for update of a skip locked) l;
+  if cardinality(v_ids) < p_limit then
+    select v_ids || coalesce(array_agg(l.id), '{}') into v_ids from (
+      select a.id from pgflight.step_attempts a
+       where a.status in ('claimed', 'running') and a.deadline_at < p_now
+         and (a.lease_expires_at >= p_now or a.lease_expires_at is null)
+       order by a.deadline_at limit p_limit - cardinality(v_ids)
+         for update of a skip locked) l;
+  end if;
+  if cardinality(v_ids) = 0 then
+    return 0;
+  end if;
+
+  -- 2. their steps, in id order, SKIP LOCKED: an attempt whose step is in use waits for the next pass
+  select coalesce(array_agg(l.id), '{}') into v_steps from (
+    select s.id from pgflight.steps s
+     where s.id in (select a.step_id from unnest(v_ids) i(id) join pgflight.step_attempts a on a.id = i.id)
+     order by s.id
+       for update skip locked) l;
+
+  -- 3. what each one becomes; a step that ends needs its parent and (a root) its run locked too
+  with c as (
+    select a.id, s.parent_id, a.run_id,
+           case when a.status = 'cancel_requested' then 'cancel'
+                when r.status <> 'running' then 'run_ended'
+                when s.failed_attempts + 1 >= s.max_attempts then 'dead_letter'
+                else 'retry' end as outcome,
+           coalesce(p.fail_fast, false) as cascades
+      -- joins with the arrays, not = any (array): a batch of 10,000 is linear, not quadratic
+      from unnest(v_ids) i(id)
+      join pgflight.step_attempts a on a.id = i.id
+      join unnest(v_steps) l(id) on l.id = a.step_id
+      join pgflight.steps s on s.id = a.step_id
+      join pgflight.runs r on r.id = a.run_id
+      left join pgflight.steps p on p.id = s.parent_id
+  ), parents as (
+    select p.id from pgflight.steps p
+     where p.id in (select c.parent_id from c where c.outcome <> 'retry' and not c.cascades)
+     order by p.id
+       for update skip locked
+  ), roots as (
+    select r.id from pgflight.runs r
+     where r.id in (select c.run_id from c where c.outcome <> 'retry' and c.parent_id is null)
+     order by r.id
+       for update skip locked
+  )
+  select array_agg(c.id order by c.id) filter (where c.outcome = 'retry'),
+         array_agg(c.id order by c.id) filter (where c.outcome <> 'retry' and not c.cascades
+                                                and (c.parent_id in (select id from parents)
+                                                     or (c.parent_id is null and c.run_id in (select id from roots)))),
+         array_agg(c.outcome order by c.id) filter (where c.outcome <> 'retry' and not c.cascades
+                                                and (c.parent_id in (select id from parents)
+                                                     or (c.parent_id is null and c.run_id in (select id from roots)))),
+         array_agg(c.id order by c.id) filter (where c.outcome <> 'retry' and c.cascades)
+    into v_retry, v_end, v_end_outcome, v_rest
+    from c;
+
+  -- 4. the batch, set-based, all or nothing
+  begin
+    if v_retry is not null then
+      with r0 as (
+        select a.id, a.step_id, a.run_id, a.status as old_status, a.worker_id, a.recipe, a.priority,
+               a.workspace_id, a.concurrency_key, a.concurrency_limit,
+               a.fencing_token, a.lease_expires_at, a.deadline_at, a.lease_expires_at < p_now as lapsed,
+               s.failed_attempts + 1 as failed, s.last_attempt_no + 1 as next_no, s.backoff
+          from unnest(v_retry) i(id)
+          join pgflight.step_attempts a on a.id = i.id
+          join pgflight.steps s on s.id = a.step_id
+      ), delays as (
+        -- once per distinct (failures, backoff): after a mass crash that is a handful, not a row each;
+        -- clamped to [0, 30 days] whatever was stored (issue 14 case 1), as _fail_attempt
+        select k.failed, k.backoff,
+               least(greatest(coalesce(pgflight._backoff_s(k.failed, k.backoff), 0), 0),
+                     pgflight._limit('delay_s')) as delay
+          from (select distinct r0.failed, r0.backoff from r0) k
+      ), r as (
+        select r0.*, d.delay
+          from r0 join delays d on d.failed = r0.failed and d.backoff is not distinct from r0.backoff
+      ), ended as (
+        update pgflight.step_attempts a
+           set status = case when r.lapsed then 'lease_expired' else 'timed_out' end, finished_at = p_now,
+               reason = case when r.lapsed then 'lease_expired' else 'deadline_exceeded' end,
+               error = case when r.lapsed
+                            then jsonb_build_object('message', 'lease expired: the worker stopped heartbeating',
+                                                    'lease_expires_at', r.lease_expires_at,
+                                                    'fencing_token', r.fencing_token)
+                            else jsonb_build_object('message', 'deadline exceeded: the attempt ran past max_runtime_s',
+                                                    'deadline_at', r.deadline_at) end
+          from r
+         where a.id = r.id
+        returning a.id
+      ), bumped as (
+        update pgflight.steps s set failed_attempts = r.failed, last_attempt_no = r.next_no
+          from r
+         where s.id = r.step_id
+        returning s.id
+      ), queued as (
+        -- the flow columns copied from the attempt it replaces (the step's), so the fill trigger
+        -- (step_attempts_fill_flow) does not run a row at a time
+        insert into pgflight.step_attempts (step_id, run_id, attempt_no, recipe, priority, status,
+                                            available_after, created_at, workspace_id, concurrency_key,
+                                            concurrency_limit)
+        select r.step_id, r.run_id, r.next_no, r.recipe, r.priority, 'queued',
+               p_now + make_interval(secs => r.delay), p_now, r.workspace_id, r.concurrency_key,
+               r.concurrency_limit
+          from r order by r.id
+        returning id, step_id
+      ), logged as (
+        insert into pgflight.events (at, run_id, step_id, attempt_id, from_status, to_status, worker_id, reason,
+                                     actor, detail)
+        select p_now, e.run_id, e.step_id, e.attempt_id, e.from_status, e.to_status, e.worker_id, e.reason,
+               'reclaim', e.detail
+          from (select r.id as ord, 1 as k, r.run_id, r.step_id, r.id as attempt_id, r.old_status as from_status,
+                       case when r.lapsed then 'lease_expired' else 'timed_out' end as to_status, r.worker_id,
+                       case when r.lapsed then 'lease_expired' else 'deadline_exceeded' end as reason,
+                       null::jsonb as detail
+                  from r
+                union all
+                select r.id, 2, r.run_id, r.step_id, q.id, null, 'queued', null, 'retry_scheduled',
+                       jsonb_build_object('delay_s', round(r.delay::numeric, 3), 'attempt_no', r.next_no)
+                  from r join queued q on q.step_id = r.step_id) e
+         order by e.ord, e.k
+      )
+      select count(*), coalesce(bool_or(r.delay <= 0), false) into v_n, v_notify
+        from r
+       where r.id in (select id from ended) and r.step_id in (select id from bumped);
+      v_count := v_count + v_n;
+      if v_notify then
+        perform pgflight._notify_ready();
+      end if;
+    end if;
+
+    if v_end is not null then
+      with r as (
+        select a.id, a.step_id, a.run_id, a.status as old_status, a.worker_id, a.fencing_token,
+               a.lease_expires_at, a.deadline_at, a.lease_expires_at < p_now as lapsed, o.outcome,
+               s.failed_attempts, s.max_attempts, u.status as run_status
+          from unnest(v_end, v_end_outcome) as o(id, outcome)
+          join pgflight.step_attempts a on a.id = o.id
+          join pgflight.steps s on s.id = a.step_id
+          join pgflight.runs u on u.id = a.run_id
+      ), e as (
+        select r.*,
+               case when r.lapsed then 'lease_expired' else 'deadline_exceeded' end as reason,
+               case when r.lapsed
+                    then jsonb_build_object('message', 'lease expired: the worker stopped heartbeating',
+                                            'lease_expires_at', r.lease_expires_at, 'fencing_token', r.fencing_token)
+                    else jsonb_build_object('message', 'deadline exceeded: the attempt ran past max_runtime_s',
+                                            'deadline_at', r.deadline_at) end as error,
+               case when r.outcome = 'dead_letter' then 'dead_letter' else 'cancelled' end as final
+          from r
+      ), ended as (
+        update pgflight.step_attempts a
+           set status = e.final, finished_at = p_now,
+               reason = case when e.outcome = 'cancel' then a.reason else e.reason end,
+               error = case when e.outcome = 'cancel' then a.error else e.error end
+          from e
+         where a.id = e.id
+        returning a.id
+      ), bumped as (
+        update pgflight.steps s set failed_attempts = s.failed_attempts + 1
+          from e
+         where s.id = e.step_id and e.outcome = 'dead_letter'
+      ), logged as (
+        insert into pgflight.events (at, run_id, step_id, attempt_id, from_status, to_status, worker_id, reason,
+                                     actor, detail)
+        select p_now, e.run_id, e.step_id, e.id, e.old_status, e.final, e.worker_id,
+               case when e.outcome = 'dead_letter' then e.reason else 'cancelled' end, 'reclaim',
+               case e.outcome
+                 when 'cancel' then jsonb_build_object('cause', 'lease_expired')
+                 when 'run_ended' then jsonb_build_object('cause', e.reason, 'run_status', e.run_status)
+                 else jsonb_build_object('failed_attempts', e.failed_attempts + 1, 'max_attempts', e.max_attempts,
+                                         'retryable', true) end
+          from e order by e.id
+      )
+      select array_agg(e.step_id order by e.step_id), array_agg(e.final order by e.step_id)
+        into v_fin_steps, v_fin
+        from e
+       where e.id in (select id from ended);
+      perform pgflight._steps_finished(v_fin_steps, v_fin, 'reclaim', p_now);
+      v_count := v_count + cardinality(v_fin_steps);
+    end if;
+  exception when others then
+    -- some row raised: none of the batch was written; each row on its own below
+    v_count := 0;
+    v_rest := coalesce(v_rest, '{}') || coalesce(v_retry, '{}') || coalesce(v_end, '{}');
+  end;
+
+  -- 5. row by row: cascades, and a batch that raised
+  foreach v_id in array coalesce(v_rest, '{}') loop
+    select a.id, a.status, a.step_id, a.run_id, a.worker_id, a.lease_expires_at, a.fencing_token, a.deadline_at,
+           a.lease_expires_at < p_now as lapsed,
+           (a.status = 'cancel_requested' or s.failed_attempts + 1 >= s.max_attempts) as ends_step
+      into v_row
+      from pgflight.step_attempts a join pgflight.steps s on s.id = a.step_id
+     where a.id = v_id;
     v_count := v_count + 1;
     begin
       if v_row.ends_step then
@@ -455,11 +675,16 @@ begin
         perform pgflight._event(v_row.run_id, v_row.step_id, v_row.id, 'cancel_requested', 'cancelled',
                                 v_row.worker_id, 'cancelled', 'reclaim', jsonb_build_object('cause', 'lease_expired'));
         perform pgflight._step_finished(v_row.step_id, 'cancelled', 'reclaim');
-      else
+      elsif v_row.lapsed then
         perform pgflight._fail_attempt(v_row.id, v_row.status, 'lease_expired',
           jsonb_build_object('message', 'lease expired: the worker stopped heartbeating',
                              'lease_expires_at', v_row.lease_expires_at, 'fencing_token', v_row.fencing_token),
           true, null, 'lease_expired', 'reclaim');
+      else
+        perform pgflight._fail_attempt(v_row.id, v_row.status, 'timed_out',
+          jsonb_build_object('message', 'deadline exceeded: the attempt ran past max_runtime_s',
+                             'deadline_at', v_row.deadline_at),
+          true, null, 'deadline_exceeded', 'reclaim');
       end if;
     exception
       when lock_not_available then
@@ -468,38 +693,13 @@ begin
         perform pgflight._dead_letter_poisoned(v_row.id, sqlstate, sqlerrm, 'reclaim');
     end;
   end loop;
-
-  for v_row in
-    select a.id, a.status, a.deadline_at, s.failed_attempts + 1 >= s.max_attempts as ends_step
-      from pgflight.step_attempts a
-      join pgflight.steps s on s.id = a.step_id
-     where a.status in ('claimed', 'running') and a.deadline_at < p_now
-     order by a.deadline_at
-     limit greatest(p_limit - v_count, 0)
-       for update of a skip locked
-  loop
-    v_count := v_count + 1;
-    begin
-      if v_row.ends_step then
-        perform pgflight._lock_cascade(v_row.id, true);
-      end if;
-      perform pgflight._fail_attempt(v_row.id, v_row.status, 'timed_out',
-        jsonb_build_object('message', 'deadline exceeded: the attempt ran past max_runtime_s',
-                           'deadline_at', v_row.deadline_at),
-        true, null, 'deadline_exceeded', 'reclaim');
-    exception
-      when lock_not_available then
-        v_count := v_count - 1;
-      when others then
-        perform pgflight._dead_letter_poisoned(v_row.id, sqlstate, sqlerrm, 'reclaim');
-    end;
-  end loop;
   return v_count;
 end
 $$;
 comment on function pgflight._reclaim(timestamptz, integer) is
-  'Internal: reclaim at most p_limit attempts whose lease lapsed or whose deadline passed; a row that '
-  'raises is dead-lettered alone, a row whose cascade is locked waits for the next pass.';
+  'Internal: reclaim at most p_limit attempts whose lease lapsed or whose deadline passed, set-based, '
+  'SKIP LOCKED on every row; a row that raises is dead-lettered alone, a row whose cascade is locked '
+  'waits for the next pass.';
 
 -- The core of successful completion, set-based, shared by complete_step and complete_batch:
 -- a batch of n attempts costs a handful of statements, not n of each. For each attempt given
@@ -534,11 +734,14 @@ begin
        for update of a) l;
 
   if v_ids is not null then
-    -- 2. succeed them, with an events row each
+    -- 2. succeed them. Issue 18: a success from running takes an events id onto the attempt
+    -- (finish_event_id; run_events shows it as the 'succeeded' row) instead of an events row; a
+    -- success straight from claimed (never started) still writes its events row.
     with done as (
       update pgflight.step_attempts a
          set status = 'succeeded', finished_at = p_now, result = q.result,
-             started_at = coalesce(a.started_at, a.claimed_at)
+             started_at = coalesce(a.started_at, a.claimed_at),
+             finish_event_id = case when a.status = 'running' then nextval('pgflight.events_id_seq') end
         from unnest(p_attempt_ids, p_results) as q(id, result)
        where a.id = q.id and a.id = any (v_ids) and a.status in ('claimed', 'running')
       returning a.id, a.step_id, a.run_id, a.worker_id
@@ -546,6 +749,7 @@ begin
       insert into pgflight.events (at, run_id, step_id, attempt_id, from_status, to_status, worker_id, reason)
       select p_now, d.run_id, d.step_id, d.id, o.old_status, 'succeeded', d.worker_id, 'succeeded'
         from done d join unnest(v_ids, v_old) as o(id, old_status) on o.id = d.id
+       where o.old_status <> 'running'
     )
     select array_agg(d.step_id) into v_steps from done d;
 
