@@ -7,7 +7,7 @@ On a throwaway cluster (fsync and synchronous_commit on) that loads pg_stat_stat
 1. steps: no-op steps submit -> claim_batch (start) -> complete_batch, batched by ten, on one
    connection for --seconds. Per step: the backend's own CPU (utime + stime from /proc, the
    whole server side of the loop but the WAL writer), the top-level statements' execution time
-   (pg_stat_statements), WAL bytes (and by relation, pg_walinspect); the functions by self time
+   (pg_stat_statements), WAL bytes (and by relation, and by relation and record type: pg_walinspect); the functions by self time
    and the statements by total time (the profile); HOT ratio (n_tup_hot_upd / n_tup_upd) of
    every pgflight table updated.
 2. agent: --agent-iterations agent iterations (bench/agent_bench.py's loop): HOT ratio of
@@ -111,6 +111,25 @@ def wal_by_relation(c: Conn, lsn0: int, lsn1: int, per: int) -> dict[str, float]
     return {str(r): round(float(b) / max(per, 1)) for r, b in rows}
 
 
+def wal_by_record(c: Conn, lsn0: int, lsn1: int, per: int) -> dict[str, list[float]]:
+    """
+    WAL per unit by relation (table or index) and record type, top 24: "rel record" ->
+    [records, bytes] per unit. Shows which index and which kind of write (insert, non-HOT or HOT
+    update, row lock, speculative-insert confirm) the bytes go to.
+    """
+    rows = c.execute(
+        """
+        select coalesce(pg_filenode_relation(0, (regexp_match(w.block_ref, 'rel \\d+/\\d+/(\\d+)'))[1]::oid)
+                          ::text, '-') || ' ' || w.resource_manager || ':' || w.record_type,
+               count(*), sum(w.record_length)
+          from pg_get_wal_records_info(%s::text::pg_lsn, %s::text::pg_lsn) w
+         group by 1 order by 3 desc limit 24
+        """,
+        [f"{lsn0 >> 32:X}/{lsn0 & 0xFFFFFFFF:X}", f"{lsn1 >> 32:X}/{lsn1 & 0xFFFFFFFF:X}"],
+    ).fetchall()
+    return {str(k): [round(n / max(per, 1), 2), round(float(b) / max(per, 1))] for k, n, b in rows}
+
+
 def profile(c: Conn, per: int) -> dict[str, Any]:
     """Top-level statement time per unit, functions by self time, nested statements by total time."""
     c.execute("select pg_stat_clear_snapshot()")
@@ -175,6 +194,7 @@ def steps(dsn: str, seconds: float, batch: int) -> dict[str, Any]:
             "commits_per_step": round((after.commits - before.commits) / done, 3),
             "events_rows_per_step": round((_count(obs, "pgflight.events") - events0) / done, 2),
             "wal_bytes_per_step_by_relation": wal_by_relation(obs, before.wal_lsn, after.wal_lsn, done),
+            "wal_per_step_by_record": wal_by_record(obs, before.wal_lsn, after.wal_lsn, done),
             "hot": hot(obs),
             **prof,
         }
