@@ -7,9 +7,11 @@ On a throwaway cluster (fsync and synchronous_commit on) that loads pg_stat_stat
 1. steps: no-op steps submit -> claim_batch (start) -> complete_batch, batched by ten, on one
    connection for --seconds. Per step: the backend's own CPU (utime + stime from /proc, the
    whole server side of the loop but the WAL writer), the top-level statements' execution time
-   (pg_stat_statements), WAL bytes (and by relation, and by relation and record type: pg_walinspect); the functions by self time
-   and the statements by total time (the profile); HOT ratio (n_tup_hot_upd / n_tup_upd) of
-   every pgflight table updated.
+   (pg_stat_statements), WAL bytes (and by relation, and by relation and record type:
+   pg_walinspect); the functions by self time and the statements by total time (the profile);
+   HOT ratio (n_tup_hot_upd / n_tup_upd) of every pgflight table updated.
+1b. steps_bulk: the same loop with the batch submitted by one submit_runs call (core_bench's
+   batched pipeline), so the submit's share is that of the bulk API.
 2. agent: --agent-iterations agent iterations (bench/agent_bench.py's loop): HOT ratio of
    agent_runs and step_attempts, server time per iteration.
 3. empty claims: two, then four worker processes (pgflight_demo, LISTEN) idle, one job submitted
@@ -27,13 +29,14 @@ On a throwaway cluster (fsync and synchronous_commit on) that loads pg_stat_stat
 7. heartbeat: 200 steps claimed at once, heartbeated 20 times each, completed: the HOT ratio of
    step_attempts when most of its updates are heartbeats.
 
---compare @v0.3.0 deploys that tag into a second database of the same cluster and runs the steps
-and heartbeat phases on it and on HEAD one after the other (base first): before/after from one
-run, with head_over_base ratios. Quick: --seconds 5 --only steps,heartbeat (about a minute).
+--compare @v0.4.0 deploys that tag into a second database of the same cluster and runs the steps,
+steps_bulk and heartbeat phases on it and on HEAD one after the other (base first): before/after from one
+run, with head_over_base ratios. Quick: --seconds 5 --only steps,steps_bulk,heartbeat (about a
+minute and a half).
 
 Every figure carries the load average read when it was taken (the machine is shared).
 
-Usage: python bench/perf_bench.py [--seconds 10] [--reclaim 1000000] [--purge 100000] [--compare @v0.3.0]
+Usage: python bench/perf_bench.py [--seconds 10] [--reclaim 1000000] [--purge 100000] [--compare @v0.4.0]
 """
 
 from __future__ import annotations
@@ -157,7 +160,7 @@ def profile(c: Conn, per: int) -> dict[str, Any]:
     }
 
 
-def steps(dsn: str, seconds: float, batch: int) -> dict[str, Any]:
+def steps(dsn: str, seconds: float, batch: int, bulk: bool = False) -> dict[str, Any]:
     with psycopg.connect(dsn, autocommit=True) as obs:
         reset(obs)
         before = stats_settled(obs)
@@ -168,9 +171,17 @@ def steps(dsn: str, seconds: float, batch: int) -> dict[str, Any]:
             pid = c.info.backend_pid
             cpu0, t0 = cpu_s(pid), time.perf_counter()
             while time.perf_counter() < t0 + seconds:
-                c.execute(
-                    "select pgflight.submit_run('bench', 'noop', '{}') from generate_series(1, %s)", [batch]
-                )
+                if bulk:  # the batch in one submit_runs call, as core_bench's batched pipeline
+                    c.execute(
+                        "select count(*) from pgflight.submit_runs('bench', (select"
+                        " jsonb_agg(jsonb_build_object('recipe', 'noop')) from generate_series(1, %s)))",
+                        [batch],
+                    )
+                else:
+                    c.execute(
+                        "select pgflight.submit_run('bench', 'noop', '{}') from generate_series(1, %s)",
+                        [batch],
+                    )
                 got = c.execute(
                     "select attempt_id, fencing_token from pgflight.claim_batch(%s, %s, 60, %s, %s)",
                     [w, batch, ["noop"], START],
@@ -187,6 +198,7 @@ def steps(dsn: str, seconds: float, batch: int) -> dict[str, Any]:
         return {
             "load_avg": load(),
             "batch": batch,
+            "submit": "submit_runs per batch" if bulk else "submit_run per step",
             "steps": done,
             "steps_per_s": round(done / wall, 1),
             "backend_cpu_ms_per_step": round(cpu * 1000 / done, 4),
@@ -506,7 +518,9 @@ def main() -> None:
         action="store_true",
         help="before the agent phase: agent_runs fillfactor 80 and without agent_runs_reserved_idx",
     )
-    ap.add_argument("--only", default="steps,heartbeat,agent,empty,reclaim,retention,retention_loop")
+    ap.add_argument(
+        "--only", default="steps,steps_bulk,heartbeat,agent,empty,reclaim,retention,retention_loop"
+    )
     ap.add_argument(
         "--compare",
         metavar="REF",
@@ -541,6 +555,7 @@ def main() -> None:
 
         parts = {
             "steps": both(lambda d: steps(d, a.seconds, 10)),
+            "steps_bulk": both(lambda d: steps(d, a.seconds, 10, bulk=True)),
             "heartbeat": both(lambda d: heartbeats(d, 200, 20)),
             "agent": lambda: agent(dsn, a.agent_iterations),
             "empty": lambda: empty_claims(dsn, a.low_rate, a.low_jobs),

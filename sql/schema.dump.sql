@@ -6607,17 +6607,32 @@ begin
 
   -- the root step's id is taken first, so the run row is written once, with it
   v_step := nextval('pgflight.steps_id_seq'::regclass);
-  insert into pgflight.runs (workspace_id, recipe, idempotency_key, input_hash, submitted_by, options,
-                             max_usd, max_wall_s, max_iterations, max_tool_calls, created_at, root_step_id)
-  values (v_ws, p_recipe, v_key, v_hash, coalesce(v_opts ->> 'submitted_by', session_user::text),
-          v_opts,
-          coalesce((v_opts ->> 'max_usd')::numeric, v_ws_max_usd),
-          (v_opts ->> 'max_wall_s')::double precision,
-          (v_opts ->> 'max_iterations')::integer,
-          (v_opts ->> 'max_tool_calls')::integer,
-          v_now, v_step)
-  on conflict (workspace_id, idempotency_key) do nothing
-  returning id into v_run;
+  -- issue 18: without a key the run is a plain insert (nothing can conflict: no speculative
+  -- insertion, no entry in the partial unique index, tables/runs_idempotency_partial)
+  if v_key is null then
+    insert into pgflight.runs (workspace_id, recipe, idempotency_key, input_hash, submitted_by, options,
+                               max_usd, max_wall_s, max_iterations, max_tool_calls, created_at, root_step_id)
+    values (v_ws, p_recipe, null, v_hash, coalesce(v_opts ->> 'submitted_by', session_user::text),
+            v_opts,
+            coalesce((v_opts ->> 'max_usd')::numeric, v_ws_max_usd),
+            (v_opts ->> 'max_wall_s')::double precision,
+            (v_opts ->> 'max_iterations')::integer,
+            (v_opts ->> 'max_tool_calls')::integer,
+            v_now, v_step)
+    returning id into v_run;
+  else
+    insert into pgflight.runs (workspace_id, recipe, idempotency_key, input_hash, submitted_by, options,
+                               max_usd, max_wall_s, max_iterations, max_tool_calls, created_at, root_step_id)
+    values (v_ws, p_recipe, v_key, v_hash, coalesce(v_opts ->> 'submitted_by', session_user::text),
+            v_opts,
+            coalesce((v_opts ->> 'max_usd')::numeric, v_ws_max_usd),
+            (v_opts ->> 'max_wall_s')::double precision,
+            (v_opts ->> 'max_iterations')::integer,
+            (v_opts ->> 'max_tool_calls')::integer,
+            v_now, v_step)
+    on conflict (workspace_id, idempotency_key) where idempotency_key is not null do nothing
+    returning id into v_run;
+  end if;
 
   if v_run is null then
     select r.id, r.input_hash, r.root_step_id, r.recipe into v_existing
@@ -6844,7 +6859,7 @@ begin
            v_now, u.step_id
       from unnest(v_run_ids, v_step_ids, v_recipe, v_key, v_hash, v_g, v_i) as u(run_id, step_id, recipe, key, hash, g, i)
      order by u.key, u.i
-    on conflict (workspace_id, idempotency_key) do nothing
+    on conflict (workspace_id, idempotency_key) where idempotency_key is not null do nothing
     returning id
   )
   select array_agg(m.id) into v_made from made m;
@@ -8482,11 +8497,6 @@ ALTER TABLE ONLY pgflight.flow_slots
 ALTER TABLE ONLY pgflight.approvals
     ADD CONSTRAINT gate_key_is_unique_per_step UNIQUE (step_id, gate_key);
 
--- Name: runs idempotency_key_is_unique_per_workspace; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
-
-ALTER TABLE ONLY pgflight.runs
-    ADD CONSTRAINT idempotency_key_is_unique_per_workspace UNIQUE (workspace_id, idempotency_key);
-
 -- Name: model_prices model_prices_pkey; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
 
 ALTER TABLE ONLY pgflight.model_prices
@@ -8634,6 +8644,10 @@ CREATE INDEX events_default_run_id_id_idx ON pgflight.events_default USING btree
 -- Name: flow_slot_returns_scope_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
 
 CREATE INDEX flow_slot_returns_scope_idx ON pgflight.flow_slot_returns USING btree (scope);
+
+-- Name: idempotency_key_is_unique_per_workspace_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
+
+CREATE UNIQUE INDEX idempotency_key_is_unique_per_workspace_idx ON pgflight.runs USING btree (workspace_id, idempotency_key) WHERE (idempotency_key IS NOT NULL);
 
 -- Name: one_call_per_iteration; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
 

@@ -203,7 +203,7 @@ begin
            v_now, u.step_id
       from unnest(v_run_ids, v_step_ids, v_recipe, v_key, v_hash, v_g, v_i) as u(run_id, step_id, recipe, key, hash, g, i)
      order by u.key, u.i
-    on conflict (workspace_id, idempotency_key) do nothing
+    on conflict (workspace_id, idempotency_key) where idempotency_key is not null do nothing
     returning id
   )
   select array_agg(m.id) into v_made from made m;
