@@ -7,9 +7,11 @@ On a throwaway cluster (fsync and synchronous_commit on) that loads pg_stat_stat
 1. steps: no-op steps submit -> claim_batch (start) -> complete_batch, batched by ten, on one
    connection for --seconds. Per step: the backend's own CPU (utime + stime from /proc, the
    whole server side of the loop but the WAL writer), the top-level statements' execution time
-   (pg_stat_statements), WAL bytes (and by relation, pg_walinspect); the functions by self time
-   and the statements by total time (the profile); HOT ratio (n_tup_hot_upd / n_tup_upd) of
-   every pgflight table updated.
+   (pg_stat_statements), WAL bytes (and by relation, and by relation and record type:
+   pg_walinspect); the functions by self time and the statements by total time (the profile);
+   HOT ratio (n_tup_hot_upd / n_tup_upd) of every pgflight table updated.
+1b. steps_bulk: the same loop with the batch submitted by one submit_runs call (core_bench's
+   batched pipeline), so the submit's share is that of the bulk API.
 2. agent: --agent-iterations agent iterations (bench/agent_bench.py's loop): HOT ratio of
    agent_runs and step_attempts, server time per iteration.
 3. empty claims: two, then four worker processes (pgflight_demo, LISTEN) idle, one job submitted
@@ -31,13 +33,14 @@ On a throwaway cluster (fsync and synchronous_commit on) that loads pg_stat_stat
 7. heartbeat: 200 steps claimed at once, heartbeated 20 times each, completed: the HOT ratio of
    step_attempts when most of its updates are heartbeats.
 
---compare @v0.3.0 deploys that tag into a second database of the same cluster and runs the steps
-and heartbeat phases on it and on HEAD one after the other (base first): before/after from one
-run, with head_over_base ratios. Quick: --seconds 5 --only steps,heartbeat (about a minute).
+--compare @v0.4.0 deploys that tag into a second database of the same cluster and runs the steps,
+steps_bulk and heartbeat phases on it and on HEAD one after the other (base first): before/after from one
+run, with head_over_base ratios. Quick: --seconds 5 --only steps,steps_bulk,heartbeat (about a
+minute and a half).
 
 Every figure carries the load average read when it was taken (the machine is shared).
 
-Usage: python bench/perf_bench.py [--seconds 10] [--reclaim 1000000] [--purge 100000] [--compare @v0.3.0]
+Usage: python bench/perf_bench.py [--seconds 10] [--reclaim 1000000] [--purge 100000] [--compare @v0.4.0]
 """
 
 from __future__ import annotations
@@ -115,6 +118,25 @@ def wal_by_relation(c: Conn, lsn0: int, lsn1: int, per: int) -> dict[str, float]
     return {str(r): round(float(b) / max(per, 1)) for r, b in rows}
 
 
+def wal_by_record(c: Conn, lsn0: int, lsn1: int, per: int) -> dict[str, list[float]]:
+    """
+    WAL per unit by relation (table or index) and record type, top 24: "rel record" ->
+    [records, bytes] per unit. Shows which index and which kind of write (insert, non-HOT or HOT
+    update, row lock, speculative-insert confirm) the bytes go to.
+    """
+    rows = c.execute(
+        """
+        select coalesce(pg_filenode_relation(0, (regexp_match(w.block_ref, 'rel \\d+/\\d+/(\\d+)'))[1]::oid)
+                          ::text, '-') || ' ' || w.resource_manager || ':' || w.record_type,
+               count(*), sum(w.record_length)
+          from pg_get_wal_records_info(%s::text::pg_lsn, %s::text::pg_lsn) w
+         group by 1 order by 3 desc limit 24
+        """,
+        [f"{lsn0 >> 32:X}/{lsn0 & 0xFFFFFFFF:X}", f"{lsn1 >> 32:X}/{lsn1 & 0xFFFFFFFF:X}"],
+    ).fetchall()
+    return {str(k): [round(n / max(per, 1), 2), round(float(b) / max(per, 1))] for k, n, b in rows}
+
+
 def profile(c: Conn, per: int) -> dict[str, Any]:
     """Top-level statement time per unit, functions by self time, nested statements by total time."""
     c.execute("select pg_stat_clear_snapshot()")
@@ -142,7 +164,7 @@ def profile(c: Conn, per: int) -> dict[str, Any]:
     }
 
 
-def steps(dsn: str, seconds: float, batch: int) -> dict[str, Any]:
+def steps(dsn: str, seconds: float, batch: int, bulk: bool = False) -> dict[str, Any]:
     with psycopg.connect(dsn, autocommit=True) as obs:
         reset(obs)
         before = stats_settled(obs)
@@ -153,9 +175,17 @@ def steps(dsn: str, seconds: float, batch: int) -> dict[str, Any]:
             pid = c.info.backend_pid
             cpu0, t0 = cpu_s(pid), time.perf_counter()
             while time.perf_counter() < t0 + seconds:
-                c.execute(
-                    "select pgflight.submit_run('bench', 'noop', '{}') from generate_series(1, %s)", [batch]
-                )
+                if bulk:  # the batch in one submit_runs call, as core_bench's batched pipeline
+                    c.execute(
+                        "select count(*) from pgflight.submit_runs('bench', (select"
+                        " jsonb_agg(jsonb_build_object('recipe', 'noop')) from generate_series(1, %s)))",
+                        [batch],
+                    )
+                else:
+                    c.execute(
+                        "select pgflight.submit_run('bench', 'noop', '{}') from generate_series(1, %s)",
+                        [batch],
+                    )
                 got = c.execute(
                     "select attempt_id, fencing_token from pgflight.claim_batch(%s, %s, 60, %s, %s)",
                     [w, batch, ["noop"], START],
@@ -172,6 +202,7 @@ def steps(dsn: str, seconds: float, batch: int) -> dict[str, Any]:
         return {
             "load_avg": load(),
             "batch": batch,
+            "submit": "submit_runs per batch" if bulk else "submit_run per step",
             "steps": done,
             "steps_per_s": round(done / wall, 1),
             "backend_cpu_ms_per_step": round(cpu * 1000 / done, 4),
@@ -179,6 +210,7 @@ def steps(dsn: str, seconds: float, batch: int) -> dict[str, Any]:
             "commits_per_step": round((after.commits - before.commits) / done, 3),
             "events_rows_per_step": round((_count(obs, "pgflight.events") - events0) / done, 2),
             "wal_bytes_per_step_by_relation": wal_by_relation(obs, before.wal_lsn, after.wal_lsn, done),
+            "wal_per_step_by_record": wal_by_record(obs, before.wal_lsn, after.wal_lsn, done),
             "hot": hot(obs),
             **prof,
         }
@@ -588,7 +620,9 @@ def main() -> None:
         action="store_true",
         help="before the agent phase: agent_runs fillfactor 80 and without agent_runs_reserved_idx",
     )
-    ap.add_argument("--only", default="steps,heartbeat,agent,empty,reclaim,retention,retention_loop")
+    ap.add_argument(
+        "--only", default="steps,steps_bulk,heartbeat,agent,empty,reclaim,retention,retention_loop"
+    )
     ap.add_argument(
         "--compare",
         metavar="REF",
@@ -624,6 +658,7 @@ def main() -> None:
 
         parts = {
             "steps": both(lambda d: steps(d, a.seconds, 10)),
+            "steps_bulk": both(lambda d: steps(d, a.seconds, 10, bulk=True)),
             "heartbeat": both(lambda d: heartbeats(d, 200, 20)),
             "agent": lambda: agent(dsn, a.agent_iterations),
             "empty": lambda: empty_claims(dsn, a.low_rate, a.low_jobs),

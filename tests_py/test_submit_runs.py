@@ -296,3 +296,33 @@ def test_python_client_and_cli(conn: Conn, dsn: str, tmp_path: Any) -> None:
     proc = pgflight(dsn, "submit", "--from-jsonl", str(lines), "noop", "--workspace", "jsonl", "--json")
     assert proc.returncode == 0, proc.stderr
     assert [r["created"] for r in json.loads(proc.stdout)] == [False, True, True]
+
+
+def test_submit_run_waits_on_an_uncommitted_key_and_keyless_runs_never_conflict(
+    conn: Conn, connect: ConnectFactory
+) -> None:
+    """
+    The key is unique through a partial index (tables/runs_idempotency_partial): submit_run with a
+    key another connection holds uncommitted waits for it and then gets that run (created false);
+    runs without a key, from both connections, are all created.
+    """
+    setup_engine(conn)
+    a, b = connect(timeout_s=30, autocommit=False), connect(timeout_s=30)
+    sql = "select run_id, created from pgflight.submit_run(%s, 'r', %s, %s)"
+    first = a.execute(sql, [WS, Jsonb({"x": 1}), Jsonb({"idempotency_key": "held"})]).fetchone()
+    a.execute(sql, [WS, Jsonb({}), Jsonb({})])
+    got: list[Any] = []
+    t = threading.Thread(
+        target=lambda: got.append(
+            b.execute(sql, [WS, Jsonb({"x": 1}), Jsonb({"idempotency_key": "held"})]).fetchone()
+        )
+    )
+    t.start()
+    t.join(1.0)
+    assert t.is_alive(), "B waits for A's uncommitted key"
+    a.commit()
+    t.join(30)
+    assert first is not None and got == [(first[0], False)]
+    assert b.execute(sql, [WS, Jsonb({}), Jsonb({})]).fetchone()[1] is True  # type: ignore[index]
+    keyless = conn.execute("select count(*) from pgflight.runs where idempotency_key is null").fetchone()
+    assert keyless == (2,)

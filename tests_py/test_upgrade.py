@@ -246,6 +246,9 @@ def test_a_rework_that_drops_a_setting_fails_verify(empty_dsn: str, tmp_path: Pa
         assert "jit=off" in _proconfig(conn, CLAIM_BATCH)  # sqitch reverted the change
 
 
+# The conversion to day partitions shipped in @v0.4.0: it upgrades from the tag before it (once a
+# later tag is the previous one, previous_tag() is past tables/events_by_day)
+EVENTS_BY_DAY_FROM = "@v0.3.0"
 EVENTS = (
     "select id, at, run_id, step_id, attempt_id, from_status, to_status, reason, detail"
     " from pgflight.events order by id"
@@ -253,11 +256,8 @@ EVENTS = (
 
 
 def test_the_events_log_becomes_day_partitions_with_its_rows_and_reverts_with_them(empty_dsn: str) -> None:
-    """
-    Issue 18, tables/events_by_day: the conversion from @v0.3.0 (the tag before it; pinned, since a
-    later tag already holds the change) keeps every row, readers, ids.
-    """
-    migrate.deploy(empty_dsn, to="@v0.3.0")
+    """Issue 18, tables/events_by_day: the conversion from the previous tag keeps every row, readers, ids."""
+    migrate.deploy(empty_dsn, to=EVENTS_BY_DAY_FROM)
     with psycopg.connect(empty_dsn, autocommit=True) as conn:
         put_work_in_flight(conn)
         before = conn.execute(EVENTS).fetchall()
@@ -281,7 +281,7 @@ def test_the_events_log_becomes_day_partitions_with_its_rows_and_reverts_with_th
         assert new_id is not None and new_id[0] > before[-1][0], "ids go on from the old table's"
         after = conn.execute(EVENTS).fetchall()
 
-        migrate.revert(empty_dsn, to="@v0.3.0")
+        migrate.revert(empty_dsn, to=EVENTS_BY_DAY_FROM)
         assert conn.execute(EVENTS).fetchall() == after
         kind = conn.execute("select relkind from pg_class where oid = 'pgflight.events'::regclass").fetchone()
         assert kind == ("r",)

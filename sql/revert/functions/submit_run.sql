@@ -1,4 +1,4 @@
--- Revert pgflight:functions/submit_run: restores the previous definition, deploy/functions/submit_run@v0.3.0.sql (written by scripts/gen_sql_scripts.py)
+-- Revert pgflight:functions/submit_run: restores the previous definition, deploy/functions/submit_run@v0.4.0.sql (written by scripts/gen_sql_scripts.py)
 begin;
 set local role pgflight_owner;
 
@@ -65,15 +65,19 @@ begin
       hint = 'Store large payloads elsewhere and pass a reference, or raise settings.max_input_bytes.';
   end if;
   v_max_attempts := coalesce((v_opts ->> 'max_attempts')::integer, v_settings.default_max_attempts);
-  -- issue 15: delay_s or not_before (with a UTC offset), and the concurrency key and limit
-  v_not_before := pgflight._start_at(v_opts, v_now);
-  select c.o_key, c.o_limit into v_ckey, v_climit from pgflight._concurrency_option(v_opts) c;
+  -- issue 15: delay_s or not_before (with a UTC offset), and the concurrency key and limit; the
+  -- helpers only when their keys are there (issue 18: most submits have none)
+  v_not_before := v_now;
+  if v_opts ?| array['delay_s', 'not_before', 'concurrency_key', 'concurrency_limit'] then
+    v_not_before := pgflight._start_at(v_opts, v_now);
+    select c.o_key, c.o_limit into v_ckey, v_climit from pgflight._concurrency_option(v_opts) c;
+  end if;
 
   v_key := v_opts ->> 'idempotency_key';
   v_hash := encode(sha256(convert_to(p_input::text, 'UTF8')), 'hex');
 
   -- the root step's id is taken first, so the run row is written once, with it
-  v_step := nextval(pg_get_serial_sequence('pgflight.steps', 'id'));
+  v_step := nextval('pgflight.steps_id_seq'::regclass);
   insert into pgflight.runs (workspace_id, recipe, idempotency_key, input_hash, submitted_by, options,
                              max_usd, max_wall_s, max_iterations, max_tool_calls, created_at, root_step_id)
   values (v_ws, p_recipe, v_key, v_hash, coalesce(v_opts ->> 'submitted_by', session_user::text),
