@@ -182,9 +182,10 @@ def write(path: Path, text: str) -> None:
         path.write_text(text)
 
 
-def latest_tag(plan: Path = ROOT / "sqitch.plan") -> str:
+def tags_since(first: str, plan: Path = ROOT / "sqitch.plan") -> list[str]:
+    """The plan's tags from `first` on, in plan order (no "@")."""
     tags = [ln.split()[0][1:] for ln in plan.read_text().splitlines() if ln.startswith("@")]
-    return tags[-1] if tags else ""
+    return tags[tags.index(first) :] if first in tags else []
 
 
 def main() -> None:
@@ -209,10 +210,11 @@ def main() -> None:
                 body = re.sub(r"^-- Deploy pgflight:\S+\n", "", old, count=1)
                 if added:
                     body = body.replace(ROLE, ROLE + _drops(added), 1)
-                # a view that gained columns (since the latest tag) cannot be replaced by its
-                # narrower old definition: the revert drops it first
+                # a view that gained columns cannot be replaced by its narrower old definition:
+                # the revert of a view reworked after @v0.3.0 (where this rule came in) drops it
+                # first; the reverts of earlier reworks stay as they were released
                 views = [o for o in objects(old) if o.kind == "view"]
-                if views and prev.suffix == f"@{latest_tag()}":
+                if views and prev.suffix[1:] in tags_since("v0.3.0"):
                     body = body.replace(ROLE, ROLE + "".join(f"drop view {o.signature};\n" for o in views), 1)
                 revert = (
                     f"-- Revert pgflight:{label}: restores the previous definition,"
