@@ -1546,6 +1546,7 @@ COMMENT ON FUNCTION pgflight._fan_in_take(p_parent bigint, p_n integer, OUT dry 
 CREATE FUNCTION pgflight._fill_attempt_flow() RETURNS trigger
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
     AS $$
 begin
   select r.workspace_id into new.workspace_id from pgflight.runs r where r.id = new.run_id;
@@ -1592,6 +1593,26 @@ ALTER FUNCTION pgflight._fire_schedule(p_schedule_id bigint, p_workspace text, p
 -- Name: FUNCTION _fire_schedule(p_schedule_id bigint, p_workspace text, p_name text, p_recipe text, p_input jsonb, p_run_options jsonb, p_fire_at timestamp with time zone); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
 COMMENT ON FUNCTION pgflight._fire_schedule(p_schedule_id bigint, p_workspace text, p_name text, p_recipe text, p_input jsonb, p_run_options jsonb, p_fire_at timestamp with time zone) IS 'Internal: submit one firing''s run idempotently; a refusal is recorded on the firing, never raised.';
+
+-- Name: _firehose_partitions(); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._firehose_partitions() RETURNS TABLE(lo bigint, hi bigint)
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+  select m[1]::bigint, m[2]::bigint
+    from pg_catalog.pg_inherits i
+    join pg_catalog.pg_class c on c.oid = i.inhrelid
+    cross join lateral pg_catalog.regexp_match(pg_catalog.pg_get_expr(c.relpartbound, c.oid),
+                                               'FROM \(''?(-?[0-9]+)''?\) TO \(''?(-?[0-9]+)''?\)') m
+   where i.inhparent = 'pgflight.traces'::pg_catalog.regclass and c.relname ~ '^traces_from_[0-9]+$'
+$_$;
+
+ALTER FUNCTION pgflight._firehose_partitions() OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _firehose_partitions(); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._firehose_partitions() IS 'Internal: [lo, hi) of each traces/costs partition by agent run id (maintain_partitions).';
 
 -- Name: _iteration_refusal(pgflight.agent_runs, integer); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -2408,30 +2429,42 @@ COMMENT ON FUNCTION pgflight._ready_lanes(p_recipes text[]) IS 'Internal: the wo
 CREATE FUNCTION pgflight._reclaim(p_now timestamp with time zone, p_limit integer) RETURNS integer
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET plan_cache_mode TO 'force_custom_plan'
     AS $$
 declare
   v_ids bigint[];
-  v_steps bigint[];
+  v_outcomes text[];
+  v_errors jsonb[];
+  v_parents bigint[];
+  v_runs bigint[];
+  v_cascades boolean[];
+  v_locked_parents bigint[];
+  v_locked_runs bigint[];
   v_retry bigint[];
+  v_retry_errors jsonb[];
   v_end bigint[];
   v_end_outcome text[];
+  v_end_errors jsonb[];
   v_rest bigint[];
+  v_rest_errors jsonb[];
   v_fin_steps bigint[];
   v_fin text[];
-  v_id bigint;
   v_row record;
+  v_i integer;
   v_count integer := 0;
   v_n integer;
   v_notify boolean;
 begin
-  -- 1. the lapsed attempts, then overrun deadlines among the live leases: SKIP LOCKED. No order by
-  -- lease_expires_at: it has no index (a heartbeat stays a HOT update, tables/step_attempts_hot),
-  -- so ordering would read and sort every leased row on each pass, 1,000,000 after a mass crash;
-  -- unordered, the scan of the leased rows stops at the limit. Every lapsed lease is taken within
-  -- a few passes either way.
+  -- 1. the lapsed attempts, then overrun deadlines among the live leases: SKIP LOCKED. Not ordered
+  -- by lease_expires_at: it has no index (a heartbeat stays a HOT update, tables/step_attempts_hot).
+  -- Ordered by workspace_id instead, the order of the partial index of the leased rows
+  -- (step_attempts_leased_ws_idx), so the pick walks that index and stops at the limit: a seq scan
+  -- would read, on every pass of a drain, all the rows the earlier passes already reclaimed
+  -- (quadratic over a mass crash). Every lapsed lease is taken within a few passes either way.
   select coalesce(array_agg(l.id), '{}') into v_ids from (
     select a.id from pgflight.step_attempts a
      where a.status in ('claimed', 'running', 'cancel_requested') and a.lease_expires_at < p_now
+     order by a.workspace_id
      limit p_limit
        for update of a skip locked) l;
   if cardinality(v_ids) < p_limit then
@@ -2446,59 +2479,82 @@ begin
     return 0;
   end if;
 
-  -- 2. their steps, in id order, SKIP LOCKED: an attempt whose step is in use waits for the next pass
-  select coalesce(array_agg(l.id), '{}') into v_steps from (
-    select s.id from pgflight.steps s
-     where s.id in (select a.step_id from unnest(v_ids) i(id) join pgflight.step_attempts a on a.id = i.id)
-     order by s.id
-       for update skip locked) l;
-
-  -- 3. what each one becomes; a step that ends needs its parent and (a root) its run locked too
+  -- 2. their steps, in id order, SKIP LOCKED (an attempt whose step is in use waits for the next
+  -- pass), and in the same statement what each attempt becomes and its error (the one place it is
+  -- written: the batch and the row-by-row path below both take it from here). Every join is by
+  -- primary key from the batch.
   with c as (
     select a.id, s.parent_id, a.run_id,
            case when a.status = 'cancel_requested' then 'cancel'
                 when r.status <> 'running' then 'run_ended'
                 when s.failed_attempts + 1 >= s.max_attempts then 'dead_letter'
                 else 'retry' end as outcome,
-           coalesce(p.fail_fast, false) as cascades
-      -- joins with the arrays, not = any (array): a batch of 10,000 is linear, not quadratic
+           coalesce(p.fail_fast, false) as cascades,
+           case when a.lease_expires_at < p_now
+                then jsonb_build_object('message', 'lease expired: the worker stopped heartbeating',
+                                        'lease_expires_at', a.lease_expires_at, 'fencing_token', a.fencing_token)
+                else jsonb_build_object('message', 'deadline exceeded: the attempt ran past max_runtime_s',
+                                        'deadline_at', a.deadline_at) end as error
       from unnest(v_ids) i(id)
       join pgflight.step_attempts a on a.id = i.id
-      join unnest(v_steps) l(id) on l.id = a.step_id
       join pgflight.steps s on s.id = a.step_id
       join pgflight.runs r on r.id = a.run_id
       left join pgflight.steps p on p.id = s.parent_id
-  ), parents as (
-    select p.id from pgflight.steps p
-     where p.id in (select c.parent_id from c where c.outcome <> 'retry' and not c.cascades)
-     order by p.id
-       for update skip locked
-  ), roots as (
-    select r.id from pgflight.runs r
-     where r.id in (select c.run_id from c where c.outcome <> 'retry' and c.parent_id is null)
-     order by r.id
-       for update skip locked
+     order by s.id
+       for update of s skip locked
   )
-  select array_agg(c.id order by c.id) filter (where c.outcome = 'retry'),
-         array_agg(c.id order by c.id) filter (where c.outcome <> 'retry' and not c.cascades
-                                                and (c.parent_id in (select id from parents)
-                                                     or (c.parent_id is null and c.run_id in (select id from roots)))),
-         array_agg(c.outcome order by c.id) filter (where c.outcome <> 'retry' and not c.cascades
-                                                and (c.parent_id in (select id from parents)
-                                                     or (c.parent_id is null and c.run_id in (select id from roots)))),
-         array_agg(c.id order by c.id) filter (where c.outcome <> 'retry' and c.cascades)
-    into v_retry, v_end, v_end_outcome, v_rest
+  select array_agg(c.id order by c.id), array_agg(c.outcome order by c.id), array_agg(c.error order by c.id),
+         array_agg(c.parent_id order by c.id), array_agg(c.run_id order by c.id), array_agg(c.cascades order by c.id)
+    into v_ids, v_outcomes, v_errors, v_parents, v_runs, v_cascades
     from c;
 
-  -- 4. the batch, set-based, all or nothing
+  -- a step that ends needs its parent and (a root) its run locked too, SKIP LOCKED: in use, the
+  -- attempt waits for the next pass
+  select coalesce(array_agg(l.id), '{}') into v_locked_parents from (
+    select p.id from pgflight.steps p
+     where p.id in (select u.parent from unnest(v_parents, v_outcomes, v_cascades) u(parent, outcome, cascades)
+                     where u.outcome <> 'retry' and not u.cascades)
+     order by p.id
+       for update skip locked) l;
+  select coalesce(array_agg(l.id), '{}') into v_locked_runs from (
+    select r.id from pgflight.runs r
+     where r.id in (select u.run from unnest(v_runs, v_parents, v_outcomes) u(run, parent, outcome)
+                     where u.outcome <> 'retry' and u.parent is null)
+     order by r.id
+       for update skip locked) l;
+
+  -- the batch split by path; membership in the locked sets by = any (a constant array under the
+  -- custom plans this function runs on: hashed, not a rescan per row)
+  select array_agg(u.id order by u.id) filter (where u.path = 'retry'),
+         array_agg(u.error order by u.id) filter (where u.path = 'retry'),
+         array_agg(u.id order by u.id) filter (where u.path = 'end'),
+         array_agg(u.outcome order by u.id) filter (where u.path = 'end'),
+         array_agg(u.error order by u.id) filter (where u.path = 'end'),
+         array_agg(u.id order by u.id) filter (where u.path = 'rest'),
+         array_agg(u.error order by u.id) filter (where u.path = 'rest')
+    into v_retry, v_retry_errors, v_end, v_end_outcome, v_end_errors, v_rest, v_rest_errors
+    from (select u.*,
+                 case when u.outcome = 'retry' then 'retry'
+                      when u.cascades then 'rest'
+                      when u.parent = any(v_locked_parents) or (u.parent is null and u.run = any(v_locked_runs))
+                        then 'end'
+                      end as path  -- null: its parent or run is in use, the next pass takes it
+            from unnest(v_ids, v_outcomes, v_errors, v_parents, v_runs, v_cascades)
+                   u(id, outcome, error, parent, run, cascades)) u;
+
+  -- 4. the batch, set-based, all or nothing. No statement joins one CTE's rows to another's: each
+  -- reads the rows the previous one returned (a join of two CTEs is planned on their default
+  -- estimates, a nested loop rescanning one per row of the other: quadratic in the batch, which
+  -- made batches of 10,000 slower per row than batches of 1,000 up to @v0.4.0)
   begin
     if v_retry is not null then
+      -- the attempts end, their steps count the failure, their successors are queued (ids drawn
+      -- here, so both events are written from one row), with both events
       with r0 as (
         select a.id, a.step_id, a.run_id, a.status as old_status, a.worker_id, a.recipe, a.priority,
-               a.workspace_id, a.concurrency_key, a.concurrency_limit,
-               a.fencing_token, a.lease_expires_at, a.deadline_at, a.lease_expires_at < p_now as lapsed,
-               s.failed_attempts + 1 as failed, s.last_attempt_no + 1 as next_no, s.backoff
-          from unnest(v_retry) i(id)
+               a.workspace_id, a.concurrency_key, a.concurrency_limit, a.lease_expires_at < p_now as lapsed,
+               i.error, s.failed_attempts + 1 as failed, s.last_attempt_no + 1 as next_no, s.backoff
+          from unnest(v_retry, v_retry_errors) i(id, error)
           join pgflight.step_attempts a on a.id = i.id
           join pgflight.steps s on s.id = a.step_id
       ), delays as (
@@ -2509,56 +2565,48 @@ begin
                      pgflight._limit('delay_s')) as delay
           from (select distinct r0.failed, r0.backoff from r0) k
       ), r as (
-        select r0.*, d.delay
-          from r0 join delays d on d.failed = r0.failed and d.backoff is not distinct from r0.backoff
+        select x.*, nextval('pgflight.step_attempts_id_seq') as new_id
+          from (select r0.*, d.delay,
+                       case when r0.lapsed then 'lease_expired' else 'timed_out' end as to_status,
+                       case when r0.lapsed then 'lease_expired' else 'deadline_exceeded' end as reason
+                  from r0 join delays d on d.failed = r0.failed and d.backoff is not distinct from r0.backoff
+                 order by r0.id) x
       ), ended as (
         update pgflight.step_attempts a
-           set status = case when r.lapsed then 'lease_expired' else 'timed_out' end, finished_at = p_now,
-               reason = case when r.lapsed then 'lease_expired' else 'deadline_exceeded' end,
-               error = case when r.lapsed
-                            then jsonb_build_object('message', 'lease expired: the worker stopped heartbeating',
-                                                    'lease_expires_at', r.lease_expires_at,
-                                                    'fencing_token', r.fencing_token)
-                            else jsonb_build_object('message', 'deadline exceeded: the attempt ran past max_runtime_s',
-                                                    'deadline_at', r.deadline_at) end
+           set status = r.to_status, finished_at = p_now, reason = r.reason, error = r.error
           from r
          where a.id = r.id
-        returning a.id
+        returning r.*
       ), bumped as (
-        update pgflight.steps s set failed_attempts = r.failed, last_attempt_no = r.next_no
-          from r
-         where s.id = r.step_id
-        returning s.id
+        update pgflight.steps s set failed_attempts = e.failed, last_attempt_no = e.next_no
+          from ended e
+         where s.id = e.step_id
       ), queued as (
         -- the flow columns copied from the attempt it replaces (the step's), so the fill trigger
         -- (step_attempts_fill_flow) does not run a row at a time
-        insert into pgflight.step_attempts (step_id, run_id, attempt_no, recipe, priority, status,
+        insert into pgflight.step_attempts (id, step_id, run_id, attempt_no, recipe, priority, status,
                                             available_after, created_at, workspace_id, concurrency_key,
                                             concurrency_limit)
-        select r.step_id, r.run_id, r.next_no, r.recipe, r.priority, 'queued',
-               p_now + make_interval(secs => r.delay), p_now, r.workspace_id, r.concurrency_key,
-               r.concurrency_limit
-          from r order by r.id
-        returning id, step_id
+        overriding system value
+        select e.new_id, e.step_id, e.run_id, e.next_no, e.recipe, e.priority, 'queued',
+               p_now + make_interval(secs => e.delay), p_now, e.workspace_id, e.concurrency_key,
+               e.concurrency_limit
+          from ended e order by e.id
       ), logged as (
         insert into pgflight.events (at, run_id, step_id, attempt_id, from_status, to_status, worker_id, reason,
                                      actor, detail)
-        select p_now, e.run_id, e.step_id, e.attempt_id, e.from_status, e.to_status, e.worker_id, e.reason,
-               'reclaim', e.detail
-          from (select r.id as ord, 1 as k, r.run_id, r.step_id, r.id as attempt_id, r.old_status as from_status,
-                       case when r.lapsed then 'lease_expired' else 'timed_out' end as to_status, r.worker_id,
-                       case when r.lapsed then 'lease_expired' else 'deadline_exceeded' end as reason,
-                       null::jsonb as detail
-                  from r
-                union all
-                select r.id, 2, r.run_id, r.step_id, q.id, null, 'queued', null, 'retry_scheduled',
-                       jsonb_build_object('delay_s', round(r.delay::numeric, 3), 'attempt_no', r.next_no)
-                  from r join queued q on q.step_id = r.step_id) e
-         order by e.ord, e.k
+        select p_now, e.run_id, e.step_id, v.attempt_id, v.from_status, v.to_status, v.worker_id, v.reason,
+               'reclaim', v.detail
+          from ended e
+         cross join lateral (values
+                (1, e.id, e.old_status, e.to_status, e.worker_id, e.reason, null::jsonb),
+                (2, e.new_id, null, 'queued', null, 'retry_scheduled',
+                 jsonb_build_object('delay_s', round(e.delay::numeric, 3), 'attempt_no', e.next_no)))
+              v(k, attempt_id, from_status, to_status, worker_id, reason, detail)
+         order by e.id, v.k
       )
-      select count(*), coalesce(bool_or(r.delay <= 0), false) into v_n, v_notify
-        from r
-       where r.id in (select id from ended) and r.step_id in (select id from bumped);
+      select count(*), coalesce(bool_or(e.delay <= 0), false) into v_n, v_notify
+        from ended e;
       v_count := v_count + v_n;
       if v_notify then
         perform pgflight._notify_ready();
@@ -2566,24 +2614,15 @@ begin
     end if;
 
     if v_end is not null then
-      with r as (
-        select a.id, a.step_id, a.run_id, a.status as old_status, a.worker_id, a.fencing_token,
-               a.lease_expires_at, a.deadline_at, a.lease_expires_at < p_now as lapsed, o.outcome,
-               s.failed_attempts, s.max_attempts, u.status as run_status
-          from unnest(v_end, v_end_outcome) as o(id, outcome)
+      with e as (
+        select a.id, a.step_id, a.run_id, a.status as old_status, a.worker_id, o.outcome, o.error,
+               s.failed_attempts, s.max_attempts, u.status as run_status,
+               case when a.lease_expires_at < p_now then 'lease_expired' else 'deadline_exceeded' end as reason,
+               case when o.outcome = 'dead_letter' then 'dead_letter' else 'cancelled' end as final
+          from unnest(v_end, v_end_outcome, v_end_errors) as o(id, outcome, error)
           join pgflight.step_attempts a on a.id = o.id
           join pgflight.steps s on s.id = a.step_id
           join pgflight.runs u on u.id = a.run_id
-      ), e as (
-        select r.*,
-               case when r.lapsed then 'lease_expired' else 'deadline_exceeded' end as reason,
-               case when r.lapsed
-                    then jsonb_build_object('message', 'lease expired: the worker stopped heartbeating',
-                                            'lease_expires_at', r.lease_expires_at, 'fencing_token', r.fencing_token)
-                    else jsonb_build_object('message', 'deadline exceeded: the attempt ran past max_runtime_s',
-                                            'deadline_at', r.deadline_at) end as error,
-               case when r.outcome = 'dead_letter' then 'dead_letter' else 'cancelled' end as final
-          from r
       ), ended as (
         update pgflight.step_attempts a
            set status = e.final, finished_at = p_now,
@@ -2591,10 +2630,10 @@ begin
                error = case when e.outcome = 'cancel' then a.error else e.error end
           from e
          where a.id = e.id
-        returning a.id
+        returning e.*
       ), bumped as (
         update pgflight.steps s set failed_attempts = s.failed_attempts + 1
-          from e
+          from ended e
          where s.id = e.step_id and e.outcome = 'dead_letter'
       ), logged as (
         insert into pgflight.events (at, run_id, step_id, attempt_id, from_status, to_status, worker_id, reason,
@@ -2606,12 +2645,11 @@ begin
                  when 'run_ended' then jsonb_build_object('cause', e.reason, 'run_status', e.run_status)
                  else jsonb_build_object('failed_attempts', e.failed_attempts + 1, 'max_attempts', e.max_attempts,
                                          'retryable', true) end
-          from e order by e.id
+          from ended e order by e.id
       )
       select array_agg(e.step_id order by e.step_id), array_agg(e.final order by e.step_id)
         into v_fin_steps, v_fin
-        from e
-       where e.id in (select id from ended);
+        from ended e;
       perform pgflight._steps_finished(v_fin_steps, v_fin, 'reclaim', p_now);
       v_count := v_count + cardinality(v_fin_steps);
     end if;
@@ -2619,16 +2657,17 @@ begin
     -- some row raised: none of the batch was written; each row on its own below
     v_count := 0;
     v_rest := coalesce(v_rest, '{}') || coalesce(v_retry, '{}') || coalesce(v_end, '{}');
+    v_rest_errors := coalesce(v_rest_errors, '{}') || coalesce(v_retry_errors, '{}') || coalesce(v_end_errors, '{}');
   end;
 
-  -- 5. row by row: cascades, and a batch that raised
-  foreach v_id in array coalesce(v_rest, '{}') loop
-    select a.id, a.status, a.step_id, a.run_id, a.worker_id, a.lease_expires_at, a.fencing_token, a.deadline_at,
-           a.lease_expires_at < p_now as lapsed,
+  -- 5. row by row: cascades, and a batch that raised; each row read when its turn comes (a
+  -- cascade before it may have ended it)
+  for v_i in 1 .. coalesce(cardinality(v_rest), 0) loop
+    select a.id, a.status, a.step_id, a.run_id, a.worker_id, a.lease_expires_at < p_now as lapsed,
            (a.status = 'cancel_requested' or s.failed_attempts + 1 >= s.max_attempts) as ends_step
       into v_row
       from pgflight.step_attempts a join pgflight.steps s on s.id = a.step_id
-     where a.id = v_id;
+     where a.id = v_rest[v_i];
     v_count := v_count + 1;
     begin
       if v_row.ends_step then
@@ -2639,16 +2678,10 @@ begin
         perform pgflight._event(v_row.run_id, v_row.step_id, v_row.id, 'cancel_requested', 'cancelled',
                                 v_row.worker_id, 'cancelled', 'reclaim', jsonb_build_object('cause', 'lease_expired'));
         perform pgflight._step_finished(v_row.step_id, 'cancelled', 'reclaim');
-      elsif v_row.lapsed then
-        perform pgflight._fail_attempt(v_row.id, v_row.status, 'lease_expired',
-          jsonb_build_object('message', 'lease expired: the worker stopped heartbeating',
-                             'lease_expires_at', v_row.lease_expires_at, 'fencing_token', v_row.fencing_token),
-          true, null, 'lease_expired', 'reclaim');
       else
-        perform pgflight._fail_attempt(v_row.id, v_row.status, 'timed_out',
-          jsonb_build_object('message', 'deadline exceeded: the attempt ran past max_runtime_s',
-                             'deadline_at', v_row.deadline_at),
-          true, null, 'deadline_exceeded', 'reclaim');
+        perform pgflight._fail_attempt(v_row.id, v_row.status,
+          case when v_row.lapsed then 'lease_expired' else 'timed_out' end, v_rest_errors[v_i], true, null,
+          case when v_row.lapsed then 'lease_expired' else 'deadline_exceeded' end, 'reclaim');
       end if;
     exception
       when lock_not_available then
@@ -4414,10 +4447,16 @@ begin
      limit p_limit
        for update of r skip locked
   loop
-    perform pgflight._release_reservation(v_row.id);
-    if v_row.held then
-      v_count := v_count + 1;
-    end if;
+    begin
+      perform pgflight._release_reservation(v_row.id);
+      if v_row.held then
+        v_count := v_count + 1;
+      end if;
+    exception when others then
+      raise warning 'pgflight: enforce_budgets skipped the reservation of agent run %: % (SQLSTATE %)',
+        v_row.id, sqlerrm, sqlstate
+        using hint = 'The next pass tries it again; the rest of this pass went on.';
+    end;
   end loop;
 
   -- the model-token windows older than any rolling minute (tables/model_token_windows)
@@ -4435,16 +4474,22 @@ begin
     v_reason := case when v_row.limit_usd is not null and v_row.spent_usd > v_row.limit_usd
                      then format('budget_exceeded: spent %s USD of %s', v_row.spent_usd, v_row.limit_usd)
                      else format('budget_exceeded: wall time over %s s', v_row.max_wall_s) end;
-    if v_row.scope = 'run' then
-      perform pgflight.cancel_run(v_row.run_id, 'enforce_budgets', v_reason);
-    elsif exists (select 1 from pgflight.step_attempts a where a.step_id = v_row.step_id
-                   and a.status in ('queued', 'claimed', 'running', 'awaiting_children', 'awaiting_approval')) then
-      perform pgflight.cancel_step(v_row.step_id, 'enforce_budgets', v_reason);
-    end if;
-    update pgflight.budgets set exceeded_at = v_now where id = v_row.id and exceeded_at is null;
-    if found then
-      v_count := v_count + 1;
-    end if;
+    begin
+      if v_row.scope = 'run' then
+        perform pgflight.cancel_run(v_row.run_id, 'enforce_budgets', v_reason);
+      elsif exists (select 1 from pgflight.step_attempts a where a.step_id = v_row.step_id
+                     and a.status in ('queued', 'claimed', 'running', 'awaiting_children', 'awaiting_approval')) then
+        perform pgflight.cancel_step(v_row.step_id, 'enforce_budgets', v_reason);
+      end if;
+      update pgflight.budgets set exceeded_at = v_now where id = v_row.id and exceeded_at is null;
+      if found then
+        v_count := v_count + 1;
+      end if;
+    exception when others then
+      raise warning 'pgflight: enforce_budgets skipped budget % (% over its cap): % (SQLSTATE %)',
+        v_row.id, v_row.scope, sqlerrm, sqlstate
+        using hint = 'The next pass tries it again; the rest of this pass went on.';
+    end;
   end loop;
   return v_count;
 end
@@ -4474,8 +4519,13 @@ begin
      order by g.expires_at limit p_limit
        for update skip locked
   loop
-    perform pgflight._decide(v_row.id, v_row.default_decision, 'expire_approvals', 'expired', 'approval_expired');
-    v_count := v_count + 1;
+    begin
+      perform pgflight._decide(v_row.id, v_row.default_decision, 'expire_approvals', 'expired', 'approval_expired');
+      v_count := v_count + 1;
+    exception when others then
+      raise warning 'pgflight: expire_approvals skipped gate %: % (SQLSTATE %)', v_row.id, sqlerrm, sqlstate
+        using hint = 'The next pass tries it again; the other gates of this pass were decided.';
+    end;
   end loop;
   return v_count;
 end
@@ -4833,6 +4883,13 @@ declare
   v_hi timestamptz;
   v_name text;
   v_rows bigint;
+  v_next bigint;
+  v_width bigint;
+  v_to bigint;
+  v_from bigint;
+  v_table text;
+  v_moved bigint[] := '{}';  -- rows moved out of the default partitions, traces then costs
+  i integer;
 begin
   perform pgflight._require_lane('operator', null, 'maintain_partitions');  -- acts on every workspace
   perform pgflight._check_limit(p_limit);
@@ -4885,6 +4942,64 @@ begin
     return query select 'events_default'::text, 'purged'::text, v_rows;
   end if;
 
+  -- 4. traces and costs, by ranges of agent run ids
+  select case when q.is_called then q.last_value + 1 else q.last_value end into v_next from pgflight.agent_runs_id_seq q;
+  select s.agent_runs_per_partition into v_width from pgflight.settings s;
+  for i in 1 .. 10 loop  -- a few per call: a jump past them lands in the default partitions meanwhile
+    select coalesce(max(b.hi), 0) into v_to from pgflight._firehose_partitions() b;
+    exit when v_to - v_next >= v_width / 2;  -- half a partition or more ahead
+    begin
+      perform set_config('lock_timeout', '200ms', true);
+      foreach v_table in array array['traces', 'costs'] loop
+        v_name := v_table || '_from_' || v_to;
+        -- no insert lands in the default partition between the move and the attach
+        execute format('lock table pgflight.%I in exclusive mode', v_table || '_default');
+        execute format('create table pgflight.%I (like pgflight.%I including defaults including constraints)',
+                       v_name, v_table);
+        execute format('with m as (delete from pgflight.%I d where d.agent_run_id >= %s and d.agent_run_id < %s '
+                       'returning d.*) insert into pgflight.%I select * from m',
+                       v_table || '_default', v_to, v_to + v_width, v_name);
+        get diagnostics v_rows = row_count;
+        execute format('alter table pgflight.%I attach partition pgflight.%I for values from (%s) to (%s)',
+                       v_table, v_name, v_to, v_to + v_width);
+        v_moved := v_moved || v_rows;
+      end loop;
+    exception when lock_not_available or duplicate_table then
+      exit;  -- the next call creates it (or a concurrent call just did)
+    end;
+    return query select t || '_from_' || v_to, 'created'::text, m
+                   from unnest(array['traces', 'costs'], v_moved) x(t, m);
+    v_moved := '{}';
+  end loop;
+  for v_from, v_to in select b.lo, b.hi from pgflight._firehose_partitions() b where b.hi <= v_next order by b.lo loop
+    continue when exists (select from pgflight.agent_runs a where a.id >= v_from and a.id < v_to);
+    begin
+      perform set_config('lock_timeout', '200ms', true);
+      lock table pgflight.traces, pgflight.costs in access exclusive mode;
+      continue when exists (select from pgflight.agent_runs a where a.id >= v_from and a.id < v_to);
+      foreach v_table in array array['traces', 'costs'] loop
+        v_name := v_table || '_from_' || v_from;
+        if to_regclass('pgflight.' || v_name) is not null then
+          execute format('drop table pgflight.%I', v_name);
+          return query select v_name, 'dropped'::text, null::bigint;
+        end if;
+      end loop;
+    exception when lock_not_available then
+      null;  -- the next call drops it
+    end;
+  end loop;
+
+  -- 5. strays of the default partitions whose agent run is gone, bounded
+  foreach v_table in array array['traces', 'costs'] loop
+    execute format('delete from pgflight.%1$I t where t.ctid = any (array(select d.ctid from pgflight.%1$I d '
+                   'where not exists (select from pgflight.agent_runs a where a.id = d.agent_run_id) limit %2$s))',
+                   v_table || '_default', p_limit);
+    get diagnostics v_rows = row_count;
+    if v_rows > 0 then
+      return query select v_table || '_default', 'purged'::text, v_rows;
+    end if;
+  end loop;
+
   update pgflight.sweep_state set last_partitions_at = v_now;
 end
 $_$;
@@ -4893,7 +5008,7 @@ ALTER FUNCTION pgflight.maintain_partitions(p_limit integer) OWNER TO pgflight_o
 
 -- Name: FUNCTION maintain_partitions(p_limit integer); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight.maintain_partitions(p_limit integer) IS 'Sweep: create the events day partitions ahead (settings.partitions_ahead_days), drop those past settings.events_keep_s, purge at most p_limit stray rows of events_default; one row per action.';
+COMMENT ON FUNCTION pgflight.maintain_partitions(p_limit integer) IS 'Sweep: create the events day partitions ahead (settings.partitions_ahead_days), drop those past settings.events_keep_s, purge at most p_limit stray rows of events_default; create the traces/costs partitions ahead (settings.agent_runs_per_partition agent run ids each), drop those whose agent runs are all purged, purge at most p_limit stray rows of their default partitions; one row per action.';
 
 -- Name: mark_tool_call(bigint, bigint, bigint, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -5147,7 +5262,7 @@ COMMENT ON FUNCTION pgflight.price_usd(p_model text, p_usage jsonb) IS 'USD of a
 
 -- Name: purge_finished(double precision, integer); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
-CREATE FUNCTION pgflight.purge_finished(p_older_than_s double precision DEFAULT NULL::double precision, p_limit integer DEFAULT 100) RETURNS integer
+CREATE FUNCTION pgflight.purge_finished(p_older_than_s double precision DEFAULT NULL::double precision, p_limit integer DEFAULT 1000) RETURNS integer
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -6149,7 +6264,7 @@ begin
   end if;
   update pgflight.sweep_state s
      set last_pass_at = pgflight._now(),
-         reclaim_batch = case when v_reclaimed >= v_state.reclaim_batch then least(v_state.reclaim_batch * 2, 1000)
+         reclaim_batch = case when v_reclaimed >= v_state.reclaim_batch then least(v_state.reclaim_batch * 2, 5000)
                               else 1000 end
    where s.id in (select t.id from pgflight.sweep_state t for update skip locked);
 end
@@ -7428,13 +7543,14 @@ CREATE TABLE pgflight.costs (
     lease_lost boolean DEFAULT false NOT NULL,
     CONSTRAINT tokens_are_not_negative CHECK (((input_tokens >= 0) AND (output_tokens >= 0) AND (cache_creation_tokens >= 0) AND (cache_read_tokens >= 0))),
     CONSTRAINT usd_is_not_negative CHECK ((usd >= (0)::numeric))
-);
+)
+PARTITION BY RANGE (agent_run_id);
 
 ALTER TABLE pgflight.costs OWNER TO pgflight_owner;
 
 -- Name: TABLE costs; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON TABLE pgflight.costs IS 'One row per model call: tokens (input, output, cache_creation, cache_read), usd (USD = tokens x model_prices / 1e6), the stop_reason, the transient errors retried before it (retries), and which agent, step, run and workspace it is billed to.';
+COMMENT ON TABLE pgflight.costs IS 'One row per model call: tokens (input, output, cache_creation, cache_read), usd (USD = tokens x model_prices / 1e6), the stop_reason, the transient errors retried before it (retries), and which agent, step, run and workspace it is billed to. Range-partitioned by agent_run_id (issue 18): a partition is dropped once every agent run in it is purged.';
 
 -- Name: COLUMN costs.lease_lost; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
@@ -7442,14 +7558,70 @@ COMMENT ON COLUMN pgflight.costs.lease_lost IS 'true: a model call paid for by a
 
 -- Name: costs_id_seq; Type: SEQUENCE; Schema: pgflight; Owner: pgflight_owner
 
-ALTER TABLE pgflight.costs ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
-    SEQUENCE NAME pgflight.costs_id_seq
+CREATE SEQUENCE pgflight.costs_id_seq
     START WITH 1
     INCREMENT BY 1
     NO MINVALUE
     NO MAXVALUE
-    CACHE 1
+    CACHE 1;
+
+ALTER TABLE pgflight.costs_id_seq OWNER TO pgflight_owner;
+
+-- Name: costs_id_seq; Type: SEQUENCE OWNED BY; Schema: pgflight; Owner: pgflight_owner
+
+ALTER SEQUENCE pgflight.costs_id_seq OWNED BY pgflight.costs.id;
+
+-- Name: costs_default; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
+
+CREATE TABLE pgflight.costs_default (
+    id bigint DEFAULT nextval('pgflight.costs_id_seq'::regclass) NOT NULL,
+    agent_run_id bigint NOT NULL,
+    iteration integer NOT NULL,
+    step_id bigint NOT NULL,
+    run_id bigint NOT NULL,
+    workspace_id bigint NOT NULL,
+    model text NOT NULL,
+    input_tokens bigint DEFAULT 0 NOT NULL,
+    output_tokens bigint DEFAULT 0 NOT NULL,
+    cache_creation_tokens bigint DEFAULT 0 NOT NULL,
+    cache_read_tokens bigint DEFAULT 0 NOT NULL,
+    usd numeric(16,8) NOT NULL,
+    stop_reason text,
+    retries integer DEFAULT 0 NOT NULL,
+    attempt_id bigint,
+    at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
+    lease_lost boolean DEFAULT false NOT NULL,
+    CONSTRAINT tokens_are_not_negative CHECK (((input_tokens >= 0) AND (output_tokens >= 0) AND (cache_creation_tokens >= 0) AND (cache_read_tokens >= 0))),
+    CONSTRAINT usd_is_not_negative CHECK ((usd >= (0)::numeric))
 );
+
+ALTER TABLE pgflight.costs_default OWNER TO pgflight_owner;
+
+-- Name: costs_from_0; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
+
+CREATE TABLE pgflight.costs_from_0 (
+    id bigint DEFAULT nextval('pgflight.costs_id_seq'::regclass) NOT NULL,
+    agent_run_id bigint NOT NULL,
+    iteration integer NOT NULL,
+    step_id bigint NOT NULL,
+    run_id bigint NOT NULL,
+    workspace_id bigint NOT NULL,
+    model text NOT NULL,
+    input_tokens bigint DEFAULT 0 NOT NULL,
+    output_tokens bigint DEFAULT 0 NOT NULL,
+    cache_creation_tokens bigint DEFAULT 0 NOT NULL,
+    cache_read_tokens bigint DEFAULT 0 NOT NULL,
+    usd numeric(16,8) NOT NULL,
+    stop_reason text,
+    retries integer DEFAULT 0 NOT NULL,
+    attempt_id bigint,
+    at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
+    lease_lost boolean DEFAULT false NOT NULL,
+    CONSTRAINT tokens_are_not_negative CHECK (((input_tokens >= 0) AND (output_tokens >= 0) AND (cache_creation_tokens >= 0) AND (cache_read_tokens >= 0))),
+    CONSTRAINT usd_is_not_negative CHECK ((usd >= (0)::numeric))
+);
+
+ALTER TABLE pgflight.costs_from_0 OWNER TO pgflight_owner;
 
 -- Name: steps; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
 
@@ -7680,24 +7852,6 @@ ALTER TABLE pgflight.events_id_seq OWNER TO pgflight_owner;
 
 ALTER SEQUENCE pgflight.events_id_seq OWNED BY pgflight.events.id;
 
--- Name: events_20261129; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
-
-CREATE TABLE pgflight.events_20261129 (
-    id bigint DEFAULT nextval('pgflight.events_id_seq'::regclass) NOT NULL,
-    at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
-    run_id bigint,
-    step_id bigint,
-    attempt_id bigint,
-    from_status text,
-    to_status text,
-    worker_id bigint,
-    actor text,
-    reason text NOT NULL,
-    detail jsonb
-);
-
-ALTER TABLE pgflight.events_20261129 OWNER TO pgflight_owner;
-
 -- Name: events_20261130; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
 
 CREATE TABLE pgflight.events_20261130 (
@@ -7769,6 +7923,24 @@ CREATE TABLE pgflight.events_20261203 (
 );
 
 ALTER TABLE pgflight.events_20261203 OWNER TO pgflight_owner;
+
+-- Name: events_20261204; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
+
+CREATE TABLE pgflight.events_20261204 (
+    id bigint DEFAULT nextval('pgflight.events_id_seq'::regclass) NOT NULL,
+    at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
+    run_id bigint,
+    step_id bigint,
+    attempt_id bigint,
+    from_status text,
+    to_status text,
+    worker_id bigint,
+    actor text,
+    reason text NOT NULL,
+    detail jsonb
+);
+
+ALTER TABLE pgflight.events_20261204 OWNER TO pgflight_owner;
 
 -- Name: events_default; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
 
@@ -8144,6 +8316,8 @@ CREATE TABLE pgflight.settings (
     max_runs_per_call integer DEFAULT 100000 NOT NULL,
     events_keep_s double precision DEFAULT 604800 NOT NULL,
     partitions_ahead_days integer DEFAULT 3 NOT NULL,
+    agent_runs_per_partition bigint DEFAULT 100000 NOT NULL,
+    CONSTRAINT agent_runs_per_partition_in_range CHECK (((agent_runs_per_partition >= 1000) AND (agent_runs_per_partition <= 1000000000))),
     CONSTRAINT caps_are_positive CHECK (((max_result_bytes > 0) AND (max_error_bytes > 0) AND (max_receipt_bytes > 0) AND (max_approval_request_bytes > 0) AND (max_name_bytes > 0) AND (max_children_per_call > 0) AND (max_children_per_parent > 0) AND (max_batch_size > 0) AND (max_lease_s > (0)::double precision) AND (max_live_workers_per_login > 0) AND (max_stale_writes_per_attempt > 0))),
     CONSTRAINT default_lease_is_positive CHECK ((default_lease_s > (0)::double precision)),
     CONSTRAINT default_max_attempts_is_positive CHECK ((default_max_attempts > 0)),
@@ -8222,6 +8396,10 @@ COMMENT ON COLUMN pgflight.settings.events_keep_s IS 'Retention of the transitio
 
 COMMENT ON COLUMN pgflight.settings.partitions_ahead_days IS 'How many days of events partitions maintain_partitions keeps created ahead of today (1..90, default 3).';
 
+-- Name: COLUMN settings.agent_runs_per_partition; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON COLUMN pgflight.settings.agent_runs_per_partition IS 'Width of a traces/costs partition in agent run ids (1,000..1,000,000,000, default 100,000): about a day of agent runs. A partition is dropped when every agent run in it is purged (purge_after_s), so a wider one keeps the traces of purged runs longer, a narrower one makes more partitions. Applies to partitions created from then on.';
+
 -- Name: step_attempts_id_seq; Type: SEQUENCE; Schema: pgflight; Owner: pgflight_owner
 
 ALTER TABLE pgflight.step_attempts ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
@@ -8266,24 +8444,81 @@ CREATE TABLE pgflight.traces (
     CONSTRAINT role_is_known CHECK ((role = ANY (ARRAY['user'::text, 'assistant'::text, 'system'::text]))),
     CONSTRAINT status_is_known CHECK ((status = ANY (ARRAY['completed'::text, 'in_flight'::text, 'interrupted'::text]))),
     CONSTRAINT tool_blocks_name_their_call CHECK (((block_type <> ALL (ARRAY['tool_use'::text, 'tool_result'::text])) OR (tool_use_id IS NOT NULL)))
-);
+)
+PARTITION BY RANGE (agent_run_id);
 
 ALTER TABLE pgflight.traces OWNER TO pgflight_owner;
 
 -- Name: TABLE traces; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON TABLE pgflight.traces IS 'Flight recorder, one row per block: role user|assistant|system, block_type thinking|text|tool_use|tool_result|api_error, content: the block as sent to or received from the Messages API, status completed|in_flight|interrupted (tool results), tokens: estimated tokens of the block (exact usage per call is in pgflight.costs), attempt_id: the attempt that wrote it.';
+COMMENT ON TABLE pgflight.traces IS 'Flight recorder, one row per block: role user|assistant|system, block_type thinking|text|tool_use|tool_result|api_error, content: the block as sent to or received from the Messages API, status completed|in_flight|interrupted (tool results), tokens: estimated tokens of the block (exact usage per call is in pgflight.costs), attempt_id: the attempt that wrote it. Range-partitioned by agent_run_id (issue 18): a partition is dropped once every agent run in it is purged.';
 
 -- Name: traces_id_seq; Type: SEQUENCE; Schema: pgflight; Owner: pgflight_owner
 
-ALTER TABLE pgflight.traces ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
-    SEQUENCE NAME pgflight.traces_id_seq
+CREATE SEQUENCE pgflight.traces_id_seq
     START WITH 1
     INCREMENT BY 1
     NO MINVALUE
     NO MAXVALUE
-    CACHE 1
+    CACHE 1;
+
+ALTER TABLE pgflight.traces_id_seq OWNER TO pgflight_owner;
+
+-- Name: traces_id_seq; Type: SEQUENCE OWNED BY; Schema: pgflight; Owner: pgflight_owner
+
+ALTER SEQUENCE pgflight.traces_id_seq OWNED BY pgflight.traces.id;
+
+-- Name: traces_default; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
+
+CREATE TABLE pgflight.traces_default (
+    id bigint DEFAULT nextval('pgflight.traces_id_seq'::regclass) NOT NULL,
+    agent_run_id bigint NOT NULL,
+    iteration integer NOT NULL,
+    seq integer NOT NULL,
+    role text NOT NULL,
+    block_type text NOT NULL,
+    tool_use_id text,
+    tool_name text,
+    content jsonb,
+    status text DEFAULT 'completed'::text NOT NULL,
+    tokens integer,
+    attempt_id bigint,
+    created_at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
+    CONSTRAINT block_type_is_known CHECK ((block_type = ANY (ARRAY['thinking'::text, 'text'::text, 'tool_use'::text, 'tool_result'::text, 'api_error'::text]))),
+    CONSTRAINT iteration_is_not_negative CHECK (((iteration >= 0) AND (seq >= 0))),
+    CONSTRAINT role_is_known CHECK ((role = ANY (ARRAY['user'::text, 'assistant'::text, 'system'::text]))),
+    CONSTRAINT status_is_known CHECK ((status = ANY (ARRAY['completed'::text, 'in_flight'::text, 'interrupted'::text]))),
+    CONSTRAINT tool_blocks_name_their_call CHECK (((block_type <> ALL (ARRAY['tool_use'::text, 'tool_result'::text])) OR (tool_use_id IS NOT NULL)))
 );
+
+ALTER TABLE pgflight.traces_default OWNER TO pgflight_owner;
+
+-- Name: traces_from_0; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
+
+CREATE TABLE pgflight.traces_from_0 (
+    id bigint DEFAULT nextval('pgflight.traces_id_seq'::regclass) NOT NULL,
+    agent_run_id bigint NOT NULL,
+    iteration integer NOT NULL,
+    seq integer NOT NULL,
+    role text NOT NULL,
+    block_type text NOT NULL,
+    tool_use_id text,
+    tool_name text,
+    content jsonb,
+    status text DEFAULT 'completed'::text NOT NULL,
+    tokens integer,
+    attempt_id bigint,
+    created_at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
+    CONSTRAINT block_type_is_known CHECK ((block_type = ANY (ARRAY['thinking'::text, 'text'::text, 'tool_use'::text, 'tool_result'::text, 'api_error'::text]))),
+    CONSTRAINT iteration_is_not_negative CHECK (((iteration >= 0) AND (seq >= 0))),
+    CONSTRAINT role_is_known CHECK ((role = ANY (ARRAY['user'::text, 'assistant'::text, 'system'::text]))),
+    CONSTRAINT status_is_known CHECK ((status = ANY (ARRAY['completed'::text, 'in_flight'::text, 'interrupted'::text]))),
+    CONSTRAINT tool_blocks_name_their_call CHECK (((block_type <> ALL (ARRAY['tool_use'::text, 'tool_result'::text])) OR (tool_use_id IS NOT NULL)))
+);
+
+ALTER TABLE pgflight.traces_from_0 OWNER TO pgflight_owner;
 
 -- Name: workers_id_seq; Type: SEQUENCE; Schema: pgflight; Owner: pgflight_owner
 
@@ -8383,9 +8618,13 @@ ALTER TABLE pgflight.workspaces ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY
     CACHE 1
 );
 
--- Name: events_20261129; Type: TABLE ATTACH; Schema: pgflight; Owner: pgflight_owner
+-- Name: costs_default; Type: TABLE ATTACH; Schema: pgflight; Owner: pgflight_owner
 
-ALTER TABLE ONLY pgflight.events ATTACH PARTITION pgflight.events_20261129 FOR VALUES FROM ('2026-11-29 00:00:00+00') TO ('2026-11-30 00:00:00+00');
+ALTER TABLE ONLY pgflight.costs ATTACH PARTITION pgflight.costs_default DEFAULT;
+
+-- Name: costs_from_0; Type: TABLE ATTACH; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.costs ATTACH PARTITION pgflight.costs_from_0 FOR VALUES FROM ('0') TO ('100000');
 
 -- Name: events_20261130; Type: TABLE ATTACH; Schema: pgflight; Owner: pgflight_owner
 
@@ -8403,13 +8642,33 @@ ALTER TABLE ONLY pgflight.events ATTACH PARTITION pgflight.events_20261202 FOR V
 
 ALTER TABLE ONLY pgflight.events ATTACH PARTITION pgflight.events_20261203 FOR VALUES FROM ('2026-12-03 00:00:00+00') TO ('2026-12-04 00:00:00+00');
 
+-- Name: events_20261204; Type: TABLE ATTACH; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.events ATTACH PARTITION pgflight.events_20261204 FOR VALUES FROM ('2026-12-04 00:00:00+00') TO ('2026-12-05 00:00:00+00');
+
 -- Name: events_default; Type: TABLE ATTACH; Schema: pgflight; Owner: pgflight_owner
 
 ALTER TABLE ONLY pgflight.events ATTACH PARTITION pgflight.events_default DEFAULT;
 
+-- Name: traces_default; Type: TABLE ATTACH; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.traces ATTACH PARTITION pgflight.traces_default DEFAULT;
+
+-- Name: traces_from_0; Type: TABLE ATTACH; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.traces ATTACH PARTITION pgflight.traces_from_0 FOR VALUES FROM ('0') TO ('100000');
+
+-- Name: costs id; Type: DEFAULT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.costs ALTER COLUMN id SET DEFAULT nextval('pgflight.costs_id_seq'::regclass);
+
 -- Name: events id; Type: DEFAULT; Schema: pgflight; Owner: pgflight_owner
 
 ALTER TABLE ONLY pgflight.events ALTER COLUMN id SET DEFAULT nextval('pgflight.events_id_seq'::regclass);
+
+-- Name: traces id; Type: DEFAULT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.traces ALTER COLUMN id SET DEFAULT nextval('pgflight.traces_id_seq'::regclass);
 
 -- Name: agent_runs agent_run_is_unique_per_step; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
 
@@ -8444,7 +8703,17 @@ ALTER TABLE ONLY pgflight.budgets
 -- Name: costs costs_pkey; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
 
 ALTER TABLE ONLY pgflight.costs
-    ADD CONSTRAINT costs_pkey PRIMARY KEY (id);
+    ADD CONSTRAINT costs_pkey PRIMARY KEY (id, agent_run_id);
+
+-- Name: costs_default costs_default_pkey; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.costs_default
+    ADD CONSTRAINT costs_default_pkey PRIMARY KEY (id, agent_run_id);
+
+-- Name: costs_from_0 costs_from_0_pkey; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.costs_from_0
+    ADD CONSTRAINT costs_from_0_pkey PRIMARY KEY (id, agent_run_id);
 
 -- Name: effects effect_key_is_unique_per_step; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
 
@@ -8460,11 +8729,6 @@ ALTER TABLE ONLY pgflight.effects
 
 ALTER TABLE ONLY pgflight.events
     ADD CONSTRAINT events_pkey PRIMARY KEY (id, at);
-
--- Name: events_20261129 events_20261129_pkey; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
-
-ALTER TABLE ONLY pgflight.events_20261129
-    ADD CONSTRAINT events_20261129_pkey PRIMARY KEY (id, at);
 
 -- Name: events_20261130 events_20261130_pkey; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
 
@@ -8485,6 +8749,11 @@ ALTER TABLE ONLY pgflight.events_20261202
 
 ALTER TABLE ONLY pgflight.events_20261203
     ADD CONSTRAINT events_20261203_pkey PRIMARY KEY (id, at);
+
+-- Name: events_20261204 events_20261204_pkey; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.events_20261204
+    ADD CONSTRAINT events_20261204_pkey PRIMARY KEY (id, at);
 
 -- Name: events_default events_default_pkey; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
 
@@ -8571,6 +8840,16 @@ ALTER TABLE ONLY pgflight.steps
 ALTER TABLE ONLY pgflight.sweep_state
     ADD CONSTRAINT sweep_state_pkey PRIMARY KEY (id);
 
+-- Name: traces_default traces_default_pkey; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.traces_default
+    ADD CONSTRAINT traces_default_pkey PRIMARY KEY (agent_run_id, iteration, seq);
+
+-- Name: traces_from_0 traces_from_0_pkey; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.traces_from_0
+    ADD CONSTRAINT traces_from_0_pkey PRIMARY KEY (agent_run_id, iteration, seq);
+
 -- Name: workers workers_pkey; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
 
 ALTER TABLE ONLY pgflight.workers
@@ -8621,19 +8900,55 @@ CREATE UNIQUE INDEX budgets_workspace_day_idx ON pgflight.budgets USING btree (w
 
 -- Name: costs_at_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
 
-CREATE INDEX costs_at_idx ON pgflight.costs USING btree (at);
+CREATE INDEX costs_at_idx ON ONLY pgflight.costs USING btree (at);
+
+-- Name: one_orphan_per_attempt; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
+
+CREATE UNIQUE INDEX one_orphan_per_attempt ON ONLY pgflight.costs USING btree (agent_run_id, iteration, attempt_id) WHERE lease_lost;
+
+-- Name: costs_default_agent_run_id_iteration_attempt_id_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
+
+CREATE UNIQUE INDEX costs_default_agent_run_id_iteration_attempt_id_idx ON pgflight.costs_default USING btree (agent_run_id, iteration, attempt_id) WHERE lease_lost;
+
+-- Name: one_call_per_iteration; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
+
+CREATE UNIQUE INDEX one_call_per_iteration ON ONLY pgflight.costs USING btree (agent_run_id, iteration) WHERE (NOT lease_lost);
+
+-- Name: costs_default_agent_run_id_iteration_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
+
+CREATE UNIQUE INDEX costs_default_agent_run_id_iteration_idx ON pgflight.costs_default USING btree (agent_run_id, iteration) WHERE (NOT lease_lost);
+
+-- Name: costs_default_at_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
+
+CREATE INDEX costs_default_at_idx ON pgflight.costs_default USING btree (at);
 
 -- Name: costs_run_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
 
-CREATE INDEX costs_run_idx ON pgflight.costs USING btree (run_id);
+CREATE INDEX costs_run_idx ON ONLY pgflight.costs USING btree (run_id);
+
+-- Name: costs_default_run_id_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
+
+CREATE INDEX costs_default_run_id_idx ON pgflight.costs_default USING btree (run_id);
+
+-- Name: costs_from_0_agent_run_id_iteration_attempt_id_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
+
+CREATE UNIQUE INDEX costs_from_0_agent_run_id_iteration_attempt_id_idx ON pgflight.costs_from_0 USING btree (agent_run_id, iteration, attempt_id) WHERE lease_lost;
+
+-- Name: costs_from_0_agent_run_id_iteration_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
+
+CREATE UNIQUE INDEX costs_from_0_agent_run_id_iteration_idx ON pgflight.costs_from_0 USING btree (agent_run_id, iteration) WHERE (NOT lease_lost);
+
+-- Name: costs_from_0_at_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
+
+CREATE INDEX costs_from_0_at_idx ON pgflight.costs_from_0 USING btree (at);
+
+-- Name: costs_from_0_run_id_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
+
+CREATE INDEX costs_from_0_run_id_idx ON pgflight.costs_from_0 USING btree (run_id);
 
 -- Name: events_run_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
 
 CREATE INDEX events_run_idx ON ONLY pgflight.events USING btree (run_id, id);
-
--- Name: events_20261129_run_id_id_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
-
-CREATE INDEX events_20261129_run_id_id_idx ON pgflight.events_20261129 USING btree (run_id, id);
 
 -- Name: events_20261130_run_id_id_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
 
@@ -8651,6 +8966,10 @@ CREATE INDEX events_20261202_run_id_id_idx ON pgflight.events_20261202 USING btr
 
 CREATE INDEX events_20261203_run_id_id_idx ON pgflight.events_20261203 USING btree (run_id, id);
 
+-- Name: events_20261204_run_id_id_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
+
+CREATE INDEX events_20261204_run_id_id_idx ON pgflight.events_20261204 USING btree (run_id, id);
+
 -- Name: events_default_run_id_id_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
 
 CREATE INDEX events_default_run_id_id_idx ON pgflight.events_default USING btree (run_id, id);
@@ -8662,14 +8981,6 @@ CREATE INDEX flow_slot_returns_scope_idx ON pgflight.flow_slot_returns USING btr
 -- Name: idempotency_key_is_unique_per_workspace_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
 
 CREATE UNIQUE INDEX idempotency_key_is_unique_per_workspace_idx ON pgflight.runs USING btree (workspace_id, idempotency_key) WHERE (idempotency_key IS NOT NULL);
-
--- Name: one_call_per_iteration; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
-
-CREATE UNIQUE INDEX one_call_per_iteration ON pgflight.costs USING btree (agent_run_id, iteration) WHERE (NOT lease_lost);
-
--- Name: one_orphan_per_attempt; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
-
-CREATE UNIQUE INDEX one_orphan_per_attempt ON pgflight.costs USING btree (agent_run_id, iteration, attempt_id) WHERE lease_lost;
 
 -- Name: runs_created_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
 
@@ -8737,19 +9048,59 @@ CREATE INDEX steps_run_idx ON pgflight.steps USING btree (run_id);
 
 -- Name: traces_tool_call_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
 
-CREATE UNIQUE INDEX traces_tool_call_idx ON pgflight.traces USING btree (agent_run_id, tool_use_id, block_type) WHERE (tool_use_id IS NOT NULL);
+CREATE UNIQUE INDEX traces_tool_call_idx ON ONLY pgflight.traces USING btree (agent_run_id, tool_use_id, block_type) WHERE (tool_use_id IS NOT NULL);
+
+-- Name: traces_default_agent_run_id_tool_use_id_block_type_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
+
+CREATE UNIQUE INDEX traces_default_agent_run_id_tool_use_id_block_type_idx ON pgflight.traces_default USING btree (agent_run_id, tool_use_id, block_type) WHERE (tool_use_id IS NOT NULL);
+
+-- Name: traces_from_0_agent_run_id_tool_use_id_block_type_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
+
+CREATE UNIQUE INDEX traces_from_0_agent_run_id_tool_use_id_block_type_idx ON pgflight.traces_from_0 USING btree (agent_run_id, tool_use_id, block_type) WHERE (tool_use_id IS NOT NULL);
 
 -- Name: workers_login_live_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
 
 CREATE INDEX workers_login_live_idx ON pgflight.workers USING btree (login) WHERE (stopped_at IS NULL);
 
--- Name: events_20261129_pkey; Type: INDEX ATTACH; Schema: pgflight; Owner: pgflight_owner
+-- Name: costs_default_agent_run_id_iteration_attempt_id_idx; Type: INDEX ATTACH; Schema: pgflight; Owner: pgflight_owner
 
-ALTER INDEX pgflight.events_pkey ATTACH PARTITION pgflight.events_20261129_pkey;
+ALTER INDEX pgflight.one_orphan_per_attempt ATTACH PARTITION pgflight.costs_default_agent_run_id_iteration_attempt_id_idx;
 
--- Name: events_20261129_run_id_id_idx; Type: INDEX ATTACH; Schema: pgflight; Owner: pgflight_owner
+-- Name: costs_default_agent_run_id_iteration_idx; Type: INDEX ATTACH; Schema: pgflight; Owner: pgflight_owner
 
-ALTER INDEX pgflight.events_run_idx ATTACH PARTITION pgflight.events_20261129_run_id_id_idx;
+ALTER INDEX pgflight.one_call_per_iteration ATTACH PARTITION pgflight.costs_default_agent_run_id_iteration_idx;
+
+-- Name: costs_default_at_idx; Type: INDEX ATTACH; Schema: pgflight; Owner: pgflight_owner
+
+ALTER INDEX pgflight.costs_at_idx ATTACH PARTITION pgflight.costs_default_at_idx;
+
+-- Name: costs_default_pkey; Type: INDEX ATTACH; Schema: pgflight; Owner: pgflight_owner
+
+ALTER INDEX pgflight.costs_pkey ATTACH PARTITION pgflight.costs_default_pkey;
+
+-- Name: costs_default_run_id_idx; Type: INDEX ATTACH; Schema: pgflight; Owner: pgflight_owner
+
+ALTER INDEX pgflight.costs_run_idx ATTACH PARTITION pgflight.costs_default_run_id_idx;
+
+-- Name: costs_from_0_agent_run_id_iteration_attempt_id_idx; Type: INDEX ATTACH; Schema: pgflight; Owner: pgflight_owner
+
+ALTER INDEX pgflight.one_orphan_per_attempt ATTACH PARTITION pgflight.costs_from_0_agent_run_id_iteration_attempt_id_idx;
+
+-- Name: costs_from_0_agent_run_id_iteration_idx; Type: INDEX ATTACH; Schema: pgflight; Owner: pgflight_owner
+
+ALTER INDEX pgflight.one_call_per_iteration ATTACH PARTITION pgflight.costs_from_0_agent_run_id_iteration_idx;
+
+-- Name: costs_from_0_at_idx; Type: INDEX ATTACH; Schema: pgflight; Owner: pgflight_owner
+
+ALTER INDEX pgflight.costs_at_idx ATTACH PARTITION pgflight.costs_from_0_at_idx;
+
+-- Name: costs_from_0_pkey; Type: INDEX ATTACH; Schema: pgflight; Owner: pgflight_owner
+
+ALTER INDEX pgflight.costs_pkey ATTACH PARTITION pgflight.costs_from_0_pkey;
+
+-- Name: costs_from_0_run_id_idx; Type: INDEX ATTACH; Schema: pgflight; Owner: pgflight_owner
+
+ALTER INDEX pgflight.costs_run_idx ATTACH PARTITION pgflight.costs_from_0_run_id_idx;
 
 -- Name: events_20261130_pkey; Type: INDEX ATTACH; Schema: pgflight; Owner: pgflight_owner
 
@@ -8783,6 +9134,14 @@ ALTER INDEX pgflight.events_pkey ATTACH PARTITION pgflight.events_20261203_pkey;
 
 ALTER INDEX pgflight.events_run_idx ATTACH PARTITION pgflight.events_20261203_run_id_id_idx;
 
+-- Name: events_20261204_pkey; Type: INDEX ATTACH; Schema: pgflight; Owner: pgflight_owner
+
+ALTER INDEX pgflight.events_pkey ATTACH PARTITION pgflight.events_20261204_pkey;
+
+-- Name: events_20261204_run_id_id_idx; Type: INDEX ATTACH; Schema: pgflight; Owner: pgflight_owner
+
+ALTER INDEX pgflight.events_run_idx ATTACH PARTITION pgflight.events_20261204_run_id_id_idx;
+
 -- Name: events_default_pkey; Type: INDEX ATTACH; Schema: pgflight; Owner: pgflight_owner
 
 ALTER INDEX pgflight.events_pkey ATTACH PARTITION pgflight.events_default_pkey;
@@ -8790,6 +9149,22 @@ ALTER INDEX pgflight.events_pkey ATTACH PARTITION pgflight.events_default_pkey;
 -- Name: events_default_run_id_id_idx; Type: INDEX ATTACH; Schema: pgflight; Owner: pgflight_owner
 
 ALTER INDEX pgflight.events_run_idx ATTACH PARTITION pgflight.events_default_run_id_id_idx;
+
+-- Name: traces_default_agent_run_id_tool_use_id_block_type_idx; Type: INDEX ATTACH; Schema: pgflight; Owner: pgflight_owner
+
+ALTER INDEX pgflight.traces_tool_call_idx ATTACH PARTITION pgflight.traces_default_agent_run_id_tool_use_id_block_type_idx;
+
+-- Name: traces_default_pkey; Type: INDEX ATTACH; Schema: pgflight; Owner: pgflight_owner
+
+ALTER INDEX pgflight.block_is_unique ATTACH PARTITION pgflight.traces_default_pkey;
+
+-- Name: traces_from_0_agent_run_id_tool_use_id_block_type_idx; Type: INDEX ATTACH; Schema: pgflight; Owner: pgflight_owner
+
+ALTER INDEX pgflight.traces_tool_call_idx ATTACH PARTITION pgflight.traces_from_0_agent_run_id_tool_use_id_block_type_idx;
+
+-- Name: traces_from_0_pkey; Type: INDEX ATTACH; Schema: pgflight; Owner: pgflight_owner
+
+ALTER INDEX pgflight.block_is_unique ATTACH PARTITION pgflight.traces_from_0_pkey;
 
 -- Name: step_attempts step_attempts_fill_flow; Type: TRIGGER; Schema: pgflight; Owner: pgflight_owner
 
@@ -8833,11 +9208,6 @@ ALTER TABLE ONLY pgflight.budgets
 ALTER TABLE ONLY pgflight.budgets
     ADD CONSTRAINT budgets_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES pgflight.workspaces(id) ON DELETE CASCADE;
 
--- Name: costs costs_agent_run_id_fkey; Type: FK CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
-
-ALTER TABLE ONLY pgflight.costs
-    ADD CONSTRAINT costs_agent_run_id_fkey FOREIGN KEY (agent_run_id) REFERENCES pgflight.agent_runs(id) ON DELETE CASCADE;
-
 -- Name: effects effects_step_id_fkey; Type: FK CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
 
 ALTER TABLE ONLY pgflight.effects
@@ -8877,11 +9247,6 @@ ALTER TABLE ONLY pgflight.steps
 
 ALTER TABLE ONLY pgflight.steps
     ADD CONSTRAINT steps_run_id_fkey FOREIGN KEY (run_id) REFERENCES pgflight.runs(id) ON DELETE CASCADE;
-
--- Name: traces traces_agent_run_id_fkey; Type: FK CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
-
-ALTER TABLE ONLY pgflight.traces
-    ADD CONSTRAINT traces_agent_run_id_fkey FOREIGN KEY (agent_run_id) REFERENCES pgflight.agent_runs(id) ON DELETE CASCADE;
 
 -- Name: workspace_grants workspace_grants_workspace_id_fkey; Type: FK CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
 
@@ -9036,6 +9401,10 @@ REVOKE ALL ON FUNCTION pgflight._fill_attempt_flow() FROM PUBLIC;
 -- Name: FUNCTION _fire_schedule(p_schedule_id bigint, p_workspace text, p_name text, p_recipe text, p_input jsonb, p_run_options jsonb, p_fire_at timestamp with time zone); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
 REVOKE ALL ON FUNCTION pgflight._fire_schedule(p_schedule_id bigint, p_workspace text, p_name text, p_recipe text, p_input jsonb, p_run_options jsonb, p_fire_at timestamp with time zone) FROM PUBLIC;
+
+-- Name: FUNCTION _firehose_partitions(); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._firehose_partitions() FROM PUBLIC;
 
 -- Name: FUNCTION _iteration_refusal(p_run pgflight.agent_runs, p_iteration integer); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
