@@ -149,7 +149,9 @@ def normalise_dump(text: str) -> str:
 def dump_schema(dsn: str) -> str:
     """
     The normalised `pg_dump --schema-only --schema=pgflight` of the database `dsn` names: what
-    sql/schema.dump.sql holds for a database deployed from this checkout.
+    sql/schema.dump.sql holds for a database deployed from this checkout. The events log's day
+    partitions (``events_YYYYMMDD``, made ahead of today's date by maintain_partitions) are left
+    out: they are named by the day of the deploy, not by the schema.
 
     :raises MigrationError: pg_dump failed.
     """
@@ -158,7 +160,15 @@ def dump_schema(dsn: str) -> str:
     env = {**os.environ, **{var: params[key] for key, var in _ENV_OF.items() if key in params}}
     bare = make_conninfo(dsn, **{key: None for key in _ENV_OF})  # secrets travel in env
     proc = subprocess.run(
-        [str(exe), "--schema-only", "--schema=pgflight", "--no-tablespaces", "--dbname", bare],
+        [
+            str(exe),
+            "--schema-only",
+            "--schema=pgflight",
+            "--exclude-table=pgflight.events_[0-9]*",
+            "--no-tablespaces",
+            "--dbname",
+            bare,
+        ],
         env=env,
         capture_output=True,
         text=True,
