@@ -7681,24 +7681,6 @@ ALTER TABLE pgflight.events_id_seq OWNER TO pgflight_owner;
 
 ALTER SEQUENCE pgflight.events_id_seq OWNED BY pgflight.events.id;
 
--- Name: events_20261129; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
-
-CREATE TABLE pgflight.events_20261129 (
-    id bigint DEFAULT nextval('pgflight.events_id_seq'::regclass) NOT NULL,
-    at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
-    run_id bigint,
-    step_id bigint,
-    attempt_id bigint,
-    from_status text,
-    to_status text,
-    worker_id bigint,
-    actor text,
-    reason text NOT NULL,
-    detail jsonb
-);
-
-ALTER TABLE pgflight.events_20261129 OWNER TO pgflight_owner;
-
 -- Name: events_20261130; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
 
 CREATE TABLE pgflight.events_20261130 (
@@ -7770,6 +7752,24 @@ CREATE TABLE pgflight.events_20261203 (
 );
 
 ALTER TABLE pgflight.events_20261203 OWNER TO pgflight_owner;
+
+-- Name: events_20261204; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
+
+CREATE TABLE pgflight.events_20261204 (
+    id bigint DEFAULT nextval('pgflight.events_id_seq'::regclass) NOT NULL,
+    at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
+    run_id bigint,
+    step_id bigint,
+    attempt_id bigint,
+    from_status text,
+    to_status text,
+    worker_id bigint,
+    actor text,
+    reason text NOT NULL,
+    detail jsonb
+);
+
+ALTER TABLE pgflight.events_20261204 OWNER TO pgflight_owner;
 
 -- Name: events_default; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
 
@@ -8384,10 +8384,6 @@ ALTER TABLE pgflight.workspaces ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY
     CACHE 1
 );
 
--- Name: events_20261129; Type: TABLE ATTACH; Schema: pgflight; Owner: pgflight_owner
-
-ALTER TABLE ONLY pgflight.events ATTACH PARTITION pgflight.events_20261129 FOR VALUES FROM ('2026-11-29 00:00:00+00') TO ('2026-11-30 00:00:00+00');
-
 -- Name: events_20261130; Type: TABLE ATTACH; Schema: pgflight; Owner: pgflight_owner
 
 ALTER TABLE ONLY pgflight.events ATTACH PARTITION pgflight.events_20261130 FOR VALUES FROM ('2026-11-30 00:00:00+00') TO ('2026-12-01 00:00:00+00');
@@ -8403,6 +8399,10 @@ ALTER TABLE ONLY pgflight.events ATTACH PARTITION pgflight.events_20261202 FOR V
 -- Name: events_20261203; Type: TABLE ATTACH; Schema: pgflight; Owner: pgflight_owner
 
 ALTER TABLE ONLY pgflight.events ATTACH PARTITION pgflight.events_20261203 FOR VALUES FROM ('2026-12-03 00:00:00+00') TO ('2026-12-04 00:00:00+00');
+
+-- Name: events_20261204; Type: TABLE ATTACH; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.events ATTACH PARTITION pgflight.events_20261204 FOR VALUES FROM ('2026-12-04 00:00:00+00') TO ('2026-12-05 00:00:00+00');
 
 -- Name: events_default; Type: TABLE ATTACH; Schema: pgflight; Owner: pgflight_owner
 
@@ -8462,11 +8462,6 @@ ALTER TABLE ONLY pgflight.effects
 ALTER TABLE ONLY pgflight.events
     ADD CONSTRAINT events_pkey PRIMARY KEY (id, at);
 
--- Name: events_20261129 events_20261129_pkey; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
-
-ALTER TABLE ONLY pgflight.events_20261129
-    ADD CONSTRAINT events_20261129_pkey PRIMARY KEY (id, at);
-
 -- Name: events_20261130 events_20261130_pkey; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
 
 ALTER TABLE ONLY pgflight.events_20261130
@@ -8486,6 +8481,11 @@ ALTER TABLE ONLY pgflight.events_20261202
 
 ALTER TABLE ONLY pgflight.events_20261203
     ADD CONSTRAINT events_20261203_pkey PRIMARY KEY (id, at);
+
+-- Name: events_20261204 events_20261204_pkey; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.events_20261204
+    ADD CONSTRAINT events_20261204_pkey PRIMARY KEY (id, at);
 
 -- Name: events_default events_default_pkey; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
 
@@ -8637,10 +8637,6 @@ CREATE INDEX costs_run_idx ON pgflight.costs USING btree (run_id);
 
 CREATE INDEX events_run_idx ON ONLY pgflight.events USING btree (run_id, id);
 
--- Name: events_20261129_run_id_id_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
-
-CREATE INDEX events_20261129_run_id_id_idx ON pgflight.events_20261129 USING btree (run_id, id);
-
 -- Name: events_20261130_run_id_id_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
 
 CREATE INDEX events_20261130_run_id_id_idx ON pgflight.events_20261130 USING btree (run_id, id);
@@ -8656,6 +8652,10 @@ CREATE INDEX events_20261202_run_id_id_idx ON pgflight.events_20261202 USING btr
 -- Name: events_20261203_run_id_id_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
 
 CREATE INDEX events_20261203_run_id_id_idx ON pgflight.events_20261203 USING btree (run_id, id);
+
+-- Name: events_20261204_run_id_id_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
+
+CREATE INDEX events_20261204_run_id_id_idx ON pgflight.events_20261204 USING btree (run_id, id);
 
 -- Name: events_default_run_id_id_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
 
@@ -8745,14 +8745,6 @@ CREATE UNIQUE INDEX traces_tool_call_idx ON pgflight.traces USING btree (agent_r
 
 CREATE INDEX workers_login_live_idx ON pgflight.workers USING btree (login) WHERE (stopped_at IS NULL);
 
--- Name: events_20261129_pkey; Type: INDEX ATTACH; Schema: pgflight; Owner: pgflight_owner
-
-ALTER INDEX pgflight.events_pkey ATTACH PARTITION pgflight.events_20261129_pkey;
-
--- Name: events_20261129_run_id_id_idx; Type: INDEX ATTACH; Schema: pgflight; Owner: pgflight_owner
-
-ALTER INDEX pgflight.events_run_idx ATTACH PARTITION pgflight.events_20261129_run_id_id_idx;
-
 -- Name: events_20261130_pkey; Type: INDEX ATTACH; Schema: pgflight; Owner: pgflight_owner
 
 ALTER INDEX pgflight.events_pkey ATTACH PARTITION pgflight.events_20261130_pkey;
@@ -8784,6 +8776,14 @@ ALTER INDEX pgflight.events_pkey ATTACH PARTITION pgflight.events_20261203_pkey;
 -- Name: events_20261203_run_id_id_idx; Type: INDEX ATTACH; Schema: pgflight; Owner: pgflight_owner
 
 ALTER INDEX pgflight.events_run_idx ATTACH PARTITION pgflight.events_20261203_run_id_id_idx;
+
+-- Name: events_20261204_pkey; Type: INDEX ATTACH; Schema: pgflight; Owner: pgflight_owner
+
+ALTER INDEX pgflight.events_pkey ATTACH PARTITION pgflight.events_20261204_pkey;
+
+-- Name: events_20261204_run_id_id_idx; Type: INDEX ATTACH; Schema: pgflight; Owner: pgflight_owner
+
+ALTER INDEX pgflight.events_run_idx ATTACH PARTITION pgflight.events_20261204_run_id_id_idx;
 
 -- Name: events_default_pkey; Type: INDEX ATTACH; Schema: pgflight; Owner: pgflight_owner
 
