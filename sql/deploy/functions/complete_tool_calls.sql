@@ -10,6 +10,8 @@ set local role pgflight_owner;
 -- A refused admission does not undo the results: they are stored, nothing is reserved, and the
 -- refusal comes back as reserved = false with refusal = {message, detail, hint} of the ZF007 that
 -- reserve_budget would raise (the client raises it).
+-- When record_model_call already reserved the next call (its p_next_est_usd), the reservation is
+-- kept as it is (p_est_usd is not added to it); only the wall-time caps are checked again.
 -- Returns: stored (tool_use ids stored now), reserved, reserved_usd.
 -- Errors: ZF003 no such tool_use (nothing stored), ZF001, ZF002 (fence), 22023 malformed results,
 -- iteration < 1 or est_usd < 0.
@@ -26,7 +28,9 @@ declare
   v_stored text[];
   v_refusal jsonb;
 begin
-  if p_est_usd is not null then  -- bounded, so the budgets' numeric(16, 8) cannot overflow (issue 14)
+  -- bounded, so the budgets' numeric(16, 8) cannot overflow (issue 14); _check_arg raises (issue 18:
+  -- called only for a value out of range, the call cost more than the check)
+  if p_est_usd is not null and not (p_est_usd >= 0 and p_est_usd <= 1000000) then
     perform pgflight._check_arg('est_usd', p_est_usd, 0, 1000000);
   end if;
   if p_next_iteration is not null and (p_next_iteration < 1 or p_est_usd is null or p_est_usd < 0) then
@@ -41,7 +45,10 @@ begin
   end if;
   v_refusal := pgflight._reserve(v_run, p_attempt_id, p_next_iteration, p_est_usd, v_now);
   return query select v_run.id, v_stored, v_refusal is null,
-                      case when v_refusal is null then p_est_usd else 0 end, v_refusal;
+                      case when v_refusal is not null then 0
+                           when v_run.reserved_attempt_id = p_attempt_id and v_run.reserved_iteration = p_next_iteration
+                             then v_run.reserved_usd  -- held since record_model_call
+                           else p_est_usd end, v_refusal;
 end
 $$;
 comment on function pgflight.complete_tool_calls(bigint, bigint, bigint, jsonb, integer, numeric) is
