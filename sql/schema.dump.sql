@@ -4255,6 +4255,9 @@ begin
   v_run := pgflight._agent_fence(p_attempt_id, p_token, p_agent_run_id, 'complete_tool_calls');
   v_stored := pgflight._store_tool_results(v_run.id, p_attempt_id, p_results, v_now);
   if p_next_iteration is null then
+    if v_run.reserved_attempt_id = p_attempt_id and v_run.reserved_iteration is not null then
+      perform pgflight._release_reservation(v_run.id);
+    end if;
     return query select v_run.id, v_stored, false, 0::numeric, null::jsonb;
     return;
   end if;

@@ -3,10 +3,12 @@
 -- instead of admitting again. A cap that refuses the early admission does not refuse the record:
 -- the call is stored and settled, nothing is reserved, and complete_tool_calls raises the refusal
 -- as before. A wall-time cap that runs out while the tools run is caught by complete_tool_calls.
+-- Results stored without next_iteration (before the attempt parks, or fails) give the early
+-- reservation back.
 -- An eight-argument call (other-language workers of @v0.4.0) still works.
 begin;
 \ir ../_helpers.psql
-select plan(11);
+select plan(13);
 
 update pgflight.workspaces set daily_usd_cap = 1.00 where name = 'test';
 select run_id, step_id, attempt_id, token from pgflight_test.hold(:w1, 'agent') \gset
@@ -63,6 +65,19 @@ select results_eq(format($$select reserved, refusal ->> 'message' like 'budget e
     from pgflight.complete_tool_calls(%s, %s, %s, '[{"type": "tool_result", "tool_use_id": "w", "content": "W"}]', 2, 0.01)$$,
     :a2, :t2, :ar2),
   $$values (false, true)$$, 'the held reservation is refused once the wall time ran out while the tools ran');
+
+-- results stored before parking: the early reservation is given back
+select run_id as r3, step_id as s3, attempt_id as a3, token as t3 from pgflight_test.hold(:w1, 'agent') \gset
+select agent_run_id as ar3 from pgflight.begin_agent_run(:a3, :t3, '{"model": "claude-haiku-4-5", "task": "t"}') \gset
+select pgflight.reserve_budget(:a3, :t3, :ar3, 1, 0.01);
+select results_eq(format($$select next_reserved from pgflight.record_model_call(%s, %s, %s, 1,
+    '[{"type": "tool_use", "id": "p", "name": "delegate", "input": {}}]', '{"input_tokens": 10}',
+    'claude-haiku-4-5', '{"mark_tools": true}', 0.03)$$, :a3, :t3, :ar3),
+  $$values (true)$$, 'admitted early');
+select pgflight.complete_tool_calls(:a3, :t3, :ar3, '[{"type": "tool_result", "tool_use_id": "p", "content": "P"}]');
+select results_eq(format($$select r.reserved_iteration, r.reserved_usd, b.reserved_usd from pgflight.agent_runs r
+    join pgflight.budgets b on b.scope = 'workspace_day' and b.workspace_id = r.workspace_id where r.id = %s$$, :ar3),
+  $$values (null::integer, 0::numeric, 0::numeric)$$, 'results stored without next_iteration give the reservation back');
 
 select * from finish();
 rollback;

@@ -225,9 +225,14 @@ class AgentLoop:
         self.rate_limited_s += wait_s
 
     def flush(self) -> None:
-        """Store the tool results produced so far in this iteration (before the attempt may park)."""
-        if self._pending:
+        """
+        Store the tool results produced so far in this iteration (before the attempt may park, or
+        fails), giving back the next call's reservation record_model_call made (the call is not
+        about to be made: money held while the attempt waits would be kept from its sub-agents).
+        """
+        if self._pending or self._held is not None:
             results, self._pending = self._pending, []
+            self._held = self._held_est = None
             self._db(adb.complete_tool_calls, self.agent_run_id, results)
 
     # --- the loop ------------------------------------------------------------------------------

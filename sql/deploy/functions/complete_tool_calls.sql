@@ -11,7 +11,10 @@ set local role pgflight_owner;
 -- refusal comes back as reserved = false with refusal = {message, detail, hint} of the ZF007 that
 -- reserve_budget would raise (the client raises it).
 -- When record_model_call already reserved the next call (its p_next_est_usd), the reservation is
--- kept as it is (p_est_usd is not added to it); only the wall-time caps are checked again.
+-- kept as it is (p_est_usd is not added to it); only the wall-time caps are checked again. Without
+-- p_next_iteration that reservation is given back: the client is not about to make the call (it
+-- stores what its tools did before it parks the attempt, e.g. to wait for sub-agents, or fails),
+-- and money held while the attempt waits would be kept from the agent's sub-agents.
 -- Returns: stored (tool_use ids stored now), reserved, reserved_usd.
 -- Errors: ZF003 no such tool_use (nothing stored), ZF001, ZF002 (fence), 22023 malformed results,
 -- iteration < 1 or est_usd < 0.
@@ -40,6 +43,9 @@ begin
   v_run := pgflight._agent_fence(p_attempt_id, p_token, p_agent_run_id, 'complete_tool_calls');
   v_stored := pgflight._store_tool_results(v_run.id, p_attempt_id, p_results, v_now);
   if p_next_iteration is null then
+    if v_run.reserved_attempt_id = p_attempt_id and v_run.reserved_iteration is not null then
+      perform pgflight._release_reservation(v_run.id);
+    end if;
     return query select v_run.id, v_stored, false, 0::numeric, null::jsonb;
     return;
   end if;

@@ -32,7 +32,7 @@ set local role pgflight_owner;
 -- iteration moves the budgets once. Settling and reserving are one move when the call was
 -- reserved on the same budgets. Nothing is reserved early, and the result says so
 -- (next_reserved = false), when the next call would pass max_iterations, when the workspace has a
--- model tokens per minute limit (that admission waits for the call's real size) or when a cap
+-- model tokens per minute limit (its ZF013 stays with the admission the loop waits out) or when a cap
 -- refuses it: the call is still recorded, and complete_tool_calls(next_iteration) makes the
 -- ordinary admission, raising the refusal there.
 -- Returns marked: the tool_use ids now in flight, in block order (empty without mark_tools), and
