@@ -3031,10 +3031,7 @@ declare
   v_refusal jsonb;
   v_tokens_per_min bigint;
 begin
-  if p_run.reserved_attempt_id = p_attempt_id and p_run.reserved_iteration = p_iteration
-     and not exists (select from pgflight.budgets b
-                      where b.id = any (p_run.reserved_budget_ids) and b.max_wall_s is not null
-                        and p_now > b.started_at + make_interval(secs => b.max_wall_s)) then
+  if p_run.reserved_attempt_id = p_attempt_id and p_run.reserved_iteration = p_iteration then
     return null;
   end if;
   if p_run.reserved_iteration is not null then
@@ -4261,11 +4258,27 @@ begin
     return query select v_run.id, v_stored, false, 0::numeric, null::jsonb;
     return;
   end if;
-  v_refusal := pgflight._reserve(v_run, p_attempt_id, p_next_iteration, p_est_usd, v_now);
+  if v_run.reserved_attempt_id = p_attempt_id and v_run.reserved_iteration = p_next_iteration then
+    -- admitted by record_model_call before the tools ran: kept (no call to _reserve, no budget
+    -- move) unless a wall-time cap of its budgets ran out meanwhile (read without locks: wall time
+    -- only grows); then it is given back and the call admitted anew, which refuses it
+    if exists (select from pgflight.budgets b
+                where b.id = any (v_run.reserved_budget_ids) and b.max_wall_s is not null
+                  and v_now > b.started_at + make_interval(secs => b.max_wall_s)) then
+      perform pgflight._release_reservation(v_run.id);
+      v_run.reserved_usd := 0;
+      v_run.reserved_attempt_id := null;
+      v_run.reserved_iteration := null;
+      v_run.reserved_budget_ids := null;
+      v_refusal := pgflight._reserve(v_run, p_attempt_id, p_next_iteration, p_est_usd, v_now);
+    end if;
+  else
+    v_refusal := pgflight._reserve(v_run, p_attempt_id, p_next_iteration, p_est_usd, v_now);
+  end if;
   return query select v_run.id, v_stored, v_refusal is null,
                       case when v_refusal is not null then 0
                            when v_run.reserved_attempt_id = p_attempt_id and v_run.reserved_iteration = p_next_iteration
-                             then v_run.reserved_usd  -- held since record_model_call
+                             then v_run.reserved_usd  -- kept since record_model_call
                            else p_est_usd end, v_refusal;
 end
 $$;

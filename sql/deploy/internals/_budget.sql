@@ -282,10 +282,6 @@ comment on function pgflight._settle_tokens(pgflight.agent_runs, bigint, bigint,
 -- kept. Returns null when admitted, else the refusal (nothing reserved; the caller raises it with
 -- _raise_budget_exceeded or hands it to the client). reserved_attempt_id is kept when a
 -- reservation ends (tables/agent_runs_hot): it changes once per attempt, so iterations are HOT.
--- A held reservation was admitted earlier (record_model_call's p_next_est_usd reserves the next call
--- when it records this one, before the tools run): its budgets' wall-time caps are checked again
--- now, without locks (wall time only grows); one that has run out is released and admitted anew,
--- which refuses it.
 create or replace function pgflight._reserve(p_run pgflight.agent_runs, p_attempt_id bigint, p_iteration integer,
                                   p_est_usd numeric, p_now timestamptz)
 returns jsonb
@@ -297,10 +293,7 @@ declare
   v_refusal jsonb;
   v_tokens_per_min bigint;
 begin
-  if p_run.reserved_attempt_id = p_attempt_id and p_run.reserved_iteration = p_iteration
-     and not exists (select from pgflight.budgets b
-                      where b.id = any (p_run.reserved_budget_ids) and b.max_wall_s is not null
-                        and p_now > b.started_at + make_interval(secs => b.max_wall_s)) then
+  if p_run.reserved_attempt_id = p_attempt_id and p_run.reserved_iteration = p_iteration then
     return null;
   end if;
   if p_run.reserved_iteration is not null then
