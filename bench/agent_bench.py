@@ -3,9 +3,11 @@
 Engine overhead per agent iteration, as the agent loop writes it: two transactions.
 
 1. ``record_model_call`` with ``mark_tools``: two response blocks (text + tool_use), usage, cost,
-   budget settlement, totals, and the tool call marked in flight;
-2. ``complete_tool_calls``: the tool's result, and the admission of the next model call (iteration
-   cap, wall-time caps, atomic USD reservation on the run, agent and workspace-day budgets, C24).
+   budget settlement, totals, the tool call marked in flight and, on a database after @v0.4.0,
+   the admission of the next model call (``next_est_usd``: iteration cap, wall-time caps, atomic
+   USD reservation on the run, agent and workspace-day budgets, C24) in the same budget move;
+2. ``complete_tool_calls``: the tool's result, and the next call's admission (kept when
+   record_model_call made it; made here on @v0.4.0).
 
 Once per attempt (not timed): ``begin_agent_run`` and the first call's ``reserve_budget``. Model
 and tool time are excluded. Each configuration is timed on a warm connection:
@@ -33,6 +35,9 @@ Side by side (issue 18: the machine is shared, so only ratios taken in the same 
 server); each configuration is then measured on both in alternating rounds (``--rounds``) and the
 report holds ``baseline``, ``current`` and their ratios. ``--quick`` is 300 iterations and 2 rounds
 (about a minute); the default 3,000 iterations take 3-6 minutes per database on 2 loaded cores.
+
+``--profile`` (issue 18) lists where one iteration's server time goes instead: pg_stat_statements
+(preloaded; track = all and track_planning set in the session) over 300 iterations of --dsn.
 """
 
 from __future__ import annotations
