@@ -3,9 +3,11 @@
 Engine overhead per agent iteration, as the agent loop writes it: two transactions.
 
 1. ``record_model_call`` with ``mark_tools``: two response blocks (text + tool_use), usage, cost,
-   budget settlement, totals, and the tool call marked in flight;
-2. ``complete_tool_calls``: the tool's result, and the admission of the next model call (iteration
-   cap, wall-time caps, atomic USD reservation on the run, agent and workspace-day budgets, C24).
+   budget settlement, totals, the tool call marked in flight and, on a database after @v0.4.0,
+   the admission of the next model call (``next_est_usd``: iteration cap, wall-time caps, atomic
+   USD reservation on the run, agent and workspace-day budgets, C24) in the same budget move;
+2. ``complete_tool_calls``: the tool's result, and the next call's admission (kept when
+   record_model_call made it; made here on @v0.4.0).
 
 Once per attempt (not timed): ``begin_agent_run`` and the first call's ``reserve_budget``. Model
 and tool time are excluded. Each configuration is timed on a warm connection:
@@ -33,6 +35,9 @@ Side by side (issue 18: the machine is shared, so only ratios taken in the same 
 server); each configuration is then measured on both in alternating rounds (``--rounds``) and the
 report holds ``baseline``, ``current`` and their ratios. ``--quick`` is 300 iterations and 2 rounds
 (about a minute); the default 3,000 iterations take 3-6 minutes per database on 2 loaded cores.
+
+``--profile`` (issue 18) lists where one iteration's server time goes instead: pg_stat_statements
+(preloaded; track = all and track_planning set in the session) over 300 iterations of --dsn.
 """
 
 from __future__ import annotations
@@ -73,8 +78,23 @@ def _blocks(tid: str) -> list[dict[str, Any]]:
     ]
 
 
+def _early_admission(conn: psycopg.Connection[Any]) -> bool:
+    """Whether record_model_call takes p_next_est_usd (the next call's admission; after @v0.4.0)."""
+    return bool(
+        conn.execute(
+            "select to_regprocedure('pgflight.record_model_call(bigint, bigint, bigint, integer, jsonb,"
+            " jsonb, text, jsonb, numeric)') is not null"
+        ).fetchone()[0]  # type: ignore[index]
+    )
+
+
 def _iterations(conn: psycopg.Connection[Any], ws: str, wid: int, n: int) -> list[float]:
-    """Run `n` agent iterations (agents of PER_AGENT iterations); return each one's wall time in ms."""
+    """
+    Run `n` agent iterations (agents of PER_AGENT iterations) as the agent loop of this checkout
+    writes them (the next call admitted by record_model_call where the database has it); return
+    each one's wall time in ms.
+    """
+    early = _early_admission(conn)
     samples: list[float] = []
     while len(samples) < n:
         sub = db.submit_run(conn, ws, "agent", {"task": "bench"}, max_usd=1000)
@@ -102,6 +122,7 @@ def _iterations(conn: psycopg.Connection[Any], ws: str, wid: int, n: int) -> lis
                 "claude-sonnet-4-6",
                 stop_reason="tool_use",
                 mark_tools=True,
+                next_est_usd=EST_USD if early else None,
             )
             assert rec.marked == [tid], rec
             adb.complete_tool_calls(
@@ -237,6 +258,49 @@ def _commit_ms(dsn: str, n: int = 500) -> float:
     return round(statistics.median(times), 3)
 
 
+def _profile(dsn: str, iterations: int) -> dict[str, Any]:
+    """
+    Where one iteration's server time goes: pg_stat_statements (track = all, so the statements run
+    inside the functions are listed too) reset after a warm-up, then `iterations` iterations on one
+    connection. Each statement's execution time per iteration and its share of the top-level
+    calls' time (the statements nest, so the shares of nested ones overlap their callers').
+    Needs pg_stat_statements in shared_preload_libraries and a superuser.
+    """
+    with psycopg.connect(dsn, autocommit=True, prepare_threshold=None) as conn:
+        conn.execute("create extension if not exists pg_stat_statements")
+        conn.execute("set pg_stat_statements.track = 'all'")
+        conn.execute("set pg_stat_statements.track_planning = on")
+        t = _Target(dsn)
+        _iterations(conn, t.ws, t.wid, 60)
+        conn.execute("select pg_stat_statements_reset()")
+        _iterations(conn, t.ws, t.wid, iterations)
+        rows = conn.execute(
+            "select s.toplevel, s.calls, s.total_exec_time, s.total_plan_time, s.plans,"
+            "       regexp_replace(s.query, '\\s+', ' ', 'g')"
+            "  from pg_stat_statements s join pg_database d on d.oid = s.dbid"
+            " where d.datname = current_database() and s.query !~* 'pg_stat_statements'"
+            " order by s.total_exec_time desc limit 40"
+        ).fetchall()
+    top = sum(r[2] for r in rows if r[0])
+    return {
+        "iterations": iterations,
+        "server_ms_per_iteration_toplevel": round(top / iterations, 4),
+        "statements": [
+            {
+                "toplevel": r[0],
+                "calls_per_iteration": round(r[1] / iterations, 2),
+                "ms_per_iteration": round(r[2] / iterations, 4),
+                "share_of_toplevel": round(r[2] / top, 3) if top else None,
+                "plan_ms_per_iteration": round(r[3] / iterations, 4),
+                "plans_per_call": round(r[4] / r[1], 2) if r[1] else None,
+                "query": r[5][:160],
+            }
+            for r in rows
+            if r[2] / iterations >= 0.002
+        ],
+    }
+
+
 def _ratios(base: dict[str, Any], cur: dict[str, Any]) -> dict[str, Any]:
     keys = ("p50_ms", "p99_ms", "mean_ms", "server_ms_per_iteration")
     return {k: round(cur[k] / base[k], 3) for k in keys if base.get(k) and cur.get(k) is not None}
@@ -250,9 +314,15 @@ def main() -> None:
     ap.add_argument("--warmup", type=int, default=200)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--quick", action="store_true", help="300 iterations, 2 rounds, warm-up 60")
+    ap.add_argument(
+        "--profile", action="store_true", help="only the statement profile (pg_stat_statements) of --dsn"
+    )
     a = ap.parse_args()
     if not a.dsn:
         raise SystemExit("set PGFLIGHT_DSN or pass --dsn")
+    if a.profile:
+        print(json.dumps({"load_avg": round(os.getloadavg()[0], 1), **_profile(a.dsn, 300)}, indent=2))
+        return
     if a.quick:
         a.iterations, a.rounds, a.warmup = 300, 2, 60
     targets = [_Target(a.dsn)] + ([_Target(a.baseline_dsn)] if a.baseline_dsn else [])

@@ -3430,6 +3430,7 @@ COMMENT ON FUNCTION pgflight._steps_finished(p_step_ids bigint[], p_finals text[
 CREATE FUNCTION pgflight._store_tool_results(p_run_id bigint, p_attempt_id bigint, p_results jsonb, p_now timestamp with time zone) RETURNS text[]
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET plan_cache_mode TO 'force_generic_plan'
     AS $$
 declare
   v_missing text;
@@ -4272,7 +4273,9 @@ declare
   v_stored text[];
   v_refusal jsonb;
 begin
-  if p_est_usd is not null then  -- bounded, so the budgets' numeric(16, 8) cannot overflow (issue 14)
+  -- bounded, so the budgets' numeric(16, 8) cannot overflow (issue 14); _check_arg raises (issue 18:
+  -- called only for a value out of range, the call cost more than the check)
+  if p_est_usd is not null and not (p_est_usd >= 0 and p_est_usd <= 1000000) then
     perform pgflight._check_arg('est_usd', p_est_usd, 0, 1000000);
   end if;
   if p_next_iteration is not null and (p_next_iteration < 1 or p_est_usd is null or p_est_usd < 0) then
@@ -4282,12 +4285,34 @@ begin
   v_run := pgflight._agent_fence(p_attempt_id, p_token, p_agent_run_id, 'complete_tool_calls');
   v_stored := pgflight._store_tool_results(v_run.id, p_attempt_id, p_results, v_now);
   if p_next_iteration is null then
+    if v_run.reserved_attempt_id = p_attempt_id and v_run.reserved_iteration is not null then
+      perform pgflight._release_reservation(v_run.id);
+    end if;
     return query select v_run.id, v_stored, false, 0::numeric, null::jsonb;
     return;
   end if;
-  v_refusal := pgflight._reserve(v_run, p_attempt_id, p_next_iteration, p_est_usd, v_now);
+  if v_run.reserved_attempt_id = p_attempt_id and v_run.reserved_iteration = p_next_iteration then
+    -- admitted by record_model_call before the tools ran: kept (no call to _reserve, no budget
+    -- move) unless a wall-time cap of its budgets ran out meanwhile (read without locks: wall time
+    -- only grows); then it is given back and the call admitted anew, which refuses it
+    if exists (select from pgflight.budgets b
+                where b.id = any (v_run.reserved_budget_ids) and b.max_wall_s is not null
+                  and v_now > b.started_at + make_interval(secs => b.max_wall_s)) then
+      perform pgflight._release_reservation(v_run.id);
+      v_run.reserved_usd := 0;
+      v_run.reserved_attempt_id := null;
+      v_run.reserved_iteration := null;
+      v_run.reserved_budget_ids := null;
+      v_refusal := pgflight._reserve(v_run, p_attempt_id, p_next_iteration, p_est_usd, v_now);
+    end if;
+  else
+    v_refusal := pgflight._reserve(v_run, p_attempt_id, p_next_iteration, p_est_usd, v_now);
+  end if;
   return query select v_run.id, v_stored, v_refusal is null,
-                      case when v_refusal is null then p_est_usd else 0 end, v_refusal;
+                      case when v_refusal is not null then 0
+                           when v_run.reserved_attempt_id = p_attempt_id and v_run.reserved_iteration = p_next_iteration
+                             then v_run.reserved_usd  -- kept since record_model_call
+                           else p_est_usd end, v_refusal;
 end
 $$;
 
@@ -5408,9 +5433,9 @@ ALTER FUNCTION pgflight.record_effect(p_attempt_id bigint, p_token bigint, p_key
 
 COMMENT ON FUNCTION pgflight.record_effect(p_attempt_id bigint, p_token bigint, p_key text, p_result jsonb) IS 'Record the receipt of an external effect (first per step and key wins), even from a holder whose lease lapsed; returns (effect_id, result, recorded, lease_held). Errors: ZF001, ZF003, ZF005, ZF012, 22023.';
 
--- Name: record_model_call(bigint, bigint, bigint, integer, jsonb, jsonb, text, jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+-- Name: record_model_call(bigint, bigint, bigint, integer, jsonb, jsonb, text, jsonb, numeric); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
-CREATE FUNCTION pgflight.record_model_call(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_blocks jsonb, p_usage jsonb, p_model text, p_options jsonb DEFAULT '{}'::jsonb) RETURNS TABLE(agent_run_id bigint, iteration integer, usd numeric, recorded boolean, iterations integer, tool_calls integer, total_usd numeric, marked text[])
+CREATE FUNCTION pgflight.record_model_call(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_blocks jsonb, p_usage jsonb, p_model text, p_options jsonb DEFAULT '{}'::jsonb, p_next_est_usd numeric DEFAULT NULL::numeric) RETURNS TABLE(agent_run_id bigint, iteration integer, usd numeric, recorded boolean, iterations integer, tool_calls integer, total_usd numeric, marked text[], next_reserved boolean)
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -5429,6 +5454,11 @@ declare
   v_marked text[];
   v_refusal jsonb;
   v_reserved boolean;
+  v_cap bigint;
+  v_next_ids bigint[];
+  v_want boolean;  -- the next call is to be admitted here
+  v_next boolean := false;  -- the next call was admitted here
+  v_settled boolean := false;
 begin
   -- every option checked against its spec first (docs/options.md; issue 14): 22023 naming the key.
   -- The agent loop's options (the three keys, well-typed, in range) pass without the spec lookup,
@@ -5482,13 +5512,20 @@ begin
   if p_iteration is null or p_iteration < 1 then
     raise exception using errcode = '22023', message = 'iteration must be >= 1';
   end if;
+  -- bounded like reserve_budget's est_usd (issue 14); _check_arg raises
+  if p_next_est_usd is not null and not (p_next_est_usd >= 0 and p_next_est_usd <= 1000000) then
+    perform pgflight._check_arg('next_est_usd', p_next_est_usd, 0, 1000000);
+  end if;
   if p_options ? 'mark_tools' and jsonb_typeof(p_options -> 'mark_tools') not in ('boolean', 'null') then
     raise exception using errcode = '22023', message = 'option mark_tools must be a boolean';
   end if;
   v_mark := coalesce((p_options ->> 'mark_tools')::boolean, false);
   -- issue 13: the response's blocks are capped like a result (ZF005, nothing written)
-  perform pgflight._require_cap('max_result_bytes', (select s.max_result_bytes from pgflight.settings s),
-                                octet_length(p_blocks::text), 'model response blocks (bytes)');
+  v_cap := (select s.max_result_bytes from pgflight.settings s);
+  if octet_length(p_blocks::text) > v_cap then  -- _require_cap raises (called only then: issue 18)
+    perform pgflight._require_cap('max_result_bytes', v_cap, octet_length(p_blocks::text),
+                                  'model response blocks (bytes)');
+  end if;
   v_run := pgflight._agent_fence(p_attempt_id, p_token, p_agent_run_id, 'record_model_call');
   v_usd := pgflight._price_usd(p_model, coalesce(p_usage, '{}'));
 
@@ -5502,13 +5539,31 @@ begin
   on conflict (agent_run_id, iteration) where not lease_lost do nothing;  -- tables/costs_lease_lost
   if not found then
     return query select v_run.id, p_iteration, c.usd, false, v_run.iterations, v_run.tool_calls, v_run.usd,
-                        '{}'::text[]
+                        '{}'::text[], false
       from pgflight.costs c where c.agent_run_id = v_run.id and c.iteration = p_iteration and not c.lease_lost;
     return;
   end if;
 
   v_reserved := v_run.reserved_attempt_id = p_attempt_id and v_run.reserved_iteration = p_iteration;
-  if v_reserved then
+  select l.model_tokens_per_min into v_tokens_per_min
+    from pgflight.workspace_limits l where l.workspace_id = v_run.workspace_id;
+  -- the next call is admitted early only when no tokens-per-minute limit applies and it is within
+  -- max_iterations (otherwise complete_tool_calls admits it, or refuses it, as before)
+  v_want := p_next_est_usd is not null and v_tokens_per_min is null and p_iteration < v_run.max_iterations;
+  if v_want then
+    v_next_ids := pgflight._call_budget_ids(v_run, v_now);
+    if v_reserved and v_next_ids is not distinct from v_run.reserved_budget_ids then
+      -- settle and reserve in one move, checked as an admission (spent + this cost + the next
+      -- reservation within every cap, every wall-time cap unexpired); refused, it is not asked again
+      v_next := pgflight._move_budget(v_next_ids, p_next_est_usd, v_usd, v_run.reserved_usd, true, v_now,
+                                      format('agent_run=%s iteration=%s', v_run.id, p_iteration + 1)) is null;
+      v_settled := v_next;
+      v_want := false;
+    end if;
+  end if;
+  if v_settled then
+    null;
+  elsif v_reserved then
     -- settle: the reservation becomes the actual cost, on the budgets it was taken on (the caps
     -- were checked when it was admitted)
     perform pgflight._move_budget(v_run.reserved_budget_ids, 0, v_usd, v_run.reserved_usd, false, v_now, 'settle');
@@ -5524,9 +5579,13 @@ begin
     end if;
   end if;
 
+  if v_want then
+    -- the next call's admission on its own (this call was not reserved, or on other budgets)
+    v_next := pgflight._move_budget(v_next_ids, p_next_est_usd, 0, 0, true, v_now,
+                                    format('agent_run=%s iteration=%s', v_run.id, p_iteration + 1)) is null;
+  end if;
+
   -- the workspace's model tokens per minute: the call's tokens replace its admitted estimate
-  select l.model_tokens_per_min into v_tokens_per_min
-    from pgflight.workspace_limits l where l.workspace_id = v_run.workspace_id;
   if v_tokens_per_min is not null then
     perform pgflight._settle_tokens(v_run, v_tokens_per_min, v_in + v_out, v_reserved, v_now);
   end if;
@@ -5564,19 +5623,24 @@ begin
          cache_creation_tokens = r.cache_creation_tokens + v_cw,
          cache_read_tokens = r.cache_read_tokens + v_cr,
          usd = r.usd + v_usd,
-         reserved_usd = 0, reserved_iteration = null, reserved_budget_ids = null,  -- the attempt id stays (HOT)
+         -- the next call's reservation, or none; the attempt id stays when it does not change (HOT)
+         reserved_usd = case when v_next then p_next_est_usd else 0 end,
+         reserved_attempt_id = case when v_next then p_attempt_id else r.reserved_attempt_id end,
+         reserved_iteration = case when v_next then p_iteration + 1 end,
+         reserved_budget_ids = case when v_next then v_next_ids end,
          updated_at = v_now
    where r.id = v_run.id
   returning * into v_run;
-  return query select v_run.id, p_iteration, v_usd, true, v_run.iterations, v_run.tool_calls, v_run.usd, v_marked;
+  return query select v_run.id, p_iteration, v_usd, true, v_run.iterations, v_run.tool_calls, v_run.usd, v_marked,
+                      v_next;
 end
 $$;
 
-ALTER FUNCTION pgflight.record_model_call(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_blocks jsonb, p_usage jsonb, p_model text, p_options jsonb) OWNER TO pgflight_owner;
+ALTER FUNCTION pgflight.record_model_call(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_blocks jsonb, p_usage jsonb, p_model text, p_options jsonb, p_next_est_usd numeric) OWNER TO pgflight_owner;
 
--- Name: FUNCTION record_model_call(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_blocks jsonb, p_usage jsonb, p_model text, p_options jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+-- Name: FUNCTION record_model_call(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_blocks jsonb, p_usage jsonb, p_model text, p_options jsonb, p_next_est_usd numeric); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight.record_model_call(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_blocks jsonb, p_usage jsonb, p_model text, p_options jsonb) IS 'Store a model response (traces), its usage and USD cost (costs), settle budgets and totals, and with mark_tools mark its tool calls in flight, in one transaction; returns (agent_run_id, iteration, usd, recorded, totals, marked). Options (docs/options.md): stop_reason, retries, mark_tools. Errors: ZF007, ZF001, ZF002, ZF003, 22023.';
+COMMENT ON FUNCTION pgflight.record_model_call(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_blocks jsonb, p_usage jsonb, p_model text, p_options jsonb, p_next_est_usd numeric) IS 'Store a model response (traces), its usage and USD cost (costs), settle budgets and totals, and with mark_tools mark its tool calls in flight, in one transaction; returns (agent_run_id, iteration, usd, recorded, totals, marked, next_reserved); with p_next_est_usd it also admits the next call (reserving that many USD). Options (docs/options.md): stop_reason, retries, mark_tools. Errors: ZF007, ZF001, ZF002, ZF003, 22023.';
 
 -- Name: record_orphan_cost(bigint, bigint, bigint, integer, jsonb, text, jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -9639,10 +9703,10 @@ GRANT ALL ON FUNCTION pgflight.reclaim_expired(p_limit integer) TO pgflight_oper
 REVOKE ALL ON FUNCTION pgflight.record_effect(p_attempt_id bigint, p_token bigint, p_key text, p_result jsonb) FROM PUBLIC;
 GRANT ALL ON FUNCTION pgflight.record_effect(p_attempt_id bigint, p_token bigint, p_key text, p_result jsonb) TO pgflight_worker;
 
--- Name: FUNCTION record_model_call(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_blocks jsonb, p_usage jsonb, p_model text, p_options jsonb); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+-- Name: FUNCTION record_model_call(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_blocks jsonb, p_usage jsonb, p_model text, p_options jsonb, p_next_est_usd numeric); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
-REVOKE ALL ON FUNCTION pgflight.record_model_call(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_blocks jsonb, p_usage jsonb, p_model text, p_options jsonb) FROM PUBLIC;
-GRANT ALL ON FUNCTION pgflight.record_model_call(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_blocks jsonb, p_usage jsonb, p_model text, p_options jsonb) TO pgflight_worker;
+REVOKE ALL ON FUNCTION pgflight.record_model_call(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_blocks jsonb, p_usage jsonb, p_model text, p_options jsonb, p_next_est_usd numeric) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.record_model_call(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_blocks jsonb, p_usage jsonb, p_model text, p_options jsonb, p_next_est_usd numeric) TO pgflight_worker;
 
 -- Name: FUNCTION record_orphan_cost(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_usage jsonb, p_model text, p_options jsonb); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 

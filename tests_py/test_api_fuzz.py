@@ -60,7 +60,7 @@ API: list[tuple[str, list[str]]] = [
     ("reserve_budget", ["attempt", "token", "agent", "int4", "numeric"]),
     (
         "record_model_call",
-        ["attempt", "token", "agent", "int4", "jsonb", "jsonb", "text", "opts:record_model_call"],
+        ["attempt", "token", "agent", "int4", "jsonb", "jsonb", "text", "opts:record_model_call", "numeric"],
     ),
     ("record_orphan_cost", ["attempt", "token", "agent", "int4", "jsonb", "text", "opts:record_orphan_cost"]),
     ("record_trace", ["attempt", "token", "agent", "int4", "text", "text", "jsonb", "opts:record_trace"]),

@@ -39,7 +39,8 @@ class Reservation(Row):
 class ModelCallRecorded(Row):
     """
     record_model_call: the call's USD, whether this call stored it (False: a repeat), totals, and
-    (with mark_tools) the tool_use ids it marked in flight, in block order.
+    (with mark_tools) the tool_use ids it marked in flight, in block order; ``next_reserved``:
+    whether it also admitted the next call (``next_est_usd``).
     """
 
     agent_run_id: int
@@ -50,6 +51,7 @@ class ModelCallRecorded(Row):
     tool_calls: int
     total_usd: Decimal
     marked: list[str] = Field(default_factory=list)
+    next_reserved: bool = False
 
 
 class OrphanCostRecorded(Row):

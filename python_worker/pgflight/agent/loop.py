@@ -4,11 +4,14 @@ The agent recipe: an Anthropic-style tool-use loop whose every iteration is dura
 Each iteration is two transactions of engine overhead:
 
 1. after the model call (transient errors retried and recorded as ``api_error`` blocks),
-   ``record_model_call`` stores the response blocks, usage and cost, settles the budgets and marks
-   the response's tool calls in flight (``mark_tools``);
+   ``record_model_call`` stores the response blocks, usage and cost, settles the budgets, marks
+   the response's tool calls in flight (``mark_tools``) and, when it asked for tools, admits the
+   next model call (``next_est_usd``: the budget check and reservation, C24, in the same budget
+   move as the settlement);
 2. the tools run (through effect receipts when they have side effects), then
-   ``complete_tool_calls`` stores all their results and admits the next model call (the budget
-   check and reservation, C24) in one transaction.
+   ``complete_tool_calls`` stores all their results and keeps that admission (checking the
+   wall-time caps again), or makes it when record_model_call could not (a tokens-per-minute
+   limit, the iteration cap, a refusal: raised here), in one transaction.
 
 The first model call of an attempt is admitted by ``reserve_budget``; a call that
 ``record_model_call`` left unmarked (over max_tool_calls, or a resumed call) is marked by
@@ -126,6 +129,8 @@ class AgentLoop:
         self._unit_prices: tuple[Decimal, Decimal] | None = None
         self._marked: set[str] = set()  # tool calls record_model_call put in flight, not yet run
         self._pending: list[Block] = []  # tool results not yet stored (they go with the next admission)
+        self._held: int | None = None  # the call record_model_call already admitted, and its USD
+        self._held_est: Decimal | None = None
         self._tool_step = _ToolStep(self)
         self.requests = 0  # model requests this attempt made (answered or not)
         self.max_requests = int(
@@ -220,9 +225,14 @@ class AgentLoop:
         self.rate_limited_s += wait_s
 
     def flush(self) -> None:
-        """Store the tool results produced so far in this iteration (before the attempt may park)."""
-        if self._pending:
+        """
+        Store the tool results produced so far in this iteration (before the attempt may park, or
+        fails), giving back the next call's reservation record_model_call made (the call is not
+        about to be made: money held while the attempt waits would be kept from its sub-agents).
+        """
+        if self._pending or self._held is not None:
             results, self._pending = self._pending, []
+            self._held = self._held_est = None
             self._db(adb.complete_tool_calls, self.agent_run_id, results)
 
     # --- the loop ------------------------------------------------------------------------------
@@ -241,11 +251,19 @@ class AgentLoop:
             self.ctx.check_cancelled()
             iteration += 1
             request = prov.Request(inp.model, inp.system, messages, schemas, inp.max_tokens)
-            self._admit(iteration, self._estimate(request))
+            held = self._held_est if self._held == iteration else None
+            self._admit(iteration, held if held is not None else self._estimate(request))
             started_ns = tracing.now_ns()
             response, retries = self._ask(iteration, request)
             content = _storable(response.get("content") or [])
-            rec = self._record(iteration, response, content, retries)
+            # a response asking for tools: its record admits the next call too (one budget move per
+            # iteration); the estimate cannot see the tool results yet
+            next_est = None
+            if any(b.get("type") == "tool_use" for b in content):
+                after = [*messages, {"role": "assistant", "content": content}]
+                next_est = self._estimate(prov.Request(inp.model, inp.system, after, schemas, inp.max_tokens))
+            rec = self._record(iteration, response, content, retries, next_est)
+            self._held, self._held_est = (iteration + 1, next_est) if rec.next_reserved else (None, None)
             tracing.model_call(
                 started_ns,
                 inp.model,
@@ -288,6 +306,7 @@ class AgentLoop:
         )
         self.agent_run_id = begun.agent_run_id
         self._marked, self._pending = set(), []
+        self._held = self._held_est = None
         if begun.created:  # nothing to resume: the transcript is the task begin_agent_run stored
             self.total_usd, self.stop_reason = Decimal(0), None
             return [{"role": "user", "content": [{"type": "text", "text": inp.task}]}], 0, {}
@@ -359,10 +378,18 @@ class AgentLoop:
         if seconds > 0 and self.ctx.cancelled.wait(seconds):
             self.ctx.check_cancelled()
 
-    def _record(self, iteration: int, response: prov.Response, content: list[Block], retries: int) -> Any:
+    def _record(
+        self,
+        iteration: int,
+        response: prov.Response,
+        content: list[Block],
+        retries: int,
+        next_est: Decimal | None = None,
+    ) -> Any:
         """
-        record_model_call; when the lease was lost (or the run cancelled) meanwhile, keep the paid
-        call's usage as an effect receipt first, then stop.
+        record_model_call (admitting the next call with `next_est` USD when given); when the lease
+        was lost (or the run cancelled) meanwhile, keep the paid call's usage as an effect receipt
+        first, then stop.
         """
         try:
             return self._db(
@@ -375,6 +402,7 @@ class AgentLoop:
                 stop_reason=response.get("stop_reason"),
                 retries=retries,
                 mark_tools=True,
+                next_est_usd=next_est,
             )
         except (errors.LeaseLost, errors.Cancelled) as e:
             self._charge_orphan_call(iteration, response, retries, f"{type(e).__name__}: {_first_line(e)}")

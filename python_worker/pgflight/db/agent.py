@@ -122,6 +122,7 @@ def record_model_call(
     stop_reason: str | None = None,
     retries: int = 0,
     mark_tools: bool = False,
+    next_est_usd: float | Decimal | None = None,
 ) -> m.ModelCallRecorded:
     """
     Store a model response (one trace row per block), its usage and USD cost, settle the budgets
@@ -132,6 +133,9 @@ def record_model_call(
     :param retries: transient API errors retried before this answer.
     :param mark_tools: also mark the response's tool calls in flight (as many as max_tool_calls
         allows; ``marked`` lists them), so they may run without a mark_tool_call each.
+    :param next_est_usd: also admit the next model call (iteration + 1), reserving this many USD,
+        in the same transaction (``next_reserved`` says whether it was; when not, the
+        ``complete_tool_calls(next_iteration=...)`` that follows admits it, or raises the refusal).
     :raises BudgetExceeded: ZF007 (iteration cap, or an unreserved call that does not fit).
     :raises LeaseLost: ZF001. :raises Cancelled: ZF002.
     """
@@ -142,7 +146,10 @@ def record_model_call(
         "record_model_call",
         lambda: _one(
             conn,
-            "select * from pgflight.record_model_call(%s, %s, %s, %s, %s, %s, %s, %s)",
+            # the ninth argument only when given: an eight-argument call works on a database of
+            # @v0.4.0 too
+            "select * from pgflight.record_model_call(%s, %s, %s, %s, %s, %s, %s, %s"
+            + (", %s)" if next_est_usd is not None else ")"),
             [
                 attempt_id,
                 token,
@@ -152,6 +159,7 @@ def record_model_call(
                 Jsonb(dict(usage)),
                 model,
                 _opts(None, stop_reason=stop_reason, retries=retries, mark_tools=mark_tools or None),
+                *([] if next_est_usd is None else [Decimal(str(next_est_usd))]),
             ],
             m.ModelCallRecorded,
         ),

@@ -1,4 +1,4 @@
--- Revert pgflight:functions/complete_tool_calls: restores the previous definition, deploy/functions/complete_tool_calls@v0.2.0.sql (written by scripts/gen_sql_scripts.py)
+-- Revert pgflight:functions/complete_tool_calls: restores the previous definition, deploy/functions/complete_tool_calls@v0.4.0.sql (written by scripts/gen_sql_scripts.py)
 begin;
 set local role pgflight_owner;
 
@@ -18,7 +18,7 @@ create or replace function pgflight.complete_tool_calls(p_attempt_id bigint, p_t
                                              p_est_usd numeric default null)
 returns table (agent_run_id bigint, stored text[], reserved boolean, reserved_usd numeric, refusal jsonb)
 language plpgsql volatile security definer
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_now timestamptz := pgflight._now();
@@ -26,6 +26,9 @@ declare
   v_stored text[];
   v_refusal jsonb;
 begin
+  if p_est_usd is not null then  -- bounded, so the budgets' numeric(16, 8) cannot overflow (issue 14)
+    perform pgflight._check_arg('est_usd', p_est_usd, 0, 1000000);
+  end if;
   if p_next_iteration is not null and (p_next_iteration < 1 or p_est_usd is null or p_est_usd < 0) then
     raise exception using errcode = '22023', message = 'next iteration must be >= 1 and est_usd >= 0',
       detail = format('next iteration %s, est_usd %s', p_next_iteration, p_est_usd);

@@ -1,6 +1,7 @@
--- Revert pgflight:functions/record_model_call: restores the previous definition, deploy/functions/record_model_call@v0.3.0.sql (written by scripts/gen_sql_scripts.py)
+-- Revert pgflight:functions/record_model_call: restores the previous definition, deploy/functions/record_model_call@v0.4.0.sql (written by scripts/gen_sql_scripts.py)
 begin;
 set local role pgflight_owner;
+drop function pgflight.record_model_call(bigint, bigint, bigint, integer, jsonb, jsonb, text, jsonb, numeric);
 
 -- Make one model call durable, in one transaction: store each response block as a trace row
 -- (iteration p_iteration, seq 0..n-1), store the usage and its USD cost (from model_prices) in
@@ -8,6 +9,9 @@ set local role pgflight_owner;
 -- response's tool calls in flight (the tool_result rows, seq 1000 + the tool_use's seq, status
 -- in_flight), so the client can run them at once: an iteration that asks for tools costs this
 -- transaction and one complete_tool_calls.
+-- Model tokens per minute (workspace_limits.model_tokens_per_min): the call's input + output tokens
+-- go into the workspace's window, replacing the estimate its admission added; a call is never
+-- refused for tokens here (it was made; the check is the admission's).
 -- Budgets: when reserve_budget (or complete_tool_calls) admitted this (attempt, iteration), the
 -- reservation is replaced by the actual cost (the call was paid for; its overshoot over the
 -- estimate is the documented bound). Without a reservation the iteration cap and the actual cost
@@ -39,17 +43,62 @@ declare
   v_now timestamptz := pgflight._now();
   v_run pgflight.agent_runs;
   v_usd numeric;
-  v_in bigint := pgflight._opt_int(p_usage, 'input_tokens', 0, 0, 10000000000, 'usage');
-  v_out bigint := pgflight._opt_int(p_usage, 'output_tokens', 0, 0, 10000000000, 'usage');
-  v_cw bigint := pgflight._opt_int(p_usage, 'cache_creation_input_tokens', 0, 0, 10000000000, 'usage');
-  v_cr bigint := pgflight._opt_int(p_usage, 'cache_read_input_tokens', 0, 0, 10000000000, 'usage');
+  v_in bigint;
+  v_out bigint;
+  v_cw bigint;
+  v_cr bigint;
+  v_tokens_per_min bigint;
   v_mark boolean;
   v_free integer;
   v_marked text[];
   v_refusal jsonb;
+  v_reserved boolean;
 begin
-  -- every option checked against its spec first (docs/options.md; issue 14): 22023 naming the key
-  p_options := pgflight._check_options('record_model_call', p_options);
+  -- every option checked against its spec first (docs/options.md; issue 14): 22023 naming the key.
+  -- The agent loop's options (the three keys, well-typed, in range) pass without the spec lookup,
+  -- which cost more than the rest of the call (issue 18); anything else goes to _check_options.
+  if p_options is not null and p_options <> '{}'
+     and not (jsonb_typeof(p_options) = 'object'
+              and p_options - array['stop_reason', 'retries', 'mark_tools'] = '{}'
+              and coalesce(jsonb_typeof(p_options -> 'stop_reason') = 'null'
+                           or (jsonb_typeof(p_options -> 'stop_reason') = 'string'
+                               and length(p_options ->> 'stop_reason') <= 256), true)
+              and (case jsonb_typeof(p_options -> 'retries')
+                    when 'number' then (p_options ->> 'retries')::numeric between 0 and 1000000
+                                       and (p_options ->> 'retries')::numeric = trunc((p_options ->> 'retries')::numeric)
+                    else coalesce(jsonb_typeof(p_options -> 'retries') = 'null', true) end)
+              and coalesce(jsonb_typeof(p_options -> 'mark_tools') in ('boolean', 'null'), true)) then
+    p_options := pgflight._check_options('record_model_call', p_options);
+  end if;
+  -- the usage: four token counts, integers from 0 to 1e10 (22023 naming the key otherwise); a usage
+  -- of well-formed counts is read directly, anything else goes through _opt_int, which raises
+  if jsonb_typeof(p_usage) = 'object'
+         and (case jsonb_typeof(p_usage -> 'input_tokens')
+               when 'number' then (p_usage ->> 'input_tokens')::numeric between 0 and 10000000000
+                                  and (p_usage ->> 'input_tokens')::numeric = trunc((p_usage ->> 'input_tokens')::numeric)
+               else coalesce(jsonb_typeof(p_usage -> 'input_tokens') = 'null', true) end)
+         and (case jsonb_typeof(p_usage -> 'output_tokens')
+               when 'number' then (p_usage ->> 'output_tokens')::numeric between 0 and 10000000000
+                                  and (p_usage ->> 'output_tokens')::numeric = trunc((p_usage ->> 'output_tokens')::numeric)
+               else coalesce(jsonb_typeof(p_usage -> 'output_tokens') = 'null', true) end)
+         and (case jsonb_typeof(p_usage -> 'cache_creation_input_tokens')
+               when 'number' then (p_usage ->> 'cache_creation_input_tokens')::numeric between 0 and 10000000000
+                                  and (p_usage ->> 'cache_creation_input_tokens')::numeric = trunc((p_usage ->> 'cache_creation_input_tokens')::numeric)
+               else coalesce(jsonb_typeof(p_usage -> 'cache_creation_input_tokens') = 'null', true) end)
+         and (case jsonb_typeof(p_usage -> 'cache_read_input_tokens')
+               when 'number' then (p_usage ->> 'cache_read_input_tokens')::numeric between 0 and 10000000000
+                                  and (p_usage ->> 'cache_read_input_tokens')::numeric = trunc((p_usage ->> 'cache_read_input_tokens')::numeric)
+               else coalesce(jsonb_typeof(p_usage -> 'cache_read_input_tokens') = 'null', true) end) then
+    v_in := coalesce((p_usage ->> 'input_tokens')::numeric, 0);
+    v_out := coalesce((p_usage ->> 'output_tokens')::numeric, 0);
+    v_cw := coalesce((p_usage ->> 'cache_creation_input_tokens')::numeric, 0);
+    v_cr := coalesce((p_usage ->> 'cache_read_input_tokens')::numeric, 0);
+  else
+    v_in := pgflight._opt_int(p_usage, 'input_tokens', 0, 0, 10000000000, 'usage');
+    v_out := pgflight._opt_int(p_usage, 'output_tokens', 0, 0, 10000000000, 'usage');
+    v_cw := pgflight._opt_int(p_usage, 'cache_creation_input_tokens', 0, 0, 10000000000, 'usage');
+    v_cr := pgflight._opt_int(p_usage, 'cache_read_input_tokens', 0, 0, 10000000000, 'usage');
+  end if;
   if p_blocks is null or jsonb_typeof(p_blocks) <> 'array' then
     raise exception using errcode = '22023', message = 'blocks must be a JSON array',
       hint = 'Pass the response''s content array as returned by the Messages API.';
@@ -72,8 +121,8 @@ begin
                               output_tokens, cache_creation_tokens, cache_read_tokens, usd, stop_reason,
                               retries, attempt_id, at)
   values (v_run.id, p_iteration, v_run.step_id, v_run.run_id, v_run.workspace_id, p_model, v_in, v_out, v_cw, v_cr,
-          v_usd, pgflight._opt_text(p_options, 'stop_reason', null),
-          pgflight._opt_num(p_options, 'retries', 0)::integer, p_attempt_id, v_now)
+          v_usd, p_options ->> 'stop_reason',  -- both checked above
+          coalesce((p_options ->> 'retries')::numeric, 0)::integer, p_attempt_id, v_now)
   on conflict (agent_run_id, iteration) where not lease_lost do nothing;  -- tables/costs_lease_lost
   if not found then
     return query select v_run.id, p_iteration, c.usd, false, v_run.iterations, v_run.tool_calls, v_run.usd,
@@ -82,12 +131,13 @@ begin
     return;
   end if;
 
-  if v_run.reserved_attempt_id = p_attempt_id and v_run.reserved_iteration = p_iteration then
+  v_reserved := v_run.reserved_attempt_id = p_attempt_id and v_run.reserved_iteration = p_iteration;
+  if v_reserved then
     -- settle: the reservation becomes the actual cost, on the budgets it was taken on (the caps
     -- were checked when it was admitted)
     perform pgflight._move_budget(v_run.reserved_budget_ids, 0, v_usd, v_run.reserved_usd, false, v_now, 'settle');
   else
-    if v_run.reserved_attempt_id is not null then
+    if v_run.reserved_iteration is not null then
       perform pgflight._move_budget(v_run.reserved_budget_ids, 0, 0, v_run.reserved_usd, false, v_now, 'release');
     end if;
     v_refusal := coalesce(pgflight._iteration_refusal(v_run, p_iteration),
@@ -96,6 +146,13 @@ begin
     if v_refusal is not null then
       perform pgflight._raise_budget_exceeded(v_refusal);
     end if;
+  end if;
+
+  -- the workspace's model tokens per minute: the call's tokens replace its admitted estimate
+  select l.model_tokens_per_min into v_tokens_per_min
+    from pgflight.workspace_limits l where l.workspace_id = v_run.workspace_id;
+  if v_tokens_per_min is not null then
+    perform pgflight._settle_tokens(v_run, v_tokens_per_min, v_in + v_out, v_reserved, v_now);
   end if;
 
   -- the response blocks and, with mark_tools, the in-flight rows of as many tool calls as the cap allows
@@ -131,7 +188,7 @@ begin
          cache_creation_tokens = r.cache_creation_tokens + v_cw,
          cache_read_tokens = r.cache_read_tokens + v_cr,
          usd = r.usd + v_usd,
-         reserved_usd = 0, reserved_attempt_id = null, reserved_iteration = null, reserved_budget_ids = null,
+         reserved_usd = 0, reserved_iteration = null, reserved_budget_ids = null,  -- the attempt id stays (HOT)
          updated_at = v_now
    where r.id = v_run.id
   returning * into v_run;

@@ -1,4 +1,4 @@
--- Revert pgflight:internals/_agent_internals: restores the previous definition, deploy/internals/_agent_internals@v0.2.0.sql (written by scripts/gen_sql_scripts.py)
+-- Revert pgflight:internals/_agent_internals: restores the previous definition, deploy/internals/_agent_internals@v0.4.0.sql (written by scripts/gen_sql_scripts.py)
 -- Defines: _agent_fence(), _price_usd(), _store_tool_results().
 -- Agent internals: the fence every agent write passes, model pricing, storing tool results.
 -- None is granted to any role.
@@ -12,7 +12,7 @@ set local role pgflight_owner;
 create or replace function pgflight._agent_fence(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_operation text)
 returns pgflight.agent_runs
 language plpgsql volatile
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_run pgflight.agent_runs;
@@ -22,12 +22,15 @@ begin
     join pgflight.agent_runs r on r.step_id = a.step_id
    where a.id = p_attempt_id and a.fencing_token = p_token and a.status in ('claimed', 'running')
      and r.id = p_agent_run_id
+     -- issue 13: only the login whose worker holds the attempt (else ZF012 from _reject_write)
+     and exists (select from pgflight.workers w where w.id = a.worker_id and w.login = session_user)
      for share of a for update of r;
   if found then
     return v_run;
   end if;
-  perform 1 from pgflight.step_attempts a
-   where a.id = p_attempt_id and a.fencing_token = p_token and a.status in ('claimed', 'running');
+  perform 1 from pgflight.step_attempts a join pgflight.workers w on w.id = a.worker_id
+   where a.id = p_attempt_id and a.fencing_token = p_token and a.status in ('claimed', 'running')
+     and w.login = session_user;
   if not found then
     perform pgflight._reject_write(p_attempt_id, p_token, p_operation);
   end if;
@@ -46,7 +49,7 @@ comment on function pgflight._agent_fence(bigint, bigint, bigint, text) is
 create or replace function pgflight._price_usd(p_model text, p_usage jsonb)
 returns numeric
 language plpgsql stable
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_p pgflight.model_prices;
@@ -78,7 +81,7 @@ comment on function pgflight._price_usd(text, jsonb) is
 create or replace function pgflight._store_tool_results(p_run_id bigint, p_attempt_id bigint, p_results jsonb, p_now timestamptz)
 returns text[]
 language plpgsql volatile
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_missing text;
