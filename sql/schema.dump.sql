@@ -1817,14 +1817,17 @@ COMMENT ON FUNCTION pgflight._key_slot_freed() IS 'Internal trigger: a keyed att
 -- Name: _lane_workspaces(text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
 CREATE FUNCTION pgflight._lane_workspaces(p_lane text) RETURNS bigint[]
-    LANGUAGE sql STABLE SECURITY DEFINER
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-  select case when pgflight._may(p_lane, null) then null
+begin
+  -- PL/pgSQL for its cached plan, as _may
+  return case when pgflight._may(p_lane, null) then null
               else coalesce((select array_agg(distinct g.workspace_id) from pgflight.workspace_grants g
                               where g.login = session_user and g.workspace_id is not null
                                 and (g.lane = p_lane or p_lane = 'reader')),
-                            '{}') end
+                            '{}') end;
+end
 $$;
 
 ALTER FUNCTION pgflight._lane_workspaces(p_lane text) OWNER TO pgflight_owner;
@@ -2077,14 +2080,19 @@ COMMENT ON FUNCTION pgflight._lock_held(p_attempt_id bigint, p_token bigint, p_o
 -- Name: _may(text, bigint); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
 CREATE FUNCTION pgflight._may(p_lane text, p_workspace_id bigint) RETURNS boolean
-    LANGUAGE sql STABLE SECURITY DEFINER
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-  select exists (select from pgflight.workspace_grants g
+begin
+  -- PL/pgSQL rather than SQL (issue 15/18 claim cost): a SQL function with a SET clause is never
+  -- inlined and its query is planned on every call (measured 0.3 ms per claim_batch with
+  -- _lane_workspaces); PL/pgSQL caches the plan for the session
+  return exists (select from pgflight.workspace_grants g
                   where g.login = session_user
                     and (g.lane = p_lane or p_lane = 'reader')
                     and (g.workspace_id is null or g.workspace_id = p_workspace_id))
-      or coalesce((select r.rolsuper from pg_catalog.pg_roles r where r.rolname = session_user), false)
+      or coalesce((select r.rolsuper from pg_catalog.pg_roles r where r.rolname = session_user), false);
+end
 $$;
 
 ALTER FUNCTION pgflight._may(p_lane text, p_workspace_id bigint) OWNER TO pgflight_owner;
