@@ -132,9 +132,22 @@ declare
   v_slot smallint;
   v_lease bigint[];
   v_round integer := 0;
+  v_asking boolean := false;
+  v_one_slot boolean := true;
+  v_i integer;
+  v_w integer;
 begin
-  v_ask := array(select p_quota[array_position(p_ws, l.ws)] from unnest(p_lane_ws) with ordinality l(ws, i) order by l.i);
-  while v_round < 4 and exists (select from unnest(v_ask) x where x > 0) loop
+  -- (array bookkeeping in PL/pgSQL's simple expressions, not SQL: each SQL expression costs tens
+  -- of microseconds, a simple one about one)
+  v_ask := array_fill(0, array[cardinality(p_lane_ws)]);
+  for v_i in 1 .. cardinality(p_lane_ws) loop
+    v_ask[v_i] := coalesce(p_quota[array_position(p_ws, p_lane_ws[v_i])], 0);
+    v_asking := v_asking or v_ask[v_i] > 0;
+  end loop;
+  for v_i in 2 .. cardinality(p_ws) loop
+    v_one_slot := v_one_slot and p_slots[v_i] = p_slots[1];
+  end loop;
+  while v_round < 4 and v_asking loop
     v_round := v_round + 1;
     -- every lane's next ready rows in claim order, in one statement (a lateral read per lane, by
     -- the ready index of the workspace or of the recipe); a workspace with several lanes keeps
@@ -253,24 +266,41 @@ begin
       -- leased at the clock's reading now, after the locks and counts above: claimed_at is then
       -- never earlier than the finish of an attempt this claim counted as gone. One lease
       -- statement per set of caps counted against (one in the common case)
-      for v_slot, v_lease in
-        select p_slots[array_position(p_ws, u.ws)], array_agg(u.id)
-          from unnest(v_take, v_take_ws) u(id, ws)
-         group by 1
-      loop
+      if v_one_slot then
         return query
           select l.attempt_id, l.fencing_token, l.step_id, l.run_id, l.parent_id, l.step_key, l.attempt_no,
                  l.recipe, l.input, l.lease_expires_at, l.deadline_at, u.ws
-            from pgflight._lease_attempts(p_worker_id, v_lease, p_lease_s, p_start, pgflight._now(), v_slot) l
+            from pgflight._lease_attempts(p_worker_id, v_take, p_lease_s, p_start, pgflight._now(), p_slots[1]) l
             join unnest(v_take, v_take_ws) u(id, ws) on u.id = l.attempt_id;
+      else
+        for v_slot, v_lease in
+          select p_slots[array_position(p_ws, u.ws)], array_agg(u.id)
+            from unnest(v_take, v_take_ws) u(id, ws)
+           group by 1
+        loop
+          return query
+            select l.attempt_id, l.fencing_token, l.step_id, l.run_id, l.parent_id, l.step_key, l.attempt_no,
+                   l.recipe, l.input, l.lease_expires_at, l.deadline_at, u.ws
+              from pgflight._lease_attempts(p_worker_id, v_lease, p_lease_s, p_start, pgflight._now(), v_slot) l
+              join unnest(v_take, v_take_ws) u(id, ws) on u.id = l.attempt_id;
+        end loop;
+      end if;
+      for v_i in 1 .. cardinality(v_take_ws) loop
+        v_w := array_position(p_ws, v_take_ws[v_i]);
+        v_left[v_w] := v_left[v_w] - 1;
       end loop;
-      v_left := array(select q.lft - (select count(*) from unnest(v_take_ws) t(ws) where t.ws = q.ws)::integer
-                        from unnest(p_ws, v_left) with ordinality q(ws, lft, i) order by q.i);
     end if;
     -- a lane that gave fewer rows than asked for is empty for now; the others ask for what their
     -- workspace still needs
-    v_ask := array(select case when l.n < l.ask then 0 else v_left[array_position(p_ws, l.ws)] end
-                     from unnest(p_lane_ws, v_ask, v_lane_n) with ordinality l(ws, ask, n, i) order by l.i);
+    v_asking := false;
+    for v_i in 1 .. cardinality(p_lane_ws) loop
+      if v_ask[v_i] > 0 and v_lane_n[v_i] >= v_ask[v_i] then
+        v_ask[v_i] := v_left[array_position(p_ws, p_lane_ws[v_i])];
+      else
+        v_ask[v_i] := 0;
+      end if;
+      v_asking := v_asking or v_ask[v_i] > 0;
+    end loop;
   end loop;
 end
 $$;
@@ -408,6 +438,8 @@ declare
   v_taken integer[];
   v_ws_got integer[];
   v_lease_ws bigint;
+  v_slots_ws smallint[];
+  v_back integer[];
 begin
   -- 1. paused and rate-limited recipes: name the recipes this call may claim
   if exists (select from pgflight.recipe_limits) then
@@ -460,7 +492,10 @@ begin
   -- (_claim_set), its caps' slots taken in one statement beforehand; otherwise workspace by
   -- workspace, each rate-limited one under its own try-lock
   v_fast := not (true = any (v_rated)) and v_rated_recipes = '{}';
-  v_total_share := (select sum(x) from unnest(v_share) x);
+  v_total_share := 0;
+  for v_i in 1 .. v_n loop
+    v_total_share := v_total_share + v_share[v_i];
+  end loop;
   v_more := array_fill(false, array[v_n]);
   v_ws_got := array_fill(0, array[v_n]);
   v_taken := array_fill(null::integer, array[v_n]);
@@ -476,7 +511,10 @@ begin
       v_w := (v_first + v_i) % v_n + 1;
       v_quota[v_w] := (v_left * v_share[v_w]) / v_total_share;
     end loop;
-    v_q := v_left - (select sum(x) from unnest(v_quota) x);
+    v_q := v_left;
+    for v_i in 1 .. v_n loop
+      v_q := v_q - v_quota[v_i];
+    end loop;
     for v_i in 0 .. v_n - 1 loop
       exit when v_q <= 0;
       v_w := (v_first + v_i) % v_n + 1;
@@ -491,16 +529,23 @@ begin
     v_scopes := case when v_global is not null then array[0::bigint] else '{}' end;
     v_wants := case when v_global is not null then array[v_left] else '{}' end;
     if v_fast then
-      select v_scopes || coalesce(array_agg(w.id), '{}'), v_wants || coalesce(array_agg(w.q), '{}')
-        into v_scopes, v_wants
-        from unnest(v_ws, v_cap, v_quota) w(id, cap, q) where w.cap is not null and w.q > 0;
+      for v_i in 1 .. v_n loop
+        if v_cap[v_i] is not null and v_quota[v_i] > 0 then
+          v_scopes := v_scopes || v_ws[v_i];
+          v_wants := v_wants || v_quota[v_i];
+        end if;
+      end loop;
     end if;
     exit when v_scopes = '{}';
-    select coalesce(array_agg(t.scope), '{}'), coalesce(array_agg(t.got), '{}'), coalesce(array_agg(t.stripe), '{}')
+    select array_agg(t.scope), array_agg(t.got), array_agg(t.stripe)
       into v_t_scope, v_t_got, v_t_stripe
       from pgflight._take_slots_all(v_scopes, v_wants) t;
-    v_taken := array(select t.got from unnest(v_ws) with ordinality w(id, i)
-                       left join unnest(v_t_scope, v_t_got) t(scope, got) on t.scope = w.id order by w.i);
+    for v_i in 1 .. cardinality(v_t_scope) loop
+      v_w := array_position(v_ws, v_t_scope[v_i]);
+      if v_w is not null then
+        v_taken[v_w] := v_t_got[v_i];
+      end if;
+    end loop;
     exit when v_global is null;
     v_idx := array_position(v_t_scope, 0::bigint);
     v_global_stripe := v_t_stripe[v_idx];
@@ -514,34 +559,40 @@ begin
 
   if v_fast then
     -- pass one in one go: each workspace's quota, cut to the slots taken from its stripes
-    v_quota := array(select case when t.taken is null then t.q else least(t.q, t.taken) end
-                       from unnest(v_quota, v_taken) with ordinality t(q, taken, i) order by t.i);
+    v_slots_ws := array_fill(0::smallint, array[v_n]);
+    for v_i in 1 .. v_n loop
+      if v_taken[v_i] is not null then
+        v_quota[v_i] := least(v_quota[v_i], v_taken[v_i]);
+      end if;
+      v_slots_ws[v_i] := ((case when v_global is not null then 1 else 0 end)
+                          | (case when v_cap[v_i] is not null then 2 else 0 end))::smallint;
+    end loop;
     for attempt_id, fencing_token, step_id, run_id, parent_id, step_key, attempt_no, recipe, input,
         lease_expires_at, deadline_at, v_lease_ws in
-      select * from pgflight._claim_set(
-        p_worker_id,
-        array(select l.ws from unnest(v_lane_ws, v_lane_recipe) with ordinality l(ws, recipe, i)
-               where l.ws = any (v_ws) and v_quota[array_position(v_ws, l.ws)] > 0 order by l.i),
-        array(select l.recipe from unnest(v_lane_ws, v_lane_recipe) with ordinality l(ws, recipe, i)
-               where l.ws = any (v_ws) and v_quota[array_position(v_ws, l.ws)] > 0 order by l.i),
-        v_ws, v_quota,
-        array(select ((case when v_global is not null then 1 else 0 end)
-                      | (case when u.cap is not null then 2 else 0 end))::smallint
-                from unnest(v_cap) with ordinality u(cap, i) order by u.i),
-        p_lease_s, p_start, p_now)
+      -- (lanes of workspaces not served here, paused or outside the login's lane, ask for nothing)
+      select * from pgflight._claim_set(p_worker_id, v_lane_ws, v_lane_recipe, v_ws, v_quota, v_slots_ws,
+                                        p_lease_s, p_start, p_now)
     loop
       v_w := array_position(v_ws, v_lease_ws);
       v_ws_got[v_w] := v_ws_got[v_w] + 1;
       return next;
     end loop;
-    v_left := v_left - (select sum(x) from unnest(v_ws_got) x);
-    v_more := array(select t.q > 0 and t.got >= t.q from unnest(v_quota, v_ws_got) with ordinality t(q, got, i) order by t.i);
+    for v_i in 1 .. v_n loop
+      v_left := v_left - v_ws_got[v_i];
+      v_more[v_i] := v_quota[v_i] > 0 and v_ws_got[v_i] >= v_quota[v_i];
+    end loop;
     -- the workspaces' slots taken and not used go back, in one statement
     if v_t_scope <> '{}' then
-      perform pgflight._give_slots_back(
-        v_t_scope, v_t_stripe,
-        array(select case when t.scope = 0 then 0 else t.got - coalesce(v_ws_got[array_position(v_ws, t.scope)], 0) end
-                from unnest(v_t_scope, v_t_got) with ordinality t(scope, got, i) order by t.i));
+      v_back := array_fill(0, array[cardinality(v_t_scope)]);
+      for v_i in 1 .. cardinality(v_t_scope) loop
+        v_w := array_position(v_ws, v_t_scope[v_i]);
+        if v_w is not null then
+          v_back[v_i] := v_t_got[v_i] - v_ws_got[v_w];
+        end if;
+      end loop;
+      if v_back <> array_fill(0, array[cardinality(v_t_scope)]) then
+        perform pgflight._give_slots_back(v_t_scope, v_t_stripe, v_back);
+      end if;
     end if;
   end if;
 

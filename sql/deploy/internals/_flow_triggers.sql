@@ -132,7 +132,7 @@ comment on function pgflight._take_slots(bigint, integer) is
   'Internal: take up to p_want in-flight slots of a capped scope from the stripes free right now.';
 
 -- Take in-flight slots of several capped scopes at once (a claim's capped workspaces and the
--- global cap, 0): up to p_wants[i] of scope p_scopes[i], by _take_slots' rules (stripes locked
+-- global cap, 0; each scope once): up to p_wants[i] of scope p_scopes[i], by _take_slots' rules (stripes locked
 -- without waiting, from one chosen by the backend; the committed returns of a scope folded into
 -- the first stripe locked; at most cap - held from each), but one statement for every scope: each
 -- scope locks one stripe, folds and takes. Only a scope whose stripe had too little goes on to
@@ -149,26 +149,29 @@ set plan_cache_mode = force_generic_plan
 as $$
 declare
   v_start integer := pg_catalog.pg_backend_pid() % 64;
-  v_scope bigint[];
-  v_want integer[];
+  v_n integer := cardinality(p_scopes);
   v_got integer[];
   v_first smallint[];
   v_tried bigint[] := '{}';  -- scope * 64 + stripe of every stripe locked
-  v_short bigint[];
-  v_short_want integer[];
+  v_short bigint[] := '{}';
+  v_short_want integer[] := '{}';
   v_locked_now bigint[];
   v_round integer := 0;
   v_s bigint;
   v_t integer;
   v_st smallint;
+  v_i integer;
 begin
-  select coalesce(array_agg(u.scope order by u.scope), '{}'), coalesce(array_agg(u.want order by u.scope), '{}')
-    into v_scope, v_want
-    from unnest(p_scopes, p_wants) u(scope, want) where u.want > 0;
-  v_got := array_fill(0, array[cardinality(v_scope)]);
-  v_first := array_fill(null::smallint, array[cardinality(v_scope)]);
-  v_short := v_scope;
-  v_short_want := v_want;
+  -- (array bookkeeping in PL/pgSQL's simple expressions, not SQL: each SQL expression run here
+  -- costs tens of microseconds, a simple one about one)
+  v_got := array_fill(0, array[v_n]);
+  v_first := array_fill(null::smallint, array[v_n]);
+  for v_i in 1 .. v_n loop
+    if p_wants[v_i] > 0 then
+      v_short := v_short || p_scopes[v_i];
+      v_short_want := v_short_want || p_wants[v_i];
+    end if;
+  end loop;
   while v_short <> '{}' and v_round < 8 loop
     v_round := v_round + 1;
     v_locked_now := '{}';
@@ -206,21 +209,27 @@ begin
     loop
       v_tried := v_tried || (v_s * 64 + v_st);
       v_locked_now := v_locked_now || v_s;
-      for v_i in 1 .. cardinality(v_scope) loop
-        if v_scope[v_i] = v_s then
-          v_got[v_i] := v_got[v_i] + v_t;
-          v_first[v_i] := coalesce(v_first[v_i], v_st);
-        end if;
-      end loop;
+      v_i := array_position(p_scopes, v_s);
+      v_got[v_i] := v_got[v_i] + v_t;
+      v_first[v_i] := coalesce(v_first[v_i], v_st);
     end loop;
-    exit when v_locked_now = '{}';  -- no stripe of any short scope could be locked
-    -- the scopes still short that locked a stripe this round go on to their next stripe
-    select coalesce(array_agg(x.scope), '{}'), coalesce(array_agg(x.want - x.got), '{}')
-      into v_short, v_short_want
-      from unnest(v_scope, v_want, v_got) x(scope, want, got)
-     where x.got < x.want and x.scope = any (v_locked_now);
+    -- the scopes still short that locked a stripe this round go on to their next stripe; those
+    -- that could lock none have no stripe free right now
+    v_short := '{}';
+    v_short_want := '{}';
+    for v_i in 1 .. v_n loop
+      if v_got[v_i] < p_wants[v_i] and p_scopes[v_i] = any (v_locked_now) then
+        v_short := v_short || p_scopes[v_i];
+        v_short_want := v_short_want || (p_wants[v_i] - v_got[v_i]);
+      end if;
+    end loop;
   end loop;
-  return query select u.scope, u.got, u.stripe from unnest(v_scope, v_got, v_first) u(scope, got, stripe);
+  for v_i in 1 .. v_n loop
+    scope := p_scopes[v_i];
+    got := v_got[v_i];
+    stripe := v_first[v_i];
+    return next;
+  end loop;
 end
 $$;
 comment on function pgflight._take_slots_all(bigint[], integer[]) is
