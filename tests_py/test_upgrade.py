@@ -253,8 +253,10 @@ EVENTS = (
 
 
 def test_the_events_log_becomes_day_partitions_with_its_rows_and_reverts_with_them(empty_dsn: str) -> None:
-    """Issue 18, tables/events_by_day: the conversion from the previous tag keeps every row, readers, ids."""
-    migrate.deploy(empty_dsn, to=previous_tag())
+    """Issue 18, tables/events_by_day: the conversion from @v0.3.0 keeps every row, readers, ids."""
+    # the tag before the conversion, not previous_tag(): once a change follows @v0.4.0 (which
+    # holds events_by_day), deploying "to" events_by_day from there would go backwards
+    migrate.deploy(empty_dsn, to="@v0.3.0")
     with psycopg.connect(empty_dsn, autocommit=True) as conn:
         put_work_in_flight(conn)
         before = conn.execute(EVENTS).fetchall()
@@ -278,7 +280,7 @@ def test_the_events_log_becomes_day_partitions_with_its_rows_and_reverts_with_th
         assert new_id is not None and new_id[0] > before[-1][0], "ids go on from the old table's"
         after = conn.execute(EVENTS).fetchall()
 
-        migrate.revert(empty_dsn, to=previous_tag())
+        migrate.revert(empty_dsn, to="@v0.3.0")
         assert conn.execute(EVENTS).fetchall() == after
         kind = conn.execute("select relkind from pg_class where oid = 'pgflight.events'::regclass").fetchone()
         assert kind == ("r",)
