@@ -4,17 +4,19 @@ and keys on versus off. Not a test; prints the figures.
 
 One claimer drains N no-op steps over four workspaces (as bench/claim_cpu_bench.py: `off`
 nothing set, `on_local` every workspace capped at 1,000 with 500 keys of limit 5, `on` the same
-plus a global cap of 100,000), completing on a second connection, in a throwaway cluster loading
+plus a global cap of 100,000), in a throwaway cluster loading
 pg_stat_statements (track = all) and track_functions = all. Per configuration: backend CPU per
 claim, every nested statement's time per claim (pg_stat_statements) and the functions' self time
 per claim. The caps and keys never bind at these sizes, so by default the claims run without
 completions (the statements are then the claim's alone); --complete completes each batch on a
 second connection (as in the CPU bench: slots come back and are folded by the next claim), and
-the statements and functions of complete_batch are then listed too. With --explain, auto_explain (nested statements, analyze,
-buffers) logs the plans of one claim per configuration to the cluster's log, which is printed.
+the statements and functions of complete_batch are then listed too. With --explain,
+auto_explain (nested statements, analyze, buffers) logs the plans of one claim per configuration
+to the cluster's log, which is printed. --to @v0.4.0 profiles a tag instead of HEAD.
 
-Usage: python bench/claim_profile.py [N] [--explain] [--only off,on]   (N default 2,000: about
-a minute per configuration on two loaded cores)
+Usage: python bench/claim_profile.py [N] [--complete] [--explain] [--only off,on] [--to TAG]
+(N default 2,000: about a minute per configuration on two loaded cores; N is the quick size, a
+full run is N = 20,000, about ten minutes a configuration)
 """
 
 from __future__ import annotations
@@ -51,10 +53,16 @@ def drain(db: str, explain: bool, complete: bool) -> dict[str, Any]:
         a0, k, first = cpu_s(a.info.backend_pid), 0, True
         while True:
             if explain and first:
-                for s in ("auto_explain.log_min_duration = 0", "auto_explain.log_analyze = on",
-                          "auto_explain.log_nested_statements = on", "auto_explain.log_buffers = on"):
+                for s in (
+                    "auto_explain.log_min_duration = 0",
+                    "auto_explain.log_analyze = on",
+                    "auto_explain.log_nested_statements = on",
+                    "auto_explain.log_buffers = on",
+                ):
                     a.execute("set " + s)
-            got = a.execute("select attempt_id, fencing_token from pgflight.claim_batch(%s, 10, 60)", [w]).fetchall()
+            got = a.execute(
+                "select attempt_id, fencing_token from pgflight.claim_batch(%s, 10, 60)", [w]
+            ).fetchall()
             if explain and first:
                 a.execute("set auto_explain.log_min_duration = -1")
                 first = False
@@ -70,7 +78,8 @@ def drain(db: str, explain: bool, complete: bool) -> dict[str, Any]:
         cpu = 1000 * (cpu_s(a.info.backend_pid) - a0) / k
         a.execute("select pg_stat_clear_snapshot()")
         top = a.execute(
-            "select total_exec_time from pg_stat_statements where toplevel and dbid = " + THIS_DB
+            "select total_exec_time from pg_stat_statements where toplevel and dbid = "
+            + THIS_DB
             + " and query like '%claim_batch(%'"
         ).fetchone()
         stmts = a.execute(
@@ -115,8 +124,10 @@ def main() -> None:
                 c.execute("create extension if not exists pg_stat_statements")
             setup(db, caps, keys, glob, args.n)
             r = drain(db, args.explain, args.complete)
-            print(f"== {name}: {r['claims']} claims, backend CPU {r['claim_cpu_ms']} ms/claim,"
-                  f" claim_batch exec {r['claim_exec_ms']} ms/claim")
+            print(
+                f"== {name}: {r['claims']} claims, backend CPU {r['claim_cpu_ms']} ms/claim,"
+                f" claim_batch exec {r['claim_exec_ms']} ms/claim"
+            )
             print("  statements (ms per claim, calls per claim):")
             for t, n, q in r["statements_ms_per_claim"]:
                 print(f"    {t:8.4f} {n:6.2f}  {q}")
