@@ -862,63 +862,49 @@ begin
     -- every lane's next ready rows in claim order, in one statement (a lateral read per lane, by
     -- the ready index of the workspace or of the recipe); a workspace with several lanes keeps
     -- the first of its quota in lane order (the rest stay locked, unleased, until commit)
-    if v_by_recipe then
-      with cand as materialized (
-        select l.i, l.ws, x.id, x.concurrency_key as key, x.concurrency_limit as lim,
-               x.priority, x.available_after
-          from unnest(p_lane_ws, p_lane_recipe, v_ask) with ordinality l(ws, recipe, ask, i)
-          cross join lateral (
-            select a.id, a.concurrency_key, a.concurrency_limit, a.priority, a.available_after
-              from pgflight.step_attempts a
-             where a.recipe = l.recipe and a.workspace_id = l.ws and a.status = 'queued'
-               and a.available_after <= p_now and a.available_after < 'infinity'
-               and a.id <> all (v_skip)
-             order by a.priority desc, a.available_after, a.id
-             limit l.ask
-               for update skip locked) x
-         where l.ask > 0
-      ), ranked as (
-        select c.*, q.lft, row_number() over (partition by c.ws order by c.i, c.priority desc, c.available_after, c.id) as rk
-          from cand c join unnest(p_ws, v_left) q(ws, lft) on q.ws = c.ws
-      )
-      select coalesce(array_agg(r.id order by r.i, r.rk) filter (where r.rk <= r.lft), '{}'),
-             array_agg(r.ws order by r.i, r.rk) filter (where r.rk <= r.lft),
-             array_agg(r.key order by r.i, r.rk) filter (where r.rk <= r.lft),
-             array_agg(r.lim order by r.i, r.rk) filter (where r.rk <= r.lft),
-             coalesce(bool_or(r.key is not null) filter (where r.rk <= r.lft), false),
-             (select array_agg((select count(*) from cand c where c.i = l.i)::integer order by l.i)
-                from generate_subscripts(p_lane_ws, 1) l(i))
-        into v_ids, v_ws, v_keys, v_limits, v_keyed, v_lane_n
-        from ranked r;
-    else
-      with cand as materialized (
-        select l.i, l.ws, x.id, x.concurrency_key as key, x.concurrency_limit as lim,
-               x.priority, x.available_after
-          from unnest(p_lane_ws, v_ask) with ordinality l(ws, ask, i)
-          cross join lateral (
-            select a.id, a.concurrency_key, a.concurrency_limit, a.priority, a.available_after
-              from pgflight.step_attempts a
-             where a.workspace_id = l.ws and a.status = 'queued'
-               and a.available_after <= p_now and a.available_after < 'infinity'
-               and a.id <> all (v_skip)
-             order by a.priority desc, a.available_after, a.id
-             limit l.ask
-               for update skip locked) x
-         where l.ask > 0
-      ), ranked as (
-        select c.*, q.lft, row_number() over (partition by c.ws order by c.i, c.priority desc, c.available_after, c.id) as rk
-          from cand c join unnest(p_ws, v_left) q(ws, lft) on q.ws = c.ws
-      )
-      select coalesce(array_agg(r.id order by r.i, r.rk) filter (where r.rk <= r.lft), '{}'),
-             array_agg(r.ws order by r.i, r.rk) filter (where r.rk <= r.lft),
-             array_agg(r.key order by r.i, r.rk) filter (where r.rk <= r.lft),
-             array_agg(r.lim order by r.i, r.rk) filter (where r.rk <= r.lft),
-             coalesce(bool_or(r.key is not null) filter (where r.rk <= r.lft), false),
-             (select array_agg((select count(*) from cand c where c.i = l.i)::integer order by l.i)
-                from generate_subscripts(p_lane_ws, 1) l(i))
-        into v_ids, v_ws, v_keys, v_limits, v_keyed, v_lane_n
-        from ranked r;
-    end if;
+    -- (two laterals, one per kind of lane, each behind a one-time filter: a recipe lane reads
+    -- step_attempts_recipe_ready_idx, a workspace lane step_attempts_ws_ready_idx; one lateral
+    -- with "recipe is null or" would read neither in a generic plan)
+    with cand as materialized (
+      select l.i, l.ws, x.id, x.concurrency_key as key, x.concurrency_limit as lim,
+             x.priority, x.available_after
+        from unnest(p_lane_ws, p_lane_recipe, v_ask) with ordinality l(ws, recipe, ask, i)
+        cross join lateral (
+          select a.id, a.concurrency_key, a.concurrency_limit, a.priority, a.available_after
+            from pgflight.step_attempts a
+           where a.recipe = l.recipe and a.workspace_id = l.ws and a.status = 'queued'
+             and a.available_after <= p_now and a.available_after < 'infinity'
+             and a.id <> all (v_skip)
+           order by a.priority desc, a.available_after, a.id
+           limit l.ask
+             for update skip locked) x
+       where v_by_recipe and l.ask > 0
+      union all
+      select l.i, l.ws, x.id, x.concurrency_key, x.concurrency_limit, x.priority, x.available_after
+        from unnest(p_lane_ws, v_ask) with ordinality l(ws, ask, i)
+        cross join lateral (
+          select a.id, a.concurrency_key, a.concurrency_limit, a.priority, a.available_after
+            from pgflight.step_attempts a
+           where a.workspace_id = l.ws and a.status = 'queued'
+             and a.available_after <= p_now and a.available_after < 'infinity'
+             and a.id <> all (v_skip)
+           order by a.priority desc, a.available_after, a.id
+           limit l.ask
+             for update skip locked) x
+       where not v_by_recipe and l.ask > 0
+    ), ranked as (
+      select c.*, q.lft, row_number() over (partition by c.ws order by c.i, c.priority desc, c.available_after, c.id) as rk
+        from cand c join unnest(p_ws, v_left) q(ws, lft) on q.ws = c.ws
+    )
+    select coalesce(array_agg(r.id order by r.i, r.rk) filter (where r.rk <= r.lft), '{}'),
+           array_agg(r.ws order by r.i, r.rk) filter (where r.rk <= r.lft),
+           array_agg(r.key order by r.i, r.rk) filter (where r.rk <= r.lft),
+           array_agg(r.lim order by r.i, r.rk) filter (where r.rk <= r.lft),
+           coalesce(bool_or(r.key is not null) filter (where r.rk <= r.lft), false),
+           (select array_agg((select count(*) from cand c where c.i = l.i)::integer order by l.i)
+              from generate_subscripts(p_lane_ws, 1) l(i))
+      into v_ids, v_ws, v_keys, v_limits, v_keyed, v_lane_n
+      from ranked r;
     exit when v_ids = '{}';
 
     if not v_keyed then
@@ -3661,57 +3647,6 @@ ALTER FUNCTION pgflight._store_tool_results(p_run_id bigint, p_attempt_id bigint
 -- Name: FUNCTION _store_tool_results(p_run_id bigint, p_attempt_id bigint, p_results jsonb, p_now timestamp with time zone); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
 COMMENT ON FUNCTION pgflight._store_tool_results(p_run_id bigint, p_attempt_id bigint, p_results jsonb, p_now timestamp with time zone) IS 'Internal: store tool_result blocks set-based (first result wins); returns the ids stored. 22023, ZF003.';
-
--- Name: _take_slots(bigint, integer); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
-
-CREATE FUNCTION pgflight._take_slots(p_scope bigint, p_want integer, OUT got integer, OUT stripe smallint) RETURNS record
-    LANGUAGE plpgsql
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    SET plan_cache_mode TO 'force_generic_plan'
-    AS $$
-declare
-  v_start integer := pg_catalog.pg_backend_pid() % 64;
-  v_tried smallint[] := '{}';
-  v_stripe smallint;
-  v_free integer;
-  v_take integer;
-begin
-  got := 0;
-  while got < p_want loop
-    select s.stripe, s.cap - s.held into v_stripe, v_free
-      from pgflight.flow_slots s
-     where s.scope = p_scope and s.stripe <> all (v_tried)
-     order by (s.stripe - v_start + 64) % 64
-     limit 1
-       for update skip locked;
-    exit when not found;
-    v_tried := v_tried || v_stripe;
-    if stripe is null then
-      stripe := v_stripe;
-      -- the committed returns of this scope (a return not yet committed is still a held slot)
-      with r as (
-        delete from pgflight.flow_slot_returns f
-         where f.id in (select g.id from pgflight.flow_slot_returns g where g.scope = p_scope
-                         limit 10000 for update skip locked)
-        returning f.n)
-      update pgflight.flow_slots s set held = s.held - (select coalesce(sum(r.n), 0) from r)::integer
-       where s.scope = p_scope and s.stripe = v_stripe
-      returning s.cap - s.held into v_free;
-    end if;
-    if v_free > 0 then
-      v_take := least(v_free, p_want - got);
-      update pgflight.flow_slots s set held = s.held + v_take where s.scope = p_scope and s.stripe = v_stripe;
-      got := got + v_take;
-    end if;
-  end loop;
-end
-$$;
-
-ALTER FUNCTION pgflight._take_slots(p_scope bigint, p_want integer, OUT got integer, OUT stripe smallint) OWNER TO pgflight_owner;
-
--- Name: FUNCTION _take_slots(p_scope bigint, p_want integer, OUT got integer, OUT stripe smallint); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
-
-COMMENT ON FUNCTION pgflight._take_slots(p_scope bigint, p_want integer, OUT got integer, OUT stripe smallint) IS 'Internal: take up to p_want in-flight slots of a capped scope from the stripes free right now.';
 
 -- Name: _take_slots_all(bigint[], integer[]); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -7966,24 +7901,6 @@ ALTER TABLE pgflight.events_id_seq OWNER TO pgflight_owner;
 
 ALTER SEQUENCE pgflight.events_id_seq OWNED BY pgflight.events.id;
 
--- Name: events_20261129; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
-
-CREATE TABLE pgflight.events_20261129 (
-    id bigint DEFAULT nextval('pgflight.events_id_seq'::regclass) NOT NULL,
-    at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
-    run_id bigint,
-    step_id bigint,
-    attempt_id bigint,
-    from_status text,
-    to_status text,
-    worker_id bigint,
-    actor text,
-    reason text NOT NULL,
-    detail jsonb
-);
-
-ALTER TABLE pgflight.events_20261129 OWNER TO pgflight_owner;
-
 -- Name: events_20261130; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
 
 CREATE TABLE pgflight.events_20261130 (
@@ -8055,6 +7972,24 @@ CREATE TABLE pgflight.events_20261203 (
 );
 
 ALTER TABLE pgflight.events_20261203 OWNER TO pgflight_owner;
+
+-- Name: events_20261204; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
+
+CREATE TABLE pgflight.events_20261204 (
+    id bigint DEFAULT nextval('pgflight.events_id_seq'::regclass) NOT NULL,
+    at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
+    run_id bigint,
+    step_id bigint,
+    attempt_id bigint,
+    from_status text,
+    to_status text,
+    worker_id bigint,
+    actor text,
+    reason text NOT NULL,
+    detail jsonb
+);
+
+ALTER TABLE pgflight.events_20261204 OWNER TO pgflight_owner;
 
 -- Name: events_default; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
 
@@ -8669,10 +8604,6 @@ ALTER TABLE pgflight.workspaces ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY
     CACHE 1
 );
 
--- Name: events_20261129; Type: TABLE ATTACH; Schema: pgflight; Owner: pgflight_owner
-
-ALTER TABLE ONLY pgflight.events ATTACH PARTITION pgflight.events_20261129 FOR VALUES FROM ('2026-11-29 00:00:00+00') TO ('2026-11-30 00:00:00+00');
-
 -- Name: events_20261130; Type: TABLE ATTACH; Schema: pgflight; Owner: pgflight_owner
 
 ALTER TABLE ONLY pgflight.events ATTACH PARTITION pgflight.events_20261130 FOR VALUES FROM ('2026-11-30 00:00:00+00') TO ('2026-12-01 00:00:00+00');
@@ -8688,6 +8619,10 @@ ALTER TABLE ONLY pgflight.events ATTACH PARTITION pgflight.events_20261202 FOR V
 -- Name: events_20261203; Type: TABLE ATTACH; Schema: pgflight; Owner: pgflight_owner
 
 ALTER TABLE ONLY pgflight.events ATTACH PARTITION pgflight.events_20261203 FOR VALUES FROM ('2026-12-03 00:00:00+00') TO ('2026-12-04 00:00:00+00');
+
+-- Name: events_20261204; Type: TABLE ATTACH; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.events ATTACH PARTITION pgflight.events_20261204 FOR VALUES FROM ('2026-12-04 00:00:00+00') TO ('2026-12-05 00:00:00+00');
 
 -- Name: events_default; Type: TABLE ATTACH; Schema: pgflight; Owner: pgflight_owner
 
@@ -8747,11 +8682,6 @@ ALTER TABLE ONLY pgflight.effects
 ALTER TABLE ONLY pgflight.events
     ADD CONSTRAINT events_pkey PRIMARY KEY (id, at);
 
--- Name: events_20261129 events_20261129_pkey; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
-
-ALTER TABLE ONLY pgflight.events_20261129
-    ADD CONSTRAINT events_20261129_pkey PRIMARY KEY (id, at);
-
 -- Name: events_20261130 events_20261130_pkey; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
 
 ALTER TABLE ONLY pgflight.events_20261130
@@ -8771,6 +8701,11 @@ ALTER TABLE ONLY pgflight.events_20261202
 
 ALTER TABLE ONLY pgflight.events_20261203
     ADD CONSTRAINT events_20261203_pkey PRIMARY KEY (id, at);
+
+-- Name: events_20261204 events_20261204_pkey; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.events_20261204
+    ADD CONSTRAINT events_20261204_pkey PRIMARY KEY (id, at);
 
 -- Name: events_default events_default_pkey; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
 
@@ -8922,10 +8857,6 @@ CREATE INDEX costs_run_idx ON pgflight.costs USING btree (run_id);
 
 CREATE INDEX events_run_idx ON ONLY pgflight.events USING btree (run_id, id);
 
--- Name: events_20261129_run_id_id_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
-
-CREATE INDEX events_20261129_run_id_id_idx ON pgflight.events_20261129 USING btree (run_id, id);
-
 -- Name: events_20261130_run_id_id_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
 
 CREATE INDEX events_20261130_run_id_id_idx ON pgflight.events_20261130 USING btree (run_id, id);
@@ -8941,6 +8872,10 @@ CREATE INDEX events_20261202_run_id_id_idx ON pgflight.events_20261202 USING btr
 -- Name: events_20261203_run_id_id_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
 
 CREATE INDEX events_20261203_run_id_id_idx ON pgflight.events_20261203 USING btree (run_id, id);
+
+-- Name: events_20261204_run_id_id_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
+
+CREATE INDEX events_20261204_run_id_id_idx ON pgflight.events_20261204 USING btree (run_id, id);
 
 -- Name: events_default_run_id_id_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
 
@@ -9030,14 +8965,6 @@ CREATE UNIQUE INDEX traces_tool_call_idx ON pgflight.traces USING btree (agent_r
 
 CREATE INDEX workers_login_live_idx ON pgflight.workers USING btree (login) WHERE (stopped_at IS NULL);
 
--- Name: events_20261129_pkey; Type: INDEX ATTACH; Schema: pgflight; Owner: pgflight_owner
-
-ALTER INDEX pgflight.events_pkey ATTACH PARTITION pgflight.events_20261129_pkey;
-
--- Name: events_20261129_run_id_id_idx; Type: INDEX ATTACH; Schema: pgflight; Owner: pgflight_owner
-
-ALTER INDEX pgflight.events_run_idx ATTACH PARTITION pgflight.events_20261129_run_id_id_idx;
-
 -- Name: events_20261130_pkey; Type: INDEX ATTACH; Schema: pgflight; Owner: pgflight_owner
 
 ALTER INDEX pgflight.events_pkey ATTACH PARTITION pgflight.events_20261130_pkey;
@@ -9069,6 +8996,14 @@ ALTER INDEX pgflight.events_pkey ATTACH PARTITION pgflight.events_20261203_pkey;
 -- Name: events_20261203_run_id_id_idx; Type: INDEX ATTACH; Schema: pgflight; Owner: pgflight_owner
 
 ALTER INDEX pgflight.events_run_idx ATTACH PARTITION pgflight.events_20261203_run_id_id_idx;
+
+-- Name: events_20261204_pkey; Type: INDEX ATTACH; Schema: pgflight; Owner: pgflight_owner
+
+ALTER INDEX pgflight.events_pkey ATTACH PARTITION pgflight.events_20261204_pkey;
+
+-- Name: events_20261204_run_id_id_idx; Type: INDEX ATTACH; Schema: pgflight; Owner: pgflight_owner
+
+ALTER INDEX pgflight.events_run_idx ATTACH PARTITION pgflight.events_20261204_run_id_id_idx;
 
 -- Name: events_default_pkey; Type: INDEX ATTACH; Schema: pgflight; Owner: pgflight_owner
 
@@ -9525,10 +9460,6 @@ REVOKE ALL ON FUNCTION pgflight._steps_finished(p_step_ids bigint[], p_finals te
 -- Name: FUNCTION _store_tool_results(p_run_id bigint, p_attempt_id bigint, p_results jsonb, p_now timestamp with time zone); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
 REVOKE ALL ON FUNCTION pgflight._store_tool_results(p_run_id bigint, p_attempt_id bigint, p_results jsonb, p_now timestamp with time zone) FROM PUBLIC;
-
--- Name: FUNCTION _take_slots(p_scope bigint, p_want integer, OUT got integer, OUT stripe smallint); Type: ACL; Schema: pgflight; Owner: pgflight_owner
-
-REVOKE ALL ON FUNCTION pgflight._take_slots(p_scope bigint, p_want integer, OUT got integer, OUT stripe smallint) FROM PUBLIC;
 
 -- Name: FUNCTION _take_slots_all(p_scopes bigint[], p_wants integer[]); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 

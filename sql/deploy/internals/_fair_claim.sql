@@ -152,63 +152,49 @@ begin
     -- every lane's next ready rows in claim order, in one statement (a lateral read per lane, by
     -- the ready index of the workspace or of the recipe); a workspace with several lanes keeps
     -- the first of its quota in lane order (the rest stay locked, unleased, until commit)
-    if v_by_recipe then
-      with cand as materialized (
-        select l.i, l.ws, x.id, x.concurrency_key as key, x.concurrency_limit as lim,
-               x.priority, x.available_after
-          from unnest(p_lane_ws, p_lane_recipe, v_ask) with ordinality l(ws, recipe, ask, i)
-          cross join lateral (
-            select a.id, a.concurrency_key, a.concurrency_limit, a.priority, a.available_after
-              from pgflight.step_attempts a
-             where a.recipe = l.recipe and a.workspace_id = l.ws and a.status = 'queued'
-               and a.available_after <= p_now and a.available_after < 'infinity'
-               and a.id <> all (v_skip)
-             order by a.priority desc, a.available_after, a.id
-             limit l.ask
-               for update skip locked) x
-         where l.ask > 0
-      ), ranked as (
-        select c.*, q.lft, row_number() over (partition by c.ws order by c.i, c.priority desc, c.available_after, c.id) as rk
-          from cand c join unnest(p_ws, v_left) q(ws, lft) on q.ws = c.ws
-      )
-      select coalesce(array_agg(r.id order by r.i, r.rk) filter (where r.rk <= r.lft), '{}'),
-             array_agg(r.ws order by r.i, r.rk) filter (where r.rk <= r.lft),
-             array_agg(r.key order by r.i, r.rk) filter (where r.rk <= r.lft),
-             array_agg(r.lim order by r.i, r.rk) filter (where r.rk <= r.lft),
-             coalesce(bool_or(r.key is not null) filter (where r.rk <= r.lft), false),
-             (select array_agg((select count(*) from cand c where c.i = l.i)::integer order by l.i)
-                from generate_subscripts(p_lane_ws, 1) l(i))
-        into v_ids, v_ws, v_keys, v_limits, v_keyed, v_lane_n
-        from ranked r;
-    else
-      with cand as materialized (
-        select l.i, l.ws, x.id, x.concurrency_key as key, x.concurrency_limit as lim,
-               x.priority, x.available_after
-          from unnest(p_lane_ws, v_ask) with ordinality l(ws, ask, i)
-          cross join lateral (
-            select a.id, a.concurrency_key, a.concurrency_limit, a.priority, a.available_after
-              from pgflight.step_attempts a
-             where a.workspace_id = l.ws and a.status = 'queued'
-               and a.available_after <= p_now and a.available_after < 'infinity'
-               and a.id <> all (v_skip)
-             order by a.priority desc, a.available_after, a.id
-             limit l.ask
-               for update skip locked) x
-         where l.ask > 0
-      ), ranked as (
-        select c.*, q.lft, row_number() over (partition by c.ws order by c.i, c.priority desc, c.available_after, c.id) as rk
-          from cand c join unnest(p_ws, v_left) q(ws, lft) on q.ws = c.ws
-      )
-      select coalesce(array_agg(r.id order by r.i, r.rk) filter (where r.rk <= r.lft), '{}'),
-             array_agg(r.ws order by r.i, r.rk) filter (where r.rk <= r.lft),
-             array_agg(r.key order by r.i, r.rk) filter (where r.rk <= r.lft),
-             array_agg(r.lim order by r.i, r.rk) filter (where r.rk <= r.lft),
-             coalesce(bool_or(r.key is not null) filter (where r.rk <= r.lft), false),
-             (select array_agg((select count(*) from cand c where c.i = l.i)::integer order by l.i)
-                from generate_subscripts(p_lane_ws, 1) l(i))
-        into v_ids, v_ws, v_keys, v_limits, v_keyed, v_lane_n
-        from ranked r;
-    end if;
+    -- (two laterals, one per kind of lane, each behind a one-time filter: a recipe lane reads
+    -- step_attempts_recipe_ready_idx, a workspace lane step_attempts_ws_ready_idx; one lateral
+    -- with "recipe is null or" would read neither in a generic plan)
+    with cand as materialized (
+      select l.i, l.ws, x.id, x.concurrency_key as key, x.concurrency_limit as lim,
+             x.priority, x.available_after
+        from unnest(p_lane_ws, p_lane_recipe, v_ask) with ordinality l(ws, recipe, ask, i)
+        cross join lateral (
+          select a.id, a.concurrency_key, a.concurrency_limit, a.priority, a.available_after
+            from pgflight.step_attempts a
+           where a.recipe = l.recipe and a.workspace_id = l.ws and a.status = 'queued'
+             and a.available_after <= p_now and a.available_after < 'infinity'
+             and a.id <> all (v_skip)
+           order by a.priority desc, a.available_after, a.id
+           limit l.ask
+             for update skip locked) x
+       where v_by_recipe and l.ask > 0
+      union all
+      select l.i, l.ws, x.id, x.concurrency_key, x.concurrency_limit, x.priority, x.available_after
+        from unnest(p_lane_ws, v_ask) with ordinality l(ws, ask, i)
+        cross join lateral (
+          select a.id, a.concurrency_key, a.concurrency_limit, a.priority, a.available_after
+            from pgflight.step_attempts a
+           where a.workspace_id = l.ws and a.status = 'queued'
+             and a.available_after <= p_now and a.available_after < 'infinity'
+             and a.id <> all (v_skip)
+           order by a.priority desc, a.available_after, a.id
+           limit l.ask
+             for update skip locked) x
+       where not v_by_recipe and l.ask > 0
+    ), ranked as (
+      select c.*, q.lft, row_number() over (partition by c.ws order by c.i, c.priority desc, c.available_after, c.id) as rk
+        from cand c join unnest(p_ws, v_left) q(ws, lft) on q.ws = c.ws
+    )
+    select coalesce(array_agg(r.id order by r.i, r.rk) filter (where r.rk <= r.lft), '{}'),
+           array_agg(r.ws order by r.i, r.rk) filter (where r.rk <= r.lft),
+           array_agg(r.key order by r.i, r.rk) filter (where r.rk <= r.lft),
+           array_agg(r.lim order by r.i, r.rk) filter (where r.rk <= r.lft),
+           coalesce(bool_or(r.key is not null) filter (where r.rk <= r.lft), false),
+           (select array_agg((select count(*) from cand c where c.i = l.i)::integer order by l.i)
+              from generate_subscripts(p_lane_ws, 1) l(i))
+      into v_ids, v_ws, v_keys, v_limits, v_keyed, v_lane_n
+      from ranked r;
     exit when v_ids = '{}';
 
     if not v_keyed then

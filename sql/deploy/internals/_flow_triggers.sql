@@ -1,6 +1,6 @@
 -- Deploy pgflight:internals/_flow_triggers
--- Defines: _fill_attempt_flow(), _key_lock(), _key_slot_freed(), _return_slots(), _take_slots(),
--- _take_slots_all(), _give_slots_back(), _set_slot_cap().
+-- Defines: _fill_attempt_flow(), _key_lock(), _key_slot_freed(), _return_slots(), _take_slots_all(),
+-- _give_slots_back(), _set_slot_cap().
 -- The trigger functions of step_attempts' flow columns (issue 15); the triggers themselves are
 -- tables/step_attempts_triggers and tables/flow_slots_triggers; with them the in-flight caps'
 -- counters (tables/flow_slots: how and why they are striped). None is granted to any role.
@@ -80,59 +80,11 @@ $$;
 comment on function pgflight._return_slots() is
   'Internal trigger: a leased attempt counted against caps stopped being leased; return its slots.';
 
--- Take up to p_want slots of a capped scope (a workspace id, 0: global) for this transaction:
--- lock stripes without waiting (SKIP LOCKED), starting at one chosen by the backend so that
--- concurrent claimers start apart, fold the committed returns into the first stripe locked, and
--- take from each at most its cap - held. Returns the slots taken and the first stripe locked (to
--- give unused slots back to, under the lock this transaction holds); (0, null) when every stripe
--- is held by another claimer right now or the cap is full. Never waits.
-create or replace function pgflight._take_slots(p_scope bigint, p_want integer, out got integer, out stripe smallint)
-language plpgsql volatile
-set search_path = pg_catalog, pg_temp
-set plan_cache_mode = force_generic_plan
-as $$
-declare
-  v_start integer := pg_catalog.pg_backend_pid() % 64;
-  v_tried smallint[] := '{}';
-  v_stripe smallint;
-  v_free integer;
-  v_take integer;
-begin
-  got := 0;
-  while got < p_want loop
-    select s.stripe, s.cap - s.held into v_stripe, v_free
-      from pgflight.flow_slots s
-     where s.scope = p_scope and s.stripe <> all (v_tried)
-     order by (s.stripe - v_start + 64) % 64
-     limit 1
-       for update skip locked;
-    exit when not found;
-    v_tried := v_tried || v_stripe;
-    if stripe is null then
-      stripe := v_stripe;
-      -- the committed returns of this scope (a return not yet committed is still a held slot)
-      with r as (
-        delete from pgflight.flow_slot_returns f
-         where f.id in (select g.id from pgflight.flow_slot_returns g where g.scope = p_scope
-                         limit 10000 for update skip locked)
-        returning f.n)
-      update pgflight.flow_slots s set held = s.held - (select coalesce(sum(r.n), 0) from r)::integer
-       where s.scope = p_scope and s.stripe = v_stripe
-      returning s.cap - s.held into v_free;
-    end if;
-    if v_free > 0 then
-      v_take := least(v_free, p_want - got);
-      update pgflight.flow_slots s set held = s.held + v_take where s.scope = p_scope and s.stripe = v_stripe;
-      got := got + v_take;
-    end if;
-  end loop;
-end
-$$;
-comment on function pgflight._take_slots(bigint, integer) is
-  'Internal: take up to p_want in-flight slots of a capped scope from the stripes free right now.';
+-- _take_slots(scope, want), one scope per call, gave way to _take_slots_all (issue 15/18 claim cost)
+drop function if exists pgflight._take_slots(bigint, integer);
 
 -- Take in-flight slots of several capped scopes at once (a claim's capped workspaces and the
--- global cap, 0; each scope once): up to p_wants[i] of scope p_scopes[i], by _take_slots' rules (stripes locked
+-- global cap, 0; each scope once): up to p_wants[i] of scope p_scopes[i] (stripes locked
 -- without waiting, from one chosen by the backend; the committed returns of a scope folded into
 -- the first stripe locked; at most cap - held from each), but one statement for every scope: each
 -- scope locks one stripe, folds and takes. Only a scope whose stripe had too little goes on to
