@@ -1,85 +1,104 @@
--- Revert pgflight:internals/_fair_claim: restores the previous definition, deploy/internals/_fair_claim@v0.3.0.sql (written by scripts/gen_sql_scripts.py)
+-- Revert pgflight:internals/_fair_claim: restores the previous definition, deploy/internals/_fair_claim@v0.4.0.sql (written by scripts/gen_sql_scripts.py)
 -- Defines: _lease_attempts(), _claim_lane(), _ready_lanes(), _queued_recipes(), _bucket_tokens(), _claim_fair().
 -- The fair claim (issue 15, DESIGN §9): claim_batch's body after its checks and reclaim.
 --
 -- How one call chooses work:
---   1. Global cap (settings.max_in_flight): claims take turns on one advisory lock and take at
---      most what is left under the cap.
---   2. Recipes: with any paused or rate-limited recipe, the claim names its recipes (the ones
+--   1. Recipes: with any paused or rate-limited recipe, the claim names its recipes (the ones
 --      queued, minus paused ones, each rate-limited one with its bucket's tokens), so paused work
 --      is never walked past.
---   3. Lanes: the (workspace, recipe) pairs with queued work, found by a skip scan of the ready
+--   2. Lanes: the (workspace, recipe) pairs with queued work, found by a skip scan of the ready
 --      indexes (one index probe per workspace or pair, whatever the backlog behind it). Paused
 --      workspaces are dropped.
+--   3. Global cap (settings.max_in_flight): the batch is cut to the slots this call can take from
+--      the cap's stripes (tables/flow_slots) without waiting; unused ones are given back at the end.
 --   4. Turns: workspaces are served in a rotation that starts where the previous call left off
 --      (sequence claim_turns). Pass one gives each workspace a quota proportional to its share
 --      (at least one); pass two fills what is left of the batch from workspaces that had more.
 --      So a workspace with ready work is served within ceil(workspaces / batch_size) calls,
 --      whatever another workspace's backlog; priority orders work only inside a workspace.
 --   5. Each workspace is claimed by statements that read that workspace alone (Citus-friendly):
---      a workspace with a cap or a rate takes a try-lock of its own (another claimer serving it
---      right now means this call skips it), counts its leased attempts, refills its bucket.
+--      a capped workspace's quota is cut to the slots taken from its stripes (concurrent claimers
+--      each take a share of the cap; none skips it, none waits); a rate-limited one takes a
+--      try-lock of its own (another claimer serving it right now means this call skips it) and
+--      refills its bucket. Each lease records the caps it counts against (step_attempts.slots);
+--      the trigger step_attempts_return_slots gives them back when it leaves the leased set.
 --   6. Concurrency keys: a candidate with a key is taken only while the key's leased attempts
 --      are under its limit (counted under a try-lock of the key); the others are parked
 --      (available_after = 'infinity', out of the ready indexes) until a slot is freed.
--- No statement here waits on a row lock (SKIP LOCKED, try-locks), except the global cap's lock,
--- which every claimer takes first and alone, so no lock cycle can form.
+-- No statement here waits on a lock (SKIP LOCKED, try-locks), so no lock cycle can form.
 begin;
 set local role pgflight_owner;
-drop function pgflight._claim_lane(bigint, bigint, text, integer, double precision, boolean, timestamptz, smallint);
-drop function pgflight._lease_attempts(bigint, bigint[], double precision, boolean, timestamptz, smallint);
+drop function pgflight._claim_set(bigint, bigint[], text[], bigint[], integer[], smallint[], double precision, boolean, timestamptz);
 
 -- Lease the given queued attempts (already locked by the caller) to a worker: the fencing token,
--- the lease, the events rows. The claim's one write, shared by every lane.
+-- the lease, the caps it counts against (p_slots, bits of step_attempts.slots), the log. The
+-- claim's one write, shared by every lane. Issue 18: a started claim (p_start) takes an events id
+-- onto the attempt (claim_event_id; run_events shows it as the 'claimed' row, queued -> running)
+-- instead of an events row; a claim without start still writes its events row.
+drop function if exists pgflight._claim_fair(bigint, integer, double precision, text[], boolean, timestamptz, bigint[]);
+drop function if exists pgflight._claim_lane(bigint, bigint, text, integer, double precision, boolean, timestamptz);
+drop function if exists pgflight._lease_attempts(bigint, bigint[], double precision, boolean, timestamptz);
+
 create or replace function pgflight._lease_attempts(
-  p_worker_id bigint, p_ids bigint[], p_lease_s double precision, p_start boolean, p_now timestamptz)
+  p_worker_id bigint, p_ids bigint[], p_lease_s double precision, p_start boolean, p_now timestamptz,
+  p_slots smallint)
 returns table (attempt_id bigint, fencing_token bigint, step_id bigint, run_id bigint, parent_id bigint,
                step_key text, attempt_no integer, recipe text, input jsonb,
                lease_expires_at timestamptz, deadline_at timestamptz)
 language plpgsql volatile
 set search_path = pg_catalog, pg_temp
+set plan_cache_mode = force_generic_plan
 as $$
+declare
+  v_max_lease double precision := pgflight._limit('lease_s');
+  v_max_runtime double precision := pgflight._limit('runtime_s');
 begin
-  -- PL/pgSQL rather than SQL: its plan is cached across calls, a SQL function's is not
+  -- PL/pgSQL rather than SQL: its plan is cached across calls, a SQL function's is not; and the
+  -- generic plan from the first call on (plan_cache_mode): a custom plan was planned again on
+  -- every call, a large part of the claim's cost
   return query
   with claimed as (
     update pgflight.step_attempts a
        set status = case when p_start then 'running' else 'claimed' end, worker_id = p_worker_id,
            fencing_token = nextval('pgflight.fencing_tokens'),
-           claimed_at = p_now,
+           claimed_at = p_now, slots = p_slots,
            started_at = case when p_start then p_now end,
            -- clamped to the documented maxima (issue 14): a step stored before the options were
            -- checked (lease_s 1e13) cannot make this set-based claim raise for everyone
-           lease_s = least(coalesce(s.lease_s, p_lease_s), pgflight._limit('lease_s')),
-           lease_expires_at = p_now + make_interval(secs => least(coalesce(s.lease_s, p_lease_s), pgflight._limit('lease_s'))),
-           deadline_at = p_now + make_interval(secs => least(s.max_runtime_s, pgflight._limit('runtime_s')))
+           lease_s = least(coalesce(s.lease_s, p_lease_s), v_max_lease),
+           lease_expires_at = p_now + make_interval(secs => least(coalesce(s.lease_s, p_lease_s), v_max_lease)),
+           deadline_at = p_now + make_interval(secs => least(s.max_runtime_s, v_max_runtime)),
+           claim_event_id = case when p_start then nextval('pgflight.events_id_seq') end
       from pgflight.steps s
      where a.id = any (p_ids) and s.id = a.step_id
     returning a.id, a.fencing_token, a.step_id, a.run_id, s.parent_id, s.step_key, a.attempt_no,
               a.recipe, s.input, a.lease_expires_at, a.deadline_at, a.status
   ), logged as (
-    -- the events row of every claim, in the same statement
+    -- the events row of a claim without start, in the same statement
     insert into pgflight.events (at, run_id, step_id, attempt_id, from_status, to_status, worker_id, reason)
     select p_now, c.run_id, c.step_id, c.id, 'queued', c.status, p_worker_id, 'claimed' from claimed c
+     where not p_start
   )
   select c.id, c.fencing_token, c.step_id, c.run_id, c.parent_id, c.step_key, c.attempt_no, c.recipe,
          c.input, c.lease_expires_at, c.deadline_at
     from claimed c;
 end
 $$;
-comment on function pgflight._lease_attempts(bigint, bigint[], double precision, boolean, timestamptz) is
-  'Internal: lease locked queued attempts to a worker (token, lease, events).';
+comment on function pgflight._lease_attempts(bigint, bigint[], double precision, boolean, timestamptz, smallint) is
+  'Internal: lease locked queued attempts to a worker (token, lease, caps, events row or claim_event_id).';
 
 -- Claim up to p_limit ready attempts of one workspace (and one recipe, when given), in priority
--- order, honouring concurrency keys. Every statement reads this workspace alone.
+-- order, honouring concurrency keys; p_slots: the caps each lease counts against. Every statement
+-- reads this workspace alone.
 create or replace function pgflight._claim_lane(
   p_worker_id bigint, p_workspace_id bigint, p_recipe text, p_limit integer,
-  p_lease_s double precision, p_start boolean, p_now timestamptz)
+  p_lease_s double precision, p_start boolean, p_now timestamptz, p_slots smallint)
 returns table (attempt_id bigint, fencing_token bigint, step_id bigint, run_id bigint, parent_id bigint,
                step_key text, attempt_no integer, recipe text, input jsonb,
                lease_expires_at timestamptz, deadline_at timestamptz)
 language plpgsql volatile
 set search_path = pg_catalog, pg_temp
+set plan_cache_mode = force_generic_plan
 as $$
 declare
   v_ids bigint[];
@@ -135,7 +154,10 @@ begin
       -- and sees every commit they waited for, each locked key's leased count and per candidate
       -- whether it fits under the key's limit (the first candidate's) in claim order.
       select coalesce(array_agg(k.key) filter (where k.got), '{}') into v_locked
-        from (select x.key, pg_catalog.pg_try_advisory_xact_lock(pgflight._key_lock(p_workspace_id, x.key)) as got
+        -- _key_lock's expression, written out: a function with a SET clause is never inlined, and
+        -- calling it once per key was a tenth of a keyed claim
+        from (select x.key, pg_catalog.pg_try_advisory_xact_lock(
+                pg_catalog.hashtextextended('pgflight.key:' || p_workspace_id || ':' || x.key, 0)) as got
                 from (select distinct y as key from unnest(v_keys) y where y is not null) x) k;
       select coalesce(array_agg(c.id order by c.i) filter (where c.key is null or c.rnk <= c.lim - h.held), '{}'),
              coalesce(array_agg(c.id) filter (where c.key is not null and c.rnk > c.lim - h.held), '{}'),
@@ -173,7 +195,7 @@ begin
     if v_take <> '{}' then
       -- leased at the clock's reading now, after the locks and counts above: claimed_at is then
       -- never earlier than the finish of an attempt this claim counted as gone
-      return query select * from pgflight._lease_attempts(p_worker_id, v_take, p_lease_s, p_start, pgflight._now());
+      return query select * from pgflight._lease_attempts(p_worker_id, v_take, p_lease_s, p_start, pgflight._now(), p_slots);
       v_got := v_got + cardinality(v_take);
     end if;
     -- fewer ready rows than asked for: the lane is empty for now
@@ -181,7 +203,7 @@ begin
   end loop;
 end
 $$;
-comment on function pgflight._claim_lane(bigint, bigint, text, integer, double precision, boolean, timestamptz) is
+comment on function pgflight._claim_lane(bigint, bigint, text, integer, double precision, boolean, timestamptz, smallint) is
   'Internal: claim up to p_limit ready attempts of one workspace (and recipe), parking attempts whose concurrency key is full.';
 
 -- The workspaces with queued (unparked) work: a skip scan of step_attempts_ws_ready_idx, one
@@ -273,6 +295,7 @@ returns table (attempt_id bigint, fencing_token bigint, step_id bigint, run_id b
                lease_expires_at timestamptz, deadline_at timestamptz)
 language plpgsql volatile
 set search_path = pg_catalog, pg_temp
+set plan_cache_mode = force_generic_plan
 as $$
 declare
   v_left integer := p_batch_size;
@@ -301,20 +324,12 @@ declare
   v_tokens double precision;
   v_lim pgflight.workspace_limits;
   v_idx integer;
+  v_global_stripe smallint;
+  v_ws_taken integer;
+  v_ws_stripe smallint;
+  v_slots smallint;
 begin
-  -- 1. the global in-flight cap: one claimer at a time counts and claims
-  select s.max_in_flight into v_global from pgflight.settings s;
-  if v_global is not null then
-    perform pg_catalog.pg_advisory_xact_lock(pg_catalog.hashtextextended('pgflight.global_in_flight', 0));
-    v_left := least(v_left, v_global - (select count(*) from (
-                select 1 from pgflight.step_attempts a
-                 where a.status in ('claimed', 'running', 'cancel_requested') limit v_global) held)::integer);
-    if v_left <= 0 then
-      return;
-    end if;
-  end if;
-
-  -- 2. paused and rate-limited recipes: name the recipes this call may claim
+  -- 1. paused and rate-limited recipes: name the recipes this call may claim
   if exists (select from pgflight.recipe_limits) then
     if v_recipes is null then
       v_recipes := pgflight._queued_recipes();
@@ -343,7 +358,7 @@ begin
     end if;
   end if;
 
-  -- 3. lanes with queued work, and the limits of their workspaces (paused ones dropped)
+  -- 2. lanes with queued work, and the limits of their workspaces (paused ones dropped)
   select array_agg(l.workspace_id), array_agg(l.recipe) into v_lane_ws, v_lane_recipe
     from pgflight._ready_lanes(v_recipes) l;
   if v_lane_ws is null then
@@ -359,6 +374,15 @@ begin
   v_n := coalesce(cardinality(v_ws), 0);
   if v_n = 0 then
     return;
+  end if;
+  -- 3. the global in-flight cap: the slots this call can take now (from here on, every way out
+  -- passes the give-back at the end)
+  select s.max_in_flight into v_global from pgflight.settings s;
+  if v_global is not null then
+    select t.got, t.stripe into v_left, v_global_stripe from pgflight._take_slots(0, v_left) t;
+    if v_left <= 0 then
+      return;
+    end if;
   end if;
   v_total_share := (select sum(x) from unnest(v_share) x);
   v_more := array_fill(false, array[v_n]);
@@ -393,27 +417,29 @@ begin
       v_lim := null;
       v_q := least(case when v_pass = 1 then v_quota[v_w] else v_left end, v_left);
 
-      -- 5. a capped or rate-limited workspace: one claimer at a time counts it
-      if v_cap[v_w] is not null or v_rated[v_w] then
+      -- 5. a rate-limited workspace: one claimer at a time refills and charges its bucket
+      if v_rated[v_w] then
         continue when not pg_catalog.pg_try_advisory_xact_lock(
           pg_catalog.hashtextextended('pgflight.workspace:' || v_ws_id, 0));
         select * into v_lim from pgflight.workspace_limits l where l.workspace_id = v_ws_id;
-        if v_lim.max_in_flight is not null then
-          v_q := least(v_q, v_lim.max_in_flight - (select count(*) from (
-                   select 1 from pgflight.step_attempts a
-                    where a.workspace_id = v_ws_id and a.status in ('claimed', 'running', 'cancel_requested')
-                    limit v_lim.max_in_flight) held)::integer);
-        end if;
         if v_lim.starts_per_s is not null then
           v_tokens := pgflight._bucket_tokens(v_lim.tokens, v_lim.refilled_at, v_lim.starts_per_s, v_lim.burst, p_now);
           v_q := least(v_q, floor(v_tokens)::integer);
         end if;
       end if;
+      -- a capped workspace: the slots this call can take from its stripes now
+      v_ws_taken := 0;
+      if v_cap[v_w] is not null and v_q > 0 then
+        select t.got, t.stripe into v_ws_taken, v_ws_stripe from pgflight._take_slots(v_ws_id, v_q) t;
+        v_q := v_ws_taken;
+      end if;
+      v_slots := (case when v_global is not null then 1 else 0 end
+                  | case when v_cap[v_w] is not null then 2 else 0 end)::smallint;
 
       v_got_ws := 0;
       if v_q > 0 then
         if v_recipes is null then
-          return query select * from pgflight._claim_lane(p_worker_id, v_ws_id, null, v_q, p_lease_s, p_start, p_now);
+          return query select * from pgflight._claim_lane(p_worker_id, v_ws_id, null, v_q, p_lease_s, p_start, p_now, v_slots);
           get diagnostics v_got_ws = row_count;
         else
           -- 6. one lane per recipe of this workspace, each rate-limited recipe within its tokens
@@ -424,7 +450,7 @@ begin
             v_got := least(v_q - v_got_ws, case when v_idx is null then v_q else v_rated_left[v_idx] end);
             continue when v_got <= 0;
             return query select * from pgflight._claim_lane(p_worker_id, v_ws_id, v_lane_recipe[v_j], v_got,
-                                                            p_lease_s, p_start, p_now);
+                                                            p_lease_s, p_start, p_now, v_slots);
             get diagnostics v_got = row_count;
             v_got_ws := v_got_ws + v_got;
             if v_idx is not null then
@@ -437,10 +463,18 @@ begin
         update pgflight.workspace_limits l set tokens = v_tokens - v_got_ws, refilled_at = p_now
          where l.workspace_id = v_ws_id;
       end if;
+      -- the workspace's slots this call took and did not use go back to a stripe it holds
+      if v_ws_taken > v_got_ws then
+        update pgflight.flow_slots s set held = s.held - (v_ws_taken - v_got_ws)
+         where s.scope = v_ws_id and s.stripe = v_ws_stripe;
+      end if;
       v_left := v_left - v_got_ws;
       v_more[v_w] := v_got_ws >= v_q and v_q > 0;
     end loop;
   end loop;
+  if v_global is not null and v_left > 0 then
+    update pgflight.flow_slots s set held = s.held - v_left where s.scope = 0 and s.stripe = v_global_stripe;
+  end if;
 
   -- what the rate-limited recipes took
   for v_idx in 1 .. cardinality(v_rated_recipes) loop

@@ -6,6 +6,8 @@
 -- counters (tables/flow_slots: how and why they are striped). None is granted to any role.
 begin;
 set local role pgflight_owner;
+drop function pgflight._give_slots_back(bigint[], smallint[], integer[]);
+drop function pgflight._take_slots_all(bigint[], integer[]);
 
 -- Fills workspace_id and the key of an attempt inserted without them (the retry paths copy
 -- nothing but recipe and priority). submit_run and spawn_children pass them, so on the bulk

@@ -16,9 +16,9 @@ declare
   v_config text[];
 begin
   select p.proconfig into v_config
-    from pg_catalog.pg_proc p where p.oid = 'pgflight._claim_lane(bigint, bigint, text, integer, double precision, boolean, timestamptz, smallint)'::regprocedure;
+    from pg_catalog.pg_proc p where p.oid = 'pgflight._claim_set(bigint, bigint[], text[], bigint[], integer[], smallint[], double precision, boolean, timestamptz)'::regprocedure;
   if v_config is distinct from array['search_path=pg_catalog, pg_temp', 'plan_cache_mode=force_generic_plan']::text[] then
-    raise exception 'pgflight._claim_lane(bigint, bigint, text, integer, double precision, boolean, timestamptz, smallint) has settings %, expected %', v_config, array['search_path=pg_catalog, pg_temp', 'plan_cache_mode=force_generic_plan']::text[];
+    raise exception 'pgflight._claim_set(bigint, bigint[], text[], bigint[], integer[], smallint[], double precision, boolean, timestamptz) has settings %, expected %', v_config, array['search_path=pg_catalog, pg_temp', 'plan_cache_mode=force_generic_plan']::text[];
   end if;
 end
 $verify$;

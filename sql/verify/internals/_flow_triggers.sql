@@ -49,9 +49,20 @@ declare
   v_config text[];
 begin
   select p.proconfig into v_config
-    from pg_catalog.pg_proc p where p.oid = 'pgflight._take_slots(bigint, integer)'::regprocedure;
+    from pg_catalog.pg_proc p where p.oid = 'pgflight._take_slots_all(bigint[], integer[])'::regprocedure;
   if v_config is distinct from array['search_path=pg_catalog, pg_temp', 'plan_cache_mode=force_generic_plan']::text[] then
-    raise exception 'pgflight._take_slots(bigint, integer) has settings %, expected %', v_config, array['search_path=pg_catalog, pg_temp', 'plan_cache_mode=force_generic_plan']::text[];
+    raise exception 'pgflight._take_slots_all(bigint[], integer[]) has settings %, expected %', v_config, array['search_path=pg_catalog, pg_temp', 'plan_cache_mode=force_generic_plan']::text[];
+  end if;
+end
+$verify$;
+do $verify$
+declare
+  v_config text[];
+begin
+  select p.proconfig into v_config
+    from pg_catalog.pg_proc p where p.oid = 'pgflight._give_slots_back(bigint[], smallint[], integer[])'::regprocedure;
+  if v_config is distinct from array['search_path=pg_catalog, pg_temp', 'plan_cache_mode=force_generic_plan']::text[] then
+    raise exception 'pgflight._give_slots_back(bigint[], smallint[], integer[]) has settings %, expected %', v_config, array['search_path=pg_catalog, pg_temp', 'plan_cache_mode=force_generic_plan']::text[];
   end if;
 end
 $verify$;
