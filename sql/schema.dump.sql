@@ -7793,96 +7793,6 @@ ALTER TABLE pgflight.events_id_seq OWNER TO pgflight_owner;
 
 ALTER SEQUENCE pgflight.events_id_seq OWNED BY pgflight.events.id;
 
--- Name: events_20261129; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
-
-CREATE TABLE pgflight.events_20261129 (
-    id bigint DEFAULT nextval('pgflight.events_id_seq'::regclass) NOT NULL,
-    at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
-    run_id bigint,
-    step_id bigint,
-    attempt_id bigint,
-    from_status text,
-    to_status text,
-    worker_id bigint,
-    actor text,
-    reason text NOT NULL,
-    detail jsonb
-);
-
-ALTER TABLE pgflight.events_20261129 OWNER TO pgflight_owner;
-
--- Name: events_20261130; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
-
-CREATE TABLE pgflight.events_20261130 (
-    id bigint DEFAULT nextval('pgflight.events_id_seq'::regclass) NOT NULL,
-    at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
-    run_id bigint,
-    step_id bigint,
-    attempt_id bigint,
-    from_status text,
-    to_status text,
-    worker_id bigint,
-    actor text,
-    reason text NOT NULL,
-    detail jsonb
-);
-
-ALTER TABLE pgflight.events_20261130 OWNER TO pgflight_owner;
-
--- Name: events_20261201; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
-
-CREATE TABLE pgflight.events_20261201 (
-    id bigint DEFAULT nextval('pgflight.events_id_seq'::regclass) NOT NULL,
-    at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
-    run_id bigint,
-    step_id bigint,
-    attempt_id bigint,
-    from_status text,
-    to_status text,
-    worker_id bigint,
-    actor text,
-    reason text NOT NULL,
-    detail jsonb
-);
-
-ALTER TABLE pgflight.events_20261201 OWNER TO pgflight_owner;
-
--- Name: events_20261202; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
-
-CREATE TABLE pgflight.events_20261202 (
-    id bigint DEFAULT nextval('pgflight.events_id_seq'::regclass) NOT NULL,
-    at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
-    run_id bigint,
-    step_id bigint,
-    attempt_id bigint,
-    from_status text,
-    to_status text,
-    worker_id bigint,
-    actor text,
-    reason text NOT NULL,
-    detail jsonb
-);
-
-ALTER TABLE pgflight.events_20261202 OWNER TO pgflight_owner;
-
--- Name: events_20261203; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
-
-CREATE TABLE pgflight.events_20261203 (
-    id bigint DEFAULT nextval('pgflight.events_id_seq'::regclass) NOT NULL,
-    at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
-    run_id bigint,
-    step_id bigint,
-    attempt_id bigint,
-    from_status text,
-    to_status text,
-    worker_id bigint,
-    actor text,
-    reason text NOT NULL,
-    detail jsonb
-);
-
-ALTER TABLE pgflight.events_20261203 OWNER TO pgflight_owner;
-
 -- Name: events_default; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
 
 CREATE TABLE pgflight.events_default (
@@ -8567,26 +8477,6 @@ ALTER TABLE ONLY pgflight.costs ATTACH PARTITION pgflight.costs_default DEFAULT;
 
 ALTER TABLE ONLY pgflight.costs ATTACH PARTITION pgflight.costs_from_0 FOR VALUES FROM ('0') TO ('100000');
 
--- Name: events_20261129; Type: TABLE ATTACH; Schema: pgflight; Owner: pgflight_owner
-
-ALTER TABLE ONLY pgflight.events ATTACH PARTITION pgflight.events_20261129 FOR VALUES FROM ('2026-11-29 00:00:00+00') TO ('2026-11-30 00:00:00+00');
-
--- Name: events_20261130; Type: TABLE ATTACH; Schema: pgflight; Owner: pgflight_owner
-
-ALTER TABLE ONLY pgflight.events ATTACH PARTITION pgflight.events_20261130 FOR VALUES FROM ('2026-11-30 00:00:00+00') TO ('2026-12-01 00:00:00+00');
-
--- Name: events_20261201; Type: TABLE ATTACH; Schema: pgflight; Owner: pgflight_owner
-
-ALTER TABLE ONLY pgflight.events ATTACH PARTITION pgflight.events_20261201 FOR VALUES FROM ('2026-12-01 00:00:00+00') TO ('2026-12-02 00:00:00+00');
-
--- Name: events_20261202; Type: TABLE ATTACH; Schema: pgflight; Owner: pgflight_owner
-
-ALTER TABLE ONLY pgflight.events ATTACH PARTITION pgflight.events_20261202 FOR VALUES FROM ('2026-12-02 00:00:00+00') TO ('2026-12-03 00:00:00+00');
-
--- Name: events_20261203; Type: TABLE ATTACH; Schema: pgflight; Owner: pgflight_owner
-
-ALTER TABLE ONLY pgflight.events ATTACH PARTITION pgflight.events_20261203 FOR VALUES FROM ('2026-12-03 00:00:00+00') TO ('2026-12-04 00:00:00+00');
-
 -- Name: events_default; Type: TABLE ATTACH; Schema: pgflight; Owner: pgflight_owner
 
 ALTER TABLE ONLY pgflight.events ATTACH PARTITION pgflight.events_default DEFAULT;
@@ -8670,31 +8560,6 @@ ALTER TABLE ONLY pgflight.effects
 
 ALTER TABLE ONLY pgflight.events
     ADD CONSTRAINT events_pkey PRIMARY KEY (id, at);
-
--- Name: events_20261129 events_20261129_pkey; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
-
-ALTER TABLE ONLY pgflight.events_20261129
-    ADD CONSTRAINT events_20261129_pkey PRIMARY KEY (id, at);
-
--- Name: events_20261130 events_20261130_pkey; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
-
-ALTER TABLE ONLY pgflight.events_20261130
-    ADD CONSTRAINT events_20261130_pkey PRIMARY KEY (id, at);
-
--- Name: events_20261201 events_20261201_pkey; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
-
-ALTER TABLE ONLY pgflight.events_20261201
-    ADD CONSTRAINT events_20261201_pkey PRIMARY KEY (id, at);
-
--- Name: events_20261202 events_20261202_pkey; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
-
-ALTER TABLE ONLY pgflight.events_20261202
-    ADD CONSTRAINT events_20261202_pkey PRIMARY KEY (id, at);
-
--- Name: events_20261203 events_20261203_pkey; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
-
-ALTER TABLE ONLY pgflight.events_20261203
-    ADD CONSTRAINT events_20261203_pkey PRIMARY KEY (id, at);
 
 -- Name: events_default events_default_pkey; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
 
@@ -8896,26 +8761,6 @@ CREATE INDEX costs_from_0_run_id_idx ON pgflight.costs_from_0 USING btree (run_i
 
 CREATE INDEX events_run_idx ON ONLY pgflight.events USING btree (run_id, id);
 
--- Name: events_20261129_run_id_id_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
-
-CREATE INDEX events_20261129_run_id_id_idx ON pgflight.events_20261129 USING btree (run_id, id);
-
--- Name: events_20261130_run_id_id_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
-
-CREATE INDEX events_20261130_run_id_id_idx ON pgflight.events_20261130 USING btree (run_id, id);
-
--- Name: events_20261201_run_id_id_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
-
-CREATE INDEX events_20261201_run_id_id_idx ON pgflight.events_20261201 USING btree (run_id, id);
-
--- Name: events_20261202_run_id_id_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
-
-CREATE INDEX events_20261202_run_id_id_idx ON pgflight.events_20261202 USING btree (run_id, id);
-
--- Name: events_20261203_run_id_id_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
-
-CREATE INDEX events_20261203_run_id_id_idx ON pgflight.events_20261203 USING btree (run_id, id);
-
 -- Name: events_default_run_id_id_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
 
 CREATE INDEX events_default_run_id_id_idx ON pgflight.events_default USING btree (run_id, id);
@@ -9043,46 +8888,6 @@ ALTER INDEX pgflight.costs_pkey ATTACH PARTITION pgflight.costs_from_0_pkey;
 -- Name: costs_from_0_run_id_idx; Type: INDEX ATTACH; Schema: pgflight; Owner: pgflight_owner
 
 ALTER INDEX pgflight.costs_run_idx ATTACH PARTITION pgflight.costs_from_0_run_id_idx;
-
--- Name: events_20261129_pkey; Type: INDEX ATTACH; Schema: pgflight; Owner: pgflight_owner
-
-ALTER INDEX pgflight.events_pkey ATTACH PARTITION pgflight.events_20261129_pkey;
-
--- Name: events_20261129_run_id_id_idx; Type: INDEX ATTACH; Schema: pgflight; Owner: pgflight_owner
-
-ALTER INDEX pgflight.events_run_idx ATTACH PARTITION pgflight.events_20261129_run_id_id_idx;
-
--- Name: events_20261130_pkey; Type: INDEX ATTACH; Schema: pgflight; Owner: pgflight_owner
-
-ALTER INDEX pgflight.events_pkey ATTACH PARTITION pgflight.events_20261130_pkey;
-
--- Name: events_20261130_run_id_id_idx; Type: INDEX ATTACH; Schema: pgflight; Owner: pgflight_owner
-
-ALTER INDEX pgflight.events_run_idx ATTACH PARTITION pgflight.events_20261130_run_id_id_idx;
-
--- Name: events_20261201_pkey; Type: INDEX ATTACH; Schema: pgflight; Owner: pgflight_owner
-
-ALTER INDEX pgflight.events_pkey ATTACH PARTITION pgflight.events_20261201_pkey;
-
--- Name: events_20261201_run_id_id_idx; Type: INDEX ATTACH; Schema: pgflight; Owner: pgflight_owner
-
-ALTER INDEX pgflight.events_run_idx ATTACH PARTITION pgflight.events_20261201_run_id_id_idx;
-
--- Name: events_20261202_pkey; Type: INDEX ATTACH; Schema: pgflight; Owner: pgflight_owner
-
-ALTER INDEX pgflight.events_pkey ATTACH PARTITION pgflight.events_20261202_pkey;
-
--- Name: events_20261202_run_id_id_idx; Type: INDEX ATTACH; Schema: pgflight; Owner: pgflight_owner
-
-ALTER INDEX pgflight.events_run_idx ATTACH PARTITION pgflight.events_20261202_run_id_id_idx;
-
--- Name: events_20261203_pkey; Type: INDEX ATTACH; Schema: pgflight; Owner: pgflight_owner
-
-ALTER INDEX pgflight.events_pkey ATTACH PARTITION pgflight.events_20261203_pkey;
-
--- Name: events_20261203_run_id_id_idx; Type: INDEX ATTACH; Schema: pgflight; Owner: pgflight_owner
-
-ALTER INDEX pgflight.events_run_idx ATTACH PARTITION pgflight.events_20261203_run_id_id_idx;
 
 -- Name: events_default_pkey; Type: INDEX ATTACH; Schema: pgflight; Owner: pgflight_owner
 
