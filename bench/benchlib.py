@@ -160,6 +160,41 @@ def register(conn: Conn, name: str) -> int:
     return int(row[0])
 
 
+def load_expired_leases(c: Conn, n: int) -> None:
+    """
+    `n` runs with one running step whose lease lapsed an hour ago, straight into the tables, in
+    chunks of 200,000 (perf_bench --reclaim, reclaim_bench). It sets the attempts' workspace_id,
+    as the engine's own bulk paths do: up to @v0.4.0 the fill trigger it would otherwise run turned
+    quadratic in a session loading into tables analyzed while empty (the bench's second load after
+    a TRUNCATE), and this bench measures the reclaim, not that (tested in test_sweeps_scale).
+    """
+    ws = c.execute("select id from pgflight.workspaces where name = 'bench'").fetchone()
+    w = register(c, "crashed")
+    assert ws is not None
+    for lo in range(0, n, 200_000):
+        c.execute(
+            """
+            with r as (
+              insert into pgflight.runs (workspace_id, recipe, status, input_hash, created_at)
+              select %s, 'crash', 'running', 'x', now() - interval '2 hours' from generate_series(1, %s)
+              returning id
+            ), s as (
+              insert into pgflight.steps (run_id, step_key, recipe, input, max_attempts)
+              select r.id, 'root', 'crash', '{}', 3 from r returning id, run_id
+            )
+            insert into pgflight.step_attempts (step_id, run_id, attempt_no, recipe, status, available_after,
+                                                worker_id, fencing_token, claimed_at, started_at,
+                                                lease_expires_at, lease_s, workspace_id)
+            select s.id, s.run_id, 1, 'crash', 'running', now() - interval '2 hours', %s,
+                   nextval('pgflight.fencing_tokens'), now() - interval '2 hours', now() - interval '2 hours',
+                   now() - interval '1 hour', 60, %s
+              from s
+            """,
+            [ws[0], min(200_000, n - lo), w, ws[0]],
+        )
+    c.execute("vacuum analyze pgflight.runs, pgflight.steps, pgflight.step_attempts")
+
+
 def claim_complete_loop(
     dsn: str, name: str, recipes: list[str] | None, batch: int, *, until_empty: bool = True
 ) -> int:

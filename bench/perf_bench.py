@@ -55,7 +55,15 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
-from benchlib import Conn, deploy_ref, register, side_by_side, stats_settled, throwaway_cluster
+from benchlib import (
+    Conn,
+    deploy_ref,
+    load_expired_leases,
+    register,
+    side_by_side,
+    stats_settled,
+    throwaway_cluster,
+)
 from psycopg.conninfo import make_conninfo
 from psycopg.types.json import Jsonb
 
@@ -401,35 +409,6 @@ def _claim_batch_calls(c: Conn) -> int:
     return int(row[0]) if row else 0
 
 
-def load_expired(c: Conn, n: int) -> None:
-    """`n` runs with one running step whose lease lapsed an hour ago, straight into the tables."""
-    ws = c.execute("select id from pgflight.workspaces where name = 'bench'").fetchone()
-    w = register(c, "crashed")
-    assert ws is not None
-    for lo in range(0, n, 200_000):
-        c.execute(
-            """
-            with r as (
-              insert into pgflight.runs (workspace_id, recipe, status, input_hash, created_at)
-              select %s, 'crash', 'running', 'x', now() - interval '2 hours' from generate_series(1, %s)
-              returning id
-            ), s as (
-              insert into pgflight.steps (run_id, step_key, recipe, input, max_attempts)
-              select r.id, 'root', 'crash', '{}', 3 from r returning id, run_id
-            )
-            insert into pgflight.step_attempts (step_id, run_id, attempt_no, recipe, status, available_after,
-                                                worker_id, fencing_token, claimed_at, started_at,
-                                                lease_expires_at, lease_s)
-            select s.id, s.run_id, 1, 'crash', 'running', now() - interval '2 hours', %s,
-                   nextval('pgflight.fencing_tokens'), now() - interval '2 hours', now() - interval '2 hours',
-                   now() - interval '1 hour', 60
-              from s
-            """,
-            [ws[0], min(200_000, n - lo), w],
-        )
-    c.execute("vacuum analyze pgflight.runs, pgflight.steps, pgflight.step_attempts")
-
-
 def drain(c: Conn, sql: str, args: list[Any]) -> dict[str, Any]:
     """Call `sql` (returning a count) until it returns 0; total, calls, rate, longest call."""
     total, calls, longest = 0, 0, 0.0
@@ -458,7 +437,7 @@ def drain(c: Conn, sql: str, args: list[Any]) -> dict[str, Any]:
 def reclaim(dsn: str, n: int) -> dict[str, Any]:
     with psycopg.connect(dsn, autocommit=True) as c:
         t0 = time.perf_counter()
-        load_expired(c, n)
+        load_expired_leases(c, n)
         loaded = round(time.perf_counter() - t0, 1)
         out = drain(c, "select pgflight.reclaim_expired()", [])
         out["load_s"] = loaded

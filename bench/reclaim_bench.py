@@ -2,7 +2,7 @@
 Reclaim drain after a mass crash (issue 18), before and after, side by side in one cluster.
 
 One throwaway cluster (fsync on), two databases: `before` deployed to the previous tag
-(--tag, default the latest tag of sqitch.plan) and `after` at HEAD. In each, load_crashed writes N
+(--tag, default the latest tag of sqitch.plan) and `after` at HEAD. In each, load_expired_leases writes N
 runs with one running step whose lease lapsed an hour ago; then the backlog is drained until
 nothing is left:
   calls   reclaim_expired(--batch, default 1000) until it returns 0 (perf_bench's drain: the same
@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
-from benchlib import throwaway_cluster
+from benchlib import load_expired_leases, throwaway_cluster
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from perf_bench import drain
@@ -43,45 +43,10 @@ def latest_tag() -> str:
     return [ln.split()[0] for ln in plan.read_text().splitlines() if ln.startswith("@")][-1]
 
 
-def load_crashed(c: psycopg.Connection[Any], n: int) -> None:
-    """
-    `n` runs with one running step whose lease lapsed an hour ago, straight into the tables, in
-    chunks of 200,000. Unlike perf_bench's load_expired it sets the attempts' workspace_id, as the
-    engine's own bulk paths do: up to @v0.4.0 the fill trigger it would otherwise run turned
-    quadratic in a session loading into tables analyzed while empty (the bench's second load after
-    a TRUNCATE), and this bench measures the reclaim, not that (tested in test_sweeps_scale).
-    """
-    ws = c.execute("select id from pgflight.workspaces where name = 'bench'").fetchone()
-    w = c.execute("select pgflight.register_worker('crashed')").fetchone()
-    assert ws is not None and w is not None
-    for lo in range(0, n, 200_000):
-        c.execute(
-            """
-            with r as (
-              insert into pgflight.runs (workspace_id, recipe, status, input_hash, created_at)
-              select %s, 'crash', 'running', 'x', now() - interval '2 hours' from generate_series(1, %s)
-              returning id
-            ), s as (
-              insert into pgflight.steps (run_id, step_key, recipe, input, max_attempts)
-              select r.id, 'root', 'crash', '{}', 3 from r returning id, run_id
-            )
-            insert into pgflight.step_attempts (step_id, run_id, attempt_no, recipe, status, available_after,
-                                                worker_id, fencing_token, claimed_at, started_at,
-                                                lease_expires_at, lease_s, workspace_id)
-            select s.id, s.run_id, 1, 'crash', 'running', now() - interval '2 hours', %s,
-                   nextval('pgflight.fencing_tokens'), now() - interval '2 hours', now() - interval '2 hours',
-                   now() - interval '1 hour', 60, %s
-              from s
-            """,
-            [ws[0], min(200_000, n - lo), w[0], ws[0]],
-        )
-    c.execute("vacuum analyze pgflight.runs, pgflight.steps, pgflight.step_attempts")
-
-
 def side(dsn: str, n: int, how: str, batch: int) -> dict[str, Any]:
     with psycopg.connect(dsn, autocommit=True) as c:
         t0 = time.perf_counter()
-        load_crashed(c, n)
+        load_expired_leases(c, n)
         loaded = round(time.perf_counter() - t0, 1)
         lsn0 = c.execute("select pg_current_wal_insert_lsn()::text").fetchone()
         if how == "calls":
