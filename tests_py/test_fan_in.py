@@ -40,7 +40,6 @@ from core_helpers import (
     step,
 )
 from pgflight import migrate
-from plan_support import previous_tag
 
 ConnectFactory = Callable[..., Conn]
 
@@ -281,12 +280,12 @@ def test_a_fan_in_parked_before_the_upgrade_wakes_once_after_it(
     empty_dsn: str, connect: ConnectFactory
 ) -> None:
     """
-    A parent parked by the previous release on 400 children (its count on its own row: that
-    release has no stripes), 150 of them completed before the upgrade: after deploying HEAD,
-    three connections complete the rest concurrently, and the parent wakes exactly once, after
-    the last.
+    A parent parked by @v0.3.0 on 400 children (its count on its own row: that release has no
+    stripes; pinned, since every later tag has them), 150 of them completed before the upgrade:
+    after deploying HEAD, three connections complete the rest concurrently, and the parent wakes
+    exactly once, after the last.
     """
-    migrate.deploy(empty_dsn, to=previous_tag())
+    migrate.deploy(empty_dsn, to="@v0.3.0")
     with psycopg.connect(empty_dsn, autocommit=True) as c:
         setup_engine(c)
         w = register(c)
