@@ -2631,31 +2631,9 @@ COMMENT ON FUNCTION pgflight._ready_lanes(p_recipes text[]) IS 'Internal: the wo
 CREATE FUNCTION pgflight._reclaim(p_now timestamp with time zone, p_limit integer) RETURNS integer
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
-    SET plan_cache_mode TO 'force_custom_plan'
     AS $$
 declare
   v_ids bigint[];
-  v_outcomes text[];
-  v_errors jsonb[];
-  v_parents bigint[];
-  v_runs bigint[];
-  v_cascades boolean[];
-  v_locked_parents bigint[];
-  v_locked_runs bigint[];
-  v_retry bigint[];
-  v_retry_errors jsonb[];
-  v_end bigint[];
-  v_end_outcome text[];
-  v_end_errors jsonb[];
-  v_rest bigint[];
-  v_rest_errors jsonb[];
-  v_fin_steps bigint[];
-  v_fin text[];
-  v_row record;
-  v_i integer;
-  v_count integer := 0;
-  v_n integer;
-  v_notify boolean;
 begin
   -- 1. the lapsed attempts, then overrun deadlines among the live leases: SKIP LOCKED. Not ordered
   -- by lease_expires_at: it has no index (a heartbeat stays a HOT update, tables/step_attempts_hot).
@@ -2680,7 +2658,47 @@ begin
   if cardinality(v_ids) = 0 then
     return 0;
   end if;
+  return pgflight._reclaim_picked(p_now, v_ids);
+end
+$$;
 
+ALTER FUNCTION pgflight._reclaim(p_now timestamp with time zone, p_limit integer) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _reclaim(p_now timestamp with time zone, p_limit integer); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._reclaim(p_now timestamp with time zone, p_limit integer) IS 'Internal: reclaim at most p_limit attempts whose lease lapsed or whose deadline passed, set-based, SKIP LOCKED on every row; a row that raises is dead-lettered alone, a row whose cascade is locked waits for the next pass. Picks them (held FOR UPDATE) and gives them to _reclaim_picked.';
+
+-- Name: _reclaim_picked(timestamp with time zone, bigint[]); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._reclaim_picked(p_now timestamp with time zone, p_ids bigint[]) RETURNS integer
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET plan_cache_mode TO 'force_custom_plan'
+    AS $$
+declare
+  v_ids bigint[] := p_ids;
+  v_outcomes text[];
+  v_errors jsonb[];
+  v_parents bigint[];
+  v_runs bigint[];
+  v_cascades boolean[];
+  v_locked_parents bigint[];
+  v_locked_runs bigint[];
+  v_retry bigint[];
+  v_retry_errors jsonb[];
+  v_end bigint[];
+  v_end_outcome text[];
+  v_end_errors jsonb[];
+  v_rest bigint[];
+  v_rest_errors jsonb[];
+  v_fin_steps bigint[];
+  v_fin text[];
+  v_row record;
+  v_i integer;
+  v_count integer := 0;
+  v_n integer;
+  v_notify boolean;
+begin
   -- 2. their steps, in id order, SKIP LOCKED (an attempt whose step is in use waits for the next
   -- pass), and in the same statement what each attempt becomes and its error (the one place it is
   -- written: the batch and the row-by-row path below both take it from here). Every join is by
@@ -2896,11 +2914,11 @@ begin
 end
 $$;
 
-ALTER FUNCTION pgflight._reclaim(p_now timestamp with time zone, p_limit integer) OWNER TO pgflight_owner;
+ALTER FUNCTION pgflight._reclaim_picked(p_now timestamp with time zone, p_ids bigint[]) OWNER TO pgflight_owner;
 
--- Name: FUNCTION _reclaim(p_now timestamp with time zone, p_limit integer); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+-- Name: FUNCTION _reclaim_picked(p_now timestamp with time zone, p_ids bigint[]); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight._reclaim(p_now timestamp with time zone, p_limit integer) IS 'Internal: reclaim at most p_limit attempts whose lease lapsed or whose deadline passed, set-based, SKIP LOCKED on every row; a row that raises is dead-lettered alone, a row whose cascade is locked waits for the next pass.';
+COMMENT ON FUNCTION pgflight._reclaim_picked(p_now timestamp with time zone, p_ids bigint[]) IS 'Internal: _reclaim''s second half: ends the attempts p_ids (picked and locked by _reclaim) as retries, dead letters or cancellations, set-based, a batch that raises redone row by row. Returns how many were reclaimed.';
 
 -- Name: _record_stale(bigint, bigint, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -9642,6 +9660,10 @@ REVOKE ALL ON FUNCTION pgflight._ready_lanes(p_recipes text[]) FROM PUBLIC;
 -- Name: FUNCTION _reclaim(p_now timestamp with time zone, p_limit integer); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
 REVOKE ALL ON FUNCTION pgflight._reclaim(p_now timestamp with time zone, p_limit integer) FROM PUBLIC;
+
+-- Name: FUNCTION _reclaim_picked(p_now timestamp with time zone, p_ids bigint[]); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._reclaim_picked(p_now timestamp with time zone, p_ids bigint[]) FROM PUBLIC;
 
 -- Name: FUNCTION _record_stale(p_attempt_id bigint, p_token bigint, p_operation text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 

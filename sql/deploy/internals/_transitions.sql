@@ -1,6 +1,7 @@
 -- Deploy pgflight:internals/_transitions
 -- Defines: _wake(), _cancel_steps(), _cancel_tree(), _tree_steps(), _steps_finished(),
 --   _step_finished(), _fail_attempt(), _lock_cascade(), _dead_letter_poisoned(), _reclaim(),
+--   _reclaim_picked(),
 --   _complete_many(), _complete_refusing(), _decide(), _reopen_step().
 -- The transitions shared by every path that ends, retries, wakes or cancels an attempt
 --   (complete, fail, reclaim, deadline, cancel, budget, gate): the parent poke (fan-in) and the
@@ -440,38 +441,16 @@ comment on function pgflight._dead_letter_poisoned(bigint, text, text, text) is
 -- row by row too: each row in a block of its own (issue 14), a row that raises is dead-lettered
 -- with its real error (_dead_letter_poisoned) and the sweep — and the claim_batch it runs in —
 -- goes on. Costs nothing when no lease has lapsed (two index probes).
--- plan_cache_mode force_custom_plan: every statement below is planned with the batch's arrays as
--- constants (their lengths known, = any hashed). A generic plan, cached from the sixth call of a
--- session on, estimated each array at a default size and made 1,000-row batches 1.5-3x slower.
+-- Two functions: _reclaim picks (its two statements on cached plans: claim_batch calls it on
+-- every claim, and with nothing lapsed it costs the two index probes), _reclaim_picked ends
+-- what was picked on custom plans.
 create or replace function pgflight._reclaim(p_now timestamptz, p_limit integer)
 returns integer
 language plpgsql volatile
 set search_path = pg_catalog, pg_temp
-set plan_cache_mode = force_custom_plan
 as $$
 declare
   v_ids bigint[];
-  v_outcomes text[];
-  v_errors jsonb[];
-  v_parents bigint[];
-  v_runs bigint[];
-  v_cascades boolean[];
-  v_locked_parents bigint[];
-  v_locked_runs bigint[];
-  v_retry bigint[];
-  v_retry_errors jsonb[];
-  v_end bigint[];
-  v_end_outcome text[];
-  v_end_errors jsonb[];
-  v_rest bigint[];
-  v_rest_errors jsonb[];
-  v_fin_steps bigint[];
-  v_fin text[];
-  v_row record;
-  v_i integer;
-  v_count integer := 0;
-  v_n integer;
-  v_notify boolean;
 begin
   -- 1. the lapsed attempts, then overrun deadlines among the live leases: SKIP LOCKED. Not ordered
   -- by lease_expires_at: it has no index (a heartbeat stays a HOT update, tables/step_attempts_hot).
@@ -496,7 +475,48 @@ begin
   if cardinality(v_ids) = 0 then
     return 0;
   end if;
+  return pgflight._reclaim_picked(p_now, v_ids);
+end
+$$;
+comment on function pgflight._reclaim(timestamptz, integer) is
+  'Internal: reclaim at most p_limit attempts whose lease lapsed or whose deadline passed, set-based, '
+  'SKIP LOCKED on every row; a row that raises is dead-lettered alone, a row whose cascade is locked '
+  'waits for the next pass. Picks them (held FOR UPDATE) and gives them to _reclaim_picked.';
 
+-- The rest of _reclaim for the attempts it picked and holds FOR UPDATE (p_ids).
+-- plan_cache_mode force_custom_plan: every statement below is planned with the batch's arrays as
+-- constants (their lengths known, = any hashed). A generic plan, cached from the sixth call of a
+-- session on, estimated each array at a default size and made 1,000-row batches 1.5-3x slower.
+create or replace function pgflight._reclaim_picked(p_now timestamptz, p_ids bigint[])
+returns integer
+language plpgsql volatile
+set search_path = pg_catalog, pg_temp
+set plan_cache_mode = force_custom_plan
+as $$
+declare
+  v_ids bigint[] := p_ids;
+  v_outcomes text[];
+  v_errors jsonb[];
+  v_parents bigint[];
+  v_runs bigint[];
+  v_cascades boolean[];
+  v_locked_parents bigint[];
+  v_locked_runs bigint[];
+  v_retry bigint[];
+  v_retry_errors jsonb[];
+  v_end bigint[];
+  v_end_outcome text[];
+  v_end_errors jsonb[];
+  v_rest bigint[];
+  v_rest_errors jsonb[];
+  v_fin_steps bigint[];
+  v_fin text[];
+  v_row record;
+  v_i integer;
+  v_count integer := 0;
+  v_n integer;
+  v_notify boolean;
+begin
   -- 2. their steps, in id order, SKIP LOCKED (an attempt whose step is in use waits for the next
   -- pass), and in the same statement what each attempt becomes and its error (the one place it is
   -- written: the batch and the row-by-row path below both take it from here). Every join is by
@@ -711,10 +731,10 @@ begin
   return v_count;
 end
 $$;
-comment on function pgflight._reclaim(timestamptz, integer) is
-  'Internal: reclaim at most p_limit attempts whose lease lapsed or whose deadline passed, set-based, '
-  'SKIP LOCKED on every row; a row that raises is dead-lettered alone, a row whose cascade is locked '
-  'waits for the next pass.';
+comment on function pgflight._reclaim_picked(timestamptz, bigint[]) is
+  'Internal: _reclaim''s second half: ends the attempts p_ids (picked and locked by _reclaim) as '
+  'retries, dead letters or cancellations, set-based, a batch that raises redone row by row. '
+  'Returns how many were reclaimed.';
 
 -- The core of successful completion, set-based, shared by complete_step and complete_batch:
 -- a batch of n attempts costs a handful of statements, not n of each. For each attempt given

@@ -105,8 +105,19 @@ declare
 begin
   select p.proconfig into v_config
     from pg_catalog.pg_proc p where p.oid = 'pgflight._reclaim(timestamptz, integer)'::regprocedure;
+  if v_config is distinct from array['search_path=pg_catalog, pg_temp']::text[] then
+    raise exception 'pgflight._reclaim(timestamptz, integer) has settings %, expected %', v_config, array['search_path=pg_catalog, pg_temp']::text[];
+  end if;
+end
+$verify$;
+do $verify$
+declare
+  v_config text[];
+begin
+  select p.proconfig into v_config
+    from pg_catalog.pg_proc p where p.oid = 'pgflight._reclaim_picked(timestamptz, bigint[])'::regprocedure;
   if v_config is distinct from array['search_path=pg_catalog, pg_temp', 'plan_cache_mode=force_custom_plan']::text[] then
-    raise exception 'pgflight._reclaim(timestamptz, integer) has settings %, expected %', v_config, array['search_path=pg_catalog, pg_temp', 'plan_cache_mode=force_custom_plan']::text[];
+    raise exception 'pgflight._reclaim_picked(timestamptz, bigint[]) has settings %, expected %', v_config, array['search_path=pg_catalog, pg_temp', 'plan_cache_mode=force_custom_plan']::text[];
   end if;
 end
 $verify$;
