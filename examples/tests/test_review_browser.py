@@ -43,7 +43,7 @@ def test_report_reads_and_filters_in_chromium(
     # the header and the summary are what one sees first
     assert page.locator("h1").inner_text() == "pgflight licence review"
     assert page.locator("#summary").bounding_box()["y"] < page.locator("#families").bounding_box()["y"]
-    assert "pgflight show 77" in page.locator("header").inner_text()
+    assert "scripts/pgflight show 77" in page.locator("header").inner_text()
     # nothing wider than the screen: no sideways scrolling on a phone
     assert page.evaluate("document.documentElement.scrollWidth") <= width
     page.screenshot(path=str(DOCS / f"review-report-{name}.png"))

@@ -137,7 +137,7 @@ def test_review_of_the_shipped_library_flags_gpl3_with_cited_lines_and_audits_fr
         f"lines {strong['line_start']}-{strong['line_end']}: c) You must license the entire work" in gpl3_md
     )
     assert f'<a href="file://{DATA / "GPL-3"}#:~:text=c%29%20You%20must%20license%20the">' in html
-    assert f"Run {run_id} · " in md and "`pgflight show" in md
+    assert f"Run {run_id} · " in md and "`scripts/pgflight show" in md
     assert f"{DATA / 'binary.bin'} | binary" in md and f"{DATA / 'empty.txt'} | empty" in md
     with open(out / "flags.csv", encoding="utf-8") as fh:
         rows = list(csv.DictReader(fh))

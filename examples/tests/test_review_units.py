@@ -561,7 +561,7 @@ def test_report_summary_first_families_folded_routine_and_the_run_header(tmp_pat
     assert md.index("Run 77 · 2026-01-02 03:04 UTC · pgflight 9.9 · model offline · host box") < md.index(
         "## Summary"
     )
-    assert "`pgflight show 77`" in md and "`pgflight trace 40`" in md
+    assert "`scripts/pgflight show 77`" in md and "`scripts/pgflight trace 40`" in md
     assert md.index("## Summary") < md.index("## Needs a lawyer's look") < md.index("## By licence family")
     needs = md.split("## Needs a lawyer's look")[1].split("## By licence family")[0]
     assert "### Strong copyleft" in needs and f"`{DATA / 'GPL-3'}` (GPL-3.0): lines 222-223" in needs
