@@ -160,6 +160,17 @@ ConnectFactory = Callable[..., psycopg.Connection[tuple[object, ...]]]
 
 
 @pytest.fixture
+def eng(conn: psycopg.Connection[tuple[object, ...]]) -> Iterator[psycopg.Connection[tuple[object, ...]]]:
+    """The test database on the fake clock at T0 with a workspace; invariants checked afterwards."""
+    from core_helpers import invariant_violations, set_clock, setup_engine  # tests_py/, on pythonpath
+
+    setup_engine(conn)
+    set_clock(conn, 0)
+    yield conn
+    assert invariant_violations(conn) == {}
+
+
+@pytest.fixture
 def connect(dsn: str) -> Iterator[ConnectFactory]:
     """
     Open extra connections to the test database, each with statement_timeout and lock_timeout, so

@@ -15,7 +15,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -36,7 +36,6 @@ from core_helpers import (
     events,
     fail,
     heartbeat,
-    invariant_violations,
     one,
     parked_parent,
     race,
@@ -48,7 +47,6 @@ from core_helpers import (
     run_parallel,
     scalar,
     set_clock,
-    setup_engine,
     spawn,
     sqlstate,
     start_step,
@@ -57,15 +55,6 @@ from core_helpers import (
 )
 
 ConnectFactory = Callable[..., Conn]
-
-
-@pytest.fixture
-def eng(conn: Conn) -> Iterator[Conn]:
-    """The test database on the fake clock at T0 with a workspace; invariants checked afterwards."""
-    setup_engine(conn)
-    set_clock(conn, 0)
-    yield conn
-    assert invariant_violations(conn) == {}
 
 
 def _pair(connect: ConnectFactory) -> tuple[Conn, Conn]:

@@ -14,7 +14,7 @@ deadlock or a hang fails the test instead of stalling the suite.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import psycopg
@@ -42,15 +42,6 @@ from core_helpers import (
 from pgflight import migrate
 
 ConnectFactory = Callable[..., Conn]
-
-
-@pytest.fixture
-def eng(conn: Conn) -> Iterator[Conn]:
-    """The test database on the fake clock at T0 with a workspace; invariants checked afterwards."""
-    setup_engine(conn)
-    set_clock(conn, 0)
-    yield conn
-    assert invariant_violations(conn) == {}
 
 
 def _workers(connect: ConnectFactory, n: int, timeout_s: float = 30) -> list[tuple[Conn, int]]:
