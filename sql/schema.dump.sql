@@ -1012,16 +1012,17 @@ COMMENT ON FUNCTION pgflight._claim_set(p_worker_id bigint, p_lane_ws bigint[], 
 CREATE FUNCTION pgflight._complete_many(p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[], p_now timestamp with time zone) RETURNS TABLE(attempt_id bigint, outcome text)
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET plan_cache_mode TO 'force_generic_plan'
+    SET enable_seqscan TO 'off'
     AS $$
 declare
   v_ids bigint[];
-  v_old text[];
   v_steps bigint[];
 begin
   -- 1. lock the attempts still held with these tokens by workers of this login (issue 13: one
   -- primary-key probe of workers per attempt; another login's attempt is not held by the caller)
-  select array_agg(l.id order by l.id), array_agg(l.status order by l.id) into v_ids, v_old from (
-    select a.id, a.status
+  select array_agg(l.id order by l.id) into v_ids from (
+    select a.id
       from pgflight.step_attempts a
       join (select distinct u.id, u.token from unnest(p_attempt_ids, p_tokens) as u(id, token)) q
         on q.id = a.id and q.token = a.fencing_token
@@ -1034,19 +1035,22 @@ begin
     -- 2. succeed them. Issue 18: a success from running takes an events id onto the attempt
     -- (finish_event_id; run_events shows it as the 'succeeded' row) instead of an events row; a
     -- success straight from claimed (never started) still writes its events row.
+    -- (the rows step 1 locked, found again by the same conditions: nothing else can change them
+    -- now; a success straight from claimed is the one that took no finish_event_id)
     with done as (
       update pgflight.step_attempts a
          set status = 'succeeded', finished_at = p_now, result = q.result,
              started_at = coalesce(a.started_at, a.claimed_at),
              finish_event_id = case when a.status = 'running' then nextval('pgflight.events_id_seq') end
-        from unnest(p_attempt_ids, p_results) as q(id, result)
-       where a.id = q.id and a.id = any (v_ids) and a.status in ('claimed', 'running')
-      returning a.id, a.step_id, a.run_id, a.worker_id
+        from unnest(p_attempt_ids, p_tokens, p_results) as q(id, token, result)
+       where a.id = q.id and a.fencing_token = q.token and a.status in ('claimed', 'running')
+         and exists (select from pgflight.workers w where w.id = a.worker_id and w.login = session_user)
+      returning a.id, a.step_id, a.run_id, a.worker_id, a.finish_event_id
     ), logged as (
       insert into pgflight.events (at, run_id, step_id, attempt_id, from_status, to_status, worker_id, reason)
-      select p_now, d.run_id, d.step_id, d.id, o.old_status, 'succeeded', d.worker_id, 'succeeded'
-        from done d join unnest(v_ids, v_old) as o(id, old_status) on o.id = d.id
-       where o.old_status <> 'running'
+      select p_now, d.run_id, d.step_id, d.id, 'claimed', 'succeeded', d.worker_id, 'succeeded'
+        from done d
+       where d.finish_event_id is null
     )
     select array_agg(d.step_id) into v_steps from done d;
 
@@ -1900,6 +1904,7 @@ CREATE FUNCTION pgflight._lease_attempts(p_worker_id bigint, p_ids bigint[], p_l
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
     SET plan_cache_mode TO 'force_generic_plan'
+    SET enable_seqscan TO 'off'
     AS $$
 declare
   v_max_lease double precision := pgflight._limit('lease_s');
@@ -3555,6 +3560,8 @@ COMMENT ON FUNCTION pgflight._step_finished(p_step_id bigint, p_final text, p_ac
 CREATE FUNCTION pgflight._steps_finished(p_step_ids bigint[], p_finals text[], p_actor text, p_now timestamp with time zone) RETURNS void
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET plan_cache_mode TO 'auto'
+    SET enable_seqscan TO 'off'
     AS $$
 declare
   v_left record;

@@ -153,11 +153,17 @@ comment on function pgflight._tree_steps(bigint, bigint) is
 --   4. a root ends its run.
 -- Locks: after the finished attempts (the caller's), the parents' counter stripes, parent steps in
 -- id order, then their parked attempts, then runs: the order of docs/locking.md.
+-- Plans (issue 18): no sequential scan (a plan made while steps was small hash-joined the whole
+-- table per batch), and plan_cache_mode auto, stated so that what runs below it (cancels of
+-- whole trees, fan-in pokes) is planned for its arrays' sizes even when a caller
+-- (_complete_many) runs on generic plans.
 create or replace function pgflight._steps_finished(p_step_ids bigint[], p_finals text[], p_actor text,
                                                     p_now timestamptz)
 returns void
 language plpgsql volatile
 set search_path = pg_catalog, pg_temp
+set plan_cache_mode = auto
+set enable_seqscan = off
 as $$
 declare
   v_left record;
@@ -745,21 +751,26 @@ comment on function pgflight._reclaim_picked(timestamptz, bigint[]) is
 -- Locks are taken in a fixed order — attempts by id, then parents by id, then runs — so batches
 -- cannot deadlock with each other, with heartbeat (ids ascending) or with cancel (attempts first).
 -- Each lock is taken in a statement of its own, so the next statement sees the row as locked.
+-- Plans (issue 18): generic from the first call, no sequential scan. A custom plan per call cost
+-- about 1 ms of each complete_batch in the peers' burn-down (pg_stat_statements, track_planning).
+-- A generic plan sizes every array at ten rows, so no statement here joins one array to another
+-- (a nested loop over two unnests is quadratic in the batch: 25 s for 10,000 attempts).
 create or replace function pgflight._complete_many(p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[],
                                         p_now timestamptz)
 returns table (attempt_id bigint, outcome text)
 language plpgsql volatile
 set search_path = pg_catalog, pg_temp
+set plan_cache_mode = force_generic_plan
+set enable_seqscan = off
 as $$
 declare
   v_ids bigint[];
-  v_old text[];
   v_steps bigint[];
 begin
   -- 1. lock the attempts still held with these tokens by workers of this login (issue 13: one
   -- primary-key probe of workers per attempt; another login's attempt is not held by the caller)
-  select array_agg(l.id order by l.id), array_agg(l.status order by l.id) into v_ids, v_old from (
-    select a.id, a.status
+  select array_agg(l.id order by l.id) into v_ids from (
+    select a.id
       from pgflight.step_attempts a
       join (select distinct u.id, u.token from unnest(p_attempt_ids, p_tokens) as u(id, token)) q
         on q.id = a.id and q.token = a.fencing_token
@@ -772,19 +783,22 @@ begin
     -- 2. succeed them. Issue 18: a success from running takes an events id onto the attempt
     -- (finish_event_id; run_events shows it as the 'succeeded' row) instead of an events row; a
     -- success straight from claimed (never started) still writes its events row.
+    -- (the rows step 1 locked, found again by the same conditions: nothing else can change them
+    -- now; a success straight from claimed is the one that took no finish_event_id)
     with done as (
       update pgflight.step_attempts a
          set status = 'succeeded', finished_at = p_now, result = q.result,
              started_at = coalesce(a.started_at, a.claimed_at),
              finish_event_id = case when a.status = 'running' then nextval('pgflight.events_id_seq') end
-        from unnest(p_attempt_ids, p_results) as q(id, result)
-       where a.id = q.id and a.id = any (v_ids) and a.status in ('claimed', 'running')
-      returning a.id, a.step_id, a.run_id, a.worker_id
+        from unnest(p_attempt_ids, p_tokens, p_results) as q(id, token, result)
+       where a.id = q.id and a.fencing_token = q.token and a.status in ('claimed', 'running')
+         and exists (select from pgflight.workers w where w.id = a.worker_id and w.login = session_user)
+      returning a.id, a.step_id, a.run_id, a.worker_id, a.finish_event_id
     ), logged as (
       insert into pgflight.events (at, run_id, step_id, attempt_id, from_status, to_status, worker_id, reason)
-      select p_now, d.run_id, d.step_id, d.id, o.old_status, 'succeeded', d.worker_id, 'succeeded'
-        from done d join unnest(v_ids, v_old) as o(id, old_status) on o.id = d.id
-       where o.old_status <> 'running'
+      select p_now, d.run_id, d.step_id, d.id, 'claimed', 'succeeded', d.worker_id, 'succeeded'
+        from done d
+       where d.finish_event_id is null
     )
     select array_agg(d.step_id) into v_steps from done d;
 

@@ -1,6 +1,7 @@
--- Revert pgflight:internals/_transitions: restores the previous definition, deploy/internals/_transitions@v0.4.0.sql (written by scripts/gen_sql_scripts.py)
+-- Revert pgflight:internals/_transitions: restores the previous definition, deploy/internals/_transitions@v0.5.0.sql (written by scripts/gen_sql_scripts.py)
 -- Defines: _wake(), _cancel_steps(), _cancel_tree(), _tree_steps(), _steps_finished(),
 --   _step_finished(), _fail_attempt(), _lock_cascade(), _dead_letter_poisoned(), _reclaim(),
+--   _reclaim_picked(),
 --   _complete_many(), _complete_refusing(), _decide(), _reopen_step().
 -- The transitions shared by every path that ends, retries, wakes or cancels an attempt
 --   (complete, fail, reclaim, deadline, cancel, budget, gate): the parent poke (fan-in) and the
@@ -8,7 +9,6 @@
 -- None is granted to any role.
 begin;
 set local role pgflight_owner;
-drop function pgflight._reclaim_picked(timestamptz, bigint[]);
 
 -- Requeue a parked parent when its last child ended. Compare-and-swap on awaiting_children, so
 -- a parent is woken at most once per parking however many callers race here.
@@ -441,6 +441,9 @@ comment on function pgflight._dead_letter_poisoned(bigint, text, text, text) is
 -- row by row too: each row in a block of its own (issue 14), a row that raises is dead-lettered
 -- with its real error (_dead_letter_poisoned) and the sweep — and the claim_batch it runs in —
 -- goes on. Costs nothing when no lease has lapsed (two index probes).
+-- Two functions: _reclaim picks (its two statements on cached plans: claim_batch calls it on
+-- every claim, and with nothing lapsed it costs the two index probes), _reclaim_picked ends
+-- what was picked on custom plans.
 create or replace function pgflight._reclaim(p_now timestamptz, p_limit integer)
 returns integer
 language plpgsql volatile
@@ -448,27 +451,17 @@ set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_ids bigint[];
-  v_steps bigint[];
-  v_retry bigint[];
-  v_end bigint[];
-  v_end_outcome text[];
-  v_rest bigint[];
-  v_fin_steps bigint[];
-  v_fin text[];
-  v_id bigint;
-  v_row record;
-  v_count integer := 0;
-  v_n integer;
-  v_notify boolean;
 begin
-  -- 1. the lapsed attempts, then overrun deadlines among the live leases: SKIP LOCKED. No order by
-  -- lease_expires_at: it has no index (a heartbeat stays a HOT update, tables/step_attempts_hot),
-  -- so ordering would read and sort every leased row on each pass, 1,000,000 after a mass crash;
-  -- unordered, the scan of the leased rows stops at the limit. Every lapsed lease is taken within
-  -- a few passes either way.
+  -- 1. the lapsed attempts, then overrun deadlines among the live leases: SKIP LOCKED. Not ordered
+  -- by lease_expires_at: it has no index (a heartbeat stays a HOT update, tables/step_attempts_hot).
+  -- Ordered by workspace_id instead, the order of the partial index of the leased rows
+  -- (step_attempts_leased_ws_idx), so the pick walks that index and stops at the limit: a seq scan
+  -- would read, on every pass of a drain, all the rows the earlier passes already reclaimed
+  -- (quadratic over a mass crash). Every lapsed lease is taken within a few passes either way.
   select coalesce(array_agg(l.id), '{}') into v_ids from (
     select a.id from pgflight.step_attempts a
      where a.status in ('claimed', 'running', 'cancel_requested') and a.lease_expires_at < p_now
+     order by a.workspace_id
      limit p_limit
        for update of a skip locked) l;
   if cardinality(v_ids) < p_limit then
@@ -482,60 +475,124 @@ begin
   if cardinality(v_ids) = 0 then
     return 0;
   end if;
+  return pgflight._reclaim_picked(p_now, v_ids);
+end
+$$;
+comment on function pgflight._reclaim(timestamptz, integer) is
+  'Internal: reclaim at most p_limit attempts whose lease lapsed or whose deadline passed, set-based, '
+  'SKIP LOCKED on every row; a row that raises is dead-lettered alone, a row whose cascade is locked '
+  'waits for the next pass. Picks them (held FOR UPDATE) and gives them to _reclaim_picked.';
 
-  -- 2. their steps, in id order, SKIP LOCKED: an attempt whose step is in use waits for the next pass
-  select coalesce(array_agg(l.id), '{}') into v_steps from (
-    select s.id from pgflight.steps s
-     where s.id in (select a.step_id from unnest(v_ids) i(id) join pgflight.step_attempts a on a.id = i.id)
-     order by s.id
-       for update skip locked) l;
-
-  -- 3. what each one becomes; a step that ends needs its parent and (a root) its run locked too
+-- The rest of _reclaim for the attempts it picked and holds FOR UPDATE (p_ids).
+-- plan_cache_mode force_custom_plan: every statement below is planned with the batch's arrays as
+-- constants (their lengths known, = any hashed). A generic plan, cached from the sixth call of a
+-- session on, estimated each array at a default size and made 1,000-row batches 1.5-3x slower.
+create or replace function pgflight._reclaim_picked(p_now timestamptz, p_ids bigint[])
+returns integer
+language plpgsql volatile
+set search_path = pg_catalog, pg_temp
+set plan_cache_mode = force_custom_plan
+as $$
+declare
+  v_ids bigint[] := p_ids;
+  v_outcomes text[];
+  v_errors jsonb[];
+  v_parents bigint[];
+  v_runs bigint[];
+  v_cascades boolean[];
+  v_locked_parents bigint[];
+  v_locked_runs bigint[];
+  v_retry bigint[];
+  v_retry_errors jsonb[];
+  v_end bigint[];
+  v_end_outcome text[];
+  v_end_errors jsonb[];
+  v_rest bigint[];
+  v_rest_errors jsonb[];
+  v_fin_steps bigint[];
+  v_fin text[];
+  v_row record;
+  v_i integer;
+  v_count integer := 0;
+  v_n integer;
+  v_notify boolean;
+begin
+  -- 2. their steps, in id order, SKIP LOCKED (an attempt whose step is in use waits for the next
+  -- pass), and in the same statement what each attempt becomes and its error (the one place it is
+  -- written: the batch and the row-by-row path below both take it from here). Every join is by
+  -- primary key from the batch.
   with c as (
     select a.id, s.parent_id, a.run_id,
            case when a.status = 'cancel_requested' then 'cancel'
                 when r.status <> 'running' then 'run_ended'
                 when s.failed_attempts + 1 >= s.max_attempts then 'dead_letter'
                 else 'retry' end as outcome,
-           coalesce(p.fail_fast, false) as cascades
-      -- joins with the arrays, not = any (array): a batch of 10,000 is linear, not quadratic
+           coalesce(p.fail_fast, false) as cascades,
+           case when a.lease_expires_at < p_now
+                then jsonb_build_object('message', 'lease expired: the worker stopped heartbeating',
+                                        'lease_expires_at', a.lease_expires_at, 'fencing_token', a.fencing_token)
+                else jsonb_build_object('message', 'deadline exceeded: the attempt ran past max_runtime_s',
+                                        'deadline_at', a.deadline_at) end as error
       from unnest(v_ids) i(id)
       join pgflight.step_attempts a on a.id = i.id
-      join unnest(v_steps) l(id) on l.id = a.step_id
       join pgflight.steps s on s.id = a.step_id
       join pgflight.runs r on r.id = a.run_id
       left join pgflight.steps p on p.id = s.parent_id
-  ), parents as (
-    select p.id from pgflight.steps p
-     where p.id in (select c.parent_id from c where c.outcome <> 'retry' and not c.cascades)
-     order by p.id
-       for update skip locked
-  ), roots as (
-    select r.id from pgflight.runs r
-     where r.id in (select c.run_id from c where c.outcome <> 'retry' and c.parent_id is null)
-     order by r.id
-       for update skip locked
+     order by s.id
+       for update of s skip locked
   )
-  select array_agg(c.id order by c.id) filter (where c.outcome = 'retry'),
-         array_agg(c.id order by c.id) filter (where c.outcome <> 'retry' and not c.cascades
-                                                and (c.parent_id in (select id from parents)
-                                                     or (c.parent_id is null and c.run_id in (select id from roots)))),
-         array_agg(c.outcome order by c.id) filter (where c.outcome <> 'retry' and not c.cascades
-                                                and (c.parent_id in (select id from parents)
-                                                     or (c.parent_id is null and c.run_id in (select id from roots)))),
-         array_agg(c.id order by c.id) filter (where c.outcome <> 'retry' and c.cascades)
-    into v_retry, v_end, v_end_outcome, v_rest
+  select array_agg(c.id order by c.id), array_agg(c.outcome order by c.id), array_agg(c.error order by c.id),
+         array_agg(c.parent_id order by c.id), array_agg(c.run_id order by c.id), array_agg(c.cascades order by c.id)
+    into v_ids, v_outcomes, v_errors, v_parents, v_runs, v_cascades
     from c;
 
-  -- 4. the batch, set-based, all or nothing
+  -- a step that ends needs its parent and (a root) its run locked too, SKIP LOCKED: in use, the
+  -- attempt waits for the next pass
+  select coalesce(array_agg(l.id), '{}') into v_locked_parents from (
+    select p.id from pgflight.steps p
+     where p.id in (select u.parent from unnest(v_parents, v_outcomes, v_cascades) u(parent, outcome, cascades)
+                     where u.outcome <> 'retry' and not u.cascades)
+     order by p.id
+       for update skip locked) l;
+  select coalesce(array_agg(l.id), '{}') into v_locked_runs from (
+    select r.id from pgflight.runs r
+     where r.id in (select u.run from unnest(v_runs, v_parents, v_outcomes) u(run, parent, outcome)
+                     where u.outcome <> 'retry' and u.parent is null)
+     order by r.id
+       for update skip locked) l;
+
+  -- the batch split by path; membership in the locked sets by = any (a constant array under the
+  -- custom plans this function runs on: hashed, not a rescan per row)
+  select array_agg(u.id order by u.id) filter (where u.path = 'retry'),
+         array_agg(u.error order by u.id) filter (where u.path = 'retry'),
+         array_agg(u.id order by u.id) filter (where u.path = 'end'),
+         array_agg(u.outcome order by u.id) filter (where u.path = 'end'),
+         array_agg(u.error order by u.id) filter (where u.path = 'end'),
+         array_agg(u.id order by u.id) filter (where u.path = 'rest'),
+         array_agg(u.error order by u.id) filter (where u.path = 'rest')
+    into v_retry, v_retry_errors, v_end, v_end_outcome, v_end_errors, v_rest, v_rest_errors
+    from (select u.*,
+                 case when u.outcome = 'retry' then 'retry'
+                      when u.cascades then 'rest'
+                      when u.parent = any(v_locked_parents) or (u.parent is null and u.run = any(v_locked_runs))
+                        then 'end'
+                      end as path  -- null: its parent or run is in use, the next pass takes it
+            from unnest(v_ids, v_outcomes, v_errors, v_parents, v_runs, v_cascades)
+                   u(id, outcome, error, parent, run, cascades)) u;
+
+  -- 4. the batch, set-based, all or nothing. No statement joins one CTE's rows to another's: each
+  -- reads the rows the previous one returned (a join of two CTEs is planned on their default
+  -- estimates, a nested loop rescanning one per row of the other: quadratic in the batch, which
+  -- made batches of 10,000 slower per row than batches of 1,000 up to @v0.4.0)
   begin
     if v_retry is not null then
+      -- the attempts end, their steps count the failure, their successors are queued (ids drawn
+      -- here, so both events are written from one row), with both events
       with r0 as (
         select a.id, a.step_id, a.run_id, a.status as old_status, a.worker_id, a.recipe, a.priority,
-               a.workspace_id, a.concurrency_key, a.concurrency_limit,
-               a.fencing_token, a.lease_expires_at, a.deadline_at, a.lease_expires_at < p_now as lapsed,
-               s.failed_attempts + 1 as failed, s.last_attempt_no + 1 as next_no, s.backoff
-          from unnest(v_retry) i(id)
+               a.workspace_id, a.concurrency_key, a.concurrency_limit, a.lease_expires_at < p_now as lapsed,
+               i.error, s.failed_attempts + 1 as failed, s.last_attempt_no + 1 as next_no, s.backoff
+          from unnest(v_retry, v_retry_errors) i(id, error)
           join pgflight.step_attempts a on a.id = i.id
           join pgflight.steps s on s.id = a.step_id
       ), delays as (
@@ -546,56 +603,48 @@ begin
                      pgflight._limit('delay_s')) as delay
           from (select distinct r0.failed, r0.backoff from r0) k
       ), r as (
-        select r0.*, d.delay
-          from r0 join delays d on d.failed = r0.failed and d.backoff is not distinct from r0.backoff
+        select x.*, nextval('pgflight.step_attempts_id_seq') as new_id
+          from (select r0.*, d.delay,
+                       case when r0.lapsed then 'lease_expired' else 'timed_out' end as to_status,
+                       case when r0.lapsed then 'lease_expired' else 'deadline_exceeded' end as reason
+                  from r0 join delays d on d.failed = r0.failed and d.backoff is not distinct from r0.backoff
+                 order by r0.id) x
       ), ended as (
         update pgflight.step_attempts a
-           set status = case when r.lapsed then 'lease_expired' else 'timed_out' end, finished_at = p_now,
-               reason = case when r.lapsed then 'lease_expired' else 'deadline_exceeded' end,
-               error = case when r.lapsed
-                            then jsonb_build_object('message', 'lease expired: the worker stopped heartbeating',
-                                                    'lease_expires_at', r.lease_expires_at,
-                                                    'fencing_token', r.fencing_token)
-                            else jsonb_build_object('message', 'deadline exceeded: the attempt ran past max_runtime_s',
-                                                    'deadline_at', r.deadline_at) end
+           set status = r.to_status, finished_at = p_now, reason = r.reason, error = r.error
           from r
          where a.id = r.id
-        returning a.id
+        returning r.*
       ), bumped as (
-        update pgflight.steps s set failed_attempts = r.failed, last_attempt_no = r.next_no
-          from r
-         where s.id = r.step_id
-        returning s.id
+        update pgflight.steps s set failed_attempts = e.failed, last_attempt_no = e.next_no
+          from ended e
+         where s.id = e.step_id
       ), queued as (
         -- the flow columns copied from the attempt it replaces (the step's), so the fill trigger
         -- (step_attempts_fill_flow) does not run a row at a time
-        insert into pgflight.step_attempts (step_id, run_id, attempt_no, recipe, priority, status,
+        insert into pgflight.step_attempts (id, step_id, run_id, attempt_no, recipe, priority, status,
                                             available_after, created_at, workspace_id, concurrency_key,
                                             concurrency_limit)
-        select r.step_id, r.run_id, r.next_no, r.recipe, r.priority, 'queued',
-               p_now + make_interval(secs => r.delay), p_now, r.workspace_id, r.concurrency_key,
-               r.concurrency_limit
-          from r order by r.id
-        returning id, step_id
+        overriding system value
+        select e.new_id, e.step_id, e.run_id, e.next_no, e.recipe, e.priority, 'queued',
+               p_now + make_interval(secs => e.delay), p_now, e.workspace_id, e.concurrency_key,
+               e.concurrency_limit
+          from ended e order by e.id
       ), logged as (
         insert into pgflight.events (at, run_id, step_id, attempt_id, from_status, to_status, worker_id, reason,
                                      actor, detail)
-        select p_now, e.run_id, e.step_id, e.attempt_id, e.from_status, e.to_status, e.worker_id, e.reason,
-               'reclaim', e.detail
-          from (select r.id as ord, 1 as k, r.run_id, r.step_id, r.id as attempt_id, r.old_status as from_status,
-                       case when r.lapsed then 'lease_expired' else 'timed_out' end as to_status, r.worker_id,
-                       case when r.lapsed then 'lease_expired' else 'deadline_exceeded' end as reason,
-                       null::jsonb as detail
-                  from r
-                union all
-                select r.id, 2, r.run_id, r.step_id, q.id, null, 'queued', null, 'retry_scheduled',
-                       jsonb_build_object('delay_s', round(r.delay::numeric, 3), 'attempt_no', r.next_no)
-                  from r join queued q on q.step_id = r.step_id) e
-         order by e.ord, e.k
+        select p_now, e.run_id, e.step_id, v.attempt_id, v.from_status, v.to_status, v.worker_id, v.reason,
+               'reclaim', v.detail
+          from ended e
+         cross join lateral (values
+                (1, e.id, e.old_status, e.to_status, e.worker_id, e.reason, null::jsonb),
+                (2, e.new_id, null, 'queued', null, 'retry_scheduled',
+                 jsonb_build_object('delay_s', round(e.delay::numeric, 3), 'attempt_no', e.next_no)))
+              v(k, attempt_id, from_status, to_status, worker_id, reason, detail)
+         order by e.id, v.k
       )
-      select count(*), coalesce(bool_or(r.delay <= 0), false) into v_n, v_notify
-        from r
-       where r.id in (select id from ended) and r.step_id in (select id from bumped);
+      select count(*), coalesce(bool_or(e.delay <= 0), false) into v_n, v_notify
+        from ended e;
       v_count := v_count + v_n;
       if v_notify then
         perform pgflight._notify_ready();
@@ -603,24 +652,15 @@ begin
     end if;
 
     if v_end is not null then
-      with r as (
-        select a.id, a.step_id, a.run_id, a.status as old_status, a.worker_id, a.fencing_token,
-               a.lease_expires_at, a.deadline_at, a.lease_expires_at < p_now as lapsed, o.outcome,
-               s.failed_attempts, s.max_attempts, u.status as run_status
-          from unnest(v_end, v_end_outcome) as o(id, outcome)
+      with e as (
+        select a.id, a.step_id, a.run_id, a.status as old_status, a.worker_id, o.outcome, o.error,
+               s.failed_attempts, s.max_attempts, u.status as run_status,
+               case when a.lease_expires_at < p_now then 'lease_expired' else 'deadline_exceeded' end as reason,
+               case when o.outcome = 'dead_letter' then 'dead_letter' else 'cancelled' end as final
+          from unnest(v_end, v_end_outcome, v_end_errors) as o(id, outcome, error)
           join pgflight.step_attempts a on a.id = o.id
           join pgflight.steps s on s.id = a.step_id
           join pgflight.runs u on u.id = a.run_id
-      ), e as (
-        select r.*,
-               case when r.lapsed then 'lease_expired' else 'deadline_exceeded' end as reason,
-               case when r.lapsed
-                    then jsonb_build_object('message', 'lease expired: the worker stopped heartbeating',
-                                            'lease_expires_at', r.lease_expires_at, 'fencing_token', r.fencing_token)
-                    else jsonb_build_object('message', 'deadline exceeded: the attempt ran past max_runtime_s',
-                                            'deadline_at', r.deadline_at) end as error,
-               case when r.outcome = 'dead_letter' then 'dead_letter' else 'cancelled' end as final
-          from r
       ), ended as (
         update pgflight.step_attempts a
            set status = e.final, finished_at = p_now,
@@ -628,10 +668,10 @@ begin
                error = case when e.outcome = 'cancel' then a.error else e.error end
           from e
          where a.id = e.id
-        returning a.id
+        returning e.*
       ), bumped as (
         update pgflight.steps s set failed_attempts = s.failed_attempts + 1
-          from e
+          from ended e
          where s.id = e.step_id and e.outcome = 'dead_letter'
       ), logged as (
         insert into pgflight.events (at, run_id, step_id, attempt_id, from_status, to_status, worker_id, reason,
@@ -643,12 +683,11 @@ begin
                  when 'run_ended' then jsonb_build_object('cause', e.reason, 'run_status', e.run_status)
                  else jsonb_build_object('failed_attempts', e.failed_attempts + 1, 'max_attempts', e.max_attempts,
                                          'retryable', true) end
-          from e order by e.id
+          from ended e order by e.id
       )
       select array_agg(e.step_id order by e.step_id), array_agg(e.final order by e.step_id)
         into v_fin_steps, v_fin
-        from e
-       where e.id in (select id from ended);
+        from ended e;
       perform pgflight._steps_finished(v_fin_steps, v_fin, 'reclaim', p_now);
       v_count := v_count + cardinality(v_fin_steps);
     end if;
@@ -656,16 +695,17 @@ begin
     -- some row raised: none of the batch was written; each row on its own below
     v_count := 0;
     v_rest := coalesce(v_rest, '{}') || coalesce(v_retry, '{}') || coalesce(v_end, '{}');
+    v_rest_errors := coalesce(v_rest_errors, '{}') || coalesce(v_retry_errors, '{}') || coalesce(v_end_errors, '{}');
   end;
 
-  -- 5. row by row: cascades, and a batch that raised
-  foreach v_id in array coalesce(v_rest, '{}') loop
-    select a.id, a.status, a.step_id, a.run_id, a.worker_id, a.lease_expires_at, a.fencing_token, a.deadline_at,
-           a.lease_expires_at < p_now as lapsed,
+  -- 5. row by row: cascades, and a batch that raised; each row read when its turn comes (a
+  -- cascade before it may have ended it)
+  for v_i in 1 .. coalesce(cardinality(v_rest), 0) loop
+    select a.id, a.status, a.step_id, a.run_id, a.worker_id, a.lease_expires_at < p_now as lapsed,
            (a.status = 'cancel_requested' or s.failed_attempts + 1 >= s.max_attempts) as ends_step
       into v_row
       from pgflight.step_attempts a join pgflight.steps s on s.id = a.step_id
-     where a.id = v_id;
+     where a.id = v_rest[v_i];
     v_count := v_count + 1;
     begin
       if v_row.ends_step then
@@ -676,16 +716,10 @@ begin
         perform pgflight._event(v_row.run_id, v_row.step_id, v_row.id, 'cancel_requested', 'cancelled',
                                 v_row.worker_id, 'cancelled', 'reclaim', jsonb_build_object('cause', 'lease_expired'));
         perform pgflight._step_finished(v_row.step_id, 'cancelled', 'reclaim');
-      elsif v_row.lapsed then
-        perform pgflight._fail_attempt(v_row.id, v_row.status, 'lease_expired',
-          jsonb_build_object('message', 'lease expired: the worker stopped heartbeating',
-                             'lease_expires_at', v_row.lease_expires_at, 'fencing_token', v_row.fencing_token),
-          true, null, 'lease_expired', 'reclaim');
       else
-        perform pgflight._fail_attempt(v_row.id, v_row.status, 'timed_out',
-          jsonb_build_object('message', 'deadline exceeded: the attempt ran past max_runtime_s',
-                             'deadline_at', v_row.deadline_at),
-          true, null, 'deadline_exceeded', 'reclaim');
+        perform pgflight._fail_attempt(v_row.id, v_row.status,
+          case when v_row.lapsed then 'lease_expired' else 'timed_out' end, v_rest_errors[v_i], true, null,
+          case when v_row.lapsed then 'lease_expired' else 'deadline_exceeded' end, 'reclaim');
       end if;
     exception
       when lock_not_available then
@@ -697,10 +731,10 @@ begin
   return v_count;
 end
 $$;
-comment on function pgflight._reclaim(timestamptz, integer) is
-  'Internal: reclaim at most p_limit attempts whose lease lapsed or whose deadline passed, set-based, '
-  'SKIP LOCKED on every row; a row that raises is dead-lettered alone, a row whose cascade is locked '
-  'waits for the next pass.';
+comment on function pgflight._reclaim_picked(timestamptz, bigint[]) is
+  'Internal: _reclaim''s second half: ends the attempts p_ids (picked and locked by _reclaim) as '
+  'retries, dead letters or cancellations, set-based, a batch that raises redone row by row. '
+  'Returns how many were reclaimed.';
 
 -- The core of successful completion, set-based, shared by complete_step and complete_batch:
 -- a batch of n attempts costs a handful of statements, not n of each. For each attempt given

@@ -6,8 +6,8 @@ declare
 begin
   select p.proconfig into v_config
     from pg_catalog.pg_proc p where p.oid = 'pgflight._lease_attempts(bigint, bigint[], double precision, boolean, timestamptz, smallint)'::regprocedure;
-  if v_config is distinct from array['search_path=pg_catalog, pg_temp', 'plan_cache_mode=force_generic_plan']::text[] then
-    raise exception 'pgflight._lease_attempts(bigint, bigint[], double precision, boolean, timestamptz, smallint) has settings %, expected %', v_config, array['search_path=pg_catalog, pg_temp', 'plan_cache_mode=force_generic_plan']::text[];
+  if v_config is distinct from array['search_path=pg_catalog, pg_temp', 'plan_cache_mode=force_generic_plan', 'enable_seqscan=off']::text[] then
+    raise exception 'pgflight._lease_attempts(bigint, bigint[], double precision, boolean, timestamptz, smallint) has settings %, expected %', v_config, array['search_path=pg_catalog, pg_temp', 'plan_cache_mode=force_generic_plan', 'enable_seqscan=off']::text[];
   end if;
 end
 $verify$;

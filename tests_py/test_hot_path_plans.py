@@ -1,0 +1,87 @@
+"""
+The hot path reads the rows of a batch by index, whatever the statistics said when its plans were
+made (issue 18).
+
+A worker's connection lives for hours, and PL/pgSQL keeps each statement's plan for the session.
+A plan made while a table was small (a fresh deployment, the first minutes of a burst) stays when
+the table grows, until an ANALYZE invalidates it. Before this was fixed, the lease update of
+claim_batch and the first read of _steps_finished hash-joined a sequential scan of `steps` made
+at that time: every claim and every completion read the whole table (0.9 ms a call at 5,000
+steps, growing linearly).
+
+The test makes the plans on small tables (autovacuum off, so no ANALYZE replaces them), grows the
+tables, and reads the plans the same session then runs, nested statements included, through
+auto_explain sent to the client as notices.
+"""
+
+from __future__ import annotations
+
+import re
+
+import psycopg
+
+from core_helpers import Conn, claim, complete_batch, fail, heartbeat, register, submit_many
+
+HOT_TABLES = ("runs", "steps", "step_attempts")
+
+
+def _plans(conn: Conn, work: object) -> list[str]:
+    """The plans of every statement `work()` runs on `conn`, nested ones included."""
+    seen: list[str] = []
+
+    def keep(d: psycopg.errors.Diagnostic) -> None:
+        if d.message_primary and "plan:" in d.message_primary:
+            seen.append(d.message_primary)
+
+    conn.execute("load 'auto_explain'")
+    conn.execute("set auto_explain.log_min_duration = 0")
+    conn.execute("set auto_explain.log_nested_statements = on")
+    conn.execute("set auto_explain.log_level = notice")
+    conn.execute("set client_min_messages = notice")
+    conn.add_notice_handler(keep)
+    try:
+        work()  # type: ignore[operator]
+    finally:
+        conn.remove_notice_handler(keep)
+        conn.execute("set auto_explain.log_min_duration = -1")
+    return seen
+
+
+def _seq_scans(plans: list[str]) -> list[str]:
+    """Each plan line that reads a hot table sequentially, with the statement it belongs to."""
+    found = []
+    for p in plans:
+        for table in HOT_TABLES:
+            if re.search(rf"Seq Scan on {table}\b", p):
+                query = p.split("Query Text:", 1)[-1].strip().splitlines()[0]
+                found.append(f"{table}: {query[:120]}")
+    return found
+
+
+def test_claim_complete_fail_and_heartbeat_read_by_index_after_the_tables_grew(eng: Conn, dsn: str) -> None:
+    for table in HOT_TABLES:
+        eng.execute(f"alter table pgflight.{table} set (autovacuum_enabled = off)")
+    w = register(eng)
+    submit_many(eng, 30, "hot")
+    eng.execute("analyze pgflight.runs, pgflight.steps, pgflight.step_attempts")
+    # the session's plans, made on 30 rows: claim, heartbeat, complete, fail
+    first = claim(eng, w, 10, 60, ["hot"])
+    heartbeat(eng, w, first)
+    assert complete_batch(eng, first[:8]) == ["succeeded"] * 8
+    for c in first[8:]:
+        fail(eng, c, {"message": "boom"})
+    # the tables grow to a few thousand rows, as in the first minutes of a burst
+    with psycopg.connect(dsn, autocommit=True) as other:
+        submit_many(other, 5000, "hot")
+
+    def batch() -> None:
+        got = claim(eng, w, 10, 60, ["hot"])
+        assert len(got) == 10
+        assert set(heartbeat(eng, w, got).values()) == {"ok"}
+        assert complete_batch(eng, got[:8]) == ["succeeded"] * 8
+        for c in got[8:]:
+            fail(eng, c, {"message": "boom"})
+
+    plans = _plans(eng, batch)
+    assert len(plans) > 10, "auto_explain showed no nested plans"
+    assert _seq_scans(plans) == []
