@@ -20,7 +20,7 @@ import re
 
 import psycopg
 
-from core_helpers import Conn, claim, complete_batch, fail, heartbeat, register, submit_many
+from core_helpers import WORKSPACE, Conn, claim, complete_batch, fail, heartbeat, register, submit_many
 
 HOT_TABLES = ("runs", "steps", "step_attempts")
 
@@ -58,7 +58,9 @@ def _seq_scans(plans: list[str]) -> list[str]:
     return found
 
 
-def test_claim_complete_fail_and_heartbeat_read_by_index_after_the_tables_grew(eng: Conn, dsn: str) -> None:
+def test_submit_claim_heartbeat_complete_and_fail_read_by_index_after_the_tables_grew(
+    eng: Conn, dsn: str
+) -> None:
     for table in HOT_TABLES:
         eng.execute(f"alter table pgflight.{table} set (autovacuum_enabled = off)")
     w = register(eng)
@@ -75,6 +77,12 @@ def test_claim_complete_fail_and_heartbeat_read_by_index_after_the_tables_grew(e
         submit_many(other, 5000, "hot")
 
     def batch() -> None:
+        submit_many(eng, 10, "hot")
+        eng.execute(
+            "select count(*) from pgflight.submit_runs(%s, (select jsonb_agg(jsonb_build_object("
+            "'recipe', 'hot', 'input', jsonb_build_object('i', g))) from generate_series(1, 10) g))",
+            [WORKSPACE],
+        )
         got = claim(eng, w, 10, 60, ["hot"])
         assert len(got) == 10
         assert set(heartbeat(eng, w, got).values()) == {"ok"}
