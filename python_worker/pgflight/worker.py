@@ -109,6 +109,12 @@ class Worker:
     :param recipes: a registry, or module names to import (default: the process-wide registry).
     :param concurrency: steps run at once.
     :param batch_size: most steps per claim (default: concurrency).
+    :param claim_coalesce_s: while a backlog lasts (the last claim came back full), seconds a
+        freed slot waits for more slots to free before claiming, so that one claim_batch takes up
+        to a whole batch (a claim's server time is mostly per call: in the peers' burn-down, 8 in
+        flight, claims of about 4 rows became claims of about 8, and server CPU per job fell from
+        1.15 to 0.63 ms). Never waits when the queue was found short, so a quiet queue's wake-up
+        latency is unchanged. 0 claims at once. Default 0.005.
     :param lease_s: lease in seconds; heartbeats renew it every lease/3 at most.
     :param heartbeat_s: heartbeat interval in seconds (clamped to lease/3, C04).
     :param grace_s: seconds running steps get to finish after SIGTERM before they are released.
@@ -132,6 +138,7 @@ class Worker:
         *,
         concurrency: int = 4,
         batch_size: int | None = None,
+        claim_coalesce_s: float = 0.005,
         lease_s: float = 30.0,
         heartbeat_s: float | None = None,
         grace_s: float = 10.0,
@@ -158,6 +165,7 @@ class Worker:
             raise ValueError("no recipes registered: pass recipe modules")
         self.concurrency = concurrency
         self.batch_size = max(1, batch_size or concurrency)
+        self.claim_coalesce_s = max(0.0, claim_coalesce_s)
         self.lease_s = lease_s
         self.heartbeat_s = clamp_interval(lease_s, heartbeat_s)
         self.grace_s = grace_s
@@ -285,6 +293,8 @@ class Worker:
         while not self._stopping.is_set():
             self._wake.clear()
             free = self._free()
+            if 0 < free < self.batch_size and self._backlog and self._tasks and self.claim_coalesce_s > 0:
+                free = await self._more_slots(free)
             if free > 0:
                 want = min(free, self.batch_size)
                 try:
@@ -321,6 +331,23 @@ class Worker:
 
     def _free(self) -> int:
         return self.concurrency - len(self._tasks) - self._reserved
+
+    async def _more_slots(self, free: int) -> int:
+        """
+        While a backlog lasts, wait up to ``claim_coalesce_s`` for slots enough for a whole batch,
+        so that one claim takes more rows (a claim's cost is mostly per call): the free slots then.
+        """
+        assert self._wake is not None
+        deadline = time.monotonic() + self.claim_coalesce_s
+        while free < self.batch_size and self._tasks and not self._stopping.is_set():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), timeout=left)
+            self._wake.clear()
+            free = self._free()
+        return free
 
     def _claim(self, conn: db.Connection, want: int) -> tuple[list[models.ClaimedStep], int]:
         """claim_batch for the loop (a db thread), at most the slots still free: (claims, asked)."""

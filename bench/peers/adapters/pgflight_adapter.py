@@ -8,7 +8,8 @@ virtualenv (.venv at the repository root) and drives the real Python worker, as 
   step recipe `noop`);
 - work: `pgflight.worker.Worker(concurrency=C, batch_size=C)`: one `claim_batch` per free batch,
   claimed straight into running, LISTEN for wake-ups, completions sent together by
-  `complete_batch` (the worker's defaults apart from batch size = concurrency, the setting
+  `complete_batch`, claims coalesced into whole batches while a backlog lasts (claim_coalesce_s,
+  5 ms) (the worker's defaults apart from batch size = concurrency, the setting
   docs/benchmarks.md uses for throughput);
 - fanout: a parent recipe calls `ctx.spawn` with N children (one `spawn_children` call), parks,
   and runs again once when the last child's completion wakes it: that second run is the
@@ -82,6 +83,7 @@ def _config(worker: Worker) -> dict[str, Any]:
     return {
         "concurrency": worker.concurrency,
         "batch_size": worker.batch_size,
+        "claim_coalesce_s": worker.claim_coalesce_s,
         "lease_s": worker.lease_s,
         "listen": worker.listen,
         "poll_s": worker.poll_s,

@@ -121,6 +121,18 @@ def worker(
         int | None,
         typer.Option("--batch-size", metavar="N", min=1, help="Most steps per claim (default: concurrency)."),
     ] = None,
+    claim_coalesce: Annotated[
+        float,
+        typer.Option(
+            "--claim-coalesce",
+            metavar="SECONDS",
+            min=0,
+            help=(
+                "While a backlog lasts, how long a freed slot waits for more to free, so that one"
+                " claim takes a whole batch (0: at once)."
+            ),
+        ),
+    ] = 0.005,
     lease: Annotated[
         float, typer.Option("--lease", metavar="SECONDS", min=0.1, help="Lease of a claim.")
     ] = 30.0,
@@ -194,6 +206,7 @@ def worker(
         registry,
         concurrency=concurrency,
         batch_size=batch_size,
+        claim_coalesce_s=claim_coalesce,
         lease_s=lease,
         heartbeat_s=heartbeat,
         grace_s=grace,
