@@ -2081,6 +2081,7 @@ CREATE TABLE pgflight.step_attempts (
     claim_event_id bigint,
     finish_event_id bigint,
     slots smallint DEFAULT 0 NOT NULL,
+    queue_event_id bigint,
     CONSTRAINT finished_at_is_after_claimed_at CHECK (((finished_at IS NULL) OR (claimed_at IS NULL) OR (finished_at >= claimed_at))),
     CONSTRAINT leased_attempt_has_owner CHECK (((status <> ALL (ARRAY['claimed'::text, 'running'::text, 'cancel_requested'::text])) OR ((worker_id IS NOT NULL) AND (fencing_token IS NOT NULL) AND (lease_expires_at IS NOT NULL)))),
     CONSTRAINT status_is_known CHECK ((status = ANY (ARRAY['queued'::text, 'claimed'::text, 'running'::text, 'cancel_requested'::text, 'awaiting_children'::text, 'awaiting_approval'::text, 'succeeded'::text, 'failed'::text, 'lease_expired'::text, 'timed_out'::text, 'dead_letter'::text, 'cancelled'::text])))
@@ -2112,6 +2113,10 @@ COMMENT ON COLUMN pgflight.step_attempts.finish_event_id IS 'Events id of this a
 -- Name: COLUMN step_attempts.slots; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
 COMMENT ON COLUMN pgflight.step_attempts.slots IS 'What this lease is counted against: bit 1 the global cap, bit 2 its workspace''s cap (0: none).';
+
+-- Name: COLUMN step_attempts.queue_event_id; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON COLUMN pgflight.step_attempts.queue_event_id IS 'Events id of the submit that queued this attempt (a run''s root step, attempt 1), shown by run_events with actor runs.submitted_by; null: the queued, if any, is an events row.';
 
 -- Name: _lock_held(bigint, bigint, text, boolean); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -7108,13 +7113,12 @@ begin
           coalesce(v_opts -> 'backoff', '{}'),
           (v_opts ->> 'lease_s')::double precision, (v_opts ->> 'max_runtime_s')::double precision, v_now,
           v_ckey, v_climit);
+  -- the queued event is the attempt's queue_event_id, shown by run_events (issue 18: no events row)
   insert into pgflight.step_attempts (step_id, run_id, attempt_no, recipe, priority, status, available_after, created_at,
-                                      workspace_id, concurrency_key, concurrency_limit)
+                                      workspace_id, concurrency_key, concurrency_limit, queue_event_id)
   values (v_step, v_run, 1, p_recipe, coalesce((v_opts ->> 'priority')::integer, 0), 'queued', v_not_before, v_now,
-          v_ws, v_ckey, v_climit)
+          v_ws, v_ckey, v_climit, nextval('pgflight.events_id_seq'))
   returning id into v_attempt;
-  perform pgflight._event(v_run, v_step, v_attempt, null, 'queued', null, 'queued',
-                          coalesce(v_opts ->> 'submitted_by', session_user::text));
   if v_not_before <= v_now then
     perform pgflight._notify_ready();
   end if;
@@ -7354,21 +7358,19 @@ begin
            v_norm[u.g] ->> 'concurrency_key',
            case when v_norm[u.g] ? 'concurrency_key' then coalesce((v_norm[u.g] ->> 'concurrency_limit')::integer, 1) end
       from unnest(v_run_ids, v_step_ids, v_recipe, v_input, v_g) as u(run_id, step_id, recipe, input, g)
-  ), new_attempts as (
-    insert into pgflight.step_attempts (id, step_id, run_id, attempt_no, recipe, priority, status, available_after,
-                                        created_at, workspace_id, concurrency_key, concurrency_limit)
-    overriding system value
-    select u.attempt_id, u.step_id, u.run_id, 1, u.recipe, coalesce((v_norm[u.g] ->> 'priority')::integer, 0),
-           'queued', v_start[u.g], v_now, v_ws,
-           v_norm[u.g] ->> 'concurrency_key',
-           case when v_norm[u.g] ? 'concurrency_key' then coalesce((v_norm[u.g] ->> 'concurrency_limit')::integer, 1) end
-      from unnest(v_run_ids, v_step_ids, v_attempt_ids, v_recipe, v_g) as u(run_id, step_id, attempt_id, recipe, g)
   )
-  -- what _event writes for submit_run, one row per run
-  insert into pgflight.events (at, run_id, step_id, attempt_id, from_status, to_status, reason, actor)
-  select v_now, u.run_id, u.step_id, u.attempt_id, null, 'queued', 'queued',
-         coalesce(v_norm[u.g] ->> 'submitted_by', session_user::text)
-    from unnest(v_run_ids, v_step_ids, v_attempt_ids, v_g) as u(run_id, step_id, attempt_id, g);
+  -- each run's queued event is its attempt's queue_event_id, shown by run_events (issue 18: no
+  -- events row), taken in the runs' order as submit_run takes it
+  insert into pgflight.step_attempts (id, step_id, run_id, attempt_no, recipe, priority, status, available_after,
+                                      created_at, workspace_id, concurrency_key, concurrency_limit, queue_event_id)
+  overriding system value
+  select u.attempt_id, u.step_id, u.run_id, 1, u.recipe, coalesce((v_norm[u.g] ->> 'priority')::integer, 0),
+         'queued', v_start[u.g], v_now, v_ws,
+         v_norm[u.g] ->> 'concurrency_key',
+         case when v_norm[u.g] ? 'concurrency_key' then coalesce((v_norm[u.g] ->> 'concurrency_limit')::integer, 1) end,
+         nextval('pgflight.events_id_seq')
+    from unnest(v_run_ids, v_step_ids, v_attempt_ids, v_recipe, v_g) with ordinality as u(run_id, step_id, attempt_id, recipe, g, ord)
+   order by u.ord;
   v_created := v_i;
   select coalesce(bool_or(v_start[g] <= v_now), false) into v_ready from unnest(v_g) as g;
 
@@ -8377,13 +8379,21 @@ CREATE VIEW pgflight.run_events WITH (security_barrier='true') AS
             a.id,
             d.from_status,
             d.to_status,
-            a.worker_id,
-            NULL::text AS text,
+                CASE
+                    WHEN (d.reason <> 'queued'::text) THEN a.worker_id
+                    ELSE NULL::bigint
+                END AS "case",
+                CASE
+                    WHEN (d.reason = 'queued'::text) THEN ( SELECT r.submitted_by
+                       FROM pgflight.runs r
+                      WHERE (r.id = s.run_id))
+                    ELSE NULL::text
+                END AS "case",
             d.reason,
             NULL::jsonb AS jsonb
            FROM ((pgflight.steps s
              JOIN pgflight.step_attempts a ON ((a.step_id = s.id)))
-             CROSS JOIN LATERAL ( VALUES (a.claim_event_id,a.claimed_at,'queued'::text,'running'::text,'claimed'::text), (a.finish_event_id,a.finished_at,'running'::text,'succeeded'::text,'succeeded'::text)) d(id, at, from_status, to_status, reason))
+             CROSS JOIN LATERAL ( VALUES (a.queue_event_id,a.created_at,NULL::text,'queued'::text,'queued'::text), (a.claim_event_id,a.claimed_at,'queued'::text,'running'::text,'claimed'::text), (a.finish_event_id,a.finished_at,'running'::text,'succeeded'::text,'succeeded'::text)) d(id, at, from_status, to_status, reason))
           WHERE (d.id IS NOT NULL)) l
   WHERE ((( SELECT pgflight._lane_workspaces('reader'::text) AS _lane_workspaces) IS NULL) OR (EXISTS ( SELECT
            FROM pgflight.runs r
@@ -8393,7 +8403,7 @@ ALTER TABLE pgflight.run_events OWNER TO pgflight_owner;
 
 -- Name: VIEW run_events; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON VIEW pgflight.run_events IS 'The transition log: the events rows, and the started claims and successes the attempts record (issue 18).';
+COMMENT ON VIEW pgflight.run_events IS 'The transition log: the events rows, and the submits, started claims and successes the attempts record (issue 18).';
 
 -- Name: workspaces; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
 

@@ -55,7 +55,8 @@ def row_of(conn: Conn, run_id: int) -> tuple[Any, ...]:
         "       case when r.options ? 'not_before' then a.available_after::text"
         "            else (a.available_after - a.created_at)::text end,"
         "       a.concurrency_limit, a.workspace_id,"
-        "       (select array_agg(e.to_status || '/' || e.reason || '/' || e.actor) from pgflight.events e"
+        "       (select array_agg(e.to_status || '/' || e.reason || '/' || e.actor)"
+        "          from pgflight.run_events e"
         "         where e.run_id = r.id)"
         "  from pgflight.runs r join pgflight.steps s on s.id = r.root_step_id"
         "  join pgflight.step_attempts a on a.step_id = s.id where r.id = %s",
@@ -103,7 +104,8 @@ def test_a_call_submits_every_element_in_order_with_shared_options(conn: Conn) -
         "select (select count(*) from pgflight.steps where run_id = any(%(r)s)),"
         "       (select count(*) from pgflight.step_attempts where run_id = any(%(r)s) and status = 'queued'"
         "                                                     and attempt_no = 1),"
-        "       (select count(*) from pgflight.events where run_id = any(%(r)s) and to_status = 'queued')",
+        "       (select count(*) from pgflight.run_events"
+        "         where run_id = any(%(r)s) and to_status = 'queued')",
         {"r": [r["run_id"] for r in got]},
     ).fetchone()
     assert counts == (300, 300, 300)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import time
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from conftest import ConnectFactory
 from core_helpers import (
@@ -189,28 +190,37 @@ def _days(c: Conn) -> list[str]:
     ]
 
 
+def _logged(conn: Conn, recipe: str) -> Any:
+    """A run submitted and cancelled: two events rows (cancelled, run_cancelled) at the clock's time.
+    (A submit's own queued is on its attempt, queue_event_id, not an events row.)"""
+    run = submit(conn, recipe)
+    cancel_run(conn, run.run_id)
+    return run
+
+
 def test_events_retention_drops_whole_days_with_the_fake_clock(conn: Conn) -> None:
     setup_engine(conn)
     day0 = datetime(2031, 3, 10, 12, 0, tzinfo=UTC)
     set_clock(conn, day0 - timedelta(days=2))
-    early = submit(conn, "early")  # no partition for 2031-03-08 yet: events_default keeps it
-    assert scalar(conn, "select count(*) from pgflight.events_default where run_id = %s", [early.run_id]) == 1
+    early = _logged(conn, "early")  # no partition for 2031-03-08 yet: events_default keeps them
+    assert scalar(conn, "select count(*) from pgflight.events_default where run_id = %s", [early.run_id]) == 2
 
     set_clock(conn, day0 - timedelta(days=2, hours=1))
     acts = rows(conn, "select * from pgflight.maintain_partitions()")
     made = {r["partition_name"]: r["moved_rows"] for r in acts if r["action"] == "created"}
     assert made == {
-        f"events_{d}": (1 if d == "20310308" else 0) for d in ("20310308", "20310309", "20310310", "20310311")
+        f"events_{d}": (2 if d == "20310308" else 0) for d in ("20310308", "20310309", "20310310", "20310311")
     }
     assert (
-        scalar(conn, "select count(*) from pgflight.events_20310308 where run_id = %s", [early.run_id]) == 1
+        scalar(conn, "select count(*) from pgflight.events_20310308 where run_id = %s", [early.run_id]) == 2
     )
     assert scalar(conn, "select count(*) from pgflight.events_default") == 0
 
     set_clock(conn, day0)
-    late = submit(conn, "late")
-    assert scalar(conn, "select count(*) from pgflight.events_20310310 where run_id = %s", [late.run_id]) == 1
-    assert len(rows(conn, "select * from pgflight.run_events where run_id = %s", [late.run_id])) == 1
+    late = _logged(conn, "late")
+    assert scalar(conn, "select count(*) from pgflight.events_20310310 where run_id = %s", [late.run_id]) == 2
+    # the two rows and the submit's queued, derived from the attempt
+    assert len(rows(conn, "select * from pgflight.run_events where run_id = %s", [late.run_id])) == 3
 
     conn.execute("update pgflight.settings set events_keep_s = 86400 * 2")
     set_clock(conn, day0 + timedelta(days=1))  # 2031-03-08 ended 3 days before: past retention
@@ -218,14 +228,15 @@ def test_events_retention_drops_whole_days_with_the_fake_clock(conn: Conn) -> No
     assert {r["partition_name"] for r in acts if r["action"] == "dropped"} == {"events_20310308"}
     assert "events_20310308" not in _days(conn) and "events_20310313" in _days(conn)
     assert scalar(conn, "select count(*) from pgflight.events where run_id = %s", [early.run_id]) == 0
-    assert scalar(conn, "select count(*) from pgflight.events where run_id = %s", [late.run_id]) == 1
+    assert scalar(conn, "select count(*) from pgflight.events where run_id = %s", [late.run_id]) == 2
     assert rows(conn, "select * from pgflight.maintain_partitions()") == [], "a second call has nothing to do"
 
 
 def test_stray_rows_of_the_default_partition_are_purged_in_batches(conn: Conn) -> None:
     setup_engine(conn)
     set_clock(conn, datetime(2001, 1, 1, tzinfo=UTC))
-    submit_many(conn, 30, "ancient")  # 2001: never a partition, stays in events_default
+    for _ in range(15):
+        _logged(conn, "ancient")  # 2001: never a partition, stays in events_default
     set_clock(conn, None)
     assert scalar(conn, "select count(*) from pgflight.events_default") == 30
     got = rows(conn, "select * from pgflight.maintain_partitions(20)")

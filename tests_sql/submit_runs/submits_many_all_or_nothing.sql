@@ -26,7 +26,7 @@ select is((select r.id from pgflight.runs r where r.idempotency_key = 'old'), (s
           'an existing key gives its run');
 select results_eq($$select s.priority, s.max_attempts from got g join pgflight.steps s on s.id = g.step_id where g.created order by g.idx$$,
                   $$values (3, 2), (9, 2), (3, 2)$$, 'the element''s options lie over the shared ones');
-select is((select count(*) from got g join pgflight.events e on e.attempt_id = g.attempt_id
+select is((select count(*) from got g join pgflight.run_events e on e.attempt_id = g.attempt_id
             where g.created and e.to_status = 'queued' and e.reason = 'queued'), 3::bigint, 'a queued event per new run');
 select is((select a.available_after from pgflight.step_attempts a join got g on g.attempt_id = a.id where g.idx = 5),
           '2030-01-01 00:01:00+00'::timestamptz, 'delay_s counts on the engine''s clock');
@@ -34,7 +34,7 @@ select is((select count(*) from pgflight.step_attempts a join got g on g.attempt
             where a.status = 'queued' and a.attempt_no = 1 and a.workspace_id = :ws), 5::bigint,
           'every row names a queued first attempt in the workspace');
 
-create temp table before as select (select count(*) from pgflight.runs) runs, (select count(*) from pgflight.events) events;
+create temp table before as select (select count(*) from pgflight.runs) runs, (select count(*) from pgflight.step_attempts) attempts;
 select throws_like($$select pgflight.submit_runs('test', '[{"recipe": "r"}, {"recipe": "r", "options": {"lease_s": 0}}]')$$,
                    'submit_runs element 2: option lease_s%', 'a bad option names the element and the key');
 select throws_ok($$select pgflight.submit_runs('test', '[{"recipe": "r"}, {"recipe": "r", "input": {"x": 9}, "options": {"idempotency_key": "old"}}]')$$,
@@ -45,8 +45,8 @@ update pgflight.settings set max_runs_per_call = 2;
 select throws_like($$select pgflight.submit_runs('test', '[{"recipe": "r"}, {"recipe": "r"}, {"recipe": "r"}]')$$,
                    '%max_runs_per_call%', 'more runs than max_runs_per_call is refused');
 select throws_ok($$select pgflight.submit_runs('test', '{"recipe": "r"}')$$, '22023', null, 'runs must be an array');
-select results_eq('select (select count(*) from pgflight.runs), (select count(*) from pgflight.events)',
-                  'select runs, events from before', 'the refused calls wrote nothing');
+select results_eq('select (select count(*) from pgflight.runs), (select count(*) from pgflight.step_attempts)',
+                  'select runs, attempts from before', 'the refused calls wrote nothing');
 
 select * from finish();
 rollback;

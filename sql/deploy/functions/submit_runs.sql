@@ -248,21 +248,19 @@ begin
            v_norm[u.g] ->> 'concurrency_key',
            case when v_norm[u.g] ? 'concurrency_key' then coalesce((v_norm[u.g] ->> 'concurrency_limit')::integer, 1) end
       from unnest(v_run_ids, v_step_ids, v_recipe, v_input, v_g) as u(run_id, step_id, recipe, input, g)
-  ), new_attempts as (
-    insert into pgflight.step_attempts (id, step_id, run_id, attempt_no, recipe, priority, status, available_after,
-                                        created_at, workspace_id, concurrency_key, concurrency_limit)
-    overriding system value
-    select u.attempt_id, u.step_id, u.run_id, 1, u.recipe, coalesce((v_norm[u.g] ->> 'priority')::integer, 0),
-           'queued', v_start[u.g], v_now, v_ws,
-           v_norm[u.g] ->> 'concurrency_key',
-           case when v_norm[u.g] ? 'concurrency_key' then coalesce((v_norm[u.g] ->> 'concurrency_limit')::integer, 1) end
-      from unnest(v_run_ids, v_step_ids, v_attempt_ids, v_recipe, v_g) as u(run_id, step_id, attempt_id, recipe, g)
   )
-  -- what _event writes for submit_run, one row per run
-  insert into pgflight.events (at, run_id, step_id, attempt_id, from_status, to_status, reason, actor)
-  select v_now, u.run_id, u.step_id, u.attempt_id, null, 'queued', 'queued',
-         coalesce(v_norm[u.g] ->> 'submitted_by', session_user::text)
-    from unnest(v_run_ids, v_step_ids, v_attempt_ids, v_g) as u(run_id, step_id, attempt_id, g);
+  -- each run's queued event is its attempt's queue_event_id, shown by run_events (issue 18: no
+  -- events row), taken in the runs' order as submit_run takes it
+  insert into pgflight.step_attempts (id, step_id, run_id, attempt_no, recipe, priority, status, available_after,
+                                      created_at, workspace_id, concurrency_key, concurrency_limit, queue_event_id)
+  overriding system value
+  select u.attempt_id, u.step_id, u.run_id, 1, u.recipe, coalesce((v_norm[u.g] ->> 'priority')::integer, 0),
+         'queued', v_start[u.g], v_now, v_ws,
+         v_norm[u.g] ->> 'concurrency_key',
+         case when v_norm[u.g] ? 'concurrency_key' then coalesce((v_norm[u.g] ->> 'concurrency_limit')::integer, 1) end,
+         nextval('pgflight.events_id_seq')
+    from unnest(v_run_ids, v_step_ids, v_attempt_ids, v_recipe, v_g) with ordinality as u(run_id, step_id, attempt_id, recipe, g, ord)
+   order by u.ord;
   v_created := v_i;
   select coalesce(bool_or(v_start[g] <= v_now), false) into v_ready from unnest(v_g) as g;
 

@@ -1,4 +1,4 @@
--- Revert pgflight:functions/submit_run: restores the previous definition, deploy/functions/submit_run@v0.4.0.sql (written by scripts/gen_sql_scripts.py)
+-- Revert pgflight:functions/submit_run: restores the previous definition, deploy/functions/submit_run@v0.5.0.sql (written by scripts/gen_sql_scripts.py)
 begin;
 set local role pgflight_owner;
 
@@ -78,17 +78,28 @@ begin
 
   -- the root step's id is taken first, so the run row is written once, with it
   v_step := nextval('pgflight.steps_id_seq'::regclass);
-  insert into pgflight.runs (workspace_id, recipe, idempotency_key, input_hash, submitted_by, options,
-                             max_usd, max_wall_s, max_iterations, max_tool_calls, created_at, root_step_id)
-  values (v_ws, p_recipe, v_key, v_hash, coalesce(v_opts ->> 'submitted_by', session_user::text),
-          v_opts,
-          coalesce((v_opts ->> 'max_usd')::numeric, v_ws_max_usd),
-          (v_opts ->> 'max_wall_s')::double precision,
-          (v_opts ->> 'max_iterations')::integer,
-          (v_opts ->> 'max_tool_calls')::integer,
-          v_now, v_step)
-  on conflict (workspace_id, idempotency_key) do nothing
-  returning id into v_run;
+  -- issue 18: without a key the run is a plain insert (nothing can conflict: no speculative
+  -- insertion, no entry in the partial unique index, tables/runs_idempotency_partial); with one,
+  -- ON CONFLICT against that index. One statement, the row written once: one of the two inserts
+  -- reads it.
+  with src (workspace_id, recipe, idempotency_key, input_hash, submitted_by, options, max_usd, max_wall_s,
+            max_iterations, max_tool_calls, created_at, root_step_id) as (
+    select v_ws, p_recipe, v_key, v_hash, coalesce(v_opts ->> 'submitted_by', session_user::text), v_opts,
+           coalesce((v_opts ->> 'max_usd')::numeric, v_ws_max_usd), (v_opts ->> 'max_wall_s')::double precision,
+           (v_opts ->> 'max_iterations')::integer, (v_opts ->> 'max_tool_calls')::integer, v_now, v_step
+  ), keyless as (
+    insert into pgflight.runs (workspace_id, recipe, idempotency_key, input_hash, submitted_by, options,
+                               max_usd, max_wall_s, max_iterations, max_tool_calls, created_at, root_step_id)
+    select * from src where v_key is null
+    returning id
+  ), keyed as (
+    insert into pgflight.runs (workspace_id, recipe, idempotency_key, input_hash, submitted_by, options,
+                               max_usd, max_wall_s, max_iterations, max_tool_calls, created_at, root_step_id)
+    select * from src where v_key is not null
+    on conflict (workspace_id, idempotency_key) where idempotency_key is not null do nothing
+    returning id
+  )
+  select k.id into v_run from (select id from keyless union all select id from keyed) k;
 
   if v_run is null then
     select r.id, r.input_hash, r.root_step_id, r.recipe into v_existing

@@ -1,4 +1,4 @@
--- Revert pgflight:functions/submit_runs: restores the previous definition, deploy/functions/submit_runs@v0.4.0.sql (written by scripts/gen_sql_scripts.py)
+-- Revert pgflight:functions/submit_runs: restores the previous definition, deploy/functions/submit_runs@v0.5.0.sql (written by scripts/gen_sql_scripts.py)
 -- requires: tables/settings_submit_cap internals/_options internals/_trust internals/_flow_options
 --           internals/_events tables/step_attempts_flow functions/submit_run
 begin;
@@ -188,23 +188,41 @@ begin
             from jsonb_array_elements(p_runs) with ordinality as e(value, ord)) p
    where p.key is null or p.nth = 1;
 
-  -- runs in key order (see above); a key another transaction holds makes this wait for it
-  with made as (
+  -- runs in key order (see above); a key another transaction holds makes this wait for it. Issue
+  -- 18: keyless runs are a plain INSERT (nothing can conflict: no speculative insertion), the
+  -- keyed ones go through ON CONFLICT against the partial index (tables/runs_idempotency_partial).
+  with src as (
+    select u.run_id as id, v_ws as workspace_id, u.recipe, u.key as idempotency_key, u.hash as input_hash,
+           coalesce(v_norm[u.g] ->> 'submitted_by', session_user::text) as submitted_by,
+           -- the run's options as submit_run keeps them, its key included
+           case when u.key is null then v_norm[u.g] else v_norm[u.g] || jsonb_build_object('idempotency_key', u.key) end
+             as options,
+           coalesce((v_norm[u.g] ->> 'max_usd')::numeric, v_ws_max_usd) as max_usd,
+           (v_norm[u.g] ->> 'max_wall_s')::double precision as max_wall_s,
+           (v_norm[u.g] ->> 'max_iterations')::integer as max_iterations,
+           (v_norm[u.g] ->> 'max_tool_calls')::integer as max_tool_calls,
+           v_now as created_at, u.step_id as root_step_id, u.i
+      from unnest(v_run_ids, v_step_ids, v_recipe, v_key, v_hash, v_g, v_i) as u(run_id, step_id, recipe, key, hash, g, i)
+  ), keyless as (
     insert into pgflight.runs (id, workspace_id, recipe, idempotency_key, input_hash, submitted_by, options,
                                max_usd, max_wall_s, max_iterations, max_tool_calls, created_at, root_step_id)
     overriding system value  -- the ids drawn above
-    select u.run_id, v_ws, u.recipe, u.key, u.hash, coalesce(v_norm[u.g] ->> 'submitted_by', session_user::text),
-           -- the run's options as submit_run keeps them, its key included
-           case when u.key is null then v_norm[u.g] else v_norm[u.g] || jsonb_build_object('idempotency_key', u.key) end,
-           coalesce((v_norm[u.g] ->> 'max_usd')::numeric, v_ws_max_usd),
-           (v_norm[u.g] ->> 'max_wall_s')::double precision,
-           (v_norm[u.g] ->> 'max_iterations')::integer,
-           (v_norm[u.g] ->> 'max_tool_calls')::integer,
-           v_now, u.step_id
-      from unnest(v_run_ids, v_step_ids, v_recipe, v_key, v_hash, v_g, v_i) as u(run_id, step_id, recipe, key, hash, g, i)
-     order by u.key, u.i
-    on conflict (workspace_id, idempotency_key) do nothing
+    select s.id, s.workspace_id, s.recipe, s.idempotency_key, s.input_hash, s.submitted_by, s.options,
+           s.max_usd, s.max_wall_s, s.max_iterations, s.max_tool_calls, s.created_at, s.root_step_id
+      from src s where s.idempotency_key is null
     returning id
+  ), keyed as (
+    insert into pgflight.runs (id, workspace_id, recipe, idempotency_key, input_hash, submitted_by, options,
+                               max_usd, max_wall_s, max_iterations, max_tool_calls, created_at, root_step_id)
+    overriding system value
+    select s.id, s.workspace_id, s.recipe, s.idempotency_key, s.input_hash, s.submitted_by, s.options,
+           s.max_usd, s.max_wall_s, s.max_iterations, s.max_tool_calls, s.created_at, s.root_step_id
+      from src s where s.idempotency_key is not null
+     order by s.idempotency_key, s.i
+    on conflict (workspace_id, idempotency_key) where idempotency_key is not null do nothing
+    returning id
+  ), made as (
+    select k.id from keyless k union all select k.id from keyed k
   )
   select array_agg(m.id) into v_made from made m;
 
