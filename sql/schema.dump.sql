@@ -3565,7 +3565,7 @@ COMMENT ON FUNCTION pgflight._step_finished(p_step_id bigint, p_final text, p_ac
 CREATE FUNCTION pgflight._steps_finished(p_step_ids bigint[], p_finals text[], p_actor text, p_now timestamp with time zone) RETURNS void
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
-    SET plan_cache_mode TO 'auto'
+    SET plan_cache_mode TO 'force_generic_plan'
     SET enable_seqscan TO 'off'
     AS $$
 declare
@@ -3591,6 +3591,10 @@ begin
          array_agg(f.final) filter (where s.parent_id is null)
     into v_cancel_below, v_has_parent, v_runs, v_run_finals
     from unnest(p_step_ids, p_finals) as f(id, final) join pgflight.steps s on s.id = f.id;
+  if v_cancel_below or v_has_parent then
+    -- (SET LOCAL of a setting the function's SET clause names ends with the function)
+    perform pg_catalog.set_config('plan_cache_mode', 'auto', true);
+  end if;
 
   -- 1. what an unsuccessful step left running below it
   if v_cancel_below then
