@@ -5,7 +5,8 @@ begin;
 set local role pgflight_owner;
 
 -- Bulk submit (issue 18): what N calls of submit_run do, in one call and a few set-based
--- statements (the runs, their root steps, first attempts and queued events are each one INSERT).
+-- statements (the runs, their root steps and first attempts are each one INSERT; each run's queued
+-- event is its attempt's queue_event_id, no events row).
 -- p_runs is a JSON array of {"recipe": text, "input": json (default {}), "options": {...}}; each
 -- element's options are submit_run's (docs/options.md) laid over p_options, the options shared by
 -- every element (idempotency_key only per element).
