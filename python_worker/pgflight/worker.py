@@ -293,7 +293,7 @@ class Worker:
         while not self._stopping.is_set():
             self._wake.clear()
             free = self._free()
-            if 0 < free < self.batch_size and self._backlog and self._tasks and self.claim_coalesce_s > 0:
+            if 0 < free < self._whole_batch() and self._backlog and self._tasks and self.claim_coalesce_s > 0:
                 free = await self._more_slots(free)
             if free > 0:
                 want = min(free, self.batch_size)
@@ -332,6 +332,10 @@ class Worker:
     def _free(self) -> int:
         return self.concurrency - len(self._tasks) - self._reserved
 
+    def _whole_batch(self) -> int:
+        """The most one claim can take: batch_size, or every slot when the batch is larger."""
+        return min(self.batch_size, self.concurrency)
+
     async def _more_slots(self, free: int) -> int:
         """
         While a backlog lasts, wait up to ``claim_coalesce_s`` for slots enough for a whole batch,
@@ -339,7 +343,7 @@ class Worker:
         """
         assert self._wake is not None
         deadline = time.monotonic() + self.claim_coalesce_s
-        while free < self.batch_size and self._tasks and not self._stopping.is_set():
+        while free < self._whole_batch() and self._tasks and not self._stopping.is_set():
             left = deadline - time.monotonic()
             if left <= 0:
                 break
