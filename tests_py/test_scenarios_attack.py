@@ -258,6 +258,21 @@ def test_inv10_complete_batch_with_a_duplicate_id_logs_one_success(eng: Conn) ->
     assert len(events(eng, attempt_id=c.attempt_id, reason="succeeded")) == 1
 
 
+def test_complete_batch_with_an_attempt_twice_keeps_the_first_result(eng: Conn) -> None:
+    """The same attempt and token twice in one complete_batch, two results: the first one given is
+    stored, whatever plan the batch runs on (found by the attack review of issue 18)."""
+    w = register(eng)
+    submit(eng, "r")
+    c = claim_one(eng, w, 30, ["r"])
+    got = eng.execute(
+        "select outcome from pgflight.complete_batch(%s, %s, %s)",
+        [[c.attempt_id, c.attempt_id], [c.token, c.token], [Jsonb({"v": "first"}), Jsonb({"v": "second"})]],
+    ).fetchall()
+    assert [r[0] for r in got] == ["succeeded", "succeeded"]
+    stored = scalar(eng, "select result from pgflight.step_attempts where id = %s", [c.attempt_id])
+    assert stored == {"v": "first"}
+
+
 def test_c10_heartbeat_with_duplicate_ids_renews_once_and_fences_the_stale_copy(eng: Conn) -> None:
     """Heartbeat with an id twice (same token; then once stale): ok for the holder's, lost for the stale."""
     w = register(eng)

@@ -127,6 +127,7 @@ def worker(
             "--claim-coalesce",
             metavar="SECONDS",
             min=0,
+            max=1,
             help=(
                 "While a backlog lasts, how long a freed slot waits for more to free, so that one"
                 " claim takes a whole batch (0: at once)."

@@ -789,13 +789,16 @@ begin
     -- (finish_event_id; run_events shows it as the 'succeeded' row) instead of an events row; a
     -- success straight from claimed (never started) still writes its events row.
     -- (the rows step 1 locked, found again by the same conditions: nothing else can change them
-    -- now; a success straight from claimed is the one that took no finish_event_id)
+    -- now; a success straight from claimed is the one that took no finish_event_id). An attempt
+    -- given twice with its token keeps the first result given.
     with done as (
       update pgflight.step_attempts a
          set status = 'succeeded', finished_at = p_now, result = q.result,
              started_at = coalesce(a.started_at, a.claimed_at),
              finish_event_id = case when a.status = 'running' then nextval('pgflight.events_id_seq') end
-        from unnest(p_attempt_ids, p_tokens, p_results) as q(id, token, result)
+        from (select distinct on (u.id, u.token) u.id, u.token, u.result
+                from unnest(p_attempt_ids, p_tokens, p_results) with ordinality as u(id, token, result, ord)
+               order by u.id, u.token, u.ord) q
        where a.id = q.id and a.fencing_token = q.token and a.status in ('claimed', 'running')
          and exists (select from pgflight.workers w where w.id = a.worker_id and w.login = session_user)
       returning a.id, a.step_id, a.run_id, a.worker_id, a.finish_event_id
