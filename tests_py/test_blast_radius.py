@@ -186,7 +186,7 @@ def test_case5_async_hang_recovers_at_the_deadline(
     wait_for(lambda: step_status(conn, nxt) == "succeeded", 2 + 3, f"the next step\n{w.output()[-3000:]}")
     assert time.monotonic() - started < 2 + 3
     ((status, error),) = _attempts(conn, hung)
-    assert status == "dead_letter" and "deadline exceeded" in error["message"].lower()
+    assert status == "dead_letter" and "deadline exceeded" in error["message"].lower(), w.output()[-3000:]
 
 
 def test_case5_too_many_abandoned_threads_restart_the_worker(
