@@ -323,6 +323,8 @@ class Worker:
                 log.debug("claimed %d of %d", len(claims), want)
                 for c in claims:
                     self._start(c)
+                with self._reserved_lock:
+                    self._reserved -= len(claims)
                 if self._relay and len(claims) == want:
                     self._pass_wake_on()
                 self._relay = False
@@ -372,6 +374,10 @@ class Worker:
                 recipes=self.registry.names(),
                 start=True,
             )
+            # held as reserved until the loop starts them: the mutex is released before the event
+            # loop runs _start, and a listener claim in between must count these slots as taken
+            with self._reserved_lock:
+                self._reserved += len(claims)
             return claims, want
 
     def _adopt(self, claims: list[models.ClaimedStep], want: int) -> None:
