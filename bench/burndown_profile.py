@@ -21,17 +21,15 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import psycopg
 from benchlib import throwaway_cluster
+from worker_bench import start_workers, stop_workers
 
 from pgflight import db
 
-ROOT = Path(__file__).resolve().parents[1]
 HZ = os.sysconf("SC_CLK_TCK")
 
 
@@ -52,26 +50,6 @@ def cpu_s() -> tuple[float, float]:
         elif b"pgflight.cli" in cmd:
             workers += t
     return server, workers
-
-
-def start_workers(dsn: str, n: int, concurrency: int, coalesce: float) -> list[subprocess.Popen[bytes]]:
-    env = dict(
-        os.environ,
-        PGFLIGHT_DSN=dsn,
-        PYTHONPATH=os.pathsep.join([str(ROOT / "examples"), str(ROOT / "python_worker")]),
-    )
-    args = ["--recipes", "pgflight_demo", "--concurrency", str(concurrency), "--batch-size", str(concurrency)]
-    args += ["--claim-coalesce", str(coalesce), "--lease", "30", "--log-level", "WARNING"]
-    return [
-        subprocess.Popen(
-            [sys.executable, "-m", "pgflight.cli", "worker", *args],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-        for _ in range(n)
-    ]
 
 
 def main() -> None:
@@ -99,16 +77,13 @@ def main() -> None:
         commits = "select xact_commit from pg_stat_database where datname = current_database()"
         x0 = c.execute(commits).fetchone()[0]  # type: ignore[index]
         cpu0, t0 = cpu_s(), time.monotonic()
-        procs = start_workers(dsn, a.procs, a.concurrency, a.claim_coalesce)
+        procs = start_workers(dsn, a.procs, a.concurrency, "--claim-coalesce", str(a.claim_coalesce))
         left = "select count(*) from pgflight.step_attempts where status in ('queued', 'running')"
         while c.execute(left).fetchone()[0]:  # type: ignore[index]
             time.sleep(0.2)
         seconds = time.monotonic() - t0
         cpu1 = cpu_s()
-        for p in procs:
-            p.terminate()
-        for p in procs:
-            p.wait(30)
+        stop_workers(procs)
         x1 = c.execute(commits).fetchone()[0]  # type: ignore[index]
         wal = c.execute("select pg_current_wal_lsn() - %s::pg_lsn", [lsn0]).fetchone()[0]  # type: ignore[index]
         n = a.jobs

@@ -59,7 +59,8 @@ def commit_ceiling(dsn: str, seconds: float = 3.0) -> float:
         return n / (time.perf_counter() - t0)
 
 
-def start_workers(dsn: str, n: int, concurrency: int) -> list[subprocess.Popen[bytes]]:
+def start_workers(dsn: str, n: int, concurrency: int, *extra: str) -> list[subprocess.Popen[bytes]]:
+    """n `pgflight worker` processes of pgflight_demo (batch = concurrency); `extra`: more CLI options."""
     env = dict(os.environ, PGFLIGHT_DSN=dsn)
     return [
         subprocess.Popen(
@@ -78,6 +79,7 @@ def start_workers(dsn: str, n: int, concurrency: int) -> list[subprocess.Popen[b
                 "30",
                 "--log-level",
                 "WARNING",
+                *extra,
             ],
             env=env,
             stdout=subprocess.DEVNULL,

@@ -1017,14 +1017,18 @@ CREATE FUNCTION pgflight._complete_many(p_attempt_ids bigint[], p_tokens bigint[
     AS $$
 declare
   v_ids bigint[];
+  v_results jsonb[];
   v_steps bigint[];
 begin
   -- 1. lock the attempts still held with these tokens by workers of this login (issue 13: one
-  -- primary-key probe of workers per attempt; another login's attempt is not held by the caller)
-  select array_agg(l.id order by l.id) into v_ids from (
-    select a.id
+  -- primary-key probe of workers per attempt; another login's attempt is not held by the caller),
+  -- each with its result: an attempt given twice with its token keeps the first result given
+  select array_agg(l.id order by l.id), array_agg(l.result order by l.id) into v_ids, v_results from (
+    select a.id, q.result
       from pgflight.step_attempts a
-      join (select distinct u.id, u.token from unnest(p_attempt_ids, p_tokens) as u(id, token)) q
+      join (select distinct on (u.id, u.token) u.id, u.token, u.result
+              from unnest(p_attempt_ids, p_tokens, p_results) with ordinality as u(id, token, result, ord)
+             order by u.id, u.token, u.ord) q
         on q.id = a.id and q.token = a.fencing_token
      where a.status in ('claimed', 'running')
        and exists (select from pgflight.workers w where w.id = a.worker_id and w.login = session_user)
@@ -1035,19 +1039,15 @@ begin
     -- 2. succeed them. Issue 18: a success from running takes an events id onto the attempt
     -- (finish_event_id; run_events shows it as the 'succeeded' row) instead of an events row; a
     -- success straight from claimed (never started) still writes its events row.
-    -- (the rows step 1 locked, found again by the same conditions: nothing else can change them
-    -- now; a success straight from claimed is the one that took no finish_event_id). An attempt
-    -- given twice with its token keeps the first result given.
+    -- (the rows step 1 locked, with their results: nothing else can change them now; a success
+    -- straight from claimed is the one that took no finish_event_id)
     with done as (
       update pgflight.step_attempts a
          set status = 'succeeded', finished_at = p_now, result = q.result,
              started_at = coalesce(a.started_at, a.claimed_at),
              finish_event_id = case when a.status = 'running' then nextval('pgflight.events_id_seq') end
-        from (select distinct on (u.id, u.token) u.id, u.token, u.result
-                from unnest(p_attempt_ids, p_tokens, p_results) with ordinality as u(id, token, result, ord)
-               order by u.id, u.token, u.ord) q
-       where a.id = q.id and a.fencing_token = q.token and a.status in ('claimed', 'running')
-         and exists (select from pgflight.workers w where w.id = a.worker_id and w.login = session_user)
+        from unnest(v_ids, v_results) as q(id, result)
+       where a.id = q.id
       returning a.id, a.step_id, a.run_id, a.worker_id, a.finish_event_id
     ), logged as (
       insert into pgflight.events (at, run_id, step_id, attempt_id, from_status, to_status, worker_id, reason)
@@ -7367,7 +7367,7 @@ begin
       from unnest(v_run_ids, v_step_ids, v_recipe, v_input, v_g) as u(run_id, step_id, recipe, input, g)
   )
   -- each run's queued event is its attempt's queue_event_id, shown by run_events (issue 18: no
-  -- events row), taken in the runs' order as submit_run takes it
+  -- events row), drawn in the runs' order (the order unnest reads them)
   insert into pgflight.step_attempts (id, step_id, run_id, attempt_no, recipe, priority, status, available_after,
                                       created_at, workspace_id, concurrency_key, concurrency_limit, queue_event_id)
   overriding system value
@@ -7376,8 +7376,7 @@ begin
          v_norm[u.g] ->> 'concurrency_key',
          case when v_norm[u.g] ? 'concurrency_key' then coalesce((v_norm[u.g] ->> 'concurrency_limit')::integer, 1) end,
          nextval('pgflight.events_id_seq')
-    from unnest(v_run_ids, v_step_ids, v_attempt_ids, v_recipe, v_g) with ordinality as u(run_id, step_id, attempt_id, recipe, g, ord)
-   order by u.ord;
+    from unnest(v_run_ids, v_step_ids, v_attempt_ids, v_recipe, v_g) as u(run_id, step_id, attempt_id, recipe, g);
   v_created := v_i;
   select coalesce(bool_or(v_start[g] <= v_now), false) into v_ready from unnest(v_g) as g;
 

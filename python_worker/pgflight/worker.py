@@ -321,10 +321,7 @@ class Worker:
                     await self._idle()
                     continue
                 log.debug("claimed %d of %d", len(claims), want)
-                for c in claims:
-                    self._start(c)
-                with self._reserved_lock:
-                    self._reserved -= len(claims)
+                self._start_reserved(claims)
                 if self._relay and len(claims) == want:
                     self._pass_wake_on()
                 self._relay = False
@@ -376,16 +373,12 @@ class Worker:
             )
             # held as reserved until the loop starts them: the mutex is released before the event
             # loop runs _start, and a listener claim in between must count these slots as taken
-            with self._reserved_lock:
-                self._reserved += len(claims)
+            self._reserve(len(claims))
             return claims, want
 
     def _adopt(self, claims: list[models.ClaimedStep], want: int) -> None:
         """Start what the listener claimed (event loop thread)."""
-        for c in claims:
-            self._start(c)
-        with self._reserved_lock:
-            self._reserved -= len(claims)
+        self._start_reserved(claims)
         log.debug("claimed %d of %d (listener)", len(claims), want)
         self._backlog = len(claims) == want
         if self._backlog:
@@ -430,6 +423,17 @@ class Worker:
         assert self._wake is not None
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._wake.wait(), timeout=seconds)
+
+    def _reserve(self, n: int) -> None:
+        """Count n claimed steps not started yet as taking slots (negative: they started)."""
+        with self._reserved_lock:
+            self._reserved += n
+
+    def _start_reserved(self, claims: list[models.ClaimedStep]) -> None:
+        """Start steps a claim reserved slots for (event loop thread), releasing the reservation."""
+        for c in claims:
+            self._start(c)
+        self._reserve(-len(claims))
 
     def _start(self, claim: models.ClaimedStep) -> None:
         held = self.held.add(claim)
@@ -963,8 +967,7 @@ class Worker:
                 # a session lock outlives the failed statement: release it with the others later
                 self._tickets.hold(key, now)
                 raise
-            with self._reserved_lock:
-                self._reserved += len(claims)
+            self._reserve(len(claims))
         if won:
             self._tickets.hold(key, now)
             if not claims:

@@ -251,7 +251,7 @@ begin
       from unnest(v_run_ids, v_step_ids, v_recipe, v_input, v_g) as u(run_id, step_id, recipe, input, g)
   )
   -- each run's queued event is its attempt's queue_event_id, shown by run_events (issue 18: no
-  -- events row), taken in the runs' order as submit_run takes it
+  -- events row), drawn in the runs' order (the order unnest reads them)
   insert into pgflight.step_attempts (id, step_id, run_id, attempt_no, recipe, priority, status, available_after,
                                       created_at, workspace_id, concurrency_key, concurrency_limit, queue_event_id)
   overriding system value
@@ -260,8 +260,7 @@ begin
          v_norm[u.g] ->> 'concurrency_key',
          case when v_norm[u.g] ? 'concurrency_key' then coalesce((v_norm[u.g] ->> 'concurrency_limit')::integer, 1) end,
          nextval('pgflight.events_id_seq')
-    from unnest(v_run_ids, v_step_ids, v_attempt_ids, v_recipe, v_g) with ordinality as u(run_id, step_id, attempt_id, recipe, g, ord)
-   order by u.ord;
+    from unnest(v_run_ids, v_step_ids, v_attempt_ids, v_recipe, v_g) as u(run_id, step_id, attempt_id, recipe, g);
   v_created := v_i;
   select coalesce(bool_or(v_start[g] <= v_now), false) into v_ready from unnest(v_g) as g;
 

@@ -770,14 +770,18 @@ set enable_seqscan = off
 as $$
 declare
   v_ids bigint[];
+  v_results jsonb[];
   v_steps bigint[];
 begin
   -- 1. lock the attempts still held with these tokens by workers of this login (issue 13: one
-  -- primary-key probe of workers per attempt; another login's attempt is not held by the caller)
-  select array_agg(l.id order by l.id) into v_ids from (
-    select a.id
+  -- primary-key probe of workers per attempt; another login's attempt is not held by the caller),
+  -- each with its result: an attempt given twice with its token keeps the first result given
+  select array_agg(l.id order by l.id), array_agg(l.result order by l.id) into v_ids, v_results from (
+    select a.id, q.result
       from pgflight.step_attempts a
-      join (select distinct u.id, u.token from unnest(p_attempt_ids, p_tokens) as u(id, token)) q
+      join (select distinct on (u.id, u.token) u.id, u.token, u.result
+              from unnest(p_attempt_ids, p_tokens, p_results) with ordinality as u(id, token, result, ord)
+             order by u.id, u.token, u.ord) q
         on q.id = a.id and q.token = a.fencing_token
      where a.status in ('claimed', 'running')
        and exists (select from pgflight.workers w where w.id = a.worker_id and w.login = session_user)
@@ -788,19 +792,15 @@ begin
     -- 2. succeed them. Issue 18: a success from running takes an events id onto the attempt
     -- (finish_event_id; run_events shows it as the 'succeeded' row) instead of an events row; a
     -- success straight from claimed (never started) still writes its events row.
-    -- (the rows step 1 locked, found again by the same conditions: nothing else can change them
-    -- now; a success straight from claimed is the one that took no finish_event_id). An attempt
-    -- given twice with its token keeps the first result given.
+    -- (the rows step 1 locked, with their results: nothing else can change them now; a success
+    -- straight from claimed is the one that took no finish_event_id)
     with done as (
       update pgflight.step_attempts a
          set status = 'succeeded', finished_at = p_now, result = q.result,
              started_at = coalesce(a.started_at, a.claimed_at),
              finish_event_id = case when a.status = 'running' then nextval('pgflight.events_id_seq') end
-        from (select distinct on (u.id, u.token) u.id, u.token, u.result
-                from unnest(p_attempt_ids, p_tokens, p_results) with ordinality as u(id, token, result, ord)
-               order by u.id, u.token, u.ord) q
-       where a.id = q.id and a.fencing_token = q.token and a.status in ('claimed', 'running')
-         and exists (select from pgflight.workers w where w.id = a.worker_id and w.login = session_user)
+        from unnest(v_ids, v_results) as q(id, result)
+       where a.id = q.id
       returning a.id, a.step_id, a.run_id, a.worker_id, a.finish_event_id
     ), logged as (
       insert into pgflight.events (at, run_id, step_id, attempt_id, from_status, to_status, worker_id, reason)
