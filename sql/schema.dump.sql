@@ -4341,6 +4341,13 @@ declare
   v_start boolean;
   v_settings pgflight.settings;
   v_ws bigint[];
+  v_lane_ws bigint;
+  v_lane_recipe text;
+  v_lanes integer := 0;
+  v_recipe text;
+  v_first bigint;
+  v_ids bigint[];
+  v_keyed boolean;
 begin
   -- Issue 18: the options validator and the argument helpers each cost a function call with its
   -- own settings (a GUC save and restore): the start option alone, and arguments inside every
@@ -4381,6 +4388,76 @@ begin
   v_reclaim := v_settings.reclaim_in_claim;
   if v_reclaim > 0 then
     perform pgflight._reclaim(v_now, v_reclaim);
+  end if;
+
+  -- the fast path (see the head of this file): find the ready lanes, stopping at the second
+  if v_settings.max_in_flight is null and not exists (select from pgflight.recipe_limits) then
+    if p_recipes is null then
+      select a.workspace_id into v_lane_ws from pgflight.step_attempts a
+       where a.status = 'queued' and a.available_after < 'infinity'
+       order by a.workspace_id limit 1;
+      if v_lane_ws is not null then
+        v_lanes := 1 + (select count(*) from (select from pgflight.step_attempts a
+                                              where a.status = 'queued' and a.available_after < 'infinity'
+                                                and a.workspace_id > v_lane_ws
+                                              limit 1) x)::integer;
+      end if;
+    else
+      foreach v_recipe in array p_recipes loop
+        continue when v_recipe is null or v_recipe is not distinct from v_lane_recipe;
+        select a.workspace_id into v_first from pgflight.step_attempts a
+         where a.recipe = v_recipe and a.status = 'queued' and a.available_after < 'infinity'
+         order by a.workspace_id limit 1;
+        continue when v_first is null;
+        v_lanes := v_lanes + 1;
+        exit when v_lanes > 1;
+        v_lane_ws := v_first;
+        v_lane_recipe := v_recipe;
+        v_lanes := v_lanes + (select count(*) from (select from pgflight.step_attempts a
+                                                    where a.recipe = v_recipe and a.status = 'queued'
+                                                      and a.available_after < 'infinity'
+                                                      and a.workspace_id > v_first
+                                                    limit 1) x)::integer;
+        exit when v_lanes > 1;
+      end loop;
+    end if;
+    if v_lanes = 0 then
+      return;  -- nothing queued that this call may claim
+    end if;
+    if v_lanes = 1 and (v_ws is null or v_lane_ws = any (v_ws))
+       and not exists (select from pgflight.workspace_limits l
+                        where l.workspace_id = v_lane_ws
+                          and (l.paused_at is not null or l.max_in_flight is not null or l.starts_per_s is not null)) then
+      -- the lane's candidates in claim order, as _claim_set reads them (two statements, one per kind
+      -- of lane, so that each reads its own ready index)
+      if v_lane_recipe is null then
+        select coalesce(array_agg(x.id), '{}'), coalesce(bool_or(x.concurrency_key is not null), false)
+          into v_ids, v_keyed
+          from (select a.id, a.concurrency_key from pgflight.step_attempts a
+                 where a.workspace_id = v_lane_ws and a.status = 'queued'
+                   and a.available_after <= v_now and a.available_after < 'infinity'
+                 order by a.priority desc, a.available_after, a.id
+                 limit p_batch_size
+                   for update skip locked) x;
+      else
+        select coalesce(array_agg(x.id), '{}'), coalesce(bool_or(x.concurrency_key is not null), false)
+          into v_ids, v_keyed
+          from (select a.id, a.concurrency_key from pgflight.step_attempts a
+                 where a.recipe = v_lane_recipe and a.workspace_id = v_lane_ws and a.status = 'queued'
+                   and a.available_after <= v_now and a.available_after < 'infinity'
+                 order by a.priority desc, a.available_after, a.id
+                 limit p_batch_size
+                   for update skip locked) x;
+      end if;
+      if v_ids = '{}' then
+        return;  -- every candidate is held by another claimer
+      elsif not v_keyed then
+        -- leased at the clock's reading now, after the locks (as _claim_set does); no caps: slots 0
+        return query
+          select * from pgflight._lease_attempts(p_worker_id, v_ids, p_lease_s, v_start, pgflight._now(), 0::smallint);
+        return;
+      end if;
+    end if;
   end if;
 
   -- the fair claim across workspaces, with caps, keys, rate limits and pause (internals/_fair_claim),

@@ -1,4 +1,4 @@
--- Revert pgflight:functions/claim_batch: restores the previous definition, deploy/functions/claim_batch@v0.3.0.sql (written by scripts/gen_sql_scripts.py)
+-- Revert pgflight:functions/claim_batch: restores the previous definition, deploy/functions/claim_batch@v0.6.0.sql (written by scripts/gen_sql_scripts.py)
 begin;
 set local role pgflight_owner;
 
@@ -41,22 +41,37 @@ as $$
 declare
   v_now timestamptz := pgflight._now();
   v_reclaim integer;
-  v_start boolean := coalesce((pgflight._check_options('claim_batch', p_options) ->> 'start')::boolean, false);
+  v_start boolean;
   v_settings pgflight.settings;
   v_ws bigint[];
 begin
-  perform pgflight._require_positive('batch_size', p_batch_size);
-  perform pgflight._require_positive('lease_s', p_lease_s);
-  -- Issue 13: caps on the batch and the lease (claim_batch(2^31-1, 1e9) took every ready step
-  -- until 2058), and the workspaces this login may work in: null (every workspace: the
-  -- single-tenant case) leaves the claim query as it was; otherwise each candidate row costs one
-  -- probe of runs by primary key.
+  -- Issue 18: the options validator and the argument helpers each cost a function call with its
+  -- own settings (a GUC save and restore): the start option alone, and arguments inside every
+  -- bound, are read here directly; anything else goes through the helpers, which raise the error.
+  if p_options = '{}' then
+    v_start := false;
+  elsif p_options - 'start' = '{}' and jsonb_typeof(p_options -> 'start') = 'boolean' then
+    v_start := (p_options ->> 'start')::boolean;
+  else
+    v_start := coalesce((pgflight._check_options('claim_batch', p_options) ->> 'start')::boolean, false);
+  end if;
   select * into v_settings from pgflight.settings;
-  perform pgflight._require_cap('max_batch_size', v_settings.max_batch_size, p_batch_size, 'batch_size');
-  perform pgflight._require_cap('max_lease_s', v_settings.max_lease_s, p_lease_s, 'lease_s (seconds)');
-  -- issue 14: the hard bounds whatever the caps say (NaN, a lease past _limit('lease_s')): 22023
-  perform pgflight._check_arg('batch_size', p_batch_size, 1, 100000);
-  perform pgflight._check_arg('lease_s', p_lease_s, 0.001, pgflight._limit('lease_s'));
+  -- 604800 = _limit('lease_s'); NaN, null and infinity fail these comparisons and take the slow path
+  if not coalesce(p_batch_size between 1 and least(v_settings.max_batch_size, 100000)
+                  and p_lease_s >= 0.001 and p_lease_s <= least(v_settings.max_lease_s, 604800)
+                  and p_lease_s <> 'NaN'::double precision, false) then
+    perform pgflight._require_positive('batch_size', p_batch_size);
+    perform pgflight._require_positive('lease_s', p_lease_s);
+    -- Issue 13: caps on the batch and the lease (claim_batch(2^31-1, 1e9) took every ready step
+    -- until 2058).
+    perform pgflight._require_cap('max_batch_size', v_settings.max_batch_size, p_batch_size, 'batch_size');
+    perform pgflight._require_cap('max_lease_s', v_settings.max_lease_s, p_lease_s, 'lease_s (seconds)');
+    -- issue 14: the hard bounds whatever the caps say (NaN, a lease past _limit('lease_s')): 22023
+    perform pgflight._check_arg('batch_size', p_batch_size, 1, 100000);
+    perform pgflight._check_arg('lease_s', p_lease_s, 0.001, pgflight._limit('lease_s'));
+  end if;
+  -- the workspaces this login may work in: null (every workspace: the single-tenant case) leaves
+  -- the claim query as it was; otherwise each candidate row costs one probe of runs by primary key.
   v_ws := pgflight._lane_workspaces('worker');
   -- the worker must be live and registered by this login (issue 13); another login's id is unknown here
   update pgflight.workers set last_seen_at = v_now

@@ -1,0 +1,137 @@
+"""
+claim_batch's fast path (issue 18): a call with one ready lane and nothing in play (no cap, rate
+limit, pause, recipe limit or concurrency key) leases its candidates itself, without the fair
+claim's layers; every other call goes through the fair claim as before, and gets its answer.
+
+Which path a call took is read from the function statistics of its own transaction
+(`pg_stat_xact_user_functions`, track_functions = pl): `_claim_fair` is called or it is not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from psycopg.types.json import Jsonb
+
+from core_helpers import WORKSPACE, Conn, claim, register, rows, scalar, submit, submit_many
+from security_support import grant, login_connect
+
+
+def _claimed(conn: Conn, worker_id: int, n: int, recipes: list[str] | None = None) -> tuple[list[int], bool]:
+    """Claim n in one transaction: (the attempt ids, whether the fair claim was entered)."""
+    conn.execute("set track_functions = 'pl'")
+    with conn.transaction():
+        got = [c.attempt_id for c in claim(conn, worker_id, n, 30, recipes)]
+        fair = scalar(
+            conn,
+            "select coalesce(sum(calls), 0) from pg_stat_xact_user_functions"
+            " where schemaname = 'pgflight' and funcname = '_claim_fair'",
+        )
+    return got, int(fair) > 0
+
+
+def _queued(conn: Conn, recipe: str | None = None) -> list[int]:
+    """The queued attempt ids in claim order."""
+    return [
+        r["id"]
+        for r in rows(
+            conn,
+            "select id from pgflight.step_attempts where status = 'queued' and (%s::text is null or recipe = %s)"
+            " order by priority desc, available_after, id",
+            [recipe, recipe],
+        )
+    ]
+
+
+def test_one_lane_with_nothing_in_play_is_claimed_in_claim_order_without_the_fair_claim(eng: Conn) -> None:
+    w = register(eng)
+    submit_many(eng, 6, "a")
+    submit_many(eng, 3, "a", priority=5)
+    submit(eng, "a", delay_s=60)  # not due: never claimed
+    order = _queued(eng)
+    got, fair = _claimed(eng, w, 5)
+    assert not fair
+    assert sorted(got) == sorted(order[:5])  # the highest priority first, then the oldest
+    got, fair = _claimed(eng, w, 10, ["a", "b"])
+    assert not fair
+    assert sorted(got) == sorted(order[5:9])
+    assert _claimed(eng, w, 10) == ([], False)  # nothing due: an empty claim, still no fair claim
+
+
+def _second_workspace(conn: Conn) -> None:
+    conn.execute("select pgflight.create_workspace('other')")
+    submit(conn, "a", workspace="other")
+
+
+def _second_recipe(conn: Conn) -> None:
+    submit(conn, "b")
+
+
+def _ws_cap(conn: Conn) -> None:
+    conn.execute("select pgflight.set_workspace_limits(%s, %s)", [WORKSPACE, Jsonb({"max_in_flight": 2})])
+
+
+def _ws_rate(conn: Conn) -> None:
+    conn.execute("select pgflight.set_workspace_limits(%s, %s)", [WORKSPACE, Jsonb({"starts_per_s": 2})])
+
+
+def _ws_paused(conn: Conn) -> None:
+    conn.execute("select pgflight.pause_workspace(%s, 'maintenance')", [WORKSPACE])
+
+
+def _global_cap(conn: Conn) -> None:
+    conn.execute("select pgflight.set_global_limits(%s)", [Jsonb({"max_in_flight": 3})])
+
+
+def _recipe_paused(conn: Conn) -> None:
+    conn.execute("select pgflight.pause_recipe('b', 'outage')")
+
+
+def _keyed(conn: Conn) -> None:
+    for _ in range(3):
+        submit(conn, "a", priority=9, concurrency_key="k", concurrency_limit=1)
+
+
+# what is in play, and how many of the 4 queued 'a' steps (plus what the setup adds) claim_batch(10)
+# then gives
+CASES: list[tuple[str, Callable[[Conn], Any], int]] = [
+    ("a second workspace with work", _second_workspace, 5),
+    ("a second recipe with work", _second_recipe, 5),
+    ("a workspace cap of 2", _ws_cap, 2),
+    ("a workspace rate of 2 starts/s (bucket starts full at its burst)", _ws_rate, 2),
+    ("a paused workspace", _ws_paused, 0),
+    ("a global cap of 3", _global_cap, 3),
+    ("a paused recipe elsewhere", _recipe_paused, 4),
+    ("three candidates under one key of limit 1", _keyed, 5),
+]
+
+
+@pytest.mark.parametrize(("setup", "expected"), [(c[1], c[2]) for c in CASES], ids=[c[0] for c in CASES])
+def test_anything_in_play_goes_through_the_fair_claim_and_is_honoured(
+    eng: Conn, setup: Callable[[Conn], Any], expected: int
+) -> None:
+    w = register(eng)
+    submit_many(eng, 4, "a")
+    setup(eng)
+    got, fair = _claimed(eng, w, 10, ["a", "b"])
+    assert fair
+    assert len(got) == expected
+    keyed = scalar(
+        eng,
+        "select count(*) from pgflight.step_attempts where concurrency_key = 'k' and status = 'claimed'",
+    )
+    assert keyed <= 1
+
+
+def test_a_login_outside_the_workspace_claims_nothing_on_the_fast_path(eng: Conn, logins: Any, dsn: str) -> None:
+    """The lane's workspace must be in the login's worker lane: the fast path never widens it."""
+    eng.execute("select pgflight.create_workspace('fast-mine')")
+    submit_many(eng, 3, "a")  # in the test workspace, which the login below may not work in
+    grant(eng, "pgf_worker_a", "fast-mine", "worker")
+    with login_connect(logins.dsn("pgf_worker_a", dsn)) as other:
+        w = register(other)
+        assert claim(other, w, 10, 30) == []
+        assert claim(other, w, 10, 30, ["a"]) == []
+    assert len(_queued(eng)) == 3
