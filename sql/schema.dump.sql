@@ -7818,7 +7818,8 @@ CREATE TABLE pgflight.runs (
     finished_at timestamp with time zone,
     CONSTRAINT finished_at_is_set_when_terminal CHECK (((status = 'running'::text) = (finished_at IS NULL))),
     CONSTRAINT status_is_known CHECK ((status = ANY (ARRAY['running'::text, 'succeeded'::text, 'failed'::text, 'cancelled'::text])))
-);
+)
+WITH (fillfactor='90');
 
 ALTER TABLE pgflight.runs OWNER TO pgflight_owner;
 
