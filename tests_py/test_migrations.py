@@ -151,6 +151,9 @@ def test_db_up_survives_a_stale_pid_file_and_a_taken_port(home: Path) -> None:
     import socket
 
     squatter = socket.socket()
+    # the stopped server's side of its last connections may still be in TIME_WAIT on that port;
+    # SO_REUSEADDR binds past them (Linux still allows only one listener on the port)
+    squatter.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     squatter.bind(("127.0.0.1", old_port))
     squatter.listen()
     try:
