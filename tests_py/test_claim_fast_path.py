@@ -1,10 +1,15 @@
 """
-claim_batch's fast path (issue 18): a call with one ready lane and nothing in play (no cap, rate
+claim_batch's hot path (issue 18).
+
+The fast path: a call with one ready lane and nothing in play (no cap, rate
 limit, pause, recipe limit or concurrency key) leases its candidates itself, without the fair
 claim's layers; every other call goes through the fair claim as before, and gets its answer.
 
 Which path a call took is read from the function statistics of its own transaction
 (`pg_stat_xact_user_functions`, track_functions = pl): `_claim_fair` is called or it is not.
+
+The reclaim inside a claim runs at most once a second per session, and nothing a session stores
+stops it.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from typing import Any
 import pytest
 from psycopg.types.json import Jsonb
 
-from core_helpers import WORKSPACE, Conn, claim, register, rows, scalar, submit, submit_many
+from core_helpers import WORKSPACE, Conn, claim, register, rows, scalar, set_clock, submit, submit_many
 from security_support import grant, login_connect
 
 
@@ -135,3 +140,33 @@ def test_a_login_outside_the_workspace_claims_nothing_on_the_fast_path(eng: Conn
         assert claim(other, w, 10, 30) == []
         assert claim(other, w, 10, 30, ["a"]) == []
     assert len(_queued(eng)) == 3
+
+
+def _status(conn: Conn, attempt_id: int) -> str:
+    return str(scalar(conn, "select status from pgflight.step_attempts where id = %s", [attempt_id]))
+
+
+def test_a_claim_reclaims_lapsed_leases_at_most_once_a_second_per_session(eng: Conn) -> None:
+    """The reclaim inside claim_batch reads every live lease: a session runs it at most once a second."""
+    w = register(eng)
+    submit_many(eng, 2, "a")
+    first = claim(eng, w, 1, 0.5)[0]  # this claim ran the reclaim, at T0
+    set_clock(eng, 0.9)  # the lease lapsed at 0.5
+    claim(eng, w, 1, 30)
+    assert _status(eng, first.attempt_id) == "claimed"  # not reclaimed yet: within the second
+    set_clock(eng, 1.2)
+    claim(eng, w, 1, 30)
+    assert _status(eng, first.attempt_id) == "lease_expired"  # reclaimed by the first claim after it
+
+
+def test_a_claim_reclaims_whatever_its_session_stored_as_the_last_reclaim(eng: Conn) -> None:
+    """A value the session put there itself, or a clock moved back, never stops the reclaim or the claim."""
+    w = register(eng)
+    submit_many(eng, 10, "a")
+    # (the last: a time far ahead of the clock, as when the clock was moved back)
+    for stored, moved_to in [("not a time", 10), ("1e400", 20), ("", 30), ("99999999999", 40)]:
+        lapsed = claim(eng, w, 1, 0.5)[0]
+        set_clock(eng, moved_to)
+        eng.execute("select set_config('pgflight.claim_reclaim_at', %s, false)", [stored])
+        claim(eng, w, 1, 30)
+        assert _status(eng, lapsed.attempt_id) == "lease_expired", stored
