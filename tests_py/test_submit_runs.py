@@ -370,14 +370,17 @@ def test_the_common_shape_writes_what_submit_run_writes(conn: Conn, n: int) -> N
             assert row_of(conn, one.run_id) == row_of(conn, got[i]["run_id"]), (s, i)
         ids = conn.execute(
             "select (s.input ->> 'n')::int, r.id, s.id, a.id from pgflight.runs r"
-            "  join pgflight.steps s on s.id = r.root_step_id join pgflight.step_attempts a on a.step_id = s.id"
+            "  join pgflight.steps s on s.id = r.root_step_id"
+            "  join pgflight.step_attempts a on a.step_id = s.id"
             " where r.id = any(%s)",
             [[r["run_id"] for r in got]],
         ).fetchall()
         assert sorted(ids) == [(i, r["run_id"], r["step_id"], r["attempt_id"]) for i, r in enumerate(got)]
 
 
-def test_a_large_call_skips_the_foreign_key_checks_of_rows_it_creates(conn: Conn, connect: ConnectFactory) -> None:
+def test_a_large_call_skips_the_foreign_key_checks_of_rows_it_creates(
+    conn: Conn, connect: ConnectFactory
+) -> None:
     """
     A call of LARGE elements writes with session_replication_role = replica: its runs and steps
     carry no foreign key check's row lock (a call of 3 does), while the workspace is locked as
@@ -390,7 +393,9 @@ def test_a_large_call_skips_the_foreign_key_checks_of_rows_it_creates(conn: Conn
     assert locked_rows(conn, [r["run_id"] for r in small]) == (3, 3)
 
     a = connect(timeout_s=30, autocommit=False)
-    large = bulk(a, [{"recipe": "r", "input": {"i": i}, "options": {"idempotency_key": f"k{i}"}} for i in range(LARGE)])
+    large = bulk(
+        a, [{"recipe": "r", "input": {"i": i}, "options": {"idempotency_key": f"k{i}"}} for i in range(LARGE)]
+    )
     assert a.execute("show session_replication_role").fetchone() == ("origin",)
     other = connect(timeout_s=5)
     with pytest.raises(psycopg.errors.LockNotAvailable):
@@ -399,9 +404,7 @@ def test_a_large_call_skips_the_foreign_key_checks_of_rows_it_creates(conn: Conn
     assert locked_rows(conn, [r["run_id"] for r in large]) == (0, 0)
 
     # B fails inside its writes: A holds a key of B's uncommitted
-    a.execute(
-        "select pgflight.submit_run(%s, 'r', '{}', %s)", [WS, Jsonb({"idempotency_key": "held"})]
-    )
+    a.execute("select pgflight.submit_run(%s, 'r', '{}', %s)", [WS, Jsonb({"idempotency_key": "held"})])
     b = connect(timeout_s=30, autocommit=False)
     b.execute("set lock_timeout = '300ms'")
     b.execute("savepoint s")
