@@ -7226,7 +7226,7 @@ begin
     select (min(e.ord) filter (where jsonb_typeof(e.value) <> 'object'
                     or jsonb_typeof(e.value -> 'recipe') is distinct from 'string' or btrim(e.value ->> 'recipe') = ''
                     or length(e.value ->> 'recipe') > 256
-                    or e.value - 'recipe' - 'input' - 'options' <> '{}'
+                    or e.value - '{recipe,input,options}'::text[] <> '{}'
                     or jsonb_typeof(e.value -> 'options') not in ('object', 'null')
                     or jsonb_typeof(e.value -> 'options' -> 'idempotency_key') not in ('string', 'null')
                     or length(e.value -> 'options' ->> 'idempotency_key') not between 1 and 512
@@ -7242,7 +7242,7 @@ begin
                when jsonb_typeof(e.value -> 'recipe') is distinct from 'string' or btrim(e.value ->> 'recipe') = ''
                  then 'recipe'
                when length(e.value ->> 'recipe') > 256 then 'recipe_long'
-               when e.value - 'recipe' - 'input' - 'options' <> '{}' then 'keys'
+               when e.value - '{recipe,input,options}'::text[] <> '{}' then 'keys'
                when jsonb_typeof(e.value -> 'options') not in ('object', 'null') then 'options'
                when jsonb_typeof(e.value -> 'options' -> 'idempotency_key') not in ('string', 'null')
                     or length(e.value -> 'options' ->> 'idempotency_key') not between 1 and 512 then 'key'
@@ -7383,68 +7383,93 @@ begin
     perform pg_catalog.set_config('session_replication_role', 'replica', true);
   end if;
 
-  -- runs in key order (see above); a key another transaction holds makes this wait for it. Issue
-  -- 18: keyless runs are a plain INSERT (nothing can conflict: no speculative insertion), the
-  -- keyed ones go through ON CONFLICT against the partial index (tables/runs_idempotency_partial).
-  with src as (
-    select u.run_id as id, v_ws as workspace_id, u.recipe, u.key as idempotency_key, u.hash as input_hash,
-           v_sub[u.g] as submitted_by,
-           -- the run's options as submit_run keeps them, its key included
-           case when u.key is null then v_norm[u.g] else v_norm[u.g] || jsonb_build_object('idempotency_key', u.key) end
-             as options,
-           v_usd[u.g] as max_usd, v_wall[u.g] as max_wall_s, v_iter[u.g] as max_iterations,
-           v_tools[u.g] as max_tool_calls,
-           v_now as created_at, u.step_id as root_step_id, u.i
-      from unnest(v_run_ids, v_step_ids, v_recipe, v_key, v_hash, v_g, v_i) as u(run_id, step_id, recipe, key, hash, g, i)
-  ), keyless as (
-    insert into pgflight.runs (id, workspace_id, recipe, idempotency_key, input_hash, submitted_by, options,
-                               max_usd, max_wall_s, max_iterations, max_tool_calls, created_at, root_step_id)
-    overriding system value  -- the ids drawn above
-    select s.id, s.workspace_id, s.recipe, s.idempotency_key, s.input_hash, s.submitted_by, s.options,
-           s.max_usd, s.max_wall_s, s.max_iterations, s.max_tool_calls, s.created_at, s.root_step_id
-      from src s where s.idempotency_key is null
-    returning id
-  ), keyed as (
-    insert into pgflight.runs (id, workspace_id, recipe, idempotency_key, input_hash, submitted_by, options,
-                               max_usd, max_wall_s, max_iterations, max_tool_calls, created_at, root_step_id)
+  if v_common then
+    -- the common shape: nothing can conflict (no key), so the runs, their root steps and first
+    -- attempts are one statement, read from the arrays side by side
+    with new_runs as (
+      insert into pgflight.runs (id, workspace_id, recipe, idempotency_key, input_hash, submitted_by, options,
+                                 max_usd, max_wall_s, max_iterations, max_tool_calls, created_at, root_step_id)
+      overriding system value  -- the ids drawn above
+      select u.run_id, v_ws, u.recipe, null, u.hash, v_sub[1], v_norm[1], v_usd[1], v_wall[1], v_iter[1], v_tools[1],
+             v_now, u.step_id
+        from unnest(v_run_ids, v_step_ids, v_recipe, v_hash) as u(run_id, step_id, recipe, hash)
+    ), new_steps as (
+      insert into pgflight.steps (id, run_id, parent_id, depth, step_key, recipe, input, priority, max_attempts,
+                                  backoff, lease_s, max_runtime_s, created_at, concurrency_key, concurrency_limit)
+      select u.step_id, u.run_id, null, 0, 'root', u.recipe, u.input, v_prio[1], v_maxatt[1], v_backoff[1],
+             v_lease[1], v_maxrt[1], v_now, v_ckey[1], v_climit[1]
+        from unnest(v_run_ids, v_step_ids, v_recipe, v_input) as u(run_id, step_id, recipe, input)
+    )
+    insert into pgflight.step_attempts (id, step_id, run_id, attempt_no, recipe, priority, status, available_after,
+                                        created_at, workspace_id, concurrency_key, concurrency_limit, queue_event_id)
     overriding system value
-    select s.id, s.workspace_id, s.recipe, s.idempotency_key, s.input_hash, s.submitted_by, s.options,
-           s.max_usd, s.max_wall_s, s.max_iterations, s.max_tool_calls, s.created_at, s.root_step_id
-      from src s where s.idempotency_key is not null
-     order by s.idempotency_key, s.i
-    on conflict (workspace_id, idempotency_key) where idempotency_key is not null do nothing
-    returning id
-  ), made as (
-    select k.id from keyless k union all select k.id from keyed k
-  )
-  select array_agg(m.id) into v_made from made m;
+    select u.attempt_id, u.step_id, u.run_id, 1, u.recipe, v_prio[1], 'queued', v_start[1], v_now, v_ws,
+           v_ckey[1], v_climit[1], nextval('pgflight.events_id_seq')
+      from unnest(v_run_ids, v_step_ids, v_attempt_ids, v_recipe) as u(run_id, step_id, attempt_id, recipe);
+  else
+    -- runs in key order (see above); a key another transaction holds makes this wait for it. Issue
+    -- 18: keyless runs are a plain INSERT (nothing can conflict: no speculative insertion), the
+    -- keyed ones go through ON CONFLICT against the partial index (tables/runs_idempotency_partial).
+    with src as (
+      select u.run_id as id, v_ws as workspace_id, u.recipe, u.key as idempotency_key, u.hash as input_hash,
+             v_sub[u.g] as submitted_by,
+             -- the run's options as submit_run keeps them, its key included
+             case when u.key is null then v_norm[u.g] else v_norm[u.g] || jsonb_build_object('idempotency_key', u.key) end
+               as options,
+             v_usd[u.g] as max_usd, v_wall[u.g] as max_wall_s, v_iter[u.g] as max_iterations,
+             v_tools[u.g] as max_tool_calls,
+             v_now as created_at, u.step_id as root_step_id, u.i
+        from unnest(v_run_ids, v_step_ids, v_recipe, v_key, v_hash, v_g, v_i) as u(run_id, step_id, recipe, key, hash, g, i)
+    ), keyless as (
+      insert into pgflight.runs (id, workspace_id, recipe, idempotency_key, input_hash, submitted_by, options,
+                                 max_usd, max_wall_s, max_iterations, max_tool_calls, created_at, root_step_id)
+      overriding system value  -- the ids drawn above
+      select s.id, s.workspace_id, s.recipe, s.idempotency_key, s.input_hash, s.submitted_by, s.options,
+             s.max_usd, s.max_wall_s, s.max_iterations, s.max_tool_calls, s.created_at, s.root_step_id
+        from src s where s.idempotency_key is null
+      returning id
+    ), keyed as (
+      insert into pgflight.runs (id, workspace_id, recipe, idempotency_key, input_hash, submitted_by, options,
+                                 max_usd, max_wall_s, max_iterations, max_tool_calls, created_at, root_step_id)
+      overriding system value
+      select s.id, s.workspace_id, s.recipe, s.idempotency_key, s.input_hash, s.submitted_by, s.options,
+             s.max_usd, s.max_wall_s, s.max_iterations, s.max_tool_calls, s.created_at, s.root_step_id
+        from src s where s.idempotency_key is not null
+       order by s.idempotency_key, s.i
+      on conflict (workspace_id, idempotency_key) where idempotency_key is not null do nothing
+      returning id
+    ), made as (
+      select k.id from keyless k union all select k.id from keyed k
+    )
+    select array_agg(m.id) into v_made from made m;
 
-  if coalesce(cardinality(v_made), 0) < cardinality(v_run_ids) then
-    -- some keys existed: keep the elements whose run was made
-    select array_agg(u.ord order by u.ord) into v_keep
-      from unnest(v_run_ids) with ordinality as u(id, ord)
-     where u.id in (select unnest(v_made));
-    select array_agg(v_i[k]), array_agg(v_recipe[k]), array_agg(v_input[k]), array_agg(v_g[k]),
-           array_agg(v_run_ids[k]), array_agg(v_step_ids[k]), array_agg(v_attempt_ids[k])
-      into v_i, v_recipe, v_input, v_g, v_run_ids, v_step_ids, v_attempt_ids
-      from unnest(coalesce(v_keep, '{}')) as k;
+    if coalesce(cardinality(v_made), 0) < cardinality(v_run_ids) then
+      -- some keys existed: keep the elements whose run was made
+      select array_agg(u.ord order by u.ord) into v_keep
+        from unnest(v_run_ids) with ordinality as u(id, ord)
+       where u.id in (select unnest(v_made));
+      select array_agg(v_i[k]), array_agg(v_recipe[k]), array_agg(v_input[k]), array_agg(v_g[k]),
+             array_agg(v_run_ids[k]), array_agg(v_step_ids[k]), array_agg(v_attempt_ids[k])
+        into v_i, v_recipe, v_input, v_g, v_run_ids, v_step_ids, v_attempt_ids
+        from unnest(coalesce(v_keep, '{}')) as k;
+    end if;
+
+    with new_steps as (
+      insert into pgflight.steps (id, run_id, parent_id, depth, step_key, recipe, input, priority, max_attempts,
+                                  backoff, lease_s, max_runtime_s, created_at, concurrency_key, concurrency_limit)
+      select u.step_id, u.run_id, null, 0, 'root', u.recipe, u.input, v_prio[u.g], v_maxatt[u.g], v_backoff[u.g],
+             v_lease[u.g], v_maxrt[u.g], v_now, v_ckey[u.g], v_climit[u.g]
+        from unnest(v_run_ids, v_step_ids, v_recipe, v_input, v_g) as u(run_id, step_id, recipe, input, g)
+    )
+    -- each run's queued event is its attempt's queue_event_id, shown by run_events (issue 18: no
+    -- events row), drawn in the runs' order (the order unnest reads them)
+    insert into pgflight.step_attempts (id, step_id, run_id, attempt_no, recipe, priority, status, available_after,
+                                        created_at, workspace_id, concurrency_key, concurrency_limit, queue_event_id)
+    overriding system value
+    select u.attempt_id, u.step_id, u.run_id, 1, u.recipe, v_prio[u.g], 'queued', v_start[u.g], v_now, v_ws,
+           v_ckey[u.g], v_climit[u.g], nextval('pgflight.events_id_seq')
+      from unnest(v_run_ids, v_step_ids, v_attempt_ids, v_recipe, v_g) as u(run_id, step_id, attempt_id, recipe, g);
   end if;
-
-  with new_steps as (
-    insert into pgflight.steps (id, run_id, parent_id, depth, step_key, recipe, input, priority, max_attempts,
-                                backoff, lease_s, max_runtime_s, created_at, concurrency_key, concurrency_limit)
-    select u.step_id, u.run_id, null, 0, 'root', u.recipe, u.input, v_prio[u.g], v_maxatt[u.g], v_backoff[u.g],
-           v_lease[u.g], v_maxrt[u.g], v_now, v_ckey[u.g], v_climit[u.g]
-      from unnest(v_run_ids, v_step_ids, v_recipe, v_input, v_g) as u(run_id, step_id, recipe, input, g)
-  )
-  -- each run's queued event is its attempt's queue_event_id, shown by run_events (issue 18: no
-  -- events row), drawn in the runs' order (the order unnest reads them)
-  insert into pgflight.step_attempts (id, step_id, run_id, attempt_no, recipe, priority, status, available_after,
-                                      created_at, workspace_id, concurrency_key, concurrency_limit, queue_event_id)
-  overriding system value
-  select u.attempt_id, u.step_id, u.run_id, 1, u.recipe, v_prio[u.g], 'queued', v_start[u.g], v_now, v_ws,
-         v_ckey[u.g], v_climit[u.g], nextval('pgflight.events_id_seq')
-    from unnest(v_run_ids, v_step_ids, v_attempt_ids, v_recipe, v_g) as u(run_id, step_id, attempt_id, recipe, g);
   if v_fk_off then
     perform pg_catalog.set_config('session_replication_role', v_srr, true);
   end if;
