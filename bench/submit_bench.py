@@ -1,22 +1,26 @@
 """
-Submit benchmark (issue 18): the enqueue path, @v0.3.0 beside HEAD in one cluster, same moment.
-Prints one JSON document; not a test.
+Submit benchmark (issue 18): the enqueue path, a release tag (`--before`, default @v0.6.0) beside
+HEAD in one cluster, same moment. Prints one JSON document; not a test.
 
 One throwaway cluster (fsync and synchronous_commit on, pg_stat_statements loaded,
-track_functions = pl); database `v030` deployed to the tag @v0.3.0, database `head` to HEAD. For
-each, alternating so both see the same load:
+track_functions = pl); a database deployed to the tag, database `head` to HEAD. For each,
+alternating so both see the same load:
 
 - submit_run server time per call: N calls, one statement each from the client, with no options
   and with typical options (priority, max_attempts, idempotency_key); the figure is
   pg_stat_user_functions.total_time / calls of submit_run (the function's own server time, no
   client round trip), and the share of it spent in _check_options;
-- bulk enqueue jobs/s, as a client enqueues N jobs ({"id": i, "enq": null}, recipe noop) in calls
-  of 1,000: @v0.3.0 by submit_run per row in one statement per 1,000 (its bulk path, the old peers
-  adapter), HEAD by submit_runs (db.submit_many), and HEAD's submit_run per row for comparison.
+- bulk enqueue as bench/peers enqueues (`db.submit_many`, SQL submit_runs, `--chunk` runs per call,
+  10,000 by default; no-op payloads {"id": i, "enq": null}), in alternating rounds, each on a
+  connection of its own that has made one call already (plans and caches warm): per system the
+  median over rounds of jobs/s (wall time of the calls), of the backend's CPU time per call
+  (/proc of the server process), of the client's CPU time per call (this process) and WAL bytes
+  per job. Both use HEAD's client; the tag's client validated each row on its own
+  (`client_per_row_validation_ms`: what that costs per call here).
 
-Usage: python bench/submit_bench.py [--quick] [--calls N] [--jobs N]
-A full run (2,000 calls, 20,000 jobs per system) takes about 3 minutes on 2 loaded cores; --quick
-(500 calls, 5,000 jobs) under a minute.
+Usage: python bench/submit_bench.py [--quick] [--before @v0.6.0] [--calls N] [--rounds N] [--chunk N]
+A full run (2,000 calls, 7 rounds of 10,000 jobs per system) takes about 2 minutes on 2 loaded
+cores; --quick (300 calls, 3 rounds) under a minute.
 """
 
 from __future__ import annotations
@@ -25,16 +29,17 @@ import argparse
 import json
 import os
 import platform
+import statistics
 import time
+from pathlib import Path
 from typing import Any
 
 import psycopg
-from benchlib import throwaway_cluster
+from benchlib import deploy_ref, throwaway_cluster
 from psycopg.types.json import Jsonb
 
-from pgflight import db, migrate
+from pgflight import db, models
 
-CHUNK = 1_000
 TYPICAL = {"priority": 1, "max_attempts": 5}
 
 
@@ -68,68 +73,122 @@ def per_call(dsn: str, calls: int, options: dict[str, Any] | None, tag: str) -> 
     }
 
 
-def enqueue_rows(dsn: str, jobs: int, first: int) -> float:
-    """submit_run per row, one statement per CHUNK (the bulk path before submit_runs); jobs/s."""
-    with psycopg.connect(dsn, autocommit=True) as c:
-        t0 = time.perf_counter()
-        for lo in range(first, first + jobs, CHUNK):
-            c.execute(
-                "select count(*) from generate_series(%s::bigint, %s) g,"
-                " pgflight.submit_run('bench', 'noop', jsonb_build_object('id', g, 'enq', null))",
-                [lo, min(lo + CHUNK, first + jobs) - 1],
-            )
-        return jobs / (time.perf_counter() - t0)
+def _backend_cpu_s(pid: int) -> float:
+    """utime + stime of a server process (Linux /proc; the server runs on this machine)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def enqueue_bulk(dsn: str, jobs: int, first: int) -> float:
-    """submit_runs through the Python client (db.submit_many), CHUNK runs per call; jobs/s."""
-    with psycopg.connect(dsn, autocommit=True) as c:
-        t0 = time.perf_counter()
-        for lo in range(first, first + jobs, CHUNK):
-            hi = min(lo + CHUNK, first + jobs)
-            runs = [{"recipe": "noop", "input": {"id": i, "enq": None}} for i in range(lo, hi)]
-            db.submit_many(c, "bench", runs)
-        return jobs / (time.perf_counter() - t0)
+def _wal_lsn(c: psycopg.Connection[Any]) -> int:
+    row = c.execute("select pg_current_wal_insert_lsn() - '0/0'").fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def _runs(lo: int, n: int) -> list[dict[str, Any]]:
+    return [{"recipe": "noop", "input": {"id": i, "enq": None}} for i in range(lo, lo + n)]
+
+
+class Enqueuer:
+    """One connection of one system, warmed by a first call; `call` submits a chunk and measures it."""
+
+    def __init__(self, dsn: str, chunk: int) -> None:
+        self.conn = psycopg.connect(dsn, autocommit=True)
+        row = self.conn.execute("select pg_backend_pid()").fetchone()
+        assert row is not None
+        self.pid = int(row[0])
+        self.chunk = chunk
+        self.next_id = 1
+        self.call()  # warm: the function compiled, its statements planned, the catalog cached
+
+    def call(self) -> dict[str, float]:
+        runs = _runs(self.next_id, self.chunk)
+        self.next_id += self.chunk
+        wal0, cpu0 = _wal_lsn(self.conn), _backend_cpu_s(self.pid)
+        t0, c0 = time.perf_counter(), time.process_time()
+        got = db.submit_many(self.conn, "bench", runs)
+        wall, client = time.perf_counter() - t0, time.process_time() - c0
+        cpu, wal = _backend_cpu_s(self.pid) - cpu0, _wal_lsn(self.conn) - wal0
+        assert len(got) == self.chunk and all(r.created for r in got)
+        return {"wall_s": wall, "server_cpu_s": cpu, "client_cpu_s": client, "wal_bytes": wal}
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def enqueue_rounds(dsns: dict[str, str], rounds: int, chunk: int) -> dict[str, dict[str, Any]]:
+    """Alternating rounds of one chunk per system; medians per system."""
+    sides = {name: Enqueuer(dsn, chunk) for name, dsn in dsns.items()}
+    got: dict[str, list[dict[str, float]]] = {name: [] for name in dsns}
+    try:
+        for rnd in range(rounds):
+            order = list(sides.items()) if rnd % 2 == 0 else list(reversed(sides.items()))
+            for name, side in order:
+                got[name].append(side.call())
+    finally:
+        for side in sides.values():
+            side.close()
+    out: dict[str, dict[str, Any]] = {}
+    for name, rows in got.items():
+        med = {k: statistics.median(r[k] for r in rows) for k in rows[0]}
+        out[name] = {
+            "jobs_per_s": round(chunk / med["wall_s"]),
+            "jobs_per_s_range": [
+                round(chunk / max(r["wall_s"] for r in rows)),
+                round(chunk / min(r["wall_s"] for r in rows)),
+            ],
+            "server_cpu_ms_per_call": round(1e3 * med["server_cpu_s"], 1),
+            "client_cpu_ms_per_call": round(1e3 * med["client_cpu_s"], 1),
+            "wal_bytes_per_job": round(med["wal_bytes"] / chunk),
+        }
+    return out
+
+
+def per_row_validation_ms(chunk: int) -> float:
+    """Client CPU of validating `chunk` result rows one model_validate each (the tag's client)."""
+    rows = [{"idx": i, "run_id": i, "step_id": i, "attempt_id": i, "created": True} for i in range(chunk)]
+    c0 = time.process_time()
+    for r in rows:
+        models.SubmittedRunItem.model_validate(r)
+    return round(1e3 * (time.process_time() - c0), 1)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[1])
-    ap.add_argument("--quick", action="store_true", help="500 calls, 5,000 jobs")
+    ap.add_argument("--quick", action="store_true", help="300 calls, 3 rounds")
+    ap.add_argument("--before", default="@v0.6.0", help="the tag beside HEAD (default @v0.6.0)")
     ap.add_argument("--calls", type=int, default=2_000)
-    ap.add_argument("--jobs", type=int, default=20_000)
+    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument(
+        "--chunk", type=int, default=10_000, help="runs per submit_runs call (bench/peers: 10,000)"
+    )
     args = ap.parse_args()
-    calls, jobs = (500, 5_000) if args.quick else (args.calls, args.jobs)
+    calls, rounds = (300, 3) if args.quick else (args.calls, args.rounds)
     settings = {"shared_preload_libraries": "pg_stat_statements", "track_functions": "pl"}
     out: dict[str, Any] = {
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "machine": f"{platform.machine()}, {os.cpu_count()} cores",
         "load_average_before": os.getloadavg(),
+        "before": args.before,
         "calls": calls,
-        "jobs": jobs,
+        "rounds": rounds,
+        "chunk": args.chunk,
     }
     with throwaway_cluster("head", settings) as (cluster, head):
-        cluster.create_database("v030")
-        old = cluster.dsn("v030")
-        migrate.deploy(old, to="@v0.3.0", verify=False)
-        with psycopg.connect(old, autocommit=True) as c:
-            c.execute("select pgflight.create_workspace('bench')")
-        dbs = {"v0.3.0": old, "HEAD": head}
+        old = deploy_ref(cluster, args.before)
+        dbs = {args.before: old, "HEAD": head}
         for name, dsn in dbs.items():  # warm: plans and caches
             per_call(dsn, 50, TYPICAL, f"warm-{name}")
         for label, options in (("no options", None), ("priority, max_attempts, idempotency_key", TYPICAL)):
             for name, dsn in dbs.items():
                 figures = per_call(dsn, calls, options, label)
                 out.setdefault("submit_run", {}).setdefault(label, {})[name] = figures
-        enq: dict[str, float] = {}
-        for rnd in range(2):  # alternate, twice, so load drift hits both
-            first = 1_000_000 * (rnd + 1)
-            enq.setdefault("v0.3.0 submit_run per row", 0)
-            enq["v0.3.0 submit_run per row"] += enqueue_rows(old, jobs // 2, first) / 2
-            enq.setdefault("HEAD submit_run per row", 0)
-            enq["HEAD submit_run per row"] += enqueue_rows(head, jobs // 2, first) / 2
-            enq.setdefault("HEAD submit_runs (db.submit_many)", 0)
-            enq["HEAD submit_runs (db.submit_many)"] += enqueue_bulk(head, jobs // 2, first + 500_000) / 2
-        out["enqueue_jobs_per_s"] = {k: round(v) for k, v in enq.items()}
+        out["enqueue_submit_many"] = enqueue_rounds(dbs, rounds, args.chunk)
+        base, now = out["enqueue_submit_many"][args.before], out["enqueue_submit_many"]["HEAD"]
+        out["enqueue_head_over_before"] = {
+            k: round(now[k] / base[k], 3) for k in base if isinstance(base[k], (int, float)) and base[k]
+        }
+        out["client_per_row_validation_ms"] = per_row_validation_ms(args.chunk)
     out["load_average_after"] = os.getloadavg()
     print(json.dumps(out, indent=2))
 

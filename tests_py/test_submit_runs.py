@@ -328,3 +328,113 @@ def test_submit_run_waits_on_an_uncommitted_key_and_keyless_runs_never_conflict(
     assert b.execute(sql, [WS, Jsonb({}), Jsonb({})]).fetchone()[1] is True  # type: ignore[index]
     keyless = conn.execute("select count(*) from pgflight.runs where idempotency_key is null").fetchone()
     assert keyless == (2,)
+
+
+# --- issue 18 (enqueue): the common shape and the large call -------------------------------------
+
+LARGE = 600  # at or over submit_runs' threshold for writing without the per-row foreign key checks
+
+
+def locked_rows(conn: Conn, run_ids: list[int]) -> tuple[int, int]:
+    """Runs and root steps among `run_ids` whose row carries a lock (xmax set): a foreign key check's."""
+    row = conn.execute(
+        "select count(*) filter (where r.xmax <> '0'), count(*) filter (where s.xmax <> '0')"
+        "  from pgflight.runs r join pgflight.steps s on s.id = r.root_step_id where r.id = any(%s)",
+        [run_ids],
+    ).fetchone()
+    assert row is not None
+    return int(row[0]), int(row[1])
+
+
+@pytest.mark.parametrize("n", [3, LARGE])
+def test_the_common_shape_writes_what_submit_run_writes(conn: Conn, n: int) -> None:
+    """
+    Elements without options of their own and without keys (read in one pass, option values read
+    once per call; at LARGE without foreign key checks): each run, step and attempt is the one
+    submit_run makes with the same options, and the rows come back in element order.
+    """
+    setup_engine(conn)
+    shapes: list[dict[str, Any]] = [
+        {},
+        {"priority": 7, "max_attempts": 5.0, "lease_s": 12.5, "backoff": {"base_s": 2, "jitter": 0}},
+        {"delay_s": 60, "concurrency_key": "cust-1", "concurrency_limit": 2.0, "submitted_by": "me"},
+        {"not_before": "2031-05-01T09:00:00+02:00", "max_usd": 1.5, "max_wall_s": 30, "max_iterations": 4},
+        {"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", "max_tool_calls": 0},
+    ]
+    for s, options in enumerate(shapes):
+        runs = [{"recipe": "r", "input": {"n": i}} for i in range(n)]
+        got = bulk(conn, runs, options)
+        assert [(r["idx"], r["created"]) for r in got] == [(i, True) for i in range(1, n + 1)]
+        for i in (0, n - 1):
+            one = submit(conn, "r", {"n": i}, **options)
+            assert row_of(conn, one.run_id) == row_of(conn, got[i]["run_id"]), (s, i)
+        ids = conn.execute(
+            "select (s.input ->> 'n')::int, r.id, s.id, a.id from pgflight.runs r"
+            "  join pgflight.steps s on s.id = r.root_step_id"
+            "  join pgflight.step_attempts a on a.step_id = s.id"
+            " where r.id = any(%s)",
+            [[r["run_id"] for r in got]],
+        ).fetchall()
+        assert sorted(ids) == [(i, r["run_id"], r["step_id"], r["attempt_id"]) for i, r in enumerate(got)]
+
+
+def test_a_large_call_skips_the_foreign_key_checks_of_rows_it_creates(
+    conn: Conn, connect: ConnectFactory
+) -> None:
+    """
+    A call of LARGE elements writes with session_replication_role = replica: its runs and steps
+    carry no foreign key check's row lock (a call of 3 does), while the workspace is locked as
+    that check would lock it; the setting is back to origin after the call, and after a call
+    that failed inside its writes (a lock timeout on a key another transaction holds), so the
+    foreign keys still hold for the statements that follow.
+    """
+    setup_engine(conn)
+    small = bulk(conn, [{"recipe": "r", "input": {"i": i}} for i in range(3)])
+    assert locked_rows(conn, [r["run_id"] for r in small]) == (3, 3)
+
+    a = connect(timeout_s=30, autocommit=False)
+    large = bulk(
+        a, [{"recipe": "r", "input": {"i": i}, "options": {"idempotency_key": f"k{i}"}} for i in range(LARGE)]
+    )
+    assert a.execute("show session_replication_role").fetchone() == ("origin",)
+    other = connect(timeout_s=5)
+    with pytest.raises(psycopg.errors.LockNotAvailable):
+        other.execute("select from pgflight.workspaces where name = %s for update nowait", [WS])
+    a.commit()
+    assert locked_rows(conn, [r["run_id"] for r in large]) == (0, 0)
+
+    # B fails inside its writes: A holds a key of B's uncommitted
+    a.execute("select pgflight.submit_run(%s, 'r', '{}', %s)", [WS, Jsonb({"idempotency_key": "held"})])
+    b = connect(timeout_s=30, autocommit=False)
+    b.execute("set lock_timeout = '300ms'")
+    b.execute("savepoint s")
+    runs = [{"recipe": "r", "input": {"i": i}} for i in range(LARGE)]
+    runs[-1]["options"] = {"idempotency_key": "held"}
+    with pytest.raises(psycopg.errors.LockNotAvailable):
+        bulk(b, runs)
+    b.execute("rollback to savepoint s")
+    assert b.execute("show session_replication_role").fetchone() == ("origin",)
+    with pytest.raises(psycopg.errors.ForeignKeyViolation):
+        b.execute(
+            "insert into pgflight.step_attempts (step_id, run_id, attempt_no, recipe, available_after,"
+            " workspace_id) values (-1, -1, 1, 'r', now(), 1)"
+        )
+    b.rollback()
+    a.rollback()
+
+
+def test_without_the_grant_a_large_call_keeps_its_foreign_key_checks(conn: Conn) -> None:
+    """
+    A deploy by a non-superuser leaves pgflight_owner unable to set session_replication_role:
+    submit_runs then writes with the checks (its rows locked by them), as before issue 18.
+    """
+    setup_engine(conn)
+    conn.execute("revoke set on parameter session_replication_role from pgflight_owner")
+    try:
+        got = bulk(conn, [{"recipe": "r", "input": {"i": i}} for i in range(LARGE)])
+        assert [r["idx"] for r in got] == list(range(1, LARGE + 1))
+        assert locked_rows(conn, [r["run_id"] for r in got]) == (LARGE, LARGE)
+    finally:
+        conn.execute("grant set on parameter session_replication_role to pgflight_owner")
+    got = bulk(conn, [{"recipe": "r", "input": {"i": i}} for i in range(LARGE)])
+    assert locked_rows(conn, [r["run_id"] for r in got]) == (0, 0)

@@ -23,7 +23,7 @@ import psycopg
 from psycopg.pq import TransactionStatus
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
-from pydantic import BaseModel
+from pydantic import BaseModel, TypeAdapter
 
 from pgflight import errors, models, tracing
 
@@ -227,16 +227,23 @@ def submit_many(
     :raises NotFound: unknown workspace (ZF003).
     """
     elements = [_run_element(r) for r in runs]
-    return _rows(
-        conn,
-        "select * from pgflight.submit_runs(%s, %s, %s)",
-        [workspace, Jsonb(elements), _opts(options, traceparent=_traceparent(options))],
-        models.SubmittedRunItem,
-    )
+    with translated(), conn.cursor(row_factory=dict_row) as cur:
+        cur.execute(
+            "select * from pgflight.submit_runs(%s, %s, %s)",
+            [workspace, Jsonb(elements), _opts(options, traceparent=_traceparent(options))],
+        )
+        # one validation of the whole list (issue 18: per-row model_validate cost the client a
+        # third more for a call of 10,000)
+        return _SUBMITTED_RUN_ITEMS.validate_python(cur.fetchall())
+
+
+_SUBMITTED_RUN_ITEMS: TypeAdapter[list[models.SubmittedRunItem]] = TypeAdapter(list[models.SubmittedRunItem])
 
 
 def _run_element(run: Mapping[str, Any]) -> dict[str, Any]:
     """One element of submit_runs' array: an ``idempotency_key`` given beside the options goes into them."""
+    if type(run) is dict and "idempotency_key" not in run:
+        return run  # as it is (no copy per element)
     element = {k: v for k, v in run.items() if k != "idempotency_key"}
     key = run.get("idempotency_key")
     if key is not None:

@@ -1,11 +1,12 @@
--- Revert pgflight:functions/submit_runs: restores the previous definition, deploy/functions/submit_runs@v0.5.0.sql (written by scripts/gen_sql_scripts.py)
+-- Revert pgflight:functions/submit_runs: restores the previous definition, deploy/functions/submit_runs@v0.6.0.sql (written by scripts/gen_sql_scripts.py)
 -- requires: tables/settings_submit_cap internals/_options internals/_trust internals/_flow_options
 --           internals/_events tables/step_attempts_flow functions/submit_run
 begin;
 set local role pgflight_owner;
 
 -- Bulk submit (issue 18): what N calls of submit_run do, in one call and a few set-based
--- statements (the runs, their root steps, first attempts and queued events are each one INSERT).
+-- statements (the runs, their root steps and first attempts are each one INSERT; each run's queued
+-- event is its attempt's queue_event_id, no events row).
 -- p_runs is a JSON array of {"recipe": text, "input": json (default {}), "options": {...}}; each
 -- element's options are submit_run's (docs/options.md) laid over p_options, the options shared by
 -- every element (idempotency_key only per element).
@@ -248,21 +249,18 @@ begin
            v_norm[u.g] ->> 'concurrency_key',
            case when v_norm[u.g] ? 'concurrency_key' then coalesce((v_norm[u.g] ->> 'concurrency_limit')::integer, 1) end
       from unnest(v_run_ids, v_step_ids, v_recipe, v_input, v_g) as u(run_id, step_id, recipe, input, g)
-  ), new_attempts as (
-    insert into pgflight.step_attempts (id, step_id, run_id, attempt_no, recipe, priority, status, available_after,
-                                        created_at, workspace_id, concurrency_key, concurrency_limit)
-    overriding system value
-    select u.attempt_id, u.step_id, u.run_id, 1, u.recipe, coalesce((v_norm[u.g] ->> 'priority')::integer, 0),
-           'queued', v_start[u.g], v_now, v_ws,
-           v_norm[u.g] ->> 'concurrency_key',
-           case when v_norm[u.g] ? 'concurrency_key' then coalesce((v_norm[u.g] ->> 'concurrency_limit')::integer, 1) end
-      from unnest(v_run_ids, v_step_ids, v_attempt_ids, v_recipe, v_g) as u(run_id, step_id, attempt_id, recipe, g)
   )
-  -- what _event writes for submit_run, one row per run
-  insert into pgflight.events (at, run_id, step_id, attempt_id, from_status, to_status, reason, actor)
-  select v_now, u.run_id, u.step_id, u.attempt_id, null, 'queued', 'queued',
-         coalesce(v_norm[u.g] ->> 'submitted_by', session_user::text)
-    from unnest(v_run_ids, v_step_ids, v_attempt_ids, v_g) as u(run_id, step_id, attempt_id, g);
+  -- each run's queued event is its attempt's queue_event_id, shown by run_events (issue 18: no
+  -- events row), drawn in the runs' order (the order unnest reads them)
+  insert into pgflight.step_attempts (id, step_id, run_id, attempt_no, recipe, priority, status, available_after,
+                                      created_at, workspace_id, concurrency_key, concurrency_limit, queue_event_id)
+  overriding system value
+  select u.attempt_id, u.step_id, u.run_id, 1, u.recipe, coalesce((v_norm[u.g] ->> 'priority')::integer, 0),
+         'queued', v_start[u.g], v_now, v_ws,
+         v_norm[u.g] ->> 'concurrency_key',
+         case when v_norm[u.g] ? 'concurrency_key' then coalesce((v_norm[u.g] ->> 'concurrency_limit')::integer, 1) end,
+         nextval('pgflight.events_id_seq')
+    from unnest(v_run_ids, v_step_ids, v_attempt_ids, v_recipe, v_g) as u(run_id, step_id, attempt_id, recipe, g);
   v_created := v_i;
   select coalesce(bool_or(v_start[g] <= v_now), false) into v_ready from unnest(v_g) as g;
 
