@@ -5592,7 +5592,9 @@ CREATE FUNCTION pgflight.purge_finished(p_older_than_s double precision DEFAULT 
     AS $$
 declare
   v_ids bigint[];
+  v_steps bigint[];
   v_age double precision;
+  v_role text;
 begin
   perform pgflight._require_lane('operator', null, 'purge_finished');  -- issue 13: acts on every workspace
   perform pgflight._check_limit(p_limit);  -- 22023 for a negative limit (issue 14)
@@ -5616,7 +5618,27 @@ begin
   if v_ids is null then
     return 0;
   end if;
+  if not pg_catalog.has_parameter_privilege('session_replication_role', 'SET') then
+    delete from pgflight.runs r where r.id = any (v_ids);
+    return cardinality(v_ids);
+  end if;
+
+  -- (set local: a raise below rolls it back with the transaction or the caller's savepoint; the
+  -- normal end restores the caller's value)
+  v_role := pg_catalog.current_setting('session_replication_role');
+  perform pg_catalog.set_config('session_replication_role', 'replica', true);
+  with d as (
+    delete from pgflight.steps s where s.run_id = any (v_ids) returning s.id
+  )
+  select coalesce(array_agg(d.id), '{}') into v_steps from d;
+  delete from pgflight.step_attempts a where a.step_id = any (v_steps);
+  delete from pgflight.approvals g where g.step_id = any (v_steps);
+  delete from pgflight.effects e where e.step_id = any (v_steps);
+  delete from pgflight.budgets b where b.scope = 'step' and b.step_id = any (v_steps);  -- budgets_step_idx
+  delete from pgflight.budgets b where b.scope = 'run' and b.run_id = any (v_ids);     -- budgets_run_idx
+  delete from pgflight.agent_runs a where a.step_id = any (v_steps) or a.run_id = any (v_ids);
   delete from pgflight.runs r where r.id = any (v_ids);
+  perform pg_catalog.set_config('session_replication_role', v_role, true);
   return cardinality(v_ids);
 end
 $$;
@@ -7483,7 +7505,7 @@ begin
     begin
       perform pg_catalog.set_config('lock_timeout',
         coalesce(nullif(pg_catalog.current_setting('pgflight.sweep_lock_timeout', true), ''), '2s'), true);
-      v_batch := coalesce(nullif(pg_catalog.current_setting('pgflight.sweep_purge_batch', true), ''), '1000')::integer;
+      v_batch := coalesce(nullif(pg_catalog.current_setting('pgflight.sweep_purge_batch', true), ''), '5000')::integer;
       if v_batch > 0 and pgflight.purge_finished(null, v_batch) >= v_batch then
         v_backlog := true;
       end if;
