@@ -28,15 +28,15 @@ On a throwaway cluster (fsync and synchronous_commit on) that loads pg_stat_stat
    side. Quick: --purge 20000 --only retention (about 2 minutes with --compare); full: --purge
    200000 (about 10 minutes at load 10).
 6. retention_loop: the same backlog purged by a CALL sweep_loop(120, 5) (pg_cron 1.4's job) with
-   settings.purge_after_s = 60: runs/s.
+   settings.purge_after_s = 60: runs/s. With --compare, on the base and on HEAD side by side too.
 
 7. heartbeat: 200 steps claimed at once, heartbeated 20 times each, completed: the HOT ratio of
    step_attempts when most of its updates are heartbeats.
 
 --compare @v0.4.0 deploys that tag into a second database of the same cluster and runs the steps,
-steps_bulk and heartbeat phases on it and on HEAD one after the other (base first): before/after from one
-run, with head_over_base ratios. Quick: --seconds 5 --only steps,steps_bulk,heartbeat (about a
-minute and a half).
+steps_bulk, heartbeat, retention and retention_loop phases on it and on HEAD one after the other
+(base first): before/after from one run, with head_over_base ratios. Quick: --seconds 5 --only
+steps,steps_bulk,heartbeat (about a minute and a half).
 
 Every figure carries the load average read when it was taken (the machine is shared).
 
@@ -643,7 +643,7 @@ def main() -> None:
             "empty": lambda: empty_claims(dsn, a.low_rate, a.low_jobs),
             "reclaim": lambda: reclaim(dsn, a.reclaim),
             "retention": both(lambda d: retention(d, a.purge)),
-            "retention_loop": lambda: retention_loop(dsn, a.purge, 120),
+            "retention_loop": both(lambda d: retention_loop(d, a.purge, 120)),
         }
         for name, part in parts.items():
             if name in only:

@@ -1,14 +1,16 @@
--- Revert pgflight:functions/purge_finished: restores the previous definition, deploy/functions/purge_finished@v0.4.0.sql (written by scripts/gen_sql_scripts.py)
+-- Revert pgflight:functions/purge_finished: restores the previous definition, deploy/functions/purge_finished@v0.6.0.sql (written by scripts/gen_sql_scripts.py)
 begin;
 set local role pgflight_owner;
 
 -- Sweep: delete runs finished more than p_older_than_s seconds ago (default
--- settings.purge_after_s), with their steps, attempts and gates (one set-based DELETE, the rest by
--- cascade), at most p_limit runs per call; sweep_loop calls it every pass while a batch is full.
--- Returns the number of runs deleted. Issue 18: their events are not deleted row by row here any
--- more: the log is partitioned by day and maintain_partitions drops whole days past
--- settings.events_keep_s.
-create or replace function pgflight.purge_finished(p_older_than_s double precision default null, p_limit integer default 100)
+-- settings.purge_after_s), with their steps, attempts, gates and agent runs (one set-based DELETE,
+-- the rest by cascade), at most p_limit runs per call (default 1,000: one bounded transaction,
+-- about a quarter of a second); sweep_loop calls it every pass while a batch is full, so there is
+-- no cap per hour or day. Returns the number of runs deleted. Issue 18: the firehose rows are not
+-- deleted row by row here any more: their events go with their day partition (maintain_partitions,
+-- settings.events_keep_s), their traces and costs with their agent-run-id partition once every
+-- agent run in it is purged (maintain_partitions, tables/firehose_by_agent_run).
+create or replace function pgflight.purge_finished(p_older_than_s double precision default null, p_limit integer default 1000)
 returns integer
 language plpgsql volatile security definer
 set search_path = pg_catalog, pg_temp

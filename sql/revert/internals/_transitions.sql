@@ -1,4 +1,4 @@
--- Revert pgflight:internals/_transitions: restores the previous definition, deploy/internals/_transitions@v0.5.0.sql (written by scripts/gen_sql_scripts.py)
+-- Revert pgflight:internals/_transitions: restores the previous definition, deploy/internals/_transitions@v0.6.0.sql (written by scripts/gen_sql_scripts.py)
 -- Defines: _wake(), _cancel_steps(), _cancel_tree(), _tree_steps(), _steps_finished(),
 --   _step_finished(), _fail_attempt(), _lock_cascade(), _dead_letter_poisoned(), _reclaim(),
 --   _reclaim_picked(),
@@ -153,11 +153,18 @@ comment on function pgflight._tree_steps(bigint, bigint) is
 --   4. a root ends its run.
 -- Locks: after the finished attempts (the caller's), the parents' counter stripes, parent steps in
 -- id order, then their parked attempts, then runs: the order of docs/locking.md.
+-- Plans (issue 18): no sequential scan (a plan made while steps was small hash-joined the whole
+-- table per batch). Its own two common statements on generic plans (their custom plans were made
+-- again on every call: 0.28 ms of each complete_batch); when a step left work below it or has a
+-- parent, plan_cache_mode goes back to auto until it returns, so what runs below (a whole tree's
+-- cancel, fan-in pokes, wakes) is planned for its arrays' sizes.
 create or replace function pgflight._steps_finished(p_step_ids bigint[], p_finals text[], p_actor text,
                                                     p_now timestamptz)
 returns void
 language plpgsql volatile
 set search_path = pg_catalog, pg_temp
+set plan_cache_mode = force_generic_plan
+set enable_seqscan = off
 as $$
 declare
   v_left record;
@@ -182,6 +189,10 @@ begin
          array_agg(f.final) filter (where s.parent_id is null)
     into v_cancel_below, v_has_parent, v_runs, v_run_finals
     from unnest(p_step_ids, p_finals) as f(id, final) join pgflight.steps s on s.id = f.id;
+  if v_cancel_below or v_has_parent then
+    -- (SET LOCAL of a setting the function's SET clause names ends with the function)
+    perform pg_catalog.set_config('plan_cache_mode', 'auto', true);
+  end if;
 
   -- 1. what an unsuccessful step left running below it
   if v_cancel_below then
@@ -745,23 +756,32 @@ comment on function pgflight._reclaim_picked(timestamptz, bigint[]) is
 -- Locks are taken in a fixed order — attempts by id, then parents by id, then runs — so batches
 -- cannot deadlock with each other, with heartbeat (ids ascending) or with cancel (attempts first).
 -- Each lock is taken in a statement of its own, so the next statement sees the row as locked.
+-- Plans (issue 18): generic from the first call, no sequential scan. A custom plan per call cost
+-- about 1 ms of each complete_batch in the peers' burn-down (pg_stat_statements, track_planning).
+-- A generic plan sizes every array at ten rows, so no statement here joins one array to another
+-- (a nested loop over two unnests is quadratic in the batch: 25 s for 10,000 attempts).
 create or replace function pgflight._complete_many(p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[],
                                         p_now timestamptz)
 returns table (attempt_id bigint, outcome text)
 language plpgsql volatile
 set search_path = pg_catalog, pg_temp
+set plan_cache_mode = force_generic_plan
+set enable_seqscan = off
 as $$
 declare
   v_ids bigint[];
-  v_old text[];
+  v_results jsonb[];
   v_steps bigint[];
 begin
   -- 1. lock the attempts still held with these tokens by workers of this login (issue 13: one
-  -- primary-key probe of workers per attempt; another login's attempt is not held by the caller)
-  select array_agg(l.id order by l.id), array_agg(l.status order by l.id) into v_ids, v_old from (
-    select a.id, a.status
+  -- primary-key probe of workers per attempt; another login's attempt is not held by the caller),
+  -- each with its result: an attempt given twice with its token keeps the first result given
+  select array_agg(l.id order by l.id), array_agg(l.result order by l.id) into v_ids, v_results from (
+    select a.id, q.result
       from pgflight.step_attempts a
-      join (select distinct u.id, u.token from unnest(p_attempt_ids, p_tokens) as u(id, token)) q
+      join (select distinct on (u.id, u.token) u.id, u.token, u.result
+              from unnest(p_attempt_ids, p_tokens, p_results) with ordinality as u(id, token, result, ord)
+             order by u.id, u.token, u.ord) q
         on q.id = a.id and q.token = a.fencing_token
      where a.status in ('claimed', 'running')
        and exists (select from pgflight.workers w where w.id = a.worker_id and w.login = session_user)
@@ -772,19 +792,21 @@ begin
     -- 2. succeed them. Issue 18: a success from running takes an events id onto the attempt
     -- (finish_event_id; run_events shows it as the 'succeeded' row) instead of an events row; a
     -- success straight from claimed (never started) still writes its events row.
+    -- (the rows step 1 locked, with their results: nothing else can change them now; a success
+    -- straight from claimed is the one that took no finish_event_id)
     with done as (
       update pgflight.step_attempts a
          set status = 'succeeded', finished_at = p_now, result = q.result,
              started_at = coalesce(a.started_at, a.claimed_at),
              finish_event_id = case when a.status = 'running' then nextval('pgflight.events_id_seq') end
-        from unnest(p_attempt_ids, p_results) as q(id, result)
-       where a.id = q.id and a.id = any (v_ids) and a.status in ('claimed', 'running')
-      returning a.id, a.step_id, a.run_id, a.worker_id
+        from unnest(v_ids, v_results) as q(id, result)
+       where a.id = q.id
+      returning a.id, a.step_id, a.run_id, a.worker_id, a.finish_event_id
     ), logged as (
       insert into pgflight.events (at, run_id, step_id, attempt_id, from_status, to_status, worker_id, reason)
-      select p_now, d.run_id, d.step_id, d.id, o.old_status, 'succeeded', d.worker_id, 'succeeded'
-        from done d join unnest(v_ids, v_old) as o(id, old_status) on o.id = d.id
-       where o.old_status <> 'running'
+      select p_now, d.run_id, d.step_id, d.id, 'claimed', 'succeeded', d.worker_id, 'succeeded'
+        from done d
+       where d.finish_event_id is null
     )
     select array_agg(d.step_id) into v_steps from done d;
 
