@@ -58,6 +58,16 @@ def _seq_scans(plans: list[str]) -> list[str]:
     return found
 
 
+def _jit_compiled(plans: list[str]) -> list[str]:
+    """
+    The statements JIT-compiled: with seq scans off, a table no index serves is costed past
+    jit_above_cost and compiled on every call (about 400 ms each, found on the agent path).
+    """
+    return [
+        p.split("Query Text:", 1)[-1].strip().splitlines()[0][:120] for p in plans if re.search(r"^\s*JIT:", p, re.M)
+    ]
+
+
 def test_submit_claim_heartbeat_complete_and_fail_read_by_index_after_the_tables_grew(
     eng: Conn, dsn: str
 ) -> None:
@@ -93,3 +103,4 @@ def test_submit_claim_heartbeat_complete_and_fail_read_by_index_after_the_tables
     plans = _plans(eng, batch)
     assert len(plans) > 10, "auto_explain showed no nested plans"
     assert _seq_scans(plans) == []
+    assert _jit_compiled(plans) == []
