@@ -184,7 +184,8 @@ def _backend_cpu_s(conn: psycopg.Connection[Any]) -> float | None:
     """
     pid = conn.info.backend_pid
     try:
-        fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
     except OSError:
         return None
     return (int(fields[11]) + int(fields[12])) / TICK

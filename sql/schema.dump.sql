@@ -2177,6 +2177,8 @@ COMMENT ON FUNCTION pgflight._may(p_lane text, p_workspace_id bigint) IS 'Intern
 CREATE FUNCTION pgflight._move_budget(p_ids bigint[], p_reserve numeric, p_spend numeric, p_release numeric, p_check boolean, p_now timestamp with time zone, p_what text) RETURNS jsonb
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
+    SET jit TO 'off'
     AS $$
 declare
   v_b pgflight.budgets;
@@ -3015,6 +3017,8 @@ COMMENT ON FUNCTION pgflight._reject_write(p_attempt_id bigint, p_token bigint, 
 CREATE FUNCTION pgflight._release_reservation(p_agent_run_id bigint) RETURNS void
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
+    SET jit TO 'off'
     AS $$
 declare
   v_run pgflight.agent_runs;
@@ -4119,6 +4123,8 @@ COMMENT ON FUNCTION pgflight.approve(p_step_id bigint, p_decision text, p_actor 
 CREATE FUNCTION pgflight.begin_agent_run(p_attempt_id bigint, p_token bigint, p_options jsonb DEFAULT '{}'::jsonb) RETURNS TABLE(agent_run_id bigint, created boolean, iterations integer, tool_calls integer, usd numeric, max_iterations integer, max_tool_calls integer)
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
+    SET jit TO 'off'
     AS $$
 declare
   v_now timestamptz := pgflight._now();
@@ -4563,6 +4569,7 @@ declare
   v_stored text[];
   v_refusal jsonb;
   v_missing text;  -- a tool_use_id with no tool_use
+  v_f record;  -- the fence's row: the agent run and whether a wall-time cap of its reservation ran out
 begin
   -- bounded, so the budgets' numeric(16, 8) cannot overflow (issue 14); _check_arg raises (issue 18:
   -- called only for a value out of range, the call cost more than the check)
@@ -4573,15 +4580,23 @@ begin
     raise exception using errcode = '22023', message = 'next iteration must be >= 1 and est_usd >= 0',
       detail = format('next iteration %s, est_usd %s', p_next_iteration, p_est_usd);
   end if;
-  -- _agent_fence's statement: the attempt FOR SHARE, the agent run FOR UPDATE, the holder's login
-  select r.* into v_run
+  -- _agent_fence's statement (the attempt FOR SHARE, the agent run FOR UPDATE, the holder's login)
+  -- and, in it, whether a wall-time cap of the budgets the run holds a reservation on ran out (read
+  -- without locks: wall time only grows; used below when that reservation is kept)
+  select r as run,
+         exists (select from pgflight.budgets b
+                  where b.id = any (r.reserved_budget_ids) and b.max_wall_s is not null
+                    and v_now > b.started_at + make_interval(secs => b.max_wall_s)) as wall_ran_out
+    into v_f
     from pgflight.step_attempts a
     join pgflight.agent_runs r on r.step_id = a.step_id
    where a.id = p_attempt_id and a.fencing_token = p_token and a.status in ('claimed', 'running')
      and r.id = p_agent_run_id
      and exists (select from pgflight.workers w where w.id = a.worker_id and w.login = session_user)
      for share of a for update of r;
-  if not found then  -- ZF001 / ZF002 / ZF003 / ZF012
+  if found then
+    v_run := v_f.run;
+  else  -- ZF001 / ZF002 / ZF003 / ZF012 (found on a second look, the caps are read again below)
     v_run := pgflight._agent_fence(p_attempt_id, p_token, p_agent_run_id, 'complete_tool_calls');
   end if;
   -- _store_tool_results' statement (see there): each result joined to its tool_use, written or,
@@ -4634,9 +4649,10 @@ begin
     -- admitted by record_model_call before the tools ran: kept (no call to _reserve, no budget
     -- move) unless a wall-time cap of its budgets ran out meanwhile (read without locks: wall time
     -- only grows); then it is given back and the call admitted anew, which refuses it
-    if exists (select from pgflight.budgets b
-                where b.id = any (v_run.reserved_budget_ids) and b.max_wall_s is not null
-                  and v_now > b.started_at + make_interval(secs => b.max_wall_s)) then
+    if coalesce(v_f.wall_ran_out,
+                exists (select from pgflight.budgets b
+                         where b.id = any (v_run.reserved_budget_ids) and b.max_wall_s is not null
+                           and v_now > b.started_at + make_interval(secs => b.max_wall_s))) then
       perform pgflight._release_reservation(v_run.id);
       v_run.reserved_usd := 0;
       v_run.reserved_attempt_id := null;
@@ -5784,7 +5800,7 @@ CREATE FUNCTION pgflight.record_model_call(p_attempt_id bigint, p_token bigint, 
     SET search_path TO 'pg_catalog', 'pg_temp'
     SET enable_seqscan TO 'off'
     SET jit TO 'off'
-    AS $$
+    AS $_$
 #variable_conflict use_column
 declare
   v_now timestamptz := pgflight._now();
@@ -5826,24 +5842,23 @@ begin
     p_options := pgflight._check_options('record_model_call', p_options);
   end if;
   -- the usage: four token counts, integers from 0 to 1e10 (22023 naming the key otherwise); a usage
-  -- of well-formed counts is read directly, anything else goes through _opt_int, which raises
-  if jsonb_typeof(p_usage) = 'object'
-         and (case jsonb_typeof(p_usage -> 'input_tokens')
-               when 'number' then (p_usage ->> 'input_tokens')::numeric between 0 and 10000000000
-                                  and (p_usage ->> 'input_tokens')::numeric = trunc((p_usage ->> 'input_tokens')::numeric)
-               else coalesce(jsonb_typeof(p_usage -> 'input_tokens') = 'null', true) end)
-         and (case jsonb_typeof(p_usage -> 'output_tokens')
-               when 'number' then (p_usage ->> 'output_tokens')::numeric between 0 and 10000000000
-                                  and (p_usage ->> 'output_tokens')::numeric = trunc((p_usage ->> 'output_tokens')::numeric)
-               else coalesce(jsonb_typeof(p_usage -> 'output_tokens') = 'null', true) end)
-         and (case jsonb_typeof(p_usage -> 'cache_creation_input_tokens')
-               when 'number' then (p_usage ->> 'cache_creation_input_tokens')::numeric between 0 and 10000000000
-                                  and (p_usage ->> 'cache_creation_input_tokens')::numeric = trunc((p_usage ->> 'cache_creation_input_tokens')::numeric)
-               else coalesce(jsonb_typeof(p_usage -> 'cache_creation_input_tokens') = 'null', true) end)
-         and (case jsonb_typeof(p_usage -> 'cache_read_input_tokens')
-               when 'number' then (p_usage ->> 'cache_read_input_tokens')::numeric between 0 and 10000000000
-                                  and (p_usage ->> 'cache_read_input_tokens')::numeric = trunc((p_usage ->> 'cache_read_input_tokens')::numeric)
-               else coalesce(jsonb_typeof(p_usage -> 'cache_read_input_tokens') = 'null', true) end) then
+  -- of well-formed counts is read directly, anything else goes through _opt_int, which raises.
+  -- One JSON path tells them apart (issue 18: the expression it replaces called some sixty
+  -- functions, each checked for EXECUTE and initialised anew in every transaction); anything it
+  -- cannot evaluate (silent) is not true, so it takes the checked way.
+  if jsonb_path_match(p_usage, '$.type() == "object"
+                             && (!exists($.input_tokens) || $.input_tokens.type() == "null"
+                                 || ($.input_tokens.type() == "number" && $.input_tokens >= 0 && $.input_tokens <= 10000000000
+                                     && $.input_tokens.floor() == $.input_tokens))
+                             && (!exists($.output_tokens) || $.output_tokens.type() == "null"
+                                 || ($.output_tokens.type() == "number" && $.output_tokens >= 0 && $.output_tokens <= 10000000000
+                                     && $.output_tokens.floor() == $.output_tokens))
+                             && (!exists($.cache_creation_input_tokens) || $.cache_creation_input_tokens.type() == "null"
+                                 || ($.cache_creation_input_tokens.type() == "number" && $.cache_creation_input_tokens >= 0 && $.cache_creation_input_tokens <= 10000000000
+                                     && $.cache_creation_input_tokens.floor() == $.cache_creation_input_tokens))
+                             && (!exists($.cache_read_input_tokens) || $.cache_read_input_tokens.type() == "null"
+                                 || ($.cache_read_input_tokens.type() == "number" && $.cache_read_input_tokens >= 0 && $.cache_read_input_tokens <= 10000000000
+                                     && $.cache_read_input_tokens.floor() == $.cache_read_input_tokens))', silent => true) then
     v_in := coalesce((p_usage ->> 'input_tokens')::numeric, 0);
     v_out := coalesce((p_usage ->> 'output_tokens')::numeric, 0);
     v_cw := coalesce((p_usage ->> 'cache_creation_input_tokens')::numeric, 0);
@@ -6058,7 +6073,7 @@ begin
   next_reserved := v_next;
   return next;
 end
-$$;
+$_$;
 
 ALTER FUNCTION pgflight.record_model_call(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_blocks jsonb, p_usage jsonb, p_model text, p_options jsonb, p_next_est_usd numeric) OWNER TO pgflight_owner;
 

@@ -39,6 +39,7 @@ declare
   v_stored text[];
   v_refusal jsonb;
   v_missing text;  -- a tool_use_id with no tool_use
+  v_f record;  -- the fence's row: the agent run and whether a wall-time cap of its reservation ran out
 begin
   -- bounded, so the budgets' numeric(16, 8) cannot overflow (issue 14); _check_arg raises (issue 18:
   -- called only for a value out of range, the call cost more than the check)
@@ -49,15 +50,23 @@ begin
     raise exception using errcode = '22023', message = 'next iteration must be >= 1 and est_usd >= 0',
       detail = format('next iteration %s, est_usd %s', p_next_iteration, p_est_usd);
   end if;
-  -- _agent_fence's statement: the attempt FOR SHARE, the agent run FOR UPDATE, the holder's login
-  select r.* into v_run
+  -- _agent_fence's statement (the attempt FOR SHARE, the agent run FOR UPDATE, the holder's login)
+  -- and, in it, whether a wall-time cap of the budgets the run holds a reservation on ran out (read
+  -- without locks: wall time only grows; used below when that reservation is kept)
+  select r as run,
+         exists (select from pgflight.budgets b
+                  where b.id = any (r.reserved_budget_ids) and b.max_wall_s is not null
+                    and v_now > b.started_at + make_interval(secs => b.max_wall_s)) as wall_ran_out
+    into v_f
     from pgflight.step_attempts a
     join pgflight.agent_runs r on r.step_id = a.step_id
    where a.id = p_attempt_id and a.fencing_token = p_token and a.status in ('claimed', 'running')
      and r.id = p_agent_run_id
      and exists (select from pgflight.workers w where w.id = a.worker_id and w.login = session_user)
      for share of a for update of r;
-  if not found then  -- ZF001 / ZF002 / ZF003 / ZF012
+  if found then
+    v_run := v_f.run;
+  else  -- ZF001 / ZF002 / ZF003 / ZF012 (found on a second look, the caps are read again below)
     v_run := pgflight._agent_fence(p_attempt_id, p_token, p_agent_run_id, 'complete_tool_calls');
   end if;
   -- _store_tool_results' statement (see there): each result joined to its tool_use, written or,
@@ -110,9 +119,10 @@ begin
     -- admitted by record_model_call before the tools ran: kept (no call to _reserve, no budget
     -- move) unless a wall-time cap of its budgets ran out meanwhile (read without locks: wall time
     -- only grows); then it is given back and the call admitted anew, which refuses it
-    if exists (select from pgflight.budgets b
-                where b.id = any (v_run.reserved_budget_ids) and b.max_wall_s is not null
-                  and v_now > b.started_at + make_interval(secs => b.max_wall_s)) then
+    if coalesce(v_f.wall_ran_out,
+                exists (select from pgflight.budgets b
+                         where b.id = any (v_run.reserved_budget_ids) and b.max_wall_s is not null
+                           and v_now > b.started_at + make_interval(secs => b.max_wall_s))) then
       perform pgflight._release_reservation(v_run.id);
       v_run.reserved_usd := 0;
       v_run.reserved_attempt_id := null;

@@ -102,24 +102,23 @@ begin
     p_options := pgflight._check_options('record_model_call', p_options);
   end if;
   -- the usage: four token counts, integers from 0 to 1e10 (22023 naming the key otherwise); a usage
-  -- of well-formed counts is read directly, anything else goes through _opt_int, which raises
-  if jsonb_typeof(p_usage) = 'object'
-         and (case jsonb_typeof(p_usage -> 'input_tokens')
-               when 'number' then (p_usage ->> 'input_tokens')::numeric between 0 and 10000000000
-                                  and (p_usage ->> 'input_tokens')::numeric = trunc((p_usage ->> 'input_tokens')::numeric)
-               else coalesce(jsonb_typeof(p_usage -> 'input_tokens') = 'null', true) end)
-         and (case jsonb_typeof(p_usage -> 'output_tokens')
-               when 'number' then (p_usage ->> 'output_tokens')::numeric between 0 and 10000000000
-                                  and (p_usage ->> 'output_tokens')::numeric = trunc((p_usage ->> 'output_tokens')::numeric)
-               else coalesce(jsonb_typeof(p_usage -> 'output_tokens') = 'null', true) end)
-         and (case jsonb_typeof(p_usage -> 'cache_creation_input_tokens')
-               when 'number' then (p_usage ->> 'cache_creation_input_tokens')::numeric between 0 and 10000000000
-                                  and (p_usage ->> 'cache_creation_input_tokens')::numeric = trunc((p_usage ->> 'cache_creation_input_tokens')::numeric)
-               else coalesce(jsonb_typeof(p_usage -> 'cache_creation_input_tokens') = 'null', true) end)
-         and (case jsonb_typeof(p_usage -> 'cache_read_input_tokens')
-               when 'number' then (p_usage ->> 'cache_read_input_tokens')::numeric between 0 and 10000000000
-                                  and (p_usage ->> 'cache_read_input_tokens')::numeric = trunc((p_usage ->> 'cache_read_input_tokens')::numeric)
-               else coalesce(jsonb_typeof(p_usage -> 'cache_read_input_tokens') = 'null', true) end) then
+  -- of well-formed counts is read directly, anything else goes through _opt_int, which raises.
+  -- One JSON path tells them apart (issue 18: the expression it replaces called some sixty
+  -- functions, each checked for EXECUTE and initialised anew in every transaction); anything it
+  -- cannot evaluate (silent) is not true, so it takes the checked way.
+  if jsonb_path_match(p_usage, '$.type() == "object"
+                             && (!exists($.input_tokens) || $.input_tokens.type() == "null"
+                                 || ($.input_tokens.type() == "number" && $.input_tokens >= 0 && $.input_tokens <= 10000000000
+                                     && $.input_tokens.floor() == $.input_tokens))
+                             && (!exists($.output_tokens) || $.output_tokens.type() == "null"
+                                 || ($.output_tokens.type() == "number" && $.output_tokens >= 0 && $.output_tokens <= 10000000000
+                                     && $.output_tokens.floor() == $.output_tokens))
+                             && (!exists($.cache_creation_input_tokens) || $.cache_creation_input_tokens.type() == "null"
+                                 || ($.cache_creation_input_tokens.type() == "number" && $.cache_creation_input_tokens >= 0 && $.cache_creation_input_tokens <= 10000000000
+                                     && $.cache_creation_input_tokens.floor() == $.cache_creation_input_tokens))
+                             && (!exists($.cache_read_input_tokens) || $.cache_read_input_tokens.type() == "null"
+                                 || ($.cache_read_input_tokens.type() == "number" && $.cache_read_input_tokens >= 0 && $.cache_read_input_tokens <= 10000000000
+                                     && $.cache_read_input_tokens.floor() == $.cache_read_input_tokens))', silent => true) then
     v_in := coalesce((p_usage ->> 'input_tokens')::numeric, 0);
     v_out := coalesce((p_usage ->> 'output_tokens')::numeric, 0);
     v_cw := coalesce((p_usage ->> 'cache_creation_input_tokens')::numeric, 0);
