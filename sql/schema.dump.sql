@@ -92,6 +92,8 @@ COMMENT ON COLUMN pgflight.agent_runs.reserved_attempt_id IS 'The attempt that l
 CREATE FUNCTION pgflight._agent_fence(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_operation text) RETURNS pgflight.agent_runs
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
+    SET jit TO 'off'
     AS $$
 declare
   v_run pgflight.agent_runs;
@@ -3674,6 +3676,8 @@ CREATE FUNCTION pgflight._store_tool_results(p_run_id bigint, p_attempt_id bigin
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
     SET plan_cache_mode TO 'force_generic_plan'
+    SET enable_seqscan TO 'off'
+    SET jit TO 'off'
     AS $$
 declare
   v_missing text;
@@ -4590,7 +4594,9 @@ begin
     into v_f
     from pgflight.step_attempts a
     join pgflight.agent_runs r on r.step_id = a.step_id
-   where a.id = p_attempt_id and a.fencing_token = p_token and a.status in ('claimed', 'running')
+   -- the status test written IS TRUE, so no plan reads the attempt through the partial index of
+   -- leased attempts (all of them) instead of its primary key (a choice seen on small tables)
+   where a.id = p_attempt_id and a.fencing_token = p_token and (a.status in ('claimed', 'running')) is true
      and r.id = p_agent_run_id
      and exists (select from pgflight.workers w where w.id = a.worker_id and w.login = session_user)
      for share of a for update of r;
@@ -5822,6 +5828,7 @@ declare
   v_next boolean := false;  -- the next call was admitted here
   v_settled boolean := false;
   v_f record;  -- the fence's row: the agent run, the price, today's workspace budget, the token limit
+  v_price pgflight.model_prices;
   v_ids bigint[];
   v_reserve numeric;
 begin
@@ -5892,28 +5899,31 @@ begin
   end if;
   -- the fence of _agent_fence (attempt FOR SHARE, agent run FOR UPDATE, the holder's login) and, in
   -- the same statement, what the call needs of other tables: the price (longest model prefix), the
-  -- workspace's daily cap with today's (UTC) budget row, its model tokens per minute
-  select r as run, p.input_usd_per_mtok, p.output_usd_per_mtok, p.cache_write_usd_per_mtok, p.cache_read_usd_per_mtok,
-         w.daily_usd_cap, d.id as day_id, d.limit_usd as day_limit, l.model_tokens_per_min
+  -- workspace's daily cap with today's (UTC) budget row, its model tokens per minute. Subqueries,
+  -- not joins: each is planned on its own, so a replan (after an ANALYZE) searches no join order.
+  select r as run,
+         (select p from pgflight.model_prices p
+           where left(p_model, length(p.model)) = p.model order by length(p.model) desc limit 1) as price,
+         (select w.daily_usd_cap from pgflight.workspaces w where w.id = r.workspace_id) as daily_usd_cap,
+         (select d from pgflight.budgets d
+           where d.scope = 'workspace_day' and d.workspace_id = r.workspace_id
+             and d.day = (v_now at time zone 'UTC')::date) as day,
+         (select l.model_tokens_per_min from pgflight.workspace_limits l
+           where l.workspace_id = r.workspace_id) as model_tokens_per_min
     into v_f
     from pgflight.step_attempts a
     join pgflight.agent_runs r on r.step_id = a.step_id
-    join pgflight.workspaces w on w.id = r.workspace_id
-    left join pgflight.budgets d
-      on d.scope = 'workspace_day' and d.workspace_id = r.workspace_id and d.day = (v_now at time zone 'UTC')::date
-    left join pgflight.workspace_limits l on l.workspace_id = r.workspace_id
-    left join lateral (select p.* from pgflight.model_prices p
-                        where left(p_model, length(p.model)) = p.model
-                        order by length(p.model) desc limit 1) p on true
-   where a.id = p_attempt_id and a.fencing_token = p_token and a.status in ('claimed', 'running')
+   -- the status test written IS TRUE, so no plan reads the attempt through the partial index of
+   -- leased attempts (all of them) instead of its primary key (a choice seen on small tables)
+   where a.id = p_attempt_id and a.fencing_token = p_token and (a.status in ('claimed', 'running')) is true
      and r.id = p_agent_run_id
      and exists (select from pgflight.workers k where k.id = a.worker_id and k.login = session_user)
      for share of a for update of r;
   if not found then  -- _agent_fence raises ZF001 / ZF002 / ZF003 / ZF012
     v_run := pgflight._agent_fence(p_attempt_id, p_token, p_agent_run_id, 'record_model_call');
     -- (found on a second look: the price and the day's budget go through their helpers)
-    select r as run, null::numeric(12, 6) as input_usd_per_mtok, w.daily_usd_cap, null::bigint as day_id,
-           null::numeric(16, 8) as day_limit, l.model_tokens_per_min
+    select r as run, null::pgflight.model_prices as price, w.daily_usd_cap, null::pgflight.budgets as day,
+           l.model_tokens_per_min
       into v_f
       from pgflight.agent_runs r
       join pgflight.workspaces w on w.id = r.workspace_id
@@ -5921,11 +5931,12 @@ begin
      where r.id = v_run.id;
   end if;
   v_run := v_f.run;
-  if v_f.input_usd_per_mtok is null then  -- _price_usd raises 22023 when no price matches
+  v_price := v_f.price;
+  if v_price.model is null then  -- _price_usd raises 22023 when no price matches
     v_usd := pgflight._price_usd(p_model, coalesce(p_usage, '{}'));
   else  -- _price_usd's sum, of the counts read above (the same values)
-    v_usd := (v_in * v_f.input_usd_per_mtok + v_out * v_f.output_usd_per_mtok
-              + v_cw * v_f.cache_write_usd_per_mtok + v_cr * v_f.cache_read_usd_per_mtok) / 1000000;
+    v_usd := (v_in * v_price.input_usd_per_mtok + v_out * v_price.output_usd_per_mtok
+              + v_cw * v_price.cache_write_usd_per_mtok + v_cr * v_price.cache_read_usd_per_mtok) / 1000000;
   end if;
 
   -- the costs row is the iteration's claim: a repeat stores nothing
@@ -5953,8 +5964,8 @@ begin
     -- exists at the current cap (else the helper creates it or gives it the cap)
     if v_f.daily_usd_cap is null then
       v_next_ids := v_run.budget_ids;
-    elsif v_f.day_id is not null and v_f.day_limit = v_f.daily_usd_cap then
-      v_next_ids := v_run.budget_ids || v_f.day_id;
+    elsif (v_f.day).id is not null and (v_f.day).limit_usd = v_f.daily_usd_cap then
+      v_next_ids := v_run.budget_ids || (v_f.day).id;
     else
       v_next_ids := pgflight._call_budget_ids(v_run, v_now);
     end if;

@@ -60,7 +60,9 @@ begin
     into v_f
     from pgflight.step_attempts a
     join pgflight.agent_runs r on r.step_id = a.step_id
-   where a.id = p_attempt_id and a.fencing_token = p_token and a.status in ('claimed', 'running')
+   -- the status test written IS TRUE, so no plan reads the attempt through the partial index of
+   -- leased attempts (all of them) instead of its primary key (a choice seen on small tables)
+   where a.id = p_attempt_id and a.fencing_token = p_token and (a.status in ('claimed', 'running')) is true
      and r.id = p_agent_run_id
      and exists (select from pgflight.workers w where w.id = a.worker_id and w.login = session_user)
      for share of a for update of r;
