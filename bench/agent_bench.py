@@ -172,6 +172,25 @@ class _Target:
             self.wid = db.register_worker(conn, "agent-bench")
 
 
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def _backend_cpu_s(conn: psycopg.Connection[Any]) -> float | None:
+    """
+    User + system CPU seconds of the connection's backend so far, from /proc (None when the server
+    is not on this machine or not readable). Unlike the functions' time in pg_stat_user_functions,
+    which is wall time and grows with every runnable process on a loaded machine, this counts only
+    the backend's own work (parse, plan, execute and commit of every call).
+    """
+    pid = conn.info.backend_pid
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / TICK
+
+
 def _session(dsn: str, sync_commit: str) -> tuple[psycopg.Connection[Any], bool]:
     conn = psycopg.connect(dsn, autocommit=True, prepare_threshold=None)
     conn.execute("select set_config('synchronous_commit', %s, false)", [sync_commit])
@@ -203,10 +222,15 @@ def _measure_side_by_side(
             _iterations(conn, t.ws, t.wid, warmup)
         before = [_flushed(t.dsn) for t in targets]
         samples: list[list[float]] = [[] for _ in targets]
+        cpu: list[list[float]] = [[] for _ in targets]  # backend CPU ms per iteration, per round
         per_round = max(1, iterations // rounds)
         for _ in range(rounds):
             for i, t in enumerate(targets):
+                c0 = _backend_cpu_s(sessions[i][0])
                 samples[i] += _iterations(sessions[i][0], t.ws, t.wid, per_round)
+                c1 = _backend_cpu_s(sessions[i][0])
+                if c0 is not None and c1 is not None:
+                    cpu[i].append((c1 - c0) * 1000 / per_round)
     finally:
         for conn, _ in sessions:
             conn.close()
@@ -224,6 +248,10 @@ def _measure_side_by_side(
                 per_call[f] = round(total / calls, 4) if calls else None
             res["server_ms_per_call"] = per_call
             res["server_ms_per_iteration"] = round(sum(v for v in per_call.values() if v is not None), 4)
+        if cpu[i]:
+            # the whole loop's backend CPU (both calls, their parse, plan and commit, and the attempt's
+            # submit, claim, begin and end spread over its iterations); median of the rounds
+            res["backend_cpu_ms_per_iteration"] = round(statistics.median(cpu[i]), 4)
         updates, hot = upd_after[0] - upd_before[0], upd_after[1] - upd_before[1]
         res["agent_runs_updates_per_iteration"] = round(updates / n, 2)
         res["agent_runs_hot_ratio"] = round(hot / updates, 3) if updates else None
@@ -302,7 +330,7 @@ def _profile(dsn: str, iterations: int) -> dict[str, Any]:
 
 
 def _ratios(base: dict[str, Any], cur: dict[str, Any]) -> dict[str, Any]:
-    keys = ("p50_ms", "p99_ms", "mean_ms", "server_ms_per_iteration")
+    keys = ("p50_ms", "p99_ms", "mean_ms", "server_ms_per_iteration", "backend_cpu_ms_per_iteration")
     return {k: round(cur[k] / base[k], 3) for k in keys if base.get(k) and cur.get(k) is not None}
 
 

@@ -92,6 +92,8 @@ COMMENT ON COLUMN pgflight.agent_runs.reserved_attempt_id IS 'The attempt that l
 CREATE FUNCTION pgflight._agent_fence(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_operation text) RETURNS pgflight.agent_runs
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
+    SET jit TO 'off'
     AS $$
 declare
   v_run pgflight.agent_runs;
@@ -2177,6 +2179,8 @@ COMMENT ON FUNCTION pgflight._may(p_lane text, p_workspace_id bigint) IS 'Intern
 CREATE FUNCTION pgflight._move_budget(p_ids bigint[], p_reserve numeric, p_spend numeric, p_release numeric, p_check boolean, p_now timestamp with time zone, p_what text) RETURNS jsonb
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
+    SET jit TO 'off'
     AS $$
 declare
   v_b pgflight.budgets;
@@ -3027,6 +3031,8 @@ COMMENT ON FUNCTION pgflight._reject_write(p_attempt_id bigint, p_token bigint, 
 CREATE FUNCTION pgflight._release_reservation(p_agent_run_id bigint) RETURNS void
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
+    SET jit TO 'off'
     AS $$
 declare
   v_run pgflight.agent_runs;
@@ -3682,6 +3688,8 @@ CREATE FUNCTION pgflight._store_tool_results(p_run_id bigint, p_attempt_id bigin
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
     SET plan_cache_mode TO 'force_generic_plan'
+    SET enable_seqscan TO 'off'
+    SET jit TO 'off'
     AS $$
 declare
   v_missing text;
@@ -4131,6 +4139,8 @@ COMMENT ON FUNCTION pgflight.approve(p_step_id bigint, p_decision text, p_actor 
 CREATE FUNCTION pgflight.begin_agent_run(p_attempt_id bigint, p_token bigint, p_options jsonb DEFAULT '{}'::jsonb) RETURNS TABLE(agent_run_id bigint, created boolean, iterations integer, tool_calls integer, usd numeric, max_iterations integer, max_tool_calls integer)
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
+    SET jit TO 'off'
     AS $$
 declare
   v_now timestamptz := pgflight._now();
@@ -4655,12 +4665,17 @@ COMMENT ON FUNCTION pgflight.complete_tool_call(p_attempt_id bigint, p_token big
 CREATE FUNCTION pgflight.complete_tool_calls(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_results jsonb, p_next_iteration integer DEFAULT NULL::integer, p_est_usd numeric DEFAULT NULL::numeric) RETURNS TABLE(agent_run_id bigint, stored text[], reserved boolean, reserved_usd numeric, refusal jsonb)
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET plan_cache_mode TO 'force_generic_plan'
+    SET enable_seqscan TO 'off'
+    SET jit TO 'off'
     AS $$
 declare
   v_now timestamptz := pgflight._now();
   v_run pgflight.agent_runs;
   v_stored text[];
   v_refusal jsonb;
+  v_missing text;  -- a tool_use_id with no tool_use
+  v_f record;  -- the fence's row: the agent run and whether a wall-time cap of its reservation ran out
 begin
   -- bounded, so the budgets' numeric(16, 8) cannot overflow (issue 14); _check_arg raises (issue 18:
   -- called only for a value out of range, the call cost more than the check)
@@ -4671,22 +4686,81 @@ begin
     raise exception using errcode = '22023', message = 'next iteration must be >= 1 and est_usd >= 0',
       detail = format('next iteration %s, est_usd %s', p_next_iteration, p_est_usd);
   end if;
-  v_run := pgflight._agent_fence(p_attempt_id, p_token, p_agent_run_id, 'complete_tool_calls');
-  v_stored := pgflight._store_tool_results(v_run.id, p_attempt_id, p_results, v_now);
+  -- _agent_fence's statement (the attempt FOR SHARE, the agent run FOR UPDATE, the holder's login)
+  -- and, in it, whether a wall-time cap of the budgets the run holds a reservation on ran out (read
+  -- without locks: wall time only grows; used below when that reservation is kept)
+  select r as run,
+         exists (select from pgflight.budgets b
+                  where b.id = any (r.reserved_budget_ids) and b.max_wall_s is not null
+                    and v_now > b.started_at + make_interval(secs => b.max_wall_s)) as wall_ran_out
+    into v_f
+    from pgflight.step_attempts a
+    join pgflight.agent_runs r on r.step_id = a.step_id
+   -- the status test written IS TRUE, so no plan reads the attempt through the partial index of
+   -- leased attempts (all of them) instead of its primary key (a choice seen on small tables)
+   where a.id = p_attempt_id and a.fencing_token = p_token and (a.status in ('claimed', 'running')) is true
+     and r.id = p_agent_run_id
+     and exists (select from pgflight.workers w where w.id = a.worker_id and w.login = session_user)
+     for share of a for update of r;
+  if found then
+    v_run := v_f.run;
+  else  -- ZF001 / ZF002 / ZF003 / ZF012 (found on a second look, the caps are read again below)
+    v_run := pgflight._agent_fence(p_attempt_id, p_token, p_agent_run_id, 'complete_tool_calls');
+  end if;
+  -- _store_tool_results' statement (see there): each result joined to its tool_use, written or,
+  -- in flight or interrupted, completed; the first result of a call wins. Results that are not
+  -- an array of tool_result blocks with a tool_use_id, or name an unknown call, go to the helper,
+  -- which raises (22023, ZF003) before storing anything.
+  if p_results is null or jsonb_typeof(p_results) <> 'array'
+     or exists (select from jsonb_array_elements(p_results) e(v)
+                 where jsonb_typeof(e.v) <> 'object' or e.v ->> 'type' is distinct from 'tool_result'
+                    or e.v ->> 'tool_use_id' is null) then
+    perform pgflight._store_tool_results(v_run.id, p_attempt_id, p_results, v_now);
+  end if;
+  with r as (
+    select distinct on (e.v ->> 'tool_use_id') e.v ->> 'tool_use_id' as tid, e.v as result
+      from jsonb_array_elements(p_results) with ordinality e(v, ord)
+     order by e.v ->> 'tool_use_id', e.ord
+  ), j as (
+    select r.tid, r.result, u.iteration, u.seq, u.tool_name
+      from r left join pgflight.traces u
+        on u.agent_run_id = v_run.id and u.tool_use_id = r.tid and u.block_type = 'tool_use'
+  ), up as (
+    insert into pgflight.traces as t (agent_run_id, iteration, seq, role, block_type, tool_use_id, tool_name,
+                                      content, status, tokens, attempt_id, created_at, updated_at)
+    select v_run.id, j.iteration, 1000 + j.seq, 'user', 'tool_result', j.tid, j.tool_name, j.result, 'completed',
+           ceil(length(j.result::text) / 4.0)::integer, p_attempt_id, v_now, v_now
+      from j where j.seq is not null
+    on conflict on constraint block_is_unique do update
+      set content = excluded.content, status = 'completed', tokens = excluded.tokens,
+          attempt_id = excluded.attempt_id, updated_at = excluded.updated_at
+      where t.status <> 'completed'
+    returning t.tool_use_id
+  )
+  select (select min(j.tid) from j where j.seq is null), (select coalesce(array_agg(up.tool_use_id), '{}') from up)
+    into v_missing, v_stored;
+  if v_missing is not null then  -- the helper finds the same call missing and raises ZF003 (nothing stays stored)
+    perform pgflight._store_tool_results(v_run.id, p_attempt_id, p_results, v_now);
+  end if;
   if p_next_iteration is null then
     if v_run.reserved_attempt_id = p_attempt_id and v_run.reserved_iteration is not null then
       perform pgflight._release_reservation(v_run.id);
     end if;
-    return query select v_run.id, v_stored, false, 0::numeric, null::jsonb;
+    agent_run_id := v_run.id;
+    stored := v_stored;
+    reserved := false;
+    reserved_usd := 0;
+    return next;
     return;
   end if;
   if v_run.reserved_attempt_id = p_attempt_id and v_run.reserved_iteration = p_next_iteration then
     -- admitted by record_model_call before the tools ran: kept (no call to _reserve, no budget
     -- move) unless a wall-time cap of its budgets ran out meanwhile (read without locks: wall time
     -- only grows); then it is given back and the call admitted anew, which refuses it
-    if exists (select from pgflight.budgets b
-                where b.id = any (v_run.reserved_budget_ids) and b.max_wall_s is not null
-                  and v_now > b.started_at + make_interval(secs => b.max_wall_s)) then
+    if coalesce(v_f.wall_ran_out,
+                exists (select from pgflight.budgets b
+                         where b.id = any (v_run.reserved_budget_ids) and b.max_wall_s is not null
+                           and v_now > b.started_at + make_interval(secs => b.max_wall_s))) then
       perform pgflight._release_reservation(v_run.id);
       v_run.reserved_usd := 0;
       v_run.reserved_attempt_id := null;
@@ -4697,11 +4771,16 @@ begin
   else
     v_refusal := pgflight._reserve(v_run, p_attempt_id, p_next_iteration, p_est_usd, v_now);
   end if;
-  return query select v_run.id, v_stored, v_refusal is null,
-                      case when v_refusal is not null then 0
-                           when v_run.reserved_attempt_id = p_attempt_id and v_run.reserved_iteration = p_next_iteration
-                             then v_run.reserved_usd  -- kept since record_model_call
-                           else p_est_usd end, v_refusal;
+  -- the row returned without a query (issue 18)
+  agent_run_id := v_run.id;
+  stored := v_stored;
+  reserved := v_refusal is null;
+  reserved_usd := case when v_refusal is not null then 0
+                       when v_run.reserved_attempt_id = p_attempt_id and v_run.reserved_iteration = p_next_iteration
+                         then v_run.reserved_usd  -- kept since record_model_call
+                       else p_est_usd end;
+  refusal := v_refusal;
+  return next;
 end
 $$;
 
@@ -5855,7 +5934,9 @@ COMMENT ON FUNCTION pgflight.record_effect(p_attempt_id bigint, p_token bigint, 
 CREATE FUNCTION pgflight.record_model_call(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_blocks jsonb, p_usage jsonb, p_model text, p_options jsonb DEFAULT '{}'::jsonb, p_next_est_usd numeric DEFAULT NULL::numeric) RETURNS TABLE(agent_run_id bigint, iteration integer, usd numeric, recorded boolean, iterations integer, tool_calls integer, total_usd numeric, marked text[], next_reserved boolean)
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$
+    SET enable_seqscan TO 'off'
+    SET jit TO 'off'
+    AS $_$
 #variable_conflict use_column
 declare
   v_now timestamptz := pgflight._now();
@@ -5876,6 +5957,10 @@ declare
   v_want boolean;  -- the next call is to be admitted here
   v_next boolean := false;  -- the next call was admitted here
   v_settled boolean := false;
+  v_f record;  -- the fence's row: the agent run, the price, today's workspace budget, the token limit
+  v_price pgflight.model_prices;
+  v_ids bigint[];
+  v_reserve numeric;
 begin
   -- every option checked against its spec first (docs/options.md; issue 14): 22023 naming the key.
   -- The agent loop's options (the three keys, well-typed, in range) pass without the spec lookup,
@@ -5894,24 +5979,23 @@ begin
     p_options := pgflight._check_options('record_model_call', p_options);
   end if;
   -- the usage: four token counts, integers from 0 to 1e10 (22023 naming the key otherwise); a usage
-  -- of well-formed counts is read directly, anything else goes through _opt_int, which raises
-  if jsonb_typeof(p_usage) = 'object'
-         and (case jsonb_typeof(p_usage -> 'input_tokens')
-               when 'number' then (p_usage ->> 'input_tokens')::numeric between 0 and 10000000000
-                                  and (p_usage ->> 'input_tokens')::numeric = trunc((p_usage ->> 'input_tokens')::numeric)
-               else coalesce(jsonb_typeof(p_usage -> 'input_tokens') = 'null', true) end)
-         and (case jsonb_typeof(p_usage -> 'output_tokens')
-               when 'number' then (p_usage ->> 'output_tokens')::numeric between 0 and 10000000000
-                                  and (p_usage ->> 'output_tokens')::numeric = trunc((p_usage ->> 'output_tokens')::numeric)
-               else coalesce(jsonb_typeof(p_usage -> 'output_tokens') = 'null', true) end)
-         and (case jsonb_typeof(p_usage -> 'cache_creation_input_tokens')
-               when 'number' then (p_usage ->> 'cache_creation_input_tokens')::numeric between 0 and 10000000000
-                                  and (p_usage ->> 'cache_creation_input_tokens')::numeric = trunc((p_usage ->> 'cache_creation_input_tokens')::numeric)
-               else coalesce(jsonb_typeof(p_usage -> 'cache_creation_input_tokens') = 'null', true) end)
-         and (case jsonb_typeof(p_usage -> 'cache_read_input_tokens')
-               when 'number' then (p_usage ->> 'cache_read_input_tokens')::numeric between 0 and 10000000000
-                                  and (p_usage ->> 'cache_read_input_tokens')::numeric = trunc((p_usage ->> 'cache_read_input_tokens')::numeric)
-               else coalesce(jsonb_typeof(p_usage -> 'cache_read_input_tokens') = 'null', true) end) then
+  -- of well-formed counts is read directly, anything else goes through _opt_int, which raises.
+  -- One JSON path tells them apart (issue 18: the expression it replaces called some sixty
+  -- functions, each checked for EXECUTE and initialised anew in every transaction); anything it
+  -- cannot evaluate (silent) is not true, so it takes the checked way.
+  if jsonb_path_match(p_usage, '$.type() == "object"
+                             && (!exists($.input_tokens) || $.input_tokens.type() == "null"
+                                 || ($.input_tokens.type() == "number" && $.input_tokens >= 0 && $.input_tokens <= 10000000000
+                                     && $.input_tokens.floor() == $.input_tokens))
+                             && (!exists($.output_tokens) || $.output_tokens.type() == "null"
+                                 || ($.output_tokens.type() == "number" && $.output_tokens >= 0 && $.output_tokens <= 10000000000
+                                     && $.output_tokens.floor() == $.output_tokens))
+                             && (!exists($.cache_creation_input_tokens) || $.cache_creation_input_tokens.type() == "null"
+                                 || ($.cache_creation_input_tokens.type() == "number" && $.cache_creation_input_tokens >= 0 && $.cache_creation_input_tokens <= 10000000000
+                                     && $.cache_creation_input_tokens.floor() == $.cache_creation_input_tokens))
+                             && (!exists($.cache_read_input_tokens) || $.cache_read_input_tokens.type() == "null"
+                                 || ($.cache_read_input_tokens.type() == "number" && $.cache_read_input_tokens >= 0 && $.cache_read_input_tokens <= 10000000000
+                                     && $.cache_read_input_tokens.floor() == $.cache_read_input_tokens))', silent => true) then
     v_in := coalesce((p_usage ->> 'input_tokens')::numeric, 0);
     v_out := coalesce((p_usage ->> 'output_tokens')::numeric, 0);
     v_cw := coalesce((p_usage ->> 'cache_creation_input_tokens')::numeric, 0);
@@ -5943,8 +6027,47 @@ begin
     perform pgflight._require_cap('max_result_bytes', v_cap, octet_length(p_blocks::text),
                                   'model response blocks (bytes)');
   end if;
-  v_run := pgflight._agent_fence(p_attempt_id, p_token, p_agent_run_id, 'record_model_call');
-  v_usd := pgflight._price_usd(p_model, coalesce(p_usage, '{}'));
+  -- the fence of _agent_fence (attempt FOR SHARE, agent run FOR UPDATE, the holder's login) and, in
+  -- the same statement, what the call needs of other tables: the price (longest model prefix), the
+  -- workspace's daily cap with today's (UTC) budget row, its model tokens per minute. Subqueries,
+  -- not joins: each is planned on its own, so a replan (after an ANALYZE) searches no join order.
+  select r as run,
+         (select p from pgflight.model_prices p
+           where left(p_model, length(p.model)) = p.model order by length(p.model) desc limit 1) as price,
+         (select w.daily_usd_cap from pgflight.workspaces w where w.id = r.workspace_id) as daily_usd_cap,
+         (select d from pgflight.budgets d
+           where d.scope = 'workspace_day' and d.workspace_id = r.workspace_id
+             and d.day = (v_now at time zone 'UTC')::date) as day,
+         (select l.model_tokens_per_min from pgflight.workspace_limits l
+           where l.workspace_id = r.workspace_id) as model_tokens_per_min
+    into v_f
+    from pgflight.step_attempts a
+    join pgflight.agent_runs r on r.step_id = a.step_id
+   -- the status test written IS TRUE, so no plan reads the attempt through the partial index of
+   -- leased attempts (all of them) instead of its primary key (a choice seen on small tables)
+   where a.id = p_attempt_id and a.fencing_token = p_token and (a.status in ('claimed', 'running')) is true
+     and r.id = p_agent_run_id
+     and exists (select from pgflight.workers k where k.id = a.worker_id and k.login = session_user)
+     for share of a for update of r;
+  if not found then  -- _agent_fence raises ZF001 / ZF002 / ZF003 / ZF012
+    v_run := pgflight._agent_fence(p_attempt_id, p_token, p_agent_run_id, 'record_model_call');
+    -- (found on a second look: the price and the day's budget go through their helpers)
+    select r as run, null::pgflight.model_prices as price, w.daily_usd_cap, null::pgflight.budgets as day,
+           l.model_tokens_per_min
+      into v_f
+      from pgflight.agent_runs r
+      join pgflight.workspaces w on w.id = r.workspace_id
+      left join pgflight.workspace_limits l on l.workspace_id = r.workspace_id
+     where r.id = v_run.id;
+  end if;
+  v_run := v_f.run;
+  v_price := v_f.price;
+  if v_price.model is null then  -- _price_usd raises 22023 when no price matches
+    v_usd := pgflight._price_usd(p_model, coalesce(p_usage, '{}'));
+  else  -- _price_usd's sum, of the counts read above (the same values)
+    v_usd := (v_in * v_price.input_usd_per_mtok + v_out * v_price.output_usd_per_mtok
+              + v_cw * v_price.cache_write_usd_per_mtok + v_cr * v_price.cache_read_usd_per_mtok) / 1000000;
+  end if;
 
   -- the costs row is the iteration's claim: a repeat stores nothing
   insert into pgflight.costs (agent_run_id, iteration, step_id, run_id, workspace_id, model, input_tokens,
@@ -5962,21 +6085,56 @@ begin
   end if;
 
   v_reserved := v_run.reserved_attempt_id = p_attempt_id and v_run.reserved_iteration = p_iteration;
-  select l.model_tokens_per_min into v_tokens_per_min
-    from pgflight.workspace_limits l where l.workspace_id = v_run.workspace_id;
+  v_tokens_per_min := v_f.model_tokens_per_min;
   -- the next call is admitted early only when no tokens-per-minute limit applies and it is within
   -- max_iterations (otherwise complete_tool_calls admits it, or refuses it, as before)
   v_want := p_next_est_usd is not null and v_tokens_per_min is null and p_iteration < v_run.max_iterations;
   if v_want then
-    v_next_ids := pgflight._call_budget_ids(v_run, v_now);
-    if v_reserved and v_next_ids is not distinct from v_run.reserved_budget_ids then
-      -- settle and reserve in one move, checked as an admission (spent + this cost + the next
-      -- reservation within every cap, every wall-time cap unexpired); refused, it is not asked again
-      v_next := pgflight._move_budget(v_next_ids, p_next_est_usd, v_usd, v_run.reserved_usd, true, v_now,
-                                      format('agent_run=%s iteration=%s', v_run.id, p_iteration + 1)) is null;
-      v_settled := v_next;
-      v_want := false;
+    -- _call_budget_ids' common case inline: the tree's budgets and today's workspace row, when it
+    -- exists at the current cap (else the helper creates it or gives it the cap)
+    if v_f.daily_usd_cap is null then
+      v_next_ids := v_run.budget_ids;
+    elsif (v_f.day).id is not null and (v_f.day).limit_usd = v_f.daily_usd_cap then
+      v_next_ids := v_run.budget_ids || (v_f.day).id;
+    else
+      v_next_ids := pgflight._call_budget_ids(v_run, v_now);
     end if;
+  end if;
+  if v_reserved and (not v_want or v_next_ids is not distinct from v_run.reserved_budget_ids) then
+    -- one move on the budgets the call was reserved on: settle (the reservation becomes the actual
+    -- cost; its caps were checked when it was admitted) and, when the next call is wanted, reserve
+    -- for it, checked as an admission (spent + this cost + the next reservation within every cap,
+    -- every wall-time cap unexpired). _move_budget's two statements in one: the rows locked in id
+    -- order (the materialised CTE's FOR UPDATE locks every row, no outer qual is pushed into it),
+    -- none moved if one refuses.
+    v_ids := v_run.reserved_budget_ids;
+    v_reserve := case when v_want then p_next_est_usd else 0 end;
+    if coalesce(cardinality(v_ids), 0) = 0 then
+      v_settled := true;
+    else
+      with locked as materialized (
+        select b.id,
+               v_want and ((b.max_wall_s is not null and v_now > b.started_at + make_interval(secs => b.max_wall_s))
+                           or (b.limit_usd is not null
+                               and b.spent_usd + b.reserved_usd - v_run.reserved_usd + v_reserve + v_usd > b.limit_usd))
+                 as refuses
+          from pgflight.budgets b where b.id = any (v_ids) order by b.id for update
+      )
+      update pgflight.budgets b
+         set reserved_usd = greatest(b.reserved_usd + v_reserve - v_run.reserved_usd, 0),
+             spent_usd = b.spent_usd + v_usd
+       where b.id = any (v_ids) and not exists (select from locked x where x.refuses);
+      v_settled := found;
+    end if;
+    if not v_settled and v_want then
+      -- refused (or none of the rows is left): _move_budget decides and moves, as before; refused,
+      -- the call is settled alone below and the next one not asked again
+      v_settled := pgflight._move_budget(v_ids, v_reserve, v_usd, v_run.reserved_usd, true, v_now,
+                                         format('agent_run=%s iteration=%s', v_run.id, p_iteration + 1)) is null;
+    end if;
+    v_next := v_settled and v_want;
+    v_settled := v_settled or not v_want;  -- a settlement alone that found no row moved nothing, as before
+    v_want := false;
   end if;
   if v_settled then
     null;
@@ -6047,11 +6205,16 @@ begin
          reserved_budget_ids = case when v_next then v_next_ids end,
          updated_at = v_now
    where r.id = v_run.id
-  returning * into v_run;
-  return query select v_run.id, p_iteration, v_usd, true, v_run.iterations, v_run.tool_calls, v_run.usd, v_marked,
-                      v_next;
+  returning r.iterations, r.tool_calls, r.usd into iterations, tool_calls, total_usd;
+  agent_run_id := v_run.id;
+  iteration := p_iteration;
+  usd := v_usd;
+  recorded := true;
+  marked := v_marked;
+  next_reserved := v_next;
+  return next;
 end
-$$;
+$_$;
 
 ALTER FUNCTION pgflight.record_model_call(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_blocks jsonb, p_usage jsonb, p_model text, p_options jsonb, p_next_est_usd numeric) OWNER TO pgflight_owner;
 

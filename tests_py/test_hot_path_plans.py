@@ -104,3 +104,86 @@ def test_submit_claim_heartbeat_complete_and_fail_read_by_index_after_the_tables
     assert len(plans) > 10, "auto_explain showed no nested plans"
     assert _seq_scans(plans) == []
     assert _jit_compiled(plans) == []
+
+
+AGENT_TABLES = r"(budgets|agent_runs|steps|step_attempts|workers|traces\w*|costs\w*)"
+
+
+def _agent_iterations(conn: Conn, w: int, n: int) -> None:
+    """One agent as the loop writes it: begin, the first admission, then `n` iterations of a model
+    call that asks for a tool (the next call admitted with it) and the tool's result."""
+    from decimal import Decimal
+
+    from pgflight import db
+    from pgflight.db import agent as _agent_db  # noqa: F401  (db.agent)
+
+    db.submit_run(conn, "agents", "agent", {"task": "plans"}, max_usd=100)
+    (c,) = db.claim_batch(conn, w, batch_size=1, lease_s=300, recipes=["agent"])
+    db.start_step(conn, c.attempt_id, c.fencing_token)
+    run = db.agent.begin_agent_run(
+        conn, c.attempt_id, c.fencing_token, model="claude-sonnet-4-6", task="t", max_usd=50
+    )
+    db.agent.reserve_budget(conn, c.attempt_id, c.fencing_token, run.agent_run_id, 1, Decimal("0.02"))
+    for it in range(1, n + 1):
+        tid = f"toolu_{c.attempt_id}_{it}"
+        blocks = [{"type": "text", "text": "next"}, {"type": "tool_use", "id": tid, "name": "t", "input": {}}]
+        usage = {"input_tokens": 100, "output_tokens": 10}
+        rec = db.agent.record_model_call(
+            conn,
+            c.attempt_id,
+            c.fencing_token,
+            run.agent_run_id,
+            it,
+            blocks,
+            usage,
+            "claude-sonnet-4-6",
+            stop_reason="tool_use",
+            mark_tools=True,
+            next_est_usd=Decimal("0.02"),
+        )
+        assert rec.marked == [tid]
+        db.agent.complete_tool_calls(
+            conn,
+            c.attempt_id,
+            c.fencing_token,
+            run.agent_run_id,
+            [{"type": "tool_result", "tool_use_id": tid, "content": "ok"}],
+            next_iteration=it + 1,
+            est_usd=Decimal("0.02"),
+        )
+    db.complete_step(conn, c.attempt_id, c.fencing_token, {"answer": "done"})
+
+
+def test_agent_iteration_reads_by_index_after_the_tables_grew(eng: Conn, dsn: str) -> None:
+    """
+    An agent's begin, admission, model calls and tool results read budgets, agent runs, steps and
+    the firehose by index with plans made while those tables were small (issue 18: at v0.6.0 every
+    budget move and wall-time check read the whole budgets table, and every agent start read
+    steps and agent_runs whole).
+    """
+    from pgflight import db
+
+    for table in ("budgets", "agent_runs", "runs", "steps", "step_attempts"):
+        eng.execute(f"alter table pgflight.{table} set (autovacuum_enabled = off)")
+    db.create_workspace(eng, "agents", daily_usd_cap=1000)
+    w = register(eng)
+    _agent_iterations(eng, w, 2)  # the session's plans, made on a few rows
+    with psycopg.connect(dsn, autocommit=True) as other:
+        submit_many(other, 3000, "hot", workspace="agents")
+        other.execute(
+            "insert into pgflight.agent_runs (step_id, run_id, workspace_id, model, system_prompt_hash)"
+            " select s.id, s.run_id, r.workspace_id, 'm', 'h' from pgflight.steps s"
+            " join pgflight.runs r on r.id = s.run_id where s.recipe = 'hot'"
+        )
+        other.execute(
+            "insert into pgflight.budgets (scope, workspace_id, day, limit_usd, started_at)"
+            " select 'workspace_day', w.id, date '2000-01-01' + g, 10, pgflight._now()"
+            " from pgflight.workspaces w, generate_series(1, 5000) g where w.name = 'agents'"
+        )
+    plans = _plans(eng, lambda: _agent_iterations(eng, w, 2))
+    assert len(plans) > 10, "auto_explain showed no nested plans"
+    seq = []
+    for p in plans:
+        for m in re.finditer(rf"Seq Scan on {AGENT_TABLES}\b", p):
+            seq.append(f"{m.group(1)}: {p.split('Query Text:', 1)[-1].strip().splitlines()[0][:120]}")
+    assert seq == []

@@ -11,11 +11,17 @@ set local role pgflight_owner;
 -- (default: the run's, else 50), max_usd (USD) and max_wall_s (seconds): a budget of this agent
 -- and every descendant, on top of the run's max_usd / max_wall_s and any ancestor agent's.
 -- Errors: ZF001, ZF002, ZF003 (fence), 22023 bad options.
+-- Planner settings (issue 18): seq scans off, so the plans a worker's session keeps do not read
+-- steps and agent_runs whole once those tables grew (the ancestors walk hash-joined a sequential
+-- scan of steps, made while it was small); jit off, so the penalty of a scan left sequential (a
+-- one-row table) cannot cross jit_above_cost and compile the statement.
 create or replace function pgflight.begin_agent_run(p_attempt_id bigint, p_token bigint, p_options jsonb default '{}')
 returns table (agent_run_id bigint, created boolean, iterations integer, tool_calls integer, usd numeric,
                max_iterations integer, max_tool_calls integer)
 language plpgsql volatile security definer
 set search_path = pg_catalog, pg_temp
+set enable_seqscan = off
+set jit = off
 as $$
 declare
   v_now timestamptz := pgflight._now();

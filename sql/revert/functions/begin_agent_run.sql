@@ -1,4 +1,4 @@
--- Revert pgflight:functions/begin_agent_run: restores the previous definition, deploy/functions/begin_agent_run@v0.2.0.sql (written by scripts/gen_sql_scripts.py)
+-- Revert pgflight:functions/begin_agent_run: restores the previous definition, deploy/functions/begin_agent_run@v0.6.0.sql (written by scripts/gen_sql_scripts.py)
 begin;
 set local role pgflight_owner;
 
@@ -15,7 +15,7 @@ create or replace function pgflight.begin_agent_run(p_attempt_id bigint, p_token
 returns table (agent_run_id bigint, created boolean, iterations integer, tool_calls integer, usd numeric,
                max_iterations integer, max_tool_calls integer)
 language plpgsql volatile security definer
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_now timestamptz := pgflight._now();
@@ -29,9 +29,13 @@ declare
   v_max_usd double precision;
   v_max_wall double precision;
 begin
+  -- every option checked against its spec first (docs/options.md; issue 14): 22023 naming the key
+  p_options := pgflight._check_options('begin_agent_run', p_options);
   select a.step_id, a.run_id into v_att from pgflight.step_attempts a
    where a.id = p_attempt_id and a.fencing_token = p_token and a.status in ('claimed', 'running')
-     for share;
+     -- issue 13: only the login whose worker holds the attempt (else ZF012 from _reject_write)
+     and exists (select from pgflight.workers w where w.id = a.worker_id and w.login = session_user)
+     for share of a;
   if not found then
     perform pgflight._reject_write(p_attempt_id, p_token, 'begin_agent_run');
   end if;
@@ -107,6 +111,7 @@ end
 $$;
 comment on function pgflight.begin_agent_run(bigint, bigint, jsonb) is
   'Start or resume the agent of a held step; returns (agent_run_id, created, totals, caps). '
+  'Options (docs/options.md): model, system, task, max_iterations, max_tool_calls, max_usd, max_wall_s. '
   'Errors: ZF001, ZF002, ZF003, 22023.';
 grant execute on function pgflight.begin_agent_run(bigint, bigint, jsonb) to pgflight_worker;
 

@@ -6,8 +6,8 @@ declare
 begin
   select p.proconfig into v_config
     from pg_catalog.pg_proc p where p.oid = 'pgflight._agent_fence(bigint, bigint, bigint, text)'::regprocedure;
-  if v_config is distinct from array['search_path=pg_catalog, pg_temp']::text[] then
-    raise exception 'pgflight._agent_fence(bigint, bigint, bigint, text) has settings %, expected %', v_config, array['search_path=pg_catalog, pg_temp']::text[];
+  if v_config is distinct from array['search_path=pg_catalog, pg_temp', 'enable_seqscan=off', 'jit=off']::text[] then
+    raise exception 'pgflight._agent_fence(bigint, bigint, bigint, text) has settings %, expected %', v_config, array['search_path=pg_catalog, pg_temp', 'enable_seqscan=off', 'jit=off']::text[];
   end if;
 end
 $verify$;
@@ -28,8 +28,8 @@ declare
 begin
   select p.proconfig into v_config
     from pg_catalog.pg_proc p where p.oid = 'pgflight._store_tool_results(bigint, bigint, jsonb, timestamptz)'::regprocedure;
-  if v_config is distinct from array['search_path=pg_catalog, pg_temp', 'plan_cache_mode=force_generic_plan']::text[] then
-    raise exception 'pgflight._store_tool_results(bigint, bigint, jsonb, timestamptz) has settings %, expected %', v_config, array['search_path=pg_catalog, pg_temp', 'plan_cache_mode=force_generic_plan']::text[];
+  if v_config is distinct from array['search_path=pg_catalog, pg_temp', 'plan_cache_mode=force_generic_plan', 'enable_seqscan=off', 'jit=off']::text[] then
+    raise exception 'pgflight._store_tool_results(bigint, bigint, jsonb, timestamptz) has settings %, expected %', v_config, array['search_path=pg_catalog, pg_temp', 'plan_cache_mode=force_generic_plan', 'enable_seqscan=off', 'jit=off']::text[];
   end if;
 end
 $verify$;

@@ -28,8 +28,8 @@ declare
 begin
   select p.proconfig into v_config
     from pg_catalog.pg_proc p where p.oid = 'pgflight._move_budget(bigint[], numeric, numeric, numeric, boolean, timestamptz, text)'::regprocedure;
-  if v_config is distinct from array['search_path=pg_catalog, pg_temp']::text[] then
-    raise exception 'pgflight._move_budget(bigint[], numeric, numeric, numeric, boolean, timestamptz, text) has settings %, expected %', v_config, array['search_path=pg_catalog, pg_temp']::text[];
+  if v_config is distinct from array['search_path=pg_catalog, pg_temp', 'enable_seqscan=off', 'jit=off']::text[] then
+    raise exception 'pgflight._move_budget(bigint[], numeric, numeric, numeric, boolean, timestamptz, text) has settings %, expected %', v_config, array['search_path=pg_catalog, pg_temp', 'enable_seqscan=off', 'jit=off']::text[];
   end if;
 end
 $verify$;
@@ -39,8 +39,8 @@ declare
 begin
   select p.proconfig into v_config
     from pg_catalog.pg_proc p where p.oid = 'pgflight._release_reservation(bigint)'::regprocedure;
-  if v_config is distinct from array['search_path=pg_catalog, pg_temp']::text[] then
-    raise exception 'pgflight._release_reservation(bigint) has settings %, expected %', v_config, array['search_path=pg_catalog, pg_temp']::text[];
+  if v_config is distinct from array['search_path=pg_catalog, pg_temp', 'enable_seqscan=off', 'jit=off']::text[] then
+    raise exception 'pgflight._release_reservation(bigint) has settings %, expected %', v_config, array['search_path=pg_catalog, pg_temp', 'enable_seqscan=off', 'jit=off']::text[];
   end if;
 end
 $verify$;
