@@ -43,7 +43,8 @@ def _queued(conn: Conn, recipe: str | None = None) -> list[int]:
         r["id"]
         for r in rows(
             conn,
-            "select id from pgflight.step_attempts where status = 'queued' and (%s::text is null or recipe = %s)"
+            "select id from pgflight.step_attempts"
+            " where status = 'queued' and (%s::text is null or recipe = %s)"
             " order by priority desc, available_after, id",
             [recipe, recipe],
         )
@@ -130,7 +131,9 @@ def test_anything_in_play_goes_through_the_fair_claim_and_is_honoured(
     assert keyed <= 1
 
 
-def test_a_login_outside_the_workspace_claims_nothing_on_the_fast_path(eng: Conn, logins: Any, dsn: str) -> None:
+def test_a_login_outside_the_workspace_claims_nothing_on_the_fast_path(
+    eng: Conn, logins: Any, dsn: str
+) -> None:
     """The lane's workspace must be in the login's worker lane: the fast path never widens it."""
     eng.execute("select pgflight.create_workspace('fast-mine')")
     submit_many(eng, 3, "a")  # in the test workspace, which the login below may not work in

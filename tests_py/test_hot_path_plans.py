@@ -64,7 +64,9 @@ def _jit_compiled(plans: list[str]) -> list[str]:
     jit_above_cost and compiled on every call (about 400 ms each, found on the agent path).
     """
     return [
-        p.split("Query Text:", 1)[-1].strip().splitlines()[0][:120] for p in plans if re.search(r"^\s*JIT:", p, re.M)
+        p.split("Query Text:", 1)[-1].strip().splitlines()[0][:120]
+        for p in plans
+        if re.search(r"^\s*JIT:", p, re.M)
     ]
 
 
