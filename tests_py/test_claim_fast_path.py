@@ -263,3 +263,17 @@ def test_fast_and_fair_claimers_racing_lease_every_row_once(eng: Conn, connect: 
     assert len(everything) == len(set(everything)) == 320
     assert scalar(eng, "select count(*) from pgflight.step_attempts where status = 'queued'") == 0
     assert scalar(eng, "select count(distinct fencing_token) from pgflight.step_attempts where status = 'claimed'") == 320
+
+
+def test_the_throttle_holds_whatever_the_sessions_extra_float_digits(eng: Conn) -> None:
+    """The stored time is written exactly: a session's extra_float_digits (-10: '1.8935e+09') does not round it."""
+    w = register(eng)
+    submit_many(eng, 3, "a")
+    eng.execute("set extra_float_digits = -10")
+    first = claim(eng, w, 1, 0.5)[0]  # the reclaim ran at T0
+    set_clock(eng, 0.9)
+    claim(eng, w, 1, 30)
+    assert _status(eng, first.attempt_id) == "claimed"  # within the second: not reclaimed yet
+    set_clock(eng, 1.2)
+    claim(eng, w, 1, 30)
+    assert _status(eng, first.attempt_id) == "lease_expired"

@@ -117,7 +117,8 @@ begin
     if v_last is null or v_last !~ '^[0-9]{1,12}(\.[0-9]{1,9})?$'
        or v_epoch < v_last::double precision or v_epoch >= v_last::double precision + 1 then
       if pgflight._reclaim(v_now, v_reclaim) < v_reclaim then
-        perform pg_catalog.set_config('pgflight.claim_reclaim_at', v_epoch::text, false);
+        -- (numeric text, exact: a double's text follows the session's extra_float_digits)
+        perform pg_catalog.set_config('pgflight.claim_reclaim_at', extract(epoch from v_now)::text, false);
       end if;
     end if;
   end if;
