@@ -17,10 +17,23 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import psycopg
 import pytest
 from psycopg.types.json import Jsonb
 
-from core_helpers import WORKSPACE, Conn, claim, register, rows, scalar, set_clock, submit, submit_many
+from core_helpers import (
+    WORKSPACE,
+    Conn,
+    at,
+    claim,
+    register,
+    rows,
+    run_parallel,
+    scalar,
+    set_clock,
+    submit,
+    submit_many,
+)
 from security_support import grant, login_connect
 
 
@@ -173,3 +186,97 @@ def test_a_claim_reclaims_whatever_its_session_stored_as_the_last_reclaim(eng: C
         eng.execute("select set_config('pgflight.claim_reclaim_at', %s, false)", [stored])
         claim(eng, w, 1, 30)
         assert _status(eng, lapsed.attempt_id) == "lease_expired", stored
+
+
+def _lapsed(conn: Conn) -> int:
+    return int(scalar(conn, "select count(*) from pgflight.step_attempts where status = 'lease_expired'"))
+
+
+def test_a_crash_is_drained_by_every_claim_while_a_full_batch_lapsed(eng: Conn) -> None:
+    """
+    C06/C44 (a worker crash, the sweeper gone): the throttle must not cut recovery to
+    reclaim_in_claim leases a second per session. A reclaim that took its full limit leaves more
+    lapsed leases behind: the next claim reclaims again, as before the throttle.
+    """
+    eng.execute("update pgflight.settings set reclaim_in_claim = 2")
+    w = register(eng)
+    submit_many(eng, 10, "a")
+    assert len(claim(eng, w, 6, 0.5)) == 6  # the crashed worker's batch; this claim ran the reclaim
+    for t in (1.5, 1.6, 1.7):  # every lease lapsed at 0.5; three claims within one second
+        set_clock(eng, t)
+        claim(eng, w, 1, 30)
+    assert _lapsed(eng) == 6
+    set_clock(eng, 1.75)
+    claim(eng, w, 1, 30)  # finds nothing lapsed: the throttle holds again from here
+    eng.execute("update pgflight.step_attempts set lease_expires_at = %s where status = 'claimed'", [at(1.8)])
+    set_clock(eng, 1.9)
+    claim(eng, w, 1, 30)
+    assert _lapsed(eng) == 6  # within the second of the last reclaim, which found less than its limit
+    set_clock(eng, 2.8)
+    claim(eng, w, 1, 30)
+    assert _lapsed(eng) == 8
+
+
+def test_a_rolled_back_claim_does_not_count_as_a_reclaim(eng: Conn) -> None:
+    """The stored time rolls back with the claim's transaction (and its reclaim)."""
+    w = register(eng)
+    submit_many(eng, 3, "a")
+    first = claim(eng, w, 1, 0.5)[0]
+    set_clock(eng, 2)
+    with pytest.raises(psycopg.errors.Error):
+        with eng.transaction():
+            claim(eng, w, 1, 30)  # reclaims first, then rolled back with the reclaim
+            assert _status(eng, first.attempt_id) == "lease_expired"
+            eng.execute("select 1 / 0")
+    assert _status(eng, first.attempt_id) == "claimed"
+    with eng.transaction():
+        with pytest.raises(psycopg.errors.Error):
+            with eng.transaction():  # a savepoint
+                claim(eng, w, 1, 30)
+                eng.execute("select 1 / 0")
+    set_clock(eng, 2.5)
+    claim(eng, w, 1, 30)
+    assert _status(eng, first.attempt_id) == "lease_expired"
+
+
+def test_fast_and_fair_claimers_racing_lease_every_row_once(eng: Conn, connect: Any) -> None:
+    """Claimers on the fast path (one lane) and on the fair path (two recipe lanes) at once, on real connections."""
+    submit_many(eng, 150, "a")
+    submit_many(eng, 150, "b")
+    submit_many(eng, 20, "a", priority=3)
+    conns = [connect(30) for _ in range(4)]
+    workers = []
+    for c in conns:
+        set_clock(c, 1)
+        workers.append(register(c))
+
+    def loop(i: int) -> list[int]:
+        c, w = conns[i], workers[i]
+        recipes = [None, ["a", "b"], None, ["b", "a", "b", None]][i]  # type: ignore[list-item]
+        got: list[int] = []
+        empty = 0
+        while empty < 3:
+            batch = [x.attempt_id for x in claim(c, w, 7, 30, recipes)]
+            got += batch
+            empty = 0 if batch else empty + 1
+        return got
+
+    results = run_parallel([lambda i=i: loop(i) for i in range(4)])
+    everything = [a for r in results for a in r]
+    assert len(everything) == len(set(everything)) == 320
+    assert scalar(eng, "select count(*) from pgflight.step_attempts where status = 'queued'") == 0
+    assert scalar(eng, "select count(distinct fencing_token) from pgflight.step_attempts where status = 'claimed'") == 320
+
+
+def test_the_throttle_holds_whatever_the_sessions_extra_float_digits(eng: Conn) -> None:
+    """The stored time is written exactly: a session's extra_float_digits (-10: '1.8935e+09') does not round it."""
+    w = register(eng)
+    submit_many(eng, 3, "a")
+    eng.execute("set extra_float_digits = -10")
+    first = claim(eng, w, 1, 0.5)[0]  # the reclaim ran at T0
+    set_clock(eng, 0.9)
+    claim(eng, w, 1, 30)
+    assert _status(eng, first.attempt_id) == "claimed"  # within the second: not reclaimed yet
+    set_clock(eng, 1.2)
+    claim(eng, w, 1, 30)
+    assert _status(eng, first.attempt_id) == "lease_expired"

@@ -10,7 +10,8 @@ set local role pgflight_owner;
 -- seconds, stored on the attempt so heartbeat and reclaim never recompute it from configuration
 -- (C16). First reclaims at most settings.reclaim_in_claim expired leases, so recovery does not
 -- wait for cron (a reclaimed row that raises ends alone, issue 14); at most once a second per
--- session (issue 18: the reclaim's pick reads every live lease). p_batch_size 1 to 100000,
+-- session (issue 18: the reclaim's pick reads every live lease), except while each reclaim takes
+-- its whole limit (a crash being drained). p_batch_size 1 to 100000,
 -- p_lease_s 0.001 to 604800. p_recipes limits the recipes (null: any). options: start (boolean, default
 -- false): the attempts go straight to running, as if start_step had been called, which saves the
 -- worker one round trip and one commit per step.
@@ -106,15 +107,19 @@ begin
   -- every live lease (lease_expires_at has no index, so that a heartbeat stays HOT), which cost
   -- 0.08-0.1 ms of every claim with 16 steps in flight and grows with the leases in flight; the
   -- sweeps reclaim the rest. The session's last one is pgflight.claim_reclaim_at (epoch seconds of
-  -- the engine clock; anything else in it, or a clock moved back, counts as never)
+  -- the engine clock; anything else in it, or a clock moved back, counts as never). A reclaim that
+  -- took its whole limit is not recorded: more lapsed leases may be left (a worker's crash), and
+  -- the next claim goes on draining them, as every claim did before (C06, C44)
   v_reclaim := v_settings.reclaim_in_claim;
   if v_reclaim > 0 then
     v_last := current_setting('pgflight.claim_reclaim_at', true);
     v_epoch := extract(epoch from v_now);
     if v_last is null or v_last !~ '^[0-9]{1,12}(\.[0-9]{1,9})?$'
        or v_epoch < v_last::double precision or v_epoch >= v_last::double precision + 1 then
-      perform pgflight._reclaim(v_now, v_reclaim);
-      perform pg_catalog.set_config('pgflight.claim_reclaim_at', v_epoch::text, false);
+      if pgflight._reclaim(v_now, v_reclaim) < v_reclaim then
+        -- (numeric text, exact: a double's text follows the session's extra_float_digits)
+        perform pg_catalog.set_config('pgflight.claim_reclaim_at', extract(epoch from v_now)::text, false);
+      end if;
     end if;
   end if;
 
