@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
 import time
@@ -194,7 +195,11 @@ def main() -> None:
             "jobs": a.jobs, "procs": a.procs, "concurrency": a.concurrency, "rounds": a.rounds,
             "loadavg": [round(x, 2) for x in load],
             "median": {n: {k: round(v, 4) for k, v in m.items()} for n, m in medians.items()},
-            "head_over_base": {k: round(medians["HEAD"][k] / medians[a.compare][k], 3) for k in medians["HEAD"]},
+            "head_over_base": {
+            k: round(v / medians[a.compare][k], 3)
+            for k, v in medians["HEAD"].items()
+            if medians[a.compare][k] and math.isfinite(medians[a.compare][k])
+        },
             "rounds_figures": got,
         }, indent=2))
 
