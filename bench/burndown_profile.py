@@ -14,13 +14,22 @@ flight (batch size = concurrency, as bench/peers runs them). Prints:
 
 --claim-coalesce passes the worker's option (seconds; 0 claims at once) to compare the two.
 
+--compare DIR drains the burn-down with the worker code of another source tree (DIR's
+python_worker and examples first on the workers' PYTHONPATH, e.g. a clone checked out at
+``@v0.6.0``) and with this tree's, --rounds times each, alternating which goes first, in one
+cluster (the tables emptied between drains); prints per round and the medians: jobs/s and CPU ms
+per job of the server and of the workers, measured from the first completion (start-up not
+counted), with the load average. Both use this tree's SQL, so only the worker's Python differs.
+
 Usage: python bench/burndown_profile.py [--jobs 20000] [--procs 2] [--concurrency 8] [--claim-coalesce 0.005]
+       python bench/burndown_profile.py --compare /tmp/pgflight-v0.6.0 [--rounds 3] [--jobs 10000]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import time
 from pathlib import Path
 
@@ -33,23 +42,108 @@ from pgflight import db
 HZ = os.sysconf("SC_CLK_TCK")
 
 
-def cpu_s() -> tuple[float, float]:
-    """CPU seconds so far of (the server's processes, the pgflight worker processes)."""
-    server = workers = 0.0
+def _stat(pid: int) -> list[str] | None:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+
+
+def cpu_s(postmaster: int, workers: list[int]) -> tuple[float, float]:
+    """
+    CPU seconds so far of (this cluster's processes, the `workers` processes), utime + stime from
+    /proc: the postmaster with its ended children (autovacuum workers and the like) and its live
+    children. Other clusters and workers on the host (other engineers' tests) are not counted.
+    """
+    server = 0.0
     for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        t = (int(fields[11]) + int(fields[12])) / HZ
-        if cmd.startswith(b"postgres"):
-            server += t
-        elif b"pgflight.cli" in cmd:
-            workers += t
-    return server, workers
+        if pid.isdigit() and (f := _stat(int(pid))) is not None:
+            if int(pid) == postmaster:
+                server += sum(int(x) for x in f[11:15]) / HZ
+            elif int(f[1]) == postmaster:
+                server += (int(f[11]) + int(f[12])) / HZ
+    mine = 0.0
+    for pid in workers:
+        if (f := _stat(pid)) is not None:
+            mine += (int(f[11]) + int(f[12])) / HZ
+    return server, mine
+
+
+def postmaster_of(c: psycopg.Connection[tuple[object, ...]]) -> int:
+    """The postmaster's pid: the parent of this connection's backend."""
+    backend = c.execute("select pg_backend_pid()").fetchone()[0]  # type: ignore[index]
+    f = _stat(int(backend))
+    assert f is not None
+    return int(f[1])
+
+
+def drain(
+    dsn: str, c: psycopg.Connection[tuple[object, ...]], a: argparse.Namespace, path: str | None
+) -> dict[str, float]:
+    """
+    Empty the tables, submit a.jobs no-op runs, drain them with workers importing from `path`
+    (None: this tree); measured from the first completion on, so the processes' start-up
+    (imports: about 0.3 s of CPU each) is not counted.
+    """
+    c.execute(
+        "truncate pgflight.events, pgflight.effects, pgflight.approvals, pgflight.step_attempts,"
+        " pgflight.steps, pgflight.runs cascade"
+    )
+    for lo in range(0, a.jobs, 10_000):
+        runs = [{"recipe": "noop", "input": {"i": i}} for i in range(lo, min(a.jobs, lo + 10_000))]
+        db.submit_many(c, "bench", runs)
+    c.execute("vacuum analyze pgflight.step_attempts")
+    c.execute("checkpoint")
+    env = dict(os.environ)
+    if path is not None:
+        os.environ["PYTHONPATH"] = os.pathsep.join([f"{path}/python_worker", f"{path}/examples"])
+    try:
+        procs = start_workers(dsn, a.procs, a.concurrency, "--claim-coalesce", str(a.claim_coalesce))
+    finally:
+        os.environ.clear()
+        os.environ.update(env)
+    pids, postmaster = [p.pid for p in procs], postmaster_of(c)
+    done = "select count(*) from pgflight.step_attempts where status = 'succeeded'"
+    while not c.execute(done).fetchone()[0]:  # type: ignore[index]
+        time.sleep(0.01)
+    cpu0, t0, n0 = cpu_s(postmaster, pids), time.monotonic(), c.execute(done).fetchone()[0]  # type: ignore[index]
+    left = "select count(*) from pgflight.step_attempts where status in ('queued', 'running')"
+    while c.execute(left).fetchone()[0]:  # type: ignore[index]
+        time.sleep(0.05)
+    seconds = time.monotonic() - t0
+    cpu1 = cpu_s(postmaster, pids)
+    stop_workers(procs)
+    n = a.jobs - int(n0)  # type: ignore[call-overload]
+    return {
+        "jobs_s": n / seconds,
+        "server_ms": 1000 * (cpu1[0] - cpu0[0]) / n,
+        "workers_ms": 1000 * (cpu1[1] - cpu0[1]) / n,
+        "load": os.getloadavg()[0],
+    }
+
+
+def compare(a: argparse.Namespace) -> None:
+    """Alternating drains, the other tree's worker and this one's; per round and the medians."""
+    with throwaway_cluster() as (_, dsn), psycopg.connect(dsn, autocommit=True) as c:
+        out: dict[str, list[dict[str, float]]] = {"base": [], "head": []}
+        for r in range(a.rounds):
+            for side in ["base", "head"] if r % 2 == 0 else ["head", "base"]:
+                m = drain(dsn, c, a, a.compare if side == "base" else None)
+                out[side].append(m)
+                print(
+                    f"round {r + 1} {side}: {m['jobs_s']:.0f} jobs/s, CPU ms per job: server "
+                    f"{m['server_ms']:.3f}, workers {m['workers_ms']:.3f} (load {m['load']:.1f})",
+                    flush=True,
+                )
+        print(f"medians of {a.rounds} rounds, {a.jobs} jobs, {a.procs} processes x {a.concurrency} in flight:")
+        for side in ("base", "head"):
+            ms = out[side]
+            print(
+                f"  {side} ({a.compare if side == 'base' else 'this tree'}): "
+                f"{statistics.median(m['jobs_s'] for m in ms):.0f} jobs/s, CPU ms per job: server "
+                f"{statistics.median(m['server_ms'] for m in ms):.3f}, workers "
+                f"{statistics.median(m['workers_ms'] for m in ms):.3f}"
+            )
 
 
 def main() -> None:
@@ -58,7 +152,12 @@ def main() -> None:
     ap.add_argument("--procs", type=int, default=2)
     ap.add_argument("--concurrency", type=int, default=8)
     ap.add_argument("--claim-coalesce", type=float, default=0.005)
+    ap.add_argument("--compare", metavar="DIR", help="another source tree whose worker drains beside this one's")
+    ap.add_argument("--rounds", type=int, default=3, help="with --compare: drains of each")
     a = ap.parse_args()
+    if a.compare:
+        compare(a)
+        return
     settings = {
         "shared_preload_libraries": "pg_cron,pg_stat_statements",
         "pg_stat_statements.track": "all",
@@ -76,13 +175,15 @@ def main() -> None:
         lsn0 = c.execute("select pg_current_wal_lsn()").fetchone()[0]  # type: ignore[index]
         commits = "select xact_commit from pg_stat_database where datname = current_database()"
         x0 = c.execute(commits).fetchone()[0]  # type: ignore[index]
-        cpu0, t0 = cpu_s(), time.monotonic()
+        postmaster, t0 = postmaster_of(c), time.monotonic()
         procs = start_workers(dsn, a.procs, a.concurrency, "--claim-coalesce", str(a.claim_coalesce))
+        pids = [p.pid for p in procs]
+        cpu0 = cpu_s(postmaster, pids)
         left = "select count(*) from pgflight.step_attempts where status in ('queued', 'running')"
         while c.execute(left).fetchone()[0]:  # type: ignore[index]
             time.sleep(0.2)
         seconds = time.monotonic() - t0
-        cpu1 = cpu_s()
+        cpu1 = cpu_s(postmaster, pids)
         stop_workers(procs)
         x1 = c.execute(commits).fetchone()[0]  # type: ignore[index]
         wal = c.execute("select pg_current_wal_lsn() - %s::pg_lsn", [lsn0]).fetchone()[0]  # type: ignore[index]
