@@ -135,7 +135,7 @@ def compare(a: argparse.Namespace) -> None:
                     f"{m['server_ms']:.3f}, workers {m['workers_ms']:.3f} (load {m['load']:.1f})",
                     flush=True,
                 )
-        print(f"medians of {a.rounds} rounds, {a.jobs} jobs, {a.procs} processes x {a.concurrency} in flight:")
+        print(f"medians of {a.rounds} rounds, {a.jobs} jobs, {a.procs} x {a.concurrency} in flight:")
         for side in ("base", "head"):
             ms = out[side]
             print(
@@ -152,7 +152,7 @@ def main() -> None:
     ap.add_argument("--procs", type=int, default=2)
     ap.add_argument("--concurrency", type=int, default=8)
     ap.add_argument("--claim-coalesce", type=float, default=0.005)
-    ap.add_argument("--compare", metavar="DIR", help="another source tree whose worker drains beside this one's")
+    ap.add_argument("--compare", metavar="DIR", help="another source tree (its worker drains too)")
     ap.add_argument("--rounds", type=int, default=3, help="with --compare: drains of each")
     a = ap.parse_args()
     if a.compare:
