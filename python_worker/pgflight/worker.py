@@ -193,7 +193,7 @@ class Worker:
         self._db_threads = DbThreads(self.pool_size + 2, "pgflight-db")
         self._tasks: dict[int, asyncio.Task[None]] = {}
         self._background: set[asyncio.Task[None]] = set()
-        self._pending: list[tuple[Held, Any, asyncio.Future[str]]] = []
+        self._pending: list[tuple[Held, Any, str, asyncio.Future[str]]] = []  # result, its JSON text
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: int | None = None  # threading.get_ident() of the event loop's thread
         self._inbox: Inbox | None = None
@@ -522,7 +522,7 @@ class Worker:
         fut: asyncio.Future[Any] = self._loop.create_future()
         work = self._threads.submit(run, (recipe.fn, ctx), fut, self._inbox)
         self._waiting[claim.attempt_id] = work
-        timer = None if left is None else self._loop.call_later(left, _expire, fut)
+        expiry = None if left is None else self._loop.call_later(left, _expire, fut)
         try:
             return await fut
         except _Expired:
@@ -531,8 +531,8 @@ class Worker:
             self._threads.give_up(work)  # cancelled before a thread took it: it never runs
             raise
         finally:
-            if timer is not None:
-                timer.cancel()
+            if expiry is not None:
+                expiry.cancel()
             self._waiting.pop(claim.attempt_id, None)
         held.cancelled.set()
         self._abandon_thread(_step_name(claim), work, "overran its deadline")
@@ -576,7 +576,7 @@ class Worker:
                     max_receipt_bytes=self.max_result_bytes,
                 )
                 result = await self._execute(held, recipe, ctx)
-                check_json(
+                text = check_json(
                     result, what=f"the result of recipe {claim.recipe!r}", max_bytes=self.max_result_bytes
                 )
             except Parked:
@@ -604,7 +604,7 @@ class Worker:
             except Exception as e:
                 await self._fail(held, e)
             else:
-                await self._complete(held, result)
+                await self._complete(held, result, text)
         finally:
             tracing.end_attempt(span, held.state)
             self.held.remove(claim.attempt_id)
@@ -616,7 +616,8 @@ class Worker:
     def _ctx_call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         return self._call_sync(self._control_pool, fn, *args, retry_for_s=self.lease_s, **kwargs)
 
-    async def _complete(self, held: Held, result: Any) -> None:
+    async def _complete(self, held: Held, result: Any, text: str) -> None:
+        """Complete in the next complete_batch; `text` is `result` as JSON (check_json's)."""
         if not self.held.transition(held, FINISHING):
             log.info(
                 "attempt %s finished after it was %s: result discarded", held.claim.attempt_id, held.state
@@ -624,7 +625,7 @@ class Worker:
             return
         assert self._loop is not None and self._flush is not None
         fut: asyncio.Future[str] = self._loop.create_future()
-        self._pending.append((held, result, fut))
+        self._pending.append((held, result, text, fut))
         self._flush.set()
         try:
             outcome = await fut
@@ -647,14 +648,15 @@ class Worker:
                     rows = await self._db(
                         self._control_pool,
                         db.complete_batch,
-                        [h.claim.attempt_id for h, _, _ in batch],
-                        [h.claim.fencing_token for h, _, _ in batch],
-                        [r for _, r, _ in batch],
+                        [h.claim.attempt_id for h, _, _, _ in batch],
+                        [h.claim.fencing_token for h, _, _, _ in batch],
+                        # the JSON text check_json made, sent as it is (None stays SQL NULL)
+                        [None if r is None else Jsonb(t, dumps=str) for _, r, t, _ in batch],
                         retry_for_s=self.lease_s,
                     )
                 except Exception as e:
                     if is_transient(e) or len(batch) == 1:
-                        for _, _, fut in batch:
+                        for _, _, _, fut in batch:
                             if not fut.done():
                                 fut.set_exception(e)
                         continue
@@ -663,11 +665,11 @@ class Worker:
                         len(batch),
                         _first_line(e),
                     )
-                    for one in batch:
-                        await self._complete_alone(*one)
+                    for h, r, _, fut in batch:
+                        await self._complete_alone(h, r, fut)
                     continue
                 outcome = {r.attempt_id: r.outcome for r in rows}
-                for h, _, fut in batch:
+                for h, _, _, fut in batch:
                     if not fut.done():
                         fut.set_result(outcome.get(h.claim.attempt_id, "lease_lost"))
 
