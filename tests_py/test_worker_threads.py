@@ -32,7 +32,7 @@ def test_a_burst_of_results_from_threads_wakes_the_loop_once() -> None:
             wakes += 1
             return real(*args)
 
-        loop.call_soon_threadsafe = counting  # type: ignore[method-assign]
+        loop.call_soon_threadsafe = counting  # type: ignore[method-assign,assignment]
         inbox = Inbox(loop)
         futs = [loop.create_future() for _ in range(4)]
         futs[2].cancel()  # its waiter gave up: the result is dropped, the others still arrive
@@ -82,7 +82,7 @@ class _Recorder:
 def test_a_sync_recipe_given_up_before_a_thread_took_it_never_runs() -> None:
     threads = StepThreads(1, "test-step")
     inbox = _Recorder()
-    release, ran = threading.Event(), []
+    release, ran = threading.Event(), list[str]()
     try:
         busy = threads.submit(release.wait, (30,), "busy", inbox)  # type: ignore[arg-type]
         queued = threads.submit(ran.append, ("queued ran",), "queued", inbox)  # type: ignore[arg-type]
