@@ -55,6 +55,28 @@ def test_a_burst_of_results_from_threads_wakes_the_loop_once() -> None:
     assert isinstance(got[2], asyncio.CancelledError)
 
 
+def test_a_stop_iteration_from_a_thread_fails_its_own_future_and_not_the_ones_after_it() -> None:
+    """A future refuses StopIteration; passed on as it is, the step (and the rest of the burst) hung."""
+
+    async def main() -> list[Any]:
+        loop = asyncio.get_running_loop()
+        inbox = Inbox(loop)
+        futs = [loop.create_future() for _ in range(2)]
+
+        def post() -> None:
+            inbox.put(futs[0], StopIteration("from a recipe"), None)
+            inbox.put(futs[1], None, "next")
+
+        t = threading.Thread(target=post)
+        t.start()
+        t.join()
+        return await asyncio.wait_for(asyncio.gather(*futs, return_exceptions=True), 30)
+
+    got = asyncio.run(main())
+    assert isinstance(got[0], RuntimeError) and isinstance(got[0].__cause__, StopIteration)
+    assert got[1] == "next"
+
+
 def test_the_claim_loops_wake_flag_returns_at_once_when_set_and_after_the_timeout_when_not() -> None:
     async def main() -> tuple[bool, bool, bool]:
         wake = Wake(asyncio.get_running_loop())

@@ -1120,8 +1120,14 @@ class Inbox:
                 continue
             if exc is None:
                 fut.set_result(value)
-            else:
-                fut.set_exception(exc)
+                continue
+            if isinstance(exc, StopIteration):
+                # a future refuses StopIteration (TypeError): the step would wait forever, and the
+                # results after it in this delivery with it
+                wrapped = RuntimeError(f"{type(exc).__name__} raised: {exc}")
+                wrapped.__cause__ = exc
+                exc = wrapped
+            fut.set_exception(exc)
 
 
 class Wake:
