@@ -12,6 +12,9 @@ Moving parts (one process):
   (async recipes on the loop, sync ones in a thread pool) and completes them in batches;
 - a claim pool (1 connection) and a control pool (``pool_size`` connections) for start / complete
   / fail / release and the step context's calls, so a completion never waits behind a claim (C38);
+  the loop's calls run on ``pool_size + 2`` db threads (:class:`DbThreads`), and what the db and
+  step threads return reaches the loop through one :class:`Inbox`: one wake-up of the loop per
+  burst of results, not one per step (issue 18: the thread hops were most of a no-op step's CPU);
 - the heartbeat thread (:mod:`pgflight.heartbeat`) with its own connection;
 - the listener thread: LISTEN ``pgflight_ready`` on a direct connection, self-probed at startup
   (C32: on failure one actionable error, then fast polling), re-established when it drops, LISTEN
