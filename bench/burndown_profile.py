@@ -7,33 +7,34 @@ bulk-submitted, then drained by --procs `pgflight worker` processes of --concurr
 flight (batch size = concurrency, as bench/peers runs them). Prints:
 
 - drain jobs/s (from the workers' start, their start-up included), commits and WAL bytes per job;
-- CPU ms per job of this cluster's server processes and of the worker processes it started
-  (utime + stime from /proc, from the moment every worker has registered to the end of the drain);
+- CPU ms per job of the server processes and of the worker processes (utime + stime from /proc,
+  read before and after the drain);
 - the statements by total time (planning and execution, ms per job; nested ones included, so a
   function and the statements inside it both appear) and the functions by self time.
 
 --claim-coalesce passes the worker's option (seconds; 0 claims at once) to compare the two.
 
---compare REF deploys REF (a tag of sqitch.plan) in a second database of the same cluster and runs
---rounds burn-downs of each, alternating, with the same worker code: one JSON document of the
-medians and HEAD / REF (the profile tables are printed only without --compare).
+--compare DIR drains the burn-down with the worker code of another source tree (DIR's
+python_worker and examples first on the workers' PYTHONPATH, e.g. a clone checked out at
+``@v0.6.0``) and with this tree's, --rounds times each, alternating which goes first, in one
+cluster (the tables emptied between drains); prints per round and the medians: jobs/s and CPU ms
+per job of the server and of the workers, measured from the first completion (start-up not
+counted), with the load average. Both use this tree's SQL, so only the worker's Python differs.
 
 Usage: python bench/burndown_profile.py [--jobs 20000] [--procs 2] [--concurrency 8] [--claim-coalesce 0.005]
-       python bench/burndown_profile.py --compare @v0.6.0 [--rounds 3] [--jobs 10000]
+       python bench/burndown_profile.py --compare /tmp/pgflight-v0.6.0 [--rounds 3] [--jobs 10000]
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import math
 import os
 import statistics
 import time
 from pathlib import Path
 
 import psycopg
-from benchlib import deploy_ref, throwaway_cluster
+from benchlib import throwaway_cluster
 from worker_bench import start_workers, stop_workers
 
 from pgflight import db
@@ -41,44 +42,129 @@ from pgflight import db
 HZ = os.sysconf("SC_CLK_TCK")
 
 
-def cpu_s(postmaster: int, workers: list[int]) -> dict[int, tuple[str, float]]:
+def _stat(pid: int) -> list[str] | None:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+
+
+def cpu_s(postmaster: int, workers: list[int]) -> tuple[float, float]:
     """
-    CPU seconds so far of this cluster's server processes (the postmaster and its children) and of
-    the given worker processes, by pid: (kind, seconds). The kind of a server process is its title
-    ("walwriter", "autovacuum worker", a backend's "<user> <database>"), "worker" for a worker.
-    Other clusters and workers on the machine are not counted.
+    CPU seconds so far of (this cluster's processes, the `workers` processes), utime + stime from
+    /proc: the postmaster with its ended children (autovacuum workers and the like) and its live
+    children. Other clusters and workers on the host (other engineers' tests) are not counted.
     """
-    seen: dict[int, tuple[str, float]] = {}
+    server = 0.0
     for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-            title = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode(errors="replace")
-        except OSError:
-            continue
-        t = (int(fields[11]) + int(fields[12])) / HZ
-        if int(pid) == postmaster:
-            seen[int(pid)] = ("postmaster", t)
-        elif int(fields[1]) == postmaster:
-            words = title.removeprefix("postgres: ").split()
-            seen[int(pid)] = (" ".join(words[:2]) if words else "?", t)
-        elif int(pid) in workers:
-            seen[int(pid)] = ("worker", t)
-    return seen
+        if pid.isdigit() and (f := _stat(int(pid))) is not None:
+            if int(pid) == postmaster:
+                server += sum(int(x) for x in f[11:15]) / HZ
+            elif int(f[1]) == postmaster:
+                server += (int(f[11]) + int(f[12])) / HZ
+    mine = 0.0
+    for pid in workers:
+        if (f := _stat(pid)) is not None:
+            mine += (int(f[11]) + int(f[12])) / HZ
+    return server, mine
 
 
-def cpu_delta(before: dict[int, tuple[str, float]], after: dict[int, tuple[str, float]]) -> dict[str, float]:
-    """CPU seconds between two cpu_s readings, by kind (processes that ended in between are lost)."""
-    kinds: dict[str, float] = {}
-    for pid, (kind, t) in after.items():
-        kinds[kind] = kinds.get(kind, 0.0) + t - before.get(pid, (kind, 0.0))[1]
-    return kinds
+def postmaster_of(c: psycopg.Connection[tuple[object, ...]]) -> int:
+    """The postmaster's pid: the parent of this connection's backend."""
+    backend = c.execute("select pg_backend_pid()").fetchone()[0]  # type: ignore[index]
+    f = _stat(int(backend))
+    assert f is not None
+    return int(f[1])
 
 
-def burn(dsn: str, postmaster: int, a: argparse.Namespace, *, quiet: bool = False) -> dict[str, float]:
-    """One burn-down of a.jobs runs in the database `dsn`; its figures (and the profile, unless quiet)."""
-    with psycopg.connect(dsn, autocommit=True) as c:
+def drain(
+    dsn: str, c: psycopg.Connection[tuple[object, ...]], a: argparse.Namespace, path: str | None
+) -> dict[str, float]:
+    """
+    Empty the tables, submit a.jobs no-op runs, drain them with workers importing from `path`
+    (None: this tree); measured from the first completion on, so the processes' start-up
+    (imports: about 0.3 s of CPU each) is not counted.
+    """
+    c.execute(
+        "truncate pgflight.events, pgflight.effects, pgflight.approvals, pgflight.step_attempts,"
+        " pgflight.steps, pgflight.runs cascade"
+    )
+    for lo in range(0, a.jobs, 10_000):
+        runs = [{"recipe": "noop", "input": {"i": i}} for i in range(lo, min(a.jobs, lo + 10_000))]
+        db.submit_many(c, "bench", runs)
+    c.execute("vacuum analyze pgflight.step_attempts")
+    c.execute("checkpoint")
+    env = dict(os.environ)
+    if path is not None:
+        os.environ["PYTHONPATH"] = os.pathsep.join([f"{path}/python_worker", f"{path}/examples"])
+    try:
+        procs = start_workers(dsn, a.procs, a.concurrency, "--claim-coalesce", str(a.claim_coalesce))
+    finally:
+        os.environ.clear()
+        os.environ.update(env)
+    pids, postmaster = [p.pid for p in procs], postmaster_of(c)
+    done = "select count(*) from pgflight.step_attempts where status = 'succeeded'"
+    while not c.execute(done).fetchone()[0]:  # type: ignore[index]
+        time.sleep(0.01)
+    cpu0, t0, n0 = cpu_s(postmaster, pids), time.monotonic(), c.execute(done).fetchone()[0]  # type: ignore[index]
+    left = "select count(*) from pgflight.step_attempts where status in ('queued', 'running')"
+    while c.execute(left).fetchone()[0]:  # type: ignore[index]
+        time.sleep(0.05)
+    seconds = time.monotonic() - t0
+    cpu1 = cpu_s(postmaster, pids)
+    stop_workers(procs)
+    n = a.jobs - int(n0)  # type: ignore[call-overload]
+    return {
+        "jobs_s": n / seconds,
+        "server_ms": 1000 * (cpu1[0] - cpu0[0]) / n,
+        "workers_ms": 1000 * (cpu1[1] - cpu0[1]) / n,
+        "load": os.getloadavg()[0],
+    }
+
+
+def compare(a: argparse.Namespace) -> None:
+    """Alternating drains, the other tree's worker and this one's; per round and the medians."""
+    with throwaway_cluster() as (_, dsn), psycopg.connect(dsn, autocommit=True) as c:
+        out: dict[str, list[dict[str, float]]] = {"base": [], "head": []}
+        for r in range(a.rounds):
+            for side in ["base", "head"] if r % 2 == 0 else ["head", "base"]:
+                m = drain(dsn, c, a, a.compare if side == "base" else None)
+                out[side].append(m)
+                print(
+                    f"round {r + 1} {side}: {m['jobs_s']:.0f} jobs/s, CPU ms per job: server "
+                    f"{m['server_ms']:.3f}, workers {m['workers_ms']:.3f} (load {m['load']:.1f})",
+                    flush=True,
+                )
+        print(f"medians of {a.rounds} rounds, {a.jobs} jobs, {a.procs} x {a.concurrency} in flight:")
+        for side in ("base", "head"):
+            ms = out[side]
+            print(
+                f"  {side} ({a.compare if side == 'base' else 'this tree'}): "
+                f"{statistics.median(m['jobs_s'] for m in ms):.0f} jobs/s, CPU ms per job: server "
+                f"{statistics.median(m['server_ms'] for m in ms):.3f}, workers "
+                f"{statistics.median(m['workers_ms'] for m in ms):.3f}"
+            )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--jobs", type=int, default=20_000)
+    ap.add_argument("--procs", type=int, default=2)
+    ap.add_argument("--concurrency", type=int, default=8)
+    ap.add_argument("--claim-coalesce", type=float, default=0.005)
+    ap.add_argument("--compare", metavar="DIR", help="another source tree (its worker drains too)")
+    ap.add_argument("--rounds", type=int, default=3, help="with --compare: drains of each")
+    a = ap.parse_args()
+    if a.compare:
+        compare(a)
+        return
+    settings = {
+        "shared_preload_libraries": "pg_cron,pg_stat_statements",
+        "pg_stat_statements.track": "all",
+        "pg_stat_statements.track_planning": "on",
+        "track_functions": "all",
+    }
+    with throwaway_cluster(settings=settings) as (_, dsn), psycopg.connect(dsn, autocommit=True) as c:
         c.execute("create extension if not exists pg_stat_statements")
         for lo in range(0, a.jobs, 10_000):
             runs = [{"recipe": "noop", "input": {"i": i}} for i in range(lo, min(a.jobs, lo + 10_000))]
@@ -89,16 +175,10 @@ def burn(dsn: str, postmaster: int, a: argparse.Namespace, *, quiet: bool = Fals
         lsn0 = c.execute("select pg_current_wal_lsn()").fetchone()[0]  # type: ignore[index]
         commits = "select xact_commit from pg_stat_database where datname = current_database()"
         x0 = c.execute(commits).fetchone()[0]  # type: ignore[index]
-        t0 = time.monotonic()
+        postmaster, t0 = postmaster_of(c), time.monotonic()
         procs = start_workers(dsn, a.procs, a.concurrency, "--claim-coalesce", str(a.claim_coalesce))
         pids = [p.pid for p in procs]
-        # CPU per job from the moment every worker has registered: their imports are left out
-        live = "select count(*) from pgflight.workers where stopped_at is null"
-        while c.execute(live).fetchone()[0] < a.procs:  # type: ignore[index]
-            time.sleep(0.005)
         cpu0 = cpu_s(postmaster, pids)
-        succeeded = "select count(*) from pgflight.step_attempts where status = 'succeeded'"
-        done0 = c.execute(succeeded).fetchone()[0]  # type: ignore[index]
         left = "select count(*) from pgflight.step_attempts where status in ('queued', 'running')"
         while c.execute(left).fetchone()[0]:  # type: ignore[index]
             time.sleep(0.2)
@@ -107,48 +187,22 @@ def burn(dsn: str, postmaster: int, a: argparse.Namespace, *, quiet: bool = Fals
         stop_workers(procs)
         x1 = c.execute(commits).fetchone()[0]  # type: ignore[index]
         wal = c.execute("select pg_current_wal_lsn() - %s::pg_lsn", [lsn0]).fetchone()[0]  # type: ignore[index]
-        c.execute("select pg_stat_force_next_flush()")
-        hot = {
-            t: (hot_upd / upd if upd else None)
-            for t, upd, hot_upd in c.execute(
-                "select relname, n_tup_upd, n_tup_hot_upd from pg_stat_user_tables"
-                " where schemaname = 'pgflight' and relname in ('runs', 'steps', 'step_attempts')"
-            )
-        }
-        # the next round starts from empty tables, as the first did
-        c.execute("select pgflight.purge_finished(0, 1000000)")
-        n, measured = a.jobs, a.jobs - done0
-        fig = {
-            "jobs_per_s": n / seconds,
-            "commits_per_job": (x1 - x0) / n,
-            "wal_bytes_per_job": float(wal) / n,
-        }
-        for t, ratio in hot.items():
-            fig[f"hot_ratio_{t}"] = ratio if ratio is not None else float("nan")
-        kinds = cpu_delta(cpu0, cpu1)
-        fig["server_cpu_ms_per_job"] = 1000 * sum(v for k, v in kinds.items() if k != "worker") / measured
-        fig["worker_cpu_ms_per_job"] = 1000 * kinds.get("worker", 0.0) / measured
-        if quiet:
-            return fig
+        n = a.jobs
         print(
             f"{n} jobs, {a.procs} processes x {a.concurrency} in flight, "
             f"claim_coalesce_s {a.claim_coalesce}: "
-            f"{fig['jobs_per_s']:.0f} jobs/s (start-up included), {fig['commits_per_job']:.2f} commits/job, "
-            f"{fig['wal_bytes_per_job']:.0f} WAL bytes/job"
+            f"{n / seconds:.0f} jobs/s (start-up included), {(x1 - x0) / n:.2f} commits/job, "
+            f"{wal / n:.0f} WAL bytes/job"
         )
         print(
-            f"CPU ms per job (from the workers' registration, {measured} jobs): "
-            f"server {fig['server_cpu_ms_per_job']:.3f}, workers {fig['worker_cpu_ms_per_job']:.3f}"
+            f"CPU ms per job: server {1000 * (cpu1[0] - cpu0[0]) / n:.3f}, "
+            f"workers {1000 * (cpu1[1] - cpu0[1]) / n:.3f}"
         )
-        print("HOT share of updates:", ", ".join(f"{t} {r:.2f}" if r is not None else f"{t} -" for t, r in hot.items()))
-        print("server CPU ms per job by process:", ", ".join(
-            f"{k} {1000 * v / measured:.3f}" for k, v in sorted(kinds.items(), key=lambda kv: -kv[1]) if k != "worker"))
         print("statements (ms per job: plan, execution; calls; top-level?):")
         for calls, plan, exe, top, query in c.execute(
             "select calls, total_plan_time / %s, total_exec_time / %s, toplevel,"
             " left(regexp_replace(query, '\\s+', ' ', 'g'), 100)"
-            " from pg_stat_statements where dbid = (select oid from pg_database where datname = current_database())"
-            " order by total_plan_time + total_exec_time desc limit 15",
+            " from pg_stat_statements order by total_plan_time + total_exec_time desc limit 15",
             [n, n],
         ):
             print(f"  {plan:7.4f} {exe:7.4f} {calls:7d} {'top' if top else '   '} {query}")
@@ -159,49 +213,6 @@ def burn(dsn: str, postmaster: int, a: argparse.Namespace, *, quiet: bool = Fals
             [n],
         ):
             print(f"  {self_ms:7.4f} {calls:7d} {name}")
-        return fig
-
-
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--jobs", type=int, default=20_000)
-    ap.add_argument("--procs", type=int, default=2)
-    ap.add_argument("--concurrency", type=int, default=8)
-    ap.add_argument("--claim-coalesce", type=float, default=0.005)
-    ap.add_argument("--compare", metavar="REF", help="a schema of sqitch.plan (e.g. @v0.6.0) beside HEAD, paired")
-    ap.add_argument("--rounds", type=int, default=3, help="with --compare: alternating rounds of each")
-    a = ap.parse_args()
-    settings = {
-        "shared_preload_libraries": "pg_cron,pg_stat_statements",
-        "pg_stat_statements.track": "all",
-        "pg_stat_statements.track_planning": "on",
-        "track_functions": "all",
-    }
-    with throwaway_cluster(settings=settings) as (cluster, dsn):
-        postmaster = cluster.pid()
-        assert postmaster is not None
-        if not a.compare:
-            burn(dsn, postmaster, a)
-            return
-        base = deploy_ref(cluster, a.compare)
-        got: dict[str, list[dict[str, float]]] = {a.compare: [], "HEAD": []}
-        for r in range(a.rounds):
-            # alternate which goes first, so a drift in the machine's load falls on both
-            for name, target in [(a.compare, base), ("HEAD", dsn)][:: 1 if r % 2 == 0 else -1]:
-                got[name].append(burn(target, postmaster, a, quiet=True))
-        load = os.getloadavg()
-        medians = {name: {k: statistics.median(f[k] for f in figs) for k in figs[0]} for name, figs in got.items()}
-        print(json.dumps({
-            "jobs": a.jobs, "procs": a.procs, "concurrency": a.concurrency, "rounds": a.rounds,
-            "loadavg": [round(x, 2) for x in load],
-            "median": {n: {k: round(v, 4) for k, v in m.items()} for n, m in medians.items()},
-            "head_over_base": {
-            k: round(v / medians[a.compare][k], 3)
-            for k, v in medians["HEAD"].items()
-            if medians[a.compare][k] and math.isfinite(medians[a.compare][k])
-        },
-            "rounds_figures": got,
-        }, indent=2))
 
 
 if __name__ == "__main__":

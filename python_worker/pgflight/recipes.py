@@ -244,15 +244,27 @@ class StepContext:
         self.token = claim.fencing_token
         self.step_key = claim.step_key
         self.cancelled = cancelled or threading.Event()
-        self.log = logger or logging.LoggerAdapter(
-            logging.getLogger(f"pgflight.recipe.{claim.recipe}"),
-            {"run_id": claim.run_id, "step_id": claim.step_id, "attempt_no": claim.attempt_no},
-        )
+        self._log = logger  # made on first use: most steps never log
         self._call = call
         self._on_park = on_park or (lambda: True)
         self._on_unpark = on_unpark or (lambda: None)
         self._lost = lost or (lambda: False)
         self.max_receipt_bytes = max_receipt_bytes
+
+    @property
+    def log(self) -> logging.Logger | logging.LoggerAdapter[logging.Logger]:
+        """The step's logger: ``pgflight.recipe.<recipe>`` with run_id, step_id and attempt_no."""
+        if self._log is None:
+            claim = self.claim
+            self._log = logging.LoggerAdapter(
+                logging.getLogger(f"pgflight.recipe.{claim.recipe}"),
+                {"run_id": claim.run_id, "step_id": claim.step_id, "attempt_no": claim.attempt_no},
+            )
+        return self._log
+
+    @log.setter
+    def log(self, logger: logging.Logger | logging.LoggerAdapter[logging.Logger]) -> None:
+        self._log = logger
 
     def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """

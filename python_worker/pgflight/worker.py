@@ -12,6 +12,9 @@ Moving parts (one process):
   (async recipes on the loop, sync ones in a thread pool) and completes them in batches;
 - a claim pool (1 connection) and a control pool (``pool_size`` connections) for start / complete
   / fail / release and the step context's calls, so a completion never waits behind a claim (C38);
+  the loop's calls run on ``pool_size + 2`` db threads (:class:`DbThreads`), and what the db and
+  step threads return reaches the loop through one :class:`Inbox`: one wake-up of the loop per
+  burst of results, not one per step (issue 18: the thread hops were most of a no-op step's CPU);
 - the heartbeat thread (:mod:`pgflight.heartbeat`) with its own connection;
 - the listener thread: LISTEN ``pgflight_ready`` on a direct connection, self-probed at startup
   (C32: on failure one actionable error, then fast polling), re-established when it drops, LISTEN
@@ -52,7 +55,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
-import functools
 import hashlib
 import logging
 import os
@@ -64,7 +66,6 @@ import time
 import traceback
 from collections import deque
 from collections.abc import Callable, Iterable
-from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -191,15 +192,15 @@ class Worker:
         self.restart_reason: str | None = None
         self._stopping = threading.Event()
         self._threads = StepThreads(concurrency, "pgflight-step")
-        self._waiting: dict[int, Future[Any]] = {}  # sync recipes running, by attempt id
-        self._db_threads = ThreadPoolExecutor(
-            max_workers=self.pool_size + 2, thread_name_prefix="pgflight-db"
-        )
+        self._waiting: dict[int, _Work] = {}  # sync recipes running, by attempt id
+        self._db_threads = DbThreads(self.pool_size + 2, "pgflight-db")
         self._tasks: dict[int, asyncio.Task[None]] = {}
         self._background: set[asyncio.Task[None]] = set()
-        self._pending: list[tuple[Held, Any, asyncio.Future[str]]] = []
+        self._pending: list[tuple[Held, Any, str, asyncio.Future[str]]] = []  # result, its JSON text
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._wake: asyncio.Event | None = None
+        self._loop_thread: int | None = None  # threading.get_ident() of the event loop's thread
+        self._inbox: Inbox | None = None
+        self._wake: Wake | None = None
         self._flush: asyncio.Event | None = None
         self._heartbeat: Heartbeat | None = None
         self._backlog = True  # the last claim filled its batch: a freed slot should claim at once
@@ -222,7 +223,7 @@ class Worker:
             asyncio.run(self._main())
         finally:
             self._threads.shutdown()
-            self._db_threads.shutdown(wait=False, cancel_futures=True)
+            self._db_threads.shutdown()
         if self.restart_reason is not None:
             raise WorkerRestart(self.restart_reason)
 
@@ -242,7 +243,9 @@ class Worker:
 
     async def _main(self) -> None:
         self._loop = asyncio.get_running_loop()
-        self._wake = asyncio.Event()
+        self._loop_thread = threading.get_ident()
+        self._inbox = self._db_threads.inbox = Inbox(self._loop)
+        self._wake = Wake(self._loop)
         self._flush = asyncio.Event()
         if threading.current_thread() is threading.main_thread():
             for sig in (signal.SIGTERM, signal.SIGINT):
@@ -350,8 +353,7 @@ class Worker:
             left = deadline - time.monotonic()
             if left <= 0:
                 break
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), timeout=left)
+            await self._wake.wait(left)
             self._wake.clear()
             free = self._free()
         return free
@@ -398,11 +400,8 @@ class Worker:
             left = max(began, self._ticket_lost_at) + self._poll_interval() - time.monotonic()
             if left <= 0:
                 return
-            try:
-                await asyncio.wait_for(self._wake.wait(), timeout=left)
+            if await self._wake.wait(left):
                 return
-            except TimeoutError:
-                continue
 
     def _pass_wake_on(self) -> None:
         """A ticket's claim came back full: more may be ready, so wake one more idle process (per group)."""
@@ -421,8 +420,7 @@ class Worker:
 
     async def _sleep(self, seconds: float) -> None:
         assert self._wake is not None
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._wake.wait(), timeout=seconds)
+        await self._wake.wait(seconds)
 
     def _reserve(self, n: int) -> None:
         """Count n claimed steps not started yet as taking slots (negative: they started)."""
@@ -441,8 +439,13 @@ class Worker:
         self._tasks[claim.attempt_id] = task
 
     def _wake_soon(self) -> None:
+        """Wake the claim loop. Thread-safe; on the loop's own thread no self-pipe write."""
         loop, wake = self._loop, self._wake
-        if loop is not None and wake is not None and not loop.is_closed():
+        if loop is None or wake is None:
+            return
+        if threading.get_ident() == self._loop_thread:
+            wake.set()
+        elif not loop.is_closed():
             with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
                 loop.call_soon_threadsafe(wake.set)
 
@@ -464,17 +467,17 @@ class Worker:
 
     def _stop_waiting(self, attempt_id: int) -> None:
         """A sync recipe still running a heartbeat interval after its lease was lost or its run cancelled."""
-        fut, task = self._waiting.get(attempt_id), self._tasks.get(attempt_id)
-        if fut is None or task is None or fut.done():
+        work, task = self._waiting.get(attempt_id), self._tasks.get(attempt_id)
+        if work is None or task is None or work.finished:
             return
         self._abandon_thread(
-            task.get_name(), fut, "did not stop after its lease was lost or its run cancelled"
+            task.get_name(), work, "did not stop after its lease was lost or its run cancelled"
         )
         task.cancel()  # _run sees the attempt lost / cancelled and writes nothing
 
-    def _abandon_thread(self, what: str, fut: Future[Any], why: str) -> None:
+    def _abandon_thread(self, what: str, work: _Work, why: str) -> None:
         """Stop waiting for a sync recipe's thread (a new one takes its place); restart at the limit."""
-        alive = self._threads.abandon(fut)
+        alive = self._threads.abandon(work)
         if alive is None:
             return  # it returned meanwhile, or was abandoned already
         log.error(
@@ -517,22 +520,25 @@ class Worker:
                 if timer.expired() and held.state == "running":
                     raise _overran(claim) from None
                 raise
+        assert self._loop is not None and self._inbox is not None
         run = contextvars.copy_context().run  # the thread sees the attempt's span
-        fut = self._threads.submit(run, recipe.fn, ctx)
-        work = asyncio.wrap_future(fut)
-        self._waiting[claim.attempt_id] = fut
+        fut: asyncio.Future[Any] = self._loop.create_future()
+        work = self._threads.submit(run, (recipe.fn, ctx), fut, self._inbox)
+        self._waiting[claim.attempt_id] = work
+        expiry = None if left is None else self._loop.call_later(left, _expire, fut)
         try:
-            if left is None:
-                return await work
-            try:
-                return await asyncio.wait_for(work, left)
-            except TimeoutError:
-                if fut.done():
-                    raise  # the recipe's own TimeoutError
+            return await fut
+        except _Expired:
+            pass  # the deadline (the recipe's own exceptions, TimeoutError too, go on as they are)
+        except BaseException:
+            self._threads.give_up(work)  # cancelled before a thread took it: it never runs
+            raise
         finally:
+            if expiry is not None:
+                expiry.cancel()
             self._waiting.pop(claim.attempt_id, None)
         held.cancelled.set()
-        self._abandon_thread(_step_name(claim), fut, "overran its deadline")
+        self._abandon_thread(_step_name(claim), work, "overran its deadline")
         raise _overran(claim)
 
     # --- one step ----------------------------------------------------------------------------
@@ -573,7 +579,7 @@ class Worker:
                     max_receipt_bytes=self.max_result_bytes,
                 )
                 result = await self._execute(held, recipe, ctx)
-                check_json(
+                text = check_json(
                     result, what=f"the result of recipe {claim.recipe!r}", max_bytes=self.max_result_bytes
                 )
             except Parked:
@@ -601,7 +607,7 @@ class Worker:
             except Exception as e:
                 await self._fail(held, e)
             else:
-                await self._complete(held, result)
+                await self._complete(held, result, text)
         finally:
             tracing.end_attempt(span, held.state)
             self.held.remove(claim.attempt_id)
@@ -613,7 +619,8 @@ class Worker:
     def _ctx_call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         return self._call_sync(self._control_pool, fn, *args, retry_for_s=self.lease_s, **kwargs)
 
-    async def _complete(self, held: Held, result: Any) -> None:
+    async def _complete(self, held: Held, result: Any, text: str) -> None:
+        """Complete in the next complete_batch; `text` is `result` as JSON (check_json's)."""
         if not self.held.transition(held, FINISHING):
             log.info(
                 "attempt %s finished after it was %s: result discarded", held.claim.attempt_id, held.state
@@ -621,7 +628,7 @@ class Worker:
             return
         assert self._loop is not None and self._flush is not None
         fut: asyncio.Future[str] = self._loop.create_future()
-        self._pending.append((held, result, fut))
+        self._pending.append((held, result, text, fut))
         self._flush.set()
         try:
             outcome = await fut
@@ -644,14 +651,15 @@ class Worker:
                     rows = await self._db(
                         self._control_pool,
                         db.complete_batch,
-                        [h.claim.attempt_id for h, _, _ in batch],
-                        [h.claim.fencing_token for h, _, _ in batch],
-                        [r for _, r, _ in batch],
+                        [h.claim.attempt_id for h, _, _, _ in batch],
+                        [h.claim.fencing_token for h, _, _, _ in batch],
+                        # the JSON text check_json made, sent as it is (None stays SQL NULL)
+                        [None if r is None else Jsonb(t, dumps=str) for _, r, t, _ in batch],
                         retry_for_s=self.lease_s,
                     )
                 except Exception as e:
                     if is_transient(e) or len(batch) == 1:
-                        for _, _, fut in batch:
+                        for _, _, _, fut in batch:
                             if not fut.done():
                                 fut.set_exception(e)
                         continue
@@ -660,11 +668,11 @@ class Worker:
                         len(batch),
                         _first_line(e),
                     )
-                    for one in batch:
-                        await self._complete_alone(*one)
+                    for h, r, _, fut in batch:
+                        await self._complete_alone(h, r, fut)
                     continue
                 outcome = {r.attempt_id: r.outcome for r in rows}
-                for h, _, fut in batch:
+                for h, _, _, fut in batch:
                     if not fut.done():
                         fut.set_result(outcome.get(h.claim.attempt_id, "lease_lost"))
 
@@ -806,10 +814,11 @@ class Worker:
         self, pool: Any, fn: Callable[..., T], *args: Any, retry_for_s: float | None = 30.0, **kwargs: Any
     ) -> T:
         assert self._loop is not None
-        return await self._loop.run_in_executor(
-            self._db_threads,
-            functools.partial(self._call_sync, pool, fn, *args, retry_for_s=retry_for_s, **kwargs),
+        fut: asyncio.Future[T] = self._loop.create_future()
+        self._db_threads.submit(
+            fut, self._call_sync, (pool, fn, *args), {"retry_for_s": retry_for_s, **kwargs}
         )
+        return await fut
 
     def _call_sync(
         self, pool: Any, fn: Callable[..., T], *args: Any, retry_for_s: float | None = 30.0, **kwargs: Any
@@ -1077,13 +1086,161 @@ class WakeTickets:
         self._held.clear()
 
 
-class _Work:
-    __slots__ = ("abandoned", "args", "fn", "future")
+class Inbox:
+    """
+    Results that other threads hand to the event loop, delivered in one loop callback per burst.
 
-    def __init__(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
+    Each result resolves an asyncio future of the loop. The first :meth:`put` after a delivery
+    wakes the loop (``call_soon_threadsafe``: one write to its self-pipe); the results put before
+    that delivery runs go with it. Steps that finish together (a claimed batch) wake the loop once
+    instead of once each, and no concurrent.futures.Future is built per step or database call.
+    """
+
+    __slots__ = ("_items", "_loop", "_scheduled")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._items: deque[tuple[asyncio.Future[Any], BaseException | None, Any]] = deque()
+        self._scheduled = False
+
+    def put(self, fut: asyncio.Future[Any], exc: BaseException | None, value: Any) -> None:
+        """Resolve `fut` on the loop with `exc` (raised) or else `value`. Any thread."""
+        self._items.append((fut, exc, value))
+        if not self._scheduled:
+            # set before the callback runs, cleared by it before it empties the queue: a put that
+            # sees it set is appended before the delivery looks, a put that sees it clear wakes
+            # the loop again (at worst a delivery finds nothing)
+            self._scheduled = True
+            with contextlib.suppress(RuntimeError):  # the loop closed: nobody waits any more
+                self._loop.call_soon_threadsafe(self._deliver)
+
+    def _deliver(self) -> None:
+        self._scheduled = False
+        items = self._items
+        while items:
+            fut, exc, value = items.popleft()
+            if fut.done():  # cancelled meanwhile (deadline, lost lease, shutdown)
+                continue
+            if exc is None:
+                fut.set_result(value)
+                continue
+            if isinstance(exc, StopIteration):
+                # a future refuses StopIteration (TypeError): the step would wait forever, and the
+                # results after it in this delivery with it
+                wrapped = RuntimeError(f"{type(exc).__name__} raised: {exc}")
+                wrapped.__cause__ = exc
+                exc = wrapped
+            fut.set_exception(exc)
+
+
+class Wake:
+    """
+    The claim loop's wake-up flag (event loop thread only): like an asyncio.Event, but a wait with
+    a timeout costs one future and one timer instead of asyncio.wait_for's task, futures and
+    callbacks (the loop waits once per finished step while it coalesces a claim).
+    """
+
+    __slots__ = ("_loop", "_set", "_waiter")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._set = False
+        self._waiter: asyncio.Future[None] | None = None
+
+    def set(self) -> None:
+        self._set = True
+        w = self._waiter
+        if w is not None and not w.done():
+            w.set_result(None)
+
+    def clear(self) -> None:
+        self._set = False
+
+    def is_set(self) -> bool:
+        return self._set
+
+    async def wait(self, timeout: float) -> bool:
+        """Until set, at most `timeout` seconds: whether it is set."""
+        if self._set:
+            return True
+        w = self._waiter = self._loop.create_future()
+        timer = self._loop.call_later(timeout, _wake_waiter, w)
+        try:
+            await w
+        finally:
+            self._waiter = None
+            timer.cancel()
+        return self._set
+
+
+def _wake_waiter(w: asyncio.Future[None]) -> None:
+    if not w.done():
+        w.set_result(None)
+
+
+class DbThreads:
+    """
+    The threads the event loop's database calls run on: `size` daemon threads taking calls from
+    one queue, each result handed back through the :class:`Inbox`.
+    """
+
+    def __init__(self, size: int, name: str, inbox: Inbox | None = None) -> None:
+        self._queue: queue.SimpleQueue[tuple[Any, ...] | None] = queue.SimpleQueue()
+        self._size = size
+        self._name = name
+        self._started = False
+        self.inbox = inbox
+
+    def submit(
+        self, fut: asyncio.Future[Any], fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> None:
+        """Run ``fn(*args, **kwargs)`` on a thread and resolve `fut` with its result or exception."""
+        if not self._started:
+            self._started = True
+            for i in range(self._size):
+                threading.Thread(target=self._serve, name=f"{self._name}-{i + 1}", daemon=True).start()
+        self._queue.put((fut, fn, args, kwargs))
+
+    def _serve(self) -> None:
+        inbox = self.inbox
+        assert inbox is not None
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            fut, fn, args, kwargs = item
+            if fut.cancelled():  # its caller stopped waiting before it started
+                continue
+            try:
+                value = fn(*args, **kwargs)
+            except BaseException as e:
+                inbox.put(fut, e, None)
+            else:
+                inbox.put(fut, None, value)
+            del item, fut, args, kwargs  # no reference to the last call's values while idle
+
+    def shutdown(self) -> None:
+        """Let the threads end once the calls queued before are done."""
+        if self._started:
+            for _ in range(self._size):
+                self._queue.put(None)
+
+
+class _Work:
+    """One sync recipe run on a :class:`StepThreads` thread."""
+
+    __slots__ = ("abandoned", "args", "finished", "fn", "fut", "inbox", "skip", "started")
+
+    def __init__(
+        self, fn: Callable[..., Any], args: tuple[Any, ...], fut: asyncio.Future[Any], inbox: Inbox
+    ) -> None:
         self.fn = fn
         self.args = args
-        self.future: Future[Any] = Future()
+        self.fut = fut
+        self.inbox = inbox
+        self.started = False  # a thread took it
+        self.finished = False  # fn returned or raised
+        self.skip = False  # given up before a thread took it: never run
         self.abandoned = False
 
 
@@ -1094,7 +1251,7 @@ class StepThreads:
     A thread whose recipe overran is *abandoned* (:meth:`abandon`): the worker stops waiting for
     it and a new thread takes its place, so the pool keeps `size` threads available; the abandoned
     one ends when its recipe finally returns (if ever). Daemon threads, so a recipe that never
-    returns cannot keep the process from exiting.
+    returns cannot keep the process from exiting. A result goes back through an :class:`Inbox`.
     """
 
     def __init__(self, size: int, name: str) -> None:
@@ -1113,23 +1270,32 @@ class StepThreads:
         self._live += 1
         threading.Thread(target=self._serve, name=f"{self._name}-{self._started}", daemon=True).start()
 
-    def submit(self, fn: Callable[..., Any], *args: Any) -> Future[Any]:
-        """Run ``fn(*args)`` on a pool thread; its future carries the result or the exception."""
-        work = _Work(fn, args)
-        work.future.pgflight_work = work  # type: ignore[attr-defined]
+    def submit(
+        self, fn: Callable[..., Any], args: tuple[Any, ...], fut: asyncio.Future[Any], inbox: Inbox
+    ) -> _Work:
+        """Run ``fn(*args)`` on a pool thread; `fut` gets its result or exception through `inbox`."""
+        work = _Work(fn, args, fut, inbox)
         self._queue.put(work)
-        return work.future
+        return work
 
-    def abandon(self, future: Future[Any]) -> int | None:
-        """
-        Stop counting on the thread running `future` and start another in its place.
-
-        :return: abandoned threads still running, this one included; None when `future` is done
-            or was abandoned already (nothing changed).
-        """
-        work: _Work = future.pgflight_work  # type: ignore[attr-defined]
+    def give_up(self, work: _Work) -> None:
+        """The worker no longer waits for `work`: if no thread took it yet, none will."""
         with self._lock:
-            if work.abandoned or future.done():
+            if not work.started:
+                work.skip = True
+
+    def abandon(self, work: _Work) -> int | None:
+        """
+        Stop counting on the thread running `work` and start another in its place.
+
+        :return: abandoned threads still running, this one included; None when `work` is done,
+            was abandoned already or never started (nothing changed; one not started never will).
+        """
+        with self._lock:
+            if not work.started:
+                work.skip = True
+                return None
+            if work.abandoned or work.finished:
                 return None
             work.abandoned = True
             self.abandoned_total += 1
@@ -1138,23 +1304,31 @@ class StepThreads:
             return self.abandoned_alive
 
     def _serve(self) -> None:
+        lock = self._lock
         while True:
             work = self._queue.get()
             if work is None:
                 return
-            if not work.future.set_running_or_notify_cancel():
-                continue
+            with lock:
+                if work.skip:
+                    continue
+                work.started = True
+            exc: BaseException | None = None
+            value: Any = None
             try:
-                result = work.fn(*work.args)
-            except BaseException as e:  # Parked is a BaseException: it travels through the future too
-                work.future.set_exception(e)
-            else:
-                work.future.set_result(result)
-            with self._lock:
-                if work.abandoned:  # a replacement took this thread's place
+                value = work.fn(*work.args)
+            except BaseException as e:  # Parked is a BaseException: it travels to the loop too
+                exc = e
+            with lock:
+                work.finished = True
+                abandoned = work.abandoned
+                if abandoned:  # a replacement took this thread's place
                     self.abandoned_alive -= 1
                     self._live -= 1
-                    return
+            work.inbox.put(work.fut, exc, value)
+            if abandoned:
+                return
+            del work, exc, value  # no reference to the last step's values while idle
 
     def shutdown(self) -> None:
         """Let the idle threads end (abandoned ones end when their recipe returns, or with the process)."""
@@ -1162,6 +1336,15 @@ class StepThreads:
             n = self._live
         for _ in range(n):
             self._queue.put(None)
+
+
+class _Expired(Exception):
+    """A sync recipe's deadline passed while the worker waited for it (set on its future by a timer)."""
+
+
+def _expire(fut: asyncio.Future[Any]) -> None:
+    if not fut.done():
+        fut.set_exception(_Expired())
 
 
 def _overran(claim: models.ClaimedStep) -> DeadlineExceeded:
