@@ -223,24 +223,21 @@ def test_a_rolled_back_claim_does_not_count_as_a_reclaim(eng: Conn) -> None:
     submit_many(eng, 3, "a")
     first = claim(eng, w, 1, 0.5)[0]
     set_clock(eng, 2)
-    with pytest.raises(psycopg.errors.Error):
-        with eng.transaction():
-            claim(eng, w, 1, 30)  # reclaims first, then rolled back with the reclaim
-            assert _status(eng, first.attempt_id) == "lease_expired"
-            eng.execute("select 1 / 0")
+    with pytest.raises(psycopg.errors.Error), eng.transaction():
+        claim(eng, w, 1, 30)  # reclaims first, then rolled back with the reclaim
+        assert _status(eng, first.attempt_id) == "lease_expired"
+        eng.execute("select 1 / 0")
     assert _status(eng, first.attempt_id) == "claimed"
-    with eng.transaction():
-        with pytest.raises(psycopg.errors.Error):
-            with eng.transaction():  # a savepoint
-                claim(eng, w, 1, 30)
-                eng.execute("select 1 / 0")
+    with eng.transaction(), pytest.raises(psycopg.errors.Error), eng.transaction():  # a savepoint
+        claim(eng, w, 1, 30)
+        eng.execute("select 1 / 0")
     set_clock(eng, 2.5)
     claim(eng, w, 1, 30)
     assert _status(eng, first.attempt_id) == "lease_expired"
 
 
 def test_fast_and_fair_claimers_racing_lease_every_row_once(eng: Conn, connect: Any) -> None:
-    """Claimers on the fast path (one lane) and on the fair path (two recipe lanes) at once, on real connections."""
+    """Claimers on the fast path (one lane) and on the fair path (two recipe lanes) at once."""
     submit_many(eng, 150, "a")
     submit_many(eng, 150, "b")
     submit_many(eng, 20, "a", priority=3)
@@ -265,11 +262,16 @@ def test_fast_and_fair_claimers_racing_lease_every_row_once(eng: Conn, connect: 
     everything = [a for r in results for a in r]
     assert len(everything) == len(set(everything)) == 320
     assert scalar(eng, "select count(*) from pgflight.step_attempts where status = 'queued'") == 0
-    assert scalar(eng, "select count(distinct fencing_token) from pgflight.step_attempts where status = 'claimed'") == 320
+    assert (
+        scalar(
+            eng, "select count(distinct fencing_token) from pgflight.step_attempts where status = 'claimed'"
+        )
+        == 320
+    )
 
 
 def test_the_throttle_holds_whatever_the_sessions_extra_float_digits(eng: Conn) -> None:
-    """The stored time is written exactly: a session's extra_float_digits (-10: '1.8935e+09') does not round it."""
+    """The stored time is exact: a session's extra_float_digits (-10: '1.8935e+09') does not round it."""
     w = register(eng)
     submit_many(eng, 3, "a")
     eng.execute("set extra_float_digits = -10")
