@@ -10,13 +10,39 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-from typing import Any
+from collections.abc import Coroutine
+from typing import Any, TypeVar
 
 import psycopg
 from psycopg.types.json import Jsonb
 
 from pgflight import db
 from pgflight.worker import Inbox, StepThreads, Wake
+
+T = TypeVar("T")
+
+
+def _run(coro: Coroutine[Any, Any, T]) -> T:
+    """
+    asyncio.run in a thread of its own: in a pytest process that already ran a browser test,
+    Playwright's sync API keeps an event loop running in the main thread, where asyncio.run refuses.
+    """
+    out: list[T] = []
+    errors: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            out.append(asyncio.run(coro))
+        except BaseException as e:  # re-raised in the test's thread
+            errors.append(e)
+
+    t = threading.Thread(target=target)
+    t.start()
+    t.join()
+    if errors:
+        raise errors[0]
+    return out[0]
+
 
 Conn = psycopg.Connection[Any]
 
@@ -49,7 +75,7 @@ def test_a_burst_of_results_from_threads_wakes_the_loop_once() -> None:
         got = await asyncio.gather(*futs, return_exceptions=True)
         return wakes, got
 
-    wakes, got = asyncio.run(main())
+    wakes, got = _run(main())
     assert wakes == 1
     assert got[0] == "a" and isinstance(got[1], ValueError) and got[3] is None
     assert isinstance(got[2], asyncio.CancelledError)
@@ -72,7 +98,7 @@ def test_a_stop_iteration_from_a_thread_fails_its_own_future_and_not_the_ones_af
         t.join()
         return await asyncio.wait_for(asyncio.gather(*futs, return_exceptions=True), 30)
 
-    got = asyncio.run(main())
+    got = _run(main())
     assert isinstance(got[0], RuntimeError) and isinstance(got[0].__cause__, StopIteration)
     assert got[1] == "next"
 
@@ -86,7 +112,7 @@ def test_the_claim_loops_wake_flag_returns_at_once_when_set_and_after_the_timeou
         already = await wake.wait(60)  # still set: no wait at all
         return timed_out, woken, already
 
-    assert asyncio.run(main()) == (False, True, True)
+    assert _run(main()) == (False, True, True)
 
 
 class _Recorder:
