@@ -3376,6 +3376,34 @@ ALTER FUNCTION pgflight._return_slots() OWNER TO pgflight_owner;
 
 COMMENT ON FUNCTION pgflight._return_slots() IS 'Internal trigger: a leased attempt counted against caps stopped being leased; return its slots.';
 
+-- Name: _row_triggers_off(); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._row_triggers_off() RETURNS text
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_before text := pg_catalog.current_setting('session_replication_role');
+  v_may boolean := false;
+begin
+  if v_before = 'replica' or pg_catalog.current_setting('server_version_num')::integer < 150000 then
+    return null;
+  end if;
+  execute 'select pg_catalog.has_parameter_privilege(''session_replication_role'', ''SET'')' into v_may;
+  if not v_may then
+    return null;
+  end if;
+  perform pg_catalog.set_config('session_replication_role', 'replica', true);
+  return v_before;
+end
+$$;
+
+ALTER FUNCTION pgflight._row_triggers_off() OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _row_triggers_off(); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._row_triggers_off() IS 'Internal: session_replication_role = replica for this transaction when the owner may set it; returns the value to restore, null when not switched.';
+
 -- Name: _set_paused(text, text, boolean, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
 CREATE FUNCTION pgflight._set_paused(p_kind text, p_name text, p_pause boolean, p_note text) RETURNS boolean
@@ -5767,8 +5795,7 @@ declare
   v_ids bigint[];
   v_steps bigint[];
   v_age double precision;
-  v_role text;
-  v_may boolean;            -- the owner may set session_replication_role (see below)
+  v_role text;              -- session_replication_role to restore (null: not switched)
 begin
   perform pgflight._require_lane('operator', null, 'purge_finished');  -- issue 13: acts on every workspace
   perform pgflight._check_limit(p_limit);  -- 22023 for a negative limit (issue 14)
@@ -5792,20 +5819,13 @@ begin
   if v_ids is null then
     return 0;
   end if;
-  -- (has_parameter_privilege is PostgreSQL 15's: called dynamically, so that 14 purges by cascade)
-  v_may := false;
-  if pg_catalog.current_setting('server_version_num')::integer >= 150000 then
-    execute 'select pg_catalog.has_parameter_privilege(''session_replication_role'', ''SET'')' into v_may;
-  end if;
-  if not v_may then
+  -- replica for the deletes below when the owner may (internals/_row_triggers); else the cascade
+  v_role := pgflight._row_triggers_off();
+  if v_role is null and pg_catalog.current_setting('session_replication_role') <> 'replica' then
     delete from pgflight.runs r where r.id = any (v_ids);
     return cardinality(v_ids);
   end if;
 
-  -- (set local: a raise below rolls it back with the transaction or the caller's savepoint; the
-  -- normal end restores the caller's value)
-  v_role := pg_catalog.current_setting('session_replication_role');
-  perform pg_catalog.set_config('session_replication_role', 'replica', true);
   with d as (
     delete from pgflight.steps s where s.run_id = any (v_ids) returning s.id
   )
@@ -5817,7 +5837,9 @@ begin
   delete from pgflight.budgets b where b.scope = 'run' and b.run_id = any (v_ids);     -- budgets_run_idx
   delete from pgflight.agent_runs a where a.step_id = any (v_steps) or a.run_id = any (v_ids);
   delete from pgflight.runs r where r.id = any (v_ids);
-  perform pg_catalog.set_config('session_replication_role', v_role, true);
+  if v_role is not null then
+    perform pg_catalog.set_config('session_replication_role', v_role, true);
+  end if;
   return cardinality(v_ids);
 end
 $$;
@@ -7463,8 +7485,7 @@ declare
   v_any_key boolean;          -- some element has an idempotency key
   v_n integer;
   v_k integer;
-  v_fk_off boolean;           -- the writes skip the per-row foreign key checks (see there)
-  v_srr text := pg_catalog.current_setting('session_replication_role');
+  v_srr text;                 -- session_replication_role to restore after the writes (null: not switched)
   v_common boolean;           -- v_any_key false and one options group
   -- per options group g, each option the writes read, read once (not once per row)
   v_sub text[] := '{}';
@@ -7676,16 +7697,7 @@ begin
   -- to runs, steps or step_attempts does not fire for the rows of such a call (docs/security.md;
   -- revoking the grant keeps every trigger). Changing it resets the session's cached plans, which
   -- a call this large does not notice.
-  -- (has_parameter_privilege is PostgreSQL 15's: called dynamically, so that on 14 the call keeps
-  -- its checks instead of failing to parse)
-  v_fk_off := false;
-  if v_n >= 500 and pg_catalog.current_setting('server_version_num')::integer >= 150000
-     and pg_catalog.current_setting('session_replication_role') <> 'replica' then
-    execute 'select pg_catalog.has_parameter_privilege(''session_replication_role'', ''SET'')' into v_fk_off;
-  end if;
-  if v_fk_off then
-    perform pg_catalog.set_config('session_replication_role', 'replica', true);
-  end if;
+  v_srr := case when v_n >= 500 then pgflight._row_triggers_off() end;
 
   if v_common then
     -- the common shape: nothing can conflict (no key), so the runs, their root steps and first
@@ -7774,7 +7786,7 @@ begin
            v_ckey[u.g], v_climit[u.g], nextval('pgflight.events_id_seq')
       from unnest(v_run_ids, v_step_ids, v_attempt_ids, v_recipe, v_g) as u(run_id, step_id, attempt_id, recipe, g);
   end if;
-  if v_fk_off then
+  if v_srr is not null then
     perform pg_catalog.set_config('session_replication_role', v_srr, true);
   end if;
   v_created := v_i;
@@ -10155,6 +10167,10 @@ REVOKE ALL ON FUNCTION pgflight._reserve(p_run pgflight.agent_runs, p_attempt_id
 -- Name: FUNCTION _return_slots(); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
 REVOKE ALL ON FUNCTION pgflight._return_slots() FROM PUBLIC;
+
+-- Name: FUNCTION _row_triggers_off(); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._row_triggers_off() FROM PUBLIC;
 
 -- Name: FUNCTION _set_paused(p_kind text, p_name text, p_pause boolean, p_note text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 

@@ -35,8 +35,7 @@ declare
   v_ids bigint[];
   v_steps bigint[];
   v_age double precision;
-  v_role text;
-  v_may boolean;            -- the owner may set session_replication_role (see below)
+  v_role text;              -- session_replication_role to restore (null: not switched)
 begin
   perform pgflight._require_lane('operator', null, 'purge_finished');  -- issue 13: acts on every workspace
   perform pgflight._check_limit(p_limit);  -- 22023 for a negative limit (issue 14)
@@ -60,20 +59,13 @@ begin
   if v_ids is null then
     return 0;
   end if;
-  -- (has_parameter_privilege is PostgreSQL 15's: called dynamically, so that 14 purges by cascade)
-  v_may := false;
-  if pg_catalog.current_setting('server_version_num')::integer >= 150000 then
-    execute 'select pg_catalog.has_parameter_privilege(''session_replication_role'', ''SET'')' into v_may;
-  end if;
-  if not v_may then
+  -- replica for the deletes below when the owner may (internals/_row_triggers); else the cascade
+  v_role := pgflight._row_triggers_off();
+  if v_role is null and pg_catalog.current_setting('session_replication_role') <> 'replica' then
     delete from pgflight.runs r where r.id = any (v_ids);
     return cardinality(v_ids);
   end if;
 
-  -- (set local: a raise below rolls it back with the transaction or the caller's savepoint; the
-  -- normal end restores the caller's value)
-  v_role := pg_catalog.current_setting('session_replication_role');
-  perform pg_catalog.set_config('session_replication_role', 'replica', true);
   with d as (
     delete from pgflight.steps s where s.run_id = any (v_ids) returning s.id
   )
@@ -85,7 +77,9 @@ begin
   delete from pgflight.budgets b where b.scope = 'run' and b.run_id = any (v_ids);     -- budgets_run_idx
   delete from pgflight.agent_runs a where a.step_id = any (v_steps) or a.run_id = any (v_ids);
   delete from pgflight.runs r where r.id = any (v_ids);
-  perform pg_catalog.set_config('session_replication_role', v_role, true);
+  if v_role is not null then
+    perform pg_catalog.set_config('session_replication_role', v_role, true);
+  end if;
   return cardinality(v_ids);
 end
 $$;

@@ -1,6 +1,6 @@
 -- Deploy pgflight:functions/submit_runs
 -- requires: tables/settings_submit_cap internals/_options internals/_trust internals/_flow_options
---           internals/_events tables/step_attempts_flow functions/submit_run roles/owner_sets_replication_role
+--           internals/_events tables/step_attempts_flow functions/submit_run roles/owner_sets_replication_role internals/_row_triggers
 begin;
 set local role pgflight_owner;
 
@@ -54,8 +54,7 @@ declare
   v_any_key boolean;          -- some element has an idempotency key
   v_n integer;
   v_k integer;
-  v_fk_off boolean;           -- the writes skip the per-row foreign key checks (see there)
-  v_srr text := pg_catalog.current_setting('session_replication_role');
+  v_srr text;                 -- session_replication_role to restore after the writes (null: not switched)
   v_common boolean;           -- v_any_key false and one options group
   -- per options group g, each option the writes read, read once (not once per row)
   v_sub text[] := '{}';
@@ -267,16 +266,7 @@ begin
   -- to runs, steps or step_attempts does not fire for the rows of such a call (docs/security.md;
   -- revoking the grant keeps every trigger). Changing it resets the session's cached plans, which
   -- a call this large does not notice.
-  -- (has_parameter_privilege is PostgreSQL 15's: called dynamically, so that on 14 the call keeps
-  -- its checks instead of failing to parse)
-  v_fk_off := false;
-  if v_n >= 500 and pg_catalog.current_setting('server_version_num')::integer >= 150000
-     and pg_catalog.current_setting('session_replication_role') <> 'replica' then
-    execute 'select pg_catalog.has_parameter_privilege(''session_replication_role'', ''SET'')' into v_fk_off;
-  end if;
-  if v_fk_off then
-    perform pg_catalog.set_config('session_replication_role', 'replica', true);
-  end if;
+  v_srr := case when v_n >= 500 then pgflight._row_triggers_off() end;
 
   if v_common then
     -- the common shape: nothing can conflict (no key), so the runs, their root steps and first
@@ -365,7 +355,7 @@ begin
            v_ckey[u.g], v_climit[u.g], nextval('pgflight.events_id_seq')
       from unnest(v_run_ids, v_step_ids, v_attempt_ids, v_recipe, v_g) as u(run_id, step_id, attempt_id, recipe, g);
   end if;
-  if v_fk_off then
+  if v_srr is not null then
     perform pg_catalog.set_config('session_replication_role', v_srr, true);
   end if;
   v_created := v_i;
