@@ -58,10 +58,10 @@ def _commits(dsn: str) -> int:
     params = conninfo_to_dict(dsn)
     with psycopg.connect(make_conninfo(dsn, dbname="postgres"), autocommit=True) as c:
         wait_for(
-            lambda: one(
-                c, "select count(*) = 0 from pg_stat_activity where datname = %s", params["dbname"]
-            )
-            or None,
+            lambda: (
+                one(c, "select count(*) = 0 from pg_stat_activity where datname = %s", params["dbname"])
+                or None
+            ),
             30,
             "the database's backends to exit",
         )
@@ -86,7 +86,7 @@ def test_a_burn_down_commits_about_once_per_batch(conn: Conn, dsn: str, running:
     w = running(Worker(dsn, _noop_registry(), concurrency=8, batch_size=8, poll_s=0.5))
     wait_for(lambda: w.steps_done >= n or None, 120, f"the {n} steps to finish")
     w.stop()
-    wait_for(lambda: w._loop is not None and w._loop.is_closed() or None, 30, "the worker to stop")
+    wait_for(lambda: (w._loop is not None and w._loop.is_closed()) or None, 30, "the worker to stop")
     per_job = (_commits(dsn) - before) / n
     with psycopg.connect(dsn, autocommit=True) as c:
         assert one(c, "select count(*) from pgflight.step_attempts where status = 'succeeded'") == n
@@ -131,8 +131,9 @@ def test_never_more_steps_at_once_than_concurrency(conn: Conn, dsn: str, running
     db.submit_many(conn, "slots", runs)
     w = running(Worker(dsn, reg, concurrency=5, batch_size=5, poll_s=0.5))
     wait_for(
-        lambda: one(conn, "select count(*) = 600 from pgflight.step_attempts where status = 'succeeded'")
-        or None,
+        lambda: (
+            one(conn, "select count(*) = 600 from pgflight.step_attempts where status = 'succeeded'") or None
+        ),
         120,
         "the 600 steps to succeed",
     )
@@ -168,10 +169,13 @@ def test_a_bad_result_in_a_combined_batch_fails_alone_and_the_rest_completes(
     db.submit_many(conn, "bad", first + behind, options={"max_attempts": 3})
     w = running(Worker(dsn, reg, concurrency=4, batch_size=4, poll_s=0.3, lease_s=30))
     wait_for(
-        lambda: one(
-            conn, "select count(*) = 12 from pgflight.step_status where status in ('succeeded', 'dead_letter')"
-        )
-        or None,
+        lambda: (
+            one(
+                conn,
+                "select count(*) = 12 from pgflight.step_status where status in ('succeeded', 'dead_letter')",
+            )
+            or None
+        ),
         60,
         "the 12 steps to end",
     )
@@ -186,3 +190,49 @@ def test_a_bad_result_in_a_combined_batch_fails_alone_and_the_rest_completes(
     assert error["type"] == "Fatal" and "the database refused the result" in error["message"]
     assert one(conn, "select count(*) from pgflight.run_events where reason = 'lease_expired'") == 0
     assert w.combined_claims > 0
+
+
+def test_a_step_without_max_runtime_s_arms_no_timer(conn: Conn, dsn: str, running: Any) -> None:
+    """Its deadline_at is the claim + the runtime_s limit (a year away): no timer per step for it
+    (the server's deadline sweep covers it). At @v0.7.0 each running step had one."""
+    gate = threading.Event()
+    began = threading.Semaphore(0)
+
+    def held_sync(ctx: StepContext) -> Any:
+        began.release()
+        gate.wait(30)
+        return None
+
+    async def held_async(ctx: StepContext) -> Any:
+        began.release()
+        await asyncio.get_running_loop().run_in_executor(None, gate.wait, 30)
+        return None
+
+    reg = Registry()
+    reg.add("held_sync", held_sync)
+    reg.add("held_async", held_async)
+    db.create_workspace(conn, "timers")
+    db.submit_many(conn, "timers", [{"recipe": "held_sync"}, {"recipe": "held_async"}])
+    w = running(Worker(dsn, reg, concurrency=2, poll_s=0.5))
+    try:
+        for _ in range(2):
+            assert began.acquire(timeout=30)
+
+        async def far_timers() -> list[float]:
+            loop = asyncio.get_running_loop()
+            scheduled: list[asyncio.TimerHandle] = loop._scheduled  # type: ignore[attr-defined]
+            return [h.when() - loop.time() for h in scheduled if not h.cancelled()]
+
+        assert w._loop is not None
+        left = asyncio.run_coroutine_threadsafe(far_timers(), w._loop).result(10)
+        assert one(conn, "select count(*) from pgflight.step_attempts where deadline_at is not null") == 2
+        assert [s for s in left if s > 86400] == [], left
+    finally:
+        gate.set()
+    wait_for(
+        lambda: (
+            one(conn, "select count(*) = 2 from pgflight.step_attempts where status = 'succeeded'") or None
+        ),
+        30,
+        "the two steps to succeed",
+    )

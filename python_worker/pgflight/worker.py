@@ -83,6 +83,15 @@ log = logging.getLogger("pgflight.worker")
 T = TypeVar("T")
 _Claimed = tuple[list[models.ClaimedStep], int]  # a claim's steps and how many it asked for
 
+FAR_DEADLINE_S = 7 * 86400.0
+"""
+A deadline_at further away than this (seconds) arms no timer in the worker. A step without
+``max_runtime_s`` gets claim time + the engine's ``runtime_s`` limit (365 days), so every step
+had one timer (a sync recipe) or an ``asyncio.timeout`` (an async one) that never fired (issue
+18). The server's deadline sweep still fails an attempt that runs past it (retryable, as the
+worker's own check would), and the next heartbeat reports it lost: the worker abandons it then.
+"""
+
 EXIT_RESTART = 75
 """Exit status of a worker process that restarts itself (EX_TEMPFAIL): too many abandoned threads."""
 
@@ -437,7 +446,8 @@ class Worker:
 
     def _start(self, claim: models.ClaimedStep) -> None:
         held = self.held.add(claim)
-        task = asyncio.create_task(self._run(held), name=_step_name(claim))
+        # no task name: formatting one per step cost more than the rest of _start (issue 18)
+        task = asyncio.create_task(self._run(held))
         self._tasks[claim.attempt_id] = task
 
     def _wake_soon(self) -> None:
@@ -463,17 +473,15 @@ class Worker:
         if recipe.is_async:
             loop.call_soon_threadsafe(task.cancel)
         else:
-            loop.call_soon_threadsafe(
-                loop.call_later, self.heartbeat_s, self._stop_waiting, held.claim.attempt_id
-            )
+            loop.call_soon_threadsafe(loop.call_later, self.heartbeat_s, self._stop_waiting, held.claim)
 
-    def _stop_waiting(self, attempt_id: int) -> None:
+    def _stop_waiting(self, claim: models.ClaimedStep) -> None:
         """A sync recipe still running a heartbeat interval after its lease was lost or its run cancelled."""
-        work, task = self._waiting.get(attempt_id), self._tasks.get(attempt_id)
+        work, task = self._waiting.get(claim.attempt_id), self._tasks.get(claim.attempt_id)
         if work is None or task is None or work.finished:
             return
         self._abandon_thread(
-            task.get_name(), work, "did not stop after its lease was lost or its run cancelled"
+            _step_name(claim), work, "did not stop after its lease was lost or its run cancelled"
         )
         task.cancel()  # _run sees the attempt lost / cancelled and writes nothing
 
@@ -498,10 +506,14 @@ class Worker:
             self.stop()
 
     def _time_left(self, claim: models.ClaimedStep) -> float | None:
-        """Seconds until the attempt's deadline_at (None: no max_runtime_s), by this host's clock."""
+        """
+        Seconds until the attempt's deadline_at, by this host's clock; None when it has none or it
+        is more than :data:`FAR_DEADLINE_S` away (no timer for it: see there).
+        """
         if claim.deadline_at is None:
             return None
-        return max(0.0, (claim.deadline_at - datetime.now(UTC)).total_seconds())
+        left = (claim.deadline_at - datetime.now(UTC)).total_seconds()
+        return None if left > FAR_DEADLINE_S else max(0.0, left)
 
     async def _execute(self, held: Held, recipe: Any, ctx: StepContext) -> Any:
         """
