@@ -226,6 +226,8 @@ class Worker:
         self.relays_sent = 0
         self.combined_claims = 0  # claims sent with a batch's completions (_finish)
         self._far_after = datetime.now(UTC)  # deadlines after this arm no timer (_time_left)
+        # check_json's name of each recipe's result, made once (not an f-string per step)
+        self._result_names = {n: f"the result of recipe {n!r}" for n in self.registry.names()}
 
     # --- public ------------------------------------------------------------------------------
 
@@ -598,7 +600,9 @@ class Worker:
                 )
                 result = await self._execute(held, recipe, ctx)
                 text = check_json(
-                    result, what=f"the result of recipe {claim.recipe!r}", max_bytes=self.max_result_bytes
+                    result,
+                    what=self._result_names.get(claim.recipe) or f"the result of recipe {claim.recipe!r}",
+                    max_bytes=self.max_result_bytes,
                 )
             except Parked:
                 log.debug("attempt %s parked", claim.attempt_id)
