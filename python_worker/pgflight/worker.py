@@ -66,7 +66,7 @@ import time
 import traceback
 from collections import deque
 from collections.abc import Callable, Iterable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
 from psycopg.types.json import Jsonb
@@ -81,6 +81,16 @@ from pgflight.settings import env_number
 
 log = logging.getLogger("pgflight.worker")
 T = TypeVar("T")
+_Claimed = tuple[list[models.ClaimedStep], int]  # a claim's steps and how many it asked for
+
+FAR_DEADLINE_S = 7 * 86400.0
+"""
+A deadline_at further away than this (seconds) arms no timer in the worker. A step without
+``max_runtime_s`` gets claim time + the engine's ``runtime_s`` limit (365 days), so every step
+had one timer (a sync recipe) or an ``asyncio.timeout`` (an async one) that never fired (issue
+18). The server's deadline sweep still fails an attempt that runs past it (retryable, as the
+worker's own check would), and the next heartbeat reports it lost: the worker abandons it then.
+"""
 
 EXIT_RESTART = 75
 """Exit status of a worker process that restarts itself (EX_TEMPFAIL): too many abandoned threads."""
@@ -214,6 +224,10 @@ class Worker:
         self._listener_refusals = 0
         self._catch_ups = 0
         self.relays_sent = 0
+        self.combined_claims = 0  # claims sent with a batch's completions (_finish)
+        self._far_after = datetime.now(UTC)  # deadlines after this arm no timer (_time_left)
+        # check_json's name of each recipe's result, made once (not an f-string per step)
+        self._result_names = {n: f"the result of recipe {n!r}" for n in self.registry.names()}
 
     # --- public ------------------------------------------------------------------------------
 
@@ -429,13 +443,16 @@ class Worker:
 
     def _start_reserved(self, claims: list[models.ClaimedStep]) -> None:
         """Start steps a claim reserved slots for (event loop thread), releasing the reservation."""
+        # a deadline after this is far (FAR_DEADLINE_S from now, give or take a claim's start-up)
+        self._far_after = datetime.now(UTC) + timedelta(seconds=FAR_DEADLINE_S)
         for c in claims:
             self._start(c)
         self._reserve(-len(claims))
 
     def _start(self, claim: models.ClaimedStep) -> None:
         held = self.held.add(claim)
-        task = asyncio.create_task(self._run(held), name=_step_name(claim))
+        # no task name: formatting one per step cost more than the rest of _start (issue 18)
+        task = asyncio.create_task(self._run(held))
         self._tasks[claim.attempt_id] = task
 
     def _wake_soon(self) -> None:
@@ -461,17 +478,15 @@ class Worker:
         if recipe.is_async:
             loop.call_soon_threadsafe(task.cancel)
         else:
-            loop.call_soon_threadsafe(
-                loop.call_later, self.heartbeat_s, self._stop_waiting, held.claim.attempt_id
-            )
+            loop.call_soon_threadsafe(loop.call_later, self.heartbeat_s, self._stop_waiting, held.claim)
 
-    def _stop_waiting(self, attempt_id: int) -> None:
+    def _stop_waiting(self, claim: models.ClaimedStep) -> None:
         """A sync recipe still running a heartbeat interval after its lease was lost or its run cancelled."""
-        work, task = self._waiting.get(attempt_id), self._tasks.get(attempt_id)
+        work, task = self._waiting.get(claim.attempt_id), self._tasks.get(claim.attempt_id)
         if work is None or task is None or work.finished:
             return
         self._abandon_thread(
-            task.get_name(), work, "did not stop after its lease was lost or its run cancelled"
+            _step_name(claim), work, "did not stop after its lease was lost or its run cancelled"
         )
         task.cancel()  # _run sees the attempt lost / cancelled and writes nothing
 
@@ -496,10 +511,15 @@ class Worker:
             self.stop()
 
     def _time_left(self, claim: models.ClaimedStep) -> float | None:
-        """Seconds until the attempt's deadline_at (None: no max_runtime_s), by this host's clock."""
-        if claim.deadline_at is None:
+        """
+        Seconds until the attempt's deadline_at, by this host's clock; None when it has none or it
+        is more than :data:`FAR_DEADLINE_S` away (no timer for it: see there).
+        """
+        deadline = claim.deadline_at
+        if deadline is None or deadline > self._far_after:  # (one comparison: most steps end here)
             return None
-        return max(0.0, (claim.deadline_at - datetime.now(UTC)).total_seconds())
+        left = (deadline - datetime.now(UTC)).total_seconds()
+        return None if left > FAR_DEADLINE_S else max(0.0, left)
 
     async def _execute(self, held: Held, recipe: Any, ctx: StepContext) -> Any:
         """
@@ -580,7 +600,9 @@ class Worker:
                 )
                 result = await self._execute(held, recipe, ctx)
                 text = check_json(
-                    result, what=f"the result of recipe {claim.recipe!r}", max_bytes=self.max_result_bytes
+                    result,
+                    what=self._result_names.get(claim.recipe) or f"the result of recipe {claim.recipe!r}",
+                    max_bytes=self.max_result_bytes,
                 )
             except Parked:
                 log.debug("attempt %s parked", claim.attempt_id)
@@ -613,7 +635,9 @@ class Worker:
             self.held.remove(claim.attempt_id)
             self._tasks.pop(claim.attempt_id, None)
             self.steps_done += 1
-            if self._backlog or self._stopping.is_set():
+            # a slot freed under a backlog claims at once (not when a claim sent with the
+            # completions took it already: a wake-up would find nothing free)
+            if (self._backlog and self._free() > 0) or self._stopping.is_set():
                 self._wake_soon()
 
     def _ctx_call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
@@ -639,42 +663,117 @@ class Worker:
             log.warning("completion of attempt %s refused (%s): abandoned", held.claim.attempt_id, outcome)
 
     async def _completer(self) -> None:
-        """Send pending completions, all that accumulated meanwhile in one complete_batch."""
-        assert self._flush is not None
+        """
+        Send pending completions, all that accumulated meanwhile in one complete_batch; while a
+        backlog lasts, with the claim of the slots they free in the same statement
+        (:meth:`_finish`).
+        """
+        assert self._flush is not None and self._loop is not None
         while True:
             await self._flush.wait()
             self._flush.clear()
             while self._pending:
                 batch, self._pending = self._pending[:500], self._pending[500:]
                 batch.sort(key=lambda p: p[0].claim.attempt_id)  # lock order shared with the heartbeat
-                try:
-                    rows = await self._db(
-                        self._control_pool,
-                        db.complete_batch,
+                fut: asyncio.Future[tuple[list[models.BatchOutcome], _Claimed | None]]
+                fut = self._loop.create_future()
+                self._db_threads.submit(
+                    fut,
+                    self._finish,
+                    (
                         [h.claim.attempt_id for h, _, _, _ in batch],
                         [h.claim.fencing_token for h, _, _, _ in batch],
                         # the JSON text check_json made, sent as it is (None stays SQL NULL)
                         [None if r is None else Jsonb(t, dumps=str) for _, r, t, _ in batch],
-                        retry_for_s=self.lease_s,
-                    )
+                    ),
+                    {},
+                )
+                try:
+                    rows, claimed = await fut
                 except Exception as e:
                     if is_transient(e) or len(batch) == 1:
-                        for _, _, _, fut in batch:
-                            if not fut.done():
-                                fut.set_exception(e)
+                        for _, _, _, f in batch:
+                            if not f.done():
+                                f.set_exception(e)
                         continue
                     log.warning(
                         "complete_batch of %d attempts refused (%s): completing them one by one",
                         len(batch),
                         _first_line(e),
                     )
-                    for h, r, _, fut in batch:
-                        await self._complete_alone(h, r, fut)
+                    for h, r, _, f in batch:
+                        await self._complete_alone(h, r, f)
                     continue
                 outcome = {r.attempt_id: r.outcome for r in rows}
-                for h, _, _, fut in batch:
-                    if not fut.done():
-                        fut.set_result(outcome.get(h.claim.attempt_id, "lease_lost"))
+                for h, _, _, f in batch:
+                    if not f.done():
+                        f.set_result(outcome.get(h.claim.attempt_id, "lease_lost"))
+                if claimed is not None:
+                    # after the results: the finished steps' tasks end before the new ones start
+                    claims, want = claimed
+                    self._start_reserved(claims)
+                    self.combined_claims += 1
+                    log.debug("claimed %d of %d (with %d completions)", len(claims), want, len(batch))
+                    self._backlog = len(claims) == want
+
+    def _finish(
+        self, attempt_ids: list[int], tokens: list[int], results: list[Any]
+    ) -> tuple[list[models.BatchOutcome], _Claimed | None]:
+        """
+        Complete a batch (db thread): while a backlog lasts, with the claim of the slots it frees
+        in one statement (:func:`db.complete_and_claim`: one round trip and one commit instead of
+        two each); else, or when that statement fails, complete_batch alone, retried as before.
+
+        :return: (the outcomes, (the claimed steps, how many were asked) or None: no claim).
+        :raises Exception: complete_batch's refusal (a result the server refuses): the caller
+            completes the batch one by one.
+        """
+        if self._backlog and not self._stopping.is_set():
+            try:
+                return call(self._control_pool, self._complete_claiming, attempt_ids, tokens, results)
+            except errors.UnknownWorker:
+                self._wake_soon()  # nothing kept: the claim loop registers again; complete alone
+            except Exception as e:
+                if not is_transient(e):
+                    raise  # the batch was refused, the claim with it: one by one
+                # lost connection: the claim is not retried (its steps, if it committed, are
+                # reclaimed when their leases lapse, as a claim loop's claim); the completions are
+                # sent again below, retried as complete_batch always was
+        rows = self._call_sync(
+            self._control_pool, db.complete_batch, attempt_ids, tokens, results, retry_for_s=self.lease_s
+        )
+        return rows, None
+
+    def _complete_claiming(
+        self, conn: db.Connection, attempt_ids: list[int], tokens: list[int], results: list[Any]
+    ) -> tuple[list[models.BatchOutcome], _Claimed | None]:
+        """
+        One attempt of :meth:`_finish`'s combined statement, under the claim mutex (count the slots,
+        claim, reserve them, as :meth:`_claim`); complete_batch alone when another claim holds the
+        mutex (a completion never waits behind a claim, C38) or the worker is stopping.
+        """
+        assert self.worker_id is not None
+        if not self._claim_mutex.acquire(blocking=False):
+            return db.complete_batch(conn, attempt_ids, tokens, results), None
+        try:
+            # the batch's steps have returned: their slots are free once this statement commits
+            want = min(self._free() + len(attempt_ids), self.batch_size)
+            if want <= 0 or self._stopping.is_set():
+                return db.complete_batch(conn, attempt_ids, tokens, results), None
+            rows, claims = db.complete_and_claim(
+                conn,
+                self.worker_id,
+                attempt_ids,
+                tokens,
+                results,
+                batch_size=want,
+                lease_s=self.lease_s,
+                recipes=self.registry.names(),
+            )
+            self._reserve(len(claims))  # until the loop starts them (as a loop claim's)
+            return rows, (claims, want)
+        finally:
+            self._claim_mutex.release()
 
     async def _complete_alone(self, held: Held, result: Any, fut: asyncio.Future[str]) -> None:
         """Complete one attempt of a refused batch; a result the server refuses fails its step alone."""

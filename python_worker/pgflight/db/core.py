@@ -34,6 +34,7 @@ __all__ = [
     "cancel_step",
     "children_results",
     "claim_batch",
+    "complete_and_claim",
     "complete_batch",
     "complete_step",
     "create_workspace",
@@ -526,6 +527,72 @@ def complete_batch(
         [_bigint_array(attempt_ids), _bigint_array(tokens), _jsonb_array(results)],
         models.BatchOutcome,
     )
+
+
+COMPLETE_AND_CLAIM = """
+with claimed as materialized (
+  select * from pgflight.claim_batch(%s, %s, %s, %s::text[], %s::jsonb)
+), done as materialized (
+  -- the claim runs first (complete_batch's first argument waits for it): the worker row, then
+  -- attempt rows, the order in which the worker's heartbeat locks them
+  select pg_catalog.array_agg(d.attempt_id) as ids, pg_catalog.array_agg(d.outcome) as outcomes
+    from pgflight.complete_batch(case when (select count(*) from claimed) >= 0 then %s::bigint[] end,
+                                 %s::bigint[], %s::jsonb[]) d
+)
+select done.ids, done.outcomes, {claimed} from done left join claimed on true
+""".format(claimed=", ".join(f"claimed.{c}" for c in models.ClaimedStep.model_fields))
+# the claim's columns named in the text (not read from cursor.description: psycopg built a Column
+# object per column and call, a tenth of the call's Python)
+_CLAIMED_COLUMNS = tuple(models.ClaimedStep.model_fields)
+
+
+def complete_and_claim(
+    conn: Connection,
+    worker_id: int,
+    attempt_ids: Sequence[int],
+    tokens: Sequence[int],
+    results: Sequence[Any],
+    *,
+    batch_size: int,
+    lease_s: float,
+    recipes: Sequence[str] | None = None,
+) -> tuple[list[models.BatchOutcome], list[models.ClaimedStep]]:
+    """
+    claim_batch (started on claim) and complete_batch in one statement: one round trip and one
+    commit for a batch's completions and the claim of the slots they free (issue 18). Atomic: when
+    either function raises, nothing of the other is kept either.
+
+    :param attempt_ids: the attempts to complete, ascending (complete_batch's lock order).
+    :param results: as for :func:`complete_batch`.
+    :param batch_size: most steps to claim; `lease_s` and `recipes` as for :func:`claim_batch`.
+    :return: (complete_batch's outcomes, claim_batch's steps).
+    :raises UnknownWorker: unknown or stopped worker (ZF010): nothing completed either.
+    :raises psycopg.Error: a result the server refuses (the whole batch is refused, as by
+        complete_batch).
+    """
+    with translated(), conn.cursor() as cur:
+        cur.execute(
+            COMPLETE_AND_CLAIM,
+            [
+                worker_id,
+                batch_size,
+                lease_s,
+                _text_array(recipes) if recipes is not None else None,
+                _START,
+                _bigint_array(attempt_ids),
+                _bigint_array(tokens),
+                _jsonb_array(results),
+            ],
+        )
+        rows = cur.fetchall()
+    ids, outcomes = rows[0][0] or [], rows[0][1] or []
+    done = [models.BatchOutcome(attempt_id=i, outcome=o) for i, o in zip(ids, outcomes, strict=True)]
+    claims = [
+        models.ClaimedStep.model_validate(dict(zip(_CLAIMED_COLUMNS, r[2:], strict=True)))
+        for r in rows
+        if r[2] is not None
+    ]
+    return done, claims
 
 
 def record_stale_write(conn: Connection, attempt_id: int, token: int, operation: str) -> bool:
