@@ -4402,7 +4402,6 @@ CREATE FUNCTION pgflight.claim_batch(p_worker_id bigint, p_batch_size integer, p
     SET enable_sort TO 'off'
     SET enable_seqscan TO 'off'
     SET jit TO 'off'
-    SET plan_cache_mode TO 'auto'
     AS $_$
 declare
   v_now timestamptz := pgflight._now();
@@ -4557,39 +4556,9 @@ begin
       if v_ids = '{}' then
         return;  -- every candidate is held by another claimer
       elsif not v_keyed then
-        -- leased at the clock's reading now, after the locks (as _claim_set does); no caps: slots 0.
-        -- The lease of _lease_attempts, inline (issue 18: the call, its tuplestore and the
-        -- statement around it were 0.01-0.02 ms of server CPU per claimed step); the two are kept
-        -- alike by test_claim_fast_path's parity test.
-        -- Its generic plan from the first call on, as _lease_attempts' (a custom plan was made
-        -- again on every call: 0.09 ms of planning per claimed step); the SET clause of this
-        -- function names plan_cache_mode, so this ends with the call.
-        perform pg_catalog.set_config('plan_cache_mode', 'force_generic_plan', true);
-        v_now := pgflight._now();
+        -- leased at the clock's reading now, after the locks (as _claim_set does); no caps: slots 0
         return query
-        with claimed as (
-          update pgflight.step_attempts a
-             set status = case when v_start then 'running' else 'claimed' end, worker_id = p_worker_id,
-                 fencing_token = nextval('pgflight.fencing_tokens'),
-                 claimed_at = v_now, slots = 0,
-                 started_at = case when v_start then v_now end,
-                 lease_s = least(coalesce(s.lease_s, p_lease_s), pgflight._limit('lease_s')),
-                 lease_expires_at = v_now + make_interval(secs => least(coalesce(s.lease_s, p_lease_s),
-                                                                        pgflight._limit('lease_s'))),
-                 deadline_at = v_now + make_interval(secs => least(s.max_runtime_s, pgflight._limit('runtime_s'))),
-                 claim_event_id = case when v_start then nextval('pgflight.events_id_seq') end
-            from pgflight.steps s
-           where a.id = any (v_ids) and s.id = a.step_id
-          returning a.id, a.fencing_token, a.step_id, a.run_id, s.parent_id, s.step_key, a.attempt_no,
-                    a.recipe, s.input, a.lease_expires_at, a.deadline_at, a.status
-        ), logged as (
-          insert into pgflight.events (at, run_id, step_id, attempt_id, from_status, to_status, worker_id, reason)
-          select v_now, c.run_id, c.step_id, c.id, 'queued', c.status, p_worker_id, 'claimed' from claimed c
-           where not v_start
-        )
-        select c.id, c.fencing_token, c.step_id, c.run_id, c.parent_id, c.step_key, c.attempt_no, c.recipe,
-               c.input, c.lease_expires_at, c.deadline_at
-          from claimed c;
+          select * from pgflight._lease_attempts(p_worker_id, v_ids, p_lease_s, v_start, pgflight._now(), 0::smallint);
         return;
       end if;
     end if;

@@ -337,9 +337,9 @@ def _lease_of(conn: Conn, attempt_id: int) -> dict[str, Any]:
 @pytest.mark.parametrize("start", [False, True], ids=["claimed", "started"])
 def test_the_fast_paths_lease_is_the_fair_claims_lease(eng: Conn, start: bool) -> None:
     """
-    Parity (issue 18: claim_batch's fast path writes the lease inline, the fair claim through
-    _lease_attempts): the same step leased on either path gets the same lease, deadline, slots,
-    status and events, with the step's own lease_s, clamped to the limit, or the call's.
+    Parity of the two paths' leases: the same step leased on the fast path or through the fair
+    claim gets the same lease, deadline, slots, status and events, with the step's own lease_s,
+    clamped to the limit, or the call's.
     """
     w = register(eng)
     options: list[dict[str, Any]] = [{"lease_s": 5, "max_runtime_s": 7}, {}]
