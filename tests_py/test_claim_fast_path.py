@@ -31,6 +31,7 @@ from core_helpers import (
     run_parallel,
     scalar,
     set_clock,
+    sqlstate,
     submit,
     submit_many,
 )
@@ -282,3 +283,89 @@ def test_the_throttle_holds_whatever_the_sessions_extra_float_digits(eng: Conn) 
     set_clock(eng, 1.2)
     claim(eng, w, 1, 30)
     assert _status(eng, first.attempt_id) == "lease_expired"
+
+
+def test_a_claim_renews_the_workers_last_sighting_at_most_once_a_second(eng: Conn) -> None:
+    """
+    Issue 18: a claim wrote the worker's row every time. It renews last_seen_at only when the last
+    sighting is a second old or more (or ahead of the clock: a clock moved back); worker_list and
+    metrics_snapshot count a worker alive for 60 s after it.
+    """
+    set_clock(eng, 0)
+    w = register(eng)
+    submit_many(eng, 6, "a")
+
+    def seen() -> tuple[Any, str]:
+        r = rows(eng, "select last_seen_at, xmin::text as x from pgflight.workers where id = %s", [w])[0]
+        return r["last_seen_at"], r["x"]
+
+    _, x0 = seen()
+    set_clock(eng, 0.5)
+    assert len(claim(eng, w, 1, 30)) == 1
+    assert seen() == (at(0), x0)  # within the second: the row is not written
+    set_clock(eng, 1.0)
+    claim(eng, w, 1, 30)
+    renewed, x1 = seen()
+    assert renewed == at(1.0) and x1 != x0
+    set_clock(eng, 1.9)
+    claim(eng, w, 1, 30)
+    assert seen() == (at(1.0), x1)
+    set_clock(eng, 0.2)  # the clock moved back
+    claim(eng, w, 1, 30)
+    assert seen()[0] == at(0.2)
+    set_clock(eng, 50)  # 49.8 s without a renewal: still alive
+    assert scalar(eng, "select alive from pgflight.worker_list() where worker_id = %s", [w]) is True
+    eng.execute("select pgflight.deregister_worker(%s)", [w])
+    assert sqlstate(lambda: claim(eng, w, 1, 30)) == "ZF010"
+
+
+def _lease_of(conn: Conn, attempt_id: int) -> dict[str, Any]:
+    """What a lease wrote on the attempt, as durations from its claim, and its events rows."""
+    return rows(
+        conn,
+        "select a.status, a.slots, a.lease_s, a.lease_expires_at - a.claimed_at as lease,"
+        " a.deadline_at - a.claimed_at as deadline, a.started_at = a.claimed_at as started,"
+        " a.claim_event_id is not null as claim_event, a.fencing_token is not null as token,"
+        " (select count(*) from pgflight.events e where e.attempt_id = a.id and e.reason = 'claimed') as events,"
+        " (select array_agg(v.to_status order by v.at) from pgflight.run_events v"
+        "   where v.attempt_id = a.id) as run_events"
+        " from pgflight.step_attempts a where a.id = %s",
+        [attempt_id],
+    )[0]
+
+
+@pytest.mark.parametrize("start", [False, True], ids=["claimed", "started"])
+def test_the_fast_paths_lease_is_the_fair_claims_lease(eng: Conn, start: bool) -> None:
+    """
+    Parity of the two paths' leases: the same step leased on the fast path or through the fair
+    claim gets the same lease, deadline, slots, status and events, with the step's own lease_s,
+    clamped to the limit, or the call's.
+    """
+    w = register(eng)
+    options: list[dict[str, Any]] = [{"lease_s": 5, "max_runtime_s": 7}, {}]
+    got: dict[bool, list[dict[str, Any]]] = {}
+    for fair in (False, True):
+        for o in options:
+            submit(eng, "p", **o)
+        # a step stored before the options were checked: its lease is clamped to 7 days
+        eng.execute("update pgflight.steps set lease_s = 1e13 where id = (select max(id) from pgflight.steps)")
+        if fair:
+            submit(eng, "q")  # a second lane: the fair claim
+        eng.execute("set track_functions = 'pl'")
+        with eng.transaction():
+            claims = rows(
+                eng,
+                "select * from pgflight.claim_batch(%s, 10, 30, array['p', 'q'], %s)",
+                [w, Jsonb({"start": start})],
+            )
+            via_fair = scalar(
+                eng,
+                "select coalesce(sum(calls), 0) from pg_stat_xact_user_functions"
+                " where schemaname = 'pgflight' and funcname = '_claim_fair'",
+            )
+        assert (int(via_fair) > 0) is fair
+        claims = [c for c in claims if c["recipe"] == "p"]
+        assert len(claims) == 2
+        got[fair] = [_lease_of(eng, c["attempt_id"]) for c in sorted(claims, key=lambda c: c["attempt_id"])]
+    assert got[False] == got[True]
+    assert [g["lease_s"] for g in got[False]] == [5, 604800]

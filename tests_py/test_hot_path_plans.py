@@ -20,7 +20,7 @@ import re
 
 import psycopg
 
-from core_helpers import WORKSPACE, Conn, claim, complete_batch, fail, heartbeat, register, submit_many
+from core_helpers import WORKSPACE, Conn, claim, complete_batch, fail, heartbeat, register, start_step, submit_many
 
 HOT_TABLES = ("runs", "steps", "step_attempts")
 
@@ -189,3 +189,51 @@ def test_agent_iteration_reads_by_index_after_the_tables_grew(eng: Conn, dsn: st
         for m in re.finditer(rf"Seq Scan on {AGENT_TABLES}\b", p):
             seq.append(f"{m.group(1)}: {p.split('Query Text:', 1)[-1].strip().splitlines()[0][:120]}")
     assert seq == []
+
+
+def test_start_step_reads_by_index_after_the_tables_grew(eng: Conn, dsn: str) -> None:
+    """start_step's plans, made while step_attempts and workers were small, do not read them whole later."""
+    for table in (*HOT_TABLES, "workers"):
+        eng.execute(f"alter table pgflight.{table} set (autovacuum_enabled = off)")
+    w = register(eng)
+    submit_many(eng, 30, "hot")
+    eng.execute("analyze pgflight.runs, pgflight.steps, pgflight.step_attempts, pgflight.workers")
+    # the session's plans, made on 30 rows (six starts: past the plan cache's five custom plans)
+    for c in claim(eng, w, 6, 60, ["hot"]):
+        start_step(eng, c)
+    # then thousands of attempts are leased (another worker's), as in a burst
+    with psycopg.connect(dsn, autocommit=True) as other:
+        submit_many(other, 5000, "hot")
+        other.execute("select pgflight.register_worker(%s, '{}') from generate_series(1, 500) g", ["other"])
+        assert len(claim(other, register(other, "other"), 3000, 600, ["hot"])) == 3000
+    got = claim(eng, w, 5, 60, ["hot"])
+    plans = _plans(eng, lambda: [start_step(eng, c) for c in got])
+    mine = [p for p in plans if "set status = 'running'" in p or "'running')" in p]
+    assert len(mine) == 5, "auto_explain showed no start_step plan"
+    for p in mine:
+        # the attempt by its primary key: not a walk of a partial index of every leased attempt
+        reads = re.findall(r"Scan(?: Backward)? (?:using (\w+) )?on step_attempts\b", p)
+        assert reads == ["step_attempts_pkey"], p
+    assert [p for p in plans if re.search(r"Seq Scan on (step_attempts|workers)\b", p)] == []
+
+
+def test_a_claim_naming_recipes_probes_each_recipe_ready_index(eng: Conn, dsn: str) -> None:
+    """
+    The lane probe of claim_batch's fast path, for recipes named with nothing queued behind one
+    recipe that fills the queue: each is read from the recipe's ready index (one probe), never by
+    walking the workspace's ready index past the other recipe's rows, whatever the statistics.
+    """
+    for table in HOT_TABLES:
+        eng.execute(f"alter table pgflight.{table} set (autovacuum_enabled = off)")
+    w = register(eng)
+    submit_many(eng, 30, "hot")
+    eng.execute("analyze pgflight.runs, pgflight.steps, pgflight.step_attempts")
+    recipes = ["hot", "cold1", "cold2", "cold3"]
+    for _ in range(6):  # past the plan cache's five custom plans
+        claim(eng, w, 1, 60, recipes)
+    with psycopg.connect(dsn, autocommit=True) as other:
+        submit_many(other, 3000, "hot")
+    plans = _plans(eng, lambda: claim(eng, w, 1, 60, recipes))
+    walked = [p for p in plans if re.search(r"Index (Only )?Scan using step_attempts_ws_ready_idx[^\n]*\n\s*Filter: \(recipe", p)]
+    assert walked == []
+    assert _seq_scans(plans) == []

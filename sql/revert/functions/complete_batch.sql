@@ -1,4 +1,4 @@
--- Revert pgflight:functions/complete_batch: restores the previous definition, deploy/functions/complete_batch@v0.3.0.sql (written by scripts/gen_sql_scripts.py)
+-- Revert pgflight:functions/complete_batch: restores the previous definition, deploy/functions/complete_batch@v0.7.0.sql (written by scripts/gen_sql_scripts.py)
 begin;
 set local role pgflight_owner;
 
@@ -6,15 +6,16 @@ set local role pgflight_owner;
 -- Never raises for a stale attempt: it reports outcome lease_lost or cancelled for that row,
 -- records a stale_result_rejected event, and completes the others.
 -- A result that cannot be stored poisons only its own row (issue 14 case 2): a result over
--- settings.max_input_bytes (the cap of inputs and results), or — with the text[] overload, which
--- a worker in any language can use to send results as JSON text — a text PostgreSQL refuses as
--- jsonb (a bare NaN or Infinity, \u0000, malformed JSON). That attempt fails at once, not
--- retryable (dead letter, reason result_refused, its error the real one with SQLSTATE), outcome
--- 'failed'; the others complete. The check is set-based; the text[] overload casts the whole
--- array in one statement and parses element by element only when that cast fails.
--- Errors: 22023 arrays of different lengths, ZF005 a result over settings.max_result_bytes (the
--- abuse cap of issue 13: nothing written), ZF012 the current token of an attempt held by another
--- login's worker (issue 13).
+-- settings.max_result_bytes (bytes of its JSON text; the one cap on results, issue 18: before,
+-- a second whole-batch check raised ZF005 and refused the neighbours too), or — with the text[]
+-- overload, which a worker in any language can use to send results as JSON text — a text
+-- PostgreSQL refuses as jsonb (a bare NaN or Infinity, \u0000, malformed JSON). That attempt
+-- fails at once, not retryable (dead letter, reason result_refused, its error the real one with
+-- SQLSTATE, ZF005 for the size), outcome 'failed'; the others complete. The check is set-based;
+-- the text[] overload casts the whole array in one statement and parses element by element only
+-- when that cast fails.
+-- Errors: 22023 arrays of different lengths, ZF012 the current token of an attempt held by
+-- another login's worker (issue 13).
 create or replace function pgflight.complete_batch(p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[])
 returns table (attempt_id bigint, outcome text)
 language plpgsql volatile security definer
@@ -30,14 +31,12 @@ begin
     raise exception using errcode = '22023', message = 'attempt ids, tokens and results differ in length',
       hint = 'Pass one token and one result per attempt id, in the same order.';
   end if;
-  -- issue 13: the largest result is capped (ZF005, nothing written)
-  perform pgflight._require_cap('max_result_bytes', (select s.max_result_bytes from pgflight.settings s),
-                                (select max(octet_length(r::text)) from unnest(p_results) r), 'result (bytes)');
-  select s.max_input_bytes into v_max from pgflight.settings s;
+  -- issue 18: one cap on results, settings.max_result_bytes, checked row by row
+  select s.max_result_bytes into v_max from pgflight.settings s;
   -- the hot path: one set-based size check; a refused row goes through _complete_refusing
   if exists (select from unnest(p_results) as r(v) where octet_length(r.v::text) > v_max) then
     select array_agg(case when octet_length(r.v::text) > v_max
-                          then jsonb_build_object('message', format('result too large: %s bytes; the cap is %s bytes (settings.max_input_bytes)',
+                          then jsonb_build_object('message', format('result too large: %s bytes; the cap is %s bytes (settings.max_result_bytes)',
                                                                     octet_length(r.v::text), v_max),
                                                   'sqlstate', 'ZF005')
                      end order by r.ord)
@@ -62,7 +61,7 @@ end
 $$;
 comment on function pgflight.complete_batch(bigint[], bigint[], jsonb[]) is
   'Complete many held attempts; per row outcome succeeded | lease_lost | cancelled | failed (its result '
-  'refused: over settings.max_input_bytes; that step dead-letters alone). Errors: 22023, ZF005, ZF012.';
+  'refused: over settings.max_result_bytes; that step dead-letters alone). Errors: 22023, ZF012.';
 grant execute on function pgflight.complete_batch(bigint[], bigint[], jsonb[]) to pgflight_worker;
 
 -- The same with each result as JSON text: an element PostgreSQL refuses (NaN, \u0000, malformed)
@@ -76,7 +75,7 @@ declare
   v_json jsonb[];
   v_errors jsonb[];
   v_i integer;
-  v_max bigint := (select s.max_input_bytes from pgflight.settings s);
+  v_max bigint := (select s.max_result_bytes from pgflight.settings s);
 begin
   if coalesce(cardinality(p_attempt_ids), 0) <> coalesce(cardinality(p_tokens), 0)
      or coalesce(cardinality(p_attempt_ids), 0) <> coalesce(cardinality(p_results), 0) then
@@ -99,7 +98,7 @@ begin
     begin
       v_json[v_i] := p_results[v_i]::jsonb;
       if octet_length(v_json[v_i]::text) > v_max then
-        v_errors[v_i] := jsonb_build_object('message', format('result too large: %s bytes; the cap is %s bytes (settings.max_input_bytes)',
+        v_errors[v_i] := jsonb_build_object('message', format('result too large: %s bytes; the cap is %s bytes (settings.max_result_bytes)',
                                                               octet_length(v_json[v_i]::text), v_max), 'sqlstate', 'ZF005');
       end if;
     exception when others then
@@ -111,7 +110,7 @@ end
 $$;
 comment on function pgflight.complete_batch(bigint[], bigint[], text[]) is
   'Complete many held attempts, results as JSON text; an element PostgreSQL refuses (NaN, \u0000, too large) '
-  'fails only its own step (outcome failed). Errors: 22023, ZF005, ZF012.';
+  'fails only its own step (outcome failed). Errors: 22023, ZF012.';
 grant execute on function pgflight.complete_batch(bigint[], bigint[], text[]) to pgflight_worker;
 
 commit;

@@ -1,4 +1,4 @@
--- Revert pgflight:internals/_transitions: restores the previous definition, deploy/internals/_transitions@v0.6.0.sql (written by scripts/gen_sql_scripts.py)
+-- Revert pgflight:internals/_transitions: restores the previous definition, deploy/internals/_transitions@v0.7.0.sql (written by scripts/gen_sql_scripts.py)
 -- Defines: _wake(), _cancel_steps(), _cancel_tree(), _tree_steps(), _steps_finished(),
 --   _step_finished(), _fail_attempt(), _lock_cascade(), _dead_letter_poisoned(), _reclaim(),
 --   _reclaim_picked(),
@@ -495,14 +495,20 @@ comment on function pgflight._reclaim(timestamptz, integer) is
   'waits for the next pass. Picks them (held FOR UPDATE) and gives them to _reclaim_picked.';
 
 -- The rest of _reclaim for the attempts it picked and holds FOR UPDATE (p_ids).
--- plan_cache_mode force_custom_plan: every statement below is planned with the batch's arrays as
--- constants (their lengths known, = any hashed). A generic plan, cached from the sixth call of a
--- session on, estimated each array at a default size and made 1,000-row batches 1.5-3x slower.
+-- Plans: the statements of the batch (2-4) run as EXECUTE ... USING, so each is planned once per
+-- pass with the batch's arrays as constants (their lengths known, = any hashed): a generic plan,
+-- cached from the sixth call of a session on, estimated each array at a default size and made
+-- 1,000-row batches 1.5-3x slower. Up to @v0.6.0 the function had plan_cache_mode =
+-- force_custom_plan for that, which also reached the foreign-key check of every queued attempt
+-- (an SPI query per inserted row, planned again on each row under that setting): 11 % of a
+-- drain's CPU in perf, 98 -> 80 us of backend CPU per reclaimed lease without it (issue 18).
+-- enable_seqscan off: every row is reached by primary key from the batch; a custom plan sized for
+-- the batch hash-joined a sequential scan of step_attempts (all of it, on every pass of a drain).
 create or replace function pgflight._reclaim_picked(p_now timestamptz, p_ids bigint[])
 returns integer
 language plpgsql volatile
 set search_path = pg_catalog, pg_temp
-set plan_cache_mode = force_custom_plan
+set enable_seqscan = off
 as $$
 declare
   v_ids bigint[] := p_ids;
@@ -532,6 +538,7 @@ begin
   -- pass), and in the same statement what each attempt becomes and its error (the one place it is
   -- written: the batch and the row-by-row path below both take it from here). Every join is by
   -- primary key from the batch.
+  execute $q$
   with c as (
     select a.id, s.parent_id, a.run_id,
            case when a.status = 'cancel_requested' then 'cancel'
@@ -539,12 +546,12 @@ begin
                 when s.failed_attempts + 1 >= s.max_attempts then 'dead_letter'
                 else 'retry' end as outcome,
            coalesce(p.fail_fast, false) as cascades,
-           case when a.lease_expires_at < p_now
+           case when a.lease_expires_at < $2
                 then jsonb_build_object('message', 'lease expired: the worker stopped heartbeating',
                                         'lease_expires_at', a.lease_expires_at, 'fencing_token', a.fencing_token)
                 else jsonb_build_object('message', 'deadline exceeded: the attempt ran past max_runtime_s',
                                         'deadline_at', a.deadline_at) end as error
-      from unnest(v_ids) i(id)
+      from unnest($1) i(id)
       join pgflight.step_attempts a on a.id = i.id
       join pgflight.steps s on s.id = a.step_id
       join pgflight.runs r on r.id = a.run_id
@@ -554,26 +561,31 @@ begin
   )
   select array_agg(c.id order by c.id), array_agg(c.outcome order by c.id), array_agg(c.error order by c.id),
          array_agg(c.parent_id order by c.id), array_agg(c.run_id order by c.id), array_agg(c.cascades order by c.id)
-    into v_ids, v_outcomes, v_errors, v_parents, v_runs, v_cascades
-    from c;
+    from c
+  $q$ into v_ids, v_outcomes, v_errors, v_parents, v_runs, v_cascades using v_ids, p_now;
 
   -- a step that ends needs its parent and (a root) its run locked too, SKIP LOCKED: in use, the
   -- attempt waits for the next pass
-  select coalesce(array_agg(l.id), '{}') into v_locked_parents from (
+  execute $q$
+  select coalesce(array_agg(l.id), '{}') from (
     select p.id from pgflight.steps p
-     where p.id in (select u.parent from unnest(v_parents, v_outcomes, v_cascades) u(parent, outcome, cascades)
+     where p.id in (select u.parent from unnest($1, $2, $3) u(parent, outcome, cascades)
                      where u.outcome <> 'retry' and not u.cascades)
      order by p.id
-       for update skip locked) l;
-  select coalesce(array_agg(l.id), '{}') into v_locked_runs from (
+       for update skip locked) l
+  $q$ into v_locked_parents using v_parents, v_outcomes, v_cascades;
+  execute $q$
+  select coalesce(array_agg(l.id), '{}') from (
     select r.id from pgflight.runs r
-     where r.id in (select u.run from unnest(v_runs, v_parents, v_outcomes) u(run, parent, outcome)
+     where r.id in (select u.run from unnest($1, $2, $3) u(run, parent, outcome)
                      where u.outcome <> 'retry' and u.parent is null)
      order by r.id
-       for update skip locked) l;
+       for update skip locked) l
+  $q$ into v_locked_runs using v_runs, v_parents, v_outcomes;
 
   -- the batch split by path; membership in the locked sets by = any (a constant array under the
   -- custom plans this function runs on: hashed, not a rescan per row)
+  execute $q$
   select array_agg(u.id order by u.id) filter (where u.path = 'retry'),
          array_agg(u.error order by u.id) filter (where u.path = 'retry'),
          array_agg(u.id order by u.id) filter (where u.path = 'end'),
@@ -581,15 +593,16 @@ begin
          array_agg(u.error order by u.id) filter (where u.path = 'end'),
          array_agg(u.id order by u.id) filter (where u.path = 'rest'),
          array_agg(u.error order by u.id) filter (where u.path = 'rest')
-    into v_retry, v_retry_errors, v_end, v_end_outcome, v_end_errors, v_rest, v_rest_errors
     from (select u.*,
                  case when u.outcome = 'retry' then 'retry'
                       when u.cascades then 'rest'
-                      when u.parent = any(v_locked_parents) or (u.parent is null and u.run = any(v_locked_runs))
+                      when u.parent = any($7) or (u.parent is null and u.run = any($8))
                         then 'end'
                       end as path  -- null: its parent or run is in use, the next pass takes it
-            from unnest(v_ids, v_outcomes, v_errors, v_parents, v_runs, v_cascades)
-                   u(id, outcome, error, parent, run, cascades)) u;
+            from unnest($1, $2, $3, $4, $5, $6)
+                   u(id, outcome, error, parent, run, cascades)) u
+  $q$ into v_retry, v_retry_errors, v_end, v_end_outcome, v_end_errors, v_rest, v_rest_errors
+      using v_ids, v_outcomes, v_errors, v_parents, v_runs, v_cascades, v_locked_parents, v_locked_runs;
 
   -- 4. the batch, set-based, all or nothing. No statement joins one CTE's rows to another's: each
   -- reads the rows the previous one returned (a join of two CTEs is planned on their default
@@ -598,12 +611,14 @@ begin
   begin
     if v_retry is not null then
       -- the attempts end, their steps count the failure, their successors are queued (ids drawn
-      -- here, so both events are written from one row), with both events
+      -- here, so both events are written from one row), with both events. $1 the attempts, $2 their
+      -- errors, $3 the time.
+      execute $q$
       with r0 as (
         select a.id, a.step_id, a.run_id, a.status as old_status, a.worker_id, a.recipe, a.priority,
-               a.workspace_id, a.concurrency_key, a.concurrency_limit, a.lease_expires_at < p_now as lapsed,
+               a.workspace_id, a.concurrency_key, a.concurrency_limit, a.lease_expires_at < $3 as lapsed,
                i.error, s.failed_attempts + 1 as failed, s.last_attempt_no + 1 as next_no, s.backoff
-          from unnest(v_retry, v_retry_errors) i(id, error)
+          from unnest($1, $2) i(id, error)
           join pgflight.step_attempts a on a.id = i.id
           join pgflight.steps s on s.id = a.step_id
       ), delays as (
@@ -622,7 +637,7 @@ begin
                  order by r0.id) x
       ), ended as (
         update pgflight.step_attempts a
-           set status = r.to_status, finished_at = p_now, reason = r.reason, error = r.error
+           set status = r.to_status, finished_at = $3, reason = r.reason, error = r.error
           from r
          where a.id = r.id
         returning r.*
@@ -638,13 +653,13 @@ begin
                                             concurrency_limit)
         overriding system value
         select e.new_id, e.step_id, e.run_id, e.next_no, e.recipe, e.priority, 'queued',
-               p_now + make_interval(secs => e.delay), p_now, e.workspace_id, e.concurrency_key,
+               $3 + make_interval(secs => e.delay), $3, e.workspace_id, e.concurrency_key,
                e.concurrency_limit
           from ended e order by e.id
       ), logged as (
         insert into pgflight.events (at, run_id, step_id, attempt_id, from_status, to_status, worker_id, reason,
                                      actor, detail)
-        select p_now, e.run_id, e.step_id, v.attempt_id, v.from_status, v.to_status, v.worker_id, v.reason,
+        select $3, e.run_id, e.step_id, v.attempt_id, v.from_status, v.to_status, v.worker_id, v.reason,
                'reclaim', v.detail
           from ended e
          cross join lateral (values
@@ -654,8 +669,9 @@ begin
               v(k, attempt_id, from_status, to_status, worker_id, reason, detail)
          order by e.id, v.k
       )
-      select count(*), coalesce(bool_or(e.delay <= 0), false) into v_n, v_notify
-        from ended e;
+      select count(*), coalesce(bool_or(e.delay <= 0), false)
+        from ended e
+      $q$ into v_n, v_notify using v_retry, v_retry_errors, p_now;
       v_count := v_count + v_n;
       if v_notify then
         perform pgflight._notify_ready();
@@ -663,18 +679,20 @@ begin
     end if;
 
     if v_end is not null then
+      -- $1 the attempts, $2 their outcomes, $3 their errors, $4 the time
+      execute $q$
       with e as (
         select a.id, a.step_id, a.run_id, a.status as old_status, a.worker_id, o.outcome, o.error,
                s.failed_attempts, s.max_attempts, u.status as run_status,
-               case when a.lease_expires_at < p_now then 'lease_expired' else 'deadline_exceeded' end as reason,
+               case when a.lease_expires_at < $4 then 'lease_expired' else 'deadline_exceeded' end as reason,
                case when o.outcome = 'dead_letter' then 'dead_letter' else 'cancelled' end as final
-          from unnest(v_end, v_end_outcome, v_end_errors) as o(id, outcome, error)
+          from unnest($1, $2, $3) as o(id, outcome, error)
           join pgflight.step_attempts a on a.id = o.id
           join pgflight.steps s on s.id = a.step_id
           join pgflight.runs u on u.id = a.run_id
       ), ended as (
         update pgflight.step_attempts a
-           set status = e.final, finished_at = p_now,
+           set status = e.final, finished_at = $4,
                reason = case when e.outcome = 'cancel' then a.reason else e.reason end,
                error = case when e.outcome = 'cancel' then a.error else e.error end
           from e
@@ -687,7 +705,7 @@ begin
       ), logged as (
         insert into pgflight.events (at, run_id, step_id, attempt_id, from_status, to_status, worker_id, reason,
                                      actor, detail)
-        select p_now, e.run_id, e.step_id, e.id, e.old_status, e.final, e.worker_id,
+        select $4, e.run_id, e.step_id, e.id, e.old_status, e.final, e.worker_id,
                case when e.outcome = 'dead_letter' then e.reason else 'cancelled' end, 'reclaim',
                case e.outcome
                  when 'cancel' then jsonb_build_object('cause', 'lease_expired')
@@ -697,8 +715,8 @@ begin
           from ended e order by e.id
       )
       select array_agg(e.step_id order by e.step_id), array_agg(e.final order by e.step_id)
-        into v_fin_steps, v_fin
-        from ended e;
+        from ended e
+      $q$ into v_fin_steps, v_fin using v_end, v_end_outcome, v_end_errors, p_now;
       perform pgflight._steps_finished(v_fin_steps, v_fin, 'reclaim', p_now);
       v_count := v_count + cardinality(v_fin_steps);
     end if;

@@ -6,8 +6,8 @@ declare
 begin
   select p.proconfig into v_config
     from pg_catalog.pg_proc p where p.oid = 'pgflight.claim_batch(bigint, integer, double precision, text[], jsonb)'::regprocedure;
-  if v_config is distinct from array['search_path=pg_catalog, pg_temp', 'enable_sort=off', 'jit=off']::text[] then
-    raise exception 'pgflight.claim_batch(bigint, integer, double precision, text[], jsonb) has settings %, expected %', v_config, array['search_path=pg_catalog, pg_temp', 'enable_sort=off', 'jit=off']::text[];
+  if v_config is distinct from array['search_path=pg_catalog, pg_temp', 'enable_sort=off', 'enable_seqscan=off', 'jit=off']::text[] then
+    raise exception 'pgflight.claim_batch(bigint, integer, double precision, text[], jsonb) has settings %, expected %', v_config, array['search_path=pg_catalog, pg_temp', 'enable_sort=off', 'enable_seqscan=off', 'jit=off']::text[];
   end if;
 end
 $verify$;
