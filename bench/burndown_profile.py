@@ -12,6 +12,9 @@ flight (batch size = concurrency, as bench/peers runs them). Prints:
 - the statements by total time (planning and execution, ms per job; nested ones included, so a
   function and the statements inside it both appear) and the functions by self time.
 
+--setting NAME=VALUE (repeatable) sets a server setting of the throwaway cluster, e.g.
+wal_compression=zstd.
+
 --claim-coalesce passes the worker's option (seconds; 0 claims at once) to compare the two.
 
 --compare DIR drains the burn-down with the worker code of another source tree (DIR's
@@ -124,7 +127,8 @@ def drain(
 
 def compare(a: argparse.Namespace) -> None:
     """Alternating drains, the other tree's worker and this one's; per round and the medians."""
-    with throwaway_cluster() as (_, dsn), psycopg.connect(dsn, autocommit=True) as c:
+    settings = dict(kv.split("=", 1) for kv in a.setting)
+    with throwaway_cluster(settings=settings) as (_, dsn), psycopg.connect(dsn, autocommit=True) as c:
         out: dict[str, list[dict[str, float]]] = {"base": [], "head": []}
         for r in range(a.rounds):
             for side in ["base", "head"] if r % 2 == 0 else ["head", "base"]:
@@ -154,6 +158,13 @@ def main() -> None:
     ap.add_argument("--claim-coalesce", type=float, default=0.005)
     ap.add_argument("--compare", metavar="DIR", help="another source tree (its worker drains too)")
     ap.add_argument("--rounds", type=int, default=3, help="with --compare: drains of each")
+    ap.add_argument(
+        "--setting",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a server setting of the throwaway cluster (repeatable), e.g. wal_compression=zstd",
+    )
     a = ap.parse_args()
     if a.compare:
         compare(a)
@@ -163,6 +174,7 @@ def main() -> None:
         "pg_stat_statements.track": "all",
         "pg_stat_statements.track_planning": "on",
         "track_functions": "all",
+        **dict(kv.split("=", 1) for kv in a.setting),
     }
     with throwaway_cluster(settings=settings) as (_, dsn), psycopg.connect(dsn, autocommit=True) as c:
         c.execute("create extension if not exists pg_stat_statements")
