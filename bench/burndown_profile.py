@@ -6,7 +6,8 @@ track_planning, track_functions = all): --jobs no-op runs of `noop` (examples/pg
 bulk-submitted, then drained by --procs `pgflight worker` processes of --concurrency steps in
 flight (batch size = concurrency, as bench/peers runs them). Prints:
 
-- drain jobs/s (from the workers' start, their start-up included), commits and WAL bytes per job;
+- drain jobs/s (from the workers' start, their start-up included), commits and WAL bytes per job
+  (and of those the full-page images' bytes, pg_walinspect; the drain starts after a checkpoint);
 - CPU ms per job of the server processes and of the worker processes (utime + stime from /proc,
   read before and after the drain);
 - the statements by total time (planning and execution, ms per job; nested ones included, so a
@@ -198,13 +199,19 @@ def main() -> None:
         cpu1 = cpu_s(postmaster, pids)
         stop_workers(procs)
         x1 = c.execute(commits).fetchone()[0]  # type: ignore[index]
-        wal = c.execute("select pg_current_wal_lsn() - %s::pg_lsn", [lsn0]).fetchone()[0]  # type: ignore[index]
+        lsn1 = c.execute("select pg_current_wal_lsn()").fetchone()[0]  # type: ignore[index]
+        wal = c.execute("select %s::pg_lsn - %s::pg_lsn", [lsn1, lsn0]).fetchone()[0]  # type: ignore[index]
+        c.execute("create extension if not exists pg_walinspect")
+        fpi = c.execute(
+            "select coalesce(sum(fpi_length), 0) from pg_get_wal_records_info(%s::pg_lsn, %s::pg_lsn)",
+            [lsn0, lsn1],
+        ).fetchone()[0]  # type: ignore[index]
         n = a.jobs
         print(
             f"{n} jobs, {a.procs} processes x {a.concurrency} in flight, "
             f"claim_coalesce_s {a.claim_coalesce}: "
             f"{n / seconds:.0f} jobs/s (start-up included), {(x1 - x0) / n:.2f} commits/job, "
-            f"{wal / n:.0f} WAL bytes/job"
+            f"{wal / n:.0f} WAL bytes/job (full-page images {fpi / n:.0f})"
         )
         print(
             f"CPU ms per job: server {1000 * (cpu1[0] - cpu0[0]) / n:.3f}, "
