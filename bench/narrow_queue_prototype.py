@@ -5,7 +5,7 @@ rotated each round, and prints per shape and phase the medians of WAL bytes, bac
 wall ms per step, the HOT ratio of the attempts, and the WAL split of the last round. Prints one
 JSON document; not a test.
 
-Usage: python bench/narrow_queue_prototype.py [--steps 20000] [--batch 8] [--rounds 3] [--ff 60]
+Usage: python bench/narrow_queue_prototype.py [--steps 20000] [--batch 8] [--rounds 3] [--ff 50]
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=20_000)
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--ff", type=int, default=60, help="fillfactor of the attempts of shapes b and c")
+    ap.add_argument("--ff", type=int, default=50, help="fillfactor of the attempts of shapes b and c")
     a = ap.parse_args()
     rows: dict[tuple[str, str], list[tuple[Any, ...]]] = {}
     loads = []
