@@ -6,11 +6,15 @@ track_planning, track_functions = all): --jobs no-op runs of `noop` (examples/pg
 bulk-submitted, then drained by --procs `pgflight worker` processes of --concurrency steps in
 flight (batch size = concurrency, as bench/peers runs them). Prints:
 
-- drain jobs/s (from the workers' start, their start-up included), commits and WAL bytes per job;
+- drain jobs/s (from the workers' start, their start-up included), commits and WAL bytes per job
+  (and of those the full-page images' bytes, pg_walinspect; the drain starts after a checkpoint);
 - CPU ms per job of the server processes and of the worker processes (utime + stime from /proc,
   read before and after the drain);
 - the statements by total time (planning and execution, ms per job; nested ones included, so a
   function and the statements inside it both appear) and the functions by self time.
+
+--setting NAME=VALUE (repeatable) sets a server setting of the throwaway cluster, e.g.
+wal_compression=zstd.
 
 --claim-coalesce passes the worker's option (seconds; 0 claims at once) to compare the two.
 
@@ -124,7 +128,8 @@ def drain(
 
 def compare(a: argparse.Namespace) -> None:
     """Alternating drains, the other tree's worker and this one's; per round and the medians."""
-    with throwaway_cluster() as (_, dsn), psycopg.connect(dsn, autocommit=True) as c:
+    settings = dict(kv.split("=", 1) for kv in a.setting)
+    with throwaway_cluster(settings=settings) as (_, dsn), psycopg.connect(dsn, autocommit=True) as c:
         out: dict[str, list[dict[str, float]]] = {"base": [], "head": []}
         for r in range(a.rounds):
             for side in ["base", "head"] if r % 2 == 0 else ["head", "base"]:
@@ -154,6 +159,13 @@ def main() -> None:
     ap.add_argument("--claim-coalesce", type=float, default=0.005)
     ap.add_argument("--compare", metavar="DIR", help="another source tree (its worker drains too)")
     ap.add_argument("--rounds", type=int, default=3, help="with --compare: drains of each")
+    ap.add_argument(
+        "--setting",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a server setting of the throwaway cluster (repeatable), e.g. wal_compression=zstd",
+    )
     a = ap.parse_args()
     if a.compare:
         compare(a)
@@ -163,6 +175,7 @@ def main() -> None:
         "pg_stat_statements.track": "all",
         "pg_stat_statements.track_planning": "on",
         "track_functions": "all",
+        **dict(kv.split("=", 1) for kv in a.setting),
     }
     with throwaway_cluster(settings=settings) as (_, dsn), psycopg.connect(dsn, autocommit=True) as c:
         c.execute("create extension if not exists pg_stat_statements")
@@ -186,13 +199,19 @@ def main() -> None:
         cpu1 = cpu_s(postmaster, pids)
         stop_workers(procs)
         x1 = c.execute(commits).fetchone()[0]  # type: ignore[index]
-        wal = c.execute("select pg_current_wal_lsn() - %s::pg_lsn", [lsn0]).fetchone()[0]  # type: ignore[index]
+        lsn1 = c.execute("select pg_current_wal_lsn()").fetchone()[0]  # type: ignore[index]
+        wal = c.execute("select %s::pg_lsn - %s::pg_lsn", [lsn1, lsn0]).fetchone()[0]  # type: ignore[index]
+        c.execute("create extension if not exists pg_walinspect")
+        fpi = c.execute(
+            "select coalesce(sum(fpi_length), 0) from pg_get_wal_records_info(%s::pg_lsn, %s::pg_lsn)",
+            [lsn0, lsn1],
+        ).fetchone()[0]  # type: ignore[index]
         n = a.jobs
         print(
             f"{n} jobs, {a.procs} processes x {a.concurrency} in flight, "
             f"claim_coalesce_s {a.claim_coalesce}: "
             f"{n / seconds:.0f} jobs/s (start-up included), {(x1 - x0) / n:.2f} commits/job, "
-            f"{wal / n:.0f} WAL bytes/job"
+            f"{wal / n:.0f} WAL bytes/job (full-page images {fpi / n:.0f})"
         )
         print(
             f"CPU ms per job: server {1000 * (cpu1[0] - cpu0[0]) / n:.3f}, "

@@ -8205,7 +8205,7 @@ CREATE TABLE pgflight.runs (
     CONSTRAINT finished_at_is_set_when_terminal CHECK (((status = 'running'::text) = (finished_at IS NULL))),
     CONSTRAINT status_is_known CHECK ((status = ANY (ARRAY['running'::text, 'succeeded'::text, 'failed'::text, 'cancelled'::text])))
 )
-WITH (fillfactor='90');
+WITH (fillfactor='80');
 
 ALTER TABLE pgflight.runs OWNER TO pgflight_owner;
 
