@@ -1,4 +1,4 @@
--- Revert pgflight:functions/complete_tool_calls: restores the previous definition, deploy/functions/complete_tool_calls@v0.6.0.sql (written by scripts/gen_sql_scripts.py)
+-- Revert pgflight:functions/complete_tool_calls@v0.7.0: restores the previous definition, deploy/functions/complete_tool_calls@v0.6.0.sql (written by scripts/gen_sql_scripts.py)
 begin;
 set local role pgflight_owner;
 

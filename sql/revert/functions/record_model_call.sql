@@ -1,4 +1,4 @@
--- Deploy pgflight:functions/record_model_call
+-- Revert pgflight:functions/record_model_call: restores the previous definition, deploy/functions/record_model_call@v0.7.0.sql (written by scripts/gen_sql_scripts.py)
 begin;
 set local role pgflight_owner;
 

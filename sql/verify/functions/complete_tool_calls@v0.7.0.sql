@@ -1,4 +1,4 @@
--- Verify pgflight:functions/complete_tool_calls
+-- Verify pgflight:functions/complete_tool_calls@v0.7.0
 -- Written by scripts/gen_sql_scripts.py: signatures and their settings.
 do $verify$
 declare

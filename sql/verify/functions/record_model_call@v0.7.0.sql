@@ -1,4 +1,4 @@
--- Verify pgflight:functions/record_model_call
+-- Verify pgflight:functions/record_model_call@v0.7.0
 -- Written by scripts/gen_sql_scripts.py: signatures and their settings.
 do $verify$
 declare
