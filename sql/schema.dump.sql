@@ -70,10 +70,10 @@ CREATE TABLE pgflight.agent_runs (
     CONSTRAINT caps_are_positive CHECK (((max_iterations > 0) AND (max_tool_calls >= 0))),
     CONSTRAINT reservation_is_whole CHECK (
 CASE
-    WHEN (reserved_iteration IS NULL) THEN ((reserved_usd = (0)::numeric) AND (reserved_budget_ids IS NULL))
+    WHEN (reserved_iteration IS NULL) THEN ((reserved_usd = 0.0) AND (reserved_budget_ids IS NULL))
     ELSE (reserved_attempt_id IS NOT NULL)
 END),
-    CONSTRAINT totals_are_not_negative CHECK (((LEAST(iterations, tool_calls) >= 0) AND (usd >= (0)::numeric)))
+    CONSTRAINT totals_are_not_negative CHECK (((LEAST(iterations, tool_calls) >= 0) AND (usd >= 0.0)))
 )
 WITH (fillfactor='80');
 
@@ -8273,15 +8273,10 @@ CREATE TABLE pgflight.budgets (
     spent_usd numeric(16,8) DEFAULT 0 NOT NULL,
     reserved_usd numeric(16,8) DEFAULT 0 NOT NULL,
     exceeded_at timestamp with time zone,
-    CONSTRAINT amounts_are_not_negative CHECK (((spent_usd >= (0)::numeric) AND (reserved_usd >= (0)::numeric) AND ((limit_usd IS NULL) OR (limit_usd >= (0)::numeric)))),
-    CONSTRAINT max_wall_is_positive CHECK (((max_wall_s IS NULL) OR (max_wall_s > (0)::double precision))),
-    CONSTRAINT scope_is_known CHECK ((scope = ANY (ARRAY['run'::text, 'step'::text, 'workspace_day'::text]))),
-    CONSTRAINT scope_names_its_key CHECK (
-CASE scope
-    WHEN 'run'::text THEN ((run_id IS NOT NULL) AND (step_id IS NULL) AND (day IS NULL))
-    WHEN 'step'::text THEN ((run_id IS NOT NULL) AND (step_id IS NOT NULL) AND (day IS NULL))
-    ELSE ((run_id IS NULL) AND (step_id IS NULL) AND (day IS NOT NULL))
-END)
+    CONSTRAINT amounts_are_not_negative CHECK ((LEAST(spent_usd, reserved_usd, limit_usd) >= 0.0)),
+    CONSTRAINT max_wall_is_positive CHECK ((max_wall_s > '0'::double precision)),
+    CONSTRAINT scope_is_known CHECK ((scope = ANY ('{run,step,workspace_day}'::text[]))),
+    CONSTRAINT scope_names_its_key CHECK ((((run_id IS NOT NULL) = (scope = ANY ('{run,step}'::text[]))) AND ((day IS NULL) = (scope = ANY ('{run,step}'::text[]))) AND ((step_id IS NOT NULL) = (scope = 'step'::text))))
 );
 
 ALTER TABLE pgflight.budgets OWNER TO pgflight_owner;
@@ -8338,7 +8333,7 @@ CREATE TABLE pgflight.costs (
     at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
     lease_lost boolean DEFAULT false NOT NULL,
     CONSTRAINT tokens_are_not_negative CHECK ((LEAST(input_tokens, output_tokens, cache_creation_tokens, cache_read_tokens) >= 0)),
-    CONSTRAINT usd_is_not_negative CHECK ((usd >= (0)::numeric))
+    CONSTRAINT usd_is_not_negative CHECK ((usd >= 0.0))
 )
 PARTITION BY RANGE (agent_run_id);
 
@@ -8388,7 +8383,7 @@ CREATE TABLE pgflight.costs_default (
     at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
     lease_lost boolean DEFAULT false NOT NULL,
     CONSTRAINT tokens_are_not_negative CHECK ((LEAST(input_tokens, output_tokens, cache_creation_tokens, cache_read_tokens) >= 0)),
-    CONSTRAINT usd_is_not_negative CHECK ((usd >= (0)::numeric))
+    CONSTRAINT usd_is_not_negative CHECK ((usd >= 0.0))
 );
 
 ALTER TABLE pgflight.costs_default OWNER TO pgflight_owner;
@@ -8414,7 +8409,7 @@ CREATE TABLE pgflight.costs_from_0 (
     at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
     lease_lost boolean DEFAULT false NOT NULL,
     CONSTRAINT tokens_are_not_negative CHECK ((LEAST(input_tokens, output_tokens, cache_creation_tokens, cache_read_tokens) >= 0)),
-    CONSTRAINT usd_is_not_negative CHECK ((usd >= (0)::numeric))
+    CONSTRAINT usd_is_not_negative CHECK ((usd >= 0.0))
 );
 
 ALTER TABLE pgflight.costs_from_0 OWNER TO pgflight_owner;
