@@ -5964,6 +5964,7 @@ COMMENT ON FUNCTION pgflight.record_effect(p_attempt_id bigint, p_token bigint, 
 CREATE FUNCTION pgflight.record_model_call(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_blocks jsonb, p_usage jsonb, p_model text, p_options jsonb DEFAULT '{}'::jsonb, p_next_est_usd numeric DEFAULT NULL::numeric) RETURNS TABLE(agent_run_id bigint, iteration integer, usd numeric, recorded boolean, iterations integer, tool_calls integer, total_usd numeric, marked text[], next_reserved boolean)
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET plan_cache_mode TO 'force_generic_plan'
     SET enable_seqscan TO 'off'
     SET jit TO 'off'
     AS $_$

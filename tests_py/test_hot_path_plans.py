@@ -189,3 +189,25 @@ def test_agent_iteration_reads_by_index_after_the_tables_grew(eng: Conn, dsn: st
         for m in re.finditer(rf"Seq Scan on {AGENT_TABLES}\b", p):
             seq.append(f"{m.group(1)}: {p.split('Query Text:', 1)[-1].strip().splitlines()[0][:120]}")
     assert seq == []
+
+
+def test_record_model_call_settles_on_a_generic_plan(eng: Conn) -> None:
+    """
+    record_model_call's budget settlement (lock the budgets in id order, check, move) runs on the
+    plan the session cached, not on one made anew at every call (issue 18, sixth session: the
+    planner preferred a custom plan for `id = any ($n)`, and planning it took 0.20-0.25 ms of
+    every iteration, more than running it). A cached generic plan shows its parameters ($n) where
+    a custom one shows the values; both read budgets by its primary key.
+    """
+    from pgflight import db
+
+    db.create_workspace(eng, "agents", daily_usd_cap=1000)
+    w = register(eng)
+    _agent_iterations(eng, w, 1)
+    plans = _plans(eng, lambda: _agent_iterations(eng, w, 8))  # past the five custom plans a cache tries
+    settle = [p for p in plans if re.search(r"with locked as materialized.*v_want", p.split("Query Text:", 1)[-1], re.S)]
+    assert len(settle) == 8, "auto_explain showed no settlement"
+    for p in settle[-3:]:
+        conds = re.findall(r"Index Cond: \((.*)\)", p)
+        assert conds and all(re.search(r"= ANY \(\$\d+\)", c) for c in conds), p
+    assert not any(re.search(r"Seq Scan on budgets\b", p) for p in settle)

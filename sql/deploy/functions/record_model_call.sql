@@ -48,6 +48,14 @@ set local role pgflight_owner;
 -- the budgets in id order, checks and moves them (_move_budget's work); the result row is returned
 -- without a query. The helpers still do every other case: a fence miss (_agent_fence raises), no
 -- price (_price_usd raises 22023), a day row to create or re-cap, a refused or partial move.
+-- Issue 18, sixth session: every statement runs on a generic plan, as in complete_tool_calls. The
+-- planner kept choosing a custom plan for the settlement (its generic estimate for `id = any
+-- ($n)` is worse than a custom plan's, which knows the array), so that statement was planned
+-- anew at every call: 0.20-0.25 ms, more than it took to run. The generic plans read by primary
+-- key (seq scans off), so nothing is lost. The settings cap is read by the fence's statement, the
+-- options are checked by one JSON path, the costs row is claimed without a conflict target and
+-- the traces and the totals are written by one statement (each statement costs an executor
+-- start-up).
 -- The signature of @v0.4.0 (without p_next_est_usd) is replaced: a call with eight arguments
 -- resolves to this one (p_next_est_usd defaults to null), which returns one more column at the end.
 drop function if exists pgflight.record_model_call(bigint, bigint, bigint, integer, jsonb, jsonb, text, jsonb);
@@ -58,6 +66,7 @@ returns table (agent_run_id bigint, iteration integer, usd numeric, recorded boo
                tool_calls integer, total_usd numeric, marked text[], next_reserved boolean)
 language plpgsql volatile security definer
 set search_path = pg_catalog, pg_temp
+set plan_cache_mode = force_generic_plan
 set enable_seqscan = off
 set jit = off
 as $$
