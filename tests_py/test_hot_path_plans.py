@@ -203,9 +203,16 @@ def test_record_model_call_settles_on_a_generic_plan(eng: Conn) -> None:
 
     db.create_workspace(eng, "agents", daily_usd_cap=1000)
     w = register(eng)
-    _agent_iterations(eng, w, 1)
+    # budgets as a deployment has them after a while (one per run and agent, one per workspace day)
+    eng.execute(
+        "insert into pgflight.budgets (scope, workspace_id, day, limit_usd, started_at)"
+        " select 'workspace_day', w.id, date '2000-01-01' + g, 10, pgflight._now()"
+        " from pgflight.workspaces w, generate_series(1, 20000) g where w.name = 'agents'"
+    )
+    eng.execute("analyze pgflight.budgets")
     plans = _plans(eng, lambda: _agent_iterations(eng, w, 8))  # past the five custom plans a cache tries
-    settle = [p for p in plans if re.search(r"with locked as materialized.*v_want", p.split("Query Text:", 1)[-1], re.S)]
+    settle_query = re.compile(r"with locked as materialized.*v_want", re.S)
+    settle = [p for p in plans if settle_query.search(p.split("Query Text:", 1)[-1])]
     assert len(settle) == 8, "auto_explain showed no settlement"
     for p in settle[-3:]:
         conds = re.findall(r"Index Cond: \((.*)\)", p)
