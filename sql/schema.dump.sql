@@ -70,10 +70,10 @@ CREATE TABLE pgflight.agent_runs (
     CONSTRAINT caps_are_positive CHECK (((max_iterations > 0) AND (max_tool_calls >= 0))),
     CONSTRAINT reservation_is_whole CHECK (
 CASE
-    WHEN (reserved_iteration IS NULL) THEN ((reserved_usd = (0)::numeric) AND (reserved_budget_ids IS NULL))
+    WHEN (reserved_iteration IS NULL) THEN ((reserved_usd = 0.0) AND (reserved_budget_ids IS NULL))
     ELSE (reserved_attempt_id IS NOT NULL)
 END),
-    CONSTRAINT totals_are_not_negative CHECK (((iterations >= 0) AND (tool_calls >= 0) AND (usd >= (0)::numeric)))
+    CONSTRAINT totals_are_not_negative CHECK (((LEAST(iterations, tool_calls) >= 0) AND (usd >= 0.0)))
 )
 WITH (fillfactor='80');
 
@@ -4745,6 +4745,7 @@ declare
   v_stored text[];
   v_refusal jsonb;
   v_missing text;  -- a tool_use_id with no tool_use
+  v_malformed boolean;  -- an element is not a tool_result block with a tool_use_id
   v_f record;  -- the fence's row: the agent run and whether a wall-time cap of its reservation ran out
 begin
   -- bounded, so the budgets' numeric(16, 8) cannot overflow (issue 14); _check_arg raises (issue 18:
@@ -4778,18 +4779,19 @@ begin
     v_run := pgflight._agent_fence(p_attempt_id, p_token, p_agent_run_id, 'complete_tool_calls');
   end if;
   -- _store_tool_results' statement (see there): each result joined to its tool_use, written or,
-  -- in flight or interrupted, completed; the first result of a call wins. Results that are not
-  -- an array of tool_result blocks with a tool_use_id, or name an unknown call, go to the helper,
-  -- which raises (22023, ZF003) before storing anything.
-  if p_results is null or jsonb_typeof(p_results) <> 'array'
-     or exists (select from jsonb_array_elements(p_results) e(v)
-                 where jsonb_typeof(e.v) <> 'object' or e.v ->> 'type' is distinct from 'tool_result'
-                    or e.v ->> 'tool_use_id' is null) then
+  -- in flight or interrupted, completed; the first result of a call wins. Results that are not an
+  -- array go to the helper first, which raises 22023 (jsonb_array_elements would raise its own
+  -- error); results with an element that is not a tool_result block with a tool_use_id, or that
+  -- name an unknown call, go to it after the statement (which found them: issue 18, it was a
+  -- statement of its own before), and it raises 22023 or ZF003: nothing stays stored.
+  if p_results is null or jsonb_typeof(p_results) <> 'array' then
     perform pgflight._store_tool_results(v_run.id, p_attempt_id, p_results, v_now);
   end if;
-  with r as (
+  with e as (
+    select e.v, e.ord from jsonb_array_elements(p_results) with ordinality e(v, ord)
+  ), r as (
     select distinct on (e.v ->> 'tool_use_id') e.v ->> 'tool_use_id' as tid, e.v as result
-      from jsonb_array_elements(p_results) with ordinality e(v, ord)
+      from e
      order by e.v ->> 'tool_use_id', e.ord
   ), j as (
     select r.tid, r.result, u.iteration, u.seq, u.tool_name
@@ -4807,9 +4809,11 @@ begin
       where t.status <> 'completed'
     returning t.tool_use_id
   )
-  select (select min(j.tid) from j where j.seq is null), (select coalesce(array_agg(up.tool_use_id), '{}') from up)
-    into v_missing, v_stored;
-  if v_missing is not null then  -- the helper finds the same call missing and raises ZF003 (nothing stays stored)
+  select (select bool_or(jsonb_typeof(e.v) <> 'object' or e.v ->> 'type' is distinct from 'tool_result'
+                         or e.v ->> 'tool_use_id' is null) from e),
+         (select min(j.tid) from j where j.seq is null), (select coalesce(array_agg(up.tool_use_id), '{}') from up)
+    into v_malformed, v_missing, v_stored;
+  if v_malformed or v_missing is not null then  -- the helper raises 22023 / ZF003; the transaction undoes the store
     perform pgflight._store_tool_results(v_run.id, p_attempt_id, p_results, v_now);
   end if;
   if p_next_iteration is null then
@@ -5998,6 +6002,7 @@ COMMENT ON FUNCTION pgflight.record_effect(p_attempt_id bigint, p_token bigint, 
 CREATE FUNCTION pgflight.record_model_call(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_blocks jsonb, p_usage jsonb, p_model text, p_options jsonb DEFAULT '{}'::jsonb, p_next_est_usd numeric DEFAULT NULL::numeric) RETURNS TABLE(agent_run_id bigint, iteration integer, usd numeric, recorded boolean, iterations integer, tool_calls integer, total_usd numeric, marked text[], next_reserved boolean)
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET plan_cache_mode TO 'force_generic_plan'
     SET enable_seqscan TO 'off'
     SET jit TO 'off'
     AS $_$
@@ -6017,6 +6022,7 @@ declare
   v_refusal jsonb;
   v_reserved boolean;
   v_cap bigint;
+  v_hit boolean;  -- the fence statement found the attempt and the agent run
   v_next_ids bigint[];
   v_want boolean;  -- the next call is to be admitted here
   v_next boolean := false;  -- the next call was admitted here
@@ -6029,17 +6035,19 @@ begin
   -- every option checked against its spec first (docs/options.md; issue 14): 22023 naming the key.
   -- The agent loop's options (the three keys, well-typed, in range) pass without the spec lookup,
   -- which cost more than the rest of the call (issue 18); anything else goes to _check_options.
+  -- One JSON path checks them (as the usage below: an expression of some twenty function calls
+  -- was initialised anew in every transaction), then the length of stop_reason (a string there,
+  -- or absent or JSON null, whose ->> is null); anything the path cannot evaluate is not true.
   if p_options is not null and p_options <> '{}'
-     and not (jsonb_typeof(p_options) = 'object'
-              and p_options - array['stop_reason', 'retries', 'mark_tools'] = '{}'
-              and coalesce(jsonb_typeof(p_options -> 'stop_reason') = 'null'
-                           or (jsonb_typeof(p_options -> 'stop_reason') = 'string'
-                               and length(p_options ->> 'stop_reason') <= 256), true)
-              and (case jsonb_typeof(p_options -> 'retries')
-                    when 'number' then (p_options ->> 'retries')::numeric between 0 and 1000000
-                                       and (p_options ->> 'retries')::numeric = trunc((p_options ->> 'retries')::numeric)
-                    else coalesce(jsonb_typeof(p_options -> 'retries') = 'null', true) end)
-              and coalesce(jsonb_typeof(p_options -> 'mark_tools') in ('boolean', 'null'), true)) then
+     and not (coalesce(jsonb_path_match(p_options, '$.type() == "object"
+                 && !exists($.keyvalue() ? (@.key != "stop_reason" && @.key != "retries" && @.key != "mark_tools"))
+                 && (!exists($.stop_reason) || $.stop_reason.type() == "null" || $.stop_reason.type() == "string")
+                 && (!exists($.retries) || $.retries.type() == "null"
+                     || ($.retries.type() == "number" && $.retries >= 0 && $.retries <= 1000000
+                         && $.retries.floor() == $.retries))
+                 && (!exists($.mark_tools) || $.mark_tools.type() == "null" || $.mark_tools.type() == "boolean")',
+                              silent => true), false)
+              and coalesce(length(p_options ->> 'stop_reason') <= 256, true)) then
     p_options := pgflight._check_options('record_model_call', p_options);
   end if;
   -- the usage: four token counts, integers from 0 to 1e10 (22023 naming the key otherwise); a usage
@@ -6085,17 +6093,13 @@ begin
     raise exception using errcode = '22023', message = 'option mark_tools must be a boolean';
   end if;
   v_mark := coalesce((p_options ->> 'mark_tools')::boolean, false);
-  -- issue 13: the response's blocks are capped like a result (ZF005, nothing written)
-  v_cap := (select s.max_result_bytes from pgflight.settings s);
-  if octet_length(p_blocks::text) > v_cap then  -- _require_cap raises (called only then: issue 18)
-    perform pgflight._require_cap('max_result_bytes', v_cap, octet_length(p_blocks::text),
-                                  'model response blocks (bytes)');
-  end if;
   -- the fence of _agent_fence (attempt FOR SHARE, agent run FOR UPDATE, the holder's login) and, in
   -- the same statement, what the call needs of other tables: the price (longest model prefix), the
-  -- workspace's daily cap with today's (UTC) budget row, its model tokens per minute. Subqueries,
-  -- not joins: each is planned on its own, so a replan (after an ANALYZE) searches no join order.
+  -- workspace's daily cap with today's (UTC) budget row, its model tokens per minute, and the
+  -- settings' max_result_bytes (issue 18: a statement of its own before). Subqueries, not joins:
+  -- each is planned on its own, so a replan (after an ANALYZE) searches no join order.
   select r as run,
+         (select s.max_result_bytes from pgflight.settings s) as max_result_bytes,
          (select p from pgflight.model_prices p
            where left(p_model, length(p.model)) = p.model order by length(p.model) desc limit 1) as price,
          (select w.daily_usd_cap from pgflight.workspaces w where w.id = r.workspace_id) as daily_usd_cap,
@@ -6113,7 +6117,19 @@ begin
      and r.id = p_agent_run_id
      and exists (select from pgflight.workers k where k.id = a.worker_id and k.login = session_user)
      for share of a for update of r;
-  if not found then  -- _agent_fence raises ZF001 / ZF002 / ZF003 / ZF012
+  v_hit := found;
+  -- issue 13: the response's blocks are capped like a result (ZF005, nothing written); on a fence
+  -- miss checked before _agent_fence reports it, as when the cap was read before the fence
+  if v_hit then
+    v_cap := v_f.max_result_bytes;
+  else
+    v_cap := (select s.max_result_bytes from pgflight.settings s);
+  end if;
+  if octet_length(p_blocks::text) > v_cap then  -- _require_cap raises (called only then: issue 18)
+    perform pgflight._require_cap('max_result_bytes', v_cap, octet_length(p_blocks::text),
+                                  'model response blocks (bytes)');
+  end if;
+  if not v_hit then  -- _agent_fence raises ZF001 / ZF002 / ZF003 / ZF012
     v_run := pgflight._agent_fence(p_attempt_id, p_token, p_agent_run_id, 'record_model_call');
     -- (found on a second look: the price and the day's budget go through their helpers)
     select r as run, null::pgflight.model_prices as price, w.daily_usd_cap, null::pgflight.budgets as day,
@@ -6140,7 +6156,12 @@ begin
   values (v_run.id, p_iteration, v_run.step_id, v_run.run_id, v_run.workspace_id, p_model, v_in, v_out, v_cw, v_cr,
           v_usd, p_options ->> 'stop_reason',  -- both checked above
           coalesce((p_options ->> 'retries')::numeric, 0)::integer, p_attempt_id, v_now)
-  on conflict (agent_run_id, iteration) where not lease_lost do nothing;  -- tables/costs_lease_lost
+  -- No conflict target (issue 18): with one, every insert into the partitioned table maps the
+  -- arbiter to the partition's index by reading pg_inherits for each of its five indexes. Without
+  -- it every unique index arbitrates, and only one_call_per_iteration can conflict here: the
+  -- primary key (id, agent_run_id) takes a fresh id, one_orphan_per_attempt holds lease_lost rows
+  -- only (tables/costs_lease_lost).
+  on conflict do nothing;
   if not found then
     return query select v_run.id, p_iteration, c.usd, false, v_run.iterations, v_run.tool_calls, v_run.usd,
                         '{}'::text[], false
@@ -6229,7 +6250,9 @@ begin
     perform pgflight._settle_tokens(v_run, v_tokens_per_min, v_in + v_out, v_reserved, v_now);
   end if;
 
-  -- the response blocks and, with mark_tools, the in-flight rows of as many tool calls as the cap allows
+  -- the response blocks and, with mark_tools, the in-flight rows of as many tool calls as the cap
+  -- allows; then the agent's totals, with as many more tool calls as were marked. One statement
+  -- (issue 18: the totals' update was a statement of its own; each costs an executor start-up).
   v_free := case when v_mark then greatest(v_run.max_tool_calls - v_run.tool_calls, 0) else 0 end;
   with b as (
     select (e.ord - 1)::integer as seq, e.v,
@@ -6250,26 +6273,29 @@ begin
      where u.n <= v_free
     on conflict on constraint block_is_unique do nothing
     returning seq, tool_use_id, status
+  ), m as (  -- the tool_use ids now in flight, in block order
+    select coalesce(array_agg(ins.tool_use_id order by ins.seq) filter (where ins.status = 'in_flight'), '{}') as marked
+      from ins
+  ), up as (
+    update pgflight.agent_runs r
+       set iterations = greatest(r.iterations, p_iteration),
+           tool_calls = r.tool_calls + (select cardinality(m.marked) from m),
+           input_tokens = r.input_tokens + v_in,
+           output_tokens = r.output_tokens + v_out,
+           cache_creation_tokens = r.cache_creation_tokens + v_cw,
+           cache_read_tokens = r.cache_read_tokens + v_cr,
+           usd = r.usd + v_usd,
+           -- the next call's reservation, or none; the attempt id stays when it does not change (HOT)
+           reserved_usd = case when v_next then p_next_est_usd else 0 end,
+           reserved_attempt_id = case when v_next then p_attempt_id else r.reserved_attempt_id end,
+           reserved_iteration = case when v_next then p_iteration + 1 end,
+           reserved_budget_ids = case when v_next then v_next_ids end,
+           updated_at = v_now
+     where r.id = v_run.id
+    returning r.iterations, r.tool_calls, r.usd
   )
-  select coalesce(array_agg(ins.tool_use_id order by ins.seq) filter (where ins.status = 'in_flight'), '{}')
-    into v_marked from ins;
-
-  update pgflight.agent_runs r
-     set iterations = greatest(r.iterations, p_iteration),
-         tool_calls = r.tool_calls + cardinality(v_marked),
-         input_tokens = r.input_tokens + v_in,
-         output_tokens = r.output_tokens + v_out,
-         cache_creation_tokens = r.cache_creation_tokens + v_cw,
-         cache_read_tokens = r.cache_read_tokens + v_cr,
-         usd = r.usd + v_usd,
-         -- the next call's reservation, or none; the attempt id stays when it does not change (HOT)
-         reserved_usd = case when v_next then p_next_est_usd else 0 end,
-         reserved_attempt_id = case when v_next then p_attempt_id else r.reserved_attempt_id end,
-         reserved_iteration = case when v_next then p_iteration + 1 end,
-         reserved_budget_ids = case when v_next then v_next_ids end,
-         updated_at = v_now
-   where r.id = v_run.id
-  returning r.iterations, r.tool_calls, r.usd into iterations, tool_calls, total_usd;
+  select m.marked, up.iterations, up.tool_calls, up.usd into v_marked, iterations, tool_calls, total_usd
+    from m, up;
   agent_run_id := v_run.id;
   iteration := p_iteration;
   usd := v_usd;
@@ -8288,15 +8314,10 @@ CREATE TABLE pgflight.budgets (
     spent_usd numeric(16,8) DEFAULT 0 NOT NULL,
     reserved_usd numeric(16,8) DEFAULT 0 NOT NULL,
     exceeded_at timestamp with time zone,
-    CONSTRAINT amounts_are_not_negative CHECK (((spent_usd >= (0)::numeric) AND (reserved_usd >= (0)::numeric) AND ((limit_usd IS NULL) OR (limit_usd >= (0)::numeric)))),
-    CONSTRAINT max_wall_is_positive CHECK (((max_wall_s IS NULL) OR (max_wall_s > (0)::double precision))),
-    CONSTRAINT scope_is_known CHECK ((scope = ANY (ARRAY['run'::text, 'step'::text, 'workspace_day'::text]))),
-    CONSTRAINT scope_names_its_key CHECK (
-CASE scope
-    WHEN 'run'::text THEN ((run_id IS NOT NULL) AND (step_id IS NULL) AND (day IS NULL))
-    WHEN 'step'::text THEN ((run_id IS NOT NULL) AND (step_id IS NOT NULL) AND (day IS NULL))
-    ELSE ((run_id IS NULL) AND (step_id IS NULL) AND (day IS NOT NULL))
-END)
+    CONSTRAINT amounts_are_not_negative CHECK ((LEAST(spent_usd, reserved_usd, limit_usd) >= 0.0)),
+    CONSTRAINT max_wall_is_positive CHECK ((max_wall_s > '0'::double precision)),
+    CONSTRAINT scope_is_known CHECK ((scope = ANY ('{run,step,workspace_day}'::text[]))),
+    CONSTRAINT scope_names_its_key CHECK ((((run_id IS NOT NULL) = (scope = ANY ('{run,step}'::text[]))) AND ((day IS NULL) = (scope = ANY ('{run,step}'::text[]))) AND ((step_id IS NOT NULL) = (scope = 'step'::text))))
 );
 
 ALTER TABLE pgflight.budgets OWNER TO pgflight_owner;
@@ -8352,8 +8373,8 @@ CREATE TABLE pgflight.costs (
     attempt_id bigint,
     at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
     lease_lost boolean DEFAULT false NOT NULL,
-    CONSTRAINT tokens_are_not_negative CHECK (((input_tokens >= 0) AND (output_tokens >= 0) AND (cache_creation_tokens >= 0) AND (cache_read_tokens >= 0))),
-    CONSTRAINT usd_is_not_negative CHECK ((usd >= (0)::numeric))
+    CONSTRAINT tokens_are_not_negative CHECK ((LEAST(input_tokens, output_tokens, cache_creation_tokens, cache_read_tokens) >= 0)),
+    CONSTRAINT usd_is_not_negative CHECK ((usd >= 0.0))
 )
 PARTITION BY RANGE (agent_run_id);
 
@@ -8402,8 +8423,8 @@ CREATE TABLE pgflight.costs_default (
     attempt_id bigint,
     at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
     lease_lost boolean DEFAULT false NOT NULL,
-    CONSTRAINT tokens_are_not_negative CHECK (((input_tokens >= 0) AND (output_tokens >= 0) AND (cache_creation_tokens >= 0) AND (cache_read_tokens >= 0))),
-    CONSTRAINT usd_is_not_negative CHECK ((usd >= (0)::numeric))
+    CONSTRAINT tokens_are_not_negative CHECK ((LEAST(input_tokens, output_tokens, cache_creation_tokens, cache_read_tokens) >= 0)),
+    CONSTRAINT usd_is_not_negative CHECK ((usd >= 0.0))
 );
 
 ALTER TABLE pgflight.costs_default OWNER TO pgflight_owner;
@@ -8428,8 +8449,8 @@ CREATE TABLE pgflight.costs_from_0 (
     attempt_id bigint,
     at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
     lease_lost boolean DEFAULT false NOT NULL,
-    CONSTRAINT tokens_are_not_negative CHECK (((input_tokens >= 0) AND (output_tokens >= 0) AND (cache_creation_tokens >= 0) AND (cache_read_tokens >= 0))),
-    CONSTRAINT usd_is_not_negative CHECK ((usd >= (0)::numeric))
+    CONSTRAINT tokens_are_not_negative CHECK ((LEAST(input_tokens, output_tokens, cache_creation_tokens, cache_read_tokens) >= 0)),
+    CONSTRAINT usd_is_not_negative CHECK ((usd >= 0.0))
 );
 
 ALTER TABLE pgflight.costs_from_0 OWNER TO pgflight_owner;
@@ -9168,11 +9189,11 @@ CREATE TABLE pgflight.traces (
     attempt_id bigint,
     created_at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
     updated_at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
-    CONSTRAINT block_type_is_known CHECK ((block_type = ANY (ARRAY['thinking'::text, 'text'::text, 'tool_use'::text, 'tool_result'::text, 'api_error'::text]))),
-    CONSTRAINT iteration_is_not_negative CHECK (((iteration >= 0) AND (seq >= 0))),
-    CONSTRAINT role_is_known CHECK ((role = ANY (ARRAY['user'::text, 'assistant'::text, 'system'::text]))),
-    CONSTRAINT status_is_known CHECK ((status = ANY (ARRAY['completed'::text, 'in_flight'::text, 'interrupted'::text]))),
-    CONSTRAINT tool_blocks_name_their_call CHECK (((block_type <> ALL (ARRAY['tool_use'::text, 'tool_result'::text])) OR (tool_use_id IS NOT NULL)))
+    CONSTRAINT block_type_is_known CHECK ((block_type = ANY ('{thinking,text,tool_use,tool_result,api_error}'::text[]))),
+    CONSTRAINT iteration_is_not_negative CHECK ((LEAST(iteration, seq) >= 0)),
+    CONSTRAINT role_is_known CHECK ((role = ANY ('{user,assistant,system}'::text[]))),
+    CONSTRAINT status_is_known CHECK ((status = ANY ('{completed,in_flight,interrupted}'::text[]))),
+    CONSTRAINT tool_blocks_name_their_call CHECK (((block_type <> ALL ('{tool_use,tool_result}'::text[])) OR (tool_use_id IS NOT NULL)))
 )
 PARTITION BY RANGE (agent_run_id);
 
@@ -9214,11 +9235,11 @@ CREATE TABLE pgflight.traces_default (
     attempt_id bigint,
     created_at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
     updated_at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
-    CONSTRAINT block_type_is_known CHECK ((block_type = ANY (ARRAY['thinking'::text, 'text'::text, 'tool_use'::text, 'tool_result'::text, 'api_error'::text]))),
-    CONSTRAINT iteration_is_not_negative CHECK (((iteration >= 0) AND (seq >= 0))),
-    CONSTRAINT role_is_known CHECK ((role = ANY (ARRAY['user'::text, 'assistant'::text, 'system'::text]))),
-    CONSTRAINT status_is_known CHECK ((status = ANY (ARRAY['completed'::text, 'in_flight'::text, 'interrupted'::text]))),
-    CONSTRAINT tool_blocks_name_their_call CHECK (((block_type <> ALL (ARRAY['tool_use'::text, 'tool_result'::text])) OR (tool_use_id IS NOT NULL)))
+    CONSTRAINT block_type_is_known CHECK ((block_type = ANY ('{thinking,text,tool_use,tool_result,api_error}'::text[]))),
+    CONSTRAINT iteration_is_not_negative CHECK ((LEAST(iteration, seq) >= 0)),
+    CONSTRAINT role_is_known CHECK ((role = ANY ('{user,assistant,system}'::text[]))),
+    CONSTRAINT status_is_known CHECK ((status = ANY ('{completed,in_flight,interrupted}'::text[]))),
+    CONSTRAINT tool_blocks_name_their_call CHECK (((block_type <> ALL ('{tool_use,tool_result}'::text[])) OR (tool_use_id IS NOT NULL)))
 );
 
 ALTER TABLE pgflight.traces_default OWNER TO pgflight_owner;
@@ -9240,11 +9261,11 @@ CREATE TABLE pgflight.traces_from_0 (
     attempt_id bigint,
     created_at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
     updated_at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
-    CONSTRAINT block_type_is_known CHECK ((block_type = ANY (ARRAY['thinking'::text, 'text'::text, 'tool_use'::text, 'tool_result'::text, 'api_error'::text]))),
-    CONSTRAINT iteration_is_not_negative CHECK (((iteration >= 0) AND (seq >= 0))),
-    CONSTRAINT role_is_known CHECK ((role = ANY (ARRAY['user'::text, 'assistant'::text, 'system'::text]))),
-    CONSTRAINT status_is_known CHECK ((status = ANY (ARRAY['completed'::text, 'in_flight'::text, 'interrupted'::text]))),
-    CONSTRAINT tool_blocks_name_their_call CHECK (((block_type <> ALL (ARRAY['tool_use'::text, 'tool_result'::text])) OR (tool_use_id IS NOT NULL)))
+    CONSTRAINT block_type_is_known CHECK ((block_type = ANY ('{thinking,text,tool_use,tool_result,api_error}'::text[]))),
+    CONSTRAINT iteration_is_not_negative CHECK ((LEAST(iteration, seq) >= 0)),
+    CONSTRAINT role_is_known CHECK ((role = ANY ('{user,assistant,system}'::text[]))),
+    CONSTRAINT status_is_known CHECK ((status = ANY ('{completed,in_flight,interrupted}'::text[]))),
+    CONSTRAINT tool_blocks_name_their_call CHECK (((block_type <> ALL ('{tool_use,tool_result}'::text[])) OR (tool_use_id IS NOT NULL)))
 );
 
 ALTER TABLE pgflight.traces_from_0 OWNER TO pgflight_owner;

@@ -237,3 +237,32 @@ def test_a_claim_naming_recipes_probes_each_recipe_ready_index(eng: Conn, dsn: s
     walked = [p for p in plans if re.search(r"Index (Only )?Scan using step_attempts_ws_ready_idx[^\n]*\n\s*Filter: \(recipe", p)]
     assert walked == []
     assert _seq_scans(plans) == []
+
+
+def test_record_model_call_settles_on_a_generic_plan(eng: Conn) -> None:
+    """
+    record_model_call's budget settlement (lock the budgets in id order, check, move) runs on the
+    plan the session cached, not on one made anew at every call (issue 18, sixth session: the
+    planner preferred a custom plan for `id = any ($n)`, and planning it took 0.20-0.25 ms of
+    every iteration, more than running it). A cached generic plan shows its parameters ($n) where
+    a custom one shows the values; both read budgets by its primary key.
+    """
+    from pgflight import db
+
+    db.create_workspace(eng, "agents", daily_usd_cap=1000)
+    w = register(eng)
+    # budgets as a deployment has them after a while (one per run and agent, one per workspace day)
+    eng.execute(
+        "insert into pgflight.budgets (scope, workspace_id, day, limit_usd, started_at)"
+        " select 'workspace_day', w.id, date '2000-01-01' + g, 10, pgflight._now()"
+        " from pgflight.workspaces w, generate_series(1, 20000) g where w.name = 'agents'"
+    )
+    eng.execute("analyze pgflight.budgets")
+    plans = _plans(eng, lambda: _agent_iterations(eng, w, 8))  # past the five custom plans a cache tries
+    settle_query = re.compile(r"with locked as materialized.*v_want", re.S)
+    settle = [p for p in plans if settle_query.search(p.split("Query Text:", 1)[-1])]
+    assert len(settle) == 8, "auto_explain showed no settlement"
+    for p in settle[-3:]:
+        conds = re.findall(r"Index Cond: \((.*)\)", p)
+        assert conds and all(re.search(r"= ANY \(\$\d+\)", c) for c in conds), p
+    assert not any(re.search(r"Seq Scan on budgets\b", p) for p in settle)

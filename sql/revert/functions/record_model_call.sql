@@ -1,4 +1,4 @@
--- Revert pgflight:functions/record_model_call: restores the previous definition, deploy/functions/record_model_call@v0.6.0.sql (written by scripts/gen_sql_scripts.py)
+-- Revert pgflight:functions/record_model_call: restores the previous definition, deploy/functions/record_model_call@v0.7.0.sql (written by scripts/gen_sql_scripts.py)
 begin;
 set local role pgflight_owner;
 
@@ -41,6 +41,13 @@ set local role pgflight_owner;
 -- A call refused with ZF001/ZF002 (the lease was lost while the model answered) was still paid
 -- for: the client then calls record_orphan_cost, which writes it to costs (lease_lost) and
 -- charges the budgets.
+-- Issue 18 (agent server time): the fence, the model's price, today's workspace budget and the
+-- workspace's tokens-per-minute limit are read by one statement (the happy path of _agent_fence,
+-- _price_usd and _call_budget_ids, whose calls cost more than their queries: each helper with a SET
+-- clause saves and restores it); the settlement with the next admission is one statement that locks
+-- the budgets in id order, checks and moves them (_move_budget's work); the result row is returned
+-- without a query. The helpers still do every other case: a fence miss (_agent_fence raises), no
+-- price (_price_usd raises 22023), a day row to create or re-cap, a refused or partial move.
 -- The signature of @v0.4.0 (without p_next_est_usd) is replaced: a call with eight arguments
 -- resolves to this one (p_next_est_usd defaults to null), which returns one more column at the end.
 drop function if exists pgflight.record_model_call(bigint, bigint, bigint, integer, jsonb, jsonb, text, jsonb);
@@ -51,6 +58,8 @@ returns table (agent_run_id bigint, iteration integer, usd numeric, recorded boo
                tool_calls integer, total_usd numeric, marked text[], next_reserved boolean)
 language plpgsql volatile security definer
 set search_path = pg_catalog, pg_temp
+set enable_seqscan = off
+set jit = off
 as $$
 #variable_conflict use_column
 declare
@@ -72,6 +81,10 @@ declare
   v_want boolean;  -- the next call is to be admitted here
   v_next boolean := false;  -- the next call was admitted here
   v_settled boolean := false;
+  v_f record;  -- the fence's row: the agent run, the price, today's workspace budget, the token limit
+  v_price pgflight.model_prices;
+  v_ids bigint[];
+  v_reserve numeric;
 begin
   -- every option checked against its spec first (docs/options.md; issue 14): 22023 naming the key.
   -- The agent loop's options (the three keys, well-typed, in range) pass without the spec lookup,
@@ -90,24 +103,23 @@ begin
     p_options := pgflight._check_options('record_model_call', p_options);
   end if;
   -- the usage: four token counts, integers from 0 to 1e10 (22023 naming the key otherwise); a usage
-  -- of well-formed counts is read directly, anything else goes through _opt_int, which raises
-  if jsonb_typeof(p_usage) = 'object'
-         and (case jsonb_typeof(p_usage -> 'input_tokens')
-               when 'number' then (p_usage ->> 'input_tokens')::numeric between 0 and 10000000000
-                                  and (p_usage ->> 'input_tokens')::numeric = trunc((p_usage ->> 'input_tokens')::numeric)
-               else coalesce(jsonb_typeof(p_usage -> 'input_tokens') = 'null', true) end)
-         and (case jsonb_typeof(p_usage -> 'output_tokens')
-               when 'number' then (p_usage ->> 'output_tokens')::numeric between 0 and 10000000000
-                                  and (p_usage ->> 'output_tokens')::numeric = trunc((p_usage ->> 'output_tokens')::numeric)
-               else coalesce(jsonb_typeof(p_usage -> 'output_tokens') = 'null', true) end)
-         and (case jsonb_typeof(p_usage -> 'cache_creation_input_tokens')
-               when 'number' then (p_usage ->> 'cache_creation_input_tokens')::numeric between 0 and 10000000000
-                                  and (p_usage ->> 'cache_creation_input_tokens')::numeric = trunc((p_usage ->> 'cache_creation_input_tokens')::numeric)
-               else coalesce(jsonb_typeof(p_usage -> 'cache_creation_input_tokens') = 'null', true) end)
-         and (case jsonb_typeof(p_usage -> 'cache_read_input_tokens')
-               when 'number' then (p_usage ->> 'cache_read_input_tokens')::numeric between 0 and 10000000000
-                                  and (p_usage ->> 'cache_read_input_tokens')::numeric = trunc((p_usage ->> 'cache_read_input_tokens')::numeric)
-               else coalesce(jsonb_typeof(p_usage -> 'cache_read_input_tokens') = 'null', true) end) then
+  -- of well-formed counts is read directly, anything else goes through _opt_int, which raises.
+  -- One JSON path tells them apart (issue 18: the expression it replaces called some sixty
+  -- functions, each checked for EXECUTE and initialised anew in every transaction); anything it
+  -- cannot evaluate (silent) is not true, so it takes the checked way.
+  if jsonb_path_match(p_usage, '$.type() == "object"
+                             && (!exists($.input_tokens) || $.input_tokens.type() == "null"
+                                 || ($.input_tokens.type() == "number" && $.input_tokens >= 0 && $.input_tokens <= 10000000000
+                                     && $.input_tokens.floor() == $.input_tokens))
+                             && (!exists($.output_tokens) || $.output_tokens.type() == "null"
+                                 || ($.output_tokens.type() == "number" && $.output_tokens >= 0 && $.output_tokens <= 10000000000
+                                     && $.output_tokens.floor() == $.output_tokens))
+                             && (!exists($.cache_creation_input_tokens) || $.cache_creation_input_tokens.type() == "null"
+                                 || ($.cache_creation_input_tokens.type() == "number" && $.cache_creation_input_tokens >= 0 && $.cache_creation_input_tokens <= 10000000000
+                                     && $.cache_creation_input_tokens.floor() == $.cache_creation_input_tokens))
+                             && (!exists($.cache_read_input_tokens) || $.cache_read_input_tokens.type() == "null"
+                                 || ($.cache_read_input_tokens.type() == "number" && $.cache_read_input_tokens >= 0 && $.cache_read_input_tokens <= 10000000000
+                                     && $.cache_read_input_tokens.floor() == $.cache_read_input_tokens))', silent => true) then
     v_in := coalesce((p_usage ->> 'input_tokens')::numeric, 0);
     v_out := coalesce((p_usage ->> 'output_tokens')::numeric, 0);
     v_cw := coalesce((p_usage ->> 'cache_creation_input_tokens')::numeric, 0);
@@ -139,8 +151,47 @@ begin
     perform pgflight._require_cap('max_result_bytes', v_cap, octet_length(p_blocks::text),
                                   'model response blocks (bytes)');
   end if;
-  v_run := pgflight._agent_fence(p_attempt_id, p_token, p_agent_run_id, 'record_model_call');
-  v_usd := pgflight._price_usd(p_model, coalesce(p_usage, '{}'));
+  -- the fence of _agent_fence (attempt FOR SHARE, agent run FOR UPDATE, the holder's login) and, in
+  -- the same statement, what the call needs of other tables: the price (longest model prefix), the
+  -- workspace's daily cap with today's (UTC) budget row, its model tokens per minute. Subqueries,
+  -- not joins: each is planned on its own, so a replan (after an ANALYZE) searches no join order.
+  select r as run,
+         (select p from pgflight.model_prices p
+           where left(p_model, length(p.model)) = p.model order by length(p.model) desc limit 1) as price,
+         (select w.daily_usd_cap from pgflight.workspaces w where w.id = r.workspace_id) as daily_usd_cap,
+         (select d from pgflight.budgets d
+           where d.scope = 'workspace_day' and d.workspace_id = r.workspace_id
+             and d.day = (v_now at time zone 'UTC')::date) as day,
+         (select l.model_tokens_per_min from pgflight.workspace_limits l
+           where l.workspace_id = r.workspace_id) as model_tokens_per_min
+    into v_f
+    from pgflight.step_attempts a
+    join pgflight.agent_runs r on r.step_id = a.step_id
+   -- the status test written IS TRUE, so no plan reads the attempt through the partial index of
+   -- leased attempts (all of them) instead of its primary key (a choice seen on small tables)
+   where a.id = p_attempt_id and a.fencing_token = p_token and (a.status in ('claimed', 'running')) is true
+     and r.id = p_agent_run_id
+     and exists (select from pgflight.workers k where k.id = a.worker_id and k.login = session_user)
+     for share of a for update of r;
+  if not found then  -- _agent_fence raises ZF001 / ZF002 / ZF003 / ZF012
+    v_run := pgflight._agent_fence(p_attempt_id, p_token, p_agent_run_id, 'record_model_call');
+    -- (found on a second look: the price and the day's budget go through their helpers)
+    select r as run, null::pgflight.model_prices as price, w.daily_usd_cap, null::pgflight.budgets as day,
+           l.model_tokens_per_min
+      into v_f
+      from pgflight.agent_runs r
+      join pgflight.workspaces w on w.id = r.workspace_id
+      left join pgflight.workspace_limits l on l.workspace_id = r.workspace_id
+     where r.id = v_run.id;
+  end if;
+  v_run := v_f.run;
+  v_price := v_f.price;
+  if v_price.model is null then  -- _price_usd raises 22023 when no price matches
+    v_usd := pgflight._price_usd(p_model, coalesce(p_usage, '{}'));
+  else  -- _price_usd's sum, of the counts read above (the same values)
+    v_usd := (v_in * v_price.input_usd_per_mtok + v_out * v_price.output_usd_per_mtok
+              + v_cw * v_price.cache_write_usd_per_mtok + v_cr * v_price.cache_read_usd_per_mtok) / 1000000;
+  end if;
 
   -- the costs row is the iteration's claim: a repeat stores nothing
   insert into pgflight.costs (agent_run_id, iteration, step_id, run_id, workspace_id, model, input_tokens,
@@ -158,21 +209,56 @@ begin
   end if;
 
   v_reserved := v_run.reserved_attempt_id = p_attempt_id and v_run.reserved_iteration = p_iteration;
-  select l.model_tokens_per_min into v_tokens_per_min
-    from pgflight.workspace_limits l where l.workspace_id = v_run.workspace_id;
+  v_tokens_per_min := v_f.model_tokens_per_min;
   -- the next call is admitted early only when no tokens-per-minute limit applies and it is within
   -- max_iterations (otherwise complete_tool_calls admits it, or refuses it, as before)
   v_want := p_next_est_usd is not null and v_tokens_per_min is null and p_iteration < v_run.max_iterations;
   if v_want then
-    v_next_ids := pgflight._call_budget_ids(v_run, v_now);
-    if v_reserved and v_next_ids is not distinct from v_run.reserved_budget_ids then
-      -- settle and reserve in one move, checked as an admission (spent + this cost + the next
-      -- reservation within every cap, every wall-time cap unexpired); refused, it is not asked again
-      v_next := pgflight._move_budget(v_next_ids, p_next_est_usd, v_usd, v_run.reserved_usd, true, v_now,
-                                      format('agent_run=%s iteration=%s', v_run.id, p_iteration + 1)) is null;
-      v_settled := v_next;
-      v_want := false;
+    -- _call_budget_ids' common case inline: the tree's budgets and today's workspace row, when it
+    -- exists at the current cap (else the helper creates it or gives it the cap)
+    if v_f.daily_usd_cap is null then
+      v_next_ids := v_run.budget_ids;
+    elsif (v_f.day).id is not null and (v_f.day).limit_usd = v_f.daily_usd_cap then
+      v_next_ids := v_run.budget_ids || (v_f.day).id;
+    else
+      v_next_ids := pgflight._call_budget_ids(v_run, v_now);
     end if;
+  end if;
+  if v_reserved and (not v_want or v_next_ids is not distinct from v_run.reserved_budget_ids) then
+    -- one move on the budgets the call was reserved on: settle (the reservation becomes the actual
+    -- cost; its caps were checked when it was admitted) and, when the next call is wanted, reserve
+    -- for it, checked as an admission (spent + this cost + the next reservation within every cap,
+    -- every wall-time cap unexpired). _move_budget's two statements in one: the rows locked in id
+    -- order (the materialised CTE's FOR UPDATE locks every row, no outer qual is pushed into it),
+    -- none moved if one refuses.
+    v_ids := v_run.reserved_budget_ids;
+    v_reserve := case when v_want then p_next_est_usd else 0 end;
+    if coalesce(cardinality(v_ids), 0) = 0 then
+      v_settled := true;
+    else
+      with locked as materialized (
+        select b.id,
+               v_want and ((b.max_wall_s is not null and v_now > b.started_at + make_interval(secs => b.max_wall_s))
+                           or (b.limit_usd is not null
+                               and b.spent_usd + b.reserved_usd - v_run.reserved_usd + v_reserve + v_usd > b.limit_usd))
+                 as refuses
+          from pgflight.budgets b where b.id = any (v_ids) order by b.id for update
+      )
+      update pgflight.budgets b
+         set reserved_usd = greatest(b.reserved_usd + v_reserve - v_run.reserved_usd, 0),
+             spent_usd = b.spent_usd + v_usd
+       where b.id = any (v_ids) and not exists (select from locked x where x.refuses);
+      v_settled := found;
+    end if;
+    if not v_settled and v_want then
+      -- refused (or none of the rows is left): _move_budget decides and moves, as before; refused,
+      -- the call is settled alone below and the next one not asked again
+      v_settled := pgflight._move_budget(v_ids, v_reserve, v_usd, v_run.reserved_usd, true, v_now,
+                                         format('agent_run=%s iteration=%s', v_run.id, p_iteration + 1)) is null;
+    end if;
+    v_next := v_settled and v_want;
+    v_settled := v_settled or not v_want;  -- a settlement alone that found no row moved nothing, as before
+    v_want := false;
   end if;
   if v_settled then
     null;
@@ -243,9 +329,14 @@ begin
          reserved_budget_ids = case when v_next then v_next_ids end,
          updated_at = v_now
    where r.id = v_run.id
-  returning * into v_run;
-  return query select v_run.id, p_iteration, v_usd, true, v_run.iterations, v_run.tool_calls, v_run.usd, v_marked,
-                      v_next;
+  returning r.iterations, r.tool_calls, r.usd into iterations, tool_calls, total_usd;
+  agent_run_id := v_run.id;
+  iteration := p_iteration;
+  usd := v_usd;
+  recorded := true;
+  marked := v_marked;
+  next_reserved := v_next;
+  return next;
 end
 $$;
 comment on function pgflight.record_model_call(bigint, bigint, bigint, integer, jsonb, jsonb, text, jsonb, numeric) is
