@@ -225,7 +225,8 @@ class Worker:
         self._catch_ups = 0
         self.relays_sent = 0
         self.combined_claims = 0  # claims sent with a batch's completions (_finish)
-        self._far_after = datetime.now(UTC)  # deadlines after this arm no timer (_time_left)
+        # deadlines after this arm no timer (_time_left); set at each start, none far before that
+        self._far_after = datetime.max.replace(tzinfo=UTC)
         # check_json's name of each recipe's result, made once (not an f-string per step)
         self._result_names = {n: f"the result of recipe {n!r}" for n in self.registry.names()}
 
