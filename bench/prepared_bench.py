@@ -10,7 +10,9 @@ prepares from the first call (``prepare_threshold=0``), --rounds times, alternat
 first. Per call: the server backend's CPU (utime + stime from /proc; the bench runs on the
 server's host) and the client's wall time; per mode the medians, and the saving.
 
-Usage: python bench/prepared_bench.py [--calls 1000] [--rounds 3] [--batch 8]
+--empty: the same calls with nothing to do (their fixed cost per call, less noisy).
+
+Usage: python bench/prepared_bench.py [--calls 1000] [--rounds 3] [--batch 8] [--empty]
 """
 
 from __future__ import annotations
@@ -104,6 +106,34 @@ def workloads(batch: int) -> dict[str, Callable[[Conn, int, int], int]]:
     }
 
 
+def empty_workloads() -> dict[str, Callable[[Conn, int, int], int]]:
+    """
+    The same calls with nothing to do (a recipe nothing is queued for, no attempts held): the
+    call's fixed cost, of which parse and plan are a larger share, with less noise.
+    """
+
+    def repeat(call: Callable[[Conn, int], object]) -> Callable[[Conn, int, int], int]:
+        def work(conn: Conn, worker: int, calls: int) -> int:
+            for _ in range(calls):
+                call(conn, worker)
+            return calls
+
+        return work
+
+    return {
+        "claim_batch (nothing ready)": repeat(
+            lambda c, w: db.claim_batch(c, w, batch_size=8, lease_s=30, recipes=["nothing"], start=True)
+        ),
+        "complete_and_claim (nothing)": repeat(
+            lambda c, w: db.complete_and_claim(
+                c, w, [], [], [], batch_size=8, lease_s=30, recipes=["nothing"]
+            )
+        ),
+        "complete_batch (empty)": repeat(lambda c, w: db.complete_batch(c, [], [], [])),
+        "heartbeat (none held)": repeat(lambda c, w: db.heartbeat(c, w, [], [])),
+    }
+
+
 def measure(
     dsn: str, work: Callable[[Conn, int, int], int], calls: int, prepare: bool
 ) -> tuple[float, float]:
@@ -125,14 +155,15 @@ def main() -> None:
     ap.add_argument("--calls", type=int, default=1000)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--empty", action="store_true", help="the calls with nothing to do (no queue needed)")
     args = ap.parse_args()
-    loads = workloads(args.batch)
+    loads = empty_workloads() if args.empty else workloads(args.batch)
     # jobs each round takes from the queue: the claiming workloads take about `batch` per call
     need = args.rounds * 2 * len(loads) * (args.calls + 60) * args.batch + 10_000
     report: dict[str, Any] = {"calls": args.calls, "rounds": args.rounds, "batch": args.batch}
     with throwaway_cluster() as (_, dsn):
         with psycopg.connect(dsn, autocommit=True) as conn:
-            _submit(conn, need)
+            _submit(conn, 0 if args.empty else need)
         report["load_before"] = os.getloadavg()[0]
         for name, work in loads.items():
             got: dict[bool, list[tuple[float, float]]] = {False: [], True: []}
