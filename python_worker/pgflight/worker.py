@@ -143,13 +143,13 @@ class Worker:
     :param max_abandoned_threads: abandoned recipe threads (past their deadline, still running)
         the process tolerates; at this many it restarts (:class:`WorkerRestart`, exit 75). Default
         ``PGFLIGHT_MAX_ABANDONED_THREADS``, else 16.
-    :param prepared_statements: server-side prepared statements on the claim and control
-        connections and the LISTEN connection (parse and plan of each hot call saved, C31):
-        ``"auto"`` (default) once the LISTEN self-probe shows that `dsn` itself is a direct
-        connection (no `listen_dsn` of its own, LISTEN works; until then, and behind a transaction
-        pooler, none: only the LISTEN connection prepares, being direct); ``"on"`` always (a direct
+    :param prepared_statements: server-side prepared statements (the parse and plan of each hot
+        call made once per connection, C31): ``"auto"`` (default) on the claim and control
+        connections once the LISTEN self-probe shows that `dsn` itself is a direct connection (no
+        `listen_dsn` of its own, LISTEN works), never behind a transaction pooler; the LISTEN
+        connection's once the probe passes (it is direct then). ``"on"``: always (a direct
         connection, or PgBouncer >= 1.21 with ``max_prepared_statements`` > 0; a pooler the probe
-        detects is logged as an error); ``"off"`` never. Default ``PGFLIGHT_PREPARED_STATEMENTS``,
+        detects is logged as an error). ``"off"``: never. Default ``PGFLIGHT_PREPARED_STATEMENTS``,
         else auto.
     """
 
@@ -216,7 +216,7 @@ class Worker:
         )
         self.restart_reason: str | None = None
         self.prepared_statements = prepared_statements
-        # the pools' connections prepare their statements (read as each opens; see _prepare_pools)
+        # the pools' connections prepare their statements (read as each opens; set by _probed)
         self.prepared = prepared_statements == "on"
         self._stopping = threading.Event()
         self._threads = StepThreads(concurrency, "pgflight-step")
@@ -344,7 +344,9 @@ class Worker:
             self._control_pool.drain()
             log.info("direct connection (LISTEN works on it): prepared statements on")
         elif self.prepared_statements == "on" and not (direct and same):
-            log.error(
+            # a detected pooler is an error; a LISTEN DSN of its own only suggests one
+            log.log(
+                logging.ERROR if not direct else logging.WARNING,
                 "prepared statements are on (--prepared-statements on) but %s: safe only behind "
                 "PgBouncer >= 1.21 with max_prepared_statements > 0 (else DuplicatePreparedStatement "
                 "errors, C31); use --prepared-statements auto or off for any other pooler.",
