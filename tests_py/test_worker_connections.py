@@ -246,6 +246,9 @@ def test_c31_a_direct_connection_prepares_the_hot_calls_unless_off(conn, dsn, ru
     db.submit_many(conn, "w", [{"recipe": "noop", "input": {"i": i}} for i in range(300)])
     wait_for(lambda: w.steps_done >= 300 or None, 60, "the 300 steps")
     prepared = _prepared_on_pool(w)
+    w.stop()
+    # its LISTEN session (with the wake tickets' session advisory locks) ends before the next test
+    wait_for(lambda: not _listen_pids(conn), 30, "the worker's LISTEN backend to exit")
     if mode == "off":
         assert not w.prepared
         assert prepared == []
