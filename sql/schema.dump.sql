@@ -4576,6 +4576,31 @@ ALTER FUNCTION pgflight.claim_batch(p_worker_id bigint, p_batch_size integer, p_
 
 COMMENT ON FUNCTION pgflight.claim_batch(p_worker_id bigint, p_batch_size integer, p_lease_s double precision, p_recipes text[], p_options jsonb) IS 'Lease up to p_batch_size ready attempts (lease in seconds). Returns at most p_batch_size rows, each with its fencing token, from the login''s workspaces. Options (docs/options.md): start (boolean). Errors: 22023, ZF005, ZF010 unknown worker.';
 
+-- Name: complete_and_claim(bigint, bigint[], bigint[], jsonb[], integer, double precision, text[], jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.complete_and_claim(p_worker_id bigint, p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[], p_batch_size integer, p_lease_s double precision, p_recipes text[] DEFAULT NULL::text[], p_options jsonb DEFAULT '{}'::jsonb) RETURNS TABLE(attempt_id bigint, fencing_token bigint, step_id bigint, run_id bigint, parent_id bigint, step_key text, attempt_no integer, recipe text, input jsonb, lease_expires_at timestamp with time zone, deadline_at timestamp with time zone, outcome text)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+  -- the claim first: the worker row, then attempt rows (the lock order above)
+  return query
+    select c.attempt_id, c.fencing_token, c.step_id, c.run_id, c.parent_id, c.step_key, c.attempt_no,
+           c.recipe, c.input, c.lease_expires_at, c.deadline_at, null::text
+      from pgflight.claim_batch(p_worker_id, p_batch_size, p_lease_s, p_recipes, p_options) c;
+  return query
+    select d.attempt_id, null::bigint, null::bigint, null::bigint, null::bigint, null::text, null::integer,
+           null::text, null::jsonb, null::timestamptz, null::timestamptz, d.outcome
+      from pgflight.complete_batch(p_attempt_ids, p_tokens, p_results) d;
+end
+$$;
+
+ALTER FUNCTION pgflight.complete_and_claim(p_worker_id bigint, p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[], p_batch_size integer, p_lease_s double precision, p_recipes text[], p_options jsonb) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION complete_and_claim(p_worker_id bigint, p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[], p_batch_size integer, p_lease_s double precision, p_recipes text[], p_options jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.complete_and_claim(p_worker_id bigint, p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[], p_batch_size integer, p_lease_s double precision, p_recipes text[], p_options jsonb) IS 'claim_batch then complete_batch in one transaction: the claimed steps (outcome null), then one outcome per attempt given (succeeded | lease_lost | cancelled | failed). Errors: those of claim_batch (22023, ZF005, ZF010) and complete_batch (22023, ZF012).';
+
 -- Name: complete_batch(bigint[], bigint[], jsonb[]); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
 CREATE FUNCTION pgflight.complete_batch(p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[]) RETURNS TABLE(attempt_id bigint, outcome text)
@@ -10340,6 +10365,11 @@ GRANT ALL ON FUNCTION pgflight.children_results(p_step_id bigint) TO pgflight_re
 
 REVOKE ALL ON FUNCTION pgflight.claim_batch(p_worker_id bigint, p_batch_size integer, p_lease_s double precision, p_recipes text[], p_options jsonb) FROM PUBLIC;
 GRANT ALL ON FUNCTION pgflight.claim_batch(p_worker_id bigint, p_batch_size integer, p_lease_s double precision, p_recipes text[], p_options jsonb) TO pgflight_worker;
+
+-- Name: FUNCTION complete_and_claim(p_worker_id bigint, p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[], p_batch_size integer, p_lease_s double precision, p_recipes text[], p_options jsonb); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.complete_and_claim(p_worker_id bigint, p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[], p_batch_size integer, p_lease_s double precision, p_recipes text[], p_options jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.complete_and_claim(p_worker_id bigint, p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[], p_batch_size integer, p_lease_s double precision, p_recipes text[], p_options jsonb) TO pgflight_worker;
 
 -- Name: FUNCTION complete_batch(p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[]); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 

@@ -402,6 +402,12 @@ CALLS: dict[str, Call] = {
             [[h["attempt_id"]], [h["token"]], [Jsonb({"r": 1})]],
         )
     )(w.held()),
+    "complete_and_claim": lambda w: (
+        lambda h: (
+            "select * from pgflight.complete_and_claim(%s, %s, %s, %s, 1, 30, %s, '{\"start\": true}')",
+            [w.worker_id, [h["attempt_id"]], [h["token"]], [Jsonb({"r": 1})], [w.submit()["recipe"]]],
+        )
+    )(w.held()),
     "fail_step": lambda w: (
         lambda h: (
             "select * from pgflight.fail_step(%s, %s, '{\"m\": \"x\"}', '{}')",

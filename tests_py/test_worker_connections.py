@@ -21,6 +21,9 @@ from psycopg.conninfo import make_conninfo
 
 from pgflight import db
 from pgflight.embedded import free_port
+from pgflight.recipes import Registry
+from pgflight.worker import Worker
+from test_worker_combined import running  # noqa: F401  (fixture)
 from worker_support import attempts, one, step_status, wait_for, worker_factory
 
 
@@ -183,6 +186,8 @@ def test_c30_c31_c32_worker_behind_transaction_pgbouncer(conn, dsn, workers, pgb
         assert out.count("LISTEN does not work") == 1
         assert "DuplicatePreparedStatement" not in out and "ProtocolViolation" not in out
         assert "Traceback" not in out
+        # C31: the default (--prepared-statements auto) prepares nothing behind the pooler
+        assert "prepared statements on" not in out
     assert (
         one(conn, "select count(*) from pg_stat_activity where state = 'idle in transaction (aborted)'") == 0
     )
@@ -192,6 +197,66 @@ def test_c30_c31_c32_worker_behind_transaction_pgbouncer(conn, dsn, workers, pgb
     run = db.submit_run(conn, "w", "noop", {"late": True})
     wait_for(lambda: step_status(conn, run.step_id) == "succeeded", 5, "pickup by fast polling")
     assert time.monotonic() - t0 < 1.5
+
+
+def test_c31_prepared_statements_on_behind_a_transaction_pooler_is_an_error_in_the_log(
+    conn, dsn, workers, pgbouncer
+) -> None:
+    """
+    --prepared-statements on through a transaction pooler that the LISTEN self-probe detects:
+    the worker says at once, as an error, that this is safe only behind PgBouncer >= 1.21 with
+    max_prepared_statements (C31: warn loudly when a pooler is detected and prepared statements
+    are enabled). At @v0.8.0 the option does not exist.
+    """
+    bounced = make_conninfo(dsn, host="127.0.0.1", port=int(pgbouncer.split("port=")[1]))
+    _workspace(conn)
+    w = workers(bounced, "--prepared-statements", "on", "--lease", "3")
+    wait_for(lambda: "prepared statements are on" in w.output(), 10, "the error about the pooler")
+    assert "max_prepared_statements" in w.output()
+    assert w.output().count("prepared statements are on") == 1
+
+
+def _prepared_on_pool(w: Worker) -> list[str]:
+    """The statements prepared on the server in each of the worker's control connections (up to 2)."""
+    pool = w._control_pool
+    with pool.connection() as a, pool.connection() as b:
+        return [
+            r[0]
+            for c in (a, b)
+            for r in c.execute("select statement from pg_catalog.pg_prepared_statements").fetchall()
+        ]
+
+
+def _noop_registry() -> Registry:
+    reg = Registry()
+    reg.add("noop", lambda ctx: ctx.input)
+    return reg
+
+
+@pytest.mark.parametrize("mode", ["auto", "off"])
+def test_c31_a_direct_connection_prepares_the_hot_calls_unless_off(conn, dsn, running, mode: str) -> None:
+    """
+    On a direct connection (LISTEN works on the DSN) the default, --prepared-statements auto,
+    prepares the worker's hot calls on the server (parsed and planned once per connection, not
+    at every call); off prepares nothing, as every worker did at @v0.8.0.
+    """
+    _workspace(conn)
+    w = running(Worker(dsn, _noop_registry(), concurrency=4, poll_s=0.2, prepared_statements=mode))
+    wait_for(lambda: w.listening or None, 10, "the LISTEN probe to pass")
+    db.submit_many(conn, "w", [{"recipe": "noop", "input": {"i": i}} for i in range(300)])
+    wait_for(lambda: w.steps_done >= 300 or None, 60, "the 300 steps")
+    prepared = _prepared_on_pool(w)
+    w.stop()
+    # its LISTEN session (with the wake tickets' session advisory locks) ends before the next test
+    wait_for(lambda: not _listen_pids(conn), 30, "the worker's LISTEN backend to exit")
+    if mode == "off":
+        assert not w.prepared
+        assert prepared == []
+    else:
+        assert w.prepared
+        assert any("pgflight.complete_and_claim" in s or "pgflight.complete_batch" in s for s in prepared), (
+            prepared
+        )
 
 
 def test_c37_server_timeouts_and_killed_backends_do_not_stop_10s_steps(server, conn, dsn, workers) -> None:

@@ -72,7 +72,7 @@ from typing import Any, TypeVar
 from psycopg.types.json import Jsonb
 
 from pgflight import db, errors, models, tracing
-from pgflight.db.connection import Listener, call, is_transient, make_pool
+from pgflight.db.connection import Listener, call, is_transient, make_pool, prepare_threshold
 from pgflight.db.core import translated
 from pgflight.db.payload import DEFAULT_MAX_BYTES, BadPayload, check_json, clean_text
 from pgflight.heartbeat import CANCELLED, FINISHING, LOST, RELEASED, Heartbeat, Held, HeldSet, clamp_interval
@@ -94,6 +94,9 @@ worker's own check would), and the next heartbeat reports it lost: the worker ab
 
 EXIT_RESTART = 75
 """Exit status of a worker process that restarts itself (EX_TEMPFAIL): too many abandoned threads."""
+
+PREPARED_MODES = ("auto", "on", "off")
+"""The values of Worker(prepared_statements=...), --prepared-statements, PGFLIGHT_PREPARED_STATEMENTS."""
 
 
 class WorkerRestart(SystemExit):
@@ -140,6 +143,14 @@ class Worker:
     :param max_abandoned_threads: abandoned recipe threads (past their deadline, still running)
         the process tolerates; at this many it restarts (:class:`WorkerRestart`, exit 75). Default
         ``PGFLIGHT_MAX_ABANDONED_THREADS``, else 16.
+    :param prepared_statements: server-side prepared statements (the parse and plan of each hot
+        call made once per connection, C31): ``"auto"`` (default) on the claim and control
+        connections once the LISTEN self-probe shows that `dsn` itself is a direct connection (no
+        `listen_dsn` of its own, LISTEN works), never behind a transaction pooler; the LISTEN
+        connection's once the probe passes (it is direct then). ``"on"``: always (a direct
+        connection, or PgBouncer >= 1.21 with ``max_prepared_statements`` > 0; a pooler the probe
+        detects is logged as an error). ``"off"``: never. Default ``PGFLIGHT_PREPARED_STATEMENTS``,
+        else auto.
     """
 
     def __init__(
@@ -161,7 +172,11 @@ class Worker:
         name: str | None = None,
         max_result_bytes: int | None = None,
         max_abandoned_threads: int | None = None,
+        prepared_statements: str | None = None,
     ) -> None:
+        prepared_statements = prepared_statements or os.environ.get("PGFLIGHT_PREPARED_STATEMENTS") or "auto"
+        if prepared_statements not in PREPARED_MODES:
+            raise ValueError(f"prepared_statements must be one of {', '.join(PREPARED_MODES)}")
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
         if lease_s <= 0:
@@ -200,6 +215,9 @@ class Worker:
             max_abandoned_threads or env_number("PGFLIGHT_MAX_ABANDONED_THREADS", 16, positive=True)
         )
         self.restart_reason: str | None = None
+        self.prepared_statements = prepared_statements
+        # the pools' connections prepare their statements (read as each opens; set by _probed)
+        self.prepared = prepared_statements == "on"
         self._stopping = threading.Event()
         self._threads = StepThreads(concurrency, "pgflight-step")
         self._waiting: dict[int, _Work] = {}  # sync recipes running, by attempt id
@@ -265,11 +283,16 @@ class Worker:
         if threading.current_thread() is threading.main_thread():
             for sig in (signal.SIGTERM, signal.SIGINT):
                 self._loop.add_signal_handler(sig, self.stop)
+        prepare = self._prepare
         self._claim_pool = make_pool(
-            self.dsn, max_size=1, name="pgflight-claim", application_name="pgflight-claim"
+            self.dsn, max_size=1, name="pgflight-claim", application_name="pgflight-claim", prepare=prepare
         )
         self._control_pool = make_pool(
-            self.dsn, max_size=self.pool_size, name="pgflight-control", application_name="pgflight-control"
+            self.dsn,
+            max_size=self.pool_size,
+            name="pgflight-control",
+            application_name="pgflight-control",
+            prepare=prepare,
         )
         try:
             self.worker_id = await self._db(self._control_pool, self._register, retry_for_s=None)
@@ -298,6 +321,39 @@ class Worker:
                 self._heartbeat.stop()
             self._claim_pool.close()
             self._control_pool.close()
+
+    def _prepare(self) -> bool:
+        """Whether a pool connection that opens now prepares its statements (any thread)."""
+        return self.prepared
+
+    def _probed(self, direct: bool, listener: Listener) -> None:
+        """
+        The LISTEN self-probe's verdict (listener thread): `direct` when notifications arrived, so
+        the LISTEN connection is direct (its statements may be prepared) and, when `dsn` is also
+        the LISTEN DSN, so are the pools' (auto: their connections are replaced by preparing ones).
+        A pooler with prepared statements on is logged as an error (C31).
+        """
+        same = self.listen_dsn == self.dsn
+        if direct and self.prepared_statements != "off":
+            listener.prepare = True
+            if listener.conn is not None:
+                listener.conn.prepare_threshold = prepare_threshold(True)
+        if self.prepared_statements == "auto" and direct and same and not self.prepared:
+            self.prepared = True
+            self._claim_pool.drain()
+            self._control_pool.drain()
+            log.info("direct connection (LISTEN works on it): prepared statements on")
+        elif self.prepared_statements == "on" and not (direct and same):
+            # a detected pooler is an error; a LISTEN DSN of its own only suggests one
+            log.log(
+                logging.ERROR if not direct else logging.WARNING,
+                "prepared statements are on (--prepared-statements on) but %s: safe only behind "
+                "PgBouncer >= 1.21 with max_prepared_statements > 0 (else DuplicatePreparedStatement "
+                "errors, C31); use --prepared-statements auto or off for any other pooler.",
+                "LISTEN does not work on the DSN (a transaction pooler?)"
+                if not direct
+                else "LISTEN has a DSN of its own (--listen-dsn: is the DSN a pooler?)",
+            )
 
     def _register(self, conn: db.Connection) -> int:
         return db.register_worker(
@@ -959,7 +1015,9 @@ class Worker:
             try:
                 listener.open()  # LISTEN first, then the catch-up claim below (C33)
                 if first:
-                    if not listener.probe(2.0):
+                    direct = listener.probe(2.0)
+                    self._probed(direct, listener)
+                    if not direct:
                         log.error(
                             "LISTEN does not work on %s: a self-NOTIFY did not arrive within 2 s (a "
                             "transaction pooler such as PgBouncer, or a hot standby?). Polling every %.3gs "

@@ -39,6 +39,7 @@ ReasonOpt = Annotated[
 ]
 RunStatus = Literal["running", "succeeded", "failed", "cancelled"]
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR"]
+PreparedMode = Literal["auto", "on", "off"]
 
 STATE_STYLE: Final = {
     "succeeded": "green",
@@ -165,6 +166,19 @@ def worker(
     name: Annotated[
         str | None, typer.Option("--name", metavar="NAME", help="Worker name (default: host:pid).")
     ] = None,
+    prepared_statements: Annotated[
+        PreparedMode,
+        typer.Option(
+            "--prepared-statements",
+            metavar="MODE",
+            envvar="PGFLIGHT_PREPARED_STATEMENTS",
+            case_sensitive=False,
+            help=(
+                "Server-side prepared statements: auto (once LISTEN shows the DSN is a direct"
+                " connection), on (direct, or PgBouncer >= 1.21 with max_prepared_statements), off."
+            ),
+        ),
+    ] = "auto",
     log_level: Annotated[
         LogLevel,
         typer.Option(
@@ -216,6 +230,7 @@ def worker(
         listen=not no_listen,
         pool_size=pool_size,
         name=name,
+        prepared_statements=prepared_statements.lower(),
     )
     tracing.configure_from_env(force=traces)
     w.run()

@@ -2,8 +2,13 @@
 Connections for pgflight clients: safe behind PgBouncer in transaction mode, easy to retry.
 
 - Every connection is autocommit (each API call is its own short transaction: nothing is held
-  while a step runs, C37) with ``prepare_threshold=None`` (no server-side prepared statements,
-  which collide on a transaction pooler, C31) and no session state (no SET, no advisory locks).
+  while a step runs, C37) and keeps no session state (no SET, no advisory locks). By default it
+  has ``prepare_threshold=None``: no server-side prepared statements, whose per-connection names
+  collide on a transaction pooler (C31). ``prepare=True`` (:func:`connect`, :func:`make_pool`)
+  prepares a statement from its :data:`PREPARE_THRESHOLD`-th execution on: only for a connection
+  known to be direct (the worker decides it from its LISTEN self-probe: ``--prepared-statements``)
+  or a pooler that keeps prepared statements per client (PgBouncer >= 1.21 with
+  ``max_prepared_statements`` > 0).
 - :func:`is_transient` tells a lost connection or a server restart (retry after a backoff) from a
   refusal by the API (never retried).
 - :class:`Listener` is the one session-state user, LISTEN, on its own direct connection, with a
@@ -32,29 +37,51 @@ log = logging.getLogger("pgflight.db")
 P = ParamSpec("P")
 T = TypeVar("T")
 READY_CHANNEL = "pgflight_ready"
+# executions of one statement text before psycopg prepares it on the server (psycopg's default):
+# the hot calls get there at once, a one-off call (register_worker) stays unprepared
+PREPARE_THRESHOLD = 5
 
 
-def connect(dsn: str, *, application_name: str = "pgflight", connect_timeout_s: int = 5) -> Connection:
+def prepare_threshold(prepare: bool) -> int | None:
+    """psycopg's ``prepare_threshold`` for a connection that prepares (or not) its statements."""
+    return PREPARE_THRESHOLD if prepare else None
+
+
+def connect(
+    dsn: str, *, application_name: str = "pgflight", connect_timeout_s: int = 5, prepare: bool = False
+) -> Connection:
     """
-    Open one autocommit connection without prepared statements.
+    Open one autocommit connection, without prepared statements unless `prepare`.
 
     :param connect_timeout_s: seconds to wait for the server.
+    :param prepare: prepare each statement on the server from its :data:`PREPARE_THRESHOLD`-th
+        execution (a direct connection only, C31).
     :raises psycopg.OperationalError: the server cannot be reached.
     """
     return psycopg.connect(
         dsn,
         autocommit=True,
-        prepare_threshold=None,
+        prepare_threshold=prepare_threshold(prepare),
         connect_timeout=connect_timeout_s,
         application_name=application_name,
     )
 
 
-def make_pool(dsn: str, *, max_size: int, name: str, application_name: str = "pgflight") -> ConnectionPool:
+def make_pool(
+    dsn: str,
+    *,
+    max_size: int,
+    name: str,
+    application_name: str = "pgflight",
+    prepare: Callable[[], bool] | None = None,
+) -> ConnectionPool:
     """
-    A small pool of autocommit, unprepared connections (opened in the background).
+    A small pool of autocommit connections (opened in the background), unprepared unless `prepare`.
 
     :param max_size: most connections it holds.
+    :param prepare: asked as each connection opens: True to prepare its statements (as
+        :func:`connect`'s `prepare`); a change reaches the pool's connections after
+        ``pool.drain()``. None: never.
     """
     kwargs: dict[str, Any] = {
         "autocommit": True,
@@ -62,12 +89,18 @@ def make_pool(dsn: str, *, max_size: int, name: str, application_name: str = "pg
         "connect_timeout": 5,
         "application_name": application_name,
     }
+
+    def configure(conn: Connection) -> None:
+        if prepare is not None:
+            conn.prepare_threshold = prepare_threshold(prepare())
+
     return ConnectionPool(
         dsn,
         min_size=1,
         max_size=max_size,
         name=name,
         kwargs=kwargs,
+        configure=configure if prepare is not None else None,
         open=True,
         timeout=5.0,
         reconnect_timeout=3600.0,
@@ -103,11 +136,12 @@ class Listener:
         self.channel = channel
         self.application_name = application_name
         self.conn: Connection | None = None
+        self.prepare = False  # prepare this connection's statements (set once the probe passed)
 
     def open(self) -> None:
         """Connect and LISTEN."""
         self.close()
-        conn = connect(self.dsn, application_name=self.application_name)
+        conn = connect(self.dsn, application_name=self.application_name, prepare=self.prepare)
         conn.execute(sql.SQL("listen {}").format(sql.Identifier(self.channel)))
         self.conn = conn
 

@@ -529,21 +529,14 @@ def complete_batch(
     )
 
 
-COMPLETE_AND_CLAIM = """
-with claimed as materialized (
-  select * from pgflight.claim_batch(%s, %s, %s, %s::text[], %s::jsonb)
-), done as materialized (
-  -- the claim runs first (complete_batch's first argument waits for it): the worker row, then
-  -- attempt rows, the order in which the worker's heartbeat locks them
-  select pg_catalog.array_agg(d.attempt_id) as ids, pg_catalog.array_agg(d.outcome) as outcomes
-    from pgflight.complete_batch(case when (select count(*) from claimed) >= 0 then %s::bigint[] end,
-                                 %s::bigint[], %s::jsonb[]) d
+COMPLETE_AND_CLAIM = (
+    "select * from pgflight.complete_and_claim("
+    "%s, %s::bigint[], %s::bigint[], %s::jsonb[], %s, %s, %s::text[], %s::jsonb)"
 )
-select done.ids, done.outcomes, {claimed} from done left join claimed on true
-""".format(claimed=", ".join(f"claimed.{c}" for c in models.ClaimedStep.model_fields))
-# the claim's columns named in the text (not read from cursor.description: psycopg built a Column
-# object per column and call, a tenth of the call's Python)
+# the claim's columns, in the order the function returns them (not read from cursor.description:
+# psycopg built a Column object per column and call, a tenth of the call's Python)
 _CLAIMED_COLUMNS = tuple(models.ClaimedStep.model_fields)
+_OUTCOME = len(_CLAIMED_COLUMNS)  # the outcome column: null on a claimed step's row
 
 
 def complete_and_claim(
@@ -558,9 +551,9 @@ def complete_and_claim(
     recipes: Sequence[str] | None = None,
 ) -> tuple[list[models.BatchOutcome], list[models.ClaimedStep]]:
     """
-    claim_batch (started on claim) and complete_batch in one statement: one round trip and one
-    commit for a batch's completions and the claim of the slots they free (issue 18). Atomic: when
-    either function raises, nothing of the other is kept either.
+    claim_batch (started on claim) and complete_batch in one call of ``pgflight.complete_and_claim``:
+    one round trip and one commit for a batch's completions and the claim of the slots they free
+    (issue 18). Atomic: when either part raises, nothing of the other is kept either.
 
     :param attempt_ids: the attempts to complete, ascending (complete_batch's lock order).
     :param results: as for :func:`complete_batch`.
@@ -575,22 +568,23 @@ def complete_and_claim(
             COMPLETE_AND_CLAIM,
             [
                 worker_id,
+                _bigint_array(attempt_ids),
+                _bigint_array(tokens),
+                _jsonb_array(results),
                 batch_size,
                 lease_s,
                 _text_array(recipes) if recipes is not None else None,
                 _START,
-                _bigint_array(attempt_ids),
-                _bigint_array(tokens),
-                _jsonb_array(results),
             ],
         )
         rows = cur.fetchall()
-    ids, outcomes = rows[0][0] or [], rows[0][1] or []
-    done = [models.BatchOutcome(attempt_id=i, outcome=o) for i, o in zip(ids, outcomes, strict=True)]
+    done = [
+        models.BatchOutcome(attempt_id=r[0], outcome=r[_OUTCOME]) for r in rows if r[_OUTCOME] is not None
+    ]
     claims = [
-        models.ClaimedStep.model_validate(dict(zip(_CLAIMED_COLUMNS, r[2:], strict=True)))
+        models.ClaimedStep.model_validate(dict(zip(_CLAIMED_COLUMNS, r[:_OUTCOME], strict=True)))
         for r in rows
-        if r[2] is not None
+        if r[_OUTCOME] is None
     ]
     return done, claims
 
