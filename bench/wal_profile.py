@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import time
 from typing import Any
 
 import psycopg
@@ -43,6 +44,10 @@ def lsn(c: Conn) -> str:
 
 def breakdown(c: Conn, lsn0: str, lsn1: str, per: int, top: int) -> dict[str, Any]:
     """Records and bytes per step by relation and record type, and the totals of the range."""
+    # pg_walinspect reads flushed WAL only ("cannot accept future end LSN"): the insert position
+    # taken at the end of a phase is flushed by the WAL writer within its delay
+    while c.execute("select pg_current_wal_flush_lsn() < %s::pg_lsn", [lsn1]).fetchone() == (True,):
+        time.sleep(0.05)
     rows = c.execute(
         """
         select coalesce(pg_filenode_relation(0, (regexp_match(w.block_ref, 'rel \\d+/\\d+/(\\d+)'))[1]::oid)
