@@ -38,15 +38,23 @@ report holds ``baseline``, ``current`` and their ratios. ``--quick`` is 300 iter
 
 ``--profile`` (issue 18) lists where one iteration's server time goes instead: pg_stat_statements
 (preloaded; track = all and track_planning set in the session) over 300 iterations of --dsn.
+
+``--tail`` (issue 18) tells where the slowest iterations' time comes from instead, with
+synchronous_commit on and off: each call timed apart, a ``select 1`` probe before each iteration
+(the machine's own delay), the iterations in which a statement inside the functions was planned
+again (pg_stat_statements, as for --profile), the Python garbage collections, autovacuum and
+autoanalyze runs and checkpoints meanwhile (--iterations of --dsn).
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import statistics
 import time
+from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
@@ -88,11 +96,25 @@ def _early_admission(conn: psycopg.Connection[Any]) -> bool:
     )
 
 
-def _iterations(conn: psycopg.Connection[Any], ws: str, wid: int, n: int) -> list[float]:
+def _iterations(
+    conn: psycopg.Connection[Any],
+    ws: str,
+    wid: int,
+    n: int,
+    detail: Callable[[float, float, float], None] | None = None,
+    before: Callable[[], None] | None = None,
+) -> list[float]:
     """
     Run `n` agent iterations (agents of PER_AGENT iterations) as the agent loop of this checkout
     writes them (the next call admitted by record_model_call where the database has it); return
     each one's wall time in ms.
+
+    :param detail: (``--tail``) called after each iteration with the ms of a ``select 1`` round
+        trip made just before it (a probe of the machine's scheduling and network delay, outside
+        the iteration's time), of record_model_call and of complete_tool_calls.
+    :param before: (``--tail``) called just before each iteration's probe (not before the
+        attempt's submit, claim and begin, which come between every PER_AGENT iterations).
+    :return: each iteration's wall time (both calls) in ms.
     """
     early = _early_admission(conn)
     samples: list[float] = []
@@ -110,6 +132,13 @@ def _iterations(conn: psycopg.Connection[Any], ws: str, wid: int, n: int) -> lis
         adb.reserve_budget(conn, att, tok, run.agent_run_id, 1, EST_USD)
         for it in range(1, PER_AGENT + 1):
             tid = f"toolu_{sub.run_id}_{it}"
+            probe_ms = 0.0
+            if before is not None:
+                before()
+            if detail is not None:
+                p0 = time.perf_counter()
+                conn.execute("select 1")
+                probe_ms = (time.perf_counter() - p0) * 1000
             t0 = time.perf_counter()
             rec = adb.record_model_call(
                 conn,
@@ -125,6 +154,7 @@ def _iterations(conn: psycopg.Connection[Any], ws: str, wid: int, n: int) -> lis
                 next_est_usd=EST_USD if early else None,
             )
             assert rec.marked == [tid], rec
+            t1 = time.perf_counter()
             adb.complete_tool_calls(
                 conn,
                 att,
@@ -134,7 +164,10 @@ def _iterations(conn: psycopg.Connection[Any], ws: str, wid: int, n: int) -> lis
                 next_iteration=it + 1,
                 est_usd=EST_USD,
             )
-            samples.append((time.perf_counter() - t0) * 1000)
+            t2 = time.perf_counter()
+            samples.append((t2 - t0) * 1000)
+            if detail is not None:
+                detail(probe_ms, (t1 - t0) * 1000, (t2 - t1) * 1000)
             if len(samples) >= n:
                 break
         db.complete_step(conn, att, tok, {"answer": "bench"})
@@ -329,6 +362,109 @@ def _profile(dsn: str, iterations: int) -> dict[str, Any]:
     }
 
 
+def _tail(dsn: str, iterations: int, sync_commit: str) -> dict[str, Any]:
+    """
+    Where the slowest iterations' time comes from (issue 18: find the p99's cause before changing
+    anything for it). One connection runs `iterations` iterations; for each, a ``select 1`` probe
+    just before it, each call's wall time and, from pg_stat_statements (track = all, planning
+    tracked, read by a second connection after each iteration), whether a statement inside the
+    functions was planned again (a cached plan invalidated, e.g. by an autovacuum or autoanalyze of
+    a table it reads, which updates pg_class) and how long that took. Also the Python garbage
+    collections, autovacuum and autoanalyze runs on schema pgflight and checkpoints meanwhile.
+    Needs pg_stat_statements in shared_preload_libraries and a superuser.
+
+    :param dsn: a database where pgflight is deployed.
+    :param iterations: how many iterations to time (after a warm-up of 60).
+    :param sync_commit: the session's synchronous_commit (on: what the loop pays; off: no commit wait).
+    :return: percentiles of each part, and what the slowest 1 % of iterations had in common.
+    """
+    t = _Target(dsn)
+    rows: list[tuple[float, float, float, int, float]] = []
+    collections = [0]
+
+    def count_gc(phase: str, _info: dict[str, int]) -> None:
+        collections[0] += phase == "start"
+
+    with (
+        psycopg.connect(dsn, autocommit=True, prepare_threshold=None) as conn,
+        psycopg.connect(dsn, autocommit=True) as mon,
+    ):
+        conn.execute("create extension if not exists pg_stat_statements")
+        conn.execute("select set_config('synchronous_commit', %s, false)", [sync_commit])
+        conn.execute("set pg_stat_statements.track = 'all'")
+        conn.execute("set pg_stat_statements.track_planning = on")
+        _iterations(conn, t.ws, t.wid, 60)
+
+        def nested_plans() -> tuple[int, float]:
+            row = mon.execute(
+                "select coalesce(sum(s.plans), 0)::bigint, coalesce(sum(s.total_plan_time), 0)::float8"
+                "  from pg_stat_statements(false) s join pg_database d on d.oid = s.dbid"
+                " where d.datname = current_database() and not s.toplevel"
+            ).fetchone()
+            assert row is not None
+            return int(row[0]), float(row[1])
+
+        def background() -> tuple[int, int]:
+            row = mon.execute(
+                "select (select coalesce(sum(autovacuum_count + autoanalyze_count), 0)::bigint"
+                "          from pg_stat_user_tables where schemaname = 'pgflight'),"
+                "       (select checkpoints_timed + checkpoints_req from pg_stat_bgwriter)"
+            ).fetchone()
+            assert row is not None
+            return int(row[0]), int(row[1])
+
+        last = [nested_plans()]
+
+        def mark() -> None:
+            last[0] = nested_plans()
+
+        def record(probe: float, rec: float, comp: float) -> None:
+            now = nested_plans()
+            rows.append((probe, rec, comp, now[0] - last[0][0], now[1] - last[0][1]))
+
+        bg0 = background()
+        gc.callbacks.append(count_gc)
+        try:
+            _iterations(conn, t.ws, t.wid, iterations, detail=record, before=mark)
+        finally:
+            gc.callbacks.remove(count_gc)
+        bg1 = background()
+
+    def pct(values: list[float], p: float) -> float | None:
+        return round(sorted(values)[min(len(values) - 1, int(p * len(values)))], 3) if values else None
+
+    whole = [r[1] + r[2] for r in rows]
+    cut = pct(whole, 0.99) or 0.0
+    slow = [r for r in rows if r[1] + r[2] >= cut]
+    probe_p90 = pct([r[0] for r in rows], 0.9) or 0.0
+    replanned = [r for r in rows if r[3] > 0]
+    return {
+        "synchronous_commit": sync_commit,
+        "iterations": len(rows),
+        "p50_p99_ms": {
+            "iteration": [pct(whole, 0.5), cut],
+            "record_model_call": [pct([r[1] for r in rows], 0.5), pct([r[1] for r in rows], 0.99)],
+            "complete_tool_calls": [pct([r[2] for r in rows], 0.5), pct([r[2] for r in rows], 0.99)],
+            "select_1_probe": [pct([r[0] for r in rows], 0.5), pct([r[0] for r in rows], 0.99)],
+        },
+        "iterations_with_a_replan": len(replanned),
+        "replanned_iteration_median_ms": pct([r[1] + r[2] for r in replanned], 0.5),
+        "replan_ms_median": pct([r[4] for r in replanned], 0.5),
+        "slowest_1pct": {
+            "n": len(slow),
+            "share_with_a_replan": round(sum(1 for r in slow if r[3] > 0) / len(slow), 2) if slow else None,
+            "share_with_a_probe_over_its_p90": round(sum(1 for r in slow if r[0] >= probe_p90) / len(slow), 2)
+            if slow
+            else None,
+            "mean_record_model_call_ms": round(statistics.fmean(r[1] for r in slow), 3) if slow else None,
+            "mean_complete_tool_calls_ms": round(statistics.fmean(r[2] for r in slow), 3) if slow else None,
+        },
+        "python_gc_collections": collections[0],
+        "autovacuum_and_autoanalyze_runs": bg1[0] - bg0[0],
+        "checkpoints": bg1[1] - bg0[1],
+    }
+
+
 def _ratios(base: dict[str, Any], cur: dict[str, Any]) -> dict[str, Any]:
     keys = ("p50_ms", "p99_ms", "mean_ms", "server_ms_per_iteration", "backend_cpu_ms_per_iteration")
     return {k: round(cur[k] / base[k], 3) for k in keys if base.get(k) and cur.get(k) is not None}
@@ -345,11 +481,22 @@ def main() -> None:
     ap.add_argument(
         "--profile", action="store_true", help="only the statement profile (pg_stat_statements) of --dsn"
     )
+    ap.add_argument(
+        "--tail",
+        action="store_true",
+        help="only where the slowest iterations' time goes (replans, probe, GC, autovacuum) on --dsn",
+    )
     a = ap.parse_args()
     if not a.dsn:
         raise SystemExit("set PGFLIGHT_DSN or pass --dsn")
     if a.profile:
         print(json.dumps({"load_avg": round(os.getloadavg()[0], 1), **_profile(a.dsn, 300)}, indent=2))
+        return
+    if a.tail:
+        load = round(os.getloadavg()[0], 1)
+        res = [_tail(a.dsn, a.iterations, sync) for sync in ("on", "off")]
+        report = {"load_avg_start": load, "load_avg_end": round(os.getloadavg()[0], 1), "runs": res}
+        print(json.dumps(report, indent=2))
         return
     if a.quick:
         a.iterations, a.rounds, a.warmup = 300, 2, 60
