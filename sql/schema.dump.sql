@@ -4429,11 +4429,17 @@ begin
     v_start := coalesce((pgflight._check_options('claim_batch', p_options) ->> 'start')::boolean, false);
   end if;
   -- the settings and the worker's last sighting, in one read (issue 18); last_seen_at null: no live
-  -- worker of that id registered by this login
+  -- worker of that id registered by this login. The worker row is locked FOR SHARE: a concurrent
+  -- deregister_worker (an update of the row) is waited for and its stopped_at then read, so a claim
+  -- never leases steps to a worker stopped before the claim commits (a read without the lock did,
+  -- in v0.8.0); a deregister that comes after waits for the claim's commit instead.
   select s.max_batch_size, s.max_lease_s, s.reclaim_in_claim, s.max_in_flight, w.last_seen_at
     into v_settings
     from pgflight.settings s
-    left join pgflight.workers w on w.id = p_worker_id and w.stopped_at is null and w.login = session_user;
+    left join lateral (
+      select w.last_seen_at from pgflight.workers w
+       where w.id = p_worker_id and w.stopped_at is null and w.login = session_user
+         for share of w) w on true;
   -- 604800 = _limit('lease_s'); NaN, null and infinity fail these comparisons and take the slow path
   if not coalesce(p_batch_size between 1 and least(v_settings.max_batch_size, 100000)
                   and p_lease_s >= 0.001 and p_lease_s <= least(v_settings.max_lease_s, 604800)

@@ -5,8 +5,8 @@ Attacks on the sixth session's changes (v0.8.0, issue 18), on real PostgreSQL.
   server refuses a result, for an unknown worker and when the connection is lost mid-statement;
   no deadlock against the worker's heartbeat.
 - ``workers.last_seen_at`` written by a claim at most once a second: a worker that only claims
-  stays alive in every reader. (A claim racing ``deregister_worker`` leases steps to the stopped
-  worker: that test is on branch s7-newuser-bugs, failing.)
+  stays alive in every reader; a claim racing ``deregister_worker`` waits for it and leases
+  nothing to the stopped worker.
 - the worker's far-deadline rule (no timer past 7 days): the server's sweep ends the overrun
   attempt and the worker frees its slot; nothing else does.
 - ``_complete_many``'s one-statement path for a batch of roots: batches mixing roots and children,
@@ -14,8 +14,10 @@ Attacks on the sixth session's changes (v0.8.0, issue 18), on real PostgreSQL.
 - the agent tables' rewritten CHECK constraints: the same verdict as the v0.7.0 constraints on a
   grid of boundary values, nulls included.
 
-A worker stopped in a burn-down sometimes leaves steps running under its stopped id (branch
-s7-newuser-bugs has those tests, failing part of the time).
+Two found bugs of v0.8.0, fixed since: a claim racing ``deregister_worker`` leased steps to the
+stopped worker (claim_batch now reads the worker row FOR SHARE), and a worker stopped in a
+burn-down could leave steps it had just claimed running under its stopped id (the shutdown now
+waits for a claim already on the server before it runs or releases what is held).
 """
 
 from __future__ import annotations
@@ -181,6 +183,41 @@ def test_the_combined_statement_and_the_heartbeat_do_not_deadlock(
 
 
 # --- last_seen_at at most once a second: the claim no longer takes the worker's row -------------
+
+
+@pytest.mark.parametrize("since_s", [0.5, 5.0], ids=["within_the_second", "seconds_later"])
+def test_a_claim_racing_deregister_worker_leases_nothing_to_the_stopped_worker(
+    eng: Conn, connect: ConnectFactory, since_s: float
+) -> None:
+    """
+    deregister_worker commits while a claim of the same worker runs. At @v0.7.0 the claim's
+    ``update workers ... where stopped_at is null`` waited on deregister's row lock, re-read the
+    row and raised ZF010. Since the claim reads the row without a lock (and renews it at most once
+    a second, by id alone), it leases steps to a worker that is already stopped: nobody heartbeats
+    them, and they are reclaimed at lease expiry with an attempt spent.
+    """
+    claimer, stopper = connect(), connect()
+    set_clock(claimer, 0)
+    w = register(claimer)
+    submit_many(eng, 2, "a")
+    set_clock(claimer, since_s)
+    a, b, _blocked = race(
+        lambda: stopper.execute("select pgflight.deregister_worker(%s)", [w]),
+        stopper,
+        lambda: claim(claimer, w, 2, 30),
+        claimer,
+        order="a_then_b",
+        observer=eng,
+    )
+    assert a.error is None
+    stranded = scalar(
+        eng,
+        "select count(*) from pgflight.step_attempts a join pgflight.workers w on w.id = a.worker_id"
+        " where a.status in ('claimed', 'running') and w.stopped_at is not null",
+    )
+    assert (b.error, stranded) == ("ZF010", 0), (
+        f"claim got {b.value or b.error}; {stranded} leased to a stopped worker"
+    )
 
 
 def test_a_worker_that_only_claims_stays_alive_in_every_reader(eng: Conn) -> None:
@@ -554,3 +591,82 @@ def test_every_rewritten_agent_check_gives_the_old_verdict(conn: Conn, table: st
         assert differ == [], f"{table}.{name}: {differ}"
         # and the grid is not trivial: the old rule refuses some of it
         assert conn.execute(f"select bool_or(({old}) is false) from {grid}").fetchone() == (True,)
+
+
+# --- the worker's shutdown while completions and claims go out together ----------------------
+
+
+def test_a_worker_stopped_in_a_backlog_leaves_no_step_leased_to_it(conn: Conn, dsn: str) -> None:
+    """
+    Stop a worker in the middle of a burn-down (the completer sends its claims with completions),
+    several times. After each worker's run() returns, every step it claimed is either succeeded
+    or back in the queue: none is left claimed or running by the stopped worker, to wait out
+    its lease and spend an attempt.
+    """
+    reg = Registry()
+    reg.add("noop", lambda ctx: ctx.input)
+    db.create_workspace(conn, "stop")
+    db.submit_many(conn, "stop", [{"recipe": "noop", "input": {"i": i}} for i in range(2000)])
+    left: dict[int, list[Any]] = {}
+    for round_ in range(5):
+        w = Worker(dsn, reg, concurrency=8, batch_size=8, poll_s=0.5, grace_s=2)
+        t = threading.Thread(target=w.run, daemon=True)
+        t.start()
+        target = 100 + 37 * round_  # a different point of the drain each round
+        wait_for(lambda w=w, n=target: w.steps_done >= n or None, 60, "a backlog under way")  # type: ignore[misc]
+        w.stop()
+        t.join(60)
+        assert not t.is_alive()
+        left[int(w.worker_id or 0)] = [
+            (r["status"], r["started"], r["events"], r["claimed_vs_stopped_ms"])
+            for r in rows(
+                conn,
+                "select a.status, a.started_at is not null as started,"
+                " (select array_agg(e.reason order by e.id) from pgflight.run_events e"
+                "   where e.attempt_id = a.id) as events,"
+                " round(extract(epoch from a.claimed_at - w.stopped_at) * 1000) as claimed_vs_stopped_ms"
+                " from pgflight.step_attempts a join pgflight.workers w on w.id = a.worker_id"
+                " where a.worker_id = %s and a.status in ('claimed', 'running') order by a.id",
+                [w.worker_id],
+            )
+        ]
+    assert all(not held for held in left.values()), f"steps still leased to stopped workers: {left}"
+
+
+def test_a_stop_while_the_combined_statement_runs_leaves_no_step_leased(
+    conn: Conn, dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """
+    SIGTERM (Worker.stop) arrives while the completer's combined statement (completions and the
+    claim of the slots they free) is on the server; the statement takes 0.5 s (a busy server).
+    _shutdown waits for the running steps and for ``_pending``, which the completer emptied when
+    it sent the batch, not for the statement itself; the claim then commits steps leased to this
+    worker, which deregisters and exits without starting or releasing them. They stay running
+    under a stopped worker until their lease lapses, and the reclaim spends an attempt of each.
+    """
+    reg = Registry()
+    reg.add("noop", lambda ctx: ctx.input)
+    db.create_workspace(conn, "stop")
+    db.submit_many(conn, "stop", [{"recipe": "noop", "input": {"i": i}} for i in range(2000)])
+    w = Worker(dsn, reg, concurrency=8, batch_size=8, poll_s=0.5, grace_s=2)
+    real = db.complete_and_claim
+
+    def slow(*args: Any, **kwargs: Any) -> Any:
+        if w.steps_done >= 100 and not w._stopping.is_set():
+            w.stop()  # the signal lands while this statement is on its way
+            time.sleep(0.5)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(db, "complete_and_claim", slow)
+    t = threading.Thread(target=w.run, daemon=True)
+    t.start()
+    t.join(90)
+    assert not t.is_alive()
+    assert w._stopping.is_set(), "the worker never sent a combined statement"
+    held = rows(
+        conn,
+        "select a.id, a.status, a.started_at is not null as started from pgflight.step_attempts a"
+        " join pgflight.workers w on w.id = a.worker_id"
+        " where w.stopped_at is not null and a.status in ('claimed', 'running') order by a.id",
+    )
+    assert held == [], f"{len(held)} steps left leased to the stopped worker: {held}"

@@ -930,7 +930,20 @@ class Worker:
 
     # --- shutdown ----------------------------------------------------------------------------
 
+    async def _claims_settled(self, timeout_s: float) -> None:
+        """
+        Wait (at most `timeout_s`) until no claim is on the server and every claimed step has
+        started. Once stopping, no claim begins (each checks under the claim mutex), but one sent
+        before (the completer's combined statement, the listener's) may still commit steps leased
+        to this worker: they must be run or released like the others, not left leased to a worker
+        that deregisters (reclaimed only when their leases lapse, an attempt spent).
+        """
+        deadline = time.monotonic() + timeout_s
+        while (self._claim_mutex.locked() or self._reserved > 0) and time.monotonic() < deadline:
+            await asyncio.sleep(0.005)
+
     async def _shutdown(self) -> None:
+        await self._claims_settled(max(self.grace_s, 5.0))
         tasks = list(self._tasks.values())
         if tasks:
             log.info("waiting up to %.1fs for %d running step(s)", self.grace_s, len(tasks))
