@@ -20,6 +20,7 @@ import pytest
 from psycopg.conninfo import make_conninfo
 
 from pgflight import db
+from pgflight.db.connection import PREPARE_THRESHOLD, call, is_transient, make_pool
 from pgflight.embedded import free_port
 from pgflight.recipes import Registry
 from pgflight.worker import Worker
@@ -260,6 +261,37 @@ def test_c31_a_direct_connection_prepares_the_hot_calls_unless_off(conn, dsn, ru
         assert any("pgflight.complete_and_claim" in s or "pgflight.complete_batch" in s for s in prepared), (
             prepared
         )
+
+
+def test_c31_a_schema_change_under_prepared_statements_is_retried_on_a_new_connection(conn, dsn) -> None:
+    """
+    With prepared statements on, a migration that changes a function's result columns makes the
+    statement prepared on a pool connection fail (0A000, cached plan must not change result type)
+    at every later call on that connection: psycopg keeps it. The error counts as transient and
+    the connection is replaced, so the retry every worker call makes succeeds.
+    """
+    conn.execute("drop schema if exists stale_plan cascade")
+    conn.execute("create schema stale_plan")
+    conn.execute("create function stale_plan.f() returns table (a int) language sql as 'select 1'")
+    pool = make_pool(dsn, max_size=1, name="stale-plan-test", prepare=lambda: True)
+    try:
+
+        def read(c: psycopg.Connection[Any]) -> list[Any]:
+            return c.execute("select * from stale_plan.f()").fetchall()
+
+        for _ in range(PREPARE_THRESHOLD + 1):  # prepared on the server from here on
+            assert call(pool, read) == [(1,)]
+        conn.execute("drop function stale_plan.f()")
+        conn.execute(
+            "create function stale_plan.f() returns table (a int, b int) language sql as 'select 1, 2'"
+        )
+        with pytest.raises(psycopg.errors.FeatureNotSupported) as failed:
+            call(pool, read)
+        assert is_transient(failed.value)
+        assert call(pool, read) == [(1, 2)]  # the retry, on a new connection
+    finally:
+        pool.close()
+        conn.execute("drop schema stale_plan cascade")
 
 
 def test_c37_server_timeouts_and_killed_backends_do_not_stop_10s_steps(server, conn, dsn, workers) -> None:

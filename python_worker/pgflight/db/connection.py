@@ -107,17 +107,45 @@ def make_pool(
     )
 
 
+def is_stale_prepared(exc: BaseException) -> bool:
+    """
+    True for a statement prepared before a schema change that changed its result columns
+    (SQLSTATE 0A000 from PostgreSQL's RevalidateCachedQuery, "cached plan must not change result
+    type"; e.g. `pgflight migrate` replaced a function's OUT columns while workers ran with
+    prepared statements). The connection's prepared statements are stale; a new connection
+    prepares them again (psycopg keeps them per connection: psycopg/psycopg#511).
+    """
+    if not isinstance(exc, psycopg.errors.FeatureNotSupported):
+        return False
+    # the C function's name, whatever the server's lc_messages; the message for older servers
+    return exc.diag.source_function == "RevalidateCachedQuery" or "cached plan must not change" in str(exc)
+
+
 def is_transient(exc: BaseException) -> bool:
-    """True for errors worth retrying on a new connection: lost connection, restart, timeout."""
-    return isinstance(exc, (psycopg.OperationalError, psycopg.InterfaceError, PoolTimeout))
+    """
+    True for errors worth retrying on a new connection: lost connection, restart, timeout, a
+    prepared statement made stale by a schema change (:func:`is_stale_prepared`).
+    """
+    return isinstance(exc, (psycopg.OperationalError, psycopg.InterfaceError, PoolTimeout)) or (
+        is_stale_prepared(exc)
+    )
 
 
 def call(
     pool: ConnectionPool, fn: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
 ) -> T:
-    """Run one client function on a pooled connection (one attempt, no retry)."""
+    """
+    Run one client function on a pooled connection (one attempt, no retry). A connection whose
+    prepared statements a schema change made stale is closed, so the pool replaces it and a retry
+    (the error is transient) prepares them again.
+    """
     with pool.connection() as conn:
-        return fn(conn, *args, **kwargs)
+        try:
+            return fn(conn, *args, **kwargs)
+        except psycopg.errors.FeatureNotSupported as e:
+            if is_stale_prepared(e):
+                conn.close()
+            raise
 
 
 class Listener:
