@@ -59,6 +59,7 @@ from decimal import Decimal
 from typing import Any
 
 import psycopg
+from benchlib import process_cpu_s
 
 from pgflight import db
 from pgflight.db import agent as adb
@@ -205,9 +206,6 @@ class _Target:
             self.wid = db.register_worker(conn, "agent-bench")
 
 
-TICK = os.sysconf("SC_CLK_TCK")
-
-
 def _backend_cpu_s(conn: psycopg.Connection[Any]) -> float | None:
     """
     User + system CPU seconds of the connection's backend so far, from /proc (None when the server
@@ -217,11 +215,9 @@ def _backend_cpu_s(conn: psycopg.Connection[Any]) -> float | None:
     """
     pid = conn.info.backend_pid
     try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
+        return process_cpu_s(pid)
     except OSError:
         return None
-    return (int(fields[11]) + int(fields[12])) / TICK
 
 
 def _session(dsn: str, sync_commit: str) -> tuple[psycopg.Connection[Any], bool]:

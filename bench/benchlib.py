@@ -126,6 +126,17 @@ def stats_settled(conn: Conn, *, cluster: bool = False, max_s: float = 30.0) -> 
         prev = cur
 
 
+def process_cpu_s(pid: int) -> float:
+    """
+    CPU seconds (utime + stime, /proc/<pid>/stat) of a process on this machine: a server backend
+    (we run as root or as its owner) or a worker.
+
+    :raises OSError: no such process here, or not readable.
+    """
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def percentile(values: Sequence[float], p: float) -> float:
     """The p-th percentile (0-100), nearest rank."""
     ordered = sorted(values)

@@ -14,17 +14,15 @@ on two loaded cores)
 
 from __future__ import annotations
 
-import os
 import sys
 from typing import Any
 
 import psycopg
-from benchlib import register, throwaway_cluster
+from benchlib import process_cpu_s, register, throwaway_cluster
 from psycopg.types.json import Jsonb
 
 from pgflight import migrate
 
-TICK = os.sysconf("SC_CLK_TCK")
 CONFIGS = [  # name, workspace caps, keys, global cap
     ("off", False, False, False),
     ("caps", True, False, False),
@@ -32,13 +30,6 @@ CONFIGS = [  # name, workspace caps, keys, global cap
     ("on_local", True, True, False),
     ("on", True, True, True),
 ]
-
-
-def cpu_s(pid: int) -> float:
-    """utime + stime of a local process, in seconds."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICK
 
 
 def setup(db: str, caps: bool, keys: bool, glob: bool, n: int) -> None:
@@ -65,7 +56,7 @@ def drain(db: str) -> dict[str, Any]:
     with psycopg.connect(db, autocommit=True) as a, psycopg.connect(db, autocommit=True) as b:
         w = register(a, "cpu")
         a.execute("select pgflight.claim_batch(%s, 1, 60)", [w]).fetchall()  # warm the caches
-        a0, b0, k = cpu_s(a.info.backend_pid), cpu_s(b.info.backend_pid), 0
+        a0, b0, k = process_cpu_s(a.info.backend_pid), process_cpu_s(b.info.backend_pid), 0
         while got := a.execute(
             "select attempt_id, fencing_token from pgflight.claim_batch(%s, 10, 60)", [w]
         ).fetchall():
@@ -76,8 +67,8 @@ def drain(db: str) -> dict[str, Any]:
             )
         return {
             "claims": k,
-            "claim_cpu_ms": round(1000 * (cpu_s(a.info.backend_pid) - a0) / k, 2),
-            "complete_cpu_ms": round(1000 * (cpu_s(b.info.backend_pid) - b0) / k, 2),
+            "claim_cpu_ms": round(1000 * (process_cpu_s(a.info.backend_pid) - a0) / k, 2),
+            "complete_cpu_ms": round(1000 * (process_cpu_s(b.info.backend_pid) - b0) / k, 2),
         }
 
 

@@ -59,6 +59,7 @@ from benchlib import (
     Conn,
     deploy_ref,
     load_expired_leases,
+    process_cpu_s,
     register,
     side_by_side,
     stats_settled,
@@ -80,19 +81,12 @@ PROFILED = {
     "track_functions": "all",
 }
 START = Jsonb({"start": True})
-TICK = os.sysconf("SC_CLK_TCK")
 THIS_DB = "(select oid from pg_database where datname = current_database())"
 TABLES = ("runs", "steps", "step_attempts", "events", "agent_runs", "workers")
 
 
 def load() -> float:
     return round(os.getloadavg()[0], 1)
-
-
-def cpu_s(pid: int) -> float:
-    """User + system CPU seconds of process `pid` (a backend: we run as root or as its owner)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICK
 
 
 def reset(c: Conn) -> None:
@@ -181,7 +175,7 @@ def steps(dsn: str, seconds: float, batch: int, bulk: bool = False) -> dict[str,
         with psycopg.connect(dsn, autocommit=True) as c:
             w = register(c, "perf")
             pid = c.info.backend_pid
-            cpu0, t0 = cpu_s(pid), time.perf_counter()
+            cpu0, t0 = process_cpu_s(pid), time.perf_counter()
             while time.perf_counter() < t0 + seconds:
                 if bulk:  # the batch in one submit_runs call, as core_bench's batched pipeline
                     c.execute(
@@ -204,7 +198,7 @@ def steps(dsn: str, seconds: float, batch: int, bulk: bool = False) -> dict[str,
                     [[a for a, _ in got], [t for _, t in got], len(got)],
                 )
                 done += len(got)
-            wall, cpu = time.perf_counter() - t0, cpu_s(pid) - cpu0
+            wall, cpu = time.perf_counter() - t0, process_cpu_s(pid) - cpu0
         after = stats_settled(obs)
         prof = profile(obs, done)  # before the WAL read below, which pg_stat_statements would count
         return {
@@ -245,10 +239,10 @@ def heartbeats(dsn: str, n: int, beats: int) -> dict[str, Any]:
         ).fetchall()
         ids, tokens = [a for a, _ in got], [t for _, t in got]
         pid = c.info.backend_pid
-        cpu0 = cpu_s(pid)
+        cpu0 = process_cpu_s(pid)
         for _ in range(beats):
             c.execute("select count(*) from pgflight.heartbeat(%s, %s, %s)", [w, ids, tokens])
-        cpu = cpu_s(pid) - cpu0
+        cpu = process_cpu_s(pid) - cpu0
         c.execute(
             "select count(*) from pgflight.complete_batch(%s, %s, array_fill(null::jsonb, array[%s]))",
             [ids, tokens, len(ids)],
@@ -270,9 +264,9 @@ def agent(dsn: str, iterations: int) -> dict[str, Any]:
         wid = db.register_worker(c, "agent-perf")
         reset(c)
         pid = c.info.backend_pid
-        cpu0, t0 = cpu_s(pid), time.perf_counter()
+        cpu0, t0 = process_cpu_s(pid), time.perf_counter()
         samples = _iterations(c, "agent-perf", wid, iterations)
-        wall, cpu = time.perf_counter() - t0, cpu_s(pid) - cpu0
+        wall, cpu = time.perf_counter() - t0, process_cpu_s(pid) - cpu0
     with psycopg.connect(dsn, autocommit=True) as obs:
         stats_settled(obs)
         return {

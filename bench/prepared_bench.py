@@ -23,22 +23,14 @@ import os
 import statistics
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import psycopg
-from benchlib import throwaway_cluster
+from benchlib import process_cpu_s, throwaway_cluster
 
 from pgflight import db
 
-HZ = os.sysconf("SC_CLK_TCK")
 Conn = psycopg.Connection[Any]
-
-
-def backend_cpu_s(pid: int) -> float:
-    """utime + stime of one server backend, seconds."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / HZ
 
 
 def _submit(conn: Conn, n: int) -> None:
@@ -143,9 +135,9 @@ def measure(
         worker = db.register_worker(conn, f"bench-{time.monotonic_ns()}", recipes=["noop"])
         work(conn, worker, 20)  # warm: the functions' plans, the catalogue caches, prepared names
         pid = conn.info.backend_pid
-        cpu0, t0 = backend_cpu_s(pid), time.perf_counter()
+        cpu0, t0 = process_cpu_s(pid), time.perf_counter()
         sent = work(conn, worker, calls)
-        cpu1, t1 = backend_cpu_s(pid), time.perf_counter()
+        cpu1, t1 = process_cpu_s(pid), time.perf_counter()
         db.deregister_worker(conn, worker)
     return (cpu1 - cpu0) * 1000 / sent, (t1 - t0) * 1000 / sent
 

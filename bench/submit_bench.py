@@ -31,11 +31,10 @@ import os
 import platform
 import statistics
 import time
-from pathlib import Path
 from typing import Any
 
 import psycopg
-from benchlib import deploy_ref, throwaway_cluster
+from benchlib import deploy_ref, process_cpu_s, throwaway_cluster
 from psycopg.types.json import Jsonb
 
 from pgflight import db, models
@@ -73,12 +72,6 @@ def per_call(dsn: str, calls: int, options: dict[str, Any] | None, tag: str) -> 
     }
 
 
-def _backend_cpu_s(pid: int) -> float:
-    """utime + stime of a server process (Linux /proc; the server runs on this machine)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def _wal_lsn(c: psycopg.Connection[Any]) -> int:
     row = c.execute("select pg_current_wal_insert_lsn() - '0/0'").fetchone()
     assert row is not None
@@ -104,11 +97,11 @@ class Enqueuer:
     def call(self) -> dict[str, float]:
         runs = _runs(self.next_id, self.chunk)
         self.next_id += self.chunk
-        wal0, cpu0 = _wal_lsn(self.conn), _backend_cpu_s(self.pid)
+        wal0, cpu0 = _wal_lsn(self.conn), process_cpu_s(self.pid)
         t0, c0 = time.perf_counter(), time.process_time()
         got = db.submit_many(self.conn, "bench", runs)
         wall, client = time.perf_counter() - t0, time.process_time() - c0
-        cpu, wal = _backend_cpu_s(self.pid) - cpu0, _wal_lsn(self.conn) - wal0
+        cpu, wal = process_cpu_s(self.pid) - cpu0, _wal_lsn(self.conn) - wal0
         assert len(got) == self.chunk and all(r.created for r in got)
         return {"wall_s": wall, "server_cpu_s": cpu, "client_cpu_s": client, "wal_bytes": wal}
 
