@@ -8,6 +8,11 @@ faster than pruning frees the old versions. Counted from the table's statistics
 (n_tup_hot_upd / n_tup_upd) after a burn-down of bulk-submitted no-op runs, each claim and each
 completion of a batch its own transaction, as a worker does. Autovacuum is off for the tables of
 the test, so no other snapshot holds pruning back.
+
+Not every completion: pruning a page needs its cleanup lock, and a buffer pinned at that instant
+(the checkpointer or background writer writing it out, as on a busy CI machine) is left unpruned,
+so its next update moves off the page. CI saw 13 of 800 so; with the table's default fillfactor
+(100) the same burn-down leaves 173 of 800 non-HOT, so the bound below tells the two apart.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from core_helpers import WORKSPACE, Conn, one, register, scalar, setup_engine
 
 RUNS = 800
 BATCH = 8
+MIN_HOT_SHARE = 0.97
 
 
 def test_completions_of_bulk_submitted_runs_are_hot_updates(conn: Conn) -> None:
@@ -52,6 +58,6 @@ def test_completions_of_bulk_submitted_runs_are_hot_updates(conn: Conn) -> None:
         "select n_tup_upd, n_tup_hot_upd from pg_stat_user_tables where relid = 'pgflight.runs'::regclass",
     )
     assert stats["n_tup_upd"] == RUNS
-    assert stats["n_tup_hot_upd"] == RUNS, (
+    assert stats["n_tup_hot_upd"] >= MIN_HOT_SHARE * RUNS, (
         f"{RUNS - stats['n_tup_hot_upd']} of {RUNS} completions were not HOT"
     )
