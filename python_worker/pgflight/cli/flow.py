@@ -14,12 +14,19 @@ from datetime import datetime
 from typing import Annotated, Any
 
 import typer
-from rich.table import Table
+from rich.markup import escape
 
 from pgflight import errors, models_flow
 from pgflight.cli.context import current
 from pgflight.cli.ops import JsonOpt, _dump
+from pgflight.cli.tables import Listing
 from pgflight.db import flow
+
+# --reason as for cancel, retry and replay; --note, its first name, still works
+NoteOpt = Annotated[
+    str | None,
+    typer.Option("--reason", "--note", metavar="TEXT", help="Why; kept in the events log with your login."),
+]
 
 workspace_app = typer.Typer(help="Workspaces: limits, fair share, pause.", no_args_is_help=True)
 schedule_app = typer.Typer(help="Recurring runs: add, list, remove.", no_args_is_help=True)
@@ -48,21 +55,12 @@ def workspace_show(
     if as_json:
         _dump(rows)
         return
-    t = Table(
-        "workspace",
-        "in flight",
-        "max",
-        "share",
-        "rate/s",
-        "burst",
-        "tokens/min",
-        "queued",
-        "parked",
-        "paused",
-    )
+    headers = ("in\nflight", "max", "share", "rate/s", "burst", "tokens\n/min", "queued", "parked")
+    # "paused" says yes; when and by whom go on a line of their own below (no room at 80 columns)
+    t = Listing("workspace", *headers, "paused", flexible=("workspace",), right=headers)
     for r in rows:
         t.add_row(
-            r.workspace,
+            escape(r.workspace),
             str(r.in_flight),
             _or_dash(r.max_in_flight),
             str(r.share),
@@ -71,9 +69,16 @@ def workspace_show(
             _or_dash(r.model_tokens_per_min),
             str(r.queued),
             str(r.parked),
-            f"[yellow]{_when(r.paused_at)} by {r.paused_by}[/]" if r.paused_at else "",
+            "[yellow]yes[/]" if r.paused_at else "",
         )
     current().out.print(t)
+    for r in rows:
+        if r.paused_at:
+            current().out.print(
+                f"workspace {escape(r.workspace)} [yellow]paused {_when(r.paused_at)} by"
+                f" {escape(r.paused_by or '')}[/]",
+                soft_wrap=True,
+            )
 
 
 def workspace_set(
@@ -116,7 +121,7 @@ def pause(
     recipe: Annotated[
         str | None, typer.Option("--recipe", "-r", help="Pause this recipe everywhere.")
     ] = None,
-    note: Annotated[str | None, typer.Option(help="Why; kept in the events log with your login.")] = None,
+    note: NoteOpt = None,
 ) -> None:
     """Pause claims of a workspace or a recipe; leased work finishes. The events log says who."""
     _toggle(workspace, recipe, note, pausing=True)
@@ -125,7 +130,7 @@ def pause(
 def resume(
     workspace: Annotated[str | None, typer.Option("--workspace", "-w", help="Resume this workspace.")] = None,
     recipe: Annotated[str | None, typer.Option("--recipe", "-r", help="Resume this recipe.")] = None,
-    note: Annotated[str | None, typer.Option(help="Why; kept in the events log with your login.")] = None,
+    note: NoteOpt = None,
 ) -> None:
     """Resume claims of a paused workspace or recipe."""
     _toggle(workspace, recipe, note, pausing=False)
@@ -148,7 +153,7 @@ def _toggle(workspace: str | None, recipe: str | None, note: str | None, *, paus
 
 def workspace_pause(
     name: Annotated[str, typer.Argument(help="Workspace.")],
-    note: Annotated[str | None, typer.Option(help="Why; kept in the events log.")] = None,
+    note: NoteOpt = None,
 ) -> None:
     """Pause a workspace's claims (same as `pgflight pause --workspace NAME`)."""
     _toggle(name, None, note, pausing=True)
@@ -156,7 +161,7 @@ def workspace_pause(
 
 def workspace_resume(
     name: Annotated[str, typer.Argument(help="Workspace.")],
-    note: Annotated[str | None, typer.Option(help="Why; kept in the events log.")] = None,
+    note: NoteOpt = None,
 ) -> None:
     """Resume a paused workspace (same as `pgflight resume --workspace NAME`)."""
     _toggle(name, None, note, pausing=False)
@@ -221,10 +226,16 @@ def schedule_list(
     if as_json:
         _dump(rows)
         return
-    t = Table("workspace", "name", "cron", "zone", "recipe", "overlap", "next", "last", "last run")
+    if not rows:
+        current().out.print("no schedules" + (f" in workspace {escape(workspace)}" if workspace else ""))
+        return
+    t = Listing(
+        "workspace", "name", "cron", "zone", "recipe", "overlap", "next", "last", "last run",
+        flexible=("workspace", "name", "cron", "zone", "recipe"), right=("last run",),
+    )  # fmt: skip
     for r in rows:
         t.add_row(
-            r.workspace, r.name, r.cron, r.time_zone, r.recipe, r.overlap,
+            *map(escape, (r.workspace, r.name, r.cron, r.time_zone, r.recipe, r.overlap)),
             _when(r.next_fire_at), _when(r.last_fire_at), _or_dash(r.last_run_id),
         )  # fmt: skip
     current().out.print(t)

@@ -21,15 +21,14 @@ from typing import Annotated, Any, Final, Literal
 import psycopg
 import typer
 from pydantic import BaseModel
-from rich import box
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 from rich.tree import Tree
 
 from pgflight import db, logs, models, tracing
 from pgflight.cli import fmt, state
 from pgflight.cli.context import Cli, CliError, current, usage
+from pgflight.cli.tables import Listing
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
 RunArg = Annotated[int, typer.Argument(metavar="RUN", help="Run id.", min=1, show_default=False)]
@@ -66,14 +65,6 @@ def _dump(value: BaseModel | Sequence[BaseModel] | Sequence[dict[str, Any]] | di
     else:
         data = [v.model_dump(mode="json") if isinstance(v, BaseModel) else v for v in value]
     sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
-
-
-def _table(*headers: str) -> Table:
-    """A table whose last column (the long one) is cut with an ellipsis, so each row is one line."""
-    t = Table(*headers, box=box.SIMPLE_HEAD)
-    t.columns[-1].overflow = "ellipsis"
-    t.columns[-1].no_wrap = True
-    return t
 
 
 def _short(value: Any, n: int = 60) -> str:
@@ -391,7 +382,10 @@ def approve(
         ),
     ],
     note: Annotated[
-        str | None, typer.Option("--note", metavar="TEXT", help="Kept with the decision.")
+        str | None,
+        typer.Option(
+            "--reason", "--note", metavar="TEXT", help="Why (kept with the decision); --note is the same."
+        ),
     ] = None,
     gate: Annotated[
         str | None, typer.Option("--gate", metavar="KEY", help="Gate key (default: the pending one).")
@@ -468,7 +462,16 @@ def runs(
     if not rows:
         cli.out.print(f"no {status} runs" if status else "no runs")
         return
-    t = Table("run", "workspace", "recipe", "state", "created", "took", box=box.SIMPLE_HEAD)
+    t = Listing(
+        "run",
+        "workspace",
+        "recipe",
+        "state",
+        "created",
+        "took",
+        flexible=("workspace", "recipe"),
+        right=("run",),
+    )
     for r in rows:
         t.add_row(
             str(r.run_id),
@@ -670,21 +673,25 @@ def events(
             _follow(cli, c, params, rows)
 
 
-def _events_table(rows: list[models.Event]) -> Table:
-    t = Table(box=box.SIMPLE_HEAD, pad_edge=False)
-    t.add_column("id", no_wrap=True, justify="right")
-    t.add_column("at", no_wrap=True, min_width=12)
-    t.add_column("step", no_wrap=True, justify="right")
-    t.add_column("change", no_wrap=True, max_width=28, overflow="ellipsis")
-    t.add_column("reason", no_wrap=True, max_width=18, overflow="ellipsis")
-    t.add_column("detail", no_wrap=True, overflow="ellipsis", ratio=1, min_width=8)
+def _events_table(rows: list[models.Event]) -> Listing:
+    t = Listing(
+        "id",
+        "at",
+        "step",
+        "change",
+        "reason",
+        "detail",
+        flexible=("change", "reason", "detail"),
+        right=("id", "step"),
+        max_widths={"change": 28, "reason": 18},
+    )
     for e in rows:
         change = f"{e.from_status or ''} → {e.to_status or ''}" if e.from_status or e.to_status else ""
         t.add_row(
             str(e.id),
             f"{e.at:%H:%M:%S.%f}"[:-3],
             str(e.step_id or ""),
-            change,
+            escape(change),
             escape(e.reason),
             escape(_short(e.detail, 200)) if e.detail else "",
         )
@@ -839,7 +846,16 @@ def dead_letters(
     if not rows:
         cli.out.print("no dead letters")
         return
-    t = _table("step", "run", "key", "recipe", "attempts", "error")
+    t = Listing(
+        "step",
+        "run",
+        "key",
+        "recipe",
+        "attempts",
+        "error",
+        flexible=("key", "recipe", "error"),
+        right=("step", "run", "attempts"),
+    )
     for d in rows:
         t.add_row(
             str(d.step_id),
@@ -871,7 +887,9 @@ def workers(
     if not rows:
         cli.out.print("no workers" + ("" if include_stopped else " running (--all shows stopped ones)"))
         return
-    t = _table("id", "name", "state", "last seen", "holds", "recipes")
+    t = Listing(
+        "id", "name", "state", "last seen", "holds", "recipes", flexible=("name", "recipes"), right=("id",)
+    )
     for w in rows:
         holds = ", ".join(map(str, w.holds[:5])) + (f" +{len(w.holds) - 5}" if len(w.holds) > 5 else "")
         t.add_row(
@@ -901,7 +919,16 @@ def approvals(
     if not rows:
         cli.out.print("no approvals pending")
         return
-    t = _table("step", "run", "gate", "waiting", "default", "request")
+    t = Listing(
+        "step",
+        "run",
+        "gate",
+        "waiting",
+        "default",
+        "request",
+        flexible=("gate", "request"),
+        right=("step", "run"),
+    )
     for g in rows:
         default = (
             f"{g.default_decision} at {g.expires_at:%Y-%m-%d %H:%M}"
