@@ -1,0 +1,236 @@
+"""
+Attacks on the seventh session's changes (CHANGELOG "Unreleased"), on real PostgreSQL with
+several real connections and real logins.
+
+- ``pgflight.complete_and_claim`` as a stored function: the trust boundary (a login that is not
+  the worker's, a stolen token, a lane on another workspace, a login outside the worker lane),
+  atomicity when the completion half is refused after the claim half ran, and its lock order
+  against a heartbeat and a cancel.
+- ``--prepared-statements auto`` behind PgBouncer in transaction mode: nothing prepared.
+
+Two attacks found bugs and are kept failing on branch ``s8-newuser-bugs`` (not here, so this
+branch stays green): two claims of one worker id deadlock on claim_batch's FOR SHARE read of the
+worker row (40P01), and a combined claim still on the server past the shutdown's settle wait
+leaves its steps running under the stopped worker.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import psycopg
+import pytest
+from psycopg.types.json import Jsonb
+
+from attack_support import registry, running_worker, wait_until
+from core_helpers import (
+    Conn,
+    claim,
+    register,
+    rows,
+    scalar,
+    set_clock,
+    submit_many,
+)
+from security_support import World, grant, snapshot
+from test_security_attacks import as_login, su  # noqa: F401  (fixtures)
+from test_worker_connections import pgbouncer  # noqa: F401  (fixture)
+
+ConnectFactory = Callable[..., Conn]
+COMPLETE_AND_CLAIM = (
+    "select attempt_id, fencing_token, outcome from pgflight.complete_and_claim(%s, %s, %s, %s, %s, 30)"
+)
+
+
+def _cac(conn: Conn, worker: int, held: list[tuple[int, int]], batch: int = 2) -> list[Any]:
+    """complete_and_claim: complete `held` (attempt, token) with {"ok": i}; claim up to `batch`."""
+    return conn.execute(
+        COMPLETE_AND_CLAIM,
+        [
+            worker,
+            [a for a, _ in held],
+            [t for _, t in held],
+            [Jsonb({"ok": i}) for i in range(len(held))],
+            batch,
+        ],
+    ).fetchall()
+
+
+def _sqlstate(fn: Callable[[], Any]) -> str | None:
+    try:
+        fn()
+    except psycopg.Error as e:
+        return e.sqlstate
+    return None
+
+
+# --- the trust boundary ---------------------------------------------------------------------
+
+
+def test_a_stolen_token_in_the_completion_half_undoes_the_claim_half(
+    su: Conn,
+    as_login: Callable[[str], Conn],
+) -> None:
+    """A login with its own live worker sends another login's (attempt, token) to complete: ZF012,
+    and the steps its claim half had just leased are not kept (nothing changed anywhere)."""
+    for login in ("pgf_worker_a", "pgf_worker_b"):
+        grant(su, login, "A", "worker")
+    victim = World(su=su, me=as_login("pgf_worker_a"), workspace="A")
+    victim.worker_id = int(victim.me.execute("select pgflight.register_worker('victim')").fetchone()[0])  # type: ignore[index]
+    held = victim.held()
+    victim.submit()  # ready: the thief's claim half would lease it
+    thief = as_login("pgf_worker_b")
+    thief_worker = int(thief.execute("select pgflight.register_worker('thief')").fetchone()[0])  # type: ignore[index]
+    before = snapshot(su)
+    code = _sqlstate(lambda: _cac(thief, thief_worker, [(held["attempt_id"], held["token"])]))
+    assert code == "ZF012"
+    after = snapshot(su)
+    assert {t: v for t, v in after.items() if t != "workers"} == {
+        t: v for t, v in before.items() if t != "workers"
+    }
+
+
+def test_another_logins_worker_id_is_refused_before_anything_is_completed(
+    su: Conn,
+    as_login: Callable[[str], Conn],
+) -> None:
+    """The victim's worker id from another login: ZF010 from the claim half; nothing written."""
+    for login in ("pgf_worker_a", "pgf_worker_b"):
+        grant(su, login, "A", "worker")
+    victim = World(su=su, me=as_login("pgf_worker_a"), workspace="A")
+    victim.worker_id = int(victim.me.execute("select pgflight.register_worker('victim')").fetchone()[0])  # type: ignore[index]
+    victim.submit()
+    thief = as_login("pgf_worker_b")
+    before = snapshot(su)
+    assert _sqlstate(lambda: _cac(thief, victim.worker_id or 0, [])) == "ZF010"
+    assert snapshot(su) == before
+
+
+def test_a_lane_on_one_workspace_claims_nothing_of_another(
+    su: Conn,
+    as_login: Callable[[str], Conn],
+) -> None:
+    """A worker granted workspace B only: complete_and_claim's claim half leases nothing of A."""
+    grant(su, "pgf_worker_b", "B", "worker")
+    World(su=su, me=su, workspace="A").submit()
+    me = as_login("pgf_worker_b")
+    w = int(me.execute("select pgflight.register_worker('b')").fetchone()[0])  # type: ignore[index]
+    assert _cac(me, w, [], batch=10) == []
+    World(su=su, me=su, workspace="B").submit()
+    got = _cac(me, w, [], batch=10)
+    assert len(got) == 1 and got[0][2] is None
+
+
+@pytest.mark.parametrize("login", ["pgf_operator_a", "pgf_reader_a"])
+def test_only_the_worker_lane_may_call_it(
+    su: Conn,
+    as_login: Callable[[str], Conn],
+    login: str,
+) -> None:
+    """An operator or a reader login cannot execute complete_and_claim at all (42501)."""
+    grant(su, login, None, "operator" if "operator" in login else "reader")
+    me = as_login(login)
+    assert _sqlstate(lambda: _cac(me, 1, [])) == "42501"
+
+
+# --- atomicity and lock order ---------------------------------------------------------------
+
+
+def test_a_completion_over_the_result_cap_fails_alone_and_the_claim_is_kept(eng: Conn) -> None:
+    """A result over settings.max_result_bytes is not a refusal of the call: that step fails
+    (result_refused, dead letter), its neighbour succeeds, and the claim half's steps stay leased
+    (claimed, as claim_batch leaves them without the start option)."""
+    w = register(eng)
+    submit_many(eng, 4, "a")
+    got = claim(eng, w, 2, 30)
+    eng.execute("update pgflight.settings set max_result_bytes = 64")
+    out = eng.execute(
+        COMPLETE_AND_CLAIM,
+        [
+            w,
+            [g.attempt_id for g in got],
+            [g.token for g in got],
+            [Jsonb({"ok": 1}), Jsonb({"big": "x" * 100})],
+            2,
+        ],
+    ).fetchall()
+    assert [o for _, _, o in out if o is not None] == ["succeeded", "failed"]
+    claimed = [a for a, t, o in out if o is None]
+    assert len(claimed) == 2
+    statuses = rows(eng, "select id, status from pgflight.step_attempts where id = any(%s)", [claimed])
+    assert {r["status"] for r in statuses} == {"claimed"}
+
+
+def test_heartbeats_and_combined_calls_of_one_worker_never_deadlock(
+    eng: Conn, connect: ConnectFactory
+) -> None:
+    """The heartbeat (an update of the worker row, then attempts) against complete_and_claim (the
+    row FOR SHARE and its last_seen_at update, then attempts), on two connections, 150 rounds,
+    last_seen_at a second old before each so that every claim half writes it."""
+    w = register(eng)
+    submit_many(eng, 400, "a")
+    a, b = connect(10), connect(10)
+    for c in (a, b):
+        set_clock(c, 0)
+    held = [(c.attempt_id, c.token) for c in claim(a, w, 2, 30)]
+    errors: list[str] = []
+    stop = threading.Event()
+    current = [held]
+
+    def beat() -> None:
+        while not stop.is_set():
+            ids, toks = [x for x, _ in current[0]], [t for _, t in current[0]]
+            try:
+                b.execute("select * from pgflight.heartbeat(%s, %s, %s)", [w, ids, toks]).fetchall()
+            except psycopg.Error as e:
+                errors.append(f"heartbeat {e.sqlstate}")
+
+    t = threading.Thread(target=beat, daemon=True)
+    t.start()
+    try:
+        for _ in range(150):
+            eng.execute(
+                "update pgflight.workers set last_seen_at = last_seen_at - interval '2 s' where id = %s", [w]
+            )
+            try:
+                out = _cac(a, w, current[0])
+            except psycopg.Error as e:
+                errors.append(f"complete_and_claim {e.sqlstate}")
+                break
+            current[0] = [(x, tok) for x, tok, o in out if o is None]
+            if not current[0]:
+                break
+    finally:
+        stop.set()
+        t.join(10)
+    assert errors == []
+
+
+# --- prepared statements ----------------------------------------------------------------------
+
+
+def test_auto_prepares_nothing_behind_a_transaction_pooler(dsn: str, conn: Conn, pgbouncer: str) -> None:
+    """--prepared-statements auto with the DSN through PgBouncer (transaction mode, pool of 3):
+    the LISTEN probe fails, so neither the pools nor the listener prepare; 200 steps run."""
+    from psycopg.conninfo import make_conninfo
+
+    bounced = make_conninfo(dsn, host="127.0.0.1", port=int(pgbouncer.split("port=")[1]))
+    conn.execute("select pgflight.create_workspace('core')")
+    submit_many(conn, 200, "noop")
+
+    def noop(ctx: Any) -> dict[str, int]:
+        return {"ok": 1}
+
+    with running_worker(bounced, registry(noop=noop), concurrency=8, prepared_statements="auto") as w:
+        wait_until(
+            lambda: (
+                scalar(conn, "select count(*) from pgflight.step_attempts where status = 'succeeded'") == 200
+            ),
+            120,
+            "200 steps through the pooler",
+        )
+        assert not w.prepared
+        assert w.listening is False
+    assert scalar(conn, "select count(*) from pgflight.step_attempts where status <> 'succeeded'") == 0
