@@ -34,6 +34,7 @@ from core_helpers import (
     set_clock,
     submit_many,
 )
+from pgflight.db import connection
 from security_support import World, grant, snapshot
 from test_security_attacks import as_login, su  # noqa: F401  (fixtures)
 from test_worker_connections import pgbouncer  # noqa: F401  (fixture)
@@ -234,3 +235,64 @@ def test_auto_prepares_nothing_behind_a_transaction_pooler(dsn: str, conn: Conn,
         assert not w.prepared
         assert w.listening is False
     assert scalar(conn, "select count(*) from pgflight.step_attempts where status <> 'succeeded'") == 0
+
+
+def test_a_migration_changing_complete_and_claims_columns_mid_burn_down_stops_nothing(
+    conn: Conn, dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """
+    The stale plan path with a real worker: prepared statements on (a direct DSN, auto), a
+    burn-down under way (the completer sends complete_and_claim, prepared on its connection),
+    then a migration replaces complete_and_claim with another result type (step_key varchar: the
+    client reads it as before). The prepared call fails with 0A000 (cached plan must not change
+    result type) on each connection that had it; the worker replaces the connection, completes
+    the batch alone and goes on: every step succeeds, none is retried, the worker stays up.
+    """
+    conn.execute("select pgflight.create_workspace('core')")
+    submit_many(conn, 3000, "noop")
+    stale: list[str] = []
+    real = connection.is_stale_prepared
+
+    def seen(exc: BaseException) -> bool:
+        if real(exc):
+            stale.append(str(exc).splitlines()[0])
+            return True
+        return False
+
+    monkeypatch.setattr(connection, "is_stale_prepared", seen)
+
+    def noop(ctx: Any) -> dict[str, int]:
+        return {"ok": 1}
+
+    definition = scalar(
+        conn,
+        "select pg_get_functiondef(p.oid) from pg_proc p"
+        " where p.proname = 'complete_and_claim' and p.pronamespace = 'pgflight'::regnamespace",
+    )
+    changed = (
+        definition.replace("step_key text", "step_key character varying")
+        .replace("c.step_key, c.attempt_no", "c.step_key::varchar, c.attempt_no")
+        .replace("null::text, null::integer", "null::varchar, null::integer")
+    )
+    assert changed != definition
+    done = "select count(*) from pgflight.step_attempts where status = 'succeeded'"
+    with running_worker(dsn, registry(noop=noop), concurrency=8, prepared_statements="auto") as w:
+        wait_until(lambda: w.combined_claims >= 20 and w.prepared, 60, "prepared combined calls")
+        conn.execute("begin")
+        conn.execute(
+            "drop function pgflight.complete_and_claim(bigint, bigint[], bigint[], jsonb[], integer,"
+            " double precision, text[], jsonb)"
+        )
+        conn.execute(changed)
+        conn.execute(
+            "grant execute on function pgflight.complete_and_claim(bigint, bigint[], bigint[], jsonb[],"
+            " integer, double precision, text[], jsonb) to pgflight_worker"
+        )
+        conn.execute("commit")
+        wait_until(lambda: scalar(conn, done) == 3000, 180, "the burn-down to finish after the migration")
+        before = w.combined_claims
+        submit_many(conn, 300, "noop")
+        wait_until(lambda: scalar(conn, done) == 3300, 60, "a second burn-down on the new function")
+        assert w.combined_claims > before, "the new complete_and_claim is used again"
+    assert stale, "the migration made no prepared statement stale: the test tested nothing"
+    assert scalar(conn, "select count(*) from pgflight.step_attempts where attempt_no > 1") == 0
