@@ -4465,9 +4465,16 @@ begin
   end if;
   -- its last sighting renewed at most once a second (issue 18: a write of workers per claim; its
   -- readers, worker_list, metrics_snapshot and engine_health, count a worker alive for 60 s after
-  -- it); a clock moved back renews it at once
+  -- it); a clock moved back renews it at once. Only when no other transaction holds the row (SKIP
+  -- LOCKED): two claims of one worker id that both hold the share lock above and both went on to
+  -- update it would each wait for the other's share lock, a deadlock PostgreSQL breaks by failing
+  -- one claim (40P01). A skipped renewal is another claim's or a heartbeat's to make (the heartbeat
+  -- writes it on every call).
   if v_settings.last_seen_at <= v_now - interval '1 second' or v_settings.last_seen_at > v_now then
-    update pgflight.workers set last_seen_at = v_now where id = p_worker_id;
+    perform from pgflight.workers w where w.id = p_worker_id for no key update skip locked;
+    if found then
+      update pgflight.workers set last_seen_at = v_now where id = p_worker_id;
+    end if;
   end if;
   -- the reclaim before the claim, at most once a second per session (issue 18): its pick reads
   -- every live lease (lease_expires_at has no index, so that a heartbeat stays HOT), which cost
@@ -5006,6 +5013,8 @@ CREATE FUNCTION pgflight.deregister_worker(p_worker_id bigint) RETURNS void
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
+declare
+  v_held record;
 begin
   update pgflight.workers set stopped_at = coalesce(stopped_at, pgflight._now())
    where id = p_worker_id and login = session_user;
@@ -5014,6 +5023,18 @@ begin
       detail = format('no worker %s registered by login %s', p_worker_id, session_user),
       hint = 'Deregister only the worker ids your own register_worker returned.';
   end if;
+  -- a statement of its own, after the update: it sees what a claim committed while we waited.
+  -- The leased rows through step_attempts_leased_ws_idx (live leases only), not a scan by worker;
+  -- locked here, so one a completion ended while we waited for its lock is read again and left
+  -- out (the release below then never meets a lost lease, ZF001).
+  for v_held in
+    select a.id, a.fencing_token from pgflight.step_attempts a
+     where a.worker_id = p_worker_id and a.status in ('claimed', 'running', 'cancel_requested')
+     order by a.id
+       for update of a
+  loop
+    perform pgflight.release_step(v_held.id, v_held.fencing_token, 'worker deregistered');
+  end loop;
 end
 $$;
 
@@ -5021,7 +5042,7 @@ ALTER FUNCTION pgflight.deregister_worker(p_worker_id bigint) OWNER TO pgflight_
 
 -- Name: FUNCTION deregister_worker(p_worker_id bigint); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight.deregister_worker(p_worker_id bigint) IS 'Mark a worker of this login stopped. Errors: ZF010.';
+COMMENT ON FUNCTION pgflight.deregister_worker(p_worker_id bigint) IS 'Mark a worker of this login stopped and release the leases it still holds (no attempt spent). Errors: ZF010.';
 
 -- Name: enforce_budgets(integer); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 

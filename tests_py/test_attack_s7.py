@@ -8,16 +8,19 @@ several real connections and real logins.
   against a heartbeat and a cancel.
 - ``--prepared-statements auto`` behind PgBouncer in transaction mode: nothing prepared.
 
-Two attacks found bugs and are kept failing on branch ``s8-newuser-bugs`` (not here, so this
-branch stays green): two claims of one worker id deadlock on claim_batch's FOR SHARE read of the
-worker row (40P01), and a combined claim still on the server past the shutdown's settle wait
-leaves its steps running under the stopped worker.
+Two attacks found bugs (FOUND in their docstrings: they fail on the seventh session's code and
+pass since the eighth): two claims of one worker id deadlocked on claim_batch's FOR SHARE read of
+the worker row (40P01); the renewal of last_seen_at now skips a row another session holds. A
+combined claim still on the server past the shutdown's settle wait left its steps running under
+the stopped worker; deregister_worker now releases every lease the worker still holds.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import psycopg
@@ -27,14 +30,17 @@ from psycopg.types.json import Jsonb
 from attack_support import registry, running_worker, wait_until
 from core_helpers import (
     Conn,
+    backend_pid,
     claim,
     register,
     rows,
     scalar,
     set_clock,
     submit_many,
+    wait_blocked_or_done,
 )
 from pgflight.db import connection
+from pgflight.worker import Worker
 from security_support import World, grant, snapshot
 from test_security_attacks import as_login, su  # noqa: F401  (fixtures)
 from test_worker_connections import pgbouncer  # noqa: F401  (fixture)
@@ -209,6 +215,44 @@ def test_heartbeats_and_combined_calls_of_one_worker_never_deadlock(
     assert errors == []
 
 
+def test_two_claims_of_one_worker_id_both_holding_the_share_lock_do_not_deadlock(
+    eng: Conn, connect: ConnectFactory
+) -> None:
+    """
+    FOUND (seventh session, claim_batch's FOR SHARE; fixed in the eighth: the renewal takes the
+    row FOR NO KEY UPDATE SKIP LOCKED first and skips it when another session holds it): two
+    claims of one worker id, each past its FOR SHARE read of the worker row while last_seen_at
+    is a second old, both go on to update last_seen_at. Each update waits for the other's share
+    lock: PostgreSQL detects the deadlock and fails one claim with 40P01 after deadlock_timeout
+    (1 s by default). A worker in another language that claims from two connections with one
+    worker id (the README invites any language to call claim_batch) loses a claim and a second
+    each time. A third session holding the row FOR SHARE for a moment (here the test; in life,
+    any third claim of the same id) lines the two up deterministically. v0.8.0 read the row
+    without a lock: the two updates queued.
+    """
+    w = register(eng)
+    submit_many(eng, 10, "a")
+    eng.execute(
+        "update pgflight.workers set last_seen_at = last_seen_at - interval '1 minute' where id = %s", [w]
+    )
+    holder = connect(20, autocommit=False)
+    holder.execute("select 1 from pgflight.workers where id = %s for share", [w])
+    c1, c2 = connect(20), connect(20)
+    for c in (c1, c2):
+        set_clock(c, 0)
+    with ThreadPoolExecutor(2) as pool:
+        # each claim in turn, until it waits on the holder's lock (the old shape) or ends (the
+        # fixed one, which skips the renewal while another session holds the row)
+        f1 = pool.submit(lambda: _sqlstate(lambda: claim(c1, w, 2, 30)))
+        wait_blocked_or_done(eng, backend_pid(c1), f1)
+        f2 = pool.submit(lambda: _sqlstate(lambda: claim(c2, w, 2, 30)))
+        wait_blocked_or_done(eng, backend_pid(c2), f2)
+        holder.rollback()
+        codes = [f1.result(30), f2.result(30)]
+    assert codes == [None, None], f"a claim failed: {codes} (40P01: deadlock detected)"
+    assert scalar(eng, "select count(*) from pgflight.step_attempts where status = 'claimed'") == 4
+
+
 # --- prepared statements ----------------------------------------------------------------------
 
 
@@ -296,3 +340,83 @@ def test_a_migration_changing_complete_and_claims_columns_mid_burn_down_stops_no
         assert w.combined_claims > before, "the new complete_and_claim is used again"
     assert stale, "the migration made no prepared statement stale: the test tested nothing"
     assert scalar(conn, "select count(*) from pgflight.step_attempts where attempt_no > 1") == 0
+
+
+# --- Worker._claims_settled at shutdown -------------------------------------------------------
+
+
+def test_a_combined_claim_blocked_past_the_settle_wait_leaves_no_step_leased_to_the_stopped_worker(
+    eng: Conn, dsn: str, connect: ConnectFactory
+) -> None:
+    """
+    FOUND (seventh session, Worker._claims_settled; fixed in the eighth: deregister_worker
+    releases every lease the worker still holds, no attempt spent): a worker is stopped while
+    its completer's complete_and_claim waits on the server (here: the test holds the worker row
+    FOR UPDATE, as a long transaction on the row would) for longer than the shutdown's settle
+    wait (max(grace, 5 s)). Whatever that claim commits once it gets the row must still be run
+    or released: no attempt may stay leased (claimed or running) to the worker once it has
+    stopped and deregistered, where only the lease's expiry (an attempt spent) would free it.
+    Found: the settle wait gives up after 5 s, the worker deregisters (its UPDATE queues behind
+    the claim's share lock), the claim commits first, and its steps stay `running` under the
+    stopped worker until their lease lapses.
+    """
+    set_clock(eng, None)
+    submit_many(eng, 400, "slow")
+
+    def slow(ctx: Any) -> dict[str, int]:
+        time.sleep(0.05)
+        return {"ok": 1}
+
+    holder = connect(30, autocommit=False)
+    reg = registry(slow=slow)
+    w = Worker(dsn, reg, concurrency=4, batch_size=4, poll_s=0.2, grace_s=0.5, lease_s=60)
+    t = threading.Thread(target=w.run, daemon=True)
+    t.start()
+    try:
+        wait_until(lambda: w.combined_claims >= 3, 60, "the completer's combined claims under the backlog")
+        blocked = None
+        for _ in range(40):  # until the statement stuck behind the row lock is the combined one
+            holder.execute("select 1 from pgflight.workers where id = %s for update", [w.worker_id])
+            time.sleep(0.5)
+            waiting = [
+                r["query"]
+                for r in rows(
+                    eng,
+                    "select query from pg_stat_activity where datname = current_database()"
+                    " and wait_event_type = 'Lock' and pid <> pg_backend_pid()",
+                )
+            ]
+            if any("complete_and_claim" in q for q in waiting) and not any(
+                "claim_batch" in q for q in waiting
+            ):
+                blocked = waiting
+                break
+            holder.rollback()
+            time.sleep(0.2)
+        assert blocked, "never caught the combined statement alone behind the row lock"
+        w.stop()
+        time.sleep(7)  # past the settle wait of max(grace 0.5, 5) s
+        holder.rollback()
+        t.join(30)
+        assert not t.is_alive()
+    finally:
+        w.stop()
+        holder.rollback()
+        t.join(30)
+    leased = rows(
+        eng,
+        "select a.id, a.status from pgflight.step_attempts a join pgflight.workers k on k.id = a.worker_id"
+        " where k.stopped_at is not null and a.status in ('claimed', 'running')",
+    )
+    history = [
+        rows(
+            eng,
+            "select e.id, e.reason, e.to_status, e.at, k.stopped_at from pgflight.run_events e"
+            " join pgflight.step_attempts a on a.id = e.attempt_id"
+            " join pgflight.workers k on k.id = a.worker_id"
+            " where e.attempt_id = %s order by e.id",
+            [r["id"]],
+        )
+        for r in leased
+    ]
+    assert leased == [], f"attempts left leased to the stopped worker: {leased}; their events: {history}"

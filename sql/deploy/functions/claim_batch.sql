@@ -114,9 +114,16 @@ begin
   end if;
   -- its last sighting renewed at most once a second (issue 18: a write of workers per claim; its
   -- readers, worker_list, metrics_snapshot and engine_health, count a worker alive for 60 s after
-  -- it); a clock moved back renews it at once
+  -- it); a clock moved back renews it at once. Only when no other transaction holds the row (SKIP
+  -- LOCKED): two claims of one worker id that both hold the share lock above and both went on to
+  -- update it would each wait for the other's share lock, a deadlock PostgreSQL breaks by failing
+  -- one claim (40P01). A skipped renewal is another claim's or a heartbeat's to make (the heartbeat
+  -- writes it on every call).
   if v_settings.last_seen_at <= v_now - interval '1 second' or v_settings.last_seen_at > v_now then
-    update pgflight.workers set last_seen_at = v_now where id = p_worker_id;
+    perform from pgflight.workers w where w.id = p_worker_id for no key update skip locked;
+    if found then
+      update pgflight.workers set last_seen_at = v_now where id = p_worker_id;
+    end if;
   end if;
   -- the reclaim before the claim, at most once a second per session (issue 18): its pick reads
   -- every live lease (lease_expires_at has no index, so that a heartbeat stays HOT), which cost
