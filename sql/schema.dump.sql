@@ -2713,6 +2713,8 @@ CREATE FUNCTION pgflight._reclaim_picked(p_now timestamp with time zone, p_ids b
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
     SET enable_seqscan TO 'off'
+    SET enable_hashjoin TO 'off'
+    SET enable_mergejoin TO 'off'
     AS $_$
 declare
   v_ids bigint[] := p_ids;

@@ -506,11 +506,18 @@ comment on function pgflight._reclaim(timestamptz, integer) is
 -- drain's CPU in perf, 98 -> 80 us of backend CPU per reclaimed lease without it (issue 18).
 -- enable_seqscan off: every row is reached by primary key from the batch; a custom plan sized for
 -- the batch hash-joined a sequential scan of step_attempts (all of it, on every pass of a drain).
+-- enable_hashjoin and enable_mergejoin off too (issue 18, eighth session): with seq scans off, a
+-- batch that is more than a few percent of the table was hash-joined to a full scan of the primary
+-- key instead (step_attempts and steps in the retry statement, step_attempts and runs in the
+-- classification: auto_explain, 5,000 of 20,000 leases, 0.2 s of each statement's 0.5-0.8 s), so
+-- every pass of a drain still read whole tables, only by index; nested loops probe each key.
 create or replace function pgflight._reclaim_picked(p_now timestamptz, p_ids bigint[])
 returns integer
 language plpgsql volatile
 set search_path = pg_catalog, pg_temp
 set enable_seqscan = off
+set enable_hashjoin = off
+set enable_mergejoin = off
 as $$
 declare
   v_ids bigint[] := p_ids;
