@@ -2104,6 +2104,7 @@ CREATE TABLE pgflight.step_attempts (
     finish_event_id bigint,
     slots smallint DEFAULT 0 NOT NULL,
     queue_event_id bigint,
+    queue_delay_s double precision,
     CONSTRAINT finished_at_is_after_claimed_at CHECK (((finished_at IS NULL) OR (claimed_at IS NULL) OR (finished_at >= claimed_at))),
     CONSTRAINT leased_attempt_has_owner CHECK (((status <> ALL (ARRAY['claimed'::text, 'running'::text, 'cancel_requested'::text])) OR ((worker_id IS NOT NULL) AND (fencing_token IS NOT NULL) AND (lease_expires_at IS NOT NULL)))),
     CONSTRAINT status_is_known CHECK ((status = ANY (ARRAY['queued'::text, 'claimed'::text, 'running'::text, 'cancel_requested'::text, 'awaiting_children'::text, 'awaiting_approval'::text, 'succeeded'::text, 'failed'::text, 'lease_expired'::text, 'timed_out'::text, 'dead_letter'::text, 'cancelled'::text])))
@@ -2138,7 +2139,11 @@ COMMENT ON COLUMN pgflight.step_attempts.slots IS 'What this lease is counted ag
 
 -- Name: COLUMN step_attempts.queue_event_id; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON COLUMN pgflight.step_attempts.queue_event_id IS 'Events id of the submit that queued this attempt (a run''s root step, attempt 1), shown by run_events with actor runs.submitted_by; null: the queued, if any, is an events row.';
+COMMENT ON COLUMN pgflight.step_attempts.queue_event_id IS 'Events id of the transition that queued this attempt when it wrote no events row, shown by run_events: a submit (a run''s root step, attempt 1; actor runs.submitted_by) or, with queue_delay_s, a reclaim''s retry (reason retry_scheduled, actor reclaim); null: the queued, if any, is an events row.';
+
+-- Name: COLUMN step_attempts.queue_delay_s; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON COLUMN pgflight.step_attempts.queue_delay_s IS 'Backoff in seconds of the reclaim''s retry that queued this attempt (its queue_event_id, shown by run_events as retry_scheduled, actor reclaim, detail delay_s rounded to ms and attempt_no); null: the queue_event_id, if any, is a submit''s.';
 
 -- Name: _lock_held(bigint, bigint, text, boolean); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -2708,6 +2713,8 @@ CREATE FUNCTION pgflight._reclaim_picked(p_now timestamp with time zone, p_ids b
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
     SET enable_seqscan TO 'off'
+    SET enable_hashjoin TO 'off'
+    SET enable_mergejoin TO 'off'
     AS $_$
 declare
   v_ids bigint[] := p_ids;
@@ -2810,8 +2817,12 @@ begin
   begin
     if v_retry is not null then
       -- the attempts end, their steps count the failure, their successors are queued (ids drawn
-      -- here, so both events are written from one row), with both events. $1 the attempts, $2 their
-      -- errors, $3 the time.
+      -- here, so the end's events row and the successor are written from one row), with the end's
+      -- events row; the retry's queued is the successor's queue_event_id (its backoff in
+      -- queue_delay_s), which run_events shows as the retry_scheduled row (issue 18: one events
+      -- row and its two index entries less per lease). Both events ids drawn here, a lease's end
+      -- then its queued, lease by lease, so the log keeps the order it had with two events rows.
+      -- $1 the attempts, $2 their errors, $3 the time.
       execute $q$
       with r0 as (
         select a.id, a.step_id, a.run_id, a.status as old_status, a.worker_id, a.recipe, a.priority,
@@ -2828,7 +2839,9 @@ begin
                      pgflight._limit('delay_s')) as delay
           from (select distinct r0.failed, r0.backoff from r0) k
       ), r as (
-        select x.*, nextval('pgflight.step_attempts_id_seq') as new_id
+        select x.*, nextval('pgflight.step_attempts_id_seq') as new_id,
+               nextval('pgflight.events_id_seq') as end_event_id,
+               nextval('pgflight.events_id_seq') as queue_event_id
           from (select r0.*, d.delay,
                        case when r0.lapsed then 'lease_expired' else 'timed_out' end as to_status,
                        case when r0.lapsed then 'lease_expired' else 'deadline_exceeded' end as reason
@@ -2849,24 +2862,18 @@ begin
         -- (step_attempts_fill_flow) does not run a row at a time
         insert into pgflight.step_attempts (id, step_id, run_id, attempt_no, recipe, priority, status,
                                             available_after, created_at, workspace_id, concurrency_key,
-                                            concurrency_limit)
+                                            concurrency_limit, queue_event_id, queue_delay_s)
         overriding system value
         select e.new_id, e.step_id, e.run_id, e.next_no, e.recipe, e.priority, 'queued',
                $3 + make_interval(secs => e.delay), $3, e.workspace_id, e.concurrency_key,
-               e.concurrency_limit
+               e.concurrency_limit, e.queue_event_id, e.delay
           from ended e order by e.id
       ), logged as (
-        insert into pgflight.events (at, run_id, step_id, attempt_id, from_status, to_status, worker_id, reason,
-                                     actor, detail)
-        select $3, e.run_id, e.step_id, v.attempt_id, v.from_status, v.to_status, v.worker_id, v.reason,
-               'reclaim', v.detail
-          from ended e
-         cross join lateral (values
-                (1, e.id, e.old_status, e.to_status, e.worker_id, e.reason, null::jsonb),
-                (2, e.new_id, null, 'queued', null, 'retry_scheduled',
-                 jsonb_build_object('delay_s', round(e.delay::numeric, 3), 'attempt_no', e.next_no)))
-              v(k, attempt_id, from_status, to_status, worker_id, reason, detail)
-         order by e.id, v.k
+        insert into pgflight.events (id, at, run_id, step_id, attempt_id, from_status, to_status, worker_id,
+                                     reason, actor)
+        select e.end_event_id, $3, e.run_id, e.step_id, e.id, e.old_status, e.to_status, e.worker_id, e.reason,
+               'reclaim'
+          from ended e order by e.id
       )
       select count(*), coalesce(bool_or(e.delay <= 0), false)
         from ended e
@@ -8923,20 +8930,28 @@ CREATE VIEW pgflight.run_events WITH (security_barrier='true') AS
             d.from_status,
             d.to_status,
                 CASE
-                    WHEN (d.reason <> 'queued'::text) THEN a.worker_id
+                    WHEN (d.to_status <> 'queued'::text) THEN a.worker_id
                     ELSE NULL::bigint
                 END AS "case",
-                CASE
-                    WHEN (d.reason = 'queued'::text) THEN ( SELECT r.submitted_by
+                CASE d.reason
+                    WHEN 'queued'::text THEN ( SELECT r.submitted_by
                        FROM pgflight.runs r
                       WHERE (r.id = s.run_id))
+                    WHEN 'retry_scheduled'::text THEN 'reclaim'::text
                     ELSE NULL::text
                 END AS "case",
             d.reason,
-            NULL::jsonb AS jsonb
+                CASE
+                    WHEN (d.reason = 'retry_scheduled'::text) THEN jsonb_build_object('delay_s', round((a.queue_delay_s)::numeric, 3), 'attempt_no', a.attempt_no)
+                    ELSE NULL::jsonb
+                END AS "case"
            FROM ((pgflight.steps s
              JOIN pgflight.step_attempts a ON ((a.step_id = s.id)))
-             CROSS JOIN LATERAL ( VALUES (a.queue_event_id,a.created_at,NULL::text,'queued'::text,'queued'::text), (a.claim_event_id,a.claimed_at,'queued'::text,'running'::text,'claimed'::text), (a.finish_event_id,a.finished_at,'running'::text,'succeeded'::text,'succeeded'::text)) d(id, at, from_status, to_status, reason))
+             CROSS JOIN LATERAL ( VALUES (a.queue_event_id,a.created_at,NULL::text,'queued'::text,
+                        CASE
+                            WHEN (a.queue_delay_s IS NULL) THEN 'queued'::text
+                            ELSE 'retry_scheduled'::text
+                        END), (a.claim_event_id,a.claimed_at,'queued'::text,'running'::text,'claimed'::text), (a.finish_event_id,a.finished_at,'running'::text,'succeeded'::text,'succeeded'::text)) d(id, at, from_status, to_status, reason))
           WHERE (d.id IS NOT NULL)) l
   WHERE ((( SELECT pgflight._lane_workspaces('reader'::text) AS _lane_workspaces) IS NULL) OR (EXISTS ( SELECT
            FROM pgflight.runs r
@@ -8946,7 +8961,7 @@ ALTER TABLE pgflight.run_events OWNER TO pgflight_owner;
 
 -- Name: VIEW run_events; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON VIEW pgflight.run_events IS 'The transition log: the events rows, and the submits, started claims and successes the attempts record (issue 18).';
+COMMENT ON VIEW pgflight.run_events IS 'The transition log: the events rows, and the submits, reclaim retries, started claims and successes the attempts record (issue 18).';
 
 -- Name: workspaces; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
 

@@ -109,7 +109,7 @@ def test_a_mass_crash_is_reclaimed_once_per_attempt_by_racing_sweepers(connect: 
     assert by_status["bulk:lease_expired"] == 2000 and by_status["bulk:queued"] == 2000  # one retry each
     assert by_status["last:dead_letter"] == 300 and by_status["child:dead_letter"] == 200
     assert by_status["cancelme:cancelled"] == 1
-    assert scalar(c, "select count(*) from pgflight.events where reason = 'retry_scheduled'") == 2000
+    assert scalar(c, "select count(*) from pgflight.run_events where reason = 'retry_scheduled'") == 2000
     assert scalar(c, "select count(*) from pgflight.runs where recipe = 'last' and status = 'failed'") == 300
     # the parent of 200 children that all ended was woken once; the fail-fast parent dead-lettered
     assert (

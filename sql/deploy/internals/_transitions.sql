@@ -444,7 +444,9 @@ comment on function pgflight._dead_letter_poisoned(bigint, text, text, text) is
 -- twice, a row a worker or a client transaction holds right now is left for the next pass, and a
 -- pass never waits. Then, in one subtransaction, a few statements end the whole batch:
 --   retry        lease_expired / timed_out, the step's counters, the next queued attempt after the
---                backoff, two events rows each (as _fail_attempt writes them);
+--                backoff, one events row each (the end) and the retry's queued on the new attempt
+--                (queue_event_id and queue_delay_s, shown by run_events as the retry_scheduled row
+--                _fail_attempt writes; tables/step_attempts_retry_queue_event);
 --   dead letter  at the step's ceiling; cancelled when cancel_requested or under an ended run;
 --                then _steps_finished once for the set (parent pokes and wakes, runs).
 -- A step ending under a fail-fast parent (its cascade must lock the subtree first, _lock_cascade
@@ -504,11 +506,18 @@ comment on function pgflight._reclaim(timestamptz, integer) is
 -- drain's CPU in perf, 98 -> 80 us of backend CPU per reclaimed lease without it (issue 18).
 -- enable_seqscan off: every row is reached by primary key from the batch; a custom plan sized for
 -- the batch hash-joined a sequential scan of step_attempts (all of it, on every pass of a drain).
+-- enable_hashjoin and enable_mergejoin off too (issue 18, eighth session): with seq scans off, a
+-- batch that is more than a few percent of the table was hash-joined to a full scan of the primary
+-- key instead (step_attempts and steps in the retry statement, step_attempts and runs in the
+-- classification: auto_explain, 5,000 of 20,000 leases, 0.2 s of each statement's 0.5-0.8 s), so
+-- every pass of a drain still read whole tables, only by index; nested loops probe each key.
 create or replace function pgflight._reclaim_picked(p_now timestamptz, p_ids bigint[])
 returns integer
 language plpgsql volatile
 set search_path = pg_catalog, pg_temp
 set enable_seqscan = off
+set enable_hashjoin = off
+set enable_mergejoin = off
 as $$
 declare
   v_ids bigint[] := p_ids;
@@ -611,8 +620,12 @@ begin
   begin
     if v_retry is not null then
       -- the attempts end, their steps count the failure, their successors are queued (ids drawn
-      -- here, so both events are written from one row), with both events. $1 the attempts, $2 their
-      -- errors, $3 the time.
+      -- here, so the end's events row and the successor are written from one row), with the end's
+      -- events row; the retry's queued is the successor's queue_event_id (its backoff in
+      -- queue_delay_s), which run_events shows as the retry_scheduled row (issue 18: one events
+      -- row and its two index entries less per lease). Both events ids drawn here, a lease's end
+      -- then its queued, lease by lease, so the log keeps the order it had with two events rows.
+      -- $1 the attempts, $2 their errors, $3 the time.
       execute $q$
       with r0 as (
         select a.id, a.step_id, a.run_id, a.status as old_status, a.worker_id, a.recipe, a.priority,
@@ -629,7 +642,9 @@ begin
                      pgflight._limit('delay_s')) as delay
           from (select distinct r0.failed, r0.backoff from r0) k
       ), r as (
-        select x.*, nextval('pgflight.step_attempts_id_seq') as new_id
+        select x.*, nextval('pgflight.step_attempts_id_seq') as new_id,
+               nextval('pgflight.events_id_seq') as end_event_id,
+               nextval('pgflight.events_id_seq') as queue_event_id
           from (select r0.*, d.delay,
                        case when r0.lapsed then 'lease_expired' else 'timed_out' end as to_status,
                        case when r0.lapsed then 'lease_expired' else 'deadline_exceeded' end as reason
@@ -650,24 +665,18 @@ begin
         -- (step_attempts_fill_flow) does not run a row at a time
         insert into pgflight.step_attempts (id, step_id, run_id, attempt_no, recipe, priority, status,
                                             available_after, created_at, workspace_id, concurrency_key,
-                                            concurrency_limit)
+                                            concurrency_limit, queue_event_id, queue_delay_s)
         overriding system value
         select e.new_id, e.step_id, e.run_id, e.next_no, e.recipe, e.priority, 'queued',
                $3 + make_interval(secs => e.delay), $3, e.workspace_id, e.concurrency_key,
-               e.concurrency_limit
+               e.concurrency_limit, e.queue_event_id, e.delay
           from ended e order by e.id
       ), logged as (
-        insert into pgflight.events (at, run_id, step_id, attempt_id, from_status, to_status, worker_id, reason,
-                                     actor, detail)
-        select $3, e.run_id, e.step_id, v.attempt_id, v.from_status, v.to_status, v.worker_id, v.reason,
-               'reclaim', v.detail
-          from ended e
-         cross join lateral (values
-                (1, e.id, e.old_status, e.to_status, e.worker_id, e.reason, null::jsonb),
-                (2, e.new_id, null, 'queued', null, 'retry_scheduled',
-                 jsonb_build_object('delay_s', round(e.delay::numeric, 3), 'attempt_no', e.next_no)))
-              v(k, attempt_id, from_status, to_status, worker_id, reason, detail)
-         order by e.id, v.k
+        insert into pgflight.events (id, at, run_id, step_id, attempt_id, from_status, to_status, worker_id,
+                                     reason, actor)
+        select e.end_event_id, $3, e.run_id, e.step_id, e.id, e.old_status, e.to_status, e.worker_id, e.reason,
+               'reclaim'
+          from ended e order by e.id
       )
       select count(*), coalesce(bool_or(e.delay <= 0), false)
         from ended e

@@ -1,4 +1,4 @@
--- Revert pgflight:internals/_transitions: restores the previous definition, deploy/internals/_transitions@v0.7.0.sql (written by scripts/gen_sql_scripts.py)
+-- Revert pgflight:internals/_transitions: restores the previous definition, deploy/internals/_transitions@v0.8.0.sql (written by scripts/gen_sql_scripts.py)
 -- Defines: _wake(), _cancel_steps(), _cancel_tree(), _tree_steps(), _steps_finished(),
 --   _step_finished(), _fail_attempt(), _lock_cascade(), _dead_letter_poisoned(), _reclaim(),
 --   _reclaim_picked(),
@@ -773,11 +773,15 @@ comment on function pgflight._reclaim_picked(timestamptz, bigint[]) is
 -- What follows (pokes, wakes, runs) is _steps_finished, the same routine as every other path.
 -- Locks are taken in a fixed order — attempts by id, then parents by id, then runs — so batches
 -- cannot deadlock with each other, with heartbeat (ids ascending) or with cancel (attempts first).
--- Each lock is taken in a statement of its own, so the next statement sees the row as locked.
 -- Plans (issue 18): generic from the first call, no sequential scan. A custom plan per call cost
 -- about 1 ms of each complete_batch in the peers' burn-down (pg_stat_statements, track_planning).
 -- A generic plan sizes every array at ten rows, so no statement here joins one array to another
 -- (a nested loop over two unnests is quadratic in the batch: 25 s for 10,000 attempts).
+-- Issue 18 (server CPU per step): the lock, the success, its events rows and, for a batch of
+-- roots only (no step has a parent: the burn-down's shape), their runs' end are one statement;
+-- such a batch needs nothing else of _steps_finished (a success cancels nothing below it and pokes
+-- no parent), so it is not called. A batch with a child goes through _steps_finished whole, in its
+-- lock order. When every attempt given succeeded, once each, the outcomes are not read back.
 create or replace function pgflight._complete_many(p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[],
                                         p_now timestamptz)
 returns table (attempt_id bigint, outcome text)
@@ -788,13 +792,14 @@ set enable_seqscan = off
 as $$
 declare
   v_ids bigint[];
-  v_results jsonb[];
   v_steps bigint[];
+  v_children boolean;
 begin
-  -- 1. lock the attempts still held with these tokens by workers of this login (issue 13: one
-  -- primary-key probe of workers per attempt; another login's attempt is not held by the caller),
-  -- each with its result: an attempt given twice with its token keeps the first result given
-  select array_agg(l.id order by l.id), array_agg(l.result order by l.id) into v_ids, v_results from (
+  with locked as (
+    -- 1. lock the attempts still held with these tokens by workers of this login (issue 13: one
+    -- primary-key probe of workers per attempt; another login's attempt is not held by the caller),
+    -- in id order (the sort below the row locks), each with its result: an attempt given twice
+    -- with its token keeps the first result given
     select a.id, q.result
       from pgflight.step_attempts a
       join (select distinct on (u.id, u.token) u.id, u.token, u.result
@@ -804,34 +809,50 @@ begin
      where a.status in ('claimed', 'running')
        and exists (select from pgflight.workers w where w.id = a.worker_id and w.login = session_user)
      order by a.id
-       for update of a) l;
-
-  if v_ids is not null then
+       for update of a
+  ), done as (
     -- 2. succeed them. Issue 18: a success from running takes an events id onto the attempt
     -- (finish_event_id; run_events shows it as the 'succeeded' row) instead of an events row; a
-    -- success straight from claimed (never started) still writes its events row.
-    -- (the rows step 1 locked, with their results: nothing else can change them now; a success
-    -- straight from claimed is the one that took no finish_event_id)
-    with done as (
-      update pgflight.step_attempts a
-         set status = 'succeeded', finished_at = p_now, result = q.result,
-             started_at = coalesce(a.started_at, a.claimed_at),
-             finish_event_id = case when a.status = 'running' then nextval('pgflight.events_id_seq') end
-        from unnest(v_ids, v_results) as q(id, result)
-       where a.id = q.id
-      returning a.id, a.step_id, a.run_id, a.worker_id, a.finish_event_id
-    ), logged as (
-      insert into pgflight.events (at, run_id, step_id, attempt_id, from_status, to_status, worker_id, reason)
-      select p_now, d.run_id, d.step_id, d.id, 'claimed', 'succeeded', d.worker_id, 'succeeded'
-        from done d
-       where d.finish_event_id is null
-    )
-    select array_agg(d.step_id) into v_steps from done d;
+    -- success straight from claimed (never started) still writes its events row. (The rows
+    -- locked above: a row that changed between this statement's snapshot and its lock is
+    -- updated as it is now, its status rechecked by the lock.) The steps row by primary key,
+    -- for the parent.
+    update pgflight.step_attempts a
+       set status = 'succeeded', finished_at = p_now, result = l.result,
+           started_at = coalesce(a.started_at, a.claimed_at),
+           finish_event_id = case when a.status = 'running' then nextval('pgflight.events_id_seq') end
+      from locked l, pgflight.steps s
+     where a.id = l.id and s.id = a.step_id
+    returning a.id, a.step_id, a.run_id, a.worker_id, a.finish_event_id, s.parent_id
+  ), logged as (
+    -- the events row of a success straight from claimed
+    insert into pgflight.events (at, run_id, step_id, attempt_id, from_status, to_status, worker_id, reason)
+    select p_now, d.run_id, d.step_id, d.id, 'claimed', 'succeeded', d.worker_id, 'succeeded'
+      from done d
+     where d.finish_event_id is null
+  ), ended as (
+    -- 3. a batch of roots only: each ends its run (rule 4 of _steps_finished, for a success)
+    update pgflight.runs r
+       set status = 'succeeded', finished_at = p_now
+      from done d
+     where r.id = d.run_id and r.status = 'running'
+       and not exists (select from done c where c.parent_id is not null)
+  )
+  select array_agg(d.id), array_agg(d.step_id), coalesce(bool_or(d.parent_id is not null), false)
+    into v_ids, v_steps, v_children
+    from done d;
 
-    -- 3. what follows the steps' ends (pokes, wakes, runs), written once for every path
+  -- 3'. a batch with a child: what follows the steps' ends (pokes, wakes, runs), written once for
+  -- every path
+  if v_children then
     perform pgflight._steps_finished(v_steps, array_fill('succeeded'::text, array[cardinality(v_steps)]), null, p_now);
   end if;
 
+  if cardinality(v_ids) = cardinality(p_attempt_ids) then
+    -- each attempt given succeeded here, none given twice: nothing to read back
+    return query select u.id, 'succeeded'::text from unnest(p_attempt_ids) as u(id);
+    return;
+  end if;
   return query
   select q.id,
          case when a.status = 'succeeded' and a.fencing_token = q.token and q.id = any (v_ids) then 'succeeded'

@@ -116,8 +116,8 @@ declare
 begin
   select p.proconfig into v_config
     from pg_catalog.pg_proc p where p.oid = 'pgflight._reclaim_picked(timestamptz, bigint[])'::regprocedure;
-  if v_config is distinct from array['search_path=pg_catalog, pg_temp', 'enable_seqscan=off']::text[] then
-    raise exception 'pgflight._reclaim_picked(timestamptz, bigint[]) has settings %, expected %', v_config, array['search_path=pg_catalog, pg_temp', 'enable_seqscan=off']::text[];
+  if v_config is distinct from array['search_path=pg_catalog, pg_temp', 'enable_seqscan=off', 'enable_hashjoin=off', 'enable_mergejoin=off']::text[] then
+    raise exception 'pgflight._reclaim_picked(timestamptz, bigint[]) has settings %, expected %', v_config, array['search_path=pg_catalog, pg_temp', 'enable_seqscan=off', 'enable_hashjoin=off', 'enable_mergejoin=off']::text[];
   end if;
 end
 $verify$;
