@@ -1,8 +1,9 @@
 """
 How results cross from the worker's threads to its event loop (issue 18, the worker's CPU per
 step): a burst of results wakes the loop once (:class:`~pgflight.worker.Inbox`), a sync recipe the
-worker gave up on before a thread took it never runs (:class:`~pgflight.worker.StepThreads`), and
-``complete_batch`` stores JSON text made beforehand exactly as it stores the values themselves.
+worker gave up on before a thread took it never runs (:class:`~pgflight.worker.StepThreads`), a
+step's cancelled event wakes its waiters as a threading.Event does, and ``complete_batch`` stores
+JSON text made beforehand exactly as it stores the values themselves.
 """
 
 from __future__ import annotations
@@ -11,12 +12,13 @@ import asyncio
 import json
 import threading
 from collections.abc import Coroutine
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import psycopg
 from psycopg.types.json import Jsonb
 
 from pgflight import db
+from pgflight.heartbeat import Held
 from pgflight.worker import Inbox, StepThreads, Wake
 
 T = TypeVar("T")
@@ -207,3 +209,32 @@ def test_complete_batch_stores_json_text_made_beforehand_as_it_stores_the_values
     stored = {r[0]: (r[1], r[2]) for r in rows}
     for value, a, b in zip(TRICKY, as_values, as_text, strict=True):
         assert stored[a.attempt_id] == stored[b.attempt_id] == (value is None, value)
+
+
+def _wait_into(ev: threading.Event, woke: list[bool]) -> None:
+    woke.append(ev.wait(30))
+
+
+def test_a_steps_cancelled_event_wakes_every_waiter_whichever_comes_first() -> None:
+    """
+    Held.cancelled (a recipe's ``ctx.cancelled``) makes its condition variable on the first wait
+    only (issue 18); it must still behave as a threading.Event when the heartbeat thread sets it
+    while recipe threads are just starting to wait, before or after, and after a clear.
+    """
+    for _ in range(200):
+        ev = Held(cast(Any, None)).cancelled
+        assert isinstance(ev, threading.Event) and not ev.is_set()
+        woke: list[bool] = []
+        waiters = [threading.Thread(target=_wait_into, args=(ev, woke)) for _ in range(3)]
+        for t in waiters:
+            t.start()
+        setter = threading.Thread(target=ev.set)
+        setter.start()
+        late = ev.wait(30)  # this thread's wait races the set too
+        for t in [setter, *waiters]:
+            t.join(30)
+        assert late and woke == [True, True, True] and ev.is_set()
+    ev.clear()
+    assert not ev.is_set() and ev.wait(0.01) is False
+    threading.Timer(0.05, ev.set).start()
+    assert ev.wait(30) is True
