@@ -122,11 +122,15 @@ def test_a_refused_result_keeps_neither_the_claim_nor_the_other_completions(eng:
 
 
 def test_an_unknown_worker_completes_nothing_in_the_combined_statement(eng: Conn) -> None:
-    """ZF010 from the claim: nothing of the completion is kept (the worker completes alone)."""
+    """ZF010 from the claim: nothing of the completion is kept (the worker completes alone).
+    The call names a stopped worker id of the same login, the holder's tokens in hand (since the
+    eighth session deregister_worker releases what a worker holds, so the holder itself stays
+    registered here)."""
     w, got, queued = _two_claimed_two_queued(eng)
-    eng.execute("select pgflight.deregister_worker(%s)", [w])
+    stopped = register(eng)
+    eng.execute("select pgflight.deregister_worker(%s)", [stopped])
     with pytest.raises(errors.UnknownWorker):
-        _complete_and_claim(eng, w, got, [{"ok": 1}, {"ok": 2}])
+        _complete_and_claim(eng, stopped, got, [{"ok": 1}, {"ok": 2}])
     assert _status(eng, [c.attempt_id for c in got]) == [("claimed", w)] * 2
     assert _status(eng, queued) == [("queued", None)] * 2
     # complete_batch alone (the worker's fallback) still completes them by their tokens
