@@ -122,5 +122,5 @@ def test_c06_dead_worker_step_requeued_by_pg_cron_alone(cron_dsn: str) -> None:
         ).fetchone()
         assert ran is not None and ran[0] >= 1
         # what `pgflight migrate` reports: the sweep ran, as pgflight_cron, not as a superuser (issue 13)
-        ok, how = migrate.confirm_sweep(cron_dsn, timeout_s=30, since=installed_at)
+        ok, how = migrate.confirm_sweep(cron_dsn, timeout_s=5, since=installed_at)
         assert ok and "pgflight_cron" in how, how

@@ -230,10 +230,7 @@ def confirm_sweep(
                 "select d.status, coalesce(d.return_message, ''), d.username"
                 "  from cron.job_run_details d join cron.job j using (jobid)"
                 " where j.jobname = 'pgflight-sweeps' and j.database = current_database()"
-                "   and d.start_time >= %s"
-                # the latest run past pg_cron's start-up states first: on a loaded machine the
-                # newest run can sit in 'starting' for seconds while the one before it ran
-                " order by d.status in ('starting', 'connecting', 'sending'), d.runid desc limit 1",
+                "   and d.start_time >= %s order by d.runid desc limit 1",
                 [since],
             ).fetchone()
             if row is not None and row[0] in ("running", "succeeded"):
