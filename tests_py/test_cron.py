@@ -19,6 +19,10 @@ import pytest
 from pgflight import migrate
 
 CRON_DB = "pgflight"
+# Every test of the cron database in one xdist group (scripts/test runs --dist loadgroup): they
+# install and remove the one database's jobs, and a test on another process that removed them
+# mid-way made c06's confirmation find no job (CI, 2026-12-01).
+pytestmark = pytest.mark.xdist_group("cron")
 JOBS = "select jobid, jobname, schedule, command from cron.job order by jobname"
 
 

@@ -187,6 +187,7 @@ _READ_OR_OPERATE = {
 # --- B: pg_cron ---------------------------------------------------------------------------------
 
 
+@pytest.mark.xdist_group("cron")  # the cron database's jobs, shared with test_cron.py
 def test_schedules_run_as_a_non_superuser_role(server: Any) -> None:
     """The installed jobs run as pgflight_cron, which is not a superuser and cannot become one."""
     from pgflight import migrate
