@@ -57,6 +57,12 @@ def test_two_databases_in_one_cluster_deploy_and_revert_independently(server: Se
         assert not _has_schema(a)
         assert _has_schema(b)
         assert _roles(server) == set(ROLES)
+        # and so does the owner's cluster-wide SET on session_replication_role (b's bulk writes)
+        with psycopg.connect(b, autocommit=True) as c:
+            row = c.execute(
+                "select has_parameter_privilege('pgflight_owner', 'session_replication_role', 'SET')"
+            ).fetchone()
+        assert row == (True,)
 
         migrate.revert(b)
         assert not _has_schema(b)

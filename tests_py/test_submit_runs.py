@@ -429,12 +429,13 @@ def test_without_the_grant_a_large_call_keeps_its_foreign_key_checks(conn: Conn)
     submit_runs then writes with the checks (its rows locked by them), as before issue 18.
     """
     setup_engine(conn)
-    conn.execute("revoke set on parameter session_replication_role from pgflight_owner")
-    try:
+    # parameter privileges are cluster-wide: the revoke stays inside a transaction that is rolled
+    # back, so tests of other databases running meanwhile never see it
+    tx = conn.transaction(force_rollback=True)
+    with tx:
+        conn.execute("revoke set on parameter session_replication_role from pgflight_owner")
         got = bulk(conn, [{"recipe": "r", "input": {"i": i}} for i in range(LARGE)])
         assert [r["idx"] for r in got] == list(range(1, LARGE + 1))
         assert locked_rows(conn, [r["run_id"] for r in got]) == (LARGE, LARGE)
-    finally:
-        conn.execute("grant set on parameter session_replication_role to pgflight_owner")
     got = bulk(conn, [{"recipe": "r", "input": {"i": i}} for i in range(LARGE)])
     assert locked_rows(conn, [r["run_id"] for r in got]) == (0, 0)
