@@ -17,6 +17,10 @@ from conftest import Server
 from pgflight import migrate
 from pgflight.embedded import Cluster
 
+# each test deploys or reverts the whole plan through sqitch (a psql call per change): 1-2 min
+# on an idle 2-core machine, past the suite's 300 s timeout under a load of 12 (seen here)
+pytestmark = pytest.mark.timeout(900)
+
 ROLES = ("pgflight_owner", "pgflight_worker", "pgflight_operator", "pgflight_reader")
 
 

@@ -28,6 +28,10 @@ from plan_support import copy_project, gen_sql_scripts, mark_bodies, previous_ta
 from upgrade_recipes import CHILDREN
 from worker_support import wait_for, worker_factory
 
+# each test deploys or reverts the whole plan through sqitch (a psql call per change): 1-2 min
+# on an idle 2-core machine, past the suite's 300 s timeout under a load of 12 (seen here)
+pytestmark = pytest.mark.timeout(900)
+
 Conn = psycopg.Connection[Any]
 CLAIM_BATCH = "pgflight.claim_batch(bigint, integer, double precision, text[], jsonb)"
 TERMINAL = ("succeeded", "dead_letter", "cancelled")
