@@ -65,7 +65,7 @@ def test_report_reads_and_filters_in_chromium(
     assert shown and all(p.endswith(("Apache-2.0", "GPL-3", "bsdutils.copyright")) for p in shown)
     page.select_option("#cat", "")
     page.fill("#q", "bsdutils")
-    assert visible(page, "article.doc") == 1 and "1 documents match" in page.locator("#shown").inner_text()
+    assert visible(page, "article.doc") == 1 and "1 document matches" in page.locator("#shown").inner_text()
     page.fill("#q", "")
     assert visible(page, "article.doc") == docs
     # the contents' links land on their anchors
