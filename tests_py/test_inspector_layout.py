@@ -107,8 +107,11 @@ def test_a_dead_letter_is_one_row_with_its_error_cut_and_whole_on_hover(
                 )
                 assert lines < 2.5 * one_line, cell.inner_text()
         err = page.locator(f"table.dead tr:has(a[href='/steps/{step_id}']) td.err")
-        widths = page.locator("table.dead tr").nth(1).locator("td").evaluate_all(
-            "tds => tds.map(t => t.getBoundingClientRect().width)"
+        widths = (
+            page.locator("table.dead tr")
+            .nth(1)
+            .locator("td")
+            .evaluate_all("tds => tds.map(t => t.getBoundingClientRect().width)")
         )
         assert max(widths) == widths[7]  # the error has the widest column
         cut = err.locator("a")
