@@ -1,5 +1,5 @@
 """
-One way to write numbers for people (pgflight.cli.fmt), used by the CLI, the inspector's pages and
+One way to write numbers for people (pgflight.fmt), used by the CLI, the inspector's pages and
 the review's report: counts grouped by thousands, USD with at least two decimals and, below a cent,
 two significant digits (a model call of $0.0012 must not read as $0.00 or $0.0000), and USD for
 machines (JSON) as a fixed-scale decimal string.
@@ -11,7 +11,7 @@ from decimal import Decimal
 
 import pytest
 
-from pgflight.cli import fmt
+from pgflight import fmt
 from pgflight.inspector import view
 
 

@@ -3,7 +3,7 @@ What a person sees on the inspector's pages in a real headless Chromium, at a de
 (1280 px) and a phone's (390 px), on the database of inspector_support.build: no page scrolls
 sideways (a wide table scrolls inside its own box), a dead letter is one row with its long error
 cut by an ellipsis and whole on hover, counts are grouped by thousands, and USD amounts are written
-as the CLI writes them (one formatter, pgflight.cli.fmt). Screenshots land in out/ui-shots/.
+as the CLI writes them (one formatter, pgflight.fmt). Screenshots land in out/ui-shots/.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import pytest
 import inspector_support as scenario
 from core_helpers import claim_one, fail, register, scalar, submit
 from inspector_browser import Served, serve, shot  # noqa: F401  (fixtures)
-from pgflight.cli import fmt
+from pgflight import fmt
 
 WIDTHS = {"desktop": (1280, 900), "phone": (390, 844)}
 LONG_ERROR = "the upstream service refused the request: " + "quota exceeded for this account; " * 20

@@ -43,8 +43,7 @@ import psycopg
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from pgflight import db, migrate
-from pgflight.cli import fmt
+from pgflight import db, fmt, migrate
 from pgflight.db.audit import RunAudit, run_audit
 from pgflight.embedded import Cluster
 from pgflight_review.discovery import Discovery, discover

@@ -26,6 +26,7 @@ from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict
 
+from pgflight import fmt
 from pgflight_review.clauses import (
     CATEGORIES,
     CATEGORY_TITLES,
@@ -374,7 +375,9 @@ def build(
     keys = [*(k for k in AUDIT_LABELS if k in audit), *(k for k in audit if k not in AUDIT_LABELS)]
     audit_rows = [(AUDIT_LABELS.get(k, k), _fmt(k, audit[k])) for k in keys]
     if run.chaos_kills is not None:
-        audit_rows.append(("Workers killed by --chaos (SIGKILL) before the report", _number(run.chaos_kills)))
+        audit_rows.append(
+            ("Workers killed by --chaos (SIGKILL) before the report", fmt.number(run.chaos_kills))
+        )
     return Report(
         title=title,
         run=run,
@@ -407,8 +410,6 @@ def _fmt(key: str, value: Any) -> str:
     An audit figure as the CLI prints it: USD by :func:`fmt.money`, seconds by :func:`fmt.duration`,
     counts grouped by thousands.
     """
-    from pgflight.cli import fmt  # here, not at the top: only the reconcile step renders
-
     if key == "usd" or key.endswith("_usd"):
         return fmt.money(value)
     if key.endswith("_s") and isinstance(value, int | float):
@@ -427,20 +428,6 @@ def _md_cell(text: Any) -> str:
     return " ".join(str(text).split()).replace("\\", "\\\\").replace("|", "\\|") or " "
 
 
-def _number(n: int) -> str:
-    """A count grouped by thousands, as the CLI prints it ('7,470')."""
-    from pgflight.cli import fmt
-
-    return fmt.number(n)
-
-
-def _count(n: int, noun: str) -> str:
-    """'1 document', '7,470 findings', as the CLI prints them."""
-    from pgflight.cli import fmt
-
-    return fmt.count(n, noun)
-
-
 def _environment(autoescape: bool) -> Any:
     import jinja2  # here, not at the top: only the reconcile step renders (workers start faster)
 
@@ -453,8 +440,8 @@ def _environment(autoescape: bool) -> Any:
         keep_trailing_newline=True,
     )
     env.filters["md"] = _md_cell
-    env.filters["num"] = _number
-    env.filters["count"] = _count
+    env.filters["num"] = fmt.number  # '7,470', as the CLI prints counts
+    env.filters["count"] = fmt.count  # '1 document', '7,470 findings'
     return env
 
 

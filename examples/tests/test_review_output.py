@@ -1,7 +1,7 @@
 """
 What `pgflight review` prints and writes for people: each plain progress line once, every count
 grouped by thousands (the summary lines, the report's cards, tables and audit), USD and times as
-the CLI writes them (pgflight.cli.fmt), and a skipped file's size readable.
+the CLI writes them (pgflight.fmt), and a skipped file's size readable.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 
 from test_review_units import TEST_RUN, report_results
 
-from pgflight.cli import fmt
+from pgflight import fmt
 from pgflight.db.audit import RunAudit
 from pgflight_review import discovery, report
 from pgflight_review.job import Outcome, PlainLines, summary_lines

@@ -15,7 +15,7 @@ from typing import Any
 
 from markupsafe import Markup, escape
 
-from pgflight.cli import fmt
+from pgflight import fmt
 
 CLIP = 2000  # characters shown before "show whole"
 TREE_CHILDREN = 100  # children drawn under one parent in a run's tree
@@ -67,7 +67,7 @@ def seconds(start: datetime | None, end: datetime | None) -> float | None:
 
 
 def dur(value: float | None) -> str:
-    """Seconds in words (:func:`pgflight.cli.fmt.duration`: 850 ms, 4 min 05 s, 2 d 4 h); '-' for None."""
+    """Seconds in words (:func:`pgflight.fmt.duration`: 850 ms, 4 min 05 s, 2 d 4 h); '-' for None."""
     return "-" if value is None else fmt.duration(value)
 
 
@@ -82,7 +82,7 @@ def stamp(ts: datetime | None) -> str:
 
 
 def usd(value: Any) -> str:
-    """An amount in USD as the CLI prints it (:func:`pgflight.cli.fmt.money`: '$0.0012'); '-' for None."""
+    """An amount in USD as the CLI prints it (:func:`pgflight.fmt.money`: '$0.0012'); '-' for None."""
     return "-" if value is None else fmt.money(value)
 
 
@@ -92,7 +92,7 @@ def num(value: int | float | None) -> str:
 
 
 def count(n: int | None, noun: str, plural: str | None = None) -> str:
-    """'1 tool call', '2,700 tokens' (:func:`pgflight.cli.fmt.count`); '-' for None."""
+    """'1 tool call', '2,700 tokens' (:func:`pgflight.fmt.count`); '-' for None."""
     return "-" if n is None else fmt.count(n, noun, plural)
 
 
