@@ -459,7 +459,7 @@ def test_cli_trace_and_export_dataset(dsn: str, tmp_path: Path) -> None:
         timeout=60,
     )
     assert tr.returncode == 0, tr.stderr
-    assert "iteration 2" in tr.stdout and "note(" in tr.stdout and "$0.000000" in tr.stdout
+    assert "iteration 2" in tr.stdout and "note(" in tr.stdout and "$0.00," in tr.stdout
     out = tmp_path / "d.jsonl"
     ex = subprocess.run(
         [sys.executable, "-m", "pgflight.cli", "export-dataset", "--out", str(out)],

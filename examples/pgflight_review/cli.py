@@ -20,7 +20,7 @@ from typing import Annotated, Final
 import typer
 from rich.markup import escape
 
-from pgflight.cli import fmt
+from pgflight import fmt
 from pgflight.cli.context import FAILED, OK, PARTIAL, CliError, Interrupted, current, on_signal, usage
 
 #: The Anthropic model `--model anthropic` uses unless `PGFLIGHT_ANTHROPIC_MODEL` names another.

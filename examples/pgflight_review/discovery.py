@@ -157,6 +157,11 @@ def idempotency_key(path: str, sha256: str) -> str:
     return f"review-doc:{digest[:40]}"
 
 
+def _huge(size: int) -> str:
+    """The reason a document over the cap is skipped: 'huge: 2,050,085 bytes, over the 2,000,000-byte cap'."""
+    return f"huge: {size:,} bytes, over the {MAX_BYTES:,}-byte cap"
+
+
 def _is_binary(sample: bytes) -> bool:
     if b"\0" in sample:
         return True
@@ -180,7 +185,7 @@ def decode(data: bytes, path: str = "<bytes>") -> DecodedText:
     size = len(data)
     digest = hashlib.sha256(data).hexdigest()
     if size > MAX_BYTES:
-        raise UnreadableDocument(path, f"huge: {size} bytes, over the {MAX_BYTES}-byte cap")
+        raise UnreadableDocument(path, _huge(size))
     if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
         try:
             text = data.decode("utf-16")
@@ -229,7 +234,7 @@ def read_document(path: str, *, expected_sha256: str | None = None) -> DecodedTe
     if not stat.S_ISREG(st.st_mode):
         raise UnreadableDocument(path, "not a regular file")
     if st.st_size > MAX_BYTES:
-        raise UnreadableDocument(path, f"huge: {st.st_size} bytes, over the {MAX_BYTES}-byte cap")
+        raise UnreadableDocument(path, _huge(st.st_size))
     try:
         with open(path, "rb") as fh:
             data = fh.read(MAX_BYTES + 1)

@@ -41,10 +41,9 @@ from typing import Any, Final
 
 import psycopg
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from pgflight import db, migrate
-from pgflight.cli import fmt
+from pgflight import db, fmt, migrate
 from pgflight.db.audit import RunAudit, run_audit
 from pgflight.embedded import Cluster
 from pgflight_review.discovery import Discovery, discover
@@ -292,6 +291,31 @@ class WorkerPool:
 
 
 @dataclass
+class PlainLines:
+    """
+    When a log or a pipe gets a plain progress line: every `every_s` seconds and when the run ends,
+    and only when its figures changed since the line before (the last documents done and the run's
+    end often fall in one interval: the line was printed twice).
+    """
+
+    every_s: float = 10.0
+    _next: float = float("-inf")
+    _printed: tuple[int, ...] | None = None
+
+    def due(self, now: float, figures: tuple[int, ...], *, ended: bool) -> bool:
+        """
+        Whether to print a line now, and if so count it as printed.
+
+        :param figures: what the line says, but for the rate (documents done, workers, retries, ...).
+        :param ended: the run has ended: a line is due if it says something new.
+        """
+        if figures == self._printed or not (ended or now >= self._next):
+            return False
+        self._printed, self._next = figures, now + self.every_s
+        return True
+
+
+@dataclass
 class ReviewJob:
     """
     One `pgflight review` invocation.
@@ -324,7 +348,8 @@ class ReviewJob:
         started = time.monotonic()
         found = discover(list(self.paths) or None)
         console.print(
-            f"found {fmt.count(len(found.documents), 'document')} to review, {len(found.skipped)} skipped "
+            f"found {fmt.count(len(found.documents), 'document')} to review, "
+            f"{fmt.number(len(found.skipped))} skipped "
             f"({fmt.duration(time.monotonic() - started)})"
         )
         if not found.documents:
@@ -373,13 +398,13 @@ class ReviewJob:
         next_kill = t0 + self._chaos_delay()
         next_sweep = t0 + SWEEP_EVERY_S
         next_audit = t0
-        next_line = t0
+        plain = PlainLines()
         audit: RunAudit | None = None
         first_done: int | None = None
         with Progress(
             TextColumn("reviewing"),
             BarColumn(),
-            MofNCompleteColumn(),
+            TextColumn("{task.fields[of]}"),
             TextColumn("{task.fields[rate]}"),
             TextColumn("ETA {task.fields[eta]}"),
             TimeElapsedColumn(),
@@ -392,7 +417,7 @@ class ReviewJob:
             disable=not console.is_terminal,  # a log or a pipe gets plain lines instead (below)
         ) as progress:
             task = progress.add_task(
-                "run", total=max(total, 1), rate="", eta="?", alive=0, retries=0, reclaimed=0, kills=""
+                "run", total=max(total, 1), of="", rate="", eta="?", alive=0, retries=0, reclaimed=0, kills=""
             )
             while True:
                 now = time.monotonic()
@@ -406,26 +431,30 @@ class ReviewJob:
                 elapsed = max(now - t0, 1e-6)
                 rate = (done - first_done) / elapsed
                 eta = (total - done) / rate if rate > 0 else None
+                alive = pool.alive()
+                retries = audit.retries if audit else 0
+                reclaimed = audit.reclaimed_attempts if audit else 0
+                kills = f" · killed {fmt.number(pool.kills)}" if self.chaos else ""
                 progress.update(
                     task,
                     completed=done,
+                    of=f"{fmt.number(done)}/{fmt.number(total)}",
                     rate=f"{rate:.1f} docs/s",
                     eta="?" if eta is None else f"{eta:.0f}s",
-                    alive=pool.alive(),
-                    retries=audit.retries if audit else 0,
-                    reclaimed=audit.reclaimed_attempts if audit else 0,
-                    kills=f" · killed {pool.kills}" if self.chaos else "",
+                    alive=alive,
+                    retries=fmt.number(retries),
+                    reclaimed=fmt.number(reclaimed),
+                    kills=kills,
                 )
-                if not console.is_terminal and (now >= next_line or st.status != "running"):
+                figures = (done, alive, retries, reclaimed, pool.kills)
+                if not console.is_terminal and plain.due(now, figures, ended=st.status != "running"):
                     console.print(
-                        f"reviewed {done}/{total} · {rate:.1f} docs/s · workers {pool.alive()} · "
-                        f"retries {audit.retries if audit else 0} · "
-                        f"reclaimed {audit.reclaimed_attempts if audit else 0}"
-                        + (f" · killed {pool.kills}" if self.chaos else ""),
+                        f"reviewed {fmt.number(done)}/{fmt.number(total)} · {rate:.1f} docs/s · "
+                        f"workers {alive} · retries {fmt.number(retries)} · reclaimed {fmt.number(reclaimed)}"
+                        + kills,
                         highlight=False,
                         soft_wrap=True,
                     )
-                    next_line = now + 10.0
                 if st.status != "running":
                     return st
                 if self.chaos and now >= next_kill:
@@ -443,6 +472,11 @@ class ReviewJob:
         return self.chaos_interval_s * random.uniform(0.5, 1.5)
 
 
+def _number(value: Any) -> str:
+    """A count from the run's result, grouped by thousands ('7,470'); '?' when the result lacks it."""
+    return fmt.number(value) if isinstance(value, int) and not isinstance(value, bool) else "?"
+
+
 def summary_lines(outcome: Outcome) -> list[str]:
     """What the command prints when the run has ended: report, counts, audit, timing."""
     a = outcome.audit
@@ -454,16 +488,16 @@ def summary_lines(outcome: Outcome) -> list[str]:
     if res:
         lines += [
             f"report: {res.get('html')}  (also report.md, flags.csv)",
-            f"documents: {res.get('documents')} submitted, {res.get('reviewed')} reviewed, "
-            f"{res.get('not_reviewed')} not reviewed, {res.get('skipped')} skipped; "
-            f"{res.get('findings')} findings",
+            f"documents: {_number(res.get('documents'))} submitted, {_number(res.get('reviewed'))} reviewed, "
+            f"{_number(res.get('not_reviewed'))} not reviewed, {_number(res.get('skipped'))} skipped; "
+            f"{_number(res.get('findings'))} findings",
         ]
     elif outcome.error:
         message = outcome.error.get("message") if isinstance(outcome.error, dict) else outcome.error
         lines.append(f"error: {message}")
     steps_per_s = a.steps / a.wall_time_s if a.wall_time_s > 0 else 0.0
     lines.append(
-        f"audit: {fmt.count(a.steps, 'step')} ({steps_per_s:.1f}/s), {fmt.count(a.attempts, 'attempt')}, "
+        f"audit: {fmt.count(a.steps, 'step')} ({steps_per_s:,.1f}/s), {fmt.count(a.attempts, 'attempt')}, "
         f"{fmt.count(a.retries, 'retry', 'retries')}, {fmt.number(a.reclaimed_attempts)} reclaimed, "
         f"{fmt.count(a.stale_writes_rejected, 'stale write')} rejected, "
         f"{fmt.count(a.dead_letters, 'dead letter')}, {fmt.count(a.model_calls, 'model call')}, "

@@ -26,6 +26,7 @@ from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict
 
+from pgflight import fmt
 from pgflight_review.clauses import (
     CATEGORIES,
     CATEGORY_TITLES,
@@ -47,8 +48,8 @@ AUDIT_LABELS: Final[dict[str, str]] = {
     "input_tokens": "Input tokens",
     "output_tokens": "Output tokens",
     "tokens": "Tokens",
-    "usd": "Cost (USD)",
-    "wall_time_s": "Wall time (s)",
+    "usd": "Cost",
+    "wall_time_s": "Wall time",
     "steps_succeeded_twice": "Steps with more than one succeeded attempt (0 unless replayed)",
 }
 CSV_COLUMNS: Final = (
@@ -372,9 +373,11 @@ def build(
         )
     ]
     keys = [*(k for k in AUDIT_LABELS if k in audit), *(k for k in audit if k not in AUDIT_LABELS)]
-    audit_rows = [(AUDIT_LABELS.get(k, k), _fmt(audit[k])) for k in keys]
+    audit_rows = [(AUDIT_LABELS.get(k, k), _fmt(k, audit[k])) for k in keys]
     if run.chaos_kills is not None:
-        audit_rows.append(("Workers killed by --chaos (SIGKILL) before the report", str(run.chaos_kills)))
+        audit_rows.append(
+            ("Workers killed by --chaos (SIGKILL) before the report", fmt.number(run.chaos_kills))
+        )
     return Report(
         title=title,
         run=run,
@@ -402,9 +405,19 @@ def build(
     )
 
 
-def _fmt(value: Any) -> str:
+def _fmt(key: str, value: Any) -> str:
+    """
+    An audit figure as the CLI prints it: USD by :func:`fmt.money`, seconds by :func:`fmt.duration`,
+    counts grouped by thousands.
+    """
+    if key == "usd" or key.endswith("_usd"):
+        return fmt.money(value)
+    if key.endswith("_s") and isinstance(value, int | float):
+        return fmt.duration(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return fmt.number(value)
     if isinstance(value, float):
-        return f"{value:.6f}".rstrip("0").rstrip(".") if value else "0"
+        return f"{value:,.6f}".rstrip("0").rstrip(".") if value else "0"
     return str(value)
 
 
@@ -427,6 +440,8 @@ def _environment(autoescape: bool) -> Any:
         keep_trailing_newline=True,
     )
     env.filters["md"] = _md_cell
+    env.filters["num"] = fmt.number  # '7,470', as the CLI prints counts
+    env.filters["count"] = fmt.count  # '1 document', '7,470 findings'
     return env
 
 

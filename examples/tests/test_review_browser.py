@@ -30,6 +30,29 @@ def page_url(tmp_path_factory: pytest.TempPathFactory) -> str:
     return files.html.as_uri()
 
 
+def contrast(fg: str, bg: str) -> float:
+    """The WCAG contrast ratio of two computed colours ('rgb(255, 255, 255)')."""
+
+    def lum(css: str) -> float:
+        r, g, b = (int(v) / 255 for v in css[css.index("(") + 1 : css.index(")")].split(",")[:3])
+        lin = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in (r, g, b)]
+        return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+
+    hi, lo = sorted((lum(fg), lum(bg)), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
+
+
+def broken_cells(page: Any) -> list[str]:
+    """Table headings and numbers drawn on more than one line (broken inside a word or a number)."""
+    return list(
+        page.eval_on_selector_all(
+            "th, td.n",
+            "els => els.filter(e => { const r = document.createRange(); r.selectNodeContents(e);"
+            " return e.offsetParent !== null && r.getClientRects().length > 1; }).map(e => e.innerText)",
+        )
+    )
+
+
 def visible(page: Any, selector: str) -> int:
     return int(page.eval_on_selector_all(selector, "els => els.filter(e => e.offsetParent !== null).length"))
 
@@ -47,6 +70,12 @@ def test_report_reads_and_filters_in_chromium(
     # nothing wider than the screen: no sideways scrolling on a phone
     assert page.evaluate("document.documentElement.scrollWidth") <= width
     page.screenshot(path=str(DOCS / f"review-report-{name}.png"))
+    # the severity badges' small white capitals are readable: WCAG AA contrast (4.5:1)
+    for sev in ("high", "medium", "low"):
+        fg, bg = page.eval_on_selector(
+            f".sev.{sev}", "e => [getComputedStyle(e).color, getComputedStyle(e).backgroundColor]"
+        )
+        assert contrast(fg, bg) >= 4.5, (sev, fg, bg)
 
     docs = visible(page, "article.doc")
     assert docs == 4
@@ -65,10 +94,33 @@ def test_report_reads_and_filters_in_chromium(
     assert shown and all(p.endswith(("Apache-2.0", "GPL-3", "bsdutils.copyright")) for p in shown)
     page.select_option("#cat", "")
     page.fill("#q", "bsdutils")
-    assert visible(page, "article.doc") == 1 and "1 documents match" in page.locator("#shown").inner_text()
+    assert visible(page, "article.doc") == 1 and "1 document matches" in page.locator("#shown").inner_text()
     page.fill("#q", "")
     assert visible(page, "article.doc") == docs
     # the contents' links land on their anchors
     page.click("a[href='#r-strong_copyleft']")
     assert page.evaluate("location.hash") == "#r-strong_copyleft"
     page.close()
+
+
+def test_a_large_report_keeps_its_headings_and_numbers_whole_on_a_phone(browser: Any, tmp_path: Path) -> None:
+    results = report_results()
+    many = [
+        {"category": c, "severity": "medium", "quote": f"notice {i}", "line_start": i, "line_end": i}
+        for i in range(1, 1201)
+        for c in ("attribution", "patent_retaliation", "arbitration")
+    ]
+    results.append(
+        {"path": "/srv/many.txt", "family": "MIT", "flags": many, "summary": "many", "step_id": 90}
+    )
+    audit = {"steps": 1203, "model_calls": 4222, "input_tokens": 19984792, "tokens": 20928662, "usd": 0.0012}
+    files = report.write_report(tmp_path, results, audit, [], run=TEST_RUN)
+    page = browser.new_page(viewport={"width": 390, "height": 844}, device_scale_factor=1)
+    try:
+        page.goto(files.html.as_uri())
+        assert page.evaluate("document.documentElement.scrollWidth") <= 390
+        assert broken_cells(page) == []
+        assert "1,206" in page.locator("#summary table").inner_text()
+        assert "19,984,792" in page.locator("#audit").inner_text()
+    finally:
+        page.close()

@@ -83,6 +83,14 @@ def test_a_signal_stops_the_workers_and_the_same_command_continues_the_run(
         again = subprocess.run(args, env=env, capture_output=True, text=True, timeout=240, check=False)
         assert again.returncode == 0, (again.stdout, again.stderr)  # every document reviewed, none skipped
         assert f"run {run_id} continued" in again.stderr
+        # a pipe gets plain progress lines, each saying something new (the last was printed twice)
+        progress = [
+            re.sub(r" · [\d.,]+ docs/s", "", line)
+            for line in again.stderr.splitlines()
+            if line.startswith("reviewed ")
+        ]
+        assert progress and progress[-1].startswith("reviewed 120/120 "), again.stderr
+        assert len(progress) == len(set(progress)), again.stderr
         assert conn.execute("select status from pgflight.runs where id = %s", [run_id]).fetchone() == (
             "succeeded",
         )

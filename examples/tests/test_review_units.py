@@ -566,7 +566,7 @@ def test_report_summary_first_families_folded_routine_and_the_run_header(tmp_pat
     needs = md.split("## Needs a lawyer's look")[1].split("## By licence family")[0]
     assert "### Strong copyleft" in needs and f"`{DATA / 'GPL-3'}` (GPL-3.0): lines 222-223" in needs
     assert "### Patent retaliation" in needs and "Apache-2.0" in needs
-    assert "### Audit or inspection right (1 documents)" in needs  # the odd document, escaped below
+    assert "### Audit or inspection right (1 document)" in needs  # the odd document, escaped below
     # routine clauses are folded into one line per document, never listed with the rest
     gpl3 = md.split(f"#### `{DATA / 'GPL-3'}`")[1].split("####")[0]
     assert (

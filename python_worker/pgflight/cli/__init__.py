@@ -6,7 +6,8 @@ The ``pgflight`` command line.
   database, connection, JSON mode), the error printer and the exit codes.
 - :mod:`~pgflight.cli.ops`: the worker, submitting and inspecting runs, workers and approvals.
 - :mod:`~pgflight.cli.agent`: ``trace`` and ``export-dataset``.
-- :mod:`~pgflight.cli.fmt`: counts, durations, bytes and money, one way.
+- counts, durations, bytes and money are written by :mod:`pgflight.fmt` (shared with the inspector
+  and the review report).
 """
 
 from pgflight.cli.app import app, main

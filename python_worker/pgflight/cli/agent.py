@@ -19,7 +19,7 @@ from typing import Annotated, Any, Literal
 import typer
 from rich.markup import escape
 
-from pgflight.cli import fmt
+from pgflight import fmt
 from pgflight.cli.context import NOT_FOUND, CliError, current, usage
 from pgflight.db import agent as adb
 from pgflight.models_agent import TraceRow

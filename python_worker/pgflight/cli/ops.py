@@ -25,8 +25,8 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.tree import Tree
 
-from pgflight import db, logs, models, tracing
-from pgflight.cli import fmt, state
+from pgflight import db, fmt, logs, models, tracing
+from pgflight.cli import state
 from pgflight.cli.context import Cli, CliError, current, usage
 from pgflight.cli.tables import Listing
 

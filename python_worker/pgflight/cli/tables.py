@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Collection
 
 from rich import box
-from rich.console import Console, ConsoleOptions, RenderResult
+from rich.console import Console, ConsoleOptions, JustifyMethod, RenderResult
 from rich.table import Table
 from rich.text import Text
 
@@ -63,7 +63,7 @@ class Listing:
         t = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True)
         for i, h in enumerate(self.headers):
             header = Text(h, overflow="ellipsis", no_wrap=True)
-            justify = "right" if h in self.right else "left"
+            justify: JustifyMethod = "right" if h in self.right else "left"
             if h in self.flexible:
                 # wrappable for rich's layout (so it shrinks these first), one line per cell
                 t.add_column(header, justify=justify, overflow="ellipsis", max_width=self.max_widths.get(h))

@@ -75,7 +75,10 @@ def create_app(dsn: str) -> Starlette:
     registry.register(SnapshotCollector(pool))
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"), autoescape=True)
     templates = Jinja2Templates(env=env)
-    env.globals.update(show=view.show, dur=view.dur, age=view.age, stamp=view.stamp, usd=view.usd)
+    env.globals.update(
+        show=view.show, dur=view.dur, age=view.age, stamp=view.stamp, usd=view.usd, num=view.num
+    )
+    env.globals.update(line=view.line, whole=view.whole, count=view.count)
     env.globals.update(
         body=view.body, tool_state=view.tool_state, redact=view.redact, csrf=csrf, statuses=STATUSES
     )

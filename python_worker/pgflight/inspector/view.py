@@ -15,6 +15,8 @@ from typing import Any
 
 from markupsafe import Markup, escape
 
+from pgflight import fmt
+
 CLIP = 2000  # characters shown before "show whole"
 TREE_CHILDREN = 100  # children drawn under one parent in a run's tree
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
@@ -65,19 +67,8 @@ def seconds(start: datetime | None, end: datetime | None) -> float | None:
 
 
 def dur(value: float | None) -> str:
-    """Seconds in words: 850 ms, 12.3 s, 4 min 05 s, 3 h 02 min, 2 d 4 h."""
-    if value is None:
-        return "-"
-    s = float(value)
-    if s < 1:
-        return f"{s * 1000:.0f} ms"
-    if s < 60:
-        return f"{s:.1f} s"
-    if s < 3600:
-        return f"{int(s // 60)} min {int(s % 60):02d} s"
-    if s < 86400:
-        return f"{int(s // 3600)} h {int(s % 3600 // 60):02d} min"
-    return f"{int(s // 86400)} d {int(s % 86400 // 3600)} h"
+    """Seconds in words (:func:`pgflight.fmt.duration`: 850 ms, 4 min 05 s, 2 d 4 h); '-' for None."""
+    return "-" if value is None else fmt.duration(value)
 
 
 def age(ts: datetime | None) -> str:
@@ -91,8 +82,38 @@ def stamp(ts: datetime | None) -> str:
 
 
 def usd(value: Any) -> str:
-    """An amount in USD with four decimals ('$1,234.5678'); '-' for None."""
-    return "-" if value is None else f"${float(value):,.4f}"
+    """An amount in USD as the CLI prints it (:func:`pgflight.fmt.money`: '$0.0012'); '-' for None."""
+    return "-" if value is None else fmt.money(value)
+
+
+def num(value: int | float | None) -> str:
+    """A count grouped by thousands ('1,234,567'); '-' for None."""
+    return "-" if value is None else fmt.number(value)
+
+
+def count(n: int | None, noun: str, plural: str | None = None) -> str:
+    """'1 tool call', '2,700 tokens' (:func:`pgflight.fmt.count`); '-' for None."""
+    return "-" if n is None else fmt.count(n, noun, plural)
+
+
+def line(value: Any, limit: int = CLIP) -> str:
+    """
+    `value` as one line for a table cell: an error's ``type: message`` (the rest of it is on the
+    step's page), any other value as text; whitespace runs made one space, at most `limit` characters.
+
+    :return: the text a cell shows, cut to its width by CSS with an ellipsis.
+    """
+    if isinstance(value, dict) and isinstance(value.get("message"), str):
+        kind = value.get("type")
+        value = f"{kind}: {value['message']}" if isinstance(kind, str) and kind else value["message"]
+    text = " ".join(text_of(value).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def whole(value: Any, limit: int = CLIP) -> str:
+    """`value` as text for a cell's title (hover): all of it up to `limit` characters."""
+    text = text_of(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 # --- the step tree ------------------------------------------------------------------------------
