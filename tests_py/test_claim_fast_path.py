@@ -326,7 +326,8 @@ def _lease_of(conn: Conn, attempt_id: int) -> dict[str, Any]:
         "select a.status, a.slots, a.lease_s, a.lease_expires_at - a.claimed_at as lease,"
         " a.deadline_at - a.claimed_at as deadline, a.started_at = a.claimed_at as started,"
         " a.claim_event_id is not null as claim_event, a.fencing_token is not null as token,"
-        " (select count(*) from pgflight.events e where e.attempt_id = a.id and e.reason = 'claimed') as events,"
+        " (select count(*) from pgflight.events e"
+        "   where e.attempt_id = a.id and e.reason = 'claimed') as events,"
         " (select array_agg(v.to_status order by v.at) from pgflight.run_events v"
         "   where v.attempt_id = a.id) as run_events"
         " from pgflight.step_attempts a where a.id = %s",
@@ -348,7 +349,9 @@ def test_the_fast_paths_lease_is_the_fair_claims_lease(eng: Conn, start: bool) -
         for o in options:
             submit(eng, "p", **o)
         # a step stored before the options were checked: its lease is clamped to 7 days
-        eng.execute("update pgflight.steps set lease_s = 1e13 where id = (select max(id) from pgflight.steps)")
+        eng.execute(
+            "update pgflight.steps set lease_s = 1e13 where id = (select max(id) from pgflight.steps)"
+        )
         if fair:
             submit(eng, "q")  # a second lane: the fair claim
         eng.execute("set track_functions = 'pl'")

@@ -98,8 +98,11 @@ def test_an_attempt_given_twice_or_stale_gets_the_same_outcomes(eng: Conn) -> No
     a, b = claim(eng, w, 2, 30)
     got = eng.execute(
         "select attempt_id, outcome from pgflight.complete_batch(%s, %s, %s)",
-        [[a.attempt_id, a.attempt_id, b.attempt_id], [a.token, a.token, b.token + 1000],
-         [Jsonb({"n": 1}), Jsonb({"n": 2}), Jsonb({"n": 3})]],
+        [
+            [a.attempt_id, a.attempt_id, b.attempt_id],
+            [a.token, a.token, b.token + 1000],
+            [Jsonb({"n": 1}), Jsonb({"n": 2}), Jsonb({"n": 3})],
+        ],
     ).fetchall()
     assert got == [(a.attempt_id, "succeeded"), (a.attempt_id, "succeeded"), (b.attempt_id, "lease_lost")]
     assert scalar(eng, "select result from pgflight.step_attempts where id = %s", [a.attempt_id]) == {"n": 1}

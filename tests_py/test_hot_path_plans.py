@@ -20,7 +20,17 @@ import re
 
 import psycopg
 
-from core_helpers import WORKSPACE, Conn, claim, complete_batch, fail, heartbeat, register, start_step, submit_many
+from core_helpers import (
+    WORKSPACE,
+    Conn,
+    claim,
+    complete_batch,
+    fail,
+    heartbeat,
+    register,
+    start_step,
+    submit_many,
+)
 
 HOT_TABLES = ("runs", "steps", "step_attempts")
 
@@ -234,7 +244,11 @@ def test_a_claim_naming_recipes_probes_each_recipe_ready_index(eng: Conn, dsn: s
     with psycopg.connect(dsn, autocommit=True) as other:
         submit_many(other, 3000, "hot")
     plans = _plans(eng, lambda: claim(eng, w, 1, 60, recipes))
-    walked = [p for p in plans if re.search(r"Index (Only )?Scan using step_attempts_ws_ready_idx[^\n]*\n\s*Filter: \(recipe", p)]
+    walked = [
+        p
+        for p in plans
+        if re.search(r"Index (Only )?Scan using step_attempts_ws_ready_idx[^\n]*\n\s*Filter: \(recipe", p)
+    ]
     assert walked == []
     assert _seq_scans(plans) == []
 
