@@ -16,10 +16,14 @@ a few hundred rows/s (20,000 take minutes); rates, not totals, are compared.
 
 --interleave loads both databases first and then drains them one call each in turn, so the two
 sides share the machine's load at every moment (each side's time is the sum of its own calls,
-its WAL what was written during them); without it, before is drained, then after.
+its WAL what was written during them, its backend's CPU (utime + stime, /proc) what its calls used:
+less sensitive to the load than seconds); without it, before is drained, then after.
+
+--before-tree deploys the before side from another checkout (all of its plan) instead of a tag of
+this one: main beside a branch, e.g. `--before-tree /tmp/pgflight-main9`.
 
 Usage: python bench/reclaim_bench.py [--before 20000] [--after 200000] [--tag @v0.4.0] [--batch 1000]
-                                     [--only calls,sweeps] [--interleave]
+                                     [--only calls,sweeps] [--interleave] [--before-tree PATH]
 A default run takes about 3-6 minutes on 2 loaded cores; --after 1000000 adds about 5 minutes;
 --before 200000 adds about 3 (a quick look: --before 20000 --after 20000, about 1 minute).
 """
@@ -35,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
-from benchlib import load_expired_leases, throwaway_cluster
+from benchlib import load_expired_leases, process_cpu_s, throwaway_cluster
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from perf_bench import drain, load
@@ -90,15 +94,18 @@ def interleaved(sides: dict[str, tuple[str, int]], how: str, batch: int) -> dict
             t0 = time.perf_counter()
             load_expired_leases(conns[name], n)
             out[name] = {"load_s": round(time.perf_counter() - t0, 1), "rows": 0, "calls": 0, "seconds": 0.0}
-            out[name].update({"longest_call_s": 0.0, "wal": 0, "loads": []})
+            out[name].update({"longest_call_s": 0.0, "wal": 0, "loads": [], "cpu_s": 0.0})
+        pids = {name: int(conns[name].info.backend_pid) for name in sides}
         live = list(sides)
         while live:
             for name in list(live):
                 c, o = conns[name], out[name]
                 lsn = c.execute("select pg_current_wal_insert_lsn()::text").fetchone()
+                cpu = process_cpu_s(pids[name])
                 t = time.perf_counter()
                 row = c.execute(sql[0], sql[1]).fetchone()
                 took = time.perf_counter() - t
+                o["cpu_s"] += process_cpu_s(pids[name]) - cpu
                 wal = c.execute(
                     "select pg_wal_lsn_diff(pg_current_wal_insert_lsn(), %s::pg_lsn)",
                     [lsn[0] if lsn else None],
@@ -119,6 +126,7 @@ def interleaved(sides: dict[str, tuple[str, int]], how: str, batch: int) -> dict
             o["seconds"] = round(o["seconds"], 1)
             o["longest_call_s"] = round(o["longest_call_s"], 2)
             o["wal_bytes_per_lease"] = round(o.pop("wal") / max(o["rows"], 1))
+            o["backend_cpu_us_per_lease"] = round(o.pop("cpu_s") * 1e6 / max(o["rows"], 1), 1)
             o["minutes_for_1m"] = round(1_000_000 / max(o["rows_per_s"], 1e-9) / 60, 1)
             loads = sorted(o.pop("loads"))
             o["load_avg"] = {"median": loads[len(loads) // 2], "min": loads[0], "max": loads[-1]}
@@ -140,6 +148,11 @@ def main() -> None:
     ap.add_argument("--before", type=int, default=20_000, help="expired leases on the previous tag")
     ap.add_argument("--after", type=int, default=200_000, help="expired leases at HEAD (the issue: 1000000)")
     ap.add_argument("--tag", default=None, help="the 'before' version (default: the latest tag)")
+    ap.add_argument(
+        "--before-tree",
+        default=None,
+        help="deploy the 'before' side from this checkout's plan (e.g. a clone of main) instead of --tag",
+    )
     ap.add_argument("--only", default="calls,sweeps")
     ap.add_argument("--batch", type=int, default=1000, help="reclaim_expired's limit in the calls phase")
     ap.add_argument(
@@ -151,7 +164,7 @@ def main() -> None:
     tag = a.tag or latest_tag()
     report: dict[str, Any] = {
         "bench": "reclaim",
-        "before": tag,
+        "before": a.before_tree or tag,
         "after": "HEAD",
         "cpus": os.cpu_count(),
         "batch": a.batch,
@@ -161,7 +174,10 @@ def main() -> None:
         with psycopg.connect(dsn, autocommit=True) as c:
             c.execute("create database before")
         before = psycopg.conninfo.make_conninfo(dsn, dbname="before")
-        migrate.deploy(before, to=tag, verify=False)
+        if a.before_tree:
+            migrate.deploy(before, verify=False, root=Path(a.before_tree).resolve())
+        else:
+            migrate.deploy(before, to=tag, verify=False)
         with psycopg.connect(before, autocommit=True) as c:
             c.execute("select pgflight.create_workspace('bench')")
         for how in a.only.split(","):
