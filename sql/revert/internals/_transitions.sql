@@ -1,4 +1,4 @@
--- Revert pgflight:internals/_transitions: restores the previous definition, deploy/internals/_transitions@v0.8.0.sql (written by scripts/gen_sql_scripts.py)
+-- Revert pgflight:internals/_transitions: restores the previous definition, deploy/internals/_transitions@v0.9.0.sql (written by scripts/gen_sql_scripts.py)
 -- Defines: _wake(), _cancel_steps(), _cancel_tree(), _tree_steps(), _steps_finished(),
 --   _step_finished(), _fail_attempt(), _lock_cascade(), _dead_letter_poisoned(), _reclaim(),
 --   _reclaim_picked(),
@@ -444,7 +444,9 @@ comment on function pgflight._dead_letter_poisoned(bigint, text, text, text) is
 -- twice, a row a worker or a client transaction holds right now is left for the next pass, and a
 -- pass never waits. Then, in one subtransaction, a few statements end the whole batch:
 --   retry        lease_expired / timed_out, the step's counters, the next queued attempt after the
---                backoff, two events rows each (as _fail_attempt writes them);
+--                backoff, one events row each (the end) and the retry's queued on the new attempt
+--                (queue_event_id and queue_delay_s, shown by run_events as the retry_scheduled row
+--                _fail_attempt writes; tables/step_attempts_retry_queue_event);
 --   dead letter  at the step's ceiling; cancelled when cancel_requested or under an ended run;
 --                then _steps_finished once for the set (parent pokes and wakes, runs).
 -- A step ending under a fail-fast parent (its cascade must lock the subtree first, _lock_cascade
@@ -504,11 +506,18 @@ comment on function pgflight._reclaim(timestamptz, integer) is
 -- drain's CPU in perf, 98 -> 80 us of backend CPU per reclaimed lease without it (issue 18).
 -- enable_seqscan off: every row is reached by primary key from the batch; a custom plan sized for
 -- the batch hash-joined a sequential scan of step_attempts (all of it, on every pass of a drain).
+-- enable_hashjoin and enable_mergejoin off too (issue 18, eighth session): with seq scans off, a
+-- batch that is more than a few percent of the table was hash-joined to a full scan of the primary
+-- key instead (step_attempts and steps in the retry statement, step_attempts and runs in the
+-- classification: auto_explain, 5,000 of 20,000 leases, 0.2 s of each statement's 0.5-0.8 s), so
+-- every pass of a drain still read whole tables, only by index; nested loops probe each key.
 create or replace function pgflight._reclaim_picked(p_now timestamptz, p_ids bigint[])
 returns integer
 language plpgsql volatile
 set search_path = pg_catalog, pg_temp
 set enable_seqscan = off
+set enable_hashjoin = off
+set enable_mergejoin = off
 as $$
 declare
   v_ids bigint[] := p_ids;
@@ -533,6 +542,18 @@ declare
   v_count integer := 0;
   v_n integer;
   v_notify boolean;
+  v_srr text;  -- session_replication_role to restore after the successors' insert (null: not switched)
+  v_q_ids bigint[];
+  v_q_steps bigint[];
+  v_q_runs bigint[];
+  v_q_nos integer[];
+  v_q_recipes text[];
+  v_q_prios integer[];
+  v_q_ws bigint[];
+  v_q_keys text[];
+  v_q_limits integer[];
+  v_q_events bigint[];
+  v_q_delays double precision[];
 begin
   -- 2. their steps, in id order, SKIP LOCKED (an attempt whose step is in use waits for the next
   -- pass), and in the same statement what each attempt becomes and its error (the one place it is
@@ -559,9 +580,11 @@ begin
      order by s.id
        for update of s skip locked
   )
-  select array_agg(c.id order by c.id), array_agg(c.outcome order by c.id), array_agg(c.error order by c.id),
-         array_agg(c.parent_id order by c.id), array_agg(c.run_id order by c.id), array_agg(c.cascades order by c.id)
-    from c
+  -- the arrays in attempt id order, one sort for all of them (an aggregate's own order by is a
+  -- sort each on PostgreSQL 15: six here, seven in the split below, 13 sorts of the batch a pass)
+  select array_agg(c.id), array_agg(c.outcome), array_agg(c.error), array_agg(c.parent_id), array_agg(c.run_id),
+         array_agg(c.cascades)
+    from (select c.* from c order by c.id) c
   $q$ into v_ids, v_outcomes, v_errors, v_parents, v_runs, v_cascades using v_ids, p_now;
 
   -- a step that ends needs its parent and (a root) its run locked too, SKIP LOCKED: in use, the
@@ -586,13 +609,10 @@ begin
   -- the batch split by path; membership in the locked sets by = any (a constant array under the
   -- custom plans this function runs on: hashed, not a rescan per row)
   execute $q$
-  select array_agg(u.id order by u.id) filter (where u.path = 'retry'),
-         array_agg(u.error order by u.id) filter (where u.path = 'retry'),
-         array_agg(u.id order by u.id) filter (where u.path = 'end'),
-         array_agg(u.outcome order by u.id) filter (where u.path = 'end'),
-         array_agg(u.error order by u.id) filter (where u.path = 'end'),
-         array_agg(u.id order by u.id) filter (where u.path = 'rest'),
-         array_agg(u.error order by u.id) filter (where u.path = 'rest')
+  select array_agg(u.id) filter (where u.path = 'retry'), array_agg(u.error) filter (where u.path = 'retry'),
+         array_agg(u.id) filter (where u.path = 'end'), array_agg(u.outcome) filter (where u.path = 'end'),
+         array_agg(u.error) filter (where u.path = 'end'),
+         array_agg(u.id) filter (where u.path = 'rest'), array_agg(u.error) filter (where u.path = 'rest')
     from (select u.*,
                  case when u.outcome = 'retry' then 'retry'
                       when u.cascades then 'rest'
@@ -600,7 +620,8 @@ begin
                         then 'end'
                       end as path  -- null: its parent or run is in use, the next pass takes it
             from unnest($1, $2, $3, $4, $5, $6)
-                   u(id, outcome, error, parent, run, cascades)) u
+                   u(id, outcome, error, parent, run, cascades)
+           order by u.id) u  -- in id order already (the arrays above): one sort of sorted rows
   $q$ into v_retry, v_retry_errors, v_end, v_end_outcome, v_end_errors, v_rest, v_rest_errors
       using v_ids, v_outcomes, v_errors, v_parents, v_runs, v_cascades, v_locked_parents, v_locked_runs;
 
@@ -611,8 +632,13 @@ begin
   begin
     if v_retry is not null then
       -- the attempts end, their steps count the failure, their successors are queued (ids drawn
-      -- here, so both events are written from one row), with both events. $1 the attempts, $2 their
-      -- errors, $3 the time.
+      -- here, so the end's events row and the successor are written from one row), with the end's
+      -- events row; the retry's queued is the successor's queue_event_id (its backoff in
+      -- queue_delay_s), which run_events shows as the retry_scheduled row (issue 18: one events
+      -- row and its two index entries less per lease). Both events ids drawn here, a lease's end
+      -- then its queued, lease by lease, so the log keeps the order it had with two events rows.
+      -- $1 the attempts, $2 their errors, $3 the time. The successors are written by the next
+      -- statement, from the rows this one returns (see there).
       execute $q$
       with r0 as (
         select a.id, a.step_id, a.run_id, a.status as old_status, a.worker_id, a.recipe, a.priority,
@@ -629,7 +655,9 @@ begin
                      pgflight._limit('delay_s')) as delay
           from (select distinct r0.failed, r0.backoff from r0) k
       ), r as (
-        select x.*, nextval('pgflight.step_attempts_id_seq') as new_id
+        select x.*, nextval('pgflight.step_attempts_id_seq') as new_id,
+               nextval('pgflight.events_id_seq') as end_event_id,
+               nextval('pgflight.events_id_seq') as queue_event_id
           from (select r0.*, d.delay,
                        case when r0.lapsed then 'lease_expired' else 'timed_out' end as to_status,
                        case when r0.lapsed then 'lease_expired' else 'deadline_exceeded' end as reason
@@ -640,38 +668,67 @@ begin
            set status = r.to_status, finished_at = $3, reason = r.reason, error = r.error
           from r
          where a.id = r.id
-        returning r.*
+        returning r.id, r.step_id, r.run_id, r.old_status, r.worker_id, r.recipe, r.priority, r.workspace_id,
+                  r.concurrency_key, r.concurrency_limit, r.failed, r.next_no, r.delay, r.to_status, r.reason,
+                  r.new_id, r.end_event_id, r.queue_event_id  -- not the error nor the backoff (jsonb):
+                                                              -- read by no statement below
       ), bumped as (
         update pgflight.steps s set failed_attempts = e.failed, last_attempt_no = e.next_no
           from ended e
          where s.id = e.step_id
-      ), queued as (
-        -- the flow columns copied from the attempt it replaces (the step's), so the fill trigger
-        -- (step_attempts_fill_flow) does not run a row at a time
-        insert into pgflight.step_attempts (id, step_id, run_id, attempt_no, recipe, priority, status,
-                                            available_after, created_at, workspace_id, concurrency_key,
-                                            concurrency_limit)
-        overriding system value
-        select e.new_id, e.step_id, e.run_id, e.next_no, e.recipe, e.priority, 'queued',
-               $3 + make_interval(secs => e.delay), $3, e.workspace_id, e.concurrency_key,
-               e.concurrency_limit
-          from ended e order by e.id
       ), logged as (
-        insert into pgflight.events (at, run_id, step_id, attempt_id, from_status, to_status, worker_id, reason,
-                                     actor, detail)
-        select $3, e.run_id, e.step_id, v.attempt_id, v.from_status, v.to_status, v.worker_id, v.reason,
-               'reclaim', v.detail
-          from ended e
-         cross join lateral (values
-                (1, e.id, e.old_status, e.to_status, e.worker_id, e.reason, null::jsonb),
-                (2, e.new_id, null, 'queued', null, 'retry_scheduled',
-                 jsonb_build_object('delay_s', round(e.delay::numeric, 3), 'attempt_no', e.next_no)))
-              v(k, attempt_id, from_status, to_status, worker_id, reason, detail)
-         order by e.id, v.k
+        insert into pgflight.events (id, at, run_id, step_id, attempt_id, from_status, to_status, worker_id,
+                                     reason, actor)
+        select e.end_event_id, $3, e.run_id, e.step_id, e.id, e.old_status, e.to_status, e.worker_id, e.reason,
+               'reclaim'
+          from ended e order by e.id
       )
-      select count(*), coalesce(bool_or(e.delay <= 0), false)
-        from ended e
-      $q$ into v_n, v_notify using v_retry, v_retry_errors, p_now;
+      -- the successors' columns side by side, in the lapsed attempts' order: one sort for all of
+      -- them (an aggregate's own order by is a sort each on PostgreSQL 15)
+      select count(*), coalesce(bool_or(e.delay <= 0), false), array_agg(e.new_id), array_agg(e.step_id),
+             array_agg(e.run_id), array_agg(e.next_no), array_agg(e.recipe), array_agg(e.priority),
+             array_agg(e.workspace_id), array_agg(e.concurrency_key), array_agg(e.concurrency_limit),
+             array_agg(e.queue_event_id), array_agg(e.delay)
+        from (select e.* from ended e order by e.id) e
+      $q$ into v_n, v_notify, v_q_ids, v_q_steps, v_q_runs, v_q_nos, v_q_recipes, v_q_prios, v_q_ws,
+               v_q_keys, v_q_limits, v_q_events, v_q_delays
+        using v_retry, v_retry_errors, p_now;
+
+      -- the successors, queued. Their flow columns are copied from the attempt each replaces (the
+      -- step's), so the fill trigger (step_attempts_fill_flow) has nothing to do. Issue 18, ninth
+      -- session: their one foreign key (step_attempts_step_id_fkey) holds by construction: each
+      -- names a step that statement 2 above locked FOR UPDATE in this transaction, and that the
+      -- statement before this one updated, so no other session can delete it before this commits
+      -- (a delete waits for the lock; a step deleted before the lock was never classified: the
+      -- join dropped its attempt) and nothing in this transaction deletes steps. Its check is a
+      -- per-row trigger, one SPI query per successor (9 % of a drain's backend CPU in the eighth
+      -- session's perf profile), so a batch of at least 500 is inserted with
+      -- session_replication_role = replica when the owner may set it (internals/_row_triggers,
+      -- as submit_runs and purge_finished), and the setting is restored right after the insert,
+      -- before any other write; an error in between rolls it back with the block's subtransaction.
+      -- Only this insert runs so: the lapsed attempts' update above keeps its triggers
+      -- (step_attempts_return_slots, step_attempts_key_slot_freed). So a trigger a DBA adds to
+      -- step_attempts does not fire for these rows (docs/security.md). Below 500 (the reclaim a
+      -- claim_batch runs, a sweep's first pass) the checks run: switching the setting resets the
+      -- session's cached plans, which a worker's claims would pay for.
+      -- $1.. the successors' columns, $11 their delays, $12 the time.
+      v_srr := case when v_n >= 500 then pgflight._row_triggers_off() end;
+      execute $q$
+      insert into pgflight.step_attempts (id, step_id, run_id, attempt_no, recipe, priority, status,
+                                          available_after, created_at, workspace_id, concurrency_key,
+                                          concurrency_limit, queue_event_id, queue_delay_s)
+      overriding system value
+      select q.id, q.step_id, q.run_id, q.attempt_no, q.recipe, q.priority, 'queued',
+             $12 + make_interval(secs => q.delay), $12, q.workspace_id, q.concurrency_key,
+             q.concurrency_limit, q.queue_event_id, q.delay
+        from unnest($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+               q(id, step_id, run_id, attempt_no, recipe, priority, workspace_id, concurrency_key,
+                 concurrency_limit, queue_event_id, delay)
+      $q$ using v_q_ids, v_q_steps, v_q_runs, v_q_nos, v_q_recipes, v_q_prios, v_q_ws, v_q_keys, v_q_limits,
+                v_q_events, v_q_delays, p_now;
+      if v_srr is not null then
+        perform pg_catalog.set_config('session_replication_role', v_srr, true);
+      end if;
       v_count := v_count + v_n;
       if v_notify then
         perform pgflight._notify_ready();
