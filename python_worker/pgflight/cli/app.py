@@ -162,13 +162,22 @@ def db_status() -> None:
 def _deployed(conn: psycopg.Connection[tuple[object, ...]]) -> str:
     if conn.execute("select to_regclass('sqitch.changes') is not null").fetchone() != (True,):
         return "not deployed (run `pgflight migrate`)"
+    # the release is the newest deployed tag of sqitch.plan (@v0.9.0); changes deployed after it
+    # are unreleased work (a development checkout)
     row = conn.execute(
-        "select count(*), (array_agg(change order by committed_at desc))[1]"
-        " from sqitch.changes where project = 'pgflight'"
+        "with t as (select tag, committed_at from sqitch.tags where project = 'pgflight'"
+        "            order by committed_at desc limit 1)"
+        " select count(*), (array_agg(c.change order by c.committed_at desc))[1], (select tag from t),"
+        "        count(*) filter (where c.committed_at > (select committed_at from t))"
+        "   from sqitch.changes c where c.project = 'pgflight'"
     ).fetchone()
     if not row or not row[0]:
         return "not deployed (run `pgflight migrate`)"
-    return f"{row[0]} changes deployed, last {row[1]}"
+    count, last, tag, after = row
+    if tag is None:
+        return f"{count} changes deployed, last {last}"
+    later = f" and {after} later change{'s' if after > 1 else ''}" if after else ""
+    return f"release {tag}{later} ({count} changes deployed, last {last})"
 
 
 @db_app.command("url")
