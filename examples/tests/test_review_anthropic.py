@@ -103,7 +103,10 @@ def test_review_with_the_anthropic_model_survives_a_429_and_a_killed_worker(
         audit = run_audit(conn, run_id)
     assert audit.status == "succeeded" and audit.dead_letters == 0
     assert audit.reclaimed_attempts >= 1  # the killed worker's step ran again elsewhere
-    assert audit.retries >= 2  # the 429 and the reclaim
+    # at least the reclaim's new attempt; a 429 is waited out inside its attempt (agent/loop.py:
+    # rate limits never spend an attempt), so whether a second one appears depends on timing
+    # (one clean-clone CI run here saw 5 attempts for 4 steps)
+    assert audit.retries >= 1
     assert audit.model_calls >= 8 and audit.tokens > 0
     assert len(server.requests) >= audit.model_calls  # the 429 and the held call are not recorded as made
 
