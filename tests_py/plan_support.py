@@ -30,6 +30,13 @@ def plan_entries(root: Path = ROOT) -> list[str]:
     return out
 
 
+def latest_tag(root: Path = ROOT) -> str:
+    """The plan's newest tag ('@v0.9.0'): the release HEAD is or builds on."""
+    tags = [e for e in plan_entries(root) if e.startswith("@")]
+    assert tags, "sqitch.plan has no tag"
+    return tags[-1]
+
+
 def previous_tag(root: Path = ROOT) -> str:
     """
     The release an upgrade starts from: the latest tag that changes follow (the plan reworked

@@ -11,14 +11,14 @@ import tomllib
 from pathlib import Path
 
 import pgflight
+from plan_support import latest_tag
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_package_version_is_the_latest_schema_tag_and_changelog_release() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    tags = [ln.split()[0] for ln in (ROOT / "sqitch.plan").read_text().splitlines() if ln.startswith("@")]
     releases = re.findall(r"^## v(\S+) ", (ROOT / "CHANGELOG.md").read_text(), flags=re.MULTILINE)
     assert pgflight.__version__ == project["version"]
-    assert tags[-1] == f"@v{project['version']}"
+    assert latest_tag() == f"@v{project['version']}"
     assert releases[0] == project["version"]
