@@ -203,3 +203,54 @@ def test_pgflight_dsn_points_at_an_existing_server(home: Path, dsn: str) -> None
     assert r.returncode == 0 and "changes deployed" in r.stdout, r
     r = env_run("db", "url")
     assert r.stdout.strip() == dsn
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root's server runs as another OS user")
+def test_a_clone_the_postgres_user_cannot_enter_gets_its_data_where_it_can() -> None:
+    # a clone in root's home directory: mode 700, so the postgres OS user cannot walk into it
+    private = Path(tempfile.mkdtemp(prefix="pgflight-roothome-"))
+    assert private.stat().st_mode & 0o777 == 0o700
+    home = private / "clone"
+    home.mkdir()
+    cluster = Cluster(home / ".pgflight")
+    try:
+        r = _cli(home, "db", "up")
+        assert r.returncode == 0 and r.stdout.startswith("started: postgresql://"), r
+        assert cluster.server_folder != cluster.folder
+        assert cluster.server_folder.is_relative_to(Path("/var/lib/pgflight/clusters"))
+        assert f"data: {cluster.server_folder}" in r.stdout, r
+        with psycopg.connect(cluster.dsn(), autocommit=True) as c:
+            assert c.execute("select current_setting('data_directory')").fetchone() == (str(cluster.datadir),)
+
+        # later commands find it with nothing set but the folder they run in
+        r = _cli(home, "db", "status")
+        assert "running" in r.stdout and f"data: {cluster.server_folder}" in r.stdout, r
+        assert _cli(home, "db", "down").stdout.strip() == "stopped"
+        r = _cli(home, "db", "up")
+        assert r.returncode == 0 and r.stdout.startswith("started: "), r
+    finally:
+        relocated = cluster.server_folder
+        cluster.destroy()
+        shutil.rmtree(private, ignore_errors=True)
+    assert not relocated.exists()
+
+
+def test_hints_name_the_command_as_it_is_run_from_a_checkout(home: Path) -> None:
+    checkout = Path(__file__).resolve().parent.parent
+    run = lambda cwd: subprocess.run(  # noqa: E731
+        [str(checkout / "scripts" / "pgflight"), "db", "status"],
+        env={k: v for k, v in os.environ.items() if k not in ("PGFLIGHT_DSN",)}
+        | {"PGFLIGHT_HOME": str(home)},
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    r = run(checkout)
+    assert r.returncode == 3 and "create it with `scripts/pgflight db up`" in r.stdout, r
+    r = run(home)
+    assert f"create it with `{checkout}/scripts/pgflight db up`" in r.stdout, r
+    # an installed package (no scripts/pgflight in between) still says pgflight
+    r = _cli(home, "db", "status")
+    assert "create it with `pgflight db up`" in r.stdout, r

@@ -22,6 +22,7 @@ from rich.markup import escape
 
 from pgflight import fmt
 from pgflight.cli.context import FAILED, OK, PARTIAL, CliError, Interrupted, current, on_signal, usage
+from pgflight.embedded import command_name
 
 #: The Anthropic model `--model anthropic` uses unless `PGFLIGHT_ANTHROPIC_MODEL` names another.
 DEFAULT_ANTHROPIC_MODEL: Final = "claude-sonnet-4-5"
@@ -149,7 +150,7 @@ def review(
         else:
             cli.err.print(
                 f"interrupted ({e}): the workers are stopped; run {job.run_id} is left unfinished. "
-                "Run the same command again to continue it, or `pgflight cancel "
+                f"Run the same command again to continue it, or `{command_name()} cancel "
                 f"{job.run_id}` to drop it.",
                 soft_wrap=True,
             )

@@ -6,6 +6,12 @@ One class, `Cluster`, used by `pgflight db up|down|status` and by the test harne
     <folder>/data/           the cluster (PGDATA); our settings live in data/pgflight.conf
     <folder>/run/            unix socket and postgres.log
     <folder>/port            the TCP port, readable without access to data/
+    <folder>/server_dir      present only when data/ and run/ live elsewhere (see below)
+
+As root, every server program runs as the `postgres` OS user, which must be able to enter the
+folder. A clone under a home directory it cannot enter (root's own, mode 700) keeps `port` and
+`server_dir` in the folder and puts data/ and run/ under :data:`RELOCATED_ROOT`, in a folder named
+after the project folder and a hash of its path; `pgflight db status` says where.
 
 The server listens on 127.0.0.1 only, with trust authentication for the `postgres` superuser: it
 is a development database for the user of this machine, not a shared server. As root, every server
@@ -15,6 +21,7 @@ program runs as the `postgres` user (initdb and postgres refuse root).
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import pwd
 import shutil
@@ -30,10 +37,19 @@ from psycopg import sql
 DATABASE = "pgflight"
 SUPERUSER = "postgres"
 RUN_AS = "postgres"  # the OS user that runs the server when we are root
+RELOCATED_ROOT = Path("/var/lib/pgflight/clusters")  # as root, for folders RUN_AS cannot enter
 
 
 class EmbeddedError(RuntimeError):
     """The embedded cluster cannot be created, started or reached; the message says what to do."""
+
+
+def command_name() -> str:
+    """
+    The CLI as the user runs it, for hints: `PGFLIGHT_COMMAND` (``scripts/pgflight`` sets it to
+    itself, so a checkout's hints name ``scripts/pgflight``), else ``pgflight`` (an installed package).
+    """
+    return os.environ.get("PGFLIGHT_COMMAND") or "pgflight"
 
 
 def project_home() -> Path:
@@ -130,12 +146,31 @@ class Cluster:
         self._bindir = Path(bindir) if bindir else None
         self.settings = dict(settings or {})
         self.database = database
-        self.datadir = self.folder / "data"
-        self.rundir = self.folder / "run"
-        self.logfile = self.rundir / "postgres.log"
         self._portfile = self.folder / "port"
+        self._serverfile = self.folder / "server_dir"
 
     # --- paths and identity ----------------------------------------------------------------
+
+    @property
+    def server_folder(self) -> Path:
+        """Where data/ and run/ live: the folder itself, or the place `server_dir` names."""
+        try:
+            recorded = self._serverfile.read_text().strip()
+        except OSError:
+            return self.folder
+        return Path(recorded) if recorded else self.folder
+
+    @property
+    def datadir(self) -> Path:
+        return self.server_folder / "data"
+
+    @property
+    def rundir(self) -> Path:
+        return self.server_folder / "run"
+
+    @property
+    def logfile(self) -> Path:
+        return self.rundir / "postgres.log"
 
     @property
     def bindir(self) -> Path:
@@ -157,7 +192,7 @@ class Cluster:
         """`postgresql://postgres@127.0.0.1:PORT/DATABASE` (superuser, trust authentication)."""
         port = self.port
         if port is None:
-            raise EmbeddedError(f"no cluster in {self.folder}; run `pgflight db up`")
+            raise EmbeddedError(f"no cluster in {self.folder}; run `{command_name()} db up`")
         return f"postgresql://{SUPERUSER}@127.0.0.1:{port}/{database or self.database}"
 
     url = dsn
@@ -187,6 +222,8 @@ class Cluster:
         self.folder.mkdir(parents=True, exist_ok=True)
         if os.geteuid() == 0:  # the server's OS user must be able to walk into it
             self.folder.chmod(self.folder.stat().st_mode | 0o711)
+            if not self._server_user_can_enter(self.folder):
+                self._relocate()
         if self.datadir.exists():  # a half-made cluster from an interrupted init
             shutil.rmtree(self.datadir)
         for d in (self.datadir, self.rundir):
@@ -217,7 +254,7 @@ class Cluster:
     def start(self) -> None:
         """Start the server unless it is running; move to a free port if the saved one is taken."""
         if not (self.datadir / "PG_VERSION").exists():
-            raise EmbeddedError(f"no cluster in {self.folder}; run `pgflight db up`")
+            raise EmbeddedError(f"no cluster in {self.folder}; run `{command_name()} db up`")
         if self.running():
             return
         self._clear_stale_pid()
@@ -274,9 +311,11 @@ class Cluster:
         )
 
     def destroy(self) -> None:
-        """Stop the server (immediately) and delete the folder."""
+        """Stop the server (immediately) and delete the folder (and the relocated data/ and run/)."""
         with contextlib.suppress(EmbeddedError):
             self.stop("immediate")
+        if self.server_folder != self.folder:
+            shutil.rmtree(self.server_folder, ignore_errors=True)
         shutil.rmtree(self.folder, ignore_errors=True)
 
     def status(self) -> ClusterStatus:
@@ -360,6 +399,30 @@ class Cluster:
         if os.geteuid() == 0:
             pw = pwd.getpwnam(RUN_AS)
             os.chown(path, pw.pw_uid, pw.pw_gid)
+
+    @staticmethod
+    def _server_user_can_enter(path: Path) -> bool:
+        probe = subprocess.run(
+            ["runuser", "-u", RUN_AS, "--", "test", "-x", str(path)], capture_output=True, check=False
+        )
+        return probe.returncode == 0
+
+    def _relocate(self) -> None:
+        """Put data/ and run/ where the server's OS user can reach them; record it in `server_dir`."""
+        digest = hashlib.sha256(str(self.folder).encode()).hexdigest()[:12]
+        name = self.folder.parent.name or "root"
+        target = RELOCATED_ROOT / f"{name}-{digest}"
+        for parent in (RELOCATED_ROOT.parent, RELOCATED_ROOT):
+            parent.mkdir(mode=0o755, exist_ok=True)
+            parent.chmod(0o755)
+        target.mkdir(mode=0o700, exist_ok=True)
+        self._give(target)
+        if not self._server_user_can_enter(target):
+            raise EmbeddedError(
+                f"the {RUN_AS!r} OS user cannot reach {self.folder} nor {target}; set PGFLIGHT_HOME to a "
+                "folder it can reach (e.g. under /srv or /tmp)"
+            )
+        self._serverfile.write_text(f"{target}\n")
 
     def _check_reachable(self) -> None:
         if os.geteuid() != 0:

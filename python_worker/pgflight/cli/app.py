@@ -37,7 +37,7 @@ from pgflight.cli.context import (
     on_signal,
     report,
 )
-from pgflight.embedded import Cluster, EmbeddedError
+from pgflight.embedded import RUN_AS, Cluster, EmbeddedError, command_name
 
 #: Entry point group of CLI plugins.
 PLUGIN_GROUP: Final = "pgflight.cli"
@@ -120,6 +120,15 @@ def db_up() -> None:
     was_running = cluster.running()
     dsn = cluster.up()
     cli.out.print(f"{'already running' if was_running else 'started'}: {dsn}", soft_wrap=True)
+    _say_where_the_data_lives(cluster)
+
+
+def _say_where_the_data_lives(cluster: Cluster) -> None:
+    if cluster.server_folder != cluster.folder:
+        current().out.print(
+            f"data: {cluster.server_folder} (the {RUN_AS} OS user cannot enter {cluster.folder})",
+            soft_wrap=True,
+        )
 
 
 @db_app.command("down")
@@ -144,13 +153,15 @@ def db_status() -> None:
     if external:
         cli.out.print(f"database: PGFLIGHT_DSN: {describe(external)}", soft_wrap=True)
     else:
-        st = Cluster().status()
+        cluster = Cluster()
+        st = cluster.status()
         cli.out.print(f"database: embedded cluster in {st.folder}", soft_wrap=True)
+        _say_where_the_data_lives(cluster)
         if not st.initialized:
-            cli.out.print("no cluster there; create it with `pgflight db up`")
+            cli.out.print(f"no cluster there; create it with `{command_name()} db up`")
             raise typer.Exit(NO_DATABASE)
         if not st.running:
-            cli.out.print("stopped; start it with `pgflight db up`")
+            cli.out.print(f"stopped; start it with `{command_name()} db up`")
             raise typer.Exit(NO_DATABASE)
         cli.out.print(f"running: pid {st.pid}, {st.dsn}", soft_wrap=True)
     with psycopg.connect(cli.dsn(), autocommit=True, connect_timeout=5) as conn:
@@ -161,7 +172,7 @@ def db_status() -> None:
 
 def _deployed(conn: psycopg.Connection[tuple[object, ...]]) -> str:
     if conn.execute("select to_regclass('sqitch.changes') is not null").fetchone() != (True,):
-        return "not deployed (run `pgflight migrate`)"
+        return f"not deployed (run `{command_name()} migrate`)"
     # the release is the newest deployed tag of sqitch.plan (@v0.9.0); changes deployed after it
     # are unreleased work (a development checkout)
     row = conn.execute(
@@ -172,7 +183,7 @@ def _deployed(conn: psycopg.Connection[tuple[object, ...]]) -> str:
         "   from sqitch.changes c where c.project = 'pgflight'"
     ).fetchone()
     if not row or not row[0]:
-        return "not deployed (run `pgflight migrate`)"
+        return f"not deployed (run `{command_name()} migrate`)"
     count, last, tag, after = row
     if tag is None:
         return f"{count} changes deployed, last {last}"

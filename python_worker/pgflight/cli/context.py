@@ -32,7 +32,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from pgflight import errors, logs
-from pgflight.embedded import Cluster, EmbeddedError
+from pgflight.embedded import Cluster, EmbeddedError, command_name
 from pgflight.migrate import MigrationError
 
 #: Exit codes of every command (also in ``pgflight --help``).
@@ -105,7 +105,7 @@ class Cli:
                 if not cluster.running():
                     raise CliError(
                         f"the database is not running ({cluster.folder})",
-                        hint="start it with `pgflight db up`, or set PGFLIGHT_DSN",
+                        hint=f"start it with `{command_name()} db up`, or set PGFLIGHT_DSN",
                         code=NO_DATABASE,
                     )
                 self._dsn = cluster.dsn()
@@ -174,7 +174,8 @@ def on_signal(signum: int, frame: FrameType | None) -> None:
 
 def as_command(hint: str) -> str:
     """A server hint with SQL function names replaced by the CLI commands that do the same."""
-    return _FUNCTION_RX.sub(lambda m: f"`{_COMMAND_OF[m.group(1)]}`", hint)
+    prog = command_name()
+    return _FUNCTION_RX.sub(lambda m: f"`{prog}{_COMMAND_OF[m.group(1)].removeprefix('pgflight')}`", hint)
 
 
 def _first_line(e: BaseException) -> str:
@@ -198,14 +199,14 @@ def classify(e: BaseException) -> tuple[str, str | None, int]:
     if isinstance(e, psycopg.OperationalError):
         return (
             f"cannot reach the database: {_first_line(e)}",
-            "check it with `pgflight db status`",
+            f"check it with `{command_name()} db status`",
             NO_DATABASE,
         )
     if isinstance(e, psycopg.Error):
         if _no_schema(e):
             return (
                 f"the database has no pgflight schema ({_first_line(e)})",
-                "deploy it with `pgflight migrate`",
+                f"deploy it with `{command_name()} migrate`",
                 NO_DATABASE,
             )
         if isinstance(e, psycopg.errors.InsufficientPrivilege):

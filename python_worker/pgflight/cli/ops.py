@@ -29,6 +29,7 @@ from pgflight import db, fmt, logs, models, tracing
 from pgflight.cli import state
 from pgflight.cli.context import Cli, CliError, current, usage
 from pgflight.cli.tables import Listing
+from pgflight.embedded import command_name
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
 RunArg = Annotated[int, typer.Argument(metavar="RUN", help="Run id.", min=1, show_default=False)]
@@ -89,7 +90,7 @@ def _warn(cli: Cli, unserved: list[str]) -> None:
     for r in unserved:
         cli.err.print(
             f"[yellow]warning:[/] no live worker serves recipe {escape(r)}: its steps wait until one"
-            f" runs (`pgflight worker --recipes MODULE`; see `pgflight workers`)",
+            f" runs (`{command_name()} worker --recipes MODULE`; see `{command_name()} workers`)",
             soft_wrap=True,
         )
 
@@ -527,7 +528,7 @@ def show(run: RunArg, as_json: JsonOpt = False) -> None:
     for g in gates:
         cli.out.print(
             f"step {g.step_id} waits for approval at gate {escape(g.gate_key)}: "
-            f"decide with `pgflight approve {g.step_id} approve` (or reject)"
+            f"decide with `{command_name()} approve {g.step_id} approve` (or reject)"
             + (f"; {g.default_decision} applies at {g.expires_at:%Y-%m-%d %H:%M:%S}" if g.expires_at else ""),
             soft_wrap=True,
         )
@@ -811,7 +812,7 @@ def watch(
                 if timeout is not None and now - start > timeout:
                     raise CliError(
                         f"run {run} still {run_state} after {fmt.duration(timeout)}",
-                        hint=f"see `pgflight show {run}`",
+                        hint=f"see `{command_name()} show {run}`",
                     )
                 time.sleep(interval)
     if cli.json:
