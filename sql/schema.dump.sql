@@ -1,3 +1,5 @@
+-- pg_dump major version: 15
+
 -- Name: pgflight; Type: SCHEMA; Schema: -; Owner: pgflight_owner
 
 CREATE SCHEMA pgflight;

@@ -36,7 +36,16 @@ def test_a_backlog_is_claimed_in_whole_batches(
 ) -> None:
     db.create_workspace(conn, "batches")
     w = workers(
-        dsn, "--log-level", "DEBUG", "--concurrency", "8", "--batch-size", "8", "--claim-coalesce", "0.05"
+        # a window long enough for a slower machine's completions to free most of a batch in it
+        dsn,
+        "--log-level",
+        "DEBUG",
+        "--concurrency",
+        "8",
+        "--batch-size",
+        "8",
+        "--claim-coalesce",
+        "0.25",
     )
     wait_for(lambda: "listening on pgflight_ready" in w.output(), 20, "the LISTEN probe to pass")
     db.submit_many(conn, "batches", [{"recipe": "noop", "input": {"i": i}} for i in range(400)])

@@ -7,6 +7,7 @@ and server timeouts on the worker role with terminated backends mid-step (C37).
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -135,7 +136,7 @@ default_pool_size = 3
 max_client_conn = 200
 ignore_startup_parameters = extra_float_digits
 logfile = {folder}/pgbouncer.log
-""")
+{_no_prepared_statements(exe)}""")
     argv = [exe, str(folder / "pgbouncer.ini")]
     if os.geteuid() == 0:  # pgbouncer refuses to run as root
         os.chmod(folder, 0o777)
@@ -159,6 +160,19 @@ logfile = {folder}/pgbouncer.log
         except subprocess.TimeoutExpired:
             proc.kill()
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def _no_prepared_statements(exe: str) -> str:
+    """
+    The setting that makes PgBouncer >= 1.21 pass no prepared statement between clients, as every
+    older one does: 1.22 and later default to max_prepared_statements = 200 (they track them), and
+    these tests are about a pooler that does not; older versions refuse the unknown setting.
+    """
+    out = subprocess.run([exe, "--version"], capture_output=True, text=True, check=False).stdout
+    version = re.search(r"PgBouncer (\d+)\.(\d+)", out)
+    if version and (int(version.group(1)), int(version.group(2))) >= (1, 21):
+        return "max_prepared_statements = 0\n"
+    return ""
 
 
 def _can_connect(dsn: str) -> bool:

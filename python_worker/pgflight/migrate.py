@@ -139,11 +139,27 @@ _DUMP_NOISE = re.compile(
 )
 
 
+_DUMPED_BY = re.compile(r"^-- Dumped by pg_dump version (\d+)", re.MULTILINE)
+DUMP_MAJOR_LINE = "-- pg_dump major version: "
+
+
 def normalise_dump(text: str) -> str:
-    """pg_dump's output without version lines, SETs, header frames and runs of blank lines."""
+    """
+    pg_dump's output without version lines, SETs, header frames and runs of blank lines, opened
+    by one line naming pg_dump's major version (``-- pg_dump major version: 15``): another major
+    prints some objects differently, so only dumps of one major compare (:func:`dump_major`).
+    """
+    major = _DUMPED_BY.search(text)
     lines = [ln.rstrip() for ln in text.splitlines() if not _DUMP_NOISE.match(ln)]
     text = "\n".join(ln for ln in lines if ln != "--")  # the frames around pg_dump's headers
-    return re.sub(r"\n{3,}", "\n\n", text).strip("\n") + "\n"
+    body = re.sub(r"\n{3,}", "\n\n", text).strip("\n") + "\n"
+    return f"{DUMP_MAJOR_LINE}{major.group(1)}\n\n{body}" if major else body
+
+
+def dump_major(dump: str) -> int | None:
+    """The pg_dump major version a normalised dump was made with, or None (an older dump)."""
+    first = dump.split("\n", 1)[0]
+    return int(first.removeprefix(DUMP_MAJOR_LINE)) if first.startswith(DUMP_MAJOR_LINE) else None
 
 
 def dump_schema(dsn: str) -> str:
