@@ -93,7 +93,7 @@ class FakeAnthropic:
                 headers: dict[str, str] = more[0] if more else {}
                 if status in (429, 529) and "retry-after" not in headers:
                     headers = {**headers, "retry-after": "0"}
-                data = json.dumps(out).encode()
+                data = out if isinstance(out, bytes) else json.dumps(out).encode()  # bytes: sent as they are
                 self.send_response(status)
                 self.send_header("content-type", "application/json")
                 self.send_header("content-length", str(len(data)))

@@ -245,9 +245,12 @@ class AgentLoop:
         while True:
             if iteration > 0:
                 uses = [b for b in messages[-1]["content"] if b.get("type") == "tool_use"]
-                if not uses:
+                if uses:
+                    messages.append({"role": "user", "content": self._tool_results(iteration, uses, results)})
+                elif self.stop_reason != "pause_turn":
                     return self._final(messages, iteration)
-                messages.append({"role": "user", "content": self._tool_results(iteration, uses, results)})
+                # pause_turn: the API paused a long turn (server tools); the paused assistant turn
+                # is sent back as it is, and the model continues it (an iteration like any other)
             self.ctx.check_cancelled()
             iteration += 1
             request = prov.Request(inp.model, inp.system, messages, schemas, inp.max_tokens)
@@ -493,7 +496,14 @@ class AgentLoop:
         self._db(adb.record_trace, self.agent_run_id, iteration, "system", "api_error", error)
 
     def _final(self, messages: list[dict[str, Any]], iteration: int) -> dict[str, Any]:
-        answer = "".join(b.get("text", "") for b in messages[-1]["content"] if b.get("type") == "text")
+        # the last turn's text: a turn continued after pause_turn spans several assistant messages
+        last_user = max((i for i, m in enumerate(messages) if m["role"] == "user"), default=-1)
+        answer = "".join(
+            b.get("text", "")
+            for m in messages[last_user + 1 :]
+            for b in m["content"]
+            if b.get("type") == "text"
+        )
         return {
             "answer": answer,
             "stop_reason": self.stop_reason,

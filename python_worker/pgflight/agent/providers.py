@@ -12,9 +12,12 @@ dict with ``content``, ``stop_reason``, ``usage``, ``model``).
   is indistinguishable from an uninterrupted one.
 - ``scripted``: returns the responses (or raises the errors) it was given, in order; for tests.
 
-Transient errors (HTTP 429, 5xx, 529 overloaded, connection errors) are retried with backoff by
-:func:`create_with_retries` inside one iteration; each is reported to ``on_error`` (the loop stores
-it as an ``api_error`` trace block).
+Transient errors (HTTP 408, 409, 429, 5xx, 529 overloaded, connection errors, and a 200 whose body
+is not JSON or not a message) are retried with backoff by :func:`create_with_retries` inside one
+iteration; each is reported to ``on_error`` (the loop stores it as an ``api_error`` trace block).
+Any other 4xx (400 invalid request, 401, 403, 404, 413 …) cannot succeed by asking again: it is
+reported the same way and raised as :class:`~pgflight.recipes.Fatal`, so the step fails without a
+retry.
 
 Rate limits (429 rate_limit_error, 529 overloaded_error) are waited out, not failed: the wait is
 the answer's ``retry-after-ms`` / ``Retry-After`` (seconds or an HTTP-date, RFC 9110 §10.2.3), else
@@ -38,6 +41,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+from pgflight.recipes import Fatal
 from pgflight.settings import env_number
 
 Response = dict[str, Any]
@@ -56,6 +60,8 @@ class Request:
 
 DEFAULT_MAX_RETRY_AFTER_S = 60.0
 RATE_LIMIT_STATUSES = frozenset({429, 529})
+# statuses below 500 worth asking again: request timeout, conflict, rate limit (as the SDKs retry)
+RETRYABLE_4XX = frozenset({408, 409, 429})
 
 
 class TransientError(Exception):
@@ -83,6 +89,31 @@ class TransientError(Exception):
     def rate_limited(self) -> bool:
         """429 (rate limit) or 529 (overloaded): wait, never fail the step for it."""
         return self.status in RATE_LIMIT_STATUSES
+
+
+class RequestRefused(Exception):
+    """The API refused the request in a way asking again cannot change (a 4xx other than 408/409/429)."""
+
+    def __init__(self, message: str, *, status: int) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def check_message(out: Any) -> Response:
+    """
+    `out` if it is a Messages API message (``type`` message, ``content`` a list, ``usage`` an
+    object). :raises TransientError: anything else (a proxy's page, an empty or foreign body): the
+    call is asked again like a 5xx, never recorded as an empty answer.
+    """
+    if (
+        isinstance(out, dict)
+        and out.get("type") == "message"
+        and isinstance(out.get("content"), list)
+        and isinstance(out.get("usage"), dict)
+    ):
+        return out
+    shown = json.dumps(out, default=str)[:200] if not isinstance(out, str) else out[:200]
+    raise TransientError(f"HTTP 200 with a body that is not a message: {shown}", status=200)
 
 
 class RateLimited(Exception):
@@ -151,7 +182,12 @@ class AnthropicProvider:
         )
 
     def create(self, request: Request) -> Response:
-        """One call of messages.create. :raises TransientError: 429, 5xx, 529, connection errors."""
+        """
+        One call of messages.create.
+
+        :raises TransientError: 408, 409, 429, 5xx, 529, connection errors, a 200 that is not a message.
+        :raises RequestRefused: any other 4xx.
+        """
         a = self._anthropic
         kwargs: dict[str, Any] = {
             "model": request.model,
@@ -165,7 +201,7 @@ class AnthropicProvider:
         try:
             msg = self.client.messages.create(**kwargs)
         except a.APIStatusError as e:
-            if e.status_code == 429 or e.status_code >= 500:
+            if e.status_code in RETRYABLE_4XX or e.status_code >= 500:
                 headers = e.response.headers if e.response is not None else {}
                 after = headers.get("retry-after")
                 after_s = parse_retry_after(after)
@@ -176,11 +212,14 @@ class AnthropicProvider:
                     retry_after_s=ms / 1000 if ms is not None else after_s,
                     retry_after=after,
                 ) from e
-            raise
+            raise RequestRefused(f"HTTP {e.status_code}: {e.message}", status=e.status_code) from e
         except (a.APIConnectionError, a.APITimeoutError) as e:
             raise TransientError(f"connection: {e}") from e
-        out: Response = msg.model_dump(mode="json", exclude_none=True)
-        return out
+        except (ValueError, a.APIResponseValidationError) as e:  # a 200 whose body is not JSON
+            raise TransientError(f"HTTP 200 with a body that is not JSON: {e}", status=200) from e
+        if not isinstance(msg, a.types.Message):  # a JSON array, a number, null
+            raise TransientError(f"HTTP 200 with a body that is not a message: {str(msg)[:200]}", status=200)
+        return check_message(msg.model_dump(mode="json", exclude_none=True))
 
 
 # --- offline ---------------------------------------------------------------------------------
@@ -423,6 +462,7 @@ def create_with_retries(
     :return: the response and how many transient errors were retried.
     :raises TransientError: a non-rate-limit error still failing after `max_tries` tries.
     :raises RateLimited: still rate-limited when the next wait would pass `rate_limit_budget_s`.
+    :raises Fatal: the API refused the request (:class:`RequestRefused`): reported, never asked again.
     """
     base = base_s if base_s is not None else float(os.environ.get("PGFLIGHT_AGENT_BACKOFF_S", "1"))
     cap = max_retry_after if max_retry_after is not None else max_retry_after_s()
@@ -433,6 +473,13 @@ def create_with_retries(
             on_request()
         try:
             return provider.create(request), retries
+        except RequestRefused as e:
+            if on_error is not None:
+                on_error(
+                    {"type": "api_error", "status": e.status, "message": str(e)[:2000], "try": retries + 1}
+                    | {"retry_in_s": None, "refused": True}
+                )
+            raise Fatal(f"the model API refused the request, asking again cannot help: {e}") from e
         except TransientError as e:
             retries += 1
             if e.rate_limited:
