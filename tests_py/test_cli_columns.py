@@ -93,6 +93,26 @@ def test_ids_counts_and_times_are_whole_at_80_columns(dsn: str, big_ids: psycopg
     assert str(gated.run_id) in _row(approvals, str(gate.step_id))
 
 
+def test_events_show_every_state_change_whole_at_80_columns(
+    dsn: str, big_ids: psycopg.Connection[Any]
+) -> None:
+    c = big_ids
+    w = db.register_worker(c, "w", recipes=["slow"])
+    sub = db.submit_run(c, "default", "slow", {}, options={"max_attempts": 2})
+    (held,) = db.claim_batch(c, w, batch_size=1, lease_s=30, recipes=["slow"])
+    db.start_step(c, held.attempt_id, held.fencing_token)
+    db.cancel_run(c, sub.run_id)  # running -> cancel_requested, then the worker acknowledges it
+    db.release_step(c, held.attempt_id, held.fencing_token)
+    out = _shown(dsn, "events", str(sub.run_id))
+    changes = c.execute(
+        "select from_status, to_status from pgflight.run_events where run_id = %s and to_status is not null",
+        [sub.run_id],
+    ).fetchall()
+    assert ("cancel_requested", "cancelled") in changes
+    for before, after in changes:
+        assert f"{before or ''} → {after}".strip() in out, (before, after, out)
+
+
 def test_workspace_show_names_the_workspace_and_who_paused_it(
     dsn: str, big_ids: psycopg.Connection[Any]
 ) -> None:

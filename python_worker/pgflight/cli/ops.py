@@ -682,9 +682,11 @@ def _events_table(rows: list[models.Event]) -> Listing:
         "change",
         "reason",
         "detail",
-        flexible=("change", "reason", "detail"),
+        # a state change is whole like an id (the README promises whole states): only the free
+        # text after it is cut
+        flexible=("reason", "detail"),
         right=("id", "step"),
-        max_widths={"change": 28, "reason": 18},
+        max_widths={"reason": 18},
     )
     for e in rows:
         change = f"{e.from_status or ''} → {e.to_status or ''}" if e.from_status or e.to_status else ""
