@@ -113,6 +113,23 @@ def test_events_show_every_state_change_whole_at_80_columns(
         assert f"{before or ''} → {after}".strip() in out, (before, after, out)
 
 
+def test_show_names_children_spawned_by_content_hash_by_the_name_their_result_gives(
+    dsn: str, big_ids: psycopg.Connection[Any]
+) -> None:
+    c = big_ids
+    w = db.register_worker(c, "w", recipes=["parent", "doc"])
+    sub = db.submit_run(c, "default", "parent", {})
+    (root,) = db.claim_batch(c, w, batch_size=1, lease_s=30, recipes=["parent"])
+    key = "3f786850e387550fdab836ed7e6dc881de23001b"  # a SHA-1, as a spawn keyed by content makes
+    db.spawn_children(c, root.attempt_id, root.fencing_token, [{"key": key, "recipe": "doc", "input": {}}])
+    (doc,) = db.claim_batch(c, w, batch_size=1, lease_s=30, recipes=["doc"])
+    path = "/usr/share/doc/libexample-tools/copyright"
+    db.complete_step(c, doc.attempt_id, doc.fencing_token, {"path": path, "findings": 3})
+    out = _shown(dsn, "show", str(sub.run_id))
+    line = next(ln for ln in out.splitlines() if f"step {doc.step_id}" in ln)
+    assert path in line and key not in line, out
+
+
 def test_workspace_show_names_the_workspace_and_who_paused_it(
     dsn: str, big_ids: psycopg.Connection[Any]
 ) -> None:

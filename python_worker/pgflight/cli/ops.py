@@ -556,8 +556,9 @@ def _tree(
         shown = kids[:50]
         for s in shown:
             ls = live.get(s.step_id)
+            name, result = _step_name(s)
             label = (
-                f"{escape(s.step_key)} [dim]step {s.step_id}[/] [bold]{escape(s.recipe)}[/] "
+                f"{escape(name)} [dim]step {s.step_id}[/] [bold]{escape(s.recipe)}[/] "
                 f"{_style(ls.state if ls else s.status)} {fmt.attempt(s.attempt_no, s.max_attempts)}"
                 f" {fmt.between(s.started_at or s.claimed_at, s.finished_at)}"
             )
@@ -565,13 +566,32 @@ def _tree(
                 label += f" [red]{escape(_short(_message(s.error)))}[/]"
             elif ls is not None and ls.last_error is not None:
                 label += f" [red]last error: {escape(_short(_message(ls.last_error)))}[/]"
-            elif s.result is not None:
-                label += f" → {escape(_short(s.result))}"
+            elif result is not None:
+                label += f" → {escape(_short(result))}"
             nodes[s.step_id] = nodes[parent].add(label)
             stack.append(s.step_id)
         if len(kids) > len(shown):
             nodes[parent].add(f"… {fmt.count(len(kids) - len(shown), 'more step')}")
     return root
+
+
+_HASH_KEY: Final = re.compile(r"^[0-9a-f]{16,}$")
+_NAME_FIELDS: Final = ("name", "title", "path", "document", "file")
+
+
+def _step_name(s: models.StepState) -> tuple[str, Any]:
+    """
+    What names a step in the tree, and the rest of its result to preview: its key, unless the key
+    is a hash (spawned by content, as the review's documents are) and the result names the step
+    (a string field ``name``, ``title``, ``path``, ``document`` or ``file``): then that name.
+    """
+    if _HASH_KEY.match(s.step_key) and isinstance(s.result, dict):
+        for field in _NAME_FIELDS:
+            value = s.result.get(field)
+            if isinstance(value, str) and value:
+                rest = {k: v for k, v in s.result.items() if k != field}
+                return value, rest or None
+    return s.step_key, s.result
 
 
 # --- events ------------------------------------------------------------------------------------
