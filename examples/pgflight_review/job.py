@@ -42,6 +42,7 @@ from typing import Any, Final
 import psycopg
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Column
 
 from pgflight import db, fmt, migrate
 from pgflight.db.audit import RunAudit, run_audit
@@ -66,6 +67,34 @@ CONCURRENCY: Final = 4
 SWEEP_EVERY_S: Final = 2.0
 #: Seconds between progress polls.
 POLL_S: Final = 0.5
+
+
+def progress_display(console: Console) -> Progress:
+    """
+    The live progress line. The figures (done/total, rate, ETA, elapsed) keep their width at any
+    terminal width; the bar takes what is left, and the worker counts come last, cut first.
+    """
+
+    def whole(width: int) -> Column:
+        return Column(no_wrap=True, min_width=width)
+
+    return Progress(
+        TextColumn("reviewing", table_column=whole(9)),
+        # the bar gets what the line leaves at this width (the rest is about 110 columns)
+        BarColumn(bar_width=max(5, console.width - 110), table_column=whole(5)),
+        TextColumn("{task.fields[of]}", table_column=whole(13)),
+        TextColumn("{task.fields[rate]}", table_column=whole(12)),
+        TextColumn("ETA {task.fields[eta]}", table_column=whole(10)),
+        TimeElapsedColumn(table_column=whole(7)),
+        TextColumn(
+            "workers {task.fields[alive]} · retries {task.fields[retries]} · "
+            "reclaimed {task.fields[reclaimed]}{task.fields[kills]}",
+            table_column=Column(no_wrap=True, overflow="ellipsis"),
+        ),
+        console=console,
+        transient=False,
+        disable=not console.is_terminal,  # a log or a pipe gets plain lines instead
+    )
 
 
 class ReviewError(RuntimeError):
@@ -401,21 +430,7 @@ class ReviewJob:
         plain = PlainLines()
         audit: RunAudit | None = None
         first_done: int | None = None
-        with Progress(
-            TextColumn("reviewing"),
-            BarColumn(),
-            TextColumn("{task.fields[of]}"),
-            TextColumn("{task.fields[rate]}"),
-            TextColumn("ETA {task.fields[eta]}"),
-            TimeElapsedColumn(),
-            TextColumn(
-                "workers {task.fields[alive]} · retries {task.fields[retries]} · "
-                "reclaimed {task.fields[reclaimed]}{task.fields[kills]}"
-            ),
-            console=console,
-            transient=False,
-            disable=not console.is_terminal,  # a log or a pipe gets plain lines instead (below)
-        ) as progress:
+        with progress_display(console) as progress:
             task = progress.add_task(
                 "run", total=max(total, 1), of="", rate="", eta="?", alive=0, retries=0, reclaimed=0, kills=""
             )

@@ -621,3 +621,32 @@ def test_form_feeds_do_not_shift_citations(tmp_path: Path) -> None:
         cited = " ".join(lines[f.line_start - 1 : f.line_end])
         assert f.quote.split()[0] in cited, f"{f.category} cites {f.line_start}-{f.line_end}, not its quote"
     assert any(f.category == "warranty_disclaimer" and f.line_start == 4 for f in analyze(lines).findings)
+
+
+def test_the_progress_line_keeps_its_figures_whole_at_80_columns() -> None:
+    import io
+
+    from rich.console import Console
+
+    from pgflight_review.job import progress_display
+
+    buf = io.StringIO()
+    console = Console(file=buf, width=80, force_terminal=True, color_system=None)
+    progress = progress_display(console)
+    task = progress.add_task(
+        "run",
+        total=10_000,
+        of="4,321/10,000",
+        rate="12.3 docs/s",
+        eta="4620s",
+        alive=4,
+        retries="17",
+        reclaimed="3",
+        kills=" · killed 2",
+    )
+    progress.update(task, completed=4321)
+    console.print(progress.make_tasks_table(progress.tasks))
+    (line,) = buf.getvalue().splitlines()
+    assert len(line) <= 80
+    for figure in ("4,321/10,000", "12.3 docs/s", "ETA 4620s", "0:00:00", "workers 4"):
+        assert figure in line, line
