@@ -93,7 +93,7 @@ def test_a_ticket_taken_by_a_frozen_process_is_claimed_by_the_poll(conn: Conn, d
         for plain in (False, True):
             with conn.transaction():
                 xid = one(conn, "select pg_current_xact_id()::text")
-                assert frozen.execute("select pg_try_advisory_lock(%s)", [tickets.key(xid)]).fetchone() == (
+                assert frozen.execute("select pg_try_advisory_lock(pgflight.wake_ticket_key(%s))", [tickets.key(xid)]).fetchone() == (
                     True,
                 )
                 run = db.submit_run(conn, "w", "noop", {"plain": plain})
@@ -170,10 +170,10 @@ def test_claim_with_ticket_claims_only_for_the_ticket_holder(conn: Conn, dsn: st
     worker = db.register_worker(conn, "t", recipes=["noop"])
     key = WakeTickets(["noop"]).key("42")
     with psycopg.connect(dsn, autocommit=True) as other:
-        other.execute("select pg_advisory_lock(%s)", [key])
+        other.execute("select pg_advisory_lock(pgflight.wake_ticket_key(%s))", [key])
         assert claim_with_ticket(conn, key, worker, 4, 30, ["noop"]) == (False, [])
         assert step_status(conn, run.step_id) == "queued", "claim_batch did not run"
-        other.execute("select pg_advisory_unlock(%s)", [key])
+        other.execute("select pg_advisory_unlock(pgflight.wake_ticket_key(%s))", [key])
     won, claims = claim_with_ticket(conn, key, worker, 4, 30, ["noop"])
     assert won and [c.step_id for c in claims] == [run.step_id]
     assert claim_with_ticket(conn, WakeTickets(["noop"]).key("43"), worker, 4, 30, ["noop"]) == (True, [])

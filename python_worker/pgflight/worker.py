@@ -1164,7 +1164,7 @@ class Worker:
 
 
 CLAIM_WITH_TICKET = """
-with t as materialized (select pg_catalog.pg_try_advisory_lock(%s) as won)
+with t as materialized (select coalesce(pg_catalog.pg_try_advisory_lock(pgflight.wake_ticket_key(%s)), false) as won)
 select t.won, case when t.won then (
          select coalesce(pg_catalog.jsonb_agg(pg_catalog.to_jsonb(c)), '[]')
            from pgflight.claim_batch(%s, %s, %s, %s, %s) c) end as claims

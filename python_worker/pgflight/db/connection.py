@@ -191,11 +191,13 @@ class Listener:
     def try_tickets(self, keys: list[int]) -> list[bool]:
         """
         Try the session advisory lock of each key, without waiting: True where this session got it
-        (it holds it until :meth:`release_tickets` or the connection ends).
+        (it holds it until :meth:`release_tickets` or the connection ends). The lock is on
+        ``pgflight.wake_ticket_key(key)``, which only this login's worker lanes map to; a login
+        with no worker lane gets no key, and every ticket counts as won (a plain wake-up).
         """
         assert self.conn is not None
         rows = self.conn.execute(
-            "select pg_catalog.pg_try_advisory_lock(k)"
+            "select coalesce(pg_catalog.pg_try_advisory_lock(pgflight.wake_ticket_key(k)), true)"
             " from unnest(%s::bigint[]) with ordinality t(k, i) order by i",
             [keys],
         ).fetchall()
@@ -204,7 +206,9 @@ class Listener:
     def release_tickets(self, keys: list[int]) -> None:
         """Release session advisory locks :meth:`try_tickets` took."""
         assert self.conn is not None
-        self.conn.execute("select pg_catalog.pg_advisory_unlock(k) from unnest(%s::bigint[]) k", [keys])
+        self.conn.execute(
+            "select pg_catalog.pg_advisory_unlock(pgflight.wake_ticket_key(k)) from unnest(%s::bigint[]) k", [keys]
+        )
 
     def probe(self, timeout_s: float = 2.0) -> bool:
         """

@@ -14,11 +14,14 @@ set local role pgflight_owner;
 -- minute leaves no gap at the minute boundary (issue 18: sweep_loop(55, 5) left 10 s between the
 -- last pass of one minute and the first of the next).
 --
--- One loop at a time: the loop holds a session advisory lock (key below) while it sweeps. A loop
--- started while another still runs (the next minute's call, a second installation, a CALL by
--- hand) waits for it, polling every 0.2 s, and takes over when it ends, so two loops never sweep
--- together; if the other does not end before this one's own end, this one returns without
--- sweeping.
+-- One loop at a time: the loop holds the lease row 'sweep_loop' of pgflight.engine_locks (its
+-- backend's pid and start) while it sweeps (_sweep_loop_lease). A loop started while another
+-- still runs (the next minute's call, a second installation, a CALL by hand) waits for it,
+-- polling every 0.2 s, and takes over when it ends (or its backend is gone), so two loops never
+-- sweep together; if the other does not end before this one's own end, this one returns without
+-- sweeping. It was a session advisory lock on a constant key: any login could take that key and
+-- hold it, and every loop then returned without sweeping while pg_cron logged success. No login
+-- but the engine's own functions can write the lease row.
 --
 -- Each pass ends in bounded time whatever other sessions hold: the reclaim skips what is locked
 -- (SKIP LOCKED on every row), and lock_timeout (pgflight.sweep_lock_timeout, default 2s) is set
@@ -39,11 +42,48 @@ set local role pgflight_owner;
 -- While a sweep or the purge returns as many rows as its limit (a backlog, e.g. after a mass
 -- crash), the next pass starts at once instead of at the next beat.
 -- No SET clause: a procedure with one may not COMMIT, so every name inside is schema-qualified.
+-- The sweep loop's lease (engine_locks row 'sweep_loop'): p_take true takes it for this backend
+-- when it is free, already this backend's, or held by a backend that is gone (pid and start no
+-- longer in pg_stat_activity); p_take false gives it back when this backend holds it. Returns
+-- whether this backend holds it afterwards (take) or gave it back (release). Its own UPDATE
+-- decides between two loops taking it at once (the second waits for the first's commit, which
+-- sweep_loop does right after, and then sees a live holder). SECURITY DEFINER: pgflight_cron, the
+-- loop's role, has no privilege on the table.
+create or replace function pgflight._sweep_loop_lease(p_take boolean)
+returns boolean
+language plpgsql volatile security definer
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+  v_started timestamptz;
+  v_n integer;
+begin
+  perform pg_catalog.pg_stat_clear_snapshot();  -- pg_stat_activity as of now, not of the transaction's first read
+  select a.backend_start into v_started from pg_catalog.pg_stat_activity a where a.pid = pg_catalog.pg_backend_pid();
+  if p_take then
+    update pgflight.engine_locks l set holder_pid = pg_catalog.pg_backend_pid(), holder_started_at = v_started
+     where l.scope = 'sweep_loop'
+       and (l.holder_pid is null
+            or (l.holder_pid = pg_catalog.pg_backend_pid() and l.holder_started_at = v_started)
+            or not exists (select from pg_catalog.pg_stat_activity a
+                            where a.pid = l.holder_pid and a.backend_start = l.holder_started_at));
+  else
+    update pgflight.engine_locks l set holder_pid = null, holder_started_at = null
+     where l.scope = 'sweep_loop' and l.holder_pid = pg_catalog.pg_backend_pid() and l.holder_started_at = v_started;
+  end if;
+  get diagnostics v_n = row_count;
+  return v_n > 0;
+end
+$$;
+comment on function pgflight._sweep_loop_lease(boolean) is
+  'Internal: take (true) or give back (false) the sweep loop''s lease for this backend; returns whether it did.';
+revoke execute on function pgflight._sweep_loop_lease(boolean) from public;
+grant execute on function pgflight._sweep_loop_lease(boolean) to pgflight_cron;
+
 create or replace procedure pgflight.sweep_loop(p_duration_s double precision default 55, p_interval_s double precision default 5)
 language plpgsql
 as $$
 declare
-  c_lock constant bigint := 7383617326517504001;  -- 'pgflight.sweep_loop'
   v_start timestamptz := pg_catalog.clock_timestamp();
   v_end timestamptz := v_start + pg_catalog.make_interval(secs => p_duration_s);
   v_beat timestamptz;
@@ -52,13 +92,17 @@ declare
   v_state text;
   v_msg text;
 begin
-  while not pg_catalog.pg_try_advisory_lock(c_lock) loop
+  loop
+    -- committed at once: a second loop waiting on the row sees this one's lease, not a lock
+    exit when pgflight._sweep_loop_lease(true);
+    commit;
     if pg_catalog.clock_timestamp() > v_end then
-      raise warning 'pgflight.sweep_loop: another sweep loop held the lock for % s; not sweeping', p_duration_s;
+      raise warning 'pgflight.sweep_loop: another sweep loop held the lease for % s; not sweeping', p_duration_s;
       return;
     end if;
     perform pg_catalog.pg_sleep(0.2);
   end loop;
+  commit;
   v_beat := pg_catalog.clock_timestamp();
   loop
     v_backlog := false;
@@ -93,7 +137,8 @@ begin
       perform pg_catalog.pg_sleep(pg_catalog.date_part('epoch', v_beat - pg_catalog.clock_timestamp()));
     end if;
   end loop;
-  perform pg_catalog.pg_advisory_unlock(c_lock);
+  perform pgflight._sweep_loop_lease(false);
+  commit;
 end
 $$;
 comment on procedure pgflight.sweep_loop(double precision, double precision) is

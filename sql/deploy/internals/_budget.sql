@@ -206,7 +206,9 @@ comment on function pgflight._token_estimate(pgflight.agent_runs, bigint) is
 -- of the workspace's rolling minute (model_token_windows: 5-second buckets; a bucket that overlaps
 -- the last 60 s counts whole, so the check errs on the safe side) plus this call's estimate must
 -- stay within the limit, and the window must not be full already. Admissions and settlements of
--- one workspace take turns on a transaction advisory lock, so concurrent agents cannot both take
+-- one workspace take turns on the engine_locks row 'model_tokens:<workspace id>' (an advisory key
+-- before, which any login could hold and so stall every model call of the workspace; no login can
+-- lock the row), so concurrent agents cannot both take
 -- the last tokens. Admitted: the estimate is added to the current bucket and null returned.
 -- Refused: nothing is added, and the refusal {sqlstate ZF013, message, detail, hint,
 -- retry_after_s} says in how many seconds enough of the window will have passed (at least 1).
@@ -222,7 +224,8 @@ declare
   v_free_at timestamptz;
   v_retry integer;
 begin
-  perform pg_catalog.pg_advisory_xact_lock(pg_catalog.hashtextextended('pgflight.model_tokens', p_run.workspace_id));
+  insert into pgflight.engine_locks (scope) values ('model_tokens:' || p_run.workspace_id) on conflict do nothing;
+  perform from pgflight.engine_locks l where l.scope = 'model_tokens:' || p_run.workspace_id for update;
   select coalesce(sum(w.tokens), 0) into v_used
     from pgflight.model_token_windows w
    where w.workspace_id = p_run.workspace_id and w.bucket > p_now - interval '65 s';
@@ -272,7 +275,8 @@ begin
   if v_delta = 0 then
     return;
   end if;
-  perform pg_catalog.pg_advisory_xact_lock(pg_catalog.hashtextextended('pgflight.model_tokens', p_run.workspace_id));
+  insert into pgflight.engine_locks (scope) values ('model_tokens:' || p_run.workspace_id) on conflict do nothing;
+  perform from pgflight.engine_locks l where l.scope = 'model_tokens:' || p_run.workspace_id for update;
   insert into pgflight.model_token_windows as w (workspace_id, bucket, tokens)
   values (p_run.workspace_id, to_timestamp(floor(extract(epoch from p_now) / 5) * 5), v_delta)
   on conflict on constraint model_token_window_is_unique do update set tokens = w.tokens + excluded.tokens;

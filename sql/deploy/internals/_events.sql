@@ -23,9 +23,11 @@ comment on function pgflight._event(bigint, bigint, bigint, text, text, bigint, 
   'Internal: append one events row.';
 
 -- Wake idle workers. The payload is this transaction's id (never user data, C35): a *wake ticket*.
--- A pgflight worker that hears it takes a session advisory lock derived from (its recipe set,
--- the ticket) on its LISTEN connection and claims only if it got it, so one idle process per
--- recipe group claims instead of all of them (issue 18, README "Wake-ups (LISTEN)"); a worker in
+-- A pgflight worker that hears it takes a session advisory lock on wake_ticket_key(a key of its
+-- recipe set and the ticket) on its LISTEN connection and claims only if it got it, so one idle
+-- process per recipe group claims instead of all of them (issue 18, README "Wake-ups (LISTEN)").
+-- wake_ticket_key mixes in the engine's secret and the login's worker lanes: a login that is not
+-- a worker of those workspaces cannot compute the key, so it cannot win the ticket first; a worker in
 -- another language may treat any notification on pgflight_ready as "claim now", as before.
 -- PostgreSQL folds identical notifications of one transaction into one, and the id is the same
 -- throughout a transaction, so a transaction still sends at most one. The transaction has

@@ -25,12 +25,16 @@
 --      (one per set of caps counted against). Each lease records the caps it counts against
 --      (step_attempts.slots); the trigger step_attempts_return_slots gives them back when it
 --      leaves the leased set. With a rate-limited workspace or recipe in play, and in pass two,
---      workspaces are claimed one by one instead: a rate-limited one takes a try-lock of its own
---      (another claimer serving it right now means this call skips it) and refills its bucket.
+--      workspaces are claimed one by one instead: a rate-limited one locks its workspace_limits
+--      row SKIP LOCKED (another claimer serving it right now means this call skips it) and
+--      refills its bucket.
 --   6. Concurrency keys: a candidate with a key is taken only while the key's leased attempts
---      are under its limit (counted under a try-lock of the key); the others are parked
+--      are under its limit (counted under the key's engine_locks row, locked SKIP LOCKED); the
+--      others are parked
 --      (available_after = 'infinity', out of the ready indexes) until a slot is freed.
--- No statement here waits on a lock (SKIP LOCKED, try-locks), so no lock cycle can form.
+-- No statement here waits on a lock (SKIP LOCKED), so no lock cycle can form; the one exception,
+-- a key row created by another claimer that has not committed, is waited for in scope order.
+-- No lock the claim takes can be held by a login (engine rows only; no advisory keys).
 begin;
 set local role pgflight_owner;
 
@@ -211,12 +215,21 @@ begin
       -- for later). Then, in a statement of its own so that its snapshot is taken after the
       -- locks and sees every commit they waited for, each locked key's leased count and per
       -- candidate whether it fits under the key's limit (the first candidate's) in claim order.
-      select coalesce(array_agg(k.ws) filter (where k.got), '{}'), coalesce(array_agg(k.key) filter (where k.got), '{}')
+      -- (a key's lock is its engine_locks row, created in scope order so two claimers creating
+      -- the same new keys cannot wait on each other in a cycle; no login can lock it, where an
+      -- advisory key could be held by any login and the key's claims came back empty)
+      insert into pgflight.engine_locks (scope)
+      select x.scope from (select distinct 'key:' || u.ws || ':' || u.key as scope
+                             from unnest(v_ws, v_keys) u(ws, key) where u.key is not null) x
+       order by x.scope
+      on conflict do nothing;
+      select coalesce(array_agg(k.ws), '{}'), coalesce(array_agg(k.key), '{}')
         into v_locked_ws, v_locked_key
-        -- _key_lock's expression, written out: a function with a SET clause is never inlined
-        from (select x.ws, x.key, pg_catalog.pg_try_advisory_xact_lock(
-                pg_catalog.hashtextextended('pgflight.key:' || x.ws || ':' || x.key, 0)) as got
-                from (select distinct u.ws, u.key from unnest(v_ws, v_keys) u(ws, key) where u.key is not null) x) k;
+        from (select distinct u.ws, u.key from unnest(v_ws, v_keys) u(ws, key) where u.key is not null) k
+        join (select l.scope from pgflight.engine_locks l
+               where l.scope in (select 'key:' || u.ws || ':' || u.key from unnest(v_ws, v_keys) u(ws, key)
+                                  where u.key is not null)
+                 for update skip locked) l on l.scope = 'key:' || k.ws || ':' || k.key;
       select coalesce(array_agg(c.id order by c.i) filter (where c.key is null or c.rnk <= c.lim - h.held), '{}'),
              coalesce(array_agg(c.ws order by c.i) filter (where c.key is null or c.rnk <= c.lim - h.held), '{}'),
              coalesce(array_agg(c.id) filter (where c.key is not null and c.rnk > c.lim - h.held), '{}'),
@@ -600,10 +613,12 @@ begin
       v_q := least(case when v_pass = 1 then v_quota[v_w] else v_left end, v_left);
 
       -- 5. a rate-limited workspace: one claimer at a time refills and charges its bucket
+      -- (its workspace_limits row, locked SKIP LOCKED: another claimer serving it right now
+      -- means this call skips it; an advisory key before, which any login could hold)
       if v_rated[v_w] then
-        continue when not pg_catalog.pg_try_advisory_xact_lock(
-          pg_catalog.hashtextextended('pgflight.workspace:' || v_ws_id, 0));
-        select * into v_lim from pgflight.workspace_limits l where l.workspace_id = v_ws_id;
+        select * into v_lim from pgflight.workspace_limits l where l.workspace_id = v_ws_id
+           for no key update skip locked;
+        continue when not found;
         if v_lim.starts_per_s is not null then
           v_tokens := pgflight._bucket_tokens(v_lim.tokens, v_lim.refilled_at, v_lim.starts_per_s, v_lim.burst, p_now);
           v_q := least(v_q, floor(v_tokens)::integer);

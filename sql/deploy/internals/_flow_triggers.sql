@@ -1,5 +1,5 @@
 -- Deploy pgflight:internals/_flow_triggers
--- Defines: _fill_attempt_flow(), _key_lock(), _key_slot_freed(), _return_slots(), _take_slots_all(),
+-- Defines: _fill_attempt_flow(), _key_slot_freed(), _return_slots(), _take_slots_all(),
 -- _give_slots_back(), _set_slot_cap().
 -- The trigger functions of step_attempts' flow columns (issue 15); the triggers themselves are
 -- tables/step_attempts_triggers and tables/flow_slots_triggers; with them the in-flight caps'
@@ -31,28 +31,28 @@ $$;
 comment on function pgflight._fill_attempt_flow() is
   'Internal trigger: copy workspace_id and the concurrency key onto an attempt inserted without them.';
 
--- The advisory lock of one (workspace, key): claimers take it exclusively with a try (never
--- wait), the trigger below shares it (waits only for a claimer's commit). A hash collision only
--- makes two keys skip each other now and then.
-create or replace function pgflight._key_lock(p_workspace_id bigint, p_key text)
-returns bigint
-language sql immutable
-set search_path = pg_catalog, pg_temp
-as $$ select pg_catalog.hashtextextended('pgflight.key:' || p_workspace_id || ':' || p_key, 0) $$;
-comment on function pgflight._key_lock(bigint, text) is 'Internal: advisory lock id of a concurrency key.';
+-- A concurrency key's lock is the engine_locks row 'key:<workspace id>:<key>' (tables/engine_locks):
+-- claimers and the sweep take it FOR UPDATE SKIP LOCKED (never wait), the trigger below FOR SHARE
+-- (waits only for a claimer's commit). It was an advisory lock on a key any login could compute
+-- and hold: a reader holding it made every keyed completion of that key wait until its
+-- statement_timeout. No login can lock the row.
+drop function if exists pgflight._key_lock(bigint, text);
 
 -- A keyed attempt left the set that counts against its key (leased, or queued and woken): wake
--- the first parked attempt of the key. The shared lock waits for a claimer that is parking
--- attempts of this key to commit, so a park and a release can never miss each other.
+-- the first parked attempt of the key. The shared row lock waits for a claimer that is parking
+-- attempts of this key to commit, so a park and a release can never miss each other (the row is
+-- created first if missing: a claimer that created it and has not committed is waited for by
+-- the insert). Only engine functions lock these rows, each for a statement or a short claim.
 create or replace function pgflight._key_slot_freed()
 returns trigger
 language plpgsql
 set search_path = pg_catalog, pg_temp
 as $$
+declare
+  v_scope text := 'key:' || old.workspace_id || ':' || old.concurrency_key;
 begin
-  -- _key_lock's expression, written out (a function with a SET clause is never inlined)
-  perform pg_catalog.pg_advisory_xact_lock_shared(
-    pg_catalog.hashtextextended('pgflight.key:' || old.workspace_id || ':' || old.concurrency_key, 0));
+  insert into pgflight.engine_locks (scope) values (v_scope) on conflict do nothing;
+  perform from pgflight.engine_locks l where l.scope = v_scope for share;
   update pgflight.step_attempts a set available_after = pgflight._now()
    where a.id = (select p.id from pgflight.step_attempts p
                   where p.workspace_id = old.workspace_id and p.concurrency_key = old.concurrency_key
@@ -213,9 +213,12 @@ comment on function pgflight._give_slots_back(bigint[], smallint[], integer[]) i
 
 -- (Re)build the stripes of a scope (a workspace id, 0: global) for cap p_cap, and reconcile them
 -- with the attempts table: the leased attempts of the scope are all counted (marked with the
--- scope's bit), whatever the stripes said. p_cap null: no cap, stripes and marks removed. Waits
--- for the claims holding the scope's stripes (they commit in milliseconds); called by
--- set_workspace_limits, set_global_limits and the sweep wake_parked_keys.
+-- scope's bit), whatever the stripes said. p_cap null: no cap, stripes and marks removed. Two
+-- rebuilds of one scope take turns on the engine_locks row 'slots:<scope>' (an advisory key
+-- before, which any login could hold: every sweep pass then failed with 55P03). Waits for the
+-- claims holding the scope's stripes (they commit in milliseconds); called by
+-- set_workspace_limits, set_global_limits and the sweep wake_parked_keys (which bounds the wait
+-- and skips the scope when it runs out: lock_not_available, 55P03).
 create or replace function pgflight._set_slot_cap(p_scope bigint, p_cap integer)
 returns void
 language plpgsql volatile
@@ -226,7 +229,8 @@ declare
   v_held integer;
   v_stripes integer;
 begin
-  perform pg_catalog.pg_advisory_xact_lock(pg_catalog.hashtextextended('pgflight.slots:' || p_scope, 0));
+  insert into pgflight.engine_locks (scope) values ('slots:' || p_scope) on conflict do nothing;
+  perform from pgflight.engine_locks l where l.scope = 'slots:' || p_scope for update;
   perform from pgflight.flow_slots s where s.scope = p_scope for update;
   if p_cap is null then
     delete from pgflight.flow_slots s where s.scope = p_scope;

@@ -1,4 +1,4 @@
--- Revert pgflight:functions/wake_parked_keys: restores the previous definition, deploy/functions/wake_parked_keys@v0.3.0.sql (written by scripts/gen_sql_scripts.py)
+-- Revert pgflight:functions/wake_parked_keys: restores the previous definition, deploy/functions/wake_parked_keys@v0.9.0.sql (written by scripts/gen_sql_scripts.py)
 begin;
 set local role pgflight_owner;
 
@@ -6,7 +6,9 @@ set local role pgflight_owner;
 -- (trigger step_attempts_key_slot_freed); should a chain ever break (an attempt woken and then
 -- cancelled before it was claimed), this wakes, for at most p_limit keys with parked attempts,
 -- as many as the key has free slots. Takes each key's lock with a try, like the claim: a key
--- being claimed right now is left for the next pass. Returns the attempts woken.
+-- being claimed right now is left for the next pass. Then reconciles the in-flight caps' slot
+-- counters with the attempts leased (waits for the claims holding them, milliseconds). Returns
+-- the attempts woken.
 create or replace function pgflight.wake_parked_keys(p_limit integer default 1000)
 returns integer
 language plpgsql volatile security definer
@@ -41,6 +43,13 @@ begin
     get diagnostics v_n = row_count;
     v_woken := v_woken + v_n;
   end loop;
+  -- the in-flight caps' slot stripes reconciled with the attempts table (tables/flow_slots): a
+  -- lease that left the leased set by a path that bypassed the trigger cannot keep its slot
+  perform pgflight._set_slot_cap(l.workspace_id, l.max_in_flight)
+     from pgflight.workspace_limits l where l.max_in_flight is not null;
+  perform pgflight._set_slot_cap(0, s.max_in_flight) from pgflight.settings s where s.max_in_flight is not null;
+  delete from pgflight.flow_slot_returns f
+   where not exists (select from pgflight.flow_slots s where s.scope = f.scope);
   return v_woken;
 end
 $$;

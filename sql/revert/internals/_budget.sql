@@ -1,4 +1,4 @@
--- Revert pgflight:internals/_budget: restores the previous definition, deploy/internals/_budget@v0.6.0.sql (written by scripts/gen_sql_scripts.py)
+-- Revert pgflight:internals/_budget: restores the previous definition, deploy/internals/_budget@v0.9.0.sql (written by scripts/gen_sql_scripts.py)
 -- Defines: _call_budget_ids(), _raise_budget_exceeded(), _move_budget(), _release_reservation(), _iteration_refusal(), _token_estimate(), _token_admission(), _settle_tokens(), _reserve().
 -- Budget arithmetic: which budgets a call charges, lock in id order, check, move, release; the
 -- workspace's model tokens per minute; admission of a model call.
@@ -72,12 +72,16 @@ comment on function pgflight._raise_budget_exceeded(jsonb) is
 -- budget must be within its wall time (max_wall_s since started_at) and satisfy
 -- spent + reserved - p_release + p_reserve + p_spend <= limit; the first budget (in id order) that
 -- does not is returned as a refusal {message, detail, hint} and nothing is moved. Returns null when
--- the money moved.
+-- the money moved. Planned with seq scans off (issue 18): the plans a session keeps were made
+-- while budgets was small read the whole table at every move once it grew; jit off, so that
+-- penalty cannot cross jit_above_cost.
 create or replace function pgflight._move_budget(p_ids bigint[], p_reserve numeric, p_spend numeric, p_release numeric,
                                       p_check boolean, p_now timestamptz, p_what text)
 returns jsonb
 language plpgsql volatile
 set search_path = pg_catalog, pg_temp
+set enable_seqscan = off
+set jit = off
 as $$
 declare
   v_b pgflight.budgets;
@@ -131,10 +135,13 @@ comment on function pgflight._move_budget(bigint[], numeric, numeric, numeric, b
 
 -- Give back the reservation an agent run holds (a lapsed attempt, or one superseded by a retry),
 -- and forget the attempt that reserved (tables/agent_runs_hot): the run leaves agent_runs_reserved_idx.
+-- Seq scans off, as _move_budget.
 create or replace function pgflight._release_reservation(p_agent_run_id bigint)
 returns void
 language plpgsql volatile
 set search_path = pg_catalog, pg_temp
+set enable_seqscan = off
+set jit = off
 as $$
 declare
   v_run pgflight.agent_runs;

@@ -1,21 +1,25 @@
--- Revert pgflight:internals/_flow_triggers: restores the previous definition, deploy/internals/_flow_triggers@v0.4.0.sql (written by scripts/gen_sql_scripts.py)
--- Defines: _fill_attempt_flow(), _key_lock(), _key_slot_freed(), _return_slots(), _take_slots(),
--- _set_slot_cap().
+-- Revert pgflight:internals/_flow_triggers: restores the previous definition, deploy/internals/_flow_triggers@v0.9.0.sql (written by scripts/gen_sql_scripts.py)
+-- Defines: _fill_attempt_flow(), _key_lock(), _key_slot_freed(), _return_slots(), _take_slots_all(),
+-- _give_slots_back(), _set_slot_cap().
 -- The trigger functions of step_attempts' flow columns (issue 15); the triggers themselves are
 -- tables/step_attempts_triggers and tables/flow_slots_triggers; with them the in-flight caps'
 -- counters (tables/flow_slots: how and why they are striped). None is granted to any role.
 begin;
 set local role pgflight_owner;
-drop function pgflight._give_slots_back(bigint[], smallint[], integer[]);
-drop function pgflight._take_slots_all(bigint[], integer[]);
 
 -- Fills workspace_id and the key of an attempt inserted without them (the retry paths copy
 -- nothing but recipe and priority). submit_run and spawn_children pass them, so on the bulk
 -- paths the WHEN clause keeps this trigger from running at all.
+-- enable_seqscan off (issue 18): both lookups are by primary key, and the plans are cached for
+-- the session. A bulk INSERT of attempts without workspace_id (by hand, or a loader) into tables
+-- analyzed while empty (autovacuum after a TRUNCATE) planned them while runs and steps held one
+-- page: a seq scan, kept for every later row while the tables grew, quadratic (a second load of
+-- 1,000,000 crashed runs ran over 18 minutes where the first took 92 s).
 create or replace function pgflight._fill_attempt_flow()
 returns trigger
 language plpgsql
 set search_path = pg_catalog, pg_temp
+set enable_seqscan = off
 as $$
 begin
   select r.workspace_id into new.workspace_id from pgflight.runs r where r.id = new.run_id;
@@ -82,56 +86,130 @@ $$;
 comment on function pgflight._return_slots() is
   'Internal trigger: a leased attempt counted against caps stopped being leased; return its slots.';
 
--- Take up to p_want slots of a capped scope (a workspace id, 0: global) for this transaction:
--- lock stripes without waiting (SKIP LOCKED), starting at one chosen by the backend so that
--- concurrent claimers start apart, fold the committed returns into the first stripe locked, and
--- take from each at most its cap - held. Returns the slots taken and the first stripe locked (to
--- give unused slots back to, under the lock this transaction holds); (0, null) when every stripe
--- is held by another claimer right now or the cap is full. Never waits.
-create or replace function pgflight._take_slots(p_scope bigint, p_want integer, out got integer, out stripe smallint)
+-- _take_slots(scope, want), one scope per call, gave way to _take_slots_all (issue 15/18 claim cost)
+drop function if exists pgflight._take_slots(bigint, integer);
+
+-- Take in-flight slots of several capped scopes at once (a claim's capped workspaces and the
+-- global cap, 0; each scope once): up to p_wants[i] of scope p_scopes[i] (stripes locked
+-- without waiting, from one chosen by the backend; the committed returns of a scope folded into
+-- the first stripe locked; at most cap - held from each), but one statement for every scope: each
+-- scope locks one stripe, folds and takes. Only a scope whose stripe had too little goes on to
+-- its next stripe, in a further statement for all such scopes (at most 7 more, as a scope has at
+-- most 8 stripes). Issue 15/18: a claim of four capped workspaces and the global cap made five
+-- _take_slots calls of three statements each. Returns, per scope asked for, the slots taken and
+-- the first stripe locked (null when none could be locked), to give unused slots back to with
+-- _give_slots_back under the lock this transaction holds. Never waits.
+create or replace function pgflight._take_slots_all(p_scopes bigint[], p_wants integer[])
+returns table (scope bigint, got integer, stripe smallint)
 language plpgsql volatile
 set search_path = pg_catalog, pg_temp
 set plan_cache_mode = force_generic_plan
 as $$
 declare
   v_start integer := pg_catalog.pg_backend_pid() % 64;
-  v_tried smallint[] := '{}';
-  v_stripe smallint;
-  v_free integer;
-  v_take integer;
+  v_n integer := cardinality(p_scopes);
+  v_got integer[];
+  v_first smallint[];
+  v_tried bigint[] := '{}';  -- scope * 64 + stripe of every stripe locked
+  v_short bigint[] := '{}';
+  v_short_want integer[] := '{}';
+  v_locked_now bigint[];
+  v_round integer := 0;
+  v_s bigint;
+  v_t integer;
+  v_st smallint;
+  v_i integer;
 begin
-  got := 0;
-  while got < p_want loop
-    select s.stripe, s.cap - s.held into v_stripe, v_free
-      from pgflight.flow_slots s
-     where s.scope = p_scope and s.stripe <> all (v_tried)
-     order by (s.stripe - v_start + 64) % 64
-     limit 1
-       for update skip locked;
-    exit when not found;
-    v_tried := v_tried || v_stripe;
-    if stripe is null then
-      stripe := v_stripe;
-      -- the committed returns of this scope (a return not yet committed is still a held slot)
-      with r as (
+  -- (array bookkeeping in PL/pgSQL's simple expressions, not SQL: each SQL expression run here
+  -- costs tens of microseconds, a simple one about one)
+  v_got := array_fill(0, array[v_n]);
+  v_first := array_fill(null::smallint, array[v_n]);
+  for v_i in 1 .. v_n loop
+    if p_wants[v_i] > 0 then
+      v_short := v_short || p_scopes[v_i];
+      v_short_want := v_short_want || p_wants[v_i];
+    end if;
+  end loop;
+  while v_short <> '{}' and v_round < 8 loop
+    v_round := v_round + 1;
+    v_locked_now := '{}';
+    for v_s, v_st, v_t in
+      with locked as materialized (
+        -- the next stripe of each scope still short, skipping stripes other claimers hold
+        select l.scope, l.stripe, l.cap, l.held, w.want
+          from unnest(v_short, v_short_want) w(scope, want)
+          cross join lateral (
+            select s.scope, s.stripe, s.cap, s.held from pgflight.flow_slots s
+             where s.scope = w.scope and (s.scope * 64 + s.stripe) <> all (v_tried)
+             order by (s.stripe - v_start + 64) % 64
+             limit 1
+               for update skip locked) l
+      ), returned as (
+        -- the committed returns of the scopes whose first stripe this is (a return not yet
+        -- committed is still a held slot)
         delete from pgflight.flow_slot_returns f
-         where f.id in (select g.id from pgflight.flow_slot_returns g where g.scope = p_scope
+         where v_round = 1
+           and f.id in (select g.id from pgflight.flow_slot_returns g
+                         where g.scope in (select l.scope from locked l)
                          limit 10000 for update skip locked)
-        returning f.n)
-      update pgflight.flow_slots s set held = s.held - (select coalesce(sum(r.n), 0) from r)::integer
-       where s.scope = p_scope and s.stripe = v_stripe
-      returning s.cap - s.held into v_free;
-    end if;
-    if v_free > 0 then
-      v_take := least(v_free, p_want - got);
-      update pgflight.flow_slots s set held = s.held + v_take where s.scope = p_scope and s.stripe = v_stripe;
-      got := got + v_take;
-    end if;
+        returning f.scope, f.n
+      ), took as (
+        select l.scope, l.stripe, coalesce(r.n, 0) as folded,
+               least(greatest(l.cap - l.held + coalesce(r.n, 0), 0), l.want) as take
+          from locked l
+          left join (select r.scope, sum(r.n)::integer as n from returned r group by r.scope) r on r.scope = l.scope
+      ), moved as (
+        update pgflight.flow_slots s set held = s.held - t.folded + t.take
+          from took t
+         where s.scope = t.scope and s.stripe = t.stripe and (t.folded <> 0 or t.take <> 0)
+      )
+      select t.scope, t.stripe, t.take from took t
+    loop
+      v_tried := v_tried || (v_s * 64 + v_st);
+      v_locked_now := v_locked_now || v_s;
+      v_i := array_position(p_scopes, v_s);
+      v_got[v_i] := v_got[v_i] + v_t;
+      v_first[v_i] := coalesce(v_first[v_i], v_st);
+    end loop;
+    -- the scopes still short that locked a stripe this round go on to their next stripe; those
+    -- that could lock none have no stripe free right now
+    v_short := '{}';
+    v_short_want := '{}';
+    for v_i in 1 .. v_n loop
+      if v_got[v_i] < p_wants[v_i] and p_scopes[v_i] = any (v_locked_now) then
+        v_short := v_short || p_scopes[v_i];
+        v_short_want := v_short_want || (p_wants[v_i] - v_got[v_i]);
+      end if;
+    end loop;
+  end loop;
+  for v_i in 1 .. v_n loop
+    scope := p_scopes[v_i];
+    got := v_got[v_i];
+    stripe := v_first[v_i];
+    return next;
   end loop;
 end
 $$;
-comment on function pgflight._take_slots(bigint, integer) is
-  'Internal: take up to p_want in-flight slots of a capped scope from the stripes free right now.';
+comment on function pgflight._take_slots_all(bigint[], integer[]) is
+  'Internal: take in-flight slots of several capped scopes at once (p_wants[i] of p_scopes[i]) from the stripes free right now.';
+
+-- Give back slots taken and not used (by _take_slots_all) to the stripe each scope locked first
+-- (this transaction holds its lock): one statement for every scope; nothing for zero.
+create or replace function pgflight._give_slots_back(p_scopes bigint[], p_stripes smallint[], p_counts integer[])
+returns void
+language plpgsql volatile
+set search_path = pg_catalog, pg_temp
+set plan_cache_mode = force_generic_plan
+as $$
+begin
+  -- PL/pgSQL: its plan is cached across calls (a SQL function with a SET clause is planned each time)
+  update pgflight.flow_slots s set held = s.held - u.n
+    from unnest(p_scopes, p_stripes, p_counts) u(scope, stripe, n)
+   where s.scope = u.scope and s.stripe = u.stripe and u.n > 0;
+end
+$$;
+comment on function pgflight._give_slots_back(bigint[], smallint[], integer[]) is
+  'Internal: give unused in-flight slots back to the stripes a claim locked (per scope: stripe, count).';
 
 -- (Re)build the stripes of a scope (a workspace id, 0: global) for cap p_cap, and reconcile them
 -- with the attempts table: the leased attempts of the scope are all counted (marked with the
