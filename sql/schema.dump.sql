@@ -739,10 +739,12 @@ begin
       v_q := least(case when v_pass = 1 then v_quota[v_w] else v_left end, v_left);
 
       -- 5. a rate-limited workspace: one claimer at a time refills and charges its bucket
+      -- (its workspace_limits row, locked SKIP LOCKED: another claimer serving it right now
+      -- means this call skips it; an advisory key before, which any login could hold)
       if v_rated[v_w] then
-        continue when not pg_catalog.pg_try_advisory_xact_lock(
-          pg_catalog.hashtextextended('pgflight.workspace:' || v_ws_id, 0));
-        select * into v_lim from pgflight.workspace_limits l where l.workspace_id = v_ws_id;
+        select * into v_lim from pgflight.workspace_limits l where l.workspace_id = v_ws_id
+           for no key update skip locked;
+        continue when not found;
         if v_lim.starts_per_s is not null then
           v_tokens := pgflight._bucket_tokens(v_lim.tokens, v_lim.refilled_at, v_lim.starts_per_s, v_lim.burst, p_now);
           v_q := least(v_q, floor(v_tokens)::integer);
@@ -921,12 +923,21 @@ begin
       -- for later). Then, in a statement of its own so that its snapshot is taken after the
       -- locks and sees every commit they waited for, each locked key's leased count and per
       -- candidate whether it fits under the key's limit (the first candidate's) in claim order.
-      select coalesce(array_agg(k.ws) filter (where k.got), '{}'), coalesce(array_agg(k.key) filter (where k.got), '{}')
+      -- (a key's lock is its engine_locks row, created in scope order so two claimers creating
+      -- the same new keys cannot wait on each other in a cycle; no login can lock it, where an
+      -- advisory key could be held by any login and the key's claims came back empty)
+      insert into pgflight.engine_locks (scope)
+      select x.scope from (select distinct 'key:' || u.ws || ':' || u.key as scope
+                             from unnest(v_ws, v_keys) u(ws, key) where u.key is not null) x
+       order by x.scope
+      on conflict do nothing;
+      select coalesce(array_agg(k.ws), '{}'), coalesce(array_agg(k.key), '{}')
         into v_locked_ws, v_locked_key
-        -- _key_lock's expression, written out: a function with a SET clause is never inlined
-        from (select x.ws, x.key, pg_catalog.pg_try_advisory_xact_lock(
-                pg_catalog.hashtextextended('pgflight.key:' || x.ws || ':' || x.key, 0)) as got
-                from (select distinct u.ws, u.key from unnest(v_ws, v_keys) u(ws, key) where u.key is not null) x) k;
+        from (select distinct u.ws, u.key from unnest(v_ws, v_keys) u(ws, key) where u.key is not null) k
+        join (select l.scope from pgflight.engine_locks l
+               where l.scope in (select 'key:' || u.ws || ':' || u.key from unnest(v_ws, v_keys) u(ws, key)
+                                  where u.key is not null)
+                 for update skip locked) l on l.scope = 'key:' || k.ws || ':' || k.key;
       select coalesce(array_agg(c.id order by c.i) filter (where c.key is null or c.rnk <= c.lim - h.held), '{}'),
              coalesce(array_agg(c.ws order by c.i) filter (where c.key is null or c.rnk <= c.lim - h.held), '{}'),
              coalesce(array_agg(c.id) filter (where c.key is not null and c.rnk > c.lim - h.held), '{}'),
@@ -1871,29 +1882,17 @@ ALTER FUNCTION pgflight._iteration_refusal(p_run pgflight.agent_runs, p_iteratio
 
 COMMENT ON FUNCTION pgflight._iteration_refusal(p_run pgflight.agent_runs, p_iteration integer) IS 'Internal: the ZF007 refusal when p_iteration passes the agent''s max_iterations, else null.';
 
--- Name: _key_lock(bigint, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
-
-CREATE FUNCTION pgflight._key_lock(p_workspace_id bigint, p_key text) RETURNS bigint
-    LANGUAGE sql IMMUTABLE
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$ select pg_catalog.hashtextextended('pgflight.key:' || p_workspace_id || ':' || p_key, 0) $$;
-
-ALTER FUNCTION pgflight._key_lock(p_workspace_id bigint, p_key text) OWNER TO pgflight_owner;
-
--- Name: FUNCTION _key_lock(p_workspace_id bigint, p_key text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
-
-COMMENT ON FUNCTION pgflight._key_lock(p_workspace_id bigint, p_key text) IS 'Internal: advisory lock id of a concurrency key.';
-
 -- Name: _key_slot_freed(); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
 CREATE FUNCTION pgflight._key_slot_freed() RETURNS trigger
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
+declare
+  v_scope text := 'key:' || old.workspace_id || ':' || old.concurrency_key;
 begin
-  -- _key_lock's expression, written out (a function with a SET clause is never inlined)
-  perform pg_catalog.pg_advisory_xact_lock_shared(
-    pg_catalog.hashtextextended('pgflight.key:' || old.workspace_id || ':' || old.concurrency_key, 0));
+  insert into pgflight.engine_locks (scope) values (v_scope) on conflict do nothing;
+  perform from pgflight.engine_locks l where l.scope = v_scope for share;
   update pgflight.step_attempts a set available_after = pgflight._now()
    where a.id = (select p.id from pgflight.step_attempts p
                   where p.workspace_id = old.workspace_id and p.concurrency_key = old.concurrency_key
@@ -3563,7 +3562,8 @@ declare
   v_held integer;
   v_stripes integer;
 begin
-  perform pg_catalog.pg_advisory_xact_lock(pg_catalog.hashtextextended('pgflight.slots:' || p_scope, 0));
+  insert into pgflight.engine_locks (scope) values ('slots:' || p_scope) on conflict do nothing;
+  perform from pgflight.engine_locks l where l.scope = 'slots:' || p_scope for update;
   perform from pgflight.flow_slots s where s.scope = p_scope for update;
   if p_cap is null then
     delete from pgflight.flow_slots s where s.scope = p_scope;
@@ -3620,7 +3620,8 @@ begin
   if v_delta = 0 then
     return;
   end if;
-  perform pg_catalog.pg_advisory_xact_lock(pg_catalog.hashtextextended('pgflight.model_tokens', p_run.workspace_id));
+  insert into pgflight.engine_locks (scope) values ('model_tokens:' || p_run.workspace_id) on conflict do nothing;
+  perform from pgflight.engine_locks l where l.scope = 'model_tokens:' || p_run.workspace_id for update;
   insert into pgflight.model_token_windows as w (workspace_id, bucket, tokens)
   values (p_run.workspace_id, to_timestamp(floor(extract(epoch from p_now) / 5) * 5), v_delta)
   on conflict on constraint model_token_window_is_unique do update set tokens = w.tokens + excluded.tokens;
@@ -3852,6 +3853,40 @@ ALTER FUNCTION pgflight._store_tool_results(p_run_id bigint, p_attempt_id bigint
 
 COMMENT ON FUNCTION pgflight._store_tool_results(p_run_id bigint, p_attempt_id bigint, p_results jsonb, p_now timestamp with time zone) IS 'Internal: store tool_result blocks set-based (first result wins); returns the ids stored. 22023, ZF003.';
 
+-- Name: _sweep_loop_lease(boolean); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._sweep_loop_lease(p_take boolean) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_started timestamptz;
+  v_n integer;
+begin
+  perform pg_catalog.pg_stat_clear_snapshot();  -- pg_stat_activity as of now, not of the transaction's first read
+  select a.backend_start into v_started from pg_catalog.pg_stat_activity a where a.pid = pg_catalog.pg_backend_pid();
+  if p_take then
+    update pgflight.engine_locks l set holder_pid = pg_catalog.pg_backend_pid(), holder_started_at = v_started
+     where l.scope = 'sweep_loop'
+       and (l.holder_pid is null
+            or (l.holder_pid = pg_catalog.pg_backend_pid() and l.holder_started_at = v_started)
+            or not exists (select from pg_catalog.pg_stat_activity a
+                            where a.pid = l.holder_pid and a.backend_start = l.holder_started_at));
+  else
+    update pgflight.engine_locks l set holder_pid = null, holder_started_at = null
+     where l.scope = 'sweep_loop' and l.holder_pid = pg_catalog.pg_backend_pid() and l.holder_started_at = v_started;
+  end if;
+  get diagnostics v_n = row_count;
+  return v_n > 0;
+end
+$$;
+
+ALTER FUNCTION pgflight._sweep_loop_lease(p_take boolean) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _sweep_loop_lease(p_take boolean); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._sweep_loop_lease(p_take boolean) IS 'Internal: take (true) or give back (false) the sweep loop''s lease for this backend; returns whether it did.';
+
 -- Name: _take_slots_all(bigint[], integer[]); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
 CREATE FUNCTION pgflight._take_slots_all(p_scopes bigint[], p_wants integer[]) RETURNS TABLE(scope bigint, got integer, stripe smallint)
@@ -3964,7 +3999,8 @@ declare
   v_free_at timestamptz;
   v_retry integer;
 begin
-  perform pg_catalog.pg_advisory_xact_lock(pg_catalog.hashtextextended('pgflight.model_tokens', p_run.workspace_id));
+  insert into pgflight.engine_locks (scope) values ('model_tokens:' || p_run.workspace_id) on conflict do nothing;
+  perform from pgflight.engine_locks l where l.scope = 'model_tokens:' || p_run.workspace_id for update;
   select coalesce(sum(w.tokens), 0) into v_used
     from pgflight.model_token_windows w
    where w.workspace_id = p_run.workspace_id and w.bucket > p_now - interval '65 s';
@@ -8048,7 +8084,6 @@ CREATE PROCEDURE pgflight.sweep_loop(IN p_duration_s double precision DEFAULT 55
     LANGUAGE plpgsql
     AS $$
 declare
-  c_lock constant bigint := 7383617326517504001;  -- 'pgflight.sweep_loop'
   v_start timestamptz := pg_catalog.clock_timestamp();
   v_end timestamptz := v_start + pg_catalog.make_interval(secs => p_duration_s);
   v_beat timestamptz;
@@ -8057,13 +8092,17 @@ declare
   v_state text;
   v_msg text;
 begin
-  while not pg_catalog.pg_try_advisory_lock(c_lock) loop
+  loop
+    -- committed at once: a second loop waiting on the row sees this one's lease, not a lock
+    exit when pgflight._sweep_loop_lease(true);
+    commit;
     if pg_catalog.clock_timestamp() > v_end then
-      raise warning 'pgflight.sweep_loop: another sweep loop held the lock for % s; not sweeping', p_duration_s;
+      raise warning 'pgflight.sweep_loop: another sweep loop held the lease for % s; not sweeping', p_duration_s;
       return;
     end if;
     perform pg_catalog.pg_sleep(0.2);
   end loop;
+  commit;
   v_beat := pg_catalog.clock_timestamp();
   loop
     v_backlog := false;
@@ -8098,7 +8137,8 @@ begin
       perform pg_catalog.pg_sleep(pg_catalog.date_part('epoch', v_beat - pg_catalog.clock_timestamp()));
     end if;
   end loop;
-  perform pg_catalog.pg_advisory_unlock(c_lock);
+  perform pgflight._sweep_loop_lease(false);
+  commit;
 end
 $$;
 
@@ -8195,12 +8235,15 @@ COMMENT ON FUNCTION pgflight.wake_parents(p_limit integer) IS 'Sweep: requeue pa
 CREATE FUNCTION pgflight.wake_parked_keys(p_limit integer DEFAULT 1000) RETURNS integer
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$
+    AS $_$
 declare
   v_key record;
+  v_scope record;
+  v_lock text;
   v_free integer;
   v_woken integer := 0;
   v_n integer;
+  v_timeout text := pg_catalog.current_setting('lock_timeout');
 begin
   perform pgflight._require_lane('operator', null, 'wake_parked_keys');  -- issue 13: acts on every workspace
   for v_key in
@@ -8209,7 +8252,9 @@ begin
      where a.status = 'queued' and a.available_after = 'infinity' and a.concurrency_key is not null
      limit greatest(p_limit, 0)
   loop
-    continue when not pg_catalog.pg_try_advisory_xact_lock(pgflight._key_lock(v_key.workspace_id, v_key.concurrency_key));
+    v_lock := 'key:' || v_key.workspace_id || ':' || v_key.concurrency_key;
+    insert into pgflight.engine_locks (scope) values (v_lock) on conflict do nothing;
+    continue when not exists (select from pgflight.engine_locks l where l.scope = v_lock for update skip locked);
     v_free := v_key.concurrency_limit - (select count(*) from pgflight.step_attempts a
                 where a.workspace_id = v_key.workspace_id and a.concurrency_key = v_key.concurrency_key
                   and (a.status in ('claimed', 'running', 'cancel_requested')
@@ -8227,20 +8272,77 @@ begin
   end loop;
   -- the in-flight caps' slot stripes reconciled with the attempts table (tables/flow_slots): a
   -- lease that left the leased set by a path that bypassed the trigger cannot keep its slot
-  perform pgflight._set_slot_cap(l.workspace_id, l.max_in_flight)
-     from pgflight.workspace_limits l where l.max_in_flight is not null;
-  perform pgflight._set_slot_cap(0, s.max_in_flight) from pgflight.settings s where s.max_in_flight is not null;
+  for v_scope in
+    select l.workspace_id as scope, l.max_in_flight as cap from pgflight.workspace_limits l where l.max_in_flight is not null
+    union all
+    select 0, s.max_in_flight from pgflight.settings s where s.max_in_flight is not null
+  loop
+    begin
+      if v_timeout = '0' or pg_catalog.date_part('epoch', v_timeout::interval) > 0.1 then
+        perform pg_catalog.set_config('lock_timeout', '100ms', true);
+      end if;
+      perform pgflight._set_slot_cap(v_scope.scope, v_scope.cap);
+      perform pg_catalog.set_config('lock_timeout', v_timeout, true);
+    exception when lock_not_available then
+      perform pg_catalog.set_config('lock_timeout', v_timeout, true);
+      raise log 'pgflight.wake_parked_keys: slot scope % skipped this pass (its rows stay locked)', v_scope.scope;
+    end;
+  end loop;
   delete from pgflight.flow_slot_returns f
    where not exists (select from pgflight.flow_slots s where s.scope = f.scope);
+  -- key rows of keys with nothing queued or leased (created again by the next claim of the key)
+  delete from pgflight.engine_locks l
+   where l.scope in (select k.scope from pgflight.engine_locks k
+                      where k.scope like 'key:%'
+                        -- (two probes, one per partial index: queued, leased)
+                        and not exists (select from pgflight.step_attempts a
+                                         where a.workspace_id = substring(k.scope from '^key:(\d+):')::bigint
+                                           and a.concurrency_key = substring(k.scope from '^key:\d+:(.*)$')
+                                           and a.status = 'queued')
+                        and not exists (select from pgflight.step_attempts a
+                                         where a.workspace_id = substring(k.scope from '^key:(\d+):')::bigint
+                                           and a.concurrency_key = substring(k.scope from '^key:\d+:(.*)$')
+                                           and a.status in ('claimed', 'running', 'cancel_requested'))
+                      limit 1000
+                        for update skip locked);
   return v_woken;
 end
-$$;
+$_$;
 
 ALTER FUNCTION pgflight.wake_parked_keys(p_limit integer) OWNER TO pgflight_owner;
 
 -- Name: FUNCTION wake_parked_keys(p_limit integer); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
 COMMENT ON FUNCTION pgflight.wake_parked_keys(p_limit integer) IS 'Sweep: wake parked attempts of concurrency keys that have free slots (a safety net); returns the count.';
+
+-- Name: wake_ticket_key(bigint); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.wake_ticket_key(p_key bigint) RETURNS bigint
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_lanes bigint[] := pgflight._lane_workspaces('worker');
+  v_digest bytea;
+begin
+  if p_key is null or v_lanes = '{}' then
+    return null;
+  end if;
+  select sha256(s.secret || convert_to(
+           coalesce((select string_agg(w::text, ',' order by w) from unnest(v_lanes) w), '*') || ':' || p_key,
+           'UTF8'))
+    into v_digest
+    from pgflight.wake_ticket_secret s;
+  -- the first 8 bytes as a signed 64-bit key
+  return ('x' || encode(substring(v_digest from 1 for 8), 'hex'))::bit(64)::bigint;
+end
+$$;
+
+ALTER FUNCTION pgflight.wake_ticket_key(p_key bigint) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION wake_ticket_key(p_key bigint); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.wake_ticket_key(p_key bigint) IS 'The advisory lock key (bigint) of a wake ticket for the calling login''s worker lanes, derived from the engine''s secret and p_key (the worker''s key of its recipe group and the ticket); null without a worker lane.';
 
 -- Name: worker_list(integer); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -8765,6 +8867,22 @@ ALTER TABLE pgflight.engine_health OWNER TO pgflight_owner;
 -- Name: VIEW engine_health; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
 COMMENT ON VIEW pgflight.engine_health IS 'Gauges: ready, leased, expired leases not yet reclaimed, attempts over their deadline but still heartbeating (C15), parked, workers seen in the last 60 s; the oldest xmin holding back vacuum (age, seconds held, pid), NOTIFY queue usage, dead tuples of the hot tables, seconds since the last sweep pass, the > 5 min flag, age(datfrozenxid).';
+
+-- Name: engine_locks; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
+
+CREATE TABLE pgflight.engine_locks (
+    scope text NOT NULL,
+    holder_pid integer,
+    holder_started_at timestamp with time zone,
+    CONSTRAINT holder_is_named_whole CHECK (((holder_pid IS NULL) = (holder_started_at IS NULL)))
+)
+WITH (fillfactor='50');
+
+ALTER TABLE pgflight.engine_locks OWNER TO pgflight_owner;
+
+-- Name: TABLE engine_locks; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON TABLE pgflight.engine_locks IS 'The engine''s locks as rows no login can lock (no lane has a privilege on it): key:<ws>:<key>, slots:<scope>, model_tokens:<ws> locked in the caller''s transaction; sweep_loop a lease held by holder_pid (with holder_started_at, its backend_start) while that backend lives.';
 
 -- Name: events; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
 
@@ -9398,6 +9516,20 @@ CREATE TABLE pgflight.traces_from_0 (
 
 ALTER TABLE pgflight.traces_from_0 OWNER TO pgflight_owner;
 
+-- Name: wake_ticket_secret; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
+
+CREATE TABLE pgflight.wake_ticket_secret (
+    id boolean DEFAULT true NOT NULL,
+    secret bytea DEFAULT sha256(convert_to(((gen_random_uuid())::text || (gen_random_uuid())::text), 'UTF8'::name)) NOT NULL,
+    CONSTRAINT one_row CHECK (id)
+);
+
+ALTER TABLE pgflight.wake_ticket_secret OWNER TO pgflight_owner;
+
+-- Name: TABLE wake_ticket_secret; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON TABLE pgflight.wake_ticket_secret IS 'One row: the random secret (32 bytes) wake_ticket_key mixes into every wake ticket''s lock key.';
+
 -- Name: workers_id_seq; Type: SEQUENCE; Schema: pgflight; Owner: pgflight_owner
 
 ALTER TABLE pgflight.workers ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
@@ -9583,6 +9715,11 @@ ALTER TABLE ONLY pgflight.effects
 ALTER TABLE ONLY pgflight.effects
     ADD CONSTRAINT effects_pkey PRIMARY KEY (id);
 
+-- Name: engine_locks engine_locks_pkey; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.engine_locks
+    ADD CONSTRAINT engine_locks_pkey PRIMARY KEY (scope);
+
 -- Name: events events_pkey; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
 
 ALTER TABLE ONLY pgflight.events
@@ -9682,6 +9819,11 @@ ALTER TABLE ONLY pgflight.traces_default
 
 ALTER TABLE ONLY pgflight.traces_from_0
     ADD CONSTRAINT traces_from_0_pkey PRIMARY KEY (agent_run_id, iteration, seq);
+
+-- Name: wake_ticket_secret wake_ticket_secret_pkey; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.wake_ticket_secret
+    ADD CONSTRAINT wake_ticket_secret_pkey PRIMARY KEY (id);
 
 -- Name: workers workers_pkey; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
 
@@ -10187,10 +10329,6 @@ REVOKE ALL ON FUNCTION pgflight._give_slots_back(p_scopes bigint[], p_stripes sm
 
 REVOKE ALL ON FUNCTION pgflight._iteration_refusal(p_run pgflight.agent_runs, p_iteration integer) FROM PUBLIC;
 
--- Name: FUNCTION _key_lock(p_workspace_id bigint, p_key text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
-
-REVOKE ALL ON FUNCTION pgflight._key_lock(p_workspace_id bigint, p_key text) FROM PUBLIC;
-
 -- Name: FUNCTION _key_slot_freed(); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
 REVOKE ALL ON FUNCTION pgflight._key_slot_freed() FROM PUBLIC;
@@ -10388,6 +10526,11 @@ REVOKE ALL ON FUNCTION pgflight._steps_finished(p_step_ids bigint[], p_finals te
 -- Name: FUNCTION _store_tool_results(p_run_id bigint, p_attempt_id bigint, p_results jsonb, p_now timestamp with time zone); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
 REVOKE ALL ON FUNCTION pgflight._store_tool_results(p_run_id bigint, p_attempt_id bigint, p_results jsonb, p_now timestamp with time zone) FROM PUBLIC;
+
+-- Name: FUNCTION _sweep_loop_lease(p_take boolean); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._sweep_loop_lease(p_take boolean) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight._sweep_loop_lease(p_take boolean) TO pgflight_cron;
 
 -- Name: FUNCTION _take_slots_all(p_scopes bigint[], p_wants integer[]); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
