@@ -100,6 +100,30 @@ HIGH_CATEGORIES: Final = frozenset(c for c, s in CATEGORY_SEVERITY.items() if s 
 #: Boilerplate nearly every licence has (warranty disclaimer, limitation of liability): folded in reports.
 ROUTINE_CATEGORIES: Final = frozenset({"warranty_disclaimer", "limitation_of_liability"})
 
+#: Categories the offline model cannot judge reliably: precision or recall under 0.8 on the final
+#: (only scored) part of the held-out sentences (examples/tests/eval/heldout) when last measured.
+#: A test fails when this list and the measurement disagree.
+OFFLINE_UNRELIABLE: Final[dict[str, str]] = {
+    "non_commercial": "held-out precision 0.57, recall 0.80",
+}
+
+
+def unreliable_note(model: str) -> str:
+    """
+    The report's line on what the offline model cannot judge (empty for another model).
+
+    :param model: the model the run used, as the report's header names it (``offline`` for the
+        offline model).
+    """
+    if model != "offline" or not OFFLINE_UNRELIABLE:
+        return ""
+    named = "; ".join(f"{CATEGORY_TITLES[c]} ({why})" for c, why in OFFLINE_UNRELIABLE.items())
+    return (
+        "The offline model reads clauses by rules and cannot judge these reliably: "
+        f"{named}. For a real reader, run the review with --model anthropic."
+    )
+
+
 UNKNOWN_FAMILY: Final = "unknown"
 #: Longest quote a finding carries, in characters.
 MAX_QUOTE_CHARS: Final = 480

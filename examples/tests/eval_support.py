@@ -9,8 +9,8 @@ The clause evaluation set (examples/tests/eval/texts): licence texts and excerpt
 Unlisted lines expect nothing. Scoring per category: a finding is a true positive when its line
 range overlaps a labelled span of its category in the same text (precision = true positives /
 findings); a labelled span is recalled when some finding of its category overlaps it (recall =
-recalled spans / spans). This set is the TUNING set: the clause rules were written and tuned on its texts, so its
-figures measure how well the rules remember them, not how well they read unseen wording.
+recalled spans / spans). This set is the TUNING set: the clause rules were written and tuned on
+its texts, so its figures measure how well the rules remember them, not how well they read.
 
 The HELD-OUT set (examples/tests/eval/heldout/sentences.json, see its README) is never used to
 write or tune rules: 270 independently worded sentences, at least ten positives per category
