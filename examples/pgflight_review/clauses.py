@@ -1222,7 +1222,7 @@ def _rule_findings(text: _Text) -> list[Finding]:
 # any purpose") make the clause not that category.
 
 _STEMMER: Final = snowballstemmer.stemmer("english")
-_WORD: Final = re.compile(r"non-[a-z]+|[a-z]+(?:'[a-z]+)?")  # "non-exclusive" is one word
+_WORD: Final = re.compile(r"\bnon?-[a-z]+|[a-z]+(?:'[a-z]+)?")  # "non-exclusive", "no-charge": one word
 _BRITISH: Final = (
     (re.compile(r"licenc"), "licens"),
     (re.compile(r"(?<=[a-z]{3})is(e|ed|es|ing|ation)$"), r"iz\1"),
