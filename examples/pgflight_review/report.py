@@ -34,6 +34,7 @@ from pgflight_review.clauses import (
     ROUTINE_CATEGORIES,
     SEVERITIES,
     UNKNOWN_FAMILY,
+    unreliable_note,
 )
 
 #: Audit keys in report order, with their labels; other keys follow in the order given.
@@ -276,6 +277,7 @@ class Report:
     skipped: list[SkippedRecord]
     audit: list[tuple[str, str]]
     categories: list[tuple[str, str]]
+    unreliable: str = ""  # what the model cannot judge reliably (the offline model), else empty
 
 
 def _anchor(prefix: str, text: str) -> str:
@@ -402,6 +404,7 @@ def build(
         skipped=skipped,
         audit=audit_rows,
         categories=[(c, CATEGORY_TITLES.get(c, c)) for c in CATEGORIES],
+        unreliable=unreliable_note(run.model),
     )
 
 
