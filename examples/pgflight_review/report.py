@@ -236,6 +236,23 @@ class Document:
     def high(self) -> list[Finding]:
         return [f for f in self.findings if f.severity == "high"]
 
+    @property
+    def system_copyleft(self) -> bool:
+        """
+        The copyright notice of a distribution package whose only high-severity clauses are
+        copyleft: ordinary for an operating system's own packages (GPL and its kin cover most of
+        them), counted apart from the documents that need a lawyer's look.
+        """
+        return (
+            self.path.startswith(SYSTEM_NOTICE_PREFIXES)
+            and bool(self.high)
+            and all(f.category in COPYLEFT_CATEGORIES for f in self.high)
+        )
+
+    @property
+    def needs_review(self) -> bool:
+        return bool(self.high) and not self.system_copyleft
+
 
 @dataclass
 class Family:
@@ -271,7 +288,8 @@ class Report:
     by_severity: dict[str, int]
     by_category: list[tuple[str, str, int, int, bool]]  # category, title, findings, documents, routine
     reasons: list[Reason]
-    needs_review: int  # documents with a high-severity finding
+    needs_review: int  # documents with a high-severity finding, system packages' copyleft aside
+    system_copyleft: int  # system packages' notices whose only high-severity clauses are copyleft
     families: list[Family]
     not_reviewed: list[DocumentResult]
     skipped: list[SkippedRecord]
@@ -319,6 +337,9 @@ def _share_wordings(docs: list[Document]) -> None:
 
 
 _SEVERITY_ORDER: Final = {s: i for i, s in enumerate(SEVERITIES)}
+#: Where a Debian or Ubuntu system keeps its packages' copyright notices and common licence texts.
+SYSTEM_NOTICE_PREFIXES: Final = ("/usr/share/doc/", "/usr/share/common-licenses/")
+COPYLEFT_CATEGORIES: Final = frozenset({"strong_copyleft", "network_copyleft"})
 
 
 def build(
@@ -359,7 +380,7 @@ def build(
             [
                 (d, [f for f in d.high if f.category == c])
                 for d in docs
-                if any(f.category == c for f in d.high)
+                if d.needs_review and any(f.category == c for f in d.high)
             ],
         )
         for c in CATEGORIES
@@ -398,7 +419,8 @@ def build(
             for c in CATEGORIES
         ],
         reasons=[r for r in reasons if r.documents],
-        needs_review=sum(1 for d in docs if d.high),
+        needs_review=sum(1 for d in docs if d.needs_review),
+        system_copyleft=sum(1 for d in docs if d.system_copyleft),
         families=family_list,
         not_reviewed=[r for r in results if r.status != "succeeded"],
         skipped=skipped,

@@ -650,3 +650,39 @@ def test_the_progress_line_keeps_its_figures_whole_at_80_columns() -> None:
     assert len(line) <= 80
     for figure in ("4,321/10,000", "12.3 docs/s", "ETA 4620s", "0:00:00", "workers 4"):
         assert figure in line, line
+
+
+def test_the_headline_counts_system_packages_under_ordinary_copyleft_apart() -> None:
+    from pgflight_review.report import DocumentResult, FlagRecord, RunInfo, build, render_markdown
+
+    gpl = FlagRecord(
+        category="strong_copyleft", severity="high", quote="GNU General Public", line_start=1, line_end=1
+    )
+    indemnity = FlagRecord(
+        category="indemnification", severity="high", quote="indemnify", line_start=3, line_end=3
+    )
+    docs = [
+        DocumentResult(
+            path="/usr/share/doc/bash/copyright", family="GPL-3.0", status="succeeded", flags=[gpl]
+        ),
+        DocumentResult(
+            path="/usr/share/common-licenses/GPL-2", family="GPL-2.0", status="succeeded", flags=[gpl]
+        ),
+        # a system package with more than copyleft, and copyleft outside the system's notices: both count
+        DocumentResult(
+            path="/usr/share/doc/vendor-tool/copyright",
+            family="custom",
+            status="succeeded",
+            flags=[gpl, indemnity],
+        ),
+        DocumentResult(
+            path="/srv/contracts/acme-sdk/LICENSE", family="GPL-3.0", status="succeeded", flags=[gpl]
+        ),
+    ]
+    report = build(docs, [], {}, RunInfo(model="offline"), "Review")
+    assert (report.needs_review, report.system_copyleft) == (2, 2)
+    listed = {d.path for reason in report.reasons for d, _ in reason.documents}
+    assert listed == {"/usr/share/doc/vendor-tool/copyright", "/srv/contracts/acme-sdk/LICENSE"}
+    assert "2 documents need a lawyer's look (2 system packages under ordinary copyleft" in render_markdown(
+        report
+    )
