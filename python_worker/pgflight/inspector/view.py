@@ -23,13 +23,73 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _SECRET_KEYS = ("token",)  # event details may name fencing tokens: operators only
 
 
+MAX_DEPTH = 200  # JSON nested deeper than this is shown as its raw text, not decoded
+
+
+class RawJson(str):
+    """
+    A JSON value the inspector did not decode (nested deeper than MAX_DEPTH, or not decodable by
+    Python, e.g. a number of more than 4,300 digits): its text as the database sent it, and why.
+    """
+
+    reason: str
+
+    def __new__(cls, text: str, reason: str) -> RawJson:
+        obj = super().__new__(cls, text)
+        obj.reason = reason
+        return obj
+
+
+def _depth_over(text: str, limit: int) -> bool:
+    """Whether brackets outside strings in JSON `text` nest deeper than `limit` (a linear scan)."""
+    if text.count("[") + text.count("{") <= limit:
+        return False
+    depth = 0
+    in_str = escaped = False
+    for ch in text:
+        if in_str:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_str = False
+        elif ch == '"':
+            in_str = True
+        elif ch in "[{":
+            depth += 1
+            if depth > limit:
+                return True
+        elif ch in "]}":
+            depth -= 1
+    return False
+
+
+def loads(data: str | bytes) -> Any:
+    """
+    Decode a json or jsonb value from the database for the pages; one nested deeper than MAX_DEPTH
+    or that Python cannot decode comes back as :class:`RawJson` (never an exception: a page shows
+    what it cannot render as text).
+    """
+    text = data if isinstance(data, str) else bytes(data).decode("utf-8", errors="replace")
+    if _depth_over(text, MAX_DEPTH):
+        return RawJson(text, f"nested deeper than {MAX_DEPTH} levels")
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError) as e:
+        return RawJson(text, f"not decodable ({type(e).__name__}: {str(e)[:200]})")
+
+
 def text_of(value: Any) -> str:
     """A value as readable text: a string as is (control characters made visible), else JSON."""
     if value is None:
         return ""
     if isinstance(value, str):
         return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", value)
-    return json.dumps(value, indent=2, ensure_ascii=False, default=str)
+    try:
+        return json.dumps(value, indent=2, ensure_ascii=False, default=str)
+    except (ValueError, RecursionError):
+        return f"(a value the inspector cannot show as JSON: {type(value).__name__})"
 
 
 def show(value: Any, whole_url: str | None = None, limit: int = CLIP) -> Markup:
@@ -39,16 +99,21 @@ def show(value: Any, whole_url: str | None = None, limit: int = CLIP) -> Markup:
     :param whole_url: a page that serves the whole value; without one the clip says so.
     """
     text = text_of(value)
+    note = (
+        Markup('<p class="raw">shown as raw JSON text: {}</p>').format(value.reason)
+        if isinstance(value, RawJson)
+        else Markup("")
+    )
     if len(text) <= limit:
-        return Markup('<pre class="val">{}</pre>').format(text)
+        return Markup('<pre class="val">{}</pre>{}').format(text, note)
     more = len(text) - limit
     link = (
         Markup(' <a class="whole" href="{}">show whole ({:,} characters)</a>').format(whole_url, len(text))
         if whole_url
         else Markup("")
     )
-    return Markup('<pre class="val">{}</pre><p class="clip">… {:,} more characters clipped.{}</p>').format(
-        text[:limit], more, link
+    return Markup('<pre class="val">{}</pre><p class="clip">… {:,} more characters clipped.{}</p>{}').format(
+        text[:limit], more, link, note
     )
 
 
