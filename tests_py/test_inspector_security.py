@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import html
 import http.client
+import json
 import os
 import re
 import socket
@@ -538,3 +539,102 @@ def test_a_cross_site_form_post_is_refused_even_with_the_victims_token_in_chromi
         page.goto(f"http://{EVIL}/cats.html")
     assert posted.value.status == 403
     assert run_state(conn, run.run_id) != "cancelled"
+
+
+def _sign_in_form(served: Served) -> Visit:
+    """A fresh browser session's cookie and the sign-in form's token."""
+    r = call(served, "GET", "/login")
+    assert r.status == 200, r.text
+    cookie = "; ".join(c.split(";", 1)[0] for c in r.headers.get("set-cookie", []))
+    m = re.search(r'name="csrf" value="([^"]+)"', r.text)
+    assert m
+    return Visit(cookie, m.group(1))
+
+
+def test_sign_in_is_throttled_per_address_and_a_session_ends_when_idle(
+    dsn: str, conn: psycopg.Connection[Any], logins: Any, serve: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pgflight.inspector import guard
+
+    served = serve(dsn, auth="login")
+    same_origin = {"Origin": served.url}
+    form = _sign_in_form(served)
+    headers = {"Cookie": form.cookie, **same_origin}
+
+    def sign_in(password: str) -> Reply:
+        fields = {"csrf": form.token, "login": "pgf_reader_a", "password": password}
+        return call(served, "POST", "/login", headers=headers, form=fields)
+
+    # the sign-in form itself is a POST: another origin cannot submit it
+    r = call(
+        served,
+        "POST",
+        "/login",
+        headers={"Cookie": form.cookie, "Origin": f"http://{EVIL}"},
+        form={"csrf": form.token, "login": "pgf_reader_a", "password": logins.password},
+    )
+    assert r.status == 403
+    good = sign_in(logins.password)
+    assert good.status == 303 and good.header("location") == "/runs"
+    sid = re.search(r"pgflight_session=([^;]+)", good.header("set-cookie") or "")
+    assert sid and sid.group(1) not in form.cookie
+    session = {"Cookie": f"pgflight_session={sid.group(1)}"}
+    assert call(served, "GET", "/runs", headers=session).status == 200
+
+    def inspector_backends() -> int:
+        return int(
+            scalar(
+                conn,
+                "select count(*) from pg_stat_activity where usename = 'pgf_reader_a'"
+                " and application_name = 'pgflight-inspector'",
+            )
+        )
+
+    assert inspector_backends() == 1
+    # idle past the limit: the session is gone and its connection closed
+    monkeypatch.setattr(guard, "IDLE_S", 0.5)
+    time.sleep(1.0)
+    assert call(served, "GET", "/runs", headers=session).status == 303
+    deadline = time.monotonic() + 10
+    while inspector_backends() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert inspector_backends() == 0
+
+    for _ in range(guard.FAILED_MAX):
+        assert sign_in("wrong").status == 401
+    # then even the right password waits
+    assert sign_in(logins.password).status == 429
+
+
+def test_the_rules_in_words() -> None:
+    from pgflight.inspector import guard, view
+
+    for ok in ("127.0.0.1", "127.0.0.2", "::1", "[::1]", "localhost"):
+        guard.check_bind(ok, "none")
+    for exposed in ("0.0.0.0", "::", "192.168.1.5", "10.0.0.1", "inspector.example.com"):
+        with pytest.raises(guard.Refused, match="--auth login"):
+            guard.check_bind(exposed, "none")
+    guard.check_bind("192.168.1.5", "login")
+    with pytest.raises(guard.Refused, match="--allow-host"):
+        guard.check_bind("0.0.0.0", "login")
+    guard.check_bind("0.0.0.0", "login", ["insp.example"])
+    assert guard.host_names("0.0.0.0") == guard.LOOPBACK_NAMES
+    assert guard.host_names("10.0.0.1", ["Insp.Example."]) == guard.LOOPBACK_NAMES | {
+        "10.0.0.1",
+        "insp.example",
+    }
+    assert [guard.split_host(h) for h in ("a.b:80", "[::1]:8", "A.B.", "a b", "a@b", "[::1", "a:x", "")] == [
+        "a.b",
+        "::1",
+        "a.b",
+        None,
+        None,
+        None,
+        None,
+        None,
+    ]
+    deep = view.loads(_deep(3000))
+    assert isinstance(deep, view.RawJson) and "nested deeper than" in deep.reason
+    assert view.loads('{"s": "' + "[" * 5000 + '"}') == {"s": "[" * 5000}  # brackets in a string
+    assert view.loads(_deep(150)) == json.loads(_deep(150))
+    assert isinstance(view.loads("7" * 5000), view.RawJson)
