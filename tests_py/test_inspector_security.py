@@ -638,3 +638,27 @@ def test_the_rules_in_words() -> None:
     assert view.loads('{"s": "' + "[" * 5000 + '"}') == {"s": "[" * 5000}  # brackets in a string
     assert view.loads(_deep(150)) == json.loads(_deep(150))
     assert isinstance(view.loads("7" * 5000), view.RawJson)
+
+
+def test_a_link_from_another_site_keeps_the_signed_in_session_in_chromium(
+    dsn: str, conn: psycopg.Connection[Any], logins: Any, serve: Any, page: Any
+) -> None:
+    conn.execute("select pgflight.create_workspace('ws_a')")
+    grant(conn, "pgf_reader_a", "ws_a", "reader")
+    ours = submit(conn, "noop", {}, workspace="ws_a")
+    served = serve(dsn, auth="login")
+    page.goto(served.url + "/login")
+    page.fill("input[name=login]", "pgf_reader_a")
+    page.fill("input[name=password]", logins.password)
+    page.click("#signin")
+    assert page.locator("#who").inner_text() == "pgf_reader_a · reader lane"
+    link = f'<!doctype html><a id="go" href="{served.url}/runs/{ours.run_id}?x=1">the run</a>'
+    page.route(
+        f"http://{EVIL}/chat.html",
+        lambda route: route.fulfill(status=200, content_type="text/html", body=link),
+    )
+    page.goto(f"http://{EVIL}/chat.html")
+    page.click("#go")
+    page.wait_for_url(f"{served.url}/runs/{ours.run_id}?x=1")
+    assert page.locator("#who").inner_text() == "pgf_reader_a · reader lane"
+    assert page.locator("h1").inner_text().startswith(f"Run {ours.run_id}")

@@ -9,7 +9,9 @@ What the inspector checks before any page runs, so that a web page on another si
   header naming the same host (and port) as ``Host``, or, without ``Origin``,
   ``Sec-Fetch-Site: same-origin``. Anything else answers 403.
 - Each browser gets a session cookie (a random id; HttpOnly, SameSite=Strict, Path=/, Secure over
-  TLS). A form's CSRF token is an HMAC of that id under a key made at start: each browser session
+  TLS). A link followed from another site arrives without it (SameSite=Strict): such a GET gets a
+  page that loads the same address again from the inspector's own origin, so the session is kept,
+  not replaced. A form's CSRF token is an HMAC of that id under a key made at start: each browser session
   has its own token, a token read in one browser is worthless in another, and the comparison is
   constant-time (:func:`hmac.compare_digest`).
 - With ``auth="login"`` visitors sign in with a database login name and password: the inspector
@@ -27,6 +29,7 @@ import base64
 import contextlib
 import hashlib
 import hmac
+import html
 import ipaddress
 import re
 import secrets
@@ -349,6 +352,12 @@ class Guard:
             )
             return
         sid = cookie_sid(headers)
+        if sid is None and scope["method"] in SAFE_METHODS and headers.get("sec-fetch-site") == "cross-site":
+            # a link on another site: the browser kept the SameSite=Strict cookie back. Load the
+            # page again from here (a same-origin navigation sends it) rather than replace the
+            # session with a new one.
+            await _again(send_guarded, scope)
+            return
         if sid is None:
             sid = new_sid()
             set_sid.append(set_cookie(sid, secure=self.secure))
@@ -365,6 +374,29 @@ async def _plain(send: Any, status: int, text: str) -> None:
             "headers": [
                 (b"content-type", b"text/plain; charset=utf-8"),
                 (b"content-length", str(len(body)).encode()),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+async def _again(send: Any, scope: Any) -> None:
+    target = scope.get("raw_path") or scope["path"].encode()
+    if scope.get("query_string"):
+        target += b"?" + scope["query_string"]
+    url = html.escape(target.decode("latin-1"), quote=True)
+    body = (
+        f'<!doctype html><meta http-equiv="refresh" content="0; url={url}">'
+        f'<p><a href="{url}">continue</a></p>'
+    ).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 200,
+            "headers": [
+                (b"content-type", b"text/html; charset=utf-8"),
+                (b"content-length", str(len(body)).encode()),
+                (b"cache-control", b"no-store"),
             ],
         }
     )
