@@ -284,20 +284,26 @@ def ui_cmd(
     auth: Annotated[
         str,
         typer.Option(
+            metavar="none|login",
             help="none: every page acts as the PGFLIGHT_DSN login (loopback binds only);"
-            " login: visitors sign in with a database login and password and act as that login."
+            " login: visitors sign in with a database login and password and act as that login.",
         ),
     ] = "none",
     allow_host: Annotated[
         list[str] | None,
         typer.Option(
             "--allow-host",
+            metavar="NAME",
             help="A host name visitors use to reach the inspector (repeatable); requests naming"
             " any other host than these, the bound one and the loopback names are refused.",
         ),
     ] = None,
-    tls_cert: Annotated[str | None, typer.Option(help="TLS certificate file (PEM): serve https.")] = None,
-    tls_key: Annotated[str | None, typer.Option(help="TLS private key file (PEM) for --tls-cert.")] = None,
+    tls_cert: Annotated[
+        str | None, typer.Option(metavar="FILE", help="TLS certificate file (PEM): serve https.")
+    ] = None,
+    tls_key: Annotated[
+        str | None, typer.Option(metavar="FILE", help="TLS private key file (PEM) for --tls-cert.")
+    ] = None,
 ) -> None:
     """Open the run inspector: runs, steps, transcripts, dead letters, approvals, workers, queues, costs."""
     from pgflight.inspector import guard, serve

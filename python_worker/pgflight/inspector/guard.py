@@ -16,9 +16,10 @@ What the inspector checks before any page runs, so that a web page on another si
   constant-time (:func:`hmac.compare_digest`).
 - With ``auth="login"`` visitors sign in with a database login name and password: the inspector
   opens one connection as that login for the session and every page and action runs on it, so a
-  visitor sees and does exactly what the database grants that login. Sessions live in memory (the
-  password is not kept: the connection is), end on sign-out, after IDLE_S without a request or
-  LIFETIME_S after sign-in, and the id changes at sign-in.
+  visitor sees and does exactly what the database grants that login. Sessions live in memory
+  (the inspector keeps no copy of the password: the open connection is the session), end on
+  sign-out, after IDLE_S without a request or LIFETIME_S after sign-in, and the id changes at
+  sign-in.
 - Every response carries ``Content-Security-Policy`` (no script, ``frame-ancestors 'none'``),
   ``X-Frame-Options: DENY``, ``X-Content-Type-Options: nosniff`` and a same-origin referrer policy.
 """
@@ -222,7 +223,8 @@ class Sessions:
     """
     Signed-in sessions by id, in memory. Sign-in opens a connection as the visitor's login to the
     database of `base_dsn` (its host, port, database and TLS settings; its own user and password
-    are not used); the password is not kept.
+    are not used); the inspector keeps no copy of the password, and a lost connection
+    ends the session.
     """
 
     def __init__(
