@@ -326,6 +326,19 @@ def test_a_value_the_pages_cannot_decode_is_shown_as_raw_text_not_a_500(
             assert "more characters clipped" in text, path  # the raw text is truncated on the page
         whole = call(operator, "GET", f"/whole/attempt/{sub.attempt_id}/result")
         assert whole.status == 200 and whole.text.replace(" ", "").startswith(needle.replace(" ", ""))
+    # nested just within what Python decodes: shown, whether indented or on one line
+    edge = submit(conn, "noop", {}, workspace="acme")
+    c = claim_one(conn, w, recipes=["noop"])
+    conn.execute(
+        "select * from pgflight.complete_step(%s, %s, %s::jsonb)", [c.attempt_id, c.token, _deep(990)]
+    )
+    for path in (
+        f"/runs/{edge.run_id}",
+        f"/steps/{edge.step_id}",
+        f"/whole/attempt/{edge.attempt_id}/result",
+    ):
+        r = call(operator, "GET", path)
+        assert r.status == 200 and "[[[[" in r.text.replace(" ", "").replace("\n", ""), path
 
 
 # --- the bind -----------------------------------------------------------------------------------

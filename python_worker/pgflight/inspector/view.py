@@ -23,13 +23,11 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _SECRET_KEYS = ("token",)  # event details may name fencing tokens: operators only
 
 
-MAX_DEPTH = 200  # JSON nested deeper than this is shown as its raw text, not decoded
-
-
 class RawJson(str):
     """
-    A JSON value the inspector did not decode (nested deeper than MAX_DEPTH, or not decodable by
-    Python, e.g. a number of more than 4,300 digits): its text as the database sent it, and why.
+    A JSON value the inspector did not decode (nested deeper than Python's decoder goes, about
+    1,000 levels, or not decodable by Python, e.g. a number of more than 4,300 digits): its text
+    as the database sent it, and why.
     """
 
     reason: str
@@ -40,44 +38,19 @@ class RawJson(str):
         return obj
 
 
-def _depth_over(text: str, limit: int) -> bool:
-    """Whether brackets outside strings in JSON `text` nest deeper than `limit` (a linear scan)."""
-    if text.count("[") + text.count("{") <= limit:
-        return False
-    depth = 0
-    in_str = escaped = False
-    for ch in text:
-        if in_str:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_str = False
-        elif ch == '"':
-            in_str = True
-        elif ch in "[{":
-            depth += 1
-            if depth > limit:
-                return True
-        elif ch in "]}":
-            depth -= 1
-    return False
-
-
 def loads(data: str | bytes) -> Any:
     """
-    Decode a json or jsonb value from the database for the pages; one nested deeper than MAX_DEPTH
-    or that Python cannot decode comes back as :class:`RawJson` (never an exception: a page shows
-    what it cannot render as text).
+    Decode a json or jsonb value from the database for the pages; one that Python cannot decode
+    (too deeply nested, a number too long) comes back as :class:`RawJson`, never an exception: a
+    page shows what it cannot render as text.
     """
     text = data if isinstance(data, str) else bytes(data).decode("utf-8", errors="replace")
-    if _depth_over(text, MAX_DEPTH):
-        return RawJson(text, f"nested deeper than {MAX_DEPTH} levels")
     try:
         return json.loads(text)
-    except (ValueError, RecursionError) as e:
-        return RawJson(text, f"not decodable ({type(e).__name__}: {str(e)[:200]})")
+    except RecursionError:
+        return RawJson(text, "nested deeper than the inspector decodes")
+    except ValueError as e:
+        return RawJson(text, f"not decodable ({str(e)[:200]})")
 
 
 def text_of(value: Any) -> str:
@@ -88,8 +61,12 @@ def text_of(value: Any) -> str:
         return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", value)
     try:
         return json.dumps(value, indent=2, ensure_ascii=False, default=str)
+    except RecursionError:
+        pass
+    try:  # the C encoder goes deeper than the indenting one
+        return json.dumps(value, ensure_ascii=False, default=str)
     except (ValueError, RecursionError):
-        return f"(a value the inspector cannot show as JSON: {type(value).__name__})"
+        return f"(a {type(value).__name__} nested too deeply for the inspector to show)"
 
 
 def show(value: Any, whole_url: str | None = None, limit: int = CLIP) -> Markup:
