@@ -24,12 +24,17 @@ SHOTS = Path(__file__).resolve().parent.parent / "out" / "ui-shots"
 
 @dataclass
 class Served:
-    """An inspector being served: its base URL and its CSRF token (for forged requests)."""
+    """An inspector being served: its base URL and the app (for the CSRF token of a browser session)."""
 
     url: str
-    csrf: str
+    app: Any
     server: uvicorn.Server
     thread: threading.Thread
+
+    def token(self, page: Any) -> str:
+        """The CSRF token of `page`'s browser session (its session cookie), as its pages carry it."""
+        sid = next(c["value"] for c in page.context.cookies() if c["name"] == "pgflight_session")
+        return str(self.app.state.csrf_of(sid))
 
     def stop(self) -> None:
         self.server.should_exit = True
@@ -42,9 +47,9 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def serve_in_thread(dsn: str) -> Served:
-    """Serve the inspector for `dsn` on 127.0.0.1 and wait until it answers."""
-    app = create_app(dsn)
+def serve_in_thread(dsn: str, **options: Any) -> Served:
+    """Serve the inspector for `dsn` on 127.0.0.1 (`options` go to create_app) and wait until it answers."""
+    app = create_app(dsn, **options)
     port = _free_port()
     server = uvicorn.Server(
         uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
@@ -56,15 +61,15 @@ def serve_in_thread(dsn: str) -> Served:
         if time.monotonic() > deadline or not thread.is_alive():
             raise RuntimeError("the inspector did not start")
         time.sleep(0.02)
-    return Served(f"http://127.0.0.1:{port}", app.state.csrf, server, thread)
+    return Served(f"http://127.0.0.1:{port}", app, server, thread)
 
 
 @pytest.fixture
 def serve() -> Iterator[Callable[[str], Served]]:
     started: list[Served] = []
 
-    def _serve(dsn: str) -> Served:
-        s = serve_in_thread(dsn)
+    def _serve(dsn: str, **options: Any) -> Served:
+        s = serve_in_thread(dsn, **options)
         started.append(s)
         return s
 

@@ -188,14 +188,18 @@ def test_a_reader_sees_no_action_and_a_forged_one_is_refused_by_the_database(
     for kind, target, decision in (("approve", built.gated_step, "approve"), ("retry", built.dead_step, "")):
         got = page.request.post(
             f"{served.url}/actions/{kind}",
-            form={"csrf": served.csrf, "id": str(target), "reason": "sneaky", "decision": decision},
+            form={"csrf": served.token(page), "id": str(target), "reason": "sneaky", "decision": decision},
+            headers={"Origin": served.url},
             max_redirects=0,
         )
         assert got.status == 403, got.text()
         assert "permission denied" in got.text()
     # and without the token nobody gets as far as the database
     got = page.request.post(
-        f"{served.url}/actions/retry", form={"id": str(built.dead_step), "reason": "x"}, max_redirects=0
+        f"{served.url}/actions/retry",
+        form={"id": str(built.dead_step), "reason": "x"},
+        headers={"Origin": served.url},
+        max_redirects=0,
     )
     assert got.status == 403 and "CSRF" in got.text()
     assert conn.execute(

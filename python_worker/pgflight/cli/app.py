@@ -36,6 +36,7 @@ from pgflight.cli.context import (
     describe,
     on_signal,
     report,
+    usage,
 )
 from pgflight.embedded import RUN_AS, Cluster, EmbeddedError, command_name
 
@@ -286,17 +287,60 @@ _NOTICE_RX: Final = re.compile(r"^psql:\S+: NOTICE: ")
 
 @app.command("ui")
 def ui_cmd(
-    host: Annotated[str, typer.Option(help="Address to bind (localhost by default).")] = "127.0.0.1",
+    host: Annotated[
+        str,
+        typer.Option(help="Address to bind (localhost by default; any other needs --auth login)."),
+    ] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to serve on.")] = 8765,
+    auth: Annotated[
+        str,
+        typer.Option(
+            metavar="none|login",
+            help="none: every page acts as the PGFLIGHT_DSN login (loopback binds only);"
+            " login: visitors sign in with a database login and password and act as that login.",
+        ),
+    ] = "none",
+    allow_host: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allow-host",
+            metavar="NAME",
+            help="A host name visitors use to reach the inspector (repeatable); requests naming"
+            " any other host than these, the bound one and the loopback names are refused.",
+        ),
+    ] = None,
+    tls_cert: Annotated[
+        str | None, typer.Option(metavar="FILE", help="TLS certificate file (PEM): serve https.")
+    ] = None,
+    tls_key: Annotated[
+        str | None, typer.Option(metavar="FILE", help="TLS private key file (PEM) for --tls-cert.")
+    ] = None,
 ) -> None:
     """Open the run inspector: runs, steps, transcripts, dead letters, approvals, workers, queues, costs."""
-    from pgflight.inspector import serve
+    from pgflight.inspector import guard, serve
 
     cli = current()
+    allow = allow_host or []
+    try:
+        guard.check_bind(host, auth, allow)
+    except guard.Refused as e:
+        raise usage(str(e), hint="see docs/inspector.md") from None
+    if (tls_cert is None) != (tls_key is None):
+        raise usage("--tls-cert and --tls-key go together")
     dsn = cli.dsn()
     logs.setup("INFO")
-    cli.out.print(f"pgflight inspector on http://{host}:{port}/ (Ctrl-C stops it)", soft_wrap=True)
-    serve(dsn, host=host, port=port)
+    scheme = "https" if tls_cert else "http"
+    shown = f"[{host}]" if ":" in host else host
+    cli.out.print(
+        f"pgflight inspector on {scheme}://{shown}:{port}/ (Ctrl-C stops it)", soft_wrap=True, markup=False
+    )
+    if auth == "login" and not guard.is_loopback(host) and not tls_cert:
+        cli.err.print(
+            "warning: passwords and session cookies cross the network in clear text; serve with"
+            " --tls-cert/--tls-key or behind a TLS-terminating proxy",
+            soft_wrap=True,
+        )
+    serve(dsn, host=host, port=port, auth=auth, allow_hosts=allow, tls_cert=tls_cert, tls_key=tls_key)
 
 
 @app.command("metrics")

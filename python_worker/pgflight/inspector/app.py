@@ -1,11 +1,13 @@
 """
 The run inspector: a Starlette application with server-rendered Jinja2 pages over one database.
 
-It connects with the DSN it is given and reads through the reader lane only (see `queries`).
-The role of that login decides what it may do: actions (retry a dead letter, replay from a step,
-cancel a run, approve or reject a gate) are offered only when the role is a member of
-pgflight_operator, each asks for a reason, each is a POST carrying the page's CSRF token, and
-the database itself refuses them to any other role. /metrics serves the Prometheus metrics.
+It connects with the DSN it is given (or, with ``auth="login"``, as the login each visitor signs in
+with) and reads through the reader lane only (see `queries`). The role of that login decides what
+it may do: actions (retry a dead letter, replay from a step, cancel a run, approve or reject a gate)
+are offered only when the role is a member of pgflight_operator, each asks for a reason, each is a
+POST from the inspector's own origin carrying the browser session's CSRF token, and the database
+itself refuses them to any other role. /metrics serves the Prometheus metrics. What is checked
+before a page runs (Host, Origin, the session cookie, sign-in) is in `guard`.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from urllib.parse import urlencode
 import jinja2
 import psycopg
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from psycopg.types.json import set_json_loads
 from psycopg_pool import ConnectionPool
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
@@ -30,14 +33,32 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
+from pgflight.inspector import guard, view
 from pgflight.inspector import queries as q
-from pgflight.inspector import view
 from pgflight.inspector.metrics import SnapshotCollector
 
 HERE = Path(__file__).parent
 FILTERS = ("key", "status", "recipe", "workspace", "since", "until")
 STATUSES = ("queued", "running", "waiting", "succeeded", "failed", "cancelled")
 WHOLE_FIELDS = ("result", "error")
+
+
+CONNECT_KWARGS: dict[str, Any] = {
+    "autocommit": True,
+    "prepare_threshold": None,
+    "connect_timeout": 5,
+    "application_name": "pgflight-inspector",
+    "options": "-c statement_timeout=15000",
+}
+# an id the database may be asked about: a bigint; any other number is a 404
+_BIGINT = (-(2**63), 2**63 - 1)
+# errors that mean "no such thing for this login": unknown, or outside the login's lanes
+_NOT_FOUND_STATES = frozenset({"ZF003", "ZF012", "22003"})
+
+
+def page_json(conn: psycopg.Connection[Any]) -> None:
+    """Decode json/jsonb on `conn` with :func:`view.loads` (a value too deep to decode stays text)."""
+    set_json_loads(view.loads, conn)
 
 
 def open_pool(dsn: str, *, max_size: int = 4) -> ConnectionPool:
@@ -49,13 +70,8 @@ def open_pool(dsn: str, *, max_size: int = 4) -> ConnectionPool:
         name="pgflight-inspector",
         open=True,
         timeout=10.0,
-        kwargs={
-            "autocommit": True,
-            "prepare_threshold": None,
-            "connect_timeout": 5,
-            "application_name": "pgflight-inspector",
-            "options": "-c statement_timeout=15000",
-        },
+        kwargs=CONNECT_KWARGS,
+        configure=page_json,
     )
 
 
@@ -63,39 +79,69 @@ class NotFound(Exception):
     """No such run, step or attempt (a 404 page)."""
 
 
-def create_app(dsn: str) -> Starlette:
+def create_app(
+    dsn: str,
+    *,
+    auth: str = "none",
+    hosts: frozenset[str] | None = None,
+    secure: bool = False,
+) -> Starlette:
     """
     The inspector for the database `dsn` (its login role decides the lane).
 
+    :param auth: "none": every page runs as `dsn`'s login; "login": visitors sign in with a
+        database login and password and every page runs as that login (`dsn` gives the host,
+        port and database only).
+    :param hosts: the names accepted in ``Host`` (:func:`guard.host_names`; loopback by default).
+    :param secure: the session cookie is Secure (the inspector is served over TLS).
     :return: an ASGI application; the pool opens now and closes at shutdown.
     """
-    pool = open_pool(dsn)
-    csrf = secrets.token_urlsafe(32)
+    if auth not in guard.AUTH_MODES:
+        raise ValueError(f"auth must be one of {guard.AUTH_MODES}, not {auth!r}")
+    login_mode = auth == "login"
+    pool = None if login_mode else open_pool(dsn)
+    sessions = guard.Sessions(dsn, CONNECT_KWARGS, page_json) if login_mode else None
+    key = secrets.token_bytes(32)  # signs each browser session's CSRF token
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(SnapshotCollector(pool))
+    if pool is not None:
+        registry.register(SnapshotCollector(pool))
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"), autoescape=True)
     templates = Jinja2Templates(env=env)
     env.globals.update(
         show=view.show, dur=view.dur, age=view.age, stamp=view.stamp, usd=view.usd, num=view.num
     )
     env.globals.update(line=view.line, whole=view.whole, count=view.count)
-    env.globals.update(
-        body=view.body, tool_state=view.tool_state, redact=view.redact, csrf=csrf, statuses=STATUSES
-    )
+    env.globals.update(body=view.body, tool_state=view.tool_state, redact=view.redact, statuses=STATUSES)
+
+    def sid_of(request: Request) -> str | None:
+        sid = request.scope.get("state", {}).get("sid")
+        return sid if isinstance(sid, str) else None
+
+    def source(request: Request) -> Any:
+        """Where this request's connections come from: the shared pool or the visitor's session."""
+        if pool is not None:
+            return pool
+        assert sessions is not None
+        visitor = sessions.get(sid_of(request))
+        if visitor is None:
+            raise guard.SessionEnded("not signed in")
+        return visitor
 
     def page(request: Request, name: str, ctx: dict[str, Any], status: int = 200) -> Response:
-        with pool.connection() as conn:
+        with source(request).connection() as conn:
             role, operator = q.whoami(conn)
         ctx = {
             "request": request,
             "role": role,
             "operator": operator,
             "msg": request.query_params.get("msg"),
+            "csrf": guard.csrf_token(key, sid_of(request) or ""),
+            "signed_in": login_mode,
         } | ctx
         return templates.TemplateResponse(request, name, ctx, status_code=status)
 
-    def read(fn: Any, *args: Any) -> Any:
-        with pool.connection() as conn:
+    def read(request: Request, fn: Any, *args: Any) -> Any:
+        with source(request).connection() as conn:
             return fn(conn, *args)
 
     def int_param(request: Request, name: str) -> int | None:
@@ -103,9 +149,12 @@ def create_app(dsn: str) -> Starlette:
         if raw in (None, ""):
             return None
         try:
-            return int(raw)
+            value = int(raw)
         except ValueError:
             raise NotFound(f"{name} must be a number") from None
+        if not _BIGINT[0] <= value <= _BIGINT[1]:
+            raise NotFound(f"no {name} {raw}")
+        return value
 
     # --- pages ------------------------------------------------------------------------------
 
@@ -113,7 +162,7 @@ def create_app(dsn: str) -> Starlette:
         filters = {k: v for k in FILTERS if (v := request.query_params.get(k, "").strip())}
         after = int_param(request, "after")
         try:
-            rows = read(q.runs_page, after, filters)
+            rows = read(request, q.runs_page, after, filters)
             error = None
         except psycopg.Error as e:
             if e.sqlstate != "22023":
@@ -128,7 +177,7 @@ def create_app(dsn: str) -> Starlette:
 
     def run(request: Request) -> Response:
         run_id = int_param(request, "run_id")
-        with pool.connection() as conn:
+        with source(request).connection() as conn:
             status = q.run(conn, run_id or 0)
             if status is None:
                 raise NotFound(f"no run {run_id}")
@@ -150,7 +199,7 @@ def create_app(dsn: str) -> Starlette:
 
     def step(request: Request) -> Response:
         step_id = int_param(request, "step_id") or 0
-        with pool.connection() as conn:
+        with source(request).connection() as conn:
             st = q.step(conn, step_id)
             if st is None:
                 raise NotFound(f"no step {step_id}")
@@ -166,7 +215,7 @@ def create_app(dsn: str) -> Starlette:
 
     def transcript(request: Request) -> Response:
         step_id = int_param(request, "step_id") or 0
-        with pool.connection() as conn:
+        with source(request).connection() as conn:
             st = q.step(conn, step_id)
             agent = q.agent_of(conn, step_id)
             if st is None or agent is None:
@@ -178,7 +227,7 @@ def create_app(dsn: str) -> Starlette:
 
     def diff(request: Request) -> Response:
         step_id = int_param(request, "step_id") or 0
-        with pool.connection() as conn:
+        with source(request).connection() as conn:
             st = q.step(conn, step_id)
             if st is None:
                 raise NotFound(f"no step {step_id}")
@@ -202,7 +251,7 @@ def create_app(dsn: str) -> Starlette:
     def whole_attempt(request: Request) -> Response:
         attempt_id = int_param(request, "attempt_id") or 0
         fld = request.path_params["field"]
-        row = read(q.attempt, attempt_id)
+        row = read(request, q.attempt, attempt_id)
         if row is None or fld not in WHOLE_FIELDS:
             raise NotFound(f"no {fld} of attempt {attempt_id}")
         return _plain(view.text_of(row[fld]))
@@ -210,41 +259,46 @@ def create_app(dsn: str) -> Starlette:
     def whole_trace(request: Request) -> Response:
         agent_run_id = int_param(request, "agent_run_id") or 0
         it, seq = int_param(request, "iteration"), int_param(request, "seq")
-        rows = read(q.transcript, agent_run_id)
+        rows = read(request, q.transcript, agent_run_id)
         found = [r for r in rows if r["iteration"] == it and r["seq"] == seq]
         if not found:
             raise NotFound(f"no block {it}.{seq} in agent run {agent_run_id}")
         return _plain(view.text_of(found[0]["content"]))
 
     def dead_letters(request: Request) -> Response:
-        rows = read(q.dead_letters, int_param(request, "after"))
+        rows = read(request, q.dead_letters, int_param(request, "after"))
         more = len(rows) > q.PAGE
         rows = rows[: q.PAGE]
         next_url = f"/dead-letters?after={rows[-1]['attempt_id']}" if more else None
         return page(request, "dead_letters.html", {"rows": rows, "next_url": next_url})
 
     def approvals(request: Request) -> Response:
-        return page(request, "approvals.html", {"rows": read(q.approvals)})
+        return page(request, "approvals.html", {"rows": read(request, q.approvals)})
 
     def workers(request: Request) -> Response:
-        return page(request, "workers.html", {"rows": read(q.workers)})
+        return page(request, "workers.html", {"rows": read(request, q.workers)})
 
     def queues(request: Request) -> Response:
-        return page(request, "queues.html", {"rows": read(q.queues)})
+        return page(request, "queues.html", {"rows": read(request, q.queues)})
 
     def costs(request: Request) -> Response:
         days = min(max(int_param(request, "days") or 14, 1), 92)
-        return page(request, "costs.html", {"rows": read(q.costs, days), "days": days})
+        return page(request, "costs.html", {"rows": read(request, q.costs, days), "days": days})
 
     def metrics(request: Request) -> Response:
-        return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
+        if pool is not None:
+            return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
+        mine = CollectorRegistry(auto_describe=False)  # the visitor's own lane
+        mine.register(SnapshotCollector(source(request)))
+        return Response(generate_latest(mine), media_type=CONTENT_TYPE_LATEST)
 
     # --- actions ----------------------------------------------------------------------------
 
     async def action(request: Request) -> Response:
         form = await request.form()
-        if not secrets.compare_digest(str(form.get("csrf", "")), csrf):
+        if not guard.csrf_ok(key, sid_of(request), str(form.get("csrf", ""))):
             return PlainTextResponse("refused: missing or wrong CSRF token", status_code=403)
+        src = source(request)
         kind = request.path_params["kind"]
         note = str(form.get("reason", "")).strip()
         if not note:
@@ -258,7 +312,7 @@ def create_app(dsn: str) -> Starlette:
             return PlainTextResponse("refused: no target id", status_code=400)
         decision = str(form.get("decision", ""))
         try:
-            done = await run_in_threadpool(_act, kind, target, decision, note)
+            done = await run_in_threadpool(_act, src, kind, target, decision, note)
         except psycopg.Error as e:
             status = 403 if e.sqlstate == "42501" else 409
             text = e.diag.message_primary or str(e)
@@ -266,8 +320,8 @@ def create_app(dsn: str) -> Starlette:
         sep = "&" if "?" in back else "?"
         return RedirectResponse(f"{back}{sep}{urlencode({'msg': done})}", status_code=303)
 
-    def _act(kind: str, target: int, decision: str, note: str) -> str:
-        with pool.connection() as conn:
+    def _act(src: Any, kind: str, target: int, decision: str, note: str) -> str:
+        with src.connection() as conn:
             if kind == "retry":
                 q.retry(conn, target, note)
                 return f"step {target}: retried"
@@ -284,6 +338,57 @@ def create_app(dsn: str) -> Starlette:
 
     async def not_found(request: Request, exc: Exception) -> Response:
         return PlainTextResponse(f"not found: {exc}", status_code=404)
+
+    async def db_error(request: Request, exc: Exception) -> Response:
+        # an id the login may not see answers exactly as an unknown one
+        if isinstance(exc, psycopg.Error) and exc.sqlstate in _NOT_FOUND_STATES:
+            return PlainTextResponse("not found", status_code=404)
+        raise exc
+
+    async def signed_out(request: Request, exc: Exception) -> Response:
+        if request.method in guard.SAFE_METHODS:
+            return RedirectResponse("/login", status_code=303)
+        return PlainTextResponse(f"refused: {exc}; sign in again", status_code=403)
+
+    # --- signing in (auth="login") --------------------------------------------------------------
+
+    def login_form(request: Request, error: str | None = None, status: int = 200) -> Response:
+        ctx = {"request": request, "csrf": guard.csrf_token(key, sid_of(request) or ""), "error": error}
+        return templates.TemplateResponse(request, "login.html", ctx, status_code=status)
+
+    async def login(request: Request) -> Response:
+        assert sessions is not None
+        if request.method == "GET":
+            return login_form(request)
+        form = await request.form()
+        if not guard.csrf_ok(key, sid_of(request), str(form.get("csrf", ""))):
+            return PlainTextResponse("refused: missing or wrong CSRF token", status_code=403)
+        client = request.client.host if request.client else "?"
+        if sessions.throttled(client):
+            return login_form(request, "too many failed sign-ins from this address; wait a few minutes", 429)
+        name, password = str(form.get("login", "")).strip(), str(form.get("password", ""))
+        if not name or not password or len(name) > 63 or len(password) > 1000:
+            return login_form(request, "give a login name and its password", 400)
+        try:
+            sid = await run_in_threadpool(sessions.sign_in, name, password, client)
+        except psycopg.OperationalError:
+            return login_form(
+                request, "sign-in failed: wrong login name or password, or the database refused it", 401
+            )
+        sessions.sign_out(sid_of(request))  # the session id changes at sign-in
+        response = RedirectResponse("/runs", status_code=303)
+        response.headers.append("set-cookie", guard.set_cookie(sid, secure=secure).decode())
+        return response
+
+    async def logout(request: Request) -> Response:
+        assert sessions is not None
+        form = await request.form()
+        if not guard.csrf_ok(key, sid_of(request), str(form.get("csrf", ""))):
+            return PlainTextResponse("refused: missing or wrong CSRF token", status_code=403)
+        sessions.sign_out(sid_of(request))
+        response = RedirectResponse("/login", status_code=303)
+        response.headers.append("set-cookie", guard.set_cookie("", secure=secure, clear=True).decode())
+        return response
 
     def home(request: Request) -> Response:
         return RedirectResponse("/runs", status_code=307)
@@ -304,46 +409,40 @@ def create_app(dsn: str) -> Starlette:
         Route("/costs", costs),
         Route("/metrics", metrics),
         Route("/actions/{kind}", action, methods=["POST"]),
+        *(
+            [Route("/login", login, methods=["GET", "POST"]), Route("/logout", logout, methods=["POST"])]
+            if login_mode
+            else []
+        ),
         Mount("/static", StaticFiles(directory=str(HERE / "static")), name="static"),
     ]
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         yield
-        pool.close()
+        if pool is not None:
+            pool.close()
+        if sessions is not None:
+            sessions.close()
 
     app = Starlette(
         routes=routes,
-        exception_handlers={NotFound: not_found},
-        middleware=[Middleware(_SecurityHeaders)],
+        exception_handlers={
+            NotFound: not_found,
+            psycopg.Error: db_error,
+            guard.SessionEnded: signed_out,
+        },
+        middleware=[
+            Middleware(
+                guard.Guard,
+                hosts=hosts if hosts is not None else guard.host_names("127.0.0.1"),
+                secure=secure,
+            )
+        ],
         lifespan=lifespan,
     )
-    app.state.csrf = csrf
+    app.state.csrf_of = lambda sid: guard.csrf_token(key, sid)
     return app
-
-
-class _SecurityHeaders:
-    """No script runs and no frame embeds a page, even if a value escaped its escaping."""
-
-    HEADERS = (
-        (b"content-security-policy", b"default-src 'self'; script-src 'none'; frame-ancestors 'none'"),
-        (b"x-content-type-options", b"nosniff"),
-        (b"referrer-policy", b"same-origin"),
-    )
-
-    def __init__(self, app: Any) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        async def send_with_headers(message: Any) -> None:
-            if message["type"] == "http.response.start":
-                message["headers"] = [
-                    *[(k, v) for k, v in message.get("headers", []) if k not in dict(self.HEADERS)],
-                    *self.HEADERS,
-                ]
-            await send(message)
-
-        await self.app(scope, receive, send_with_headers if scope["type"] == "http" else send)
 
 
 def _plain(text: str) -> Response:
@@ -351,9 +450,33 @@ def _plain(text: str) -> Response:
     return PlainTextResponse(text)
 
 
-def serve(dsn: str, host: str = "127.0.0.1", port: int = 8765) -> None:
-    """Serve the inspector for `dsn` on host:port (localhost by default) until interrupted."""
+def serve(
+    dsn: str,
+    host: str = "127.0.0.1",
+    port: int = 8765,
+    *,
+    auth: str = "none",
+    allow_hosts: list[str] | tuple[str, ...] = (),
+    tls_cert: str | None = None,
+    tls_key: str | None = None,
+) -> None:
+    """
+    Serve the inspector for `dsn` on host:port (localhost by default) until interrupted.
+
+    :raises guard.Refused: a non-loopback `host` without ``auth="login"``, or a wildcard bind
+        (0.0.0.0, ::) without `allow_hosts`; checked before anything binds or connects.
+    """
     import uvicorn
 
+    guard.check_bind(host, auth, allow_hosts)
+    app = create_app(dsn, auth=auth, hosts=guard.host_names(host, allow_hosts), secure=tls_cert is not None)
     # log_config=None: uvicorn's loggers go to the root logger, in the CLI's --log-format
-    uvicorn.run(create_app(dsn), host=host, port=port, log_level="warning", log_config=None)
+    uvicorn.run(
+        app,
+        host=host,
+        port=port,
+        log_level="warning",
+        log_config=None,
+        ssl_certfile=tls_cert,
+        ssl_keyfile=tls_key,
+    )

@@ -23,13 +23,50 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _SECRET_KEYS = ("token",)  # event details may name fencing tokens: operators only
 
 
+class RawJson(str):
+    """
+    A JSON value the inspector did not decode (nested deeper than Python's decoder goes, about
+    1,000 levels, or not decodable by Python, e.g. a number of more than 4,300 digits): its text
+    as the database sent it, and why.
+    """
+
+    reason: str
+
+    def __new__(cls, text: str, reason: str) -> RawJson:
+        obj = super().__new__(cls, text)
+        obj.reason = reason
+        return obj
+
+
+def loads(data: str | bytes) -> Any:
+    """
+    Decode a json or jsonb value from the database for the pages; one that Python cannot decode
+    (too deeply nested, a number too long) comes back as :class:`RawJson`, never an exception: a
+    page shows what it cannot render as text.
+    """
+    text = data if isinstance(data, str) else bytes(data).decode("utf-8", errors="replace")
+    try:
+        return json.loads(text)
+    except RecursionError:
+        return RawJson(text, "nested deeper than the inspector decodes")
+    except ValueError as e:
+        return RawJson(text, f"not decodable ({str(e)[:200]})")
+
+
 def text_of(value: Any) -> str:
     """A value as readable text: a string as is (control characters made visible), else JSON."""
     if value is None:
         return ""
     if isinstance(value, str):
         return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", value)
-    return json.dumps(value, indent=2, ensure_ascii=False, default=str)
+    try:
+        return json.dumps(value, indent=2, ensure_ascii=False, default=str)
+    except RecursionError:
+        pass
+    try:  # the C encoder goes deeper than the indenting one
+        return json.dumps(value, ensure_ascii=False, default=str)
+    except (ValueError, RecursionError):
+        return f"(a {type(value).__name__} nested too deeply for the inspector to show)"
 
 
 def show(value: Any, whole_url: str | None = None, limit: int = CLIP) -> Markup:
@@ -39,16 +76,21 @@ def show(value: Any, whole_url: str | None = None, limit: int = CLIP) -> Markup:
     :param whole_url: a page that serves the whole value; without one the clip says so.
     """
     text = text_of(value)
+    note = (
+        Markup('<p class="raw">shown as raw JSON text: {}</p>').format(value.reason)
+        if isinstance(value, RawJson)
+        else Markup("")
+    )
     if len(text) <= limit:
-        return Markup('<pre class="val">{}</pre>').format(text)
+        return Markup('<pre class="val">{}</pre>{}').format(text, note)
     more = len(text) - limit
     link = (
         Markup(' <a class="whole" href="{}">show whole ({:,} characters)</a>').format(whole_url, len(text))
         if whole_url
         else Markup("")
     )
-    return Markup('<pre class="val">{}</pre><p class="clip">… {:,} more characters clipped.{}</p>').format(
-        text[:limit], more, link
+    return Markup('<pre class="val">{}</pre><p class="clip">… {:,} more characters clipped.{}</p>{}').format(
+        text[:limit], more, link, note
     )
 
 
