@@ -18,6 +18,7 @@ import json
 import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from datetime import datetime
 from typing import Any, TypeVar
 
 import psycopg
@@ -61,6 +62,7 @@ __all__ = [
     "run_steps",
     "run_sweeps",
     "run_trace_context",
+    "server_now",
     "spawn_children",
     "start_step",
     "submit_many",
@@ -830,3 +832,14 @@ def dead_letters(conn: Connection, *, limit: int = 100) -> list[models.DeadLette
         [limit],
         models.DeadLetter,
     )
+
+
+def server_now(conn: Connection) -> datetime:
+    """
+    The database's clock (``pgflight._now()``: the engine's clock, which every lease and
+    deadline is computed from), for a worker that times those instants without its host's wall
+    clock (:class:`pgflight.server_clock.ServerClock`).
+    """
+    value = _scalar(conn, "select pgflight._now()", [])
+    assert isinstance(value, datetime)
+    return value
