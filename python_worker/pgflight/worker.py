@@ -790,8 +790,8 @@ class Worker:
                         len(batch),
                         _first_line(e),
                     )
-                    for h, r, _, f in batch:
-                        await self._complete_alone(h, r, f)
+                    for h, r, t, f in batch:
+                        await self._complete_alone(h, None if r is None else t, f)
                     continue
                 outcome = {r.attempt_id: r.outcome for r in rows}
                 for h, _, _, f in batch:
@@ -864,15 +864,19 @@ class Worker:
         finally:
             self._claim_mutex.release()
 
-    async def _complete_alone(self, held: Held, result: Any, fut: asyncio.Future[str]) -> None:
-        """Complete one attempt of a refused batch; a result the server refuses fails its step alone."""
+    async def _complete_alone(self, held: Held, text: str | None, fut: asyncio.Future[str]) -> None:
+        """
+        Complete one attempt of a refused batch with complete_step_text (`text`: the result as
+        JSON text, None for SQL NULL): a result the server refuses fails its step alone, in the
+        same call (outcome failed), instead of an error that left the attempt claimed.
+        """
         try:
             row = await self._db(
                 self._control_pool,
-                db.complete_step,
+                db.complete_step_text,
                 held.claim.attempt_id,
                 held.claim.fencing_token,
-                result,
+                text,
                 retry_for_s=self.lease_s,
             )
             outcome = row.status
