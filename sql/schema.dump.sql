@@ -6775,6 +6775,13 @@ CREATE FUNCTION pgflight.replay_from(p_step_id bigint, p_actor text DEFAULT NULL
     AS $$
 begin
   perform pgflight._require_lane_on_step('operator', p_step_id, 'replay_from');  -- issue 13: tenants
+  -- Lock order with purge_finished (runs FOR UPDATE SKIP LOCKED, then their steps): the run row
+  -- first, FOR KEY SHARE, before any steps row. A purge that holds the run is waited for (nothing
+  -- else held yet) and the step is then gone: ZF003. Once held, a purge skips the run. KEY SHARE
+  -- does not wait for completions or cancels, which update runs rows FOR NO KEY UPDATE.
+  perform from pgflight.runs r
+   where r.id = (select s.run_id from pgflight.steps s where s.id = p_step_id)
+     for key share of r;
   if not exists (select from pgflight.steps s where s.id = p_step_id) then
     raise exception using errcode = 'ZF003', message = format('unknown step %s', p_step_id);
   end if;
@@ -6920,6 +6927,13 @@ declare
   v_status text;
 begin
   perform pgflight._require_lane_on_step('operator', p_step_id, 'retry_step');  -- issue 13: tenants
+  -- Lock order with purge_finished (runs FOR UPDATE SKIP LOCKED, then their steps): the run row
+  -- first, FOR KEY SHARE, before any steps row. A purge that holds the run is waited for (nothing
+  -- else held yet) and the step is then gone: ZF003. Once held, a purge skips the run. KEY SHARE
+  -- does not wait for completions or cancels, which update runs rows FOR NO KEY UPDATE.
+  perform from pgflight.runs r
+   where r.id = (select s.run_id from pgflight.steps s where s.id = p_step_id)
+     for key share of r;
   select a.status into v_status from pgflight.steps s
     join pgflight.step_attempts a on a.step_id = s.id and a.attempt_no = s.last_attempt_no
    where s.id = p_step_id;
