@@ -748,7 +748,11 @@ class Worker:
         except Exception as e:
             log.error("completing attempt %s failed: %s", held.claim.attempt_id, _first_line(e))
             return
-        if outcome != "succeeded":
+        if outcome == "failed":
+            log.warning(
+                "the database refused the result of attempt %s: its step failed", held.claim.attempt_id
+            )
+        elif outcome != "succeeded":
             log.warning("completion of attempt %s refused (%s): abandoned", held.claim.attempt_id, outcome)
 
     async def _completer(self) -> None:
