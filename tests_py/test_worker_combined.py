@@ -187,7 +187,8 @@ def test_a_bad_result_in_a_combined_batch_fails_alone_and_the_rest_completes(
     assert [r[1] for r in rows] == ["succeeded", "dead_letter"] + ["succeeded"] * 10, rows
     assert all(r[2] == 1 for r in rows), rows  # one attempt each: nothing claimed twice, nothing lapsed
     error = one(conn, "select error from pgflight.step_attempts where status = 'dead_letter'")
-    assert error["type"] == "Fatal" and "the database refused the result" in error["message"]
+    # failed by complete_step_text in the same call: the parser's refusal, with its SQLSTATE
+    assert error["sqlstate"] == "22P02" and "result refused by PostgreSQL" in error["message"], error
     assert one(conn, "select count(*) from pgflight.run_events where reason = 'lease_expired'") == 0
     assert w.combined_claims > 0
 

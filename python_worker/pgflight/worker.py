@@ -77,6 +77,7 @@ from pgflight.db.core import translated
 from pgflight.db.payload import DEFAULT_MAX_BYTES, BadPayload, check_json, clean_text
 from pgflight.heartbeat import CANCELLED, FINISHING, LOST, RELEASED, Heartbeat, Held, HeldSet, clamp_interval
 from pgflight.recipes import REGISTRY, Fatal, Parked, Registry, Release, Retry, StepContext, load_modules
+from pgflight.server_clock import ServerClock
 from pgflight.settings import env_number
 
 log = logging.getLogger("pgflight.worker")
@@ -90,6 +91,13 @@ A deadline_at further away than this (seconds) arms no timer in the worker. A st
 had one timer (a sync recipe) or an ``asyncio.timeout`` (an async one) that never fired (issue
 18). The server's deadline sweep still fails an attempt that runs past it (retryable, as the
 worker's own check would), and the next heartbeat reports it lost: the worker abandons it then.
+"""
+
+UNSERVED_SKIP_S = 30.0
+"""
+Seconds a worker leaves a recipe out of its claims after it claimed a step of it that it cannot
+run (its registry names the recipe but has no function for it) and released the step: without
+the pause it claimed the released step again at once, thousands of releases a second.
 """
 
 EXIT_RESTART = 75
@@ -245,6 +253,10 @@ class Worker:
         self.combined_claims = 0  # claims sent with a batch's completions (_finish)
         # deadlines after this arm no timer (_time_left); set at each start, none far before that
         self._far_after = datetime.max.replace(tzinfo=UTC)
+        # the database's clock, which deadline_at is on: never the host's wall clock (_time_left)
+        self.clock = ServerClock()
+        # recipes claimed but not servable, left out of claims until this monotonic time (_claim_names)
+        self._unserved: dict[str, float] = {}
         # check_json's name of each recipe's result, made once (not an f-string per step)
         self._result_names = {n: f"the result of recipe {n!r}" for n in self.registry.names()}
 
@@ -356,9 +368,22 @@ class Worker:
             )
 
     def _register(self, conn: db.Connection) -> int:
-        return db.register_worker(
+        worker_id = db.register_worker(
             conn, self.name, hostname=socket.gethostname(), pid=os.getpid(), recipes=self.registry.names()
         )
+        self.clock.sync(lambda: db.server_now(conn))
+        return worker_id
+
+    def _claim_names(self) -> list[str]:
+        """The recipes a claim asks for: the registry's, less those just found unservable."""
+        names = self.registry.names()
+        if not self._unserved:
+            return names
+        now = time.monotonic()
+        for name, until in list(self._unserved.items()):
+            if until <= now:
+                self._unserved.pop(name, None)
+        return [n for n in names if n not in self._unserved]
 
     def _poll_interval(self) -> float:
         return self.poll_s if self.listening else self.fallback_poll_s
@@ -436,12 +461,14 @@ class Worker:
             want = min(want, self._free())
             if want <= 0 or self._stopping.is_set():
                 return [], 0
+            if self.clock.due():  # the database's clock, read again once a minute or so
+                self.clock.sync(lambda: db.server_now(conn))
             claims = db.claim_batch(
                 conn,
                 self.worker_id,
                 batch_size=want,
                 lease_s=self.lease_s,
-                recipes=self.registry.names(),
+                recipes=self._claim_names(),
                 start=True,
             )
             # held as reserved until the loop starts them: the mutex is released before the event
@@ -501,7 +528,7 @@ class Worker:
     def _start_reserved(self, claims: list[models.ClaimedStep]) -> None:
         """Start steps a claim reserved slots for (event loop thread), releasing the reservation."""
         # a deadline after this is far (FAR_DEADLINE_S from now, give or take a claim's start-up)
-        self._far_after = datetime.now(UTC) + timedelta(seconds=FAR_DEADLINE_S)
+        self._far_after = self.clock.now() + timedelta(seconds=FAR_DEADLINE_S)
         for c in claims:
             self._start(c)
         self._reserve(-len(claims))
@@ -569,13 +596,15 @@ class Worker:
 
     def _time_left(self, claim: models.ClaimedStep) -> float | None:
         """
-        Seconds until the attempt's deadline_at, by this host's clock; None when it has none or it
-        is more than :data:`FAR_DEADLINE_S` away (no timer for it: see there).
+        Seconds until the attempt's deadline_at, on the database's clock (deadline_at is an
+        instant of that clock: a host whose wall clock is minutes off must not time it with its
+        own); None when it has none or it is more than :data:`FAR_DEADLINE_S` away (no timer for
+        it: see there).
         """
         deadline = claim.deadline_at
         if deadline is None or deadline > self._far_after:  # (one comparison: most steps end here)
             return None
-        left = (deadline - datetime.now(UTC)).total_seconds()
+        left = self.clock.seconds_until(deadline)
         return None if left > FAR_DEADLINE_S else max(0.0, left)
 
     async def _execute(self, held: Held, recipe: Any, ctx: StepContext) -> Any:
@@ -634,7 +663,10 @@ class Worker:
             recipe = self.registry.get(claim.recipe)
             if recipe is None:
                 # claim_batch names only our recipes, so this is a registry that changed under the
-                # worker: hand the step back (no attempt spent) for a worker that serves it
+                # worker: hand the step back (no attempt spent) for a worker that serves it, and
+                # leave the recipe out of this worker's claims for a while (it would claim the
+                # released step again at once, in a loop)
+                self._unserved[claim.recipe] = time.monotonic() + UNSERVED_SKIP_S
                 log.error(
                     "attempt %s of step %s: recipe %r is not served by this worker: released",
                     claim.attempt_id,
@@ -716,7 +748,11 @@ class Worker:
         except Exception as e:
             log.error("completing attempt %s failed: %s", held.claim.attempt_id, _first_line(e))
             return
-        if outcome != "succeeded":
+        if outcome == "failed":
+            log.warning(
+                "the database refused the result of attempt %s: its step failed", held.claim.attempt_id
+            )
+        elif outcome != "succeeded":
             log.warning("completion of attempt %s refused (%s): abandoned", held.claim.attempt_id, outcome)
 
     async def _completer(self) -> None:
@@ -758,8 +794,8 @@ class Worker:
                         len(batch),
                         _first_line(e),
                     )
-                    for h, r, _, f in batch:
-                        await self._complete_alone(h, r, f)
+                    for h, r, t, f in batch:
+                        await self._complete_alone(h, None if r is None else t, f)
                     continue
                 outcome = {r.attempt_id: r.outcome for r in rows}
                 for h, _, _, f in batch:
@@ -832,15 +868,19 @@ class Worker:
         finally:
             self._claim_mutex.release()
 
-    async def _complete_alone(self, held: Held, result: Any, fut: asyncio.Future[str]) -> None:
-        """Complete one attempt of a refused batch; a result the server refuses fails its step alone."""
+    async def _complete_alone(self, held: Held, text: str | None, fut: asyncio.Future[str]) -> None:
+        """
+        Complete one attempt of a refused batch with complete_step_text (`text`: the result as
+        JSON text, None for SQL NULL): a result the server refuses fails its step alone, in the
+        same call (outcome failed), instead of an error that left the attempt claimed.
+        """
         try:
             row = await self._db(
                 self._control_pool,
-                db.complete_step,
+                db.complete_step_text,
                 held.claim.attempt_id,
                 held.claim.fencing_token,
-                result,
+                text,
                 retry_for_s=self.lease_s,
             )
             outcome = row.status
@@ -1141,7 +1181,7 @@ class Worker:
             key = self._tickets.key(ticket)
             try:
                 won, claims = claim_with_ticket(
-                    listener.conn, key, self.worker_id, want, self.lease_s, self.registry.names()
+                    listener.conn, key, self.worker_id, want, self.lease_s, self._claim_names()
                 )
             except BaseException:
                 # a session lock outlives the failed statement: release it with the others later

@@ -18,6 +18,7 @@ import json
 import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from datetime import datetime
 from typing import Any, TypeVar
 
 import psycopg
@@ -37,11 +38,13 @@ __all__ = [
     "complete_and_claim",
     "complete_batch",
     "complete_step",
+    "complete_step_text",
     "create_workspace",
     "dead_letters",
     "deregister_worker",
     "expire_approvals",
     "fail_step",
+    "fail_step_text",
     "find_effect",
     "heartbeat",
     "install_schedules",
@@ -61,6 +64,7 @@ __all__ = [
     "run_steps",
     "run_sweeps",
     "run_trace_context",
+    "server_now",
     "spawn_children",
     "start_step",
     "submit_many",
@@ -829,4 +833,72 @@ def dead_letters(conn: Connection, *, limit: int = 100) -> list[models.DeadLette
         "select * from pgflight.dead_letters order by finished_at desc nulls last limit %s",
         [limit],
         models.DeadLetter,
+    )
+
+
+def server_now(conn: Connection) -> datetime:
+    """
+    The database's clock (``pgflight._now()``: the engine's clock, which every lease and
+    deadline is computed from), for a worker that times those instants without its host's wall
+    clock (:class:`pgflight.server_clock.ServerClock`).
+    """
+    value = _scalar(conn, "select pgflight._now()", [])
+    assert isinstance(value, datetime)
+    return value
+
+
+def complete_step_text(
+    conn: Connection, attempt_id: int, token: int, result: str | None
+) -> models.AttemptStatus:
+    """
+    Complete a held attempt with its result as JSON text (``complete_step_text``): a result
+    PostgreSQL refuses (``\\u0000``, NaN, malformed, over settings.max_result_bytes) fails the step
+    alone instead of failing the call.
+
+    :param result: the result as JSON text, or None (SQL NULL).
+    :return: the new status, succeeded or failed (the result was refused; not retried).
+    :raises LeaseLost: ZF001 (after logging the refusal). :raises Cancelled: ZF002.
+    """
+    return _fenced(
+        conn,
+        attempt_id,
+        token,
+        "complete_step",
+        lambda: _one(
+            conn,
+            "select * from pgflight.complete_step_text(%s, %s, %s::text)",
+            [attempt_id, token, result],
+            models.AttemptStatus,
+        ),
+    )
+
+
+def fail_step_text(
+    conn: Connection,
+    attempt_id: int,
+    token: int,
+    error: str | None,
+    *,
+    retryable: bool = True,
+    retry_after_s: float | None = None,
+) -> models.FailOutcome:
+    """
+    Fail a held attempt with its error as JSON text (``fail_step_text``): an error PostgreSQL
+    refuses is stored as a message with its first characters instead of failing the call.
+
+    :param error: the error as JSON text, or None.
+    :return: outcome retry, dead_letter or cancelled.
+    :raises LeaseLost: ZF001. :raises Cancelled: ZF002.
+    """
+    return _fenced(
+        conn,
+        attempt_id,
+        token,
+        "fail_step",
+        lambda: _one(
+            conn,
+            "select * from pgflight.fail_step_text(%s, %s, %s::text, %s)",
+            [attempt_id, token, error, _opts(None, retryable=retryable, retry_after_s=retry_after_s)],
+            models.FailOutcome,
+        ),
     )

@@ -3,7 +3,8 @@ begin;
 set local role pgflight_owner;
 
 -- Give a dead-lettered step a fresh attempt (its failure count starts again at zero).
--- Returns the new attempt id. Errors: ZF003 unknown step, ZF006 not dead-lettered.
+-- Returns the new attempt id. Errors: ZF003 unknown step (or purged meanwhile), ZF006 not
+-- dead-lettered. Locking: the run row FOR KEY SHARE, then _reopen_step's (docs/locking.md).
 create or replace function pgflight.retry_step(p_step_id bigint, p_actor text default null, p_note text default null)
 returns bigint
 language plpgsql volatile security definer
@@ -13,6 +14,13 @@ declare
   v_status text;
 begin
   perform pgflight._require_lane_on_step('operator', p_step_id, 'retry_step');  -- issue 13: tenants
+  -- Lock order with purge_finished (runs FOR UPDATE SKIP LOCKED, then their steps): the run row
+  -- first, FOR KEY SHARE, before any steps row. A purge that holds the run is waited for (nothing
+  -- else held yet) and the step is then gone: ZF003. Once held, a purge skips the run. KEY SHARE
+  -- does not wait for completions or cancels, which update runs rows FOR NO KEY UPDATE.
+  perform from pgflight.runs r
+   where r.id = (select s.run_id from pgflight.steps s where s.id = p_step_id)
+     for key share of r;
   select a.status into v_status from pgflight.steps s
     join pgflight.step_attempts a on a.step_id = s.id and a.attempt_no = s.last_attempt_no
    where s.id = p_step_id;

@@ -15,7 +15,8 @@ set local role pgflight_owner;
 -- the step options of submit_run, checked by the same validator (docs/options.md).
 -- Locking: the parent's attempt row (fencing check), its step row (the children counter), then its
 -- counter stripes (no child of this fan-out can hold one yet).
--- Errors: ZF001 lease lost, ZF002 cancelled, ZF003 unknown attempt, 22023 malformed children,
+-- Errors: ZF001 lease lost, ZF002 cancelled, ZF003 unknown attempt, 22023 malformed children
+-- (a child with a key outside key, recipe, input and options is refused naming the key),
 -- ZF005 a child input over settings.max_input_bytes, more children than max_children_per_call in
 -- the call or max_children_per_parent under the parent, a key or recipe over max_name_bytes
 -- (issue 13: one call of a million children took 1.2 GB of backend memory); ZF012 the attempt is
@@ -32,6 +33,7 @@ declare
   v_created integer;
   v_total integer;
   v_bad record;
+  v_unknown record;
   v_max_bytes bigint;
   v_settings pgflight.settings;
   v_fail_fast boolean;
@@ -65,6 +67,21 @@ begin
       detail = left(v_bad.value::text, 200),
       hint = 'Each child needs a non-blank string key (at most 512 characters) and recipe (at most 256); '
              'a concurrency_limit needs a concurrency_key (a string of at most 200 characters).';
+  end if;
+  -- A child is key, recipe, input and options, nothing else: a step option beside options
+  -- ({"backoff": ...} instead of {"options": {"backoff": ...}}) would be dropped without a word.
+  select e.ord, k.key into v_unknown
+    from jsonb_array_elements(p_children) with ordinality as e(value, ord),
+         lateral jsonb_object_keys(e.value) as k(key)
+   where k.key <> all (array['key', 'recipe', 'input', 'options'])
+   order by e.ord, k.key
+   limit 1;
+  if found then
+    raise exception using errcode = '22023',
+      message = format('unknown key %s of spawn_children child %s', v_unknown.key, v_unknown.ord),
+      detail = left((p_children -> (v_unknown.ord::integer - 1))::text, 200),
+      hint = 'A child has key, recipe, input and options; step options (priority, max_attempts, lease_s, '
+             'max_runtime_s, backoff, concurrency_key, concurrency_limit) go inside options.';
   end if;
   -- Each child's options through the same step-options validator as submit_run (issue 12: one
   -- rule, so priority 1.5 is refused on both paths); the error names the child ("option lease_s

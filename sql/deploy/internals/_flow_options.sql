@@ -84,9 +84,10 @@ comment on function pgflight._workspace_id(text) is 'Internal: a workspace''s id
 
 -- When a new step becomes claimable, from its options, on the server's clock:
 --   delay_s     seconds from now (0 .. 1e9);
---   not_before  an ISO 8601 timestamp WITH a UTC offset ("2030-01-01T09:00:00+02:00" or "...Z");
---               one without an offset would be read in the session's TimeZone, which the client
---               may not know, so it is refused.
+--   not_before  an ISO 8601 timestamp WITH a time of day and a UTC offset
+--               ("2030-01-01T09:00:00+02:00" or "...Z"); one without an offset, or a date alone
+--               ("2030-01-01", whose "-01" is no offset), would be read in the session's
+--               TimeZone, which the client may not know, so it is refused.
 -- Neither: p_now. Both: 22023. Errors name the key.
 create or replace function pgflight._start_at(p_options jsonb, p_now timestamptz)
 returns timestamptz
@@ -114,8 +115,10 @@ begin
       hint = 'Pass an ISO 8601 timestamp with a UTC offset, e.g. "2030-01-01T09:00:00Z", or use delay_s.';
   end if;
   v_text := btrim(p_options ->> 'not_before');
-  if v_text !~* '(z|utc|[+-][0-9]{1,2}(:?[0-9]{2}){0,2})$' or v_text !~ '^[0-9]{4}-' then
-    raise exception using errcode = '22023', message = 'option not_before needs a UTC offset',
+  -- a date, a time of day (hours and minutes at least), then the offset: a date alone ends in
+  -- "-DD", which the offset pattern alone took for an offset
+  if v_text !~* '^[0-9]{4}-[0-9]{2}-[0-9]{2}[t ][0-9]{2}:[0-9]{2}(:[0-9]{2}(\.[0-9]+)?)? *(z|utc|[+-][0-9]{1,2}(:?[0-9]{2}){0,2})$' then
+    raise exception using errcode = '22023', message = 'option not_before needs a UTC offset and a time of day',
       detail = format('got %L', v_text),
       hint = 'Write the offset ("2030-01-01T09:00:00+02:00" or "...Z"), or use delay_s (seconds, on the server''s clock).';
   end if;

@@ -1,4 +1,4 @@
--- Revert pgflight:functions/replay_from: restores the previous definition, deploy/functions/replay_from@v0.2.0.sql (written by scripts/gen_sql_scripts.py)
+-- Revert pgflight:functions/replay_from: restores the previous definition, deploy/functions/replay_from@v0.9.0.sql (written by scripts/gen_sql_scripts.py)
 begin;
 set local role pgflight_owner;
 
@@ -8,13 +8,14 @@ set local role pgflight_owner;
 create or replace function pgflight.replay_from(p_step_id bigint, p_actor text default null, p_note text default null)
 returns bigint
 language plpgsql volatile security definer
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 begin
+  perform pgflight._require_lane_on_step('operator', p_step_id, 'replay_from');  -- issue 13: tenants
   if not exists (select from pgflight.steps s where s.id = p_step_id) then
     raise exception using errcode = 'ZF003', message = format('unknown step %s', p_step_id);
   end if;
-  return pgflight._reopen_step(p_step_id, coalesce(p_actor, session_user::text), 'replayed', p_note);
+  return pgflight._reopen_step(p_step_id, session_user::text, 'replayed', pgflight._actor_note(p_note, p_actor));
 end
 $$;
 comment on function pgflight.replay_from(bigint, text, text) is

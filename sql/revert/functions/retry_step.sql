@@ -1,4 +1,4 @@
--- Revert pgflight:functions/retry_step: restores the previous definition, deploy/functions/retry_step@v0.2.0.sql (written by scripts/gen_sql_scripts.py)
+-- Revert pgflight:functions/retry_step: restores the previous definition, deploy/functions/retry_step@v0.9.0.sql (written by scripts/gen_sql_scripts.py)
 begin;
 set local role pgflight_owner;
 
@@ -7,11 +7,12 @@ set local role pgflight_owner;
 create or replace function pgflight.retry_step(p_step_id bigint, p_actor text default null, p_note text default null)
 returns bigint
 language plpgsql volatile security definer
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_status text;
 begin
+  perform pgflight._require_lane_on_step('operator', p_step_id, 'retry_step');  -- issue 13: tenants
   select a.status into v_status from pgflight.steps s
     join pgflight.step_attempts a on a.step_id = s.id and a.attempt_no = s.last_attempt_no
    where s.id = p_step_id;
@@ -22,7 +23,7 @@ begin
     raise exception using errcode = 'ZF006', message = format('step %s is %s, not dead_letter', p_step_id, v_status),
       hint = 'retry_step is for dead letters; use replay_from to run a finished step again.';
   end if;
-  return pgflight._reopen_step(p_step_id, coalesce(p_actor, session_user::text), 'retried', p_note);
+  return pgflight._reopen_step(p_step_id, session_user::text, 'retried', pgflight._actor_note(p_note, p_actor));
 end
 $$;
 comment on function pgflight.retry_step(bigint, text, text) is
