@@ -3661,8 +3661,10 @@ begin
       hint = 'Pass an ISO 8601 timestamp with a UTC offset, e.g. "2030-01-01T09:00:00Z", or use delay_s.';
   end if;
   v_text := btrim(p_options ->> 'not_before');
-  if v_text !~* '(z|utc|[+-][0-9]{1,2}(:?[0-9]{2}){0,2})$' or v_text !~ '^[0-9]{4}-' then
-    raise exception using errcode = '22023', message = 'option not_before needs a UTC offset',
+  -- a date, a time of day (hours and minutes at least), then the offset: a date alone ends in
+  -- "-DD", which the offset pattern alone took for an offset
+  if v_text !~* '^[0-9]{4}-[0-9]{2}-[0-9]{2}[t ][0-9]{2}:[0-9]{2}(:[0-9]{2}(\.[0-9]+)?)? *(z|utc|[+-][0-9]{1,2}(:?[0-9]{2}){0,2})$' then
+    raise exception using errcode = '22023', message = 'option not_before needs a UTC offset and a time of day',
       detail = format('got %L', v_text),
       hint = 'Write the offset ("2030-01-01T09:00:00+02:00" or "...Z"), or use delay_s (seconds, on the server''s clock).';
   end if;
@@ -4844,6 +4846,48 @@ ALTER FUNCTION pgflight.complete_step(p_attempt_id bigint, p_token bigint, p_res
 
 COMMENT ON FUNCTION pgflight.complete_step(p_attempt_id bigint, p_token bigint, p_result jsonb) IS 'Complete a held attempt with a result. Errors: ZF001 lease lost, ZF002 cancelled, ZF003 unknown.';
 
+-- Name: complete_step_text(bigint, bigint, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.complete_step_text(p_attempt_id bigint, p_token bigint, p_result text) RETURNS TABLE(attempt_id bigint, status text)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_json jsonb;
+  v_error jsonb;
+  v_max bigint := (select s.max_result_bytes from pgflight.settings s);
+  v_outcome text;
+begin
+  begin
+    v_json := p_result::jsonb;
+    if octet_length(v_json::text) > v_max then
+      v_error := jsonb_build_object(
+        'message', format('result too large: %s bytes; the cap is %s bytes (settings.max_result_bytes)',
+                          octet_length(v_json::text), v_max),
+        'sqlstate', 'ZF005');
+    end if;
+  exception when others then
+    v_error := jsonb_build_object('message', 'result refused by PostgreSQL: ' || sqlerrm, 'sqlstate', sqlstate);
+  end;
+  if v_error is null then
+    return query select c.attempt_id, c.status from pgflight.complete_step(p_attempt_id, p_token, v_json) c;
+    return;
+  end if;
+  select r.outcome into v_outcome
+    from pgflight._complete_refusing(array[p_attempt_id], array[p_token], array[null::jsonb], array[v_error]) r;
+  if v_outcome is distinct from 'failed' then
+    perform pgflight._reject_write(p_attempt_id, p_token, 'complete_step_text');
+  end if;
+  return query select p_attempt_id, 'failed'::text;
+end
+$$;
+
+ALTER FUNCTION pgflight.complete_step_text(p_attempt_id bigint, p_token bigint, p_result text) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION complete_step_text(p_attempt_id bigint, p_token bigint, p_result text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.complete_step_text(p_attempt_id bigint, p_token bigint, p_result text) IS 'Complete a held attempt with its result as JSON text: a result PostgreSQL refuses (\u0000, NaN, malformed, over max_result_bytes) fails the step (status failed, not retried). Errors: ZF001, ZF002, ZF003, ZF012.';
+
 -- Name: complete_tool_call(bigint, bigint, bigint, text, jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
 CREATE FUNCTION pgflight.complete_tool_call(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_tool_use_id text, p_result jsonb) RETURNS TABLE(trace_id bigint, completed boolean)
@@ -5298,6 +5342,38 @@ ALTER FUNCTION pgflight.fail_step(p_attempt_id bigint, p_token bigint, p_error j
 -- Name: FUNCTION fail_step(p_attempt_id bigint, p_token bigint, p_error jsonb, p_options jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
 COMMENT ON FUNCTION pgflight.fail_step(p_attempt_id bigint, p_token bigint, p_error jsonb, p_options jsonb) IS 'Fail a held attempt: retry with backoff or dead letter at the ceiling. Options (docs/options.md): retryable (boolean, default true), retry_after_s (seconds, 0 to 2592000). Errors: ZF001, ZF002, ZF003, ZF005, ZF012, 22023.';
+
+-- Name: fail_step_text(bigint, bigint, text, jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.fail_step_text(p_attempt_id bigint, p_token bigint, p_error text, p_options jsonb DEFAULT '{}'::jsonb) RETURNS TABLE(attempt_id bigint, outcome text, next_attempt_id bigint, available_after timestamp with time zone)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_error jsonb;
+  v_max bigint := (select s.max_error_bytes from pgflight.settings s);
+begin
+  begin
+    v_error := p_error::jsonb;
+    if octet_length(v_error::text) > v_max then
+      raise exception using errcode = 'ZF005',
+        message = format('error too large: %s bytes; the cap is %s bytes (settings.max_error_bytes)',
+                         octet_length(v_error::text), v_max);
+    end if;
+  exception when others then
+    v_error := jsonb_build_object('message', 'error refused by PostgreSQL: ' || sqlerrm, 'sqlstate', sqlstate,
+                                  'raw', left(p_error, 1000));
+  end;
+  return query select f.attempt_id, f.outcome, f.next_attempt_id, f.available_after
+                 from pgflight.fail_step(p_attempt_id, p_token, v_error, p_options) f;
+end
+$$;
+
+ALTER FUNCTION pgflight.fail_step_text(p_attempt_id bigint, p_token bigint, p_error text, p_options jsonb) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION fail_step_text(p_attempt_id bigint, p_token bigint, p_error text, p_options jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.fail_step_text(p_attempt_id bigint, p_token bigint, p_error text, p_options jsonb) IS 'Fail a held attempt with its error as JSON text: an error PostgreSQL refuses (\u0000, NaN, malformed, over max_error_bytes) is stored as a message with its first characters. Options and errors: fail_step''s.';
 
 -- Name: find_effect(bigint, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -6737,6 +6813,13 @@ CREATE FUNCTION pgflight.replay_from(p_step_id bigint, p_actor text DEFAULT NULL
     AS $$
 begin
   perform pgflight._require_lane_on_step('operator', p_step_id, 'replay_from');  -- issue 13: tenants
+  -- Lock order with purge_finished (runs FOR UPDATE SKIP LOCKED, then their steps): the run row
+  -- first, FOR KEY SHARE, before any steps row. A purge that holds the run is waited for (nothing
+  -- else held yet) and the step is then gone: ZF003. Once held, a purge skips the run. KEY SHARE
+  -- does not wait for completions or cancels, which update runs rows FOR NO KEY UPDATE.
+  perform from pgflight.runs r
+   where r.id = (select s.run_id from pgflight.steps s where s.id = p_step_id)
+     for key share of r;
   if not exists (select from pgflight.steps s where s.id = p_step_id) then
     raise exception using errcode = 'ZF003', message = format('unknown step %s', p_step_id);
   end if;
@@ -6882,6 +6965,13 @@ declare
   v_status text;
 begin
   perform pgflight._require_lane_on_step('operator', p_step_id, 'retry_step');  -- issue 13: tenants
+  -- Lock order with purge_finished (runs FOR UPDATE SKIP LOCKED, then their steps): the run row
+  -- first, FOR KEY SHARE, before any steps row. A purge that holds the run is waited for (nothing
+  -- else held yet) and the step is then gone: ZF003. Once held, a purge skips the run. KEY SHARE
+  -- does not wait for completions or cancels, which update runs rows FOR NO KEY UPDATE.
+  perform from pgflight.runs r
+   where r.id = (select s.run_id from pgflight.steps s where s.id = p_step_id)
+     for key share of r;
   select a.status into v_status from pgflight.steps s
     join pgflight.step_attempts a on a.step_id = s.id and a.attempt_no = s.last_attempt_no
    where s.id = p_step_id;
@@ -7387,6 +7477,7 @@ declare
   v_created integer;
   v_total integer;
   v_bad record;
+  v_unknown record;
   v_max_bytes bigint;
   v_settings pgflight.settings;
   v_fail_fast boolean;
@@ -7420,6 +7511,21 @@ begin
       detail = left(v_bad.value::text, 200),
       hint = 'Each child needs a non-blank string key (at most 512 characters) and recipe (at most 256); '
              'a concurrency_limit needs a concurrency_key (a string of at most 200 characters).';
+  end if;
+  -- A child is key, recipe, input and options, nothing else: a step option beside options
+  -- ({"backoff": ...} instead of {"options": {"backoff": ...}}) would be dropped without a word.
+  select e.ord, k.key into v_unknown
+    from jsonb_array_elements(p_children) with ordinality as e(value, ord),
+         lateral jsonb_object_keys(e.value) as k(key)
+   where k.key <> all (array['key', 'recipe', 'input', 'options'])
+   order by e.ord, k.key
+   limit 1;
+  if found then
+    raise exception using errcode = '22023',
+      message = format('unknown key %s of spawn_children child %s', v_unknown.key, v_unknown.ord),
+      detail = left((p_children -> (v_unknown.ord::integer - 1))::text, 200),
+      hint = 'A child has key, recipe, input and options; step options (priority, max_attempts, lease_s, '
+             'max_runtime_s, backoff, concurrency_key, concurrency_limit) go inside options.';
   end if;
   -- Each child's options through the same step-options validator as submit_run (issue 12: one
   -- rule, so priority 1.5 is refused on both paths); the error names the child ("option lease_s
@@ -10632,6 +10738,11 @@ GRANT ALL ON FUNCTION pgflight.complete_batch(p_attempt_ids bigint[], p_tokens b
 REVOKE ALL ON FUNCTION pgflight.complete_step(p_attempt_id bigint, p_token bigint, p_result jsonb) FROM PUBLIC;
 GRANT ALL ON FUNCTION pgflight.complete_step(p_attempt_id bigint, p_token bigint, p_result jsonb) TO pgflight_worker;
 
+-- Name: FUNCTION complete_step_text(p_attempt_id bigint, p_token bigint, p_result text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.complete_step_text(p_attempt_id bigint, p_token bigint, p_result text) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.complete_step_text(p_attempt_id bigint, p_token bigint, p_result text) TO pgflight_worker;
+
 -- Name: FUNCTION complete_tool_call(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_tool_use_id text, p_result jsonb); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
 REVOKE ALL ON FUNCTION pgflight.complete_tool_call(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_tool_use_id text, p_result jsonb) FROM PUBLIC;
@@ -10678,6 +10789,11 @@ GRANT ALL ON FUNCTION pgflight.expire_approvals(p_limit integer) TO pgflight_ope
 
 REVOKE ALL ON FUNCTION pgflight.fail_step(p_attempt_id bigint, p_token bigint, p_error jsonb, p_options jsonb) FROM PUBLIC;
 GRANT ALL ON FUNCTION pgflight.fail_step(p_attempt_id bigint, p_token bigint, p_error jsonb, p_options jsonb) TO pgflight_worker;
+
+-- Name: FUNCTION fail_step_text(p_attempt_id bigint, p_token bigint, p_error text, p_options jsonb); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.fail_step_text(p_attempt_id bigint, p_token bigint, p_error text, p_options jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.fail_step_text(p_attempt_id bigint, p_token bigint, p_error text, p_options jsonb) TO pgflight_worker;
 
 -- Name: FUNCTION find_effect(p_step_id bigint, p_key text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
