@@ -557,6 +557,7 @@ CALLS: dict[str, Call] = {
     "unschedule_run": lambda w: ("select pgflight.unschedule_run(%s, 'no-such-schedule')", [w.workspace]),
     "fire_schedules": lambda w: ("select pgflight.fire_schedules(10)", []),
     "wake_parked_keys": lambda w: ("select pgflight.wake_parked_keys(10)", []),
+    "wake_ticket_key": lambda w: ("select pgflight.wake_ticket_key(42)", []),
 }
 
 

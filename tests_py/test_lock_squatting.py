@@ -13,9 +13,11 @@ never the pass.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -24,6 +26,7 @@ from psycopg.types.json import Jsonb
 
 from pgflight.worker import WakeTickets, claim_with_ticket
 from security_support import grant, login_connect
+from worker_support import WorkerProc, step_status, wait_for, worker_factory
 
 Conn = psycopg.Connection[Any]
 SWEEP_LOOP_KEY = 7383617326517504001  # the sweep loop's advisory key before engine_locks
@@ -105,7 +108,7 @@ def test_a_reader_holding_the_sweep_loops_old_key_does_not_stop_the_sweeps(
     loop = connect(timeout_s=20)
     warnings: list[str] = []
     loop.add_notice_handler(lambda d: warnings.append(d.message_primary or ""))
-    _, took = _timed(lambda: loop.execute("call pgflight.sweep_loop(1.5, 0.5)"))
+    loop.execute("call pgflight.sweep_loop(1.5, 0.5)")
     assert not any("another sweep loop" in w for w in warnings), warnings
     lag = su.execute(
         "select extract(epoch from clock_timestamp() - last_pass_at) from pgflight.sweep_state"
@@ -177,7 +180,7 @@ def test_a_reader_holding_a_concurrency_key_blocks_neither_the_claim_nor_the_key
     # the reader takes the key while B's step runs: B's completion must not wait for it
     reader = as_login("pgf_reader_a")
     _hold(reader, "pg_catalog.hashtextextended(%s, 0)", [f"pgflight.key:{b}:invoice-42"])
-    out, took = _timed(
+    _, took = _timed(
         lambda: w2.execute(
             "select * from pgflight.complete_step(%s, %s, '{\"ok\": true}')", [attempt, token]
         ).fetchall()
@@ -222,15 +225,15 @@ def test_a_reader_holding_the_tokens_per_minute_key_does_not_stall_model_call_ad
         [attempt, token, Jsonb({"model": "claude-haiku-4-5", "task": "t"})],
     ).fetchone()
     assert row is not None
-    out, took = _timed(
+    _, took = _timed(
         lambda: w2.execute(
             "select pgflight.reserve_budget(%s, %s, %s, 1, 0.01)", [attempt, token, row[0]]
         ).fetchone()
     )
     assert took < 1.0, f"reserve_budget waited {took:.1f} s"
-    out, took = _timed(
+    _, took = _timed(
         lambda: w2.execute(
-            "select * from pgflight.record_model_call(%s, %s, %s, 1, '[{\"type\": \"text\", \"text\": \"hi\"}]',"
+            'select * from pgflight.record_model_call(%s, %s, %s, 1, \'[{"type": "text", "text": "hi"}]\','
             " '{\"input_tokens\": 10, \"output_tokens\": 5}', 'claude-haiku-4-5', '{}')",
             [attempt, token, row[0]],
         ).fetchall()
@@ -262,13 +265,52 @@ def test_a_listener_that_is_no_worker_of_the_workspace_cannot_win_its_wake_ticke
     key = tickets.key(xid)
     _hold(reader, "%s", [key])  # the key every process of the group used to try
     for squatter in (reader, w1):
-        try:
+        with contextlib.suppress(psycopg.errors.UndefinedFunction):
             squatter.execute("select pg_try_advisory_lock(pgflight.wake_ticket_key(%s))", [key])
-        except psycopg.errors.UndefinedFunction:
-            pass
     won, claims = claim_with_ticket(w2, key, wid, 4, 30, recipes)
     assert won, "B's worker wins B's ticket"
     assert [c.step_id for c in claims] == [run["step_id"]]
     # the reader gets no key of its own to hold at all
     assert reader.execute("select pgflight.wake_ticket_key(%s)", [key]).fetchone() == (None,)
     w2.execute("select pg_advisory_unlock_all()")
+
+
+@pytest.fixture
+def workers(tmp_path: Path) -> Iterator[Callable[..., WorkerProc]]:
+    """Worker subprocesses, SIGKILLed at teardown."""
+    yield from worker_factory(tmp_path)
+
+
+def test_a_squatting_listener_does_not_slow_another_workspaces_worker_to_its_poll(
+    su: Conn, as_login: Callable[[str], Conn], dsn: str, logins: Any, workers: Callable[..., WorkerProc]
+) -> None:
+    """
+    B's worker process (login pgf_worker_b over scram, poll 30 s: only a won ticket claims soon).
+    Before each submit, a reader and a worker of A take every key of the coming ticket they can
+    compute; B's step is still claimed well within a second, never at the poll.
+    """
+    w = workers(logins.dsn("pgf_worker_b", dsn), "--log-level", "DEBUG", "--poll", "30", "--concurrency", "2")
+    wait_for(lambda: "listening on pgflight_ready" in w.output(), 20, "the worker to listen")
+    time.sleep(0.5)  # its catch-up claim is over
+    recipes = list(su.execute("select recipes from pgflight.workers where stopped_at is null").fetchone()[0])  # type: ignore[index]
+    tickets = WakeTickets(recipes)
+    reader, w1 = as_login("pgf_reader_a"), as_login("pgf_worker_a")
+    latencies = []
+    for _ in range(5):
+        with su.transaction():
+            xid = str(su.execute("select pg_current_xact_id()::text").fetchone()[0])  # type: ignore[index]
+            key = tickets.key(xid)
+            _hold(reader, "%s", [key])
+            for squatter in (reader, w1):
+                with contextlib.suppress(psycopg.errors.UndefinedFunction):
+                    squatter.execute("select pg_try_advisory_lock(pgflight.wake_ticket_key(%s))", [key])
+            run = _submit(su, "B", "noop")
+        t0 = time.monotonic()
+        step = run["step_id"]
+        wait_for(
+            lambda step=step: step_status(su, step) == "succeeded",
+            5,
+            f"B's step claimed\n{w.output()[-2000:]}",
+        )
+        latencies.append(time.monotonic() - t0)
+    assert max(latencies) < 1.0, latencies

@@ -1204,7 +1204,8 @@ class Worker:
 
 
 CLAIM_WITH_TICKET = """
-with t as materialized (select coalesce(pg_catalog.pg_try_advisory_lock(pgflight.wake_ticket_key(%s)), false) as won)
+with t as materialized (
+  select coalesce(pg_catalog.pg_try_advisory_lock(pgflight.wake_ticket_key(%s)), false) as won)
 select t.won, case when t.won then (
          select coalesce(pg_catalog.jsonb_agg(pg_catalog.to_jsonb(c)), '[]')
            from pgflight.claim_batch(%s, %s, %s, %s, %s) c) end as claims
@@ -1216,7 +1217,8 @@ def claim_with_ticket(
     conn: db.Connection, key: int, worker_id: int, want: int, lease_s: float, recipes: list[str]
 ) -> tuple[bool, list[models.ClaimedStep]]:
     """
-    Try the ticket's session advisory lock and, only when this session got it, claim_batch (start
+    Try the ticket's session advisory lock (on ``pgflight.wake_ticket_key(key)``, a key only
+    workers of this login's workspaces meet on) and, only when this session got it, claim_batch (start
     on claim) in the same statement: (won, claims). claim_batch is not called at all for a lost
     ticket (the claim is an init plan of the CASE branch, evaluated only when that branch is
     taken), so a loser costs one trivial statement.

@@ -207,7 +207,8 @@ class Listener:
         """Release session advisory locks :meth:`try_tickets` took."""
         assert self.conn is not None
         self.conn.execute(
-            "select pg_catalog.pg_advisory_unlock(pgflight.wake_ticket_key(k)) from unnest(%s::bigint[]) k", [keys]
+            "select pg_catalog.pg_advisory_unlock(pgflight.wake_ticket_key(k)) from unnest(%s::bigint[]) k",
+            [keys],
         )
 
     def probe(self, timeout_s: float = 2.0) -> bool:
