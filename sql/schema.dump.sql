@@ -11043,6 +11043,13 @@ GRANT ALL ON FUNCTION pgflight.wake_parents(p_limit integer) TO pgflight_operato
 REVOKE ALL ON FUNCTION pgflight.wake_parked_keys(p_limit integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION pgflight.wake_parked_keys(p_limit integer) TO pgflight_operator;
 
+-- Name: FUNCTION wake_ticket_key(p_key bigint); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.wake_ticket_key(p_key bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.wake_ticket_key(p_key bigint) TO pgflight_worker;
+GRANT ALL ON FUNCTION pgflight.wake_ticket_key(p_key bigint) TO pgflight_operator;
+GRANT ALL ON FUNCTION pgflight.wake_ticket_key(p_key bigint) TO pgflight_reader;
+
 -- Name: FUNCTION worker_list(p_limit integer); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
 REVOKE ALL ON FUNCTION pgflight.worker_list(p_limit integer) FROM PUBLIC;

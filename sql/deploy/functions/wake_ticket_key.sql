@@ -36,8 +36,10 @@ $$;
 comment on function pgflight.wake_ticket_key(bigint) is
   'The advisory lock key (bigint) of a wake ticket for the calling login''s worker lanes, derived from the '
   'engine''s secret and p_key (the worker''s key of its recipe group and the ticket); null without a worker lane.';
--- Executable by every login (a LISTEN connection may log in as another role than the worker's):
--- it reveals only a key of the caller's own worker lanes, and null to a login without one.
-grant execute on function pgflight.wake_ticket_key(bigint) to public;
+-- Executable by every lane (a LISTEN connection may log in as another lane than the worker's;
+-- PUBLIC has no USAGE on the schema anyway): it reveals only a key of the caller's own worker
+-- lanes, and null to a login without one.
+revoke execute on function pgflight.wake_ticket_key(bigint) from public;
+grant execute on function pgflight.wake_ticket_key(bigint) to pgflight_worker, pgflight_operator, pgflight_reader;
 
 commit;
