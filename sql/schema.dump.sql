@@ -1581,7 +1581,15 @@ begin
       detail  = format('pgflight.fake_now is set to %L in this session', p_value),
       hint    = 'RESET pgflight.fake_now, or (tests only) UPDATE pgflight.settings SET allow_fake_clock = true.';
   end if;
-  return p_value::timestamptz;
+  begin
+    return p_value::timestamptz;
+  exception when invalid_datetime_format or datetime_field_overflow or invalid_parameter_value then
+    raise exception using
+      errcode = '22023',
+      message = 'pgflight.fake_now is not an instant',
+      detail  = format('pgflight.fake_now is set to %L in this session', left(p_value, 100)),
+      hint    = 'SET pgflight.fake_now to a timestamptz such as ''2030-01-01 00:00:00+00'', or RESET it.';
+  end;
 end
 $$;
 
@@ -1589,7 +1597,7 @@ ALTER FUNCTION pgflight._fake_now(p_value text) OWNER TO pgflight_owner;
 
 -- Name: FUNCTION _fake_now(p_value text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight._fake_now(p_value text) IS 'Internal: the fake instant of a test session. Raises ZF009 unless settings.allow_fake_clock.';
+COMMENT ON FUNCTION pgflight._fake_now(p_value text) IS 'Internal: the fake instant of a test session. Raises ZF009 unless settings.allow_fake_clock, 22023 when the value is not an instant.';
 
 -- Name: _fan_in_clear(bigint); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -4217,7 +4225,10 @@ begin
   if not exists (select from pgflight.steps s where s.id = p_step_id) then
     raise exception using errcode = 'ZF003', message = format('unknown step %s', p_step_id);
   end if;
-  if v_key is null then
+  if v_key is not null then  -- a gate key is a name: capped like request_approval's
+    perform pgflight._require_cap('max_name_bytes', (select s.max_name_bytes from pgflight.settings s),
+                                  octet_length(v_key), 'gate key (bytes)');
+  else
     select g.gate_key into v_key from pgflight.approvals g
      where g.step_id = p_step_id order by g.decision is null desc, g.id desc limit 1;
     v_key := coalesce(v_key, 'approval');
@@ -4243,7 +4254,7 @@ ALTER FUNCTION pgflight.approve(p_step_id bigint, p_decision text, p_actor text,
 
 -- Name: FUNCTION approve(p_step_id bigint, p_decision text, p_actor text, p_note text, p_gate_key text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight.approve(p_step_id bigint, p_decision text, p_actor text, p_note text, p_gate_key text) IS 'Decide an approval gate (approve | reject); first decision wins. Errors: 22023, ZF003, ZF008.';
+COMMENT ON FUNCTION pgflight.approve(p_step_id bigint, p_decision text, p_actor text, p_note text, p_gate_key text) IS 'Decide an approval gate (approve | reject); first decision wins. Errors: 22023, ZF003, ZF005, ZF008.';
 
 -- Name: begin_agent_run(bigint, bigint, jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -4975,10 +4986,12 @@ CREATE FUNCTION pgflight.cost_by_day(p_days integer DEFAULT 14) RETURNS TABLE(wo
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
-  v_from date := (pgflight._now() at time zone 'UTC')::date - (p_days - 1);
+  v_from date;
   v_lanes bigint[] := pgflight._lane_workspaces('reader');  -- null: every workspace
 begin
+  -- checked before the first day is computed: 2^31-1 days back is out of the date range (22008)
   perform pgflight._require_limit('days', p_days, 92);
+  v_from := (pgflight._now() at time zone 'UTC')::date - (p_days - 1);
   return query
   with spend as (
     select c.workspace_id, (c.at at time zone 'UTC')::date as day, count(*) as calls,
@@ -5298,7 +5311,8 @@ declare
   v_error jsonb;
   v_count integer := 0;
 begin
-  perform pgflight._require_lane('operator', null, 'fire_schedules');  -- issue 13: acts on every workspace
+  perform pgflight._require_lane('operator', null, 'fire_schedules');  -- acts on every workspace
+  perform pgflight._check_limit(p_limit);  -- a negative LIMIT would raise 2201W below
   -- queue_one firings whose previous run has ended
   for v_s in
     select s.*, w.name as workspace from pgflight.schedules s join pgflight.workspaces w on w.id = s.workspace_id
@@ -5355,7 +5369,7 @@ ALTER FUNCTION pgflight.fire_schedules(p_limit integer) OWNER TO pgflight_owner;
 
 -- Name: FUNCTION fire_schedules(p_limit integer); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight.fire_schedules(p_limit integer) IS 'Sweep: fire due schedules once each (by schedule and fire time), with catch-up and overlap policies; returns firings decided.';
+COMMENT ON FUNCTION pgflight.fire_schedules(p_limit integer) IS 'Sweep: fire due schedules once each (by schedule and fire time), with catch-up and overlap policies; returns firings decided. Errors: 22023 negative p_limit, ZF012.';
 
 -- Name: grant_workspace(name, text, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -5678,7 +5692,7 @@ begin
   foreach v_table in array array['traces', 'costs'] loop
     execute format('delete from pgflight.%1$I t where t.ctid = any (array(select d.ctid from pgflight.%1$I d '
                    'where not exists (select from pgflight.agent_runs a where a.id = d.agent_run_id) limit %2$s))',
-                   v_table || '_default', p_limit);
+                   v_table || '_default', coalesce(p_limit::text, 'all'));  -- null: no row limit
     get diagnostics v_rows = row_count;
     if v_rows > 0 then
       return query select v_table || '_default', 'purged'::text, v_rows;
@@ -5833,7 +5847,9 @@ begin
                                               (select min(a.claim_event_id) from pgflight.step_attempts a),
                                               (select min(a.finish_event_id) from pgflight.step_attempts a)) - 1,
                                         v_after));
-  v_last := least(v_after + p_max_events,
+  -- (a cursor within p_max_events of the largest bigint ends the window there: the sum overflowed)
+  v_last := least(case when v_after > 9223372036854775807 - p_max_events then 9223372036854775807
+                       else v_after + p_max_events end,
                   coalesce(greatest((select max(e.id) from pgflight.events e),
                                     (select max(a.claim_event_id) from pgflight.step_attempts a),
                                     (select max(a.finish_event_id) from pgflight.step_attempts a)),

@@ -14,8 +14,9 @@ function without a valid call, fails the matrix: a new function is covered befor
 How a call is judged (`judge`). Each call runs in its own transaction of the login, which is
 rolled back; when the call succeeds, the digest of every engine table is taken inside that
 transaction (by a SECURITY DEFINER function of the test database, owned by the superuser, so it
-reads every row), after `set constraints all immediate`. The data set is the same for every call
-of one function, so one digest taken before is the baseline for all of them.
+reads every row), after `set constraints all immediate`: per table and row scope, the row count
+and the rows the transaction wrote. The data set is the same for every call of one function, so
+one digest taken before is the baseline for all of them.
 
 - A call that raises changes nothing (PostgreSQL undoes the statement). Its SQLSTATE must be
   pgflight's own (class ZF), 22023 (invalid parameter value) or 22004 (null value not allowed);
@@ -45,9 +46,11 @@ from psycopg.types.json import Jsonb
 from security_support import CALLS, Conn, World
 
 DIGEST_SCHEMA = "fence_matrix"
-#: JSON the engine must refuse or survive: 5,000 nested arrays (40 KB) and a 2 MB string.
+#: JSON the engine must refuse or survive: 5,000 nested arrays (40 KB), and a string larger than
+#: every size cap (the matrix lowers the caps to `SMALL_CAP_BYTES`, so it sends 128 KB, not 16 MB).
 DEEP_JSON = '{"a": ' + "[" * 5000 + "]" * 5000 + "}"
-BIG_TEXT = "x" * (2 * 1024 * 1024)
+SMALL_CAP_BYTES = 65536
+BIG_TEXT = "x" * (2 * SMALL_CAP_BYTES)
 BIG_JSON = '{"x": "' + BIG_TEXT + '"}'
 
 INT_MAX = {"smallint": 32767, "integer": 2147483647, "bigint": 9223372036854775807}
@@ -102,10 +105,30 @@ def scope_expression(table: str, columns: set[str]) -> str:
     return "coalesce(" + ", ".join(parts) + ")"
 
 
+def lower_caps(su: Conn) -> None:
+    """Size caps of `SMALL_CAP_BYTES` in the test database, so an oversized value is cheap to send."""
+    su.execute(
+        "update pgflight.settings set max_input_bytes = %(b)s, max_result_bytes = %(b)s,"
+        " max_error_bytes = %(b)s, max_receipt_bytes = %(b)s, max_approval_request_bytes = %(b)s",
+        {"b": SMALL_CAP_BYTES},
+    )
+
+
+def text_json(conn: Conn) -> None:
+    """Return json and jsonb as text on `conn`: a result echoing a deep document is not decoded."""
+    from psycopg.types.string import TextLoader
+
+    for name in ("json", "jsonb"):
+        conn.adapters.register_loader(name, TextLoader)
+
+
 def install_digest(su: Conn, logins: list[str]) -> int:
     """
-    Create `fence_matrix.digest()` in the test database: (table, scope, rows, md5 of the rows in
-    text order) of every engine table, as the superuser that owns it; executable by `logins`.
+    Create `fence_matrix.digest()` in the test database, as the superuser, executable by `logins`:
+    per engine table and row scope, how many rows it has and how many of them the calling
+    transaction wrote (inserted or updated: the row version's xmin is one of its transaction ids,
+    which are never below its top-level id). A call that deleted a row shows as a smaller count,
+    one that wrote a row as a written row: no row text is hashed, so a digest costs one scan.
     Returns how many tables it covers.
     """
     tables = su.execute(
@@ -115,18 +138,20 @@ def install_digest(su: Conn, logins: list[str]) -> int:
         " group by c.relname order by 1"
     ).fetchall()
     parts = [
-        f"select {sql.Literal(t).as_string(su)}::text, {scope_expression(t, set(cols))}, x::text"
-        f" from pgflight.{sql.Identifier(t).as_string(su)} x"
+        f"select {sql.Literal(t).as_string(su)}::text, {scope_expression(t, set(cols))},"
+        f" x.xmin::text::bigint >= me.xid from pgflight.{sql.Identifier(t).as_string(su)} x, me"
         for t, cols in tables
     ]
     su.execute(f"create schema if not exists {DIGEST_SCHEMA}")
     su.execute(
         f"create or replace function {DIGEST_SCHEMA}.digest()"
-        " returns table(tbl text, scope text, n bigint, md5 text) language sql security definer"
-        " set search_path = pg_catalog, pg_temp as $$"
-        " select t, s, count(*), md5(string_agg(r, ',' order by r)) from ("
+        " returns table(tbl text, scope text, n bigint, written bigint) language plpgsql security definer"
+        " set search_path = pg_catalog, pg_temp as $$ begin return query"  # plpgsql: its plan is cached
+        " with me as (select coalesce(pg_current_xact_id_if_assigned()::text::bigint % 4294967296,"
+        " 4294967296) as xid)"
+        " select t, s, count(*), count(*) filter (where w) from ("
         + " union all ".join(parts)
-        + ") d(t, s, r) group by t, s $$"
+        + ") d(t, s, w) group by t, s; end $$"
     )
     su.execute(f"revoke all on function {DIGEST_SCHEMA}.digest() from public")
     for login in logins:
@@ -143,19 +168,21 @@ def install_digest(su: Conn, logins: list[str]) -> int:
     return len(tables)
 
 
-Digest = dict[tuple[str, str], tuple[int, str]]
+Digest = dict[tuple[str, str], tuple[int, int]]
 
 
 def digest(conn: Conn) -> Digest:
-    rows = conn.execute(f"select tbl, scope, n, md5 from {DIGEST_SCHEMA}.digest()").fetchall()
-    return {(t, s): (n, m) for t, s, n, m in rows}
+    rows = conn.execute(f"select tbl, scope, n, written from {DIGEST_SCHEMA}.digest()").fetchall()
+    return {(t, s): (n, w) for t, s, n, w in rows}
 
 
 def changed_scopes(before: Digest, after: Digest) -> dict[str, set[str]]:
-    """{scope: tables} whose rows differ between two digests."""
+    """{scope: tables} with rows deleted (fewer rows than before) or written (by the call's transaction)."""
     out: dict[str, set[str]] = {}
     for key in set(before) | set(after):
-        if before.get(key) != after.get(key):
+        n_before = before.get(key, (0, 0))[0]
+        n_after, written = after.get(key, (0, 0))
+        if n_before != n_after or written:
             out.setdefault(key[1], set()).add(key[0])
     return out
 
@@ -376,7 +403,7 @@ def hostile_values(name: str, typ: str, base: Arg | None, foreign: Foreign) -> l
     elif typ in ("text", "name", "character varying"):
         vals += [("empty", "")]
         if typ != "name":
-            vals += [("2 MB", BIG_TEXT)]
+            vals += [("larger than every cap", BIG_TEXT)]
         if name == "p_workspace":
             vals += [("workspace B", "B"), ("unknown workspace", "no-such-workspace")]
         if name == "p_login":
@@ -388,7 +415,7 @@ def hostile_values(name: str, typ: str, base: Arg | None, foreign: Foreign) -> l
             ("json string", '"x"'),
             ("json number", "-1"),
             ("nested 5,000 deep", DEEP_JSON),
-            ("2 MB", BIG_JSON),
+            ("larger than every cap", BIG_JSON),
         ]
     elif typ == "boolean":
         pass
