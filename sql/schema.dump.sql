@@ -2189,7 +2189,7 @@ ALTER FUNCTION pgflight._lock_held(p_attempt_id bigint, p_token bigint, p_operat
 
 -- Name: FUNCTION _lock_held(p_attempt_id bigint, p_token bigint, p_operation text, p_with_cancel_requested boolean); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight._lock_held(p_attempt_id bigint, p_token bigint, p_operation text, p_with_cancel_requested boolean) IS 'Internal: lock a live attempt held with this token, or raise ZF001 / ZF002 / ZF003.';
+COMMENT ON FUNCTION pgflight._lock_held(p_attempt_id bigint, p_token bigint, p_operation text, p_with_cancel_requested boolean) IS 'Internal: lock a live attempt held with this token, or raise as _reject_write (22023, ZF001, ZF002, ZF003, ZF012).';
 
 -- Name: _may(text, bigint); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -2292,6 +2292,26 @@ ALTER FUNCTION pgflight._notify_ready() OWNER TO pgflight_owner;
 -- Name: FUNCTION _notify_ready(); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
 COMMENT ON FUNCTION pgflight._notify_ready() IS 'Internal: NOTIFY pgflight_ready with the transaction id as payload (a wake ticket, never user data).';
+
+-- Name: _null_refused(text, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._null_refused(p_operation text, p_what text) RETURNS void
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+  raise exception using
+    errcode = '22023',
+    message = format('%s refused: %s is null', p_operation, p_what),
+    hint    = 'Pass the attempt_id and fencing_token that claim_batch returned, one token per attempt.';
+end
+$$;
+
+ALTER FUNCTION pgflight._null_refused(p_operation text, p_what text) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _null_refused(p_operation text, p_what text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._null_refused(p_operation text, p_what text) IS 'Internal: raise 22023 for a NULL attempt id, fencing token or array element of a fenced call.';
 
 -- Name: _opt_bool(jsonb, text, boolean, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -3072,6 +3092,33 @@ ALTER FUNCTION pgflight._record_stale(p_attempt_id bigint, p_token bigint, p_ope
 
 COMMENT ON FUNCTION pgflight._record_stale(p_attempt_id bigint, p_token bigint, p_operation text) IS 'Internal: log a refused write as stale_result_rejected; false when the token is still current.';
 
+-- Name: _refuse_fence_arrays(text, bigint[], bigint[]); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._refuse_fence_arrays(p_operation text, p_attempt_ids bigint[], p_tokens bigint[]) RETURNS void
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+  if array_ndims(p_attempt_ids) > 1 or array_ndims(p_tokens) > 1 then
+    raise exception using
+      errcode = '22023',
+      message = format('%s refused: attempt ids and tokens must be one-dimensional arrays', p_operation),
+      detail  = format('%s dimensions of attempt ids, %s of tokens', coalesce(array_ndims(p_attempt_ids), 1),
+                       coalesce(array_ndims(p_tokens), 1)),
+      hint    = 'Pass one flat array of attempt ids and one of their tokens, in the same order.';
+  end if;
+  perform pgflight._null_refused(p_operation, format('element %s of the %s',
+    coalesce(array_position(p_attempt_ids, null), array_position(p_tokens, null)),
+    case when array_position(p_attempt_ids, null) is not null then 'attempt ids' else 'tokens' end));
+end
+$$;
+
+ALTER FUNCTION pgflight._refuse_fence_arrays(p_operation text, p_attempt_ids bigint[], p_tokens bigint[]) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _refuse_fence_arrays(p_operation text, p_attempt_ids bigint[], p_tokens bigint[]); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._refuse_fence_arrays(p_operation text, p_attempt_ids bigint[], p_tokens bigint[]) IS 'Internal: raise 22023 for a batch''s attempt ids or tokens with a NULL element or more than one dimension.';
+
 -- Name: _reject_write(bigint, bigint, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
 CREATE FUNCTION pgflight._reject_write(p_attempt_id bigint, p_token bigint, p_operation text) RETURNS void
@@ -3079,35 +3126,38 @@ CREATE FUNCTION pgflight._reject_write(p_attempt_id bigint, p_token bigint, p_op
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
-  v_status text;
-  v_token bigint;
-  v_login name;
+  v_att record;
 begin
-  select a.status, a.fencing_token, w.login into v_status, v_token, v_login
+  if p_attempt_id is null or p_token is null then
+    perform pgflight._null_refused(p_operation, case when p_attempt_id is null then 'the attempt id'
+                                                     else 'the fencing token' end);
+  end if;
+  select a.status, a.fencing_token, w.login,
+         w.login is not distinct from session_user or pgflight._may('worker', a.workspace_id) as visible
+    into v_att
     from pgflight.step_attempts a left join pgflight.workers w on w.id = a.worker_id
    where a.id = p_attempt_id;
-  if not found then
-    raise exception using
-      errcode = 'ZF003',
-      message = format('unknown attempt %s', p_attempt_id),
-      hint    = 'Use the attempt_id returned by claim_batch.';
-  elsif v_token is not distinct from p_token and v_login is distinct from session_user then
-    perform pgflight._require_own_attempt(p_attempt_id, p_token, p_operation);
-  elsif v_status in ('cancel_requested', 'cancelled') and v_token is not distinct from p_token then
+  if not found or not v_att.visible then
+    perform pgflight._unknown_attempt(p_attempt_id);
+  end if;
+  if v_att.fencing_token = p_token and v_att.login is distinct from session_user then
+    perform pgflight._require_own_attempt(p_attempt_id, p_token, p_operation);  -- ZF012
+  end if;
+  if v_att.fencing_token = p_token and v_att.status in ('cancel_requested', 'cancelled') then
     raise exception using
       errcode = 'ZF002',
       message = format('%s rejected: attempt %s was cancelled', p_operation, p_attempt_id),
-      detail  = format('attempt status %s', v_status),
+      detail  = format('attempt status %s', v_att.status),
       hint    = 'The run or step was cancelled; stop the work and call release_step to acknowledge.';
-  else
-    raise exception using
-      errcode = 'ZF001',
-      message = format('lease lost on attempt %s', p_attempt_id),
-      detail  = format('%s refused: the attempt is not held with caller token %s%s', p_operation,
-                       coalesce(p_token::text, 'none'),
-                       case when v_login = session_user then format(' (attempt status %s)', v_status) else '' end),
-      hint    = 'The step was reclaimed or finished; abandon this attempt and write nothing.';
   end if;
+  -- every other path, and the one where the attempt changed since the fenced statement read it
+  raise exception using
+    errcode = 'ZF001',
+    message = format('lease lost on attempt %s', p_attempt_id),
+    detail  = format('%s refused: the attempt is not held with caller token %s%s', p_operation, p_token,
+                     case when v_att.login = session_user then format(' (attempt status %s)', v_att.status)
+                          else '' end),
+    hint    = 'The step was reclaimed or finished; abandon this attempt and write nothing.';
 end
 $$;
 
@@ -3115,7 +3165,7 @@ ALTER FUNCTION pgflight._reject_write(p_attempt_id bigint, p_token bigint, p_ope
 
 -- Name: FUNCTION _reject_write(p_attempt_id bigint, p_token bigint, p_operation text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight._reject_write(p_attempt_id bigint, p_token bigint, p_operation text) IS 'Internal: raises ZF001 (lease lost), ZF002 (cancelled) or ZF003 (unknown attempt).';
+COMMENT ON FUNCTION pgflight._reject_write(p_attempt_id bigint, p_token bigint, p_operation text) IS 'Internal: raise the refusal of a fenced write, never returns: 22023 (NULL id or token), ZF003 (unknown, or outside the login''s worker lanes), ZF012 (a leaked token), ZF002 (cancelled), ZF001.';
 
 -- Name: _release_reservation(bigint); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -3353,16 +3403,29 @@ CREATE FUNCTION pgflight._require_own_attempt(p_attempt_id bigint, p_token bigin
     LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
+declare
+  v_in_lane boolean;
 begin
-  if exists (select from pgflight.step_attempts a join pgflight.workers w on w.id = a.worker_id
-              where a.id = p_attempt_id and a.fencing_token = p_token and w.login <> session_user) then
-    raise exception using
-      errcode = 'ZF012',
-      message = format('%s refused: attempt %s is not held by a worker of login %s', p_operation, p_attempt_id,
-                       session_user),
-      detail  = 'An attempt may be written only by the login whose worker claimed it, whatever token is sent.',
-      hint    = 'Write only attempts that your own claim_batch returned.';
+  if p_attempt_id is null or p_token is null then
+    perform pgflight._null_refused(p_operation, case when p_attempt_id is null then 'the attempt id'
+                                                     else 'the fencing token' end);
   end if;
+  select pgflight._may('worker', a.workspace_id) into v_in_lane
+    from pgflight.step_attempts a left join pgflight.workers w on w.id = a.worker_id
+   where a.id = p_attempt_id and a.fencing_token = p_token
+     and w.login is distinct from session_user;
+  if not found then
+    return;
+  end if;
+  if not v_in_lane then
+    perform pgflight._unknown_attempt(p_attempt_id);
+  end if;
+  raise exception using
+    errcode = 'ZF012',
+    message = format('%s refused: attempt %s is not held by a worker of login %s', p_operation, p_attempt_id,
+                     session_user),
+    detail  = 'An attempt may be written only by the login whose worker claimed it, whatever token is sent.',
+    hint    = 'Write only attempts that your own claim_batch returned.';
 end
 $$;
 
@@ -3370,7 +3433,7 @@ ALTER FUNCTION pgflight._require_own_attempt(p_attempt_id bigint, p_token bigint
 
 -- Name: FUNCTION _require_own_attempt(p_attempt_id bigint, p_token bigint, p_operation text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight._require_own_attempt(p_attempt_id bigint, p_token bigint, p_operation text) IS 'Internal: raise ZF012 when the attempt is held with this token by another login''s worker.';
+COMMENT ON FUNCTION pgflight._require_own_attempt(p_attempt_id bigint, p_token bigint, p_operation text) IS 'Internal: raise when this token is the attempt''s current one but no worker of the login holds it (ZF012; ZF003 outside the login''s worker lanes); 22023 for a NULL id or token.';
 
 -- Name: _require_positive(text, double precision); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -4050,6 +4113,26 @@ ALTER FUNCTION pgflight._tree_steps(p_run_id bigint, p_step_id bigint) OWNER TO 
 
 COMMENT ON FUNCTION pgflight._tree_steps(p_run_id bigint, p_step_id bigint) IS 'Internal: ids of a run''s steps, or of a step and its descendants.';
 
+-- Name: _unknown_attempt(bigint); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._unknown_attempt(p_attempt_id bigint) RETURNS void
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+  raise exception using
+    errcode = 'ZF003',
+    message = format('unknown attempt %s', p_attempt_id),
+    hint    = 'Use the attempt_id returned by claim_batch.';
+end
+$$;
+
+ALTER FUNCTION pgflight._unknown_attempt(p_attempt_id bigint) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _unknown_attempt(p_attempt_id bigint); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._unknown_attempt(p_attempt_id bigint) IS 'Internal: raise ZF003 unknown attempt (the one answer for an attempt unknown or outside the lanes).';
+
 -- Name: _vacuum_horizon(); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
 CREATE FUNCTION pgflight._vacuum_horizon() RETURNS TABLE(xmin_age integer, held_s double precision, pid integer)
@@ -4707,6 +4790,13 @@ begin
     raise exception using errcode = '22023', message = 'attempt ids, tokens and results differ in length',
       hint = 'Pass one token and one result per attempt id, in the same order.';
   end if;
+  -- a NULL never matches a token (the fence's rule): the whole batch is refused before anything is
+  -- read. One expression, no query (array_position searches one-dimensional arrays only: a deeper
+  -- one is refused as such first)
+  if (case when array_ndims(p_attempt_ids) > 1 or array_ndims(p_tokens) > 1 then true
+           else array_position(p_attempt_ids, null) is not null or array_position(p_tokens, null) is not null end) then
+    perform pgflight._refuse_fence_arrays('complete_batch', p_attempt_ids, p_tokens);
+  end if;
   -- issue 18: one cap on results, settings.max_result_bytes, checked row by row. The hot path: one
   -- set-based size check (the cap read in it); a refused row goes through _complete_refusing
   if exists (select from unnest(p_results) as r(v)
@@ -4728,7 +4818,8 @@ begin
   loop
     v_i := v_i + 1;
     if outcome <> 'succeeded' then
-      -- a current token of another login's attempt is a leaked one: ZF012, the whole batch undone
+      -- a current token of an attempt no worker of this login holds is a leaked one: ZF012 (ZF003
+      -- outside the login's worker lanes), the whole batch undone
       perform pgflight._require_own_attempt(attempt_id, p_tokens[v_i], 'complete_batch');
       perform pgflight._record_stale(attempt_id, p_tokens[v_i], 'complete');
     end if;
@@ -4741,7 +4832,7 @@ ALTER FUNCTION pgflight.complete_batch(p_attempt_ids bigint[], p_tokens bigint[]
 
 -- Name: FUNCTION complete_batch(p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[]); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight.complete_batch(p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[]) IS 'Complete many held attempts; per row outcome succeeded | lease_lost | cancelled | failed (its result refused: over settings.max_result_bytes; that step dead-letters alone). Errors: 22023, ZF012.';
+COMMENT ON FUNCTION pgflight.complete_batch(p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[]) IS 'Complete many held attempts; per row outcome succeeded | lease_lost | cancelled | failed (its result refused: over settings.max_result_bytes; that step dead-letters alone). Errors: 22023 (lengths differ, a NULL), ZF012 / ZF003 (another login''s current token).';
 
 -- Name: complete_batch(bigint[], bigint[], text[]); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -4759,6 +4850,13 @@ begin
      or coalesce(cardinality(p_attempt_ids), 0) <> coalesce(cardinality(p_results), 0) then
     raise exception using errcode = '22023', message = 'attempt ids, tokens and results differ in length',
       hint = 'Pass one token and one result per attempt id, in the same order.';
+  end if;
+  -- a NULL never matches a token (the fence's rule): the whole batch is refused before anything is
+  -- read. One expression, no query (array_position searches one-dimensional arrays only: a deeper
+  -- one is refused as such first)
+  if (case when array_ndims(p_attempt_ids) > 1 or array_ndims(p_tokens) > 1 then true
+           else array_position(p_attempt_ids, null) is not null or array_position(p_tokens, null) is not null end) then
+    perform pgflight._refuse_fence_arrays('complete_batch', p_attempt_ids, p_tokens);
   end if;
   begin
     v_json := p_results::jsonb[];  -- one cast for the whole batch
@@ -4791,7 +4889,7 @@ ALTER FUNCTION pgflight.complete_batch(p_attempt_ids bigint[], p_tokens bigint[]
 
 -- Name: FUNCTION complete_batch(p_attempt_ids bigint[], p_tokens bigint[], p_results text[]); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight.complete_batch(p_attempt_ids bigint[], p_tokens bigint[], p_results text[]) IS 'Complete many held attempts, results as JSON text; an element PostgreSQL refuses (NaN, \u0000, too large) fails only its own step (outcome failed). Errors: 22023, ZF012.';
+COMMENT ON FUNCTION pgflight.complete_batch(p_attempt_ids bigint[], p_tokens bigint[], p_results text[]) IS 'Complete many held attempts, results as JSON text; an element PostgreSQL refuses (NaN, \u0000, too large) fails only its own step (outcome failed). Errors: 22023 (lengths differ, a NULL), ZF012 / ZF003 (another login''s current token).';
 
 -- Name: complete_step(bigint, bigint, jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -4800,11 +4898,15 @@ CREATE FUNCTION pgflight.complete_step(p_attempt_id bigint, p_token bigint, p_re
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 begin
+  if p_attempt_id is null or p_token is null then
+    perform pgflight._null_refused('complete_step', case when p_attempt_id is null then 'the attempt id'
+                                                         else 'the fencing token' end);
+  end if;
   -- issue 13: the result is capped (ZF005, nothing written)
   perform pgflight._require_cap('max_result_bytes', (select s.max_result_bytes from pgflight.settings s),
                                 octet_length(p_result::text), 'result (bytes)');
   if (select c.outcome from pgflight._complete_many(array[p_attempt_id], array[p_token], array[p_result],
-                                                     pgflight._now()) c) <> 'succeeded' then
+                                                     pgflight._now()) c) is distinct from 'succeeded' then
     perform pgflight._reject_write(p_attempt_id, p_token, 'complete_step');
   end if;
   return query select p_attempt_id, 'succeeded'::text;
@@ -4815,7 +4917,7 @@ ALTER FUNCTION pgflight.complete_step(p_attempt_id bigint, p_token bigint, p_res
 
 -- Name: FUNCTION complete_step(p_attempt_id bigint, p_token bigint, p_result jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight.complete_step(p_attempt_id bigint, p_token bigint, p_result jsonb) IS 'Complete a held attempt with a result. Errors: ZF001 lease lost, ZF002 cancelled, ZF003 unknown.';
+COMMENT ON FUNCTION pgflight.complete_step(p_attempt_id bigint, p_token bigint, p_result jsonb) IS 'Complete a held attempt with a result. Errors: ZF001 lease lost, ZF002 cancelled, ZF003 unknown, ZF005 result too large, ZF012 another login''s attempt, 22023 NULL attempt id or token.';
 
 -- Name: complete_tool_call(bigint, bigint, bigint, text, jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -5426,6 +5528,16 @@ begin
       detail = format('%s attempt ids, %s tokens', cardinality(p_attempt_ids), cardinality(p_tokens)),
       hint = 'Pass one fencing token per attempt id, in the same order.';
   end if;
+  -- a NULL never matches a token (the fence's rule): refused before anything is read. One
+  -- expression, no query (array_position searches one-dimensional arrays only: a deeper one is
+  -- refused as such first)
+  if p_worker_id is null then
+    perform pgflight._null_refused('heartbeat', 'the worker id');
+  end if;
+  if (case when array_ndims(p_attempt_ids) > 1 or array_ndims(p_tokens) > 1 then true
+           else array_position(p_attempt_ids, null) is not null or array_position(p_tokens, null) is not null end) then
+    perform pgflight._refuse_fence_arrays('heartbeat', p_attempt_ids, p_tokens);
+  end if;
   -- the worker must be live and registered by this login (issue 13); another login's id is unknown here
   update pgflight.workers set last_seen_at = v_now
    where id = p_worker_id and stopped_at is null and login = session_user;
@@ -5454,7 +5566,8 @@ begin
   return query
   select q.attempt_id,
          case when n.i is not null then 'ok'
-              when a.status = 'cancel_requested' and a.fencing_token = q.token then 'cancelled'
+              when a.status = 'cancel_requested' and a.fencing_token = q.token and a.worker_id = p_worker_id
+                then 'cancelled'
               else 'lost' end,
          v_until[n.i]
     from unnest(p_attempt_ids, p_tokens) as q(attempt_id, token)
@@ -5468,7 +5581,7 @@ ALTER FUNCTION pgflight.heartbeat(p_worker_id bigint, p_attempt_ids bigint[], p_
 
 -- Name: FUNCTION heartbeat(p_worker_id bigint, p_attempt_ids bigint[], p_tokens bigint[]); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight.heartbeat(p_worker_id bigint, p_attempt_ids bigint[], p_tokens bigint[]) IS 'Renew the leases a worker holds; per attempt ok | cancelled | lost. Errors: 22023, ZF010.';
+COMMENT ON FUNCTION pgflight.heartbeat(p_worker_id bigint, p_attempt_ids bigint[], p_tokens bigint[]) IS 'Renew the leases a worker holds; per attempt ok | cancelled | lost. Errors: 22023 (lengths differ, a NULL), ZF010.';
 
 -- Name: install_schedules(integer); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -6092,12 +6205,24 @@ declare
   v_att record;
   v_eff record;
 begin
+  if p_attempt_id is null or p_token is null then
+    perform pgflight._null_refused('record_effect', case when p_attempt_id is null then 'the attempt id'
+                                                         else 'the fencing token' end);
+  end if;
   if p_key is null or btrim(p_key) = '' then
     raise exception using errcode = '22023', message = 'effect key is required',
       hint = 'Pass a key that names the effect within its step, e.g. ''charge-invoice-42''.';
   end if;
-  -- issue 13: key and receipt are capped (ZF005), and only the login whose worker holds the
-  -- attempt may record on it (ZF012 for a leaked token)
+  -- the fence: this token is the attempt's (whatever its status now) and a worker of this login
+  -- claimed it; otherwise _reject_write raises (ZF003 unknown or outside the lanes, ZF012, ZF001)
+  select a.id, a.step_id, a.status into v_att
+    from pgflight.step_attempts a
+   where a.id = p_attempt_id and a.fencing_token = p_token
+     and exists (select from pgflight.workers w where w.id = a.worker_id and w.login = session_user);
+  if not found then
+    perform pgflight._reject_write(p_attempt_id, p_token, 'record_effect');
+  end if;
+  -- key and receipt are capped (ZF005)
   perform pgflight._require_cap('max_name_bytes', (select s.max_name_bytes from pgflight.settings s),
                                 octet_length(p_key), 'effect key (bytes)');
   perform pgflight._require_cap('max_receipt_bytes', (select s.max_receipt_bytes from pgflight.settings s),
@@ -6106,12 +6231,6 @@ begin
     raise exception using errcode = '22023', message = 'effect key is longer than 500 characters',
       detail = format('got %s characters', length(p_key)), hint = 'Use a shorter key, e.g. a hash of the long one.';
   end if;
-  select a.id, a.step_id, a.status, a.fencing_token into v_att
-    from pgflight.step_attempts a where a.id = p_attempt_id;
-  if not found or v_att.fencing_token is distinct from p_token then
-    perform pgflight._reject_write(p_attempt_id, p_token, 'record_effect');
-  end if;
-  perform pgflight._require_own_attempt(p_attempt_id, p_token, 'record_effect');
   insert into pgflight.effects as e (step_id, effect_key, result, attempt_id, recorded_at)
   values (v_att.step_id, p_key, p_result, p_attempt_id, pgflight._now())
   on conflict (step_id, effect_key) do nothing
@@ -6129,7 +6248,7 @@ ALTER FUNCTION pgflight.record_effect(p_attempt_id bigint, p_token bigint, p_key
 
 -- Name: FUNCTION record_effect(p_attempt_id bigint, p_token bigint, p_key text, p_result jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight.record_effect(p_attempt_id bigint, p_token bigint, p_key text, p_result jsonb) IS 'Record the receipt of an external effect (first per step and key wins), even from a holder whose lease lapsed; returns (effect_id, result, recorded, lease_held). Errors: ZF001, ZF003, ZF005, ZF012, 22023.';
+COMMENT ON FUNCTION pgflight.record_effect(p_attempt_id bigint, p_token bigint, p_key text, p_result jsonb) IS 'Record the receipt of an external effect (first per step and key wins), even from a holder whose lease lapsed; returns (effect_id, result, recorded, lease_held). Errors: 22023, ZF001, ZF003, ZF005, ZF012.';
 
 -- Name: record_model_call(bigint, bigint, bigint, integer, jsonb, jsonb, text, jsonb, numeric); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -6471,16 +6590,19 @@ begin
   if p_model is null or length(p_model) not between 1 and 256 then
     raise exception using errcode = '22023', message = 'model is required (at most 256 characters)';
   end if;
-  select a.step_id, a.fencing_token into v_att from pgflight.step_attempts a where a.id = p_attempt_id;
+  if p_attempt_id is null or p_token is null then
+    perform pgflight._null_refused('record_orphan_cost', case when p_attempt_id is null then 'the attempt id'
+                                                              else 'the fencing token' end);
+  end if;
+  -- the fence: this token was issued to the attempt (whatever its status now) by a claim of a
+  -- worker of this login; otherwise _reject_write raises (ZF003 unknown or outside the lanes,
+  -- ZF012 another login's worker, ZF001)
+  select a.step_id into v_att from pgflight.step_attempts a
+   where a.id = p_attempt_id and a.fencing_token = p_token
+     and exists (select from pgflight.workers w where w.id = a.worker_id and w.login = session_user);
   if not found then
-    raise exception using errcode = 'ZF003', message = format('unknown attempt %s', p_attempt_id);
+    perform pgflight._reject_write(p_attempt_id, p_token, 'record_orphan_cost');
   end if;
-  if v_att.fencing_token is distinct from p_token then
-    raise exception using errcode = 'ZF001', message = format('token %s was never issued to attempt %s', p_token, p_attempt_id),
-      hint = 'Pass the token of the claim that made the call.';
-  end if;
-  -- issue 13: only the login whose worker claimed the attempt may charge its calls (ZF012)
-  perform pgflight._require_own_attempt(p_attempt_id, p_token, 'record_orphan_cost');
   select r.* into v_run from pgflight.agent_runs r
    where r.id = p_agent_run_id and r.step_id = v_att.step_id
      for update;
@@ -6534,7 +6656,7 @@ ALTER FUNCTION pgflight.record_orphan_cost(p_attempt_id bigint, p_token bigint, 
 
 -- Name: FUNCTION record_orphan_cost(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_usage jsonb, p_model text, p_options jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight.record_orphan_cost(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_usage jsonb, p_model text, p_options jsonb) IS 'Record the cost of a paid model call whose attempt lost its lease (costs.lease_lost) and charge it to the budgets, uncapped; idempotent per (agent run, iteration, attempt). Options (docs/options.md): stop_reason, retries, why. Errors: ZF001, ZF003, ZF012, 22023.';
+COMMENT ON FUNCTION pgflight.record_orphan_cost(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_usage jsonb, p_model text, p_options jsonb) IS 'Record the cost of a paid model call whose attempt lost its lease (costs.lease_lost) and charge it to the budgets, uncapped; idempotent per (agent run, iteration, attempt). Options (docs/options.md): stop_reason, retries, why. Errors: 22023, ZF001, ZF003, ZF012.';
 
 -- Name: record_stale_write(bigint, bigint, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -6546,13 +6668,19 @@ declare
   v_att record;
   v_settings pgflight.settings;
 begin
+  if p_attempt_id is null or p_token is null then
+    perform pgflight._null_refused('record_stale_write', case when p_attempt_id is null then 'the attempt id'
+                                                              else 'the fencing token' end);
+  end if;
   select * into v_settings from pgflight.settings;
   perform pgflight._require_cap('max_name_bytes', v_settings.max_name_bytes, octet_length(p_operation),
                                 'operation (bytes)');
-  select a.id, a.run_id, w.login into v_att
+  select a.id, a.run_id, w.login,
+         w.login is not distinct from session_user or pgflight._may('worker', a.workspace_id) as visible
+    into v_att
     from pgflight.step_attempts a left join pgflight.workers w on w.id = a.worker_id where a.id = p_attempt_id;
-  if not found then
-    return false;  -- an unknown attempt: nothing to record
+  if not found or not v_att.visible then
+    return false;  -- an unknown attempt, or one outside the login's worker lanes: nothing to record
   end if;
   if v_att.login is distinct from session_user then
     raise exception using
@@ -6574,7 +6702,7 @@ ALTER FUNCTION pgflight.record_stale_write(p_attempt_id bigint, p_token bigint, 
 
 -- Name: FUNCTION record_stale_write(p_attempt_id bigint, p_token bigint, p_operation text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight.record_stale_write(p_attempt_id bigint, p_token bigint, p_operation text) IS 'Log a refused (stale) worker write of this login as a stale_result_rejected event; true when logged. Errors: ZF005 over max_stale_writes_per_attempt, ZF012 another login''s attempt.';
+COMMENT ON FUNCTION pgflight.record_stale_write(p_attempt_id bigint, p_token bigint, p_operation text) IS 'Log a refused (stale) worker write of this login as a stale_result_rejected event; true when logged. Errors: 22023 a NULL attempt id or token, ZF005 over max_stale_writes_per_attempt, ZF012 another login''s attempt.';
 
 -- Name: record_trace(bigint, bigint, bigint, integer, text, text, jsonb, jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -10251,6 +10379,10 @@ REVOKE ALL ON FUNCTION pgflight._move_budget(p_ids bigint[], p_reserve numeric, 
 
 REVOKE ALL ON FUNCTION pgflight._notify_ready() FROM PUBLIC;
 
+-- Name: FUNCTION _null_refused(p_operation text, p_what text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._null_refused(p_operation text, p_what text) FROM PUBLIC;
+
 -- Name: FUNCTION _opt_bool(p_options jsonb, p_key text, p_default boolean, p_scope text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
 REVOKE ALL ON FUNCTION pgflight._opt_bool(p_options jsonb, p_key text, p_default boolean, p_scope text) FROM PUBLIC;
@@ -10318,6 +10450,10 @@ REVOKE ALL ON FUNCTION pgflight._reclaim_picked(p_now timestamp with time zone, 
 -- Name: FUNCTION _record_stale(p_attempt_id bigint, p_token bigint, p_operation text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
 REVOKE ALL ON FUNCTION pgflight._record_stale(p_attempt_id bigint, p_token bigint, p_operation text) FROM PUBLIC;
+
+-- Name: FUNCTION _refuse_fence_arrays(p_operation text, p_attempt_ids bigint[], p_tokens bigint[]); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._refuse_fence_arrays(p_operation text, p_attempt_ids bigint[], p_tokens bigint[]) FROM PUBLIC;
 
 -- Name: FUNCTION _reject_write(p_attempt_id bigint, p_token bigint, p_operation text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
@@ -10418,6 +10554,10 @@ REVOKE ALL ON FUNCTION pgflight._token_estimate(p_run pgflight.agent_runs, p_lim
 -- Name: FUNCTION _tree_steps(p_run_id bigint, p_step_id bigint); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
 REVOKE ALL ON FUNCTION pgflight._tree_steps(p_run_id bigint, p_step_id bigint) FROM PUBLIC;
+
+-- Name: FUNCTION _unknown_attempt(p_attempt_id bigint); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._unknown_attempt(p_attempt_id bigint) FROM PUBLIC;
 
 -- Name: FUNCTION _vacuum_horizon(); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
