@@ -7,7 +7,8 @@ set local role pgflight_owner;
 -- before the step reaches the gate is stored and used when it gets there (C25). p_gate_key null
 -- means the step's pending gate, else its latest gate, else 'approval'. Concurrent deciders are
 -- serialised on the gate row (insert-or-lock), so exactly one decision is recorded.
--- Errors: 22023 bad decision, ZF003 unknown step, ZF008 already decided otherwise.
+-- Errors: 22023 bad decision, ZF003 unknown step, ZF005 a gate key longer than
+-- settings.max_name_bytes, ZF008 already decided otherwise.
 create or replace function pgflight.approve(p_step_id bigint, p_decision text, p_actor text, p_note text default null,
                                  p_gate_key text default null)
 returns table (step_id bigint, gate_key text, decision text, applied boolean)
@@ -26,7 +27,10 @@ begin
   if not exists (select from pgflight.steps s where s.id = p_step_id) then
     raise exception using errcode = 'ZF003', message = format('unknown step %s', p_step_id);
   end if;
-  if v_key is null then
+  if v_key is not null then  -- a gate key is a name: capped like request_approval's
+    perform pgflight._require_cap('max_name_bytes', (select s.max_name_bytes from pgflight.settings s),
+                                  octet_length(v_key), 'gate key (bytes)');
+  else
     select g.gate_key into v_key from pgflight.approvals g
      where g.step_id = p_step_id order by g.decision is null desc, g.id desc limit 1;
     v_key := coalesce(v_key, 'approval');
@@ -48,7 +52,7 @@ begin
 end
 $$;
 comment on function pgflight.approve(bigint, text, text, text, text) is
-  'Decide an approval gate (approve | reject); first decision wins. Errors: 22023, ZF003, ZF008.';
+  'Decide an approval gate (approve | reject); first decision wins. Errors: 22023, ZF003, ZF005, ZF008.';
 grant execute on function pgflight.approve(bigint, text, text, text, text) to pgflight_operator;
 
 commit;

@@ -14,8 +14,12 @@ set local role pgflight_owner;
 -- SQLSTATE, ZF005 for the size), outcome 'failed'; the others complete. The check is set-based;
 -- the text[] overload casts the whole array in one statement and parses element by element only
 -- when that cast fails.
--- Errors: 22023 arrays of different lengths, ZF012 the current token of an attempt held by
--- another login's worker (issue 13).
+-- An attempt given with a token that is not its current one, or unknown, answers lease_lost; so does
+-- one outside the login's worker lanes (as an unknown one). The current token of an attempt no
+-- worker of this login holds refuses the whole batch (a leaked token): ZF012 in the login's
+-- workspaces, ZF003 unknown attempt outside them (the fence's rule: internals/_fencing).
+-- Errors: 22023 arrays of different lengths, a NULL element of the attempt ids or tokens or an
+-- array of more than one dimension (the whole batch refused); ZF012 / ZF003 a leaked token.
 create or replace function pgflight.complete_batch(p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[])
 returns table (attempt_id bigint, outcome text)
 language plpgsql volatile security definer
@@ -30,6 +34,13 @@ begin
      or coalesce(cardinality(p_attempt_ids), 0) <> coalesce(cardinality(p_results), 0) then
     raise exception using errcode = '22023', message = 'attempt ids, tokens and results differ in length',
       hint = 'Pass one token and one result per attempt id, in the same order.';
+  end if;
+  -- a NULL never matches a token (the fence's rule): the whole batch is refused before anything is
+  -- read. One expression, no query (array_position searches one-dimensional arrays only: a deeper
+  -- one is refused as such first)
+  if (case when array_ndims(p_attempt_ids) > 1 or array_ndims(p_tokens) > 1 then true
+           else array_position(p_attempt_ids, null) is not null or array_position(p_tokens, null) is not null end) then
+    perform pgflight._refuse_fence_arrays('complete_batch', p_attempt_ids, p_tokens);
   end if;
   -- issue 18: one cap on results, settings.max_result_bytes, checked row by row. The hot path: one
   -- set-based size check (the cap read in it); a refused row goes through _complete_refusing
@@ -52,7 +63,8 @@ begin
   loop
     v_i := v_i + 1;
     if outcome <> 'succeeded' then
-      -- a current token of another login's attempt is a leaked one: ZF012, the whole batch undone
+      -- a current token of an attempt no worker of this login holds is a leaked one: ZF012 (ZF003
+      -- outside the login's worker lanes), the whole batch undone
       perform pgflight._require_own_attempt(attempt_id, p_tokens[v_i], 'complete_batch');
       perform pgflight._record_stale(attempt_id, p_tokens[v_i], 'complete');
     end if;
@@ -62,7 +74,8 @@ end
 $$;
 comment on function pgflight.complete_batch(bigint[], bigint[], jsonb[]) is
   'Complete many held attempts; per row outcome succeeded | lease_lost | cancelled | failed (its result '
-  'refused: over settings.max_result_bytes; that step dead-letters alone). Errors: 22023, ZF012.';
+  'refused: over settings.max_result_bytes; that step dead-letters alone). Errors: 22023 (lengths differ, a NULL), '
+  'ZF012 / ZF003 (another login''s current token).';
 grant execute on function pgflight.complete_batch(bigint[], bigint[], jsonb[]) to pgflight_worker;
 
 -- The same with each result as JSON text: an element PostgreSQL refuses (NaN, \u0000, malformed)
@@ -82,6 +95,13 @@ begin
      or coalesce(cardinality(p_attempt_ids), 0) <> coalesce(cardinality(p_results), 0) then
     raise exception using errcode = '22023', message = 'attempt ids, tokens and results differ in length',
       hint = 'Pass one token and one result per attempt id, in the same order.';
+  end if;
+  -- a NULL never matches a token (the fence's rule): the whole batch is refused before anything is
+  -- read. One expression, no query (array_position searches one-dimensional arrays only: a deeper
+  -- one is refused as such first)
+  if (case when array_ndims(p_attempt_ids) > 1 or array_ndims(p_tokens) > 1 then true
+           else array_position(p_attempt_ids, null) is not null or array_position(p_tokens, null) is not null end) then
+    perform pgflight._refuse_fence_arrays('complete_batch', p_attempt_ids, p_tokens);
   end if;
   begin
     v_json := p_results::jsonb[];  -- one cast for the whole batch
@@ -111,7 +131,8 @@ end
 $$;
 comment on function pgflight.complete_batch(bigint[], bigint[], text[]) is
   'Complete many held attempts, results as JSON text; an element PostgreSQL refuses (NaN, \u0000, too large) '
-  'fails only its own step (outcome failed). Errors: 22023, ZF012.';
+  'fails only its own step (outcome failed). Errors: 22023 (lengths differ, a NULL), ZF012 / ZF003 (another '
+  'login''s current token).';
 grant execute on function pgflight.complete_batch(bigint[], bigint[], text[]) to pgflight_worker;
 
 commit;

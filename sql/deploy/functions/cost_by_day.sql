@@ -14,10 +14,12 @@ language plpgsql stable security definer
 set search_path = pg_catalog, pg_temp
 as $$
 declare
-  v_from date := (pgflight._now() at time zone 'UTC')::date - (p_days - 1);
+  v_from date;
   v_lanes bigint[] := pgflight._lane_workspaces('reader');  -- null: every workspace
 begin
+  -- checked before the first day is computed: 2^31-1 days back is out of the date range (22008)
   perform pgflight._require_limit('days', p_days, 92);
+  v_from := (pgflight._now() at time zone 'UTC')::date - (p_days - 1);
   return query
   with spend as (
     select c.workspace_id, (c.at at time zone 'UTC')::date as day, count(*) as calls,

@@ -33,7 +33,8 @@ declare
   v_error jsonb;
   v_count integer := 0;
 begin
-  perform pgflight._require_lane('operator', null, 'fire_schedules');  -- issue 13: acts on every workspace
+  perform pgflight._require_lane('operator', null, 'fire_schedules');  -- acts on every workspace
+  perform pgflight._check_limit(p_limit);  -- a negative LIMIT would raise 2201W below
   -- queue_one firings whose previous run has ended
   for v_s in
     select s.*, w.name as workspace from pgflight.schedules s join pgflight.workspaces w on w.id = s.workspace_id
@@ -86,7 +87,7 @@ begin
 end
 $$;
 comment on function pgflight.fire_schedules(integer) is
-  'Sweep: fire due schedules once each (by schedule and fire time), with catch-up and overlap policies; returns firings decided.';
+  'Sweep: fire due schedules once each (by schedule and fire time), with catch-up and overlap policies; returns firings decided. Errors: 22023 negative p_limit, ZF012.';
 revoke execute on function pgflight.fire_schedules(integer) from public;
 grant execute on function pgflight.fire_schedules(integer) to pgflight_operator;
 

@@ -7,8 +7,11 @@ set local role pgflight_owner;
 -- attempt is still claimed or running, owned by this worker and carries this token (invariant 3).
 -- Returns one row per attempt asked about: status 'ok' (renewed), 'cancelled' (stop the work and
 -- release_step to acknowledge) or 'lost' (reclaimed, timed out or finished: abandon it and write
--- nothing). Never raises for a lost lease. Errors: 22023 arrays of different lengths,
--- ZF010 unknown or stopped worker.
+-- nothing). Never raises for a lost lease. An attempt of another worker, or outside the login's
+-- worker lanes, answers lost, as an unknown one does. Errors: 22023 arrays of different lengths,
+-- a NULL worker id, a NULL element of either array or an array of more than one dimension (the
+-- fence's rule: internals/_fencing; the whole call is refused, nothing renewed), ZF010 unknown
+-- or stopped worker.
 create or replace function pgflight.heartbeat(p_worker_id bigint, p_attempt_ids bigint[], p_tokens bigint[])
 returns table (attempt_id bigint, status text, lease_expires_at timestamptz)
 language plpgsql volatile security definer
@@ -24,6 +27,16 @@ begin
     raise exception using errcode = '22023', message = 'attempt ids and tokens differ in length',
       detail = format('%s attempt ids, %s tokens', cardinality(p_attempt_ids), cardinality(p_tokens)),
       hint = 'Pass one fencing token per attempt id, in the same order.';
+  end if;
+  -- a NULL never matches a token (the fence's rule): refused before anything is read. One
+  -- expression, no query (array_position searches one-dimensional arrays only: a deeper one is
+  -- refused as such first)
+  if p_worker_id is null then
+    perform pgflight._null_refused('heartbeat', 'the worker id');
+  end if;
+  if (case when array_ndims(p_attempt_ids) > 1 or array_ndims(p_tokens) > 1 then true
+           else array_position(p_attempt_ids, null) is not null or array_position(p_tokens, null) is not null end) then
+    perform pgflight._refuse_fence_arrays('heartbeat', p_attempt_ids, p_tokens);
   end if;
   -- the worker must be live and registered by this login (issue 13); another login's id is unknown here
   update pgflight.workers set last_seen_at = v_now
@@ -53,7 +66,8 @@ begin
   return query
   select q.attempt_id,
          case when n.i is not null then 'ok'
-              when a.status = 'cancel_requested' and a.fencing_token = q.token then 'cancelled'
+              when a.status = 'cancel_requested' and a.fencing_token = q.token and a.worker_id = p_worker_id
+                then 'cancelled'
               else 'lost' end,
          v_until[n.i]
     from unnest(p_attempt_ids, p_tokens) as q(attempt_id, token)
@@ -63,7 +77,7 @@ begin
 end
 $$;
 comment on function pgflight.heartbeat(bigint, bigint[], bigint[]) is
-  'Renew the leases a worker holds; per attempt ok | cancelled | lost. Errors: 22023, ZF010.';
+  'Renew the leases a worker holds; per attempt ok | cancelled | lost. Errors: 22023 (lengths differ, a NULL), ZF010.';
 grant execute on function pgflight.heartbeat(bigint, bigint[], bigint[]) to pgflight_worker;
 
 commit;

@@ -162,7 +162,7 @@ begin
   foreach v_table in array array['traces', 'costs'] loop
     execute format('delete from pgflight.%1$I t where t.ctid = any (array(select d.ctid from pgflight.%1$I d '
                    'where not exists (select from pgflight.agent_runs a where a.id = d.agent_run_id) limit %2$s))',
-                   v_table || '_default', p_limit);
+                   v_table || '_default', coalesce(p_limit::text, 'all'));  -- null: no row limit
     get diagnostics v_rows = row_count;
     if v_rows > 0 then
       return query select v_table || '_default', 'purged'::text, v_rows;

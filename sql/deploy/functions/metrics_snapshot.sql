@@ -110,7 +110,9 @@ begin
                                               (select min(a.claim_event_id) from pgflight.step_attempts a),
                                               (select min(a.finish_event_id) from pgflight.step_attempts a)) - 1,
                                         v_after));
-  v_last := least(v_after + p_max_events,
+  -- (a cursor within p_max_events of the largest bigint ends the window there: the sum overflowed)
+  v_last := least(case when v_after > 9223372036854775807 - p_max_events then 9223372036854775807
+                       else v_after + p_max_events end,
                   coalesce(greatest((select max(e.id) from pgflight.events e),
                                     (select max(a.claim_event_id) from pgflight.step_attempts a),
                                     (select max(a.finish_event_id) from pgflight.step_attempts a)),

@@ -11,10 +11,15 @@ set local role pgflight_owner;
 -- held the attempt (p_token is the attempt's fencing token, whatever its status now), and the
 -- answer says whether the caller still holds the lease (lease_held): when false the worker must
 -- stop after recording (it raises lease lost itself) and write nothing else. A token that never
--- belonged to the attempt is refused with ZF001 and records nothing.
+-- belonged to the attempt is refused with ZF001 and records nothing. The fence comes first (the
+-- rule in internals/_fencing): a NULL id or token is 22023 (a never-claimed attempt has a NULL
+-- token: a NULL sent for it stored a receipt the holder then trusted), an attempt outside the
+-- login's worker lanes is unknown (ZF003), and one held by another login's worker ZF012.
 -- The first receipt for a key wins (insert-or-read on the unique key, so concurrent recorders
 -- serialise on it); the returned result is the stored one, recorded tells whether this call stored it.
--- Errors: ZF001 token not this attempt's, ZF003 unknown attempt, 22023 blank key.
+-- Errors: 22023 NULL attempt id or token, blank key; ZF001 token not this attempt's; ZF003 unknown
+-- attempt (or outside the login's worker lanes); ZF005 key or receipt over its cap; ZF012 the
+-- attempt is held by another login's worker.
 create or replace function pgflight.record_effect(p_attempt_id bigint, p_token bigint, p_key text, p_result jsonb default null)
 returns table (effect_id bigint, result jsonb, recorded boolean, lease_held boolean)
 language plpgsql volatile security definer
@@ -24,12 +29,24 @@ declare
   v_att record;
   v_eff record;
 begin
+  if p_attempt_id is null or p_token is null then
+    perform pgflight._null_refused('record_effect', case when p_attempt_id is null then 'the attempt id'
+                                                         else 'the fencing token' end);
+  end if;
   if p_key is null or btrim(p_key) = '' then
     raise exception using errcode = '22023', message = 'effect key is required',
       hint = 'Pass a key that names the effect within its step, e.g. ''charge-invoice-42''.';
   end if;
-  -- issue 13: key and receipt are capped (ZF005), and only the login whose worker holds the
-  -- attempt may record on it (ZF012 for a leaked token)
+  -- the fence: this token is the attempt's (whatever its status now) and a worker of this login
+  -- claimed it; otherwise _reject_write raises (ZF003 unknown or outside the lanes, ZF012, ZF001)
+  select a.id, a.step_id, a.status into v_att
+    from pgflight.step_attempts a
+   where a.id = p_attempt_id and a.fencing_token = p_token
+     and exists (select from pgflight.workers w where w.id = a.worker_id and w.login = session_user);
+  if not found then
+    perform pgflight._reject_write(p_attempt_id, p_token, 'record_effect');
+  end if;
+  -- key and receipt are capped (ZF005)
   perform pgflight._require_cap('max_name_bytes', (select s.max_name_bytes from pgflight.settings s),
                                 octet_length(p_key), 'effect key (bytes)');
   perform pgflight._require_cap('max_receipt_bytes', (select s.max_receipt_bytes from pgflight.settings s),
@@ -38,12 +55,6 @@ begin
     raise exception using errcode = '22023', message = 'effect key is longer than 500 characters',
       detail = format('got %s characters', length(p_key)), hint = 'Use a shorter key, e.g. a hash of the long one.';
   end if;
-  select a.id, a.step_id, a.status, a.fencing_token into v_att
-    from pgflight.step_attempts a where a.id = p_attempt_id;
-  if not found or v_att.fencing_token is distinct from p_token then
-    perform pgflight._reject_write(p_attempt_id, p_token, 'record_effect');
-  end if;
-  perform pgflight._require_own_attempt(p_attempt_id, p_token, 'record_effect');
   insert into pgflight.effects as e (step_id, effect_key, result, attempt_id, recorded_at)
   values (v_att.step_id, p_key, p_result, p_attempt_id, pgflight._now())
   on conflict (step_id, effect_key) do nothing
@@ -58,7 +69,7 @@ end
 $$;
 comment on function pgflight.record_effect(bigint, bigint, text, jsonb) is
   'Record the receipt of an external effect (first per step and key wins), even from a holder whose '
-  'lease lapsed; returns (effect_id, result, recorded, lease_held). Errors: ZF001, ZF003, ZF005, ZF012, 22023.';
+  'lease lapsed; returns (effect_id, result, recorded, lease_held). Errors: 22023, ZF001, ZF003, ZF005, ZF012.';
 grant execute on function pgflight.record_effect(bigint, bigint, text, jsonb) to pgflight_worker;
 
 commit;

@@ -11,13 +11,16 @@ set local role pgflight_owner;
 -- count in the workspace's model tokens per minute (issue 15), like a recorded call's. Idempotent per (agent run,
 -- iteration, attempt): a repeat returns recorded = false.
 -- Whom it trusts: p_token must be the fencing token that was issued to p_attempt_id (whatever the
--- attempt's status now) and p_agent_run_id the agent of that attempt's step.
+-- attempt's status now) by a claim of a worker of this login, and p_agent_run_id the agent of that
+-- attempt's step. The fence comes first (the rule in internals/_fencing): a NULL id or token is
+-- 22023 (a never-claimed attempt has a NULL token: a NULL sent for it charged that workspace's
+-- budgets), an attempt outside the login's worker lanes is unknown (ZF003).
 -- options: stop_reason (text), retries (integer), why (text: the refusal, kept in the budget log).
 -- Locking: the agent_runs row FOR UPDATE, then budgets in id order (docs/locking.md); the
 -- attempt is read, not locked (it is no longer held by anyone who could write with this token).
--- Errors: ZF001 the token was never this attempt's, ZF003 unknown attempt or agent run, ZF012 the
--- attempt was claimed by another login's worker, 22023 bad iteration, usage, options or a model
--- without a price.
+-- Errors: ZF001 the token was never this attempt's, ZF003 unknown attempt (or outside the login's
+-- worker lanes) or agent run, ZF012 the attempt was claimed by another login's worker, 22023 a
+-- NULL attempt id or token, bad iteration, usage, options or a model without a price.
 create or replace function pgflight.record_orphan_cost(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint,
                                                        p_iteration integer, p_usage jsonb, p_model text,
                                                        p_options jsonb default '{}')
@@ -44,16 +47,19 @@ begin
   if p_model is null or length(p_model) not between 1 and 256 then
     raise exception using errcode = '22023', message = 'model is required (at most 256 characters)';
   end if;
-  select a.step_id, a.fencing_token into v_att from pgflight.step_attempts a where a.id = p_attempt_id;
+  if p_attempt_id is null or p_token is null then
+    perform pgflight._null_refused('record_orphan_cost', case when p_attempt_id is null then 'the attempt id'
+                                                              else 'the fencing token' end);
+  end if;
+  -- the fence: this token was issued to the attempt (whatever its status now) by a claim of a
+  -- worker of this login; otherwise _reject_write raises (ZF003 unknown or outside the lanes,
+  -- ZF012 another login's worker, ZF001)
+  select a.step_id into v_att from pgflight.step_attempts a
+   where a.id = p_attempt_id and a.fencing_token = p_token
+     and exists (select from pgflight.workers w where w.id = a.worker_id and w.login = session_user);
   if not found then
-    raise exception using errcode = 'ZF003', message = format('unknown attempt %s', p_attempt_id);
+    perform pgflight._reject_write(p_attempt_id, p_token, 'record_orphan_cost');
   end if;
-  if v_att.fencing_token is distinct from p_token then
-    raise exception using errcode = 'ZF001', message = format('token %s was never issued to attempt %s', p_token, p_attempt_id),
-      hint = 'Pass the token of the claim that made the call.';
-  end if;
-  -- issue 13: only the login whose worker claimed the attempt may charge its calls (ZF012)
-  perform pgflight._require_own_attempt(p_attempt_id, p_token, 'record_orphan_cost');
   select r.* into v_run from pgflight.agent_runs r
    where r.id = p_agent_run_id and r.step_id = v_att.step_id
      for update;
@@ -105,7 +111,7 @@ $$;
 comment on function pgflight.record_orphan_cost(bigint, bigint, bigint, integer, jsonb, text, jsonb) is
   'Record the cost of a paid model call whose attempt lost its lease (costs.lease_lost) and charge it to '
   'the budgets, uncapped; idempotent per (agent run, iteration, attempt). Options (docs/options.md): '
-  'stop_reason, retries, why. Errors: ZF001, ZF003, ZF012, 22023.';
+  'stop_reason, retries, why. Errors: 22023, ZF001, ZF003, ZF012.';
 grant execute on function pgflight.record_orphan_cost(bigint, bigint, bigint, integer, jsonb, text, jsonb) to pgflight_worker;
 
 commit;

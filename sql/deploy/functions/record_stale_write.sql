@@ -7,7 +7,9 @@ set local role pgflight_owner;
 -- event was written; false when the token is in fact current (nothing to record).
 -- Issue 13: only the login whose worker held the attempt may log against it (ZF012 otherwise),
 -- the operation name is capped (max_name_bytes) and so are the records per attempt
--- (max_stale_writes_per_attempt; ZF005 past it).
+-- (max_stale_writes_per_attempt; ZF005 past it). The fence's rule (internals/_fencing): a NULL
+-- attempt id or token is 22023; an attempt outside the login's worker lanes answers false, as an
+-- unknown one does.
 create or replace function pgflight.record_stale_write(p_attempt_id bigint, p_token bigint, p_operation text)
 returns boolean
 language plpgsql volatile security definer
@@ -17,13 +19,19 @@ declare
   v_att record;
   v_settings pgflight.settings;
 begin
+  if p_attempt_id is null or p_token is null then
+    perform pgflight._null_refused('record_stale_write', case when p_attempt_id is null then 'the attempt id'
+                                                              else 'the fencing token' end);
+  end if;
   select * into v_settings from pgflight.settings;
   perform pgflight._require_cap('max_name_bytes', v_settings.max_name_bytes, octet_length(p_operation),
                                 'operation (bytes)');
-  select a.id, a.run_id, w.login into v_att
+  select a.id, a.run_id, w.login,
+         w.login is not distinct from session_user or pgflight._may('worker', a.workspace_id) as visible
+    into v_att
     from pgflight.step_attempts a left join pgflight.workers w on w.id = a.worker_id where a.id = p_attempt_id;
-  if not found then
-    return false;  -- an unknown attempt: nothing to record
+  if not found or not v_att.visible then
+    return false;  -- an unknown attempt, or one outside the login's worker lanes: nothing to record
   end if;
   if v_att.login is distinct from session_user then
     raise exception using
@@ -42,7 +50,7 @@ end
 $$;
 comment on function pgflight.record_stale_write(bigint, bigint, text) is
   'Log a refused (stale) worker write of this login as a stale_result_rejected event; true when logged. '
-  'Errors: ZF005 over max_stale_writes_per_attempt, ZF012 another login''s attempt.';
+  'Errors: 22023 a NULL attempt id or token, ZF005 over max_stale_writes_per_attempt, ZF012 another login''s attempt.';
 grant execute on function pgflight.record_stale_write(bigint, bigint, text) to pgflight_worker;
 
 commit;

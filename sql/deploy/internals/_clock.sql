@@ -7,7 +7,8 @@
 -- cannot fake the clock to steal leases.
 -- Every role may call both: _now() is inlined into the caller's query, so whoever reads a view
 -- that uses it (engine_health) runs _fake_now too. _fake_now is SECURITY DEFINER because it reads
--- pgflight.settings, which no lane may read (issue 13: 42501 for operator and reader before).
+-- pgflight.settings, which no lane may read (42501 for operator and reader before). A value
+-- that is not an instant is refused with 22023 (the cast's own 22007 escaped before).
 begin;
 set local role pgflight_owner;
 
@@ -24,11 +25,19 @@ begin
       detail  = format('pgflight.fake_now is set to %L in this session', p_value),
       hint    = 'RESET pgflight.fake_now, or (tests only) UPDATE pgflight.settings SET allow_fake_clock = true.';
   end if;
-  return p_value::timestamptz;
+  begin
+    return p_value::timestamptz;
+  exception when invalid_datetime_format or datetime_field_overflow or invalid_parameter_value then
+    raise exception using
+      errcode = '22023',
+      message = 'pgflight.fake_now is not an instant',
+      detail  = format('pgflight.fake_now is set to %L in this session', left(p_value, 100)),
+      hint    = 'SET pgflight.fake_now to a timestamptz such as ''2030-01-01 00:00:00+00'', or RESET it.';
+  end;
 end
 $$;
 comment on function pgflight._fake_now(text) is
-  'Internal: the fake instant of a test session. Raises ZF009 unless settings.allow_fake_clock.';
+  'Internal: the fake instant of a test session. Raises ZF009 unless settings.allow_fake_clock, 22023 when the value is not an instant.';
 grant execute on function pgflight._fake_now(text) to pgflight_worker, pgflight_operator, pgflight_reader;
 
 -- No SET clause, fully qualified names, and volatile like the clock_timestamp() it wraps: so the

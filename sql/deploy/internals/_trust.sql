@@ -1,12 +1,16 @@
 -- Deploy pgflight:internals/_trust
 -- requires: tables/workspace_grants tables/workers_login tables/settings_caps
 -- Defines: _may(), _lane_workspaces(), _require_lane(), _require_lane_on_run(), _require_lane_on_step(),
---          _require_cap(), _require_own_attempt(), _actor_note().
+--          _require_cap(), _require_own_attempt(), _unknown_attempt(), _null_refused(), _refuse_fence_arrays(),
+--          _actor_note().
 -- The trust boundary's checks (issue 13; docs/security.md), written once:
 --   tenancy   _may / _lane_workspaces / _require_lane read workspace_grants for session_user (the
 --             authenticated login; SET ROLE does not change it). Superusers pass every check.
 --   caps      _require_cap raises ZF005 naming the settings column.
---   holders   _require_own_attempt raises ZF012 when an attempt's worker belongs to another login.
+--   holders   _require_own_attempt raises ZF012 when an attempt's current token is sent by a login
+--             none of whose workers holds it; _unknown_attempt is the one answer (ZF003) for an
+--             attempt that does not exist or lies outside the login's worker lanes; _null_refused
+--             the one answer (22023) for a NULL id or token. The fence's rule: internals/_fencing.
 -- _may and _lane_workspaces are SECURITY DEFINER and granted to every lane: the views call them
 -- with the reader's rights, and they reveal only the caller's own grants. The rest is internal.
 begin;
@@ -145,26 +149,108 @@ $$;
 comment on function pgflight._require_cap(text, double precision, double precision, text) is
   'Internal: raise ZF005 naming settings.p_cap when p_value is over it.';
 
--- Raise ZF012 when attempt p_attempt_id is held with p_token by a worker of another login: the
--- caller has a capability that is not its own (a leaked token). Nothing about the attempt is shown.
-create or replace function pgflight._require_own_attempt(p_attempt_id bigint, p_token bigint, p_operation text)
+-- The answer for an attempt the login may not see: one that does not exist, or one in a workspace
+-- where the login has no worker lane and that no worker of the login holds. One shape for both
+-- (ZF003, the id and nothing else: no DETAIL, no status, no workspace), so an id of another tenant
+-- reads exactly as an id that was never issued. Always raises.
+create or replace function pgflight._unknown_attempt(p_attempt_id bigint)
 returns void
 language plpgsql stable
 set search_path = pg_catalog, pg_temp
 as $$
 begin
-  if exists (select from pgflight.step_attempts a join pgflight.workers w on w.id = a.worker_id
-              where a.id = p_attempt_id and a.fencing_token = p_token and w.login <> session_user) then
+  raise exception using
+    errcode = 'ZF003',
+    message = format('unknown attempt %s', p_attempt_id),
+    hint    = 'Use the attempt_id returned by claim_batch.';
+end
+$$;
+comment on function pgflight._unknown_attempt(bigint) is
+  'Internal: raise ZF003 unknown attempt (the one answer for an attempt unknown or outside the lanes).';
+
+-- The answer for a NULL where a fenced function needs a value (an attempt id, a fencing token, an
+-- element of their arrays): 22023, raised before anything is read, the same for every id. A NULL
+-- never matches a token: a never-claimed attempt has none, so a NULL must not reach a comparison
+-- that treats two NULLs as equal. Always raises.
+create or replace function pgflight._null_refused(p_operation text, p_what text)
+returns void
+language plpgsql stable
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+  raise exception using
+    errcode = '22023',
+    message = format('%s refused: %s is null', p_operation, p_what),
+    hint    = 'Pass the attempt_id and fencing_token that claim_batch returned, one token per attempt.';
+end
+$$;
+comment on function pgflight._null_refused(text, text) is
+  'Internal: raise 22023 for a NULL attempt id, fencing token or array element of a fenced call.';
+
+-- The same for the parallel arrays of a batch (heartbeat, complete_batch): called when an element
+-- of the attempt ids or tokens is NULL, or an array has more than one dimension (22023 for both).
+-- Always raises.
+create or replace function pgflight._refuse_fence_arrays(p_operation text, p_attempt_ids bigint[], p_tokens bigint[])
+returns void
+language plpgsql stable
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+  if array_ndims(p_attempt_ids) > 1 or array_ndims(p_tokens) > 1 then
     raise exception using
-      errcode = 'ZF012',
-      message = format('%s refused: attempt %s is not held by a worker of login %s', p_operation, p_attempt_id,
-                       session_user),
-      detail  = 'An attempt may be written only by the login whose worker claimed it, whatever token is sent.',
-      hint    = 'Write only attempts that your own claim_batch returned.';
+      errcode = '22023',
+      message = format('%s refused: attempt ids and tokens must be one-dimensional arrays', p_operation),
+      detail  = format('%s dimensions of attempt ids, %s of tokens', coalesce(array_ndims(p_attempt_ids), 1),
+                       coalesce(array_ndims(p_tokens), 1)),
+      hint    = 'Pass one flat array of attempt ids and one of their tokens, in the same order.';
   end if;
+  perform pgflight._null_refused(p_operation, format('element %s of the %s',
+    coalesce(array_position(p_attempt_ids, null), array_position(p_tokens, null)),
+    case when array_position(p_attempt_ids, null) is not null then 'attempt ids' else 'tokens' end));
+end
+$$;
+comment on function pgflight._refuse_fence_arrays(text, bigint[], bigint[]) is
+  'Internal: raise 22023 for a batch''s attempt ids or tokens with a NULL element or more than one dimension.';
+
+-- Raise when p_token is the current token of attempt p_attempt_id and no worker of the calling
+-- login holds the attempt (another login's worker, or no worker at all): the caller has a
+-- capability that is not its own (a leaked token). ZF012 when the attempt is in a workspace where
+-- the login has the worker lane; otherwise the answer for an unknown attempt (ZF003), so a token
+-- of another tenant tells nothing about it. A NULL id or token is refused (22023). Returns when
+-- the token is not the attempt's current one, or the attempt is unknown: the caller answers for
+-- that (lease lost, unknown attempt). Nothing about the attempt is shown.
+create or replace function pgflight._require_own_attempt(p_attempt_id bigint, p_token bigint, p_operation text)
+returns void
+language plpgsql stable
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+  v_in_lane boolean;
+begin
+  if p_attempt_id is null or p_token is null then
+    perform pgflight._null_refused(p_operation, case when p_attempt_id is null then 'the attempt id'
+                                                     else 'the fencing token' end);
+  end if;
+  select pgflight._may('worker', a.workspace_id) into v_in_lane
+    from pgflight.step_attempts a left join pgflight.workers w on w.id = a.worker_id
+   where a.id = p_attempt_id and a.fencing_token = p_token
+     and w.login is distinct from session_user;
+  if not found then
+    return;
+  end if;
+  if not v_in_lane then
+    perform pgflight._unknown_attempt(p_attempt_id);
+  end if;
+  raise exception using
+    errcode = 'ZF012',
+    message = format('%s refused: attempt %s is not held by a worker of login %s', p_operation, p_attempt_id,
+                     session_user),
+    detail  = 'An attempt may be written only by the login whose worker claimed it, whatever token is sent.',
+    hint    = 'Write only attempts that your own claim_batch returned.';
 end
 $$;
 comment on function pgflight._require_own_attempt(bigint, bigint, text) is
-  'Internal: raise ZF012 when the attempt is held with this token by another login''s worker.';
+  'Internal: raise when this token is the attempt''s current one but no worker of the login holds it '
+  '(ZF012; ZF003 outside the login''s worker lanes); 22023 for a NULL id or token.';
 
 commit;

@@ -1,4 +1,4 @@
--- Revert pgflight:functions/approve: restores the previous definition, deploy/functions/approve@v0.2.0.sql (written by scripts/gen_sql_scripts.py)
+-- Revert pgflight:functions/approve: restores the previous definition, deploy/functions/approve@v0.9.0.sql (written by scripts/gen_sql_scripts.py)
 begin;
 set local role pgflight_owner;
 
@@ -12,7 +12,7 @@ create or replace function pgflight.approve(p_step_id bigint, p_decision text, p
                                  p_gate_key text default null)
 returns table (step_id bigint, gate_key text, decision text, applied boolean)
 language plpgsql volatile security definer
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_key text := p_gate_key;
@@ -22,6 +22,7 @@ begin
     raise exception using errcode = '22023', message = 'decision must be approve or reject',
       detail = format('got %L', p_decision);
   end if;
+  perform pgflight._require_lane_on_step('operator', p_step_id, 'approve');  -- issue 13: tenants
   if not exists (select from pgflight.steps s where s.id = p_step_id) then
     raise exception using errcode = 'ZF003', message = format('unknown step %s', p_step_id);
   end if;
@@ -42,7 +43,7 @@ begin
       detail = format('decided %s by %s at %s', v_gate.decision, v_gate.actor, v_gate.decided_at),
       hint = 'The first decision wins; it cannot be changed.';
   end if;
-  perform pgflight._decide(v_gate.id, p_decision, coalesce(p_actor, session_user::text), p_note, 'approval_decided');
+  perform pgflight._decide(v_gate.id, p_decision, session_user::text, pgflight._actor_note(p_note, p_actor), 'approval_decided');
   return query select p_step_id, v_key, p_decision, true;
 end
 $$;

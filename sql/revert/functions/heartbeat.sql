@@ -1,4 +1,4 @@
--- Revert pgflight:functions/heartbeat: restores the previous definition, deploy/functions/heartbeat@v0.2.0.sql (written by scripts/gen_sql_scripts.py)
+-- Revert pgflight:functions/heartbeat: restores the previous definition, deploy/functions/heartbeat@v0.9.0.sql (written by scripts/gen_sql_scripts.py)
 begin;
 set local role pgflight_owner;
 
@@ -12,7 +12,7 @@ set local role pgflight_owner;
 create or replace function pgflight.heartbeat(p_worker_id bigint, p_attempt_ids bigint[], p_tokens bigint[])
 returns table (attempt_id bigint, status text, lease_expires_at timestamptz)
 language plpgsql volatile security definer
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_now timestamptz := pgflight._now();
@@ -25,9 +25,12 @@ begin
       detail = format('%s attempt ids, %s tokens', cardinality(p_attempt_ids), cardinality(p_tokens)),
       hint = 'Pass one fencing token per attempt id, in the same order.';
   end if;
-  update pgflight.workers set last_seen_at = v_now where id = p_worker_id and stopped_at is null;
+  -- the worker must be live and registered by this login (issue 13); another login's id is unknown here
+  update pgflight.workers set last_seen_at = v_now
+   where id = p_worker_id and stopped_at is null and login = session_user;
   if not found then
     raise exception using errcode = 'ZF010', message = format('unknown or stopped worker %s', p_worker_id),
+      detail = format('no live worker %s registered by login %s', p_worker_id, session_user),
       hint = 'Call register_worker first and use the id it returns.';
   end if;
 

@@ -1,4 +1,4 @@
--- Revert pgflight:functions/metrics_snapshot: restores the previous definition, deploy/functions/metrics_snapshot@v0.3.0.sql (written by scripts/gen_sql_scripts.py)
+-- Revert pgflight:functions/metrics_snapshot: restores the previous definition, deploy/functions/metrics_snapshot@v0.9.0.sql (written by scripts/gen_sql_scripts.py)
 begin;
 set local role pgflight_owner;
 
@@ -103,22 +103,37 @@ begin
     from pg_replication_slots sl;
 
   -- the id window of this call: from the cursor (or the oldest event left, after a purge) for at
-  -- most p_max_events ids, never past the newest event; both ends read from the primary key
-  v_after := greatest(v_after, coalesce((select min(e.id) - 1 from pgflight.events e), v_after));
-  v_last := least(v_after + p_max_events, coalesce((select max(e.id) from pgflight.events e), v_after));
+  -- most p_max_events ids, never past the newest event; every end read from an index. The events
+  -- ids are the events rows' and those the attempts took for the transitions run_events derives
+  -- (issue 18: a started claim, a success from running).
+  v_after := greatest(v_after, coalesce(least((select min(e.id) from pgflight.events e),
+                                              (select min(a.claim_event_id) from pgflight.step_attempts a),
+                                              (select min(a.finish_event_id) from pgflight.step_attempts a)) - 1,
+                                        v_after));
+  v_last := least(v_after + p_max_events,
+                  coalesce(greatest((select max(e.id) from pgflight.events e),
+                                    (select max(a.claim_event_id) from pgflight.step_attempts a),
+                                    (select max(a.finish_event_id) from pgflight.step_attempts a)),
+                           v_after));
   return query
   select k.metric, k.labels, k.value
     from (
-      -- one pass over the window, through the primary key
+      -- one pass over the window, through the primary key and the two event-id indexes
       select count(*) filter (where e.to_status = 'succeeded') as completions,
              count(*) filter (where e.to_status in ('failed', 'lease_expired', 'timed_out', 'dead_letter')) as failures,
              count(*) filter (where e.reason = 'lease_expired') as reclaims,
              count(*) filter (where e.to_status = 'dead_letter') as dead_lettered,
              count(*) filter (where e.reason = 'stale_result_rejected') as stale_writes_refused,
              count(*) filter (where e.reason = 'claimed') as claims
-        from pgflight.events e
-       where e.id > v_after and e.id <= v_last
-         and (v_lanes is null or exists (select from pgflight.runs r
+        from (select e.run_id, e.to_status, e.reason from pgflight.events e
+               where e.id > v_after and e.id <= v_last
+              union all
+              select a.run_id, 'running', 'claimed' from pgflight.step_attempts a
+               where a.claim_event_id > v_after and a.claim_event_id <= v_last
+              union all
+              select a.run_id, 'succeeded', 'succeeded' from pgflight.step_attempts a
+               where a.finish_event_id > v_after and a.finish_event_id <= v_last) e
+       where (v_lanes is null or exists (select from pgflight.runs r
                                           where r.id = e.run_id and r.workspace_id = any(v_lanes)))) w,
          lateral (values
            ('events_delta', '{"kind": "completions"}'::jsonb, w.completions::double precision),

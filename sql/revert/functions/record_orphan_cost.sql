@@ -1,4 +1,4 @@
--- Revert pgflight:functions/record_orphan_cost: restores the previous definition, deploy/functions/record_orphan_cost@v0.3.0.sql (written by scripts/gen_sql_scripts.py)
+-- Revert pgflight:functions/record_orphan_cost: restores the previous definition, deploy/functions/record_orphan_cost@v0.9.0.sql (written by scripts/gen_sql_scripts.py)
 begin;
 set local role pgflight_owner;
 
@@ -7,7 +7,8 @@ set local role pgflight_owner;
 -- and budgets must see it (issue 14). Writes it to costs marked lease_lost (no traces: the
 -- iteration is still open for whoever holds the step now) and charges it — without any cap
 -- check, it is already spent — to every budget the call was bound by, and to the agent's usd; a
--- reservation this attempt held for the iteration is settled instead. Idempotent per (agent run,
+-- reservation this attempt held for the iteration is settled instead. Its input + output tokens
+-- count in the workspace's model tokens per minute (issue 15), like a recorded call's. Idempotent per (agent run,
 -- iteration, attempt): a repeat returns recorded = false.
 -- Whom it trusts: p_token must be the fencing token that was issued to p_attempt_id (whatever the
 -- attempt's status now) and p_agent_run_id the agent of that attempt's step.
@@ -35,6 +36,7 @@ declare
   v_out bigint := pgflight._opt_int(p_usage, 'output_tokens', 0, 0, 10000000000, 'usage');
   v_cw bigint := pgflight._opt_int(p_usage, 'cache_creation_input_tokens', 0, 0, 10000000000, 'usage');
   v_cr bigint := pgflight._opt_int(p_usage, 'cache_read_input_tokens', 0, 0, 10000000000, 'usage');
+  v_tokens_per_min bigint;
 begin
   if p_iteration is null or p_iteration < 1 then
     raise exception using errcode = '22023', message = 'iteration must be >= 1', detail = format('got %s', p_iteration);
@@ -73,6 +75,14 @@ begin
     return;
   end if;
 
+  -- the workspace's model tokens per minute: the tokens were used (replacing an admitted estimate)
+  select l.model_tokens_per_min into v_tokens_per_min
+    from pgflight.workspace_limits l where l.workspace_id = v_run.workspace_id;
+  if v_tokens_per_min is not null then
+    perform pgflight._settle_tokens(v_run, v_tokens_per_min, v_in + v_out,
+                                    v_run.reserved_attempt_id = p_attempt_id and v_run.reserved_iteration = p_iteration,
+                                    v_now);
+  end if;
   if v_run.reserved_attempt_id = p_attempt_id and v_run.reserved_iteration = p_iteration then
     perform pgflight._move_budget(v_run.reserved_budget_ids, 0, v_usd, v_run.reserved_usd, false, v_now,
                                   'settle (lease lost)');

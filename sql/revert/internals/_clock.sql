@@ -1,18 +1,20 @@
--- Revert pgflight:internals/_clock: restores the previous definition, deploy/internals/_clock@v0.2.0.sql (written by scripts/gen_sql_scripts.py)
+-- Revert pgflight:internals/_clock: restores the previous definition, deploy/internals/_clock@v0.9.0.sql (written by scripts/gen_sql_scripts.py)
 -- Defines: _fake_now(), _now().
 -- The engine's clock. Every lease, backoff and deadline is computed from pgflight._now(), so a
 -- test can move time without sleeping: with settings.allow_fake_clock on, a session runs
 --   set pgflight.fake_now = '2030-01-01 00:00:00+00';
 -- and the engine sees that instant. In production the setting is refused (ZF009), so a worker
 -- cannot fake the clock to steal leases.
--- None is granted to any role but _now(), which every role may read.
+-- Every role may call both: _now() is inlined into the caller's query, so whoever reads a view
+-- that uses it (engine_health) runs _fake_now too. _fake_now is SECURITY DEFINER because it reads
+-- pgflight.settings, which no lane may read (issue 13: 42501 for operator and reader before).
 begin;
 set local role pgflight_owner;
 
 create or replace function pgflight._fake_now(p_value text)
 returns timestamptz
-language plpgsql stable
-set search_path = ''
+language plpgsql stable security definer
+set search_path = pg_catalog, pg_temp
 as $$
 begin
   if not (select s.allow_fake_clock from pgflight.settings s) then
@@ -27,6 +29,7 @@ end
 $$;
 comment on function pgflight._fake_now(text) is
   'Internal: the fake instant of a test session. Raises ZF009 unless settings.allow_fake_clock.';
+grant execute on function pgflight._fake_now(text) to pgflight_worker, pgflight_operator, pgflight_reader;
 
 -- No SET clause, fully qualified names, and volatile like the clock_timestamp() it wraps: so the
 -- planner inlines it into its callers as a plain expression (a SQL function with a SET clause,
