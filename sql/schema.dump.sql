@@ -363,6 +363,39 @@ ALTER FUNCTION pgflight._cancel_tree(p_run_id bigint, p_step_id bigint, p_actor 
 
 COMMENT ON FUNCTION pgflight._cancel_tree(p_run_id bigint, p_step_id bigint, p_actor text, p_reason text) IS 'Internal: cancel every live attempt of a run (p_step_id null) or of a subtree, until none is left.';
 
+-- Name: _cascade_root(bigint); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._cascade_root(p_step_id bigint) RETURNS bigint
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_id bigint := p_step_id;
+  v_top bigint;
+  v_step record;
+begin
+  loop
+    select s.parent_id into v_id from pgflight.steps s where s.id = v_id;
+    exit when v_id is null;
+    select s.fail_fast, s.parent_id into v_step from pgflight.steps s where s.id = v_id;
+    exit when not coalesce(v_step.fail_fast, false)
+           or not exists (select from pgflight.step_attempts a
+                           where a.step_id = v_id and a.status = 'awaiting_children');
+    v_top := v_id;
+  end loop;
+  if v_top is null and exists (select from pgflight.steps c where c.parent_id = p_step_id) then
+    v_top := p_step_id;
+  end if;
+  return v_top;
+end
+$$;
+
+ALTER FUNCTION pgflight._cascade_root(p_step_id bigint) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _cascade_root(p_step_id bigint); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._cascade_root(p_step_id bigint) IS 'Internal: root of the subtree an unsuccessful end of this step may cancel (a waiting fail-fast ancestor, else the step when it has children), or null.';
+
 -- Name: _check_arg(text, double precision, double precision, double precision); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
 CREATE FUNCTION pgflight._check_arg(p_name text, p_value double precision, p_min double precision, p_max double precision) RETURNS void
@@ -2042,39 +2075,13 @@ CREATE FUNCTION pgflight._lock_cascade(p_attempt_id bigint, p_nowait boolean) RE
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
-  v_id bigint;
   v_top bigint;
-  v_step record;
 begin
-  select s.parent_id into v_id
-    from pgflight.step_attempts a join pgflight.steps s on s.id = a.step_id where a.id = p_attempt_id;
-  loop
-    exit when v_id is null;
-    select s.fail_fast, s.parent_id into v_step from pgflight.steps s where s.id = v_id;
-    exit when not coalesce(v_step.fail_fast, false);
-    v_top := v_id;
-    v_id := v_step.parent_id;
-  end loop;
+  v_top := pgflight._cascade_root((select a.step_id from pgflight.step_attempts a where a.id = p_attempt_id));
   if v_top is null then
     return false;
   end if;
-  if p_nowait then
-    perform from (
-      select a.id from pgflight.step_attempts a
-        join unnest(pgflight._tree_steps(null, v_top)) as t(id) on t.id = a.step_id
-        join pgflight.steps s on s.id = a.step_id
-       where a.status in ('queued', 'claimed', 'running', 'cancel_requested', 'awaiting_children', 'awaiting_approval')
-       order by s.depth desc, a.id
-         for update of a nowait) l;
-  else
-    perform from (
-      select a.id from pgflight.step_attempts a
-        join unnest(pgflight._tree_steps(null, v_top)) as t(id) on t.id = a.step_id
-        join pgflight.steps s on s.id = a.step_id
-       where a.status in ('queued', 'claimed', 'running', 'cancel_requested', 'awaiting_children', 'awaiting_approval')
-       order by s.depth desc, a.id
-         for update of a) l;
-  end if;
+  perform pgflight._lock_subtree(v_top, p_nowait);
   return true;
 end
 $$;
@@ -2083,7 +2090,7 @@ ALTER FUNCTION pgflight._lock_cascade(p_attempt_id bigint, p_nowait boolean) OWN
 
 -- Name: FUNCTION _lock_cascade(p_attempt_id bigint, p_nowait boolean); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight._lock_cascade(p_attempt_id bigint, p_nowait boolean) IS 'Internal: lock, deepest first, the live attempts a fail-fast cascade from this attempt may touch; false when no ancestor has fail_fast.';
+COMMENT ON FUNCTION pgflight._lock_cascade(p_attempt_id bigint, p_nowait boolean) IS 'Internal: lock, deepest first, the live attempts an unsuccessful end of this attempt''s step may cancel (_cascade_root, _lock_subtree); false when that is none but its own.';
 
 -- Name: step_attempts; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
 
@@ -2182,6 +2189,73 @@ ALTER FUNCTION pgflight._lock_held(p_attempt_id bigint, p_token bigint, p_operat
 -- Name: FUNCTION _lock_held(p_attempt_id bigint, p_token bigint, p_operation text, p_with_cancel_requested boolean); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
 COMMENT ON FUNCTION pgflight._lock_held(p_attempt_id bigint, p_token bigint, p_operation text, p_with_cancel_requested boolean) IS 'Internal: lock a live attempt held with this token, or raise ZF001 / ZF002 / ZF003.';
+
+-- Name: _lock_subtree(bigint, boolean); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._lock_subtree(p_top bigint, p_nowait boolean) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_steps bigint[];
+  v_prev bigint[];
+  v_ids bigint[];
+  v_busy bigint[];
+begin
+  loop
+    v_prev := null;
+    begin
+      loop
+        v_steps := pgflight._tree_steps(null, p_top);
+        if p_nowait or v_prev is not null then
+          select array_agg(l.id order by l.id) into v_ids from (
+            select a.id from pgflight.step_attempts a
+              join unnest(v_steps) as t(id) on t.id = a.step_id
+              join pgflight.steps s on s.id = a.step_id
+             where a.status in ('queued', 'claimed', 'running', 'cancel_requested', 'awaiting_children',
+                                'awaiting_approval')
+             order by s.depth desc, a.id
+               for update of a nowait) l;
+        else
+          select array_agg(l.id order by l.id) into v_ids from (
+            select a.id from pgflight.step_attempts a
+              join unnest(v_steps) as t(id) on t.id = a.step_id
+              join pgflight.steps s on s.id = a.step_id
+             where a.status in ('queued', 'claimed', 'running', 'cancel_requested', 'awaiting_children',
+                                'awaiting_approval')
+             order by s.depth desc, a.id
+               for update of a) l;
+        end if;
+        -- the rows locked before cannot have changed (they are ours): the same set means nothing new
+        exit when v_ids is not distinct from v_prev;
+        v_prev := coalesce(v_ids, '{}');
+      end loop;
+      return;
+    exception when lock_not_available then
+      if p_nowait or v_prev is null then
+        raise;
+      end if;
+    end;
+    -- a new attempt is held elsewhere: wait for its transaction, holding nothing, then start over
+    select array_agg(a.id) into v_busy
+      from pgflight.step_attempts a join unnest(pgflight._tree_steps(null, p_top)) as t(id) on t.id = a.step_id
+     where a.status in ('queued', 'claimed', 'running', 'cancel_requested', 'awaiting_children', 'awaiting_approval')
+       and a.id <> all (v_prev);
+    begin
+      perform from pgflight.step_attempts a where a.id = any (v_busy) for share of a;
+      raise exception using errcode = 'ZF099', message = 'internal: give the share locks back';
+    exception when sqlstate 'ZF099' then
+      null;
+    end;
+  end loop;
+end
+$$;
+
+ALTER FUNCTION pgflight._lock_subtree(p_top bigint, p_nowait boolean) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _lock_subtree(p_top bigint, p_nowait boolean); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._lock_subtree(p_top bigint, p_nowait boolean) IS 'Internal: lock every live attempt of a subtree, deepest first, including attempts committed while it waited; NOWAIT (55P03) when p_nowait.';
 
 -- Name: _may(text, bigint); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -2684,31 +2758,54 @@ CREATE FUNCTION pgflight._reclaim(p_now timestamp with time zone, p_limit intege
     AS $$
 declare
   v_ids bigint[];
+  v_left bigint[] := '{}';
+  v_done integer := 0;
+  v_until timestamptz;
 begin
-  -- 1. the lapsed attempts, then overrun deadlines among the live leases: SKIP LOCKED. Not ordered
-  -- by lease_expires_at: it has no index (a heartbeat stays a HOT update, tables/step_attempts_hot).
-  -- Ordered by workspace_id instead, the order of the partial index of the leased rows
-  -- (step_attempts_leased_ws_idx), so the pick walks that index and stops at the limit: a seq scan
-  -- would read, on every pass of a drain, all the rows the earlier passes already reclaimed
-  -- (quadratic over a mass crash). Every lapsed lease is taken within a few passes either way.
-  select coalesce(array_agg(l.id), '{}') into v_ids from (
-    select a.id from pgflight.step_attempts a
-     where a.status in ('claimed', 'running', 'cancel_requested') and a.lease_expires_at < p_now
-     order by a.workspace_id
-     limit p_limit
-       for update of a skip locked) l;
-  if cardinality(v_ids) < p_limit then
-    select v_ids || coalesce(array_agg(l.id), '{}') into v_ids from (
+  -- Rows a batch left as they were (their subtree in use, a transient error, the budget spent) do
+  -- not count against p_limit: they are kept out of the next pick of this call (v_left, still
+  -- locked by it), and the call picks again until p_limit rows ended, nothing lapsed is left, or
+  -- the time budget (pgflight.reclaim_budget_ms, default 1000, read per call; the rest waits for
+  -- the next pass) is spent. So rows that cannot end now never crowd out the others, e.g. a
+  -- lapsed lease of another workspace behind them in the pick's order.
+  loop
+    -- 1. the lapsed attempts, then overrun deadlines among the live leases: SKIP LOCKED. Not ordered
+    -- by lease_expires_at: it has no index (a heartbeat stays a HOT update, tables/step_attempts_hot).
+    -- Ordered by workspace_id instead, the order of the partial index of the leased rows
+    -- (step_attempts_leased_ws_idx), so the pick walks that index and stops at the limit: a seq scan
+    -- would read, on every pass of a drain, all the rows the earlier passes already reclaimed
+    -- (quadratic over a mass crash). Every lapsed lease is taken within a few passes either way.
+    select coalesce(array_agg(l.id), '{}') into v_ids from (
       select a.id from pgflight.step_attempts a
-       where a.status in ('claimed', 'running') and a.deadline_at < p_now
-         and (a.lease_expires_at >= p_now or a.lease_expires_at is null)
-       order by a.deadline_at limit p_limit - cardinality(v_ids)
+       where a.status in ('claimed', 'running', 'cancel_requested') and a.lease_expires_at < p_now
+         and a.id <> all (v_left)
+       order by a.workspace_id
+       limit p_limit - v_done
          for update of a skip locked) l;
-  end if;
-  if cardinality(v_ids) = 0 then
-    return 0;
-  end if;
-  return pgflight._reclaim_picked(p_now, v_ids);
+    if cardinality(v_ids) < p_limit - v_done then
+      select v_ids || coalesce(array_agg(l.id), '{}') into v_ids from (
+        select a.id from pgflight.step_attempts a
+         where a.status in ('claimed', 'running') and a.deadline_at < p_now
+           and (a.lease_expires_at >= p_now or a.lease_expires_at is null)
+           and a.id <> all (v_left)
+         order by a.deadline_at limit p_limit - v_done - cardinality(v_ids)
+           for update of a skip locked) l;
+    end if;
+    if cardinality(v_ids) = 0 then
+      return v_done;
+    end if;
+    if v_until is null then
+      v_until := pg_catalog.clock_timestamp() + make_interval(secs =>
+        coalesce(nullif(pg_catalog.current_setting('pgflight.reclaim_budget_ms', true), ''), '1000')::double precision / 1000);
+      perform pg_catalog.set_config('pgflight.reclaim_until', v_until::text, true);
+    end if;
+    v_done := v_done + pgflight._reclaim_picked(p_now, v_ids);
+    exit when v_done >= p_limit or pg_catalog.clock_timestamp() > v_until;
+    -- what this batch left as it was
+    v_left := v_left || coalesce((select array_agg(a.id) from pgflight.step_attempts a
+                                   where a.id = any (v_ids) and a.status in ('claimed', 'running', 'cancel_requested')), '{}');
+  end loop;
+  return v_done;
 end
 $$;
 
@@ -2716,7 +2813,7 @@ ALTER FUNCTION pgflight._reclaim(p_now timestamp with time zone, p_limit integer
 
 -- Name: FUNCTION _reclaim(p_now timestamp with time zone, p_limit integer); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight._reclaim(p_now timestamp with time zone, p_limit integer) IS 'Internal: reclaim at most p_limit attempts whose lease lapsed or whose deadline passed, set-based, SKIP LOCKED on every row; a row that raises is dead-lettered alone, a row whose cascade is locked waits for the next pass. Picks them (held FOR UPDATE) and gives them to _reclaim_picked.';
+COMMENT ON FUNCTION pgflight._reclaim(p_now timestamp with time zone, p_limit integer) IS 'Internal: reclaim at most p_limit attempts whose lease lapsed or whose deadline passed, set-based, SKIP LOCKED on every row, within a time budget (pgflight.reclaim_budget_ms, default 1000); a row that raises is dead-lettered alone, a row whose cascade is locked or that meets a transient error waits for the next pass and does not count against p_limit. Picks them (held FOR UPDATE) and gives them to _reclaim_picked.';
 
 -- Name: _reclaim_picked(timestamp with time zone, bigint[]); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -2762,6 +2859,9 @@ declare
   v_q_limits integer[];
   v_q_events bigint[];
   v_q_delays double precision[];
+  v_until timestamptz;
+  v_top bigint;
+  v_blocked bigint[] := '{}';
 begin
   -- 2. their steps, in id order, SKIP LOCKED (an attempt whose step is in use waits for the next
   -- pass), and in the same statement what each attempt becomes and its error (the one place it is
@@ -2774,10 +2874,17 @@ begin
                 when r.status <> 'running' then 'run_ended'
                 when s.failed_attempts + 1 >= s.max_attempts then 'dead_letter'
                 else 'retry' end as outcome,
-           coalesce(p.fail_fast, false) as cascades,
+           -- its end may cancel more than itself (_cascade_root): a fail-fast parent still waiting
+           -- for its children, or children of its own; such a row goes row by row, its subtree
+           -- locked first. A sibling of a parent whose cascade already ran is ended in the batch.
+           (coalesce(p.fail_fast, false)
+              and exists (select from pgflight.step_attempts pa
+                           where pa.step_id = p.id and pa.status = 'awaiting_children'))
+             or s.children_pending > 0 as cascades,
+           -- no fencing token: the error is shown to readers, and the token is a credential
            case when a.lease_expires_at < $2
                 then jsonb_build_object('message', 'lease expired: the worker stopped heartbeating',
-                                        'lease_expires_at', a.lease_expires_at, 'fencing_token', a.fencing_token)
+                                        'lease_expires_at', a.lease_expires_at)
                 else jsonb_build_object('message', 'deadline exceeded: the attempt ran past max_runtime_s',
                                         'deadline_at', a.deadline_at) end as error
       from unnest($1) i(id)
@@ -2993,17 +3100,27 @@ begin
   end;
 
   -- 5. row by row: cascades, and a batch that raised; each row read when its turn comes (a
-  -- cascade before it may have ended it)
+  -- cascade before it may have ended it). A row whose cascade cannot take its locks now (NOWAIT),
+  -- or that meets a transient error (a deadlock, a lock timeout, a serialization failure), is
+  -- left as it is for the next pass: it still holds its lease row, and the next pass picks it
+  -- again. A subtree found in use is remembered (v_blocked), so its other rows are left without
+  -- trying again: one try per subtree and pass, not one per sibling. Past the pass's time budget
+  -- (pgflight.reclaim_until, set by _reclaim) the remaining rows are left too.
+  v_until := nullif(pg_catalog.current_setting('pgflight.reclaim_until', true), '')::timestamptz;
   for v_i in 1 .. coalesce(cardinality(v_rest), 0) loop
+    exit when v_until is not null and pg_catalog.clock_timestamp() > v_until;
     select a.id, a.status, a.step_id, a.run_id, a.worker_id, a.lease_expires_at < p_now as lapsed,
            (a.status = 'cancel_requested' or s.failed_attempts + 1 >= s.max_attempts) as ends_step
       into v_row
       from pgflight.step_attempts a join pgflight.steps s on s.id = a.step_id
      where a.id = v_rest[v_i];
+    continue when v_row.status not in ('claimed', 'running', 'cancel_requested');  -- a cascade ended it
+    v_top := case when v_row.ends_step then pgflight._cascade_root(v_row.step_id) end;
+    continue when v_top = any (v_blocked);
     v_count := v_count + 1;
     begin
-      if v_row.ends_step then
-        perform pgflight._lock_cascade(v_row.id, true);
+      if v_top is not null then
+        perform pgflight._lock_subtree(v_top, true);
       end if;
       if v_row.status = 'cancel_requested' then
         update pgflight.step_attempts set status = 'cancelled', finished_at = p_now where id = v_row.id;
@@ -3017,7 +3134,12 @@ begin
       end if;
     exception
       when lock_not_available then
-        v_count := v_count - 1;  -- a sibling is in use: the next pass takes this row
+        v_count := v_count - 1;  -- a row of its subtree is in use: the next pass takes this row
+        if v_top is not null then
+          v_blocked := v_blocked || v_top;
+        end if;
+      when deadlock_detected or serialization_failure then
+        v_count := v_count - 1;  -- transient: the next pass takes this row
       when others then
         perform pgflight._dead_letter_poisoned(v_row.id, sqlstate, sqlerrm, 'reclaim');
     end;
@@ -4418,6 +4540,11 @@ begin
       from pgflight.cancel_run(v_step.run_id, p_actor, p_reason) c;
     return;
   end if;
+  -- Lock order (docs/locking.md): every live attempt this cancel and its end may touch (the
+  -- subtree of a fail-fast ancestor still waiting for its children, else this subtree) is locked
+  -- before any steps row, deepest first then id; a sibling's completion under way is waited for
+  -- here, not after the parent's row (which that completion takes next).
+  perform pgflight._lock_subtree(coalesce(pgflight._cascade_root(p_step_id), p_step_id), false);
   select a.status into v_root_status from pgflight.step_attempts a
    where a.step_id = p_step_id
      and a.status in ('queued', 'claimed', 'running', 'awaiting_children', 'awaiting_approval');
@@ -5234,12 +5361,13 @@ declare
   v_retryable boolean := coalesce((v_opts ->> 'retryable')::boolean, true);
   v_after double precision := (v_opts ->> 'retry_after_s')::double precision;
 begin
-  -- Lock order (issue 14 case 6, docs/locking.md): when this failure ends the step under a
-  -- parent with fail_fast, the cascade will cancel siblings; their attempts are locked now, with
-  -- this one, deepest first then id, before any steps row — never after the parent's row.
+  -- Lock order (docs/locking.md): when this failure ends the step, what its end may cancel (the
+  -- subtree of a fail-fast ancestor still waiting for its children, or its own children) is locked
+  -- now, with this attempt, deepest first then id, before any steps row: never after the parent's
+  -- row. _lock_subtree also locks attempts committed while it waited (a sibling's retry), and waits
+  -- for one another transaction holds with nothing locked. A step with neither locks nothing here.
   if exists (select from pgflight.step_attempts a join pgflight.steps s on s.id = a.step_id
               where a.id = p_attempt_id and a.fencing_token = p_token and a.status in ('claimed', 'running')
-                and s.parent_id is not null
                 and (not v_retryable or s.failed_attempts + 1 >= s.max_attempts)) then
     perform pgflight._lock_cascade(p_attempt_id, false);
   end if;
@@ -10082,6 +10210,10 @@ REVOKE ALL ON FUNCTION pgflight._cancel_steps(p_step_ids bigint[], p_actor text,
 
 REVOKE ALL ON FUNCTION pgflight._cancel_tree(p_run_id bigint, p_step_id bigint, p_actor text, p_reason text) FROM PUBLIC;
 
+-- Name: FUNCTION _cascade_root(p_step_id bigint); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._cascade_root(p_step_id bigint) FROM PUBLIC;
+
 -- Name: FUNCTION _check_arg(p_name text, p_value double precision, p_min double precision, p_max double precision); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
 REVOKE ALL ON FUNCTION pgflight._check_arg(p_name text, p_value double precision, p_min double precision, p_max double precision) FROM PUBLIC;
@@ -10219,6 +10351,10 @@ REVOKE ALL ON FUNCTION pgflight._lock_cascade(p_attempt_id bigint, p_nowait bool
 -- Name: FUNCTION _lock_held(p_attempt_id bigint, p_token bigint, p_operation text, p_with_cancel_requested boolean); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
 REVOKE ALL ON FUNCTION pgflight._lock_held(p_attempt_id bigint, p_token bigint, p_operation text, p_with_cancel_requested boolean) FROM PUBLIC;
+
+-- Name: FUNCTION _lock_subtree(p_top bigint, p_nowait boolean); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._lock_subtree(p_top bigint, p_nowait boolean) FROM PUBLIC;
 
 -- Name: FUNCTION _may(p_lane text, p_workspace_id bigint); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
