@@ -183,6 +183,8 @@ def test_a_large_batch_that_raises_in_its_insert_is_redone_row_by_row_with_every
     taken = int(scalar(conn, "select max(id) from pgflight.step_attempts"))
     conn.execute("select setval('pgflight.step_attempts_id_seq', %s)", [taken - 1])
     with conn.transaction():
+        # the whole batch row by row in one call: no time budget (it leaves the rest otherwise)
+        conn.execute("select set_config('pgflight.reclaim_budget_ms', '600000', true)")
         assert reclaim(conn, 1000) == LARGE
         assert conn.execute("show session_replication_role").fetchone() == ("origin",)
     assert scalar(conn, "select count(*) from public.audit") == LARGE

@@ -4,7 +4,8 @@ set local role pgflight_owner;
 
 -- Cancel one step and its whole subtree. The parent of the subtree is poked once the subtree
 -- root is terminal, so a parent waiting on it wakes. Cancelling the root step cancels the run.
--- Errors: ZF003 unknown step.
+-- Locks: the attempts of the subtree its end may cancel, deepest first (_lock_subtree), then as
+-- _cancel_tree and _step_finished. Errors: ZF003 unknown step.
 create or replace function pgflight.cancel_step(p_step_id bigint, p_actor text default null, p_reason text default null)
 returns table (step_id bigint, cancelled integer, cancel_requested integer)
 language plpgsql volatile security definer
@@ -26,6 +27,11 @@ begin
       from pgflight.cancel_run(v_step.run_id, p_actor, p_reason) c;
     return;
   end if;
+  -- Lock order (docs/locking.md): every live attempt this cancel and its end may touch (the
+  -- subtree of a fail-fast ancestor still waiting for its children, else this subtree) is locked
+  -- before any steps row, deepest first then id; a sibling's completion under way is waited for
+  -- here, not after the parent's row (which that completion takes next).
+  perform pgflight._lock_subtree(coalesce(pgflight._cascade_root(p_step_id), p_step_id), false);
   select a.status into v_root_status from pgflight.step_attempts a
    where a.step_id = p_step_id
      and a.status in ('queued', 'claimed', 'running', 'awaiting_children', 'awaiting_approval');

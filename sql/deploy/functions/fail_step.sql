@@ -19,12 +19,13 @@ declare
   v_retryable boolean := coalesce((v_opts ->> 'retryable')::boolean, true);
   v_after double precision := (v_opts ->> 'retry_after_s')::double precision;
 begin
-  -- Lock order (issue 14 case 6, docs/locking.md): when this failure ends the step under a
-  -- parent with fail_fast, the cascade will cancel siblings; their attempts are locked now, with
-  -- this one, deepest first then id, before any steps row — never after the parent's row.
+  -- Lock order (docs/locking.md): when this failure ends the step, what its end may cancel (the
+  -- subtree of a fail-fast ancestor still waiting for its children, or its own children) is locked
+  -- now, with this attempt, deepest first then id, before any steps row: never after the parent's
+  -- row. _lock_subtree also locks attempts committed while it waited (a sibling's retry), and waits
+  -- for one another transaction holds with nothing locked. A step with neither locks nothing here.
   if exists (select from pgflight.step_attempts a join pgflight.steps s on s.id = a.step_id
               where a.id = p_attempt_id and a.fencing_token = p_token and a.status in ('claimed', 'running')
-                and s.parent_id is not null
                 and (not v_retryable or s.failed_attempts + 1 >= s.max_attempts)) then
     perform pgflight._lock_cascade(p_attempt_id, false);
   end if;

@@ -1,6 +1,7 @@
 -- Deploy pgflight:internals/_transitions
 -- Defines: _wake(), _cancel_steps(), _cancel_tree(), _tree_steps(), _steps_finished(),
---   _step_finished(), _fail_attempt(), _lock_cascade(), _dead_letter_poisoned(), _reclaim(),
+--   _step_finished(), _fail_attempt(), _cascade_root(), _lock_subtree(), _lock_cascade(),
+--   _dead_letter_poisoned(), _reclaim(),
 --   _reclaim_picked(),
 --   _complete_many(), _complete_refusing(), _decide(), _reopen_step().
 -- The transitions shared by every path that ends, retries, wakes or cancels an attempt
@@ -344,59 +345,145 @@ comment on function pgflight._fail_attempt(bigint, text, text, jsonb, boolean, d
   'Internal: end an attempt unsuccessfully; returns outcome retry (with the next attempt and when it '
   'becomes claimable), dead_letter or cancelled (the run had already ended).';
 
--- The lock order of a failure that may cascade (issue 14 case 6). A step that ends unsuccessfully
--- under a parent with fail_fast dead-letters the parent and cancels its siblings (and so on up
--- while the ancestors have fail_fast). Done in that order, the cascade would lock the siblings'
--- attempts after the parent's steps row, against the global order (attempts before steps), and a
--- sibling being completed at the same moment (its attempt, then the parent's row) deadlocks with
--- it. So the caller takes, before any steps row, every live attempt of the subtree the cascade may
--- touch, in the order cancel uses (deepest first, then id). p_nowait (sweeps): raise 55P03 rather
--- than wait, so the sweep leaves the row to its next pass. Returns whether a cascade is possible.
+-- The lock order of a step's unsuccessful end (docs/locking.md, "one order for every end").
+-- A step that ends unsuccessfully cancels what it left below it, and under a parent with
+-- fail_fast that still waits for its children it dead-letters the parent, which cancels the
+-- parent's whole subtree (and so on up while the ancestors have fail_fast and wait). Done in that
+-- order, the cascade would lock attempts after steps rows (its own, the parent's), against the
+-- global order (attempts before steps), and a sibling completed at that moment (its attempt, then
+-- the parent's row) deadlocks with it. So before any steps row the caller locks every live
+-- attempt of the subtree the cascade may touch (_cascade_root: its root; _lock_subtree: the locks).
+
+-- The root of the subtree an unsuccessful end of p_step_id may cancel: the topmost ancestor
+-- reached through parents that have fail_fast and whose live attempt still waits for its children
+-- (awaiting_children: the end can dead-letter it); else the step itself when it has children;
+-- else null (nothing but its own attempt). A parent whose attempt already ended (a cascade already
+-- ran) is not climbed: the end of each of its other children then costs its own subtree only, not
+-- the whole family's again.
+create or replace function pgflight._cascade_root(p_step_id bigint)
+returns bigint
+language plpgsql stable
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+  v_id bigint := p_step_id;
+  v_top bigint;
+  v_step record;
+begin
+  loop
+    select s.parent_id into v_id from pgflight.steps s where s.id = v_id;
+    exit when v_id is null;
+    select s.fail_fast, s.parent_id into v_step from pgflight.steps s where s.id = v_id;
+    exit when not coalesce(v_step.fail_fast, false)
+           or not exists (select from pgflight.step_attempts a
+                           where a.step_id = v_id and a.status = 'awaiting_children');
+    v_top := v_id;
+  end loop;
+  if v_top is null and exists (select from pgflight.steps c where c.parent_id = p_step_id) then
+    v_top := p_step_id;
+  end if;
+  return v_top;
+end
+$$;
+comment on function pgflight._cascade_root(bigint) is
+  'Internal: root of the subtree an unsuccessful end of this step may cancel (a waiting fail-fast '
+  'ancestor, else the step when it has children), or null.';
+
+-- Lock every live attempt of p_top's subtree, deepest first then id (the order cancel uses), and
+-- keep them locked: no attempt of the subtree can then start, end or be created under it by
+-- another transaction (each such write needs one of these rows). The first read waits (or, with
+-- p_nowait, raises 55P03: a sweep leaves the row to its next pass). An attempt committed after
+-- that read's snapshot (a sibling's retry, a reclaim's successor, a child spawned by a
+-- transaction this read waited for) is not among the rows it locked, so the subtree is read
+-- again, NOWAIT, until a read finds no live attempt it does not already hold. When another
+-- transaction holds such a new attempt, every lock taken here is given back (the block is rolled
+-- back), this waits for that transaction with nothing held, and starts over: a wait while holding
+-- the subtree would be out of order (that transaction may need a parked attempt held here).
+-- Errors: 55P03 with p_nowait when a row is in use; lock_timeout as set.
+create or replace function pgflight._lock_subtree(p_top bigint, p_nowait boolean)
+returns void
+language plpgsql volatile
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+  v_steps bigint[];
+  v_prev bigint[];
+  v_ids bigint[];
+  v_busy bigint[];
+begin
+  loop
+    v_prev := null;
+    begin
+      loop
+        v_steps := pgflight._tree_steps(null, p_top);
+        if p_nowait or v_prev is not null then
+          select array_agg(l.id order by l.id) into v_ids from (
+            select a.id from pgflight.step_attempts a
+              join unnest(v_steps) as t(id) on t.id = a.step_id
+              join pgflight.steps s on s.id = a.step_id
+             where a.status in ('queued', 'claimed', 'running', 'cancel_requested', 'awaiting_children',
+                                'awaiting_approval')
+             order by s.depth desc, a.id
+               for update of a nowait) l;
+        else
+          select array_agg(l.id order by l.id) into v_ids from (
+            select a.id from pgflight.step_attempts a
+              join unnest(v_steps) as t(id) on t.id = a.step_id
+              join pgflight.steps s on s.id = a.step_id
+             where a.status in ('queued', 'claimed', 'running', 'cancel_requested', 'awaiting_children',
+                                'awaiting_approval')
+             order by s.depth desc, a.id
+               for update of a) l;
+        end if;
+        -- the rows locked before cannot have changed (they are ours): the same set means nothing new
+        exit when v_ids is not distinct from v_prev;
+        v_prev := coalesce(v_ids, '{}');
+      end loop;
+      return;
+    exception when lock_not_available then
+      if p_nowait or v_prev is null then
+        raise;
+      end if;
+    end;
+    -- a new attempt is held elsewhere: wait for its transaction, holding nothing, then start over
+    select array_agg(a.id) into v_busy
+      from pgflight.step_attempts a join unnest(pgflight._tree_steps(null, p_top)) as t(id) on t.id = a.step_id
+     where a.status in ('queued', 'claimed', 'running', 'cancel_requested', 'awaiting_children', 'awaiting_approval')
+       and a.id <> all (v_prev);
+    begin
+      perform from pgflight.step_attempts a where a.id = any (v_busy) for share of a;
+      raise exception using errcode = 'ZF099', message = 'internal: give the share locks back';
+    exception when sqlstate 'ZF099' then
+      null;
+    end;
+  end loop;
+end
+$$;
+comment on function pgflight._lock_subtree(bigint, boolean) is
+  'Internal: lock every live attempt of a subtree, deepest first, including attempts committed '
+  'while it waited; NOWAIT (55P03) when p_nowait.';
+
+-- _cascade_root and _lock_subtree for the step of p_attempt_id (fail_step; the reclaim with
+-- p_nowait). Returns whether anything beyond the attempt's own subtree-less self was locked.
 create or replace function pgflight._lock_cascade(p_attempt_id bigint, p_nowait boolean)
 returns boolean
 language plpgsql volatile
 set search_path = pg_catalog, pg_temp
 as $$
 declare
-  v_id bigint;
   v_top bigint;
-  v_step record;
 begin
-  select s.parent_id into v_id
-    from pgflight.step_attempts a join pgflight.steps s on s.id = a.step_id where a.id = p_attempt_id;
-  loop
-    exit when v_id is null;
-    select s.fail_fast, s.parent_id into v_step from pgflight.steps s where s.id = v_id;
-    exit when not coalesce(v_step.fail_fast, false);
-    v_top := v_id;
-    v_id := v_step.parent_id;
-  end loop;
+  v_top := pgflight._cascade_root((select a.step_id from pgflight.step_attempts a where a.id = p_attempt_id));
   if v_top is null then
     return false;
   end if;
-  if p_nowait then
-    perform from (
-      select a.id from pgflight.step_attempts a
-        join unnest(pgflight._tree_steps(null, v_top)) as t(id) on t.id = a.step_id
-        join pgflight.steps s on s.id = a.step_id
-       where a.status in ('queued', 'claimed', 'running', 'cancel_requested', 'awaiting_children', 'awaiting_approval')
-       order by s.depth desc, a.id
-         for update of a nowait) l;
-  else
-    perform from (
-      select a.id from pgflight.step_attempts a
-        join unnest(pgflight._tree_steps(null, v_top)) as t(id) on t.id = a.step_id
-        join pgflight.steps s on s.id = a.step_id
-       where a.status in ('queued', 'claimed', 'running', 'cancel_requested', 'awaiting_children', 'awaiting_approval')
-       order by s.depth desc, a.id
-         for update of a) l;
-  end if;
+  perform pgflight._lock_subtree(v_top, p_nowait);
   return true;
 end
 $$;
 comment on function pgflight._lock_cascade(bigint, boolean) is
-  'Internal: lock, deepest first, the live attempts a fail-fast cascade from this attempt may touch; '
-  'false when no ancestor has fail_fast.';
+  'Internal: lock, deepest first, the live attempts an unsuccessful end of this attempt''s step may '
+  'cancel (_cascade_root, _lock_subtree); false when that is none but its own.';
 
 -- The last resort of a sweep (issue 14): a row whose processing raised is ended on its own —
 -- dead letter with the real error (SQLSTATE and message) and an events row — so the sweep goes on
@@ -464,37 +551,62 @@ set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_ids bigint[];
+  v_left bigint[] := '{}';
+  v_done integer := 0;
+  v_until timestamptz;
 begin
-  -- 1. the lapsed attempts, then overrun deadlines among the live leases: SKIP LOCKED. Not ordered
-  -- by lease_expires_at: it has no index (a heartbeat stays a HOT update, tables/step_attempts_hot).
-  -- Ordered by workspace_id instead, the order of the partial index of the leased rows
-  -- (step_attempts_leased_ws_idx), so the pick walks that index and stops at the limit: a seq scan
-  -- would read, on every pass of a drain, all the rows the earlier passes already reclaimed
-  -- (quadratic over a mass crash). Every lapsed lease is taken within a few passes either way.
-  select coalesce(array_agg(l.id), '{}') into v_ids from (
-    select a.id from pgflight.step_attempts a
-     where a.status in ('claimed', 'running', 'cancel_requested') and a.lease_expires_at < p_now
-     order by a.workspace_id
-     limit p_limit
-       for update of a skip locked) l;
-  if cardinality(v_ids) < p_limit then
-    select v_ids || coalesce(array_agg(l.id), '{}') into v_ids from (
+  -- Rows a batch left as they were (their subtree in use, a transient error, the budget spent) do
+  -- not count against p_limit: they are kept out of the next pick of this call (v_left, still
+  -- locked by it), and the call picks again until p_limit rows ended, nothing lapsed is left, or
+  -- the time budget (pgflight.reclaim_budget_ms, default 1000, read per call; the rest waits for
+  -- the next pass) is spent. So rows that cannot end now never crowd out the others, e.g. a
+  -- lapsed lease of another workspace behind them in the pick's order.
+  loop
+    -- 1. the lapsed attempts, then overrun deadlines among the live leases: SKIP LOCKED. Not ordered
+    -- by lease_expires_at: it has no index (a heartbeat stays a HOT update, tables/step_attempts_hot).
+    -- Ordered by workspace_id instead, the order of the partial index of the leased rows
+    -- (step_attempts_leased_ws_idx), so the pick walks that index and stops at the limit: a seq scan
+    -- would read, on every pass of a drain, all the rows the earlier passes already reclaimed
+    -- (quadratic over a mass crash). Every lapsed lease is taken within a few passes either way.
+    select coalesce(array_agg(l.id), '{}') into v_ids from (
       select a.id from pgflight.step_attempts a
-       where a.status in ('claimed', 'running') and a.deadline_at < p_now
-         and (a.lease_expires_at >= p_now or a.lease_expires_at is null)
-       order by a.deadline_at limit p_limit - cardinality(v_ids)
+       where a.status in ('claimed', 'running', 'cancel_requested') and a.lease_expires_at < p_now
+         and a.id <> all (v_left)
+       order by a.workspace_id
+       limit p_limit - v_done
          for update of a skip locked) l;
-  end if;
-  if cardinality(v_ids) = 0 then
-    return 0;
-  end if;
-  return pgflight._reclaim_picked(p_now, v_ids);
+    if cardinality(v_ids) < p_limit - v_done then
+      select v_ids || coalesce(array_agg(l.id), '{}') into v_ids from (
+        select a.id from pgflight.step_attempts a
+         where a.status in ('claimed', 'running') and a.deadline_at < p_now
+           and (a.lease_expires_at >= p_now or a.lease_expires_at is null)
+           and a.id <> all (v_left)
+         order by a.deadline_at limit p_limit - v_done - cardinality(v_ids)
+           for update of a skip locked) l;
+    end if;
+    if cardinality(v_ids) = 0 then
+      return v_done;
+    end if;
+    if v_until is null then
+      v_until := pg_catalog.clock_timestamp() + make_interval(secs =>
+        coalesce(nullif(pg_catalog.current_setting('pgflight.reclaim_budget_ms', true), ''), '1000')::double precision / 1000);
+      perform pg_catalog.set_config('pgflight.reclaim_until', v_until::text, true);
+    end if;
+    v_done := v_done + pgflight._reclaim_picked(p_now, v_ids);
+    exit when v_done >= p_limit or pg_catalog.clock_timestamp() > v_until;
+    -- what this batch left as it was
+    v_left := v_left || coalesce((select array_agg(a.id) from pgflight.step_attempts a
+                                   where a.id = any (v_ids) and a.status in ('claimed', 'running', 'cancel_requested')), '{}');
+  end loop;
+  return v_done;
 end
 $$;
 comment on function pgflight._reclaim(timestamptz, integer) is
   'Internal: reclaim at most p_limit attempts whose lease lapsed or whose deadline passed, set-based, '
-  'SKIP LOCKED on every row; a row that raises is dead-lettered alone, a row whose cascade is locked '
-  'waits for the next pass. Picks them (held FOR UPDATE) and gives them to _reclaim_picked.';
+  'SKIP LOCKED on every row, within a time budget (pgflight.reclaim_budget_ms, default 1000); a row that '
+  'raises is dead-lettered alone, a row whose cascade is locked or that meets a transient error waits '
+  'for the next pass and does not count against p_limit. Picks them (held FOR UPDATE) and gives them '
+  'to _reclaim_picked.';
 
 -- The rest of _reclaim for the attempts it picked and holds FOR UPDATE (p_ids).
 -- Plans: the statements of the batch (2-4) run as EXECUTE ... USING, so each is planned once per
@@ -554,6 +666,9 @@ declare
   v_q_limits integer[];
   v_q_events bigint[];
   v_q_delays double precision[];
+  v_until timestamptz;
+  v_top bigint;
+  v_blocked bigint[] := '{}';
 begin
   -- 2. their steps, in id order, SKIP LOCKED (an attempt whose step is in use waits for the next
   -- pass), and in the same statement what each attempt becomes and its error (the one place it is
@@ -566,10 +681,17 @@ begin
                 when r.status <> 'running' then 'run_ended'
                 when s.failed_attempts + 1 >= s.max_attempts then 'dead_letter'
                 else 'retry' end as outcome,
-           coalesce(p.fail_fast, false) as cascades,
+           -- its end may cancel more than itself (_cascade_root): a fail-fast parent still waiting
+           -- for its children, or children of its own; such a row goes row by row, its subtree
+           -- locked first. A sibling of a parent whose cascade already ran is ended in the batch.
+           (coalesce(p.fail_fast, false)
+              and exists (select from pgflight.step_attempts pa
+                           where pa.step_id = p.id and pa.status = 'awaiting_children'))
+             or s.children_pending > 0 as cascades,
+           -- no fencing token: the error is shown to readers, and the token is a credential
            case when a.lease_expires_at < $2
                 then jsonb_build_object('message', 'lease expired: the worker stopped heartbeating',
-                                        'lease_expires_at', a.lease_expires_at, 'fencing_token', a.fencing_token)
+                                        'lease_expires_at', a.lease_expires_at)
                 else jsonb_build_object('message', 'deadline exceeded: the attempt ran past max_runtime_s',
                                         'deadline_at', a.deadline_at) end as error
       from unnest($1) i(id)
@@ -785,17 +907,27 @@ begin
   end;
 
   -- 5. row by row: cascades, and a batch that raised; each row read when its turn comes (a
-  -- cascade before it may have ended it)
+  -- cascade before it may have ended it). A row whose cascade cannot take its locks now (NOWAIT),
+  -- or that meets a transient error (a deadlock, a lock timeout, a serialization failure), is
+  -- left as it is for the next pass: it still holds its lease row, and the next pass picks it
+  -- again. A subtree found in use is remembered (v_blocked), so its other rows are left without
+  -- trying again: one try per subtree and pass, not one per sibling. Past the pass's time budget
+  -- (pgflight.reclaim_until, set by _reclaim) the remaining rows are left too.
+  v_until := nullif(pg_catalog.current_setting('pgflight.reclaim_until', true), '')::timestamptz;
   for v_i in 1 .. coalesce(cardinality(v_rest), 0) loop
+    exit when v_until is not null and pg_catalog.clock_timestamp() > v_until;
     select a.id, a.status, a.step_id, a.run_id, a.worker_id, a.lease_expires_at < p_now as lapsed,
            (a.status = 'cancel_requested' or s.failed_attempts + 1 >= s.max_attempts) as ends_step
       into v_row
       from pgflight.step_attempts a join pgflight.steps s on s.id = a.step_id
      where a.id = v_rest[v_i];
+    continue when v_row.status not in ('claimed', 'running', 'cancel_requested');  -- a cascade ended it
+    v_top := case when v_row.ends_step then pgflight._cascade_root(v_row.step_id) end;
+    continue when v_top = any (v_blocked);
     v_count := v_count + 1;
     begin
-      if v_row.ends_step then
-        perform pgflight._lock_cascade(v_row.id, true);
+      if v_top is not null then
+        perform pgflight._lock_subtree(v_top, true);
       end if;
       if v_row.status = 'cancel_requested' then
         update pgflight.step_attempts set status = 'cancelled', finished_at = p_now where id = v_row.id;
@@ -809,7 +941,12 @@ begin
       end if;
     exception
       when lock_not_available then
-        v_count := v_count - 1;  -- a sibling is in use: the next pass takes this row
+        v_count := v_count - 1;  -- a row of its subtree is in use: the next pass takes this row
+        if v_top is not null then
+          v_blocked := v_blocked || v_top;
+        end if;
+      when deadlock_detected or serialization_failure then
+        v_count := v_count - 1;  -- transient: the next pass takes this row
       when others then
         perform pgflight._dead_letter_poisoned(v_row.id, sqlstate, sqlerrm, 'reclaim');
     end;

@@ -1,4 +1,4 @@
--- Revert pgflight:functions/cancel_step: restores the previous definition, deploy/functions/cancel_step@v0.2.0.sql (written by scripts/gen_sql_scripts.py)
+-- Revert pgflight:functions/cancel_step: restores the previous definition, deploy/functions/cancel_step@v0.9.0.sql (written by scripts/gen_sql_scripts.py)
 begin;
 set local role pgflight_owner;
 
@@ -8,7 +8,7 @@ set local role pgflight_owner;
 create or replace function pgflight.cancel_step(p_step_id bigint, p_actor text default null, p_reason text default null)
 returns table (step_id bigint, cancelled integer, cancel_requested integer)
 language plpgsql volatile security definer
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_step record;
@@ -16,6 +16,7 @@ declare
   v_r integer;
   v_root_status text;
 begin
+  perform pgflight._require_lane_on_step('operator', p_step_id, 'cancel_step');  -- issue 13: tenants
   select s.id, s.run_id, s.parent_id into v_step from pgflight.steps s where s.id = p_step_id;
   if not found then
     raise exception using errcode = 'ZF003', message = format('unknown step %s', p_step_id);
@@ -29,10 +30,10 @@ begin
    where a.step_id = p_step_id
      and a.status in ('queued', 'claimed', 'running', 'awaiting_children', 'awaiting_approval');
   select t.cancelled, t.cancel_requested into v_c, v_r
-    from pgflight._cancel_tree(v_step.run_id, p_step_id, coalesce(p_actor, session_user::text), p_reason) t;
+    from pgflight._cancel_tree(v_step.run_id, p_step_id, session_user::text, pgflight._actor_note(p_reason, p_actor)) t;
   -- the subtree root ended now (it was queued or parked, not leased): tell its parent
   if v_root_status in ('queued', 'awaiting_children', 'awaiting_approval') then
-    perform pgflight._step_finished(p_step_id, 'cancelled', coalesce(p_actor, session_user::text));
+    perform pgflight._step_finished(p_step_id, 'cancelled', session_user::text);
   end if;
   return query select p_step_id, v_c, v_r;
 end

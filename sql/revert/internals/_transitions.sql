@@ -9,6 +9,8 @@
 -- None is granted to any role.
 begin;
 set local role pgflight_owner;
+drop function pgflight._lock_subtree(bigint, boolean);
+drop function pgflight._cascade_root(bigint);
 
 -- Requeue a parked parent when its last child ended. Compare-and-swap on awaiting_children, so
 -- a parent is woken at most once per parking however many callers race here.

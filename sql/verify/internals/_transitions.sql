@@ -82,6 +82,28 @@ declare
   v_config text[];
 begin
   select p.proconfig into v_config
+    from pg_catalog.pg_proc p where p.oid = 'pgflight._cascade_root(bigint)'::regprocedure;
+  if v_config is distinct from array['search_path=pg_catalog, pg_temp']::text[] then
+    raise exception 'pgflight._cascade_root(bigint) has settings %, expected %', v_config, array['search_path=pg_catalog, pg_temp']::text[];
+  end if;
+end
+$verify$;
+do $verify$
+declare
+  v_config text[];
+begin
+  select p.proconfig into v_config
+    from pg_catalog.pg_proc p where p.oid = 'pgflight._lock_subtree(bigint, boolean)'::regprocedure;
+  if v_config is distinct from array['search_path=pg_catalog, pg_temp']::text[] then
+    raise exception 'pgflight._lock_subtree(bigint, boolean) has settings %, expected %', v_config, array['search_path=pg_catalog, pg_temp']::text[];
+  end if;
+end
+$verify$;
+do $verify$
+declare
+  v_config text[];
+begin
+  select p.proconfig into v_config
     from pg_catalog.pg_proc p where p.oid = 'pgflight._lock_cascade(bigint, boolean)'::regprocedure;
   if v_config is distinct from array['search_path=pg_catalog, pg_temp']::text[] then
     raise exception 'pgflight._lock_cascade(bigint, boolean) has settings %, expected %', v_config, array['search_path=pg_catalog, pg_temp']::text[];
