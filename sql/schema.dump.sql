@@ -1869,6 +1869,69 @@ ALTER FUNCTION pgflight._iteration_refusal(p_run pgflight.agent_runs, p_iteratio
 
 COMMENT ON FUNCTION pgflight._iteration_refusal(p_run pgflight.agent_runs, p_iteration integer) IS 'Internal: the ZF007 refusal when p_iteration passes the agent''s max_iterations, else null.';
 
+-- Name: _json_depth(jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._json_depth(p_value jsonb) RETURNS integer
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_lo integer := 0;  -- the value nests deeper than this
+  v_hi integer := 1;  -- and (once the first loop ends) not deeper than this
+  v_mid integer;
+begin
+  if p_value is null or jsonb_typeof(p_value) not in ('object', 'array') then
+    return 0;
+  end if;
+  begin
+    while pgflight._json_too_deep(p_value, v_hi) loop
+      v_lo := v_hi;
+      v_hi := v_hi * 2;
+    end loop;
+    while v_hi - v_lo > 1 loop
+      v_mid := (v_lo + v_hi) / 2;
+      if pgflight._json_too_deep(p_value, v_mid) then
+        v_lo := v_mid;
+      else
+        v_hi := v_mid;
+      end if;
+    end loop;
+  exception when statement_too_complex then
+    return null;
+  end;
+  return v_hi;
+end
+$$;
+
+ALTER FUNCTION pgflight._json_depth(p_value jsonb) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _json_depth(p_value jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._json_depth(p_value jsonb) IS 'Internal: how deep arrays and objects nest in a JSON value (a scalar or NULL is 0, [1] is 1).';
+
+-- Name: _json_too_deep(jsonb, integer); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._json_too_deep(p_value jsonb, p_cap integer) RETURNS boolean
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+begin
+  if p_value is null
+     or (pg_column_size(p_value) < 8 * (p_cap + 1) and pg_column_compression(p_value) is null)
+     or jsonb_typeof(p_value) not in ('object', 'array') then
+    return false;
+  end if;
+  return jsonb_path_exists(
+    p_value, format('strict $.**{%s} ? (@.type() == "array" || @.type() == "object")', p_cap)::jsonpath);
+end
+$_$;
+
+ALTER FUNCTION pgflight._json_too_deep(p_value jsonb, p_cap integer) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _json_too_deep(p_value jsonb, p_cap integer); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._json_too_deep(p_value jsonb, p_cap integer) IS 'Internal: does the JSON value nest arrays and objects deeper than p_cap levels (one pass)?';
+
 -- Name: _key_lock(bigint, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
 CREATE FUNCTION pgflight._key_lock(p_workspace_id bigint, p_key text) RETURNS bigint
@@ -3224,6 +3287,40 @@ ALTER FUNCTION pgflight._require_cap(p_cap text, p_limit double precision, p_val
 -- Name: FUNCTION _require_cap(p_cap text, p_limit double precision, p_value double precision, p_what text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
 COMMENT ON FUNCTION pgflight._require_cap(p_cap text, p_limit double precision, p_value double precision, p_what text) IS 'Internal: raise ZF005 naming settings.p_cap when p_value is over it.';
+
+-- Name: _require_json_depth(jsonb, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._require_json_depth(p_value jsonb, p_what text) RETURNS void
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_cap integer;
+begin
+  if p_value is null then
+    return;
+  end if;
+  v_cap := (select s.max_json_depth from pgflight.settings s);
+  -- the size bound of _json_too_deep, here too: most values end here, with no further call
+  if (pg_column_size(p_value) < 8 * (v_cap + 1) and pg_column_compression(p_value) is null)
+     or not pgflight._json_too_deep(p_value, v_cap) then
+    return;
+  end if;
+  raise exception using
+    errcode = 'ZF005',
+    message = format('%s nests deeper than the cap settings.max_json_depth', p_what),
+    detail  = format('%s nests %s levels deep (arrays and objects); settings.max_json_depth is %s',
+                     p_what, coalesce(pgflight._json_depth(p_value)::text, 'more than ' || v_cap), v_cap),
+    hint    = 'Send a flatter value (nesting this deep is refused so that every client can read it back), '
+              'or raise the cap: UPDATE pgflight.settings SET max_json_depth = ...';
+end
+$$;
+
+ALTER FUNCTION pgflight._require_json_depth(p_value jsonb, p_what text) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _require_json_depth(p_value jsonb, p_what text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._require_json_depth(p_value jsonb, p_what text) IS 'Internal: raise ZF005 naming settings.max_json_depth when the JSON value nests deeper than it.';
 
 -- Name: _require_known_keys(jsonb, text[]); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -4689,6 +4786,7 @@ CREATE FUNCTION pgflight.complete_batch(p_attempt_ids bigint[], p_tokens bigint[
 declare
   v_i integer := 0;
   v_max bigint;
+  v_depth integer;
   v_errors jsonb[];
 begin
   if coalesce(cardinality(p_attempt_ids), 0) <> coalesce(cardinality(p_tokens), 0)
@@ -4698,12 +4796,19 @@ begin
   end if;
   -- issue 18: one cap on results, settings.max_result_bytes, checked row by row. The hot path: one
   -- set-based size check (the cap read in it); a refused row goes through _complete_refusing
-  if exists (select from unnest(p_results) as r(v)
-              where octet_length(r.v::text) > (select s.max_result_bytes from pgflight.settings s)) then
-    select s.max_result_bytes into v_max from pgflight.settings s;
+  -- and the depth cap, settings.max_json_depth, walked only for a result long enough to exceed it
+  if exists (select from unnest(p_results) as r(v), pgflight.settings s,
+                     lateral (select octet_length(r.v::text) as n) l
+              where l.n > s.max_result_bytes
+                 or (l.n > 2 * s.max_json_depth + 1 and pgflight._json_too_deep(r.v, s.max_json_depth))) then
+    select s.max_result_bytes, s.max_json_depth into v_max, v_depth from pgflight.settings s;
     select array_agg(case when octet_length(r.v::text) > v_max
                           then jsonb_build_object('message', format('result too large: %s bytes; the cap is %s bytes (settings.max_result_bytes)',
                                                                     octet_length(r.v::text), v_max),
+                                                  'sqlstate', 'ZF005')
+                          when pgflight._json_too_deep(r.v, v_depth)
+                          then jsonb_build_object('message', format('result nests %s levels deep; the cap is %s (settings.max_json_depth)',
+                                                                    coalesce(pgflight._json_depth(r.v)::text, 'more than ' || v_depth), v_depth),
                                                   'sqlstate', 'ZF005')
                      end order by r.ord)
       into v_errors
@@ -4730,7 +4835,7 @@ ALTER FUNCTION pgflight.complete_batch(p_attempt_ids bigint[], p_tokens bigint[]
 
 -- Name: FUNCTION complete_batch(p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[]); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight.complete_batch(p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[]) IS 'Complete many held attempts; per row outcome succeeded | lease_lost | cancelled | failed (its result refused: over settings.max_result_bytes; that step dead-letters alone). Errors: 22023, ZF012.';
+COMMENT ON FUNCTION pgflight.complete_batch(p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[]) IS 'Complete many held attempts; per row outcome succeeded | lease_lost | cancelled | failed (its result refused: over settings.max_result_bytes or nested deeper than settings.max_json_depth; that step dead-letters alone). Errors: 22023, ZF012.';
 
 -- Name: complete_batch(bigint[], bigint[], text[]); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -4743,6 +4848,7 @@ declare
   v_errors jsonb[];
   v_i integer;
   v_max bigint := (select s.max_result_bytes from pgflight.settings s);
+  v_depth integer := (select s.max_json_depth from pgflight.settings s);
 begin
   if coalesce(cardinality(p_attempt_ids), 0) <> coalesce(cardinality(p_tokens), 0)
      or coalesce(cardinality(p_attempt_ids), 0) <> coalesce(cardinality(p_results), 0) then
@@ -4767,6 +4873,9 @@ begin
       if octet_length(v_json[v_i]::text) > v_max then
         v_errors[v_i] := jsonb_build_object('message', format('result too large: %s bytes; the cap is %s bytes (settings.max_result_bytes)',
                                                               octet_length(v_json[v_i]::text), v_max), 'sqlstate', 'ZF005');
+      elsif pgflight._json_too_deep(v_json[v_i], v_depth) then
+        v_errors[v_i] := jsonb_build_object('message', format('result nests %s levels deep; the cap is %s (settings.max_json_depth)',
+                                                              coalesce(pgflight._json_depth(v_json[v_i])::text, 'more than ' || v_depth), v_depth), 'sqlstate', 'ZF005');
       end if;
     exception when others then
       v_errors[v_i] := jsonb_build_object('message', 'result refused by PostgreSQL: ' || sqlerrm, 'sqlstate', sqlstate);
@@ -4780,7 +4889,7 @@ ALTER FUNCTION pgflight.complete_batch(p_attempt_ids bigint[], p_tokens bigint[]
 
 -- Name: FUNCTION complete_batch(p_attempt_ids bigint[], p_tokens bigint[], p_results text[]); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight.complete_batch(p_attempt_ids bigint[], p_tokens bigint[], p_results text[]) IS 'Complete many held attempts, results as JSON text; an element PostgreSQL refuses (NaN, \u0000, too large) fails only its own step (outcome failed). Errors: 22023, ZF012.';
+COMMENT ON FUNCTION pgflight.complete_batch(p_attempt_ids bigint[], p_tokens bigint[], p_results text[]) IS 'Complete many held attempts, results as JSON text; an element PostgreSQL refuses (NaN, \u0000, too large, too deep) fails only its own step (outcome failed). Errors: 22023, ZF012.';
 
 -- Name: complete_step(bigint, bigint, jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -4792,6 +4901,7 @@ begin
   -- issue 13: the result is capped (ZF005, nothing written)
   perform pgflight._require_cap('max_result_bytes', (select s.max_result_bytes from pgflight.settings s),
                                 octet_length(p_result::text), 'result (bytes)');
+  perform pgflight._require_json_depth(p_result, 'result');
   if (select c.outcome from pgflight._complete_many(array[p_attempt_id], array[p_token], array[p_result],
                                                      pgflight._now()) c) <> 'succeeded' then
     perform pgflight._reject_write(p_attempt_id, p_token, 'complete_step');
@@ -5246,6 +5356,7 @@ begin
   -- issue 13: the error is capped (ZF005, nothing written)
   perform pgflight._require_cap('max_error_bytes', (select s.max_error_bytes from pgflight.settings s),
                                 octet_length(p_error::text), 'error (bytes)');
+  perform pgflight._require_json_depth(p_error, 'error');
   v_status := (pgflight._lock_held(p_attempt_id, p_token, 'fail_step')).status;
   return query
     select p_attempt_id, f.outcome, f.next_attempt_id, f.available_after
@@ -6086,6 +6197,7 @@ begin
                                 octet_length(p_key), 'effect key (bytes)');
   perform pgflight._require_cap('max_receipt_bytes', (select s.max_receipt_bytes from pgflight.settings s),
                                 octet_length(p_result::text), 'receipt (bytes)');
+  perform pgflight._require_json_depth(p_result, 'receipt');
   if length(p_key) > 500 then  -- the effects check constraint, as 22023 (issue 14)
     raise exception using errcode = '22023', message = 'effect key is longer than 500 characters',
       detail = format('got %s characters', length(p_key)), hint = 'Use a shorter key, e.g. a hash of the long one.';
@@ -6247,6 +6359,8 @@ begin
     perform pgflight._require_cap('max_result_bytes', v_cap, octet_length(p_blocks::text),
                                   'model response blocks (bytes)');
   end if;
+  perform pgflight._require_json_depth(p_blocks, 'model response blocks');
+  perform pgflight._require_json_depth(p_usage, 'usage');
   if not v_hit then  -- _agent_fence raises ZF001 / ZF002 / ZF003 / ZF012
     v_run := pgflight._agent_fence(p_attempt_id, p_token, p_agent_run_id, 'record_model_call');
     -- (found on a second look: the price and the day's budget go through their helpers)
@@ -6575,6 +6689,7 @@ begin
   -- issue 13: a trace block is capped like a result (ZF005, nothing written)
   perform pgflight._require_cap('max_result_bytes', (select s.max_result_bytes from pgflight.settings s),
                                 octet_length(p_content::text), 'trace block (bytes)');
+  perform pgflight._require_json_depth(p_content, 'trace block');
   -- every option checked against its spec first (docs/options.md; issue 14): 22023 naming the key
   p_options := pgflight._check_options('record_trace', p_options);
   v_run := pgflight._agent_fence(p_attempt_id, p_token, p_agent_run_id, 'record_trace');
@@ -6741,6 +6856,7 @@ begin
   perform pgflight._require_cap('max_approval_request_bytes',
                                 (select s.max_approval_request_bytes from pgflight.settings s),
                                 octet_length(p_request::text), 'approval request (bytes)');
+  perform pgflight._require_json_depth(p_request, 'approval request');
   v_att := pgflight._lock_held(p_attempt_id, p_token, 'request_approval');
 
   insert into pgflight.approvals as g (step_id, gate_key, request, default_decision, requested_at, expires_at)
@@ -7383,6 +7499,17 @@ begin
       hint = 'Each child needs a non-blank string key (at most 512 characters) and recipe (at most 256); '
              'a concurrency_limit needs a concurrency_key (a string of at most 200 characters).';
   end if;
+  -- inputs nested deeper than the cap: one pass over the whole call (an input sits two levels
+  -- down, [{"input": ...}]); the child is looked for only to name it
+  if pgflight._json_too_deep(p_children, v_settings.max_json_depth + 2) then
+    select e.ord, e.value into v_bad
+      from jsonb_array_elements(p_children) with ordinality as e(value, ord)
+     where pgflight._json_too_deep(e.value -> 'input', v_settings.max_json_depth)
+     order by e.ord limit 1;
+    if found then
+      perform pgflight._require_json_depth(v_bad.value -> 'input', format('child %s input', v_bad.ord));
+    end if;
+  end if;
   -- Each child's options through the same step-options validator as submit_run (issue 12: one
   -- rule, so priority 1.5 is refused on both paths); the error names the child ("option lease_s
   -- of spawn_children child 3 ..."). v_children holds the normalised options, read with plain casts.
@@ -7562,6 +7689,7 @@ begin
       detail = format('input is %s bytes; the cap is %s bytes', v_size, v_settings.max_input_bytes),
       hint = 'Store large payloads elsewhere and pass a reference, or raise settings.max_input_bytes.';
   end if;
+  perform pgflight._require_json_depth(p_input, 'input');
   v_max_attempts := coalesce((v_opts ->> 'max_attempts')::integer, v_settings.default_max_attempts);
   -- issue 15: delay_s or not_before (with a UTC offset), and the concurrency key and limit; the
   -- helpers only when their keys are there (issue 18: most submits have none)
@@ -7717,6 +7845,20 @@ begin
     raise exception using errcode = '22023', message = 'option idempotency_key of submit_runs is per run',
       detail = 'p_options holds the options every element shares; one key would name every run',
       hint = 'Put each run''s idempotency_key in its element''s options.';
+  end if;
+  -- inputs nested deeper than the cap: one pass over the whole call (an input sits two levels
+  -- down, [{"input": ...}]); the element is looked for only to name it. A deep element or options
+  -- object that is not an input is refused by the checks below (22023).
+  if pgflight._json_too_deep(p_runs, v_settings.max_json_depth + 2) then
+    select e.ord into v_idx
+      from jsonb_array_elements(p_runs) with ordinality as e(value, ord)
+     where jsonb_typeof(e.value) = 'object'
+       and pgflight._json_too_deep(e.value -> 'input', v_settings.max_json_depth)
+     order by e.ord limit 1;
+    if v_idx is not null then
+      perform pgflight._require_json_depth(p_runs -> (v_idx - 1) -> 'input', format('input of run %s', v_idx));
+    end if;
+    v_idx := null;
   end if;
   if jsonb_array_length(p_runs) = 0 then
     return;
@@ -9193,6 +9335,7 @@ CREATE TABLE pgflight.settings (
     events_keep_s double precision DEFAULT 604800 NOT NULL,
     partitions_ahead_days integer DEFAULT 3 NOT NULL,
     agent_runs_per_partition bigint DEFAULT 100000 NOT NULL,
+    max_json_depth integer DEFAULT 64 NOT NULL,
     CONSTRAINT agent_runs_per_partition_in_range CHECK (((agent_runs_per_partition >= 1000) AND (agent_runs_per_partition <= 1000000000))),
     CONSTRAINT caps_are_positive CHECK (((max_result_bytes > 0) AND (max_error_bytes > 0) AND (max_receipt_bytes > 0) AND (max_approval_request_bytes > 0) AND (max_name_bytes > 0) AND (max_children_per_call > 0) AND (max_children_per_parent > 0) AND (max_batch_size > 0) AND (max_lease_s > (0)::double precision) AND (max_live_workers_per_login > 0) AND (max_stale_writes_per_attempt > 0))),
     CONSTRAINT default_lease_is_positive CHECK ((default_lease_s > (0)::double precision)),
@@ -9200,6 +9343,7 @@ CREATE TABLE pgflight.settings (
     CONSTRAINT events_keep_is_positive CHECK ((events_keep_s > (0)::double precision)),
     CONSTRAINT max_in_flight_is_not_negative CHECK (((max_in_flight IS NULL) OR (max_in_flight >= 0))),
     CONSTRAINT max_input_bytes_is_positive CHECK ((max_input_bytes > 0)),
+    CONSTRAINT max_json_depth_is_positive CHECK ((max_json_depth > 0)),
     CONSTRAINT max_runs_per_call_is_positive CHECK ((max_runs_per_call > 0)),
     CONSTRAINT partitions_ahead_in_range CHECK (((partitions_ahead_days >= 1) AND (partitions_ahead_days <= 90))),
     CONSTRAINT reclaim_in_claim_is_not_negative CHECK ((reclaim_in_claim >= 0)),
@@ -9275,6 +9419,10 @@ COMMENT ON COLUMN pgflight.settings.partitions_ahead_days IS 'How many days of e
 -- Name: COLUMN settings.agent_runs_per_partition; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
 COMMENT ON COLUMN pgflight.settings.agent_runs_per_partition IS 'Width of a traces/costs partition in agent run ids (1,000..1,000,000,000, default 100,000): about a day of agent runs. A partition is dropped when every agent run in it is purged (purge_after_s), so a wider one keeps the traces of purged runs longer, a narrower one makes more partitions. Applies to partitions created from then on.';
+
+-- Name: COLUMN settings.max_json_depth; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON COLUMN pgflight.settings.max_json_depth IS 'Cap of how deep arrays and objects nest in a JSON value the API accepts (a scalar is 0, [1] is 1, {"a": [1]} is 2).';
 
 -- Name: step_attempts_id_seq; Type: SEQUENCE; Schema: pgflight; Owner: pgflight_owner
 
@@ -10185,6 +10333,14 @@ REVOKE ALL ON FUNCTION pgflight._give_slots_back(p_scopes bigint[], p_stripes sm
 
 REVOKE ALL ON FUNCTION pgflight._iteration_refusal(p_run pgflight.agent_runs, p_iteration integer) FROM PUBLIC;
 
+-- Name: FUNCTION _json_depth(p_value jsonb); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._json_depth(p_value jsonb) FROM PUBLIC;
+
+-- Name: FUNCTION _json_too_deep(p_value jsonb, p_cap integer); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._json_too_deep(p_value jsonb, p_cap integer) FROM PUBLIC;
+
 -- Name: FUNCTION _key_lock(p_workspace_id bigint, p_key text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
 REVOKE ALL ON FUNCTION pgflight._key_lock(p_workspace_id bigint, p_key text) FROM PUBLIC;
@@ -10318,6 +10474,10 @@ REVOKE ALL ON FUNCTION pgflight._reopen_step(p_step_id bigint, p_actor text, p_r
 -- Name: FUNCTION _require_cap(p_cap text, p_limit double precision, p_value double precision, p_what text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
 REVOKE ALL ON FUNCTION pgflight._require_cap(p_cap text, p_limit double precision, p_value double precision, p_what text) FROM PUBLIC;
+
+-- Name: FUNCTION _require_json_depth(p_value jsonb, p_what text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._require_json_depth(p_value jsonb, p_what text) FROM PUBLIC;
 
 -- Name: FUNCTION _require_known_keys(p_options jsonb, p_allowed text[]); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 

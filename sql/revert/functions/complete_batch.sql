@@ -1,4 +1,4 @@
--- Revert pgflight:functions/complete_batch: restores the previous definition, deploy/functions/complete_batch@v0.7.0.sql (written by scripts/gen_sql_scripts.py)
+-- Revert pgflight:functions/complete_batch: restores the previous definition, deploy/functions/complete_batch@v0.9.0.sql (written by scripts/gen_sql_scripts.py)
 begin;
 set local role pgflight_owner;
 
@@ -31,10 +31,11 @@ begin
     raise exception using errcode = '22023', message = 'attempt ids, tokens and results differ in length',
       hint = 'Pass one token and one result per attempt id, in the same order.';
   end if;
-  -- issue 18: one cap on results, settings.max_result_bytes, checked row by row
-  select s.max_result_bytes into v_max from pgflight.settings s;
-  -- the hot path: one set-based size check; a refused row goes through _complete_refusing
-  if exists (select from unnest(p_results) as r(v) where octet_length(r.v::text) > v_max) then
+  -- issue 18: one cap on results, settings.max_result_bytes, checked row by row. The hot path: one
+  -- set-based size check (the cap read in it); a refused row goes through _complete_refusing
+  if exists (select from unnest(p_results) as r(v)
+              where octet_length(r.v::text) > (select s.max_result_bytes from pgflight.settings s)) then
+    select s.max_result_bytes into v_max from pgflight.settings s;
     select array_agg(case when octet_length(r.v::text) > v_max
                           then jsonb_build_object('message', format('result too large: %s bytes; the cap is %s bytes (settings.max_result_bytes)',
                                                                     octet_length(r.v::text), v_max),

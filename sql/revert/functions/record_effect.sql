@@ -1,4 +1,4 @@
--- Revert pgflight:functions/record_effect: restores the previous definition, deploy/functions/record_effect@v0.2.0.sql (written by scripts/gen_sql_scripts.py)
+-- Revert pgflight:functions/record_effect: restores the previous definition, deploy/functions/record_effect@v0.9.0.sql (written by scripts/gen_sql_scripts.py)
 begin;
 set local role pgflight_owner;
 
@@ -18,7 +18,7 @@ set local role pgflight_owner;
 create or replace function pgflight.record_effect(p_attempt_id bigint, p_token bigint, p_key text, p_result jsonb default null)
 returns table (effect_id bigint, result jsonb, recorded boolean, lease_held boolean)
 language plpgsql volatile security definer
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_att record;
@@ -28,11 +28,22 @@ begin
     raise exception using errcode = '22023', message = 'effect key is required',
       hint = 'Pass a key that names the effect within its step, e.g. ''charge-invoice-42''.';
   end if;
+  -- issue 13: key and receipt are capped (ZF005), and only the login whose worker holds the
+  -- attempt may record on it (ZF012 for a leaked token)
+  perform pgflight._require_cap('max_name_bytes', (select s.max_name_bytes from pgflight.settings s),
+                                octet_length(p_key), 'effect key (bytes)');
+  perform pgflight._require_cap('max_receipt_bytes', (select s.max_receipt_bytes from pgflight.settings s),
+                                octet_length(p_result::text), 'receipt (bytes)');
+  if length(p_key) > 500 then  -- the effects check constraint, as 22023 (issue 14)
+    raise exception using errcode = '22023', message = 'effect key is longer than 500 characters',
+      detail = format('got %s characters', length(p_key)), hint = 'Use a shorter key, e.g. a hash of the long one.';
+  end if;
   select a.id, a.step_id, a.status, a.fencing_token into v_att
     from pgflight.step_attempts a where a.id = p_attempt_id;
   if not found or v_att.fencing_token is distinct from p_token then
     perform pgflight._reject_write(p_attempt_id, p_token, 'record_effect');
   end if;
+  perform pgflight._require_own_attempt(p_attempt_id, p_token, 'record_effect');
   insert into pgflight.effects as e (step_id, effect_key, result, attempt_id, recorded_at)
   values (v_att.step_id, p_key, p_result, p_attempt_id, pgflight._now())
   on conflict (step_id, effect_key) do nothing
@@ -47,7 +58,7 @@ end
 $$;
 comment on function pgflight.record_effect(bigint, bigint, text, jsonb) is
   'Record the receipt of an external effect (first per step and key wins), even from a holder whose '
-  'lease lapsed; returns (effect_id, result, recorded, lease_held). Errors: ZF001, ZF003, 22023.';
+  'lease lapsed; returns (effect_id, result, recorded, lease_held). Errors: ZF001, ZF003, ZF005, ZF012, 22023.';
 grant execute on function pgflight.record_effect(bigint, bigint, text, jsonb) to pgflight_worker;
 
 commit;

@@ -1,4 +1,4 @@
--- Revert pgflight:functions/spawn_children: restores the previous definition, deploy/functions/spawn_children@v0.3.0.sql (written by scripts/gen_sql_scripts.py)
+-- Revert pgflight:functions/spawn_children: restores the previous definition, deploy/functions/spawn_children@v0.9.0.sql (written by scripts/gen_sql_scripts.py)
 begin;
 set local role pgflight_owner;
 
@@ -7,12 +7,14 @@ set local role pgflight_owner;
 -- max_runtime_s, backoff, concurrency_key, concurrency_limit}}; keys are unique under the parent, and a key that exists already
 -- creates nothing (spawning again after a crash is a no-op). In the same transaction the parent
 -- attempt goes to awaiting_children and gives up its lease, so its worker slot is free; the last
--- child to end wakes it (see _step_finished). If every child named is already terminal the
+-- child to end wakes it (see _step_finished). From 128 new children the count is spread over
+-- counter stripes (internals/_fan_in), so the children's ends do not queue on the parent's row. If every child named is already terminal the
 -- parent is not parked (parked = false) and reads children_results at once.
 -- options: fail_fast (boolean): the first child that ends unsuccessfully fails the parent and
 -- cancels its siblings; by default the parent wakes and sees each failure. A child's options are
 -- the step options of submit_run, checked by the same validator (docs/options.md).
--- Locking: the parent's attempt row (fencing check) then its step row (the children counter).
+-- Locking: the parent's attempt row (fencing check), its step row (the children counter), then its
+-- counter stripes (no child of this fan-out can hold one yet).
 -- Errors: ZF001 lease lost, ZF002 cancelled, ZF003 unknown attempt, 22023 malformed children,
 -- ZF005 a child input over settings.max_input_bytes, more children than max_children_per_call in
 -- the call or max_children_per_parent under the parent, a key or recipe over max_name_bytes
@@ -130,6 +132,8 @@ begin
        set children_pending = children_pending + v_created,
            fail_fast = coalesce(v_fail_fast, fail_fast)
      where id = v_parent.id;
+    -- a large fan-out counts its children on stripes, so their ends do not queue on this row
+    perform pgflight._fan_in_stripe(v_parent.id, v_created);
     update pgflight.step_attempts set status = 'awaiting_children' where id = p_attempt_id;
     perform pgflight._event(v_att.run_id, v_att.step_id, p_attempt_id, v_att.status, 'awaiting_children',
                             v_att.worker_id, 'children_spawned', null,
