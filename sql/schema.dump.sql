@@ -365,6 +365,39 @@ ALTER FUNCTION pgflight._cancel_tree(p_run_id bigint, p_step_id bigint, p_actor 
 
 COMMENT ON FUNCTION pgflight._cancel_tree(p_run_id bigint, p_step_id bigint, p_actor text, p_reason text) IS 'Internal: cancel every live attempt of a run (p_step_id null) or of a subtree, until none is left.';
 
+-- Name: _cascade_root(bigint); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._cascade_root(p_step_id bigint) RETURNS bigint
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_id bigint := p_step_id;
+  v_top bigint;
+  v_step record;
+begin
+  loop
+    select s.parent_id into v_id from pgflight.steps s where s.id = v_id;
+    exit when v_id is null;
+    select s.fail_fast, s.parent_id into v_step from pgflight.steps s where s.id = v_id;
+    exit when not coalesce(v_step.fail_fast, false)
+           or not exists (select from pgflight.step_attempts a
+                           where a.step_id = v_id and a.status = 'awaiting_children');
+    v_top := v_id;
+  end loop;
+  if v_top is null and exists (select from pgflight.steps c where c.parent_id = p_step_id) then
+    v_top := p_step_id;
+  end if;
+  return v_top;
+end
+$$;
+
+ALTER FUNCTION pgflight._cascade_root(p_step_id bigint) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _cascade_root(p_step_id bigint); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._cascade_root(p_step_id bigint) IS 'Internal: root of the subtree an unsuccessful end of this step may cancel (a waiting fail-fast ancestor, else the step when it has children), or null.';
+
 -- Name: _check_arg(text, double precision, double precision, double precision); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
 CREATE FUNCTION pgflight._check_arg(p_name text, p_value double precision, p_min double precision, p_max double precision) RETURNS void
@@ -1594,7 +1627,15 @@ begin
       detail  = format('pgflight.fake_now is set to %L in this session', p_value),
       hint    = 'RESET pgflight.fake_now, or (tests only) UPDATE pgflight.settings SET allow_fake_clock = true.';
   end if;
-  return p_value::timestamptz;
+  begin
+    return p_value::timestamptz;
+  exception when invalid_datetime_format or datetime_field_overflow or invalid_parameter_value then
+    raise exception using
+      errcode = '22023',
+      message = 'pgflight.fake_now is not an instant',
+      detail  = format('pgflight.fake_now is set to %L in this session', left(p_value, 100)),
+      hint    = 'SET pgflight.fake_now to a timestamptz such as ''2030-01-01 00:00:00+00'', or RESET it.';
+  end;
 end
 $$;
 
@@ -1602,7 +1643,7 @@ ALTER FUNCTION pgflight._fake_now(p_value text) OWNER TO pgflight_owner;
 
 -- Name: FUNCTION _fake_now(p_value text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight._fake_now(p_value text) IS 'Internal: the fake instant of a test session. Raises ZF009 unless settings.allow_fake_clock.';
+COMMENT ON FUNCTION pgflight._fake_now(p_value text) IS 'Internal: the fake instant of a test session. Raises ZF009 unless settings.allow_fake_clock, 22023 when the value is not an instant.';
 
 -- Name: _fan_in_clear(bigint); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -1882,6 +1923,69 @@ ALTER FUNCTION pgflight._iteration_refusal(p_run pgflight.agent_runs, p_iteratio
 
 COMMENT ON FUNCTION pgflight._iteration_refusal(p_run pgflight.agent_runs, p_iteration integer) IS 'Internal: the ZF007 refusal when p_iteration passes the agent''s max_iterations, else null.';
 
+-- Name: _json_depth(jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._json_depth(p_value jsonb) RETURNS integer
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_lo integer := 0;  -- the value nests deeper than this
+  v_hi integer := 1;  -- and (once the first loop ends) not deeper than this
+  v_mid integer;
+begin
+  if p_value is null or jsonb_typeof(p_value) not in ('object', 'array') then
+    return 0;
+  end if;
+  begin
+    while pgflight._json_too_deep(p_value, v_hi) loop
+      v_lo := v_hi;
+      v_hi := v_hi * 2;
+    end loop;
+    while v_hi - v_lo > 1 loop
+      v_mid := (v_lo + v_hi) / 2;
+      if pgflight._json_too_deep(p_value, v_mid) then
+        v_lo := v_mid;
+      else
+        v_hi := v_mid;
+      end if;
+    end loop;
+  exception when statement_too_complex then
+    return null;
+  end;
+  return v_hi;
+end
+$$;
+
+ALTER FUNCTION pgflight._json_depth(p_value jsonb) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _json_depth(p_value jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._json_depth(p_value jsonb) IS 'Internal: how deep arrays and objects nest in a JSON value (a scalar or NULL is 0, [1] is 1).';
+
+-- Name: _json_too_deep(jsonb, integer); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._json_too_deep(p_value jsonb, p_cap integer) RETURNS boolean
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+begin
+  if p_value is null
+     or (pg_column_size(p_value) < 8 * (p_cap + 1) and pg_column_compression(p_value) is null)
+     or jsonb_typeof(p_value) not in ('object', 'array') then
+    return false;
+  end if;
+  return jsonb_path_exists(
+    p_value, format('strict $.**{%s} ? (@.type() == "array" || @.type() == "object")', p_cap)::jsonpath);
+end
+$_$;
+
+ALTER FUNCTION pgflight._json_too_deep(p_value jsonb, p_cap integer) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _json_too_deep(p_value jsonb, p_cap integer); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._json_too_deep(p_value jsonb, p_cap integer) IS 'Internal: does the JSON value nest arrays and objects deeper than p_cap levels (one pass)?';
+
 -- Name: _key_slot_freed(); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
 CREATE FUNCTION pgflight._key_slot_freed() RETURNS trigger
@@ -2043,39 +2147,13 @@ CREATE FUNCTION pgflight._lock_cascade(p_attempt_id bigint, p_nowait boolean) RE
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
-  v_id bigint;
   v_top bigint;
-  v_step record;
 begin
-  select s.parent_id into v_id
-    from pgflight.step_attempts a join pgflight.steps s on s.id = a.step_id where a.id = p_attempt_id;
-  loop
-    exit when v_id is null;
-    select s.fail_fast, s.parent_id into v_step from pgflight.steps s where s.id = v_id;
-    exit when not coalesce(v_step.fail_fast, false);
-    v_top := v_id;
-    v_id := v_step.parent_id;
-  end loop;
+  v_top := pgflight._cascade_root((select a.step_id from pgflight.step_attempts a where a.id = p_attempt_id));
   if v_top is null then
     return false;
   end if;
-  if p_nowait then
-    perform from (
-      select a.id from pgflight.step_attempts a
-        join unnest(pgflight._tree_steps(null, v_top)) as t(id) on t.id = a.step_id
-        join pgflight.steps s on s.id = a.step_id
-       where a.status in ('queued', 'claimed', 'running', 'cancel_requested', 'awaiting_children', 'awaiting_approval')
-       order by s.depth desc, a.id
-         for update of a nowait) l;
-  else
-    perform from (
-      select a.id from pgflight.step_attempts a
-        join unnest(pgflight._tree_steps(null, v_top)) as t(id) on t.id = a.step_id
-        join pgflight.steps s on s.id = a.step_id
-       where a.status in ('queued', 'claimed', 'running', 'cancel_requested', 'awaiting_children', 'awaiting_approval')
-       order by s.depth desc, a.id
-         for update of a) l;
-  end if;
+  perform pgflight._lock_subtree(v_top, p_nowait);
   return true;
 end
 $$;
@@ -2084,7 +2162,7 @@ ALTER FUNCTION pgflight._lock_cascade(p_attempt_id bigint, p_nowait boolean) OWN
 
 -- Name: FUNCTION _lock_cascade(p_attempt_id bigint, p_nowait boolean); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight._lock_cascade(p_attempt_id bigint, p_nowait boolean) IS 'Internal: lock, deepest first, the live attempts a fail-fast cascade from this attempt may touch; false when no ancestor has fail_fast.';
+COMMENT ON FUNCTION pgflight._lock_cascade(p_attempt_id bigint, p_nowait boolean) IS 'Internal: lock, deepest first, the live attempts an unsuccessful end of this attempt''s step may cancel (_cascade_root, _lock_subtree); false when that is none but its own.';
 
 -- Name: step_attempts; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
 
@@ -2182,7 +2260,74 @@ ALTER FUNCTION pgflight._lock_held(p_attempt_id bigint, p_token bigint, p_operat
 
 -- Name: FUNCTION _lock_held(p_attempt_id bigint, p_token bigint, p_operation text, p_with_cancel_requested boolean); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight._lock_held(p_attempt_id bigint, p_token bigint, p_operation text, p_with_cancel_requested boolean) IS 'Internal: lock a live attempt held with this token, or raise ZF001 / ZF002 / ZF003.';
+COMMENT ON FUNCTION pgflight._lock_held(p_attempt_id bigint, p_token bigint, p_operation text, p_with_cancel_requested boolean) IS 'Internal: lock a live attempt held with this token, or raise as _reject_write (22023, ZF001, ZF002, ZF003, ZF012).';
+
+-- Name: _lock_subtree(bigint, boolean); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._lock_subtree(p_top bigint, p_nowait boolean) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_steps bigint[];
+  v_prev bigint[];
+  v_ids bigint[];
+  v_busy bigint[];
+begin
+  loop
+    v_prev := null;
+    begin
+      loop
+        v_steps := pgflight._tree_steps(null, p_top);
+        if p_nowait or v_prev is not null then
+          select array_agg(l.id order by l.id) into v_ids from (
+            select a.id from pgflight.step_attempts a
+              join unnest(v_steps) as t(id) on t.id = a.step_id
+              join pgflight.steps s on s.id = a.step_id
+             where a.status in ('queued', 'claimed', 'running', 'cancel_requested', 'awaiting_children',
+                                'awaiting_approval')
+             order by s.depth desc, a.id
+               for update of a nowait) l;
+        else
+          select array_agg(l.id order by l.id) into v_ids from (
+            select a.id from pgflight.step_attempts a
+              join unnest(v_steps) as t(id) on t.id = a.step_id
+              join pgflight.steps s on s.id = a.step_id
+             where a.status in ('queued', 'claimed', 'running', 'cancel_requested', 'awaiting_children',
+                                'awaiting_approval')
+             order by s.depth desc, a.id
+               for update of a) l;
+        end if;
+        -- the rows locked before cannot have changed (they are ours): the same set means nothing new
+        exit when v_ids is not distinct from v_prev;
+        v_prev := coalesce(v_ids, '{}');
+      end loop;
+      return;
+    exception when lock_not_available then
+      if p_nowait or v_prev is null then
+        raise;
+      end if;
+    end;
+    -- a new attempt is held elsewhere: wait for its transaction, holding nothing, then start over
+    select array_agg(a.id) into v_busy
+      from pgflight.step_attempts a join unnest(pgflight._tree_steps(null, p_top)) as t(id) on t.id = a.step_id
+     where a.status in ('queued', 'claimed', 'running', 'cancel_requested', 'awaiting_children', 'awaiting_approval')
+       and a.id <> all (v_prev);
+    begin
+      perform from pgflight.step_attempts a where a.id = any (v_busy) for share of a;
+      raise exception using errcode = 'ZF099', message = 'internal: give the share locks back';
+    exception when sqlstate 'ZF099' then
+      null;
+    end;
+  end loop;
+end
+$$;
+
+ALTER FUNCTION pgflight._lock_subtree(p_top bigint, p_nowait boolean) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _lock_subtree(p_top bigint, p_nowait boolean); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._lock_subtree(p_top bigint, p_nowait boolean) IS 'Internal: lock every live attempt of a subtree, deepest first, including attempts committed while it waited; NOWAIT (55P03) when p_nowait.';
 
 -- Name: _may(text, bigint); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -2285,6 +2430,26 @@ ALTER FUNCTION pgflight._notify_ready() OWNER TO pgflight_owner;
 -- Name: FUNCTION _notify_ready(); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
 COMMENT ON FUNCTION pgflight._notify_ready() IS 'Internal: NOTIFY pgflight_ready with the transaction id as payload (a wake ticket, never user data).';
+
+-- Name: _null_refused(text, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._null_refused(p_operation text, p_what text) RETURNS void
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+  raise exception using
+    errcode = '22023',
+    message = format('%s refused: %s is null', p_operation, p_what),
+    hint    = 'Pass the attempt_id and fencing_token that claim_batch returned, one token per attempt.';
+end
+$$;
+
+ALTER FUNCTION pgflight._null_refused(p_operation text, p_what text) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _null_refused(p_operation text, p_what text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._null_refused(p_operation text, p_what text) IS 'Internal: raise 22023 for a NULL attempt id, fencing token or array element of a fenced call.';
 
 -- Name: _opt_bool(jsonb, text, boolean, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -2685,31 +2850,54 @@ CREATE FUNCTION pgflight._reclaim(p_now timestamp with time zone, p_limit intege
     AS $$
 declare
   v_ids bigint[];
+  v_left bigint[] := '{}';
+  v_done integer := 0;
+  v_until timestamptz;
 begin
-  -- 1. the lapsed attempts, then overrun deadlines among the live leases: SKIP LOCKED. Not ordered
-  -- by lease_expires_at: it has no index (a heartbeat stays a HOT update, tables/step_attempts_hot).
-  -- Ordered by workspace_id instead, the order of the partial index of the leased rows
-  -- (step_attempts_leased_ws_idx), so the pick walks that index and stops at the limit: a seq scan
-  -- would read, on every pass of a drain, all the rows the earlier passes already reclaimed
-  -- (quadratic over a mass crash). Every lapsed lease is taken within a few passes either way.
-  select coalesce(array_agg(l.id), '{}') into v_ids from (
-    select a.id from pgflight.step_attempts a
-     where a.status in ('claimed', 'running', 'cancel_requested') and a.lease_expires_at < p_now
-     order by a.workspace_id
-     limit p_limit
-       for update of a skip locked) l;
-  if cardinality(v_ids) < p_limit then
-    select v_ids || coalesce(array_agg(l.id), '{}') into v_ids from (
+  -- Rows a batch left as they were (their subtree in use, a transient error, the budget spent) do
+  -- not count against p_limit: they are kept out of the next pick of this call (v_left, still
+  -- locked by it), and the call picks again until p_limit rows ended, nothing lapsed is left, or
+  -- the time budget (pgflight.reclaim_budget_ms, default 1000, read per call; the rest waits for
+  -- the next pass) is spent. So rows that cannot end now never crowd out the others, e.g. a
+  -- lapsed lease of another workspace behind them in the pick's order.
+  loop
+    -- 1. the lapsed attempts, then overrun deadlines among the live leases: SKIP LOCKED. Not ordered
+    -- by lease_expires_at: it has no index (a heartbeat stays a HOT update, tables/step_attempts_hot).
+    -- Ordered by workspace_id instead, the order of the partial index of the leased rows
+    -- (step_attempts_leased_ws_idx), so the pick walks that index and stops at the limit: a seq scan
+    -- would read, on every pass of a drain, all the rows the earlier passes already reclaimed
+    -- (quadratic over a mass crash). Every lapsed lease is taken within a few passes either way.
+    select coalesce(array_agg(l.id), '{}') into v_ids from (
       select a.id from pgflight.step_attempts a
-       where a.status in ('claimed', 'running') and a.deadline_at < p_now
-         and (a.lease_expires_at >= p_now or a.lease_expires_at is null)
-       order by a.deadline_at limit p_limit - cardinality(v_ids)
+       where a.status in ('claimed', 'running', 'cancel_requested') and a.lease_expires_at < p_now
+         and a.id <> all (v_left)
+       order by a.workspace_id
+       limit p_limit - v_done
          for update of a skip locked) l;
-  end if;
-  if cardinality(v_ids) = 0 then
-    return 0;
-  end if;
-  return pgflight._reclaim_picked(p_now, v_ids);
+    if cardinality(v_ids) < p_limit - v_done then
+      select v_ids || coalesce(array_agg(l.id), '{}') into v_ids from (
+        select a.id from pgflight.step_attempts a
+         where a.status in ('claimed', 'running') and a.deadline_at < p_now
+           and (a.lease_expires_at >= p_now or a.lease_expires_at is null)
+           and a.id <> all (v_left)
+         order by a.deadline_at limit p_limit - v_done - cardinality(v_ids)
+           for update of a skip locked) l;
+    end if;
+    if cardinality(v_ids) = 0 then
+      return v_done;
+    end if;
+    if v_until is null then
+      v_until := pg_catalog.clock_timestamp() + make_interval(secs =>
+        coalesce(nullif(pg_catalog.current_setting('pgflight.reclaim_budget_ms', true), ''), '1000')::double precision / 1000);
+      perform pg_catalog.set_config('pgflight.reclaim_until', v_until::text, true);
+    end if;
+    v_done := v_done + pgflight._reclaim_picked(p_now, v_ids);
+    exit when v_done >= p_limit or pg_catalog.clock_timestamp() > v_until;
+    -- what this batch left as it was
+    v_left := v_left || coalesce((select array_agg(a.id) from pgflight.step_attempts a
+                                   where a.id = any (v_ids) and a.status in ('claimed', 'running', 'cancel_requested')), '{}');
+  end loop;
+  return v_done;
 end
 $$;
 
@@ -2717,7 +2905,7 @@ ALTER FUNCTION pgflight._reclaim(p_now timestamp with time zone, p_limit integer
 
 -- Name: FUNCTION _reclaim(p_now timestamp with time zone, p_limit integer); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight._reclaim(p_now timestamp with time zone, p_limit integer) IS 'Internal: reclaim at most p_limit attempts whose lease lapsed or whose deadline passed, set-based, SKIP LOCKED on every row; a row that raises is dead-lettered alone, a row whose cascade is locked waits for the next pass. Picks them (held FOR UPDATE) and gives them to _reclaim_picked.';
+COMMENT ON FUNCTION pgflight._reclaim(p_now timestamp with time zone, p_limit integer) IS 'Internal: reclaim at most p_limit attempts whose lease lapsed or whose deadline passed, set-based, SKIP LOCKED on every row, within a time budget (pgflight.reclaim_budget_ms, default 1000); a row that raises is dead-lettered alone, a row whose cascade is locked or that meets a transient error waits for the next pass and does not count against p_limit. Picks them (held FOR UPDATE) and gives them to _reclaim_picked.';
 
 -- Name: _reclaim_picked(timestamp with time zone, bigint[]); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -2763,6 +2951,9 @@ declare
   v_q_limits integer[];
   v_q_events bigint[];
   v_q_delays double precision[];
+  v_until timestamptz;
+  v_top bigint;
+  v_blocked bigint[] := '{}';
 begin
   -- 2. their steps, in id order, SKIP LOCKED (an attempt whose step is in use waits for the next
   -- pass), and in the same statement what each attempt becomes and its error (the one place it is
@@ -2775,10 +2966,17 @@ begin
                 when r.status <> 'running' then 'run_ended'
                 when s.failed_attempts + 1 >= s.max_attempts then 'dead_letter'
                 else 'retry' end as outcome,
-           coalesce(p.fail_fast, false) as cascades,
+           -- its end may cancel more than itself (_cascade_root): a fail-fast parent still waiting
+           -- for its children, or children of its own; such a row goes row by row, its subtree
+           -- locked first. A sibling of a parent whose cascade already ran is ended in the batch.
+           (coalesce(p.fail_fast, false)
+              and exists (select from pgflight.step_attempts pa
+                           where pa.step_id = p.id and pa.status = 'awaiting_children'))
+             or s.children_pending > 0 as cascades,
+           -- no fencing token: the error is shown to readers, and the token is a credential
            case when a.lease_expires_at < $2
                 then jsonb_build_object('message', 'lease expired: the worker stopped heartbeating',
-                                        'lease_expires_at', a.lease_expires_at, 'fencing_token', a.fencing_token)
+                                        'lease_expires_at', a.lease_expires_at)
                 else jsonb_build_object('message', 'deadline exceeded: the attempt ran past max_runtime_s',
                                         'deadline_at', a.deadline_at) end as error
       from unnest($1) i(id)
@@ -2994,17 +3192,27 @@ begin
   end;
 
   -- 5. row by row: cascades, and a batch that raised; each row read when its turn comes (a
-  -- cascade before it may have ended it)
+  -- cascade before it may have ended it). A row whose cascade cannot take its locks now (NOWAIT),
+  -- or that meets a transient error (a deadlock, a lock timeout, a serialization failure), is
+  -- left as it is for the next pass: it still holds its lease row, and the next pass picks it
+  -- again. A subtree found in use is remembered (v_blocked), so its other rows are left without
+  -- trying again: one try per subtree and pass, not one per sibling. Past the pass's time budget
+  -- (pgflight.reclaim_until, set by _reclaim) the remaining rows are left too.
+  v_until := nullif(pg_catalog.current_setting('pgflight.reclaim_until', true), '')::timestamptz;
   for v_i in 1 .. coalesce(cardinality(v_rest), 0) loop
+    exit when v_until is not null and pg_catalog.clock_timestamp() > v_until;
     select a.id, a.status, a.step_id, a.run_id, a.worker_id, a.lease_expires_at < p_now as lapsed,
            (a.status = 'cancel_requested' or s.failed_attempts + 1 >= s.max_attempts) as ends_step
       into v_row
       from pgflight.step_attempts a join pgflight.steps s on s.id = a.step_id
      where a.id = v_rest[v_i];
+    continue when v_row.status not in ('claimed', 'running', 'cancel_requested');  -- a cascade ended it
+    v_top := case when v_row.ends_step then pgflight._cascade_root(v_row.step_id) end;
+    continue when v_top = any (v_blocked);
     v_count := v_count + 1;
     begin
-      if v_row.ends_step then
-        perform pgflight._lock_cascade(v_row.id, true);
+      if v_top is not null then
+        perform pgflight._lock_subtree(v_top, true);
       end if;
       if v_row.status = 'cancel_requested' then
         update pgflight.step_attempts set status = 'cancelled', finished_at = p_now where id = v_row.id;
@@ -3018,7 +3226,12 @@ begin
       end if;
     exception
       when lock_not_available then
-        v_count := v_count - 1;  -- a sibling is in use: the next pass takes this row
+        v_count := v_count - 1;  -- a row of its subtree is in use: the next pass takes this row
+        if v_top is not null then
+          v_blocked := v_blocked || v_top;
+        end if;
+      when deadlock_detected or serialization_failure then
+        v_count := v_count - 1;  -- transient: the next pass takes this row
       when others then
         perform pgflight._dead_letter_poisoned(v_row.id, sqlstate, sqlerrm, 'reclaim');
     end;
@@ -3065,6 +3278,33 @@ ALTER FUNCTION pgflight._record_stale(p_attempt_id bigint, p_token bigint, p_ope
 
 COMMENT ON FUNCTION pgflight._record_stale(p_attempt_id bigint, p_token bigint, p_operation text) IS 'Internal: log a refused write as stale_result_rejected; false when the token is still current.';
 
+-- Name: _refuse_fence_arrays(text, bigint[], bigint[]); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._refuse_fence_arrays(p_operation text, p_attempt_ids bigint[], p_tokens bigint[]) RETURNS void
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+  if array_ndims(p_attempt_ids) > 1 or array_ndims(p_tokens) > 1 then
+    raise exception using
+      errcode = '22023',
+      message = format('%s refused: attempt ids and tokens must be one-dimensional arrays', p_operation),
+      detail  = format('%s dimensions of attempt ids, %s of tokens', coalesce(array_ndims(p_attempt_ids), 1),
+                       coalesce(array_ndims(p_tokens), 1)),
+      hint    = 'Pass one flat array of attempt ids and one of their tokens, in the same order.';
+  end if;
+  perform pgflight._null_refused(p_operation, format('element %s of the %s',
+    coalesce(array_position(p_attempt_ids, null), array_position(p_tokens, null)),
+    case when array_position(p_attempt_ids, null) is not null then 'attempt ids' else 'tokens' end));
+end
+$$;
+
+ALTER FUNCTION pgflight._refuse_fence_arrays(p_operation text, p_attempt_ids bigint[], p_tokens bigint[]) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _refuse_fence_arrays(p_operation text, p_attempt_ids bigint[], p_tokens bigint[]); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._refuse_fence_arrays(p_operation text, p_attempt_ids bigint[], p_tokens bigint[]) IS 'Internal: raise 22023 for a batch''s attempt ids or tokens with a NULL element or more than one dimension.';
+
 -- Name: _reject_write(bigint, bigint, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
 CREATE FUNCTION pgflight._reject_write(p_attempt_id bigint, p_token bigint, p_operation text) RETURNS void
@@ -3072,35 +3312,38 @@ CREATE FUNCTION pgflight._reject_write(p_attempt_id bigint, p_token bigint, p_op
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
-  v_status text;
-  v_token bigint;
-  v_login name;
+  v_att record;
 begin
-  select a.status, a.fencing_token, w.login into v_status, v_token, v_login
+  if p_attempt_id is null or p_token is null then
+    perform pgflight._null_refused(p_operation, case when p_attempt_id is null then 'the attempt id'
+                                                     else 'the fencing token' end);
+  end if;
+  select a.status, a.fencing_token, w.login,
+         w.login is not distinct from session_user or pgflight._may('worker', a.workspace_id) as visible
+    into v_att
     from pgflight.step_attempts a left join pgflight.workers w on w.id = a.worker_id
    where a.id = p_attempt_id;
-  if not found then
-    raise exception using
-      errcode = 'ZF003',
-      message = format('unknown attempt %s', p_attempt_id),
-      hint    = 'Use the attempt_id returned by claim_batch.';
-  elsif v_token is not distinct from p_token and v_login is distinct from session_user then
-    perform pgflight._require_own_attempt(p_attempt_id, p_token, p_operation);
-  elsif v_status in ('cancel_requested', 'cancelled') and v_token is not distinct from p_token then
+  if not found or not v_att.visible then
+    perform pgflight._unknown_attempt(p_attempt_id);
+  end if;
+  if v_att.fencing_token = p_token and v_att.login is distinct from session_user then
+    perform pgflight._require_own_attempt(p_attempt_id, p_token, p_operation);  -- ZF012
+  end if;
+  if v_att.fencing_token = p_token and v_att.status in ('cancel_requested', 'cancelled') then
     raise exception using
       errcode = 'ZF002',
       message = format('%s rejected: attempt %s was cancelled', p_operation, p_attempt_id),
-      detail  = format('attempt status %s', v_status),
+      detail  = format('attempt status %s', v_att.status),
       hint    = 'The run or step was cancelled; stop the work and call release_step to acknowledge.';
-  else
-    raise exception using
-      errcode = 'ZF001',
-      message = format('lease lost on attempt %s', p_attempt_id),
-      detail  = format('%s refused: the attempt is not held with caller token %s%s', p_operation,
-                       coalesce(p_token::text, 'none'),
-                       case when v_login = session_user then format(' (attempt status %s)', v_status) else '' end),
-      hint    = 'The step was reclaimed or finished; abandon this attempt and write nothing.';
   end if;
+  -- every other path, and the one where the attempt changed since the fenced statement read it
+  raise exception using
+    errcode = 'ZF001',
+    message = format('lease lost on attempt %s', p_attempt_id),
+    detail  = format('%s refused: the attempt is not held with caller token %s%s', p_operation, p_token,
+                     case when v_att.login = session_user then format(' (attempt status %s)', v_att.status)
+                          else '' end),
+    hint    = 'The step was reclaimed or finished; abandon this attempt and write nothing.';
 end
 $$;
 
@@ -3108,7 +3351,7 @@ ALTER FUNCTION pgflight._reject_write(p_attempt_id bigint, p_token bigint, p_ope
 
 -- Name: FUNCTION _reject_write(p_attempt_id bigint, p_token bigint, p_operation text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight._reject_write(p_attempt_id bigint, p_token bigint, p_operation text) IS 'Internal: raises ZF001 (lease lost), ZF002 (cancelled) or ZF003 (unknown attempt).';
+COMMENT ON FUNCTION pgflight._reject_write(p_attempt_id bigint, p_token bigint, p_operation text) IS 'Internal: raise the refusal of a fenced write, never returns: 22023 (NULL id or token), ZF003 (unknown, or outside the login''s worker lanes), ZF012 (a leaked token), ZF002 (cancelled), ZF001.';
 
 -- Name: _release_reservation(bigint); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -3225,6 +3468,40 @@ ALTER FUNCTION pgflight._require_cap(p_cap text, p_limit double precision, p_val
 -- Name: FUNCTION _require_cap(p_cap text, p_limit double precision, p_value double precision, p_what text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
 COMMENT ON FUNCTION pgflight._require_cap(p_cap text, p_limit double precision, p_value double precision, p_what text) IS 'Internal: raise ZF005 naming settings.p_cap when p_value is over it.';
+
+-- Name: _require_json_depth(jsonb, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._require_json_depth(p_value jsonb, p_what text) RETURNS void
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_cap integer;
+begin
+  if p_value is null then
+    return;
+  end if;
+  v_cap := (select s.max_json_depth from pgflight.settings s);
+  -- the size bound of _json_too_deep, here too: most values end here, with no further call
+  if (pg_column_size(p_value) < 8 * (v_cap + 1) and pg_column_compression(p_value) is null)
+     or not pgflight._json_too_deep(p_value, v_cap) then
+    return;
+  end if;
+  raise exception using
+    errcode = 'ZF005',
+    message = format('%s nests deeper than the cap settings.max_json_depth', p_what),
+    detail  = format('%s nests %s levels deep (arrays and objects); settings.max_json_depth is %s',
+                     p_what, coalesce(pgflight._json_depth(p_value)::text, 'more than ' || v_cap), v_cap),
+    hint    = 'Send a flatter value (nesting this deep is refused so that every client can read it back), '
+              'or raise the cap: UPDATE pgflight.settings SET max_json_depth = ...';
+end
+$$;
+
+ALTER FUNCTION pgflight._require_json_depth(p_value jsonb, p_what text) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _require_json_depth(p_value jsonb, p_what text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._require_json_depth(p_value jsonb, p_what text) IS 'Internal: raise ZF005 naming settings.max_json_depth when the JSON value nests deeper than it.';
 
 -- Name: _require_known_keys(jsonb, text[]); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -3346,16 +3623,29 @@ CREATE FUNCTION pgflight._require_own_attempt(p_attempt_id bigint, p_token bigin
     LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
+declare
+  v_in_lane boolean;
 begin
-  if exists (select from pgflight.step_attempts a join pgflight.workers w on w.id = a.worker_id
-              where a.id = p_attempt_id and a.fencing_token = p_token and w.login <> session_user) then
-    raise exception using
-      errcode = 'ZF012',
-      message = format('%s refused: attempt %s is not held by a worker of login %s', p_operation, p_attempt_id,
-                       session_user),
-      detail  = 'An attempt may be written only by the login whose worker claimed it, whatever token is sent.',
-      hint    = 'Write only attempts that your own claim_batch returned.';
+  if p_attempt_id is null or p_token is null then
+    perform pgflight._null_refused(p_operation, case when p_attempt_id is null then 'the attempt id'
+                                                     else 'the fencing token' end);
   end if;
+  select pgflight._may('worker', a.workspace_id) into v_in_lane
+    from pgflight.step_attempts a left join pgflight.workers w on w.id = a.worker_id
+   where a.id = p_attempt_id and a.fencing_token = p_token
+     and w.login is distinct from session_user;
+  if not found then
+    return;
+  end if;
+  if not v_in_lane then
+    perform pgflight._unknown_attempt(p_attempt_id);
+  end if;
+  raise exception using
+    errcode = 'ZF012',
+    message = format('%s refused: attempt %s is not held by a worker of login %s', p_operation, p_attempt_id,
+                     session_user),
+    detail  = 'An attempt may be written only by the login whose worker claimed it, whatever token is sent.',
+    hint    = 'Write only attempts that your own claim_batch returned.';
 end
 $$;
 
@@ -3363,7 +3653,7 @@ ALTER FUNCTION pgflight._require_own_attempt(p_attempt_id bigint, p_token bigint
 
 -- Name: FUNCTION _require_own_attempt(p_attempt_id bigint, p_token bigint, p_operation text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight._require_own_attempt(p_attempt_id bigint, p_token bigint, p_operation text) IS 'Internal: raise ZF012 when the attempt is held with this token by another login''s worker.';
+COMMENT ON FUNCTION pgflight._require_own_attempt(p_attempt_id bigint, p_token bigint, p_operation text) IS 'Internal: raise when this token is the attempt''s current one but no worker of the login holds it (ZF012; ZF003 outside the login''s worker lanes); 22023 for a NULL id or token.';
 
 -- Name: _require_positive(text, double precision); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -4082,6 +4372,26 @@ ALTER FUNCTION pgflight._tree_steps(p_run_id bigint, p_step_id bigint) OWNER TO 
 
 COMMENT ON FUNCTION pgflight._tree_steps(p_run_id bigint, p_step_id bigint) IS 'Internal: ids of a run''s steps, or of a step and its descendants.';
 
+-- Name: _unknown_attempt(bigint); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._unknown_attempt(p_attempt_id bigint) RETURNS void
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+  raise exception using
+    errcode = 'ZF003',
+    message = format('unknown attempt %s', p_attempt_id),
+    hint    = 'Use the attempt_id returned by claim_batch.';
+end
+$$;
+
+ALTER FUNCTION pgflight._unknown_attempt(p_attempt_id bigint) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _unknown_attempt(p_attempt_id bigint); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._unknown_attempt(p_attempt_id bigint) IS 'Internal: raise ZF003 unknown attempt (the one answer for an attempt unknown or outside the lanes).';
+
 -- Name: _vacuum_horizon(); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
 CREATE FUNCTION pgflight._vacuum_horizon() RETURNS TABLE(xmin_age integer, held_s double precision, pid integer)
@@ -4257,7 +4567,10 @@ begin
   if not exists (select from pgflight.steps s where s.id = p_step_id) then
     raise exception using errcode = 'ZF003', message = format('unknown step %s', p_step_id);
   end if;
-  if v_key is null then
+  if v_key is not null then  -- a gate key is a name: capped like request_approval's
+    perform pgflight._require_cap('max_name_bytes', (select s.max_name_bytes from pgflight.settings s),
+                                  octet_length(v_key), 'gate key (bytes)');
+  else
     select g.gate_key into v_key from pgflight.approvals g
      where g.step_id = p_step_id order by g.decision is null desc, g.id desc limit 1;
     v_key := coalesce(v_key, 'approval');
@@ -4283,7 +4596,7 @@ ALTER FUNCTION pgflight.approve(p_step_id bigint, p_decision text, p_actor text,
 
 -- Name: FUNCTION approve(p_step_id bigint, p_decision text, p_actor text, p_note text, p_gate_key text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight.approve(p_step_id bigint, p_decision text, p_actor text, p_note text, p_gate_key text) IS 'Decide an approval gate (approve | reject); first decision wins. Errors: 22023, ZF003, ZF008.';
+COMMENT ON FUNCTION pgflight.approve(p_step_id bigint, p_decision text, p_actor text, p_note text, p_gate_key text) IS 'Decide an approval gate (approve | reject); first decision wins. Errors: 22023, ZF003, ZF005, ZF008.';
 
 -- Name: begin_agent_run(bigint, bigint, jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -4458,6 +4771,11 @@ begin
       from pgflight.cancel_run(v_step.run_id, p_actor, p_reason) c;
     return;
   end if;
+  -- Lock order (docs/locking.md): every live attempt this cancel and its end may touch (the
+  -- subtree of a fail-fast ancestor still waiting for its children, else this subtree) is locked
+  -- before any steps row, deepest first then id; a sibling's completion under way is waited for
+  -- here, not after the parent's row (which that completion takes next).
+  perform pgflight._lock_subtree(coalesce(pgflight._cascade_root(p_step_id), p_step_id), false);
   select a.status into v_root_status from pgflight.step_attempts a
    where a.step_id = p_step_id
      and a.status in ('queued', 'claimed', 'running', 'awaiting_children', 'awaiting_approval');
@@ -4729,6 +5047,7 @@ CREATE FUNCTION pgflight.complete_batch(p_attempt_ids bigint[], p_tokens bigint[
 declare
   v_i integer := 0;
   v_max bigint;
+  v_depth integer;
   v_errors jsonb[];
 begin
   if coalesce(cardinality(p_attempt_ids), 0) <> coalesce(cardinality(p_tokens), 0)
@@ -4736,14 +5055,28 @@ begin
     raise exception using errcode = '22023', message = 'attempt ids, tokens and results differ in length',
       hint = 'Pass one token and one result per attempt id, in the same order.';
   end if;
+  -- a NULL never matches a token (the fence's rule): the whole batch is refused before anything is
+  -- read. One expression, no query (array_position searches one-dimensional arrays only: a deeper
+  -- one is refused as such first)
+  if (case when array_ndims(p_attempt_ids) > 1 or array_ndims(p_tokens) > 1 then true
+           else array_position(p_attempt_ids, null) is not null or array_position(p_tokens, null) is not null end) then
+    perform pgflight._refuse_fence_arrays('complete_batch', p_attempt_ids, p_tokens);
+  end if;
   -- issue 18: one cap on results, settings.max_result_bytes, checked row by row. The hot path: one
   -- set-based size check (the cap read in it); a refused row goes through _complete_refusing
-  if exists (select from unnest(p_results) as r(v)
-              where octet_length(r.v::text) > (select s.max_result_bytes from pgflight.settings s)) then
-    select s.max_result_bytes into v_max from pgflight.settings s;
+  -- and the depth cap, settings.max_json_depth, walked only for a result long enough to exceed it
+  if exists (select from unnest(p_results) as r(v), pgflight.settings s,
+                     lateral (select octet_length(r.v::text) as n) l
+              where l.n > s.max_result_bytes
+                 or (l.n > 2 * s.max_json_depth + 1 and pgflight._json_too_deep(r.v, s.max_json_depth))) then
+    select s.max_result_bytes, s.max_json_depth into v_max, v_depth from pgflight.settings s;
     select array_agg(case when octet_length(r.v::text) > v_max
                           then jsonb_build_object('message', format('result too large: %s bytes; the cap is %s bytes (settings.max_result_bytes)',
                                                                     octet_length(r.v::text), v_max),
+                                                  'sqlstate', 'ZF005')
+                          when pgflight._json_too_deep(r.v, v_depth)
+                          then jsonb_build_object('message', format('result nests %s levels deep; the cap is %s (settings.max_json_depth)',
+                                                                    coalesce(pgflight._json_depth(r.v)::text, 'more than ' || v_depth), v_depth),
                                                   'sqlstate', 'ZF005')
                      end order by r.ord)
       into v_errors
@@ -4757,7 +5090,8 @@ begin
   loop
     v_i := v_i + 1;
     if outcome <> 'succeeded' then
-      -- a current token of another login's attempt is a leaked one: ZF012, the whole batch undone
+      -- a current token of an attempt no worker of this login holds is a leaked one: ZF012 (ZF003
+      -- outside the login's worker lanes), the whole batch undone
       perform pgflight._require_own_attempt(attempt_id, p_tokens[v_i], 'complete_batch');
       perform pgflight._record_stale(attempt_id, p_tokens[v_i], 'complete');
     end if;
@@ -4770,7 +5104,7 @@ ALTER FUNCTION pgflight.complete_batch(p_attempt_ids bigint[], p_tokens bigint[]
 
 -- Name: FUNCTION complete_batch(p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[]); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight.complete_batch(p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[]) IS 'Complete many held attempts; per row outcome succeeded | lease_lost | cancelled | failed (its result refused: over settings.max_result_bytes; that step dead-letters alone). Errors: 22023, ZF012.';
+COMMENT ON FUNCTION pgflight.complete_batch(p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[]) IS 'Complete many held attempts; per row outcome succeeded | lease_lost | cancelled | failed (its result refused: over settings.max_result_bytes or nested deeper than settings.max_json_depth; that step dead-letters alone). Errors: 22023 (lengths differ, a NULL), ZF012 / ZF003 (another login''s current token).';
 
 -- Name: complete_batch(bigint[], bigint[], text[]); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -4783,11 +5117,19 @@ declare
   v_errors jsonb[];
   v_i integer;
   v_max bigint := (select s.max_result_bytes from pgflight.settings s);
+  v_depth integer := (select s.max_json_depth from pgflight.settings s);
 begin
   if coalesce(cardinality(p_attempt_ids), 0) <> coalesce(cardinality(p_tokens), 0)
      or coalesce(cardinality(p_attempt_ids), 0) <> coalesce(cardinality(p_results), 0) then
     raise exception using errcode = '22023', message = 'attempt ids, tokens and results differ in length',
       hint = 'Pass one token and one result per attempt id, in the same order.';
+  end if;
+  -- a NULL never matches a token (the fence's rule): the whole batch is refused before anything is
+  -- read. One expression, no query (array_position searches one-dimensional arrays only: a deeper
+  -- one is refused as such first)
+  if (case when array_ndims(p_attempt_ids) > 1 or array_ndims(p_tokens) > 1 then true
+           else array_position(p_attempt_ids, null) is not null or array_position(p_tokens, null) is not null end) then
+    perform pgflight._refuse_fence_arrays('complete_batch', p_attempt_ids, p_tokens);
   end if;
   begin
     v_json := p_results::jsonb[];  -- one cast for the whole batch
@@ -4807,6 +5149,9 @@ begin
       if octet_length(v_json[v_i]::text) > v_max then
         v_errors[v_i] := jsonb_build_object('message', format('result too large: %s bytes; the cap is %s bytes (settings.max_result_bytes)',
                                                               octet_length(v_json[v_i]::text), v_max), 'sqlstate', 'ZF005');
+      elsif pgflight._json_too_deep(v_json[v_i], v_depth) then
+        v_errors[v_i] := jsonb_build_object('message', format('result nests %s levels deep; the cap is %s (settings.max_json_depth)',
+                                                              coalesce(pgflight._json_depth(v_json[v_i])::text, 'more than ' || v_depth), v_depth), 'sqlstate', 'ZF005');
       end if;
     exception when others then
       v_errors[v_i] := jsonb_build_object('message', 'result refused by PostgreSQL: ' || sqlerrm, 'sqlstate', sqlstate);
@@ -4820,7 +5165,7 @@ ALTER FUNCTION pgflight.complete_batch(p_attempt_ids bigint[], p_tokens bigint[]
 
 -- Name: FUNCTION complete_batch(p_attempt_ids bigint[], p_tokens bigint[], p_results text[]); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight.complete_batch(p_attempt_ids bigint[], p_tokens bigint[], p_results text[]) IS 'Complete many held attempts, results as JSON text; an element PostgreSQL refuses (NaN, \u0000, too large) fails only its own step (outcome failed). Errors: 22023, ZF012.';
+COMMENT ON FUNCTION pgflight.complete_batch(p_attempt_ids bigint[], p_tokens bigint[], p_results text[]) IS 'Complete many held attempts, results as JSON text; an element PostgreSQL refuses (NaN, \u0000, too large, too deep) fails only its own step (outcome failed). Errors: 22023 (lengths differ, a NULL), ZF012 / ZF003 (another login''s current token).';
 
 -- Name: complete_step(bigint, bigint, jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -4829,11 +5174,16 @@ CREATE FUNCTION pgflight.complete_step(p_attempt_id bigint, p_token bigint, p_re
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 begin
+  if p_attempt_id is null or p_token is null then
+    perform pgflight._null_refused('complete_step', case when p_attempt_id is null then 'the attempt id'
+                                                         else 'the fencing token' end);
+  end if;
   -- issue 13: the result is capped (ZF005, nothing written)
   perform pgflight._require_cap('max_result_bytes', (select s.max_result_bytes from pgflight.settings s),
                                 octet_length(p_result::text), 'result (bytes)');
+  perform pgflight._require_json_depth(p_result, 'result');
   if (select c.outcome from pgflight._complete_many(array[p_attempt_id], array[p_token], array[p_result],
-                                                     pgflight._now()) c) <> 'succeeded' then
+                                                     pgflight._now()) c) is distinct from 'succeeded' then
     perform pgflight._reject_write(p_attempt_id, p_token, 'complete_step');
   end if;
   return query select p_attempt_id, 'succeeded'::text;
@@ -4844,7 +5194,7 @@ ALTER FUNCTION pgflight.complete_step(p_attempt_id bigint, p_token bigint, p_res
 
 -- Name: FUNCTION complete_step(p_attempt_id bigint, p_token bigint, p_result jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight.complete_step(p_attempt_id bigint, p_token bigint, p_result jsonb) IS 'Complete a held attempt with a result. Errors: ZF001 lease lost, ZF002 cancelled, ZF003 unknown.';
+COMMENT ON FUNCTION pgflight.complete_step(p_attempt_id bigint, p_token bigint, p_result jsonb) IS 'Complete a held attempt with a result. Errors: ZF001 lease lost, ZF002 cancelled, ZF003 unknown, ZF005 result too large, ZF012 another login''s attempt, 22023 NULL attempt id or token.';
 
 -- Name: complete_step_text(bigint, bigint, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -5057,10 +5407,12 @@ CREATE FUNCTION pgflight.cost_by_day(p_days integer DEFAULT 14) RETURNS TABLE(wo
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
-  v_from date := (pgflight._now() at time zone 'UTC')::date - (p_days - 1);
+  v_from date;
   v_lanes bigint[] := pgflight._lane_workspaces('reader');  -- null: every workspace
 begin
+  -- checked before the first day is computed: 2^31-1 days back is out of the date range (22008)
   perform pgflight._require_limit('days', p_days, 92);
+  v_from := (pgflight._now() at time zone 'UTC')::date - (p_days - 1);
   return query
   with spend as (
     select c.workspace_id, (c.at at time zone 'UTC')::date as day, count(*) as calls,
@@ -5316,18 +5668,20 @@ declare
   v_retryable boolean := coalesce((v_opts ->> 'retryable')::boolean, true);
   v_after double precision := (v_opts ->> 'retry_after_s')::double precision;
 begin
-  -- Lock order (issue 14 case 6, docs/locking.md): when this failure ends the step under a
-  -- parent with fail_fast, the cascade will cancel siblings; their attempts are locked now, with
-  -- this one, deepest first then id, before any steps row — never after the parent's row.
+  -- Lock order (docs/locking.md): when this failure ends the step, what its end may cancel (the
+  -- subtree of a fail-fast ancestor still waiting for its children, or its own children) is locked
+  -- now, with this attempt, deepest first then id, before any steps row: never after the parent's
+  -- row. _lock_subtree also locks attempts committed while it waited (a sibling's retry), and waits
+  -- for one another transaction holds with nothing locked. A step with neither locks nothing here.
   if exists (select from pgflight.step_attempts a join pgflight.steps s on s.id = a.step_id
               where a.id = p_attempt_id and a.fencing_token = p_token and a.status in ('claimed', 'running')
-                and s.parent_id is not null
                 and (not v_retryable or s.failed_attempts + 1 >= s.max_attempts)) then
     perform pgflight._lock_cascade(p_attempt_id, false);
   end if;
   -- issue 13: the error is capped (ZF005, nothing written)
   perform pgflight._require_cap('max_error_bytes', (select s.max_error_bytes from pgflight.settings s),
                                 octet_length(p_error::text), 'error (bytes)');
+  perform pgflight._require_json_depth(p_error, 'error');
   v_status := (pgflight._lock_held(p_attempt_id, p_token, 'fail_step')).status;
   return query
     select p_attempt_id, f.outcome, f.next_attempt_id, f.available_after
@@ -5412,7 +5766,8 @@ declare
   v_error jsonb;
   v_count integer := 0;
 begin
-  perform pgflight._require_lane('operator', null, 'fire_schedules');  -- issue 13: acts on every workspace
+  perform pgflight._require_lane('operator', null, 'fire_schedules');  -- acts on every workspace
+  perform pgflight._check_limit(p_limit);  -- a negative LIMIT would raise 2201W below
   -- queue_one firings whose previous run has ended
   for v_s in
     select s.*, w.name as workspace from pgflight.schedules s join pgflight.workspaces w on w.id = s.workspace_id
@@ -5469,7 +5824,7 @@ ALTER FUNCTION pgflight.fire_schedules(p_limit integer) OWNER TO pgflight_owner;
 
 -- Name: FUNCTION fire_schedules(p_limit integer); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight.fire_schedules(p_limit integer) IS 'Sweep: fire due schedules once each (by schedule and fire time), with catch-up and overlap policies; returns firings decided.';
+COMMENT ON FUNCTION pgflight.fire_schedules(p_limit integer) IS 'Sweep: fire due schedules once each (by schedule and fire time), with catch-up and overlap policies; returns firings decided. Errors: 22023 negative p_limit, ZF012.';
 
 -- Name: grant_workspace(name, text, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -5526,6 +5881,16 @@ begin
       detail = format('%s attempt ids, %s tokens', cardinality(p_attempt_ids), cardinality(p_tokens)),
       hint = 'Pass one fencing token per attempt id, in the same order.';
   end if;
+  -- a NULL never matches a token (the fence's rule): refused before anything is read. One
+  -- expression, no query (array_position searches one-dimensional arrays only: a deeper one is
+  -- refused as such first)
+  if p_worker_id is null then
+    perform pgflight._null_refused('heartbeat', 'the worker id');
+  end if;
+  if (case when array_ndims(p_attempt_ids) > 1 or array_ndims(p_tokens) > 1 then true
+           else array_position(p_attempt_ids, null) is not null or array_position(p_tokens, null) is not null end) then
+    perform pgflight._refuse_fence_arrays('heartbeat', p_attempt_ids, p_tokens);
+  end if;
   -- the worker must be live and registered by this login (issue 13); another login's id is unknown here
   update pgflight.workers set last_seen_at = v_now
    where id = p_worker_id and stopped_at is null and login = session_user;
@@ -5554,7 +5919,8 @@ begin
   return query
   select q.attempt_id,
          case when n.i is not null then 'ok'
-              when a.status = 'cancel_requested' and a.fencing_token = q.token then 'cancelled'
+              when a.status = 'cancel_requested' and a.fencing_token = q.token and a.worker_id = p_worker_id
+                then 'cancelled'
               else 'lost' end,
          v_until[n.i]
     from unnest(p_attempt_ids, p_tokens) as q(attempt_id, token)
@@ -5568,7 +5934,7 @@ ALTER FUNCTION pgflight.heartbeat(p_worker_id bigint, p_attempt_ids bigint[], p_
 
 -- Name: FUNCTION heartbeat(p_worker_id bigint, p_attempt_ids bigint[], p_tokens bigint[]); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight.heartbeat(p_worker_id bigint, p_attempt_ids bigint[], p_tokens bigint[]) IS 'Renew the leases a worker holds; per attempt ok | cancelled | lost. Errors: 22023, ZF010.';
+COMMENT ON FUNCTION pgflight.heartbeat(p_worker_id bigint, p_attempt_ids bigint[], p_tokens bigint[]) IS 'Renew the leases a worker holds; per attempt ok | cancelled | lost. Errors: 22023 (lengths differ, a NULL), ZF010.';
 
 -- Name: install_schedules(integer); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -5792,7 +6158,7 @@ begin
   foreach v_table in array array['traces', 'costs'] loop
     execute format('delete from pgflight.%1$I t where t.ctid = any (array(select d.ctid from pgflight.%1$I d '
                    'where not exists (select from pgflight.agent_runs a where a.id = d.agent_run_id) limit %2$s))',
-                   v_table || '_default', p_limit);
+                   v_table || '_default', coalesce(p_limit::text, 'all'));  -- null: no row limit
     get diagnostics v_rows = row_count;
     if v_rows > 0 then
       return query select v_table || '_default', 'purged'::text, v_rows;
@@ -5947,7 +6313,9 @@ begin
                                               (select min(a.claim_event_id) from pgflight.step_attempts a),
                                               (select min(a.finish_event_id) from pgflight.step_attempts a)) - 1,
                                         v_after));
-  v_last := least(v_after + p_max_events,
+  -- (a cursor within p_max_events of the largest bigint ends the window there: the sum overflowed)
+  v_last := least(case when v_after > 9223372036854775807 - p_max_events then 9223372036854775807
+                       else v_after + p_max_events end,
                   coalesce(greatest((select max(e.id) from pgflight.events e),
                                     (select max(a.claim_event_id) from pgflight.step_attempts a),
                                     (select max(a.finish_event_id) from pgflight.step_attempts a)),
@@ -6190,26 +6558,33 @@ declare
   v_att record;
   v_eff record;
 begin
+  if p_attempt_id is null or p_token is null then
+    perform pgflight._null_refused('record_effect', case when p_attempt_id is null then 'the attempt id'
+                                                         else 'the fencing token' end);
+  end if;
   if p_key is null or btrim(p_key) = '' then
     raise exception using errcode = '22023', message = 'effect key is required',
       hint = 'Pass a key that names the effect within its step, e.g. ''charge-invoice-42''.';
   end if;
-  -- issue 13: key and receipt are capped (ZF005), and only the login whose worker holds the
-  -- attempt may record on it (ZF012 for a leaked token)
+  -- the fence: this token is the attempt's (whatever its status now) and a worker of this login
+  -- claimed it; otherwise _reject_write raises (ZF003 unknown or outside the lanes, ZF012, ZF001)
+  select a.id, a.step_id, a.status into v_att
+    from pgflight.step_attempts a
+   where a.id = p_attempt_id and a.fencing_token = p_token
+     and exists (select from pgflight.workers w where w.id = a.worker_id and w.login = session_user);
+  if not found then
+    perform pgflight._reject_write(p_attempt_id, p_token, 'record_effect');
+  end if;
+  -- key and receipt are capped (ZF005)
   perform pgflight._require_cap('max_name_bytes', (select s.max_name_bytes from pgflight.settings s),
                                 octet_length(p_key), 'effect key (bytes)');
   perform pgflight._require_cap('max_receipt_bytes', (select s.max_receipt_bytes from pgflight.settings s),
                                 octet_length(p_result::text), 'receipt (bytes)');
+  perform pgflight._require_json_depth(p_result, 'receipt');
   if length(p_key) > 500 then  -- the effects check constraint, as 22023 (issue 14)
     raise exception using errcode = '22023', message = 'effect key is longer than 500 characters',
       detail = format('got %s characters', length(p_key)), hint = 'Use a shorter key, e.g. a hash of the long one.';
   end if;
-  select a.id, a.step_id, a.status, a.fencing_token into v_att
-    from pgflight.step_attempts a where a.id = p_attempt_id;
-  if not found or v_att.fencing_token is distinct from p_token then
-    perform pgflight._reject_write(p_attempt_id, p_token, 'record_effect');
-  end if;
-  perform pgflight._require_own_attempt(p_attempt_id, p_token, 'record_effect');
   insert into pgflight.effects as e (step_id, effect_key, result, attempt_id, recorded_at)
   values (v_att.step_id, p_key, p_result, p_attempt_id, pgflight._now())
   on conflict (step_id, effect_key) do nothing
@@ -6227,7 +6602,7 @@ ALTER FUNCTION pgflight.record_effect(p_attempt_id bigint, p_token bigint, p_key
 
 -- Name: FUNCTION record_effect(p_attempt_id bigint, p_token bigint, p_key text, p_result jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight.record_effect(p_attempt_id bigint, p_token bigint, p_key text, p_result jsonb) IS 'Record the receipt of an external effect (first per step and key wins), even from a holder whose lease lapsed; returns (effect_id, result, recorded, lease_held). Errors: ZF001, ZF003, ZF005, ZF012, 22023.';
+COMMENT ON FUNCTION pgflight.record_effect(p_attempt_id bigint, p_token bigint, p_key text, p_result jsonb) IS 'Record the receipt of an external effect (first per step and key wins), even from a holder whose lease lapsed; returns (effect_id, result, recorded, lease_held). Errors: 22023, ZF001, ZF003, ZF005, ZF012.';
 
 -- Name: record_model_call(bigint, bigint, bigint, integer, jsonb, jsonb, text, jsonb, numeric); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -6361,6 +6736,8 @@ begin
     perform pgflight._require_cap('max_result_bytes', v_cap, octet_length(p_blocks::text),
                                   'model response blocks (bytes)');
   end if;
+  perform pgflight._require_json_depth(p_blocks, 'model response blocks');
+  perform pgflight._require_json_depth(p_usage, 'usage');
   if not v_hit then  -- _agent_fence raises ZF001 / ZF002 / ZF003 / ZF012
     v_run := pgflight._agent_fence(p_attempt_id, p_token, p_agent_run_id, 'record_model_call');
     -- (found on a second look: the price and the day's budget go through their helpers)
@@ -6569,16 +6946,19 @@ begin
   if p_model is null or length(p_model) not between 1 and 256 then
     raise exception using errcode = '22023', message = 'model is required (at most 256 characters)';
   end if;
-  select a.step_id, a.fencing_token into v_att from pgflight.step_attempts a where a.id = p_attempt_id;
+  if p_attempt_id is null or p_token is null then
+    perform pgflight._null_refused('record_orphan_cost', case when p_attempt_id is null then 'the attempt id'
+                                                              else 'the fencing token' end);
+  end if;
+  -- the fence: this token was issued to the attempt (whatever its status now) by a claim of a
+  -- worker of this login; otherwise _reject_write raises (ZF003 unknown or outside the lanes,
+  -- ZF012 another login's worker, ZF001)
+  select a.step_id into v_att from pgflight.step_attempts a
+   where a.id = p_attempt_id and a.fencing_token = p_token
+     and exists (select from pgflight.workers w where w.id = a.worker_id and w.login = session_user);
   if not found then
-    raise exception using errcode = 'ZF003', message = format('unknown attempt %s', p_attempt_id);
+    perform pgflight._reject_write(p_attempt_id, p_token, 'record_orphan_cost');
   end if;
-  if v_att.fencing_token is distinct from p_token then
-    raise exception using errcode = 'ZF001', message = format('token %s was never issued to attempt %s', p_token, p_attempt_id),
-      hint = 'Pass the token of the claim that made the call.';
-  end if;
-  -- issue 13: only the login whose worker claimed the attempt may charge its calls (ZF012)
-  perform pgflight._require_own_attempt(p_attempt_id, p_token, 'record_orphan_cost');
   select r.* into v_run from pgflight.agent_runs r
    where r.id = p_agent_run_id and r.step_id = v_att.step_id
      for update;
@@ -6632,7 +7012,7 @@ ALTER FUNCTION pgflight.record_orphan_cost(p_attempt_id bigint, p_token bigint, 
 
 -- Name: FUNCTION record_orphan_cost(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_usage jsonb, p_model text, p_options jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight.record_orphan_cost(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_usage jsonb, p_model text, p_options jsonb) IS 'Record the cost of a paid model call whose attempt lost its lease (costs.lease_lost) and charge it to the budgets, uncapped; idempotent per (agent run, iteration, attempt). Options (docs/options.md): stop_reason, retries, why. Errors: ZF001, ZF003, ZF012, 22023.';
+COMMENT ON FUNCTION pgflight.record_orphan_cost(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_usage jsonb, p_model text, p_options jsonb) IS 'Record the cost of a paid model call whose attempt lost its lease (costs.lease_lost) and charge it to the budgets, uncapped; idempotent per (agent run, iteration, attempt). Options (docs/options.md): stop_reason, retries, why. Errors: 22023, ZF001, ZF003, ZF012.';
 
 -- Name: record_stale_write(bigint, bigint, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -6644,13 +7024,19 @@ declare
   v_att record;
   v_settings pgflight.settings;
 begin
+  if p_attempt_id is null or p_token is null then
+    perform pgflight._null_refused('record_stale_write', case when p_attempt_id is null then 'the attempt id'
+                                                              else 'the fencing token' end);
+  end if;
   select * into v_settings from pgflight.settings;
   perform pgflight._require_cap('max_name_bytes', v_settings.max_name_bytes, octet_length(p_operation),
                                 'operation (bytes)');
-  select a.id, a.run_id, w.login into v_att
+  select a.id, a.run_id, w.login,
+         w.login is not distinct from session_user or pgflight._may('worker', a.workspace_id) as visible
+    into v_att
     from pgflight.step_attempts a left join pgflight.workers w on w.id = a.worker_id where a.id = p_attempt_id;
-  if not found then
-    return false;  -- an unknown attempt: nothing to record
+  if not found or not v_att.visible then
+    return false;  -- an unknown attempt, or one outside the login's worker lanes: nothing to record
   end if;
   if v_att.login is distinct from session_user then
     raise exception using
@@ -6672,7 +7058,7 @@ ALTER FUNCTION pgflight.record_stale_write(p_attempt_id bigint, p_token bigint, 
 
 -- Name: FUNCTION record_stale_write(p_attempt_id bigint, p_token bigint, p_operation text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight.record_stale_write(p_attempt_id bigint, p_token bigint, p_operation text) IS 'Log a refused (stale) worker write of this login as a stale_result_rejected event; true when logged. Errors: ZF005 over max_stale_writes_per_attempt, ZF012 another login''s attempt.';
+COMMENT ON FUNCTION pgflight.record_stale_write(p_attempt_id bigint, p_token bigint, p_operation text) IS 'Log a refused (stale) worker write of this login as a stale_result_rejected event; true when logged. Errors: 22023 a NULL attempt id or token, ZF005 over max_stale_writes_per_attempt, ZF012 another login''s attempt.';
 
 -- Name: record_trace(bigint, bigint, bigint, integer, text, text, jsonb, jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -6689,6 +7075,7 @@ begin
   -- issue 13: a trace block is capped like a result (ZF005, nothing written)
   perform pgflight._require_cap('max_result_bytes', (select s.max_result_bytes from pgflight.settings s),
                                 octet_length(p_content::text), 'trace block (bytes)');
+  perform pgflight._require_json_depth(p_content, 'trace block');
   -- every option checked against its spec first (docs/options.md; issue 14): 22023 naming the key
   p_options := pgflight._check_options('record_trace', p_options);
   v_run := pgflight._agent_fence(p_attempt_id, p_token, p_agent_run_id, 'record_trace');
@@ -6862,6 +7249,7 @@ begin
   perform pgflight._require_cap('max_approval_request_bytes',
                                 (select s.max_approval_request_bytes from pgflight.settings s),
                                 octet_length(p_request::text), 'approval request (bytes)');
+  perform pgflight._require_json_depth(p_request, 'approval request');
   v_att := pgflight._lock_held(p_attempt_id, p_token, 'request_approval');
 
   insert into pgflight.approvals as g (step_id, gate_key, request, default_decision, requested_at, expires_at)
@@ -7527,6 +7915,17 @@ begin
       hint = 'A child has key, recipe, input and options; step options (priority, max_attempts, lease_s, '
              'max_runtime_s, backoff, concurrency_key, concurrency_limit) go inside options.';
   end if;
+  -- inputs nested deeper than the cap: one pass over the whole call (an input sits two levels
+  -- down, [{"input": ...}]); the child is looked for only to name it
+  if pgflight._json_too_deep(p_children, v_settings.max_json_depth + 2) then
+    select e.ord, e.value into v_bad
+      from jsonb_array_elements(p_children) with ordinality as e(value, ord)
+     where pgflight._json_too_deep(e.value -> 'input', v_settings.max_json_depth)
+     order by e.ord limit 1;
+    if found then
+      perform pgflight._require_json_depth(v_bad.value -> 'input', format('child %s input', v_bad.ord));
+    end if;
+  end if;
   -- Each child's options through the same step-options validator as submit_run (issue 12: one
   -- rule, so priority 1.5 is refused on both paths); the error names the child ("option lease_s
   -- of spawn_children child 3 ..."). v_children holds the normalised options, read with plain casts.
@@ -7706,6 +8105,7 @@ begin
       detail = format('input is %s bytes; the cap is %s bytes', v_size, v_settings.max_input_bytes),
       hint = 'Store large payloads elsewhere and pass a reference, or raise settings.max_input_bytes.';
   end if;
+  perform pgflight._require_json_depth(p_input, 'input');
   v_max_attempts := coalesce((v_opts ->> 'max_attempts')::integer, v_settings.default_max_attempts);
   -- issue 15: delay_s or not_before (with a UTC offset), and the concurrency key and limit; the
   -- helpers only when their keys are there (issue 18: most submits have none)
@@ -7861,6 +8261,20 @@ begin
     raise exception using errcode = '22023', message = 'option idempotency_key of submit_runs is per run',
       detail = 'p_options holds the options every element shares; one key would name every run',
       hint = 'Put each run''s idempotency_key in its element''s options.';
+  end if;
+  -- inputs nested deeper than the cap: one pass over the whole call (an input sits two levels
+  -- down, [{"input": ...}]); the element is looked for only to name it. A deep element or options
+  -- object that is not an input is refused by the checks below (22023).
+  if pgflight._json_too_deep(p_runs, v_settings.max_json_depth + 2) then
+    select e.ord into v_idx
+      from jsonb_array_elements(p_runs) with ordinality as e(value, ord)
+     where jsonb_typeof(e.value) = 'object'
+       and pgflight._json_too_deep(e.value -> 'input', v_settings.max_json_depth)
+     order by e.ord limit 1;
+    if v_idx is not null then
+      perform pgflight._require_json_depth(p_runs -> (v_idx - 1) -> 'input', format('input of run %s', v_idx));
+    end if;
+    v_idx := null;
   end if;
   if jsonb_array_length(p_runs) = 0 then
     return;
@@ -9419,6 +9833,7 @@ CREATE TABLE pgflight.settings (
     events_keep_s double precision DEFAULT 604800 NOT NULL,
     partitions_ahead_days integer DEFAULT 3 NOT NULL,
     agent_runs_per_partition bigint DEFAULT 100000 NOT NULL,
+    max_json_depth integer DEFAULT 64 NOT NULL,
     CONSTRAINT agent_runs_per_partition_in_range CHECK (((agent_runs_per_partition >= 1000) AND (agent_runs_per_partition <= 1000000000))),
     CONSTRAINT caps_are_positive CHECK (((max_result_bytes > 0) AND (max_error_bytes > 0) AND (max_receipt_bytes > 0) AND (max_approval_request_bytes > 0) AND (max_name_bytes > 0) AND (max_children_per_call > 0) AND (max_children_per_parent > 0) AND (max_batch_size > 0) AND (max_lease_s > (0)::double precision) AND (max_live_workers_per_login > 0) AND (max_stale_writes_per_attempt > 0))),
     CONSTRAINT default_lease_is_positive CHECK ((default_lease_s > (0)::double precision)),
@@ -9426,6 +9841,7 @@ CREATE TABLE pgflight.settings (
     CONSTRAINT events_keep_is_positive CHECK ((events_keep_s > (0)::double precision)),
     CONSTRAINT max_in_flight_is_not_negative CHECK (((max_in_flight IS NULL) OR (max_in_flight >= 0))),
     CONSTRAINT max_input_bytes_is_positive CHECK ((max_input_bytes > 0)),
+    CONSTRAINT max_json_depth_is_positive CHECK ((max_json_depth > 0)),
     CONSTRAINT max_runs_per_call_is_positive CHECK ((max_runs_per_call > 0)),
     CONSTRAINT partitions_ahead_in_range CHECK (((partitions_ahead_days >= 1) AND (partitions_ahead_days <= 90))),
     CONSTRAINT reclaim_in_claim_is_not_negative CHECK ((reclaim_in_claim >= 0)),
@@ -9501,6 +9917,10 @@ COMMENT ON COLUMN pgflight.settings.partitions_ahead_days IS 'How many days of e
 -- Name: COLUMN settings.agent_runs_per_partition; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
 COMMENT ON COLUMN pgflight.settings.agent_runs_per_partition IS 'Width of a traces/costs partition in agent run ids (1,000..1,000,000,000, default 100,000): about a day of agent runs. A partition is dropped when every agent run in it is purged (purge_after_s), so a wider one keeps the traces of purged runs longer, a narrower one makes more partitions. Applies to partitions created from then on.';
+
+-- Name: COLUMN settings.max_json_depth; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON COLUMN pgflight.settings.max_json_depth IS 'Cap of how deep arrays and objects nest in a JSON value the API accepts (a scalar is 0, [1] is 1, {"a": [1]} is 2).';
 
 -- Name: step_attempts_id_seq; Type: SEQUENCE; Schema: pgflight; Owner: pgflight_owner
 
@@ -10332,6 +10752,10 @@ REVOKE ALL ON FUNCTION pgflight._cancel_steps(p_step_ids bigint[], p_actor text,
 
 REVOKE ALL ON FUNCTION pgflight._cancel_tree(p_run_id bigint, p_step_id bigint, p_actor text, p_reason text) FROM PUBLIC;
 
+-- Name: FUNCTION _cascade_root(p_step_id bigint); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._cascade_root(p_step_id bigint) FROM PUBLIC;
+
 -- Name: FUNCTION _check_arg(p_name text, p_value double precision, p_min double precision, p_max double precision); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
 REVOKE ALL ON FUNCTION pgflight._check_arg(p_name text, p_value double precision, p_min double precision, p_max double precision) FROM PUBLIC;
@@ -10435,6 +10859,14 @@ REVOKE ALL ON FUNCTION pgflight._give_slots_back(p_scopes bigint[], p_stripes sm
 
 REVOKE ALL ON FUNCTION pgflight._iteration_refusal(p_run pgflight.agent_runs, p_iteration integer) FROM PUBLIC;
 
+-- Name: FUNCTION _json_depth(p_value jsonb); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._json_depth(p_value jsonb) FROM PUBLIC;
+
+-- Name: FUNCTION _json_too_deep(p_value jsonb, p_cap integer); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._json_too_deep(p_value jsonb, p_cap integer) FROM PUBLIC;
+
 -- Name: FUNCTION _key_slot_freed(); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
 REVOKE ALL ON FUNCTION pgflight._key_slot_freed() FROM PUBLIC;
@@ -10466,6 +10898,10 @@ REVOKE ALL ON FUNCTION pgflight._lock_cascade(p_attempt_id bigint, p_nowait bool
 
 REVOKE ALL ON FUNCTION pgflight._lock_held(p_attempt_id bigint, p_token bigint, p_operation text, p_with_cancel_requested boolean) FROM PUBLIC;
 
+-- Name: FUNCTION _lock_subtree(p_top bigint, p_nowait boolean); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._lock_subtree(p_top bigint, p_nowait boolean) FROM PUBLIC;
+
 -- Name: FUNCTION _may(p_lane text, p_workspace_id bigint); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
 REVOKE ALL ON FUNCTION pgflight._may(p_lane text, p_workspace_id bigint) FROM PUBLIC;
@@ -10480,6 +10916,10 @@ REVOKE ALL ON FUNCTION pgflight._move_budget(p_ids bigint[], p_reserve numeric, 
 -- Name: FUNCTION _notify_ready(); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
 REVOKE ALL ON FUNCTION pgflight._notify_ready() FROM PUBLIC;
+
+-- Name: FUNCTION _null_refused(p_operation text, p_what text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._null_refused(p_operation text, p_what text) FROM PUBLIC;
 
 -- Name: FUNCTION _opt_bool(p_options jsonb, p_key text, p_default boolean, p_scope text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
@@ -10549,6 +10989,10 @@ REVOKE ALL ON FUNCTION pgflight._reclaim_picked(p_now timestamp with time zone, 
 
 REVOKE ALL ON FUNCTION pgflight._record_stale(p_attempt_id bigint, p_token bigint, p_operation text) FROM PUBLIC;
 
+-- Name: FUNCTION _refuse_fence_arrays(p_operation text, p_attempt_ids bigint[], p_tokens bigint[]); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._refuse_fence_arrays(p_operation text, p_attempt_ids bigint[], p_tokens bigint[]) FROM PUBLIC;
+
 -- Name: FUNCTION _reject_write(p_attempt_id bigint, p_token bigint, p_operation text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
 REVOKE ALL ON FUNCTION pgflight._reject_write(p_attempt_id bigint, p_token bigint, p_operation text) FROM PUBLIC;
@@ -10564,6 +11008,10 @@ REVOKE ALL ON FUNCTION pgflight._reopen_step(p_step_id bigint, p_actor text, p_r
 -- Name: FUNCTION _require_cap(p_cap text, p_limit double precision, p_value double precision, p_what text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
 REVOKE ALL ON FUNCTION pgflight._require_cap(p_cap text, p_limit double precision, p_value double precision, p_what text) FROM PUBLIC;
+
+-- Name: FUNCTION _require_json_depth(p_value jsonb, p_what text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._require_json_depth(p_value jsonb, p_what text) FROM PUBLIC;
 
 -- Name: FUNCTION _require_known_keys(p_options jsonb, p_allowed text[]); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
@@ -10653,6 +11101,10 @@ REVOKE ALL ON FUNCTION pgflight._token_estimate(p_run pgflight.agent_runs, p_lim
 -- Name: FUNCTION _tree_steps(p_run_id bigint, p_step_id bigint); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
 REVOKE ALL ON FUNCTION pgflight._tree_steps(p_run_id bigint, p_step_id bigint) FROM PUBLIC;
+
+-- Name: FUNCTION _unknown_attempt(p_attempt_id bigint); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._unknown_attempt(p_attempt_id bigint) FROM PUBLIC;
 
 -- Name: FUNCTION _vacuum_horizon(); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import csv
 import os
+import re
 import socket
 import urllib.parse
 from collections.abc import Mapping, Sequence
@@ -449,8 +450,75 @@ def _fmt(key: str, value: Any) -> str:
 # --- renderers --------------------------------------------------------------------------------
 
 
+# Markdown: text from the documents (file names, licence families, clause text, errors) is data,
+# never markup. In running text each character Markdown or HTML would act on is escaped; a file
+# name shown as code gets a backtick fence longer than any run of backticks in it.
+
+# backslash-escaped: code spans, emphasis, links and images, table cells, strikethrough
+_MD_ESCAPED: Final = frozenset("\\`*_[]|~")
+# as entities: raw HTML and autolinks need < and >; & so that no entity in the text is decoded
+_MD_ENTITIES: Final = {"<": "&lt;", ">": "&gt;", "&": "&amp;"}
+_MD_ORDERED: Final = re.compile(r"(\d{1,9})[.)](?: |$)")
+
+
 def _md_cell(text: Any) -> str:
-    return " ".join(str(text).split()).replace("\\", "\\\\").replace("|", "\\|") or " "
+    """
+    `text` as one line of literal Markdown text (a table cell, a heading, a list item, a
+    paragraph's start): whitespace, newlines included, collapsed to single spaces; HTML's ``< > &``
+    as entities; backslash, backticks, brackets, emphasis (not an underscore inside a word), ``|``
+    and ``~`` backslash-escaped; a leading character that would start a block (``#``, ``-``,
+    ``+``, ``=``, ``1. ``) escaped too.
+    A CommonMark renderer shows it as the text it was, with no element of its own.
+
+    :return: the escaped text; a single space for empty text (an empty table cell).
+    """
+    one_line = " ".join(str(text).split())
+    out = "".join(
+        _MD_ENTITIES.get(c) or ("\\" + c if c in _MD_ESCAPED and not _intraword(one_line, i) else c)
+        for i, c in enumerate(one_line)
+    )
+    if out[:1] in ("#", "-", "+", "="):
+        out = "\\" + out
+    elif marker := _MD_ORDERED.match(out):  # "1. " or "1) " would start an ordered list
+        out = out[: marker.end(1)] + "\\" + out[marker.end(1) :]
+    return out or " "
+
+
+def _intraword(text: str, i: int) -> bool:
+    """An underscore between two letters or digits (``dead_letter``): CommonMark reads no emphasis there."""
+    return text[i] == "_" and 0 < i < len(text) - 1 and text[i - 1].isalnum() and text[i + 1].isalnum()
+
+
+def _visible(c: str) -> str:
+    """A control or line-breaking character as a visible escape (``\\n``); others as they are."""
+    if c == "\n":
+        return "\\n"
+    if c == "\r":
+        return "\\r"
+    if c == "\t":
+        return "\\t"
+    if ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 or c in "\u2028\u2029":
+        return f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}"
+    return c
+
+
+def _md_code(text: Any) -> str:
+    """
+    `text` (a file name) as a Markdown code span: control characters and line breaks shown as
+    escapes (``\\n``), so the span stays on its line; fenced with one backtick more than its
+    longest run of backticks (padded with a space when it starts or ends with one), so no
+    backtick in it ends the span. Inside a code span a renderer escapes HTML and reads no
+    brackets or emphasis.
+    """
+    body = "".join(_visible(c) for c in str(text))
+    longest = run = 0
+    for c in body:
+        run = run + 1 if c == "`" else 0
+        longest = max(longest, run)
+    fence = "`" * (longest + 1)
+    if body[:1] in ("`", " ") or body[-1:] in ("`", " "):
+        body = f" {body} "
+    return f"{fence}{body}{fence}"
 
 
 def _environment(autoescape: bool) -> Any:
@@ -465,6 +533,7 @@ def _environment(autoescape: bool) -> Any:
         keep_trailing_newline=True,
     )
     env.filters["md"] = _md_cell
+    env.filters["code"] = _md_code
     env.filters["num"] = fmt.number  # '7,470', as the CLI prints counts
     env.filters["count"] = fmt.count  # '1 document', '7,470 findings'
     return env
@@ -478,7 +547,23 @@ def render_markdown(rep: Report) -> str:
     return str(_environment(False).get_template("report.md.j2").render(r=rep))
 
 
+#: First characters that make a spreadsheet read a cell as a formula (or a DDE call): a cell of
+#: text starting with one is written with a single quote before it (OWASP, CSV injection).
+CSV_FORMULA_STARTS: Final = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(value: Any) -> Any:
+    """
+    A CSV cell a spreadsheet shows as text: a string that starts with ``= + - @``, a tab or a
+    carriage return gets a single quote in front; other values (numbers) as they are.
+    """
+    if isinstance(value, str) and value.startswith(CSV_FORMULA_STARTS):
+        return "'" + value
+    return value
+
+
 def _write_csv(path: Path, results: list[DocumentResult]) -> None:
+    """flags.csv: one row per flag, every text cell neutralised (:func:`csv_cell`)."""
     with open(path, "w", newline="", encoding="utf-8") as fh:
         writer = csv.writer(fh)
         writer.writerow(CSV_COLUMNS)
@@ -487,7 +572,8 @@ def _write_csv(path: Path, results: list[DocumentResult]) -> None:
                 continue
             for f in sorted(r.flags, key=lambda f: (f.line_start, f.line_end, f.category)):
                 writer.writerow(
-                    (
+                    csv_cell(v)
+                    for v in (
                         r.path,
                         f.family or r.family or UNKNOWN_FAMILY,
                         f.category,

@@ -6,6 +6,8 @@ Times are timezone-aware datetimes; JSON columns arrive as Python values (dict, 
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
@@ -38,7 +40,12 @@ class SubmittedRunItem(Row):
 
 
 class ClaimedStep(Row):
-    """claim_batch: one leased attempt with the fencing token every later write must carry."""
+    """
+    claim_batch: one leased attempt with the fencing token every later write must carry.
+
+    `input` is the decoded JSON input; `input_error` says, in words, why it could not be decoded
+    (then `input` is None and the worker fails this step alone, not the process or its batch).
+    """
 
     attempt_id: int
     fencing_token: int
@@ -51,6 +58,65 @@ class ClaimedStep(Row):
     input: Any
     lease_expires_at: datetime
     deadline_at: datetime | None
+    input_error: str | None = None
+
+    @classmethod
+    def from_claim(cls, row: Mapping[str, Any]) -> ClaimedStep:
+        """
+        One claimed row whose ``input`` is still JSON text (claims fetch it as text): decoded here,
+        one row at a time, so a row that cannot be decoded spoils nothing but itself.
+
+        :param row: the columns of :data:`CLAIM_COLUMNS`, ``input`` as JSON text or None.
+        :return: the step; an input that cannot be decoded gives ``input=None`` and ``input_error``.
+        """
+        value, problem = decode_input(row["input"])
+        return cls.model_validate({**row, "input": value, "input_error": problem})
+
+
+# claim_batch's (and complete_and_claim's first) columns, in the order the functions return them
+CLAIM_COLUMNS = tuple(name for name in ClaimedStep.model_fields if name != "input_error")
+
+
+def decode_input(text: str | None) -> tuple[Any, str | None]:
+    """
+    Decode a claimed step's JSON input text.
+
+    :return: (the value, None), or (None, why it cannot be decoded) for JSON nested deeper than
+        Python's decoder can recurse or text that is not JSON; never raises for the text itself.
+    """
+    if text is None:
+        return None, None
+    try:
+        return json.loads(text), None
+    except RecursionError:
+        return None, (
+            f"the input nests {json_depth(text)} levels deep, deeper than this worker can decode "
+            f"({len(text)} characters of JSON); it is failed without retry"
+        )
+    except ValueError as e:
+        return None, f"the input cannot be decoded as JSON ({e}); it is failed without retry"
+
+
+def json_depth(text: str) -> int:
+    """How deep arrays and objects nest in JSON `text` (a scan without recursion; strings skipped)."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for ch in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in "]}":
+            depth -= 1
+    return deepest
 
 
 class StartedStep(Row):

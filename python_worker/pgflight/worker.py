@@ -677,6 +677,8 @@ class Worker:
                     await self._release(held, f"recipe {claim.recipe} not served", retry_for_s=self.lease_s)
                 return
             try:
+                if claim.input_error is not None:
+                    raise UndecodableInput(claim.input_error)
                 ctx = StepContext(
                     claim,
                     recipe.parse_input(claim.input),
@@ -1207,7 +1209,8 @@ CLAIM_WITH_TICKET = """
 with t as materialized (
   select coalesce(pg_catalog.pg_try_advisory_lock(pgflight.wake_ticket_key(%s)), false) as won)
 select t.won, case when t.won then (
-         select coalesce(pg_catalog.jsonb_agg(pg_catalog.to_jsonb(c)), '[]')
+         select coalesce(pg_catalog.jsonb_agg(pg_catalog.to_jsonb(c) operator(pg_catalog.||)
+                                              pg_catalog.jsonb_build_object('input', c.input::text)), '[]')
            from pgflight.claim_batch(%s, %s, %s, %s, %s) c) end as claims
   from t
 """
@@ -1222,13 +1225,17 @@ def claim_with_ticket(
     on claim) in the same statement: (won, claims). claim_batch is not called at all for a lost
     ticket (the claim is an init plan of the CASE branch, evaluated only when that branch is
     taken), so a loser costs one trivial statement.
+
+    Each claim's input travels as a JSON string holding its JSON text, decoded row by row
+    (:meth:`models.ClaimedStep.from_claim`): the aggregate itself is flat, so an input nested
+    deeper than Python can decode fails that step alone, not the decoding of the whole batch.
     """
     with translated():
         row = conn.execute(
             CLAIM_WITH_TICKET, [key, worker_id, want, lease_s, list(recipes), Jsonb({"start": True})]
         ).fetchone()
     assert row is not None
-    return bool(row[0]), [models.ClaimedStep.model_validate(c) for c in row[1] or []]
+    return bool(row[0]), [models.ClaimedStep.from_claim(c) for c in row[1] or []]
 
 
 def _notify_ready(conn: db.Connection, ticket: str) -> None:
@@ -1558,6 +1565,14 @@ class _Expired(Exception):
 def _expire(fut: asyncio.Future[Any]) -> None:
     if not fut.done():
         fut.set_exception(_Expired())
+
+
+class UndecodableInput(Fatal):
+    """
+    A claimed step's input this worker cannot decode (JSON nested deeper than Python's decoder
+    can recurse): the step is failed without retry (dead letter), the process and the other
+    steps of its batch carry on.
+    """
 
 
 def _overran(claim: models.ClaimedStep) -> DeadlineExceeded:

@@ -428,6 +428,13 @@ def deregister_worker(conn: Connection, worker_id: int) -> None:
         conn.execute("select pgflight.deregister_worker(%s)", [worker_id])
 
 
+# a claim's columns with the input as JSON text: each row's input is decoded on its own
+# (models.ClaimedStep.from_claim), so an input Python cannot decode (nested deeper than its
+# recursion limit) fails that step alone, never the whole fetch and with it the batch
+_CLAIM_SELECT = ", ".join("input::text" if c == "input" else c for c in models.CLAIM_COLUMNS)
+CLAIM_BATCH = f"select {_CLAIM_SELECT} from pgflight.claim_batch(%s, %s, %s, %s::text[], %s::jsonb)"
+
+
 def claim_batch(
     conn: Connection,
     worker_id: int,
@@ -443,22 +450,23 @@ def claim_batch(
     :param lease_s: lease length in seconds (a step's own lease_s wins); renewed by heartbeat.
     :param recipes: only these recipes (None: any).
     :param start: claim straight into running (no start_step call needed): one commit less per step.
-    :return: at most `batch_size` steps, each with the fencing token every later write must carry.
+    :return: at most `batch_size` steps, each with the fencing token every later write must carry;
+        a step whose input cannot be decoded has ``input_error`` set (the others are unaffected).
     :raises UnknownWorker: unknown or stopped worker (ZF010).
     :raises BadArgument: non-positive batch size or lease.
     """
-    return _rows(
-        conn,
-        "select * from pgflight.claim_batch(%s, %s, %s, %s::text[], %s::jsonb)",
-        [
-            worker_id,
-            batch_size,
-            lease_s,
-            _text_array(recipes) if recipes is not None else None,
-            _START if start else "{}",
-        ],
-        models.ClaimedStep,
-    )
+    with translated(), conn.cursor(row_factory=dict_row) as cur:
+        cur.execute(
+            CLAIM_BATCH,
+            [
+                worker_id,
+                batch_size,
+                lease_s,
+                _text_array(recipes) if recipes is not None else None,
+                _START if start else "{}",
+            ],
+        )
+        return [models.ClaimedStep.from_claim(r) for r in cur.fetchall()]
 
 
 def start_step(conn: Connection, attempt_id: int, token: int) -> models.StartedStep:
@@ -533,13 +541,14 @@ def complete_batch(
     )
 
 
+# the input as JSON text, decoded row by row (as CLAIM_BATCH)
 COMPLETE_AND_CLAIM = (
-    "select * from pgflight.complete_and_claim("
+    f"select {_CLAIM_SELECT}, outcome from pgflight.complete_and_claim("
     "%s, %s::bigint[], %s::bigint[], %s::jsonb[], %s, %s, %s::text[], %s::jsonb)"
 )
 # the claim's columns, in the order the function returns them (not read from cursor.description:
 # psycopg built a Column object per column and call, a tenth of the call's Python)
-_CLAIMED_COLUMNS = tuple(models.ClaimedStep.model_fields)
+_CLAIMED_COLUMNS = models.CLAIM_COLUMNS
 _OUTCOME = len(_CLAIMED_COLUMNS)  # the outcome column: null on a claimed step's row
 
 
@@ -562,7 +571,7 @@ def complete_and_claim(
     :param attempt_ids: the attempts to complete, ascending (complete_batch's lock order).
     :param results: as for :func:`complete_batch`.
     :param batch_size: most steps to claim; `lease_s` and `recipes` as for :func:`claim_batch`.
-    :return: (complete_batch's outcomes, claim_batch's steps).
+    :return: (complete_batch's outcomes, claim_batch's steps; an undecodable input as there).
     :raises UnknownWorker: unknown or stopped worker (ZF010): nothing completed either.
     :raises psycopg.Error: a result the server refuses (the whole batch is refused, as by
         complete_batch).
@@ -586,7 +595,7 @@ def complete_and_claim(
         models.BatchOutcome(attempt_id=r[0], outcome=r[_OUTCOME]) for r in rows if r[_OUTCOME] is not None
     ]
     claims = [
-        models.ClaimedStep.model_validate(dict(zip(_CLAIMED_COLUMNS, r[:_OUTCOME], strict=True)))
+        models.ClaimedStep.from_claim(dict(zip(_CLAIMED_COLUMNS, r[:_OUTCOME], strict=True)))
         for r in rows
         if r[_OUTCOME] is None
     ]

@@ -7,7 +7,9 @@ set local role pgflight_owner;
 -- records a stale_result_rejected event, and completes the others.
 -- A result that cannot be stored poisons only its own row (issue 14 case 2): a result over
 -- settings.max_result_bytes (bytes of its JSON text; the one cap on results, issue 18: before,
--- a second whole-batch check raised ZF005 and refused the neighbours too), or — with the text[]
+-- a second whole-batch check raised ZF005 and refused the neighbours too), a result nested deeper
+-- than settings.max_json_depth (only a result of more than 2 * max_json_depth + 1 bytes can be,
+-- so a small one costs no walk), or — with the text[]
 -- overload, which a worker in any language can use to send results as JSON text — a text
 -- PostgreSQL refuses as jsonb (a bare NaN or Infinity, \u0000, malformed JSON). That attempt
 -- fails at once, not retryable (dead letter, reason result_refused, its error the real one with
@@ -28,6 +30,7 @@ as $$
 declare
   v_i integer := 0;
   v_max bigint;
+  v_depth integer;
   v_errors jsonb[];
 begin
   if coalesce(cardinality(p_attempt_ids), 0) <> coalesce(cardinality(p_tokens), 0)
@@ -44,12 +47,19 @@ begin
   end if;
   -- issue 18: one cap on results, settings.max_result_bytes, checked row by row. The hot path: one
   -- set-based size check (the cap read in it); a refused row goes through _complete_refusing
-  if exists (select from unnest(p_results) as r(v)
-              where octet_length(r.v::text) > (select s.max_result_bytes from pgflight.settings s)) then
-    select s.max_result_bytes into v_max from pgflight.settings s;
+  -- and the depth cap, settings.max_json_depth, walked only for a result long enough to exceed it
+  if exists (select from unnest(p_results) as r(v), pgflight.settings s,
+                     lateral (select octet_length(r.v::text) as n) l
+              where l.n > s.max_result_bytes
+                 or (l.n > 2 * s.max_json_depth + 1 and pgflight._json_too_deep(r.v, s.max_json_depth))) then
+    select s.max_result_bytes, s.max_json_depth into v_max, v_depth from pgflight.settings s;
     select array_agg(case when octet_length(r.v::text) > v_max
                           then jsonb_build_object('message', format('result too large: %s bytes; the cap is %s bytes (settings.max_result_bytes)',
                                                                     octet_length(r.v::text), v_max),
+                                                  'sqlstate', 'ZF005')
+                          when pgflight._json_too_deep(r.v, v_depth)
+                          then jsonb_build_object('message', format('result nests %s levels deep; the cap is %s (settings.max_json_depth)',
+                                                                    coalesce(pgflight._json_depth(r.v)::text, 'more than ' || v_depth), v_depth),
                                                   'sqlstate', 'ZF005')
                      end order by r.ord)
       into v_errors
@@ -74,8 +84,8 @@ end
 $$;
 comment on function pgflight.complete_batch(bigint[], bigint[], jsonb[]) is
   'Complete many held attempts; per row outcome succeeded | lease_lost | cancelled | failed (its result '
-  'refused: over settings.max_result_bytes; that step dead-letters alone). Errors: 22023 (lengths differ, a NULL), '
-  'ZF012 / ZF003 (another login''s current token).';
+  'refused: over settings.max_result_bytes or nested deeper than settings.max_json_depth; that step '
+  'dead-letters alone). Errors: 22023 (lengths differ, a NULL), ZF012 / ZF003 (another login''s current token).';
 grant execute on function pgflight.complete_batch(bigint[], bigint[], jsonb[]) to pgflight_worker;
 
 -- The same with each result as JSON text: an element PostgreSQL refuses (NaN, \u0000, malformed)
@@ -90,6 +100,7 @@ declare
   v_errors jsonb[];
   v_i integer;
   v_max bigint := (select s.max_result_bytes from pgflight.settings s);
+  v_depth integer := (select s.max_json_depth from pgflight.settings s);
 begin
   if coalesce(cardinality(p_attempt_ids), 0) <> coalesce(cardinality(p_tokens), 0)
      or coalesce(cardinality(p_attempt_ids), 0) <> coalesce(cardinality(p_results), 0) then
@@ -121,6 +132,9 @@ begin
       if octet_length(v_json[v_i]::text) > v_max then
         v_errors[v_i] := jsonb_build_object('message', format('result too large: %s bytes; the cap is %s bytes (settings.max_result_bytes)',
                                                               octet_length(v_json[v_i]::text), v_max), 'sqlstate', 'ZF005');
+      elsif pgflight._json_too_deep(v_json[v_i], v_depth) then
+        v_errors[v_i] := jsonb_build_object('message', format('result nests %s levels deep; the cap is %s (settings.max_json_depth)',
+                                                              coalesce(pgflight._json_depth(v_json[v_i])::text, 'more than ' || v_depth), v_depth), 'sqlstate', 'ZF005');
       end if;
     exception when others then
       v_errors[v_i] := jsonb_build_object('message', 'result refused by PostgreSQL: ' || sqlerrm, 'sqlstate', sqlstate);
@@ -130,7 +144,7 @@ begin
 end
 $$;
 comment on function pgflight.complete_batch(bigint[], bigint[], text[]) is
-  'Complete many held attempts, results as JSON text; an element PostgreSQL refuses (NaN, \u0000, too large) '
+  'Complete many held attempts, results as JSON text; an element PostgreSQL refuses (NaN, \u0000, too large, too deep) '
   'fails only its own step (outcome failed). Errors: 22023 (lengths differ, a NULL), ZF012 / ZF003 (another '
   'login''s current token).';
 grant execute on function pgflight.complete_batch(bigint[], bigint[], text[]) to pgflight_worker;

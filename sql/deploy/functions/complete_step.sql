@@ -5,11 +5,11 @@ set local role pgflight_owner;
 -- Complete an attempt this caller holds, storing p_result (any JSON, or null). The step becomes
 -- succeeded; its parent is poked; a root ends its run. Errors: ZF001 lease lost (reclaimed,
 -- superseded token, already finished), ZF002 cancelled, ZF003 unknown attempt, ZF005 result over
--- settings.max_result_bytes, ZF012 the attempt is held by another login's worker, 22023 a NULL
--- attempt id or token (the fence's rule: internals/_fencing; an attempt outside the login's
--- worker lanes is unknown, ZF003). A rejected call changes nothing; record it with
--- record_stale_write, or use complete_batch, which records it. Any outcome but succeeded,
--- or none, raises.
+-- settings.max_result_bytes or nested deeper than settings.max_json_depth, ZF012 the attempt is
+-- held by another login's worker, 22023 a NULL attempt id or token (the fence's rule:
+-- internals/_fencing; an attempt outside the login's worker lanes is unknown, ZF003). A rejected
+-- call changes nothing; record it with record_stale_write, or use complete_batch, which records
+-- it. Any outcome but succeeded, or none, raises.
 create or replace function pgflight.complete_step(p_attempt_id bigint, p_token bigint, p_result jsonb default null)
 returns table (attempt_id bigint, status text)
 language plpgsql volatile security definer
@@ -23,6 +23,7 @@ begin
   -- issue 13: the result is capped (ZF005, nothing written)
   perform pgflight._require_cap('max_result_bytes', (select s.max_result_bytes from pgflight.settings s),
                                 octet_length(p_result::text), 'result (bytes)');
+  perform pgflight._require_json_depth(p_result, 'result');
   if (select c.outcome from pgflight._complete_many(array[p_attempt_id], array[p_token], array[p_result],
                                                      pgflight._now()) c) is distinct from 'succeeded' then
     perform pgflight._reject_write(p_attempt_id, p_token, 'complete_step');

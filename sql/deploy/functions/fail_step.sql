@@ -7,7 +7,8 @@ set local role pgflight_owner;
 -- retry_after_s (seconds, 0 to 2592000; replaces the backoff, still consumes an attempt, so the
 -- ceiling holds on this path too: C07). Unknown keys are refused (docs/options.md). Returns outcome retry (with the next attempt id and when it becomes
 -- claimable), dead_letter, or cancelled (the run had ended).
--- Errors: ZF001 lease lost, ZF002 cancelled, ZF003 unknown attempt, 22023 bad options.
+-- Errors: ZF001 lease lost, ZF002 cancelled, ZF003 unknown attempt, 22023 bad options, ZF005 error
+-- over settings.max_error_bytes or nested deeper than settings.max_json_depth.
 create or replace function pgflight.fail_step(p_attempt_id bigint, p_token bigint, p_error jsonb, p_options jsonb default '{}')
 returns table (attempt_id bigint, outcome text, next_attempt_id bigint, available_after timestamptz)
 language plpgsql volatile security definer
@@ -32,6 +33,7 @@ begin
   -- issue 13: the error is capped (ZF005, nothing written)
   perform pgflight._require_cap('max_error_bytes', (select s.max_error_bytes from pgflight.settings s),
                                 octet_length(p_error::text), 'error (bytes)');
+  perform pgflight._require_json_depth(p_error, 'error');
   v_status := (pgflight._lock_held(p_attempt_id, p_token, 'fail_step')).status;
   return query
     select p_attempt_id, f.outcome, f.next_attempt_id, f.available_after

@@ -51,6 +51,7 @@ begin
                                 octet_length(p_key), 'effect key (bytes)');
   perform pgflight._require_cap('max_receipt_bytes', (select s.max_receipt_bytes from pgflight.settings s),
                                 octet_length(p_result::text), 'receipt (bytes)');
+  perform pgflight._require_json_depth(p_result, 'receipt');
   if length(p_key) > 500 then  -- the effects check constraint, as 22023 (issue 14)
     raise exception using errcode = '22023', message = 'effect key is longer than 500 characters',
       detail = format('got %s characters', length(p_key)), hint = 'Use a shorter key, e.g. a hash of the long one.';

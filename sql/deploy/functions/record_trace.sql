@@ -24,6 +24,7 @@ begin
   -- issue 13: a trace block is capped like a result (ZF005, nothing written)
   perform pgflight._require_cap('max_result_bytes', (select s.max_result_bytes from pgflight.settings s),
                                 octet_length(p_content::text), 'trace block (bytes)');
+  perform pgflight._require_json_depth(p_content, 'trace block');
   -- every option checked against its spec first (docs/options.md; issue 14): 22023 naming the key
   p_options := pgflight._check_options('record_trace', p_options);
   v_run := pgflight._agent_fence(p_attempt_id, p_token, p_agent_run_id, 'record_trace');

@@ -39,6 +39,7 @@ begin
   perform pgflight._require_cap('max_approval_request_bytes',
                                 (select s.max_approval_request_bytes from pgflight.settings s),
                                 octet_length(p_request::text), 'approval request (bytes)');
+  perform pgflight._require_json_depth(p_request, 'approval request');
   v_att := pgflight._lock_held(p_attempt_id, p_token, 'request_approval');
 
   insert into pgflight.approvals as g (step_id, gate_key, request, default_decision, requested_at, expires_at)

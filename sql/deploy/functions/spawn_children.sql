@@ -17,7 +17,8 @@ set local role pgflight_owner;
 -- counter stripes (no child of this fan-out can hold one yet).
 -- Errors: ZF001 lease lost, ZF002 cancelled, ZF003 unknown attempt, 22023 malformed children
 -- (a child with a key outside key, recipe, input and options is refused naming the key),
--- ZF005 a child input over settings.max_input_bytes, more children than max_children_per_call in
+-- ZF005 a child input over settings.max_input_bytes or nested deeper than
+-- settings.max_json_depth, more children than max_children_per_call in
 -- the call or max_children_per_parent under the parent, a key or recipe over max_name_bytes
 -- (issue 13: one call of a million children took 1.2 GB of backend memory); ZF012 the attempt is
 -- held by another login's worker.
@@ -82,6 +83,17 @@ begin
       detail = left((p_children -> (v_unknown.ord::integer - 1))::text, 200),
       hint = 'A child has key, recipe, input and options; step options (priority, max_attempts, lease_s, '
              'max_runtime_s, backoff, concurrency_key, concurrency_limit) go inside options.';
+  end if;
+  -- inputs nested deeper than the cap: one pass over the whole call (an input sits two levels
+  -- down, [{"input": ...}]); the child is looked for only to name it
+  if pgflight._json_too_deep(p_children, v_settings.max_json_depth + 2) then
+    select e.ord, e.value into v_bad
+      from jsonb_array_elements(p_children) with ordinality as e(value, ord)
+     where pgflight._json_too_deep(e.value -> 'input', v_settings.max_json_depth)
+     order by e.ord limit 1;
+    if found then
+      perform pgflight._require_json_depth(v_bad.value -> 'input', format('child %s input', v_bad.ord));
+    end if;
   end if;
   -- Each child's options through the same step-options validator as submit_run (issue 12: one
   -- rule, so priority 1.5 is refused on both paths); the error names the child ("option lease_s

@@ -11,7 +11,7 @@ set local role pgflight_owner;
 -- max_usd (USD), max_wall_s (seconds), max_iterations, max_tool_calls (tree budgets), submitted_by.
 -- Returns the run, its root step and first attempt, and whether this call created them.
 -- Errors: 22023 bad argument, ZF003 unknown workspace, ZF004 idempotency conflict, ZF005 input
--- over settings.max_input_bytes. Concurrent submits of one key are serialised by the unique
+-- over settings.max_input_bytes or nested deeper than settings.max_json_depth. Concurrent submits of one key are serialised by the unique
 -- constraint: exactly one creates, the others read its row.
 create or replace function pgflight.submit_run(p_workspace text, p_recipe text, p_input jsonb, p_options jsonb default '{}')
 returns table (run_id bigint, step_id bigint, attempt_id bigint, created boolean)
@@ -64,6 +64,7 @@ begin
       detail = format('input is %s bytes; the cap is %s bytes', v_size, v_settings.max_input_bytes),
       hint = 'Store large payloads elsewhere and pass a reference, or raise settings.max_input_bytes.';
   end if;
+  perform pgflight._require_json_depth(p_input, 'input');
   v_max_attempts := coalesce((v_opts ->> 'max_attempts')::integer, v_settings.default_max_attempts);
   -- issue 15: delay_s or not_before (with a UTC offset), and the concurrency key and limit; the
   -- helpers only when their keys are there (issue 18: most submits have none)

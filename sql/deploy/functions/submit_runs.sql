@@ -26,8 +26,8 @@ set local role pgflight_owner;
 -- object rather than once per row, and the rows come back in element order without a sort.
 -- Returns one row per element, in order: (idx, run_id, step_id, attempt_id, created).
 -- Errors: 22023 bad argument, ZF003 unknown workspace, ZF004 idempotency conflict, ZF005 more
--- elements than settings.max_runs_per_call or an input over settings.max_input_bytes, ZF012 no
--- operator lane on the workspace.
+-- elements than settings.max_runs_per_call, an input over settings.max_input_bytes or nested
+-- deeper than settings.max_json_depth, ZF012 no operator lane on the workspace.
 create or replace function pgflight.submit_runs(p_workspace text, p_runs jsonb, p_options jsonb default '{}')
 returns table (idx integer, run_id bigint, step_id bigint, attempt_id bigint, created boolean)
 language plpgsql volatile security definer
@@ -102,6 +102,20 @@ begin
     raise exception using errcode = '22023', message = 'option idempotency_key of submit_runs is per run',
       detail = 'p_options holds the options every element shares; one key would name every run',
       hint = 'Put each run''s idempotency_key in its element''s options.';
+  end if;
+  -- inputs nested deeper than the cap: one pass over the whole call (an input sits two levels
+  -- down, [{"input": ...}]); the element is looked for only to name it. A deep element or options
+  -- object that is not an input is refused by the checks below (22023).
+  if pgflight._json_too_deep(p_runs, v_settings.max_json_depth + 2) then
+    select e.ord into v_idx
+      from jsonb_array_elements(p_runs) with ordinality as e(value, ord)
+     where jsonb_typeof(e.value) = 'object'
+       and pgflight._json_too_deep(e.value -> 'input', v_settings.max_json_depth)
+     order by e.ord limit 1;
+    if v_idx is not null then
+      perform pgflight._require_json_depth(p_runs -> (v_idx - 1) -> 'input', format('input of run %s', v_idx));
+    end if;
+    v_idx := null;
   end if;
   if jsonb_array_length(p_runs) = 0 then
     return;

@@ -1,4 +1,4 @@
--- Revert pgflight:functions/record_model_call: restores the previous definition, deploy/functions/record_model_call@v0.7.0.sql (written by scripts/gen_sql_scripts.py)
+-- Revert pgflight:functions/record_model_call: restores the previous definition, deploy/functions/record_model_call@v0.9.0.sql (written by scripts/gen_sql_scripts.py)
 begin;
 set local role pgflight_owner;
 
@@ -48,6 +48,14 @@ set local role pgflight_owner;
 -- the budgets in id order, checks and moves them (_move_budget's work); the result row is returned
 -- without a query. The helpers still do every other case: a fence miss (_agent_fence raises), no
 -- price (_price_usd raises 22023), a day row to create or re-cap, a refused or partial move.
+-- Issue 18, sixth session: every statement runs on a generic plan, as in complete_tool_calls. The
+-- planner kept choosing a custom plan for the settlement (its generic estimate for `id = any
+-- ($n)` is worse than a custom plan's, which knows the array), so that statement was planned
+-- anew at every call: 0.20-0.25 ms, more than it took to run. The generic plans read by primary
+-- key (seq scans off), so nothing is lost. The settings cap is read by the fence's statement, the
+-- options are checked by one JSON path, the costs row is claimed without a conflict target and
+-- the traces and the totals are written by one statement (each statement costs an executor
+-- start-up).
 -- The signature of @v0.4.0 (without p_next_est_usd) is replaced: a call with eight arguments
 -- resolves to this one (p_next_est_usd defaults to null), which returns one more column at the end.
 drop function if exists pgflight.record_model_call(bigint, bigint, bigint, integer, jsonb, jsonb, text, jsonb);
@@ -58,6 +66,7 @@ returns table (agent_run_id bigint, iteration integer, usd numeric, recorded boo
                tool_calls integer, total_usd numeric, marked text[], next_reserved boolean)
 language plpgsql volatile security definer
 set search_path = pg_catalog, pg_temp
+set plan_cache_mode = force_generic_plan
 set enable_seqscan = off
 set jit = off
 as $$
@@ -77,6 +86,7 @@ declare
   v_refusal jsonb;
   v_reserved boolean;
   v_cap bigint;
+  v_hit boolean;  -- the fence statement found the attempt and the agent run
   v_next_ids bigint[];
   v_want boolean;  -- the next call is to be admitted here
   v_next boolean := false;  -- the next call was admitted here
@@ -89,17 +99,19 @@ begin
   -- every option checked against its spec first (docs/options.md; issue 14): 22023 naming the key.
   -- The agent loop's options (the three keys, well-typed, in range) pass without the spec lookup,
   -- which cost more than the rest of the call (issue 18); anything else goes to _check_options.
+  -- One JSON path checks them (as the usage below: an expression of some twenty function calls
+  -- was initialised anew in every transaction), then the length of stop_reason (a string there,
+  -- or absent or JSON null, whose ->> is null); anything the path cannot evaluate is not true.
   if p_options is not null and p_options <> '{}'
-     and not (jsonb_typeof(p_options) = 'object'
-              and p_options - array['stop_reason', 'retries', 'mark_tools'] = '{}'
-              and coalesce(jsonb_typeof(p_options -> 'stop_reason') = 'null'
-                           or (jsonb_typeof(p_options -> 'stop_reason') = 'string'
-                               and length(p_options ->> 'stop_reason') <= 256), true)
-              and (case jsonb_typeof(p_options -> 'retries')
-                    when 'number' then (p_options ->> 'retries')::numeric between 0 and 1000000
-                                       and (p_options ->> 'retries')::numeric = trunc((p_options ->> 'retries')::numeric)
-                    else coalesce(jsonb_typeof(p_options -> 'retries') = 'null', true) end)
-              and coalesce(jsonb_typeof(p_options -> 'mark_tools') in ('boolean', 'null'), true)) then
+     and not (coalesce(jsonb_path_match(p_options, '$.type() == "object"
+                 && !exists($.keyvalue() ? (@.key != "stop_reason" && @.key != "retries" && @.key != "mark_tools"))
+                 && (!exists($.stop_reason) || $.stop_reason.type() == "null" || $.stop_reason.type() == "string")
+                 && (!exists($.retries) || $.retries.type() == "null"
+                     || ($.retries.type() == "number" && $.retries >= 0 && $.retries <= 1000000
+                         && $.retries.floor() == $.retries))
+                 && (!exists($.mark_tools) || $.mark_tools.type() == "null" || $.mark_tools.type() == "boolean")',
+                              silent => true), false)
+              and coalesce(length(p_options ->> 'stop_reason') <= 256, true)) then
     p_options := pgflight._check_options('record_model_call', p_options);
   end if;
   -- the usage: four token counts, integers from 0 to 1e10 (22023 naming the key otherwise); a usage
@@ -145,17 +157,13 @@ begin
     raise exception using errcode = '22023', message = 'option mark_tools must be a boolean';
   end if;
   v_mark := coalesce((p_options ->> 'mark_tools')::boolean, false);
-  -- issue 13: the response's blocks are capped like a result (ZF005, nothing written)
-  v_cap := (select s.max_result_bytes from pgflight.settings s);
-  if octet_length(p_blocks::text) > v_cap then  -- _require_cap raises (called only then: issue 18)
-    perform pgflight._require_cap('max_result_bytes', v_cap, octet_length(p_blocks::text),
-                                  'model response blocks (bytes)');
-  end if;
   -- the fence of _agent_fence (attempt FOR SHARE, agent run FOR UPDATE, the holder's login) and, in
   -- the same statement, what the call needs of other tables: the price (longest model prefix), the
-  -- workspace's daily cap with today's (UTC) budget row, its model tokens per minute. Subqueries,
-  -- not joins: each is planned on its own, so a replan (after an ANALYZE) searches no join order.
+  -- workspace's daily cap with today's (UTC) budget row, its model tokens per minute, and the
+  -- settings' max_result_bytes (issue 18: a statement of its own before). Subqueries, not joins:
+  -- each is planned on its own, so a replan (after an ANALYZE) searches no join order.
   select r as run,
+         (select s.max_result_bytes from pgflight.settings s) as max_result_bytes,
          (select p from pgflight.model_prices p
            where left(p_model, length(p.model)) = p.model order by length(p.model) desc limit 1) as price,
          (select w.daily_usd_cap from pgflight.workspaces w where w.id = r.workspace_id) as daily_usd_cap,
@@ -173,7 +181,19 @@ begin
      and r.id = p_agent_run_id
      and exists (select from pgflight.workers k where k.id = a.worker_id and k.login = session_user)
      for share of a for update of r;
-  if not found then  -- _agent_fence raises ZF001 / ZF002 / ZF003 / ZF012
+  v_hit := found;
+  -- issue 13: the response's blocks are capped like a result (ZF005, nothing written); on a fence
+  -- miss checked before _agent_fence reports it, as when the cap was read before the fence
+  if v_hit then
+    v_cap := v_f.max_result_bytes;
+  else
+    v_cap := (select s.max_result_bytes from pgflight.settings s);
+  end if;
+  if octet_length(p_blocks::text) > v_cap then  -- _require_cap raises (called only then: issue 18)
+    perform pgflight._require_cap('max_result_bytes', v_cap, octet_length(p_blocks::text),
+                                  'model response blocks (bytes)');
+  end if;
+  if not v_hit then  -- _agent_fence raises ZF001 / ZF002 / ZF003 / ZF012
     v_run := pgflight._agent_fence(p_attempt_id, p_token, p_agent_run_id, 'record_model_call');
     -- (found on a second look: the price and the day's budget go through their helpers)
     select r as run, null::pgflight.model_prices as price, w.daily_usd_cap, null::pgflight.budgets as day,
@@ -200,7 +220,12 @@ begin
   values (v_run.id, p_iteration, v_run.step_id, v_run.run_id, v_run.workspace_id, p_model, v_in, v_out, v_cw, v_cr,
           v_usd, p_options ->> 'stop_reason',  -- both checked above
           coalesce((p_options ->> 'retries')::numeric, 0)::integer, p_attempt_id, v_now)
-  on conflict (agent_run_id, iteration) where not lease_lost do nothing;  -- tables/costs_lease_lost
+  -- No conflict target (issue 18): with one, every insert into the partitioned table maps the
+  -- arbiter to the partition's index by reading pg_inherits for each of its five indexes. Without
+  -- it every unique index arbitrates, and only one_call_per_iteration can conflict here: the
+  -- primary key (id, agent_run_id) takes a fresh id, one_orphan_per_attempt holds lease_lost rows
+  -- only (tables/costs_lease_lost).
+  on conflict do nothing;
   if not found then
     return query select v_run.id, p_iteration, c.usd, false, v_run.iterations, v_run.tool_calls, v_run.usd,
                         '{}'::text[], false
@@ -289,7 +314,9 @@ begin
     perform pgflight._settle_tokens(v_run, v_tokens_per_min, v_in + v_out, v_reserved, v_now);
   end if;
 
-  -- the response blocks and, with mark_tools, the in-flight rows of as many tool calls as the cap allows
+  -- the response blocks and, with mark_tools, the in-flight rows of as many tool calls as the cap
+  -- allows; then the agent's totals, with as many more tool calls as were marked. One statement
+  -- (issue 18: the totals' update was a statement of its own; each costs an executor start-up).
   v_free := case when v_mark then greatest(v_run.max_tool_calls - v_run.tool_calls, 0) else 0 end;
   with b as (
     select (e.ord - 1)::integer as seq, e.v,
@@ -310,26 +337,29 @@ begin
      where u.n <= v_free
     on conflict on constraint block_is_unique do nothing
     returning seq, tool_use_id, status
+  ), m as (  -- the tool_use ids now in flight, in block order
+    select coalesce(array_agg(ins.tool_use_id order by ins.seq) filter (where ins.status = 'in_flight'), '{}') as marked
+      from ins
+  ), up as (
+    update pgflight.agent_runs r
+       set iterations = greatest(r.iterations, p_iteration),
+           tool_calls = r.tool_calls + (select cardinality(m.marked) from m),
+           input_tokens = r.input_tokens + v_in,
+           output_tokens = r.output_tokens + v_out,
+           cache_creation_tokens = r.cache_creation_tokens + v_cw,
+           cache_read_tokens = r.cache_read_tokens + v_cr,
+           usd = r.usd + v_usd,
+           -- the next call's reservation, or none; the attempt id stays when it does not change (HOT)
+           reserved_usd = case when v_next then p_next_est_usd else 0 end,
+           reserved_attempt_id = case when v_next then p_attempt_id else r.reserved_attempt_id end,
+           reserved_iteration = case when v_next then p_iteration + 1 end,
+           reserved_budget_ids = case when v_next then v_next_ids end,
+           updated_at = v_now
+     where r.id = v_run.id
+    returning r.iterations, r.tool_calls, r.usd
   )
-  select coalesce(array_agg(ins.tool_use_id order by ins.seq) filter (where ins.status = 'in_flight'), '{}')
-    into v_marked from ins;
-
-  update pgflight.agent_runs r
-     set iterations = greatest(r.iterations, p_iteration),
-         tool_calls = r.tool_calls + cardinality(v_marked),
-         input_tokens = r.input_tokens + v_in,
-         output_tokens = r.output_tokens + v_out,
-         cache_creation_tokens = r.cache_creation_tokens + v_cw,
-         cache_read_tokens = r.cache_read_tokens + v_cr,
-         usd = r.usd + v_usd,
-         -- the next call's reservation, or none; the attempt id stays when it does not change (HOT)
-         reserved_usd = case when v_next then p_next_est_usd else 0 end,
-         reserved_attempt_id = case when v_next then p_attempt_id else r.reserved_attempt_id end,
-         reserved_iteration = case when v_next then p_iteration + 1 end,
-         reserved_budget_ids = case when v_next then v_next_ids end,
-         updated_at = v_now
-   where r.id = v_run.id
-  returning r.iterations, r.tool_calls, r.usd into iterations, tool_calls, total_usd;
+  select m.marked, up.iterations, up.tool_calls, up.usd into v_marked, iterations, tool_calls, total_usd
+    from m, up;
   agent_run_id := v_run.id;
   iteration := p_iteration;
   usd := v_usd;

@@ -1,4 +1,4 @@
--- Revert pgflight:functions/record_trace: restores the previous definition, deploy/functions/record_trace@v0.2.0.sql (written by scripts/gen_sql_scripts.py)
+-- Revert pgflight:functions/record_trace: restores the previous definition, deploy/functions/record_trace@v0.9.0.sql (written by scripts/gen_sql_scripts.py)
 begin;
 set local role pgflight_owner;
 
@@ -13,7 +13,7 @@ create or replace function pgflight.record_trace(p_attempt_id bigint, p_token bi
                                       p_options jsonb default '{}')
 returns table (trace_id bigint, seq integer, created boolean)
 language plpgsql volatile security definer
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_now timestamptz := pgflight._now();
@@ -21,6 +21,11 @@ declare
   v_seq integer;
   v_id bigint;
 begin
+  -- issue 13: a trace block is capped like a result (ZF005, nothing written)
+  perform pgflight._require_cap('max_result_bytes', (select s.max_result_bytes from pgflight.settings s),
+                                octet_length(p_content::text), 'trace block (bytes)');
+  -- every option checked against its spec first (docs/options.md; issue 14): 22023 naming the key
+  p_options := pgflight._check_options('record_trace', p_options);
   v_run := pgflight._agent_fence(p_attempt_id, p_token, p_agent_run_id, 'record_trace');
   v_seq := pgflight._opt_num(p_options, 'seq', null)::integer;
   if v_seq is null then
@@ -51,7 +56,8 @@ begin
 end
 $$;
 comment on function pgflight.record_trace(bigint, bigint, bigint, integer, text, text, jsonb, jsonb) is
-  'Store one trace block (e.g. a transient API error); idempotent by seq. Errors: ZF001, ZF002, ZF003, 22023.';
+  'Store one trace block (e.g. a transient API error); idempotent by seq. Options (docs/options.md): seq, '
+  'tool_use_id, tool_name, status, tokens. Errors: ZF001, ZF002, ZF003, 22023.';
 grant execute on function pgflight.record_trace(bigint, bigint, bigint, integer, text, text, jsonb, jsonb) to pgflight_worker;
 
 commit;

@@ -1,4 +1,4 @@
--- Revert pgflight:functions/request_approval: restores the previous definition, deploy/functions/request_approval@v0.2.0.sql (written by scripts/gen_sql_scripts.py)
+-- Revert pgflight:functions/request_approval: restores the previous definition, deploy/functions/request_approval@v0.9.0.sql (written by scripts/gen_sql_scripts.py)
 begin;
 set local role pgflight_owner;
 
@@ -14,7 +14,7 @@ create or replace function pgflight.request_approval(p_attempt_id bigint, p_toke
                                           p_request jsonb default null, p_options jsonb default '{}')
 returns table (decision text, actor text, note text, waiting boolean)
 language plpgsql volatile security definer
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_now timestamptz := pgflight._now();
@@ -23,6 +23,8 @@ declare
   v_default text := coalesce(pgflight._opt_text(p_options, 'default_decision', null), 'reject');
   v_expires double precision := pgflight._opt_num(p_options, 'expires_in_s', null);
 begin
+  -- every option checked against its spec first (docs/options.md; issue 14): 22023 naming the key
+  p_options := pgflight._check_options('request_approval', p_options);
   if p_gate_key is null or btrim(p_gate_key) = '' then
     raise exception using errcode = '22023', message = 'gate key is required';
   end if;
@@ -31,6 +33,12 @@ begin
       detail = format('got %L', v_default);
   end if;
   if v_expires is not null then perform pgflight._require_positive('expires_in_s', v_expires); end if;
+  -- issue 13: gate key and request are capped (ZF005, nothing written)
+  perform pgflight._require_cap('max_name_bytes', (select s.max_name_bytes from pgflight.settings s),
+                                octet_length(p_gate_key), 'gate key (bytes)');
+  perform pgflight._require_cap('max_approval_request_bytes',
+                                (select s.max_approval_request_bytes from pgflight.settings s),
+                                octet_length(p_request::text), 'approval request (bytes)');
   v_att := pgflight._lock_held(p_attempt_id, p_token, 'request_approval');
 
   insert into pgflight.approvals as g (step_id, gate_key, request, default_decision, requested_at, expires_at)
@@ -55,7 +63,8 @@ end
 $$;
 comment on function pgflight.request_approval(bigint, bigint, text, jsonb, jsonb) is
   'Ask for a decision at a gate: returns it at once if known, else parks the attempt in '
-  'awaiting_approval (waiting = true). Errors: ZF001, ZF002, ZF003, 22023.';
+  'awaiting_approval (waiting = true). Options (docs/options.md): expires_in_s, default_decision. '
+  'Errors: ZF001, ZF002, ZF003, 22023.';
 grant execute on function pgflight.request_approval(bigint, bigint, text, jsonb, jsonb) to pgflight_worker;
 
 commit;

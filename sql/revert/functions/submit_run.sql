@@ -1,4 +1,4 @@
--- Revert pgflight:functions/submit_run: restores the previous definition, deploy/functions/submit_run@v0.5.0.sql (written by scripts/gen_sql_scripts.py)
+-- Revert pgflight:functions/submit_run: restores the previous definition, deploy/functions/submit_run@v0.9.0.sql (written by scripts/gen_sql_scripts.py)
 begin;
 set local role pgflight_owner;
 
@@ -125,13 +125,12 @@ begin
           coalesce(v_opts -> 'backoff', '{}'),
           (v_opts ->> 'lease_s')::double precision, (v_opts ->> 'max_runtime_s')::double precision, v_now,
           v_ckey, v_climit);
+  -- the queued event is the attempt's queue_event_id, shown by run_events (issue 18: no events row)
   insert into pgflight.step_attempts (step_id, run_id, attempt_no, recipe, priority, status, available_after, created_at,
-                                      workspace_id, concurrency_key, concurrency_limit)
+                                      workspace_id, concurrency_key, concurrency_limit, queue_event_id)
   values (v_step, v_run, 1, p_recipe, coalesce((v_opts ->> 'priority')::integer, 0), 'queued', v_not_before, v_now,
-          v_ws, v_ckey, v_climit)
+          v_ws, v_ckey, v_climit, nextval('pgflight.events_id_seq'))
   returning id into v_attempt;
-  perform pgflight._event(v_run, v_step, v_attempt, null, 'queued', null, 'queued',
-                          coalesce(v_opts ->> 'submitted_by', session_user::text));
   if v_not_before <= v_now then
     perform pgflight._notify_ready();
   end if;
