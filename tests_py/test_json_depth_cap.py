@@ -4,7 +4,8 @@ scalar is 0, [1] is 1). A value nested deeper is refused with ZF005 naming max_j
 depth and the cap in DETAIL, and nothing is written, on each family of entry points: submit
 (submit_run, submit_runs), spawn (spawn_children), complete (complete_step; complete_batch
 refuses that row alone), fail (fail_step), effects and gates (record_effect, request_approval) and
-the agent's records (record_trace, record_model_call). Called as real logins over scram.
+the agent's records (record_trace, record_model_call, complete_tool_call, complete_tool_calls).
+Called as real logins over scram.
 """
 
 from __future__ import annotations
@@ -206,6 +207,25 @@ def test_agent_records_refuse_values_nested_deeper_than_the_cap(su: Conn, world:
             [h["attempt_id"], h["token"], ar, blocks, Jsonb({"input_tokens": 1})],
         ),
         "model response blocks",
+    )
+    tid = world.tool_use(h, ar, world.me)
+    result = f'{{"type": "tool_result", "content": {deep(CAP)}}}'  # the block itself adds a level
+    _refused(
+        su,
+        lambda: world.me.execute(
+            "select * from pgflight.complete_tool_call(%s, %s, %s, %s, %s::jsonb)",
+            [h["attempt_id"], h["token"], ar, tid, result],
+        ),
+        "tool result",
+    )
+    results = f'[{{"type": "tool_result", "tool_use_id": "{tid}", "content": {deep(CAP - 1)}}}]'
+    _refused(
+        su,
+        lambda: world.me.execute(
+            "select * from pgflight.complete_tool_calls(%s, %s, %s, %s::jsonb)",
+            [h["attempt_id"], h["token"], ar, results],
+        ),
+        "tool results",
     )
 
 

@@ -7,7 +7,8 @@ set local role pgflight_owner;
 -- set to p_tool_use_id). Completing a call never marked (e.g. a result that tells the model an
 -- interrupted call could not be verified) writes the row directly. A call already completed keeps
 -- its first result (completed = false).
--- Errors: ZF003 no such tool_use, ZF001, ZF002 (fence), 22023 result is not a tool_result block.
+-- Errors: ZF003 no such tool_use, ZF001, ZF002 (fence), 22023 result is not a tool_result block,
+-- ZF005 result nested deeper than settings.max_json_depth.
 create or replace function pgflight.complete_tool_call(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint,
                                             p_tool_use_id text, p_result jsonb)
 returns table (trace_id bigint, completed boolean)
@@ -22,6 +23,7 @@ begin
     raise exception using errcode = '22023', message = 'result must be a tool_result block',
       hint = '{"type": "tool_result", "tool_use_id": "...", "content": "..."}';
   end if;
+  perform pgflight._require_json_depth(p_result, 'tool result');
   v_run := pgflight._agent_fence(p_attempt_id, p_token, p_agent_run_id, 'complete_tool_call');
   v_stored := pgflight._store_tool_results(v_run.id, p_attempt_id,
                 jsonb_build_array(p_result || jsonb_build_object('tool_use_id', p_tool_use_id)), pgflight._now());

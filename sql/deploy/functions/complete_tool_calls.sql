@@ -17,7 +17,8 @@ set local role pgflight_owner;
 -- and money held while the attempt waits would be kept from the agent's sub-agents.
 -- Returns: stored (tool_use ids stored now), reserved, reserved_usd.
 -- Errors: ZF003 no such tool_use (nothing stored), ZF001, ZF002 (fence), 22023 malformed results,
--- iteration < 1 or est_usd < 0.
+-- iteration < 1 or est_usd < 0, ZF005 results nested deeper than settings.max_json_depth (the
+-- array counts as a level).
 -- Issue 18 (agent server time): the fence and the store of _store_tool_results run here, not
 -- through the helpers (each helper call, with its SET clauses, cost more than its statements);
 -- _agent_fence still raises on a miss and _store_tool_results on bad results. The store runs on a
@@ -81,6 +82,7 @@ begin
   if p_results is null or jsonb_typeof(p_results) <> 'array' then
     perform pgflight._store_tool_results(v_run.id, p_attempt_id, p_results, v_now);
   end if;
+  perform pgflight._require_json_depth(p_results, 'tool results');
   with e as (
     select e.v, e.ord from jsonb_array_elements(p_results) with ordinality e(v, ord)
   ), r as (

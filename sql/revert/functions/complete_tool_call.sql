@@ -1,4 +1,4 @@
--- Revert pgflight:functions/complete_tool_call: restores the previous definition, deploy/functions/complete_tool_call@v0.2.0.sql (written by scripts/gen_sql_scripts.py)
+-- Revert pgflight:functions/complete_tool_call: restores the previous definition, deploy/functions/complete_tool_call@v0.9.0.sql (written by scripts/gen_sql_scripts.py)
 begin;
 set local role pgflight_owner;
 
@@ -12,7 +12,7 @@ create or replace function pgflight.complete_tool_call(p_attempt_id bigint, p_to
                                             p_tool_use_id text, p_result jsonb)
 returns table (trace_id bigint, completed boolean)
 language plpgsql volatile security definer
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_run pgflight.agent_runs;

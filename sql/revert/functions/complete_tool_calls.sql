@@ -1,4 +1,4 @@
--- Revert pgflight:functions/complete_tool_calls: restores the previous definition, deploy/functions/complete_tool_calls@v0.7.0.sql (written by scripts/gen_sql_scripts.py)
+-- Revert pgflight:functions/complete_tool_calls: restores the previous definition, deploy/functions/complete_tool_calls@v0.9.0.sql (written by scripts/gen_sql_scripts.py)
 begin;
 set local role pgflight_owner;
 
@@ -39,6 +39,7 @@ declare
   v_stored text[];
   v_refusal jsonb;
   v_missing text;  -- a tool_use_id with no tool_use
+  v_malformed boolean;  -- an element is not a tool_result block with a tool_use_id
   v_f record;  -- the fence's row: the agent run and whether a wall-time cap of its reservation ran out
 begin
   -- bounded, so the budgets' numeric(16, 8) cannot overflow (issue 14); _check_arg raises (issue 18:
@@ -72,18 +73,19 @@ begin
     v_run := pgflight._agent_fence(p_attempt_id, p_token, p_agent_run_id, 'complete_tool_calls');
   end if;
   -- _store_tool_results' statement (see there): each result joined to its tool_use, written or,
-  -- in flight or interrupted, completed; the first result of a call wins. Results that are not
-  -- an array of tool_result blocks with a tool_use_id, or name an unknown call, go to the helper,
-  -- which raises (22023, ZF003) before storing anything.
-  if p_results is null or jsonb_typeof(p_results) <> 'array'
-     or exists (select from jsonb_array_elements(p_results) e(v)
-                 where jsonb_typeof(e.v) <> 'object' or e.v ->> 'type' is distinct from 'tool_result'
-                    or e.v ->> 'tool_use_id' is null) then
+  -- in flight or interrupted, completed; the first result of a call wins. Results that are not an
+  -- array go to the helper first, which raises 22023 (jsonb_array_elements would raise its own
+  -- error); results with an element that is not a tool_result block with a tool_use_id, or that
+  -- name an unknown call, go to it after the statement (which found them: issue 18, it was a
+  -- statement of its own before), and it raises 22023 or ZF003: nothing stays stored.
+  if p_results is null or jsonb_typeof(p_results) <> 'array' then
     perform pgflight._store_tool_results(v_run.id, p_attempt_id, p_results, v_now);
   end if;
-  with r as (
+  with e as (
+    select e.v, e.ord from jsonb_array_elements(p_results) with ordinality e(v, ord)
+  ), r as (
     select distinct on (e.v ->> 'tool_use_id') e.v ->> 'tool_use_id' as tid, e.v as result
-      from jsonb_array_elements(p_results) with ordinality e(v, ord)
+      from e
      order by e.v ->> 'tool_use_id', e.ord
   ), j as (
     select r.tid, r.result, u.iteration, u.seq, u.tool_name
@@ -101,9 +103,11 @@ begin
       where t.status <> 'completed'
     returning t.tool_use_id
   )
-  select (select min(j.tid) from j where j.seq is null), (select coalesce(array_agg(up.tool_use_id), '{}') from up)
-    into v_missing, v_stored;
-  if v_missing is not null then  -- the helper finds the same call missing and raises ZF003 (nothing stays stored)
+  select (select bool_or(jsonb_typeof(e.v) <> 'object' or e.v ->> 'type' is distinct from 'tool_result'
+                         or e.v ->> 'tool_use_id' is null) from e),
+         (select min(j.tid) from j where j.seq is null), (select coalesce(array_agg(up.tool_use_id), '{}') from up)
+    into v_malformed, v_missing, v_stored;
+  if v_malformed or v_missing is not null then  -- the helper raises 22023 / ZF003; the transaction undoes the store
     perform pgflight._store_tool_results(v_run.id, p_attempt_id, p_results, v_now);
   end if;
   if p_next_iteration is null then
