@@ -5252,6 +5252,7 @@ begin
     raise exception using errcode = '22023', message = 'result must be a tool_result block',
       hint = '{"type": "tool_result", "tool_use_id": "...", "content": "..."}';
   end if;
+  perform pgflight._require_json_depth(p_result, 'tool result');
   v_run := pgflight._agent_fence(p_attempt_id, p_token, p_agent_run_id, 'complete_tool_call');
   v_stored := pgflight._store_tool_results(v_run.id, p_attempt_id,
                 jsonb_build_array(p_result || jsonb_build_object('tool_use_id', p_tool_use_id)), pgflight._now());
@@ -5323,6 +5324,7 @@ begin
   if p_results is null or jsonb_typeof(p_results) <> 'array' then
     perform pgflight._store_tool_results(v_run.id, p_attempt_id, p_results, v_now);
   end if;
+  perform pgflight._require_json_depth(p_results, 'tool results');
   with e as (
     select e.v, e.ord from jsonb_array_elements(p_results) with ordinality e(v, ord)
   ), r as (

@@ -414,6 +414,18 @@ CALLS: dict[str, Call] = {
             [h["attempt_id"], h["token"]],
         )
     )(w.held()),
+    "complete_step_text": lambda w: (
+        lambda h: (
+            "select * from pgflight.complete_step_text(%s, %s, '{\"r\": 1}')",
+            [h["attempt_id"], h["token"]],
+        )
+    )(w.held()),
+    "fail_step_text": lambda w: (
+        lambda h: (
+            "select * from pgflight.fail_step_text(%s, %s, '{\"m\": \"x\"}', '{}')",
+            [h["attempt_id"], h["token"]],
+        )
+    )(w.held()),
     "release_step": lambda w: (
         lambda h: ("select * from pgflight.release_step(%s, %s, 'bye')", [h["attempt_id"], h["token"]])
     )(w.held()),
