@@ -5370,10 +5370,13 @@ CREATE FUNCTION pgflight.find_effect(p_step_id bigint, p_key text) RETURNS TABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 begin
-  perform pgflight._require_lane_on_step('reader', p_step_id, 'find_effect');  -- issue 13: tenants
+  -- the lane on the step's workspace, in the one statement: outside it, no row, as for an unknown step
   return query
     select e.id, e.result, e.attempt_id, e.recorded_at
-      from pgflight.effects e where e.step_id = p_step_id and e.effect_key = p_key;
+      from pgflight.effects e
+     where e.step_id = p_step_id and e.effect_key = p_key
+       and pgflight._may('reader', (select r.workspace_id from pgflight.steps s join pgflight.runs r on r.id = s.run_id
+                                     where s.id = p_step_id));
 end
 $$;
 
