@@ -403,3 +403,20 @@ def test_a_batch_carrying_another_workspaces_current_token_is_refused_whole(tena
     assert e.diag.message_primary == f"unknown attempt {target['attempt_id']}"
     assert e.diag.message_detail is None
     assert snapshot(tenants.su) == before
+
+
+def test_another_workspaces_step_has_no_effect_to_find(tenants: Tenants) -> None:
+    """find_effect on a step of workspace B that has a receipt answers as on a step that does not
+    exist: no row (before: ZF012, which told w1 the step exists and is another tenant's)."""
+    b = tenants.w2.held()
+    tenants.w2.me.execute(
+        "select * from pgflight.record_effect(%s, %s, 'charge-invoice-42', '{\"id\": 1}')",
+        [b["attempt_id"], b["token"]],
+    )
+    unknown = int(tenants.su.execute("select max(id) + 1000 from pgflight.steps").fetchone()[0])  # type: ignore[index]
+    query = "select * from pgflight.find_effect(%(s)s, 'charge-invoice-42')"
+    ids = [b["step_id"], unknown]
+    got = _answer(tenants.w1.me, query, {"s": b["step_id"]}, ids)
+    assert got == _answer(tenants.w1.me, query, {"s": unknown}, ids) == ("rows", "[]")
+    # B's own worker still finds it
+    assert len(tenants.w2.me.execute(query, {"s": b["step_id"]}).fetchall()) == 1
