@@ -272,10 +272,11 @@ def test_randomized_stress_of_cascades_retries_completions_cancels_and_reclaims_
     eng: Conn, connect: ConnectFactory
 ) -> None:
     """
-    Fail-fast families (a parent and 2-5 children, max_attempts 1-3, backoff 0) made and raced by
-    four workers that claim children and complete, fail with a retry, or fail for good at random
-    (a worker with nothing to claim makes a new family), an operator that cancels random children
-    and a sweeper that reclaims leases taken with a 1 s lease (its clock 30 s ahead), for about
+    Fail-fast families (a parent and 2-5 children, max_attempts 1-3, backoff 0, some with a 10 s
+    max_runtime_s) made and raced by four workers that claim children and complete, fail with a
+    retry, or fail for good at random (a worker with nothing to claim makes a new family), an
+    operator that cancels random children (and now and then a whole run) and a sweeper that
+    reclaims leases taken with a 1 s lease and deadlines past (its clock 30 s ahead), for about
     15 s. Every call ends, none with 40P01 or a timeout (only ZF001/ZF002/ZF003/ZF006 refusals of a
     stale or cancelled attempt), and the invariants hold.
     """
@@ -283,6 +284,7 @@ def test_randomized_stress_of_cascades_retries_completions_cancels_and_reclaims_
     calls: Counter[str] = Counter()
     lock = threading.Lock()
     children: list[int] = []
+    runs: list[int] = []
     stop = time.monotonic() + 15
 
     def note(kind: str, out: Outcome) -> None:
@@ -307,7 +309,11 @@ def test_randomized_stress_of_cascades_retries_completions_cancels_and_reclaims_
                         "key": f"k{i}",
                         "recipe": "sc",
                         "input": {},
-                        "options": {"max_attempts": rng.randint(1, 3), "backoff": {"base_s": 0, "jitter": 0}},
+                        "options": {
+                            "max_attempts": rng.randint(1, 3),
+                            "backoff": {"base_s": 0, "jitter": 0},
+                            **({"max_runtime_s": 10} if rng.random() < 0.3 else {}),
+                        },
                     }
                     for i in range(rng.randint(2, 5))
                 ]
@@ -323,6 +329,7 @@ def test_randomized_stress_of_cascades_retries_completions_cancels_and_reclaims_
                 ]
                 with lock:
                     children.extend(ids)
+                    runs.append(sub.run_id)
                 continue
             for g in got:
                 r = rng.random()
@@ -340,7 +347,13 @@ def test_randomized_stress_of_cascades_retries_completions_cancels_and_reclaims_
         while time.monotonic() < stop:
             with lock:
                 sid = rng.choice(children) if children else None
-            if sid is not None:
+                rid = rng.choice(runs) if runs and rng.random() < 0.2 else None
+            if rid is not None:
+                note(
+                    "cancel_run",
+                    _call(lambda: c.execute("select * from pgflight.cancel_run(%s, 'stress')", [rid])),
+                )
+            elif sid is not None:
                 note(
                     "cancel_step",
                     _call(lambda: c.execute("select * from pgflight.cancel_step(%s, 'stress')", [sid])),

@@ -594,9 +594,11 @@ begin
     end if;
     v_done := v_done + pgflight._reclaim_picked(p_now, v_ids);
     exit when v_done >= p_limit or pg_catalog.clock_timestamp() > v_until;
-    -- what this batch left as it was
+    -- what this batch left as it was; past ten times the limit of such rows the call stops too (a
+    -- claim_batch's small reclaim does not walk a whole blocked fan-out; the sweep's limit is large)
     v_left := v_left || coalesce((select array_agg(a.id) from pgflight.step_attempts a
                                    where a.id = any (v_ids) and a.status in ('claimed', 'running', 'cancel_requested')), '{}');
+    exit when cardinality(v_left) >= 10 * p_limit;
   end loop;
   return v_done;
 end
