@@ -2893,9 +2893,11 @@ begin
     end if;
     v_done := v_done + pgflight._reclaim_picked(p_now, v_ids);
     exit when v_done >= p_limit or pg_catalog.clock_timestamp() > v_until;
-    -- what this batch left as it was
+    -- what this batch left as it was; past ten times the limit of such rows the call stops too (a
+    -- claim_batch's small reclaim does not walk a whole blocked fan-out; the sweep's limit is large)
     v_left := v_left || coalesce((select array_agg(a.id) from pgflight.step_attempts a
                                    where a.id = any (v_ids) and a.status in ('claimed', 'running', 'cancel_requested')), '{}');
+    exit when cardinality(v_left) >= 10 * p_limit;
   end loop;
   return v_done;
 end
@@ -5738,10 +5740,13 @@ CREATE FUNCTION pgflight.find_effect(p_step_id bigint, p_key text) RETURNS TABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 begin
-  perform pgflight._require_lane_on_step('reader', p_step_id, 'find_effect');  -- issue 13: tenants
+  -- the lane on the step's workspace, in the one statement: outside it, no row, as for an unknown step
   return query
     select e.id, e.result, e.attempt_id, e.recorded_at
-      from pgflight.effects e where e.step_id = p_step_id and e.effect_key = p_key;
+      from pgflight.effects e
+     where e.step_id = p_step_id and e.effect_key = p_key
+       and pgflight._may('reader', (select r.workspace_id from pgflight.steps s join pgflight.runs r on r.id = s.run_id
+                                     where s.id = p_step_id));
 end
 $$;
 
