@@ -107,8 +107,8 @@ def test_case2_a_batch_the_server_refuses_is_completed_row_by_row(
     )
     assert [step_status(conn, s) for s in steps] == ["succeeded", "dead_letter", "succeeded", "succeeded"]
     ((_status, error),) = _attempts(conn, steps[1])
-    assert error["type"] == "Fatal" and "the database refused the result" in error["message"]
-    assert "NaN" in error["message"]  # PostgreSQL's own words: Token "NaN" is invalid
+    # complete_step_text's answer: PostgreSQL's own refusal of the text, with its SQLSTATE
+    assert error["sqlstate"] == "22P02" and "result refused by PostgreSQL" in error["message"], error
     assert "completing them one by one" in w.output()
 
 

@@ -70,8 +70,8 @@ CASES: dict[str, tuple[str, str, Any]] = {
         [],
     ),
     "heartbeat_unknown_worker": ("ZF010", "select * from pgflight.heartbeat(987654, array[A], array[T])", []),
-    "complete_null_attempt": ("ZF003", "select * from pgflight.complete_step(null, T, '{}')", []),
-    "complete_null_token": ("ZF001", "select * from pgflight.complete_step(A, null, '{}')", []),
+    "complete_null_attempt": ("22023", "select * from pgflight.complete_step(null, T, '{}')", []),
+    "complete_null_token": ("22023", "select * from pgflight.complete_step(A, null, '{}')", []),
     "complete_unknown_attempt": ("ZF003", "select * from pgflight.complete_step(987654, 1, '{}')", []),
     "complete_batch_uneven": (
         "22023",
@@ -88,8 +88,8 @@ CASES: dict[str, tuple[str, str, Any]] = {
         "select * from pgflight.fail_step(A, T, '{}', '{\"retry_after_s\": -1}')",
         [],
     ),
-    "start_null_token": ("ZF001", "select * from pgflight.start_step(A, null)", []),
-    "release_null_attempt": ("ZF003", "select * from pgflight.release_step(null, T)", []),
+    "start_null_token": ("22023", "select * from pgflight.start_step(A, null)", []),
+    "release_null_attempt": ("22023", "select * from pgflight.release_step(null, T)", []),
     "spawn_not_an_array": ("22023", 'select * from pgflight.spawn_children(A, T, \'{"key": "x"}\')', []),
     "spawn_child_without_key": (
         "22023",

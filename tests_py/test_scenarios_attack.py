@@ -158,7 +158,8 @@ FENCED_WRITES: dict[str, str] = {
 def test_c10_no_write_without_the_current_token(eng: Conn) -> None:
     """
     C10: every fenced write with no token, a guessed token, the previous holder's token or another
-    attempt's token is refused with ZF001 (ZF003 for an unknown attempt) and changes nothing;
+    attempt's token is refused with ZF001 (ZF003 for an unknown attempt, 22023 for no token) and
+    changes nothing;
     heartbeat says 'lost' for each and renews nothing; complete_batch reports lease_lost.
     """
     w = register(eng)
@@ -186,12 +187,14 @@ def test_c10_no_write_without_the_current_token(eng: Conn) -> None:
             if name == "record_effect" and what == "previous holder":
                 continue  # by contract a receipt is kept from any past holder (effects.sql), see below
             got = sqlstate(lambda: eng.execute(query, {"a": attempt_id, "t": token}))
-            want = "ZF003" if what == "unknown attempt" else "ZF001"
+            # no token at all is bad input, refused before anything is read (the fence's rule)
+            want = {"null": "22023", "unknown attempt": "ZF003"}.get(what, "ZF001")
             assert got == want, f"{name} with the {what} token: {got}"
-        beat = eng.execute(
-            "select status from pgflight.heartbeat(%s, %s::bigint[], %s::bigint[])",
-            [w, [attempt_id], [token]],
-        ).fetchall()
+        heartbeat = "select status from pgflight.heartbeat(%s, %s::bigint[], %s::bigint[])"
+        if what == "null":  # a NULL element refuses the whole heartbeat
+            assert sqlstate(lambda: eng.execute(heartbeat, [w, [attempt_id], [token]])) == "22023"
+            continue
+        beat = eng.execute(heartbeat, [w, [attempt_id], [token]]).fetchall()
         assert beat == [("lost",)], (what, beat)
     assert table_counts(eng) == before
     assert scalar(
