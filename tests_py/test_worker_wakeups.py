@@ -93,9 +93,9 @@ def test_a_ticket_taken_by_a_frozen_process_is_claimed_by_the_poll(conn: Conn, d
         for plain in (False, True):
             with conn.transaction():
                 xid = one(conn, "select pg_current_xact_id()::text")
-                assert frozen.execute("select pg_try_advisory_lock(pgflight.wake_ticket_key(%s))", [tickets.key(xid)]).fetchone() == (
-                    True,
-                )
+                assert frozen.execute(
+                    "select pg_try_advisory_lock(pgflight.wake_ticket_key(%s))", [tickets.key(xid)]
+                ).fetchone() == (True,)
                 run = db.submit_run(conn, "w", "noop", {"plain": plain})
             if plain:
                 conn.execute("notify pgflight_ready")
