@@ -9357,22 +9357,25 @@ COMMENT ON TABLE pgflight.sweep_state IS 'The sweeps'' own state, one row: last_
 CREATE VIEW pgflight.engine_health AS
  SELECT ( SELECT count(*) AS count
            FROM pgflight.step_attempts a
-          WHERE ((a.status = 'queued'::text) AND (a.available_after <= ( SELECT pgflight._now() AS _now)))) AS ready,
+          WHERE ((a.status = 'queued'::text) AND (a.available_after <= ( SELECT pgflight._now() AS _now)) AND ((l.ws IS NULL) OR (a.workspace_id = ANY (l.ws))))) AS ready,
     ( SELECT count(*) AS count
            FROM pgflight.step_attempts a
-          WHERE (a.status = ANY (ARRAY['claimed'::text, 'running'::text, 'cancel_requested'::text]))) AS leased,
+          WHERE ((a.status = ANY (ARRAY['claimed'::text, 'running'::text, 'cancel_requested'::text])) AND ((l.ws IS NULL) OR (a.workspace_id = ANY (l.ws))))) AS leased,
     ( SELECT count(*) AS count
            FROM pgflight.step_attempts a
-          WHERE ((a.status = ANY (ARRAY['claimed'::text, 'running'::text, 'cancel_requested'::text])) AND (a.lease_expires_at < ( SELECT pgflight._now() AS _now)))) AS expired_not_reclaimed,
+          WHERE ((a.status = ANY (ARRAY['claimed'::text, 'running'::text, 'cancel_requested'::text])) AND (a.lease_expires_at < ( SELECT pgflight._now() AS _now)) AND ((l.ws IS NULL) OR (a.workspace_id = ANY (l.ws))))) AS expired_not_reclaimed,
     ( SELECT count(*) AS count
            FROM pgflight.step_attempts a
-          WHERE ((a.status = ANY (ARRAY['claimed'::text, 'running'::text])) AND (a.deadline_at < ( SELECT pgflight._now() AS _now)) AND (a.lease_expires_at >= ( SELECT pgflight._now() AS _now)))) AS over_deadline_heartbeating,
+          WHERE ((a.status = ANY (ARRAY['claimed'::text, 'running'::text])) AND (a.deadline_at < ( SELECT pgflight._now() AS _now)) AND (a.lease_expires_at >= ( SELECT pgflight._now() AS _now)) AND ((l.ws IS NULL) OR (a.workspace_id = ANY (l.ws))))) AS over_deadline_heartbeating,
     ( SELECT count(*) AS count
            FROM pgflight.step_attempts a
-          WHERE (a.status = ANY (ARRAY['awaiting_children'::text, 'awaiting_approval'::text]))) AS parked,
-    ( SELECT count(*) AS count
-           FROM pgflight.workers w
-          WHERE ((w.stopped_at IS NULL) AND (w.last_seen_at > (( SELECT pgflight._now() AS _now) - '00:01:00'::interval)))) AS workers_alive,
+          WHERE ((a.status = ANY (ARRAY['awaiting_children'::text, 'awaiting_approval'::text])) AND ((l.ws IS NULL) OR (a.workspace_id = ANY (l.ws))))) AS parked,
+        CASE
+            WHEN (l.ws IS NULL) THEN ( SELECT count(*) AS count
+               FROM pgflight.workers w
+              WHERE ((w.stopped_at IS NULL) AND (w.last_seen_at > (( SELECT pgflight._now() AS _now) - '00:01:00'::interval))))
+            ELSE NULL::bigint
+        END AS workers_alive,
     h.xmin_age AS oldest_xmin_age,
     h.held_s AS oldest_xmin_held_s,
     h.pid AS oldest_xmin_pid,
@@ -9386,14 +9389,14 @@ CREATE VIEW pgflight.engine_health AS
     ( SELECT age(d.datfrozenxid) AS age
            FROM pg_database d
           WHERE (d.datname = current_database())) AS datfrozenxid_age
-   FROM (( SELECT 1 AS "?column?") one
+   FROM (( SELECT pgflight._lane_workspaces('reader'::text) AS ws) l
      LEFT JOIN pgflight._vacuum_horizon() h(xmin_age, held_s, pid) ON (true));
 
 ALTER TABLE pgflight.engine_health OWNER TO pgflight_owner;
 
 -- Name: VIEW engine_health; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON VIEW pgflight.engine_health IS 'Gauges: ready, leased, expired leases not yet reclaimed, attempts over their deadline but still heartbeating (C15), parked, workers seen in the last 60 s; the oldest xmin holding back vacuum (age, seconds held, pid), NOTIFY queue usage, dead tuples of the hot tables, seconds since the last sweep pass, the > 5 min flag, age(datfrozenxid).';
+COMMENT ON VIEW pgflight.engine_health IS 'Gauges: ready, leased, expired leases not yet reclaimed, attempts over their deadline but still heartbeating (C15), parked (counts of the workspaces the login may read), workers seen in the last 60 s (null unless the login reads every workspace); the oldest xmin holding back vacuum (age, seconds held, pid), NOTIFY queue usage, dead tuples of the hot tables, seconds since the last sweep pass, the > 5 min flag, age(datfrozenxid).';
 
 -- Name: engine_locks; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
 
