@@ -222,7 +222,7 @@ class Cluster:
         self.folder.mkdir(parents=True, exist_ok=True)
         if os.geteuid() == 0:  # the server's OS user must be able to walk into it
             self.folder.chmod(self.folder.stat().st_mode | 0o711)
-            if not self._server_user_can_enter(self.folder):
+            if not self._server_user_may("-x", self.folder):
                 self._relocate()
         if self.datadir.exists():  # a half-made cluster from an interrupted init
             shutil.rmtree(self.datadir)
@@ -401,9 +401,10 @@ class Cluster:
             os.chown(path, pw.pw_uid, pw.pw_gid)
 
     @staticmethod
-    def _server_user_can_enter(path: Path) -> bool:
+    def _server_user_may(flag: str, path: Path) -> bool:
+        """As root: does the server's OS user pass ``test FLAG PATH`` (``-x`` enter, ``-w`` write)?"""
         probe = subprocess.run(
-            ["runuser", "-u", RUN_AS, "--", "test", "-x", str(path)], capture_output=True, check=False
+            ["runuser", "-u", RUN_AS, "--", "test", flag, str(path)], capture_output=True, check=False
         )
         return probe.returncode == 0
 
@@ -417,24 +418,15 @@ class Cluster:
             parent.chmod(0o755)
         target.mkdir(mode=0o700, exist_ok=True)
         self._give(target)
-        if not self._server_user_can_enter(target):
-            raise EmbeddedError(
-                f"the {RUN_AS!r} OS user cannot reach {self.folder} nor {target}; set PGFLIGHT_HOME to a "
-                "folder it can reach (e.g. under /srv or /tmp)"
-            )
-        self._serverfile.write_text(f"{target}\n")
+        self._serverfile.write_text(f"{target}\n")  # init's _check_reachable probes it next
 
     def _check_reachable(self) -> None:
-        if os.geteuid() != 0:
+        if os.geteuid() != 0 or self._server_user_may("-w", self.rundir):
             return
-        probe = subprocess.run(
-            ["runuser", "-u", RUN_AS, "--", "test", "-w", str(self.rundir)], capture_output=True, check=False
+        raise EmbeddedError(
+            f"the {RUN_AS!r} OS user cannot reach {self.server_folder}; set PGFLIGHT_HOME to a folder it can "
+            "reach (e.g. under /srv or /tmp)"
         )
-        if probe.returncode != 0:
-            raise EmbeddedError(
-                f"the {RUN_AS!r} OS user cannot reach {self.folder}; set PGFLIGHT_HOME to a folder it can "
-                "reach (e.g. under /srv or /tmp)"
-            )
 
     def _run(self, argv: Sequence[str], *, what: str) -> str:
         if os.geteuid() == 0:
