@@ -188,7 +188,7 @@ def _deployed(conn: psycopg.Connection[tuple[object, ...]]) -> str:
     count, last, tag, after = row
     if tag is None:
         return f"{count} changes deployed, last {last}"
-    later = f" and {after} later change{'s' if after > 1 else ''}" if after else ""
+    later = f" and {after} later change{'' if after == 1 else 's'}" if after else ""
     return f"release {tag}{later} ({count} changes deployed, last {last})"
 
 
