@@ -1499,6 +1499,7 @@ begin
   update pgflight.step_attempts a
      set status = 'queued', available_after = pgflight._now()
    where a.step_id = v_gate.step_id and a.status = 'awaiting_approval'
+     and not exists (select from pgflight.waits w where w.parked_attempt_id = a.id and w.outcome is null)
   returning a.id, a.run_id into v_att;
   perform pgflight._event((select s.run_id from pgflight.steps s where s.id = v_gate.step_id), v_gate.step_id,
                           v_att.id, case when v_att.id is null then null else 'awaiting_approval' end,
@@ -2164,6 +2165,25 @@ ALTER FUNCTION pgflight._lock_cascade(p_attempt_id bigint, p_nowait boolean) OWN
 
 COMMENT ON FUNCTION pgflight._lock_cascade(p_attempt_id bigint, p_nowait boolean) IS 'Internal: lock, deepest first, the live attempts an unsuccessful end of this attempt''s step may cancel (_cascade_root, _lock_subtree); false when that is none but its own.';
 
+-- Name: _lock_event_channel(bigint, text, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._lock_event_channel(p_workspace_id bigint, p_name text, p_key text) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+  insert into pgflight.event_channels as c (workspace_id, name, key, touched_at)
+  values (p_workspace_id, p_name, p_key, pgflight._now())
+  on conflict on constraint event_channels_pkey do update set touched_at = excluded.touched_at;
+end
+$$;
+
+ALTER FUNCTION pgflight._lock_event_channel(p_workspace_id bigint, p_name text, p_key text) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _lock_event_channel(p_workspace_id bigint, p_name text, p_key text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._lock_event_channel(p_workspace_id bigint, p_name text, p_key text) IS 'Internal: insert or lock the event channel row of a workspace, name and key (serialises waits and emits).';
+
 -- Name: step_attempts; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
 
 CREATE TABLE pgflight.step_attempts (
@@ -2720,6 +2740,60 @@ ALTER FUNCTION pgflight._option_spec() OWNER TO pgflight_owner;
 -- Name: FUNCTION _option_spec(); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
 COMMENT ON FUNCTION pgflight._option_spec() IS 'Internal: the catalogue of every API option (scope, key, kind, bounds, default, doc); the single source of _check_options and docs/options.md.';
+
+-- Name: waits; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
+
+CREATE TABLE pgflight.waits (
+    id bigint NOT NULL,
+    step_id bigint NOT NULL,
+    wait_key text NOT NULL,
+    kind text NOT NULL,
+    workspace_id bigint NOT NULL,
+    event_name text,
+    event_key text,
+    due_at timestamp with time zone,
+    default_payload jsonb,
+    parked_attempt_id bigint,
+    requested_at timestamp with time zone NOT NULL,
+    outcome text,
+    payload jsonb,
+    event_id text,
+    resolved_at timestamp with time zone,
+    CONSTRAINT event_wait_names_its_event CHECK (((kind <> 'event'::text) OR ((event_name IS NOT NULL) AND (event_key IS NOT NULL)))),
+    CONSTRAINT kind_is_known CHECK ((kind = ANY (ARRAY['timer'::text, 'event'::text]))),
+    CONSTRAINT outcome_is_known CHECK (((outcome IS NULL) OR (outcome = ANY (ARRAY['elapsed'::text, 'received'::text, 'timed_out'::text])))),
+    CONSTRAINT resolved_at_is_set_with_outcome CHECK (((outcome IS NULL) = (resolved_at IS NULL))),
+    CONSTRAINT timer_has_a_due_time CHECK (((kind <> 'timer'::text) OR (due_at IS NOT NULL)))
+);
+
+ALTER TABLE pgflight.waits OWNER TO pgflight_owner;
+
+-- Name: TABLE waits; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON TABLE pgflight.waits IS 'Timers and event waits per step and wait_key. kind: timer | event. due_at: when a timer elapses or an event wait times out (null: no timeout). outcome: elapsed | received | timed_out (null while pending), recorded once. parked_attempt_id: the attempt parked on the wait (awaiting_approval), the one a resolution wakes.';
+
+-- Name: _park_on_wait(pgflight.step_attempts, pgflight.waits); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._park_on_wait(p_att pgflight.step_attempts, p_wait pgflight.waits) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+  update pgflight.waits w set parked_attempt_id = p_att.id where w.id = p_wait.id;
+  update pgflight.step_attempts a set status = 'awaiting_approval' where a.id = p_att.id;
+  perform pgflight._event(p_att.run_id, p_att.step_id, p_att.id, p_att.status, 'awaiting_approval',
+                          p_att.worker_id, 'wait_parked', null,
+                          jsonb_strip_nulls(jsonb_build_object(
+                            'wait_key', p_wait.wait_key, 'kind', p_wait.kind, 'event_name', p_wait.event_name,
+                            'event_key', p_wait.event_key, 'due_at', p_wait.due_at)));
+end
+$$;
+
+ALTER FUNCTION pgflight._park_on_wait(p_att pgflight.step_attempts, p_wait pgflight.waits) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _park_on_wait(p_att pgflight.step_attempts, p_wait pgflight.waits); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._park_on_wait(p_att pgflight.step_attempts, p_wait pgflight.waits) IS 'Internal: park a held attempt on a pending wait (awaiting_approval, lease given up).';
 
 -- Name: _price_usd(text, jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -3731,6 +3805,48 @@ ALTER FUNCTION pgflight._reserve(p_run pgflight.agent_runs, p_attempt_id bigint,
 
 COMMENT ON FUNCTION pgflight._reserve(p_run pgflight.agent_runs, p_attempt_id bigint, p_iteration integer, p_est_usd numeric, p_now timestamp with time zone) IS 'Internal: admission of a model call (caps and model tokens per minute checked, est USD reserved); returns null or the refusal.';
 
+-- Name: _resolve_wait(bigint, text, jsonb, text, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._resolve_wait(p_wait_id bigint, p_outcome text, p_payload jsonb, p_event_id text, p_actor text) RETURNS boolean
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_wait pgflight.waits;
+  v_att_id bigint;
+begin
+  update pgflight.waits w
+     set outcome = p_outcome, payload = p_payload, event_id = p_event_id, resolved_at = pgflight._now()
+   where w.id = p_wait_id and w.outcome is null
+  returning w.* into v_wait;
+  if not found then
+    return false;
+  end if;
+  if v_wait.parked_attempt_id is not null then
+    update pgflight.step_attempts a
+       set status = 'queued', available_after = pgflight._now()
+     where a.id = v_wait.parked_attempt_id and a.status = 'awaiting_approval'
+    returning a.id into v_att_id;
+  end if;
+  perform pgflight._event((select s.run_id from pgflight.steps s where s.id = v_wait.step_id), v_wait.step_id,
+                          v_att_id, case when v_att_id is null then null else 'awaiting_approval' end,
+                          case when v_att_id is null then null else 'queued' end,
+                          null, 'wait_resolved', p_actor,
+                          jsonb_build_object('wait_key', v_wait.wait_key, 'kind', v_wait.kind,
+                                             'outcome', p_outcome, 'event_id', p_event_id));
+  if v_att_id is not null then
+    perform pgflight._notify_ready();
+  end if;
+  return true;
+end
+$$;
+
+ALTER FUNCTION pgflight._resolve_wait(p_wait_id bigint, p_outcome text, p_payload jsonb, p_event_id text, p_actor text) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _resolve_wait(p_wait_id bigint, p_outcome text, p_payload jsonb, p_event_id text, p_actor text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._resolve_wait(p_wait_id bigint, p_outcome text, p_payload jsonb, p_event_id text, p_actor text) IS 'Internal: record a wait''s outcome if none is recorded yet (true) and requeue the attempt parked on it.';
+
 -- Name: _return_slots(); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
 CREATE FUNCTION pgflight._return_slots() RETURNS trigger
@@ -4422,6 +4538,39 @@ ALTER FUNCTION pgflight._vacuum_horizon() OWNER TO pgflight_owner;
 -- Name: FUNCTION _vacuum_horizon(); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
 COMMENT ON FUNCTION pgflight._vacuum_horizon() IS 'Internal: the oldest xmin holding back vacuum (backend, prepared transaction or slot): its age, how long it has been held (s), the backend pid.';
+
+-- Name: _wait_options(text, jsonb, text[]); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._wait_options(p_scope text, p_options jsonb, p_known text[]) RETURNS jsonb
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_key text;
+begin
+  if p_options is null or p_options = '{}' then
+    return '{}';
+  end if;
+  if jsonb_typeof(p_options) <> 'object' then
+    raise exception using errcode = '22023', message = format('options of %s must be a JSON object', p_scope),
+      detail = format('got a JSON %s', jsonb_typeof(p_options)),
+      hint = 'See docs/waiting.md for the keys each function takes.';
+  end if;
+  select k into v_key from jsonb_object_keys(p_options) k where k <> all (p_known) limit 1;
+  if v_key is not null then
+    raise exception using errcode = '22023', message = format('unknown option %s for %s', left(v_key, 100), p_scope),
+      detail = format('known options: %s', array_to_string(p_known, ', ')),
+      hint = 'See docs/waiting.md for the keys each function takes.';
+  end if;
+  return p_options;
+end
+$$;
+
+ALTER FUNCTION pgflight._wait_options(p_scope text, p_options jsonb, p_known text[]) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _wait_options(p_scope text, p_options jsonb, p_known text[]); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._wait_options(p_scope text, p_options jsonb, p_known text[]) IS 'Internal: the options of a wait function, or 22023 for a non-object or an unknown key.';
 
 -- Name: _wake(bigint, text, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -5548,6 +5697,81 @@ ALTER FUNCTION pgflight.deregister_worker(p_worker_id bigint) OWNER TO pgflight_
 
 COMMENT ON FUNCTION pgflight.deregister_worker(p_worker_id bigint) IS 'Mark a worker of this login stopped and release the leases it still holds (no attempt spent). Errors: ZF010.';
 
+-- Name: emit_event(text, text, text, jsonb, jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.emit_event(p_workspace text, p_name text, p_key text, p_payload jsonb DEFAULT NULL::jsonb, p_options jsonb DEFAULT '{}'::jsonb) RETURNS TABLE(event_id text, emitted boolean, woken integer)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_now timestamptz := pgflight._now();
+  v_opts jsonb := pgflight._wait_options('emit_event', p_options, '{event_id}');
+  v_event_id text := pgflight._opt_string(v_opts, 'event_id', null, 1, 200, 'emit_event');
+  v_settings pgflight.settings;
+  v_ws bigint;
+  v_row pgflight.emitted_events;
+  v_wait record;
+  v_woken integer := 0;
+begin
+  if p_workspace is null or p_name is null or btrim(p_name) = '' or p_key is null then
+    raise exception using errcode = '22023',
+      message = format('emit_event refused: %s is required',
+                       case when p_workspace is null then 'the workspace'
+                            when p_name is null or btrim(p_name) = '' then 'the event name' else 'the event key' end),
+      hint = 'Pass a workspace name, an event name and an event key (the key may be empty, not null).';
+  end if;
+  select * into v_settings from pgflight.settings;
+  perform pgflight._require_cap('max_name_bytes', v_settings.max_name_bytes, octet_length(p_name), 'event name (bytes)');
+  perform pgflight._require_cap('max_name_bytes', v_settings.max_name_bytes, octet_length(p_key), 'event key (bytes)');
+  perform pgflight._require_cap('max_event_payload_bytes', v_settings.max_event_payload_bytes,
+                                octet_length(p_payload::text), 'event payload (bytes)');
+  perform pgflight._require_json_depth(p_payload, 'event payload');
+  select w.id into v_ws from pgflight.workspaces w where w.name = p_workspace;
+  if not found or not (pgflight._may('operator', v_ws) or pgflight._may('worker', v_ws)) then
+    -- one answer for a workspace that does not exist and one this login has no lane on
+    raise exception using errcode = 'ZF003', message = format('unknown workspace %L', left(p_workspace, 200)),
+      hint = 'Emit in a workspace where your login is an operator or a worker.';
+  end if;
+  v_event_id := coalesce(v_event_id, pg_catalog.gen_random_uuid()::text);
+  perform pgflight._lock_event_channel(v_ws, p_name, p_key);
+
+  insert into pgflight.emitted_events as e (workspace_id, event_id, name, key, payload, emitted_at, expires_at, emitted_by)
+  values (v_ws, v_event_id, p_name, p_key, p_payload, v_now,
+          v_now + make_interval(secs => v_settings.event_retention_s), session_user::text)
+  on conflict on constraint emitted_event_id_is_unique_per_workspace do nothing
+  returning e.* into v_row;
+  if not found then
+    select e.* into v_row from pgflight.emitted_events e where e.workspace_id = v_ws and e.event_id = v_event_id;
+    if v_row.name = p_name and v_row.key = p_key and v_row.payload is not distinct from p_payload then
+      return query select v_event_id, false, 0;
+      return;
+    end if;
+    raise exception using errcode = 'ZF004',
+      message = format('event id %L already names another event', v_event_id),
+      detail = 'An event id is emitted once per workspace; this one was emitted with another name, key or payload.',
+      hint = 'Use a new event id for a new event.';
+  end if;
+  for v_wait in
+    select w.id from pgflight.waits w
+     where w.workspace_id = v_ws and w.event_name = p_name and w.event_key = p_key
+       and w.kind = 'event' and w.outcome is null
+     order by w.id
+       for update
+  loop
+    if pgflight._resolve_wait(v_wait.id, 'received', p_payload, v_event_id, session_user::text) then
+      v_woken := v_woken + 1;
+    end if;
+  end loop;
+  return query select v_event_id, true, v_woken;
+end
+$$;
+
+ALTER FUNCTION pgflight.emit_event(p_workspace text, p_name text, p_key text, p_payload jsonb, p_options jsonb) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION emit_event(p_workspace text, p_name text, p_key text, p_payload jsonb, p_options jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.emit_event(p_workspace text, p_name text, p_key text, p_payload jsonb, p_options jsonb) IS 'Emit an event (name, key, payload) in a workspace: kept for settings.event_retention_s, resolves every pending wait for it and requeues the steps parked on them; idempotent by options.event_id. Returns the event id, whether it was new, how many waits it woke. Errors: 22023, ZF003, ZF004, ZF005.';
+
 -- Name: enforce_budgets(integer); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
 CREATE FUNCTION pgflight.enforce_budgets(p_limit integer DEFAULT 1000) RETURNS integer
@@ -5659,6 +5883,61 @@ ALTER FUNCTION pgflight.expire_approvals(p_limit integer) OWNER TO pgflight_owne
 -- Name: FUNCTION expire_approvals(p_limit integer); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
 COMMENT ON FUNCTION pgflight.expire_approvals(p_limit integer) IS 'Sweep: apply default decisions to expired gates; returns how many.';
+
+-- Name: expire_waits(integer); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.expire_waits(p_limit integer DEFAULT 1000) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_now timestamptz := pgflight._now();
+  v_row record;
+  v_count integer := 0;
+  v_deleted integer;
+begin
+  perform pgflight._require_lane('operator', null, 'expire_waits');  -- acts on every workspace
+  perform pgflight._check_limit(p_limit);
+  for v_row in
+    select w.id, w.kind, w.default_payload from pgflight.waits w
+     where w.outcome is null and w.due_at <= v_now
+     order by w.due_at limit p_limit
+       for update skip locked
+  loop
+    begin
+      perform pgflight._resolve_wait(v_row.id, case v_row.kind when 'timer' then 'elapsed' else 'timed_out' end,
+                                     case when v_row.kind = 'event' then v_row.default_payload end, null,
+                                     'expire_waits');
+      v_count := v_count + 1;
+    exception when others then
+      raise warning 'pgflight: expire_waits skipped wait %: % (SQLSTATE %)', v_row.id, sqlerrm, sqlstate
+        using hint = 'The next pass tries it again; the other waits of this pass were resolved.';
+    end;
+  end loop;
+  delete from pgflight.emitted_events e
+   where e.id in (select x.id from pgflight.emitted_events x where x.expires_at <= v_now
+                   order by x.expires_at limit p_limit for update skip locked);
+  get diagnostics v_deleted = row_count;
+  delete from pgflight.event_channels c
+   where (c.workspace_id, c.name, c.key) in (
+     select x.workspace_id, x.name, x.key from pgflight.event_channels x
+      where x.touched_at <= v_now - make_interval(secs => (select s.event_retention_s from pgflight.settings s))
+        and not exists (select from pgflight.waits w
+                         where w.workspace_id = x.workspace_id and w.event_name = x.name and w.event_key = x.key
+                           and w.kind = 'event' and w.outcome is null)
+        and not exists (select from pgflight.emitted_events e
+                         where e.workspace_id = x.workspace_id and e.name = x.name and e.key = x.key)
+      order by x.touched_at limit p_limit
+        for update skip locked);
+  return v_count + v_deleted;
+end
+$$;
+
+ALTER FUNCTION pgflight.expire_waits(p_limit integer) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION expire_waits(p_limit integer); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.expire_waits(p_limit integer) IS 'Sweep: resolve due timers (elapsed) and timed-out event waits (default payload), requeue their steps; delete emitted events past their retention and unused channel rows; returns waits resolved + events deleted.';
 
 -- Name: fail_step(bigint, bigint, jsonb, jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -6481,6 +6760,7 @@ begin
   select coalesce(array_agg(d.id), '{}') into v_steps from d;
   delete from pgflight.step_attempts a where a.step_id = any (v_steps);
   delete from pgflight.approvals g where g.step_id = any (v_steps);
+  delete from pgflight.waits w where w.step_id = any (v_steps);  -- waits_step_key_is_unique
   delete from pgflight.effects e where e.step_id = any (v_steps);
   delete from pgflight.budgets b where b.scope = 'step' and b.step_id = any (v_steps);  -- budgets_step_idx
   delete from pgflight.budgets b where b.scope = 'run' and b.run_id = any (v_ids);     -- budgets_run_idx
@@ -7631,6 +7911,7 @@ begin
   return query select 'reclaim_expired'::text, v_reclaimed;
   return query select 'wake_parents'::text, pgflight.wake_parents(1000);
   return query select 'expire_approvals'::text, pgflight.expire_approvals(1000);
+  return query select 'expire_waits'::text, pgflight.expire_waits(1000);
   return query select 'enforce_budgets'::text, pgflight.enforce_budgets(1000);
   return query select 'fire_schedules'::text, pgflight.fire_schedules(1000);
   return query select 'wake_parked_keys'::text, pgflight.wake_parked_keys(1000);
@@ -8724,6 +9005,138 @@ ALTER FUNCTION pgflight.unschedule_run(p_workspace text, p_name text) OWNER TO p
 
 COMMENT ON FUNCTION pgflight.unschedule_run(p_workspace text, p_name text) IS 'Remove a schedule by workspace and name; true when removed. Errors: ZF003.';
 
+-- Name: wait_event(bigint, bigint, text, text, text, jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.wait_event(p_attempt_id bigint, p_token bigint, p_wait_key text, p_name text, p_key text, p_options jsonb DEFAULT '{}'::jsonb) RETURNS TABLE(outcome text, payload jsonb, event_id text, waiting boolean)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_now timestamptz := pgflight._now();
+  v_opts jsonb := pgflight._wait_options('wait_event', p_options, '{timeout_s,default}');
+  v_timeout double precision := pgflight._opt_number(v_opts, 'timeout_s', null, 0, 3153600000, 'wait_event');
+  v_default jsonb := v_opts -> 'default';
+  v_max_name integer := (select s.max_name_bytes from pgflight.settings s);
+  v_att pgflight.step_attempts;
+  v_wait pgflight.waits;
+  v_event record;
+begin
+  if p_wait_key is null or btrim(p_wait_key) = '' or p_name is null or btrim(p_name) = '' or p_key is null then
+    raise exception using errcode = '22023',
+      message = format('wait_event refused: %s is required',
+                       case when p_wait_key is null or btrim(p_wait_key) = '' then 'the wait key'
+                            when p_name is null or btrim(p_name) = '' then 'the event name' else 'the event key' end),
+      hint = 'Pass a wait key, an event name and an event key (the key may be empty, not null).';
+  end if;
+  perform pgflight._require_cap('max_name_bytes', v_max_name, octet_length(p_wait_key), 'wait key (bytes)');
+  perform pgflight._require_cap('max_name_bytes', v_max_name, octet_length(p_name), 'event name (bytes)');
+  perform pgflight._require_cap('max_name_bytes', v_max_name, octet_length(p_key), 'event key (bytes)');
+  if v_default is not null then
+    perform pgflight._require_cap('max_event_payload_bytes',
+                                  (select s.max_event_payload_bytes from pgflight.settings s),
+                                  octet_length(v_default::text), 'default payload (bytes)');
+    perform pgflight._require_json_depth(v_default, 'default payload');
+  end if;
+  v_att := pgflight._lock_held(p_attempt_id, p_token, 'wait_event');
+  perform pgflight._lock_event_channel(v_att.workspace_id, p_name, p_key);
+
+  insert into pgflight.waits (step_id, wait_key, kind, workspace_id, event_name, event_key, due_at,
+                              default_payload, requested_at)
+  values (v_att.step_id, p_wait_key, 'event', v_att.workspace_id, p_name, p_key,
+          v_now + make_interval(secs => v_timeout), v_default, v_now)
+  on conflict on constraint waits_step_key_is_unique do nothing;
+  select w.* into v_wait from pgflight.waits w
+   where w.step_id = v_att.step_id and w.wait_key = p_wait_key for update;
+  if v_wait.kind <> 'event' or v_wait.event_name <> p_name or v_wait.event_key <> p_key then
+    raise exception using errcode = '22023',
+      message = format('wait_event refused: wait key %L of this step names another wait', p_wait_key),
+      detail = format('it is a %s wait%s', v_wait.kind,
+                      case when v_wait.kind = 'event' then ' for another event name or key' else '' end),
+      hint = 'Give each wait of a step its own key.';
+  end if;
+  if v_wait.outcome is null then
+    -- an event emitted before the wait (or by a transaction that committed while this one waited
+    -- for the channel row): the newest one still kept
+    select e.event_id, e.payload into v_event from pgflight.emitted_events e
+     where e.workspace_id = v_att.workspace_id and e.name = p_name and e.key = p_key and e.expires_at > v_now
+     order by e.id desc limit 1;
+    if found then
+      perform pgflight._resolve_wait(v_wait.id, 'received', v_event.payload, v_event.event_id, 'wait_event');
+      return query select 'received'::text, v_event.payload, v_event.event_id, false;
+      return;
+    elsif v_wait.due_at <= v_now then
+      perform pgflight._resolve_wait(v_wait.id, 'timed_out', v_wait.default_payload, null, 'wait_event');
+      return query select 'timed_out'::text, v_wait.default_payload, null::text, false;
+      return;
+    end if;
+    perform pgflight._park_on_wait(v_att, v_wait);
+    return query select null::text, null::jsonb, null::text, true;
+    return;
+  end if;
+  return query select v_wait.outcome, v_wait.payload, v_wait.event_id, false;
+end
+$$;
+
+ALTER FUNCTION pgflight.wait_event(p_attempt_id bigint, p_token bigint, p_wait_key text, p_name text, p_key text, p_options jsonb) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION wait_event(p_attempt_id bigint, p_token bigint, p_wait_key text, p_name text, p_key text, p_options jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.wait_event(p_attempt_id bigint, p_token bigint, p_wait_key text, p_name text, p_key text, p_options jsonb) IS 'Wait for an event (name, key) of the attempt''s workspace: the outcome (received with the payload, or timed_out with the default) at once when known, else parks the attempt (waiting = true). Options: timeout_s, default. Errors: 22023, ZF001, ZF002, ZF003, ZF005, ZF012.';
+
+-- Name: wait_timer(bigint, bigint, text, double precision, jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.wait_timer(p_attempt_id bigint, p_token bigint, p_wait_key text, p_seconds double precision, p_options jsonb DEFAULT '{}'::jsonb) RETURNS TABLE(outcome text, due_at timestamp with time zone, waiting boolean)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_now timestamptz := pgflight._now();
+  v_att pgflight.step_attempts;
+  v_wait pgflight.waits;
+begin
+  perform pgflight._wait_options('wait_timer', p_options, '{}');
+  if p_wait_key is null or btrim(p_wait_key) = '' then
+    raise exception using errcode = '22023', message = 'wait_timer refused: the wait key is required',
+      hint = 'Name the timer within the step, e.g. ''cool-off''.';
+  end if;
+  perform pgflight._require_cap('max_name_bytes', (select s.max_name_bytes from pgflight.settings s),
+                                octet_length(p_wait_key), 'wait key (bytes)');
+  if p_seconds is null then
+    raise exception using errcode = '22023', message = 'wait_timer refused: seconds is null',
+      hint = 'Pass the seconds to sleep, 0 or more.';
+  end if;
+  perform pgflight._check_arg('seconds', p_seconds, 0, 3153600000);
+  v_att := pgflight._lock_held(p_attempt_id, p_token, 'wait_timer');
+
+  insert into pgflight.waits (step_id, wait_key, kind, workspace_id, due_at, requested_at)
+  values (v_att.step_id, p_wait_key, 'timer', v_att.workspace_id, v_now + make_interval(secs => p_seconds), v_now)
+  on conflict on constraint waits_step_key_is_unique do nothing;
+  select w.* into v_wait from pgflight.waits w
+   where w.step_id = v_att.step_id and w.wait_key = p_wait_key for update;
+  if v_wait.kind <> 'timer' then
+    raise exception using errcode = '22023',
+      message = format('wait_timer refused: wait key %L of this step is an %s wait', p_wait_key, v_wait.kind),
+      hint = 'Give each wait of a step its own key.';
+  end if;
+  if v_wait.outcome is null and v_wait.due_at <= v_now then
+    perform pgflight._resolve_wait(v_wait.id, 'elapsed', null, null, 'wait_timer');
+    v_wait.outcome := 'elapsed';
+  end if;
+  if v_wait.outcome is not null then
+    return query select v_wait.outcome, v_wait.due_at, false;
+    return;
+  end if;
+  perform pgflight._park_on_wait(v_att, v_wait);
+  return query select null::text, v_wait.due_at, true;
+end
+$$;
+
+ALTER FUNCTION pgflight.wait_timer(p_attempt_id bigint, p_token bigint, p_wait_key text, p_seconds double precision, p_options jsonb) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION wait_timer(p_attempt_id bigint, p_token bigint, p_wait_key text, p_seconds double precision, p_options jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.wait_timer(p_attempt_id bigint, p_token bigint, p_wait_key text, p_seconds double precision, p_options jsonb) IS 'Sleep at a keyed timer: outcome elapsed at once when due, else parks the attempt without a lease or an attempt spent (waiting = true) until expire_waits requeues it. Errors: 22023, ZF001, ZF002, ZF003, ZF005, ZF012.';
+
 -- Name: wake_parents(integer); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
 CREATE FUNCTION pgflight.wake_parents(p_limit integer DEFAULT 1000) RETURNS integer
@@ -9334,6 +9747,37 @@ ALTER TABLE pgflight.effects ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
     CACHE 1
 );
 
+-- Name: emitted_events; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
+
+CREATE TABLE pgflight.emitted_events (
+    id bigint NOT NULL,
+    workspace_id bigint NOT NULL,
+    event_id text NOT NULL,
+    name text NOT NULL,
+    key text NOT NULL,
+    payload jsonb,
+    emitted_at timestamp with time zone NOT NULL,
+    expires_at timestamp with time zone NOT NULL,
+    emitted_by text NOT NULL
+);
+
+ALTER TABLE pgflight.emitted_events OWNER TO pgflight_owner;
+
+-- Name: TABLE emitted_events; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON TABLE pgflight.emitted_events IS 'Events emitted per workspace, name and key, kept until expires_at (settings.event_retention_s after the emit). event_id: the caller''s idempotency key (generated when not given). emitted_by: the login.';
+
+-- Name: emitted_events_id_seq; Type: SEQUENCE; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE pgflight.emitted_events ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME pgflight.emitted_events_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
 -- Name: sweep_state; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
 
 CREATE TABLE pgflight.sweep_state (
@@ -9413,6 +9857,21 @@ ALTER TABLE pgflight.engine_locks OWNER TO pgflight_owner;
 -- Name: TABLE engine_locks; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
 COMMENT ON TABLE pgflight.engine_locks IS 'The engine''s locks as rows no login can lock (no lane has a privilege on it): key:<ws>:<key>, slots:<scope>, model_tokens:<ws> locked in the caller''s transaction; sweep_loop a lease held by holder_pid (with holder_started_at, its backend_start) while that backend lives.';
+
+-- Name: event_channels; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
+
+CREATE TABLE pgflight.event_channels (
+    workspace_id bigint NOT NULL,
+    name text NOT NULL,
+    key text NOT NULL,
+    touched_at timestamp with time zone NOT NULL
+);
+
+ALTER TABLE pgflight.event_channels OWNER TO pgflight_owner;
+
+-- Name: TABLE event_channels; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON TABLE pgflight.event_channels IS 'Lock rows: one per workspace, event name and key; wait_event and emit_event lock it first, so no wake-up is lost.';
 
 -- Name: events; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
 
@@ -9844,11 +10303,15 @@ CREATE TABLE pgflight.settings (
     partitions_ahead_days integer DEFAULT 3 NOT NULL,
     agent_runs_per_partition bigint DEFAULT 100000 NOT NULL,
     max_json_depth integer DEFAULT 64 NOT NULL,
+    event_retention_s double precision DEFAULT 604800 NOT NULL,
+    max_event_payload_bytes bigint DEFAULT 1048576 NOT NULL,
     CONSTRAINT agent_runs_per_partition_in_range CHECK (((agent_runs_per_partition >= 1000) AND (agent_runs_per_partition <= 1000000000))),
     CONSTRAINT caps_are_positive CHECK (((max_result_bytes > 0) AND (max_error_bytes > 0) AND (max_receipt_bytes > 0) AND (max_approval_request_bytes > 0) AND (max_name_bytes > 0) AND (max_children_per_call > 0) AND (max_children_per_parent > 0) AND (max_batch_size > 0) AND (max_lease_s > (0)::double precision) AND (max_live_workers_per_login > 0) AND (max_stale_writes_per_attempt > 0))),
     CONSTRAINT default_lease_is_positive CHECK ((default_lease_s > (0)::double precision)),
     CONSTRAINT default_max_attempts_is_positive CHECK ((default_max_attempts > 0)),
+    CONSTRAINT event_retention_is_positive CHECK ((event_retention_s > (0)::double precision)),
     CONSTRAINT events_keep_is_positive CHECK ((events_keep_s > (0)::double precision)),
+    CONSTRAINT max_event_payload_bytes_is_positive CHECK ((max_event_payload_bytes > 0)),
     CONSTRAINT max_in_flight_is_not_negative CHECK (((max_in_flight IS NULL) OR (max_in_flight >= 0))),
     CONSTRAINT max_input_bytes_is_positive CHECK ((max_input_bytes > 0)),
     CONSTRAINT max_json_depth_is_positive CHECK ((max_json_depth > 0)),
@@ -9931,6 +10394,14 @@ COMMENT ON COLUMN pgflight.settings.agent_runs_per_partition IS 'Width of a trac
 -- Name: COLUMN settings.max_json_depth; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
 COMMENT ON COLUMN pgflight.settings.max_json_depth IS 'Cap of how deep arrays and objects nest in a JSON value the API accepts (a scalar is 0, [1] is 1, {"a": [1]} is 2).';
+
+-- Name: COLUMN settings.event_retention_s; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON COLUMN pgflight.settings.event_retention_s IS 'Seconds an emitted event is kept (default 7 days): a wait for its name and key that starts within it receives it at once; expire_waits deletes it afterwards. Also how long its event id stays idempotent.';
+
+-- Name: COLUMN settings.max_event_payload_bytes; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON COLUMN pgflight.settings.max_event_payload_bytes IS 'Cap (bytes of JSON text) of emit_event''s payload and of wait_event''s default payload.';
 
 -- Name: step_attempts_id_seq; Type: SEQUENCE; Schema: pgflight; Owner: pgflight_owner
 
@@ -10051,6 +10522,17 @@ CREATE TABLE pgflight.traces_from_0 (
 );
 
 ALTER TABLE pgflight.traces_from_0 OWNER TO pgflight_owner;
+
+-- Name: waits_id_seq; Type: SEQUENCE; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE pgflight.waits ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME pgflight.waits_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
 
 -- Name: wake_ticket_secret; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
 
@@ -10251,10 +10733,25 @@ ALTER TABLE ONLY pgflight.effects
 ALTER TABLE ONLY pgflight.effects
     ADD CONSTRAINT effects_pkey PRIMARY KEY (id);
 
+-- Name: emitted_events emitted_event_id_is_unique_per_workspace; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.emitted_events
+    ADD CONSTRAINT emitted_event_id_is_unique_per_workspace UNIQUE (workspace_id, event_id);
+
+-- Name: emitted_events emitted_events_pkey; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.emitted_events
+    ADD CONSTRAINT emitted_events_pkey PRIMARY KEY (id);
+
 -- Name: engine_locks engine_locks_pkey; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
 
 ALTER TABLE ONLY pgflight.engine_locks
     ADD CONSTRAINT engine_locks_pkey PRIMARY KEY (scope);
+
+-- Name: event_channels event_channels_pkey; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.event_channels
+    ADD CONSTRAINT event_channels_pkey PRIMARY KEY (workspace_id, name, key);
 
 -- Name: events events_pkey; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
 
@@ -10355,6 +10852,16 @@ ALTER TABLE ONLY pgflight.traces_default
 
 ALTER TABLE ONLY pgflight.traces_from_0
     ADD CONSTRAINT traces_from_0_pkey PRIMARY KEY (agent_run_id, iteration, seq);
+
+-- Name: waits waits_pkey; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.waits
+    ADD CONSTRAINT waits_pkey PRIMARY KEY (id);
+
+-- Name: waits waits_step_key_is_unique; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.waits
+    ADD CONSTRAINT waits_step_key_is_unique UNIQUE (step_id, wait_key);
 
 -- Name: wake_ticket_secret wake_ticket_secret_pkey; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
 
@@ -10457,6 +10964,18 @@ CREATE INDEX costs_from_0_at_idx ON pgflight.costs_from_0 USING btree (at);
 
 CREATE INDEX costs_from_0_run_id_idx ON pgflight.costs_from_0 USING btree (run_id);
 
+-- Name: emitted_events_expires_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
+
+CREATE INDEX emitted_events_expires_idx ON pgflight.emitted_events USING btree (expires_at);
+
+-- Name: emitted_events_name_key_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
+
+CREATE INDEX emitted_events_name_key_idx ON pgflight.emitted_events USING btree (workspace_id, name, key, id);
+
+-- Name: event_channels_touched_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
+
+CREATE INDEX event_channels_touched_idx ON pgflight.event_channels USING btree (touched_at);
+
 -- Name: events_run_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
 
 CREATE INDEX events_run_idx ON ONLY pgflight.events USING btree (run_id, id);
@@ -10548,6 +11067,14 @@ CREATE UNIQUE INDEX traces_default_agent_run_id_tool_use_id_block_type_idx ON pg
 -- Name: traces_from_0_agent_run_id_tool_use_id_block_type_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
 
 CREATE UNIQUE INDEX traces_from_0_agent_run_id_tool_use_id_block_type_idx ON pgflight.traces_from_0 USING btree (agent_run_id, tool_use_id, block_type) WHERE (tool_use_id IS NOT NULL);
+
+-- Name: waits_pending_due_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
+
+CREATE INDEX waits_pending_due_idx ON pgflight.waits USING btree (due_at) WHERE ((outcome IS NULL) AND (due_at IS NOT NULL));
+
+-- Name: waits_pending_event_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
+
+CREATE INDEX waits_pending_event_idx ON pgflight.waits USING btree (workspace_id, event_name, event_key) WHERE ((outcome IS NULL) AND (kind = 'event'::text));
 
 -- Name: workers_login_live_idx; Type: INDEX; Schema: pgflight; Owner: pgflight_owner
 
@@ -10664,6 +11191,16 @@ ALTER TABLE ONLY pgflight.budgets
 ALTER TABLE ONLY pgflight.effects
     ADD CONSTRAINT effects_step_id_fkey FOREIGN KEY (step_id) REFERENCES pgflight.steps(id) ON DELETE CASCADE;
 
+-- Name: emitted_events emitted_events_workspace_id_fkey; Type: FK CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.emitted_events
+    ADD CONSTRAINT emitted_events_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES pgflight.workspaces(id) ON DELETE CASCADE;
+
+-- Name: event_channels event_channels_workspace_id_fkey; Type: FK CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.event_channels
+    ADD CONSTRAINT event_channels_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES pgflight.workspaces(id) ON DELETE CASCADE;
+
 -- Name: model_token_windows model_token_windows_workspace_id_fkey; Type: FK CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
 
 ALTER TABLE ONLY pgflight.model_token_windows
@@ -10698,6 +11235,16 @@ ALTER TABLE ONLY pgflight.steps
 
 ALTER TABLE ONLY pgflight.steps
     ADD CONSTRAINT steps_run_id_fkey FOREIGN KEY (run_id) REFERENCES pgflight.runs(id) ON DELETE CASCADE;
+
+-- Name: waits waits_step_id_fkey; Type: FK CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.waits
+    ADD CONSTRAINT waits_step_id_fkey FOREIGN KEY (step_id) REFERENCES pgflight.steps(id) ON DELETE CASCADE;
+
+-- Name: waits waits_workspace_id_fkey; Type: FK CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.waits
+    ADD CONSTRAINT waits_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES pgflight.workspaces(id) ON DELETE CASCADE;
 
 -- Name: workspace_grants workspace_grants_workspace_id_fkey; Type: FK CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
 
@@ -10904,6 +11451,10 @@ REVOKE ALL ON FUNCTION pgflight._limit_option(p_options jsonb, p_key text, p_min
 
 REVOKE ALL ON FUNCTION pgflight._lock_cascade(p_attempt_id bigint, p_nowait boolean) FROM PUBLIC;
 
+-- Name: FUNCTION _lock_event_channel(p_workspace_id bigint, p_name text, p_key text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._lock_event_channel(p_workspace_id bigint, p_name text, p_key text) FROM PUBLIC;
+
 -- Name: FUNCTION _lock_held(p_attempt_id bigint, p_token bigint, p_operation text, p_with_cancel_requested boolean); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
 REVOKE ALL ON FUNCTION pgflight._lock_held(p_attempt_id bigint, p_token bigint, p_operation text, p_with_cancel_requested boolean) FROM PUBLIC;
@@ -10970,6 +11521,10 @@ REVOKE ALL ON FUNCTION pgflight._option_map() FROM PUBLIC;
 -- Name: FUNCTION _option_spec(); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
 REVOKE ALL ON FUNCTION pgflight._option_spec() FROM PUBLIC;
+
+-- Name: FUNCTION _park_on_wait(p_att pgflight.step_attempts, p_wait pgflight.waits); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._park_on_wait(p_att pgflight.step_attempts, p_wait pgflight.waits) FROM PUBLIC;
 
 -- Name: FUNCTION _price_usd(p_model text, p_usage jsonb); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
@@ -11055,6 +11610,10 @@ REVOKE ALL ON FUNCTION pgflight._require_positive(p_name text, p_value double pr
 
 REVOKE ALL ON FUNCTION pgflight._reserve(p_run pgflight.agent_runs, p_attempt_id bigint, p_iteration integer, p_est_usd numeric, p_now timestamp with time zone) FROM PUBLIC;
 
+-- Name: FUNCTION _resolve_wait(p_wait_id bigint, p_outcome text, p_payload jsonb, p_event_id text, p_actor text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._resolve_wait(p_wait_id bigint, p_outcome text, p_payload jsonb, p_event_id text, p_actor text) FROM PUBLIC;
+
 -- Name: FUNCTION _return_slots(); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
 REVOKE ALL ON FUNCTION pgflight._return_slots() FROM PUBLIC;
@@ -11121,6 +11680,10 @@ REVOKE ALL ON FUNCTION pgflight._unknown_attempt(p_attempt_id bigint) FROM PUBLI
 REVOKE ALL ON FUNCTION pgflight._vacuum_horizon() FROM PUBLIC;
 GRANT ALL ON FUNCTION pgflight._vacuum_horizon() TO pgflight_operator;
 GRANT ALL ON FUNCTION pgflight._vacuum_horizon() TO pgflight_reader;
+
+-- Name: FUNCTION _wait_options(p_scope text, p_options jsonb, p_known text[]); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._wait_options(p_scope text, p_options jsonb, p_known text[]) FROM PUBLIC;
 
 -- Name: FUNCTION _wake(p_step_id bigint, p_reason text, p_actor text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
@@ -11237,6 +11800,12 @@ GRANT ALL ON FUNCTION pgflight.dead_letter_page(p_after bigint, p_limit integer)
 REVOKE ALL ON FUNCTION pgflight.deregister_worker(p_worker_id bigint) FROM PUBLIC;
 GRANT ALL ON FUNCTION pgflight.deregister_worker(p_worker_id bigint) TO pgflight_worker;
 
+-- Name: FUNCTION emit_event(p_workspace text, p_name text, p_key text, p_payload jsonb, p_options jsonb); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.emit_event(p_workspace text, p_name text, p_key text, p_payload jsonb, p_options jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.emit_event(p_workspace text, p_name text, p_key text, p_payload jsonb, p_options jsonb) TO pgflight_operator;
+GRANT ALL ON FUNCTION pgflight.emit_event(p_workspace text, p_name text, p_key text, p_payload jsonb, p_options jsonb) TO pgflight_worker;
+
 -- Name: FUNCTION enforce_budgets(p_limit integer); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
 REVOKE ALL ON FUNCTION pgflight.enforce_budgets(p_limit integer) FROM PUBLIC;
@@ -11246,6 +11815,11 @@ GRANT ALL ON FUNCTION pgflight.enforce_budgets(p_limit integer) TO pgflight_oper
 
 REVOKE ALL ON FUNCTION pgflight.expire_approvals(p_limit integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION pgflight.expire_approvals(p_limit integer) TO pgflight_operator;
+
+-- Name: FUNCTION expire_waits(p_limit integer); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.expire_waits(p_limit integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.expire_waits(p_limit integer) TO pgflight_operator;
 
 -- Name: FUNCTION fail_step(p_attempt_id bigint, p_token bigint, p_error jsonb, p_options jsonb); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
@@ -11494,6 +12068,16 @@ REVOKE ALL ON FUNCTION pgflight.uninstall_schedules() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION pgflight.unschedule_run(p_workspace text, p_name text) FROM PUBLIC;
 GRANT ALL ON FUNCTION pgflight.unschedule_run(p_workspace text, p_name text) TO pgflight_operator;
+
+-- Name: FUNCTION wait_event(p_attempt_id bigint, p_token bigint, p_wait_key text, p_name text, p_key text, p_options jsonb); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.wait_event(p_attempt_id bigint, p_token bigint, p_wait_key text, p_name text, p_key text, p_options jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.wait_event(p_attempt_id bigint, p_token bigint, p_wait_key text, p_name text, p_key text, p_options jsonb) TO pgflight_worker;
+
+-- Name: FUNCTION wait_timer(p_attempt_id bigint, p_token bigint, p_wait_key text, p_seconds double precision, p_options jsonb); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.wait_timer(p_attempt_id bigint, p_token bigint, p_wait_key text, p_seconds double precision, p_options jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.wait_timer(p_attempt_id bigint, p_token bigint, p_wait_key text, p_seconds double precision, p_options jsonb) TO pgflight_worker;
 
 -- Name: FUNCTION wake_parents(p_limit integer); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 

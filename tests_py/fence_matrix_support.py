@@ -112,6 +112,8 @@ def lower_caps(su: Conn) -> None:
         " max_error_bytes = %(b)s, max_receipt_bytes = %(b)s, max_approval_request_bytes = %(b)s",
         {"b": SMALL_CAP_BYTES},
     )
+    # waits: the event payload cap too (emit_event's payload, wait_event's default)
+    su.execute("update pgflight.settings set max_event_payload_bytes = %(b)s", {"b": SMALL_CAP_BYTES})
 
 
 def text_json(conn: Conn) -> None:

@@ -441,6 +441,23 @@ CALLS: dict[str, Call] = {
             [h["attempt_id"], h["token"]],
         )
     )(w.held()),
+    # waits: a timer and an event wait of a held attempt, an event of the login's workspace
+    "wait_timer": lambda w: (
+        lambda h: ("select * from pgflight.wait_timer(%s, %s, 'nap', 5, '{}')", [h["attempt_id"], h["token"]])
+    )(w.held()),
+    "wait_event": lambda w: (
+        lambda h: (
+            "select * from pgflight.wait_event(%s, %s, 'paid', 'order.paid', '42',"
+            ' \'{"timeout_s": 60, "default": {"paid": false}}\')',
+            [h["attempt_id"], h["token"]],
+        )
+    )(w.held()),
+    "emit_event": lambda w: (
+        "select * from pgflight.emit_event(%s, 'order.paid', '42', '{\"usd\": 1}',"
+        ' \'{"event_id": "e-1"}\')',
+        [w.workspace],
+    ),
+    "expire_waits": lambda w: ("select pgflight.expire_waits(10)", []),
     "record_effect": lambda w: (
         lambda h: (
             "select * from pgflight.record_effect(%s, %s, 'charge-1', '{\"id\": 1}')",

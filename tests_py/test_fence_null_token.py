@@ -46,6 +46,8 @@ FENCED: dict[str, str] = {
         ' \'[{"key": "evil", "recipe": "x", "input": {}}]\')'
     ),
     "request_approval": "select * from pgflight.request_approval(%(a)s, %(t)s, 'gate', '{\"q\": 1}')",
+    "wait_timer": "select * from pgflight.wait_timer(%(a)s, %(t)s, 'nap', 5)",
+    "wait_event": "select * from pgflight.wait_event(%(a)s, %(t)s, 'paid', 'order.paid', '42')",
     "begin_agent_run": (
         'select * from pgflight.begin_agent_run(%(a)s, %(t)s, \'{"model": "claude-haiku-4-5", "task": "t"}\')'
     ),

@@ -204,6 +204,31 @@ class ApprovalRequest(Row):
     waiting: bool
 
 
+class TimerWait(Row):
+    """wait_timer: outcome 'elapsed' once due, else waiting = True (the attempt parked)."""
+
+    outcome: str | None
+    due_at: datetime
+    waiting: bool
+
+
+class EventWait(Row):
+    """wait_event: outcome 'received' (payload, event_id) or 'timed_out' (the default); else waiting."""
+
+    outcome: str | None
+    payload: Any
+    event_id: str | None
+    waiting: bool
+
+
+class EmittedEvent(Row):
+    """emit_event: the event id, whether this call recorded it (False: the same id again), waits woken."""
+
+    event_id: str
+    emitted: bool
+    woken: int
+
+
 class ApprovalDecision(Row):
     """approve: the gate decided and whether this call applied the decision."""
 

@@ -18,12 +18,14 @@ given delay; still spends an attempt), :class:`Release` (give the step back, no 
 any other exception (retryable with backoff). An input
 that fails the recipe's pydantic model is fatal with the validation message.
 
-Fan-out and approvals park the step: :meth:`StepContext.spawn` and
-:meth:`StepContext.request_approval` raise :class:`Parked` (a BaseException, so a recipe's
+Fan-out, approvals and waits park the step: :meth:`StepContext.spawn`,
+:meth:`StepContext.request_approval`, :meth:`StepContext.sleep` and
+:meth:`StepContext.wait_event` raise :class:`Parked` (a BaseException, so a recipe's
 ``except Exception`` cannot swallow it) when the attempt now waits; the worker writes nothing
 more. The step runs again from the top once the children are done or the gate decided: the same
-calls then return at once (spawn creates nothing, the approval returns the decision), so a recipe
-is written as straight-line code.
+calls then return at once (spawn creates nothing, the approval returns the decision, an elapsed
+sleep returns, a received event returns its payload), so a recipe is written as straight-line
+code whose side effects before a park are wrapped in :meth:`StepContext.effect`.
 """
 
 from __future__ import annotations
@@ -350,6 +352,66 @@ class StepContext:
         )
         assert res.decision is not None
         return res.decision
+
+    # --- waits -------------------------------------------------------------------------------
+
+    def sleep(self, key: str, seconds: float) -> None:
+        """
+        Sleep `seconds` without holding a lease or spending an attempt (docs/waiting.md).
+
+        The first call with `key` fixes the wake-up time; the attempt parks and the worker moves
+        on. When the time has come the step is claimed again and the recipe runs again **from the
+        top**: this call (same key) then returns at once. Code before it runs again too, so wrap
+        its side effects in :meth:`effect`. Keyed like :meth:`effect`: two sleeps of one step need
+        two keys.
+
+        :param key: names the sleep within this step (stored as ``sleep:<key>``).
+        :param seconds: 0 or more; counted from the first call with this key.
+        :raises Parked: the step now sleeps; it runs again from the top when due.
+        """
+        self.check_cancelled()
+        self._parking(
+            lambda: self._call(_db().wait_timer, self.attempt_id, self.token, f"sleep:{key}", seconds)
+        )
+
+    def wait_event(
+        self,
+        name: str,
+        key: str,
+        timeout_s: float | None = None,
+        *,
+        default: Any = None,
+        wait_key: str | None = None,
+    ) -> Any:
+        """
+        Wait for the event `name` / `key` of this run's workspace and return its payload.
+
+        An event emitted (``emit_event``) before the wait started is kept for
+        ``settings.event_retention_s`` and returned at once. Otherwise the attempt parks without a
+        lease or an attempt spent, and the recipe runs again **from the top** once the event comes
+        or the timeout passes; this call (same wait key) then returns at once.
+
+        :param timeout_s: seconds until the wait gives up and returns `default` (None: no timeout).
+        :param default: what a timed-out wait returns (JSON).
+        :param wait_key: names the wait within this step (default ``event:<name>:<key>``); give a
+            new one to wait twice for the same name and key.
+        :return: the event's payload, or `default` when the wait timed out.
+        :raises Parked: the step now waits; it runs again once the wait has an outcome.
+        """
+        self.check_cancelled()
+        res: models.EventWait = self._parking(
+            lambda: self._call(
+                _db().wait_event,
+                self.attempt_id,
+                self.token,
+                wait_key or f"event:{name}:{key}",
+                name,
+                key,
+                timeout_s=timeout_s,
+                default=default,
+            )
+        )
+        return res.payload
 
     def _parking(self, fn: Callable[[], Any]) -> Any:
         # Mark the attempt as finishing before a call that may park it, so the heartbeat thread

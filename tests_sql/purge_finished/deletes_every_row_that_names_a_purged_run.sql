@@ -1,5 +1,5 @@
 -- purge_finished deletes, with a finished run, every row that names the run or one of its steps:
--- the steps (children too), attempts, gates, effects, budgets of run and step scope, the agent run
+-- the steps (children too), attempts, gates, waits, effects, budgets of run and step scope, the agent run
 -- (issue 18: since the purge deletes them itself, table by table, with the foreign keys' cascades
 -- not firing, this is what keeps the keys whole). The same rows go where the owner may not set
 -- session_replication_role and the purge falls back to the cascade. The last test lists the
@@ -22,6 +22,9 @@ begin
   insert into pgflight.step_attempts (step_id, run_id, attempt_no, recipe, status, available_after, finished_at)
   values (v_child, v.run_id, 1, 'r', 'succeeded', pgflight._now(), pgflight._now());
   insert into pgflight.approvals (step_id, gate_key) values (v_child, 'gate');
+  insert into pgflight.waits (step_id, wait_key, kind, workspace_id, due_at, requested_at, outcome, resolved_at)
+  select v_child, 'nap', 'timer', r.workspace_id, pgflight._now(), pgflight._now(), 'elapsed', pgflight._now()
+    from pgflight.runs r where r.id = v.run_id;
   insert into pgflight.effects (step_id, effect_key, attempt_id) values (v.step_id, 'effect', v.attempt_id);
   insert into pgflight.budgets (scope, workspace_id, run_id, limit_usd)
   select 'run', r.workspace_id, r.id, 1 from pgflight.runs r where r.id = v.run_id;
@@ -77,7 +80,7 @@ select is(
     where c.contype = 'f' and c.confrelid in ('pgflight.runs'::regclass, 'pgflight.steps'::regclass)),
   'pgflight.agent_runs.run_id, pgflight.agent_runs.step_id, pgflight.approvals.step_id, pgflight.budgets.run_id, '
   'pgflight.budgets.step_id, pgflight.effects.step_id, pgflight.step_attempts.step_id, pgflight.steps.parent_id, '
-  'pgflight.steps.run_id',
+  'pgflight.steps.run_id, pgflight.waits.step_id',
   'the foreign keys to runs and steps are the ones purge_finished deletes by');
 
 select * from finish();

@@ -6,12 +6,14 @@ the tables ``workers`` and ``approvals`` (an operator's DSN; a reader gets a one
 
 States (:func:`step_state`): ``running`` (claimed, running, cancel_requested), ``queued`` (ready,
 waiting for a worker), ``waiting (backoff)`` (a retry not yet due), ``waiting (delay)`` (submitted
-with ``--delay``), ``waiting (approval)``, ``waiting (children)``, or the final status.
+with ``--delay``), ``waiting (approval)``, ``waiting (event NAME:KEY)``, ``waiting (sleep until
+TIME)`` (a timer or an event wait, docs/waiting.md; read from table ``waits``, so a reader's DSN
+shows ``waiting (approval)`` for them), ``waiting (children)``, or the final status.
 """
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Final, TypeVar
 
 import psycopg
@@ -29,6 +31,8 @@ _PRECEDENCE: Final = (
     "running",
     "queued",
     "waiting (approval)",
+    "waiting (event",
+    "waiting (sleep",
     "waiting (backoff)",
     "waiting (delay)",
     "waiting (children)",
@@ -39,17 +43,19 @@ class LiveStep(BaseModel):
     """A step with a live attempt, and the error of the attempt before it."""
 
     step_id: int
+    attempt_id: int | None = None
     recipe: str
     status: str
     attempt_no: int
     available_after: datetime
     now: datetime
     last_error: Any
+    wait: str | None = None
 
     @property
     def state(self) -> str:
         """The state as a person reads it (see the module docstring)."""
-        return step_state(self.status, self.attempt_no, self.available_after, self.now)
+        return step_state(self.status, self.attempt_no, self.available_after, self.now, self.wait)
 
 
 class WorkerRow(BaseModel):
@@ -93,8 +99,10 @@ def _rows(conn: psycopg.Connection[Any], query: str, params: list[Any], model: t
         return cur.execute(query, params).fetchall()
 
 
-def step_state(status: str, attempt_no: int, available_after: datetime | None, now: datetime) -> str:
-    """A step's state from its latest attempt (see the module docstring)."""
+def step_state(
+    status: str, attempt_no: int, available_after: datetime | None, now: datetime, wait: str | None = None
+) -> str:
+    """A step's state from its latest attempt and the wait it is parked on (see the module docstring)."""
     if status in LEASED:
         return "running"
     if status == "queued":
@@ -102,7 +110,7 @@ def step_state(status: str, attempt_no: int, available_after: datetime | None, n
             return "waiting (backoff)" if attempt_no > 1 else "waiting (delay)"
         return "queued"
     if status == "awaiting_approval":
-        return "waiting (approval)"
+        return f"waiting ({wait})" if wait else "waiting (approval)"
     if status == "awaiting_children":
         return "waiting (children)"
     return status
@@ -113,14 +121,26 @@ def run_state(status: str, steps: list[LiveStep]) -> str:
     if status != "running":
         return status
     states = {s.state for s in steps}
-    return next((s for s in _PRECEDENCE if s in states), "running")
+    for p in _PRECEDENCE:
+        if p.endswith(")"):
+            if p in states:
+                return p
+        else:  # a family ("waiting (event" …): its first state in step order
+            hit = next((s.state for s in steps if s.state.startswith(p)), None)
+            if hit:
+                return hit
+    return "running"
 
 
 def live_steps(conn: psycopg.Connection[Any], run_id: int) -> list[LiveStep]:
-    """The run's steps with a live attempt, with the previous attempt's error (a retry's cause)."""
-    return _rows(
+    """
+    The run's steps with a live attempt, with the previous attempt's error (a retry's cause) and,
+    for a parked one, the timer or event it waits for (:func:`wait_labels`).
+    """
+    steps = _rows(
         conn,
-        "select st.step_id, st.recipe, st.status, st.attempt_no, a.available_after, now() as now,"
+        "select st.step_id, st.attempt_id, st.recipe, st.status, st.attempt_no, a.available_after,"
+        "       now() as now,"
         "       prev.error as last_error"
         "  from pgflight.step_status st"
         "  join pgflight.attempts a on a.attempt_id = st.attempt_id"
@@ -131,6 +151,40 @@ def live_steps(conn: psycopg.Connection[Any], run_id: int) -> list[LiveStep]:
         [run_id, list(LIVE)],
         LiveStep,
     )
+    labels = wait_labels(
+        conn, [s.attempt_id for s in steps if s.status == "awaiting_approval" and s.attempt_id]
+    )
+    for s in steps:
+        s.wait = labels.get(s.attempt_id or 0)
+    return steps
+
+
+def wait_labels(conn: psycopg.Connection[Any], attempt_ids: list[int]) -> dict[int, str]:
+    """
+    What each parked attempt waits for, as ``event NAME:KEY`` or ``sleep until TIME`` (UTC).
+
+    :return: attempt id -> label, for the attempts parked on a pending timer or event wait; empty
+        when this DSN may not read ``pgflight.waits`` (the step then reads ``waiting (approval)``).
+    """
+    if not attempt_ids:
+        return {}
+    try:
+        with conn.transaction():
+            rows = conn.execute(
+                "select w.parked_attempt_id, w.kind, w.event_name, w.event_key, w.due_at"
+                "  from pgflight.waits w"
+                " where w.parked_attempt_id = any(%s) and w.outcome is null",
+                [attempt_ids],
+            ).fetchall()
+    except psycopg.errors.InsufficientPrivilege:
+        return {}
+    labels: dict[int, str] = {}
+    for attempt_id, kind, name, key, due_at in rows:
+        if kind == "event":
+            labels[attempt_id] = f"event {name}:{key}"
+        else:
+            labels[attempt_id] = f"sleep until {due_at.astimezone(UTC):%Y-%m-%d %H:%M:%S}"
+    return labels
 
 
 def unserved(conn: psycopg.Connection[Any], recipes: list[str]) -> list[str] | None:

@@ -72,6 +72,7 @@ begin
   select coalesce(array_agg(d.id), '{}') into v_steps from d;
   delete from pgflight.step_attempts a where a.step_id = any (v_steps);
   delete from pgflight.approvals g where g.step_id = any (v_steps);
+  delete from pgflight.waits w where w.step_id = any (v_steps);  -- waits_step_key_is_unique
   delete from pgflight.effects e where e.step_id = any (v_steps);
   delete from pgflight.budgets b where b.scope = 'step' and b.step_id = any (v_steps);  -- budgets_step_idx
   delete from pgflight.budgets b where b.scope = 'run' and b.run_id = any (v_ids);     -- budgets_run_idx

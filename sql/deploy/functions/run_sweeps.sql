@@ -2,7 +2,8 @@
 begin;
 set local role pgflight_owner;
 
--- Every sweep once, each bounded. What pg_cron calls (through sweep_loop); also callable by hand
+-- Every sweep once, each bounded (expire_waits: timers due, event waits past their timeout and
+-- emitted events past their retention, 1,000 of each at most). What pg_cron calls (through sweep_loop); also callable by hand
 -- or any scheduler. Issue 18: the reclaim batch is sweep_state.reclaim_batch, doubled after a
 -- pass that found a full batch, up to 5,000, back to 1,000 when a pass finds less (a pass stays
 -- around a second, and its row locks with it); the loop starts the next pass at once while
@@ -28,6 +29,7 @@ begin
   return query select 'reclaim_expired'::text, v_reclaimed;
   return query select 'wake_parents'::text, pgflight.wake_parents(1000);
   return query select 'expire_approvals'::text, pgflight.expire_approvals(1000);
+  return query select 'expire_waits'::text, pgflight.expire_waits(1000);
   return query select 'enforce_budgets'::text, pgflight.enforce_budgets(1000);
   return query select 'fire_schedules'::text, pgflight.fire_schedules(1000);
   return query select 'wake_parked_keys'::text, pgflight.wake_parked_keys(1000);

@@ -1139,7 +1139,9 @@ comment on function pgflight._complete_refusing(bigint[], bigint[], jsonb[], jso
   '(result_refused), the others complete.';
 
 -- Shared by approve and expire_approvals: record the decision on a gate row the caller has
--- locked, and requeue the step if it is parked at that gate.
+-- locked, and requeue the step if it is parked at that gate. An attempt parked on a pending timer
+-- or event wait (pgflight.waits) is not woken by a decision made early for a later gate: the
+-- decision is kept and read when the step reaches the gate.
 create or replace function pgflight._decide(p_gate_id bigint, p_decision text, p_actor text, p_note text, p_reason text)
 returns void
 language plpgsql volatile
@@ -1156,6 +1158,7 @@ begin
   update pgflight.step_attempts a
      set status = 'queued', available_after = pgflight._now()
    where a.step_id = v_gate.step_id and a.status = 'awaiting_approval'
+     and not exists (select from pgflight.waits w where w.parked_attempt_id = a.id and w.outcome is null)
   returning a.id, a.run_id into v_att;
   perform pgflight._event((select s.run_id from pgflight.steps s where s.id = v_gate.step_id), v_gate.step_id,
                           v_att.id, case when v_att.id is null then null else 'awaiting_approval' end,

@@ -1,12 +1,14 @@
--- Revert pgflight:functions/run_sweeps: restores the previous definition, deploy/functions/run_sweeps@v0.4.0.sql (written by scripts/gen_sql_scripts.py)
+-- Revert pgflight:functions/run_sweeps: restores the previous definition, deploy/functions/run_sweeps@v0.9.0.sql (written by scripts/gen_sql_scripts.py)
 begin;
 set local role pgflight_owner;
 
 -- Every sweep once, each bounded. What pg_cron calls (through sweep_loop); also callable by hand
 -- or any scheduler. Issue 18: the reclaim batch is sweep_state.reclaim_batch, doubled after a
--- pass that found a full batch, capped at 1,000 for now: batches of 10,000 measured ~10x slower
--- per row than back-to-back batches of 1,000 (docs/benchmarks.md; not yet understood), and the
--- loop starts the next pass at once while batches come back full; the events partitions are kept (maintain_partitions)
+-- pass that found a full batch, up to 5,000, back to 1,000 when a pass finds less (a pass stays
+-- around a second, and its row locks with it); the loop starts the next pass at once while
+-- batches come back full. Batches of 10,000 used to be slower per row than batches of 1,000: a
+-- generic plan of _reclaim rescanned one CTE per row of another (quadratic in the batch), fixed
+-- in the third session; the events partitions are kept (maintain_partitions)
 -- when a minute of the engine clock has passed since the last time; the pass's end is recorded
 -- (sweep_state.last_pass_at, engine_health's sweep lag). The state row is updated SKIP LOCKED: a
 -- concurrent pass (by hand, beside the loop) does not wait for it.
@@ -34,7 +36,7 @@ begin
   end if;
   update pgflight.sweep_state s
      set last_pass_at = pgflight._now(),
-         reclaim_batch = case when v_reclaimed >= v_state.reclaim_batch then least(v_state.reclaim_batch * 2, 1000)
+         reclaim_batch = case when v_reclaimed >= v_state.reclaim_batch then least(v_state.reclaim_batch * 2, 5000)
                               else 1000 end
    where s.id in (select t.id from pgflight.sweep_state t for update skip locked);
 end
