@@ -6580,6 +6580,20 @@ begin
                          ('output_tokens_today', c.output_tokens::double precision),
                          ('usd_today', c.usd::double precision)) m(metric, value);
 
+  -- waits (docs/waiting.md): steps parked on a pending timer or event wait, and the age of the
+  -- oldest, by workspace and kind (the pending-wait indexes: every pending wait has a due time or
+  -- is an event wait)
+  return query
+  select x.metric, jsonb_build_object('workspace', ws.name, 'kind', g.kind), x.value
+    from (select w.workspace_id, w.kind, count(*) as n, extract(epoch from v_now - min(w.requested_at)) as oldest
+            from pgflight.waits w
+           where w.outcome is null and w.parked_attempt_id is not null
+             and (v_lanes is null or w.workspace_id = any(v_lanes))
+           group by 1, 2) g
+    join pgflight.workspaces ws on ws.id = g.workspace_id,
+         lateral (values ('waits_parked', g.n::double precision),
+                         ('waits_oldest_age_seconds', greatest(g.oldest, 0)::double precision)) x(metric, value);
+
   return query
   select 'notification_queue_usage', '{}'::jsonb, pg_notification_queue_usage();
 

@@ -36,6 +36,8 @@ GAUGES: dict[str, str] = {
     "expired_leases": "Leases past expiry not reclaimed yet.",
     "sweep_lag_seconds": "Seconds since the oldest unreclaimed lease expired (reclaim sweep lag).",
     "workers_alive": "Workers heard from in the last 60 seconds.",
+    "waits_parked": "Steps parked on a timer or an event wait, by workspace and kind.",
+    "waits_oldest_age_seconds": "Age in seconds of the oldest parked timer or event wait, by kind.",
     "model_calls_today": "Model calls this UTC day, by workspace and model.",
     "input_tokens_today": "Input tokens this UTC day, by workspace and model.",
     "output_tokens_today": "Output tokens this UTC day, by workspace and model.",

@@ -8,6 +8,8 @@ set local role pgflight_owner;
 --   dead_letters                 steps dead-lettered now (partial index)
 --   expired_leases, sweep_lag_seconds   leases past expiry not yet reclaimed, and the oldest's age
 --   workers_alive                workers heard from in the last 60 s
+--   waits_parked, waits_oldest_age_seconds   steps parked on a timer or an event wait, and the
+--                                oldest one's age, by workspace, kind (timer | event)
 --   model_calls_today, input_tokens_today, output_tokens_today, usd_today   by workspace, model
 --                                (UTC day; counters that restart at midnight, from costs_at_idx)
 --   notification_queue_usage     pg_notification_queue_usage(), 0..1
@@ -90,6 +92,20 @@ begin
                          ('input_tokens_today', c.input_tokens::double precision),
                          ('output_tokens_today', c.output_tokens::double precision),
                          ('usd_today', c.usd::double precision)) m(metric, value);
+
+  -- waits (docs/waiting.md): steps parked on a pending timer or event wait, and the age of the
+  -- oldest, by workspace and kind (the pending-wait indexes: every pending wait has a due time or
+  -- is an event wait)
+  return query
+  select x.metric, jsonb_build_object('workspace', ws.name, 'kind', g.kind), x.value
+    from (select w.workspace_id, w.kind, count(*) as n, extract(epoch from v_now - min(w.requested_at)) as oldest
+            from pgflight.waits w
+           where w.outcome is null and w.parked_attempt_id is not null
+             and (v_lanes is null or w.workspace_id = any(v_lanes))
+           group by 1, 2) g
+    join pgflight.workspaces ws on ws.id = g.workspace_id,
+         lateral (values ('waits_parked', g.n::double precision),
+                         ('waits_oldest_age_seconds', greatest(g.oldest, 0)::double precision)) x(metric, value);
 
   return query
   select 'notification_queue_usage', '{}'::jsonb, pg_notification_queue_usage();
