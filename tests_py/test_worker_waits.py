@@ -66,6 +66,7 @@ def test_a_recipe_that_sleeps_3_s_twice_costs_one_attempt_and_ends_after_6_s(
     wait_for(lambda: step_status(conn, run.step_id) == "awaiting_approval", 15, "the first sleep to park")
     wait_for(lambda: step_status(conn, run.step_id) == "succeeded", 30, "the step to succeed")
     took = time.monotonic() - started
+    print(f"two sleeps of 3 s: the step ended {took:.2f} s after its submit")
     assert took >= 6.0, f"two sleeps of 3 s ended after {took:.2f} s"
     assert _attempts(conn, run.step_id) == [(1, "succeeded")]  # one attempt, never failed
     assert one(conn, "select failed_attempts from pgflight.steps where id = %s", run.step_id) == 0
@@ -130,3 +131,19 @@ def test_a_worker_sigkilled_while_its_step_is_parked_loses_nothing(
     assert result["pid"] != a.pid
     assert _attempts(conn, run.step_id) == [(1, "succeeded")]
     assert counter.read_text() == "x\n"
+
+
+def test_an_event_wait_that_times_out_returns_its_default_to_the_recipe(
+    conn, dsn, workers, sweeper, tmp_path
+) -> None:
+    db.create_workspace(conn, "w")
+    inp = {"counter": str(tmp_path / "counter"), "order": 9, "timeout_s": 1, "default": {"paid": False}}
+    run = db.submit_run(conn, "w", "await_paid", inp)
+    workers(dsn, *FAST, recipes="wait_recipes")
+    wait_for(
+        lambda: step_status(conn, run.step_id) == "succeeded", 20, "the wait to time out and the step to end"
+    )
+    result = one(conn, "select result from pgflight.step_attempts where step_id = %s", run.step_id)
+    assert result["payload"] == {"paid": False}
+    assert _attempts(conn, run.step_id) == [(1, "succeeded")]
+    assert one(conn, "select outcome from pgflight.waits where step_id = %s", run.step_id) == "timed_out"

@@ -29,5 +29,10 @@ def sleep_twice(ctx: StepContext) -> Any:
 def await_paid(ctx: StepContext) -> Any:
     """Wait for order.paid:<order> and return its payload; the effect before the wait runs once."""
     ran = ctx.effect("before", lambda: _count(ctx.input["counter"]))
-    payload = ctx.wait_event("order.paid", str(ctx.input["order"]), timeout_s=ctx.input.get("timeout_s"))
+    payload = ctx.wait_event(
+        "order.paid",
+        str(ctx.input["order"]),
+        timeout_s=ctx.input.get("timeout_s"),
+        default=ctx.input.get("default"),
+    )
     return {"payload": payload, "before": ran, "pid": os.getpid()}
