@@ -274,11 +274,13 @@ def test_randomized_stress_of_cascades_retries_completions_cancels_and_reclaims_
     """
     Fail-fast families (a parent and 2-5 children, max_attempts 1-3, backoff 0, some with a 10 s
     max_runtime_s) made and raced by four workers that claim children and complete, fail with a
-    retry, or fail for good at random (a worker with nothing to claim makes a new family), an
-    operator that cancels random children (and now and then a whole run) and a sweeper that
-    reclaims leases taken with a 1 s lease and deadlines past (its clock 30 s ahead), for about
-    15 s. Every call ends, none with 40P01 or a timeout (only ZF001/ZF002/ZF003/ZF006 refusals of a
-    stale or cancelled attempt), and the invariants hold.
+    retry, fail for good, send a result PostgreSQL refuses (complete_step_text) or release at
+    random, and acknowledge a cancel (release_step) when a write answers ZF002 (a worker with
+    nothing to claim makes a new family), an operator that cancels random children (now and then
+    a whole run) and replays random children, and a sweeper that reclaims leases taken with a 1 s
+    lease and deadlines past (its clock 30 s ahead), for about 15 s. Every call ends, none with
+    40P01 or a timeout (only ZF001/ZF002/ZF003/ZF006 refusals of a stale, cancelled or running
+    step), and the invariants hold.
     """
     errors: Counter[str] = Counter()
     calls: Counter[str] = Counter()
@@ -333,12 +335,40 @@ def test_randomized_stress_of_cascades_retries_completions_cancels_and_reclaims_
                 continue
             for g in got:
                 r = rng.random()
-                if r < 0.45:
-                    note("complete", _call(lambda: complete(c, g)))
-                elif r < 0.8:
-                    note("fail_retry", _call(lambda: _fail(c, g)))
+                if r < 0.4:
+                    out = _call(lambda: complete(c, g))
+                    note("complete", out)
+                elif r < 0.7:
+                    out = _call(lambda: _fail(c, g))
+                    note("fail_retry", out)
+                elif r < 0.85:
+                    out = _call(lambda: _fail(c, g, retryable=False))
+                    note("fail_dead", out)
+                elif r < 0.93:
+                    out = _call(
+                        lambda: c.execute(
+                            "select * from pgflight.complete_step_text(%s, %s, %s)",
+                            [g.attempt_id, g.token, '{"text": "a\\u0000b"}'],
+                        )
+                    )
+                    note("refused", out)
                 else:
-                    note("fail_dead", _call(lambda: _fail(c, g, retryable=False)))
+                    out = _call(
+                        lambda: c.execute(
+                            "select * from pgflight.release_step(%s, %s)", [g.attempt_id, g.token]
+                        )
+                    )
+                    note("release", out)
+                if out.error == "ZF002":
+                    # cancelled under the worker: it acknowledges the cancel, which ends the step
+                    note(
+                        "release_cancel",
+                        _call(
+                            lambda: c.execute(
+                                "select * from pgflight.release_step(%s, %s)", [g.attempt_id, g.token]
+                            )
+                        ),
+                    )
 
     def operator() -> None:
         rng = random.Random(99)
@@ -353,6 +383,8 @@ def test_randomized_stress_of_cascades_retries_completions_cancels_and_reclaims_
                     "cancel_run",
                     _call(lambda: c.execute("select * from pgflight.cancel_run(%s, 'stress')", [rid])),
                 )
+            elif sid is not None and rng.random() < 0.4:
+                note("replay", _call(lambda: c.execute("select pgflight.replay_from(%s)", [sid])))
             elif sid is not None:
                 note(
                     "cancel_step",
@@ -373,5 +405,7 @@ def test_randomized_stress_of_cascades_retries_completions_cancels_and_reclaims_
             f.result(timeout=90)
     bad = {k: v for k, v in errors.items() if k.split(":")[1] not in ("ZF001", "ZF002", "ZF003", "ZF006")}
     assert bad == {}, (bad, calls)
-    assert calls["fail_dead"] > 50 and calls["fail_retry"] > 50 and calls["complete"] > 50, calls
+    assert calls["fail_dead"] > 30 and calls["fail_retry"] > 50 and calls["complete"] > 50, calls
+    assert calls["refused"] > 10 and calls["release"] > 10 and calls["replay"] > 10, calls
+    assert calls["release_cancel"] > 0, calls
     assert invariant_violations(eng) == {}

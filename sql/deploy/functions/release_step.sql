@@ -7,6 +7,13 @@ set local role pgflight_owner;
 -- a worker that is killed instead is charged through lease expiry). On an attempt whose run was
 -- cancelled it acknowledges the cancel: the attempt becomes cancelled.
 -- Returns the new status (queued or cancelled). Errors: ZF001 lease lost, ZF003 unknown attempt.
+-- Lock order (docs/locking.md): acknowledging a cancel ends the step, and under a fail-fast parent
+-- still waiting for its children that end dead-letters the parent and cancels the siblings. So on
+-- that path the subtree its end may cancel is locked first, deepest first then id (_lock_cascade,
+-- as fail_step), before any steps row; a sibling's completion under way is waited for there, not
+-- after the parent's row (which that completion takes next: 40P01 before). A plain release locks
+-- the attempt alone. An attempt that became cancel_requested between the read and its lock is
+-- given back (its block rolled back) and taken again after its cascade.
 create or replace function pgflight.release_step(p_attempt_id bigint, p_token bigint, p_reason text default 'released')
 returns table (attempt_id bigint, status text)
 language plpgsql volatile security definer
@@ -15,8 +22,24 @@ as $$
 declare
   v_row pgflight.step_attempts;
   v_now timestamptz := pgflight._now();
+  v_cascade boolean;
 begin
-  v_row := pgflight._lock_held(p_attempt_id, p_token, 'release_step', true);
+  loop
+    v_cascade := exists (select from pgflight.step_attempts a
+                          where a.id = p_attempt_id and a.fencing_token = p_token and a.status = 'cancel_requested');
+    if v_cascade then
+      perform pgflight._lock_cascade(p_attempt_id, false);
+    end if;
+    begin
+      v_row := pgflight._lock_held(p_attempt_id, p_token, 'release_step', true);
+      if v_row.status = 'cancel_requested' and not v_cascade then
+        raise exception using errcode = 'ZF099', message = 'internal: take the cascade''s locks first';
+      end if;
+      exit;
+    exception when sqlstate 'ZF099' then
+      null;  -- the attempt's lock given back with the block; round again, the cascade first
+    end;
+  end loop;
   if v_row.status = 'cancel_requested' then
     update pgflight.step_attempts set status = 'cancelled', finished_at = v_now where id = p_attempt_id;
     perform pgflight._event(v_row.run_id, v_row.step_id, p_attempt_id, 'cancel_requested', 'cancelled',

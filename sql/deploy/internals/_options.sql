@@ -339,14 +339,23 @@ begin
                                        'one of ' || (select string_agg(c, ', ') from jsonb_array_elements_text(v.spec -> 'choices') c));
         end if;
       when 'timestamptz' then
-        begin
-          v_ts := (v_val #>> '{}')::timestamptz;
-        exception when others then
-          v_ts := null;
-        end;
-        if v_type <> 'string' or v_ts is null or not isfinite(v_ts)
-           or v_ts not between '1970-01-01'::timestamptz and '9999-01-01'::timestamptz then
-          perform pgflight._bad_option(p_scope, v.key, v_val, 'an ISO 8601 timestamp with offset, 1970 to 9999');
+        -- a date, a time of day (hours and minutes at least), then a UTC offset, before any cast: a
+        -- date alone ("2030-01-01", whose "-01" is no offset), a timestamp without an offset, or a
+        -- word such as "tomorrow" would be read in the session's TimeZone (or clock), which the
+        -- client may not know; refused as _start_at refuses not_before
+        v_ts := null;
+        if v_type = 'string'
+           and (v_val #>> '{}') ~* '^ *[0-9]{4}-[0-9]{2}-[0-9]{2}[t ][0-9]{2}:[0-9]{2}(:[0-9]{2}(\.[0-9]+)?)? *(z|utc|[+-][0-9]{1,2}(:?[0-9]{2}){0,2}) *$' then
+          begin
+            v_ts := (v_val #>> '{}')::timestamptz;
+          exception when others then
+            v_ts := null;
+          end;
+        end if;
+        if v_ts is null or not isfinite(v_ts)
+           or v_ts not between '1970-01-01T00:00:00Z'::timestamptz and '9999-01-01T00:00:00Z'::timestamptz then
+          perform pgflight._bad_option(p_scope, v.key, v_val,
+                                       'an ISO 8601 timestamp with a time of day and a UTC offset ("2030-01-01T09:00:00Z"), 1970 to 9999');
         end if;
       when 'string[]' then
         if v_type <> 'array' or jsonb_array_length(v_val) > v_max then

@@ -489,6 +489,13 @@ comment on function pgflight._lock_cascade(bigint, boolean) is
 -- dead letter with the real error (SQLSTATE and message) and an events row — so the sweep goes on
 -- with the rest. If even that raises (the cascade of the dead letter is what fails), the attempt
 -- is dead-lettered without the cascade; if that fails too, it is left as it is, with a WARNING.
+-- Lock order (docs/locking.md): the dead letter ends the step, and that end may cancel a subtree
+-- (a waiting fail-fast ancestor's, or its own children's), so that subtree's live attempts are
+-- locked first, NOWAIT, before any steps row (_lock_cascade), as every other end does: the
+-- caller's block that raised gave back the locks it had taken. A subtree in use (55P03) leaves the
+-- row as it is, still leased, for the next pass, without a warning. Before, the cascade locked the
+-- siblings' attempts after the parent's steps row, against a sibling's completion (its attempt,
+-- then that row): 40P01, caught here, and the parent was never told of its child's end.
 create or replace function pgflight._dead_letter_poisoned(p_attempt_id bigint, p_sqlstate text, p_message text,
                                                           p_actor text)
 returns void
@@ -501,6 +508,7 @@ declare
                                       'sqlstate', p_sqlstate);
 begin
   begin
+    perform pgflight._lock_cascade(p_attempt_id, true);
     update pgflight.step_attempts a
        set status = 'dead_letter', finished_at = pgflight._now(), reason = 'engine_error', error = v_error
       from pgflight.step_attempts prev
@@ -516,13 +524,17 @@ begin
         raise warning 'pgflight: attempt % dead-lettered, its parent not told: % (%)', p_attempt_id, sqlerrm, sqlstate;
       end;
     end if;
-  exception when others then
-    raise warning 'pgflight: attempt % could not be processed nor dead-lettered: % (%)', p_attempt_id, sqlerrm, sqlstate;
+  exception
+    when lock_not_available then
+      null;  -- its subtree is in use: the row stays leased, the next pass takes it again
+    when others then
+      raise warning 'pgflight: attempt % could not be processed nor dead-lettered: % (%)', p_attempt_id, sqlerrm, sqlstate;
   end;
 end
 $$;
 comment on function pgflight._dead_letter_poisoned(bigint, text, text, text) is
-  'Internal: a sweep''s last resort: dead-letter one attempt with the error that stopped it, and go on.';
+  'Internal: a sweep''s last resort: dead-letter one attempt with the error that stopped it, its '
+  'cascade''s attempts locked first NOWAIT (a subtree in use leaves the row for the next pass), and go on.';
 
 -- Reclaim up to p_limit expired leases and overrun deadlines, set-based (issue 18: a mass crash
 -- leaves a million lapsed leases; row by row they drained at ~200/s). Every row it touches is
@@ -951,6 +963,10 @@ begin
         v_count := v_count - 1;  -- transient: the next pass takes this row
       when others then
         perform pgflight._dead_letter_poisoned(v_row.id, sqlstate, sqlerrm, 'reclaim');
+        if exists (select from pgflight.step_attempts a
+                    where a.id = v_row.id and a.status in ('claimed', 'running', 'cancel_requested')) then
+          v_count := v_count - 1;  -- left as it was (its subtree in use): the next pass takes it
+        end if;
     end;
   end loop;
   return v_count;
@@ -1076,9 +1092,14 @@ comment on function pgflight._complete_many(bigint[], bigint[], jsonb[], timesta
 -- complete_batch's slow path (issue 14 case 2): p_errors[i] not null means result i cannot be
 -- stored (refused by the jsonb parser, too large). That attempt, if still held with its token,
 -- fails at once and for good (_fail_attempt, not retryable: dead letter, reason result_refused,
--- the real error kept); the others complete through _complete_many as usual. Every attempt of
--- the batch is locked first, in id order, before any steps row (docs/locking.md). Outcome per row,
+-- the real error kept); the others complete through _complete_many as usual. Outcome per row,
 -- in the order given: succeeded | failed | lease_lost | cancelled (stale rows logged).
+-- Lock order (docs/locking.md): a refused row ends its step, and that end may cancel a subtree (a
+-- waiting fail-fast ancestor's, or its own children's). So first, for each refused row still held
+-- with its token (id order), the live attempts of that subtree, deepest first then id
+-- (_lock_cascade, as fail_step); then every attempt of the batch, in id order; only then any
+-- steps row. Before, the cascade locked a sibling's attempt after the parent's steps row, against
+-- that sibling's completion (its attempt, then the parent's row): 40P01.
 create or replace function pgflight._complete_refusing(p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[],
                                                        p_errors jsonb[])
 returns table (attempt_id bigint, outcome text)
@@ -1096,6 +1117,15 @@ begin
   -- issue 13: a current token of another login's attempt is a leaked one (ZF012, nothing written)
   perform pgflight._require_own_attempt(q.id, q.token, 'complete_batch')
      from unnest(p_attempt_ids, p_tokens) as q(id, token);
+  for v_row in
+    select distinct a.id from pgflight.step_attempts a
+      join unnest(p_attempt_ids, p_tokens, p_errors) as q(id, token, error)
+        on q.id = a.id and q.token = a.fencing_token
+     where q.error is not null and a.status in ('claimed', 'running')
+     order by a.id
+  loop
+    perform pgflight._lock_cascade(v_row.id, false);
+  end loop;
   perform from (
     select a.id from pgflight.step_attempts a
       join unnest(p_attempt_ids, p_tokens) as q(id, token) on q.id = a.id and q.token = a.fencing_token
@@ -1178,6 +1208,16 @@ comment on function pgflight._decide(bigint, text, text, text, text) is
 -- reaches them: a parked ancestor counts one more pending child; a finished one gets a new
 -- attempt parked in awaiting_children that the step's end will wake; the run runs again.
 -- Errors: ZF006 when an ancestor is running (let it finish first).
+-- Lock order (docs/locking.md): the new attempts are created in the subtree of the nearest
+-- ancestor that is still live (parked in awaiting_children), which a fail-fast cascade may be
+-- ending right now. A cascade holds that ancestor's attempt FOR UPDATE from its first lock
+-- (_lock_subtree) to its commit, so the reopen takes it FOR KEY SHARE before any steps row: it
+-- waits for a cascade under way with no steps row held (and then finds the ancestor ended and
+-- reopens it too), or the cascade waits for the reopen's commit and its re-read then finds the
+-- new attempt. KEY SHARE waits for no wake and no status change (those take FOR NO KEY UPDATE).
+-- Before, a cascade that had locked the subtree cancelled the new attempt later, after the
+-- parent's steps row, against that attempt's completion (its attempt, then the parent's row):
+-- 40P01.
 create or replace function pgflight._reopen_step(p_step_id bigint, p_actor text, p_reason text, p_note text)
 returns bigint
 language plpgsql volatile
@@ -1191,7 +1231,25 @@ declare
   v_live record;
   v_new bigint;
   v_first bigint;
+  v_anc record;
 begin
+  -- the nearest live ancestor's parked attempt, FOR KEY SHARE, read again after the lock (a
+  -- cascade this waited for ended it: the next live ancestor up is the one, if any)
+  loop
+    with recursive up as (
+      select s.parent_id as id, 1 as d from pgflight.steps s where s.id = p_step_id
+      union all
+      select s.parent_id, up.d + 1 from pgflight.steps s join up on s.id = up.id
+    )
+    select a.id, a.status into v_anc
+      from up join pgflight.step_attempts a on a.step_id = up.id
+     where a.status in ('queued', 'claimed', 'running', 'cancel_requested', 'awaiting_children', 'awaiting_approval')
+     order by up.d
+     limit 1;
+    exit when v_anc.id is null or v_anc.status <> 'awaiting_children';
+    perform from pgflight.step_attempts a where a.id = v_anc.id for key share of a;
+    exit when exists (select from pgflight.step_attempts a where a.id = v_anc.id and a.status = 'awaiting_children');
+  end loop;
   loop
     select s.* into v_step from pgflight.steps s where s.id = v_id for update;
     select a.id, a.status into v_live from pgflight.step_attempts a

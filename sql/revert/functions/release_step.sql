@@ -1,4 +1,4 @@
--- Revert pgflight:functions/release_step: restores the previous definition, deploy/functions/release_step@v0.2.0.sql (written by scripts/gen_sql_scripts.py)
+-- Revert pgflight:functions/release_step: restores the previous definition, deploy/functions/release_step@v0.9.0.sql (written by scripts/gen_sql_scripts.py)
 begin;
 set local role pgflight_owner;
 
@@ -10,7 +10,7 @@ set local role pgflight_owner;
 create or replace function pgflight.release_step(p_attempt_id bigint, p_token bigint, p_reason text default 'released')
 returns table (attempt_id bigint, status text)
 language plpgsql volatile security definer
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_row pgflight.step_attempts;
