@@ -446,7 +446,7 @@ COMMENT ON FUNCTION pgflight._check_limit(p_limit integer) IS 'Internal: a row l
 CREATE FUNCTION pgflight._check_options(p_scope text, p_options jsonb) RETURNS jsonb
     LANGUAGE plpgsql IMMUTABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$
+    AS $_$
 declare
   v record;
   v_out jsonb := '{}';
@@ -520,14 +520,23 @@ begin
                                        'one of ' || (select string_agg(c, ', ') from jsonb_array_elements_text(v.spec -> 'choices') c));
         end if;
       when 'timestamptz' then
-        begin
-          v_ts := (v_val #>> '{}')::timestamptz;
-        exception when others then
-          v_ts := null;
-        end;
-        if v_type <> 'string' or v_ts is null or not isfinite(v_ts)
-           or v_ts not between '1970-01-01'::timestamptz and '9999-01-01'::timestamptz then
-          perform pgflight._bad_option(p_scope, v.key, v_val, 'an ISO 8601 timestamp with offset, 1970 to 9999');
+        -- a date, a time of day (hours and minutes at least), then a UTC offset, before any cast: a
+        -- date alone ("2030-01-01", whose "-01" is no offset), a timestamp without an offset, or a
+        -- word such as "tomorrow" would be read in the session's TimeZone (or clock), which the
+        -- client may not know; refused as _start_at refuses not_before
+        v_ts := null;
+        if v_type = 'string'
+           and (v_val #>> '{}') ~* '^ *[0-9]{4}-[0-9]{2}-[0-9]{2}[t ][0-9]{2}:[0-9]{2}(:[0-9]{2}(\.[0-9]+)?)? *(z|utc|[+-][0-9]{1,2}(:?[0-9]{2}){0,2}) *$' then
+          begin
+            v_ts := (v_val #>> '{}')::timestamptz;
+          exception when others then
+            v_ts := null;
+          end;
+        end if;
+        if v_ts is null or not isfinite(v_ts)
+           or v_ts not between '1970-01-01T00:00:00Z'::timestamptz and '9999-01-01T00:00:00Z'::timestamptz then
+          perform pgflight._bad_option(p_scope, v.key, v_val,
+                                       'an ISO 8601 timestamp with a time of day and a UTC offset ("2030-01-01T09:00:00Z"), 1970 to 9999');
         end if;
       when 'string[]' then
         if v_type <> 'array' or jsonb_array_length(v_val) > v_max then
@@ -545,7 +554,7 @@ begin
   end loop;
   return v_out;
 end
-$$;
+$_$;
 
 ALTER FUNCTION pgflight._check_options(p_scope text, p_options jsonb) OWNER TO pgflight_owner;
 
@@ -1171,6 +1180,15 @@ begin
   -- issue 13: a current token of another login's attempt is a leaked one (ZF012, nothing written)
   perform pgflight._require_own_attempt(q.id, q.token, 'complete_batch')
      from unnest(p_attempt_ids, p_tokens) as q(id, token);
+  for v_row in
+    select distinct a.id from pgflight.step_attempts a
+      join unnest(p_attempt_ids, p_tokens, p_errors) as q(id, token, error)
+        on q.id = a.id and q.token = a.fencing_token
+     where q.error is not null and a.status in ('claimed', 'running')
+     order by a.id
+  loop
+    perform pgflight._lock_cascade(v_row.id, false);
+  end loop;
   perform from (
     select a.id from pgflight.step_attempts a
       join unnest(p_attempt_ids, p_tokens) as q(id, token) on q.id = a.id and q.token = a.fencing_token
@@ -1455,6 +1473,7 @@ declare
                                       'sqlstate', p_sqlstate);
 begin
   begin
+    perform pgflight._lock_cascade(p_attempt_id, true);
     update pgflight.step_attempts a
        set status = 'dead_letter', finished_at = pgflight._now(), reason = 'engine_error', error = v_error
       from pgflight.step_attempts prev
@@ -1470,8 +1489,11 @@ begin
         raise warning 'pgflight: attempt % dead-lettered, its parent not told: % (%)', p_attempt_id, sqlerrm, sqlstate;
       end;
     end if;
-  exception when others then
-    raise warning 'pgflight: attempt % could not be processed nor dead-lettered: % (%)', p_attempt_id, sqlerrm, sqlstate;
+  exception
+    when lock_not_available then
+      null;  -- its subtree is in use: the row stays leased, the next pass takes it again
+    when others then
+      raise warning 'pgflight: attempt % could not be processed nor dead-lettered: % (%)', p_attempt_id, sqlerrm, sqlstate;
   end;
 end
 $$;
@@ -1480,7 +1502,7 @@ ALTER FUNCTION pgflight._dead_letter_poisoned(p_attempt_id bigint, p_sqlstate te
 
 -- Name: FUNCTION _dead_letter_poisoned(p_attempt_id bigint, p_sqlstate text, p_message text, p_actor text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight._dead_letter_poisoned(p_attempt_id bigint, p_sqlstate text, p_message text, p_actor text) IS 'Internal: a sweep''s last resort: dead-letter one attempt with the error that stopped it, and go on.';
+COMMENT ON FUNCTION pgflight._dead_letter_poisoned(p_attempt_id bigint, p_sqlstate text, p_message text, p_actor text) IS 'Internal: a sweep''s last resort: dead-letter one attempt with the error that stopped it, its cascade''s attempts locked first NOWAIT (a subtree in use leaves the row for the next pass), and go on.';
 
 -- Name: _decide(bigint, text, text, text, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -3310,6 +3332,10 @@ begin
         v_count := v_count - 1;  -- transient: the next pass takes this row
       when others then
         perform pgflight._dead_letter_poisoned(v_row.id, sqlstate, sqlerrm, 'reclaim');
+        if exists (select from pgflight.step_attempts a
+                    where a.id = v_row.id and a.status in ('claimed', 'running', 'cancel_requested')) then
+          v_count := v_count - 1;  -- left as it was (its subtree in use): the next pass takes it
+        end if;
     end;
   end loop;
   return v_count;
@@ -3473,7 +3499,25 @@ declare
   v_live record;
   v_new bigint;
   v_first bigint;
+  v_anc record;
 begin
+  -- the nearest live ancestor's parked attempt, FOR KEY SHARE, read again after the lock (a
+  -- cascade this waited for ended it: the next live ancestor up is the one, if any)
+  loop
+    with recursive up as (
+      select s.parent_id as id, 1 as d from pgflight.steps s where s.id = p_step_id
+      union all
+      select s.parent_id, up.d + 1 from pgflight.steps s join up on s.id = up.id
+    )
+    select a.id, a.status into v_anc
+      from up join pgflight.step_attempts a on a.step_id = up.id
+     where a.status in ('queued', 'claimed', 'running', 'cancel_requested', 'awaiting_children', 'awaiting_approval')
+     order by up.d
+     limit 1;
+    exit when v_anc.id is null or v_anc.status <> 'awaiting_children';
+    perform from pgflight.step_attempts a where a.id = v_anc.id for key share of a;
+    exit when exists (select from pgflight.step_attempts a where a.id = v_anc.id and a.status = 'awaiting_children');
+  end loop;
   loop
     select s.* into v_step from pgflight.steps s where s.id = v_id for update;
     select a.id, a.status into v_live from pgflight.step_attempts a
@@ -7468,8 +7512,24 @@ CREATE FUNCTION pgflight.release_step(p_attempt_id bigint, p_token bigint, p_rea
 declare
   v_row pgflight.step_attempts;
   v_now timestamptz := pgflight._now();
+  v_cascade boolean;
 begin
-  v_row := pgflight._lock_held(p_attempt_id, p_token, 'release_step', true);
+  loop
+    v_cascade := exists (select from pgflight.step_attempts a
+                          where a.id = p_attempt_id and a.fencing_token = p_token and a.status = 'cancel_requested');
+    if v_cascade then
+      perform pgflight._lock_cascade(p_attempt_id, false);
+    end if;
+    begin
+      v_row := pgflight._lock_held(p_attempt_id, p_token, 'release_step', true);
+      if v_row.status = 'cancel_requested' and not v_cascade then
+        raise exception using errcode = 'ZF099', message = 'internal: take the cascade''s locks first';
+      end if;
+      exit;
+    exception when sqlstate 'ZF099' then
+      null;  -- the attempt's lock given back with the block; round again, the cascade first
+    end;
+  end loop;
   if v_row.status = 'cancel_requested' then
     update pgflight.step_attempts set status = 'cancelled', finished_at = v_now where id = p_attempt_id;
     perform pgflight._event(v_row.run_id, v_row.step_id, p_attempt_id, 'cancel_requested', 'cancelled',
