@@ -1,7 +1,7 @@
 """
 The agent recipe: an Anthropic-style tool-use loop whose every iteration is durable rows.
 
-Each iteration is two transactions of engine overhead:
+Each iteration is two transactions of engine overhead, and one short one per tool call:
 
 1. after the model call (transient errors retried and recorded as ``api_error`` blocks),
    ``record_model_call`` stores the response blocks, usage and cost, settles the budgets and,
@@ -52,7 +52,9 @@ heartbeat keeps the lease) for the server's Retry-After, at most
 ``PGFLIGHT_AGENT_MAX_RETRY_AFTER_S`` seconds (default 60) a wait, and is traced as an
 ``api_error`` block with ``rate_limited: true`` and ``wait_s``; when the waits of the attempt
 would pass ``PGFLIGHT_AGENT_RATE_LIMIT_PATIENCE_S`` (default 600 s) or the attempt's deadline, the
-step is given back (release_step: queued again, no attempt spent).
+step is given back (release_step: queued again, no attempt spent), claimable again only once the
+wait the last answer asked for has passed (its Retry-After, at most the cap above), so that the
+next attempt does not ask before the server said it may.
 
 Sub-agents: the ``delegate`` tool spawns one child ``agent`` step per sub-task (the plan is data);
 the parent parks in awaiting_children and, when woken, gets the children's answers as the tool's
@@ -213,7 +215,8 @@ class AgentLoop:
         if give_up:
             raise Release(
                 f"the workspace's model tokens per minute are used and the next wait of {wait_s:.3g} s "
-                f"would pass the rate-limit budget of {budget:.3g} s; given back without spending an attempt"
+                f"would pass the rate-limit budget of {budget:.3g} s; given back without spending an attempt",
+                after_s=wait_s,
             )
         log.info(
             "agent run %s: model tokens per minute used, waiting %.3g s before call %s",
@@ -353,8 +356,10 @@ class AgentLoop:
                 sleep=self._sleep,
             )
         except prov.RateLimited as e:
+            # the step may be claimed again only once the server's Retry-After has passed
             raise Release(
-                f"rate-limited by the model API, given back without spending an attempt: {e}"
+                f"rate-limited by the model API, given back without spending an attempt: {e}",
+                after_s=e.retry_after_s,
             ) from None
 
     def _count_request(self) -> None:

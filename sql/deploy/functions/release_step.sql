@@ -6,8 +6,14 @@ set local role pgflight_owner;
 -- (documented: release is the one unsuccessful ending that does not count toward max_attempts;
 -- a worker that is killed instead is charged through lease expiry). On an attempt whose run was
 -- cancelled it acknowledges the cancel: the attempt becomes cancelled.
--- Returns the new status (queued or cancelled). Errors: ZF001 lease lost, ZF003 unknown attempt.
-create or replace function pgflight.release_step(p_attempt_id bigint, p_token bigint, p_reason text default 'released')
+-- Options (docs/options.md): retry_after_s (seconds, 0 to 2592000, default 0): the step is queued
+-- but claimable only that many seconds from now, on the server's clock (a step given back after a
+-- rate limit keeps the server's Retry-After as its earliest next claim; no attempt is spent).
+-- Returns the new status (queued or cancelled). Errors: ZF001 lease lost, ZF003 unknown attempt,
+-- 22023 bad options.
+drop function if exists pgflight.release_step(bigint, bigint, text);
+create or replace function pgflight.release_step(p_attempt_id bigint, p_token bigint, p_reason text default 'released',
+                                                 p_options jsonb default '{}')
 returns table (attempt_id bigint, status text)
 language plpgsql volatile security definer
 set search_path = pg_catalog, pg_temp
@@ -15,6 +21,8 @@ as $$
 declare
   v_row pgflight.step_attempts;
   v_now timestamptz := pgflight._now();
+  v_opts jsonb := pgflight._check_options('release_step', p_options);
+  v_after double precision := coalesce((v_opts ->> 'retry_after_s')::double precision, 0);
 begin
   v_row := pgflight._lock_held(p_attempt_id, p_token, 'release_step', true);
   if v_row.status = 'cancel_requested' then
@@ -25,16 +33,20 @@ begin
     return query select p_attempt_id, 'cancelled'::text;
     return;
   end if;
-  update pgflight.step_attempts set status = 'queued', available_after = v_now where id = p_attempt_id;
+  update pgflight.step_attempts set status = 'queued', available_after = v_now + make_interval(secs => v_after)
+   where id = p_attempt_id;
   perform pgflight._event(v_row.run_id, v_row.step_id, p_attempt_id, v_row.status, 'queued',
                           v_row.worker_id, 'released', null,
                           case when p_reason is null then null else jsonb_build_object('note', p_reason) end);
-  perform pgflight._notify_ready();
+  if v_after = 0 then
+    perform pgflight._notify_ready();  -- a later claim is found by the workers' poll
+  end if;
   return query select p_attempt_id, 'queued'::text;
 end
 $$;
-comment on function pgflight.release_step(bigint, bigint, text) is
-  'Return a held attempt to queued (no attempt spent), or acknowledge a cancel. Errors: ZF001, ZF003.';
-grant execute on function pgflight.release_step(bigint, bigint, text) to pgflight_worker;
+comment on function pgflight.release_step(bigint, bigint, text, jsonb) is
+  'Return a held attempt to queued (no attempt spent), or acknowledge a cancel. Options (docs/options.md): '
+  'retry_after_s (seconds, 0 to 2592000: claimable only then). Errors: ZF001, ZF003, 22023.';
+grant execute on function pgflight.release_step(bigint, bigint, text, jsonb) to pgflight_worker;
 
 commit;

@@ -1,6 +1,7 @@
--- Revert pgflight:functions/release_step: restores the previous definition, deploy/functions/release_step@v0.2.0.sql (written by scripts/gen_sql_scripts.py)
+-- Revert pgflight:functions/release_step: restores the previous definition, deploy/functions/release_step@v0.9.0.sql (written by scripts/gen_sql_scripts.py)
 begin;
 set local role pgflight_owner;
+drop function pgflight.release_step(bigint, bigint, text, jsonb);
 
 -- Give a held attempt back (graceful shutdown): it returns to queued at once, no attempt spent
 -- (documented: release is the one unsuccessful ending that does not count toward max_attempts;
@@ -10,7 +11,7 @@ set local role pgflight_owner;
 create or replace function pgflight.release_step(p_attempt_id bigint, p_token bigint, p_reason text default 'released')
 returns table (attempt_id bigint, status text)
 language plpgsql volatile security definer
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_row pgflight.step_attempts;

@@ -1,5 +1,5 @@
--- Revert pgflight:internals/_options: restores the previous definition, deploy/internals/_options@v0.3.0.sql (written by scripts/gen_sql_scripts.py)
--- Defines: _option_spec(), _bad_option(), _opt_bool(), _opt_int(), _opt_number(), _opt_interval(),
+-- Revert pgflight:internals/_options: restores the previous definition, deploy/internals/_options@v0.9.0.sql (written by scripts/gen_sql_scripts.py)
+-- Defines: _option_spec(), _option_map(), _bad_option(), _opt_bool(), _opt_int(), _opt_number(), _opt_interval(),
 -- _opt_string(), _check_options(), _check_arg(), _opt_clamped(), _opt_num(), _opt_text(),
 -- _require_positive(), _backoff_s(), _bad_child_options(), _check_limit(), _limit().
 -- Option parsing in one place (issue 12, issue 14 case 7): the catalogue of every option of every
@@ -9,7 +9,6 @@
 -- None is granted to any role.
 begin;
 set local role pgflight_owner;
-drop function pgflight._option_map();
 
 -- The engine's hard limits: the largest value any time option may take, so that nothing computed
 -- from a stored option later (a lease, a deadline, a retry delay) can leave timestamptz's range.
@@ -114,6 +113,24 @@ $$;
 comment on function pgflight._option_spec() is
   'Internal: the catalogue of every API option (scope, key, kind, bounds, default, doc); the single '
   'source of _check_options and docs/options.md.';
+
+-- The catalogue as one jsonb object, "scope.key" -> {"kind", "min", "max", "choices"}, for the
+-- validator (issue 18). Immutable without arguments: a caller's cached plan folds the call into a
+-- constant, so the catalogue is built once per session and each key is one lookup. Before,
+-- _check_options ran _option_spec's VALUES list once per key (a SQL function with a SET clause is
+-- planned anew at every call): 80 % of submit_run's time with options.
+create or replace function pgflight._option_map()
+returns jsonb
+language sql immutable parallel safe
+set search_path = pg_catalog, pg_temp
+as $$
+  select jsonb_object_agg(s.scope || '.' || s.key,
+                          jsonb_build_object('kind', s.kind, 'min', s.min_value, 'max', s.max_value,
+                                             'choices', s.choices))
+    from pgflight._option_spec() s
+$$;
+comment on function pgflight._option_map() is
+  'Internal: _option_spec as one jsonb object keyed "scope.key", folded into a constant by its callers'' plans.';
 
 -- Raise 22023 for option p_key of p_scope: the message names the key, DETAIL the value and the
 -- bounds, HINT the documented range.
@@ -241,53 +258,85 @@ comment on function pgflight._opt_string(jsonb, text, text, integer, integer, te
 -- an unknown key or a value outside its spec raises 22023 naming the key. Returns the options
 -- normalised (JSON nulls dropped, integers written 3.0 stored as 3), which the caller then reads
 -- with plain casts: nothing read from the result can fail.
+-- Issue 18: one query pairs every key with its spec (the inlined VALUES list, read once per call),
+-- and each check is written here inline, with no function call per key; the typed readers above
+-- raise the same errors, and _bad_option is called only to raise.
 create or replace function pgflight._check_options(p_scope text, p_options jsonb)
 returns jsonb
 language plpgsql immutable
 set search_path = pg_catalog, pg_temp
 as $$
 declare
-  v_key text;
-  v_val jsonb;
-  v_spec record;
+  v record;
   v_out jsonb := '{}';
+  v_val jsonb;
+  v_type text;
+  v_n numeric;
   v_ts timestamptz;
   v_item jsonb;
   -- submit_run and each child of spawn_children ("spawn_children child 3") take the step options
   v_step_scope boolean := p_scope = 'submit_run' or starts_with(p_scope, 'spawn_children child');
+  v_map jsonb;
+  v_kind text;
+  v_min numeric;
+  v_max numeric;
 begin
   if p_options is null or p_options = '{}' then
     return '{}';
   end if;
+  v_map := pgflight._option_map();  -- a constant of this expression's cached plan
   if jsonb_typeof(p_options) <> 'object' then
     raise exception using errcode = '22023', message = format('options of %s must be a JSON object', p_scope),
       detail = format('got a JSON %s', jsonb_typeof(p_options)),
       hint = 'See docs/options.md for the keys each function takes.';
   end if;
-  for v_key, v_val in select e.key, e.value from jsonb_each(p_options) e loop
-    select s.* into v_spec from pgflight._option_spec() s
-     where s.key = v_key
-       and (s.scope = p_scope or (s.scope = 'step' and v_step_scope));
-    if not found then
-      raise exception using errcode = '22023', message = format('unknown option %s for %s', v_key, p_scope),
+  for v in
+    select e.key, e.value,
+           coalesce(v_map -> (p_scope || '.' || e.key), case when v_step_scope then v_map -> ('step.' || e.key) end) as spec
+      from jsonb_each(p_options) as e(key, value)
+  loop
+    if v.spec is null then
+      raise exception using errcode = '22023', message = format('unknown option %s for %s', v.key, p_scope),
         detail = format('known options: %s',
                         (select string_agg(s.key, ', ' order by s.key) from pgflight._option_spec() s
                           where s.scope = p_scope or (s.scope = 'step' and v_step_scope))),
         hint = 'Check the spelling; see docs/options.md.';
     end if;
-    continue when jsonb_typeof(v_val) = 'null';
-    case v_spec.kind
+    v_kind := v.spec ->> 'kind';
+    v_min := (v.spec ->> 'min')::numeric;
+    v_max := (v.spec ->> 'max')::numeric;
+    v_val := v.value;
+    v_type := jsonb_typeof(v_val);
+    continue when v_type = 'null';
+    case v_kind
       when 'boolean' then
-        perform pgflight._opt_bool(p_options, v_key, null, p_scope);
+        if v_type <> 'boolean' then
+          perform pgflight._bad_option(p_scope, v.key, v_val, 'a JSON boolean (true or false)');
+        end if;
       when 'number' then
-        perform pgflight._opt_number(p_options, v_key, null, v_spec.min_value, v_spec.max_value, p_scope);
+        if (case when v_type = 'number' then v_val::numeric not between v_min and v_max else true end) then
+          perform pgflight._bad_option(p_scope, v.key, v_val,
+                                       format('a JSON number from %s to %s', v_min, v_max));
+        end if;
       when 'integer' then
-        v_val := to_jsonb(pgflight._opt_int(p_options, v_key, null, v_spec.min_value, v_spec.max_value, p_scope));
+        -- 3 and 3.0 are both 3; 1.5 is refused, never rounded
+        v_n := case when v_type = 'number' then v_val::numeric end;
+        if v_n is null or v_n <> trunc(v_n) or v_n not between v_min and v_max then
+          perform pgflight._bad_option(p_scope, v.key, v_val,
+                                       format('an integer from %s to %s', v_min, v_max));
+        end if;
+        if scale(v_n) > 0 then
+          v_val := to_jsonb(v_n::bigint);
+        end if;
       when 'string' then
-        perform pgflight._opt_string(p_options, v_key, null, v_spec.min_value::integer, v_spec.max_value::integer, p_scope);
+        if v_type <> 'string' or length(v_val #>> '{}') not between v_min and v_max then
+          perform pgflight._bad_option(p_scope, v.key, v_val,
+                                       format('a JSON string of %s to %s characters', v_min, v_max));
+        end if;
       when 'enum' then
-        if jsonb_typeof(v_val) <> 'string' or not (v_val #>> '{}') = any (v_spec.choices) then
-          perform pgflight._bad_option(p_scope, v_key, v_val, 'one of ' || array_to_string(v_spec.choices, ', '));
+        if v_type <> 'string' or not (v.spec -> 'choices') ? (v_val #>> '{}') then
+          perform pgflight._bad_option(p_scope, v.key, v_val,
+                                       'one of ' || (select string_agg(c, ', ') from jsonb_array_elements_text(v.spec -> 'choices') c));
         end if;
       when 'timestamptz' then
         begin
@@ -295,23 +344,23 @@ begin
         exception when others then
           v_ts := null;
         end;
-        if jsonb_typeof(v_val) <> 'string' or v_ts is null or not isfinite(v_ts)
+        if v_type <> 'string' or v_ts is null or not isfinite(v_ts)
            or v_ts not between '1970-01-01'::timestamptz and '9999-01-01'::timestamptz then
-          perform pgflight._bad_option(p_scope, v_key, v_val, 'an ISO 8601 timestamp with offset, 1970 to 9999');
+          perform pgflight._bad_option(p_scope, v.key, v_val, 'an ISO 8601 timestamp with offset, 1970 to 9999');
         end if;
       when 'string[]' then
-        if jsonb_typeof(v_val) <> 'array' or jsonb_array_length(v_val) > v_spec.max_value then
-          perform pgflight._bad_option(p_scope, v_key, v_val, format('a JSON array of at most %s strings', v_spec.max_value));
+        if v_type <> 'array' or jsonb_array_length(v_val) > v_max then
+          perform pgflight._bad_option(p_scope, v.key, v_val, format('a JSON array of at most %s strings', v_max));
         end if;
         for v_item in select jsonb_array_elements(v_val) loop
           if jsonb_typeof(v_item) <> 'string' or length(v_item #>> '{}') > 256 then
-            perform pgflight._bad_option(p_scope, v_key, v_val, 'a JSON array of strings of at most 256 characters');
+            perform pgflight._bad_option(p_scope, v.key, v_val, 'a JSON array of strings of at most 256 characters');
           end if;
         end loop;
       when 'backoff' then
         v_val := pgflight._check_options('backoff', v_val);
     end case;
-    v_out := v_out || jsonb_build_object(v_key, v_val);
+    v_out := v_out || jsonb_build_object(v.key, v_val);
   end loop;
   return v_out;
 end
