@@ -32,6 +32,7 @@ the iteration from them.
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import threading
@@ -150,12 +151,13 @@ def _record_effect_hook(conn: Any, attempt_id: int, token: int, key: str, *a: An
     return out
 
 
-prov.create_with_retries = _create_hook  # type: ignore[assignment]
-adb.begin_agent_run = _begin_hook  # type: ignore[assignment]
-adb.record_model_call = _record_hook  # type: ignore[assignment]
-adb.mark_tool_call = _mark_hook  # type: ignore[assignment]
-adb.complete_tool_calls = _complete_hook  # type: ignore[assignment]
-db.record_effect = _record_effect_hook  # type: ignore[assignment]
+if PHASE or KILL_AFTER_S > 0 or EVENTS:  # only in a worker started to die (not in the test process)
+    prov.create_with_retries = functools.wraps(_create)(_create_hook)  # type: ignore[assignment]
+    adb.begin_agent_run = functools.wraps(_begin)(_begin_hook)  # type: ignore[assignment]
+    adb.record_model_call = functools.wraps(_record)(_record_hook)  # type: ignore[assignment]
+    adb.mark_tool_call = functools.wraps(_mark)(_mark_hook)  # type: ignore[assignment]
+    adb.complete_tool_calls = functools.wraps(_complete)(_complete_hook)  # type: ignore[assignment]
+    db.record_effect = functools.wraps(_record_effect)(_record_effect_hook)  # type: ignore[assignment]
 
 
 # --- the tools ---------------------------------------------------------------------------------
