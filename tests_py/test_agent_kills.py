@@ -47,6 +47,7 @@ def _tool_results(body: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
+@pytest.mark.slow
 def test_a_tool_call_killed_before_it_started_runs_on_resume_and_the_model_is_not_told_it_may_have_run(
     dsn: str, fake_anthropic: Any, workers: Any, tmp_path: Path
 ) -> None:
@@ -155,6 +156,7 @@ def _script_reply(body: dict[str, Any]) -> dict[str, Any]:
     return message(blocks, model="claude-haiku-4-5")
 
 
+@pytest.mark.slow
 def test_an_agent_killed_at_every_phase_of_its_loop_resumes_exactly(
     dsn: str, fake_anthropic: Any, workers: Any, tmp_path: Path
 ) -> None:
