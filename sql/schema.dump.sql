@@ -2723,6 +2723,8 @@ CREATE FUNCTION pgflight._option_spec() RETURNS TABLE(scope text, key text, kind
     ('fail_step', 'retryable', 'boolean', null, null, null, 'true', 'false: the dead letter at once.'),
     ('fail_step', 'retry_after_s', 'number', 0, 2592000, null, 'the step''s backoff',
      'Seconds before the retry; replaces the backoff and still spends an attempt.'),
+    ('release_step', 'retry_after_s', 'number', 0, 2592000, null, '0',
+     'Seconds before the released step may be claimed again (a rate limit''s Retry-After); no attempt spent.'),
     ('claim_batch', 'start', 'boolean', null, null, null, 'false',
      'Claimed attempts go straight to running (saves start_step).'),
     ('register_worker', 'hostname', 'string', 0, 256, null, 'none', 'Host of the worker process.'),
@@ -7503,9 +7505,9 @@ ALTER FUNCTION pgflight.register_worker(p_name text, p_options jsonb) OWNER TO p
 
 COMMENT ON FUNCTION pgflight.register_worker(p_name text, p_options jsonb) IS 'Register a worker process of this login; returns its id. options: hostname, pid, recipes. Errors: 22023, ZF005 name, options or live workers over their cap.';
 
--- Name: release_step(bigint, bigint, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+-- Name: release_step(bigint, bigint, text, jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
-CREATE FUNCTION pgflight.release_step(p_attempt_id bigint, p_token bigint, p_reason text DEFAULT 'released'::text) RETURNS TABLE(attempt_id bigint, status text)
+CREATE FUNCTION pgflight.release_step(p_attempt_id bigint, p_token bigint, p_reason text DEFAULT 'released'::text, p_options jsonb DEFAULT '{}'::jsonb) RETURNS TABLE(attempt_id bigint, status text)
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -7513,6 +7515,8 @@ declare
   v_row pgflight.step_attempts;
   v_now timestamptz := pgflight._now();
   v_cascade boolean;
+  v_opts jsonb := pgflight._check_options('release_step', p_options);
+  v_after double precision := coalesce((v_opts ->> 'retry_after_s')::double precision, 0);
 begin
   loop
     v_cascade := exists (select from pgflight.step_attempts a
@@ -7538,20 +7542,23 @@ begin
     return query select p_attempt_id, 'cancelled'::text;
     return;
   end if;
-  update pgflight.step_attempts set status = 'queued', available_after = v_now where id = p_attempt_id;
+  update pgflight.step_attempts set status = 'queued', available_after = v_now + make_interval(secs => v_after)
+   where id = p_attempt_id;
   perform pgflight._event(v_row.run_id, v_row.step_id, p_attempt_id, v_row.status, 'queued',
                           v_row.worker_id, 'released', null,
                           case when p_reason is null then null else jsonb_build_object('note', p_reason) end);
-  perform pgflight._notify_ready();
+  if v_after = 0 then
+    perform pgflight._notify_ready();  -- a later claim is found by the workers' poll
+  end if;
   return query select p_attempt_id, 'queued'::text;
 end
 $$;
 
-ALTER FUNCTION pgflight.release_step(p_attempt_id bigint, p_token bigint, p_reason text) OWNER TO pgflight_owner;
+ALTER FUNCTION pgflight.release_step(p_attempt_id bigint, p_token bigint, p_reason text, p_options jsonb) OWNER TO pgflight_owner;
 
--- Name: FUNCTION release_step(p_attempt_id bigint, p_token bigint, p_reason text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+-- Name: FUNCTION release_step(p_attempt_id bigint, p_token bigint, p_reason text, p_options jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight.release_step(p_attempt_id bigint, p_token bigint, p_reason text) IS 'Return a held attempt to queued (no attempt spent), or acknowledge a cancel. Errors: ZF001, ZF003.';
+COMMENT ON FUNCTION pgflight.release_step(p_attempt_id bigint, p_token bigint, p_reason text, p_options jsonb) IS 'Return a held attempt to queued (no attempt spent), or acknowledge a cancel. Options (docs/options.md): retry_after_s (seconds, 0 to 2592000: claimable only then). Errors: ZF001, ZF003, 22023.';
 
 -- Name: replay_from(bigint, text, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -12018,10 +12025,10 @@ GRANT ALL ON FUNCTION pgflight.record_trace(p_attempt_id bigint, p_token bigint,
 REVOKE ALL ON FUNCTION pgflight.register_worker(p_name text, p_options jsonb) FROM PUBLIC;
 GRANT ALL ON FUNCTION pgflight.register_worker(p_name text, p_options jsonb) TO pgflight_worker;
 
--- Name: FUNCTION release_step(p_attempt_id bigint, p_token bigint, p_reason text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+-- Name: FUNCTION release_step(p_attempt_id bigint, p_token bigint, p_reason text, p_options jsonb); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
-REVOKE ALL ON FUNCTION pgflight.release_step(p_attempt_id bigint, p_token bigint, p_reason text) FROM PUBLIC;
-GRANT ALL ON FUNCTION pgflight.release_step(p_attempt_id bigint, p_token bigint, p_reason text) TO pgflight_worker;
+REVOKE ALL ON FUNCTION pgflight.release_step(p_attempt_id bigint, p_token bigint, p_reason text, p_options jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.release_step(p_attempt_id bigint, p_token bigint, p_reason text, p_options jsonb) TO pgflight_worker;
 
 -- Name: FUNCTION replay_from(p_step_id bigint, p_actor text, p_note text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 

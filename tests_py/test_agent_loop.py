@@ -167,9 +167,10 @@ def test_cost_rows_equal_usage_times_price(dsn: str) -> None:
         )
 
 
-def test_an_iteration_is_two_writes_with_parallel_tool_calls_batched(dsn: str) -> None:
-    """Per iteration the loop makes two writes: record_model_call (tool calls marked in flight) and
-    complete_tool_calls (every result of the iteration plus the next call's budget admission)."""
+def test_an_iteration_is_two_writes_and_a_mark_per_tool_call_with_parallel_results_batched(dsn: str) -> None:
+    """Per iteration the loop makes two writes, record_model_call and complete_tool_calls (every
+    result of the iteration plus the next call's budget admission), and marks each tool call in
+    flight (mark_tool_call) just before it starts, never before."""
     two_tools = [
         message(
             [
@@ -201,8 +202,12 @@ def test_an_iteration_is_two_writes_with_parallel_tool_calls_batched(dsn: str) -
             "begin_agent_run",
             "reserve_budget",  # once per attempt: the first call's admission
             "record_model_call",
+            "mark_tool_call",
+            "mark_tool_call",
             "complete_tool_calls",
             "record_model_call",
+            "mark_tool_call",
+            "mark_tool_call",
             "complete_tool_calls",
             "record_model_call",
         ]

@@ -35,7 +35,7 @@ API: list[tuple[str, list[str]]] = [
     ("complete_step", ["attempt", "token", "jsonb"]),
     ("complete_batch", ["attempt[]", "token[]", "jsonb[]"]),
     ("fail_step", ["attempt", "token", "jsonb", "opts:fail_step"]),
-    ("release_step", ["attempt", "token", "text"]),
+    ("release_step", ["attempt", "token", "text", "opts:release_step"]),
     ("spawn_children", ["attempt", "token", "children", "opts:spawn_children"]),
     ("request_approval", ["attempt", "token", "text", "jsonb", "opts:request_approval"]),
     ("approve", ["step", "text", "text", "text", "text"]),

@@ -74,8 +74,22 @@ class Release(BaseException):
     """
     Raise from a recipe to give the step back without spending an attempt (e.g. the model API is
     rate-limiting): the worker calls release_step with the message as the reason and the step is
-    queued again at once. Not an Exception, so ``except Exception`` in a recipe does not swallow it.
+    queued again, claimable at once or, with `after_s`, that many seconds later (a rate limit's
+    Retry-After: the next attempt must not ask before the server said it may). Not an Exception,
+    so ``except Exception`` in a recipe does not swallow it.
+
+    :param after_s: seconds before the step may be claimed again; None or 0: at once. A value
+        that is not a finite number >= 0 is taken as 0, a value over 30 days as 30 days (the
+        release must not fail: the step would then wait for its lease to lapse).
     """
+
+    MAX_AFTER_S = 2592000.0
+
+    def __init__(self, message: str = "released", *, after_s: float | None = None) -> None:
+        super().__init__(message)
+        self.after_s: float | None = None
+        if after_s is not None and 0 < after_s < float("inf"):
+            self.after_s = min(float(after_s), self.MAX_AFTER_S)
 
 
 class Parked(BaseException):

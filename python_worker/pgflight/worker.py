@@ -701,7 +701,9 @@ class Worker:
             except Release as e:
                 if self.held.transition(held, RELEASED):
                     log.info("attempt %s given back by its recipe: %s", claim.attempt_id, _first_line(e))
-                    await self._release(held, clean_text(str(e), limit=1000), retry_for_s=self.lease_s)
+                    await self._release(
+                        held, clean_text(str(e), limit=1000), retry_for_s=self.lease_s, after_s=e.after_s
+                    )
             except BadPayload as e:
                 await self._fail(held, e, retryable=False)
             except Fatal as e:
@@ -952,8 +954,13 @@ class Worker:
             self.held.transition(held, LOST)
         log.warning("attempt %s abandoned: %s", held.claim.attempt_id, _first_line(exc))
 
-    async def _release(self, held: Held, reason: str, *, retry_for_s: float) -> bool:
-        """release_step with the attempt's token (shutdown, or acknowledging a cancel); True when done."""
+    async def _release(
+        self, held: Held, reason: str, *, retry_for_s: float, after_s: float | None = None
+    ) -> bool:
+        """
+        release_step with the attempt's token (shutdown, acknowledging a cancel, or a recipe's
+        Release, claimable again `after_s` seconds later); True when done.
+        """
         try:
             await self._db(
                 self._control_pool,
@@ -961,6 +968,7 @@ class Worker:
                 held.claim.attempt_id,
                 held.claim.fencing_token,
                 reason=reason,
+                retry_after_s=after_s,
                 retry_for_s=retry_for_s,
             )
             return True

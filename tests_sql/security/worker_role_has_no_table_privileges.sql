@@ -27,7 +27,7 @@ select is_empty($$
     'pgflight.register_worker(text,jsonb)', 'pgflight.claim_batch(bigint,integer,double precision,text[],jsonb)',
     'pgflight.start_step(bigint,bigint)', 'pgflight.heartbeat(bigint,bigint[],bigint[])',
     'pgflight.complete_step(bigint,bigint,jsonb)', 'pgflight.complete_batch(bigint[],bigint[],jsonb[])',
-    'pgflight.fail_step(bigint,bigint,jsonb,jsonb)', 'pgflight.release_step(bigint,bigint,text)',
+    'pgflight.fail_step(bigint,bigint,jsonb,jsonb)', 'pgflight.release_step(bigint,bigint,text,jsonb)',
     'pgflight.spawn_children(bigint,bigint,jsonb,jsonb)', 'pgflight.request_approval(bigint,bigint,text,jsonb,jsonb)',
     'pgflight.record_stale_write(bigint,bigint,text)', 'pgflight.children_results(bigint)']) f
    where not has_function_privilege('pgflight_worker', f, 'EXECUTE')$$,

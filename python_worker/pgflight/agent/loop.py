@@ -1,22 +1,27 @@
 """
 The agent recipe: an Anthropic-style tool-use loop whose every iteration is durable rows.
 
-Each iteration is two transactions of engine overhead:
+Each iteration is two transactions of engine overhead, and one short one per tool call:
 
 1. after the model call (transient errors retried and recorded as ``api_error`` blocks),
-   ``record_model_call`` stores the response blocks, usage and cost, settles the budgets, marks
-   the response's tool calls in flight (``mark_tools``) and, when it asked for tools, admits the
-   next model call (``next_est_usd``: the budget check and reservation, C24, in the same budget
-   move as the settlement);
-2. the tools run (through effect receipts when they have side effects), then
-   ``complete_tool_calls`` stores all their results and keeps that admission (checking the
-   wall-time caps again), or makes it when record_model_call could not (a tokens-per-minute
-   limit, the iteration cap, a refusal: raised here), in one transaction.
+   ``record_model_call`` stores the response blocks, usage and cost, settles the budgets and,
+   when it asked for tools, admits the next model call (``next_est_usd``: the budget check and
+   reservation, C24, in the same budget move as the settlement);
+2. the tools run in order, each marked in flight by ``mark_tool_call`` just before it starts
+   (one write per tool call; the mark counts against max_tool_calls) and run through effect
+   receipts when it has side effects; then ``complete_tool_calls`` stores all their results and
+   keeps that admission (checking the wall-time caps again), or makes it when record_model_call
+   could not (a tokens-per-minute limit, the iteration cap, a refusal: raised here), in one
+   transaction.
 
-The first model call of an attempt is admitted by ``reserve_budget``; a call that
-``record_model_call`` left unmarked (over max_tool_calls, or a resumed call) is marked by
-``mark_tool_call`` before it runs. Results produced before a tool parks the attempt (``spawn``,
-``request_approval``) or before the step fails are stored first.
+The model is told only the truth: a tool call is in flight only once it is about to start, never
+because the response that asked for it was recorded (``record_model_call`` is called without
+``mark_tools``). After a crash, a call that was never marked has certainly not started and simply
+runs; only a call that was marked (it may have started) goes through its verify hook, its effect
+receipt, or the notice that it may or may not have taken effect.
+
+The first model call of an attempt is admitted by ``reserve_budget``. Results produced before a
+tool parks the attempt (``spawn``, ``request_approval``) or before the step fails are stored first.
 
 Resume (a reclaimed or woken attempt): ``load_transcript`` marks calls left in flight as
 interrupted and returns every block; the messages are rebuilt exactly (same content blocks, same
@@ -47,7 +52,9 @@ heartbeat keeps the lease) for the server's Retry-After, at most
 ``PGFLIGHT_AGENT_MAX_RETRY_AFTER_S`` seconds (default 60) a wait, and is traced as an
 ``api_error`` block with ``rate_limited: true`` and ``wait_s``; when the waits of the attempt
 would pass ``PGFLIGHT_AGENT_RATE_LIMIT_PATIENCE_S`` (default 600 s) or the attempt's deadline, the
-step is given back (release_step: queued again, no attempt spent).
+step is given back (release_step: queued again, no attempt spent), claimable again only once the
+wait the last answer asked for has passed (its Retry-After, at most the cap above), so that the
+next attempt does not ask before the server said it may.
 
 Sub-agents: the ``delegate`` tool spawns one child ``agent`` step per sub-task (the plan is data);
 the parent parks in awaiting_children and, when woken, gets the children's answers as the tool's
@@ -127,7 +134,6 @@ class AgentLoop:
         self.total_usd = Decimal(0)
         self.stop_reason: str | None = None
         self._unit_prices: tuple[Decimal, Decimal] | None = None
-        self._marked: set[str] = set()  # tool calls record_model_call put in flight, not yet run
         self._pending: list[Block] = []  # tool results not yet stored (they go with the next admission)
         self._held: int | None = None  # the call record_model_call already admitted, and its USD
         self._held_est: Decimal | None = None
@@ -209,7 +215,8 @@ class AgentLoop:
         if give_up:
             raise Release(
                 f"the workspace's model tokens per minute are used and the next wait of {wait_s:.3g} s "
-                f"would pass the rate-limit budget of {budget:.3g} s; given back without spending an attempt"
+                f"would pass the rate-limit budget of {budget:.3g} s; given back without spending an attempt",
+                after_s=wait_s,
             )
         log.info(
             "agent run %s: model tokens per minute used, waiting %.3g s before call %s",
@@ -285,7 +292,6 @@ class AgentLoop:
                 )
                 messages, iteration, results = self._begin()
                 continue
-            self._marked = set(rec.marked)
             self.total_usd = rec.total_usd
             self.stop_reason = response.get("stop_reason")
             messages.append({"role": "assistant", "content": content})
@@ -308,7 +314,7 @@ class AgentLoop:
             max_wall_s=inp.max_wall_s,
         )
         self.agent_run_id = begun.agent_run_id
-        self._marked, self._pending = set(), []
+        self._pending = []
         self._held = self._held_est = None
         if begun.created:  # nothing to resume: the transcript is the task begin_agent_run stored
             self.total_usd, self.stop_reason = Decimal(0), None
@@ -350,8 +356,10 @@ class AgentLoop:
                 sleep=self._sleep,
             )
         except prov.RateLimited as e:
+            # the step may be claimed again only once the server's Retry-After has passed
             raise Release(
-                f"rate-limited by the model API, given back without spending an attempt: {e}"
+                f"rate-limited by the model API, given back without spending an attempt: {e}",
+                after_s=e.retry_after_s,
             ) from None
 
     def _count_request(self) -> None:
@@ -404,7 +412,7 @@ class AgentLoop:
                 response.get("model") or self.inp.model,
                 stop_reason=response.get("stop_reason"),
                 retries=retries,
-                mark_tools=True,
+                mark_tools=False,  # each tool call is marked just before it starts (_tool_result)
                 next_est_usd=next_est,
             )
         except (errors.LeaseLost, errors.Cancelled) as e:
@@ -554,12 +562,10 @@ class AgentLoop:
             verdict = self._recover(t, use, tctx)
             if verdict is not None:
                 return self._complete(tid, verdict)
-        if tid in self._marked:  # put in flight by record_model_call
-            self._marked.discard(tid)
-        else:
-            mark = self._db(adb.mark_tool_call, self.agent_run_id, tid)
-            if mark.previous_status == "completed":
-                return dict(mark.content)
+        # in flight from here on: after a crash this call may have started (verify, receipt, notice)
+        mark = self._db(adb.mark_tool_call, self.agent_run_id, tid)
+        if mark.previous_status == "completed":
+            return dict(mark.content)
         try:
             args = t.args_model.model_validate(use.get("input", {}))
         except ValidationError as e:

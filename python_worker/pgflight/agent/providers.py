@@ -117,7 +117,17 @@ def check_message(out: Any) -> Response:
 
 
 class RateLimited(Exception):
-    """Still rate-limited when the caller's wait budget ran out: give the step back, try later."""
+    """
+    Still rate-limited when the caller's wait budget ran out: give the step back, try later.
+
+    :ivar retry_after_s: the wait the last answer asked for (its Retry-After, at most
+        ``PGFLIGHT_AGENT_MAX_RETRY_AFTER_S``; the backoff when it gave none): the earliest time the
+        step may ask again, in seconds from now.
+    """
+
+    def __init__(self, message: str, *, retry_after_s: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
 
 
 def parse_retry_after(value: str | None, *, now: datetime | None = None) -> float | None:
@@ -510,7 +520,8 @@ def create_with_retries(
                 if e.rate_limited:
                     raise RateLimited(
                         f"rate-limited (HTTP {e.status}) after {waited:.3g} s of waits; the next wait of "
-                        f"{delay:.3g} s would pass the budget of {rate_limit_budget_s:.3g} s"
+                        f"{delay:.3g} s would pass the budget of {rate_limit_budget_s:.3g} s",
+                        retry_after_s=delay,
                     ) from e
                 raise
             sleep(delay)

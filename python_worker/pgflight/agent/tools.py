@@ -24,7 +24,8 @@ so a retry after a crash finds the receipt and does not act again. ``verify(args
 after a crash, whether an interrupted call took effect: it returns the call's result if it did,
 None if it did not (then the call runs again). A tool with neither, and no side effects, is simply
 run again; one with side effects and neither a receipt nor a verdict is reported to the model as
-interrupted.
+interrupted. A call counts as interrupted only when the crash came after it was marked in flight,
+which the loop does just before the call starts: a call the crash kept from starting simply runs.
 """
 
 from __future__ import annotations

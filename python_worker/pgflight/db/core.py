@@ -646,13 +646,20 @@ def fail_step(
 
 
 def release_step(
-    conn: Connection, attempt_id: int, token: int, *, reason: str = "released"
+    conn: Connection,
+    attempt_id: int,
+    token: int,
+    *,
+    reason: str = "released",
+    retry_after_s: float | None = None,
 ) -> models.AttemptStatus:
     """
     Give a held attempt back (no attempt spent), or acknowledge a cancel.
 
+    :param retry_after_s: seconds (0 to 2592000) before the step may be claimed again, on the
+        server's clock (a rate limit's Retry-After); None: at once.
     :return: the new status, queued or cancelled.
-    :raises LeaseLost: ZF001.
+    :raises LeaseLost: ZF001. :raises BadArgument: 22023, retry_after_s out of range.
     """
     return _fenced(
         conn,
@@ -661,8 +668,8 @@ def release_step(
         "release_step",
         lambda: _one(
             conn,
-            "select * from pgflight.release_step(%s, %s, %s)",
-            [attempt_id, token, reason],
+            "select * from pgflight.release_step(%s, %s, %s, %s)",
+            [attempt_id, token, reason, _opts(None, retry_after_s=retry_after_s)],
             models.AttemptStatus,
         ),
     )

@@ -77,6 +77,8 @@ as $$
     ('fail_step', 'retryable', 'boolean', null, null, null, 'true', 'false: the dead letter at once.'),
     ('fail_step', 'retry_after_s', 'number', 0, 2592000, null, 'the step''s backoff',
      'Seconds before the retry; replaces the backoff and still spends an attempt.'),
+    ('release_step', 'retry_after_s', 'number', 0, 2592000, null, '0',
+     'Seconds before the released step may be claimed again (a rate limit''s Retry-After); no attempt spent.'),
     ('claim_batch', 'start', 'boolean', null, null, null, 'false',
      'Claimed attempts go straight to running (saves start_step).'),
     ('register_worker', 'hostname', 'string', 0, 256, null, 'none', 'Host of the worker process.'),

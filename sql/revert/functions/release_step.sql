@@ -1,6 +1,7 @@
 -- Revert pgflight:functions/release_step: restores the previous definition, deploy/functions/release_step@v0.9.0.sql (written by scripts/gen_sql_scripts.py)
 begin;
 set local role pgflight_owner;
+drop function pgflight.release_step(bigint, bigint, text, jsonb);
 
 -- Give a held attempt back (graceful shutdown): it returns to queued at once, no attempt spent
 -- (documented: release is the one unsuccessful ending that does not count toward max_attempts;
