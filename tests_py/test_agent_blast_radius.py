@@ -179,9 +179,10 @@ def test_case3_paid_answer_refused_for_a_lost_lease_is_charged(dsn: str) -> None
 
 
 def test_case3_answer_the_recorder_refuses_ends_the_step_without_asking_again(dsn: str) -> None:
-    """A paid answer with a block type the flight recorder cannot store: usage kept, Fatal, one request."""
-    server_tool = {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {"q": "x"}}
-    provider = prov.ScriptedProvider([message([server_tool], input_tokens=777) for _ in range(3)])
+    """A paid answer the flight recorder cannot store (a tool_use block without an id; any block type is
+    stored): usage kept, Fatal, one request."""
+    no_id = {"type": "tool_use", "name": "note", "input": {"text": "x"}}
+    provider = prov.ScriptedProvider([message([no_id], input_tokens=777) for _ in range(3)])
     with psycopg.connect(dsn, autocommit=True) as conn:
         claim = _claim(conn, {"task": "t", "model": "claude-haiku-4-5", "est_usd": 0})
         inp = AgentInput.model_validate(claim.input)

@@ -43,8 +43,8 @@ select throws_like($$select pgflight_test.trace('tool', 'text', 'completed', nul
                    '%violates check constraint "role_is_known"', 'an unknown role');
 select throws_ok($$select pgflight_test.trace('User', 'text', 'completed', null, 7, 0)$$, '23514', null,
                  'a role in the wrong case');
-select throws_like($$select pgflight_test.trace('user', 'image', 'completed', null, 7, 0)$$,
-                   '%violates check constraint "block_type_is_known"', 'an unknown block type');
+select throws_like($$select pgflight_test.trace('user', '', 'completed', null, 7, 0)$$,
+                   '%violates check constraint "block_type_is_a_name"', 'an empty block type');
 select throws_like($$select pgflight_test.trace('user', 'text', 'done', null, 7, 0)$$,
                    '%violates check constraint "status_is_known"', 'an unknown status');
 select throws_like($$select pgflight_test.trace('user', 'tool_use', 'completed', null, 7, 0)$$,

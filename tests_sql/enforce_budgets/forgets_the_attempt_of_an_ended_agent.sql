@@ -1,10 +1,10 @@
 -- The reservation keeps its attempt between iterations (tables/agent_runs_hot: the updates of an
--- iteration change no indexed column, so they are HOT); enforce_budgets releases a lapsed
--- attempt's held reservation (counted) and forgets the attempt of an agent whose attempt ended
+-- iteration change no indexed column, so they are HOT); enforce_budgets ends a lapsed attempt's
+-- held reservation (counted: charged as a cost of unknown outcome, since its call was out) and forgets the attempt of an agent whose attempt ended
 -- with nothing held (not counted), so agent_runs_reserved_idx keeps only live agents.
 begin;
 \ir ../_helpers.psql
-select plan(7);
+select plan(8);
 select pgflight.enforce_budgets(1000000);  -- whatever the database held before: the counts below are this test's
 
 update pgflight.workspaces set daily_usd_cap = 10 where name = 'test';
@@ -22,9 +22,11 @@ select is(pgflight.enforce_budgets(), 0, 'a live attempt''s reservation is left 
 -- the attempt lapses holding the reservation: released and counted
 update pgflight.step_attempts set lease_expires_at = pgflight._now() - interval '1 s' where id = :attempt_id;
 select pgflight.reclaim_expired();
-select is(pgflight.enforce_budgets(), 1, 'the lapsed attempt''s reservation is released');
+select is(pgflight.enforce_budgets(), 1, 'the lapsed attempt''s reservation is ended');
 select is((select reserved_usd from pgflight.budgets where scope = 'workspace_day' and workspace_id = :ws), 0::numeric,
-  'its money is back');
+  'nothing is held any more');
+select is((select spent_usd from pgflight.budgets where scope = 'workspace_day' and workspace_id = :ws), 0.501::numeric,
+  'its call was out (admitted by reserve_budget): charged at its reservation, with the recorded call');
 
 -- an agent whose attempt ended with nothing held: forgotten, not counted
 select run_id as run2, attempt_id as att2, token as tok2 from pgflight_test.hold(:w1, 'agent') \gset

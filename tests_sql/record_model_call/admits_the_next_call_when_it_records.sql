@@ -1,6 +1,6 @@
 -- Issue 18: with p_next_est_usd, record_model_call settles the call and admits the next one in the
--- same budget move (one move per iteration); complete_tool_calls then keeps that reservation
--- instead of admitting again. A cap that refuses the early admission does not refuse the record:
+-- same budget move (one move per iteration); complete_tool_calls then re-prices that reservation
+-- (the request about to be sent, tool results included) instead of admitting again. A cap that refuses the early admission does not refuse the record:
 -- the call is stored and settled, nothing is reserved, and complete_tool_calls raises the refusal
 -- as before. A wall-time cap that runs out while the tools run is caught by complete_tool_calls.
 -- Results stored without next_iteration (before the attempt parks, or fails) give the early
@@ -29,9 +29,10 @@ select results_eq(format('select reserved_iteration, reserved_usd, reserved_atte
 
 select results_eq(format($$select stored, reserved, reserved_usd from pgflight.complete_tool_calls(%s, %s, %s,
     '[{"type": "tool_result", "tool_use_id": "a", "content": "A"}]', 2, 0.5)$$, :attempt_id, :token, :agent_run_id),
-  $$values (array['a'], true, 0.2::numeric)$$, 'complete_tool_calls keeps the reservation it finds');
+  $$values (array['a'], true, 0.5::numeric)$$,
+  'complete_tool_calls re-prices the reservation it finds to the request about to be sent');
 select results_eq($$select spent_usd, reserved_usd from pgflight.budgets where scope = 'workspace_day'$$,
-  $$values (0.1::numeric, 0.2::numeric)$$, 'nothing was reserved twice');
+  $$values (0.1::numeric, 0.5::numeric)$$, 'by the difference: nothing was reserved twice');
 
 -- call 2 costs 0.8: spent 0.9, and 0.2 more for call 3 would pass the day's 1.00
 select results_eq(format($$select recorded, usd, next_reserved from pgflight.record_model_call(%s, %s, %s, 2,

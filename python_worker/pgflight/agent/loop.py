@@ -34,7 +34,13 @@ the record and goes on from there. An interrupted call is settled before anythin
 retried: the tool's ``verify`` hook, else its effect receipt, decides; a tool without side effects
 simply runs again; otherwise the model is told the call was interrupted.
 
-Money: a response that was paid for is on the record even when the lease was lost (or the run
+Money: each call is admitted at the price of the request about to be sent, tool results
+included (``complete_tool_calls`` re-prices the reservation ``record_model_call`` took ahead); a
+call that does not fit is refused before it is made. The admission marks the call as out: an
+attempt that ends before its answer is recorded (a kill, a frozen worker) is charged the
+reservation as a cost of unknown outcome, settled if the answer is recorded late; a call the API
+answered without charging (a refusal, rate limits) gives its reservation back (docs/budgets.md).
+A response that was paid for is on the record even when the lease was lost (or the run
 cancelled) while the model answered: ``record_model_call`` then refuses it, so the loop keeps its
 usage as an effect receipt ``model_call:<attempt>:<iteration>`` (receipts are stored for any
 holder whose token was the attempt's) before it stops. A hard cap on the requests one attempt
@@ -174,8 +180,10 @@ class AgentLoop:
         """
         while True:
             try:
-                if self._pending:
+                if self._pending or self._held == iteration:
+                    # the reservation record_model_call took ahead is re-priced to est_usd here
                     results, self._pending = self._pending, []
+                    self._held = self._held_est = None
                     self._db(
                         adb.complete_tool_calls,
                         self.agent_run_id,
@@ -261,10 +269,10 @@ class AgentLoop:
             self.ctx.check_cancelled()
             iteration += 1
             request = prov.Request(inp.model, inp.system, messages, schemas, inp.max_tokens)
-            held = self._held_est if self._held == iteration else None
-            self._admit(iteration, held if held is not None else self._estimate(request))
+            # priced on the request about to be sent, tool results included (see _estimate)
+            self._admit(iteration, self._estimate(request))
             started_ns = tracing.now_ns()
-            response, retries = self._ask(iteration, request)
+            response, retries = self._ask_or_give_back(iteration, request)
             content = _storable(response.get("content") or [])
             # a response asking for tools: its record admits the next call too (one budget move per
             # iteration); the estimate cannot see the tool results yet
@@ -361,6 +369,29 @@ class AgentLoop:
                 f"rate-limited by the model API, given back without spending an attempt: {e}",
                 after_s=e.retry_after_s,
             ) from None
+
+    def _ask_or_give_back(self, iteration: int, request: prov.Request) -> tuple[prov.Response, int]:
+        """
+        :meth:`_ask`; when it ends with an answer that charged nothing (the API refused the request,
+        rate limits or errors it answered, the request cap), the call's reservation is given back
+        first. Otherwise (a connection lost or timed out with the request out, a crash) the
+        reservation stays marked as out, and an attempt that ends so is charged it as an
+        unknown outcome (the ledger never counts less than was spent).
+        """
+        try:
+            return self._ask(iteration, request)
+        except (errors.LeaseLost, errors.Cancelled):
+            raise  # this attempt can write nothing more
+        except (Release, Fatal, prov.TransientError) as e:
+            answered = not isinstance(e, prov.TransientError) or e.status is not None
+            if answered:
+                try:
+                    self._call(
+                        adb.complete_tool_calls, self.ctx.attempt_id, self.ctx.token, self.agent_run_id, []
+                    )
+                except errors.PgflightError as g:
+                    log.warning("model call %s: could not give back its reservation: %s", iteration, g)
+            raise
 
     def _count_request(self) -> None:
         """The hard cap on requests per attempt (a loop the recorder cannot see stops here)."""
@@ -521,7 +552,14 @@ class AgentLoop:
         }
 
     def _estimate(self, request: prov.Request) -> Decimal:
-        """USD to reserve: the input's est_usd, else input (chars / 4) and max_tokens at list price."""
+        """
+        USD to reserve for `request`, the request about to be sent (its tool results included): the
+        input's est_usd, else its size as tokens (the JSON of system prompt, messages and tools, in
+        characters, / 4, + 1) at the model's input price plus max_tokens at its output price. A call
+        that does not fit under a cap at this price is refused before it is made; one whose
+        tokenizer counts more input tokens than this costs more than its reservation (the
+        documented overshoot, docs/budgets.md).
+        """
         if self.inp.est_usd is not None:
             return Decimal(str(self.inp.est_usd))
         if self._unit_prices is None:

@@ -10,8 +10,13 @@ set local role pgflight_owner;
 -- A refused admission does not undo the results: they are stored, nothing is reserved, and the
 -- refusal comes back as reserved = false with refusal = {message, detail, hint} of the ZF007 that
 -- reserve_budget would raise (the client raises it).
--- When record_model_call already reserved the next call (its p_next_est_usd), the reservation is
--- kept as it is (p_est_usd is not added to it); only the wall-time caps are checked again. Without
+-- When record_model_call already reserved the next call (its p_next_est_usd, priced before the tool
+-- results existed), the reservation is re-priced to p_est_usd, the price of the request about to be
+-- sent: an increase is admitted against the USD caps of the budgets it was taken on (a refusal
+-- releases the reservation and comes back as above), a decrease is given back; the wall-time caps
+-- are checked again. The admitted reservation is marked reserved_call_out: its request leaves next,
+-- and an attempt that ends before its answer is recorded is charged for it (_release_reservation).
+-- Without
 -- p_next_iteration that reservation is given back: the client is not about to make the call (it
 -- stores what its tools did before it parks the attempt, e.g. to wait for sub-agents, or fails),
 -- and money held while the attempt waits would be kept from the agent's sub-agents.
@@ -114,6 +119,9 @@ begin
   end if;
   if p_next_iteration is null then
     if v_run.reserved_attempt_id = p_attempt_id and v_run.reserved_iteration is not null then
+      if v_run.reserved_call_out then  -- the caller says the call is not out: released, not charged
+        update pgflight.agent_runs r set reserved_call_out = false where r.id = v_run.id;
+      end if;
       perform pgflight._release_reservation(v_run.id);
     end if;
     agent_run_id := v_run.id;
@@ -137,6 +145,26 @@ begin
       v_run.reserved_iteration := null;
       v_run.reserved_budget_ids := null;
       v_refusal := pgflight._reserve(v_run, p_attempt_id, p_next_iteration, p_est_usd, v_now);
+    elsif p_est_usd is distinct from v_run.reserved_usd then
+      -- re-priced from the request about to be sent, tool results included: more is admitted
+      -- against every cap of the reservation's budgets (refused: the call is not made and its
+      -- reservation is released), less gives the difference back
+      if p_est_usd > v_run.reserved_usd then
+        v_refusal := pgflight._move_budget(v_run.reserved_budget_ids, p_est_usd - v_run.reserved_usd, 0, 0, true,
+                                           v_now, format('agent_run=%s iteration=%s priced with its tool results',
+                                                         v_run.id, p_next_iteration));
+      else
+        perform pgflight._move_budget(v_run.reserved_budget_ids, 0, 0, v_run.reserved_usd - p_est_usd, false,
+                                      v_now, 'release');
+      end if;
+      if v_refusal is null then
+        update pgflight.agent_runs r set reserved_usd = p_est_usd, reserved_call_out = true, updated_at = v_now
+         where r.id = v_run.id;
+      else
+        perform pgflight._release_reservation(v_run.id);  -- taken ahead (not out): released
+      end if;
+    else  -- the admission of the call about to be made: its request leaves next
+      update pgflight.agent_runs r set reserved_call_out = true where r.id = v_run.id;
     end if;
   else
     v_refusal := pgflight._reserve(v_run, p_attempt_id, p_next_iteration, p_est_usd, v_now);
@@ -145,10 +173,7 @@ begin
   agent_run_id := v_run.id;
   stored := v_stored;
   reserved := v_refusal is null;
-  reserved_usd := case when v_refusal is not null then 0
-                       when v_run.reserved_attempt_id = p_attempt_id and v_run.reserved_iteration = p_next_iteration
-                         then v_run.reserved_usd  -- kept since record_model_call
-                       else p_est_usd end;
+  reserved_usd := case when v_refusal is not null then 0 else p_est_usd end;
   refusal := v_refusal;
   return next;
 end

@@ -21,7 +21,11 @@ set local role pgflight_owner;
 -- Idempotent: a second call for the same (agent run, iteration) stores nothing and returns
 -- recorded = false with the totals (a retry after a lost reply).
 -- p_blocks: the response's content array (Messages API blocks: text, thinking, redacted_thinking,
--- tool_use); p_usage: the response's usage object; p_model: the model that answered.
+-- tool_use, and any other type, e.g. server_tool_use or web_search_tool_result, stored under its
+-- own name and kept exactly as received); p_usage: the response's usage object (priced by
+-- _price_of: one-hour cache writes, usage.cache_creation.ephemeral_1h_input_tokens, at their own
+-- rate; server-side web searches, usage.server_tool_use.web_search_requests, per search); p_model:
+-- the model that answered.
 -- options: stop_reason (text), retries (transient errors retried before this answer), mark_tools
 -- (boolean, default false).
 -- p_next_est_usd (issue 18): also admit the next model call (iteration p_iteration + 1) and reserve
@@ -79,6 +83,8 @@ declare
   v_out bigint;
   v_cw bigint;
   v_cr bigint;
+  v_cw_1h bigint := 0;  -- of v_cw, the one-hour cache writes
+  v_searches bigint := 0;  -- server-side web searches
   v_tokens_per_min bigint;
   v_mark boolean;
   v_free integer;
@@ -141,6 +147,10 @@ begin
     v_out := pgflight._opt_int(p_usage, 'output_tokens', 0, 0, 10000000000, 'usage');
     v_cw := pgflight._opt_int(p_usage, 'cache_creation_input_tokens', 0, 0, 10000000000, 'usage');
     v_cr := pgflight._opt_int(p_usage, 'cache_read_input_tokens', 0, 0, 10000000000, 'usage');
+  end if;
+  -- one-hour cache writes and web searches, priced apart (_price_of); read only when present
+  if p_usage ? 'cache_creation' or p_usage ? 'server_tool_use' then
+    select x.cw_1h, x.searches into v_cw_1h, v_searches from pgflight._usage_extras(p_usage) x;
   end if;
   if p_blocks is null or jsonb_typeof(p_blocks) <> 'array' then
     raise exception using errcode = '22023', message = 'blocks must be a JSON array',
@@ -211,17 +221,16 @@ begin
   if v_price.model is null then  -- _price_usd raises 22023 when no price matches
     v_usd := pgflight._price_usd(p_model, coalesce(p_usage, '{}'));
   else  -- _price_usd's sum, of the counts read above (the same values)
-    v_usd := (v_in * v_price.input_usd_per_mtok + v_out * v_price.output_usd_per_mtok
-              + v_cw * v_price.cache_write_usd_per_mtok + v_cr * v_price.cache_read_usd_per_mtok) / 1000000;
+    v_usd := pgflight._price_of(v_price, v_in, v_out, v_cw, v_cr, v_cw_1h, v_searches);
   end if;
 
   -- the costs row is the iteration's claim: a repeat stores nothing
   insert into pgflight.costs (agent_run_id, iteration, step_id, run_id, workspace_id, model, input_tokens,
                               output_tokens, cache_creation_tokens, cache_read_tokens, usd, stop_reason,
-                              retries, attempt_id, at)
+                              retries, attempt_id, at, cache_creation_1h_tokens, web_search_requests)
   values (v_run.id, p_iteration, v_run.step_id, v_run.run_id, v_run.workspace_id, p_model, v_in, v_out, v_cw, v_cr,
           v_usd, p_options ->> 'stop_reason',  -- both checked above
-          coalesce((p_options ->> 'retries')::numeric, 0)::integer, p_attempt_id, v_now)
+          coalesce((p_options ->> 'retries')::numeric, 0)::integer, p_attempt_id, v_now, v_cw_1h, v_searches)
   -- No conflict target (issue 18): with one, every insert into the partitioned table maps the
   -- arbiter to the partition's index by reading pg_inherits for each of its five indexes. Without
   -- it every unique index arbitrates, and only one_call_per_iteration can conflict here: the
@@ -321,8 +330,16 @@ begin
   -- (issue 18: the totals' update was a statement of its own; each costs an executor start-up).
   v_free := case when v_mark then greatest(v_run.max_tool_calls - v_run.tool_calls, 0) else 0 end;
   with b as (
+    -- the block's own type, so a type this code does not know (server_tool_use,
+    -- web_search_tool_result, one added later) is stored and sent back as it came; a name the
+    -- traces cannot hold (absent, not lower-case letters, digits and underscores, longer than 64)
+    -- or one that belongs to the client's
+    -- side of the conversation is labelled 'unknown' (the content is kept whole either way)
     select (e.ord - 1)::integer as seq, e.v,
-           case e.v ->> 'type' when 'redacted_thinking' then 'thinking' else e.v ->> 'type' end as block_type
+           case when e.v ->> 'type' = 'redacted_thinking' then 'thinking'
+                when e.v ->> 'type' = any ('{tool_result,api_error}'::text[])
+                     or (e.v ->> 'type' ~ '^[a-z][a-z0-9_]{0,63}$') is not true then 'unknown'
+                else e.v ->> 'type' end as block_type
       from jsonb_array_elements(p_blocks) with ordinality as e(v, ord)
   ), ins as (
     insert into pgflight.traces (agent_run_id, iteration, seq, role, block_type, tool_use_id, tool_name, content,
@@ -356,6 +373,7 @@ begin
            reserved_attempt_id = case when v_next then p_attempt_id else r.reserved_attempt_id end,
            reserved_iteration = case when v_next then p_iteration + 1 end,
            reserved_budget_ids = case when v_next then v_next_ids end,
+           reserved_call_out = false,  -- this call is recorded; the next one's reservation is ahead of it
            updated_at = v_now
      where r.id = v_run.id
     returning r.iterations, r.tool_calls, r.usd

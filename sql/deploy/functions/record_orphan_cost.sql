@@ -9,7 +9,10 @@ set local role pgflight_owner;
 -- check, it is already spent — to every budget the call was bound by, and to the agent's usd; a
 -- reservation this attempt held for the iteration is settled instead. Its input + output tokens
 -- count in the workspace's model tokens per minute (issue 15), like a recorded call's. Idempotent per (agent run,
--- iteration, attempt): a repeat returns recorded = false.
+-- iteration, attempt): a repeat returns recorded = false. The late answer of a call that was charged
+-- at its reservation (costs.unknown_outcome: its attempt ended with the request out) settles that
+-- row to the real figures instead (recorded = true), moving its budgets and the agent's usd by the
+-- difference.
 -- Whom it trusts: p_token must be the fencing token that was issued to p_attempt_id (whatever the
 -- attempt's status now) by a claim of a worker of this login, and p_agent_run_id the agent of that
 -- attempt's step. The fence comes first (the rule in internals/_fencing): a NULL id or token is
@@ -39,7 +42,9 @@ declare
   v_out bigint := pgflight._opt_int(p_usage, 'output_tokens', 0, 0, 10000000000, 'usage');
   v_cw bigint := pgflight._opt_int(p_usage, 'cache_creation_input_tokens', 0, 0, 10000000000, 'usage');
   v_cr bigint := pgflight._opt_int(p_usage, 'cache_read_input_tokens', 0, 0, 10000000000, 'usage');
+  v_x record := pgflight._usage_extras(p_usage);  -- one-hour cache writes, web searches
   v_tokens_per_min bigint;
+  v_est pgflight.costs;  -- the unknown-outcome row this answer settles
 begin
   if p_iteration is null or p_iteration < 1 then
     raise exception using errcode = '22023', message = 'iteration must be >= 1', detail = format('got %s', p_iteration);
@@ -71,11 +76,37 @@ begin
 
   insert into pgflight.costs (agent_run_id, iteration, step_id, run_id, workspace_id, model, input_tokens,
                               output_tokens, cache_creation_tokens, cache_read_tokens, usd, stop_reason,
-                              retries, attempt_id, at, lease_lost)
+                              retries, attempt_id, at, lease_lost, cache_creation_1h_tokens, web_search_requests)
   values (v_run.id, p_iteration, v_run.step_id, v_run.run_id, v_run.workspace_id, p_model, v_in, v_out, v_cw, v_cr,
-          v_usd, v_opts ->> 'stop_reason', coalesce((v_opts ->> 'retries')::integer, 0), p_attempt_id, v_now, true)
+          v_usd, v_opts ->> 'stop_reason', coalesce((v_opts ->> 'retries')::integer, 0), p_attempt_id, v_now, true,
+          v_x.cw_1h, v_x.searches)
   on conflict (agent_run_id, iteration, attempt_id) where lease_lost do nothing;
   if not found then
+    -- the late answer of a call charged at its reservation when its attempt ended with it out
+    -- (_release_reservation): the row becomes the real figures, and the budgets it was charged to
+    -- and the agent's totals move by the difference (less when the answer cost less)
+    select o.* into v_est from pgflight.costs o
+     where o.agent_run_id = v_run.id and o.iteration = p_iteration and o.attempt_id = p_attempt_id
+       and o.lease_lost and o.unknown_outcome
+       for update;
+    if found then
+      update pgflight.costs c
+         set model = p_model, input_tokens = v_in, output_tokens = v_out, cache_creation_tokens = v_cw,
+             cache_read_tokens = v_cr, cache_creation_1h_tokens = v_x.cw_1h, web_search_requests = v_x.searches,
+             usd = v_usd, stop_reason = v_opts ->> 'stop_reason',
+             retries = coalesce((v_opts ->> 'retries')::integer, 0), unknown_outcome = false
+       where c.agent_run_id = v_run.id and c.id = v_est.id;
+      perform pgflight._move_budget(v_est.budget_ids, 0, v_usd - v_est.usd, 0, false, v_now,
+                                    format('agent_run=%s iteration=%s settled: the answer of a call charged at '
+                                           'its reservation', v_run.id, p_iteration));
+      update pgflight.agent_runs r
+         set usd = greatest(r.usd + v_usd - v_est.usd, 0), input_tokens = r.input_tokens + v_in,
+             output_tokens = r.output_tokens + v_out, cache_creation_tokens = r.cache_creation_tokens + v_cw,
+             cache_read_tokens = r.cache_read_tokens + v_cr, updated_at = v_now
+       where r.id = v_run.id;
+      return query select v_run.id, p_iteration, v_usd, true;
+      return;
+    end if;
     return query select v_run.id, p_iteration, c.usd, false from pgflight.costs c
       where c.agent_run_id = v_run.id and c.iteration = p_iteration and c.attempt_id = p_attempt_id and c.lease_lost;
     return;
@@ -93,7 +124,8 @@ begin
     perform pgflight._move_budget(v_run.reserved_budget_ids, 0, v_usd, v_run.reserved_usd, false, v_now,
                                   'settle (lease lost)');
     update pgflight.agent_runs r
-       set reserved_usd = 0, reserved_attempt_id = null, reserved_iteration = null, reserved_budget_ids = null
+       set reserved_usd = 0, reserved_attempt_id = null, reserved_iteration = null, reserved_budget_ids = null,
+           reserved_call_out = false
      where r.id = v_run.id;
   else
     perform pgflight._move_budget(pgflight._call_budget_ids(v_run, v_now), 0, v_usd, 0, false, v_now,

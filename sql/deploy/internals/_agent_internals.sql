@@ -1,5 +1,5 @@
 -- Deploy pgflight:internals/_agent_internals
--- Defines: _agent_fence(), _price_usd(), _store_tool_results().
+-- Defines: _agent_fence(), _price_of(), _usage_extras(), _price_usd(), _store_tool_results().
 -- Agent internals: the fence every agent write passes, model pricing, storing tool results.
 -- None is granted to any role.
 begin;
@@ -47,9 +47,50 @@ $$;
 comment on function pgflight._agent_fence(bigint, bigint, bigint, text) is
   'Internal: fence an agent write by (attempt, token); returns the agent run, locked. ZF001, ZF002, ZF003.';
 
+-- USD of one model call from its counts and a model_prices row: input, output, five-minute cache
+-- writes, one-hour cache writes, cache reads (tokens, priced per million) and server-side web
+-- searches (priced per search). p_cw is cache_creation_input_tokens, which counts the one-hour
+-- writes p_cw_1h too: the five-minute writes are the rest. One-hour writes are priced at
+-- cache_write_1h_usd_per_mtok, or twice the input price when the row has none (Anthropic's rule:
+-- https://platform.claude.com/docs/en/about-claude/pricing, "Model pricing": a one-hour cache
+-- write costs 2x the base input price, a five-minute one 1.25x; "Web search tool": USD 10 per
+-- 1,000 searches). Called by _price_usd and record_model_call, so both price alike.
+create or replace function pgflight._price_of(p_price pgflight.model_prices, p_in bigint, p_out bigint, p_cw bigint,
+                                   p_cr bigint, p_cw_1h bigint, p_searches bigint)
+returns numeric
+language sql immutable
+set search_path = pg_catalog, pg_temp
+as $$
+  select (p_in * p_price.input_usd_per_mtok + p_out * p_price.output_usd_per_mtok
+          + (greatest(p_cw, p_cw_1h) - p_cw_1h) * p_price.cache_write_usd_per_mtok
+          + p_cw_1h * coalesce(p_price.cache_write_1h_usd_per_mtok, 2 * p_price.input_usd_per_mtok)
+          + p_cr * p_price.cache_read_usd_per_mtok) / 1000000
+         + p_searches * p_price.web_search_usd_per_request
+$$;
+comment on function pgflight._price_of(pgflight.model_prices, bigint, bigint, bigint, bigint, bigint, bigint) is
+  'Internal: USD of a call from its token counts (5-minute and 1-hour cache writes apart) and web searches.';
+
+-- The two usage counts beyond the four token totals: usage.cache_creation.ephemeral_1h_input_tokens
+-- (one-hour cache writes) and usage.server_tool_use.web_search_requests, each an integer from 0 to
+-- 1e10 (22023 naming the key otherwise; absent or null: 0).
+create or replace function pgflight._usage_extras(p_usage jsonb, out cw_1h bigint, out searches bigint)
+language plpgsql immutable
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+  cw_1h := pgflight._opt_int(p_usage -> 'cache_creation', 'ephemeral_1h_input_tokens', 0, 0, 10000000000,
+                             'usage.cache_creation');
+  searches := pgflight._opt_int(p_usage -> 'server_tool_use', 'web_search_requests', 0, 0, 10000000000,
+                                'usage.server_tool_use');
+end
+$$;
+comment on function pgflight._usage_extras(jsonb) is
+  'Internal: one-hour cache-write tokens and web searches of a usage object (0 when absent); 22023 if malformed.';
+
 -- USD of one model call: usage (Messages API field names: input_tokens, output_tokens,
--- cache_creation_input_tokens, cache_read_input_tokens) times the price of the longest
--- model_prices.model that prefixes p_model, per million tokens. 22023 when no price matches.
+-- cache_creation_input_tokens, cache_read_input_tokens, cache_creation.ephemeral_1h_input_tokens,
+-- server_tool_use.web_search_requests) priced by the longest model_prices.model that prefixes
+-- p_model (_price_of). 22023 when no price matches or a count is malformed.
 create or replace function pgflight._price_usd(p_model text, p_usage jsonb)
 returns numeric
 language plpgsql stable
@@ -57,6 +98,7 @@ set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_p pgflight.model_prices;
+  v_x record;
 begin
   select p.* into v_p from pgflight.model_prices p
    where left(p_model, length(p.model)) = p.model
@@ -67,10 +109,13 @@ begin
       message = format('no price for model %L', p_model),
       hint    = 'Add the model (or a prefix of its name) to pgflight.model_prices.';
   end if;
-  return (coalesce((p_usage ->> 'input_tokens')::numeric, 0) * v_p.input_usd_per_mtok
-        + coalesce((p_usage ->> 'output_tokens')::numeric, 0) * v_p.output_usd_per_mtok
-        + coalesce((p_usage ->> 'cache_creation_input_tokens')::numeric, 0) * v_p.cache_write_usd_per_mtok
-        + coalesce((p_usage ->> 'cache_read_input_tokens')::numeric, 0) * v_p.cache_read_usd_per_mtok) / 1000000;
+  v_x := pgflight._usage_extras(p_usage);
+  return pgflight._price_of(v_p,
+                            pgflight._opt_int(p_usage, 'input_tokens', 0, 0, 10000000000, 'usage'),
+                            pgflight._opt_int(p_usage, 'output_tokens', 0, 0, 10000000000, 'usage'),
+                            pgflight._opt_int(p_usage, 'cache_creation_input_tokens', 0, 0, 10000000000, 'usage'),
+                            pgflight._opt_int(p_usage, 'cache_read_input_tokens', 0, 0, 10000000000, 'usage'),
+                            v_x.cw_1h, v_x.searches);
 end
 $$;
 comment on function pgflight._price_usd(text, jsonb) is

@@ -133,8 +133,17 @@ comment on function pgflight._move_budget(bigint[], numeric, numeric, numeric, b
   'Internal: reserve / spend / release USD on budgets atomically; with p_check an admission that returns '
   'the refusal (nothing moved) instead of moving.';
 
--- Give back the reservation an agent run holds (a lapsed attempt, or one superseded by a retry),
--- and forget the attempt that reserved (tables/agent_runs_hot): the run leaves agent_runs_reserved_idx.
+-- End the reservation an agent run holds (a lapsed attempt, or one superseded by a retry), and
+-- forget the attempt that reserved (tables/agent_runs_hot): the run leaves agent_runs_reserved_idx.
+-- The ledger never counts less than was spent: a reservation whose call was out
+-- (reserved_call_out: the admission just before the request left, and no answer recorded since)
+-- may have been answered and charged by the provider, and nobody can know. It is not released but
+-- charged: a costs row marked unknown_outcome (and lease_lost: no iteration of the transcript is
+-- claimed) with the reservation as its usd and the budgets it was taken on, spent on those budgets
+-- and added to the agent's usd. A late answer of that attempt and iteration (record_orphan_cost)
+-- settles it to the real figures; a row the late answer already wrote first is kept and the
+-- reservation only released. A reservation taken ahead of its call (record_model_call's next
+-- call, while the tools run) is released.
 -- Seq scans off, as _move_budget.
 create or replace function pgflight._release_reservation(p_agent_run_id bigint)
 returns void
@@ -150,16 +159,32 @@ begin
   if v_run.reserved_attempt_id is null then
     return;
   end if;
-  if v_run.reserved_iteration is not null then
+  if v_run.reserved_iteration is not null and v_run.reserved_call_out then
+    insert into pgflight.costs (agent_run_id, iteration, step_id, run_id, workspace_id, model, usd, attempt_id, at,
+                                lease_lost, unknown_outcome, budget_ids)
+    values (v_run.id, v_run.reserved_iteration, v_run.step_id, v_run.run_id, v_run.workspace_id, v_run.model,
+            v_run.reserved_usd, v_run.reserved_attempt_id, pgflight._now(), true, true, v_run.reserved_budget_ids)
+    on conflict (agent_run_id, iteration, attempt_id) where lease_lost do nothing;
+    if found then
+      perform pgflight._move_budget(v_run.reserved_budget_ids, 0, v_run.reserved_usd, v_run.reserved_usd, false, null,
+                                    format('agent_run=%s iteration=%s unknown outcome: charged at its reservation',
+                                           v_run.id, v_run.reserved_iteration));
+      update pgflight.agent_runs set usd = usd + v_run.reserved_usd where id = p_agent_run_id;
+    else
+      perform pgflight._move_budget(v_run.reserved_budget_ids, 0, 0, v_run.reserved_usd, false, null, 'release');
+    end if;
+  elsif v_run.reserved_iteration is not null then
     perform pgflight._move_budget(v_run.reserved_budget_ids, 0, 0, v_run.reserved_usd, false, null, 'release');
   end if;
   update pgflight.agent_runs
-     set reserved_usd = 0, reserved_attempt_id = null, reserved_iteration = null, reserved_budget_ids = null
+     set reserved_usd = 0, reserved_attempt_id = null, reserved_iteration = null, reserved_budget_ids = null,
+         reserved_call_out = false
    where id = p_agent_run_id;
 end
 $$;
 comment on function pgflight._release_reservation(bigint) is
-  'Internal: release an agent run''s USD reservation and forget the attempt that reserved.';
+  'Internal: end an agent run''s USD reservation (charged as an unknown_outcome cost when its call was out, '
+  'else released) and forget the attempt that reserved.';
 
 -- The refusal (see _move_budget) when the agent may not make model call number p_iteration (its
 -- max_iterations), else null.
@@ -291,7 +316,9 @@ comment on function pgflight._settle_tokens(pgflight.agent_runs, bigint, bigint,
 -- USD caps of every budget that binds the call, reserves p_est_usd (USD) on them and records the
 -- reservation on the agent run. A reservation already held for (p_attempt_id, p_iteration) is
 -- kept. Returns null when admitted, else the refusal (nothing reserved; the caller raises it with
--- _raise_budget_exceeded or hands it to the client). reserved_attempt_id is kept when a
+-- _raise_budget_exceeded or hands it to the client). The admission is made just before the call's
+-- request leaves, so the reservation is marked reserved_call_out (see _release_reservation).
+-- reserved_attempt_id is kept when a
 -- reservation ends (tables/agent_runs_hot): it changes once per attempt, so iterations are HOT.
 create or replace function pgflight._reserve(p_run pgflight.agent_runs, p_attempt_id bigint, p_iteration integer,
                                   p_est_usd numeric, p_now timestamptz)
@@ -305,6 +332,9 @@ declare
   v_tokens_per_min bigint;
 begin
   if p_run.reserved_attempt_id = p_attempt_id and p_run.reserved_iteration = p_iteration then
+    if not p_run.reserved_call_out then
+      update pgflight.agent_runs set reserved_call_out = true where id = p_run.id;
+    end if;
     return null;
   end if;
   if p_run.reserved_iteration is not null then
@@ -327,11 +357,12 @@ begin
   if v_refusal is null then
     update pgflight.agent_runs
        set reserved_usd = p_est_usd, reserved_attempt_id = p_attempt_id, reserved_iteration = p_iteration,
-           reserved_budget_ids = v_ids, updated_at = p_now
+           reserved_budget_ids = v_ids, reserved_call_out = true, updated_at = p_now
      where id = p_run.id;
   elsif p_run.reserved_iteration is not null then
     update pgflight.agent_runs
-       set reserved_usd = 0, reserved_iteration = null, reserved_budget_ids = null, updated_at = p_now
+       set reserved_usd = 0, reserved_iteration = null, reserved_budget_ids = null, reserved_call_out = false,
+           updated_at = p_now
      where id = p_run.id;
   end if;
   return v_refusal;

@@ -1,18 +1,24 @@
--- Revert pgflight:internals/_agent_internals: restores the previous definition, deploy/internals/_agent_internals@v0.6.0.sql (written by scripts/gen_sql_scripts.py)
+-- Revert pgflight:internals/_agent_internals: restores the previous definition, deploy/internals/_agent_internals@v0.9.0.sql (written by scripts/gen_sql_scripts.py)
 -- Defines: _agent_fence(), _price_usd(), _store_tool_results().
 -- Agent internals: the fence every agent write passes, model pricing, storing tool results.
 -- None is granted to any role.
 begin;
 set local role pgflight_owner;
+drop function pgflight._usage_extras(jsonb);
+drop function pgflight._price_of(pgflight.model_prices, bigint, bigint, bigint, bigint, bigint, bigint);
 
 -- The fence of every agent write: the attempt must be claimed or running with this token (else
 -- ZF001 / ZF002 / ZF003 from _reject_write) and the agent run must belong to its step (else ZF003).
 -- One statement locks the attempt FOR SHARE (a concurrent reclaim skips it, a cancel waits for us)
 -- and then the agent run FOR UPDATE (one writer per agent). Returns the agent run row.
+-- Seq scans off (jit off, so their penalty cannot trigger compilation; issue 18): a plan made while
+-- step_attempts was small read it whole at every fenced write once it grew.
 create or replace function pgflight._agent_fence(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_operation text)
 returns pgflight.agent_runs
 language plpgsql volatile
 set search_path = pg_catalog, pg_temp
+set enable_seqscan = off
+set jit = off
 as $$
 declare
   v_run pgflight.agent_runs;
@@ -86,6 +92,8 @@ returns text[]
 language plpgsql volatile
 set search_path = pg_catalog, pg_temp
 set plan_cache_mode = force_generic_plan
+set enable_seqscan = off
+set jit = off
 as $$
 declare
   v_missing text;

@@ -16,6 +16,28 @@ declare
   v_config text[];
 begin
   select p.proconfig into v_config
+    from pg_catalog.pg_proc p where p.oid = 'pgflight._price_of(pgflight.model_prices, bigint, bigint, bigint, bigint, bigint, bigint)'::regprocedure;
+  if v_config is distinct from array['search_path=pg_catalog, pg_temp']::text[] then
+    raise exception 'pgflight._price_of(pgflight.model_prices, bigint, bigint, bigint, bigint, bigint, bigint) has settings %, expected %', v_config, array['search_path=pg_catalog, pg_temp']::text[];
+  end if;
+end
+$verify$;
+do $verify$
+declare
+  v_config text[];
+begin
+  select p.proconfig into v_config
+    from pg_catalog.pg_proc p where p.oid = 'pgflight._usage_extras(jsonb)'::regprocedure;
+  if v_config is distinct from array['search_path=pg_catalog, pg_temp']::text[] then
+    raise exception 'pgflight._usage_extras(jsonb) has settings %, expected %', v_config, array['search_path=pg_catalog, pg_temp']::text[];
+  end if;
+end
+$verify$;
+do $verify$
+declare
+  v_config text[];
+begin
+  select p.proconfig into v_config
     from pg_catalog.pg_proc p where p.oid = 'pgflight._price_usd(text, jsonb)'::regprocedure;
   if v_config is distinct from array['search_path=pg_catalog, pg_temp']::text[] then
     raise exception 'pgflight._price_usd(text, jsonb) has settings %, expected %', v_config, array['search_path=pg_catalog, pg_temp']::text[];
