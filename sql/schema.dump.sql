@@ -69,6 +69,7 @@ CREATE TABLE pgflight.agent_runs (
     options jsonb DEFAULT '{}'::jsonb NOT NULL,
     created_at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
     updated_at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
+    reserved_call_out boolean DEFAULT false NOT NULL,
     CONSTRAINT caps_are_positive CHECK (((max_iterations > 0) AND (max_tool_calls >= 0))),
     CONSTRAINT reservation_is_whole CHECK (
 CASE
@@ -88,6 +89,10 @@ COMMENT ON TABLE pgflight.agent_runs IS 'One per agent step, across its attempts
 -- Name: COLUMN agent_runs.reserved_attempt_id; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
 COMMENT ON COLUMN pgflight.agent_runs.reserved_attempt_id IS 'The attempt that last reserved (kept after the reservation is settled, so iterations update the row HOT); the reservation is held while reserved_iteration is set. Cleared by enforce_budgets once the attempt is no longer leased.';
+
+-- Name: COLUMN agent_runs.reserved_call_out; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON COLUMN pgflight.agent_runs.reserved_call_out IS 'true while the held reservation is for a call that is about to be made or is out (its outcome is unknown until recorded); false for a reservation taken ahead of its call. A reservation released with its call out is charged as a costs row marked unknown_outcome.';
 
 -- Name: _agent_fence(bigint, bigint, bigint, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -2819,6 +2824,56 @@ ALTER FUNCTION pgflight._park_on_wait(p_att pgflight.step_attempts, p_wait pgfli
 
 COMMENT ON FUNCTION pgflight._park_on_wait(p_att pgflight.step_attempts, p_wait pgflight.waits) IS 'Internal: park a held attempt on a pending wait (awaiting_approval, lease given up).';
 
+-- Name: model_prices; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
+
+CREATE TABLE pgflight.model_prices (
+    model text NOT NULL,
+    input_usd_per_mtok numeric(12,6) NOT NULL,
+    output_usd_per_mtok numeric(12,6) NOT NULL,
+    cache_write_usd_per_mtok numeric(12,6) NOT NULL,
+    cache_read_usd_per_mtok numeric(12,6) NOT NULL,
+    as_of date NOT NULL,
+    source text NOT NULL,
+    cache_write_1h_usd_per_mtok numeric(12,6),
+    web_search_usd_per_request numeric(12,6) DEFAULT 0 NOT NULL,
+    CONSTRAINT model_is_not_blank CHECK ((btrim(model) <> ''::text)),
+    CONSTRAINT prices_are_not_negative CHECK (((input_usd_per_mtok >= (0)::numeric) AND (output_usd_per_mtok >= (0)::numeric) AND (cache_write_usd_per_mtok >= (0)::numeric) AND (cache_read_usd_per_mtok >= (0)::numeric))),
+    CONSTRAINT server_tool_prices_are_not_negative CHECK (((cache_write_1h_usd_per_mtok >= 0.0) AND (web_search_usd_per_request >= 0.0)))
+);
+
+ALTER TABLE pgflight.model_prices OWNER TO pgflight_owner;
+
+-- Name: TABLE model_prices; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON TABLE pgflight.model_prices IS 'USD per million tokens for each model (or model-name prefix; the longest matching prefix wins): input, output, cache_write (5-minute cache writes), cache_read (cache hits). as_of: the date the price was read; source: where.';
+
+-- Name: COLUMN model_prices.cache_write_1h_usd_per_mtok; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON COLUMN pgflight.model_prices.cache_write_1h_usd_per_mtok IS 'USD per million one-hour cache-write tokens (Anthropic: 2x the base input price); null: twice input_usd_per_mtok, so a row inserted without it is priced by that rule.';
+
+-- Name: COLUMN model_prices.web_search_usd_per_request; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON COLUMN pgflight.model_prices.web_search_usd_per_request IS 'USD per server-side web search (Anthropic: USD 10 per 1,000 searches).';
+
+-- Name: _price_of(pgflight.model_prices, bigint, bigint, bigint, bigint, bigint, bigint); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._price_of(p_price pgflight.model_prices, p_in bigint, p_out bigint, p_cw bigint, p_cr bigint, p_cw_1h bigint, p_searches bigint) RETURNS numeric
+    LANGUAGE sql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+  select (p_in * p_price.input_usd_per_mtok + p_out * p_price.output_usd_per_mtok
+          + (greatest(p_cw, p_cw_1h) - p_cw_1h) * p_price.cache_write_usd_per_mtok
+          + p_cw_1h * coalesce(p_price.cache_write_1h_usd_per_mtok, 2 * p_price.input_usd_per_mtok)
+          + p_cr * p_price.cache_read_usd_per_mtok) / 1000000
+         + p_searches * p_price.web_search_usd_per_request
+$$;
+
+ALTER FUNCTION pgflight._price_of(p_price pgflight.model_prices, p_in bigint, p_out bigint, p_cw bigint, p_cr bigint, p_cw_1h bigint, p_searches bigint) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _price_of(p_price pgflight.model_prices, p_in bigint, p_out bigint, p_cw bigint, p_cr bigint, p_cw_1h bigint, p_searches bigint); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._price_of(p_price pgflight.model_prices, p_in bigint, p_out bigint, p_cw bigint, p_cr bigint, p_cw_1h bigint, p_searches bigint) IS 'Internal: USD of a call from its token counts (5-minute and 1-hour cache writes apart) and web searches.';
+
 -- Name: _price_usd(text, jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
 CREATE FUNCTION pgflight._price_usd(p_model text, p_usage jsonb) RETURNS numeric
@@ -2827,6 +2882,7 @@ CREATE FUNCTION pgflight._price_usd(p_model text, p_usage jsonb) RETURNS numeric
     AS $$
 declare
   v_p pgflight.model_prices;
+  v_x record;
 begin
   select p.* into v_p from pgflight.model_prices p
    where left(p_model, length(p.model)) = p.model
@@ -2837,10 +2893,13 @@ begin
       message = format('no price for model %L', p_model),
       hint    = 'Add the model (or a prefix of its name) to pgflight.model_prices.';
   end if;
-  return (coalesce((p_usage ->> 'input_tokens')::numeric, 0) * v_p.input_usd_per_mtok
-        + coalesce((p_usage ->> 'output_tokens')::numeric, 0) * v_p.output_usd_per_mtok
-        + coalesce((p_usage ->> 'cache_creation_input_tokens')::numeric, 0) * v_p.cache_write_usd_per_mtok
-        + coalesce((p_usage ->> 'cache_read_input_tokens')::numeric, 0) * v_p.cache_read_usd_per_mtok) / 1000000;
+  v_x := pgflight._usage_extras(p_usage);
+  return pgflight._price_of(v_p,
+                            pgflight._opt_int(p_usage, 'input_tokens', 0, 0, 10000000000, 'usage'),
+                            pgflight._opt_int(p_usage, 'output_tokens', 0, 0, 10000000000, 'usage'),
+                            pgflight._opt_int(p_usage, 'cache_creation_input_tokens', 0, 0, 10000000000, 'usage'),
+                            pgflight._opt_int(p_usage, 'cache_read_input_tokens', 0, 0, 10000000000, 'usage'),
+                            v_x.cw_1h, v_x.searches);
 end
 $$;
 
@@ -3472,11 +3531,26 @@ begin
   if v_run.reserved_attempt_id is null then
     return;
   end if;
-  if v_run.reserved_iteration is not null then
+  if v_run.reserved_iteration is not null and v_run.reserved_call_out then
+    insert into pgflight.costs (agent_run_id, iteration, step_id, run_id, workspace_id, model, usd, attempt_id, at,
+                                lease_lost, unknown_outcome, budget_ids)
+    values (v_run.id, v_run.reserved_iteration, v_run.step_id, v_run.run_id, v_run.workspace_id, v_run.model,
+            v_run.reserved_usd, v_run.reserved_attempt_id, pgflight._now(), true, true, v_run.reserved_budget_ids)
+    on conflict (agent_run_id, iteration, attempt_id) where lease_lost do nothing;
+    if found then
+      perform pgflight._move_budget(v_run.reserved_budget_ids, 0, v_run.reserved_usd, v_run.reserved_usd, false, null,
+                                    format('agent_run=%s iteration=%s unknown outcome: charged at its reservation',
+                                           v_run.id, v_run.reserved_iteration));
+      update pgflight.agent_runs set usd = usd + v_run.reserved_usd where id = p_agent_run_id;
+    else
+      perform pgflight._move_budget(v_run.reserved_budget_ids, 0, 0, v_run.reserved_usd, false, null, 'release');
+    end if;
+  elsif v_run.reserved_iteration is not null then
     perform pgflight._move_budget(v_run.reserved_budget_ids, 0, 0, v_run.reserved_usd, false, null, 'release');
   end if;
   update pgflight.agent_runs
-     set reserved_usd = 0, reserved_attempt_id = null, reserved_iteration = null, reserved_budget_ids = null
+     set reserved_usd = 0, reserved_attempt_id = null, reserved_iteration = null, reserved_budget_ids = null,
+         reserved_call_out = false
    where id = p_agent_run_id;
 end
 $$;
@@ -3485,7 +3559,7 @@ ALTER FUNCTION pgflight._release_reservation(p_agent_run_id bigint) OWNER TO pgf
 
 -- Name: FUNCTION _release_reservation(p_agent_run_id bigint); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight._release_reservation(p_agent_run_id bigint) IS 'Internal: release an agent run''s USD reservation and forget the attempt that reserved.';
+COMMENT ON FUNCTION pgflight._release_reservation(p_agent_run_id bigint) IS 'Internal: end an agent run''s USD reservation (charged as an unknown_outcome cost when its call was out, else released) and forget the attempt that reserved.';
 
 -- Name: _reopen_step(bigint, text, text, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -3812,6 +3886,9 @@ declare
   v_tokens_per_min bigint;
 begin
   if p_run.reserved_attempt_id = p_attempt_id and p_run.reserved_iteration = p_iteration then
+    if not p_run.reserved_call_out then
+      update pgflight.agent_runs set reserved_call_out = true where id = p_run.id;
+    end if;
     return null;
   end if;
   if p_run.reserved_iteration is not null then
@@ -3834,11 +3911,12 @@ begin
   if v_refusal is null then
     update pgflight.agent_runs
        set reserved_usd = p_est_usd, reserved_attempt_id = p_attempt_id, reserved_iteration = p_iteration,
-           reserved_budget_ids = v_ids, updated_at = p_now
+           reserved_budget_ids = v_ids, reserved_call_out = true, updated_at = p_now
      where id = p_run.id;
   elsif p_run.reserved_iteration is not null then
     update pgflight.agent_runs
-       set reserved_usd = 0, reserved_iteration = null, reserved_budget_ids = null, updated_at = p_now
+       set reserved_usd = 0, reserved_iteration = null, reserved_budget_ids = null, reserved_call_out = false,
+           updated_at = p_now
      where id = p_run.id;
   end if;
   return v_refusal;
@@ -4555,6 +4633,26 @@ ALTER FUNCTION pgflight._unknown_attempt(p_attempt_id bigint) OWNER TO pgflight_
 -- Name: FUNCTION _unknown_attempt(p_attempt_id bigint); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
 COMMENT ON FUNCTION pgflight._unknown_attempt(p_attempt_id bigint) IS 'Internal: raise ZF003 unknown attempt (the one answer for an attempt unknown or outside the lanes).';
+
+-- Name: _usage_extras(jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._usage_extras(p_usage jsonb, OUT cw_1h bigint, OUT searches bigint) RETURNS record
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+  cw_1h := pgflight._opt_int(p_usage -> 'cache_creation', 'ephemeral_1h_input_tokens', 0, 0, 10000000000,
+                             'usage.cache_creation');
+  searches := pgflight._opt_int(p_usage -> 'server_tool_use', 'web_search_requests', 0, 0, 10000000000,
+                                'usage.server_tool_use');
+end
+$$;
+
+ALTER FUNCTION pgflight._usage_extras(p_usage jsonb, OUT cw_1h bigint, OUT searches bigint) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _usage_extras(p_usage jsonb, OUT cw_1h bigint, OUT searches bigint); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._usage_extras(p_usage jsonb, OUT cw_1h bigint, OUT searches bigint) IS 'Internal: one-hour cache-write tokens and web searches of a usage object (0 when absent); 22023 if malformed.';
 
 -- Name: _vacuum_horizon(); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -5553,6 +5651,9 @@ begin
   end if;
   if p_next_iteration is null then
     if v_run.reserved_attempt_id = p_attempt_id and v_run.reserved_iteration is not null then
+      if v_run.reserved_call_out then  -- the caller says the call is not out: released, not charged
+        update pgflight.agent_runs r set reserved_call_out = false where r.id = v_run.id;
+      end if;
       perform pgflight._release_reservation(v_run.id);
     end if;
     agent_run_id := v_run.id;
@@ -5576,6 +5677,26 @@ begin
       v_run.reserved_iteration := null;
       v_run.reserved_budget_ids := null;
       v_refusal := pgflight._reserve(v_run, p_attempt_id, p_next_iteration, p_est_usd, v_now);
+    elsif p_est_usd is distinct from v_run.reserved_usd then
+      -- re-priced from the request about to be sent, tool results included: more is admitted
+      -- against every cap of the reservation's budgets (refused: the call is not made and its
+      -- reservation is released), less gives the difference back
+      if p_est_usd > v_run.reserved_usd then
+        v_refusal := pgflight._move_budget(v_run.reserved_budget_ids, p_est_usd - v_run.reserved_usd, 0, 0, true,
+                                           v_now, format('agent_run=%s iteration=%s priced with its tool results',
+                                                         v_run.id, p_next_iteration));
+      else
+        perform pgflight._move_budget(v_run.reserved_budget_ids, 0, 0, v_run.reserved_usd - p_est_usd, false,
+                                      v_now, 'release');
+      end if;
+      if v_refusal is null then
+        update pgflight.agent_runs r set reserved_usd = p_est_usd, reserved_call_out = true, updated_at = v_now
+         where r.id = v_run.id;
+      else
+        perform pgflight._release_reservation(v_run.id);  -- taken ahead (not out): released
+      end if;
+    else  -- the admission of the call about to be made: its request leaves next
+      update pgflight.agent_runs r set reserved_call_out = true where r.id = v_run.id;
     end if;
   else
     v_refusal := pgflight._reserve(v_run, p_attempt_id, p_next_iteration, p_est_usd, v_now);
@@ -5584,10 +5705,7 @@ begin
   agent_run_id := v_run.id;
   stored := v_stored;
   reserved := v_refusal is null;
-  reserved_usd := case when v_refusal is not null then 0
-                       when v_run.reserved_attempt_id = p_attempt_id and v_run.reserved_iteration = p_next_iteration
-                         then v_run.reserved_usd  -- kept since record_model_call
-                       else p_est_usd end;
+  reserved_usd := case when v_refusal is not null then 0 else p_est_usd end;
   refusal := v_refusal;
   return next;
 end
@@ -6969,6 +7087,8 @@ declare
   v_out bigint;
   v_cw bigint;
   v_cr bigint;
+  v_cw_1h bigint := 0;  -- of v_cw, the one-hour cache writes
+  v_searches bigint := 0;  -- server-side web searches
   v_tokens_per_min bigint;
   v_mark boolean;
   v_free integer;
@@ -7031,6 +7151,10 @@ begin
     v_out := pgflight._opt_int(p_usage, 'output_tokens', 0, 0, 10000000000, 'usage');
     v_cw := pgflight._opt_int(p_usage, 'cache_creation_input_tokens', 0, 0, 10000000000, 'usage');
     v_cr := pgflight._opt_int(p_usage, 'cache_read_input_tokens', 0, 0, 10000000000, 'usage');
+  end if;
+  -- one-hour cache writes and web searches, priced apart (_price_of); read only when present
+  if p_usage ? 'cache_creation' or p_usage ? 'server_tool_use' then
+    select x.cw_1h, x.searches into v_cw_1h, v_searches from pgflight._usage_extras(p_usage) x;
   end if;
   if p_blocks is null or jsonb_typeof(p_blocks) <> 'array' then
     raise exception using errcode = '22023', message = 'blocks must be a JSON array',
@@ -7101,17 +7225,16 @@ begin
   if v_price.model is null then  -- _price_usd raises 22023 when no price matches
     v_usd := pgflight._price_usd(p_model, coalesce(p_usage, '{}'));
   else  -- _price_usd's sum, of the counts read above (the same values)
-    v_usd := (v_in * v_price.input_usd_per_mtok + v_out * v_price.output_usd_per_mtok
-              + v_cw * v_price.cache_write_usd_per_mtok + v_cr * v_price.cache_read_usd_per_mtok) / 1000000;
+    v_usd := pgflight._price_of(v_price, v_in, v_out, v_cw, v_cr, v_cw_1h, v_searches);
   end if;
 
   -- the costs row is the iteration's claim: a repeat stores nothing
   insert into pgflight.costs (agent_run_id, iteration, step_id, run_id, workspace_id, model, input_tokens,
                               output_tokens, cache_creation_tokens, cache_read_tokens, usd, stop_reason,
-                              retries, attempt_id, at)
+                              retries, attempt_id, at, cache_creation_1h_tokens, web_search_requests)
   values (v_run.id, p_iteration, v_run.step_id, v_run.run_id, v_run.workspace_id, p_model, v_in, v_out, v_cw, v_cr,
           v_usd, p_options ->> 'stop_reason',  -- both checked above
-          coalesce((p_options ->> 'retries')::numeric, 0)::integer, p_attempt_id, v_now)
+          coalesce((p_options ->> 'retries')::numeric, 0)::integer, p_attempt_id, v_now, v_cw_1h, v_searches)
   -- No conflict target (issue 18): with one, every insert into the partitioned table maps the
   -- arbiter to the partition's index by reading pg_inherits for each of its five indexes. Without
   -- it every unique index arbitrates, and only one_call_per_iteration can conflict here: the
@@ -7211,8 +7334,16 @@ begin
   -- (issue 18: the totals' update was a statement of its own; each costs an executor start-up).
   v_free := case when v_mark then greatest(v_run.max_tool_calls - v_run.tool_calls, 0) else 0 end;
   with b as (
+    -- the block's own type, so a type this code does not know (server_tool_use,
+    -- web_search_tool_result, one added later) is stored and sent back as it came; a name the
+    -- traces cannot hold (absent, not lower-case letters, digits and underscores, longer than 64)
+    -- or one that belongs to the client's
+    -- side of the conversation is labelled 'unknown' (the content is kept whole either way)
     select (e.ord - 1)::integer as seq, e.v,
-           case e.v ->> 'type' when 'redacted_thinking' then 'thinking' else e.v ->> 'type' end as block_type
+           case when e.v ->> 'type' = 'redacted_thinking' then 'thinking'
+                when e.v ->> 'type' = any ('{tool_result,api_error}'::text[])
+                     or (e.v ->> 'type' ~ '^[a-z][a-z0-9_]{0,63}$') is not true then 'unknown'
+                else e.v ->> 'type' end as block_type
       from jsonb_array_elements(p_blocks) with ordinality as e(v, ord)
   ), ins as (
     insert into pgflight.traces (agent_run_id, iteration, seq, role, block_type, tool_use_id, tool_name, content,
@@ -7246,6 +7377,7 @@ begin
            reserved_attempt_id = case when v_next then p_attempt_id else r.reserved_attempt_id end,
            reserved_iteration = case when v_next then p_iteration + 1 end,
            reserved_budget_ids = case when v_next then v_next_ids end,
+           reserved_call_out = false,  -- this call is recorded; the next one's reservation is ahead of it
            updated_at = v_now
      where r.id = v_run.id
     returning r.iterations, r.tool_calls, r.usd
@@ -7285,7 +7417,9 @@ declare
   v_out bigint := pgflight._opt_int(p_usage, 'output_tokens', 0, 0, 10000000000, 'usage');
   v_cw bigint := pgflight._opt_int(p_usage, 'cache_creation_input_tokens', 0, 0, 10000000000, 'usage');
   v_cr bigint := pgflight._opt_int(p_usage, 'cache_read_input_tokens', 0, 0, 10000000000, 'usage');
+  v_x record := pgflight._usage_extras(p_usage);  -- one-hour cache writes, web searches
   v_tokens_per_min bigint;
+  v_est pgflight.costs;  -- the unknown-outcome row this answer settles
 begin
   if p_iteration is null or p_iteration < 1 then
     raise exception using errcode = '22023', message = 'iteration must be >= 1', detail = format('got %s', p_iteration);
@@ -7317,11 +7451,37 @@ begin
 
   insert into pgflight.costs (agent_run_id, iteration, step_id, run_id, workspace_id, model, input_tokens,
                               output_tokens, cache_creation_tokens, cache_read_tokens, usd, stop_reason,
-                              retries, attempt_id, at, lease_lost)
+                              retries, attempt_id, at, lease_lost, cache_creation_1h_tokens, web_search_requests)
   values (v_run.id, p_iteration, v_run.step_id, v_run.run_id, v_run.workspace_id, p_model, v_in, v_out, v_cw, v_cr,
-          v_usd, v_opts ->> 'stop_reason', coalesce((v_opts ->> 'retries')::integer, 0), p_attempt_id, v_now, true)
+          v_usd, v_opts ->> 'stop_reason', coalesce((v_opts ->> 'retries')::integer, 0), p_attempt_id, v_now, true,
+          v_x.cw_1h, v_x.searches)
   on conflict (agent_run_id, iteration, attempt_id) where lease_lost do nothing;
   if not found then
+    -- the late answer of a call charged at its reservation when its attempt ended with it out
+    -- (_release_reservation): the row becomes the real figures, and the budgets it was charged to
+    -- and the agent's totals move by the difference (less when the answer cost less)
+    select o.* into v_est from pgflight.costs o
+     where o.agent_run_id = v_run.id and o.iteration = p_iteration and o.attempt_id = p_attempt_id
+       and o.lease_lost and o.unknown_outcome
+       for update;
+    if found then
+      update pgflight.costs c
+         set model = p_model, input_tokens = v_in, output_tokens = v_out, cache_creation_tokens = v_cw,
+             cache_read_tokens = v_cr, cache_creation_1h_tokens = v_x.cw_1h, web_search_requests = v_x.searches,
+             usd = v_usd, stop_reason = v_opts ->> 'stop_reason',
+             retries = coalesce((v_opts ->> 'retries')::integer, 0), unknown_outcome = false
+       where c.agent_run_id = v_run.id and c.id = v_est.id;
+      perform pgflight._move_budget(v_est.budget_ids, 0, v_usd - v_est.usd, 0, false, v_now,
+                                    format('agent_run=%s iteration=%s settled: the answer of a call charged at '
+                                           'its reservation', v_run.id, p_iteration));
+      update pgflight.agent_runs r
+         set usd = greatest(r.usd + v_usd - v_est.usd, 0), input_tokens = r.input_tokens + v_in,
+             output_tokens = r.output_tokens + v_out, cache_creation_tokens = r.cache_creation_tokens + v_cw,
+             cache_read_tokens = r.cache_read_tokens + v_cr, updated_at = v_now
+       where r.id = v_run.id;
+      return query select v_run.id, p_iteration, v_usd, true;
+      return;
+    end if;
     return query select v_run.id, p_iteration, c.usd, false from pgflight.costs c
       where c.agent_run_id = v_run.id and c.iteration = p_iteration and c.attempt_id = p_attempt_id and c.lease_lost;
     return;
@@ -7339,7 +7499,8 @@ begin
     perform pgflight._move_budget(v_run.reserved_budget_ids, 0, v_usd, v_run.reserved_usd, false, v_now,
                                   'settle (lease lost)');
     update pgflight.agent_runs r
-       set reserved_usd = 0, reserved_attempt_id = null, reserved_iteration = null, reserved_budget_ids = null
+       set reserved_usd = 0, reserved_attempt_id = null, reserved_iteration = null, reserved_budget_ids = null,
+           reserved_call_out = false
      where r.id = v_run.id;
   else
     perform pgflight._move_budget(pgflight._call_budget_ids(v_run, v_now), 0, v_usd, 0, false, v_now,
@@ -9616,7 +9777,13 @@ CREATE TABLE pgflight.costs (
     attempt_id bigint,
     at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
     lease_lost boolean DEFAULT false NOT NULL,
+    unknown_outcome boolean DEFAULT false NOT NULL,
+    cache_creation_1h_tokens bigint DEFAULT 0 NOT NULL,
+    web_search_requests bigint DEFAULT 0 NOT NULL,
+    budget_ids bigint[],
+    CONSTRAINT server_tool_counts_are_not_negative CHECK ((LEAST(cache_creation_1h_tokens, web_search_requests) >= 0)),
     CONSTRAINT tokens_are_not_negative CHECK ((LEAST(input_tokens, output_tokens, cache_creation_tokens, cache_read_tokens) >= 0)),
+    CONSTRAINT unknown_outcome_is_lease_lost CHECK ((lease_lost OR (NOT unknown_outcome))),
     CONSTRAINT usd_is_not_negative CHECK ((usd >= 0.0))
 )
 PARTITION BY RANGE (agent_run_id);
@@ -9630,6 +9797,22 @@ COMMENT ON TABLE pgflight.costs IS 'One row per model call: tokens (input, outpu
 -- Name: COLUMN costs.lease_lost; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
 COMMENT ON COLUMN pgflight.costs.lease_lost IS 'true: a model call paid for by an attempt that had lost its lease (record_orphan_cost); charged to the budgets and run_audit, not part of the transcript.';
+
+-- Name: COLUMN costs.unknown_outcome; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON COLUMN pgflight.costs.unknown_outcome IS 'true: a call whose attempt ended with the request out and no answer recorded, charged at its reservation (usd; tokens unknown, 0); settled to the real figures if the answer is recorded late.';
+
+-- Name: COLUMN costs.cache_creation_1h_tokens; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON COLUMN pgflight.costs.cache_creation_1h_tokens IS 'Of cache_creation_tokens, the one-hour cache writes (usage.cache_creation.ephemeral_1h_input_tokens).';
+
+-- Name: COLUMN costs.web_search_requests; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON COLUMN pgflight.costs.web_search_requests IS 'Server-side web searches of the call (usage.server_tool_use.web_search_requests).';
+
+-- Name: COLUMN costs.budget_ids; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON COLUMN pgflight.costs.budget_ids IS 'Of an unknown_outcome row: the budgets its reservation was charged to (a late answer settles them); null otherwise.';
 
 -- Name: costs_id_seq; Type: SEQUENCE; Schema: pgflight; Owner: pgflight_owner
 
@@ -9666,7 +9849,13 @@ CREATE TABLE pgflight.costs_default (
     attempt_id bigint,
     at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
     lease_lost boolean DEFAULT false NOT NULL,
+    unknown_outcome boolean DEFAULT false NOT NULL,
+    cache_creation_1h_tokens bigint DEFAULT 0 NOT NULL,
+    web_search_requests bigint DEFAULT 0 NOT NULL,
+    budget_ids bigint[],
+    CONSTRAINT server_tool_counts_are_not_negative CHECK ((LEAST(cache_creation_1h_tokens, web_search_requests) >= 0)),
     CONSTRAINT tokens_are_not_negative CHECK ((LEAST(input_tokens, output_tokens, cache_creation_tokens, cache_read_tokens) >= 0)),
+    CONSTRAINT unknown_outcome_is_lease_lost CHECK ((lease_lost OR (NOT unknown_outcome))),
     CONSTRAINT usd_is_not_negative CHECK ((usd >= 0.0))
 );
 
@@ -9692,7 +9881,13 @@ CREATE TABLE pgflight.costs_from_0 (
     attempt_id bigint,
     at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
     lease_lost boolean DEFAULT false NOT NULL,
+    unknown_outcome boolean DEFAULT false NOT NULL,
+    cache_creation_1h_tokens bigint DEFAULT 0 NOT NULL,
+    web_search_requests bigint DEFAULT 0 NOT NULL,
+    budget_ids bigint[],
+    CONSTRAINT server_tool_counts_are_not_negative CHECK ((LEAST(cache_creation_1h_tokens, web_search_requests) >= 0)),
     CONSTRAINT tokens_are_not_negative CHECK ((LEAST(input_tokens, output_tokens, cache_creation_tokens, cache_read_tokens) >= 0)),
+    CONSTRAINT unknown_outcome_is_lease_lost CHECK ((lease_lost OR (NOT unknown_outcome))),
     CONSTRAINT usd_is_not_negative CHECK ((usd >= 0.0))
 );
 
@@ -10084,26 +10279,6 @@ ALTER TABLE pgflight.flow_slots OWNER TO pgflight_owner;
 -- Name: TABLE flow_slots; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
 COMMENT ON TABLE pgflight.flow_slots IS 'In-flight caps split into stripes: a claim takes at most cap - held from the stripes it can lock without waiting. scope: workspace id, 0 for the global cap. Reconciled by wake_parked_keys.';
-
--- Name: model_prices; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
-
-CREATE TABLE pgflight.model_prices (
-    model text NOT NULL,
-    input_usd_per_mtok numeric(12,6) NOT NULL,
-    output_usd_per_mtok numeric(12,6) NOT NULL,
-    cache_write_usd_per_mtok numeric(12,6) NOT NULL,
-    cache_read_usd_per_mtok numeric(12,6) NOT NULL,
-    as_of date NOT NULL,
-    source text NOT NULL,
-    CONSTRAINT model_is_not_blank CHECK ((btrim(model) <> ''::text)),
-    CONSTRAINT prices_are_not_negative CHECK (((input_usd_per_mtok >= (0)::numeric) AND (output_usd_per_mtok >= (0)::numeric) AND (cache_write_usd_per_mtok >= (0)::numeric) AND (cache_read_usd_per_mtok >= (0)::numeric)))
-);
-
-ALTER TABLE pgflight.model_prices OWNER TO pgflight_owner;
-
--- Name: TABLE model_prices; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
-
-COMMENT ON TABLE pgflight.model_prices IS 'USD per million tokens for each model (or model-name prefix; the longest matching prefix wins): input, output, cache_write (5-minute cache writes), cache_read (cache hits). as_of: the date the price was read; source: where.';
 
 -- Name: model_token_windows; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
 
@@ -10523,7 +10698,7 @@ CREATE TABLE pgflight.traces (
     attempt_id bigint,
     created_at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
     updated_at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
-    CONSTRAINT block_type_is_known CHECK ((block_type = ANY ('{thinking,text,tool_use,tool_result,api_error}'::text[]))),
+    CONSTRAINT block_type_is_a_name CHECK ((block_type ~ '^[a-z][a-z0-9_]{0,63}$'::text)),
     CONSTRAINT iteration_is_not_negative CHECK ((LEAST(iteration, seq) >= 0)),
     CONSTRAINT role_is_known CHECK ((role = ANY ('{user,assistant,system}'::text[]))),
     CONSTRAINT status_is_known CHECK ((status = ANY ('{completed,in_flight,interrupted}'::text[]))),
@@ -10569,7 +10744,7 @@ CREATE TABLE pgflight.traces_default (
     attempt_id bigint,
     created_at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
     updated_at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
-    CONSTRAINT block_type_is_known CHECK ((block_type = ANY ('{thinking,text,tool_use,tool_result,api_error}'::text[]))),
+    CONSTRAINT block_type_is_a_name CHECK ((block_type ~ '^[a-z][a-z0-9_]{0,63}$'::text)),
     CONSTRAINT iteration_is_not_negative CHECK ((LEAST(iteration, seq) >= 0)),
     CONSTRAINT role_is_known CHECK ((role = ANY ('{user,assistant,system}'::text[]))),
     CONSTRAINT status_is_known CHECK ((status = ANY ('{completed,in_flight,interrupted}'::text[]))),
@@ -10595,7 +10770,7 @@ CREATE TABLE pgflight.traces_from_0 (
     attempt_id bigint,
     created_at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
     updated_at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
-    CONSTRAINT block_type_is_known CHECK ((block_type = ANY ('{thinking,text,tool_use,tool_result,api_error}'::text[]))),
+    CONSTRAINT block_type_is_a_name CHECK ((block_type ~ '^[a-z][a-z0-9_]{0,63}$'::text)),
     CONSTRAINT iteration_is_not_negative CHECK ((LEAST(iteration, seq) >= 0)),
     CONSTRAINT role_is_known CHECK ((role = ANY ('{user,assistant,system}'::text[]))),
     CONSTRAINT status_is_known CHECK ((status = ANY ('{completed,in_flight,interrupted}'::text[]))),
@@ -11607,6 +11782,10 @@ REVOKE ALL ON FUNCTION pgflight._option_spec() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION pgflight._park_on_wait(p_att pgflight.step_attempts, p_wait pgflight.waits) FROM PUBLIC;
 
+-- Name: FUNCTION _price_of(p_price pgflight.model_prices, p_in bigint, p_out bigint, p_cw bigint, p_cr bigint, p_cw_1h bigint, p_searches bigint); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._price_of(p_price pgflight.model_prices, p_in bigint, p_out bigint, p_cw bigint, p_cr bigint, p_cw_1h bigint, p_searches bigint) FROM PUBLIC;
+
 -- Name: FUNCTION _price_usd(p_model text, p_usage jsonb); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
 REVOKE ALL ON FUNCTION pgflight._price_usd(p_model text, p_usage jsonb) FROM PUBLIC;
@@ -11755,6 +11934,10 @@ REVOKE ALL ON FUNCTION pgflight._tree_steps(p_run_id bigint, p_step_id bigint) F
 -- Name: FUNCTION _unknown_attempt(p_attempt_id bigint); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
 REVOKE ALL ON FUNCTION pgflight._unknown_attempt(p_attempt_id bigint) FROM PUBLIC;
+
+-- Name: FUNCTION _usage_extras(p_usage jsonb, OUT cw_1h bigint, OUT searches bigint); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._usage_extras(p_usage jsonb, OUT cw_1h bigint, OUT searches bigint) FROM PUBLIC;
 
 -- Name: FUNCTION _vacuum_horizon(); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
