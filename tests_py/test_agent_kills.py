@@ -83,7 +83,8 @@ def test_a_tool_call_killed_before_it_started_runs_on_resume_and_the_model_is_no
             recipes="agent_kill_recipes",
             env=_env(server.url, AGENT_KILL_AT="after_record:1", AGENT_EVENTS=str(events)),
         )
-        wait_for(lambda: w1.proc.poll() is not None, 30, f"the worker to die\n{w1.output()[-2000:]}")
+        # generous: the worker starts on a machine shared with other tests' worker processes
+        wait_for(lambda: w1.proc.poll() is not None, 120, f"the worker to die\n{w1.output()[-2000:]}")
         assert w1.proc.returncode == -9
         assert len(server.requests) == 1
         # the call was recorded, and the tool call never marked in flight
@@ -91,7 +92,7 @@ def test_a_tool_call_killed_before_it_started_runs_on_resume_and_the_model_is_no
         w2 = workers(dsn, "--lease", "1", recipes="agent_kill_recipes", env=_env(server.url))
         wait_for(
             lambda: one(conn, STATUS, sub.step_id) in ("succeeded", "dead_letter"),
-            40,
+            120,
             f"the resumed agent to finish\n{w2.output()[-2000:]}",
         )
         assert one(conn, STATUS, sub.step_id) == "succeeded"
@@ -296,16 +297,22 @@ def test_an_agent_killed_at_every_phase_of_its_loop_resumes_exactly(
             # the caps: exact, so a call counted twice would have been refused
             assert (agent.iterations, agent.tool_calls) == (LAST, len(CALLS)), what
             assert agent.usd <= Decimal("0.5"), what
-            costs = one(
-                conn, "select count(*) from pgflight.costs where agent_run_id = %s", agent.agent_run_id
-            )
-            if costs != len(requests[i]):
-                unledgered.append(f"{what}: {len(requests[i])} responses served, {costs} costs rows")
+            # every served response is in the ledger; a kill may add one charge at the reservation
+            # for a call whose outcome the engine cannot know (even one that never left)
+            known, unknown = conn.execute(
+                "select count(*) filter (where not unknown_outcome), count(*) filter (where unknown_outcome)"
+                "  from pgflight.costs where agent_run_id = %s",
+                (agent.agent_run_id,),
+            ).fetchone()
+            served = len(requests[i])
+            if not (known <= served <= known + unknown and unknown <= 1):
+                unledgered.append(
+                    f"{what}: {served} responses served, {known} costs rows and {unknown} charged unknown"
+                )
         runtime = time.monotonic() - started
         print(
             f"{len(PHASE_KILLS)} phase kills, {random_deaths.count(-9)} of {RANDOM_KILLS} random kills"
             f" before the agent finished, {len(trials)} trials in {runtime:.1f} s"
         )
-        # every served response is in the ledger: a call whose outcome is unknown is charged at
-        # its reservation (docs/budgets.md)
+        # a call whose outcome is unknown is charged at its reservation (docs/budgets.md)
         assert not unledgered, "; ".join(unledgered)
