@@ -6,7 +6,9 @@ than wall-clock latency. Prints one line per configuration; not a test.
 One claimer drains N no-op steps over four workspaces (claims on one connection, completes on
 another), in fresh databases of one throwaway cluster: `off` (nothing set), `caps` (each
 workspace max_in_flight 1,000), `keys` (500 keys, limit 5), `on_local` (both), `on` (both and a
-global cap of 100,000). With a tag (e.g. @v0.3.0) each is also deployed at that tag, interleaved.
+global cap of 100,000), `tight` (both and a global cap of 20, shared by the four workspaces: the
+claim counts each workspace's leases against its share of the cap on every call). With a tag
+(e.g. @v0.3.0) each is also deployed at that tag, interleaved.
 
 Usage: python bench/claim_cpu_bench.py [TAG] [N]   (N default 3,000: about 8 minutes with a tag
 on two loaded cores)
@@ -23,16 +25,17 @@ from psycopg.types.json import Jsonb
 
 from pgflight import migrate
 
-CONFIGS = [  # name, workspace caps, keys, global cap
-    ("off", False, False, False),
-    ("caps", True, False, False),
-    ("keys", False, True, False),
-    ("on_local", True, True, False),
-    ("on", True, True, True),
+CONFIGS: list[tuple[str, bool, bool, int | None]] = [  # name, workspace caps, keys, global cap
+    ("off", False, False, None),
+    ("caps", True, False, None),
+    ("keys", False, True, None),
+    ("on_local", True, True, None),
+    ("on", True, True, 100_000),
+    ("tight", True, True, 20),
 ]
 
 
-def setup(db: str, caps: bool, keys: bool, glob: bool, n: int) -> None:
+def setup(db: str, caps: bool, keys: bool, glob: int | None, n: int) -> None:
     with psycopg.connect(db, autocommit=True) as c:
         for i in range(4):
             c.execute("select pgflight.create_workspace(%s)", [f"w{i}"])
@@ -46,8 +49,8 @@ def setup(db: str, caps: bool, keys: bool, glob: bool, n: int) -> None:
                 " from generate_series(1, %s) g",
                 [f"w{i}", keys, n // 4],
             )
-        if glob:
-            c.execute("select pgflight.set_global_limits('{\"max_in_flight\": 100000}')")
+        if glob is not None:
+            c.execute("select pgflight.set_global_limits(%s)", [Jsonb({"max_in_flight": glob})])
         c.execute("vacuum analyze")
 
 

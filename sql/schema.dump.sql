@@ -616,6 +616,10 @@ declare
   v_lease_ws bigint;
   v_slots_ws smallint[];
   v_back integer[];
+  v_fair integer[];                 -- per workspace: global slots it may still take (null: no limit)
+  v_queued_ws bigint[];
+  v_busy integer;
+  v_fair_share integer;
 begin
   -- 1. paused and rate-limited recipes: name the recipes this call may claim
   if exists (select from pgflight.recipe_limits) then
@@ -664,6 +668,44 @@ begin
     return;
   end if;
   select s.max_in_flight into v_global from pgflight.settings s;
+  -- 3a. the global cap shared fairly among the workspaces with queued work (see the head of this
+  -- file): each served workspace may take at most its share less the leases it holds now. Only
+  -- under a global cap, and only with another workspace waiting.
+  if v_global is not null then
+    if v_recipes is null then
+      v_queued_ws := v_lane_ws;                 -- one lane per workspace: these are they
+    else
+      v_queued_ws := array(select l.workspace_id from pgflight._ready_lanes(null) l);
+    end if;
+    select count(*)::integer into v_busy from unnest(v_queued_ws) q(id)
+     where not exists (select from pgflight.workspace_limits l where l.workspace_id = q.id and l.paused_at is not null);
+    if v_busy > 1 then
+      v_fair_share := ceil(v_global::numeric / v_busy)::integer;
+    end if;
+    -- while everything leased under the cap and this whole batch fit in one share, no workspace
+    -- can pass its share: the count below is skipped (the stripes' held is at least what is
+    -- leased under the cap; returns not yet folded only lower it). So a cap far from full costs
+    -- one read of its stripes, and the count reads leases only while the cap is contended.
+    if v_fair_share is not null
+       and (select coalesce(sum(f.held), 0) from pgflight.flow_slots f where f.scope = 0) + v_left > v_fair_share then
+      -- (at most the share of each workspace's leases read: the count costs no more than that)
+      select array_agg(greatest(0, v_fair_share - h.n) order by w.o) into v_fair
+        from unnest(v_ws) with ordinality w(id, o)
+        cross join lateral (
+          select count(*)::integer as n
+            from (select from pgflight.step_attempts a
+                   where a.workspace_id = w.id and a.status in ('claimed', 'running', 'cancel_requested')
+                   limit v_fair_share) x) h;
+      v_q := 0;
+      for v_i in 1 .. v_n loop
+        v_q := v_q + v_fair[v_i];
+      end loop;
+      v_left := least(v_left, v_q);
+      if v_left <= 0 then
+        return;
+      end if;
+    end if;
+  end if;
   -- no rate limit in play: pass one claims every workspace's quota with one set of statements
   -- (_claim_set), its caps' slots taken in one statement beforehand; otherwise workspace by
   -- workspace, each rate-limited one under its own try-lock
@@ -697,6 +739,11 @@ begin
       v_quota[v_w] := v_quota[v_w] + 1;
       v_q := v_q - 1;
     end loop;
+    if v_fair is not null then
+      for v_i in 1 .. v_n loop
+        v_quota[v_i] := least(v_quota[v_i], v_fair[v_i]);
+      end loop;
+    end if;
     exit when v_round = 2;
     -- 3. the in-flight caps: the slots this call can take now, in one statement for the global
     -- cap (the whole batch) and, without rate limits, every capped workspace (its quota). A
@@ -784,6 +831,10 @@ begin
       v_ws_id := v_ws[v_w];
       v_lim := null;
       v_q := least(case when v_pass = 1 then v_quota[v_w] else v_left end, v_left);
+      if v_fair is not null then
+        v_q := least(v_q, v_fair[v_w] - v_ws_got[v_w]);  -- 3a: its share of the global cap
+        continue when v_q <= 0;
+      end if;
 
       -- 5. a rate-limited workspace: one claimer at a time refills and charges its bucket
       -- (its workspace_limits row, locked SKIP LOCKED: another claimer serving it right now
@@ -846,6 +897,7 @@ begin
          where s.scope = v_ws_id and s.stripe = v_ws_stripe;
       end if;
       v_left := v_left - v_got_ws;
+      v_ws_got[v_w] := v_ws_got[v_w] + v_got_ws;
       v_more[v_w] := v_got_ws >= v_q and v_q > 0;
     end loop;
   end loop;
@@ -2076,6 +2128,11 @@ declare
   v_max_lease double precision := pgflight._limit('lease_s');
   v_max_runtime double precision := pgflight._limit('runtime_s');
 begin
+  -- a lease counted against an in-flight cap (global or its workspace's) is clamped to the
+  -- ceiling of capped leases: one claim cannot hold a capped slot for a day (read only then)
+  if p_slots <> 0 then
+    select least(v_max_lease, s.max_lease_s_capped) into v_max_lease from pgflight.settings s;
+  end if;
   -- PL/pgSQL rather than SQL: its plan is cached across calls, a SQL function's is not; and the
   -- generic plan from the first call on (plan_cache_mode): a custom plan was planned again on
   -- every call, a large part of the claim's cost
@@ -2112,7 +2169,7 @@ ALTER FUNCTION pgflight._lease_attempts(p_worker_id bigint, p_ids bigint[], p_le
 
 -- Name: FUNCTION _lease_attempts(p_worker_id bigint, p_ids bigint[], p_lease_s double precision, p_start boolean, p_now timestamp with time zone, p_slots smallint); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight._lease_attempts(p_worker_id bigint, p_ids bigint[], p_lease_s double precision, p_start boolean, p_now timestamp with time zone, p_slots smallint) IS 'Internal: lease locked queued attempts to a worker (token, lease, caps, events row or claim_event_id).';
+COMMENT ON FUNCTION pgflight._lease_attempts(p_worker_id bigint, p_ids bigint[], p_lease_s double precision, p_start boolean, p_now timestamp with time zone, p_slots smallint) IS 'Internal: lease locked queued attempts to a worker (token, lease, caps, events row or claim_event_id); a lease under an in-flight cap is clamped to settings.max_lease_s_capped.';
 
 -- Name: _limit(text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -6504,6 +6561,7 @@ declare
   v_from bigint;
   v_table text;
   v_moved bigint[] := '{}';  -- rows moved out of the default partitions, traces then costs
+  v_workers_keep double precision;
   i integer;
 begin
   perform pgflight._require_lane('operator', null, 'maintain_partitions');  -- acts on every workspace
@@ -6615,6 +6673,25 @@ begin
     end if;
   end loop;
 
+  -- 6. stopped workers past settings.workers_keep_s, bounded. A worker that still holds a lease
+  -- (deregister_worker releases them, so none should) is kept. Nothing refers to a worker by a
+  -- foreign key: attempts and events keep its id as a plain number, and every read joins it
+  -- with a LEFT JOIN or a probe that a missing worker fails (a fenced write: the attempt is
+  -- finished or released by then).
+  select s.workers_keep_s into v_workers_keep from pgflight.settings s;
+  delete from pgflight.workers w
+   where w.id = any (array(
+           select k.id from pgflight.workers k
+            where k.stopped_at < v_now - make_interval(secs => v_workers_keep)
+              and k.id <> all (array(select distinct a.worker_id from pgflight.step_attempts a
+                                      where a.status in ('claimed', 'running', 'cancel_requested')
+                                        and a.worker_id is not null))
+            limit p_limit));
+  get diagnostics v_rows = row_count;
+  if v_rows > 0 then
+    return query select 'workers'::text, 'purged'::text, v_rows;
+  end if;
+
   update pgflight.sweep_state set last_partitions_at = v_now;
 end
 $_$;
@@ -6623,7 +6700,7 @@ ALTER FUNCTION pgflight.maintain_partitions(p_limit integer) OWNER TO pgflight_o
 
 -- Name: FUNCTION maintain_partitions(p_limit integer); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight.maintain_partitions(p_limit integer) IS 'Sweep: create the events day partitions ahead (settings.partitions_ahead_days), drop those past settings.events_keep_s, purge at most p_limit stray rows of events_default; create the traces/costs partitions ahead (settings.agent_runs_per_partition agent run ids each), drop those whose agent runs are all purged, purge at most p_limit stray rows of their default partitions; one row per action.';
+COMMENT ON FUNCTION pgflight.maintain_partitions(p_limit integer) IS 'Sweep: create the events day partitions ahead (settings.partitions_ahead_days), drop those past settings.events_keep_s, purge at most p_limit stray rows of events_default; create the traces/costs partitions ahead (settings.agent_runs_per_partition agent run ids each), drop those whose agent runs are all purged, purge at most p_limit stray rows of their default partitions; delete at most p_limit workers stopped more than settings.workers_keep_s ago; one row per action.';
 
 -- Name: mark_tool_call(bigint, bigint, bigint, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -7096,6 +7173,7 @@ declare
   v_refusal jsonb;
   v_reserved boolean;
   v_cap bigint;
+  v_max_blocks integer;
   v_hit boolean;  -- the fence statement found the attempt and the agent run
   v_next_ids bigint[];
   v_want boolean;  -- the next call is to be admitted here
@@ -7178,6 +7256,7 @@ begin
   -- each is planned on its own, so a replan (after an ANALYZE) searches no join order.
   select r as run,
          (select s.max_result_bytes from pgflight.settings s) as max_result_bytes,
+         (select s.max_trace_blocks_per_iteration from pgflight.settings s) as max_blocks,
          (select p from pgflight.model_prices p
            where left(p_model, length(p.model)) = p.model order by length(p.model) desc limit 1) as price,
          (select w.daily_usd_cap from pgflight.workspaces w where w.id = r.workspace_id) as daily_usd_cap,
@@ -7200,8 +7279,14 @@ begin
   -- miss checked before _agent_fence reports it, as when the cap was read before the fence
   if v_hit then
     v_cap := v_f.max_result_bytes;
+    v_max_blocks := v_f.max_blocks;
   else
-    v_cap := (select s.max_result_bytes from pgflight.settings s);
+    select s.max_result_bytes, s.max_trace_blocks_per_iteration into v_cap, v_max_blocks from pgflight.settings s;
+  end if;
+  -- a response of more blocks than an iteration may hold (settings.max_trace_blocks_per_iteration)
+  if jsonb_array_length(p_blocks) > v_max_blocks then
+    perform pgflight._require_cap('max_trace_blocks_per_iteration', v_max_blocks, jsonb_array_length(p_blocks),
+                                  'model response blocks (count)');
   end if;
   if octet_length(p_blocks::text) > v_cap then  -- _require_cap raises (called only then: issue 18)
     perform pgflight._require_cap('max_result_bytes', v_cap, octet_length(p_blocks::text),
@@ -7579,6 +7664,8 @@ declare
   v_run pgflight.agent_runs;
   v_seq integer;
   v_id bigint;
+  v_cap integer;
+  v_blocks integer;
 begin
   -- issue 13: a trace block is capped like a result (ZF005, nothing written)
   perform pgflight._require_cap('max_result_bytes', (select s.max_result_bytes from pgflight.settings s),
@@ -7591,6 +7678,21 @@ begin
   if v_seq is null then
     select greatest(coalesce(max(t.seq) + 1, 2000), 2000) into v_seq from pgflight.traces t
      where t.agent_run_id = v_run.id and t.iteration = p_iteration and t.seq >= 2000;
+  end if;
+  -- the iteration's blocks, at most the cap of them (a block already at this seq: a no-op below)
+  select s.max_trace_blocks_per_iteration into v_cap from pgflight.settings s;
+  select count(*)::integer into v_blocks
+    from (select from pgflight.traces t where t.agent_run_id = v_run.id and t.iteration = p_iteration
+           limit v_cap) x;
+  if v_blocks >= v_cap and not exists (select from pgflight.traces t where t.agent_run_id = v_run.id
+                                          and t.iteration = p_iteration and t.seq = v_seq) then
+    raise exception using
+      errcode = 'ZF005',
+      message = 'trace block over the cap settings.max_trace_blocks_per_iteration',
+      detail  = format('agent run %s iteration %s holds %s blocks; settings.max_trace_blocks_per_iteration is %s',
+                       v_run.id, p_iteration, v_blocks, v_cap),
+      hint    = 'Record fewer blocks per iteration (one block can carry a list), or raise the cap: '
+                'UPDATE pgflight.settings SET max_trace_blocks_per_iteration = ...';
   end if;
   begin
     insert into pgflight.traces (agent_run_id, iteration, seq, role, block_type, tool_use_id, tool_name, content,
@@ -7620,7 +7722,7 @@ ALTER FUNCTION pgflight.record_trace(p_attempt_id bigint, p_token bigint, p_agen
 
 -- Name: FUNCTION record_trace(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_role text, p_block_type text, p_content jsonb, p_options jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight.record_trace(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_role text, p_block_type text, p_content jsonb, p_options jsonb) IS 'Store one trace block (e.g. a transient API error); idempotent by seq. Options (docs/options.md): seq, tool_use_id, tool_name, status, tokens. Errors: ZF001, ZF002, ZF003, 22023.';
+COMMENT ON FUNCTION pgflight.record_trace(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_role text, p_block_type text, p_content jsonb, p_options jsonb) IS 'Store one trace block (e.g. a transient API error); idempotent by seq. Options (docs/options.md): seq, tool_use_id, tool_name, status, tokens. At most settings.max_trace_blocks_per_iteration blocks an iteration. Errors: ZF001, ZF002, ZF003, ZF005, 22023.';
 
 -- Name: register_worker(text, jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -8207,6 +8309,10 @@ declare
   v_cron record;
   v_next timestamptz;
   v_id bigint;
+  v_max_schedules integer;
+  v_min_interval double precision;
+  v_gap integer;
+  v_count integer;
 begin
   perform pgflight._require_lane('operator', v_ws, 'schedule_run');  -- issue 13: tenants
   perform pgflight._require_known_keys(coalesce(p_options, '{}'), array['time_zone', 'overlap', 'run_options']);
@@ -8233,11 +8339,46 @@ begin
       hint = 'idempotency_key, submitted_by and not_before are set by the schedule.';
   end if;
   select * into v_cron from pgflight._cron_parse(p_cron);
+  -- the shortest gap between two firings the expression allows (seconds)
+  select s.max_schedules_per_workspace, s.min_schedule_interval_s into v_max_schedules, v_min_interval
+    from pgflight.settings s;
+  with t as (
+    select h * 3600 + m * 60 + x as t
+      from unnest(v_cron.hours) h, unnest(v_cron.minutes) m, unnest(v_cron.seconds) x
+  ), g as (
+    select t.t - lag(t.t) over (order by t.t) as gap from t
+    union all
+    select 86400 - max(t.t) + min(t.t) from t
+  )
+  select min(g.gap)::integer into v_gap from g;
+  if v_gap < v_min_interval then
+    raise exception using
+      errcode = 'ZF005',
+      message = format('cron expression %L fires more often than settings.min_schedule_interval_s', p_cron),
+      detail  = format('two of its firings are %s s apart; settings.min_schedule_interval_s is %s', v_gap, v_min_interval),
+      hint    = 'Fire less often (a wider step in the seconds or minutes field), or raise the floor: '
+                'UPDATE pgflight.settings SET min_schedule_interval_s = ...';
+  end if;
   v_next := pgflight._cron_next(v_cron.seconds, v_cron.minutes, v_cron.hours, v_cron.days, v_cron.months,
                                 v_cron.weekdays, v_cron.any_day, v_cron.any_weekday, v_tz, v_now);
   if v_next is null then
     raise exception using errcode = '22023', message = format('cron expression %L never fires', p_cron),
       hint = 'Check the day and month fields (e.g. 30 February does not exist).';
+  end if;
+  -- a new name: the workspace's schedules under the cap, counted under its row's lock
+  perform from pgflight.workspaces w where w.id = v_ws for no key update;
+  if not exists (select from pgflight.schedules s where s.workspace_id = v_ws and s.name = p_name) then
+    select count(*)::integer into v_count
+      from (select from pgflight.schedules s where s.workspace_id = v_ws limit v_max_schedules) x;
+    if v_count >= v_max_schedules then
+      raise exception using
+        errcode = 'ZF005',
+        message = format('workspace %s over the cap settings.max_schedules_per_workspace', p_workspace),
+        detail  = format('workspace %s has %s schedules; settings.max_schedules_per_workspace is %s',
+                         p_workspace, v_count, v_max_schedules),
+        hint    = 'Remove a schedule (unschedule_run), reuse a name to replace one, or raise the cap: '
+                  'UPDATE pgflight.settings SET max_schedules_per_workspace = ...';
+    end if;
   end if;
   -- a dry run of the submit each firing will make, rolled back: the sweep never meets a refusal
   begin
@@ -8268,7 +8409,7 @@ ALTER FUNCTION pgflight.schedule_run(p_workspace text, p_name text, p_cron text,
 
 -- Name: FUNCTION schedule_run(p_workspace text, p_name text, p_cron text, p_recipe text, p_input jsonb, p_options jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight.schedule_run(p_workspace text, p_name text, p_cron text, p_recipe text, p_input jsonb, p_options jsonb) IS 'Create or replace a recurring run (cron, recipe, input; options time_zone, overlap, run_options). Returns (schedule_id, next_fire_at). Errors: 22023, ZF003.';
+COMMENT ON FUNCTION pgflight.schedule_run(p_workspace text, p_name text, p_cron text, p_recipe text, p_input jsonb, p_options jsonb) IS 'Create or replace a recurring run (cron, recipe, input; options time_zone, overlap, run_options). Returns (schedule_id, next_fire_at). At most settings.max_schedules_per_workspace schedules a workspace, firings at least settings.min_schedule_interval_s apart. Errors: 22023, ZF003, ZF005.';
 
 -- Name: set_global_limits(jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -10558,6 +10699,11 @@ CREATE TABLE pgflight.settings (
     events_keep_s double precision DEFAULT 604800 NOT NULL,
     partitions_ahead_days integer DEFAULT 3 NOT NULL,
     agent_runs_per_partition bigint DEFAULT 100000 NOT NULL,
+    max_lease_s_capped double precision DEFAULT 900 NOT NULL,
+    max_schedules_per_workspace integer DEFAULT 100 NOT NULL,
+    min_schedule_interval_s double precision DEFAULT 60 NOT NULL,
+    max_trace_blocks_per_iteration integer DEFAULT 1000 NOT NULL,
+    workers_keep_s double precision DEFAULT 604800 NOT NULL,
     max_json_depth integer DEFAULT 64 NOT NULL,
     event_retention_s double precision DEFAULT 604800 NOT NULL,
     max_event_payload_bytes bigint DEFAULT 1048576 NOT NULL,
@@ -10574,7 +10720,8 @@ CREATE TABLE pgflight.settings (
     CONSTRAINT max_runs_per_call_is_positive CHECK ((max_runs_per_call > 0)),
     CONSTRAINT partitions_ahead_in_range CHECK (((partitions_ahead_days >= 1) AND (partitions_ahead_days <= 90))),
     CONSTRAINT reclaim_in_claim_is_not_negative CHECK ((reclaim_in_claim >= 0)),
-    CONSTRAINT settings_has_one_row CHECK (singleton)
+    CONSTRAINT settings_has_one_row CHECK (singleton),
+    CONSTRAINT tenant_caps_are_positive CHECK (((max_lease_s_capped > (0)::double precision) AND (max_schedules_per_workspace > 0) AND (min_schedule_interval_s > (0)::double precision) AND (max_trace_blocks_per_iteration > 0) AND (workers_keep_s > (0)::double precision)))
 );
 
 ALTER TABLE pgflight.settings OWNER TO pgflight_owner;
@@ -10646,6 +10793,26 @@ COMMENT ON COLUMN pgflight.settings.partitions_ahead_days IS 'How many days of e
 -- Name: COLUMN settings.agent_runs_per_partition; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
 COMMENT ON COLUMN pgflight.settings.agent_runs_per_partition IS 'Width of a traces/costs partition in agent run ids (1,000..1,000,000,000, default 100,000): about a day of agent runs. A partition is dropped when every agent run in it is purged (purge_after_s), so a wider one keeps the traces of purged runs longer, a narrower one makes more partitions. Applies to partitions created from then on.';
+
+-- Name: COLUMN settings.max_lease_s_capped; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON COLUMN pgflight.settings.max_lease_s_capped IS 'Ceiling (seconds) of a lease counted against an in-flight cap (settings.max_in_flight or a workspace''s): a claim''s requested lease is clamped to it, so one claim cannot hold a capped slot longer.';
+
+-- Name: COLUMN settings.max_schedules_per_workspace; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON COLUMN pgflight.settings.max_schedules_per_workspace IS 'Cap of schedules of one workspace.';
+
+-- Name: COLUMN settings.min_schedule_interval_s; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON COLUMN pgflight.settings.min_schedule_interval_s IS 'Shortest gap (seconds) between two firings a schedule''s cron expression may allow.';
+
+-- Name: COLUMN settings.max_trace_blocks_per_iteration; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON COLUMN pgflight.settings.max_trace_blocks_per_iteration IS 'Cap of trace blocks of one agent run iteration (record_trace, record_model_call).';
+
+-- Name: COLUMN settings.workers_keep_s; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON COLUMN pgflight.settings.workers_keep_s IS 'How long (seconds) a stopped worker''s row is kept before the retention sweep (maintain_partitions) deletes it.';
 
 -- Name: COLUMN settings.max_json_depth; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 

@@ -176,6 +176,9 @@ def test_a_sweep_run_twice_at_one_instant_fires_once(conn: Conn, connect: Any) -
     workspace(conn, "s")
     t0 = utc(2030, 1, 1, 12)
     set_clock(conn, t0)
+    conn.execute(
+        "update pgflight.settings set min_schedule_interval_s = 1"
+    )  # the floor is a minute by default
     schedule(conn, "every_second", "* * * * * *", overlap="allow")
     when = t0 + timedelta(seconds=5)
     assert sweep_at(conn, when) == 1

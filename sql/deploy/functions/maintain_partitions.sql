@@ -16,7 +16,9 @@ set local role pgflight_owner;
 --      agent run is left (purge_finished purged every run they belonged to) is dropped, checked again
 --      under an ACCESS EXCLUSIVE lock on both tables so a run that committed meanwhile keeps it;
 --   5. rows of traces_default / costs_default whose agent run is gone are deleted, at most p_limit
---      per call and table.
+--      per call and table;
+--   6. workers stopped (deregistered) more than settings.workers_keep_s ago are deleted, at most
+--      p_limit per call, unless one still holds a lease.
 -- Detaching and attaching lock the parent table briefly; each action waits at most 200 ms for its
 -- lock (lock_timeout, local to the action) and is otherwise left for the next call, so the log's
 -- writers are never stalled behind it for longer. Returns one row per action taken.
@@ -58,6 +60,7 @@ declare
   v_from bigint;
   v_table text;
   v_moved bigint[] := '{}';  -- rows moved out of the default partitions, traces then costs
+  v_workers_keep double precision;
   i integer;
 begin
   perform pgflight._require_lane('operator', null, 'maintain_partitions');  -- acts on every workspace
@@ -169,6 +172,25 @@ begin
     end if;
   end loop;
 
+  -- 6. stopped workers past settings.workers_keep_s, bounded. A worker that still holds a lease
+  -- (deregister_worker releases them, so none should) is kept. Nothing refers to a worker by a
+  -- foreign key: attempts and events keep its id as a plain number, and every read joins it
+  -- with a LEFT JOIN or a probe that a missing worker fails (a fenced write: the attempt is
+  -- finished or released by then).
+  select s.workers_keep_s into v_workers_keep from pgflight.settings s;
+  delete from pgflight.workers w
+   where w.id = any (array(
+           select k.id from pgflight.workers k
+            where k.stopped_at < v_now - make_interval(secs => v_workers_keep)
+              and k.id <> all (array(select distinct a.worker_id from pgflight.step_attempts a
+                                      where a.status in ('claimed', 'running', 'cancel_requested')
+                                        and a.worker_id is not null))
+            limit p_limit));
+  get diagnostics v_rows = row_count;
+  if v_rows > 0 then
+    return query select 'workers'::text, 'purged'::text, v_rows;
+  end if;
+
   update pgflight.sweep_state set last_partitions_at = v_now;
 end
 $$;
@@ -176,7 +198,8 @@ comment on function pgflight.maintain_partitions(integer) is
   'Sweep: create the events day partitions ahead (settings.partitions_ahead_days), drop those past '
   'settings.events_keep_s, purge at most p_limit stray rows of events_default; create the traces/costs '
   'partitions ahead (settings.agent_runs_per_partition agent run ids each), drop those whose agent runs are '
-  'all purged, purge at most p_limit stray rows of their default partitions; one row per action.';
+  'all purged, purge at most p_limit stray rows of their default partitions; delete at most p_limit workers '
+  'stopped more than settings.workers_keep_s ago; one row per action.';
 grant execute on function pgflight.maintain_partitions(integer) to pgflight_operator;
 
 commit;

@@ -41,7 +41,8 @@ set local role pgflight_owner;
 -- ordinary admission, raising the refusal there.
 -- Returns marked: the tool_use ids now in flight, in block order (empty without mark_tools), and
 -- next_reserved: whether the next call was admitted here.
--- Errors: ZF007 budget, ZF001, ZF002, ZF003 (fence), 22023 malformed blocks or unknown model price.
+-- A response of more blocks than settings.max_trace_blocks_per_iteration is refused (ZF005).
+-- Errors: ZF007 budget, ZF001, ZF002, ZF003 (fence), ZF005 a cap, 22023 malformed blocks or unknown model price.
 -- A call refused with ZF001/ZF002 (the lease was lost while the model answered) was still paid
 -- for: the client then calls record_orphan_cost, which writes it to costs (lease_lost) and
 -- charges the budgets.
@@ -92,6 +93,7 @@ declare
   v_refusal jsonb;
   v_reserved boolean;
   v_cap bigint;
+  v_max_blocks integer;
   v_hit boolean;  -- the fence statement found the attempt and the agent run
   v_next_ids bigint[];
   v_want boolean;  -- the next call is to be admitted here
@@ -174,6 +176,7 @@ begin
   -- each is planned on its own, so a replan (after an ANALYZE) searches no join order.
   select r as run,
          (select s.max_result_bytes from pgflight.settings s) as max_result_bytes,
+         (select s.max_trace_blocks_per_iteration from pgflight.settings s) as max_blocks,
          (select p from pgflight.model_prices p
            where left(p_model, length(p.model)) = p.model order by length(p.model) desc limit 1) as price,
          (select w.daily_usd_cap from pgflight.workspaces w where w.id = r.workspace_id) as daily_usd_cap,
@@ -196,8 +199,14 @@ begin
   -- miss checked before _agent_fence reports it, as when the cap was read before the fence
   if v_hit then
     v_cap := v_f.max_result_bytes;
+    v_max_blocks := v_f.max_blocks;
   else
-    v_cap := (select s.max_result_bytes from pgflight.settings s);
+    select s.max_result_bytes, s.max_trace_blocks_per_iteration into v_cap, v_max_blocks from pgflight.settings s;
+  end if;
+  -- a response of more blocks than an iteration may hold (settings.max_trace_blocks_per_iteration)
+  if jsonb_array_length(p_blocks) > v_max_blocks then
+    perform pgflight._require_cap('max_trace_blocks_per_iteration', v_max_blocks, jsonb_array_length(p_blocks),
+                                  'model response blocks (count)');
   end if;
   if octet_length(p_blocks::text) > v_cap then  -- _require_cap raises (called only then: issue 18)
     perform pgflight._require_cap('max_result_bytes', v_cap, octet_length(p_blocks::text),

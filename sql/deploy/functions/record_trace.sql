@@ -7,7 +7,12 @@ set local role pgflight_owner;
 -- wants on the record. A repeated write with the same seq is a no-op (created = false).
 -- options: seq (default: the next free seq >= 2000 in the iteration), tool_use_id, tool_name,
 -- status (default completed), tokens.
--- Errors: ZF001, ZF002, ZF003 (fence), 22023 (constraint violations of role, block_type, status).
+-- A new block is refused once the iteration holds settings.max_trace_blocks_per_iteration blocks
+-- (ZF005 naming it; a repeated seq is still a no-op): one worker cannot grow an agent run's trace
+-- without bound. The count reads at most the cap's blocks of the iteration (block_is_unique's
+-- index); the agent run row is locked by the fence, so two writers of one run take turns.
+-- Errors: ZF001, ZF002, ZF003 (fence), ZF005 (a cap), 22023 (constraint violations of role,
+-- block_type, status).
 create or replace function pgflight.record_trace(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint,
                                       p_iteration integer, p_role text, p_block_type text, p_content jsonb,
                                       p_options jsonb default '{}')
@@ -20,6 +25,8 @@ declare
   v_run pgflight.agent_runs;
   v_seq integer;
   v_id bigint;
+  v_cap integer;
+  v_blocks integer;
 begin
   -- issue 13: a trace block is capped like a result (ZF005, nothing written)
   perform pgflight._require_cap('max_result_bytes', (select s.max_result_bytes from pgflight.settings s),
@@ -32,6 +39,21 @@ begin
   if v_seq is null then
     select greatest(coalesce(max(t.seq) + 1, 2000), 2000) into v_seq from pgflight.traces t
      where t.agent_run_id = v_run.id and t.iteration = p_iteration and t.seq >= 2000;
+  end if;
+  -- the iteration's blocks, at most the cap of them (a block already at this seq: a no-op below)
+  select s.max_trace_blocks_per_iteration into v_cap from pgflight.settings s;
+  select count(*)::integer into v_blocks
+    from (select from pgflight.traces t where t.agent_run_id = v_run.id and t.iteration = p_iteration
+           limit v_cap) x;
+  if v_blocks >= v_cap and not exists (select from pgflight.traces t where t.agent_run_id = v_run.id
+                                          and t.iteration = p_iteration and t.seq = v_seq) then
+    raise exception using
+      errcode = 'ZF005',
+      message = 'trace block over the cap settings.max_trace_blocks_per_iteration',
+      detail  = format('agent run %s iteration %s holds %s blocks; settings.max_trace_blocks_per_iteration is %s',
+                       v_run.id, p_iteration, v_blocks, v_cap),
+      hint    = 'Record fewer blocks per iteration (one block can carry a list), or raise the cap: '
+                'UPDATE pgflight.settings SET max_trace_blocks_per_iteration = ...';
   end if;
   begin
     insert into pgflight.traces (agent_run_id, iteration, seq, role, block_type, tool_use_id, tool_name, content,
@@ -58,7 +80,8 @@ end
 $$;
 comment on function pgflight.record_trace(bigint, bigint, bigint, integer, text, text, jsonb, jsonb) is
   'Store one trace block (e.g. a transient API error); idempotent by seq. Options (docs/options.md): seq, '
-  'tool_use_id, tool_name, status, tokens. Errors: ZF001, ZF002, ZF003, 22023.';
+  'tool_use_id, tool_name, status, tokens. At most settings.max_trace_blocks_per_iteration blocks an iteration. '
+  'Errors: ZF001, ZF002, ZF003, ZF005, 22023.';
 grant execute on function pgflight.record_trace(bigint, bigint, bigint, integer, text, text, jsonb, jsonb) to pgflight_worker;
 
 commit;

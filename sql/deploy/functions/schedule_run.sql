@@ -9,7 +9,14 @@ set local role pgflight_owner;
 -- of submit_run options for each run, e.g. priority, max_attempts; idempotency_key and
 -- submitted_by are the schedule's own). The expression and the run options are checked here, so
 -- the sweep never meets a schedule it cannot fire. Returns the schedule and its next firing.
--- Errors: 22023 bad expression, zone, option or run option; ZF003 unknown workspace.
+-- Caps (settings, docs/security.md#caps): a new name is refused once the workspace holds
+-- settings.max_schedules_per_workspace schedules, and an expression whose two closest firings are
+-- less than settings.min_schedule_interval_s apart is refused: the times of day it allows
+-- (hours x minutes x seconds, read on the schedule's wall clock), each to the next and the last
+-- round midnight to the first. So one operator cannot make every sweep pass fire thousands of
+-- runs. The workspace row is locked (FOR NO KEY UPDATE, which foreign key checks do not wait
+-- for) while the schedules are counted, so two calls cannot both take the last place.
+-- Errors: 22023 bad expression, zone, option or run option; ZF003 unknown workspace; ZF005 a cap.
 create or replace function pgflight.schedule_run(
   p_workspace text, p_name text, p_cron text, p_recipe text, p_input jsonb default '{}', p_options jsonb default '{}')
 returns table (schedule_id bigint, next_fire_at timestamptz)
@@ -25,6 +32,10 @@ declare
   v_cron record;
   v_next timestamptz;
   v_id bigint;
+  v_max_schedules integer;
+  v_min_interval double precision;
+  v_gap integer;
+  v_count integer;
 begin
   perform pgflight._require_lane('operator', v_ws, 'schedule_run');  -- issue 13: tenants
   perform pgflight._require_known_keys(coalesce(p_options, '{}'), array['time_zone', 'overlap', 'run_options']);
@@ -51,11 +62,46 @@ begin
       hint = 'idempotency_key, submitted_by and not_before are set by the schedule.';
   end if;
   select * into v_cron from pgflight._cron_parse(p_cron);
+  -- the shortest gap between two firings the expression allows (seconds)
+  select s.max_schedules_per_workspace, s.min_schedule_interval_s into v_max_schedules, v_min_interval
+    from pgflight.settings s;
+  with t as (
+    select h * 3600 + m * 60 + x as t
+      from unnest(v_cron.hours) h, unnest(v_cron.minutes) m, unnest(v_cron.seconds) x
+  ), g as (
+    select t.t - lag(t.t) over (order by t.t) as gap from t
+    union all
+    select 86400 - max(t.t) + min(t.t) from t
+  )
+  select min(g.gap)::integer into v_gap from g;
+  if v_gap < v_min_interval then
+    raise exception using
+      errcode = 'ZF005',
+      message = format('cron expression %L fires more often than settings.min_schedule_interval_s', p_cron),
+      detail  = format('two of its firings are %s s apart; settings.min_schedule_interval_s is %s', v_gap, v_min_interval),
+      hint    = 'Fire less often (a wider step in the seconds or minutes field), or raise the floor: '
+                'UPDATE pgflight.settings SET min_schedule_interval_s = ...';
+  end if;
   v_next := pgflight._cron_next(v_cron.seconds, v_cron.minutes, v_cron.hours, v_cron.days, v_cron.months,
                                 v_cron.weekdays, v_cron.any_day, v_cron.any_weekday, v_tz, v_now);
   if v_next is null then
     raise exception using errcode = '22023', message = format('cron expression %L never fires', p_cron),
       hint = 'Check the day and month fields (e.g. 30 February does not exist).';
+  end if;
+  -- a new name: the workspace's schedules under the cap, counted under its row's lock
+  perform from pgflight.workspaces w where w.id = v_ws for no key update;
+  if not exists (select from pgflight.schedules s where s.workspace_id = v_ws and s.name = p_name) then
+    select count(*)::integer into v_count
+      from (select from pgflight.schedules s where s.workspace_id = v_ws limit v_max_schedules) x;
+    if v_count >= v_max_schedules then
+      raise exception using
+        errcode = 'ZF005',
+        message = format('workspace %s over the cap settings.max_schedules_per_workspace', p_workspace),
+        detail  = format('workspace %s has %s schedules; settings.max_schedules_per_workspace is %s',
+                         p_workspace, v_count, v_max_schedules),
+        hint    = 'Remove a schedule (unschedule_run), reuse a name to replace one, or raise the cap: '
+                  'UPDATE pgflight.settings SET max_schedules_per_workspace = ...';
+    end if;
   end if;
   -- a dry run of the submit each firing will make, rolled back: the sweep never meets a refusal
   begin
@@ -83,7 +129,8 @@ end
 $$;
 comment on function pgflight.schedule_run(text, text, text, text, jsonb, jsonb) is
   'Create or replace a recurring run (cron, recipe, input; options time_zone, overlap, run_options). '
-  'Returns (schedule_id, next_fire_at). Errors: 22023, ZF003.';
+  'Returns (schedule_id, next_fire_at). At most settings.max_schedules_per_workspace schedules a workspace, '
+  'firings at least settings.min_schedule_interval_s apart. Errors: 22023, ZF003, ZF005.';
 revoke execute on function pgflight.schedule_run(text, text, text, text, jsonb, jsonb) from public;
 grant execute on function pgflight.schedule_run(text, text, text, text, jsonb, jsonb) to pgflight_operator;
 

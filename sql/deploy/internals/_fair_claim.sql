@@ -14,6 +14,15 @@
 --      for the global cap and every capped workspace (_take_slots_all; issue 15/18: it was one
 --      call of three statements per capped workspace). The batch is cut to the global slots, a
 --      workspace's quota to its own; unused ones are given back, again in one statement.
+--   3a. The global cap shared fairly: while more than one (unpaused) workspace has queued work,
+--      none takes more of the global cap than ceil(cap / those workspaces), counting the leases
+--      it holds now (its leased attempts, at most its share of them, read by
+--      step_attempts_leased_ws_idx). A workspace alone with queued work may take the whole cap.
+--      The workspaces are counted whatever recipes this call names, so a claim of one recipe
+--      cannot see fewer of them. Each claim counts the committed leases: claims of one workspace
+--      that overlap in time may together pass its share by what they took at that instant, never
+--      the global cap (its stripes). A lease under a cap is clamped to settings.max_lease_s_capped,
+--      so capacity a workspace took while it was alone comes back within that time.
 --   4. Turns: workspaces are served in a rotation that starts where the previous call left off
 --      (sequence claim_turns). Pass one gives each workspace a quota proportional to its share
 --      (at least one); pass two fills what is left of the batch from workspaces that had more.
@@ -67,6 +76,11 @@ declare
   v_max_lease double precision := pgflight._limit('lease_s');
   v_max_runtime double precision := pgflight._limit('runtime_s');
 begin
+  -- a lease counted against an in-flight cap (global or its workspace's) is clamped to the
+  -- ceiling of capped leases: one claim cannot hold a capped slot for a day (read only then)
+  if p_slots <> 0 then
+    select least(v_max_lease, s.max_lease_s_capped) into v_max_lease from pgflight.settings s;
+  end if;
   -- PL/pgSQL rather than SQL: its plan is cached across calls, a SQL function's is not; and the
   -- generic plan from the first call on (plan_cache_mode): a custom plan was planned again on
   -- every call, a large part of the claim's cost
@@ -99,7 +113,8 @@ begin
 end
 $$;
 comment on function pgflight._lease_attempts(bigint, bigint[], double precision, boolean, timestamptz, smallint) is
-  'Internal: lease locked queued attempts to a worker (token, lease, caps, events row or claim_event_id).';
+  'Internal: lease locked queued attempts to a worker (token, lease, caps, events row or claim_event_id); '
+  'a lease under an in-flight cap is clamped to settings.max_lease_s_capped.';
 
 -- Claim ready attempts of several lanes at once (issue 15/18 claim cost: one set of statements
 -- per call, not one per workspace): lane i is workspace p_lane_ws[i] (and recipe
@@ -443,6 +458,10 @@ declare
   v_lease_ws bigint;
   v_slots_ws smallint[];
   v_back integer[];
+  v_fair integer[];                 -- per workspace: global slots it may still take (null: no limit)
+  v_queued_ws bigint[];
+  v_busy integer;
+  v_fair_share integer;
 begin
   -- 1. paused and rate-limited recipes: name the recipes this call may claim
   if exists (select from pgflight.recipe_limits) then
@@ -491,6 +510,44 @@ begin
     return;
   end if;
   select s.max_in_flight into v_global from pgflight.settings s;
+  -- 3a. the global cap shared fairly among the workspaces with queued work (see the head of this
+  -- file): each served workspace may take at most its share less the leases it holds now. Only
+  -- under a global cap, and only with another workspace waiting.
+  if v_global is not null then
+    if v_recipes is null then
+      v_queued_ws := v_lane_ws;                 -- one lane per workspace: these are they
+    else
+      v_queued_ws := array(select l.workspace_id from pgflight._ready_lanes(null) l);
+    end if;
+    select count(*)::integer into v_busy from unnest(v_queued_ws) q(id)
+     where not exists (select from pgflight.workspace_limits l where l.workspace_id = q.id and l.paused_at is not null);
+    if v_busy > 1 then
+      v_fair_share := ceil(v_global::numeric / v_busy)::integer;
+    end if;
+    -- while everything leased under the cap and this whole batch fit in one share, no workspace
+    -- can pass its share: the count below is skipped (the stripes' held is at least what is
+    -- leased under the cap; returns not yet folded only lower it). So a cap far from full costs
+    -- one read of its stripes, and the count reads leases only while the cap is contended.
+    if v_fair_share is not null
+       and (select coalesce(sum(f.held), 0) from pgflight.flow_slots f where f.scope = 0) + v_left > v_fair_share then
+      -- (at most the share of each workspace's leases read: the count costs no more than that)
+      select array_agg(greatest(0, v_fair_share - h.n) order by w.o) into v_fair
+        from unnest(v_ws) with ordinality w(id, o)
+        cross join lateral (
+          select count(*)::integer as n
+            from (select from pgflight.step_attempts a
+                   where a.workspace_id = w.id and a.status in ('claimed', 'running', 'cancel_requested')
+                   limit v_fair_share) x) h;
+      v_q := 0;
+      for v_i in 1 .. v_n loop
+        v_q := v_q + v_fair[v_i];
+      end loop;
+      v_left := least(v_left, v_q);
+      if v_left <= 0 then
+        return;
+      end if;
+    end if;
+  end if;
   -- no rate limit in play: pass one claims every workspace's quota with one set of statements
   -- (_claim_set), its caps' slots taken in one statement beforehand; otherwise workspace by
   -- workspace, each rate-limited one under its own try-lock
@@ -524,6 +581,11 @@ begin
       v_quota[v_w] := v_quota[v_w] + 1;
       v_q := v_q - 1;
     end loop;
+    if v_fair is not null then
+      for v_i in 1 .. v_n loop
+        v_quota[v_i] := least(v_quota[v_i], v_fair[v_i]);
+      end loop;
+    end if;
     exit when v_round = 2;
     -- 3. the in-flight caps: the slots this call can take now, in one statement for the global
     -- cap (the whole batch) and, without rate limits, every capped workspace (its quota). A
@@ -611,6 +673,10 @@ begin
       v_ws_id := v_ws[v_w];
       v_lim := null;
       v_q := least(case when v_pass = 1 then v_quota[v_w] else v_left end, v_left);
+      if v_fair is not null then
+        v_q := least(v_q, v_fair[v_w] - v_ws_got[v_w]);  -- 3a: its share of the global cap
+        continue when v_q <= 0;
+      end if;
 
       -- 5. a rate-limited workspace: one claimer at a time refills and charges its bucket
       -- (its workspace_limits row, locked SKIP LOCKED: another claimer serving it right now
@@ -673,6 +739,7 @@ begin
          where s.scope = v_ws_id and s.stripe = v_ws_stripe;
       end if;
       v_left := v_left - v_got_ws;
+      v_ws_got[v_w] := v_ws_got[v_w] + v_got_ws;
       v_more[v_w] := v_got_ws >= v_q and v_q > 0;
     end loop;
   end loop;
