@@ -180,7 +180,7 @@ def test_a_key_with_another_input_refuses_the_call(
         (
             {"recipe": "r", "options": {"not_before": "2030-01-01 00:00"}},
             "22023",
-            "not_before needs a UTC offset",
+            "not_before of submit_run must be an ISO 8601 timestamp with a time of day and a UTC offset",
         ),
         (
             {"recipe": "r", "options": {"concurrency_limit": 2}},
