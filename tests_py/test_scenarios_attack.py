@@ -626,7 +626,7 @@ def _slot(ctx: StepContext) -> dict[str, int]:
     return {"i": ctx.input["i"]}
 
 
-def _worker_connections(conn: Conn) -> list[tuple[str, str]]:
+def _worker_connections(conn: Conn) -> list[tuple[str, str | None]]:
     return [
         (r[0], r[1])
         for r in conn.execute(
@@ -651,7 +651,7 @@ def test_c38_sixteen_slots_on_a_one_connection_pool_all_complete(dsn: str, conn:
         while time.monotonic() < deadline:
             seen = _worker_connections(conn)
             peak = max(peak, len([s for s in seen if not s[0].endswith("probe")]))
-            in_tx += sum(1 for s in seen if s[1].startswith("idle in transaction"))
+            in_tx += sum(1 for s in seen if (s[1] or "").startswith("idle in transaction"))
             if all(db.run_status(conn, r.run_id).status == "succeeded" for r in runs):
                 break
             time.sleep(0.1)

@@ -145,6 +145,9 @@ def test_a_row_that_raises_is_dead_lettered_alone_and_its_batch_is_reclaimed(con
         """
     )
     set_clock(conn, 3600)
+    # the row-by-row fallback of a poisoned batch is slow on a loaded machine: this test is about
+    # isolation, not the pass's time budget, so the budget is lifted for the session
+    conn.execute("select set_config('pgflight.reclaim_budget_ms', '600000', false)")
     assert scalar(conn, "select pgflight.reclaim_expired(1000)") == 200
     p = attempt(conn, leased[77])
     assert (p["status"], p["reason"]) == ("dead_letter", "engine_error")
