@@ -87,6 +87,8 @@ export class DeadlineExceeded extends Error {
 const FAR_DEADLINE_S = 7 * 86400;
 const CHANNEL = "pgflight_ready";
 const TICKET_HOLD_S = 2;
+/** Under a backlog, how long a freed slot waits for others before claiming (ms). */
+const CLAIM_COALESCE_MS = 5;
 
 const CLAIM_WITH_TICKET = `
 with t as materialized (
@@ -156,6 +158,8 @@ export class Worker {
   private ticketTimer: NodeJS.Timeout | null = null;
   private heldTickets: { at: number; key: bigint }[] = [];
   private ticketLostAt = 0;
+  /** The last claim came back full: more is ready. Completions then claim in the same statement. */
+  private backlog = false;
   private readonly group: string;
   private completions: { task: Task; text: string | null; resolve: () => void }[] = [];
   private flushing: Promise<void> | null = null;
@@ -272,6 +276,8 @@ export class Worker {
       const dueAt = Math.max(lastClaim, this.ticketLostAt) + this.pollMs();
       // a slot freed or a poll is due: claim; after a ticket another process won, put the poll off
       if (this.free() > 0 && (this.woken || Date.now() >= dueAt)) {
+        // under a backlog, a freed slot waits a moment for others, so one claim takes a whole batch
+        if (this.backlog && this.free() < this.batchSize) await sleep(CLAIM_COALESCE_MS);
         this.woken = false;
         lastClaim = Date.now();
         const { got, asked } = await this.exclusive(() => this.claim());
@@ -288,6 +294,7 @@ export class Worker {
     try {
       const claims = await this.client.claimBatch(this.workerId, want, this.leaseS, { recipes: this.registry.names(), start: true });
       for (const c of claims) this.startTask(c);
+      this.backlog = claims.length === want;
       return { got: claims.length, asked: want };
     } catch (e) {
       if (e instanceof UnknownWorker) {
@@ -490,10 +497,21 @@ export class Worker {
     while (this.completions.length) {
       const batch = this.completions.splice(0, 1000);
       let rows: RowOutcome[] | null = null;
+      const items = batch.map((c) => ({ attemptId: c.task.claim.attemptId, token: c.task.claim.fencingToken, resultText: c.text }));
       try {
-        rows = await this.retrying("complete_batch", () =>
-          this.client.completeBatch(batch.map((c) => ({ attemptId: c.task.claim.attemptId, token: c.task.claim.fencingToken, resultText: c.text }))),
-        );
+        if (this.backlog && !this.stopping) {
+          // one statement and one commit: these completions and the claim of the slots they free
+          ({ done: rows } = await this.exclusive(async () => {
+            const want = Math.min(this.batchSize, this.concurrency - this.tasks.size + batch.length);
+            const r = await this.client.completeAndClaim(this.workerId, items, want, this.leaseS, { recipes: this.registry.names() });
+            this.backlog = r.claimed.length === want;
+            // started at once, inside the claim lock: no other claim can count their slots as free
+            for (const c of r.claimed) this.startTask(c);
+            return r;
+          }));
+        } else {
+          rows = await this.retrying("complete_batch", () => this.client.completeBatch(items));
+        }
       } catch (e) {
         this.log("warn", `complete_batch of ${batch.length} refused (${firstLine(e)}): completing row by row`);
       }
