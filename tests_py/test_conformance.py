@@ -150,9 +150,10 @@ def _record(client: str, **figures: float) -> None:
 @each_client
 def test_every_step_ends_exactly_once_with_two_workers(world: World, client: str) -> None:
     n = 300
+    # both idle first: the submit's wake ticket, its relay and the polls must bring both to work
+    world.worker(concurrency=4)
+    world.worker(concurrency=4)
     db.submit_many(world.su, WORKSPACE, [{"recipe": "noop", "input": {"n": i}} for i in range(n)])
-    world.worker(concurrency=4)
-    world.worker(concurrency=4)
     wait_for(
         lambda: one(world.su, "select count(*) = %s from pgflight.step_status where status = 'succeeded'", n),
         60,
@@ -170,6 +171,7 @@ def test_every_step_ends_exactly_once_with_two_workers(world: World, client: str
     per_worker = dict(
         world.su.execute("select worker_id, count(*) from pgflight.step_attempts group by 1").fetchall()
     )
+    assert len(per_worker) == 2, f"one worker did everything: {per_worker}"
     span_s = one(
         world.su, "select extract(epoch from max(finished_at) - min(claimed_at)) from pgflight.step_attempts"
     )

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
+from pathlib import Path
 from typing import Any
 
 import psycopg
 
-from clients_support import TS_DIR, require
+from clients_support import CLIENTS_DIR, TS_DIR, require
 from security_support import api_functions, grant
 
 LOGIN = "pgf_worker_a"
@@ -50,3 +52,25 @@ def test_the_client_has_a_method_for_every_worker_lane_function(conn: psycopg.Co
     )
     missing = [m for m in got["functions"].values() if m not in got["methods"]]
     assert missing == [], f"WORKER_FUNCTIONS names methods PgflightClient lacks: {missing}"
+
+
+def test_without_node_the_typescript_cases_are_skipped_with_the_reason(tmp_path: Path) -> None:
+    """The client's check script, on a PATH where bash is and node is not, says why it cannot run."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    bash = shutil.which("bash")
+    assert bash is not None
+    (bin_dir / "bash").symlink_to(bash)
+    for tool in ("dirname",):
+        found = shutil.which(tool)
+        assert found is not None
+        (bin_dir / tool).symlink_to(found)
+    p = subprocess.run(
+        [bash, str(CLIENTS_DIR / "typescript" / "check")],
+        env={"PATH": str(bin_dir)},
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert p.returncode == 1
+    assert "node is not installed" in p.stdout
