@@ -45,9 +45,9 @@ export const pgflightTypes: pg.CustomTypesConfig = {
 };
 
 /**
- * What happened to an attempt, in one vocabulary for every function (the SQL API answers with
- * three: heartbeat `ok|lost|cancelled`, complete_batch `succeeded|lease_lost|cancelled|failed`,
- * fail_step `retry|dead_letter|cancelled`, plus step statuses from complete_step and release_step).
+ * What happened to an attempt, in one vocabulary for every function (the SQL API answers in four:
+ * heartbeat `ok|lost|cancelled`, complete_batch `succeeded|lease_lost|cancelled|failed`,
+ * fail_step `retry|dead_letter|cancelled`, and step statuses from complete_step and release_step).
  */
 export type Outcome =
   /** heartbeat: the lease was renewed (SQL `ok`) */
