@@ -213,7 +213,8 @@ def test_quiet_setup_says_what_it_installs_on_a_terminal_only(tmp_path: Path) ->
 
 def shell_scripts() -> list[Path]:
     found = []
-    for folder in (ROOT / "scripts", ROOT / ".ci"):
+    # and each worker library's conformance scripts (conformance/clients/<name>/worker, check)
+    for folder in (ROOT / "scripts", ROOT / ".ci", *sorted((ROOT / "conformance" / "clients").iterdir())):
         for p in sorted(folder.iterdir()):
             if p.is_file() and re.match(r"#!.*\b(ba)?sh\b", p.read_text(errors="replace").split("\n", 1)[0]):
                 found.append(p)

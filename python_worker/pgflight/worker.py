@@ -756,6 +756,13 @@ class Worker:
             log.warning(
                 "the database refused the result of attempt %s: its step failed", held.claim.attempt_id
             )
+        elif outcome == "lease_lost":
+            # the wording every worker library uses for a lost lease (conformance/README.md)
+            log.warning(
+                "lease lost on attempt %s (step %s) at its completion: result not written, abandoned",
+                held.claim.attempt_id,
+                held.claim.step_id,
+            )
         elif outcome != "succeeded":
             log.warning("completion of attempt %s refused (%s): abandoned", held.claim.attempt_id, outcome)
 
