@@ -235,7 +235,8 @@ def test_an_error_never_shows_the_current_fencing_token(su: Conn, as_login: Call
 
 
 def test_a_stolen_token_is_refused_for_every_worker_write(su: Conn, as_login: Callable[[str], Conn]) -> None:
-    """With the right (attempt, token) but another login, every write is ZF012 and changes nothing."""
+    """With the right (attempt, token) but another login, every write is ZF012 (a batch row
+    lease_lost) and changes nothing."""
     for login in ("pgf_worker_a", "pgf_worker_b"):
         grant(su, login, "A", "worker")
     victim = _worker_world(su, as_login("pgf_worker_a"))
@@ -245,10 +246,6 @@ def test_a_stolen_token_is_refused_for_every_worker_write(su: Conn, as_login: Ca
     a, t = held["attempt_id"], held["token"]
     writes = {
         "complete_step": ("select * from pgflight.complete_step(%s, %s, '{\"forged\": true}')", [a, t]),
-        "complete_batch": (
-            "select * from pgflight.complete_batch(%s, %s, %s)",
-            [[a], [t], [Jsonb({"forged": 1})]],
-        ),
         "fail_step": ('select * from pgflight.fail_step(%s, %s, \'{"m": "forged"}\')', [a, t]),
         "release_step": ("select * from pgflight.release_step(%s, %s)", [a, t]),
         "start_step": ("select * from pgflight.start_step(%s, %s)", [a, t]),
@@ -274,6 +271,11 @@ def test_a_stolen_token_is_refused_for_every_worker_write(su: Conn, as_login: Ca
         name: sqlstate_of(lambda q=q, p=p: thief.execute(q, p).fetchall()) for name, (q, p) in writes.items()
     }
     assert codes == dict.fromkeys(writes, "ZF012")
+    # a batch answers per row: the stolen attempt is lease_lost, its row alone
+    got = thief.execute(
+        "select outcome from pgflight.complete_batch(%s, %s, %s)", [[a], [t], [Jsonb({"forged": 1})]]
+    ).fetchall()
+    assert got == [("lease_lost",)]
     assert snapshot(su) == before
     # heartbeat with the thief's own worker id renews nothing of the victim's
     thief_worker = int(thief.execute("select pgflight.register_worker('thief')").fetchone()[0])  # type: ignore[index]
