@@ -1203,10 +1203,15 @@ begin
     return query select u.id, 'succeeded'::text from unnest(p_attempt_ids) as u(id);
     return;
   end if;
+  -- the others, in one statement: cancelled only for an attempt of this login's own workers; any
+  -- other attempt (another login's, another workspace's, whatever token) is lease_lost, exactly as
+  -- an unknown one, so its status is never told
   return query
   select q.id,
          case when a.status = 'succeeded' and a.fencing_token = q.token and q.id = any (v_ids) then 'succeeded'
-              when a.status in ('cancel_requested', 'cancelled') and a.fencing_token = q.token then 'cancelled'
+              when a.status in ('cancel_requested', 'cancelled') and a.fencing_token = q.token
+                   and exists (select from pgflight.workers w where w.id = a.worker_id and w.login = session_user)
+                then 'cancelled'
               else 'lease_lost' end
     from unnest(p_attempt_ids, p_tokens) with ordinality as q(id, token, ord)
     left join pgflight.step_attempts a on a.id = q.id
@@ -1234,14 +1239,15 @@ declare
   v_status text;
   v_row record;
 begin
-  -- issue 13: a current token of another login's attempt is a leaked one (ZF012, nothing written)
-  perform pgflight._require_own_attempt(q.id, q.token, 'complete_batch')
-     from unnest(p_attempt_ids, p_tokens) as q(id, token);
+  -- Only attempts held by this login's own workers are written: another login's attempt, even
+  -- with its current token (a leaked one), is lease_lost for its row alone (_complete_many's
+  -- answer for it), the rest of the batch answered as usual
   for v_row in
     select distinct a.id from pgflight.step_attempts a
       join unnest(p_attempt_ids, p_tokens, p_errors) as q(id, token, error)
         on q.id = a.id and q.token = a.fencing_token
      where q.error is not null and a.status in ('claimed', 'running')
+       and exists (select from pgflight.workers w where w.id = a.worker_id and w.login = session_user)
      order by a.id
   loop
     perform pgflight._lock_cascade(v_row.id, false);
@@ -1250,12 +1256,14 @@ begin
     select a.id from pgflight.step_attempts a
       join unnest(p_attempt_ids, p_tokens) as q(id, token) on q.id = a.id and q.token = a.fencing_token
      where a.status in ('claimed', 'running')
+       and exists (select from pgflight.workers w where w.id = a.worker_id and w.login = session_user)
      order by a.id
        for update of a) l;
   for v_i in 1 .. v_n loop
     continue when p_errors[v_i] is null;
     select a.status into v_status from pgflight.step_attempts a
-     where a.id = p_attempt_ids[v_i] and a.fencing_token = p_tokens[v_i] and a.status in ('claimed', 'running');
+     where a.id = p_attempt_ids[v_i] and a.fencing_token = p_tokens[v_i] and a.status in ('claimed', 'running')
+       and exists (select from pgflight.workers w where w.id = a.worker_id and w.login = session_user);
     if found then
       perform pgflight._fail_attempt(p_attempt_ids[v_i], v_status, 'failed', p_errors[v_i], false, null,
                                      'result_refused');
@@ -3821,7 +3829,10 @@ declare
   v_ws bigint;
 begin
   select r.workspace_id into v_ws from pgflight.runs r where r.id = p_run_id;
-  if found then
+  if found and not pgflight._may(p_lane, v_ws) then
+    if not pgflight._may('reader', v_ws) then
+      raise exception using errcode = 'ZF003', message = format('unknown run %s', p_run_id);
+    end if;
     perform pgflight._require_lane(p_lane, v_ws, p_operation);
   end if;
 end
@@ -3831,23 +3842,32 @@ ALTER FUNCTION pgflight._require_lane_on_run(p_lane text, p_run_id bigint, p_ope
 
 -- Name: FUNCTION _require_lane_on_run(p_lane text, p_run_id bigint, p_operation text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight._require_lane_on_run(p_lane text, p_run_id bigint, p_operation text) IS 'Internal: ZF012 unless the login has the lane on the run''s workspace; an unknown run passes.';
+COMMENT ON FUNCTION pgflight._require_lane_on_run(p_lane text, p_run_id bigint, p_operation text) IS 'Internal: ZF012 unless the login has the lane on the run''s workspace (ZF003 unknown run when it sees nothing there); an unknown run passes.';
 
 -- Name: _require_lane_on_step(text, bigint, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
 CREATE FUNCTION pgflight._require_lane_on_step(p_lane text, p_step_id bigint, p_operation text) RETURNS void
-    LANGUAGE sql STABLE
+    LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-  select pgflight._require_lane_on_run(p_lane, (select s.run_id from pgflight.steps s where s.id = p_step_id),
-                                       p_operation)
+declare
+  v_ws bigint;
+begin
+  select r.workspace_id into v_ws from pgflight.steps s join pgflight.runs r on r.id = s.run_id where s.id = p_step_id;
+  if found and not pgflight._may(p_lane, v_ws) then
+    if not pgflight._may('reader', v_ws) then
+      raise exception using errcode = 'ZF003', message = format('unknown step %s', p_step_id);
+    end if;
+    perform pgflight._require_lane(p_lane, v_ws, p_operation);
+  end if;
+end
 $$;
 
 ALTER FUNCTION pgflight._require_lane_on_step(p_lane text, p_step_id bigint, p_operation text) OWNER TO pgflight_owner;
 
 -- Name: FUNCTION _require_lane_on_step(p_lane text, p_step_id bigint, p_operation text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight._require_lane_on_step(p_lane text, p_step_id bigint, p_operation text) IS 'Internal: ZF012 unless the login has the lane on the step''s workspace; an unknown step passes.';
+COMMENT ON FUNCTION pgflight._require_lane_on_step(p_lane text, p_step_id bigint, p_operation text) IS 'Internal: ZF012 unless the login has the lane on the step''s workspace (ZF003 unknown step when it sees nothing there); an unknown step passes.';
 
 -- Name: _require_limit(text, integer, integer); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -4691,6 +4711,24 @@ ALTER FUNCTION pgflight._unknown_attempt(p_attempt_id bigint) OWNER TO pgflight_
 
 COMMENT ON FUNCTION pgflight._unknown_attempt(p_attempt_id bigint) IS 'Internal: raise ZF003 unknown attempt (the one answer for an attempt unknown or outside the lanes).';
 
+-- Name: _unknown_workspace(text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._unknown_workspace(p_workspace text) RETURNS void
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+  raise exception using errcode = 'ZF003', message = format('unknown workspace %L', left(p_workspace, 200)),
+    hint = 'Create it first: select pgflight.create_workspace(name).';
+end
+$$;
+
+ALTER FUNCTION pgflight._unknown_workspace(p_workspace text) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _unknown_workspace(p_workspace text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._unknown_workspace(p_workspace text) IS 'Internal: raise ZF003 unknown workspace (the one answer for a name unknown or outside every lane).';
+
 -- Name: _usage_extras(jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
 CREATE FUNCTION pgflight._usage_extras(p_usage jsonb, OUT cw_1h bigint, OUT searches bigint) RETURNS record
@@ -4812,9 +4850,8 @@ declare
   v_id bigint;
 begin
   select w.id into v_id from pgflight.workspaces w where w.name = p_workspace;
-  if v_id is null then
-    raise exception using errcode = 'ZF003', message = format('unknown workspace %L', p_workspace),
-      hint = 'Create it first: select pgflight.create_workspace(name).';
+  if v_id is null or not pgflight._may('reader', v_id) then
+    perform pgflight._unknown_workspace(p_workspace);
   end if;
   return v_id;
 end
@@ -4824,7 +4861,7 @@ ALTER FUNCTION pgflight._workspace_id(p_workspace text) OWNER TO pgflight_owner;
 
 -- Name: FUNCTION _workspace_id(p_workspace text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight._workspace_id(p_workspace text) IS 'Internal: a workspace''s id by name; ZF003 when unknown.';
+COMMENT ON FUNCTION pgflight._workspace_id(p_workspace text) IS 'Internal: a workspace''s id by name; ZF003 when unknown or outside every lane of the login.';
 
 -- Name: agent_run_of(bigint); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -4833,7 +4870,7 @@ CREATE FUNCTION pgflight.agent_run_of(p_step_id bigint) RETURNS TABLE(agent_run_
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 begin
-  perform pgflight._require_lane_on_step('reader', p_step_id, 'agent_run_of');  -- issue 13: tenants
+  -- the lane on the agent run's workspace, in the one statement: outside it, no row
   return query
     select r.id, r.step_id, r.run_id, r.model, r.system_prompt, r.max_iterations, r.max_tool_calls, r.iterations,
            r.tool_calls, r.input_tokens, r.output_tokens, r.cache_creation_tokens, r.cache_read_tokens, r.usd,
@@ -4841,7 +4878,7 @@ begin
       from pgflight.agent_runs r
       join pgflight.steps s on s.id = r.step_id
       join pgflight.step_attempts a on a.step_id = s.id and a.attempt_no = s.last_attempt_no
-     where r.step_id = p_step_id;
+     where r.step_id = p_step_id and pgflight._may('reader', r.workspace_id);
 end
 $$;
 
@@ -4881,8 +4918,7 @@ CREATE FUNCTION pgflight.agent_transcript(p_agent_run_id bigint) RETURNS TABLE(i
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 begin
-  perform pgflight._require_lane_on_run('reader', (select r.run_id from pgflight.agent_runs r where r.id = p_agent_run_id),
-                                       'agent_transcript');  -- issue 13: tenants
+  -- the lane on the agent run's workspace, in the one statement: outside it, no row
   return query
     select t.iteration, t.seq, t.role, t.block_type, t.tool_use_id, t.tool_name, t.content, t.status, t.tokens,
            t.attempt_id, t.created_at, c.model, c.input_tokens, c.output_tokens, c.cache_creation_tokens,
@@ -4891,6 +4927,7 @@ begin
       left join pgflight.costs c on c.agent_run_id = t.agent_run_id and c.iteration = t.iteration
                                      and not c.lease_lost  -- orphan costs (record_orphan_cost) have no traces
      where t.agent_run_id = p_agent_run_id
+       and pgflight._may('reader', (select r.workspace_id from pgflight.agent_runs r where r.id = p_agent_run_id))
      order by t.iteration, t.seq;
 end
 $$;
@@ -5154,12 +5191,14 @@ CREATE FUNCTION pgflight.children_results(p_step_id bigint) RETURNS TABLE(step_k
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 begin
-  perform pgflight._require_lane_on_step('reader', p_step_id, 'children_results');  -- issue 13: tenants
+  -- the lane on the step's workspace, in the one statement: outside it, no row, as for an unknown step
   return query
     select s.step_key, s.id, s.recipe, a.status, a.attempt_no, a.result, a.error
       from pgflight.steps s
       join pgflight.step_attempts a on a.step_id = s.id and a.attempt_no = s.last_attempt_no
      where s.parent_id = p_step_id
+       and pgflight._may('reader', (select r.workspace_id from pgflight.steps p join pgflight.runs r on r.id = p.run_id
+                                     where p.id = p_step_id))
      order by s.step_key;
 end
 $$;
@@ -5388,7 +5427,7 @@ ALTER FUNCTION pgflight.complete_and_claim(p_worker_id bigint, p_attempt_ids big
 
 -- Name: FUNCTION complete_and_claim(p_worker_id bigint, p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[], p_batch_size integer, p_lease_s double precision, p_recipes text[], p_options jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight.complete_and_claim(p_worker_id bigint, p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[], p_batch_size integer, p_lease_s double precision, p_recipes text[], p_options jsonb) IS 'claim_batch then complete_batch in one transaction: the claimed steps (outcome null), then one outcome per attempt given (succeeded | lease_lost | cancelled | failed). Errors: those of claim_batch (22023, ZF005, ZF010) and complete_batch (22023, ZF012).';
+COMMENT ON FUNCTION pgflight.complete_and_claim(p_worker_id bigint, p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[], p_batch_size integer, p_lease_s double precision, p_recipes text[], p_options jsonb) IS 'claim_batch then complete_batch in one transaction: the claimed steps (outcome null), then one outcome per attempt given (succeeded | lease_lost | cancelled | failed). Errors: those of claim_batch (22023, ZF005, ZF010) and complete_batch (22023).';
 
 -- Name: complete_batch(bigint[], bigint[], jsonb[]); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -5442,9 +5481,7 @@ begin
   loop
     v_i := v_i + 1;
     if outcome <> 'succeeded' then
-      -- a current token of an attempt no worker of this login holds is a leaked one: ZF012 (ZF003
-      -- outside the login's worker lanes), the whole batch undone
-      perform pgflight._require_own_attempt(attempt_id, p_tokens[v_i], 'complete_batch');
+      -- logged only for an attempt of this login's own workers (_record_stale checks it)
       perform pgflight._record_stale(attempt_id, p_tokens[v_i], 'complete');
     end if;
     return next;
@@ -5456,7 +5493,7 @@ ALTER FUNCTION pgflight.complete_batch(p_attempt_ids bigint[], p_tokens bigint[]
 
 -- Name: FUNCTION complete_batch(p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[]); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight.complete_batch(p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[]) IS 'Complete many held attempts; per row outcome succeeded | lease_lost | cancelled | failed (its result refused: over settings.max_result_bytes or nested deeper than settings.max_json_depth; that step dead-letters alone). Errors: 22023 (lengths differ, a NULL), ZF012 / ZF003 (another login''s current token).';
+COMMENT ON FUNCTION pgflight.complete_batch(p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[]) IS 'Complete many held attempts; per row outcome succeeded | lease_lost | cancelled | failed (its result refused: over settings.max_result_bytes or nested deeper than settings.max_json_depth; that step dead-letters alone); an attempt not held by the login''s own workers is lease_lost for its row alone. Errors: 22023 (lengths differ, a NULL).';
 
 -- Name: complete_batch(bigint[], bigint[], text[]); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -5517,7 +5554,7 @@ ALTER FUNCTION pgflight.complete_batch(p_attempt_ids bigint[], p_tokens bigint[]
 
 -- Name: FUNCTION complete_batch(p_attempt_ids bigint[], p_tokens bigint[], p_results text[]); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight.complete_batch(p_attempt_ids bigint[], p_tokens bigint[], p_results text[]) IS 'Complete many held attempts, results as JSON text; an element PostgreSQL refuses (NaN, \u0000, too large, too deep) fails only its own step (outcome failed). Errors: 22023 (lengths differ, a NULL), ZF012 / ZF003 (another login''s current token).';
+COMMENT ON FUNCTION pgflight.complete_batch(p_attempt_ids bigint[], p_tokens bigint[], p_results text[]) IS 'Complete many held attempts, results as JSON text; an element PostgreSQL refuses (NaN, \u0000, too large, too deep) fails only its own step (outcome failed); an attempt not held by the login''s own workers is lease_lost for its row alone. Errors: 22023 (lengths differ, a NULL).';
 
 -- Name: complete_step(bigint, bigint, jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -8047,7 +8084,8 @@ CREATE FUNCTION pgflight.run_audit(p_run_id bigint) RETURNS TABLE(run_id bigint,
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 begin
-  perform pgflight._require_lane_on_run('reader', p_run_id, 'run_audit');  -- issue 13: tenants
+  -- the lane on the run's workspace is a predicate of the one statement: a run outside it finds no
+  -- row and answers exactly as an unknown run (one answer for what a login may not see)
   return query
   with per_step as (
     -- one row per step: its attempts by outcome and the status of its latest attempt
@@ -8085,7 +8123,7 @@ begin
            where p.latest not in ('succeeded', 'dead_letter', 'cancelled')),
          (select count(*) from per_step p where p.succeeded > 1)
     from pgflight.runs r, spend sp
-   where r.id = p_run_id;
+   where r.id = p_run_id and pgflight._may('reader', r.workspace_id);
   if not found then
     raise exception using errcode = 'ZF003', message = format('unknown run %s', p_run_id),
       hint = 'List runs with pgflight runs.';
@@ -8764,11 +8802,14 @@ begin
   -- naming the key; v_opts is normalised, so the plain casts below cannot fail (issue 14)
   v_opts := pgflight._check_options('submit_run', p_options);
   select w.id, w.max_run_usd into v_ws, v_ws_max_usd from pgflight.workspaces w where w.name = p_workspace;
-  if not found then
-    raise exception using errcode = 'ZF003', message = format('unknown workspace %L', p_workspace),
-      hint = 'Create it first: select pgflight.create_workspace(name).';
+  -- one answer (ZF003) for a name unknown and one the login sees nothing of; ZF012 only where it
+  -- reads and is no operator. The common case costs the one _may probe it always did.
+  if not found or not pgflight._may('operator', v_ws) then
+    if not found or not pgflight._may('reader', v_ws) then
+      perform pgflight._unknown_workspace(p_workspace);
+    end if;
+    perform pgflight._require_lane('operator', v_ws, 'submit_run');
   end if;
-  perform pgflight._require_lane('operator', v_ws, 'submit_run');  -- issue 13: tenants
   select * into v_settings from pgflight.settings;
   v_size := octet_length(p_input::text);
   if v_size > v_settings.max_input_bytes then
@@ -8922,11 +8963,14 @@ begin
   -- FOR KEY SHARE: the lock each run's foreign key check takes, once (see the writes below)
   select w.id, w.max_run_usd into v_ws, v_ws_max_usd from pgflight.workspaces w where w.name = p_workspace
      for key share;
-  if not found then
-    raise exception using errcode = 'ZF003', message = format('unknown workspace %L', p_workspace),
-      hint = 'Create it first: select pgflight.create_workspace(name).';
-  end if;
-  perform pgflight._require_lane('operator', v_ws, 'submit_runs');  -- once for the whole call
+  -- one answer (ZF003) for a name unknown and one the login sees nothing of; ZF012 only where it
+  -- reads and is no operator. The common case costs the one _may probe it always did.
+  if not found or not pgflight._may('operator', v_ws) then
+    if not found or not pgflight._may('reader', v_ws) then
+      perform pgflight._unknown_workspace(p_workspace);
+    end if;
+    perform pgflight._require_lane('operator', v_ws, 'submit_runs');
+  end if;  -- once for the whole call
   v_shared := pgflight._check_options('submit_run', p_options);
   if v_shared ? 'idempotency_key' then
     raise exception using errcode = '22023', message = 'option idempotency_key of submit_runs is per run',
@@ -12101,6 +12145,10 @@ REVOKE ALL ON FUNCTION pgflight._tree_steps(p_run_id bigint, p_step_id bigint) F
 -- Name: FUNCTION _unknown_attempt(p_attempt_id bigint); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
 REVOKE ALL ON FUNCTION pgflight._unknown_attempt(p_attempt_id bigint) FROM PUBLIC;
+
+-- Name: FUNCTION _unknown_workspace(p_workspace text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._unknown_workspace(p_workspace text) FROM PUBLIC;
 
 -- Name: FUNCTION _usage_extras(p_usage jsonb, OUT cw_1h bigint, OUT searches bigint); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 

@@ -26,6 +26,10 @@ one digest taken before is the baseline for all of them.
   (`ALLOWED_SCOPES`), and the caller's own workers. A row of another workspace, of another login,
   or of no workspace at all (settings, shared rate buckets, an event with no run) must not change.
   A reader changes nothing.
+- A read function (stable or immutable) called with an id or a workspace name of another
+  workspace returns no row (or a row of nulls, a scalar function's null), as for an id that does
+  not exist: the rows a call returns are judged, not only what it changed. (That the answer is
+  exactly that of an unknown id, error or rows, is test_one_answer.py's, over the same catalogue.)
 
 Digest scopes (`scope_expression`): a row belongs to the workspace named by its `workspace_id`,
 else by its run, step, agent run, parent step or schedule; a worker row to its login; a flow slot
@@ -54,6 +58,10 @@ BIG_TEXT = "x" * (2 * SMALL_CAP_BYTES)
 BIG_JSON = '{"x": "' + BIG_TEXT + '"}'
 
 INT_MAX = {"smallint": 32767, "integer": 2147483647, "bigint": 9223372036854775807}
+
+#: The mark of a hostile value that names another workspace's object (an input's label holds it):
+#: a read function answers it with no row.
+FOREIGN_MARK = "workspace B"
 
 #: SQLSTATEs a hostile call may end with (42501 too, for a function outside the lane).
 ALLOWED_STATES = ("22023", "22004")
@@ -466,6 +474,7 @@ class Signature:
     arg_names: list[str]
     arg_types: list[str]
     n_defaults: int
+    reads: bool = False  # stable or immutable: it only reads
 
 
 def signatures(su: Conn, names: list[str]) -> dict[str, list[Signature]]:
@@ -473,13 +482,15 @@ def signatures(su: Conn, names: list[str]) -> dict[str, list[Signature]]:
     rows = su.execute(
         "select p.proname, p.oid::regprocedure::text, coalesce(p.proargnames, '{}'),"
         " array(select format_type(t, null) from unnest(p.proargtypes) with ordinality u(t, i) order by i),"
-        " p.pronargdefaults from pg_proc p"
+        " p.pronargdefaults, p.provolatile <> 'v' from pg_proc p"
         " where p.pronamespace = 'pgflight'::regnamespace and p.prokind = 'f' and p.proname = any(%s)",
         [names],
     ).fetchall()
     out: dict[str, list[Signature]] = {}
-    for name, reg, argnames, types, ndef in sorted(rows):
-        out.setdefault(name, []).append(Signature(name, reg, list(argnames)[: len(types)], list(types), ndef))
+    for name, reg, argnames, types, ndef, reads in sorted(rows):
+        out.setdefault(name, []).append(
+            Signature(name, reg, list(argnames)[: len(types)], list(types), ndef, bool(reads))
+        )
     return out
 
 
@@ -553,21 +564,26 @@ def judge(
     allowed_scopes: set[str] | None,
     baseline: Digest,
     outcome: Outcome,
+    reads: bool = False,
 ) -> None:
     """
     Run each input in its own rolled-back transaction of `me`; record every breach in `outcome`.
 
     :param allowed_scopes: the scopes a successful call may change (None: any, for an
         every-workspace operator, whose calls are judged by their SQLSTATE alone).
+    :param reads: the function only reads (stable or immutable): called with an id or name of
+        another workspace (`FOREIGN_MARK` in the input's label) it must return no row, or only
+        rows of nulls (a scalar function's null), exactly as for an id that does not exist.
     """
     for inp in inputs if executable else inputs[:1]:
         outcome.calls += 1
         state: str | None = None
         message = ""
         after: Digest | None = None
+        rows: list[Any] = []
         try:
             with me.transaction(force_rollback=True):
-                me.execute(inp.query, inp.params).fetchall()
+                rows = me.execute(inp.query, inp.params).fetchall()
                 me.execute("set constraints all immediate")
                 if allowed_scopes is not None:
                     after = digest(me)
@@ -581,6 +597,12 @@ def judge(
         if not executable:
             outcome.failures.append(f"{where}: succeeded outside the lane (expected 42501)")
             continue
+        if reads and allowed_scopes is not None and FOREIGN_MARK in inp.label:
+            shown = [r for r in rows if any(v is not None for v in r)]
+            if shown:
+                outcome.failures.append(
+                    f"{where}: returned {len(shown)} row(s) for another workspace's id (expected none)"
+                )
         if after is not None and allowed_scopes is not None:
             bad = {s: t for s, t in changed_scopes(baseline, after).items() if s not in allowed_scopes}
             if bad:

@@ -76,27 +76,27 @@ def _sqlstate(fn: Callable[[], Any]) -> str | None:
 # --- the trust boundary ---------------------------------------------------------------------
 
 
-def test_a_stolen_token_in_the_completion_half_undoes_the_claim_half(
+def test_a_stolen_token_in_the_completion_half_is_lease_lost_and_writes_nothing_of_the_victim(
     su: Conn,
     as_login: Callable[[str], Conn],
 ) -> None:
-    """A login with its own live worker sends another login's (attempt, token) to complete: ZF012,
-    and the steps its claim half had just leased are not kept (nothing changed anywhere)."""
+    """A login with its own live worker sends another login's (attempt, token) to complete: that
+    row answers lease_lost (as an unknown attempt) and the victim's attempt is untouched; the
+    claim half leases the ready step as it would have anyway."""
     for login in ("pgf_worker_a", "pgf_worker_b"):
         grant(su, login, "A", "worker")
     victim = World(su=su, me=as_login("pgf_worker_a"), workspace="A")
     victim.worker_id = int(victim.me.execute("select pgflight.register_worker('victim')").fetchone()[0])  # type: ignore[index]
     held = victim.held()
-    victim.submit()  # ready: the thief's claim half would lease it
+    ready = victim.submit()  # ready: the thief's claim half leases it
     thief = as_login("pgf_worker_b")
     thief_worker = int(thief.execute("select pgflight.register_worker('thief')").fetchone()[0])  # type: ignore[index]
-    before = snapshot(su)
-    code = _sqlstate(lambda: _cac(thief, thief_worker, [(held["attempt_id"], held["token"])]))
-    assert code == "ZF012"
-    after = snapshot(su)
-    assert {t: v for t, v in after.items() if t != "workers"} == {
-        t: v for t, v in before.items() if t != "workers"
-    }
+    theirs = "select status, result, fencing_token from pgflight.step_attempts where id = %s"
+    before = su.execute(theirs, [held["attempt_id"]]).fetchone()
+    got = _cac(thief, thief_worker, [(held["attempt_id"], held["token"])])
+    assert [(r[0], r[2]) for r in got if r[2] is not None] == [(held["attempt_id"], "lease_lost")]
+    assert [r[0] for r in got if r[2] is None] == [ready["attempt_id"]]
+    assert su.execute(theirs, [held["attempt_id"]]).fetchone() == before
 
 
 def test_another_logins_worker_id_is_refused_before_anything_is_completed(

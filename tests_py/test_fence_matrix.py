@@ -143,6 +143,7 @@ def test_hostile_arguments_never_leak_an_internal_error_or_touch_another_scope(
                 allowed_scopes=allowed,
                 baseline=digest(su),
                 outcome=outcome,
+                reads=sig.reads,
             )
         spent[fn] = time.monotonic() - t0
     took = time.monotonic() - started

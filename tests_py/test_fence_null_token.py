@@ -385,26 +385,26 @@ def test_an_unknown_attempt_says_nothing_but_its_id(tenants: Tenants) -> None:
     assert e.diag.message_detail is None
 
 
-def test_a_batch_carrying_another_workspaces_current_token_is_refused_whole(tenants: Tenants) -> None:
+def test_a_batch_carrying_another_workspaces_current_token_answers_lease_lost_for_that_row(
+    tenants: Tenants,
+) -> None:
     """complete_batch with w1's own attempt and B's attempt with B's current token (a leaked one):
-    the batch is refused as for an unknown attempt (ZF003 naming only the id, where before ZF012
-    said the attempt was held by another login), and w1's own attempt is not completed either."""
+    B's row answers lease_lost, exactly as an unknown attempt, and is not written; w1's own attempt
+    completes (before, the whole batch was refused: ZF003, and earlier ZF012)."""
     own = tenants.w1.held()
     target = tenants.w2.held()
-    before = snapshot(tenants.su)
-    e = _error(
-        tenants.w1.me,
-        "select * from pgflight.complete_batch(%(ids)s, %(tokens)s, %(results)s)",
+    theirs = "select status, result from pgflight.step_attempts where id = %s"
+    before = tenants.su.execute(theirs, [target["attempt_id"]]).fetchone()
+    got = tenants.w1.me.execute(
+        "select attempt_id, outcome from pgflight.complete_batch(%(ids)s, %(tokens)s, %(results)s)",
         {
             "ids": [own["attempt_id"], target["attempt_id"]],
             "tokens": [own["token"], target["token"]],
             "results": [Jsonb(1), Jsonb(2)],
         },
-    )
-    assert e is not None and e.sqlstate == "ZF003"
-    assert e.diag.message_primary == f"unknown attempt {target['attempt_id']}"
-    assert e.diag.message_detail is None
-    assert snapshot(tenants.su) == before
+    ).fetchall()
+    assert got == [(own["attempt_id"], "succeeded"), (target["attempt_id"], "lease_lost")]
+    assert tenants.su.execute(theirs, [target["attempt_id"]]).fetchone() == before
 
 
 def test_another_workspaces_step_has_no_effect_to_find(tenants: Tenants) -> None:

@@ -113,3 +113,61 @@ def test_pgflight_metrics_serves_the_same_figures(
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+def _status(port: int, host_header: str | None) -> int:
+    """The HTTP status of GET /metrics with this Host header (None: no Host header at all)."""
+    import http.client
+
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        c.putrequest("GET", "/metrics", skip_host=True)
+        if host_header is not None:
+            c.putheader("Host", host_header)
+        c.endheaders()
+        return c.getresponse().status
+    finally:
+        c.close()
+
+
+def test_pgflight_metrics_answers_only_to_its_own_host_names(dsn: str, tmp_path: Any) -> None:
+    """
+    DNS rebinding: a page on evil.example whose name resolves to 127.0.0.1 sends
+    `Host: evil.example` and gets 421, not the metrics; loopback names, the bound host and the
+    `--allow-host` names are served. A wildcard bind without `--allow-host` refuses to start.
+    """
+    port = _free_port()
+    env = os.environ | {"PGFLIGHT_DSN": scenario.login_dsn(dsn, scenario.READER)}
+    log = tmp_path / "metrics.log"
+    cmd = [sys.executable, "-m", "pgflight.cli", "metrics", "--port", str(port)]
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            [*cmd, "--allow-host", "metrics.internal"], env=env, stdout=out, stderr=subprocess.STDOUT
+        )
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                first = _status(port, f"127.0.0.1:{port}")
+                break
+            except OSError:
+                assert proc.poll() is None, log.read_text()
+                assert time.monotonic() < deadline, "pgflight metrics did not answer"
+                time.sleep(0.1)
+        assert first == 200
+        for name in (f"localhost:{port}", "localhost", f"[::1]:{port}", f"metrics.internal:{port}"):
+            assert _status(port, name) == 200, name
+        for name in (f"evil.example:{port}", "evil.example", "127.0.0.1.evil.example", "", None):
+            assert _status(port, name) == 421, name
+    finally:
+        proc.terminate()
+        proc.wait(10)
+    refused = subprocess.run(
+        [sys.executable, "-m", "pgflight.cli", "metrics", "--host", "0.0.0.0", "--port", str(_free_port())],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert "--allow-host" in refused.stderr + refused.stdout

@@ -235,7 +235,8 @@ def test_an_error_never_shows_the_current_fencing_token(su: Conn, as_login: Call
 
 
 def test_a_stolen_token_is_refused_for_every_worker_write(su: Conn, as_login: Callable[[str], Conn]) -> None:
-    """With the right (attempt, token) but another login, every write is ZF012 and changes nothing."""
+    """With the right (attempt, token) but another login, every write is ZF012 (a batch row
+    lease_lost) and changes nothing."""
     for login in ("pgf_worker_a", "pgf_worker_b"):
         grant(su, login, "A", "worker")
     victim = _worker_world(su, as_login("pgf_worker_a"))
@@ -245,10 +246,6 @@ def test_a_stolen_token_is_refused_for_every_worker_write(su: Conn, as_login: Ca
     a, t = held["attempt_id"], held["token"]
     writes = {
         "complete_step": ("select * from pgflight.complete_step(%s, %s, '{\"forged\": true}')", [a, t]),
-        "complete_batch": (
-            "select * from pgflight.complete_batch(%s, %s, %s)",
-            [[a], [t], [Jsonb({"forged": 1})]],
-        ),
         "fail_step": ('select * from pgflight.fail_step(%s, %s, \'{"m": "forged"}\')', [a, t]),
         "release_step": ("select * from pgflight.release_step(%s, %s)", [a, t]),
         "start_step": ("select * from pgflight.start_step(%s, %s)", [a, t]),
@@ -274,6 +271,11 @@ def test_a_stolen_token_is_refused_for_every_worker_write(su: Conn, as_login: Ca
         name: sqlstate_of(lambda q=q, p=p: thief.execute(q, p).fetchall()) for name, (q, p) in writes.items()
     }
     assert codes == dict.fromkeys(writes, "ZF012")
+    # a batch answers per row: the stolen attempt is lease_lost, its row alone
+    got = thief.execute(
+        "select outcome from pgflight.complete_batch(%s, %s, %s)", [[a], [t], [Jsonb({"forged": 1})]]
+    ).fetchall()
+    assert got == [("lease_lost",)]
     assert snapshot(su) == before
     # heartbeat with the thief's own worker id renews nothing of the victim's
     thief_worker = int(thief.execute("select pgflight.register_worker('thief')").fetchone()[0])  # type: ignore[index]
@@ -359,6 +361,7 @@ def test_a_reader_of_a_sees_no_row_of_b(su: Conn, as_login: Callable[[str], Conn
                 assert a_runs <= seen, f"{view} hides the reader's own workspace"
         if "workspace" in cols:
             assert {r[cols.index("workspace")] for r in rows} <= {"A"}, view
+    # B's run and step read as unknown ones: ZF003, or no row (one answer for what a login may not see)
     for fn in ("run_status", "run_audit"):
         assert (
             sqlstate_of(
@@ -366,16 +369,10 @@ def test_a_reader_of_a_sees_no_row_of_b(su: Conn, as_login: Callable[[str], Conn
                     f"select * from pgflight.{f}(%s)", [runs["B"]["finished"]["run_id"]]
                 ).fetchall()
             )
-            == "ZF012"
+            == "ZF003"
         )
-    assert (
-        sqlstate_of(
-            lambda: me.execute(
-                "select * from pgflight.children_results(%s)", [runs["B"]["finished"]["step_id"]]
-            ).fetchall()
-        )
-        == "ZF012"
-    )
+    got = me.execute("select * from pgflight.children_results(%s)", [runs["B"]["finished"]["step_id"]])
+    assert got.fetchall() == []
 
 
 def _spend(su: Conn, ws: str) -> int:
@@ -458,7 +455,8 @@ def test_an_operator_of_a_cannot_act_in_b(su: Conn, as_login: Callable[[str], Co
         "purge_finished": ("select pgflight.purge_finished(0, 1000)", []),
     }
     codes = {n: sqlstate_of(lambda q=q, p=p: me.execute(q, p).fetchall()) for n, (q, p) in acts.items()}
-    assert codes == dict.fromkeys(acts, "ZF012")
+    # B's workspace, runs and steps read as unknown ones (ZF003); the every-workspace sweep is ZF012
+    assert codes == {n: "ZF012" if n == "purge_finished" else "ZF003" for n in acts}
     assert snapshot(su) == before
 
 

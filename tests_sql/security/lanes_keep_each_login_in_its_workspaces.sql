@@ -1,7 +1,8 @@
 -- Tenancy (issue 13): logins granted lanes on workspace A only. The reader of A sees no row of B
 -- in any view (every view of the catalogue with a run_id column) and is refused B's runs; the
--- operator of A cannot cancel, approve or retry in B (ZF012) but can in A; the worker of A never
--- claims B's steps. Roles are created inside the test's transaction and rolled back with it.
+-- operator of A cannot cancel, approve or retry in B but can in A; the worker of A never claims
+-- B's steps. A login with no grant on B is told of B's runs, steps and name exactly what it is
+-- told of unknown ones (ZF003). Roles are created inside the test's transaction and rolled back with it.
 begin;
 \ir ../_helpers.psql
 select plan(13);
@@ -48,15 +49,17 @@ select ok((select count(*) from pgflight_test.rows_of(array[:b_queued, :b_dead, 
 select is_empty($$select * from pgflight_test.rows_of(array[$$ || :b_queued || ',' || :b_dead || ',' || :b_gate || $$]::bigint[]) where n > 0$$,
                 'the reader of A sees no row of B in any view');
 select isnt_empty(format('select * from pgflight.run_list where run_id = %s', :a_queued), 'and sees its own workspace''s runs');
-select throws_ok(format('select * from pgflight.run_status(%s)', :b_queued), 'ZF012', null, 'run_status of a run of B is ZF012');
+select throws_ok(format('select * from pgflight.run_status(%s)', :b_queued), 'ZF003', format('unknown run %s', :b_queued),
+                 'run_status of a run of B answers as an unknown run');
 reset session authorization;
 
 set local session authorization pgtap_operator_a;
-select throws_ok(format('select * from pgflight.cancel_run(%s)', :b_queued), 'ZF012', null, 'the operator of A cannot cancel in B');
-select throws_ok(format('select * from pgflight.approve(%s, %L, %L)', :b_gate_step, 'approve', 'x'), 'ZF012', null,
+select throws_ok(format('select * from pgflight.cancel_run(%s)', :b_queued), 'ZF003', format('unknown run %s', :b_queued),
+                 'the operator of A cannot cancel in B');
+select throws_ok(format('select * from pgflight.approve(%s, %L, %L)', :b_gate_step, 'approve', 'x'), 'ZF003', format('unknown step %s', :b_gate_step),
                  'nor approve in B');
-select throws_ok(format('select pgflight.retry_step(%s)', :b_dead_step), 'ZF012', null, 'nor retry in B');
-select throws_ok($$select * from pgflight.submit_run('B', 'x', '{}')$$, 'ZF012', null, 'nor submit to B');
+select throws_ok(format('select pgflight.retry_step(%s)', :b_dead_step), 'ZF003', format('unknown step %s', :b_dead_step), 'nor retry in B');
+select throws_ok($$select * from pgflight.submit_run('B', 'x', '{}')$$, 'ZF003', $$unknown workspace 'B'$$, 'nor submit to B');
 select results_eq(format('select was_running from pgflight.cancel_run(%s)', :a_queued), $$values (true)$$,
                   'but cancels in A');
 reset session authorization;

@@ -347,15 +347,30 @@ def ui_cmd(
 def metrics_cmd(
     host: Annotated[str, typer.Option(help="Address to bind (localhost by default).")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to serve /metrics on.")] = 9187,
+    allow_host: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allow-host",
+            metavar="NAME",
+            help="A host name scrapers use to reach the exporter (repeatable); requests naming any"
+            " other host than these, the bound one and the loopback names answer 421.",
+        ),
+    ] = None,
 ) -> None:
     """Serve Prometheus metrics of the database on /metrics."""
-    from pgflight.inspector import serve_metrics
+    from pgflight.inspector import guard, serve_metrics
+    from pgflight.inspector.metrics import check_metrics_bind
 
     cli = current()
+    allow = allow_host or []
+    try:
+        check_metrics_bind(host, allow)
+    except guard.Refused as e:
+        raise usage(str(e), hint="see docs/inspector.md") from None
     dsn = cli.dsn()
     logs.setup("INFO")
     cli.out.print(f"pgflight metrics on http://{host}:{port}/metrics (Ctrl-C stops it)", soft_wrap=True)
-    serve_metrics(dsn, host=host, port=port)
+    serve_metrics(dsn, host=host, port=port, allow_hosts=allow)
 
 
 # --- entry point ------------------------------------------------------------------------------

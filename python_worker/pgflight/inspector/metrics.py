@@ -17,9 +17,10 @@ Usage::
 
 from __future__ import annotations
 
+import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
@@ -109,18 +110,83 @@ class SnapshotCollector(Collector):
         )
 
 
-def serve_metrics(dsn: str, host: str = "127.0.0.1", port: int = 9187) -> None:
-    """Serve /metrics for the database `dsn` on host:port until interrupted."""
-    from prometheus_client import CollectorRegistry, start_http_server
+WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
+
+def host_guarded(app: WSGIApp, hosts: frozenset[str]) -> WSGIApp:
+    """
+    `app` answering only requests whose ``Host`` names this exporter (`hosts`: the loopback names,
+    the bound host, the ``--allow-host`` names; see :func:`pgflight.inspector.guard.host_names`);
+    any other ``Host``, or none, answers 421. A web page whose name was rebound to this machine
+    (DNS rebinding) sends its own name and reads nothing.
+    """
+
+    def guarded(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        from pgflight.inspector.guard import split_host
+
+        name = split_host(environ.get("HTTP_HOST", ""))
+        if name is None or name not in hosts:
+            start_response("421 Misdirected Request", [("Content-Type", "text/plain; charset=utf-8")])
+            return [b"misdirected request: this exporter answers only to its own host names (--allow-host)\n"]
+        return app(environ, start_response)
+
+    return guarded
+
+
+def serve_metrics(
+    dsn: str, host: str = "127.0.0.1", port: int = 9187, allow_hosts: list[str] | tuple[str, ...] = ()
+) -> None:
+    """
+    Serve /metrics for the database `dsn` on host:port until interrupted.
+
+    :param allow_hosts: host names scrapers use besides the loopback names and `host` (required
+        for a wildcard bind, 0.0.0.0 or ::, which names no host of its own).
+    :raises guard.Refused: a wildcard bind without `allow_hosts`; checked before anything binds.
+    """
+    from wsgiref.simple_server import make_server
+
+    from prometheus_client import CollectorRegistry
+    from prometheus_client.exposition import ThreadingWSGIServer, _SilentHandler, make_wsgi_app
+
+    from pgflight.inspector import guard
     from pgflight.inspector.app import open_pool
 
+    check_metrics_bind(host, allow_hosts)
+    hosts = guard.host_names(host, allow_hosts)
     pool = open_pool(dsn)
     registry = CollectorRegistry(auto_describe=False)
     registry.register(SnapshotCollector(pool))
-    server, thread = start_http_server(port, addr=host, registry=registry)
+
+    class Server(ThreadingWSGIServer):
+        """The exporter's server, for an IPv6 address too."""
+
+    if ":" in host.strip("[]"):
+        Server.address_family = socket.AF_INET6
+    httpd = make_server(
+        host.strip("[]"),
+        port,
+        host_guarded(make_wsgi_app(registry), hosts),
+        Server,
+        handler_class=_SilentHandler,
+    )
     try:
-        thread.join()
+        httpd.serve_forever()
     finally:
-        server.shutdown()
+        httpd.server_close()
         pool.close()
+
+
+def check_metrics_bind(host: str, allow_hosts: list[str] | tuple[str, ...] = ()) -> None:
+    """
+    Refuse a wildcard bind (0.0.0.0, ::) without ``--allow-host``: every scrape would name a host
+    the exporter does not know and answer 421.
+
+    :raises guard.Refused: with what to do instead.
+    """
+    from pgflight.inspector import guard
+
+    if host.strip("[]") in guard.WILDCARDS and not [a for a in allow_hosts if a.strip()]:
+        raise guard.Refused(
+            f"refusing to serve metrics on {host} without the names scrapers reach it by: give each"
+            " with --allow-host (requests naming any other host are refused)"
+        )

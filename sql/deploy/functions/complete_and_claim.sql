@@ -21,11 +21,11 @@ set local role pgflight_owner;
 -- global order (docs/locking.md) and the one heartbeat takes. The attempts claimed here are
 -- queued ones, those completed here held ones: the two sets never meet.
 -- Trust: SECURITY DEFINER like its two parts, which check the caller themselves (session_user:
--- the worker must be the login's, ZF010; a token of another login's attempt, ZF012), so calling
--- them from here grants nothing they would not.
+-- the worker must be the login's, ZF010; an attempt of another login, even with its current
+-- token, is lease_lost for its row alone), so calling them from here grants nothing they would not.
 -- Errors: claim_batch's (22023 bad batch size or lease, ZF005 over settings.max_batch_size /
 -- max_lease_s, ZF010 unknown or stopped worker or one of another login) and complete_batch's
--- (22023 arrays of different lengths, ZF012).
+-- (22023 arrays of different lengths, a NULL element).
 create or replace function pgflight.complete_and_claim(
   p_worker_id bigint, p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[],
   p_batch_size integer, p_lease_s double precision, p_recipes text[] default null,
@@ -51,7 +51,7 @@ $$;
 comment on function pgflight.complete_and_claim(bigint, bigint[], bigint[], jsonb[], integer, double precision, text[], jsonb) is
   'claim_batch then complete_batch in one transaction: the claimed steps (outcome null), then one '
   'outcome per attempt given (succeeded | lease_lost | cancelled | failed). Errors: those of '
-  'claim_batch (22023, ZF005, ZF010) and complete_batch (22023, ZF012).';
+  'claim_batch (22023, ZF005, ZF010) and complete_batch (22023).';
 grant execute on function pgflight.complete_and_claim(bigint, bigint[], bigint[], jsonb[], integer, double precision, text[], jsonb) to pgflight_worker;
 
 commit;

@@ -17,11 +17,13 @@ set local role pgflight_owner;
 -- the text[] overload casts the whole array in one statement and parses element by element only
 -- when that cast fails.
 -- An attempt given with a token that is not its current one, or unknown, answers lease_lost; so does
--- one outside the login's worker lanes (as an unknown one). The current token of an attempt no
--- worker of this login holds refuses the whole batch (a leaked token): ZF012 in the login's
--- workspaces, ZF003 unknown attempt outside them (the fence's rule: internals/_fencing).
+-- an attempt no worker of this login holds, whatever token is sent (another login's, another
+-- workspace's: a leaked token): lease_lost for that row alone, nothing written to it, never its
+-- status, and the other rows of the batch are answered as usual. Set-based: _complete_many locks
+-- only attempts held by this login's workers and reads back the others' outcomes in one statement;
+-- no query per row.
 -- Errors: 22023 arrays of different lengths, a NULL element of the attempt ids or tokens or an
--- array of more than one dimension (the whole batch refused); ZF012 / ZF003 a leaked token.
+-- array of more than one dimension (the whole batch refused).
 create or replace function pgflight.complete_batch(p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[])
 returns table (attempt_id bigint, outcome text)
 language plpgsql volatile security definer
@@ -73,9 +75,7 @@ begin
   loop
     v_i := v_i + 1;
     if outcome <> 'succeeded' then
-      -- a current token of an attempt no worker of this login holds is a leaked one: ZF012 (ZF003
-      -- outside the login's worker lanes), the whole batch undone
-      perform pgflight._require_own_attempt(attempt_id, p_tokens[v_i], 'complete_batch');
+      -- logged only for an attempt of this login's own workers (_record_stale checks it)
       perform pgflight._record_stale(attempt_id, p_tokens[v_i], 'complete');
     end if;
     return next;
@@ -85,7 +85,8 @@ $$;
 comment on function pgflight.complete_batch(bigint[], bigint[], jsonb[]) is
   'Complete many held attempts; per row outcome succeeded | lease_lost | cancelled | failed (its result '
   'refused: over settings.max_result_bytes or nested deeper than settings.max_json_depth; that step '
-  'dead-letters alone). Errors: 22023 (lengths differ, a NULL), ZF012 / ZF003 (another login''s current token).';
+  'dead-letters alone); an attempt not held by the login''s own workers is lease_lost for its row alone. '
+  'Errors: 22023 (lengths differ, a NULL).';
 grant execute on function pgflight.complete_batch(bigint[], bigint[], jsonb[]) to pgflight_worker;
 
 -- The same with each result as JSON text: an element PostgreSQL refuses (NaN, \u0000, malformed)
@@ -145,8 +146,8 @@ end
 $$;
 comment on function pgflight.complete_batch(bigint[], bigint[], text[]) is
   'Complete many held attempts, results as JSON text; an element PostgreSQL refuses (NaN, \u0000, too large, too deep) '
-  'fails only its own step (outcome failed). Errors: 22023 (lengths differ, a NULL), ZF012 / ZF003 (another '
-  'login''s current token).';
+  'fails only its own step (outcome failed); an attempt not held by the login''s own workers is lease_lost '
+  'for its row alone. Errors: 22023 (lengths differ, a NULL).';
 grant execute on function pgflight.complete_batch(bigint[], bigint[], text[]) to pgflight_worker;
 
 commit;

@@ -22,7 +22,8 @@ language plpgsql stable security definer
 set search_path = pg_catalog, pg_temp
 as $$
 begin
-  perform pgflight._require_lane_on_run('reader', p_run_id, 'run_audit');  -- issue 13: tenants
+  -- the lane on the run's workspace is a predicate of the one statement: a run outside it finds no
+  -- row and answers exactly as an unknown run (one answer for what a login may not see)
   return query
   with per_step as (
     -- one row per step: its attempts by outcome and the status of its latest attempt
@@ -60,7 +61,7 @@ begin
            where p.latest not in ('succeeded', 'dead_letter', 'cancelled')),
          (select count(*) from per_step p where p.succeeded > 1)
     from pgflight.runs r, spend sp
-   where r.id = p_run_id;
+   where r.id = p_run_id and pgflight._may('reader', r.workspace_id);
   if not found then
     raise exception using errcode = 'ZF003', message = format('unknown run %s', p_run_id),
       hint = 'List runs with pgflight runs.';

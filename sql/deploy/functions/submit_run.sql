@@ -52,11 +52,14 @@ begin
   -- naming the key; v_opts is normalised, so the plain casts below cannot fail (issue 14)
   v_opts := pgflight._check_options('submit_run', p_options);
   select w.id, w.max_run_usd into v_ws, v_ws_max_usd from pgflight.workspaces w where w.name = p_workspace;
-  if not found then
-    raise exception using errcode = 'ZF003', message = format('unknown workspace %L', p_workspace),
-      hint = 'Create it first: select pgflight.create_workspace(name).';
+  -- one answer (ZF003) for a name unknown and one the login sees nothing of; ZF012 only where it
+  -- reads and is no operator. The common case costs the one _may probe it always did.
+  if not found or not pgflight._may('operator', v_ws) then
+    if not found or not pgflight._may('reader', v_ws) then
+      perform pgflight._unknown_workspace(p_workspace);
+    end if;
+    perform pgflight._require_lane('operator', v_ws, 'submit_run');
   end if;
-  perform pgflight._require_lane('operator', v_ws, 'submit_run');  -- issue 13: tenants
   select * into v_settings from pgflight.settings;
   v_size := octet_length(p_input::text);
   if v_size > v_settings.max_input_bytes then

@@ -92,11 +92,14 @@ begin
   -- FOR KEY SHARE: the lock each run's foreign key check takes, once (see the writes below)
   select w.id, w.max_run_usd into v_ws, v_ws_max_usd from pgflight.workspaces w where w.name = p_workspace
      for key share;
-  if not found then
-    raise exception using errcode = 'ZF003', message = format('unknown workspace %L', p_workspace),
-      hint = 'Create it first: select pgflight.create_workspace(name).';
-  end if;
-  perform pgflight._require_lane('operator', v_ws, 'submit_runs');  -- once for the whole call
+  -- one answer (ZF003) for a name unknown and one the login sees nothing of; ZF012 only where it
+  -- reads and is no operator. The common case costs the one _may probe it always did.
+  if not found or not pgflight._may('operator', v_ws) then
+    if not found or not pgflight._may('reader', v_ws) then
+      perform pgflight._unknown_workspace(p_workspace);
+    end if;
+    perform pgflight._require_lane('operator', v_ws, 'submit_runs');
+  end if;  -- once for the whole call
   v_shared := pgflight._check_options('submit_run', p_options);
   if v_shared ? 'idempotency_key' then
     raise exception using errcode = '22023', message = 'option idempotency_key of submit_runs is per run',

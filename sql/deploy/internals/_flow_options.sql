@@ -63,7 +63,9 @@ $$;
 comment on function pgflight._limit_option(jsonb, text, double precision, double precision, boolean) is
   'Internal: a numeric limit option in range, or null; 22023 naming the key otherwise.';
 
--- The workspace id of a name, or ZF003.
+-- The workspace id of a name, or ZF003 (internals/_trust's _unknown_workspace): for a name that
+-- does not exist and for one on which the login has no grant at all, the same answer, so an
+-- operator function never confirms another tenant's workspace name.
 create or replace function pgflight._workspace_id(p_workspace text)
 returns bigint
 language plpgsql stable
@@ -73,14 +75,14 @@ declare
   v_id bigint;
 begin
   select w.id into v_id from pgflight.workspaces w where w.name = p_workspace;
-  if v_id is null then
-    raise exception using errcode = 'ZF003', message = format('unknown workspace %L', p_workspace),
-      hint = 'Create it first: select pgflight.create_workspace(name).';
+  if v_id is null or not pgflight._may('reader', v_id) then
+    perform pgflight._unknown_workspace(p_workspace);
   end if;
   return v_id;
 end
 $$;
-comment on function pgflight._workspace_id(text) is 'Internal: a workspace''s id by name; ZF003 when unknown.';
+comment on function pgflight._workspace_id(text) is
+  'Internal: a workspace''s id by name; ZF003 when unknown or outside every lane of the login.';
 
 -- When a new step becomes claimable, from its options, on the server's clock:
 --   delay_s     seconds from now (0 .. 1e9);

@@ -1076,10 +1076,15 @@ begin
     return query select u.id, 'succeeded'::text from unnest(p_attempt_ids) as u(id);
     return;
   end if;
+  -- the others, in one statement: cancelled only for an attempt of this login's own workers; any
+  -- other attempt (another login's, another workspace's, whatever token) is lease_lost, exactly as
+  -- an unknown one, so its status is never told
   return query
   select q.id,
          case when a.status = 'succeeded' and a.fencing_token = q.token and q.id = any (v_ids) then 'succeeded'
-              when a.status in ('cancel_requested', 'cancelled') and a.fencing_token = q.token then 'cancelled'
+              when a.status in ('cancel_requested', 'cancelled') and a.fencing_token = q.token
+                   and exists (select from pgflight.workers w where w.id = a.worker_id and w.login = session_user)
+                then 'cancelled'
               else 'lease_lost' end
     from unnest(p_attempt_ids, p_tokens) with ordinality as q(id, token, ord)
     left join pgflight.step_attempts a on a.id = q.id
@@ -1114,14 +1119,15 @@ declare
   v_status text;
   v_row record;
 begin
-  -- issue 13: a current token of another login's attempt is a leaked one (ZF012, nothing written)
-  perform pgflight._require_own_attempt(q.id, q.token, 'complete_batch')
-     from unnest(p_attempt_ids, p_tokens) as q(id, token);
+  -- Only attempts held by this login's own workers are written: another login's attempt, even
+  -- with its current token (a leaked one), is lease_lost for its row alone (_complete_many's
+  -- answer for it), the rest of the batch answered as usual
   for v_row in
     select distinct a.id from pgflight.step_attempts a
       join unnest(p_attempt_ids, p_tokens, p_errors) as q(id, token, error)
         on q.id = a.id and q.token = a.fencing_token
      where q.error is not null and a.status in ('claimed', 'running')
+       and exists (select from pgflight.workers w where w.id = a.worker_id and w.login = session_user)
      order by a.id
   loop
     perform pgflight._lock_cascade(v_row.id, false);
@@ -1130,12 +1136,14 @@ begin
     select a.id from pgflight.step_attempts a
       join unnest(p_attempt_ids, p_tokens) as q(id, token) on q.id = a.id and q.token = a.fencing_token
      where a.status in ('claimed', 'running')
+       and exists (select from pgflight.workers w where w.id = a.worker_id and w.login = session_user)
      order by a.id
        for update of a) l;
   for v_i in 1 .. v_n loop
     continue when p_errors[v_i] is null;
     select a.status into v_status from pgflight.step_attempts a
-     where a.id = p_attempt_ids[v_i] and a.fencing_token = p_tokens[v_i] and a.status in ('claimed', 'running');
+     where a.id = p_attempt_ids[v_i] and a.fencing_token = p_tokens[v_i] and a.status in ('claimed', 'running')
+       and exists (select from pgflight.workers w where w.id = a.worker_id and w.login = session_user);
     if found then
       perform pgflight._fail_attempt(p_attempt_ids[v_i], v_status, 'failed', p_errors[v_i], false, null,
                                      'result_refused');

@@ -1,8 +1,8 @@
 -- Deploy pgflight:internals/_trust
 -- requires: tables/workspace_grants tables/workers_login tables/settings_caps
 -- Defines: _may(), _lane_workspaces(), _require_lane(), _require_lane_on_run(), _require_lane_on_step(),
---          _require_cap(), _require_own_attempt(), _unknown_attempt(), _null_refused(), _refuse_fence_arrays(),
---          _actor_note().
+--          _require_cap(), _require_own_attempt(), _unknown_attempt(), _unknown_workspace(), _null_refused(),
+--          _refuse_fence_arrays(), _actor_note().
 -- The trust boundary's checks (issue 13; docs/security.md), written once:
 --   tenancy   _may / _lane_workspaces / _require_lane read workspace_grants for session_user (the
 --             authenticated login; SET ROLE does not change it). Superusers pass every check.
@@ -85,7 +85,10 @@ comment on function pgflight._require_lane(text, bigint, text) is
   'Internal: raise ZF012 unless the login may act in this lane on this workspace (null: every one).';
 
 -- _require_lane on the workspace of run p_run_id / of step p_step_id. An unknown id passes (the
--- caller raises its own ZF003 for it).
+-- caller raises its own ZF003 for it). An id in a workspace the login has no lane on at all (not
+-- even reader) answers exactly as the caller's unknown id: ZF003 'unknown run <id>' / 'unknown step
+-- <id>', no DETAIL, no HINT, so a login cannot learn that another tenant's id exists. ZF012 only
+-- where the login already sees the workspace (it reads there, and lacks this lane).
 create or replace function pgflight._require_lane_on_run(p_lane text, p_run_id bigint, p_operation text)
 returns void
 language plpgsql stable
@@ -95,24 +98,54 @@ declare
   v_ws bigint;
 begin
   select r.workspace_id into v_ws from pgflight.runs r where r.id = p_run_id;
-  if found then
+  if found and not pgflight._may(p_lane, v_ws) then
+    if not pgflight._may('reader', v_ws) then
+      raise exception using errcode = 'ZF003', message = format('unknown run %s', p_run_id);
+    end if;
     perform pgflight._require_lane(p_lane, v_ws, p_operation);
   end if;
 end
 $$;
 comment on function pgflight._require_lane_on_run(text, bigint, text) is
-  'Internal: ZF012 unless the login has the lane on the run''s workspace; an unknown run passes.';
+  'Internal: ZF012 unless the login has the lane on the run''s workspace (ZF003 unknown run when it '
+  'sees nothing there); an unknown run passes.';
 
 create or replace function pgflight._require_lane_on_step(p_lane text, p_step_id bigint, p_operation text)
 returns void
-language sql stable
+language plpgsql stable
 set search_path = pg_catalog, pg_temp
 as $$
-  select pgflight._require_lane_on_run(p_lane, (select s.run_id from pgflight.steps s where s.id = p_step_id),
-                                       p_operation)
+declare
+  v_ws bigint;
+begin
+  select r.workspace_id into v_ws from pgflight.steps s join pgflight.runs r on r.id = s.run_id where s.id = p_step_id;
+  if found and not pgflight._may(p_lane, v_ws) then
+    if not pgflight._may('reader', v_ws) then
+      raise exception using errcode = 'ZF003', message = format('unknown step %s', p_step_id);
+    end if;
+    perform pgflight._require_lane(p_lane, v_ws, p_operation);
+  end if;
+end
 $$;
 comment on function pgflight._require_lane_on_step(text, bigint, text) is
-  'Internal: ZF012 unless the login has the lane on the step''s workspace; an unknown step passes.';
+  'Internal: ZF012 unless the login has the lane on the step''s workspace (ZF003 unknown step when it '
+  'sees nothing there); an unknown step passes.';
+
+-- The one answer for a workspace name the login may not see: one that does not exist, or one on
+-- which it has no grant at all (not even reader). Same SQLSTATE, message and HINT for both, so
+-- operator functions do not confirm another tenant's workspace names. Always raises.
+create or replace function pgflight._unknown_workspace(p_workspace text)
+returns void
+language plpgsql stable
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+  raise exception using errcode = 'ZF003', message = format('unknown workspace %L', left(p_workspace, 200)),
+    hint = 'Create it first: select pgflight.create_workspace(name).';
+end
+$$;
+comment on function pgflight._unknown_workspace(text) is
+  'Internal: raise ZF003 unknown workspace (the one answer for a name unknown or outside every lane).';
 
 -- The note an operator call records: its free-text note, and the p_actor it was given when that is
 -- not the login itself. Actor fields record the login (session_user); what a caller says about

@@ -1,4 +1,4 @@
--- Revert pgflight:functions/run_audit: restores the previous definition, deploy/functions/run_audit@v0.2.0.sql (written by scripts/gen_sql_scripts.py)
+-- Revert pgflight:functions/run_audit: restores the previous definition, deploy/functions/run_audit@v0.9.0.sql (written by scripts/gen_sql_scripts.py)
 begin;
 set local role pgflight_owner;
 
@@ -19,9 +19,10 @@ returns table (run_id bigint, status text, steps bigint, attempts bigint, retrie
                usd numeric, wall_time_s double precision, steps_succeeded bigint,
                steps_unfinished bigint, steps_succeeded_twice bigint)
 language plpgsql stable security definer
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 begin
+  perform pgflight._require_lane_on_run('reader', p_run_id, 'run_audit');  -- issue 13: tenants
   return query
   with per_step as (
     -- one row per step: its attempts by outcome and the status of its latest attempt

@@ -14,6 +14,7 @@ set local role pgflight_owner;
 drop function pgflight._refuse_fence_arrays(text, bigint[], bigint[]);
 drop function pgflight._null_refused(text, text);
 drop function pgflight._unknown_attempt(bigint);
+drop function pgflight._unknown_workspace(text);
 
 -- May the login act in p_lane on workspace p_workspace_id? p_workspace_id null asks for every
 -- workspace (an every-workspace grant). Any grant on a workspace includes the reader lane there
