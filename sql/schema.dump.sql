@@ -4901,9 +4901,9 @@ ALTER FUNCTION pgflight.agent_transcript(p_agent_run_id bigint) OWNER TO pgfligh
 
 COMMENT ON FUNCTION pgflight.agent_transcript(p_agent_run_id bigint) IS 'Read: an agent run''s trace rows in order, with per-call costs.';
 
--- Name: approve(bigint, text, text, text, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+-- Name: approve(bigint, text, text, text, text, jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
-CREATE FUNCTION pgflight.approve(p_step_id bigint, p_decision text, p_actor text, p_note text DEFAULT NULL::text, p_gate_key text DEFAULT NULL::text) RETURNS TABLE(step_id bigint, gate_key text, decision text, applied boolean)
+CREATE FUNCTION pgflight.approve(p_step_id bigint, p_decision text, p_actor text, p_note text DEFAULT NULL::text, p_gate_key text DEFAULT NULL::text, p_payload jsonb DEFAULT NULL::jsonb) RETURNS TABLE(step_id bigint, gate_key text, decision text, applied boolean)
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -4914,6 +4914,12 @@ begin
   if p_decision is null or p_decision not in ('approve', 'reject') then
     raise exception using errcode = '22023', message = 'decision must be approve or reject',
       detail = format('got %L', p_decision);
+  end if;
+  if p_payload is not null then
+    perform pgflight._require_cap('max_approval_request_bytes',
+                                  (select s.max_approval_request_bytes from pgflight.settings s),
+                                  octet_length(p_payload::text), 'approval payload (bytes)');
+    perform pgflight._require_json_depth(p_payload, 'approval payload');
   end if;
   perform pgflight._require_lane_on_step('operator', p_step_id, 'approve');  -- issue 13: tenants
   if not exists (select from pgflight.steps s where s.id = p_step_id) then
@@ -4930,6 +4936,21 @@ begin
   insert into pgflight.approvals (step_id, gate_key) values (p_step_id, v_key)
   on conflict on constraint gate_key_is_unique_per_step do nothing;
   select g.* into v_gate from pgflight.approvals g where g.step_id = p_step_id and g.gate_key = v_key for update;
+  if v_key like 'tool:%' and p_payload is not null
+     and not (jsonb_typeof(p_payload) = 'object'
+              and ((p_payload ? 'arguments' and jsonb_typeof(p_payload -> 'arguments') = 'object'
+                    and p_decision = 'approve')
+                   or (p_payload ? 'message' and jsonb_typeof(p_payload -> 'message') = 'string'))
+              and (select count(*) from jsonb_object_keys(p_payload)) = 1) then
+    raise exception using errcode = '22023',
+      message = format('approve refused: the payload of tool gate %L must be {"arguments": {...}} or {"message": "..."}', v_key),
+      detail = format('got a JSON %s%s', jsonb_typeof(p_payload),
+                      case when jsonb_typeof(p_payload) = 'object'
+                           then format(' with keys %s', (select string_agg(left(k, 40), ', ') from jsonb_object_keys(p_payload) k))
+                           else '' end),
+      hint = 'Approve with {"arguments": {...}} to run the tool with edited arguments, or with {"message": "..."} '
+             'to answer the model instead of running it (approve or reject); a rejection takes no arguments.';
+  end if;
   if v_gate.decision is not null then
     if v_gate.decision = p_decision then
       return query select p_step_id, v_key, v_gate.decision, false;
@@ -4939,16 +4960,17 @@ begin
       detail = format('decided %s by %s at %s', v_gate.decision, v_gate.actor, v_gate.decided_at),
       hint = 'The first decision wins; it cannot be changed.';
   end if;
+  update pgflight.approvals g set payload = p_payload where g.id = v_gate.id;
   perform pgflight._decide(v_gate.id, p_decision, session_user::text, pgflight._actor_note(p_note, p_actor), 'approval_decided');
   return query select p_step_id, v_key, p_decision, true;
 end
 $$;
 
-ALTER FUNCTION pgflight.approve(p_step_id bigint, p_decision text, p_actor text, p_note text, p_gate_key text) OWNER TO pgflight_owner;
+ALTER FUNCTION pgflight.approve(p_step_id bigint, p_decision text, p_actor text, p_note text, p_gate_key text, p_payload jsonb) OWNER TO pgflight_owner;
 
--- Name: FUNCTION approve(p_step_id bigint, p_decision text, p_actor text, p_note text, p_gate_key text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+-- Name: FUNCTION approve(p_step_id bigint, p_decision text, p_actor text, p_note text, p_gate_key text, p_payload jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight.approve(p_step_id bigint, p_decision text, p_actor text, p_note text, p_gate_key text) IS 'Decide an approval gate (approve | reject); first decision wins. Errors: 22023, ZF003, ZF005, ZF008.';
+COMMENT ON FUNCTION pgflight.approve(p_step_id bigint, p_decision text, p_actor text, p_note text, p_gate_key text, p_payload jsonb) IS 'Decide an approval gate (approve | reject) with an optional JSON payload the step receives (a tool gate: {"arguments": {...}} or {"message": "..."}); first decision wins. Errors: 22023, ZF003, ZF005, ZF008.';
 
 -- Name: begin_agent_run(bigint, bigint, jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -7853,7 +7875,7 @@ COMMENT ON FUNCTION pgflight.replay_from(p_step_id bigint, p_actor text, p_note 
 
 -- Name: request_approval(bigint, bigint, text, jsonb, jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
-CREATE FUNCTION pgflight.request_approval(p_attempt_id bigint, p_token bigint, p_gate_key text, p_request jsonb DEFAULT NULL::jsonb, p_options jsonb DEFAULT '{}'::jsonb) RETURNS TABLE(decision text, actor text, note text, waiting boolean)
+CREATE FUNCTION pgflight.request_approval(p_attempt_id bigint, p_token bigint, p_gate_key text, p_request jsonb DEFAULT NULL::jsonb, p_options jsonb DEFAULT '{}'::jsonb) RETURNS TABLE(decision text, actor text, note text, payload jsonb, waiting boolean)
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -7893,14 +7915,14 @@ begin
   returning g.* into v_gate;
 
   if v_gate.decision is not null then
-    return query select v_gate.decision, v_gate.actor, v_gate.note, false;
+    return query select v_gate.decision, v_gate.actor, v_gate.note, v_gate.payload, false;
     return;
   end if;
   update pgflight.step_attempts set status = 'awaiting_approval' where id = p_attempt_id;
   perform pgflight._event(v_att.run_id, v_att.step_id, p_attempt_id, v_att.status, 'awaiting_approval',
                           v_att.worker_id, 'approval_requested', null,
                           jsonb_build_object('gate_key', p_gate_key, 'expires_at', v_gate.expires_at));
-  return query select null::text, null::text, null::text, true;
+  return query select null::text, null::text, null::text, null::jsonb, true;
 end
 $$;
 
@@ -7908,7 +7930,7 @@ ALTER FUNCTION pgflight.request_approval(p_attempt_id bigint, p_token bigint, p_
 
 -- Name: FUNCTION request_approval(p_attempt_id bigint, p_token bigint, p_gate_key text, p_request jsonb, p_options jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight.request_approval(p_attempt_id bigint, p_token bigint, p_gate_key text, p_request jsonb, p_options jsonb) IS 'Ask for a decision at a gate: returns it at once if known, else parks the attempt in awaiting_approval (waiting = true). Options (docs/options.md): expires_in_s, default_decision. Errors: ZF001, ZF002, ZF003, 22023.';
+COMMENT ON FUNCTION pgflight.request_approval(p_attempt_id bigint, p_token bigint, p_gate_key text, p_request jsonb, p_options jsonb) IS 'Ask for a decision at a gate: returns it at once if known, else parks the attempt in awaiting_approval (waiting = true); once decided: decision, actor, note and the decider''s payload. Options (docs/options.md): expires_in_s, default_decision. Errors: ZF001, ZF002, ZF003, 22023.';
 
 -- Name: reserve_budget(bigint, bigint, bigint, integer, numeric); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -9733,6 +9755,7 @@ CREATE TABLE pgflight.approvals (
     requested_at timestamp with time zone,
     expires_at timestamp with time zone,
     decided_at timestamp with time zone,
+    payload jsonb,
     CONSTRAINT decided_at_is_set_with_decision CHECK (((decision IS NULL) = (decided_at IS NULL))),
     CONSTRAINT decision_is_known CHECK (((decision IS NULL) OR (decision = ANY (ARRAY['approve'::text, 'reject'::text])))),
     CONSTRAINT default_decision_is_known CHECK ((default_decision = ANY (ARRAY['approve'::text, 'reject'::text])))
@@ -9743,6 +9766,10 @@ ALTER TABLE pgflight.approvals OWNER TO pgflight_owner;
 -- Name: TABLE approvals; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
 COMMENT ON TABLE pgflight.approvals IS 'Approval gates per step and gate_key. decision: approve | reject (null while pending). expires_at: when expire_approvals applies default_decision.';
+
+-- Name: COLUMN approvals.payload; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON COLUMN pgflight.approvals.payload IS 'JSON the decider handed back with the decision (approve''s p_payload), null when none; capped by settings.max_approval_request_bytes. A tool gate''s: {"arguments": {...}} or {"message": "..."}.';
 
 -- Name: approvals_id_seq; Type: SEQUENCE; Schema: pgflight; Owner: pgflight_owner
 
@@ -12142,10 +12169,10 @@ REVOKE ALL ON FUNCTION pgflight.agent_transcript(p_agent_run_id bigint) FROM PUB
 GRANT ALL ON FUNCTION pgflight.agent_transcript(p_agent_run_id bigint) TO pgflight_operator;
 GRANT ALL ON FUNCTION pgflight.agent_transcript(p_agent_run_id bigint) TO pgflight_reader;
 
--- Name: FUNCTION approve(p_step_id bigint, p_decision text, p_actor text, p_note text, p_gate_key text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+-- Name: FUNCTION approve(p_step_id bigint, p_decision text, p_actor text, p_note text, p_gate_key text, p_payload jsonb); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
-REVOKE ALL ON FUNCTION pgflight.approve(p_step_id bigint, p_decision text, p_actor text, p_note text, p_gate_key text) FROM PUBLIC;
-GRANT ALL ON FUNCTION pgflight.approve(p_step_id bigint, p_decision text, p_actor text, p_note text, p_gate_key text) TO pgflight_operator;
+REVOKE ALL ON FUNCTION pgflight.approve(p_step_id bigint, p_decision text, p_actor text, p_note text, p_gate_key text, p_payload jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.approve(p_step_id bigint, p_decision text, p_actor text, p_note text, p_gate_key text, p_payload jsonb) TO pgflight_operator;
 
 -- Name: FUNCTION begin_agent_run(p_attempt_id bigint, p_token bigint, p_options jsonb); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 

@@ -538,7 +538,7 @@ CALLS: dict[str, Call] = {
         [w.submit()["step_id"]],
     ),
     "approve": lambda w: (
-        "select * from pgflight.approve(%s, 'approve', 'alice', 'ok', null)",
+        "select * from pgflight.approve(%s, 'approve', 'alice', 'ok', null, '{\"to\": \"depot\"}')",
         [w.submit()["step_id"]],
     ),
     "retry_step": lambda w: (

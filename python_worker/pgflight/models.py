@@ -201,6 +201,7 @@ class ApprovalRequest(Row):
     decision: str | None
     actor: str | None
     note: str | None
+    payload: Any = None  # what the decider handed back with the decision (approve's payload)
     waiting: bool
 
 
