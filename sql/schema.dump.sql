@@ -5940,6 +5940,33 @@ ALTER FUNCTION pgflight.deregister_worker(p_worker_id bigint) OWNER TO pgflight_
 
 COMMENT ON FUNCTION pgflight.deregister_worker(p_worker_id bigint) IS 'Mark a worker of this login stopped and release the leases it still holds (no attempt spent). Errors: ZF010.';
 
+-- Name: drop_tool_policy(text, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.drop_tool_policy(p_workspace text, p_tool text) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_ws bigint;
+begin
+  if p_workspace is null or p_tool is null then
+    raise exception using errcode = '22023',
+      message = format('drop_tool_policy refused: %s is required', case when p_workspace is null then 'the workspace' else 'the tool name' end),
+      hint = 'Pass a workspace and a tool name (or ''*'').';
+  end if;
+  v_ws := pgflight._workspace_id(p_workspace);
+  perform pgflight._require_lane('operator', v_ws, 'drop_tool_policy');
+  delete from pgflight.tool_policies t where t.workspace_id = v_ws and t.tool_name = p_tool;
+  return found;
+end
+$$;
+
+ALTER FUNCTION pgflight.drop_tool_policy(p_workspace text, p_tool text) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION drop_tool_policy(p_workspace text, p_tool text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.drop_tool_policy(p_workspace text, p_tool text) IS 'Remove a workspace''s policy for a tool (or ''*''); true when one was removed. Errors: 22023, ZF003, ZF012.';
+
 -- Name: emit_event(text, text, text, jsonb, jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
 CREATE FUNCTION pgflight.emit_event(p_workspace text, p_name text, p_key text, p_payload jsonb DEFAULT NULL::jsonb, p_options jsonb DEFAULT '{}'::jsonb) RETURNS TABLE(event_id text, emitted boolean, woken integer)
@@ -6726,7 +6753,7 @@ COMMENT ON FUNCTION pgflight.maintain_partitions(p_limit integer) IS 'Sweep: cre
 
 -- Name: mark_tool_call(bigint, bigint, bigint, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
-CREATE FUNCTION pgflight.mark_tool_call(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_tool_use_id text) RETURNS TABLE(trace_id bigint, previous_status text, content jsonb)
+CREATE FUNCTION pgflight.mark_tool_call(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_tool_use_id text) RETURNS TABLE(trace_id bigint, previous_status text, content jsonb, policy text, arguments jsonb)
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -6735,6 +6762,13 @@ declare
   v_run pgflight.agent_runs;
   v_use pgflight.traces;
   v_res pgflight.traces;
+  v_pol pgflight.tool_policies;
+  v_gate pgflight.approvals;
+  v_ws bigint;
+  v_args jsonb;
+  v_run_args jsonb;
+  v_verdict text := 'allow';
+  v_block jsonb;
   v_id bigint;
 begin
   v_run := pgflight._agent_fence(p_attempt_id, p_token, p_agent_run_id, 'mark_tool_call');
@@ -6744,6 +6778,72 @@ begin
     raise exception using errcode = 'ZF003',
       message = format('no tool_use %L in agent run %s', p_tool_use_id, v_run.id),
       hint = 'Record the model call (record_model_call) before marking its tool calls.';
+  end if;
+  v_args := coalesce(v_use.content -> 'input', '{}');
+  v_run_args := v_args;
+  select t.* into v_res from pgflight.traces t
+   where t.agent_run_id = v_run.id and t.iteration = v_use.iteration and t.seq = 1000 + v_use.seq;
+  select g.* into v_gate from pgflight.approvals g
+   where g.step_id = v_run.step_id and g.gate_key = 'tool:' || p_tool_use_id;
+  if v_res.id is null then
+    -- a new call: the workspace's policy for this tool, else its '*' policy, when its conditions hold
+    select a.workspace_id into v_ws from pgflight.step_attempts a where a.id = p_attempt_id;
+    select p.* into v_pol from pgflight.tool_policies p
+     where p.workspace_id = v_ws and p.tool_name in (v_use.tool_name, '*')
+     order by p.tool_name = '*' limit 1;
+    if found and v_pol.action <> 'allow'
+       and (v_pol.condition is null or jsonb_path_exists(v_args, v_pol.condition, '{}', true))
+       and (v_pol.over_usd is null or v_run.usd >= v_pol.over_usd) then
+      v_verdict := v_pol.action;
+    end if;
+    if v_verdict = 'require_approval' and v_gate.decision is null then
+      insert into pgflight.approvals as g (step_id, gate_key, request, requested_at)
+      values (v_run.step_id, 'tool:' || p_tool_use_id,
+              jsonb_build_object('tool', v_use.tool_name, 'tool_use_id', p_tool_use_id, 'arguments', v_args),
+              v_now)
+      on conflict on constraint gate_key_is_unique_per_step do update
+         set request = coalesce(g.request, excluded.request), requested_at = coalesce(g.requested_at, excluded.requested_at);
+      return query select null::bigint, 'new'::text, null::jsonb, 'approval_required'::text, v_args;
+      return;
+    end if;
+    if v_verdict = 'require_approval' then
+      v_verdict := case when v_gate.payload ? 'message' then 'answered'
+                        when v_gate.decision = 'reject' then 'rejected'
+                        when v_gate.payload ? 'arguments' and v_gate.payload -> 'arguments' <> v_args then 'edited'
+                        else 'approved' end;
+      v_run_args := case when v_verdict = 'edited' then v_gate.payload -> 'arguments' else v_args end;
+      insert into pgflight.traces (agent_run_id, iteration, seq, role, block_type, tool_use_id, tool_name, content,
+                                   status, attempt_id, created_at, updated_at)
+      values (v_run.id, v_use.iteration, 3000 + v_use.seq, 'system', 'tool_approval', p_tool_use_id, v_use.tool_name,
+              jsonb_strip_nulls(jsonb_build_object(
+                'verdict', v_verdict, 'decision', v_gate.decision, 'decided_by', v_gate.actor, 'note', v_gate.note,
+                'decided_at', v_gate.decided_at, 'requested_arguments', v_args,
+                'arguments', case when v_verdict in ('approved', 'edited') then v_run_args end,
+                'message', v_gate.payload ->> 'message')),
+              'completed', p_attempt_id, v_now, v_now)
+      on conflict on constraint block_is_unique do nothing;
+    end if;
+    if v_verdict in ('deny', 'rejected', 'answered') then
+      v_block := jsonb_build_object('type', 'tool_result', 'tool_use_id', p_tool_use_id,
+        'content', case v_verdict
+                     when 'deny' then format('The tool call was not run: the tool policy of this workspace denies %s%s.',
+                                             v_use.tool_name, case when v_pol.condition is not null then ' with these arguments' else '' end)
+                     when 'answered' then v_gate.payload ->> 'message'
+                     else format('The tool call was not run: the approver rejected it%s.',
+                                 coalesce(': ' || nullif(v_gate.note, ''), '')) end)
+        || case when v_verdict = 'answered' and v_gate.decision = 'approve' then '{}'::jsonb
+                else '{"is_error": true}'::jsonb end;
+      insert into pgflight.traces (agent_run_id, iteration, seq, role, block_type, tool_use_id, tool_name, content,
+                                   status, attempt_id, created_at, updated_at)
+      values (v_run.id, v_use.iteration, 1000 + v_use.seq, 'user', 'tool_result', p_tool_use_id, v_use.tool_name,
+              v_block, 'completed', p_attempt_id, v_now, v_now)
+      returning id into v_id;
+      return query select v_id, 'completed'::text, v_block, v_verdict, null::jsonb;
+      return;
+    end if;
+  elsif v_gate.decision = 'approve' and v_gate.payload ? 'arguments' then
+    v_run_args := v_gate.payload -> 'arguments';  -- a resumed call runs with the arguments it was approved with
+    v_verdict := case when v_run_args <> v_args then 'edited' else 'approved' end;
   end if;
   insert into pgflight.traces (agent_run_id, iteration, seq, role, block_type, tool_use_id, tool_name, content,
                                status, attempt_id, created_at, updated_at)
@@ -6760,7 +6860,7 @@ begin
         hint = 'Raise max_tool_calls for the agent (input caps, or the run''s max_tool_calls option).';
     end if;
     update pgflight.agent_runs set tool_calls = tool_calls + 1, updated_at = v_now where id = v_run.id;
-    return query select v_id, 'new'::text, null::jsonb;
+    return query select v_id, 'new'::text, null::jsonb, v_verdict, v_run_args;
     return;
   end if;
   select t.* into v_res from pgflight.traces t
@@ -6769,7 +6869,8 @@ begin
     update pgflight.traces t set status = 'in_flight', attempt_id = p_attempt_id, updated_at = v_now
      where t.agent_run_id = v_run.id and t.iteration = v_use.iteration and t.seq = 1000 + v_use.seq;
   end if;
-  return query select v_res.id, v_res.status, v_res.content;
+  return query select v_res.id, v_res.status, v_res.content, v_verdict,
+                      case when v_res.status = 'completed' then null else v_run_args end;
 end
 $$;
 
@@ -6777,7 +6878,7 @@ ALTER FUNCTION pgflight.mark_tool_call(p_attempt_id bigint, p_token bigint, p_ag
 
 -- Name: FUNCTION mark_tool_call(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_tool_use_id text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight.mark_tool_call(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_tool_use_id text) IS 'Mark a tool call in flight before it runs; returns its previous status. Errors: ZF007, ZF003, ZF001, ZF002.';
+COMMENT ON FUNCTION pgflight.mark_tool_call(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_tool_use_id text) IS 'Mark a tool call in flight before it runs, after the workspace''s tool policy: returns its previous status, the policy verdict (allow | deny | approval_required | approved | edited | rejected | answered) and the arguments to run it with. Errors: ZF007, ZF003, ZF001, ZF002.';
 
 -- Name: metrics_snapshot(bigint, integer); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -8494,6 +8595,76 @@ ALTER FUNCTION pgflight.set_recipe_limits(p_recipe text, p_options jsonb) OWNER 
 
 COMMENT ON FUNCTION pgflight.set_recipe_limits(p_recipe text, p_options jsonb) IS 'Set (or with starts_per_s null, remove) a recipe''s claim rate starts_per_s/burst. Errors: 22023.';
 
+-- Name: set_tool_policy(text, text, jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.set_tool_policy(p_workspace text, p_tool text, p_policy jsonb) RETURNS TABLE(workspace text, tool_name text, action text, condition text, over_usd numeric, updated_at timestamp with time zone, updated_by text)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+declare
+  v_ws bigint;
+  v_action text;
+  v_cond jsonpath;
+  v_usd numeric;
+  v_max_name integer := (select s.max_name_bytes from pgflight.settings s);
+begin
+  if p_workspace is null or p_tool is null or btrim(p_tool) = '' or p_policy is null then
+    raise exception using errcode = '22023',
+      message = format('set_tool_policy refused: %s is required',
+                       case when p_workspace is null then 'the workspace'
+                            when p_policy is null then 'the policy' else 'the tool name' end),
+      hint = 'Pass a workspace, a tool name (or ''*'') and a policy such as {"action": "require_approval"}.';
+  end if;
+  v_ws := pgflight._workspace_id(p_workspace);
+  perform pgflight._require_lane('operator', v_ws, 'set_tool_policy');
+  perform pgflight._require_cap('max_name_bytes', v_max_name, octet_length(p_tool), 'tool name (bytes)');
+  perform pgflight._require_known_keys(p_policy, array['action', 'when', 'over_usd']);
+  v_action := case when jsonb_typeof(p_policy -> 'action') = 'string' then p_policy ->> 'action' end;
+  if v_action is null or v_action not in ('allow', 'deny', 'require_approval') then
+    raise exception using errcode = '22023', message = 'set_tool_policy refused: action must be allow, deny or require_approval',
+      detail = format('got %s', left(coalesce((p_policy -> 'action')::text, 'nothing'), 100)),
+      hint = 'Pass {"action": "allow" | "deny" | "require_approval"}, optionally with "when" and "over_usd".';
+  end if;
+  if p_policy ? 'when' and jsonb_typeof(p_policy -> 'when') <> 'null' then
+    if jsonb_typeof(p_policy -> 'when') <> 'string' then
+      raise exception using errcode = '22023', message = 'set_tool_policy refused: when must be a JSON path as a string',
+        detail = format('got a JSON %s', jsonb_typeof(p_policy -> 'when')),
+        hint = 'For example {"action": "require_approval", "when": "$.amount ? (@ > 100)"}.';
+    end if;
+    perform pgflight._require_cap('max_name_bytes', v_max_name, octet_length(p_policy ->> 'when'), 'when path (bytes)');
+    begin
+      v_cond := (p_policy ->> 'when')::jsonpath;
+    exception when others then
+      raise exception using errcode = '22023', message = 'set_tool_policy refused: when is not a JSON path',
+        detail = left(sqlerrm, 200),
+        hint = 'Write a PostgreSQL jsonpath, for example "$.to ? (@ like_regex \"^prod\")".';
+    end;
+  end if;
+  if p_policy ? 'over_usd' and jsonb_typeof(p_policy -> 'over_usd') <> 'null' then
+    if jsonb_typeof(p_policy -> 'over_usd') <> 'number' or (p_policy ->> 'over_usd')::numeric not between 0 and 1e9 then
+      raise exception using errcode = '22023', message = 'set_tool_policy refused: over_usd must be a number from 0 to 1e9',
+        detail = format('got %s', left((p_policy -> 'over_usd')::text, 100)),
+        hint = 'USD the agent run has spent before the action applies.';
+    end if;
+    v_usd := round((p_policy ->> 'over_usd')::numeric, 8);
+  end if;
+  insert into pgflight.tool_policies as t (workspace_id, tool_name, action, condition, over_usd, updated_at, updated_by)
+  values (v_ws, p_tool, v_action, v_cond, v_usd, pgflight._now(), session_user)
+  on conflict on constraint tool_policies_pkey do update
+     set action = excluded.action, condition = excluded.condition, over_usd = excluded.over_usd,
+         updated_at = excluded.updated_at, updated_by = excluded.updated_by;
+  return query
+    select p_workspace, t.tool_name, t.action, t.condition::text, t.over_usd, t.updated_at, t.updated_by
+      from pgflight.tool_policies t where t.workspace_id = v_ws and t.tool_name = p_tool;
+end
+$_$;
+
+ALTER FUNCTION pgflight.set_tool_policy(p_workspace text, p_tool text, p_policy jsonb) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION set_tool_policy(p_workspace text, p_tool text, p_policy jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.set_tool_policy(p_workspace text, p_tool text, p_policy jsonb) IS 'Set a workspace''s policy for a tool (or ''*''): {"action": allow|deny|require_approval, "when": jsonpath on the arguments, "over_usd": USD spent by the agent}; applied by mark_tool_call before the tool runs. Errors: 22023, ZF003, ZF005, ZF012.';
+
 -- Name: set_workspace_limits(text, jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
 CREATE FUNCTION pgflight.set_workspace_limits(p_workspace text, p_options jsonb) RETURNS TABLE(workspace text, max_in_flight integer, share integer, starts_per_s double precision, burst double precision, model_tokens_per_min bigint, paused_at timestamp with time zone, paused_by text)
@@ -9360,6 +9531,34 @@ ALTER PROCEDURE pgflight.sweep_loop(IN p_duration_s double precision, IN p_inter
 -- Name: PROCEDURE sweep_loop(IN p_duration_s double precision, IN p_interval_s double precision); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
 COMMENT ON PROCEDURE pgflight.sweep_loop(IN p_duration_s double precision, IN p_interval_s double precision) IS 'Sweep every p_interval_s seconds (a fixed beat) for p_duration_s seconds, one loop at a time, committing after each pass; a failing pass warns and the loop goes on (pg_cron 1.4: sweep_loop(60, 5) each minute).';
+
+-- Name: tool_policies(text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.tool_policies(p_workspace text) RETURNS TABLE(workspace text, tool_name text, action text, condition text, over_usd numeric, updated_at timestamp with time zone, updated_by text)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_ws bigint;
+begin
+  if p_workspace is null then
+    raise exception using errcode = '22023', message = 'tool_policies refused: the workspace is required',
+      hint = 'Pass a workspace name.';
+  end if;
+  v_ws := pgflight._workspace_id(p_workspace);
+  perform pgflight._require_lane('reader', v_ws, 'tool_policies');
+  return query
+    select p_workspace, t.tool_name, t.action, t.condition::text, t.over_usd, t.updated_at, t.updated_by
+      from pgflight.tool_policies t where t.workspace_id = v_ws
+     order by t.tool_name;
+end
+$$;
+
+ALTER FUNCTION pgflight.tool_policies(p_workspace text) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION tool_policies(p_workspace text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.tool_policies(p_workspace text) IS 'Read: a workspace''s tool policies (tool_name, action, condition, over_usd, updated_at, updated_by). Errors: 22023, ZF003, ZF012.';
 
 -- Name: uninstall_schedules(); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -10875,6 +11074,26 @@ ALTER TABLE pgflight.steps ALTER COLUMN id ADD GENERATED BY DEFAULT AS IDENTITY 
     CACHE 1
 );
 
+-- Name: tool_policies; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
+
+CREATE TABLE pgflight.tool_policies (
+    workspace_id bigint NOT NULL,
+    tool_name text NOT NULL,
+    action text NOT NULL,
+    condition jsonpath,
+    over_usd numeric(16,8),
+    updated_at timestamp with time zone NOT NULL,
+    updated_by text NOT NULL,
+    CONSTRAINT action_is_known CHECK ((action = ANY (ARRAY['allow'::text, 'deny'::text, 'require_approval'::text]))),
+    CONSTRAINT over_usd_is_not_negative CHECK (((over_usd IS NULL) OR (over_usd >= (0)::numeric)))
+);
+
+ALTER TABLE pgflight.tool_policies OWNER TO pgflight_owner;
+
+-- Name: TABLE tool_policies; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON TABLE pgflight.tool_policies IS 'Per workspace and tool name (''*'': every tool without its own row): action allow | deny | require_approval, applied by mark_tool_call when condition (a JSON path on the arguments) matches and the agent run has spent at least over_usd (USD); else the call is allowed. Written by set_tool_policy / drop_tool_policy (operator lane), read by tool_policies().';
+
 -- Name: traces; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
 
 CREATE TABLE pgflight.traces (
@@ -11293,6 +11512,11 @@ ALTER TABLE ONLY pgflight.steps
 ALTER TABLE ONLY pgflight.sweep_state
     ADD CONSTRAINT sweep_state_pkey PRIMARY KEY (id);
 
+-- Name: tool_policies tool_policies_pkey; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.tool_policies
+    ADD CONSTRAINT tool_policies_pkey PRIMARY KEY (workspace_id, tool_name);
+
 -- Name: traces_default traces_default_pkey; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
 
 ALTER TABLE ONLY pgflight.traces_default
@@ -11685,6 +11909,11 @@ ALTER TABLE ONLY pgflight.steps
 
 ALTER TABLE ONLY pgflight.steps
     ADD CONSTRAINT steps_run_id_fkey FOREIGN KEY (run_id) REFERENCES pgflight.runs(id) ON DELETE CASCADE;
+
+-- Name: tool_policies tool_policies_workspace_id_fkey; Type: FK CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.tool_policies
+    ADD CONSTRAINT tool_policies_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES pgflight.workspaces(id) ON DELETE CASCADE;
 
 -- Name: waits waits_step_id_fkey; Type: FK CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
 
@@ -12258,6 +12487,11 @@ GRANT ALL ON FUNCTION pgflight.dead_letter_page(p_after bigint, p_limit integer)
 REVOKE ALL ON FUNCTION pgflight.deregister_worker(p_worker_id bigint) FROM PUBLIC;
 GRANT ALL ON FUNCTION pgflight.deregister_worker(p_worker_id bigint) TO pgflight_worker;
 
+-- Name: FUNCTION drop_tool_policy(p_workspace text, p_tool text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.drop_tool_policy(p_workspace text, p_tool text) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.drop_tool_policy(p_workspace text, p_tool text) TO pgflight_operator;
+
 -- Name: FUNCTION emit_event(p_workspace text, p_name text, p_key text, p_payload jsonb, p_options jsonb); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
 REVOKE ALL ON FUNCTION pgflight.emit_event(p_workspace text, p_name text, p_key text, p_payload jsonb, p_options jsonb) FROM PUBLIC;
@@ -12488,6 +12722,11 @@ GRANT ALL ON FUNCTION pgflight.set_global_limits(p_options jsonb) TO pgflight_op
 REVOKE ALL ON FUNCTION pgflight.set_recipe_limits(p_recipe text, p_options jsonb) FROM PUBLIC;
 GRANT ALL ON FUNCTION pgflight.set_recipe_limits(p_recipe text, p_options jsonb) TO pgflight_operator;
 
+-- Name: FUNCTION set_tool_policy(p_workspace text, p_tool text, p_policy jsonb); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.set_tool_policy(p_workspace text, p_tool text, p_policy jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.set_tool_policy(p_workspace text, p_tool text, p_policy jsonb) TO pgflight_operator;
+
 -- Name: FUNCTION set_workspace_limits(p_workspace text, p_options jsonb); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
 REVOKE ALL ON FUNCTION pgflight.set_workspace_limits(p_workspace text, p_options jsonb) FROM PUBLIC;
@@ -12517,6 +12756,12 @@ GRANT ALL ON FUNCTION pgflight.submit_runs(p_workspace text, p_runs jsonb, p_opt
 
 REVOKE ALL ON PROCEDURE pgflight.sweep_loop(IN p_duration_s double precision, IN p_interval_s double precision) FROM PUBLIC;
 GRANT ALL ON PROCEDURE pgflight.sweep_loop(IN p_duration_s double precision, IN p_interval_s double precision) TO pgflight_cron;
+
+-- Name: FUNCTION tool_policies(p_workspace text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.tool_policies(p_workspace text) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.tool_policies(p_workspace text) TO pgflight_reader;
+GRANT ALL ON FUNCTION pgflight.tool_policies(p_workspace text) TO pgflight_operator;
 
 -- Name: FUNCTION uninstall_schedules(); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
