@@ -554,6 +554,8 @@ begin
         end loop;
       when 'backoff' then
         v_val := pgflight._check_options('backoff', v_val);
+      when 'json' then
+        null;  -- any JSON value: the function that takes it caps its size and depth
     end case;
     v_out := v_out || jsonb_build_object(v.key, v_val);
   end loop;
@@ -2818,7 +2820,13 @@ CREATE FUNCTION pgflight._option_spec() RETURNS TABLE(scope text, key text, kind
     ('record_trace', 'tool_use_id', 'string', 0, 256, null, 'none', 'The tool call this block belongs to.'),
     ('record_trace', 'tool_name', 'string', 0, 256, null, 'none', 'The tool''s name.'),
     ('record_trace', 'status', 'string', 1, 64, null, 'completed', 'The block''s status.'),
-    ('record_trace', 'tokens', 'integer', 0, 2147483647, null, 'length / 4', 'Token estimate of the block.')
+    ('record_trace', 'tokens', 'integer', 0, 2147483647, null, 'length / 4', 'Token estimate of the block.'),
+    ('wait_event', 'timeout_s', 'number', 0, 3153600000, null, 'none: it waits until an event comes',
+     'Seconds from the first call with this wait key until the wait times out and returns default.'),
+    ('wait_event', 'default', 'json', null, null, null, 'null',
+     'The JSON payload a timed-out wait returns (at most settings.max_event_payload_bytes, nested at most settings.max_json_depth).'),
+    ('emit_event', 'event_id', 'string', 1, 200, null, 'a random uuid',
+     'Idempotency key in the workspace: the same id again records nothing and wakes nothing (kept settings.event_retention_s).')
 $$;
 
 ALTER FUNCTION pgflight._option_spec() OWNER TO pgflight_owner;
@@ -4740,39 +4748,6 @@ ALTER FUNCTION pgflight._vacuum_horizon() OWNER TO pgflight_owner;
 
 COMMENT ON FUNCTION pgflight._vacuum_horizon() IS 'Internal: the oldest xmin holding back vacuum (backend, prepared transaction or slot): its age, how long it has been held (s), the backend pid.';
 
--- Name: _wait_options(text, jsonb, text[]); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
-
-CREATE FUNCTION pgflight._wait_options(p_scope text, p_options jsonb, p_known text[]) RETURNS jsonb
-    LANGUAGE plpgsql IMMUTABLE
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$
-declare
-  v_key text;
-begin
-  if p_options is null or p_options = '{}' then
-    return '{}';
-  end if;
-  if jsonb_typeof(p_options) <> 'object' then
-    raise exception using errcode = '22023', message = format('options of %s must be a JSON object', p_scope),
-      detail = format('got a JSON %s', jsonb_typeof(p_options)),
-      hint = 'See docs/waiting.md for the keys each function takes.';
-  end if;
-  select k into v_key from jsonb_object_keys(p_options) k where k <> all (p_known) limit 1;
-  if v_key is not null then
-    raise exception using errcode = '22023', message = format('unknown option %s for %s', left(v_key, 100), p_scope),
-      detail = format('known options: %s', array_to_string(p_known, ', ')),
-      hint = 'See docs/waiting.md for the keys each function takes.';
-  end if;
-  return p_options;
-end
-$$;
-
-ALTER FUNCTION pgflight._wait_options(p_scope text, p_options jsonb, p_known text[]) OWNER TO pgflight_owner;
-
--- Name: FUNCTION _wait_options(p_scope text, p_options jsonb, p_known text[]); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
-
-COMMENT ON FUNCTION pgflight._wait_options(p_scope text, p_options jsonb, p_known text[]) IS 'Internal: the options of a wait function, or 22023 for a non-object or an unknown key.';
-
 -- Name: _wake(bigint, text, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
 CREATE FUNCTION pgflight._wake(p_step_id bigint, p_reason text, p_actor text DEFAULT NULL::text) RETURNS boolean
@@ -5975,7 +5950,7 @@ CREATE FUNCTION pgflight.emit_event(p_workspace text, p_name text, p_key text, p
     AS $$
 declare
   v_now timestamptz := pgflight._now();
-  v_opts jsonb := pgflight._wait_options('emit_event', p_options, '{event_id}');
+  v_opts jsonb := pgflight._check_options('emit_event', p_options);  -- docs/options.md
   v_event_id text := pgflight._opt_string(v_opts, 'event_id', null, 1, 200, 'emit_event');
   v_settings pgflight.settings;
   v_ws bigint;
@@ -9617,7 +9592,7 @@ CREATE FUNCTION pgflight.wait_event(p_attempt_id bigint, p_token bigint, p_wait_
     AS $$
 declare
   v_now timestamptz := pgflight._now();
-  v_opts jsonb := pgflight._wait_options('wait_event', p_options, '{timeout_s,default}');
+  v_opts jsonb := pgflight._check_options('wait_event', p_options);  -- docs/options.md
   v_timeout double precision := pgflight._opt_number(v_opts, 'timeout_s', null, 0, 3153600000, 'wait_event');
   v_default jsonb := v_opts -> 'default';
   v_max_name integer := (select s.max_name_bytes from pgflight.settings s);
@@ -9698,7 +9673,7 @@ declare
   v_att pgflight.step_attempts;
   v_wait pgflight.waits;
 begin
-  perform pgflight._wait_options('wait_timer', p_options, '{}');
+  perform pgflight._check_options('wait_timer', p_options);  -- takes none: any key is 22023 naming it
   if p_wait_key is null or btrim(p_wait_key) = '' then
     raise exception using errcode = '22023', message = 'wait_timer refused: the wait key is required',
       hint = 'Name the timer within the step, e.g. ''cool-off''.';
@@ -12367,10 +12342,6 @@ REVOKE ALL ON FUNCTION pgflight._usage_extras(p_usage jsonb, OUT cw_1h bigint, O
 REVOKE ALL ON FUNCTION pgflight._vacuum_horizon() FROM PUBLIC;
 GRANT ALL ON FUNCTION pgflight._vacuum_horizon() TO pgflight_operator;
 GRANT ALL ON FUNCTION pgflight._vacuum_horizon() TO pgflight_reader;
-
--- Name: FUNCTION _wait_options(p_scope text, p_options jsonb, p_known text[]); Type: ACL; Schema: pgflight; Owner: pgflight_owner
-
-REVOKE ALL ON FUNCTION pgflight._wait_options(p_scope text, p_options jsonb, p_known text[]) FROM PUBLIC;
 
 -- Name: FUNCTION _wake(p_step_id bigint, p_reason text, p_actor text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
