@@ -6758,8 +6758,6 @@ begin
   v_run_args := v_args;
   select t.* into v_res from pgflight.traces t
    where t.agent_run_id = v_run.id and t.iteration = v_use.iteration and t.seq = 1000 + v_use.seq;
-  select g.* into v_gate from pgflight.approvals g
-   where g.step_id = v_run.step_id and g.gate_key = 'tool:' || p_tool_use_id;
   if v_res.id is null then
     -- a new call: the workspace's policy for this tool, else its '*' policy, when its conditions hold
     select a.workspace_id into v_ws from pgflight.step_attempts a where a.id = p_attempt_id;
@@ -6770,6 +6768,10 @@ begin
        and (v_pol.condition is null or jsonb_path_exists(v_args, v_pol.condition, '{}', true))
        and (v_pol.over_usd is null or v_run.usd >= v_pol.over_usd) then
       v_verdict := v_pol.action;
+    end if;
+    if v_verdict = 'require_approval' then  -- its gate (a probe of the gate key's unique index)
+      select g.* into v_gate from pgflight.approvals g
+       where g.step_id = v_run.step_id and g.gate_key = 'tool:' || p_tool_use_id;
     end if;
     if v_verdict = 'require_approval' and v_gate.decision is null then
       insert into pgflight.approvals as g (step_id, gate_key, request, requested_at)
@@ -6816,9 +6818,14 @@ begin
       return query select v_id, 'completed'::text, v_block, v_verdict, null::jsonb;
       return;
     end if;
-  elsif v_gate.decision = 'approve' and v_gate.payload ? 'arguments' then
-    v_run_args := v_gate.payload -> 'arguments';  -- a resumed call runs with the arguments it was approved with
-    v_verdict := case when v_run_args <> v_args then 'edited' else 'approved' end;
+  elsif v_res.status <> 'completed' then
+    -- a resumed call runs with the arguments it was approved with
+    select g.* into v_gate from pgflight.approvals g
+     where g.step_id = v_run.step_id and g.gate_key = 'tool:' || p_tool_use_id;
+    if v_gate.decision = 'approve' and v_gate.payload ? 'arguments' then
+      v_run_args := v_gate.payload -> 'arguments';
+      v_verdict := case when v_run_args <> v_args then 'edited' else 'approved' end;
+    end if;
   end if;
   insert into pgflight.traces (agent_run_id, iteration, seq, role, block_type, tool_use_id, tool_name, content,
                                status, attempt_id, created_at, updated_at)
