@@ -29,6 +29,10 @@ ROOT = Path(__file__).resolve().parent.parent
 SQL = ROOT / "sql"
 CREATE = re.compile(r"create\s+or\s+replace\s+(function|procedure|view)\s+(pgflight\.\w+)\s*(\()?", re.I)
 ROLE = "set local role pgflight_owner;\n"
+# a definition's result type: from `returns` to the first clause that follows it
+RETURNS = re.compile(
+    r"\breturns\s+(.*?)\s+(?:language|as|set|security|immutable|stable|volatile)\b", re.I | re.S
+)
 
 
 @dataclass
@@ -136,7 +140,7 @@ def objects(deploy: str) -> list[Obj]:
         args, end = _args(deploy, m.end())
         body = re.compile(r"\bas\s+\$\w*\$", re.I).search(deploy, end)
         header = deploy[end : body.start() if body else len(deploy)]
-        ret = re.search(r"\breturns\s+(.*?)\s+(?:language|as|set|security|immutable|stable|volatile)\b", header, re.I | re.S)
+        ret = RETURNS.search(header)
         returns = " ".join(ret.group(1).lower().split()) if ret else ""
         found.append(Obj(kind, f"{name}({', '.join(_types(args))})", _config(header), returns))
     return found
