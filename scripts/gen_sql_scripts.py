@@ -9,7 +9,9 @@ instances. Tables, roles and the other hand-written changes are left alone.
 - A reworked instance (`sqitch rework` after a tag copied the earlier scripts to
   `<change>@<tag>.sql`): revert restores the previous definition, i.e. runs the previous deploy
   script `deploy/<change>@<tag>.sql` (sqitch's rework convention), after dropping any function
-  signature the rework added.
+  signature the rework added and any function whose result type the rework changed (such a
+  deploy drops the function before it creates it again: `create or replace` cannot change a
+  result type).
 - Verify, for every instance: each function resolves by its full signature and carries exactly
   the settings (`pg_proc.proconfig`: search_path, planner settings) its definition gives; each
   view exists. A rework that forgets a `set` clause fails `sqitch verify`.
@@ -27,6 +29,10 @@ ROOT = Path(__file__).resolve().parent.parent
 SQL = ROOT / "sql"
 CREATE = re.compile(r"create\s+or\s+replace\s+(function|procedure|view)\s+(pgflight\.\w+)\s*(\()?", re.I)
 ROLE = "set local role pgflight_owner;\n"
+# a definition's result type: from `returns` to the first clause that follows it
+RETURNS = re.compile(
+    r"\breturns\s+(.*?)\s+(?:language|as|set|security|immutable|stable|volatile)\b", re.I | re.S
+)
 
 
 @dataclass
@@ -46,6 +52,7 @@ class Obj:
     kind: str  # function | procedure | view
     signature: str  # pgflight.f(bigint, text) or pgflight.v
     config: list[str] | None  # expected proconfig, None for none
+    returns: str = ""  # the result type as written (whitespace folded), "" for a view
 
 
 def plan_instances(plan: Path = ROOT / "sqitch.plan") -> list[list[Instance]]:
@@ -133,7 +140,9 @@ def objects(deploy: str) -> list[Obj]:
         args, end = _args(deploy, m.end())
         body = re.compile(r"\bas\s+\$\w*\$", re.I).search(deploy, end)
         header = deploy[end : body.start() if body else len(deploy)]
-        found.append(Obj(kind, f"{name}({', '.join(_types(args))})", _config(header)))
+        ret = RETURNS.search(header)
+        returns = " ".join(ret.group(1).lower().split()) if ret else ""
+        found.append(Obj(kind, f"{name}({', '.join(_types(args))})", _config(header), returns))
     return found
 
 
@@ -205,8 +214,11 @@ def main() -> None:
             else:
                 prev = instances[k - 1]
                 old = prev.path("deploy").read_text()
-                old_sigs = {o.signature for o in objects(old)}
-                added = [o for o in objs if o.signature not in old_sigs]
+                old_returns = {o.signature: o.returns for o in objects(old)}
+                # a signature the rework added, or one whose result type it changed (the deploy
+                # drops and creates it; `create or replace` cannot change a result type back)
+                added = [o for o in objs if old_returns.get(o.signature, o.returns) != o.returns]
+                added = [o for o in objs if o.signature not in old_returns] + added
                 body = re.sub(r"^-- Deploy pgflight:\S+\n", "", old, count=1)
                 if added:
                     body = body.replace(ROLE, ROLE + _drops(added), 1)

@@ -554,6 +554,8 @@ begin
         end loop;
       when 'backoff' then
         v_val := pgflight._check_options('backoff', v_val);
+      when 'json' then
+        null;  -- any JSON value: the function that takes it caps its size and depth
     end case;
     v_out := v_out || jsonb_build_object(v.key, v_val);
   end loop;
@@ -2826,7 +2828,13 @@ CREATE FUNCTION pgflight._option_spec() RETURNS TABLE(scope text, key text, kind
     ('record_trace', 'tool_use_id', 'string', 0, 256, null, 'none', 'The tool call this block belongs to.'),
     ('record_trace', 'tool_name', 'string', 0, 256, null, 'none', 'The tool''s name.'),
     ('record_trace', 'status', 'string', 1, 64, null, 'completed', 'The block''s status.'),
-    ('record_trace', 'tokens', 'integer', 0, 2147483647, null, 'length / 4', 'Token estimate of the block.')
+    ('record_trace', 'tokens', 'integer', 0, 2147483647, null, 'length / 4', 'Token estimate of the block.'),
+    ('wait_event', 'timeout_s', 'number', 0, 3153600000, null, 'none: it waits until an event comes',
+     'Seconds from the first call with this wait key until the wait times out and returns default.'),
+    ('wait_event', 'default', 'json', null, null, null, 'null',
+     'The JSON payload a timed-out wait returns (at most settings.max_event_payload_bytes, nested at most settings.max_json_depth).'),
+    ('emit_event', 'event_id', 'string', 1, 200, null, 'a random uuid',
+     'Idempotency key in the workspace: the same id again records nothing and wakes nothing (kept settings.event_retention_s).')
 $$;
 
 ALTER FUNCTION pgflight._option_spec() OWNER TO pgflight_owner;
@@ -4778,39 +4786,6 @@ ALTER FUNCTION pgflight._vacuum_horizon() OWNER TO pgflight_owner;
 
 COMMENT ON FUNCTION pgflight._vacuum_horizon() IS 'Internal: the oldest xmin holding back vacuum (backend, prepared transaction or slot): its age, how long it has been held (s), the backend pid.';
 
--- Name: _wait_options(text, jsonb, text[]); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
-
-CREATE FUNCTION pgflight._wait_options(p_scope text, p_options jsonb, p_known text[]) RETURNS jsonb
-    LANGUAGE plpgsql IMMUTABLE
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$
-declare
-  v_key text;
-begin
-  if p_options is null or p_options = '{}' then
-    return '{}';
-  end if;
-  if jsonb_typeof(p_options) <> 'object' then
-    raise exception using errcode = '22023', message = format('options of %s must be a JSON object', p_scope),
-      detail = format('got a JSON %s', jsonb_typeof(p_options)),
-      hint = 'See docs/waiting.md for the keys each function takes.';
-  end if;
-  select k into v_key from jsonb_object_keys(p_options) k where k <> all (p_known) limit 1;
-  if v_key is not null then
-    raise exception using errcode = '22023', message = format('unknown option %s for %s', left(v_key, 100), p_scope),
-      detail = format('known options: %s', array_to_string(p_known, ', ')),
-      hint = 'See docs/waiting.md for the keys each function takes.';
-  end if;
-  return p_options;
-end
-$$;
-
-ALTER FUNCTION pgflight._wait_options(p_scope text, p_options jsonb, p_known text[]) OWNER TO pgflight_owner;
-
--- Name: FUNCTION _wait_options(p_scope text, p_options jsonb, p_known text[]); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
-
-COMMENT ON FUNCTION pgflight._wait_options(p_scope text, p_options jsonb, p_known text[]) IS 'Internal: the options of a wait function, or 22023 for a non-object or an unknown key.';
-
 -- Name: _wake(bigint, text, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
 CREATE FUNCTION pgflight._wake(p_step_id bigint, p_reason text, p_actor text DEFAULT NULL::text) RETURNS boolean
@@ -4938,9 +4913,9 @@ ALTER FUNCTION pgflight.agent_transcript(p_agent_run_id bigint) OWNER TO pgfligh
 
 COMMENT ON FUNCTION pgflight.agent_transcript(p_agent_run_id bigint) IS 'Read: an agent run''s trace rows in order, with per-call costs.';
 
--- Name: approve(bigint, text, text, text, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+-- Name: approve(bigint, text, text, text, text, jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
-CREATE FUNCTION pgflight.approve(p_step_id bigint, p_decision text, p_actor text, p_note text DEFAULT NULL::text, p_gate_key text DEFAULT NULL::text) RETURNS TABLE(step_id bigint, gate_key text, decision text, applied boolean)
+CREATE FUNCTION pgflight.approve(p_step_id bigint, p_decision text, p_actor text, p_note text DEFAULT NULL::text, p_gate_key text DEFAULT NULL::text, p_payload jsonb DEFAULT NULL::jsonb) RETURNS TABLE(step_id bigint, gate_key text, decision text, applied boolean)
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -4951,6 +4926,12 @@ begin
   if p_decision is null or p_decision not in ('approve', 'reject') then
     raise exception using errcode = '22023', message = 'decision must be approve or reject',
       detail = format('got %L', p_decision);
+  end if;
+  if p_payload is not null then
+    perform pgflight._require_cap('max_approval_request_bytes',
+                                  (select s.max_approval_request_bytes from pgflight.settings s),
+                                  octet_length(p_payload::text), 'approval payload (bytes)');
+    perform pgflight._require_json_depth(p_payload, 'approval payload');
   end if;
   perform pgflight._require_lane_on_step('operator', p_step_id, 'approve');  -- issue 13: tenants
   if not exists (select from pgflight.steps s where s.id = p_step_id) then
@@ -4967,6 +4948,21 @@ begin
   insert into pgflight.approvals (step_id, gate_key) values (p_step_id, v_key)
   on conflict on constraint gate_key_is_unique_per_step do nothing;
   select g.* into v_gate from pgflight.approvals g where g.step_id = p_step_id and g.gate_key = v_key for update;
+  if v_key like 'tool:%' and p_payload is not null
+     and not (jsonb_typeof(p_payload) = 'object'
+              and ((p_payload ? 'arguments' and jsonb_typeof(p_payload -> 'arguments') = 'object'
+                    and p_decision = 'approve')
+                   or (p_payload ? 'message' and jsonb_typeof(p_payload -> 'message') = 'string'))
+              and (select count(*) from jsonb_object_keys(p_payload)) = 1) then
+    raise exception using errcode = '22023',
+      message = format('approve refused: the payload of tool gate %L must be {"arguments": {...}} or {"message": "..."}', v_key),
+      detail = format('got a JSON %s%s', jsonb_typeof(p_payload),
+                      case when jsonb_typeof(p_payload) = 'object'
+                           then format(' with keys %s', (select string_agg(left(k, 40), ', ') from jsonb_object_keys(p_payload) k))
+                           else '' end),
+      hint = 'Approve with {"arguments": {...}} to run the tool with edited arguments, or with {"message": "..."} '
+             'to answer the model instead of running it (approve or reject); a rejection takes no arguments.';
+  end if;
   if v_gate.decision is not null then
     if v_gate.decision = p_decision then
       return query select p_step_id, v_key, v_gate.decision, false;
@@ -4976,16 +4972,17 @@ begin
       detail = format('decided %s by %s at %s', v_gate.decision, v_gate.actor, v_gate.decided_at),
       hint = 'The first decision wins; it cannot be changed.';
   end if;
+  update pgflight.approvals g set payload = p_payload where g.id = v_gate.id;
   perform pgflight._decide(v_gate.id, p_decision, session_user::text, pgflight._actor_note(p_note, p_actor), 'approval_decided');
   return query select p_step_id, v_key, p_decision, true;
 end
 $$;
 
-ALTER FUNCTION pgflight.approve(p_step_id bigint, p_decision text, p_actor text, p_note text, p_gate_key text) OWNER TO pgflight_owner;
+ALTER FUNCTION pgflight.approve(p_step_id bigint, p_decision text, p_actor text, p_note text, p_gate_key text, p_payload jsonb) OWNER TO pgflight_owner;
 
--- Name: FUNCTION approve(p_step_id bigint, p_decision text, p_actor text, p_note text, p_gate_key text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+-- Name: FUNCTION approve(p_step_id bigint, p_decision text, p_actor text, p_note text, p_gate_key text, p_payload jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight.approve(p_step_id bigint, p_decision text, p_actor text, p_note text, p_gate_key text) IS 'Decide an approval gate (approve | reject); first decision wins. Errors: 22023, ZF003, ZF005, ZF008.';
+COMMENT ON FUNCTION pgflight.approve(p_step_id bigint, p_decision text, p_actor text, p_note text, p_gate_key text, p_payload jsonb) IS 'Decide an approval gate (approve | reject) with an optional JSON payload the step receives (a tool gate: {"arguments": {...}} or {"message": "..."}); first decision wins. Errors: 22023, ZF003, ZF005, ZF008.';
 
 -- Name: begin_agent_run(bigint, bigint, jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -5955,6 +5952,33 @@ ALTER FUNCTION pgflight.deregister_worker(p_worker_id bigint) OWNER TO pgflight_
 
 COMMENT ON FUNCTION pgflight.deregister_worker(p_worker_id bigint) IS 'Mark a worker of this login stopped and release the leases it still holds (no attempt spent). Errors: ZF010.';
 
+-- Name: drop_tool_policy(text, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.drop_tool_policy(p_workspace text, p_tool text) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_ws bigint;
+begin
+  if p_workspace is null or p_tool is null then
+    raise exception using errcode = '22023',
+      message = format('drop_tool_policy refused: %s is required', case when p_workspace is null then 'the workspace' else 'the tool name' end),
+      hint = 'Pass a workspace and a tool name (or ''*'').';
+  end if;
+  v_ws := pgflight._workspace_id(p_workspace);
+  perform pgflight._require_lane('operator', v_ws, 'drop_tool_policy');
+  delete from pgflight.tool_policies t where t.workspace_id = v_ws and t.tool_name = p_tool;
+  return found;
+end
+$$;
+
+ALTER FUNCTION pgflight.drop_tool_policy(p_workspace text, p_tool text) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION drop_tool_policy(p_workspace text, p_tool text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.drop_tool_policy(p_workspace text, p_tool text) IS 'Remove a workspace''s policy for a tool (or ''*''); true when one was removed. Errors: 22023, ZF003, ZF012.';
+
 -- Name: emit_event(text, text, text, jsonb, jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
 CREATE FUNCTION pgflight.emit_event(p_workspace text, p_name text, p_key text, p_payload jsonb DEFAULT NULL::jsonb, p_options jsonb DEFAULT '{}'::jsonb) RETURNS TABLE(event_id text, emitted boolean, woken integer)
@@ -5963,7 +5987,7 @@ CREATE FUNCTION pgflight.emit_event(p_workspace text, p_name text, p_key text, p
     AS $$
 declare
   v_now timestamptz := pgflight._now();
-  v_opts jsonb := pgflight._wait_options('emit_event', p_options, '{event_id}');
+  v_opts jsonb := pgflight._check_options('emit_event', p_options);  -- docs/options.md
   v_event_id text := pgflight._opt_string(v_opts, 'event_id', null, 1, 200, 'emit_event');
   v_settings pgflight.settings;
   v_ws bigint;
@@ -6741,7 +6765,7 @@ COMMENT ON FUNCTION pgflight.maintain_partitions(p_limit integer) IS 'Sweep: cre
 
 -- Name: mark_tool_call(bigint, bigint, bigint, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
-CREATE FUNCTION pgflight.mark_tool_call(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_tool_use_id text) RETURNS TABLE(trace_id bigint, previous_status text, content jsonb)
+CREATE FUNCTION pgflight.mark_tool_call(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_tool_use_id text) RETURNS TABLE(trace_id bigint, previous_status text, content jsonb, policy text, arguments jsonb)
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -6750,6 +6774,13 @@ declare
   v_run pgflight.agent_runs;
   v_use pgflight.traces;
   v_res pgflight.traces;
+  v_pol pgflight.tool_policies;
+  v_gate pgflight.approvals;
+  v_ws bigint;
+  v_args jsonb;
+  v_run_args jsonb;
+  v_verdict text := 'allow';
+  v_block jsonb;
   v_id bigint;
 begin
   v_run := pgflight._agent_fence(p_attempt_id, p_token, p_agent_run_id, 'mark_tool_call');
@@ -6759,6 +6790,79 @@ begin
     raise exception using errcode = 'ZF003',
       message = format('no tool_use %L in agent run %s', p_tool_use_id, v_run.id),
       hint = 'Record the model call (record_model_call) before marking its tool calls.';
+  end if;
+  v_args := coalesce(v_use.content -> 'input', '{}');
+  v_run_args := v_args;
+  select t.* into v_res from pgflight.traces t
+   where t.agent_run_id = v_run.id and t.iteration = v_use.iteration and t.seq = 1000 + v_use.seq;
+  if v_res.id is null then
+    -- a new call: the workspace's policy for this tool, else its '*' policy, when its conditions hold
+    select a.workspace_id into v_ws from pgflight.step_attempts a where a.id = p_attempt_id;
+    select p.* into v_pol from pgflight.tool_policies p
+     where p.workspace_id = v_ws and p.tool_name in (v_use.tool_name, '*')
+     order by p.tool_name = '*' limit 1;
+    if found and v_pol.action <> 'allow'
+       and (v_pol.condition is null or jsonb_path_exists(v_args, v_pol.condition, '{}', true))
+       and (v_pol.over_usd is null or v_run.usd >= v_pol.over_usd) then
+      v_verdict := v_pol.action;
+    end if;
+    if v_verdict = 'require_approval' then  -- its gate (a probe of the gate key's unique index)
+      select g.* into v_gate from pgflight.approvals g
+       where g.step_id = v_run.step_id and g.gate_key = 'tool:' || p_tool_use_id;
+    end if;
+    if v_verdict = 'require_approval' and v_gate.decision is null then
+      insert into pgflight.approvals as g (step_id, gate_key, request, requested_at)
+      values (v_run.step_id, 'tool:' || p_tool_use_id,
+              jsonb_build_object('tool', v_use.tool_name, 'tool_use_id', p_tool_use_id, 'arguments', v_args),
+              v_now)
+      on conflict on constraint gate_key_is_unique_per_step do update
+         set request = coalesce(g.request, excluded.request), requested_at = coalesce(g.requested_at, excluded.requested_at);
+      return query select null::bigint, 'new'::text, null::jsonb, 'approval_required'::text, v_args;
+      return;
+    end if;
+    if v_verdict = 'require_approval' then
+      v_verdict := case when v_gate.payload ? 'message' then 'answered'
+                        when v_gate.decision = 'reject' then 'rejected'
+                        when v_gate.payload ? 'arguments' and v_gate.payload -> 'arguments' <> v_args then 'edited'
+                        else 'approved' end;
+      v_run_args := case when v_verdict = 'edited' then v_gate.payload -> 'arguments' else v_args end;
+      insert into pgflight.traces (agent_run_id, iteration, seq, role, block_type, tool_use_id, tool_name, content,
+                                   status, attempt_id, created_at, updated_at)
+      values (v_run.id, v_use.iteration, 3000 + v_use.seq, 'system', 'tool_approval', p_tool_use_id, v_use.tool_name,
+              jsonb_strip_nulls(jsonb_build_object(
+                'verdict', v_verdict, 'decision', v_gate.decision, 'decided_by', v_gate.actor, 'note', v_gate.note,
+                'decided_at', v_gate.decided_at, 'requested_arguments', v_args,
+                'arguments', case when v_verdict in ('approved', 'edited') then v_run_args end,
+                'message', v_gate.payload ->> 'message')),
+              'completed', p_attempt_id, v_now, v_now)
+      on conflict on constraint block_is_unique do nothing;
+    end if;
+    if v_verdict in ('deny', 'rejected', 'answered') then
+      v_block := jsonb_build_object('type', 'tool_result', 'tool_use_id', p_tool_use_id,
+        'content', case v_verdict
+                     when 'deny' then format('The tool call was not run: the tool policy of this workspace denies %s%s.',
+                                             v_use.tool_name, case when v_pol.condition is not null then ' with these arguments' else '' end)
+                     when 'answered' then v_gate.payload ->> 'message'
+                     else format('The tool call was not run: the approver rejected it%s.',
+                                 coalesce(': ' || nullif(v_gate.note, ''), '')) end)
+        || case when v_verdict = 'answered' and v_gate.decision = 'approve' then '{}'::jsonb
+                else '{"is_error": true}'::jsonb end;
+      insert into pgflight.traces (agent_run_id, iteration, seq, role, block_type, tool_use_id, tool_name, content,
+                                   status, attempt_id, created_at, updated_at)
+      values (v_run.id, v_use.iteration, 1000 + v_use.seq, 'user', 'tool_result', p_tool_use_id, v_use.tool_name,
+              v_block, 'completed', p_attempt_id, v_now, v_now)
+      returning id into v_id;
+      return query select v_id, 'completed'::text, v_block, v_verdict, null::jsonb;
+      return;
+    end if;
+  elsif v_res.status <> 'completed' then
+    -- a resumed call runs with the arguments it was approved with
+    select g.* into v_gate from pgflight.approvals g
+     where g.step_id = v_run.step_id and g.gate_key = 'tool:' || p_tool_use_id;
+    if v_gate.decision = 'approve' and v_gate.payload ? 'arguments' then
+      v_run_args := v_gate.payload -> 'arguments';
+      v_verdict := case when v_run_args <> v_args then 'edited' else 'approved' end;
+    end if;
   end if;
   insert into pgflight.traces (agent_run_id, iteration, seq, role, block_type, tool_use_id, tool_name, content,
                                status, attempt_id, created_at, updated_at)
@@ -6775,7 +6879,7 @@ begin
         hint = 'Raise max_tool_calls for the agent (input caps, or the run''s max_tool_calls option).';
     end if;
     update pgflight.agent_runs set tool_calls = tool_calls + 1, updated_at = v_now where id = v_run.id;
-    return query select v_id, 'new'::text, null::jsonb;
+    return query select v_id, 'new'::text, null::jsonb, v_verdict, v_run_args;
     return;
   end if;
   select t.* into v_res from pgflight.traces t
@@ -6784,7 +6888,8 @@ begin
     update pgflight.traces t set status = 'in_flight', attempt_id = p_attempt_id, updated_at = v_now
      where t.agent_run_id = v_run.id and t.iteration = v_use.iteration and t.seq = 1000 + v_use.seq;
   end if;
-  return query select v_res.id, v_res.status, v_res.content;
+  return query select v_res.id, v_res.status, v_res.content, v_verdict,
+                      case when v_res.status = 'completed' then null else v_run_args end;
 end
 $$;
 
@@ -6792,7 +6897,7 @@ ALTER FUNCTION pgflight.mark_tool_call(p_attempt_id bigint, p_token bigint, p_ag
 
 -- Name: FUNCTION mark_tool_call(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_tool_use_id text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight.mark_tool_call(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_tool_use_id text) IS 'Mark a tool call in flight before it runs; returns its previous status. Errors: ZF007, ZF003, ZF001, ZF002.';
+COMMENT ON FUNCTION pgflight.mark_tool_call(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_tool_use_id text) IS 'Mark a tool call in flight before it runs, after the workspace''s tool policy: returns its previous status, the policy verdict (allow | deny | approval_required | approved | edited | rejected | answered) and the arguments to run it with. Errors: ZF007, ZF003, ZF001, ZF002.';
 
 -- Name: metrics_snapshot(bigint, integer); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -7205,6 +7310,7 @@ declare
   v_searches bigint := 0;  -- server-side web searches
   v_tokens_per_min bigint;
   v_mark boolean;
+  v_run_workspace bigint;  -- with mark_tools: the workspace whose tool policies apply
   v_free integer;
   v_marked text[];
   v_refusal jsonb;
@@ -7455,6 +7561,9 @@ begin
   -- allows; then the agent's totals, with as many more tool calls as were marked. One statement
   -- (issue 18: the totals' update was a statement of its own; each costs an executor start-up).
   v_free := case when v_mark then greatest(v_run.max_tool_calls - v_run.tool_calls, 0) else 0 end;
+  if v_free > 0 then
+    select a.workspace_id into v_run_workspace from pgflight.step_attempts a where a.id = p_attempt_id;
+  end if;
   with b as (
     -- the block's own type, so a type this code does not know (server_tool_use,
     -- web_search_tool_result, one added later) is stored and sent back as it came; a name the
@@ -7480,6 +7589,11 @@ begin
            'in_flight', null, p_attempt_id, v_now, v_now
       from (select b.seq, b.v, row_number() over (order by b.seq) as n from b where b.block_type = 'tool_use') u
      where u.n <= v_free
+       -- a call a tool policy of the workspace may hold back (deny, require_approval) is left
+       -- for mark_tool_call, which applies the policy before it marks the call
+       and not exists (select from pgflight.tool_policies p
+                         where p.workspace_id = v_run_workspace and p.tool_name in (u.v ->> 'name', '*')
+                           and p.action <> 'allow')
     on conflict on constraint block_is_unique do nothing
     returning seq, tool_use_id, status
   ), m as (  -- the tool_use ids now in flight, in block order
@@ -7890,7 +8004,7 @@ COMMENT ON FUNCTION pgflight.replay_from(p_step_id bigint, p_actor text, p_note 
 
 -- Name: request_approval(bigint, bigint, text, jsonb, jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
-CREATE FUNCTION pgflight.request_approval(p_attempt_id bigint, p_token bigint, p_gate_key text, p_request jsonb DEFAULT NULL::jsonb, p_options jsonb DEFAULT '{}'::jsonb) RETURNS TABLE(decision text, actor text, note text, waiting boolean)
+CREATE FUNCTION pgflight.request_approval(p_attempt_id bigint, p_token bigint, p_gate_key text, p_request jsonb DEFAULT NULL::jsonb, p_options jsonb DEFAULT '{}'::jsonb) RETURNS TABLE(decision text, actor text, note text, payload jsonb, waiting boolean)
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -7930,14 +8044,14 @@ begin
   returning g.* into v_gate;
 
   if v_gate.decision is not null then
-    return query select v_gate.decision, v_gate.actor, v_gate.note, false;
+    return query select v_gate.decision, v_gate.actor, v_gate.note, v_gate.payload, false;
     return;
   end if;
   update pgflight.step_attempts set status = 'awaiting_approval' where id = p_attempt_id;
   perform pgflight._event(v_att.run_id, v_att.step_id, p_attempt_id, v_att.status, 'awaiting_approval',
                           v_att.worker_id, 'approval_requested', null,
                           jsonb_build_object('gate_key', p_gate_key, 'expires_at', v_gate.expires_at));
-  return query select null::text, null::text, null::text, true;
+  return query select null::text, null::text, null::text, null::jsonb, true;
 end
 $$;
 
@@ -7945,7 +8059,7 @@ ALTER FUNCTION pgflight.request_approval(p_attempt_id bigint, p_token bigint, p_
 
 -- Name: FUNCTION request_approval(p_attempt_id bigint, p_token bigint, p_gate_key text, p_request jsonb, p_options jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight.request_approval(p_attempt_id bigint, p_token bigint, p_gate_key text, p_request jsonb, p_options jsonb) IS 'Ask for a decision at a gate: returns it at once if known, else parks the attempt in awaiting_approval (waiting = true). Options (docs/options.md): expires_in_s, default_decision. Errors: ZF001, ZF002, ZF003, 22023.';
+COMMENT ON FUNCTION pgflight.request_approval(p_attempt_id bigint, p_token bigint, p_gate_key text, p_request jsonb, p_options jsonb) IS 'Ask for a decision at a gate: returns it at once if known, else parks the attempt in awaiting_approval (waiting = true); once decided: decision, actor, note and the decider''s payload. Options (docs/options.md): expires_in_s, default_decision. Errors: ZF001, ZF002, ZF003, 22023.';
 
 -- Name: reserve_budget(bigint, bigint, bigint, integer, numeric); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -8509,6 +8623,76 @@ ALTER FUNCTION pgflight.set_recipe_limits(p_recipe text, p_options jsonb) OWNER 
 -- Name: FUNCTION set_recipe_limits(p_recipe text, p_options jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
 COMMENT ON FUNCTION pgflight.set_recipe_limits(p_recipe text, p_options jsonb) IS 'Set (or with starts_per_s null, remove) a recipe''s claim rate starts_per_s/burst. Errors: 22023.';
+
+-- Name: set_tool_policy(text, text, jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.set_tool_policy(p_workspace text, p_tool text, p_policy jsonb) RETURNS TABLE(workspace text, tool_name text, action text, condition text, over_usd numeric, updated_at timestamp with time zone, updated_by text)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+declare
+  v_ws bigint;
+  v_action text;
+  v_cond jsonpath;
+  v_usd numeric;
+  v_max_name integer := (select s.max_name_bytes from pgflight.settings s);
+begin
+  if p_workspace is null or p_tool is null or btrim(p_tool) = '' or p_policy is null then
+    raise exception using errcode = '22023',
+      message = format('set_tool_policy refused: %s is required',
+                       case when p_workspace is null then 'the workspace'
+                            when p_policy is null then 'the policy' else 'the tool name' end),
+      hint = 'Pass a workspace, a tool name (or ''*'') and a policy such as {"action": "require_approval"}.';
+  end if;
+  v_ws := pgflight._workspace_id(p_workspace);
+  perform pgflight._require_lane('operator', v_ws, 'set_tool_policy');
+  perform pgflight._require_cap('max_name_bytes', v_max_name, octet_length(p_tool), 'tool name (bytes)');
+  perform pgflight._require_known_keys(p_policy, array['action', 'when', 'over_usd']);
+  v_action := case when jsonb_typeof(p_policy -> 'action') = 'string' then p_policy ->> 'action' end;
+  if v_action is null or v_action not in ('allow', 'deny', 'require_approval') then
+    raise exception using errcode = '22023', message = 'set_tool_policy refused: action must be allow, deny or require_approval',
+      detail = format('got %s', left(coalesce((p_policy -> 'action')::text, 'nothing'), 100)),
+      hint = 'Pass {"action": "allow" | "deny" | "require_approval"}, optionally with "when" and "over_usd".';
+  end if;
+  if p_policy ? 'when' and jsonb_typeof(p_policy -> 'when') <> 'null' then
+    if jsonb_typeof(p_policy -> 'when') <> 'string' then
+      raise exception using errcode = '22023', message = 'set_tool_policy refused: when must be a JSON path as a string',
+        detail = format('got a JSON %s', jsonb_typeof(p_policy -> 'when')),
+        hint = 'For example {"action": "require_approval", "when": "$.amount ? (@ > 100)"}.';
+    end if;
+    perform pgflight._require_cap('max_name_bytes', v_max_name, octet_length(p_policy ->> 'when'), 'when path (bytes)');
+    begin
+      v_cond := (p_policy ->> 'when')::jsonpath;
+    exception when others then
+      raise exception using errcode = '22023', message = 'set_tool_policy refused: when is not a JSON path',
+        detail = left(sqlerrm, 200),
+        hint = 'Write a PostgreSQL jsonpath, for example "$.to ? (@ like_regex \"^prod\")".';
+    end;
+  end if;
+  if p_policy ? 'over_usd' and jsonb_typeof(p_policy -> 'over_usd') <> 'null' then
+    if jsonb_typeof(p_policy -> 'over_usd') <> 'number' or (p_policy ->> 'over_usd')::numeric not between 0 and 1e9 then
+      raise exception using errcode = '22023', message = 'set_tool_policy refused: over_usd must be a number from 0 to 1e9',
+        detail = format('got %s', left((p_policy -> 'over_usd')::text, 100)),
+        hint = 'USD the agent run has spent before the action applies.';
+    end if;
+    v_usd := round((p_policy ->> 'over_usd')::numeric, 8);
+  end if;
+  insert into pgflight.tool_policies as t (workspace_id, tool_name, action, condition, over_usd, updated_at, updated_by)
+  values (v_ws, p_tool, v_action, v_cond, v_usd, pgflight._now(), session_user)
+  on conflict on constraint tool_policies_pkey do update
+     set action = excluded.action, condition = excluded.condition, over_usd = excluded.over_usd,
+         updated_at = excluded.updated_at, updated_by = excluded.updated_by;
+  return query
+    select p_workspace, t.tool_name, t.action, t.condition::text, t.over_usd, t.updated_at, t.updated_by
+      from pgflight.tool_policies t where t.workspace_id = v_ws and t.tool_name = p_tool;
+end
+$_$;
+
+ALTER FUNCTION pgflight.set_tool_policy(p_workspace text, p_tool text, p_policy jsonb) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION set_tool_policy(p_workspace text, p_tool text, p_policy jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.set_tool_policy(p_workspace text, p_tool text, p_policy jsonb) IS 'Set a workspace''s policy for a tool (or ''*''): {"action": allow|deny|require_approval, "when": jsonpath on the arguments, "over_usd": USD spent by the agent}; applied by mark_tool_call before the tool runs. Errors: 22023, ZF003, ZF005, ZF012.';
 
 -- Name: set_workspace_limits(text, jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -9383,6 +9567,34 @@ ALTER PROCEDURE pgflight.sweep_loop(IN p_duration_s double precision, IN p_inter
 
 COMMENT ON PROCEDURE pgflight.sweep_loop(IN p_duration_s double precision, IN p_interval_s double precision) IS 'Sweep every p_interval_s seconds (a fixed beat) for p_duration_s seconds, one loop at a time, committing after each pass; a failing pass warns and the loop goes on (pg_cron 1.4: sweep_loop(60, 5) each minute).';
 
+-- Name: tool_policies(text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.tool_policies(p_workspace text) RETURNS TABLE(workspace text, tool_name text, action text, condition text, over_usd numeric, updated_at timestamp with time zone, updated_by text)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_ws bigint;
+begin
+  if p_workspace is null then
+    raise exception using errcode = '22023', message = 'tool_policies refused: the workspace is required',
+      hint = 'Pass a workspace name.';
+  end if;
+  v_ws := pgflight._workspace_id(p_workspace);
+  perform pgflight._require_lane('reader', v_ws, 'tool_policies');
+  return query
+    select p_workspace, t.tool_name, t.action, t.condition::text, t.over_usd, t.updated_at, t.updated_by
+      from pgflight.tool_policies t where t.workspace_id = v_ws
+     order by t.tool_name;
+end
+$$;
+
+ALTER FUNCTION pgflight.tool_policies(p_workspace text) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION tool_policies(p_workspace text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.tool_policies(p_workspace text) IS 'Read: a workspace''s tool policies (tool_name, action, condition, over_usd, updated_at, updated_by). Errors: 22023, ZF003, ZF012.';
+
 -- Name: uninstall_schedules(); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
 CREATE FUNCTION pgflight.uninstall_schedules() RETURNS integer
@@ -9440,7 +9652,7 @@ CREATE FUNCTION pgflight.wait_event(p_attempt_id bigint, p_token bigint, p_wait_
     AS $$
 declare
   v_now timestamptz := pgflight._now();
-  v_opts jsonb := pgflight._wait_options('wait_event', p_options, '{timeout_s,default}');
+  v_opts jsonb := pgflight._check_options('wait_event', p_options);  -- docs/options.md
   v_timeout double precision := pgflight._opt_number(v_opts, 'timeout_s', null, 0, 3153600000, 'wait_event');
   v_default jsonb := v_opts -> 'default';
   v_max_name integer := (select s.max_name_bytes from pgflight.settings s);
@@ -9521,7 +9733,7 @@ declare
   v_att pgflight.step_attempts;
   v_wait pgflight.waits;
 begin
-  perform pgflight._wait_options('wait_timer', p_options, '{}');
+  perform pgflight._check_options('wait_timer', p_options);  -- takes none: any key is 22023 naming it
   if p_wait_key is null or btrim(p_wait_key) = '' then
     raise exception using errcode = '22023', message = 'wait_timer refused: the wait key is required',
       hint = 'Name the timer within the step, e.g. ''cool-off''.';
@@ -9777,6 +9989,7 @@ CREATE TABLE pgflight.approvals (
     requested_at timestamp with time zone,
     expires_at timestamp with time zone,
     decided_at timestamp with time zone,
+    payload jsonb,
     CONSTRAINT decided_at_is_set_with_decision CHECK (((decision IS NULL) = (decided_at IS NULL))),
     CONSTRAINT decision_is_known CHECK (((decision IS NULL) OR (decision = ANY (ARRAY['approve'::text, 'reject'::text])))),
     CONSTRAINT default_decision_is_known CHECK ((default_decision = ANY (ARRAY['approve'::text, 'reject'::text])))
@@ -9787,6 +10000,10 @@ ALTER TABLE pgflight.approvals OWNER TO pgflight_owner;
 -- Name: TABLE approvals; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
 COMMENT ON TABLE pgflight.approvals IS 'Approval gates per step and gate_key. decision: approve | reject (null while pending). expires_at: when expire_approvals applies default_decision.';
+
+-- Name: COLUMN approvals.payload; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON COLUMN pgflight.approvals.payload IS 'JSON the decider handed back with the decision (approve''s p_payload), null when none; capped by settings.max_approval_request_bytes. A tool gate''s: {"arguments": {...}} or {"message": "..."}.';
 
 -- Name: approvals_id_seq; Type: SEQUENCE; Schema: pgflight; Owner: pgflight_owner
 
@@ -10892,6 +11109,26 @@ ALTER TABLE pgflight.steps ALTER COLUMN id ADD GENERATED BY DEFAULT AS IDENTITY 
     CACHE 1
 );
 
+-- Name: tool_policies; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
+
+CREATE TABLE pgflight.tool_policies (
+    workspace_id bigint NOT NULL,
+    tool_name text NOT NULL,
+    action text NOT NULL,
+    condition jsonpath,
+    over_usd numeric(16,8),
+    updated_at timestamp with time zone NOT NULL,
+    updated_by text NOT NULL,
+    CONSTRAINT action_is_known CHECK ((action = ANY (ARRAY['allow'::text, 'deny'::text, 'require_approval'::text]))),
+    CONSTRAINT over_usd_is_not_negative CHECK (((over_usd IS NULL) OR (over_usd >= (0)::numeric)))
+);
+
+ALTER TABLE pgflight.tool_policies OWNER TO pgflight_owner;
+
+-- Name: TABLE tool_policies; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON TABLE pgflight.tool_policies IS 'Per workspace and tool name (''*'': every tool without its own row): action allow | deny | require_approval, applied by mark_tool_call when condition (a JSON path on the arguments) matches and the agent run has spent at least over_usd (USD); else the call is allowed. Written by set_tool_policy / drop_tool_policy (operator lane), read by tool_policies().';
+
 -- Name: traces; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
 
 CREATE TABLE pgflight.traces (
@@ -11310,6 +11547,11 @@ ALTER TABLE ONLY pgflight.steps
 ALTER TABLE ONLY pgflight.sweep_state
     ADD CONSTRAINT sweep_state_pkey PRIMARY KEY (id);
 
+-- Name: tool_policies tool_policies_pkey; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.tool_policies
+    ADD CONSTRAINT tool_policies_pkey PRIMARY KEY (workspace_id, tool_name);
+
 -- Name: traces_default traces_default_pkey; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
 
 ALTER TABLE ONLY pgflight.traces_default
@@ -11702,6 +11944,11 @@ ALTER TABLE ONLY pgflight.steps
 
 ALTER TABLE ONLY pgflight.steps
     ADD CONSTRAINT steps_run_id_fkey FOREIGN KEY (run_id) REFERENCES pgflight.runs(id) ON DELETE CASCADE;
+
+-- Name: tool_policies tool_policies_workspace_id_fkey; Type: FK CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.tool_policies
+    ADD CONSTRAINT tool_policies_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES pgflight.workspaces(id) ON DELETE CASCADE;
 
 -- Name: waits waits_step_id_fkey; Type: FK CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
 
@@ -12160,10 +12407,6 @@ REVOKE ALL ON FUNCTION pgflight._vacuum_horizon() FROM PUBLIC;
 GRANT ALL ON FUNCTION pgflight._vacuum_horizon() TO pgflight_operator;
 GRANT ALL ON FUNCTION pgflight._vacuum_horizon() TO pgflight_reader;
 
--- Name: FUNCTION _wait_options(p_scope text, p_options jsonb, p_known text[]); Type: ACL; Schema: pgflight; Owner: pgflight_owner
-
-REVOKE ALL ON FUNCTION pgflight._wait_options(p_scope text, p_options jsonb, p_known text[]) FROM PUBLIC;
-
 -- Name: FUNCTION _wake(p_step_id bigint, p_reason text, p_actor text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
 REVOKE ALL ON FUNCTION pgflight._wake(p_step_id bigint, p_reason text, p_actor text) FROM PUBLIC;
@@ -12190,10 +12433,10 @@ REVOKE ALL ON FUNCTION pgflight.agent_transcript(p_agent_run_id bigint) FROM PUB
 GRANT ALL ON FUNCTION pgflight.agent_transcript(p_agent_run_id bigint) TO pgflight_operator;
 GRANT ALL ON FUNCTION pgflight.agent_transcript(p_agent_run_id bigint) TO pgflight_reader;
 
--- Name: FUNCTION approve(p_step_id bigint, p_decision text, p_actor text, p_note text, p_gate_key text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+-- Name: FUNCTION approve(p_step_id bigint, p_decision text, p_actor text, p_note text, p_gate_key text, p_payload jsonb); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
-REVOKE ALL ON FUNCTION pgflight.approve(p_step_id bigint, p_decision text, p_actor text, p_note text, p_gate_key text) FROM PUBLIC;
-GRANT ALL ON FUNCTION pgflight.approve(p_step_id bigint, p_decision text, p_actor text, p_note text, p_gate_key text) TO pgflight_operator;
+REVOKE ALL ON FUNCTION pgflight.approve(p_step_id bigint, p_decision text, p_actor text, p_note text, p_gate_key text, p_payload jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.approve(p_step_id bigint, p_decision text, p_actor text, p_note text, p_gate_key text, p_payload jsonb) TO pgflight_operator;
 
 -- Name: FUNCTION begin_agent_run(p_attempt_id bigint, p_token bigint, p_options jsonb); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
@@ -12278,6 +12521,11 @@ GRANT ALL ON FUNCTION pgflight.dead_letter_page(p_after bigint, p_limit integer)
 
 REVOKE ALL ON FUNCTION pgflight.deregister_worker(p_worker_id bigint) FROM PUBLIC;
 GRANT ALL ON FUNCTION pgflight.deregister_worker(p_worker_id bigint) TO pgflight_worker;
+
+-- Name: FUNCTION drop_tool_policy(p_workspace text, p_tool text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.drop_tool_policy(p_workspace text, p_tool text) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.drop_tool_policy(p_workspace text, p_tool text) TO pgflight_operator;
 
 -- Name: FUNCTION emit_event(p_workspace text, p_name text, p_key text, p_payload jsonb, p_options jsonb); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
@@ -12509,6 +12757,11 @@ GRANT ALL ON FUNCTION pgflight.set_global_limits(p_options jsonb) TO pgflight_op
 REVOKE ALL ON FUNCTION pgflight.set_recipe_limits(p_recipe text, p_options jsonb) FROM PUBLIC;
 GRANT ALL ON FUNCTION pgflight.set_recipe_limits(p_recipe text, p_options jsonb) TO pgflight_operator;
 
+-- Name: FUNCTION set_tool_policy(p_workspace text, p_tool text, p_policy jsonb); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.set_tool_policy(p_workspace text, p_tool text, p_policy jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.set_tool_policy(p_workspace text, p_tool text, p_policy jsonb) TO pgflight_operator;
+
 -- Name: FUNCTION set_workspace_limits(p_workspace text, p_options jsonb); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
 REVOKE ALL ON FUNCTION pgflight.set_workspace_limits(p_workspace text, p_options jsonb) FROM PUBLIC;
@@ -12538,6 +12791,12 @@ GRANT ALL ON FUNCTION pgflight.submit_runs(p_workspace text, p_runs jsonb, p_opt
 
 REVOKE ALL ON PROCEDURE pgflight.sweep_loop(IN p_duration_s double precision, IN p_interval_s double precision) FROM PUBLIC;
 GRANT ALL ON PROCEDURE pgflight.sweep_loop(IN p_duration_s double precision, IN p_interval_s double precision) TO pgflight_cron;
+
+-- Name: FUNCTION tool_policies(p_workspace text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.tool_policies(p_workspace text) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.tool_policies(p_workspace text) TO pgflight_reader;
+GRANT ALL ON FUNCTION pgflight.tool_policies(p_workspace text) TO pgflight_operator;
 
 -- Name: FUNCTION uninstall_schedules(); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 

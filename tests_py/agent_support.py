@@ -50,6 +50,27 @@ def message(
     }
 
 
+def agent_env(server_url: str, **more: str) -> dict[str, str]:
+    """The environment of a worker whose agents talk to the local Messages API server."""
+    return {
+        "ANTHROPIC_API_KEY": "test-key",
+        "ANTHROPIC_BASE_URL": server_url,
+        "PGFLIGHT_AGENT_BACKOFF_S": "0.01",
+        **more,
+    }
+
+
+def tool_results(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """The tool_result blocks of a Messages API request, in order."""
+    return [
+        b
+        for m in body["messages"]
+        if m["role"] == "user"
+        for b in m["content"]
+        if isinstance(b, dict) and b.get("type") == "tool_result"
+    ]
+
+
 def tool_use(tid: str, name: str, args: dict[str, Any], text: str | None = None) -> list[dict[str, Any]]:
     """Content: optional text then one tool_use block."""
     blocks: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []

@@ -458,6 +458,14 @@ CALLS: dict[str, Call] = {
         [w.workspace],
     ),
     "expire_waits": lambda w: ("select pgflight.expire_waits(10)", []),
+    # tool policies of the login's workspace: a path condition and a USD threshold
+    "set_tool_policy": lambda w: (
+        "select * from pgflight.set_tool_policy(%s, 'pay',"
+        ' \'{"action": "require_approval", "when": "$.usd ? (@ > 100)", "over_usd": 0.5}\')',
+        [w.workspace],
+    ),
+    "drop_tool_policy": lambda w: ("select pgflight.drop_tool_policy(%s, 'pay')", [w.workspace]),
+    "tool_policies": lambda w: ("select * from pgflight.tool_policies(%s)", [w.workspace]),
     "record_effect": lambda w: (
         lambda h: (
             "select * from pgflight.record_effect(%s, %s, 'charge-1', '{\"id\": 1}')",
@@ -538,7 +546,7 @@ CALLS: dict[str, Call] = {
         [w.submit()["step_id"]],
     ),
     "approve": lambda w: (
-        "select * from pgflight.approve(%s, 'approve', 'alice', 'ok', null)",
+        "select * from pgflight.approve(%s, 'approve', 'alice', 'ok', null, '{\"to\": \"depot\"}')",
         [w.submit()["step_id"]],
     ),
     "retry_step": lambda w: (

@@ -20,7 +20,7 @@ import psycopg
 import pytest
 
 import agent_kill_recipes
-from agent_support import fake_anthropic, message  # noqa: F401
+from agent_support import agent_env, fake_anthropic, message, tool_results  # noqa: F401
 from pgflight import db
 from pgflight.agent.loop import INTERRUPTED_TEXT
 from worker_support import one, wait_for, workers  # noqa: F401
@@ -28,23 +28,8 @@ from worker_support import one, wait_for, workers  # noqa: F401
 STATUS = "select status from pgflight.step_status where step_id = %s"
 
 
-def _env(server_url: str, **more: str) -> dict[str, str]:
-    return {
-        "ANTHROPIC_API_KEY": "test-key",
-        "ANTHROPIC_BASE_URL": server_url,
-        "PGFLIGHT_AGENT_BACKOFF_S": "0.01",
-        **more,
-    }
-
-
-def _tool_results(body: dict[str, Any]) -> list[dict[str, Any]]:
-    return [
-        b
-        for m in body["messages"]
-        if m["role"] == "user"
-        for b in m["content"]
-        if isinstance(b, dict) and b.get("type") == "tool_result"
-    ]
+_env = agent_env
+_tool_results = tool_results
 
 
 @pytest.mark.slow

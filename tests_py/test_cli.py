@@ -369,9 +369,12 @@ def test_approvals_are_listed_and_the_state_says_approval(dsn: str, conn: psycop
     assert "waiting (approval)" in shown.stdout
     assert f"pgflight approve {c.step_id} approve" in shown.stdout
     assert "waiting (approval)" in pgflight(dsn, "runs").stdout
-    ok = pgflight(dsn, "approve", str(c.step_id), "approve", "--note", "fine")
+    fails(pgflight(dsn, "approve", str(c.step_id), "approve", "--payload", "{nope"), 2, "not JSON")
+    ok = pgflight(dsn, "approve", str(c.step_id), "approve", "--note", "fine", "--payload", '{"to": "depot"}')
     assert ok.returncode == 0, ok.stderr
     assert pgflight(dsn, "approvals").stdout.strip() == "no approvals pending"
+    decided = conn.execute("select decision, payload from pgflight.approvals where step_id = %s", [c.step_id])
+    assert decided.fetchone() == ("approve", {"to": "depot"})
 
 
 # --- 6: events as a tool ------------------------------------------------------------------------

@@ -3,6 +3,11 @@ Upgrades: a database deployed from the previous tag, with work in flight, is upg
 everything in it finishes, each step exactly once; a reworked function keeps its settings through
 deploy, revert and deploy again.
 
+Waits came after the previous tag, so the waits in flight (a sleep, an event wait, an approval
+gate) are parked at a later point of HEAD's plan, WAITS_POINT (the schema before approvals
+carried a payload and tool policies existed), between the tag's deploy and the final one; they
+are woken after the upgrade, through its API (a sweep, emit_event, approve with a payload).
+
 HEAD may equal the previous tag (right after a release). So that the upgrade always replaces code
 under live work, the test upgrades to a scratch copy of the project where every function and view
 change is reworked once more after an extra tag (plan_support.rework_everything): the real
@@ -34,6 +39,8 @@ pytestmark = pytest.mark.timeout(900)
 
 Conn = psycopg.Connection[Any]
 CLAIM_BATCH = "pgflight.claim_batch(bigint, integer, double precision, text[], jsonb)"
+#: the last change before approvals carried a payload (sqitch: the change before that one)
+WAITS_POINT = "tables/approvals_payload^"
 TERMINAL = ("succeeded", "dead_letter", "cancelled")
 
 
@@ -54,6 +61,61 @@ class InFlight:
     gated: ClaimedStep  # parked at an approval gate (awaiting_approval)
     agent: ClaimedStep  # an agent between iterations 1 and 2, lease held
     agent_run_id: int
+
+
+@dataclass
+class Parked:
+    """Waits parked at WAITS_POINT (after the tag, before the upgrade's last changes)."""
+
+    sleeping: ClaimedStep  # a timer (ctx.sleep)
+    awaiting_event: ClaimedStep  # an event wait (ctx.wait_event)
+    gated: ClaimedStep  # an approval gate that will be decided with a payload
+
+
+def park_waits(conn: Conn, worker_id: int) -> Parked:
+    """Through the API of the schema at WAITS_POINT, as the recipes of upgrade_recipes park."""
+    sleeping = _claim(conn, worker_id, "up_sleep")
+    assert db.wait_timer(conn, sleeping.attempt_id, sleeping.fencing_token, "sleep:nap", 1).waiting
+    awaiting = _claim(conn, worker_id, "up_event")
+    assert db.wait_event(
+        conn, awaiting.attempt_id, awaiting.fencing_token, "event:order.paid:7", "order.paid", "7"
+    ).waiting
+    gated = _claim(conn, worker_id, "up_approval")
+    assert db.request_approval(
+        conn, gated.attempt_id, gated.fencing_token, "ship", request={"to": "x"}
+    ).waiting
+    return Parked(sleeping, awaiting, gated)
+
+
+def wake_waits(conn: Conn, parked: Parked) -> None:
+    """After the upgrade: the timer elapses (the sweep), the event comes, the gate is decided."""
+    wait_for(
+        lambda: conn.execute(
+            "select due_at <= clock_timestamp() from pgflight.waits where step_id = %s",
+            [parked.sleeping.step_id],
+        ).fetchone()[0],  # type: ignore[index]
+        10,
+        "the timer to be due",
+    )
+    assert db.expire_waits(conn) >= 1
+    assert db.emit_event(conn, "up", "order.paid", "7", {"usd": 7}).woken == 1
+    assert db.approve(
+        conn, parked.gated.step_id, "approve", "ops", gate_key="ship", payload={"to": "depot"}
+    ).applied
+
+
+def assert_waits_finished_on_one_attempt(conn: Conn, parked: Parked) -> None:
+    def result(step_id: int) -> Any:
+        row = conn.execute("select result from pgflight.step_status where step_id = %s", [step_id]).fetchone()
+        return row[0] if row else None
+
+    assert result(parked.sleeping.step_id) == {"slept": True}
+    assert result(parked.awaiting_event.step_id) == {"paid": {"usd": 7}}
+    assert result(parked.gated.step_id) == {"decision": "approve", "payload": {"to": "depot"}}
+    for c in (parked.sleeping, parked.awaiting_event, parked.gated):
+        assert conn.execute(
+            "select count(*) from pgflight.step_attempts where step_id = %s", [c.step_id]
+        ).fetchone() == (1,), "a wait spends no attempt, across an upgrade too"
 
 
 def _claim(conn: Conn, worker_id: int, recipe: str) -> ClaimedStep:
@@ -131,16 +193,16 @@ def finish(conn: Conn, work: InFlight, workers: Callable[..., Any], dsn: str) ->
     )
 
 
-def assert_every_step_ended_once(conn: Conn, work: InFlight) -> None:
+def assert_every_step_ended_once(conn: Conn, work: InFlight, waits: int = 0) -> None:
     runs = dict(conn.execute("select status, count(*) from pgflight.runs group by status").fetchall())
-    assert runs == {"succeeded": 7}, runs
+    assert runs == {"succeeded": 7 + waits}, runs
     # each step has exactly one terminal attempt, and every attempt succeeded ...
     ends = conn.execute(
         "select s.id, count(a.id) filter (where a.status = any(%s))"
         "  from pgflight.steps s join pgflight.step_attempts a on a.step_id = s.id group by s.id",
         [list(TERMINAL)],
     ).fetchall()
-    assert len(ends) == 10 and all(n == 1 for _, n in ends), ends  # 7 roots + 3 children
+    assert len(ends) == 10 + waits and all(n == 1 for _, n in ends), ends  # 7 roots + 3 children
     assert conn.execute(
         "select count(*) from pgflight.step_attempts where status <> 'succeeded'"
     ).fetchone() == (0,)
@@ -149,7 +211,7 @@ def assert_every_step_ended_once(conn: Conn, work: InFlight) -> None:
         "select step_id, count(*) from pgflight.run_events where to_status = any(%s) group by step_id",
         [list(TERMINAL)],
     ).fetchall()
-    assert sorted(n for _, n in logged) == [1] * 10, logged
+    assert sorted(n for _, n in logged) == [1] * (10 + waits), logged
     assert invariant_violations(conn) == {}
 
     def result(step_id: int) -> Any:
@@ -182,6 +244,8 @@ def test_work_in_flight_finishes_once_after_an_upgrade_from_the_previous_tag(
         work = put_work_in_flight(conn)
 
         project = copy_project(tmp_path / "project")
+        migrate.deploy(empty_dsn, to=WAITS_POINT, root=project)
+        parked = park_waits(conn, work.worker_id)
         reworked = rework_everything(project)
         assert len(reworked) > 50
         migrate.deploy(empty_dsn, root=project)
@@ -194,8 +258,10 @@ def test_work_in_flight_finishes_once_after_an_upgrade_from_the_previous_tag(
         assert stale == []
         assert {"enable_sort=off", "jit=off"} <= set(_proconfig(conn, CLAIM_BATCH))
 
+        wake_waits(conn, parked)
         finish(conn, work, workers, empty_dsn)
-        assert_every_step_ended_once(conn, work)
+        assert_every_step_ended_once(conn, work, waits=3)
+        assert_waits_finished_on_one_attempt(conn, parked)
 
 
 def test_rework_of_a_function_deploys_reverts_and_deploys_again_keeping_its_settings(

@@ -147,3 +147,20 @@ def test_an_event_wait_that_times_out_returns_its_default_to_the_recipe(
     assert result["payload"] == {"paid": False}
     assert _attempts(conn, run.step_id) == [(1, "succeeded")]
     assert one(conn, "select outcome from pgflight.waits where step_id = %s", run.step_id) == "timed_out"
+
+
+def test_an_approval_hands_its_payload_and_reason_to_the_recipe(conn, dsn, workers, logins) -> None:
+    db.create_workspace(conn, "w")
+    run = db.submit_run(conn, "w", "ship_on_approval", {"to": "customer"})
+    workers(dsn, *FAST, recipes="wait_recipes")
+    wait_for(lambda: step_status(conn, run.step_id) == "awaiting_approval", 15, "the gate to park the step")
+    conn.execute("select pgflight.grant_workspace('pgf_operator_a', 'w', 'operator')")
+    with psycopg.connect(logins.dsn("pgf_operator_a", dsn), autocommit=True) as c:  # a real operator login
+        got = db.approve(c, run.step_id, "approve", "alice", note="via the depot", payload={"to": "depot"})
+    assert got.applied
+    wait_for(lambda: step_status(conn, run.step_id) == "succeeded", 15, "the step to succeed")
+    result = one(conn, "select result from pgflight.step_attempts where step_id = %s", run.step_id)
+    assert result["decision"] == "approve"
+    assert result["payload"] == {"to": "depot"}
+    assert result["note"].startswith("via the depot")
+    assert _attempts(conn, run.step_id) == [(1, "succeeded")]

@@ -40,3 +40,23 @@ def parent(ctx: StepContext) -> dict[str, int]:
 def gated(ctx: StepContext) -> dict[str, str]:
     """Ask at gate 'release' and return the decision."""
     return {"decision": ctx.request_approval("release", {"what": "upgrade test"})}
+
+
+@recipe("up_sleep")
+def sleep(ctx: StepContext) -> dict[str, bool]:
+    """Sleep at key 'nap' (parked before the upgrade, elapsed after it), then return."""
+    ctx.sleep("nap", 1)
+    return {"slept": True}
+
+
+@recipe("up_event")
+def event(ctx: StepContext) -> dict[str, Any]:
+    """Wait for order.paid:7 and return its payload."""
+    return {"paid": ctx.wait_event("order.paid", "7")}
+
+
+@recipe("up_approval")
+def approval(ctx: StepContext) -> dict[str, Any]:
+    """Ask at gate 'ship' and return the decision with the payload the approver handed back."""
+    got = ctx.approval("ship", {"to": "customer"})
+    return {"decision": got.decision, "payload": got.payload}

@@ -36,3 +36,10 @@ def await_paid(ctx: StepContext) -> Any:
         default=ctx.input.get("default"),
     )
     return {"payload": payload, "before": ran, "pid": os.getpid()}
+
+
+@recipe("ship_on_approval")
+def ship_on_approval(ctx: StepContext) -> Any:
+    """Ask to ship; the approver's payload (where to ship) and reason are what the step returns."""
+    got = ctx.approval("ship", {"to": ctx.input["to"]})
+    return {"decision": got.decision, "note": got.note, "payload": got.payload}

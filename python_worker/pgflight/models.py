@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from datetime import datetime
+from decimal import Decimal
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -201,6 +202,7 @@ class ApprovalRequest(Row):
     decision: str | None
     actor: str | None
     note: str | None
+    payload: Any = None  # what the decider handed back with the decision (approve's payload)
     waiting: bool
 
 
@@ -227,6 +229,18 @@ class EmittedEvent(Row):
     event_id: str
     emitted: bool
     woken: int
+
+
+class ToolPolicy(Row):
+    """set_tool_policy / tool_policies: what mark_tool_call does with a workspace's calls of a tool."""
+
+    workspace: str
+    tool_name: str
+    action: str
+    condition: str | None
+    over_usd: Decimal | None
+    updated_at: datetime
+    updated_by: str
 
 
 class ApprovalDecision(Row):

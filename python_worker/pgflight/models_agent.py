@@ -75,11 +75,17 @@ class TraceWritten(Row):
 
 
 class ToolCallMark(Row):
-    """mark_tool_call: the status before (new, in_flight, interrupted, completed) and a stored result."""
+    """
+    mark_tool_call: the status before (new, in_flight, interrupted, completed) and a stored result;
+    the workspace's tool policy verdict (allow, deny, approval_required, approved, edited, rejected,
+    answered) and the arguments the tool runs with (the approver's edit, else the model's).
+    """
 
-    trace_id: int
+    trace_id: int | None
     previous_status: str
     content: Any
+    policy: str = "allow"
+    arguments: Any = None
 
 
 class ToolCallCompleted(Row):

@@ -349,7 +349,29 @@ class StepContext:
 
         :param request: JSON shown to the approver.
         :param expires_in_s: seconds until `default` applies.
-        :return: 'approve' or 'reject' once decided.
+        :return: 'approve' or 'reject' once decided (:meth:`approval` also gives the payload).
+        :raises Parked: the step now waits for the decision; it runs again once decided.
+        """
+        res = self.approval(key, request, expires_in_s=expires_in_s, default=default)
+        assert res.decision is not None
+        return res.decision
+
+    def approval(
+        self,
+        key: str = "approval",
+        request: Any = None,
+        *,
+        expires_in_s: float | None = None,
+        default: str = "reject",
+    ) -> models.ApprovalRequest:
+        """
+        Ask for a decision at gate `key` and return it whole: the decision, who made it, the
+        reason (``note``) and the JSON ``payload`` the decider handed back with it
+        (``approve(step, decision, actor, note, gate_key, payload)``; None when none).
+
+        :param request: JSON shown to the approver.
+        :param expires_in_s: seconds until `default` applies (an expired gate has no payload).
+        :return: the decided gate (``waiting`` is False).
         :raises Parked: the step now waits for the decision; it runs again once decided.
         """
         self.check_cancelled()
@@ -364,8 +386,7 @@ class StepContext:
                 default=default,
             )
         )
-        assert res.decision is not None
-        return res.decision
+        return res
 
     # --- waits -------------------------------------------------------------------------------
 

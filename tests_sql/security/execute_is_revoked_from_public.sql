@@ -13,7 +13,8 @@ select is_empty($$
   'no pgflight function is executable by PUBLIC');
 select is_empty($$
   select f from unnest(array['pgflight.submit_run(text,text,jsonb,jsonb)', 'pgflight.cancel_run(bigint,text,text)',
-                             'pgflight.approve(bigint,text,text,text,text)', 'pgflight.purge_finished(double precision,integer)']) f
+                             'pgflight.approve(bigint,text,text,text,text,jsonb)', 'pgflight.purge_finished(double precision,integer)',
+                             'pgflight.set_tool_policy(text,text,jsonb)', 'pgflight.drop_tool_policy(text,text)']) f
    where has_function_privilege('pgflight_worker', f, 'EXECUTE')$$,
   'pgflight_worker cannot execute operator functions');
 select ok(not has_schema_privilege('public', 'pgflight', 'USAGE'), 'PUBLIC has no USAGE on schema pgflight');

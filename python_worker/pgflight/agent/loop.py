@@ -9,7 +9,11 @@ Each iteration is two transactions of engine overhead, and one short one per too
    reservation, C24, in the same budget move as the settlement);
 2. the tools run in order, each marked in flight by ``mark_tool_call`` just before it starts
    (one write per tool call; the mark counts against max_tool_calls) and run through effect
-   receipts when it has side effects; then ``complete_tool_calls`` stores all their results and
+   receipts when it has side effects; ``mark_tool_call`` applies the workspace's tool policy
+   (docs/waiting.md#tool-policies): a denied call gets the policy's error as its result, a call
+   that needs an approval parks the step at gate ``tool:<tool_use_id>`` (the results so far are
+   stored first) and, once decided, runs with the approver's edited arguments or is answered by
+   the rejection or the approver's message; then ``complete_tool_calls`` stores all their results and
    keeps that admission (checking the wall-time caps again), or makes it when record_model_call
    could not (a tokens-per-minute limit, the iteration cap, a refusal: raised here), in one
    transaction.
@@ -602,10 +606,22 @@ class AgentLoop:
                 return self._complete(tid, verdict)
         # in flight from here on: after a crash this call may have started (verify, receipt, notice)
         mark = self._db(adb.mark_tool_call, self.agent_run_id, tid)
-        if mark.previous_status == "completed":
+        if mark.policy == "approval_required":
+            # the workspace's tool policy holds the call for a decision at gate tool:<id> (its
+            # request, the arguments, was written by mark_tool_call): store what this iteration
+            # produced so far, then park; the decision comes back through mark_tool_call
+            self.flush()
+            self.ctx.request_approval(f"tool:{tid}")  # Parked, unless decided in between
+            mark = self._db(adb.mark_tool_call, self.agent_run_id, tid)
+            if mark.policy == "approval_required":
+                raise Fatal(f"tool call {tid} is still held for approval after its gate was decided")
+        if mark.previous_status == "completed":  # done before, or denied / rejected / answered
             return dict(mark.content)
         try:
-            args = t.args_model.model_validate(use.get("input", {}))
+            # the approver's edited arguments when there are some (mark_tool_call says which)
+            args = t.args_model.model_validate(
+                mark.arguments if mark.arguments is not None else use.get("input", {})
+            )
         except ValidationError as e:
             return self._complete(tid, _error(tid, f"invalid arguments for {name}: {e}"))
         try:

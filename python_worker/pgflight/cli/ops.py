@@ -391,12 +391,25 @@ def approve(
     gate: Annotated[
         str | None, typer.Option("--gate", metavar="KEY", help="Gate key (default: the pending one).")
     ] = None,
+    payload: Annotated[
+        str | None,
+        typer.Option(
+            "--payload",
+            metavar="JSON",
+            help="JSON handed to the step with the decision; a tool gate takes"
+            ' {"arguments": {...}} or {"message": "..."}.',
+        ),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Decide a step's approval gate (see `pgflight approvals`)."""
     cli = current(as_json)
+    try:
+        data = None if payload is None else json.loads(payload)
+    except ValueError as e:
+        raise typer.BadParameter(f"--payload is not JSON: {e}") from None
     with cli.connect() as c:
-        r = db.approve(c, step, decision, _actor(), note=note, gate_key=gate)
+        r = db.approve(c, step, decision, _actor(), note=note, gate_key=gate, payload=data)
     if cli.json:
         _dump(r)
     else:

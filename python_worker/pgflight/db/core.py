@@ -341,19 +341,24 @@ def approve(
     *,
     note: str | None = None,
     gate_key: str | None = None,
+    payload: Any = None,
 ) -> models.ApprovalDecision:
     """
     Decide a step's approval gate ('approve' or 'reject'); the first decision wins.
 
     :param gate_key: None means the step's only pending gate.
+    :param payload: JSON handed back with the decision; the step receives it. An agent's tool
+        gate (``tool:<tool_use_id>``) takes ``{"arguments": {...}}`` (run the tool with these) or
+        ``{"message": "..."}`` (answer the model instead of running it).
     :raises AlreadyDecided: the gate holds the other decision (ZF008).
-    :raises BadArgument: decision not approve/reject.
+    :raises BadArgument: decision not approve/reject, a payload a tool gate does not take.
     :raises NotFound: unknown step.
+    :raises CapExceeded: a payload over settings.max_approval_request_bytes (ZF005).
     """
     return _one(
         conn,
-        "select * from pgflight.approve(%s, %s, %s, %s, %s)",
-        [step_id, decision, actor, note, gate_key],
+        "select * from pgflight.approve(%s, %s, %s, %s, %s, %s)",
+        [step_id, decision, actor, note, gate_key, _json(payload)],
         models.ApprovalDecision,
     )
 

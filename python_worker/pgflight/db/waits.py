@@ -1,6 +1,7 @@
 """
 The client of pgflight's waits (docs/waiting.md): timers and event waits a step parks on without a
-lease or an attempt spent, and the events that wake them. One Python function per SQL function.
+lease or an attempt spent, the events that wake them, and the tool policies that park an agent's
+tool call on an approval. One Python function per SQL function.
 """
 
 from __future__ import annotations
@@ -8,9 +9,17 @@ from __future__ import annotations
 from typing import Any
 
 from pgflight import models
-from pgflight.db.core import Connection, _fenced, _json, _one, _opts, _scalar
+from pgflight.db.core import Connection, _fenced, _json, _one, _opts, _rows, _scalar
 
-__all__ = ["emit_event", "expire_waits", "wait_event", "wait_timer"]
+__all__ = [
+    "drop_tool_policy",
+    "emit_event",
+    "expire_waits",
+    "set_tool_policy",
+    "tool_policies",
+    "wait_event",
+    "wait_timer",
+]
 
 
 def wait_timer(
@@ -99,3 +108,46 @@ def emit_event(
 def expire_waits(conn: Connection, *, limit: int = 1000) -> int:
     """Sweep: resolve due timers and timed-out event waits, delete old events. :return: count."""
     return int(_scalar(conn, "select pgflight.expire_waits(%s)", [limit]))
+
+
+def set_tool_policy(
+    conn: Connection,
+    workspace: str,
+    tool: str,
+    action: str,
+    *,
+    when: str | None = None,
+    over_usd: float | None = None,
+) -> models.ToolPolicy:
+    """
+    Set a workspace's policy for an agent tool (``"*"``: every tool without its own policy).
+
+    :param action: 'allow', 'deny' or 'require_approval'; applied by mark_tool_call before the
+        tool runs.
+    :param when: a JSON path on the call's arguments; the action applies only when it matches.
+    :param over_usd: the action applies only once the agent run has spent this many USD.
+    :return: the policy now in force.
+    :raises BadArgument: 22023. :raises NotFound: ZF003. :raises CapExceeded: ZF005.
+    :raises Forbidden: ZF012 not an operator of the workspace.
+    """
+    policy: dict[str, Any] = {"action": action}
+    if when is not None:
+        policy["when"] = when
+    if over_usd is not None:
+        policy["over_usd"] = over_usd
+    return _one(
+        conn,
+        "select * from pgflight.set_tool_policy(%s, %s, %s)",
+        [workspace, tool, _json(policy)],
+        models.ToolPolicy,
+    )
+
+
+def drop_tool_policy(conn: Connection, workspace: str, tool: str) -> bool:
+    """Remove a workspace's policy for a tool. :return: whether there was one."""
+    return bool(_scalar(conn, "select pgflight.drop_tool_policy(%s, %s)", [workspace, tool]))
+
+
+def tool_policies(conn: Connection, workspace: str) -> list[models.ToolPolicy]:
+    """A workspace's tool policies, by tool name."""
+    return _rows(conn, "select * from pgflight.tool_policies(%s)", [workspace], models.ToolPolicy)

@@ -13,6 +13,7 @@ before a page runs (Host, Origin, the session cookie, sign-in) is in `guard`.
 from __future__ import annotations
 
 import contextlib
+import json
 import secrets
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -54,6 +55,26 @@ CONNECT_KWARGS: dict[str, Any] = {
 _BIGINT = (-(2**63), 2**63 - 1)
 # errors that mean "no such thing for this login": unknown, or outside the login's lanes
 _NOT_FOUND_STATES = frozenset({"ZF003", "ZF012", "22003"})
+
+
+#: Largest edited-arguments text the approvals page accepts (approve() caps the payload again in SQL).
+MAX_EDIT_CHARS = 65536
+
+
+def _edited_arguments(text: str) -> tuple[Any, str | None]:
+    """
+    The payload of an approval with edited tool arguments, from the page's textarea: ``({"arguments":
+    obj}, None)``, or ``(None, why)`` when the text is too long, not JSON, or not a JSON object.
+    """
+    if len(text) > MAX_EDIT_CHARS:
+        return None, f"the edited arguments are longer than {MAX_EDIT_CHARS} characters"
+    try:
+        value = json.loads(text)
+    except ValueError as e:
+        return None, f"the edited arguments are not JSON ({e})"
+    if not isinstance(value, dict):
+        return None, f"the edited arguments must be a JSON object, not {type(value).__name__}"
+    return {"arguments": value}, None
 
 
 def page_json(conn: psycopg.Connection[Any]) -> None:
@@ -311,8 +332,16 @@ def create_app(
         except ValueError:
             return PlainTextResponse("refused: no target id", status_code=400)
         decision = str(form.get("decision", ""))
+        gate = str(form.get("gate", "")) or None
+        payload: Any = None
+        if kind == "approve" and decision == "edit":
+            # edited tool arguments: a JSON object, checked here and again by approve() in SQL
+            payload, refused = _edited_arguments(str(form.get("arguments", "")))
+            if refused:
+                return PlainTextResponse(f"refused: {refused}", status_code=400)
+            decision = "approve"
         try:
-            done = await run_in_threadpool(_act, src, kind, target, decision, note)
+            done = await run_in_threadpool(_act, src, kind, target, decision, note, gate, payload)
         except psycopg.Error as e:
             status = 403 if e.sqlstate == "42501" else 409
             text = e.diag.message_primary or str(e)
@@ -320,7 +349,9 @@ def create_app(
         sep = "&" if "?" in back else "?"
         return RedirectResponse(f"{back}{sep}{urlencode({'msg': done})}", status_code=303)
 
-    def _act(src: Any, kind: str, target: int, decision: str, note: str) -> str:
+    def _act(
+        src: Any, kind: str, target: int, decision: str, note: str, gate: str | None, payload: Any
+    ) -> str:
         with src.connection() as conn:
             if kind == "retry":
                 q.retry(conn, target, note)
@@ -332,8 +363,9 @@ def create_app(
                 q.cancel(conn, target, note)
                 return f"run {target}: cancelled"
             if kind == "approve" and decision in ("approve", "reject"):
-                q.decide(conn, target, decision, note)
-                return f"step {target}: {decision}d"
+                q.decide(conn, target, decision, note, gate, payload)
+                edited = " with edited arguments" if payload is not None else ""
+                return f"step {target}: {decision}d{edited}"
         raise NotFound(f"no action {kind}")
 
     async def not_found(request: Request, exc: Exception) -> Response:

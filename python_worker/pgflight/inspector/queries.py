@@ -174,6 +174,14 @@ def cancel(conn: Conn, run_id: int, note: str) -> None:
     conn.execute("select * from pgflight.cancel_run(%s, null, %s)", [run_id, note])
 
 
-def decide(conn: Conn, step_id: int, decision: str, note: str) -> None:
-    """approve (decision 'approved' or 'rejected') as the session login (operator lane)."""
-    conn.execute("select * from pgflight.approve(%s, %s, null, %s)", [step_id, decision, note])
+def decide(
+    conn: Conn, step_id: int, decision: str, note: str, gate_key: str | None = None, payload: Any = None
+) -> None:
+    """
+    approve (decision 'approve' or 'reject') as the session login (operator lane), at `gate_key`
+    (None: the step's pending gate), with an optional payload (a tool gate's edited arguments).
+    """
+    conn.execute(
+        "select * from pgflight.approve(%s, %s, null, %s, %s, %s)",
+        [step_id, decision, note, gate_key, None if payload is None else Jsonb(payload)],
+    )

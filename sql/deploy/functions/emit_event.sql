@@ -27,7 +27,7 @@ set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_now timestamptz := pgflight._now();
-  v_opts jsonb := pgflight._wait_options('emit_event', p_options, '{event_id}');
+  v_opts jsonb := pgflight._check_options('emit_event', p_options);  -- docs/options.md
   v_event_id text := pgflight._opt_string(v_opts, 'event_id', null, 1, 200, 'emit_event');
   v_settings pgflight.settings;
   v_ws bigint;

@@ -39,6 +39,8 @@ set local role pgflight_owner;
 -- model tokens per minute limit (its ZF013 stays with the admission the loop waits out) or when a cap
 -- refuses it: the call is still recorded, and complete_tool_calls(next_iteration) makes the
 -- ordinary admission, raising the refusal there.
+-- A call that a tool policy of the workspace may hold back (deny or require_approval, for that tool
+-- or '*') is not marked here: mark_tool_call applies the policy to it (docs/waiting.md#tool-policies).
 -- Returns marked: the tool_use ids now in flight, in block order (empty without mark_tools), and
 -- next_reserved: whether the next call was admitted here.
 -- A response of more blocks than settings.max_trace_blocks_per_iteration is refused (ZF005).
@@ -88,6 +90,7 @@ declare
   v_searches bigint := 0;  -- server-side web searches
   v_tokens_per_min bigint;
   v_mark boolean;
+  v_run_workspace bigint;  -- with mark_tools: the workspace whose tool policies apply
   v_free integer;
   v_marked text[];
   v_refusal jsonb;
@@ -338,6 +341,9 @@ begin
   -- allows; then the agent's totals, with as many more tool calls as were marked. One statement
   -- (issue 18: the totals' update was a statement of its own; each costs an executor start-up).
   v_free := case when v_mark then greatest(v_run.max_tool_calls - v_run.tool_calls, 0) else 0 end;
+  if v_free > 0 then
+    select a.workspace_id into v_run_workspace from pgflight.step_attempts a where a.id = p_attempt_id;
+  end if;
   with b as (
     -- the block's own type, so a type this code does not know (server_tool_use,
     -- web_search_tool_result, one added later) is stored and sent back as it came; a name the
@@ -363,6 +369,11 @@ begin
            'in_flight', null, p_attempt_id, v_now, v_now
       from (select b.seq, b.v, row_number() over (order by b.seq) as n from b where b.block_type = 'tool_use') u
      where u.n <= v_free
+       -- a call a tool policy of the workspace may hold back (deny, require_approval) is left
+       -- for mark_tool_call, which applies the policy before it marks the call
+       and not exists (select from pgflight.tool_policies p
+                         where p.workspace_id = v_run_workspace and p.tool_name in (u.v ->> 'name', '*')
+                           and p.action <> 'allow')
     on conflict on constraint block_is_unique do nothing
     returning seq, tool_use_id, status
   ), m as (  -- the tool_use ids now in flight, in block order

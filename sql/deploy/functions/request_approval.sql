@@ -9,10 +9,15 @@ set local role pgflight_owner;
 -- recipe, run again, calls request_approval with the same key and gets the decision.
 -- options: expires_in_s (seconds until the default decision applies), default_decision
 -- ('approve' | 'reject', default 'reject').
+-- Once decided it returns the decision, who made it, the note and the payload the decider handed
+-- back with it (approve's p_payload; null when none).
 -- Errors: ZF001 lease lost, ZF002 cancelled, ZF003 unknown attempt, 22023 bad arguments.
+-- (v0.9.0 returned no payload column: the function is dropped and created again, since
+-- `create or replace` cannot change a result type; a caller reading columns by name is unaffected.)
+drop function if exists pgflight.request_approval(bigint, bigint, text, jsonb, jsonb);
 create or replace function pgflight.request_approval(p_attempt_id bigint, p_token bigint, p_gate_key text,
                                           p_request jsonb default null, p_options jsonb default '{}')
-returns table (decision text, actor text, note text, waiting boolean)
+returns table (decision text, actor text, note text, payload jsonb, waiting boolean)
 language plpgsql volatile security definer
 set search_path = pg_catalog, pg_temp
 as $$
@@ -52,19 +57,19 @@ begin
   returning g.* into v_gate;
 
   if v_gate.decision is not null then
-    return query select v_gate.decision, v_gate.actor, v_gate.note, false;
+    return query select v_gate.decision, v_gate.actor, v_gate.note, v_gate.payload, false;
     return;
   end if;
   update pgflight.step_attempts set status = 'awaiting_approval' where id = p_attempt_id;
   perform pgflight._event(v_att.run_id, v_att.step_id, p_attempt_id, v_att.status, 'awaiting_approval',
                           v_att.worker_id, 'approval_requested', null,
                           jsonb_build_object('gate_key', p_gate_key, 'expires_at', v_gate.expires_at));
-  return query select null::text, null::text, null::text, true;
+  return query select null::text, null::text, null::text, null::jsonb, true;
 end
 $$;
 comment on function pgflight.request_approval(bigint, bigint, text, jsonb, jsonb) is
   'Ask for a decision at a gate: returns it at once if known, else parks the attempt in '
-  'awaiting_approval (waiting = true). Options (docs/options.md): expires_in_s, default_decision. '
+  'awaiting_approval (waiting = true); once decided: decision, actor, note and the decider''s payload. Options (docs/options.md): expires_in_s, default_decision. '
   'Errors: ZF001, ZF002, ZF003, 22023.';
 grant execute on function pgflight.request_approval(bigint, bigint, text, jsonb, jsonb) to pgflight_worker;
 

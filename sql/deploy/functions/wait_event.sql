@@ -27,7 +27,7 @@ set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_now timestamptz := pgflight._now();
-  v_opts jsonb := pgflight._wait_options('wait_event', p_options, '{timeout_s,default}');
+  v_opts jsonb := pgflight._check_options('wait_event', p_options);  -- docs/options.md
   v_timeout double precision := pgflight._opt_number(v_opts, 'timeout_s', null, 0, 3153600000, 'wait_event');
   v_default jsonb := v_opts -> 'default';
   v_max_name integer := (select s.max_name_bytes from pgflight.settings s);

@@ -23,7 +23,7 @@ declare
   v_att pgflight.step_attempts;
   v_wait pgflight.waits;
 begin
-  perform pgflight._wait_options('wait_timer', p_options, '{}');
+  perform pgflight._check_options('wait_timer', p_options);  -- takes none: any key is 22023 naming it
   if p_wait_key is null or btrim(p_wait_key) = '' then
     raise exception using errcode = '22023', message = 'wait_timer refused: the wait key is required',
       hint = 'Name the timer within the step, e.g. ''cool-off''.';

@@ -30,7 +30,8 @@ comment on function pgflight._limit(text) is
 
 -- Every option of every API function: its scope (the function; "step" is the step options that
 -- submit_run takes and every child of spawn_children takes; "backoff" the keys of the backoff
--- object), kind (boolean, integer, number, string, timestamptz, string[], backoff, enum), the
+-- object), kind (boolean, integer, number, string, timestamptz, string[], backoff, enum, json: any
+-- JSON value, its size and depth checked by the function that takes it), the
 -- inclusive bounds (for a string or string[]: its length in characters / items), the default and
 -- one line of documentation. scripts/gen_options_doc writes docs/options.md from this, and
 -- _check_options validates against it: a key absent here is refused.
@@ -110,7 +111,13 @@ as $$
     ('record_trace', 'tool_use_id', 'string', 0, 256, null, 'none', 'The tool call this block belongs to.'),
     ('record_trace', 'tool_name', 'string', 0, 256, null, 'none', 'The tool''s name.'),
     ('record_trace', 'status', 'string', 1, 64, null, 'completed', 'The block''s status.'),
-    ('record_trace', 'tokens', 'integer', 0, 2147483647, null, 'length / 4', 'Token estimate of the block.')
+    ('record_trace', 'tokens', 'integer', 0, 2147483647, null, 'length / 4', 'Token estimate of the block.'),
+    ('wait_event', 'timeout_s', 'number', 0, 3153600000, null, 'none: it waits until an event comes',
+     'Seconds from the first call with this wait key until the wait times out and returns default.'),
+    ('wait_event', 'default', 'json', null, null, null, 'null',
+     'The JSON payload a timed-out wait returns (at most settings.max_event_payload_bytes, nested at most settings.max_json_depth).'),
+    ('emit_event', 'event_id', 'string', 1, 200, null, 'a random uuid',
+     'Idempotency key in the workspace: the same id again records nothing and wakes nothing (kept settings.event_retention_s).')
 $$;
 comment on function pgflight._option_spec() is
   'Internal: the catalogue of every API option (scope, key, kind, bounds, default, doc); the single '
@@ -370,6 +377,8 @@ begin
         end loop;
       when 'backoff' then
         v_val := pgflight._check_options('backoff', v_val);
+      when 'json' then
+        null;  -- any JSON value: the function that takes it caps its size and depth
     end case;
     v_out := v_out || jsonb_build_object(v.key, v_val);
   end loop;

@@ -6,7 +6,7 @@
 -- requires: internals/_transitions
 -- requires: internals/_events
 -- requires: internals/_trust
--- Defines: _wait_options(), _resolve_wait(), _park_on_wait(), _lock_event_channel().
+-- Defines: _resolve_wait(), _park_on_wait(), _lock_event_channel().
 -- Waits (docs/waiting.md): a step parks on a timer or an event without a lease and without
 -- spending an attempt. The parked attempt is in awaiting_approval, the one parking state shared
 -- with approval gates (claims, reclaims and leases never see it; cancel_step and cancel_run end
@@ -15,36 +15,6 @@
 -- on a re-claim past due_at), or by the sweep (expire_waits). None is granted to any role.
 begin;
 set local role pgflight_owner;
-
--- Options of wait_timer, wait_event and emit_event: NULL is '{}'; a non-object or a key not in
--- p_known raises 22023 naming it (the values are read and checked by the typed _opt_* readers).
-create or replace function pgflight._wait_options(p_scope text, p_options jsonb, p_known text[])
-returns jsonb
-language plpgsql immutable
-set search_path = pg_catalog, pg_temp
-as $$
-declare
-  v_key text;
-begin
-  if p_options is null or p_options = '{}' then
-    return '{}';
-  end if;
-  if jsonb_typeof(p_options) <> 'object' then
-    raise exception using errcode = '22023', message = format('options of %s must be a JSON object', p_scope),
-      detail = format('got a JSON %s', jsonb_typeof(p_options)),
-      hint = 'See docs/waiting.md for the keys each function takes.';
-  end if;
-  select k into v_key from jsonb_object_keys(p_options) k where k <> all (p_known) limit 1;
-  if v_key is not null then
-    raise exception using errcode = '22023', message = format('unknown option %s for %s', left(v_key, 100), p_scope),
-      detail = format('known options: %s', array_to_string(p_known, ', ')),
-      hint = 'See docs/waiting.md for the keys each function takes.';
-  end if;
-  return p_options;
-end
-$$;
-comment on function pgflight._wait_options(text, jsonb, text[]) is
-  'Internal: the options of a wait function, or 22023 for a non-object or an unknown key.';
 
 -- Record a wait's outcome once and wake the attempt parked on it. The UPDATE's "outcome is null"
 -- makes the first resolution win: a later one (a second emit, the sweep after an emit, an emit

@@ -1,6 +1,7 @@
 -- Revert pgflight:functions/approve: restores the previous definition, deploy/functions/approve@v0.9.0.sql (written by scripts/gen_sql_scripts.py)
 begin;
 set local role pgflight_owner;
+drop function pgflight.approve(bigint, text, text, text, text, jsonb);
 
 -- Decide a gate: p_decision 'approve' or 'reject'. The first decision wins: the same decision
 -- again is an idempotent no-op (applied = false); a different one raises ZF008. A decision made

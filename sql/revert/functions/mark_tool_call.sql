@@ -1,6 +1,7 @@
--- Revert pgflight:functions/mark_tool_call: restores the previous definition, deploy/functions/mark_tool_call@v0.2.0.sql (written by scripts/gen_sql_scripts.py)
+-- Revert pgflight:functions/mark_tool_call: restores the previous definition, deploy/functions/mark_tool_call@v0.9.0.sql (written by scripts/gen_sql_scripts.py)
 begin;
 set local role pgflight_owner;
+drop function pgflight.mark_tool_call(bigint, bigint, bigint, text);
 
 -- Mark a tool call in flight, before the tool runs: the tool_result row (seq 1000 + the tool_use's
 -- seq) is written with status in_flight. The first mark counts against the agent's max_tool_calls
@@ -13,7 +14,7 @@ set local role pgflight_owner;
 create or replace function pgflight.mark_tool_call(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_tool_use_id text)
 returns table (trace_id bigint, previous_status text, content jsonb)
 language plpgsql volatile security definer
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_now timestamptz := pgflight._now();

@@ -1,6 +1,7 @@
 -- Revert pgflight:functions/request_approval: restores the previous definition, deploy/functions/request_approval@v0.9.0.sql (written by scripts/gen_sql_scripts.py)
 begin;
 set local role pgflight_owner;
+drop function pgflight.request_approval(bigint, bigint, text, jsonb, jsonb);
 
 -- A running attempt asks for a decision at gate p_gate_key. If the decision is already there
 -- (it arrived early, C25, or the step runs again after the decision) it is returned at once and

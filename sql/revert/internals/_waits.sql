@@ -4,5 +4,4 @@ set local role pgflight_owner;
 drop function pgflight._lock_event_channel(bigint, text, text);
 drop function pgflight._park_on_wait(pgflight.step_attempts, pgflight.waits);
 drop function pgflight._resolve_wait(bigint, text, jsonb, text, text);
-drop function pgflight._wait_options(text, jsonb, text[]);
 commit;
