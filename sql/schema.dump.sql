@@ -1943,14 +1943,9 @@ COMMENT ON FUNCTION pgflight._fire_schedule(p_schedule_id bigint, p_workspace te
 CREATE FUNCTION pgflight._firehose_partitions() RETURNS TABLE(lo bigint, hi bigint)
     LANGUAGE sql STABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $_$
-  select m[1]::bigint, m[2]::bigint
-    from pg_catalog.pg_inherits i
-    join pg_catalog.pg_class c on c.oid = i.inhrelid
-    cross join lateral pg_catalog.regexp_match(pg_catalog.pg_get_expr(c.relpartbound, c.oid),
-                                               'FROM \(''?(-?[0-9]+)''?\) TO \(''?(-?[0-9]+)''?\)') m
-   where i.inhparent = 'pgflight.traces'::pg_catalog.regclass and c.relname ~ '^traces_from_[0-9]+$'
-$_$;
+    AS $$
+  select b.lo, b.hi from pgflight._id_partitions('traces') b
+$$;
 
 ALTER FUNCTION pgflight._firehose_partitions() OWNER TO pgflight_owner;
 
@@ -1978,6 +1973,29 @@ ALTER FUNCTION pgflight._give_slots_back(p_scopes bigint[], p_stripes smallint[]
 -- Name: FUNCTION _give_slots_back(p_scopes bigint[], p_stripes smallint[], p_counts integer[]); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
 COMMENT ON FUNCTION pgflight._give_slots_back(p_scopes bigint[], p_stripes smallint[], p_counts integer[]) IS 'Internal: give unused in-flight slots back to the stripes a claim locked (per scope: stripe, count).';
+
+-- Name: _id_partitions(text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._id_partitions(p_parent text) RETURNS TABLE(lo bigint, hi bigint)
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+begin
+  return query
+  select m[1]::bigint, m[2]::bigint
+    from pg_catalog.pg_inherits i
+    join pg_catalog.pg_class c on c.oid = i.inhrelid
+    cross join lateral pg_catalog.regexp_match(pg_catalog.pg_get_expr(c.relpartbound, c.oid),
+                                               'FROM \(''?(-?[0-9]+)''?\) TO \(''?(-?[0-9]+)''?\)') m
+   where i.inhparent = ('pgflight.' || p_parent)::pg_catalog.regclass and c.relname ~ ('^' || p_parent || '_from_[0-9]+$');
+end
+$_$;
+
+ALTER FUNCTION pgflight._id_partitions(p_parent text) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _id_partitions(p_parent text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._id_partitions(p_parent text) IS 'Internal: [lo, hi) of each id-range partition <parent>_from_<lo> of pgflight.<parent> (maintain_partitions).';
 
 -- Name: _iteration_refusal(pgflight.agent_runs, integer); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -2432,6 +2450,92 @@ ALTER FUNCTION pgflight._lock_subtree(p_top bigint, p_nowait boolean) OWNER TO p
 -- Name: FUNCTION _lock_subtree(p_top bigint, p_nowait boolean); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
 COMMENT ON FUNCTION pgflight._lock_subtree(p_top bigint, p_nowait boolean) IS 'Internal: lock every live attempt of a subtree, deepest first, including attempts committed while it waited; NOWAIT (55P03) when p_nowait.';
+
+-- Name: _maintain_id_partitions(text[], text, bigint, integer); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._maintain_id_partitions(p_tables text[], p_ids text, p_width bigint, p_limit integer) RETURNS TABLE(partition_name text, action text, moved_rows bigint)
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+declare
+  v_col text := case p_ids when 'agent_runs' then 'agent_run_id' else 'run_id' end;
+  v_next bigint;
+  v_to bigint;
+  v_from bigint;
+  v_table text;
+  v_name text;
+  v_rows bigint;
+  v_left boolean;
+  v_moved bigint[] := '{}';
+  i integer;
+begin
+  execute format('select case when q.is_called then q.last_value + 1 else q.last_value end from pgflight.%I q',
+                 p_ids || '_id_seq') into v_next;
+  for i in 1 .. 10 loop  -- a few per call: a jump past them lands in the default partitions meanwhile
+    select coalesce(max(b.hi), 0) into v_to from pgflight._id_partitions(p_tables[1]) b;
+    exit when v_to - v_next >= p_width / 2;  -- half a partition or more ahead
+    begin
+      perform set_config('lock_timeout', '200ms', true);
+      foreach v_table in array p_tables loop
+        v_name := v_table || '_from_' || v_to;
+        -- no insert lands in the default partition between the move and the attach
+        execute format('lock table pgflight.%I in exclusive mode', v_table || '_default');
+        execute format('create table pgflight.%I (like pgflight.%I including defaults including constraints)',
+                       v_name, v_table);
+        execute format('with m as (delete from pgflight.%I d where d.%I >= %s and d.%I < %s '
+                       'returning d.*) insert into pgflight.%I select * from m',
+                       v_table || '_default', v_col, v_to, v_col, v_to + p_width, v_name);
+        get diagnostics v_rows = row_count;
+        execute format('alter table pgflight.%I attach partition pgflight.%I for values from (%s) to (%s)',
+                       v_table, v_name, v_to, v_to + p_width);
+        v_moved := v_moved || v_rows;
+      end loop;
+    exception when lock_not_available or duplicate_table then
+      exit;  -- the next call creates it (or a concurrent call just did)
+    end;
+    return query select t || '_from_' || v_to, 'created'::text, m from unnest(p_tables, v_moved) x(t, m);
+    v_moved := '{}';
+  end loop;
+  for v_from, v_to in select b.lo, b.hi from pgflight._id_partitions(p_tables[1]) b where b.hi <= v_next order by b.lo loop
+    execute format('select exists (select from pgflight.%I a where a.id >= %s and a.id < %s)', p_ids, v_from, v_to)
+      into v_left;
+    continue when v_left;
+    begin
+      perform set_config('lock_timeout', '200ms', true);
+      execute format('lock table %s in access exclusive mode',
+                     (select string_agg(format('pgflight.%I', t), ', ') from unnest(p_tables) t));
+      execute format('select exists (select from pgflight.%I a where a.id >= %s and a.id < %s)', p_ids, v_from, v_to)
+        into v_left;
+      continue when v_left;
+      foreach v_table in array p_tables loop
+        v_name := v_table || '_from_' || v_from;
+        if to_regclass('pgflight.' || v_name) is not null then
+          execute format('drop table pgflight.%I', v_name);
+          return query select v_name, 'dropped'::text, null::bigint;
+        end if;
+      end loop;
+    exception when lock_not_available then
+      null;  -- the next call drops it
+    end;
+  end loop;
+
+  foreach v_table in array p_tables loop
+    execute format('delete from pgflight.%1$I t where t.ctid = any (array(select d.ctid from pgflight.%1$I d '
+                   'where not exists (select from pgflight.%3$I a where a.id = d.%4$I) limit %2$s))',
+                   v_table || '_default', coalesce(p_limit::text, 'all'), p_ids, v_col);  -- null: no row limit
+    get diagnostics v_rows = row_count;
+    if v_rows > 0 then
+      return query select v_table || '_default', 'purged'::text, v_rows;
+    end if;
+  end loop;
+end
+$_$;
+
+ALTER FUNCTION pgflight._maintain_id_partitions(p_tables text[], p_ids text, p_width bigint, p_limit integer) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _maintain_id_partitions(p_tables text[], p_ids text, p_width bigint, p_limit integer); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._maintain_id_partitions(p_tables text[], p_ids text, p_width bigint, p_limit integer) IS 'Internal: create ahead / drop when purged the id-range partitions of a family of tables, purge at most p_limit stray rows of their default partitions (maintain_partitions steps 4 and 5).';
 
 -- Name: _may(text, bigint); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -6555,14 +6659,7 @@ declare
   v_hi timestamptz;
   v_name text;
   v_rows bigint;
-  v_next bigint;
-  v_width bigint;
-  v_to bigint;
-  v_from bigint;
-  v_table text;
-  v_moved bigint[] := '{}';  -- rows moved out of the default partitions, traces then costs
   v_workers_keep double precision;
-  i integer;
 begin
   perform pgflight._require_lane('operator', null, 'maintain_partitions');  -- acts on every workspace
   perform pgflight._check_limit(p_limit);
@@ -6615,63 +6712,16 @@ begin
     return query select 'events_default'::text, 'purged'::text, v_rows;
   end if;
 
-  -- 4. traces and costs, by ranges of agent run ids
-  select case when q.is_called then q.last_value + 1 else q.last_value end into v_next from pgflight.agent_runs_id_seq q;
-  select s.agent_runs_per_partition into v_width from pgflight.settings s;
-  for i in 1 .. 10 loop  -- a few per call: a jump past them lands in the default partitions meanwhile
-    select coalesce(max(b.hi), 0) into v_to from pgflight._firehose_partitions() b;
-    exit when v_to - v_next >= v_width / 2;  -- half a partition or more ahead
-    begin
-      perform set_config('lock_timeout', '200ms', true);
-      foreach v_table in array array['traces', 'costs'] loop
-        v_name := v_table || '_from_' || v_to;
-        -- no insert lands in the default partition between the move and the attach
-        execute format('lock table pgflight.%I in exclusive mode', v_table || '_default');
-        execute format('create table pgflight.%I (like pgflight.%I including defaults including constraints)',
-                       v_name, v_table);
-        execute format('with m as (delete from pgflight.%I d where d.agent_run_id >= %s and d.agent_run_id < %s '
-                       'returning d.*) insert into pgflight.%I select * from m',
-                       v_table || '_default', v_to, v_to + v_width, v_name);
-        get diagnostics v_rows = row_count;
-        execute format('alter table pgflight.%I attach partition pgflight.%I for values from (%s) to (%s)',
-                       v_table, v_name, v_to, v_to + v_width);
-        v_moved := v_moved || v_rows;
-      end loop;
-    exception when lock_not_available or duplicate_table then
-      exit;  -- the next call creates it (or a concurrent call just did)
-    end;
-    return query select t || '_from_' || v_to, 'created'::text, m
-                   from unnest(array['traces', 'costs'], v_moved) x(t, m);
-    v_moved := '{}';
-  end loop;
-  for v_from, v_to in select b.lo, b.hi from pgflight._firehose_partitions() b where b.hi <= v_next order by b.lo loop
-    continue when exists (select from pgflight.agent_runs a where a.id >= v_from and a.id < v_to);
-    begin
-      perform set_config('lock_timeout', '200ms', true);
-      lock table pgflight.traces, pgflight.costs in access exclusive mode;
-      continue when exists (select from pgflight.agent_runs a where a.id >= v_from and a.id < v_to);
-      foreach v_table in array array['traces', 'costs'] loop
-        v_name := v_table || '_from_' || v_from;
-        if to_regclass('pgflight.' || v_name) is not null then
-          execute format('drop table pgflight.%I', v_name);
-          return query select v_name, 'dropped'::text, null::bigint;
-        end if;
-      end loop;
-    exception when lock_not_available then
-      null;  -- the next call drops it
-    end;
-  end loop;
-
-  -- 5. strays of the default partitions whose agent run is gone, bounded
-  foreach v_table in array array['traces', 'costs'] loop
-    execute format('delete from pgflight.%1$I t where t.ctid = any (array(select d.ctid from pgflight.%1$I d '
-                   'where not exists (select from pgflight.agent_runs a where a.id = d.agent_run_id) limit %2$s))',
-                   v_table || '_default', coalesce(p_limit::text, 'all'));  -- null: no row limit
-    get diagnostics v_rows = row_count;
-    if v_rows > 0 then
-      return query select v_table || '_default', 'purged'::text, v_rows;
-    end if;
-  end loop;
+  -- 4-5. traces and costs by agent run ids; streams and stream_chunks by run ids (tables/streams,
+  -- absent until that change is deployed)
+  return query select * from pgflight._maintain_id_partitions(array['traces', 'costs'], 'agent_runs',
+                                                               (select s.agent_runs_per_partition from pgflight.settings s),
+                                                               p_limit);
+  if to_regclass('pgflight.stream_chunks') is not null then
+    return query select * from pgflight._maintain_id_partitions(
+      array['streams', 'stream_chunks'], 'runs',
+      (select (to_jsonb(s) ->> 'runs_per_stream_partition')::bigint from pgflight.settings s), p_limit);
+  end if;
 
   -- 6. stopped workers past settings.workers_keep_s, bounded. A worker that still holds a lease
   -- (deregister_worker releases them, so none should) is kept. Nothing refers to a worker by a
@@ -8724,6 +8774,116 @@ ALTER FUNCTION pgflight.start_step(p_attempt_id bigint, p_token bigint) OWNER TO
 
 COMMENT ON FUNCTION pgflight.start_step(p_attempt_id bigint, p_token bigint) IS 'claimed -> running. Errors: ZF001 lease lost, ZF002 cancelled, ZF003 unknown attempt, ZF012 another login''s attempt.';
 
+-- Name: stream_read(bigint, text, bigint, integer, double precision); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.stream_read(p_run_id bigint, p_channel text, p_after_seq bigint DEFAULT 0, p_limit integer DEFAULT 1000, p_wait_s double precision DEFAULT 0) RETURNS TABLE(seq bigint, attempt_no integer, attempt_id bigint, step_id bigint, chunk text, written_at timestamp with time zone)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_ws bigint;
+  v_until timestamptz;
+begin
+  if p_run_id is null then
+    raise exception using errcode = '22023', message = 'stream_read refused: the run id is null',
+      hint = 'Pass the run_id that submit_run returned.';
+  end if;
+  if p_channel is null or btrim(p_channel) = '' then
+    raise exception using errcode = '22023', message = 'stream_read refused: the channel is required',
+      hint = 'Name the stream the run writes, e.g. ''tokens''.';
+  end if;
+  perform pgflight._check_arg('after_seq', p_after_seq, 0, 9.2e18);
+  perform pgflight._require_limit('limit', p_limit, 10000);
+  perform pgflight._check_arg('wait_s', p_wait_s, 0, 60);
+  select r.workspace_id into v_ws from pgflight.runs r where r.id = p_run_id;
+  if not found or not pgflight._may('reader', v_ws) then
+    raise exception using errcode = 'ZF003', message = format('unknown run %s', p_run_id),
+      hint = 'Use a run_id of a workspace the login may read.';
+  end if;
+  v_until := clock_timestamp() + make_interval(secs => p_wait_s);
+  loop
+    return query
+      select c.seq, c.attempt_no, c.attempt_id, c.step_id, c.chunk, c.written_at
+        from pgflight.stream_chunks c
+       where c.run_id = p_run_id and c.channel = p_channel and c.seq > p_after_seq
+       order by c.seq
+       limit p_limit;
+    exit when found or clock_timestamp() >= v_until;
+    perform pg_sleep(least(0.02, greatest(extract(epoch from v_until - clock_timestamp()), 0)));
+  end loop;
+end
+$$;
+
+ALTER FUNCTION pgflight.stream_read(p_run_id bigint, p_channel text, p_after_seq bigint, p_limit integer, p_wait_s double precision) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION stream_read(p_run_id bigint, p_channel text, p_after_seq bigint, p_limit integer, p_wait_s double precision); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.stream_read(p_run_id bigint, p_channel text, p_after_seq bigint, p_limit integer, p_wait_s double precision) IS 'Read: chunks of a run''s stream with seq > p_after_seq in order (at most p_limit, 1..10,000): seq, attempt_no, attempt_id, step_id, chunk (text), written_at; waits up to p_wait_s (0..60 s, polling every 20 ms) for the first one. Errors: 22023 bad argument, ZF003 unknown run (also a run of a workspace the login may not read).';
+
+-- Name: stream_write(bigint, bigint, text, text[], jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.stream_write(p_attempt_id bigint, p_token bigint, p_channel text, p_chunks text[], p_options jsonb DEFAULT '{}'::jsonb) RETURNS TABLE(first_seq bigint, last_seq bigint, total_bytes bigint)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_caps record;
+  v_att pgflight.step_attempts;
+  v_n integer := coalesce(cardinality(p_chunks), 0);
+  v_max integer;
+  v_bytes bigint;
+  v_head record;
+begin
+  perform pgflight._check_options('stream_write', p_options);
+  if p_channel is null or btrim(p_channel) = '' then
+    raise exception using errcode = '22023', message = 'stream_write refused: the channel is required',
+      hint = 'Name the stream within the run, e.g. ''tokens'' or ''progress''.';
+  end if;
+  if p_chunks is null or array_ndims(p_chunks) > 1 or array_position(p_chunks, null) is not null then
+    raise exception using errcode = '22023',
+      message = 'stream_write refused: the chunks must be a one-dimensional array of texts without NULLs',
+      detail = case when p_chunks is null then 'got NULL' when array_ndims(p_chunks) > 1 then
+                 format('got %s dimensions', array_ndims(p_chunks)) else
+                 format('chunk %s is NULL', array_position(p_chunks, null)) end,
+      hint = 'Pass text[]: ''{}'' writes nothing.';
+  end if;
+  select s.max_name_bytes, s.max_stream_chunks_per_call, s.max_stream_chunk_bytes, s.max_stream_bytes
+    into v_caps from pgflight.settings s;
+  perform pgflight._require_cap('max_name_bytes', v_caps.max_name_bytes, octet_length(p_channel),
+                                'stream channel (bytes)');
+  perform pgflight._require_cap('max_stream_chunks_per_call', v_caps.max_stream_chunks_per_call, v_n,
+                                'chunks of one stream_write call');
+  select max(octet_length(c)), coalesce(sum(octet_length(c)), 0) into v_max, v_bytes from unnest(p_chunks) c;
+  perform pgflight._require_cap('max_stream_chunk_bytes', v_caps.max_stream_chunk_bytes, coalesce(v_max, 0),
+                                'stream chunk (bytes)');
+  v_att := pgflight._lock_held(p_attempt_id, p_token, 'stream_write');
+
+  if v_n = 0 then
+    return query select null::bigint, coalesce(max(s.last_seq), 0), coalesce(max(s.total_bytes), 0)
+                   from pgflight.streams s where s.run_id = v_att.run_id and s.channel = p_channel;
+    return;
+  end if;
+  insert into pgflight.streams as s (run_id, channel, workspace_id, last_seq, total_bytes)
+  values (v_att.run_id, p_channel, v_att.workspace_id, v_n, v_bytes)
+  on conflict (run_id, channel) do update
+     set last_seq = s.last_seq + v_n, total_bytes = s.total_bytes + v_bytes, updated_at = pgflight._now()
+  returning s.last_seq, s.total_bytes into v_head;
+  perform pgflight._require_cap('max_stream_bytes', v_caps.max_stream_bytes, v_head.total_bytes,
+                                format('stream %s of run %s (bytes, with this call)', left(p_channel, 100), v_att.run_id));
+  insert into pgflight.stream_chunks (run_id, channel, seq, attempt_id, attempt_no, step_id, chunk)
+  select v_att.run_id, p_channel, v_head.last_seq - v_n + c.ord, v_att.id, v_att.attempt_no, v_att.step_id, c.chunk
+    from unnest(p_chunks) with ordinality c(chunk, ord);
+  perform pg_notify('pgflight_stream', v_att.run_id::text);
+  return query select v_head.last_seq - v_n + 1, v_head.last_seq, v_head.total_bytes;
+end
+$$;
+
+ALTER FUNCTION pgflight.stream_write(p_attempt_id bigint, p_token bigint, p_channel text, p_chunks text[], p_options jsonb) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION stream_write(p_attempt_id bigint, p_token bigint, p_channel text, p_chunks text[], p_options jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.stream_write(p_attempt_id bigint, p_token bigint, p_channel text, p_chunks text[], p_options jsonb) IS 'Worker: append chunks (text[], in order) to stream p_channel of the attempt''s run; each gets the next seq and the attempt''s id and number. Returns first_seq, last_seq (null, last when none was sent), total_bytes of the stream. Caps: settings.max_stream_chunks_per_call, max_stream_chunk_bytes, max_stream_bytes, max_name_bytes (the channel). Errors: 22023, ZF001, ZF002, ZF003, ZF005, ZF012.';
+
 -- Name: submit_run(text, text, jsonb, jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
 CREATE FUNCTION pgflight.submit_run(p_workspace text, p_recipe text, p_input jsonb, p_options jsonb DEFAULT '{}'::jsonb) RETURNS TABLE(run_id bigint, step_id bigint, attempt_id bigint, created boolean)
@@ -10707,6 +10867,10 @@ CREATE TABLE pgflight.settings (
     max_json_depth integer DEFAULT 64 NOT NULL,
     event_retention_s double precision DEFAULT 604800 NOT NULL,
     max_event_payload_bytes bigint DEFAULT 1048576 NOT NULL,
+    max_stream_chunk_bytes integer DEFAULT 65536 NOT NULL,
+    max_stream_chunks_per_call integer DEFAULT 1000 NOT NULL,
+    max_stream_bytes bigint DEFAULT 16777216 NOT NULL,
+    runs_per_stream_partition bigint DEFAULT 100000 NOT NULL,
     CONSTRAINT agent_runs_per_partition_in_range CHECK (((agent_runs_per_partition >= 1000) AND (agent_runs_per_partition <= 1000000000))),
     CONSTRAINT caps_are_positive CHECK (((max_result_bytes > 0) AND (max_error_bytes > 0) AND (max_receipt_bytes > 0) AND (max_approval_request_bytes > 0) AND (max_name_bytes > 0) AND (max_children_per_call > 0) AND (max_children_per_parent > 0) AND (max_batch_size > 0) AND (max_lease_s > (0)::double precision) AND (max_live_workers_per_login > 0) AND (max_stale_writes_per_attempt > 0))),
     CONSTRAINT default_lease_is_positive CHECK ((default_lease_s > (0)::double precision)),
@@ -10720,7 +10884,9 @@ CREATE TABLE pgflight.settings (
     CONSTRAINT max_runs_per_call_is_positive CHECK ((max_runs_per_call > 0)),
     CONSTRAINT partitions_ahead_in_range CHECK (((partitions_ahead_days >= 1) AND (partitions_ahead_days <= 90))),
     CONSTRAINT reclaim_in_claim_is_not_negative CHECK ((reclaim_in_claim >= 0)),
+    CONSTRAINT runs_per_stream_partition_in_range CHECK (((runs_per_stream_partition >= 1000) AND (runs_per_stream_partition <= 1000000000))),
     CONSTRAINT settings_has_one_row CHECK (singleton),
+    CONSTRAINT stream_caps_are_positive CHECK (((max_stream_chunk_bytes > 0) AND (max_stream_chunks_per_call > 0) AND (max_stream_bytes > 0))),
     CONSTRAINT tenant_caps_are_positive CHECK (((max_lease_s_capped > (0)::double precision) AND (max_schedules_per_workspace > 0) AND (min_schedule_interval_s > (0)::double precision) AND (max_trace_blocks_per_iteration > 0) AND (workers_keep_s > (0)::double precision)))
 );
 
@@ -10826,6 +10992,22 @@ COMMENT ON COLUMN pgflight.settings.event_retention_s IS 'Seconds an emitted eve
 
 COMMENT ON COLUMN pgflight.settings.max_event_payload_bytes IS 'Cap (bytes of JSON text) of emit_event''s payload and of wait_event''s default payload.';
 
+-- Name: COLUMN settings.max_stream_chunk_bytes; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON COLUMN pgflight.settings.max_stream_chunk_bytes IS 'Cap (bytes, UTF-8) of one chunk of stream_write (default 65,536).';
+
+-- Name: COLUMN settings.max_stream_chunks_per_call; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON COLUMN pgflight.settings.max_stream_chunks_per_call IS 'Cap of the chunks one stream_write call carries (default 1,000).';
+
+-- Name: COLUMN settings.max_stream_bytes; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON COLUMN pgflight.settings.max_stream_bytes IS 'Cap (bytes) of everything written to one stream (a run''s channel), all attempts together (default 16 MiB).';
+
+-- Name: COLUMN settings.runs_per_stream_partition; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON COLUMN pgflight.settings.runs_per_stream_partition IS 'Width of a streams/stream_chunks partition in run ids (1,000..1,000,000,000, default 100,000). A partition is dropped when every run in it is purged (purge_after_s). Applies to partitions created from then on.';
+
 -- Name: step_attempts_id_seq; Type: SEQUENCE; Schema: pgflight; Owner: pgflight_owner
 
 ALTER TABLE pgflight.step_attempts ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
@@ -10847,6 +11029,109 @@ ALTER TABLE pgflight.steps ALTER COLUMN id ADD GENERATED BY DEFAULT AS IDENTITY 
     NO MAXVALUE
     CACHE 1
 );
+
+-- Name: stream_chunks; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
+
+CREATE TABLE pgflight.stream_chunks (
+    run_id bigint NOT NULL,
+    channel text NOT NULL,
+    seq bigint NOT NULL,
+    attempt_id bigint NOT NULL,
+    attempt_no integer NOT NULL,
+    step_id bigint NOT NULL,
+    chunk text NOT NULL,
+    written_at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
+    CONSTRAINT stream_seq_is_positive CHECK ((seq >= 1))
+)
+PARTITION BY RANGE (run_id);
+
+ALTER TABLE pgflight.stream_chunks OWNER TO pgflight_owner;
+
+-- Name: TABLE stream_chunks; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON TABLE pgflight.stream_chunks IS 'One row per chunk of a stream: seq (1, 2, ... per run and channel, in write order), the attempt that wrote it (attempt_id, attempt_no: its number within its step), its step, the text, written_at (the commit''s clock). Range-partitioned by run_id.';
+
+-- Name: stream_chunks_default; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
+
+CREATE TABLE pgflight.stream_chunks_default (
+    run_id bigint NOT NULL,
+    channel text NOT NULL,
+    seq bigint NOT NULL,
+    attempt_id bigint NOT NULL,
+    attempt_no integer NOT NULL,
+    step_id bigint NOT NULL,
+    chunk text NOT NULL,
+    written_at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
+    CONSTRAINT stream_seq_is_positive CHECK ((seq >= 1))
+);
+
+ALTER TABLE pgflight.stream_chunks_default OWNER TO pgflight_owner;
+
+-- Name: stream_chunks_from_0; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
+
+CREATE TABLE pgflight.stream_chunks_from_0 (
+    run_id bigint NOT NULL,
+    channel text NOT NULL,
+    seq bigint NOT NULL,
+    attempt_id bigint NOT NULL,
+    attempt_no integer NOT NULL,
+    step_id bigint NOT NULL,
+    chunk text NOT NULL,
+    written_at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
+    CONSTRAINT stream_seq_is_positive CHECK ((seq >= 1))
+);
+
+ALTER TABLE pgflight.stream_chunks_from_0 OWNER TO pgflight_owner;
+
+-- Name: streams; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
+
+CREATE TABLE pgflight.streams (
+    run_id bigint NOT NULL,
+    channel text NOT NULL,
+    workspace_id bigint NOT NULL,
+    last_seq bigint DEFAULT 0 NOT NULL,
+    total_bytes bigint DEFAULT 0 NOT NULL,
+    created_at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
+    CONSTRAINT stream_counts_are_not_negative CHECK (((last_seq >= 0) AND (total_bytes >= 0)))
+)
+PARTITION BY RANGE (run_id);
+
+ALTER TABLE pgflight.streams OWNER TO pgflight_owner;
+
+-- Name: TABLE streams; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON TABLE pgflight.streams IS 'One row per stream (a run''s named channel): last_seq (the last chunk''s number, 0 before any), total_bytes (UTF-8 bytes of every chunk written, capped by settings.max_stream_bytes). Range-partitioned by run_id.';
+
+-- Name: streams_default; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
+
+CREATE TABLE pgflight.streams_default (
+    run_id bigint NOT NULL,
+    channel text NOT NULL,
+    workspace_id bigint NOT NULL,
+    last_seq bigint DEFAULT 0 NOT NULL,
+    total_bytes bigint DEFAULT 0 NOT NULL,
+    created_at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
+    CONSTRAINT stream_counts_are_not_negative CHECK (((last_seq >= 0) AND (total_bytes >= 0)))
+);
+
+ALTER TABLE pgflight.streams_default OWNER TO pgflight_owner;
+
+-- Name: streams_from_0; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
+
+CREATE TABLE pgflight.streams_from_0 (
+    run_id bigint NOT NULL,
+    channel text NOT NULL,
+    workspace_id bigint NOT NULL,
+    last_seq bigint DEFAULT 0 NOT NULL,
+    total_bytes bigint DEFAULT 0 NOT NULL,
+    created_at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
+    CONSTRAINT stream_counts_are_not_negative CHECK (((last_seq >= 0) AND (total_bytes >= 0)))
+);
+
+ALTER TABLE pgflight.streams_from_0 OWNER TO pgflight_owner;
 
 -- Name: traces; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
 
@@ -11081,6 +11366,22 @@ ALTER TABLE ONLY pgflight.costs ATTACH PARTITION pgflight.costs_from_0 FOR VALUE
 
 ALTER TABLE ONLY pgflight.events ATTACH PARTITION pgflight.events_default DEFAULT;
 
+-- Name: stream_chunks_default; Type: TABLE ATTACH; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.stream_chunks ATTACH PARTITION pgflight.stream_chunks_default DEFAULT;
+
+-- Name: stream_chunks_from_0; Type: TABLE ATTACH; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.stream_chunks ATTACH PARTITION pgflight.stream_chunks_from_0 FOR VALUES FROM ('0') TO ('100000');
+
+-- Name: streams_default; Type: TABLE ATTACH; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.streams ATTACH PARTITION pgflight.streams_default DEFAULT;
+
+-- Name: streams_from_0; Type: TABLE ATTACH; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.streams ATTACH PARTITION pgflight.streams_from_0 FOR VALUES FROM ('0') TO ('100000');
+
 -- Name: traces_default; Type: TABLE ATTACH; Schema: pgflight; Owner: pgflight_owner
 
 ALTER TABLE ONLY pgflight.traces ATTACH PARTITION pgflight.traces_default DEFAULT;
@@ -11260,6 +11561,36 @@ ALTER TABLE ONLY pgflight.step_attempts
 
 ALTER TABLE ONLY pgflight.steps
     ADD CONSTRAINT steps_pkey PRIMARY KEY (id);
+
+-- Name: stream_chunks stream_chunk_is_unique; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.stream_chunks
+    ADD CONSTRAINT stream_chunk_is_unique PRIMARY KEY (run_id, channel, seq);
+
+-- Name: stream_chunks_default stream_chunks_default_pkey; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.stream_chunks_default
+    ADD CONSTRAINT stream_chunks_default_pkey PRIMARY KEY (run_id, channel, seq);
+
+-- Name: stream_chunks_from_0 stream_chunks_from_0_pkey; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.stream_chunks_from_0
+    ADD CONSTRAINT stream_chunks_from_0_pkey PRIMARY KEY (run_id, channel, seq);
+
+-- Name: streams stream_is_unique; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.streams
+    ADD CONSTRAINT stream_is_unique PRIMARY KEY (run_id, channel);
+
+-- Name: streams_default streams_default_pkey; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.streams_default
+    ADD CONSTRAINT streams_default_pkey PRIMARY KEY (run_id, channel);
+
+-- Name: streams_from_0 streams_from_0_pkey; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.streams_from_0
+    ADD CONSTRAINT streams_from_0_pkey PRIMARY KEY (run_id, channel);
 
 -- Name: sweep_state sweep_state_pkey; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
 
@@ -11551,6 +11882,22 @@ ALTER INDEX pgflight.events_pkey ATTACH PARTITION pgflight.events_default_pkey;
 
 ALTER INDEX pgflight.events_run_idx ATTACH PARTITION pgflight.events_default_run_id_id_idx;
 
+-- Name: stream_chunks_default_pkey; Type: INDEX ATTACH; Schema: pgflight; Owner: pgflight_owner
+
+ALTER INDEX pgflight.stream_chunk_is_unique ATTACH PARTITION pgflight.stream_chunks_default_pkey;
+
+-- Name: stream_chunks_from_0_pkey; Type: INDEX ATTACH; Schema: pgflight; Owner: pgflight_owner
+
+ALTER INDEX pgflight.stream_chunk_is_unique ATTACH PARTITION pgflight.stream_chunks_from_0_pkey;
+
+-- Name: streams_default_pkey; Type: INDEX ATTACH; Schema: pgflight; Owner: pgflight_owner
+
+ALTER INDEX pgflight.stream_is_unique ATTACH PARTITION pgflight.streams_default_pkey;
+
+-- Name: streams_from_0_pkey; Type: INDEX ATTACH; Schema: pgflight; Owner: pgflight_owner
+
+ALTER INDEX pgflight.stream_is_unique ATTACH PARTITION pgflight.streams_from_0_pkey;
+
 -- Name: traces_default_agent_run_id_tool_use_id_block_type_idx; Type: INDEX ATTACH; Schema: pgflight; Owner: pgflight_owner
 
 ALTER INDEX pgflight.traces_tool_call_idx ATTACH PARTITION pgflight.traces_default_agent_run_id_tool_use_id_block_type_idx;
@@ -11835,6 +12182,10 @@ REVOKE ALL ON FUNCTION pgflight._firehose_partitions() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION pgflight._give_slots_back(p_scopes bigint[], p_stripes smallint[], p_counts integer[]) FROM PUBLIC;
 
+-- Name: FUNCTION _id_partitions(p_parent text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._id_partitions(p_parent text) FROM PUBLIC;
+
 -- Name: FUNCTION _iteration_refusal(p_run pgflight.agent_runs, p_iteration integer); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
 REVOKE ALL ON FUNCTION pgflight._iteration_refusal(p_run pgflight.agent_runs, p_iteration integer) FROM PUBLIC;
@@ -11885,6 +12236,10 @@ REVOKE ALL ON FUNCTION pgflight._lock_held(p_attempt_id bigint, p_token bigint, 
 -- Name: FUNCTION _lock_subtree(p_top bigint, p_nowait boolean); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
 REVOKE ALL ON FUNCTION pgflight._lock_subtree(p_top bigint, p_nowait boolean) FROM PUBLIC;
+
+-- Name: FUNCTION _maintain_id_partitions(p_tables text[], p_ids text, p_width bigint, p_limit integer); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._maintain_id_partitions(p_tables text[], p_ids text, p_width bigint, p_limit integer) FROM PUBLIC;
 
 -- Name: FUNCTION _may(p_lane text, p_workspace_id bigint); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
@@ -12475,6 +12830,17 @@ GRANT ALL ON FUNCTION pgflight.spawn_children(p_attempt_id bigint, p_token bigin
 
 REVOKE ALL ON FUNCTION pgflight.start_step(p_attempt_id bigint, p_token bigint) FROM PUBLIC;
 GRANT ALL ON FUNCTION pgflight.start_step(p_attempt_id bigint, p_token bigint) TO pgflight_worker;
+
+-- Name: FUNCTION stream_read(p_run_id bigint, p_channel text, p_after_seq bigint, p_limit integer, p_wait_s double precision); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.stream_read(p_run_id bigint, p_channel text, p_after_seq bigint, p_limit integer, p_wait_s double precision) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.stream_read(p_run_id bigint, p_channel text, p_after_seq bigint, p_limit integer, p_wait_s double precision) TO pgflight_operator;
+GRANT ALL ON FUNCTION pgflight.stream_read(p_run_id bigint, p_channel text, p_after_seq bigint, p_limit integer, p_wait_s double precision) TO pgflight_reader;
+
+-- Name: FUNCTION stream_write(p_attempt_id bigint, p_token bigint, p_channel text, p_chunks text[], p_options jsonb); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.stream_write(p_attempt_id bigint, p_token bigint, p_channel text, p_chunks text[], p_options jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.stream_write(p_attempt_id bigint, p_token bigint, p_channel text, p_chunks text[], p_options jsonb) TO pgflight_worker;
 
 -- Name: FUNCTION submit_run(p_workspace text, p_recipe text, p_input jsonb, p_options jsonb); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
