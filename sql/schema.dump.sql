@@ -8774,6 +8774,35 @@ ALTER FUNCTION pgflight.start_step(p_attempt_id bigint, p_token bigint) OWNER TO
 
 COMMENT ON FUNCTION pgflight.start_step(p_attempt_id bigint, p_token bigint) IS 'claimed -> running. Errors: ZF001 lease lost, ZF002 cancelled, ZF003 unknown attempt, ZF012 another login''s attempt.';
 
+-- Name: stream_channels(bigint); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.stream_channels(p_run_id bigint) RETURNS TABLE(channel text, last_seq bigint, total_bytes bigint, updated_at timestamp with time zone)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_ws bigint;
+begin
+  if p_run_id is null then
+    raise exception using errcode = '22023', message = 'stream_channels refused: the run id is null',
+      hint = 'Pass the run_id that submit_run returned.';
+  end if;
+  select r.workspace_id into v_ws from pgflight.runs r where r.id = p_run_id;
+  if not found or not pgflight._may('reader', v_ws) then
+    raise exception using errcode = 'ZF003', message = format('unknown run %s', p_run_id),
+      hint = 'Use a run_id of a workspace the login may read.';
+  end if;
+  return query select s.channel, s.last_seq, s.total_bytes, s.updated_at
+                 from pgflight.streams s where s.run_id = p_run_id order by s.channel;
+end
+$$;
+
+ALTER FUNCTION pgflight.stream_channels(p_run_id bigint) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION stream_channels(p_run_id bigint); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.stream_channels(p_run_id bigint) IS 'Read: the streams of a run: channel, last_seq, total_bytes, updated_at, by channel. Errors: 22023, ZF003 unknown run (also a run of a workspace the login may not read).';
+
 -- Name: stream_read(bigint, text, bigint, integer, double precision); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
 CREATE FUNCTION pgflight.stream_read(p_run_id bigint, p_channel text, p_after_seq bigint DEFAULT 0, p_limit integer DEFAULT 1000, p_wait_s double precision DEFAULT 0) RETURNS TABLE(seq bigint, attempt_no integer, attempt_id bigint, step_id bigint, chunk text, written_at timestamp with time zone)
@@ -8833,6 +8862,7 @@ declare
   v_max integer;
   v_bytes bigint;
   v_head record;
+  v_now timestamptz := pgflight._now();  -- one time per call: a batch's chunks share it
 begin
   perform pgflight._check_options('stream_write', p_options);
   if p_channel is null or btrim(p_channel) = '' then
@@ -8866,12 +8896,13 @@ begin
   insert into pgflight.streams as s (run_id, channel, workspace_id, last_seq, total_bytes)
   values (v_att.run_id, p_channel, v_att.workspace_id, v_n, v_bytes)
   on conflict (run_id, channel) do update
-     set last_seq = s.last_seq + v_n, total_bytes = s.total_bytes + v_bytes, updated_at = pgflight._now()
+     set last_seq = s.last_seq + v_n, total_bytes = s.total_bytes + v_bytes, updated_at = v_now
   returning s.last_seq, s.total_bytes into v_head;
   perform pgflight._require_cap('max_stream_bytes', v_caps.max_stream_bytes, v_head.total_bytes,
                                 format('stream %s of run %s (bytes, with this call)', left(p_channel, 100), v_att.run_id));
-  insert into pgflight.stream_chunks (run_id, channel, seq, attempt_id, attempt_no, step_id, chunk)
-  select v_att.run_id, p_channel, v_head.last_seq - v_n + c.ord, v_att.id, v_att.attempt_no, v_att.step_id, c.chunk
+  insert into pgflight.stream_chunks (run_id, channel, seq, attempt_id, attempt_no, step_id, chunk, written_at)
+  select v_att.run_id, p_channel, v_head.last_seq - v_n + c.ord, v_att.id, v_att.attempt_no, v_att.step_id, c.chunk,
+         v_now
     from unnest(p_chunks) with ordinality c(chunk, ord);
   perform pg_notify('pgflight_stream', v_att.run_id::text);
   return query select v_head.last_seq - v_n + 1, v_head.last_seq, v_head.total_bytes;
@@ -11049,7 +11080,7 @@ ALTER TABLE pgflight.stream_chunks OWNER TO pgflight_owner;
 
 -- Name: TABLE stream_chunks; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON TABLE pgflight.stream_chunks IS 'One row per chunk of a stream: seq (1, 2, ... per run and channel, in write order), the attempt that wrote it (attempt_id, attempt_no: its number within its step), its step, the text, written_at (the commit''s clock). Range-partitioned by run_id.';
+COMMENT ON TABLE pgflight.stream_chunks IS 'One row per chunk of a stream: seq (1, 2, ... per run and channel, in write order), the attempt that wrote it (attempt_id, attempt_no: its number within its step), its step, the text, written_at (the time of its stream_write call: one per batch). Range-partitioned by run_id.';
 
 -- Name: stream_chunks_default; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
 
@@ -12830,6 +12861,12 @@ GRANT ALL ON FUNCTION pgflight.spawn_children(p_attempt_id bigint, p_token bigin
 
 REVOKE ALL ON FUNCTION pgflight.start_step(p_attempt_id bigint, p_token bigint) FROM PUBLIC;
 GRANT ALL ON FUNCTION pgflight.start_step(p_attempt_id bigint, p_token bigint) TO pgflight_worker;
+
+-- Name: FUNCTION stream_channels(p_run_id bigint); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.stream_channels(p_run_id bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.stream_channels(p_run_id bigint) TO pgflight_operator;
+GRANT ALL ON FUNCTION pgflight.stream_channels(p_run_id bigint) TO pgflight_reader;
 
 -- Name: FUNCTION stream_read(p_run_id bigint, p_channel text, p_after_seq bigint, p_limit integer, p_wait_s double precision); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 

@@ -65,4 +65,32 @@ comment on function pgflight.stream_read(bigint, text, bigint, integer, double p
 grant execute on function pgflight.stream_read(bigint, text, bigint, integer, double precision)
   to pgflight_operator, pgflight_reader;
 
+-- Read: the streams of run p_run_id (what a reader follows: every channel it wrote), by channel.
+-- Errors: 22023 a NULL run id; ZF003 unknown run (also one the login may not read, as stream_read).
+create or replace function pgflight.stream_channels(p_run_id bigint)
+returns table (channel text, last_seq bigint, total_bytes bigint, updated_at timestamptz)
+language plpgsql stable security definer
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+  v_ws bigint;
+begin
+  if p_run_id is null then
+    raise exception using errcode = '22023', message = 'stream_channels refused: the run id is null',
+      hint = 'Pass the run_id that submit_run returned.';
+  end if;
+  select r.workspace_id into v_ws from pgflight.runs r where r.id = p_run_id;
+  if not found or not pgflight._may('reader', v_ws) then
+    raise exception using errcode = 'ZF003', message = format('unknown run %s', p_run_id),
+      hint = 'Use a run_id of a workspace the login may read.';
+  end if;
+  return query select s.channel, s.last_seq, s.total_bytes, s.updated_at
+                 from pgflight.streams s where s.run_id = p_run_id order by s.channel;
+end
+$$;
+comment on function pgflight.stream_channels(bigint) is
+  'Read: the streams of a run: channel, last_seq, total_bytes, updated_at, by channel. Errors: 22023, ZF003 '
+  'unknown run (also a run of a workspace the login may not read).';
+grant execute on function pgflight.stream_channels(bigint) to pgflight_operator, pgflight_reader;
+
 commit;

@@ -31,6 +31,7 @@ declare
   v_max integer;
   v_bytes bigint;
   v_head record;
+  v_now timestamptz := pgflight._now();  -- one time per call: a batch's chunks share it
 begin
   perform pgflight._check_options('stream_write', p_options);
   if p_channel is null or btrim(p_channel) = '' then
@@ -64,12 +65,13 @@ begin
   insert into pgflight.streams as s (run_id, channel, workspace_id, last_seq, total_bytes)
   values (v_att.run_id, p_channel, v_att.workspace_id, v_n, v_bytes)
   on conflict (run_id, channel) do update
-     set last_seq = s.last_seq + v_n, total_bytes = s.total_bytes + v_bytes, updated_at = pgflight._now()
+     set last_seq = s.last_seq + v_n, total_bytes = s.total_bytes + v_bytes, updated_at = v_now
   returning s.last_seq, s.total_bytes into v_head;
   perform pgflight._require_cap('max_stream_bytes', v_caps.max_stream_bytes, v_head.total_bytes,
                                 format('stream %s of run %s (bytes, with this call)', left(p_channel, 100), v_att.run_id));
-  insert into pgflight.stream_chunks (run_id, channel, seq, attempt_id, attempt_no, step_id, chunk)
-  select v_att.run_id, p_channel, v_head.last_seq - v_n + c.ord, v_att.id, v_att.attempt_no, v_att.step_id, c.chunk
+  insert into pgflight.stream_chunks (run_id, channel, seq, attempt_id, attempt_no, step_id, chunk, written_at)
+  select v_att.run_id, p_channel, v_head.last_seq - v_n + c.ord, v_att.id, v_att.attempt_no, v_att.step_id, c.chunk,
+         v_now
     from unnest(p_chunks) with ordinality c(chunk, ord);
   perform pg_notify('pgflight_stream', v_att.run_id::text);
   return query select v_head.last_seq - v_n + 1, v_head.last_seq, v_head.total_bytes;

@@ -66,8 +66,8 @@ create table pgflight.stream_chunks (
 ) partition by range (run_id);
 comment on table pgflight.stream_chunks is
   'One row per chunk of a stream: seq (1, 2, ... per run and channel, in write order), the attempt that wrote '
-  'it (attempt_id, attempt_no: its number within its step), its step, the text, written_at (the commit''s '
-  'clock). Range-partitioned by run_id.';
+  'it (attempt_id, attempt_no: its number within its step), its step, the text, written_at (the time of its '
+  'stream_write call: one per batch). Range-partitioned by run_id.';
 
 do $$
 declare
