@@ -7,6 +7,7 @@ pg_cron's sweep_loop would run them.
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -16,6 +17,7 @@ import psycopg
 import pytest
 
 from pgflight import db, models
+from test_cli import pgflight
 from worker_support import step_status, wait_for, worker_factory
 
 FAST = ("--poll", "0.3")
@@ -98,3 +100,20 @@ def test_a_worker_sigkilled_mid_stream_leaves_attempt_1s_chunks_then_attempt_2s(
     ]
     assert chunks[0].attempt_id != chunks[-1].attempt_id
     wait_for(lambda: step_status(conn, run.step_id) == "succeeded", 20, "the second attempt to succeed")
+
+
+def test_watch_stream_prints_a_runs_stream_as_it_is_written_and_exits_with_the_run(
+    conn, dsn, workers
+) -> None:
+    db.create_workspace(conn, "w")
+    run = db.submit_run(conn, "w", "stream_count", {"n": 200, "every_s": 0.005})
+    workers(dsn, *FAST, recipes="stream_recipes")
+    watched = pgflight(dsn, "watch", str(run.run_id), "--stream", "--interval", "0.2", timeout_s=60)
+    assert watched.returncode == 0, watched.stderr
+    assert watched.stdout.startswith("".join(f"chunk-{i}" for i in range(200)))
+    assert "succeeded" in watched.stdout.splitlines()[-1]
+    as_json = pgflight(dsn, "watch", str(run.run_id), "--stream", "--json", timeout_s=60)
+    lines = [json.loads(x) for x in as_json.stdout.splitlines() if x.startswith('{"channel"')]
+    assert [(x["seq"], x["chunk"], x["attempt_no"]) for x in lines] == [
+        (i + 1, f"chunk-{i}", 1) for i in range(200)
+    ]
