@@ -4035,6 +4035,33 @@ ALTER FUNCTION pgflight._require_positive(p_name text, p_value double precision)
 
 COMMENT ON FUNCTION pgflight._require_positive(p_name text, p_value double precision) IS 'Internal: 22023 unless the value is a finite number above zero.';
 
+-- Name: _require_readable_run(bigint, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._require_readable_run(p_run_id bigint, p_operation text) RETURNS void
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_ws bigint;
+begin
+  if p_run_id is null then
+    raise exception using errcode = '22023', message = format('%s refused: the run id is null', p_operation),
+      hint = 'Pass the run_id that submit_run returned.';
+  end if;
+  select r.workspace_id into v_ws from pgflight.runs r where r.id = p_run_id;
+  if not found or not pgflight._may('reader', v_ws) then
+    raise exception using errcode = 'ZF003', message = format('unknown run %s', p_run_id),
+      hint = 'Use a run_id of a workspace the login may read.';
+  end if;
+end
+$$;
+
+ALTER FUNCTION pgflight._require_readable_run(p_run_id bigint, p_operation text) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _require_readable_run(p_run_id bigint, p_operation text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._require_readable_run(p_run_id bigint, p_operation text) IS 'Internal: 22023 for a NULL run id, ZF003 unknown run for one that does not exist or the login may not read.';
+
 -- Name: _reserve(pgflight.agent_runs, bigint, integer, numeric, timestamp with time zone); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
 CREATE FUNCTION pgflight._reserve(p_run pgflight.agent_runs, p_attempt_id bigint, p_iteration integer, p_est_usd numeric, p_now timestamp with time zone) RETURNS jsonb
@@ -8780,18 +8807,8 @@ CREATE FUNCTION pgflight.stream_channels(p_run_id bigint) RETURNS TABLE(channel 
     LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-declare
-  v_ws bigint;
 begin
-  if p_run_id is null then
-    raise exception using errcode = '22023', message = 'stream_channels refused: the run id is null',
-      hint = 'Pass the run_id that submit_run returned.';
-  end if;
-  select r.workspace_id into v_ws from pgflight.runs r where r.id = p_run_id;
-  if not found or not pgflight._may('reader', v_ws) then
-    raise exception using errcode = 'ZF003', message = format('unknown run %s', p_run_id),
-      hint = 'Use a run_id of a workspace the login may read.';
-  end if;
+  perform pgflight._require_readable_run(p_run_id, 'stream_channels');
   return query select s.channel, s.last_seq, s.total_bytes, s.updated_at
                  from pgflight.streams s where s.run_id = p_run_id order by s.channel;
 end
@@ -8810,13 +8827,9 @@ CREATE FUNCTION pgflight.stream_read(p_run_id bigint, p_channel text, p_after_se
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
-  v_ws bigint;
   v_until timestamptz;
 begin
-  if p_run_id is null then
-    raise exception using errcode = '22023', message = 'stream_read refused: the run id is null',
-      hint = 'Pass the run_id that submit_run returned.';
-  end if;
+  perform pgflight._require_readable_run(p_run_id, 'stream_read');
   if p_channel is null or btrim(p_channel) = '' then
     raise exception using errcode = '22023', message = 'stream_read refused: the channel is required',
       hint = 'Name the stream the run writes, e.g. ''tokens''.';
@@ -8824,11 +8837,6 @@ begin
   perform pgflight._check_arg('after_seq', p_after_seq, 0, 9.2e18);
   perform pgflight._require_limit('limit', p_limit, 10000);
   perform pgflight._check_arg('wait_s', p_wait_s, 0, 60);
-  select r.workspace_id into v_ws from pgflight.runs r where r.id = p_run_id;
-  if not found or not pgflight._may('reader', v_ws) then
-    raise exception using errcode = 'ZF003', message = format('unknown run %s', p_run_id),
-      hint = 'Use a run_id of a workspace the login may read.';
-  end if;
   v_until := clock_timestamp() + make_interval(secs => p_wait_s);
   loop
     return query
@@ -12418,6 +12426,10 @@ REVOKE ALL ON FUNCTION pgflight._require_own_attempt(p_attempt_id bigint, p_toke
 -- Name: FUNCTION _require_positive(p_name text, p_value double precision); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
 REVOKE ALL ON FUNCTION pgflight._require_positive(p_name text, p_value double precision) FROM PUBLIC;
+
+-- Name: FUNCTION _require_readable_run(p_run_id bigint, p_operation text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._require_readable_run(p_run_id bigint, p_operation text) FROM PUBLIC;
 
 -- Name: FUNCTION _reserve(p_run pgflight.agent_runs, p_attempt_id bigint, p_iteration integer, p_est_usd numeric, p_now timestamp with time zone); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 

@@ -469,6 +469,7 @@ CALLS: dict[str, Call] = {
         "select * from pgflight.stream_read(%s, 'tokens', 0, 10, 0)",
         [w.submit()["run_id"]],
     ),
+    "stream_channels": lambda w: ("select * from pgflight.stream_channels(%s)", [w.submit()["run_id"]]),
     "record_effect": lambda w: (
         lambda h: (
             "select * from pgflight.record_effect(%s, %s, 'charge-1', '{\"id\": 1}')",

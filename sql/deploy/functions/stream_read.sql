@@ -2,6 +2,31 @@
 begin;
 set local role pgflight_owner;
 
+-- The check both stream readers start with: 22023 for a NULL run id; ZF003 "unknown run" for a run
+-- that does not exist or that the login may not read (one answer for both: another tenant's run
+-- reads as one never issued).
+create or replace function pgflight._require_readable_run(p_run_id bigint, p_operation text)
+returns void
+language plpgsql stable
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+  v_ws bigint;
+begin
+  if p_run_id is null then
+    raise exception using errcode = '22023', message = format('%s refused: the run id is null', p_operation),
+      hint = 'Pass the run_id that submit_run returned.';
+  end if;
+  select r.workspace_id into v_ws from pgflight.runs r where r.id = p_run_id;
+  if not found or not pgflight._may('reader', v_ws) then
+    raise exception using errcode = 'ZF003', message = format('unknown run %s', p_run_id),
+      hint = 'Use a run_id of a workspace the login may read.';
+  end if;
+end
+$$;
+comment on function pgflight._require_readable_run(bigint, text) is
+  'Internal: 22023 for a NULL run id, ZF003 unknown run for one that does not exist or the login may not read.';
+
 -- Read: the chunks of stream p_channel of run p_run_id after sequence number p_after_seq, in
 -- order, at most p_limit (1..10,000). A reader keeps the last seq it saw and passes it back: that
 -- is the whole resume protocol, across reconnects and worker crashes (docs/streams.md).
@@ -26,13 +51,9 @@ language plpgsql volatile security definer
 set search_path = pg_catalog, pg_temp
 as $$
 declare
-  v_ws bigint;
   v_until timestamptz;
 begin
-  if p_run_id is null then
-    raise exception using errcode = '22023', message = 'stream_read refused: the run id is null',
-      hint = 'Pass the run_id that submit_run returned.';
-  end if;
+  perform pgflight._require_readable_run(p_run_id, 'stream_read');
   if p_channel is null or btrim(p_channel) = '' then
     raise exception using errcode = '22023', message = 'stream_read refused: the channel is required',
       hint = 'Name the stream the run writes, e.g. ''tokens''.';
@@ -40,11 +61,6 @@ begin
   perform pgflight._check_arg('after_seq', p_after_seq, 0, 9.2e18);
   perform pgflight._require_limit('limit', p_limit, 10000);
   perform pgflight._check_arg('wait_s', p_wait_s, 0, 60);
-  select r.workspace_id into v_ws from pgflight.runs r where r.id = p_run_id;
-  if not found or not pgflight._may('reader', v_ws) then
-    raise exception using errcode = 'ZF003', message = format('unknown run %s', p_run_id),
-      hint = 'Use a run_id of a workspace the login may read.';
-  end if;
   v_until := clock_timestamp() + make_interval(secs => p_wait_s);
   loop
     return query
@@ -72,18 +88,8 @@ returns table (channel text, last_seq bigint, total_bytes bigint, updated_at tim
 language plpgsql stable security definer
 set search_path = pg_catalog, pg_temp
 as $$
-declare
-  v_ws bigint;
 begin
-  if p_run_id is null then
-    raise exception using errcode = '22023', message = 'stream_channels refused: the run id is null',
-      hint = 'Pass the run_id that submit_run returned.';
-  end if;
-  select r.workspace_id into v_ws from pgflight.runs r where r.id = p_run_id;
-  if not found or not pgflight._may('reader', v_ws) then
-    raise exception using errcode = 'ZF003', message = format('unknown run %s', p_run_id),
-      hint = 'Use a run_id of a workspace the login may read.';
-  end if;
+  perform pgflight._require_readable_run(p_run_id, 'stream_channels');
   return query select s.channel, s.last_seq, s.total_bytes, s.updated_at
                  from pgflight.streams s where s.run_id = p_run_id order by s.channel;
 end
