@@ -12,7 +12,7 @@ select is(pgflight.reclaim_expired(), 1, 'the lapsed lease is reclaimed');
 select throws_ok(format('select pgflight.stream_write(%s, %s, %L, %L)', :attempt_id, :token, 'tokens', '{late}'),
                  'ZF001', null, 'the reclaimed attempt''s late write is refused');
 set local pgflight.fake_now = '2030-01-01 00:00:20+00';
-select attempt_id as a2, token as t2 from pgflight_test.take(:w2) \gset
+select attempt_id as a2, token as t2 from pgflight_test.take(:w2, 'r') \gset
 select results_eq(format('select first_seq, last_seq from pgflight.stream_write(%s, %s, %L, %L)', :a2, :t2, 'tokens', '{b1,b2}'),
                   $$values (3::bigint, 4::bigint)$$, 'the next attempt goes on from seq 3');
 select results_eq(format('select seq, attempt_no, chunk from pgflight.stream_read(%s, %L)', :run_id, 'tokens'),

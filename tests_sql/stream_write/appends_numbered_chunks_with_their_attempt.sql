@@ -3,7 +3,7 @@
 -- nothing and answers the last number; the stream row counts the bytes.
 begin;
 \ir ../_helpers.psql
-select plan(8);
+select plan(9);
 
 select run_id, step_id, attempt_id, token from pgflight_test.hold(:w1) \gset
 select results_eq(format('select first_seq, last_seq, total_bytes from pgflight.stream_write(%s, %s, %L, %L)',
@@ -30,6 +30,10 @@ select results_eq(format('select seq, chunk from pgflight.stream_read(%s, %L, 2)
                   $$values (3::bigint, ', wörld'::text), (4, '!')$$, 'stream_read returns the chunks after seq 2');
 select results_eq(format('select seq from pgflight.stream_read(%s, %L, 0, 2)', :run_id, 'tokens'),
                   $$values (1::bigint), (2)$$, 'at most limit chunks, from the first');
+
+select results_eq(format('select channel, last_seq, total_bytes from pgflight.stream_channels(%s)', :run_id),
+                  $$values ('progress'::text, 1::bigint, 11::bigint), ('tokens', 4, 14)$$,
+                  'stream_channels lists the run''s streams by channel');
 
 select * from finish();
 rollback;
