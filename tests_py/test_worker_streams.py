@@ -83,6 +83,7 @@ def test_a_stream_of_1000_chunks_is_read_whole_and_in_order_by_a_reader_that_rec
     assert batches is not None and batches[0] < 200, f"{batches[0]} commits for 1,000 chunks: not batched"
 
 
+@pytest.mark.slow  # a crash test: a lease of 2 s lapses before the retry
 def test_a_worker_sigkilled_mid_stream_leaves_attempt_1s_chunks_then_attempt_2s(
     conn, dsn, workers, sweeper
 ) -> None:
