@@ -1,7 +1,10 @@
 """
 Helpers for the agent tests: a local HTTP server that speaks the Anthropic Messages API (scripted
 per test: tool_use, end_turn, an empty end_turn, max_tokens stops, usage fields, HTTP errors
-429/500/529 with any Retry-After: seconds or an HTTP-date), and submitting agent runs. The kill
+429/500/529 with any Retry-After: seconds or an HTTP-date), and submitting agent runs. A request
+with ``"stream": true`` gets the same message as server-sent events (message_start, per block
+content_block_start, deltas of `chunk_chars` characters, content_block_stop, then message_delta
+with the stop reason and output tokens, message_stop), `delta_delay_s` apart. The kill
 right after an iteration is recorded lives in the worker process: agent_recipes.py.
 """
 
@@ -92,14 +95,50 @@ def error_body(status: int) -> dict[str, Any]:
     return {"type": "error", "error": {"type": kind, "message": f"fake {status}"}}
 
 
+def sse_body(msg: dict[str, Any], chunk_chars: int) -> list[bytes]:
+    """The server-sent events of message `msg` as the Messages API streams it, one item per event."""
+
+    def ev(kind: str, data: dict[str, Any]) -> bytes:
+        return f"event: {kind}\ndata: {json.dumps({'type': kind, **data})}\n\n".encode()
+
+    usage = dict(msg["usage"])
+    start = {**msg, "content": [], "stop_reason": None, "usage": {**usage, "output_tokens": 1}}
+    out = [ev("message_start", {"message": start}), ev("ping", {})]
+    for i, block in enumerate(msg["content"]):
+        if block["type"] == "text":
+            out.append(ev("content_block_start", {"index": i, "content_block": {**block, "text": ""}}))
+            text = block["text"]
+            for k in range(0, len(text), chunk_chars):
+                delta = {"type": "text_delta", "text": text[k : k + chunk_chars]}
+                out.append(ev("content_block_delta", {"index": i, "delta": delta}))
+        elif block["type"] == "tool_use":
+            out.append(ev("content_block_start", {"index": i, "content_block": {**block, "input": {}}}))
+            raw = json.dumps(block["input"])
+            for k in range(0, len(raw), chunk_chars):
+                delta = {"type": "input_json_delta", "partial_json": raw[k : k + chunk_chars]}
+                out.append(ev("content_block_delta", {"index": i, "delta": delta}))
+        else:
+            out.append(ev("content_block_start", {"index": i, "content_block": block}))
+        out.append(ev("content_block_stop", {"index": i}))
+    delta = {"stop_reason": msg["stop_reason"], "stop_sequence": msg.get("stop_sequence")}
+    out.append(ev("message_delta", {"delta": delta, "usage": {"output_tokens": usage["output_tokens"]}}))
+    out.append(ev("message_stop", {}))
+    return out
+
+
 class FakeAnthropic:
     """
     A Messages API server on 127.0.0.1. `reply(request_body, call_no)` returns (status, body);
-    every request is kept in `requests` (so tests count the model calls the server saw).
+    every request is kept in `requests` (so tests count the model calls the server saw). A
+    request with ``stream: true`` answered 200 with a message gets it as server-sent events
+    (:func:`sse_body`); `events_sent` counts the events written before the client hung up.
     """
 
-    def __init__(self, reply: Reply) -> None:
+    def __init__(self, reply: Reply, *, chunk_chars: int = 4, delta_delay_s: float = 0.0) -> None:
         self.reply = reply
+        self.chunk_chars = chunk_chars
+        self.delta_delay_s = delta_delay_s
+        self.events_sent = 0
         self.requests: list[dict[str, Any]] = []
         self.lock = threading.Lock()
         fake = self
@@ -114,6 +153,14 @@ class FakeAnthropic:
                 headers: dict[str, str] = more[0] if more else {}
                 if status in (429, 529) and "retry-after" not in headers:
                     headers = {**headers, "retry-after": "0"}
+                if (
+                    body.get("stream")
+                    and status == 200
+                    and isinstance(out, dict)
+                    and out.get("type") == "message"
+                ):
+                    self._stream(out)
+                    return
                 data = out if isinstance(out, bytes) else json.dumps(out).encode()  # bytes: sent as they are
                 self.send_response(status)
                 self.send_header("content-type", "application/json")
@@ -122,6 +169,24 @@ class FakeAnthropic:
                     self.send_header(k, v)
                 self.end_headers()
                 self.wfile.write(data)
+
+            def _stream(self, msg: dict[str, Any]) -> None:
+                self.send_response(200)
+                self.send_header("content-type", "text/event-stream")
+                self.send_header("cache-control", "no-cache")
+                self.send_header("connection", "close")
+                self.end_headers()
+                try:
+                    for event in sse_body(msg, fake.chunk_chars):
+                        self.wfile.write(event)
+                        self.wfile.flush()
+                        with fake.lock:
+                            fake.events_sent += 1
+                        if fake.delta_delay_s:
+                            time.sleep(fake.delta_delay_s)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client stopped reading (a stream stopped at its reservation)
+                self.close_connection = True
 
             def log_message(self, *args: Any) -> None:
                 pass
@@ -140,12 +205,12 @@ class FakeAnthropic:
 
 
 @pytest.fixture
-def fake_anthropic() -> Iterator[Callable[[Reply], FakeAnthropic]]:
-    """Factory: fake_anthropic(reply) -> FakeAnthropic; shut down after the test."""
+def fake_anthropic() -> Iterator[Callable[..., FakeAnthropic]]:
+    """Factory: fake_anthropic(reply, **streaming options) -> FakeAnthropic; shut down after the test."""
     made: list[FakeAnthropic] = []
 
-    def _make(reply: Reply) -> FakeAnthropic:
-        f = FakeAnthropic(reply)
+    def _make(reply: Reply, **kwargs: Any) -> FakeAnthropic:
+        f = FakeAnthropic(reply, **kwargs)
         made.append(f)
         return f
 

@@ -466,6 +466,18 @@ CALLS: dict[str, Call] = {
     ),
     "drop_tool_policy": lambda w: ("select pgflight.drop_tool_policy(%s, 'pay')", [w.workspace]),
     "tool_policies": lambda w: ("select * from pgflight.tool_policies(%s)", [w.workspace]),
+    # streams: a batch written by a held attempt; a read of a run of the login's workspace
+    "stream_write": lambda w: (
+        lambda h: (
+            "select * from pgflight.stream_write(%s, %s, 'tokens', '{a,b}')",
+            [h["attempt_id"], h["token"]],
+        )
+    )(w.held()),
+    "stream_read": lambda w: (
+        "select * from pgflight.stream_read(%s, 'tokens', 0, 10, 0)",
+        [w.submit()["run_id"]],
+    ),
+    "stream_channels": lambda w: ("select * from pgflight.stream_channels(%s)", [w.submit()["run_id"]]),
     "record_effect": lambda w: (
         lambda h: (
             "select * from pgflight.record_effect(%s, %s, 'charge-1', '{\"id\": 1}')",

@@ -48,6 +48,7 @@ FENCED: dict[str, str] = {
     "request_approval": "select * from pgflight.request_approval(%(a)s, %(t)s, 'gate', '{\"q\": 1}')",
     "wait_timer": "select * from pgflight.wait_timer(%(a)s, %(t)s, 'nap', 5)",
     "wait_event": "select * from pgflight.wait_event(%(a)s, %(t)s, 'paid', 'order.paid', '42')",
+    "stream_write": "select * from pgflight.stream_write(%(a)s, %(t)s, 'tokens', '{a}')",
     "begin_agent_run": (
         'select * from pgflight.begin_agent_run(%(a)s, %(t)s, \'{"model": "claude-haiku-4-5", "task": "t"}\')'
     ),

@@ -155,3 +155,54 @@ def test_strays_of_the_default_partitions_whose_agent_run_is_gone_are_purged_in_
     ]
     rows(conn, "select * from pgflight.maintain_partitions(20)")
     assert scalar(conn, "select count(*) from pgflight.traces_default") == 0
+
+
+def _streamed(conn: Conn, worker: int) -> Claim:
+    """A claimed step (a 10-hour lease) that wrote two chunks to its run's stream 'text'."""
+    submit(conn, "streamer")
+    c = claim_one(conn, worker, lease_s=36_000, recipes=["streamer"])
+    conn.execute("select * from pgflight.stream_write(%s, %s, 'text', '{a,b}')", [c.attempt_id, c.token])
+    return c
+
+
+def _stream_rows(conn: Conn, run_id: int) -> tuple[int, int]:
+    return (
+        scalar(conn, "select count(*) from pgflight.streams where run_id = %s", [run_id]),
+        scalar(conn, "select count(*) from pgflight.stream_chunks where run_id = %s", [run_id]),
+    )
+
+
+def test_streams_go_by_partition_drop_once_every_run_of_their_range_is_purged(conn: Conn) -> None:
+    setup_engine(conn)
+    w = register(conn)
+    conn.execute("update pgflight.settings set purge_after_s = 3600, runs_per_stream_partition = %s", [WIDTH])
+    set_clock(conn, T)
+    # the deploy made [0, 100000); run ids near its end: the next range is made ahead, WIDTH wide
+    conn.execute("select setval('pgflight.runs_id_seq', 99990, false)")
+    made = {n: a for n, a in _maintain(conn).items() if n.startswith("stream")}
+    assert made == {"streams_from_100000": ("created", 0), "stream_chunks_from_100000": ("created", 0)}
+    conn.execute("select setval('pgflight.runs_id_seq', 100000, false)")
+    done, live = _streamed(conn, w), _streamed(conn, w)  # runs 100000 and 100001
+    complete(conn, done, {"ok": True})
+    assert (
+        scalar(
+            conn,
+            "select distinct tableoid::regclass::text from pgflight.stream_chunks where run_id = %s",
+            [done.run_id],
+        )
+        == "pgflight.stream_chunks_from_100000"
+    )
+
+    set_clock(conn, T + timedelta(hours=2))
+    assert scalar(conn, "select pgflight.purge_finished(null, 1000)") == 1
+    conn.execute("select setval('pgflight.runs_id_seq', 101000, false)")  # every id of the range drawn
+    dropped = {n for n, (act, _) in _maintain(conn).items() if act == "dropped"}
+    assert "streams_from_100000" not in dropped and "stream_chunks_from_100000" not in dropped
+    assert _stream_rows(conn, done.run_id) == (1, 2)  # a live run holds the range: nothing of it goes
+
+    complete(conn, live, {"ok": True})
+    set_clock(conn, T + timedelta(hours=4))
+    assert scalar(conn, "select pgflight.purge_finished(null, 1000)") == 1
+    dropped = {n for n, (act, _) in _maintain(conn).items() if act == "dropped"}
+    assert {"streams_from_100000", "stream_chunks_from_100000"} <= dropped
+    assert _stream_rows(conn, done.run_id) == (0, 0) and _stream_rows(conn, live.run_id) == (0, 0)

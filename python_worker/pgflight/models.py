@@ -223,6 +223,34 @@ class EventWait(Row):
     waiting: bool
 
 
+class StreamWrite(Row):
+    """stream_write: the numbers of the chunks written (first_seq None for none) and the stream's bytes."""
+
+    first_seq: int | None
+    last_seq: int
+    total_bytes: int
+
+
+class StreamChunk(Row):
+    """stream_read: one chunk, with the attempt that wrote it (attempt_no counts from 1 per step)."""
+
+    seq: int
+    attempt_no: int
+    attempt_id: int
+    step_id: int
+    chunk: str
+    written_at: datetime
+
+
+class StreamChannel(Row):
+    """stream_channels: one stream of a run."""
+
+    channel: str
+    last_seq: int
+    total_bytes: int
+    updated_at: datetime
+
+
 class EmittedEvent(Row):
     """emit_event: the event id, whether this call recorded it (False: the same id again), waits woken."""
 

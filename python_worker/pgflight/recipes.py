@@ -266,6 +266,7 @@ class StepContext:
         self._on_unpark = on_unpark or (lambda: None)
         self._lost = lost or (lambda: False)
         self.max_receipt_bytes = max_receipt_bytes
+        self._streams: dict[str, Any] | None = None  # channel -> StreamWriter, made on first use
 
     @property
     def log(self) -> logging.Logger | logging.LoggerAdapter[logging.Logger]:
@@ -462,6 +463,44 @@ class StepContext:
             raise Parked(f"attempt {self.attempt_id} parked")
         self._on_unpark()
         return res
+
+    # --- streams -----------------------------------------------------------------------------
+
+    def stream(self, channel: str) -> Any:
+        """
+        The writer of stream `channel` of this run (docs/streams.md): ``ctx.stream("tokens").write("Hel")``.
+
+        Chunks are batched (every ``PGFLIGHT_STREAM_FLUSH_MS`` ms, default 50, or 16 KiB) and
+        written with this attempt's fencing token; the worker flushes every channel when the
+        recipe returns, fails or parks. A reader follows them with ``stream_read`` from any
+        language; each chunk carries this attempt's number.
+
+        :return: a :class:`pgflight.streams.StreamWriter` (the same one for the same channel).
+        """
+        from pgflight.streams import StreamWriter
+
+        if self._streams is None:
+            self._streams = {}
+        writer = self._streams.get(channel)
+        if writer is None:
+            writer = StreamWriter(
+                channel,
+                lambda ch, chunks: self._call(_db().stream_write, self.attempt_id, self.token, ch, chunks),
+            )
+            self._streams[channel] = writer
+        return writer
+
+    @property
+    def has_streams(self) -> bool:
+        """Has the recipe written to a stream (the worker then flushes them when it ends)?"""
+        return bool(self._streams)
+
+    def close_streams(self) -> None:
+        """Send every channel's queued chunks (the worker calls this when the recipe ends); never raises."""
+        for writer in (self._streams or {}).values():
+            writer.close()
+            if writer.error is not None:
+                self.log.warning("stream %r: last chunks not written: %s", writer.channel, writer.error)
 
     # --- effects -----------------------------------------------------------------------------
 

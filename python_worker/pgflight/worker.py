@@ -689,7 +689,11 @@ class Worker:
                     lost=lambda: held.state == LOST,
                     max_receipt_bytes=self.max_result_bytes,
                 )
-                result = await self._execute(held, recipe, ctx)
+                try:
+                    result = await self._execute(held, recipe, ctx)
+                finally:
+                    if ctx.has_streams:  # the last batches go before the step ends (or parks)
+                        await asyncio.to_thread(ctx.close_streams)
                 text = check_json(
                     result,
                     what=self._result_names.get(claim.recipe) or f"the result of recipe {claim.recipe!r}",

@@ -72,6 +72,18 @@ result. A child's spend counts against the parent's tree budgets.
 
 A cap that would be crossed (ZF007) ends the step at once with :class:`BudgetExhausted` (a
 :class:`~pgflight.recipes.Fatal`: dead letter, no retry), which wakes a waiting parent.
+
+Streaming (``stream``: a channel name; docs/streams.md): the model is asked through the Messages
+API's server-sent events, each text delta is written to that stream of the run as it arrives
+(``ctx.stream``, batched), and the final message is recorded exactly as without streaming (the
+flight recorder stays the resume source; an iteration already recorded is never streamed
+again). While the response streams, the cost so far (the call's input at its price, the output
+tokens counted from the deltas at the output price) is checked against the call's reservation
+before each delta is taken: a delta that would cross it stops the stream there. The call is then
+recorded with what arrived (the text so far, the output tokens counted so far, stop_reason
+``budget_exhausted``), a ``budget_exhausted`` block is traced, and the step ends as a budget stop
+(:class:`BudgetExhausted`). The tokens the server generated after the last delta received are not
+counted (the documented overshoot of a stopped stream).
 """
 
 from __future__ import annotations
@@ -81,7 +93,7 @@ import json
 import logging
 from datetime import UTC, datetime
 from decimal import Decimal
-from typing import Any
+from typing import Any, NoReturn
 
 from pydantic import BaseModel, Field, ValidationError
 
@@ -123,6 +135,7 @@ class AgentInput(BaseModel):
     max_usd: float | None = None  # USD cap of this agent and its sub-agents
     max_wall_s: float | None = None  # seconds, wall-time cap of this agent's tree
     est_usd: float | None = None  # USD reserved before each call (default: priced from the request)
+    stream: str | None = None  # stream the model's text to this channel of the run (docs/streams.md)
 
 
 class BudgetExhausted(Fatal):
@@ -157,6 +170,9 @@ class AgentLoop:
         )
         self.rate_limited_s = 0.0  # seconds this attempt waited on 429 / 529
         self._last_rate_limited = False
+        self._reserved: Decimal | None = None  # the USD the call being made was admitted at
+        self._input_usd: Decimal | None = None  # the streaming call's input at its price
+        self._writer = ctx.stream(inp.stream) if inp.stream else None
 
     # --- db ------------------------------------------------------------------------------------
 
@@ -197,6 +213,7 @@ class AgentLoop:
                     )
                 else:
                     self._db(adb.reserve_budget, self.agent_run_id, iteration, est_usd)
+                self._reserved = est_usd
                 return
             except errors.TokenRateLimited as e:  # the pending results were stored all the same
                 self._wait_for_tokens(iteration, e)
@@ -276,7 +293,10 @@ class AgentLoop:
             # priced on the request about to be sent, tool results included (see _estimate)
             self._admit(iteration, self._estimate(request))
             started_ns = tracing.now_ns()
-            response, retries = self._ask_or_give_back(iteration, request)
+            try:
+                response, retries = self._ask_or_give_back(iteration, request)
+            except prov.StreamCut as cut:
+                self._stopped_at_reservation(iteration, cut)
             content = _storable(response.get("content") or [])
             # a response asking for tools: its record admits the next call too (one budget move per
             # iteration); the estimate cannot see the tool results yet
@@ -358,6 +378,7 @@ class AgentLoop:
 
         :raises Release: still rate-limited at the attempt's patience or near its deadline.
         """
+        self._input_usd = None  # priced at this call's first delta
         try:
             return prov.create_with_retries(
                 self.provider,
@@ -366,6 +387,7 @@ class AgentLoop:
                 on_request=self._count_request,
                 rate_limit_budget_s=self._rate_limit_budget(),
                 sleep=self._sleep,
+                on_delta=self._on_delta if self.inp.stream else None,
             )
         except prov.RateLimited as e:
             # the step may be claimed again only once the server's Retry-After has passed
@@ -396,6 +418,62 @@ class AgentLoop:
                 except errors.PgflightError as g:
                     log.warning("model call %s: could not give back its reservation: %s", iteration, g)
             raise
+
+    def _on_delta(self, delta: prov.Delta) -> None:
+        """
+        A delta of the streaming response: checked against the call's reservation (the input at
+        its price, once per call, plus the output tokens so far at the output price), then its
+        text written to the stream.
+
+        :raises StopStream: taking it would cross the reservation.
+        """
+        if self._reserved is not None:
+            usage = delta.usage
+            if self._input_usd is None:
+                # what the call costs before any output (input and cache tokens), priced once
+                inputs = {k: v for k, v in usage.items() if k != "output_tokens"}
+                self._input_usd = self._call(adb.price_usd, self.inp.model, inputs)
+            per_out = self._prices()[1]
+            spent = self._input_usd + per_out * int(usage.get("output_tokens") or 0) / 1_000_000
+            if spent > self._reserved:
+                raise prov.StopStream(f"{spent:.8f} USD would pass the reservation of {self._reserved} USD")
+        if delta.kind == "text" and self._writer is not None:
+            self._writer.write(delta.text)
+
+    def _stopped_at_reservation(self, iteration: int, cut: prov.StreamCut) -> NoReturn:
+        """
+        The streamed response reached the call's reservation: record what arrived (its cost is
+        what was paid so far), trace a ``budget_exhausted`` block, end the step as a budget stop.
+
+        :raises BudgetExhausted: always.
+        """
+        if self._writer is not None:
+            self._writer.flush()
+        response = {**cut.response, "stop_reason": "budget_exhausted"}
+        content = _storable(response.get("content") or [])
+        rec = self._record(iteration, response, content, cut.retries)
+        out_tokens = int(response.get("usage", {}).get("output_tokens") or 0)
+        why = (
+            f"model call {iteration} reached its reservation of {self._reserved} USD while streaming, "
+            f"after {out_tokens} output tokens ({rec.usd} USD paid); the response was stopped there"
+        )
+        block = {
+            "type": "budget_exhausted",
+            "reservation_usd": str(self._reserved),
+            "usd": str(rec.usd),
+            "output_tokens": out_tokens,
+            "message": why,
+        }
+        self._db(adb.record_trace, self.agent_run_id, iteration, "system", "budget_exhausted", block)
+        raise BudgetExhausted(f"budget_exhausted: {why}")
+
+    def _prices(self) -> tuple[Decimal, Decimal]:
+        """USD per million input and output tokens of the model (read once)."""
+        if self._unit_prices is None:
+            per_in = self._call(adb.price_usd, self.inp.model, {"input_tokens": 1_000_000})
+            per_out = self._call(adb.price_usd, self.inp.model, {"output_tokens": 1_000_000})
+            self._unit_prices = (per_in, per_out)
+        return self._unit_prices
 
     def _count_request(self) -> None:
         """The hard cap on requests per attempt (a loop the recorder cannot see stops here)."""
@@ -566,12 +644,8 @@ class AgentLoop:
         """
         if self.inp.est_usd is not None:
             return Decimal(str(self.inp.est_usd))
-        if self._unit_prices is None:
-            per_in = self._call(adb.price_usd, request.model, {"input_tokens": 1_000_000})
-            per_out = self._call(adb.price_usd, request.model, {"output_tokens": 1_000_000})
-            self._unit_prices = (per_in, per_out)
         chars = len(json.dumps([request.system, request.messages, request.tools], default=str))
-        per_in, per_out = self._unit_prices
+        per_in, per_out = self._prices()
         return (per_in * (chars // 4 + 1) + per_out * request.max_tokens) / 1_000_000
 
     # --- tools ---------------------------------------------------------------------------------

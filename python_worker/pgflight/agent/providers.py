@@ -12,6 +12,14 @@ dict with ``content``, ``stop_reason``, ``usage``, ``model``).
   is indistinguishable from an uninterrupted one.
 - ``scripted``: returns the responses (or raises the errors) it was given, in order; for tests.
 
+Streaming (docs/streams.md): a provider with a ``stream(request, on_delta)`` method answers the
+same request through the Messages API's server-sent events (``stream: true``), calling
+``on_delta`` with each text, thinking or tool-input delta as it arrives (and the running output
+token count), and returns the same message ``create`` would: the blocks folded from the events as
+the server sent them. ``on_delta`` may raise :class:`StopStream` to end the response there: the
+stream is closed and :class:`StreamCut` carries what arrived (the complete blocks, the text so far,
+the usage with the output tokens counted so far).
+
 Transient errors (HTTP 408, 409, 429, 5xx, 529 overloaded, connection errors, and a 200 whose body
 is not JSON or not a message) are retried with backoff by :func:`create_with_retries` inside one
 iteration; each is reported to ``on_error`` (the loop stores it as an ``api_error`` trace block).
@@ -28,6 +36,7 @@ is raised, and the agent gives its step back without spending an attempt.
 
 from __future__ import annotations
 
+import contextlib
 import email.utils
 import hashlib
 import json
@@ -36,7 +45,7 @@ import os
 import random
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -114,6 +123,151 @@ def check_message(out: Any) -> Response:
         return out
     shown = json.dumps(out, default=str)[:200] if not isinstance(out, str) else out[:200]
     raise TransientError(f"HTTP 200 with a body that is not a message: {shown}", status=200)
+
+
+@dataclass
+class Delta:
+    """
+    One delta of a streamed response, handed to ``on_delta`` before it is taken into the message.
+
+    :ivar kind: text | thinking | input_json (a tool call's arguments, as JSON text in pieces).
+    :ivar text: the delta.
+    :ivar usage: the usage so far: ``message_start``'s (input and cache tokens) with output_tokens
+        the running estimate, the characters of every delta so far (this one included) / 4,
+        rounded up, or the server's own count once a ``message_delta`` gave one (if larger).
+    """
+
+    kind: str
+    text: str
+    usage: dict[str, Any]
+
+
+OnDelta = Callable[[Delta], None]
+
+
+class StopStream(Exception):
+    """Raised by an ``on_delta`` callback: end the response before this delta."""
+
+
+class StreamCut(Exception):
+    """
+    A streamed response ended early by its ``on_delta`` (:class:`StopStream`).
+
+    :ivar response: what arrived, as a message: the blocks complete so far, a text or thinking
+        block cut where the stream stopped (a tool call whose arguments were still arriving is
+        left out: it cannot be run), ``stop_reason`` None, the usage with output_tokens counted so
+        far (the estimate of :class:`Delta`).
+    :ivar retries: transient errors retried before this try (set by :func:`create_with_retries`).
+    """
+
+    def __init__(self, response: Response, why: str) -> None:
+        super().__init__(why)
+        self.response = response
+        self.retries = 0
+
+
+def sse_events(lines: Iterable[str]) -> Iterator[tuple[str, Any]]:
+    """(event, data as JSON) of each server-sent event of `lines` (the text lines of the body)."""
+    event, data = "", list[str]()
+    for line in lines:
+        if line == "":
+            if data:
+                raw = "\n".join(data)
+                try:
+                    yield event or "message", json.loads(raw)
+                except ValueError as e:
+                    raise TransientError(f"a stream event that is not JSON: {raw[:200]}", status=200) from e
+            event, data = "", list[str]()
+        elif line.startswith("event:"):
+            event = line[6:].strip()
+        elif line.startswith("data:"):
+            data.append(line[5:].lstrip())
+    if data:
+        yield event or "message", json.loads("\n".join(data))
+
+
+_DELTA_FIELDS = {"text_delta": ("text", "text"), "thinking_delta": ("thinking", "thinking")}
+
+
+def fold_stream(events: Iterable[tuple[str, Any]], on_delta: OnDelta) -> Response:
+    """
+    The message the events of a streamed response make (Messages API streaming: message_start,
+    content_block_start / _delta / _stop, message_delta, message_stop; ping ignored), each text,
+    thinking and tool-input delta passed to `on_delta` first.
+
+    :raises StreamCut: `on_delta` raised :class:`StopStream`.
+    :raises TransientError: an ``error`` event, or the events ended before ``message_stop``.
+    """
+    msg: dict[str, Any] | None = None
+    json_parts: dict[int, list[str]] = {}
+    open_blocks: set[int] = set()
+    chars = 0
+    for event, data in events:
+        kind = data.get("type", event) if isinstance(data, dict) else event
+        if kind == "error":
+            err = data.get("error") or {}
+            status = 529 if err.get("type") == "overloaded_error" else 500
+            why = f"{err.get('type')}: {err.get('message')}"
+            raise TransientError(f"stream error event: {why}", status=status)
+        if kind == "message_start":
+            msg = dict(data["message"])
+            msg["content"] = list(msg.get("content") or [])
+            msg["usage"] = dict(msg.get("usage") or {})
+            continue
+        if msg is None:
+            continue  # ping before the message
+        if kind == "content_block_start":
+            i = int(data["index"])
+            while len(msg["content"]) <= i:
+                msg["content"].append(None)
+            msg["content"][i] = dict(data["content_block"])
+            open_blocks.add(i)
+        elif kind == "content_block_delta":
+            i, d = int(data["index"]), data["delta"]
+            block = msg["content"][i]
+            if d.get("type") in _DELTA_FIELDS:
+                name, field = _DELTA_FIELDS[d["type"]]
+                text = d.get(field) or ""
+            elif d.get("type") == "input_json_delta":
+                name, field, text = "input_json", "", d.get("partial_json") or ""
+            else:  # signature_delta, citations_delta, ...: taken as they come, no text
+                if d.get("type") == "signature_delta":
+                    block["signature"] = block.get("signature", "") + (d.get("signature") or "")
+                elif d.get("type") == "citations_delta":
+                    block.setdefault("citations", []).append(d.get("citation"))
+                continue
+            chars += len(text)
+            counted = int(msg["usage"].get("output_tokens") or 0)
+            usage = {**msg["usage"], "output_tokens": max(-(-chars // 4), counted)}
+            try:
+                on_delta(Delta(name, text, usage))
+            except StopStream as e:
+                chars -= len(text)
+                cut = {**msg, "stop_reason": None}
+                cut["usage"] = {**msg["usage"], "output_tokens": max(-(-chars // 4), 0)}
+                cut["content"] = [
+                    b
+                    for j, b in enumerate(msg["content"])
+                    if b is not None and (j not in open_blocks or b.get("type") in ("text", "thinking"))
+                ]
+                raise StreamCut(cut, str(e) or "stopped by on_delta") from None
+            if name == "input_json":
+                json_parts.setdefault(i, []).append(text)
+            else:
+                block[field] = block.get(field, "") + text
+        elif kind == "content_block_stop":
+            i = int(data["index"])
+            open_blocks.discard(i)
+            if i in json_parts:
+                joined = "".join(json_parts.pop(i))
+                msg["content"][i]["input"] = json.loads(joined) if joined.strip() else {}
+        elif kind == "message_delta":
+            msg.update({k: v for k, v in (data.get("delta") or {}).items()})
+            msg["usage"].update(data.get("usage") or {})
+        elif kind == "message_stop":
+            msg["content"] = [b for b in msg["content"] if b is not None]
+            return check_message(msg)
+    raise TransientError("the stream ended before message_stop", status=200 if msg is not None else None)
 
 
 class RateLimited(Exception):
@@ -198,7 +352,32 @@ class AnthropicProvider:
         :raises TransientError: 408, 409, 429, 5xx, 529, connection errors, a 200 that is not a message.
         :raises RequestRefused: any other 4xx.
         """
-        a = self._anthropic
+        with self._api_errors():
+            raw = self.client.messages.with_raw_response.create(**self._kwargs(request))
+            # the body as the server sent it, not the SDK's model of it: a block type the SDK does
+            # not know (or knows under another shape) and its null fields are recorded, and sent
+            # back on the next turn, exactly as received
+            out = json.loads(raw.http_response.text)
+        return check_message(out)  # a JSON array, a number, null, a foreign object: TransientError
+
+    def stream(self, request: Request, on_delta: OnDelta) -> Response:
+        """
+        One call of messages.create with ``stream: true``: each delta goes to `on_delta` as it
+        arrives; the message folded from the events (as received, like :meth:`create`'s body).
+
+        :raises StreamCut: `on_delta` raised :class:`StopStream` (the connection is closed there).
+        :raises TransientError: as :meth:`create`, and an ``error`` event in the stream (an
+            ``overloaded_error`` as a 529), or a stream that ends before ``message_stop``.
+        :raises RequestRefused: as :meth:`create`.
+        """
+        with (
+            self._api_errors(),
+            self.client.messages.with_streaming_response.create(**self._kwargs(request), stream=True) as raw,
+        ):
+            return fold_stream(sse_events(raw.iter_lines()), on_delta)
+        raise AssertionError("unreachable")  # _api_errors re-raises
+
+    def _kwargs(self, request: Request) -> dict[str, Any]:
         kwargs: dict[str, Any] = {
             "model": request.model,
             "max_tokens": request.max_tokens,
@@ -208,12 +387,14 @@ class AnthropicProvider:
             kwargs["system"] = request.system
         if request.tools:
             kwargs["tools"] = request.tools
+        return kwargs
+
+    @contextlib.contextmanager
+    def _api_errors(self) -> Iterator[None]:
+        """The SDK's errors as :class:`TransientError` / :class:`RequestRefused`."""
+        a = self._anthropic
         try:
-            raw = self.client.messages.with_raw_response.create(**kwargs)
-            # the body as the server sent it, not the SDK's model of it: a block type the SDK does
-            # not know (or knows under another shape) and its null fields are recorded, and sent
-            # back on the next turn, exactly as received
-            out = json.loads(raw.http_response.text)
+            yield
         except a.APIStatusError as e:
             if e.status_code in RETRYABLE_4XX or e.status_code >= 500:
                 headers = e.response.headers if e.response is not None else {}
@@ -231,7 +412,6 @@ class AnthropicProvider:
             raise TransientError(f"connection: {e}") from e
         except (ValueError, a.APIResponseValidationError) as e:  # a 200 whose body is not JSON
             raise TransientError(f"HTTP 200 with a body that is not JSON: {e}", status=200) from e
-        return check_message(out)  # a JSON array, a number, null, a foreign object: TransientError
 
 
 # --- offline ---------------------------------------------------------------------------------
@@ -458,6 +638,7 @@ def create_with_retries(
     max_retry_after: float | None = None,
     rate_limit_budget_s: float | None = None,
     sleep: Callable[[float], None] = time.sleep,
+    on_delta: OnDelta | None = None,
 ) -> tuple[Response, int]:
     """
     One model call with transient errors retried: exponential backoff with jitter (honouring
@@ -468,6 +649,9 @@ def create_with_retries(
     the wait, until the waits would pass `rate_limit_budget_s` seconds in all.
 
     :param on_request: called before every request (the caller's hard cap may raise there).
+    :param on_delta: stream the response (a provider with ``stream``), each delta passed here; a
+        provider without it answers whole. A try that fails mid-stream is asked again from the
+        start: its deltas were passed already.
     :param base_s: first delay in seconds (default ``PGFLIGHT_AGENT_BACKOFF_S`` or 1).
     :param max_retry_after: most seconds of one wait (default :func:`max_retry_after_s`).
     :param rate_limit_budget_s: most seconds of rate-limit waits in this call (None: no limit).
@@ -475,6 +659,7 @@ def create_with_retries(
     :raises TransientError: a non-rate-limit error still failing after `max_tries` tries.
     :raises RateLimited: still rate-limited when the next wait would pass `rate_limit_budget_s`.
     :raises Fatal: the API refused the request (:class:`RequestRefused`): reported, never asked again.
+    :raises StreamCut: `on_delta` stopped the stream.
     """
     base = base_s if base_s is not None else float(os.environ.get("PGFLIGHT_AGENT_BACKOFF_S", "1"))
     cap = max_retry_after if max_retry_after is not None else max_retry_after_s()
@@ -484,7 +669,13 @@ def create_with_retries(
         if on_request is not None:
             on_request()
         try:
+            stream = getattr(provider, "stream", None) if on_delta is not None else None
+            if stream is not None and on_delta is not None:
+                return stream(request, on_delta), retries
             return provider.create(request), retries
+        except StreamCut as e:
+            e.retries = retries
+            raise
         except RequestRefused as e:
             if on_error is not None:
                 on_error(

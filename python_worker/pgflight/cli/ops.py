@@ -785,15 +785,30 @@ def watch(
         float | None,
         typer.Option("--timeout", metavar="SECONDS", min=0, help="Give up after this long (exit 1)."),
     ] = None,
+    stream: Annotated[
+        bool,
+        typer.Option(
+            "--stream",
+            help="Print the run's streams (docs/streams.md) as they come, not the progress bar.",
+        ),
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """
     Follow a run until it ends: a live progress bar on a terminal, progress lines otherwise.
 
     Prints the last error of each step that waits to retry, and warns when no live worker serves
-    a waiting recipe. Exit 0 when the run succeeded, 1 otherwise.
+    a waiting recipe. With --stream, prints the chunks of the run's streams as they come instead
+    (one JSON object per chunk with --json), marking a channel's switch to another attempt. Exit 0
+    when the run succeeded, 1 otherwise.
     """
     cli = current(as_json)
+    if stream:
+        st = _follow_streams(cli, run, interval, timeout)
+        if not cli.json:
+            cli.out.print()
+        _watch_end(cli, run, st)
+        return
     start = time.monotonic()
     tty = cli.err.is_terminal and not cli.json
     told: set[tuple[int, int]] = set()
@@ -850,6 +865,11 @@ def watch(
                         hint=f"see `{command_name()} show {run}`",
                     )
                 time.sleep(interval)
+    _watch_end(cli, run, st)
+
+
+def _watch_end(cli: Cli, run: int, st: models.RunStatus) -> None:
+    """The last line of watch (or the status as JSON); exit 1 unless the run succeeded."""
     if cli.json:
         _dump(st)
     else:
@@ -861,6 +881,54 @@ def watch(
         )
     if st.status != "succeeded":
         raise typer.Exit(1)
+
+
+def _follow_streams(cli: Cli, run: int, interval: float, timeout: float | None) -> models.RunStatus:
+    """
+    Print every chunk of every stream of `run` in order per channel until the run has ended and
+    its streams are read to the end; a header when the channel printed changes, and a line on
+    stderr when a channel's chunks come from another attempt (a retry's output follows).
+    """
+    start = time.monotonic()
+    after: dict[str, int] = {}
+    attempt: dict[str, int] = {}
+    shown = ""
+    with cli.connect() as c:
+        while True:
+            st = db.run_status(c, run)  # before the reads: a run seen ended has nothing more to write
+            channels = [s.channel for s in db.stream_channels(c, run)]
+            got = 0
+            for ch in channels:
+                # one channel: wait for it (a chunk shows within a poll of being written)
+                wait = interval if len(channels) == 1 and st.status == "running" else 0.0
+                chunks = db.stream_read(c, run, ch, after_seq=after.get(ch, 0), limit=1000, wait_s=wait)
+                for k in chunks:
+                    if cli.json:
+                        line = {"channel": ch, "seq": k.seq, "attempt_no": k.attempt_no, "chunk": k.chunk}
+                        cli.out.print(json.dumps(line), markup=False, highlight=False, soft_wrap=True)
+                        continue
+                    if ch != shown and len(channels) > 1:
+                        cli.err.print(f"\n[{escape(ch)}]", soft_wrap=True)
+                    shown = ch
+                    if attempt.get(ch, k.attempt_no) != k.attempt_no:
+                        cli.err.print(
+                            f"\n[{escape(ch)}: attempt {k.attempt_no} of step {k.step_id} follows]",
+                            soft_wrap=True,
+                        )
+                    attempt[ch] = k.attempt_no
+                    cli.out.print(k.chunk, end="", markup=False, highlight=False, soft_wrap=True)
+                if chunks:
+                    after[ch] = chunks[-1].seq
+                    got += len(chunks)
+            if st.status != "running" and got == 0:
+                return st
+            if timeout is not None and time.monotonic() - start > timeout:
+                raise CliError(
+                    f"run {run} still {st.status} after {fmt.duration(timeout)}",
+                    hint=f"see `{command_name()} show {run}`",
+                )
+            if got == 0 and (len(channels) != 1 or st.status != "running"):
+                time.sleep(interval)
 
 
 # --- dead letters, workers, approvals ----------------------------------------------------------

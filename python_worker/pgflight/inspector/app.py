@@ -15,7 +15,8 @@ from __future__ import annotations
 import contextlib
 import json
 import secrets
-from collections.abc import AsyncIterator
+import time
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -29,11 +30,12 @@ from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import PlainTextResponse, RedirectResponse, Response
+from starlette.responses import PlainTextResponse, RedirectResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
+from pgflight import db
 from pgflight.inspector import guard, view
 from pgflight.inspector import queries as q
 from pgflight.inspector.metrics import SnapshotCollector
@@ -206,7 +208,9 @@ def create_app(
             steps = q.run_steps(conn, status["run_id"])
             events = q.run_events(conn, status["run_id"])
             audit = q.run_audit(conn, status["run_id"])
+            streams = _streams(conn, status["run_id"])
         ctx = {
+            "streams": streams,
             "run": status,
             "row": row,
             "roots": view.tree(steps[: q.MAX_STEPS]),
@@ -217,6 +221,41 @@ def create_app(
             "root_attempt": next((s["attempt_id"] for s in steps if s["parent_id"] is None), None),
         }
         return page(request, "run.html", ctx)
+
+    def stream(request: Request) -> Response:
+        """
+        Server-sent events of one stream of a run (docs/streams.md): ``event: chunk`` with
+        ``{seq, attempt_no, chunk}`` and ``id: seq`` per chunk after ``after`` (or the browser's
+        Last-Event-ID, so a reconnecting EventSource resumes where it was), then ``event: end``
+        once the run has ended and everything is sent. A connection is held only for each read;
+        one response lasts at most STREAM_RESPONSE_S, the EventSource then reconnects.
+        """
+        run_id = int_param(request, "run_id") or 0
+        channel = request.query_params.get("channel", "")
+        after = int(request.headers.get("last-event-id") or int_param(request, "after") or 0)
+        read(request, db.stream_channels, run_id)  # an unknown run (or one not ours) is a 404 now
+
+        def events() -> Iterator[str]:
+            nonlocal after
+            until = time.monotonic() + STREAM_RESPONSE_S
+            while time.monotonic() < until:
+                with source(request).connection() as conn:
+                    chunks = db.stream_read(conn, run_id, channel, after_seq=after, limit=1000)
+                for k in chunks:
+                    data = json.dumps({"seq": k.seq, "attempt_no": k.attempt_no, "chunk": k.chunk})
+                    yield f"id: {k.seq}\nevent: chunk\ndata: {data}\n\n"
+                    after = k.seq
+                if chunks:
+                    continue
+                if read(request, db.run_status, run_id).status != "running":
+                    yield "event: end\ndata: {}\n\n"
+                    return
+                yield ": waiting\n\n"
+                time.sleep(STREAM_POLL_S)
+
+        return StreamingResponse(
+            events(), media_type="text/event-stream", headers={"cache-control": "no-store"}
+        )
 
     def step(request: Request) -> Response:
         step_id = int_param(request, "step_id") or 0
@@ -429,6 +468,7 @@ def create_app(
         Route("/", home),
         Route("/runs", runs),
         Route("/runs/{run_id}", run),
+        Route("/runs/{run_id}/stream", stream),
         Route("/steps/{step_id}", step),
         Route("/steps/{step_id}/transcript", transcript),
         Route("/steps/{step_id}/diff", diff),
@@ -475,6 +515,34 @@ def create_app(
     )
     app.state.csrf_of = lambda sid: guard.csrf_token(key, sid)
     return app
+
+
+STREAM_POLL_S = 0.2  # between two reads of a stream with nothing new (no connection held meanwhile)
+STREAM_RESPONSE_S = 300.0  # one server-sent events response at most; the browser reconnects
+STREAM_PAGE_CHUNKS = 10000  # chunks of each stream the run page shows; the live view goes on from there
+
+
+def _streams(conn: psycopg.Connection[Any], run_id: int) -> list[dict[str, Any]]:
+    """Each stream of the run for its page: channel, text so far (an attempt's switch marked), last seq."""
+    out = []
+    for s in db.stream_channels(conn, run_id):
+        chunks = db.stream_read(conn, run_id, s.channel, limit=STREAM_PAGE_CHUNKS)
+        text, attempt = [], None
+        for k in chunks:
+            if attempt is not None and k.attempt_no != attempt:
+                text.append(f"\n— attempt {k.attempt_no} —\n")
+            attempt = k.attempt_no
+            text.append(k.chunk)
+        out.append(
+            {
+                "channel": s.channel,
+                "text": "".join(text),
+                "seq": chunks[-1].seq if chunks else 0,
+                "attempt": attempt,
+                "clipped": s.last_seq > (chunks[-1].seq if chunks else 0),
+            }
+        )
+    return out
 
 
 def _plain(text: str) -> Response:

@@ -20,7 +20,8 @@ What the inspector checks before any page runs, so that a web page on another si
   (the inspector keeps no copy of the password: the open connection is the session), end on
   sign-out, after IDLE_S without a request or LIFETIME_S after sign-in, and the id changes at
   sign-in.
-- Every response carries ``Content-Security-Policy`` (no script, ``frame-ancestors 'none'``),
+- Every response carries ``Content-Security-Policy`` (script only from the inspector's own static
+  files, never inline; ``frame-ancestors 'none'``),
   ``X-Frame-Options: DENY``, ``X-Content-Type-Options: nosniff`` and a same-origin referrer policy.
 """
 
@@ -60,7 +61,7 @@ _SID_RX = re.compile(r"^[A-Za-z0-9_-]{43}$")
 _DEFAULT_PORT = {"http": "80", "https": "443"}
 
 SECURITY_HEADERS = (
-    (b"content-security-policy", b"default-src 'self'; script-src 'none'; frame-ancestors 'none'"),
+    (b"content-security-policy", b"default-src 'self'; script-src 'self'; frame-ancestors 'none'"),
     (b"x-frame-options", b"DENY"),
     (b"x-content-type-options", b"nosniff"),
     (b"referrer-policy", b"same-origin"),

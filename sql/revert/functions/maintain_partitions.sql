@@ -1,6 +1,8 @@
 -- Revert pgflight:functions/maintain_partitions: restores the previous definition, deploy/functions/maintain_partitions@v0.9.0.sql (written by scripts/gen_sql_scripts.py)
 begin;
 set local role pgflight_owner;
+drop function pgflight._maintain_id_partitions(text[], text, bigint, integer);
+drop function pgflight._id_partitions(text);
 
 -- Sweep (issue 18): keep the day partitions of pgflight.events (tables/events_by_day) and the agent
 -- run id partitions of pgflight.traces and pgflight.costs (tables/firehose_by_agent_run).

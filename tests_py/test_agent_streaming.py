@@ -1,0 +1,132 @@
+"""
+The agent streams through real worker processes and the real `anthropic` SDK against a local
+server speaking server-sent events: the text a reader follows on the run's stream equals the text
+the flight recorder holds; a `max_usd` (and reservation) that pays for half a response stops the
+stream there, and the ledger holds what was paid: the input and the output tokens received.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+import psycopg
+
+import agent_recipes  # noqa: F401  (the agent recipe with the test tools)
+from agent_support import fake_anthropic, message, tool_use  # noqa: F401
+from pgflight import db
+from worker_support import one, wait_for, workers  # noqa: F401
+
+ENV = {"PGFLIGHT_AGENT_BACKOFF_S": "0.01", "ANTHROPIC_API_KEY": "test-key"}
+LONG = "".join(f"word{i:03d} " for i in range(50))  # 400 characters: 100 output tokens at 4 a token
+
+
+def _submit(conn: Any, **inp: Any) -> Any:
+    db.create_workspace(conn, "w")
+    return db.submit_run(
+        conn,
+        "w",
+        "agent",
+        {"task": "answer", "model": "claude-sonnet-4-6", "provider": "anthropic", "tools": ["note"], **inp},
+        options={"max_attempts": 2},
+    )
+
+
+def _text(conn: Any, run_id: int) -> str:
+    return "".join(c.chunk for c in db.stream_read(conn, run_id, "text", limit=10000))
+
+
+def _status(conn: Any, step_id: int) -> str:
+    return str(one(conn, "select status from pgflight.step_status where step_id = %s", step_id))
+
+
+def test_the_streamed_text_equals_the_recorded_text(dsn: str, fake_anthropic: Any, workers: Any) -> None:
+    def reply(body: dict[str, Any], n: int) -> tuple[Any, ...]:
+        if n == 1:
+            return 200, message(
+                tool_use("tu_1", "note", {"text": "x"}, text="Let me note that. "), output_tokens=20
+            )
+        return 200, message([{"type": "text", "text": LONG}], output_tokens=100)
+
+    server = fake_anthropic(reply)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        sub = _submit(conn, stream="text")
+        workers(dsn, "--lease", "5", recipes="agent_recipes", env={**ENV, "ANTHROPIC_BASE_URL": server.url})
+        wait_for(lambda: _status(conn, sub.step_id) in ("succeeded", "dead_letter"), 60, "the agent to end")
+        assert _status(conn, sub.step_id) == "succeeded"
+        assert all(r.get("stream") is True for r in server.requests) and len(server.requests) == 2
+        recorded = "".join(
+            r[0]
+            for r in conn.execute(
+                "select content->>'text' from pgflight.traces t"
+                " join pgflight.agent_runs a on a.id = t.agent_run_id"
+                " where a.run_id = %s and t.block_type = 'text' and t.iteration > 0"
+                " order by t.iteration, t.seq",
+                [sub.run_id],
+            ).fetchall()
+        )
+        assert recorded == "Let me note that. " + LONG
+        assert _text(conn, sub.run_id) == recorded
+        # the tool call folded from its input_json deltas was run with its arguments
+        use = one(
+            conn,
+            "select content from pgflight.traces t join pgflight.agent_runs a on a.id = t.agent_run_id"
+            " where a.run_id = %s and t.block_type = 'tool_use'",
+            sub.run_id,
+        )
+        assert use["input"] == {"text": "x"}
+        tokens = one(conn, "select sum(output_tokens) from pgflight.costs where run_id = %s", sub.run_id)
+        assert tokens == 120  # the server's own counts (message_delta), as without streaming
+
+
+def test_a_budget_for_half_a_response_stops_the_stream_there_and_the_ledger_holds_what_was_paid(
+    dsn: str, fake_anthropic: Any, workers: Any
+) -> None:
+    # input 1,000 tokens at USD 3/M = 0.003; 100 output tokens at USD 15/M = 0.0015: half of them
+    # fit in 0.00375 (the reservation is est_usd, the cap max_usd)
+    server = fake_anthropic(
+        lambda body, n: (
+            200,
+            message([{"type": "text", "text": LONG}], input_tokens=1000, output_tokens=100),
+        ),
+        delta_delay_s=0.005,
+    )
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        sub = _submit(conn, stream="text", max_usd=0.00375, est_usd=0.00375)
+        workers(dsn, "--lease", "5", recipes="agent_recipes", env={**ENV, "ANTHROPIC_BASE_URL": server.url})
+        wait_for(lambda: _status(conn, sub.step_id) in ("succeeded", "dead_letter"), 60, "the agent to end")
+        assert _status(conn, sub.step_id) == "dead_letter"
+        error = one(
+            conn,
+            "select error from pgflight.step_attempts where step_id = %s order by attempt_no desc limit 1",
+            sub.step_id,
+        )
+        assert "budget_exhausted" in error["message"], error
+        assert len(server.requests) == 1  # a budget stop is not retried
+        total_events = 3 + 2 + 100 + 2  # message_start, ping, block start, 100 deltas, block stop, ...
+        assert server.events_sent < total_events, "the server sent the whole response"
+        cost = conn.execute(
+            "select input_tokens, output_tokens, usd, stop_reason from pgflight.costs where run_id = %s",
+            [sub.run_id],
+        ).fetchall()
+        assert cost == [(1000, 50, Decimal("0.00375000"), "budget_exhausted")]
+        spent = one(
+            conn, "select spent_usd from pgflight.budgets where scope = 'step' and step_id = %s", sub.step_id
+        )
+        assert spent == Decimal("0.00375")
+        text = one(
+            conn,
+            "select content->>'text' from pgflight.traces t"
+            " join pgflight.agent_runs a on a.id = t.agent_run_id"
+            " where a.run_id = %s and t.block_type = 'text' and t.iteration > 0",
+            sub.run_id,
+        )
+        assert text == LONG[:200]  # 50 tokens of 4 characters: the half that was paid for
+        assert _text(conn, sub.run_id) == text
+        stop = one(
+            conn,
+            "select content from pgflight.traces t join pgflight.agent_runs a on a.id = t.agent_run_id"
+            " where a.run_id = %s and t.block_type = 'budget_exhausted'",
+            sub.run_id,
+        )
+        assert stop["output_tokens"] == 50 and stop["reservation_usd"] == "0.00375"
