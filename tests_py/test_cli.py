@@ -79,6 +79,7 @@ COMMANDS = [
     "dead-letters",
     "trace",
     "export-dataset",
+    "fork",
     "review",
 ]
 
