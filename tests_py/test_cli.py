@@ -80,6 +80,7 @@ COMMANDS = [
     "trace",
     "export-dataset",
     "fork",
+    "replay-agent",
     "review",
 ]
 

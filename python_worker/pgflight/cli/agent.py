@@ -10,6 +10,9 @@ Agent commands of the ``pgflight`` CLI: the flight recorder as a transcript, and
 - ``pgflight fork STEP --at K [--system TEXT] [--model NAME] [--patch-file FILE] --reason TEXT``:
   a new run whose agent reuses the iterations before K of the agent of STEP (USD 0) and asks the
   model from K on with the patch (fork_agent).
+- ``pgflight replay-agent STEP [--recipe MODULE]``: re-run the recorded agent's tool calls
+  against its recorded model responses with the tools as they are now (no model call, no cost,
+  nothing written); exit 1 at the first iteration that differs (pgflight.testing).
 """
 
 from __future__ import annotations
@@ -252,8 +255,50 @@ def fork(
     )
 
 
+def replay_agent(
+    step: Annotated[
+        int, typer.Argument(metavar="STEP", min=1, help="Step id of a recorded agent.", show_default=False)
+    ],
+    recipe: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--recipe",
+            metavar="MODULE",
+            help="A module to import first: the recipe and tools as they are now (repeatable).",
+        ),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")] = False,
+) -> None:
+    """Replay a recorded agent against its recorded responses; exit 1 where its tool calls differ."""
+    import dataclasses
+    import importlib
+    import os
+
+    from pgflight.testing import replay_agent as replay
+
+    cli = current(as_json)
+    sys.path.insert(0, os.getcwd())
+    for m in recipe or []:
+        try:
+            importlib.import_module(m)
+        except ImportError as e:
+            raise usage(f"cannot import {m}: {e}", "check --recipe and PYTHONPATH") from None
+    with cli.connect() as conn:
+        try:
+            report = replay(conn, step)
+        except LookupError as e:
+            raise CliError(str(e), code=NOT_FOUND) from None
+    if cli.json:
+        sys.stdout.write(json.dumps(dataclasses.asdict(report), default=str) + "\n")
+    else:
+        cli.out.print(escape(report.describe()), soft_wrap=True)
+    if not report.clean:
+        raise typer.Exit(1)
+
+
 def register(app: typer.Typer) -> None:
     """Add ``trace``, ``export-dataset`` and ``fork`` to the CLI app."""
     app.command("trace")(trace)
     app.command("export-dataset")(export_dataset)
     app.command("fork")(fork)
+    app.command("replay-agent")(replay_agent)
