@@ -22,6 +22,7 @@ is not run either. Keep a few recorded runs as tests of a recipe (docs/agents.md
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,9 +31,23 @@ from pydantic import ValidationError
 from pgflight.agent.tools import TOOLS, Tool, ToolContext, result_text
 from pgflight.db import agent as adb
 from pgflight.db.core import Connection
-from pgflight.models_agent import TraceRow
+from pgflight.models_agent import AgentRunInfo, TraceRow
 
 INTERRUPTED_PREFIX = "The call was interrupted by a crash"
+
+#: recipe name -> the tools its agent was offered, rebuilt from the agent run (for a recipe that
+#: binds its tools per step, like the review's documents, instead of registering them globally)
+ToolsFactory = Callable[[AgentRunInfo], dict[str, Tool]]
+_REPLAY_TOOLS: dict[str, ToolsFactory] = {}
+
+
+def register_replay_tools(recipe: str, factory: ToolsFactory) -> None:
+    """
+    Tell :func:`replay_agent` how to rebuild the tools of `recipe`'s agents when they are not the
+    process-wide registry: ``factory(agent_run_of row) -> {name: Tool}`` (its ``result`` is the
+    step's last result). Call it in the recipe module, beside the recipe.
+    """
+    _REPLAY_TOOLS[recipe] = factory
 
 
 @dataclass(frozen=True)
@@ -91,8 +106,9 @@ class _NeedsStep(Exception):
 
 def replay_agent(conn: Connection, step_id: int, *, registry: dict[str, Tool] | None = None) -> ReplayReport:
     """
-    Replay the recorded agent of `step_id` against the tools of `registry` (default: every tool
-    registered in this process, i.e. the recipes imported).
+    Replay the recorded agent of `step_id` against the tools of `registry` (default: the tools
+    :func:`register_replay_tools` rebuilds for the step's recipe, else every tool registered in
+    this process, i.e. the recipes imported).
 
     :return: the report; ``report.divergence`` is None when the replay is clean.
     :raises LookupError: the step has no agent run (or is not readable by this login).
@@ -102,6 +118,11 @@ def replay_agent(conn: Connection, step_id: int, *, registry: dict[str, Tool] | 
         raise LookupError(f"step {step_id} has no agent run")
     rows = adb.agent_transcript(conn, info.agent_run_id)
     tools = TOOLS if registry is None else registry
+    if registry is None:
+        got = conn.execute("select recipe from pgflight.step_status where step_id = %s", [step_id]).fetchone()
+        factory = _REPLAY_TOOLS.get(str(got[0])) if got else None
+        if factory is not None:
+            tools = factory(info)
     by_it: dict[int, list[TraceRow]] = {}
     for r in rows:
         by_it.setdefault(r.iteration, []).append(r)
