@@ -331,6 +331,19 @@ def _finished_agent(w: World) -> dict[str, Any]:
     return {**h, "agent_run_id": ar}
 
 
+def _agent_with_a_call(w: World) -> dict[str, Any]:
+    """A finished agent step that made one model call (an answer): fork_agent may fork it at 1."""
+    h = w.su_held()
+    ar = w.agent(h, w.su)
+    w.su.execute(
+        'select * from pgflight.record_model_call(%s, %s, %s, 1, \'[{"type": "text", "text": "ok"}]\','
+        " '{\"input_tokens\": 10}', 'claude-haiku-4-5')",
+        [h["attempt_id"], h["token"], ar],
+    )
+    w.su.execute("select * from pgflight.complete_step(%s, %s, '{}')", [h["attempt_id"], h["token"]])
+    return {**h, "agent_run_id": ar}
+
+
 # name -> how to call it with valid arguments (the query returns rows; all of them are fetched).
 def _flow_workspace(w: World) -> str:
     """A workspace of its own for the flow-control calls (made by the superuser)."""
@@ -564,6 +577,10 @@ CALLS: dict[str, Call] = {
     "retry_step": lambda w: (
         "select pgflight.retry_step(%s, 'alice', 'again')",
         [w.dead_letter()["step_id"]],
+    ),
+    "fork_agent": lambda w: (
+        "select * from pgflight.fork_agent(%s, 1, '{\"system\": \"s\"}', 'why')",
+        [_agent_with_a_call(w)["step_id"]],
     ),
     "replay_from": lambda w: (
         "select pgflight.replay_from(%s, 'alice', 'again')",

@@ -79,6 +79,8 @@ COMMANDS = [
     "dead-letters",
     "trace",
     "export-dataset",
+    "fork",
+    "replay-agent",
     "review",
 ]
 

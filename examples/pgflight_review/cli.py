@@ -26,6 +26,8 @@ from pgflight.embedded import command_name
 
 #: The Anthropic model `--model anthropic` uses unless `PGFLIGHT_ANTHROPIC_MODEL` names another.
 DEFAULT_ANTHROPIC_MODEL: Final = "claude-sonnet-4-5"
+#: The OpenAI model `--model openai` uses unless `PGFLIGHT_OPENAI_MODEL` names another.
+DEFAULT_OPENAI_MODEL: Final = "gpt-4.1-mini"
 
 REVIEW_EXIT_CODES: Final = (
     "Exit codes: 0 every document found was reviewed; 1 the run failed or some document could not "
@@ -66,9 +68,9 @@ def check_paths(paths: list[str]) -> None:
 
 def _model(choice: str) -> tuple[str, str]:
     """
-    `--model` as (provider, model name): ``offline``, ``anthropic`` or ``anthropic:<model>``.
+    `--model` as (provider, model name): ``offline``, ``anthropic[:<model>]`` or ``openai[:<model>]``.
 
-    :raises typer.BadParameter: unknown choice, or anthropic without ANTHROPIC_API_KEY.
+    :raises typer.BadParameter: unknown choice, or a provider without its API key in the environment.
     """
     provider, _, name = choice.partition(":")
     if provider == "offline" and not name:
@@ -77,7 +79,11 @@ def _model(choice: str) -> tuple[str, str]:
         if not os.environ.get("ANTHROPIC_API_KEY"):
             raise typer.BadParameter("--model anthropic needs ANTHROPIC_API_KEY in the environment")
         return "anthropic", name or os.environ.get("PGFLIGHT_ANTHROPIC_MODEL") or DEFAULT_ANTHROPIC_MODEL
-    raise typer.BadParameter(f"{choice!r}: use offline, anthropic or anthropic:<model>")
+    if provider == "openai":
+        if not os.environ.get("OPENAI_API_KEY"):
+            raise typer.BadParameter("--model openai needs OPENAI_API_KEY in the environment")
+        return "openai", name or os.environ.get("PGFLIGHT_OPENAI_MODEL") or DEFAULT_OPENAI_MODEL
+    raise typer.BadParameter(f"{choice!r}: use offline, anthropic[:<model>] or openai[:<model>]")
 
 
 def review(
@@ -109,7 +115,7 @@ def review(
         typer.Option(
             "--model",
             metavar="MODEL",
-            help="offline (deterministic, no network), anthropic or anthropic:NAME.",
+            help="offline (deterministic, no network), anthropic[:NAME] or openai[:NAME].",
         ),
     ] = "offline",
     out_dir: Annotated[

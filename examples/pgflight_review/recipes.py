@@ -44,6 +44,7 @@ from pgflight.agent.tools import Tool
 from pgflight.db import agent as adb
 from pgflight.db.audit import run_audit
 from pgflight.recipes import Fatal, StepContext, recipe
+from pgflight.testing import register_replay_tools
 from pgflight_review import tools as rtools
 from pgflight_review.clauses import UNKNOWN_FAMILY, expand_to_sentences, identify_family
 from pgflight_review.discovery import UnreadableDocument
@@ -102,6 +103,7 @@ class DocumentInput(ModelChoice):
     path: str
     sha256: str
     line_count: int
+    system: str | None = None  # the system prompt (default SYSTEM_PROMPT); a fork_agent patch may set it
 
 
 class ReconcileInput(BaseModel):
@@ -246,6 +248,17 @@ def document_licence(path: str, lines: list[str]) -> tuple[str, list[str], str]:
     return family, list(named), "text"
 
 
+def _replay_tools(info: Any) -> dict[str, Tool]:
+    """The tools a recorded document review was offered, over the document as it is now (replay)."""
+    path = info.result.get("path") if isinstance(info.result, dict) else None
+    if not path:
+        raise LookupError(f"step {info.step_id} has no result naming its document; replay needs one")
+    return bind_tools(rtools.ReviewDocument.load(str(path)))
+
+
+register_replay_tools(DOCUMENT_RECIPE, _replay_tools)
+
+
 @recipe(DOCUMENT_RECIPE, input=DocumentInput)
 def review_document(ctx: StepContext) -> dict[str, Any]:
     """
@@ -263,7 +276,7 @@ def review_document(ctx: StepContext) -> dict[str, Any]:
     max_iterations, max_tool_calls = agent_caps(doc.line_count)
     agent_input = AgentInput(
         task=task_prompt(inp.path, doc.line_count),
-        system=SYSTEM_PROMPT,
+        system=SYSTEM_PROMPT if inp.system is None else inp.system,
         model=inp.model,
         provider=inp.provider,
         max_tokens=inp.max_tokens,

@@ -19,6 +19,7 @@ import pytest
 
 from pgflight import db
 from pgflight.db.audit import run_audit
+from pgflight.testing import assert_replays
 from pgflight_review import discovery, job
 from pgflight_review.clauses import analyze
 from pgflight_review.licences import LicenceMap
@@ -149,6 +150,12 @@ def test_review_of_the_shipped_library_flags_gpl3_with_cited_lines_and_audits_fr
     assert f"| Model calls | {audit.model_calls} |" in md
     assert f"| Steps | {audit.steps} |" in md and audit.steps == 16  # 14 documents, root, reconcile
     assert audit.steps_unfinished == 0 and audit.dead_letters == 0 and audit.steps_succeeded_twice == 0
+
+    # every recorded document review replays clean against the review's tools as they are now
+    # (pgflight.testing: no model call, nothing written; the recipe module rebuilds each document's tools)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        reports = [assert_replays(conn, child.step_id) for child in docs.values()]
+    assert all(r.tool_calls > 0 and r.skipped == 0 for r in reports)
 
 
 def test_the_same_command_continues_an_unfinished_run_and_starts_anew_after_it_ended(

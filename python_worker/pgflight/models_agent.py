@@ -181,3 +181,12 @@ class AgentRunListed(Row):
     iterations: int
     usd: Decimal
     result: Any
+
+
+class AgentForked(Row):
+    """fork_agent: the fork's run, root step, first attempt and agent run."""
+
+    run_id: int
+    step_id: int
+    attempt_id: int
+    agent_run_id: int

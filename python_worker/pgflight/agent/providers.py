@@ -5,6 +5,8 @@ dict with ``content``, ``stop_reason``, ``usage``, ``model``).
 - ``anthropic``: the real API through the ``anthropic`` SDK (``ANTHROPIC_API_KEY``; the base URL
   from ``ANTHROPIC_BASE_URL`` or the ``base_url`` argument). The SDK's own retries are off: pgflight
   retries transient errors itself so each one is on the record.
+- ``openai``: OpenAI's Chat Completions API with tools through the ``openai`` SDK
+  (``OPENAI_API_KEY``, ``OPENAI_BASE_URL``), translated to and from the Messages API shape.
 - ``offline``: pgflight's own deterministic model. It speaks the same tool-use protocol and
   delegates each decision to a *policy*, chosen by the tools offered (see :func:`register_policy`).
   The default policy calls each offered tool once, in order, one call per turn, then ends the turn
@@ -19,6 +21,16 @@ token count), and returns the same message ``create`` would: the blocks folded f
 the server sent them. ``on_delta`` may raise :class:`StopStream` to end the response there: the
 stream is closed and :class:`StreamCut` carries what arrived (the complete blocks, the text so far,
 the usage with the output tokens counted so far).
+
+A third provider: a class with a ``name`` and ``create(request: Request) -> Response`` (the
+:class:`Provider` protocol), registered with :func:`register_provider`; ``create`` returns a
+Messages-API-shaped dict (``type`` message, ``content`` blocks — text, tool_use with id, name and
+input —, ``stop_reason`` end_turn / tool_use / max_tokens / pause_turn, ``usage`` with
+input_tokens, output_tokens, cache_creation_input_tokens, cache_read_input_tokens, and
+``model``, priced by ``pgflight.model_prices``), raises :class:`TransientError` (with the status
+and Retry-After) for what asking again may fix and :class:`RequestRefused` for what it cannot,
+and makes no retries of its own. The recorder stores what ``create`` returns, so a resumed agent
+rebuilds the same conversation from it (docs/agents.md).
 
 Transient errors (HTTP 408, 409, 429, 5xx, 529 overloaded, connection errors, and a 200 whose body
 is not JSON or not a message) are retried with backoff by :func:`create_with_retries` inside one
@@ -414,6 +426,185 @@ class AnthropicProvider:
             raise TransientError(f"HTTP 200 with a body that is not JSON: {e}", status=200) from e
 
 
+# --- openai ----------------------------------------------------------------------------------
+
+# finish_reason of a Chat Completions choice -> the Messages API's stop_reason the loop reads
+_OPENAI_STOP = {
+    "tool_calls": "tool_use",
+    "function_call": "tool_use",
+    "stop": "end_turn",
+    "length": "max_tokens",
+}
+
+
+def to_chat_completions(request: Request) -> dict[str, Any]:
+    """
+    The Chat Completions arguments for a Messages API request: the system prompt as a system
+    message; an assistant turn's text as its content and its tool_use blocks as tool_calls
+    (arguments as JSON text); a user turn's tool_result blocks as tool messages (tool_call_id, the
+    result's text), its text blocks as a user message; tools as functions (input_schema as
+    parameters). Blocks Chat Completions has no place for (thinking) are left out.
+    """
+    messages: list[dict[str, Any]] = [{"role": "system", "content": request.system}] if request.system else []
+    for m in request.messages:
+        blocks = m["content"] if isinstance(m["content"], list) else [{"type": "text", "text": m["content"]}]
+        text = "".join(str(b.get("text", "")) for b in blocks if b.get("type") == "text")
+        if m["role"] == "assistant":
+            out: dict[str, Any] = {"role": "assistant", "content": text or None}
+            calls = [
+                {
+                    "id": b["id"],
+                    "type": "function",
+                    "function": {"name": b["name"], "arguments": json.dumps(b.get("input", {}))},
+                }
+                for b in blocks
+                if b.get("type") == "tool_use"
+            ]
+            if calls:
+                out["tool_calls"] = calls
+            messages.append(out)
+            continue
+        for b in blocks:
+            if b.get("type") == "tool_result":
+                c = b.get("content")
+                body = (
+                    c
+                    if isinstance(c, str)
+                    else "".join(str(x.get("text", "")) if isinstance(x, dict) else str(x) for x in (c or []))
+                )
+                messages.append({"role": "tool", "tool_call_id": b["tool_use_id"], "content": body})
+        if text:
+            messages.append({"role": "user", "content": text})
+    kwargs: dict[str, Any] = {
+        "model": request.model,
+        "messages": messages,
+        "max_completion_tokens": request.max_tokens,
+    }
+    if request.tools:
+        kwargs["tools"] = [
+            {
+                "type": "function",
+                "function": {
+                    "name": t["name"],
+                    "description": t.get("description", ""),
+                    "parameters": t.get("input_schema", {"type": "object"}),
+                },
+            }
+            for t in request.tools
+        ]
+    return kwargs
+
+
+def from_chat_completion(out: Any) -> Response:
+    """
+    A Chat Completions answer as a Messages-API-shaped response: the message's text as a text block,
+    each tool call as a tool_use block (its JSON arguments parsed; arguments that are not a JSON
+    object are kept as ``{"_arguments": text}``, which the tool's argument model refuses, telling the
+    model), finish_reason as stop_reason, and usage as input (prompt less cached), cache-read and
+    output tokens. :raises TransientError: a 200 whose body is not a chat completion.
+    """
+    choices = out.get("choices") if isinstance(out, dict) else None
+    usage = out.get("usage") if isinstance(out, dict) else None
+    if not (
+        isinstance(choices, list) and choices and isinstance(choices[0], dict) and isinstance(usage, dict)
+    ):
+        shown = json.dumps(out, default=str)[:200]
+        raise TransientError(f"HTTP 200 with a body that is not a chat completion: {shown}", status=200)
+    choice = choices[0]
+    msg = choice.get("message") or {}
+    content: list[dict[str, Any]] = []
+    if msg.get("content"):
+        content.append({"type": "text", "text": str(msg["content"])})
+    if msg.get("refusal"):
+        content.append({"type": "text", "text": str(msg["refusal"])})
+    for tc in msg.get("tool_calls") or []:
+        fn = tc.get("function") or {}
+        try:
+            args = json.loads(fn.get("arguments") or "{}")
+        except ValueError:
+            args = None
+        content.append(
+            {
+                "type": "tool_use",
+                "id": str(tc.get("id")),
+                "name": str(fn.get("name")),
+                "input": args if isinstance(args, dict) else {"_arguments": fn.get("arguments")},
+            }
+        )
+    finish = str(choice.get("finish_reason") or "stop")
+    cached = int(((usage.get("prompt_tokens_details") or {}).get("cached_tokens")) or 0)
+    prompt = int(usage.get("prompt_tokens") or 0)
+    return {
+        "id": out.get("id"),
+        "type": "message",
+        "role": "assistant",
+        "model": out.get("model"),
+        "content": content,
+        "stop_reason": _OPENAI_STOP.get(finish, finish),
+        "usage": {
+            "input_tokens": max(0, prompt - cached),
+            "output_tokens": int(usage.get("completion_tokens") or 0),
+            "cache_creation_input_tokens": 0,
+            "cache_read_input_tokens": cached,
+        },
+    }
+
+
+class OpenAIProvider:
+    """
+    OpenAI's Chat Completions API with tools, through the official ``openai`` SDK
+    (``OPENAI_API_KEY``; the base URL from ``OPENAI_BASE_URL`` or the ``base_url`` argument). The
+    request is translated from the Messages API shape the loop speaks and the answer back
+    (:func:`to_chat_completions`, :func:`from_chat_completion`): the transcript keeps the
+    translated blocks, so a resumed agent sends the same conversation again. The SDK's own retries
+    are off, as for Anthropic; errors map to the same classes.
+    """
+
+    name = "openai"
+
+    def __init__(
+        self, *, api_key: str | None = None, base_url: str | None = None, timeout_s: float = 600.0
+    ) -> None:
+        import openai
+
+        self._openai = openai
+        self.client = openai.OpenAI(
+            api_key=api_key or os.environ.get("OPENAI_API_KEY"),
+            base_url=base_url or os.environ.get("OPENAI_BASE_URL"),
+            max_retries=0,
+            timeout=timeout_s,
+        )
+
+    def create(self, request: Request) -> Response:
+        """
+        One call of chat.completions.create.
+
+        :raises TransientError: 408, 409, 429, 5xx, connection errors, a 200 that is not a chat completion.
+        :raises RequestRefused: any other 4xx.
+        """
+        o = self._openai
+        try:
+            raw = self.client.chat.completions.with_raw_response.create(**to_chat_completions(request))
+            out = json.loads(raw.http_response.text)
+        except o.APIStatusError as e:
+            if e.status_code in RETRYABLE_4XX or e.status_code >= 500:
+                headers = e.response.headers if e.response is not None else {}
+                after = headers.get("retry-after")
+                ms = parse_retry_after(headers.get("retry-after-ms"))
+                raise TransientError(
+                    f"HTTP {e.status_code}: {e.message}",
+                    status=e.status_code,
+                    retry_after_s=ms / 1000 if ms is not None else parse_retry_after(after),
+                    retry_after=after,
+                ) from e
+            raise RequestRefused(f"HTTP {e.status_code}: {e.message}", status=e.status_code) from e
+        except (o.APIConnectionError, o.APITimeoutError) as e:
+            raise TransientError(f"connection: {e}") from e
+        except (ValueError, o.APIResponseValidationError) as e:
+            raise TransientError(f"HTTP 200 with a body that is not JSON: {e}", status=200) from e
+        return from_chat_completion(out)
+
+
 # --- offline ---------------------------------------------------------------------------------
 
 
@@ -604,7 +795,12 @@ class ScriptedProvider:
         return item(request) if callable(item) else item
 
 
-_NAMED: dict[str, Callable[[], Provider]] = {"offline": OfflineProvider, "anthropic": AnthropicProvider}
+_NAMED: dict[str, Callable[[], Provider]] = {
+    "offline": OfflineProvider,
+    "anthropic": AnthropicProvider,
+    "openai": OpenAIProvider,
+}
+OPENAI_MODEL_PREFIXES = ("gpt-", "o1", "o3", "o4", "chatgpt-")
 
 
 def register_provider(name: str, factory: Callable[[], Provider]) -> None:
@@ -614,11 +810,14 @@ def register_provider(name: str, factory: Callable[[], Provider]) -> None:
 
 def get_provider(name: str | None, model: str) -> Provider:
     """
-    The provider called `name`; by default ``anthropic`` when ``ANTHROPIC_API_KEY`` is set and the
-    model is not ``offline``, else ``offline``.
+    The provider called `name`; by default ``openai`` for an OpenAI model name (gpt-…, o1…, o3…,
+    o4…) when ``OPENAI_API_KEY`` is set, else ``anthropic`` when ``ANTHROPIC_API_KEY`` is set and
+    the model is not ``offline``, else ``offline``.
 
     :raises KeyError: unknown provider name.
     """
+    if name is None and model.startswith(OPENAI_MODEL_PREFIXES) and os.environ.get("OPENAI_API_KEY"):
+        name = "openai"
     if name is None:
         name = "anthropic" if os.environ.get("ANTHROPIC_API_KEY") and model != "offline" else "offline"
     if name not in _NAMED:

@@ -7,6 +7,12 @@ Agent commands of the ``pgflight`` CLI: the flight recorder as a transcript, and
   step ended with the status: ``{"system", "messages", "tools_used", "model", "usd", ...}`` where
   ``messages`` is the conversation exactly as sent to and received from the model, ready for
   fine-tuning pipelines that take Messages-API conversations.
+- ``pgflight fork STEP --at K [--system TEXT] [--model NAME] [--patch-file FILE] --reason TEXT``:
+  a new run whose agent reuses the iterations before K of the agent of STEP (USD 0) and asks the
+  model from K on with the patch (fork_agent).
+- ``pgflight replay-agent STEP [--recipe MODULE]``: re-run the recorded agent's tool calls
+  against its recorded model responses with the tools as they are now (no model call, no cost,
+  nothing written); exit 1 at the first iteration that differs (pgflight.testing).
 """
 
 from __future__ import annotations
@@ -187,7 +193,112 @@ def export_dataset(
         cli.err.print(f"wrote {fmt.count(n, 'conversation')} to {escape(str(out_path))}", soft_wrap=True)
 
 
+def fork(
+    step: Annotated[
+        int, typer.Argument(metavar="STEP", min=1, help="Step id of an agent step.", show_default=False)
+    ],
+    at: Annotated[
+        int,
+        typer.Option(
+            "--at",
+            metavar="K",
+            min=1,
+            help="The first iteration the fork asks of the model itself.",
+            show_default=False,
+        ),
+    ],
+    reason: Annotated[
+        str,
+        typer.Option("--reason", metavar="TEXT", help="Why (kept in the events log).", show_default=False),
+    ],
+    system: Annotated[
+        str | None, typer.Option("--system", metavar="TEXT", help="The system prompt from iteration K on.")
+    ] = None,
+    model: Annotated[
+        str | None, typer.Option("--model", metavar="NAME", help="The model from iteration K on.")
+    ] = None,
+    patch_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--patch-file",
+            metavar="FILE",
+            help="A JSON object: system, model, provider, tools, max_tokens, max_iterations, max_tool_calls, "
+            "max_usd, max_wall_s, tool_results {tool_use id: result} (docs/agents.md).",
+        ),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")] = False,
+) -> None:
+    """Fork an agent at an iteration: reuse what came before, ask the model again with a patch."""
+    cli = current(as_json)
+    patch: dict[str, Any] = {}
+    if patch_file is not None:
+        try:
+            patch = json.loads(patch_file.read_text())
+        except OSError as e:
+            raise usage(f"--patch-file {patch_file}: {e.strerror}") from None
+        except ValueError as e:
+            raise usage(f"--patch-file {patch_file} is not JSON: {e}") from None
+        if not isinstance(patch, dict):
+            raise usage(f"--patch-file {patch_file} must hold a JSON object")
+    if system is not None:
+        patch["system"] = system
+    if model is not None:
+        patch["model"] = model
+    with cli.connect() as conn:
+        forked = adb.fork_agent(conn, step, at, patch, reason=reason)
+    if cli.json:
+        sys.stdout.write(json.dumps(forked.model_dump(mode="json")) + "\n")
+        return
+    cli.out.print(
+        f"step {step} forked at iteration {at}: run {forked.run_id} step {forked.step_id} "
+        f"agent run {forked.agent_run_id} (iterations 1..{at - 1} reused at USD 0)"
+    )
+
+
+def replay_agent(
+    step: Annotated[
+        int, typer.Argument(metavar="STEP", min=1, help="Step id of a recorded agent.", show_default=False)
+    ],
+    recipe: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--recipe",
+            metavar="MODULE",
+            help="A module to import first: the recipe and tools as they are now (repeatable).",
+        ),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")] = False,
+) -> None:
+    """Replay a recorded agent against its recorded responses; exit 1 where its tool calls differ."""
+    import dataclasses
+    import importlib
+    import os
+
+    from pgflight.testing import replay_agent as replay
+
+    cli = current(as_json)
+    sys.path.insert(0, os.getcwd())
+    for m in recipe or []:
+        try:
+            importlib.import_module(m)
+        except ImportError as e:
+            raise usage(f"cannot import {m}: {e}", "check --recipe and PYTHONPATH") from None
+    with cli.connect() as conn:
+        try:
+            report = replay(conn, step)
+        except LookupError as e:
+            raise CliError(str(e), code=NOT_FOUND) from None
+    if cli.json:
+        sys.stdout.write(json.dumps(dataclasses.asdict(report), default=str) + "\n")
+    else:
+        cli.out.print(escape(report.describe()), soft_wrap=True)
+    if not report.clean:
+        raise typer.Exit(1)
+
+
 def register(app: typer.Typer) -> None:
-    """Add ``trace`` and ``export-dataset`` to the CLI app."""
+    """Add ``trace``, ``export-dataset`` and ``fork`` to the CLI app."""
     app.command("trace")(trace)
     app.command("export-dataset")(export_dataset)
+    app.command("fork")(fork)
+    app.command("replay-agent")(replay_agent)

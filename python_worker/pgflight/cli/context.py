@@ -53,6 +53,7 @@ EXIT_CODES: Final = (
 _COMMAND_OF: Final = {
     "retry_step": "pgflight retry STEP",
     "replay_from": "pgflight replay STEP",
+    "fork_agent": "pgflight fork STEP --at K",
     "cancel_run": "pgflight cancel RUN",
     "cancel_step": "pgflight cancel RUN",
     "approve": "pgflight approve STEP",

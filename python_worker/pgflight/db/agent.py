@@ -26,6 +26,7 @@ __all__ = [
     "complete_tool_call",
     "complete_tool_calls",
     "enforce_budgets",
+    "fork_agent",
     "load_transcript",
     "mark_tool_call",
     "price_usd",
@@ -402,3 +403,25 @@ def agent_runs_by_status(
 def agent_transcript(conn: Connection, agent_run_id: int) -> list[m.TraceRow]:
     """An agent run's trace rows in order with per-call costs (a read: marks nothing)."""
     return _rows(conn, "select * from pgflight.agent_transcript(%s)", [agent_run_id], m.TraceRow)
+
+
+def fork_agent(
+    conn: Connection, step_id: int, at_iteration: int, patch: Mapping[str, Any] | None, *, reason: str
+) -> m.AgentForked:
+    """
+    Fork the agent of `step_id` at iteration `at_iteration` (operator lane): a new run whose agent
+    reuses the original's iterations before it (USD 0, marked reused) and asks the model from
+    `at_iteration` on with `patch` applied; audited in the events log with `reason`.
+
+    :param patch: system, model, provider, tools, max_tokens, max_iterations, max_tool_calls,
+        max_usd (USD), max_wall_s (seconds), tool_results {tool_use id: str or content blocks}.
+    :return: the fork's run, step, first attempt and agent run.
+    :raises BadArgument: 22023 (an unknown patch key, an iteration out of range, no reason).
+    :raises NotFound: ZF003. :raises InvalidState: ZF006. :raises CapExceeded: ZF005.
+    """
+    return _one(
+        conn,
+        "select * from pgflight.fork_agent(%s, %s, %s, %s)",
+        [step_id, at_iteration, None if patch is None else Jsonb(dict(patch)), reason],
+        m.AgentForked,
+    )

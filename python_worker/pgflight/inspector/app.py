@@ -263,8 +263,11 @@ def create_app(
             st = q.step(conn, step_id)
             if st is None:
                 raise NotFound(f"no step {step_id}")
+            origin, forks = q.fork_links(conn, st["run_id"], step_id)
             ctx = {
                 "step": st,
+                "origin": origin,
+                "forks": forks,
                 "attempts": q.attempts(conn, step_id),
                 "events": q.run_events(conn, st["run_id"], step_id)[: q.MAX_EVENTS],
                 "children": q.children(conn, step_id),
@@ -307,6 +310,28 @@ def create_app(
         )
         ctx = {"step": st, "a": a_no, "b": b_no, "nos": nos, "lines": lines}
         return page(request, "diff.html", ctx)
+
+    def fork_diff(request: Request) -> Response:
+        step_id = int_param(request, "step_id") or 0
+        with source(request).connection() as conn:
+            st = q.step(conn, step_id)
+            if st is None:
+                raise NotFound(f"no step {step_id}")
+            origin, _ = q.fork_links(conn, st["run_id"], step_id)
+            if origin is None:
+                raise NotFound(f"step {step_id} is not a fork")
+            mine = q.agent_of(conn, step_id)
+            theirs = q.agent_of(conn, int(origin["from_step"]))
+            if mine is None or theirs is None:
+                raise NotFound(f"step {step_id} or the step it was forked from has no agent run")
+            lines = view.diff(
+                view.agent_text(theirs, q.transcript(conn, theirs["agent_run_id"])),
+                view.agent_text(mine, q.transcript(conn, mine["agent_run_id"])),
+                f"step {origin['from_step']} (original)",
+                f"step {step_id} (fork at iteration {origin['at_iteration']})",
+            )
+        ctx = {"step": st, "origin": origin, "lines": lines}
+        return page(request, "fork_diff.html", ctx)
 
     def whole_attempt(request: Request) -> Response:
         attempt_id = int_param(request, "attempt_id") or 0
@@ -472,6 +497,7 @@ def create_app(
         Route("/steps/{step_id}", step),
         Route("/steps/{step_id}/transcript", transcript),
         Route("/steps/{step_id}/diff", diff),
+        Route("/steps/{step_id}/fork-diff", fork_diff),
         Route("/whole/attempt/{attempt_id}/{field}", whole_attempt),
         Route("/whole/trace/{agent_run_id}/{iteration}/{seq}", whole_trace),
         Route("/dead-letters", dead_letters),

@@ -131,6 +131,25 @@ def transcript(conn: Conn, agent_run_id: int) -> list[Row]:
     return _rows(conn, "select * from pgflight.agent_transcript(%s)", [agent_run_id])
 
 
+def fork_links(conn: Conn, run_id: int, step_id: int) -> tuple[Row | None, list[Row]]:
+    """
+    Where an agent step was forked from (its 'forked' event: from_step, at_iteration, note, actor)
+    and the forks made of it ('fork_made' events: fork_step, at_iteration, note, actor), from the
+    events log the reader may read.
+    """
+    rows = _rows(
+        conn,
+        "select reason, actor, at, detail from pgflight.run_events"
+        " where run_id = %s and step_id = %s and reason in ('forked', 'fork_made') order by id limit %s",
+        [run_id, step_id, MAX_EVENTS],
+    )
+    origin = next(
+        ({**r["detail"], "actor": r["actor"], "at": r["at"]} for r in rows if r["reason"] == "forked"), None
+    )
+    made = [{**r["detail"], "actor": r["actor"], "at": r["at"]} for r in rows if r["reason"] == "fork_made"]
+    return origin, made
+
+
 def dead_letters(conn: Conn, after: int | None) -> list[Row]:
     """One page of dead-lettered steps after step id `after` (PAGE + 1 rows: one more says a next page)."""
     return _rows(conn, "select * from pgflight.dead_letter_page(%s, %s)", [after, PAGE + 1])

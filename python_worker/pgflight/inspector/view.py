@@ -274,6 +274,18 @@ def attempt_text(attempt: dict[str, Any], trace_rows: list[dict[str, Any]]) -> l
     return lines
 
 
+def agent_text(agent: dict[str, Any], trace_rows: list[dict[str, Any]]) -> list[str]:
+    """The lines that stand for one agent in a fork's diff: model, system prompt, then every block."""
+    lines = [f"model: {agent['model']}", "system:", *text_of(agent["system_prompt"]).splitlines()]
+    for r in trace_rows:
+        if r["block_type"] == "api_error":
+            continue
+        lines.append(f"[{r['iteration']}.{r['seq']}] {r['role']} {r['block_type']}")
+        lines += ["    " + s for s in text_of(r["content"]).splitlines()]
+    lines.append(f"result: {text_of(agent['result'])}")
+    return lines
+
+
 def diff(a_lines: list[str], b_lines: list[str], a_name: str, b_name: str) -> list[tuple[str, str]]:
     """A unified diff as (kind, line) pairs, kind one of add, del, hunk, same."""
     out: list[tuple[str, str]] = []

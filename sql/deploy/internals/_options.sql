@@ -117,7 +117,23 @@ as $$
     ('wait_event', 'default', 'json', null, null, null, 'null',
      'The JSON payload a timed-out wait returns (at most settings.max_event_payload_bytes, nested at most settings.max_json_depth).'),
     ('emit_event', 'event_id', 'string', 1, 200, null, 'a random uuid',
-     'Idempotency key in the workspace: the same id again records nothing and wakes nothing (kept settings.event_retention_s).')
+     'Idempotency key in the workspace: the same id again records nothing and wakes nothing (kept settings.event_retention_s).'),
+    -- fork_agent's patch: what the fork changes from iteration k on (the step input keys of the agent recipe)
+    ('fork_agent', 'system', 'string', 0, 16777216, null, 'the original''s', 'The system prompt from iteration k on.'),
+    ('fork_agent', 'model', 'string', 1, 256, null, 'the original''s', 'The model asked from iteration k on.'),
+    ('fork_agent', 'provider', 'string', 1, 256, null, 'the original''s', 'The model provider (anthropic, openai, offline, ...).'),
+    ('fork_agent', 'tools', 'string[]', 0, 1000, null, 'the original''s', 'The tool names the fork offers the model.'),
+    ('fork_agent', 'max_tokens', 'integer', 1, 1000000, null, 'the original''s', 'max_tokens of each model call.'),
+    ('fork_agent', 'max_iterations', 'integer', 1, 1000000, null, 'the original''s',
+     'Model calls allowed, the k-1 reused iterations included.'),
+    ('fork_agent', 'max_tool_calls', 'integer', 0, 1000000, null, 'the original''s',
+     'Tool calls allowed, the reused iterations'' calls included.'),
+    ('fork_agent', 'max_usd', 'number', 0, 1000000000, null, 'the original agent''s max_usd',
+     'USD budget of the fork and its sub-agents (its own budget; the reused iterations cost 0).'),
+    ('fork_agent', 'max_wall_s', 'number', 0.001, 31536000, null, 'the original agent''s max_wall_s',
+     'Wall-time budget in seconds of the fork''s tree, from the fork.'),
+    ('fork_agent', 'tool_results', 'object', 0, 1000, null, 'none',
+     'Results that replace those of iteration k-1''s tool calls: tool_use id -> a string or an array of content blocks.')
 $$;
 comment on function pgflight._option_spec() is
   'Internal: the catalogue of every API option (scope, key, kind, bounds, default, doc); the single '
@@ -379,6 +395,11 @@ begin
         v_val := pgflight._check_options('backoff', v_val);
       when 'json' then
         null;  -- any JSON value: the function that takes it caps its size and depth
+      when 'object' then
+        -- its keys are checked by the caller (fork_agent's tool_results: tool_use ids)
+        if v_type <> 'object' or (select count(*) from jsonb_object_keys(v_val)) > v_max then
+          perform pgflight._bad_option(p_scope, v.key, v_val, format('a JSON object of at most %s keys', v_max));
+        end if;
     end case;
     v_out := v_out || jsonb_build_object(v.key, v_val);
   end loop;
