@@ -515,6 +515,7 @@ def _fmt(key: str, value: Any) -> str:
 _MD_ESCAPED: Final = frozenset("\\`*_[]|~")
 # as entities: raw HTML and autolinks need < and >; & so that no entity in the text is decoded
 _MD_ENTITIES: Final = {"<": "&lt;", ">": "&gt;", "&": "&amp;"}
+_MD_SPECIAL: Final = re.compile("[" + re.escape("".join(sorted(_MD_ESCAPED | set(_MD_ENTITIES)))) + "]")
 _MD_ORDERED: Final = re.compile(r"(\d{1,9})[.)](?: |$)")
 
 
@@ -530,10 +531,12 @@ def _md_cell(text: Any) -> str:
     :return: the escaped text; a single space for empty text (an empty table cell).
     """
     one_line = " ".join(str(text).split())
-    out = "".join(
-        _MD_ENTITIES.get(c) or ("\\" + c if c in _MD_ESCAPED and not _intraword(one_line, i) else c)
-        for i, c in enumerate(one_line)
-    )
+
+    def escaped(m: re.Match[str]) -> str:
+        c = m.group()
+        return _MD_ENTITIES.get(c) or (c if _intraword(one_line, m.start()) else "\\" + c)
+
+    out = _MD_SPECIAL.sub(escaped, one_line)
     if out[:1] in ("#", "-", "+", "="):
         out = "\\" + out
     elif marker := _MD_ORDERED.match(out):  # "1. " or "1) " would start an ordered list
