@@ -55,9 +55,10 @@ def mb(n: float) -> str:
 
 
 class RssWatch:
-    """Peak RSS (VmHWM) of every `pgflight worker` process under the given parents, sampled."""
+    """Peak RSS (VmHWM) of every review worker process on `dsn` (its environment names it), sampled."""
 
-    def __init__(self) -> None:
+    def __init__(self, dsn: str) -> None:
+        self.dsn = dsn.encode()
         self.peak: dict[int, int] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
@@ -74,6 +75,8 @@ class RssWatch:
         while not self._stop.wait(0.5):
             for pid in workers():
                 with contextlib.suppress(OSError, ValueError):
+                    if b"PGFLIGHT_DSN=" + self.dsn + b"\0" not in Path(f"/proc/{pid}/environ").read_bytes():
+                        continue  # another review's worker (a test, another checkout)
                     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
                         if line.startswith("VmHWM:"):
                             self.peak[pid] = max(self.peak.get(pid, 0), int(line.split()[1]) * 1024)
@@ -208,7 +211,7 @@ def main() -> None:
         env = dict(os.environ, PGFLIGHT_DSN=dsn, COLUMNS="160")
         cmd = review_cmd(args.n, out, args.workers, args.seed)
         t0 = time.monotonic()
-        with RssWatch() as watch:
+        with RssWatch(dsn) as watch:
             if args.crash:
                 figures["crash_after_s"] = round(crash_in_the_middle(cmd, env, dsn, cluster, args.n, log), 1)
             with open(log, "ab") as fh:
@@ -252,11 +255,23 @@ def main() -> None:
         figures["report_alone"] = json.loads(again.stdout)
         figures["report"] = page_weights(out)
         with psycopg.connect(dsn, autocommit=True) as c:
+            # retention: every finished run purged, then the firehose partitions of its agent runs
             while db.purge_finished(c, older_than_s=0, limit=1000):
                 pass
+            for _ in range(10):
+                if not c.execute("select count(*) from pgflight.maintain_partitions()").fetchone()[0]:
+                    break
             figures["db_bytes_after_purge"] = db_size(dsn)
+            c.execute("vacuum")
+            figures["db_bytes_after_vacuum"] = db_size(dsn)
             c.execute("vacuum full")
             figures["db_bytes_after_vacuum_full"] = db_size(dsn)
+            figures["largest_relations_after"] = c.execute(
+                "select c.relname, pg_total_relation_size(c.oid) from pg_class c"
+                " join pg_namespace n on n.oid = c.relnamespace"
+                " where n.nspname = 'pgflight' and c.relkind in ('r', 'p')"
+                " order by 2 desc limit 5"
+            ).fetchall()
         check = json.loads((out / "sample-check.json").read_text())
         figures["sample_check"] = {k: check[k] for k in ("recall", "precision", "documents_all_found")}
     figures["load_after"] = os.getloadavg()[0]
@@ -269,8 +284,10 @@ def main() -> None:
     print(
         f"database: {mb(figures['db_bytes_before'])} before, "
         f"{mb(figures['db_bytes_after_run'])} after the run, "
-        f"{mb(figures['db_bytes_after_purge'])} after purging it, "
-        f"{mb(figures['db_bytes_after_vacuum_full'])} after VACUUM FULL"
+        f"{mb(figures['db_bytes_after_purge'])} after retention (purge_finished, maintain_partitions), "
+        f"{mb(figures['db_bytes_after_vacuum'])} after VACUUM, "
+        f"{mb(figures['db_bytes_after_vacuum_full'])} after VACUUM FULL; largest then: "
+        + ", ".join(f"{name} {mb(size)}" for name, size in figures["largest_relations_after"])
     )
     rss = figures["worker_peak_rss_bytes"]
     print(f"workers: {figures['workers_seen']} processes, peak RSS {', '.join(mb(r) for r in rss[:8])}")
