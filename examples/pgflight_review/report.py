@@ -9,6 +9,12 @@ need a lawyer's look, by reason; then the documents by licence family, routine c
 which the Jinja2 templates in ``templates/`` render as HTML (table of contents, anchors, severity
 colours, client-side filtering in a few lines of inline JS, a layout for phones) and Markdown;
 autoescaping is on for the HTML.
+
+A report heavier than one page (`SINGLE_PAGE_BYTES`) is paged (`paginate`): ``report.html`` and
+``report.md`` are then an index (the run, the summary, each reason's first `INDEX_ROWS`
+documents, the families with links to their pages, the audit) and ``pages/`` holds each family's
+documents in pages of at most `PAGE_BYTES` of HTML and each longer list in pages of `LIST_ROWS`
+rows, in HTML and Markdown alike. ``flags.csv`` is always one complete file.
 """
 
 from __future__ import annotations
