@@ -137,6 +137,7 @@ def test_the_index_shows_the_counts_and_its_links_lead_through_the_pages_in_chro
     page = browser.new_page(viewport={"width": 390, "height": 844}, device_scale_factor=1)
     try:
         page.goto(files.html.as_uri())
+        page.wait_for_function("performance.getEntriesByName('first-contentful-paint').length > 0")
         paint = page.evaluate(
             "performance.getEntriesByName('first-contentful-paint').map(e => e.startTime)[0] || null"
         )
