@@ -379,6 +379,7 @@ def reconcile(ctx: StepContext) -> dict[str, Any]:
         "report": str(files.markdown),
         "html": str(files.html),
         "csv": str(files.csv),
+        "pages": len(files.pages),  # files under pages/ (HTML and Markdown) of a paged report
         "documents": len(results),
         "reviewed": reviewed,
         "not_reviewed": len(results) - reviewed,

@@ -41,7 +41,7 @@ def _audit(**figures: Any) -> RunAudit:
 
 def test_the_summary_lines_group_every_count() -> None:
     result = {"html": "/o/report.html", "documents": 12345, "reviewed": 12340, "not_reviewed": 5}
-    result |= {"skipped": 1004, "findings": 7470}
+    result |= {"skipped": 1004, "findings": 7470, "pages": 2468}  # 1,234 pages, each in HTML and Markdown
     audit = _audit(steps=12347, attempts=12400, model_calls=4222, tokens=20928662, usd=Decimal("0.0012"))
     out = summary_lines(
         Outcome(
@@ -64,6 +64,7 @@ def test_the_summary_lines_group_every_count() -> None:
     assert "12,347 steps" in text and "4,222 model calls" in text and "20,928,662 tokens" in text
     assert fmt.money(Decimal("0.0012")) == "$0.0012" and "$0.0012" in text
     assert "(12,347.0/s)" in text  # wall time 1 s
+    assert "(also report.md, flags.csv; 1,234 pages in pages/)" in text
     assert not re.search(r"(?<![\d.,])\d{4,}", text.replace("/o/report.html", "")), text  # no ungrouped count
 
 
