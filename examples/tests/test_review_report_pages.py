@@ -8,6 +8,7 @@ its links land on the pages, and a family page's filters and paging work.
 
 from __future__ import annotations
 
+import csv
 import os
 import random
 import re
@@ -118,6 +119,9 @@ def test_every_page_is_light_and_every_link_between_pages_lands(
     family_pages = [p for p in html[1:] if p.name.startswith("f")]
     documents = [i for p in family_pages for i in parsed[p.resolve()].ids if re.fullmatch(r"d\d+", i)]
     assert len(documents) == len(set(documents)) == rep.reviewed
+    # flags.csv stays one complete file: a row per finding of every reviewed document
+    with open(files.csv, encoding="utf-8", newline="") as fh:
+        assert sum(1 for _ in csv.reader(fh)) - 1 == rep.findings > DOCUMENTS
     # the Markdown index links its pages too, and carries no document's findings itself
     index_md = files.markdown.read_text(encoding="utf-8")
     assert "](pages/f1-" in index_md and "#### `" not in index_md
