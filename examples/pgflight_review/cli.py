@@ -12,6 +12,7 @@ group) before the command exits, and it says which run was left and how to conti
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 from pathlib import Path
@@ -124,6 +125,20 @@ def review(
             "--out", metavar="FOLDER", help="Report folder: report.md, report.html, flags.csv, logs/."
         ),
     ] = Path("out/review"),
+    sample: Annotated[
+        int | None,
+        typer.Option(
+            "--sample",
+            metavar="N",
+            min=1,
+            help="Review N generated documents (this machine's licence texts with custom clauses "
+            "inserted, each with a known answer) written to FOLDER/sample, and score the report "
+            "against the answers.",
+        ),
+    ] = None,
+    seed: Annotated[
+        int, typer.Option("--seed", metavar="S", help="Seed of --sample: the same seed, the same documents.")
+    ] = 1,
 ) -> None:
     """
     Review a library of legal documents: one agent per document, a cited report at the end.
@@ -132,14 +147,29 @@ def review(
     interrupted; the same command again continues an unfinished run.
     """
     cli = current()
+    if sample is not None and paths:
+        raise usage("--sample makes its own documents: give no PATH with it")
     check_paths(paths or [])
     check_out_dir(out_dir)
     provider, model_name = _model(model)
     # imported here, not at the top: the job's module registers the review recipes
     from pgflight_review.job import NothingToReview, ReviewError, ReviewJob, default_workers, summary_lines
 
+    library = None
+    if sample is not None:
+        from pgflight_review.sample import make_sample
+
+        library = make_sample(out_dir / "sample", sample, seed=seed)
+        cli.err.print(
+            escape(
+                f"sample: {fmt.count(library.documents, 'document')} made from "
+                f"{fmt.count(library.bases, 'licence text')} of this machine (seed {seed}) in "
+                f"{library.docs}; answers in {library.answers_file}"
+            ),
+            soft_wrap=True,
+        )
     job = ReviewJob(
-        paths=paths or [],
+        paths=[str(library.docs)] if library else paths or [],
         out_dir=out_dir,
         workers=workers or default_workers(),
         chaos=chaos,
@@ -171,6 +201,13 @@ def review(
     for line in summary_lines(outcome):
         cli.out.print(escape(line), soft_wrap=True)
     res = outcome.result if isinstance(outcome.result, dict) else {}
+    if library is not None and res.get("csv"):
+        from pgflight_review.sample import CHECK_FILE, score
+
+        check = score(library.answers_file, Path(str(res["csv"])))
+        (out_dir / CHECK_FILE).write_text(json.dumps(check.as_dict(), indent=1) + "\n", encoding="utf-8")
+        for line in check.lines():
+            cli.out.print(escape(line), soft_wrap=True)
     not_reviewed = int(res.get("not_reviewed") or 0)
     if not_reviewed:
         cli.err.print(

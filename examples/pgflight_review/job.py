@@ -502,7 +502,8 @@ def summary_lines(outcome: Outcome) -> list[str]:
     ]
     if res:
         lines += [
-            f"report: {res.get('html')}  (also report.md, flags.csv)",
+            f"report: {res.get('html')}  (also report.md, flags.csv"
+            + (f"; {fmt.number(res['pages'] // 2)} pages in pages/)" if res.get("pages") else ")"),
             f"documents: {_number(res.get('documents'))} submitted, {_number(res.get('reviewed'))} reviewed, "
             f"{_number(res.get('not_reviewed'))} not reviewed, {_number(res.get('skipped'))} skipped; "
             f"{_number(res.get('findings'))} findings",

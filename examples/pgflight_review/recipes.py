@@ -330,6 +330,29 @@ def chaos_kills(log_dir: Path) -> int | None:
     return sum(1 for line in text.splitlines() if line.strip() and json.loads(line).get("pid"))
 
 
+def document_results(children: list[Any], paths: dict[str, str]) -> list[dict[str, Any]]:
+    """
+    The report's per-document results from the root's children (`db.children_results`): a
+    succeeded document step's result, else its path (from `paths`, by step key), status and error.
+    """
+    results: list[dict[str, Any]] = []
+    for c in children:
+        if c.recipe != DOCUMENT_RECIPE:
+            continue
+        if c.status == "succeeded" and isinstance(c.result, dict):
+            results.append({**c.result, "status": "succeeded", "step_id": c.step_id})
+        else:
+            results.append(
+                {
+                    "path": paths.get(c.step_key, c.step_key),
+                    "status": c.status,
+                    "error": _message(c.error),
+                    "step_id": c.step_id,
+                }
+            )
+    return results
+
+
 @recipe(RECONCILE_RECIPE, input=ReconcileInput)
 def reconcile(ctx: StepContext) -> dict[str, Any]:
     """
@@ -342,20 +365,7 @@ def reconcile(ctx: StepContext) -> dict[str, Any]:
     parent = ctx.claim.parent_id
     if parent is None:
         raise Fatal("reconcile must run as a child of review_library")
-    children = [c for c in ctx.call(db.children_results, parent) if c.recipe == DOCUMENT_RECIPE]
-    results: list[dict[str, Any]] = []
-    for c in children:
-        if c.status == "succeeded" and isinstance(c.result, dict):
-            results.append({**c.result, "status": "succeeded", "step_id": c.step_id})
-        else:
-            results.append(
-                {
-                    "path": inp.paths.get(c.step_key, c.step_key),
-                    "status": c.status,
-                    "error": _message(c.error),
-                    "step_id": c.step_id,
-                }
-            )
+    results = document_results(ctx.call(db.children_results, parent), inp.paths)
     audit = ctx.call(run_audit, ctx.run_id)
     audit_figures = audit.model_dump(
         include={
@@ -382,6 +392,7 @@ def reconcile(ctx: StepContext) -> dict[str, Any]:
         "report": str(files.markdown),
         "html": str(files.html),
         "csv": str(files.csv),
+        "pages": len(files.pages),  # files under pages/ (HTML and Markdown) of a paged report
         "documents": len(results),
         "reviewed": reviewed,
         "not_reviewed": len(results) - reviewed,

@@ -9,11 +9,18 @@ need a lawyer's look, by reason; then the documents by licence family, routine c
 which the Jinja2 templates in ``templates/`` render as HTML (table of contents, anchors, severity
 colours, client-side filtering in a few lines of inline JS, a layout for phones) and Markdown;
 autoescaping is on for the HTML.
+
+A report heavier than one page (`SINGLE_PAGE_BYTES`) is paged (`paginate`): ``report.html`` and
+``report.md`` are then an index (the run, the summary, each reason's first `INDEX_ROWS`
+documents, the families with links to their pages, the audit) and ``pages/`` holds each family's
+documents in pages of at most `PAGE_BYTES` of HTML and each longer list in pages of `LIST_ROWS`
+rows, in HTML and Markdown alike. ``flags.csv`` is always one complete file.
 """
 
 from __future__ import annotations
 
 import csv
+import functools
 import os
 import re
 import socket
@@ -145,11 +152,12 @@ class RunInfo(BaseModel):
 
 @dataclass(frozen=True)
 class ReportFiles:
-    """Paths of the three written files."""
+    """Paths of the written files: the index pages, the CSV, and the pages of a paged report."""
 
     markdown: Path
     html: Path
     csv: Path
+    pages: tuple[Path, ...] = ()
 
 
 def citation(path: str, line_start: int, line_end: int) -> str:
@@ -183,7 +191,7 @@ class Finding:
     text: str  # the whole sentences, else the quote
     link: str
     same_as: str | None = None  # anchor of the first finding with this wording (text shown there)
-    same_path: str | None = None
+    same_doc: Document | None = None  # the document that finding is in
 
 
 @dataclass
@@ -198,6 +206,7 @@ class Document:
     findings: list[Finding] = field(default_factory=list)  # high and medium, high first
     low: list[Finding] = field(default_factory=list)  # low severity, not routine: folded
     routine: list[Finding] = field(default_factory=list)  # warranty, liability: folded, links only
+    page: str | None = None  # the page it is shown on (under pages/), None: on the index
 
     @property
     def severities(self) -> str:
@@ -256,10 +265,37 @@ class Document:
 
 
 @dataclass
+class Page:
+    """
+    One page of a paged report, under ``pages/`` (HTML and Markdown alike): a range of one
+    family's documents, or a range of a list (a reason's documents, not reviewed, skipped).
+    """
+
+    name: str  # file name without its suffix
+    title: str
+    kind: str  # family, reason, not-reviewed, skipped
+    number: int
+    of: int
+    siblings: list[str]  # the names of every page of its series, in order
+    documents: list[Document] = field(default_factory=list)  # family pages
+    entries: list[Any] = field(default_factory=list)  # list pages
+    family: Family | None = None
+
+    @property
+    def prev(self) -> str | None:
+        return self.siblings[self.number - 2] if self.number > 1 else None
+
+    @property
+    def next(self) -> str | None:
+        return self.siblings[self.number] if self.number < self.of else None
+
+
+@dataclass
 class Family:
     name: str
     anchor: str
     documents: list[Document]
+    pages: list[Page] = field(default_factory=list)
 
     @property
     def high(self) -> int:
@@ -277,6 +313,12 @@ class Reason:
     category: str
     title: str
     documents: list[tuple[Document, list[Finding]]]
+    pages: list[Page] = field(default_factory=list)  # all of them, when the index shows the first few
+
+    @property
+    def shown(self) -> list[tuple[Document, list[Finding]]]:
+        """The documents the index lists: all, or the first `INDEX_ROWS` when the rest is paged."""
+        return self.documents[:INDEX_ROWS] if self.pages else self.documents
 
 
 @dataclass
@@ -297,6 +339,27 @@ class Report:
     audit: list[tuple[str, str]]
     categories: list[tuple[str, str]]
     unreliable: str = ""  # what the model cannot judge reliably (the offline model), else empty
+    paged: bool = False  # documents on pages of their own (pages/), the index lists and links
+    not_reviewed_pages: list[Page] = field(default_factory=list)
+    skipped_pages: list[Page] = field(default_factory=list)
+
+    @property
+    def not_reviewed_shown(self) -> list[DocumentResult]:
+        return self.not_reviewed[:INDEX_ROWS] if self.not_reviewed_pages else self.not_reviewed
+
+    @property
+    def skipped_shown(self) -> list[SkippedRecord]:
+        return self.skipped[:INDEX_ROWS] if self.skipped_pages else self.skipped
+
+    @property
+    def pages(self) -> list[Page]:
+        """Every page under pages/: families' pages, then the lists'."""
+        return [
+            *(p for f in self.families for p in f.pages),
+            *(p for r in self.reasons for p in r.pages),
+            *self.not_reviewed_pages,
+            *self.skipped_pages,
+        ]
 
 
 def _anchor(prefix: str, text: str) -> str:
@@ -326,15 +389,15 @@ REPEAT_CHARS: Final = 90
 def _share_wordings(docs: list[Document]) -> None:
     """A wording already shown (the same GPL notice in 300 copyright files) is shortened to its
     start and a link to where it is shown in full: the report stays small and readable."""
-    first: dict[str, tuple[str, str]] = {}
+    first: dict[str, tuple[str, Document]] = {}
     for d in docs:
         for f in d.findings:
             key = f"{f.category}|{f.text}"
             if key in first and len(f.text) > REPEAT_CHARS:
-                f.same_as, f.same_path = first[key]
+                f.same_as, f.same_doc = first[key]
                 f.text = f.text[:REPEAT_CHARS].rsplit(" ", 1)[0] + " …"
             else:
-                first.setdefault(key, (f.anchor, d.path))
+                first.setdefault(key, (f.anchor, d))
 
 
 _SEVERITY_ORDER: Final = {s: i for i, s in enumerate(SEVERITIES)}
@@ -458,6 +521,7 @@ def _fmt(key: str, value: Any) -> str:
 _MD_ESCAPED: Final = frozenset("\\`*_[]|~")
 # as entities: raw HTML and autolinks need < and >; & so that no entity in the text is decoded
 _MD_ENTITIES: Final = {"<": "&lt;", ">": "&gt;", "&": "&amp;"}
+_MD_SPECIAL: Final = re.compile("[" + re.escape("".join(sorted(_MD_ESCAPED | set(_MD_ENTITIES)))) + "]")
 _MD_ORDERED: Final = re.compile(r"(\d{1,9})[.)](?: |$)")
 
 
@@ -473,10 +537,12 @@ def _md_cell(text: Any) -> str:
     :return: the escaped text; a single space for empty text (an empty table cell).
     """
     one_line = " ".join(str(text).split())
-    out = "".join(
-        _MD_ENTITIES.get(c) or ("\\" + c if c in _MD_ESCAPED and not _intraword(one_line, i) else c)
-        for i, c in enumerate(one_line)
-    )
+
+    def escaped(m: re.Match[str]) -> str:
+        c = m.group()
+        return _MD_ENTITIES.get(c) or (c if _intraword(one_line, m.start()) else "\\" + c)
+
+    out = _MD_SPECIAL.sub(escaped, one_line)
     if out[:1] in ("#", "-", "+", "="):
         out = "\\" + out
     elif marker := _MD_ORDERED.match(out):  # "1. " or "1) " would start an ordered list
@@ -521,6 +587,7 @@ def _md_code(text: Any) -> str:
     return f"{fence}{body}{fence}"
 
 
+@functools.lru_cache(maxsize=2)
 def _environment(autoescape: bool) -> Any:
     import jinja2  # here, not at the top: only the reconcile step renders (workers start faster)
 
@@ -539,12 +606,143 @@ def _environment(autoescape: bool) -> Any:
     return env
 
 
+def _linker(here: str | None, suffix: str) -> Any:
+    """
+    The templates' ``link(page, anchor)``: a relative link from page `here` (None: the index,
+    ``report.html``; else a page under ``pages/``) to `anchor` on `page` (None: the index).
+    """
+
+    def link(page: str | None, anchor: str) -> str:
+        fragment = f"#{anchor}" if anchor else ""
+        if page == here:
+            return fragment or f"{page or 'report'}{suffix}"
+        if page is None:
+            return f"../report{suffix}{fragment}"
+        if here is None:
+            return f"{PAGES_DIR}/{page}{suffix}{fragment}"
+        return f"{page}{suffix}{fragment}"
+
+    return link
+
+
 def render_html(rep: Report) -> str:
-    return str(_environment(True).get_template("report.html.j2").render(r=rep))
+    """The index (``report.html``): everything when the report is not paged."""
+    return str(
+        _environment(True)
+        .get_template("report.html.j2")
+        .render(r=rep, title=rep.title, link=_linker(None, ".html"), filters=not rep.paged)
+    )
 
 
 def render_markdown(rep: Report) -> str:
-    return str(_environment(False).get_template("report.md.j2").render(r=rep))
+    """The index (``report.md``): everything when the report is not paged."""
+    return str(_environment(False).get_template("report.md.j2").render(r=rep, link=_linker(None, ".md")))
+
+
+def render_page_html(rep: Report, page: Page) -> str:
+    """One page under ``pages/``."""
+    return str(
+        _environment(True)
+        .get_template("page.html.j2")
+        .render(
+            r=rep,
+            p=page,
+            title=f"{page.title} · {rep.title}",
+            link=_linker(page.name, ".html"),
+            filters=page.kind == "family",
+        )
+    )
+
+
+def render_page_markdown(rep: Report, page: Page) -> str:
+    return str(
+        _environment(False).get_template("page.md.j2").render(r=rep, p=page, link=_linker(page.name, ".md"))
+    )
+
+
+# --- paging ---------------------------------------------------------------------------------------
+
+#: The folder of a paged report's pages, beside report.html.
+PAGES_DIR: Final = "pages"
+#: Bytes of documents' HTML a page holds at most (a single larger document gets a page of its own).
+PAGE_BYTES: Final = 200_000
+#: A report whose documents and lists weigh more than this is paged; a lighter one is one page.
+SINGLE_PAGE_BYTES: Final = 200_000
+#: Rows of a list (a reason's documents, not reviewed, skipped) the index of a paged report shows.
+INDEX_ROWS: Final = 25
+#: Rows of a list per page.
+LIST_ROWS: Final = 500
+#: Bytes a list's row weighs about, to decide whether a report fits on one page.
+ROW_BYTES: Final = 250
+
+
+def _series(prefix: str, title: str, kind: str, chunks: list[list[Any]], **extra: Any) -> list[Page]:
+    names = [f"{prefix}-{i}" for i in range(1, len(chunks) + 1)]
+    pages = []
+    for i, chunk in enumerate(chunks, start=1):
+        page = Page(names[i - 1], title, kind, i, len(chunks), names, **extra)
+        if kind == "family":
+            page.documents = chunk
+        else:
+            page.entries = chunk
+        pages.append(page)
+    return pages
+
+
+def _rows(items: list[Any], n: int) -> list[list[Any]]:
+    return [items[i : i + n] for i in range(0, len(items), n)]
+
+
+def paginate(rep: Report, weights: Mapping[str, int]) -> None:
+    """
+    Page the report when it is too heavy for one page: each family's documents on pages of at most
+    `PAGE_BYTES` (by `weights`, the rendered bytes of each document by anchor), and each list longer
+    than `INDEX_ROWS` on pages of `LIST_ROWS` rows, the index showing its first rows. Sets
+    ``rep.paged``, the pages, and each document's ``page``.
+    """
+    rows = sum(len(r.documents) for r in rep.reasons) + len(rep.not_reviewed) + len(rep.skipped)
+    if sum(weights.values()) + rows * ROW_BYTES <= SINGLE_PAGE_BYTES:
+        return
+    rep.paged = True
+    for n, fam in enumerate(rep.families, start=1):
+        chunks: list[list[Document]] = [[]]
+        size = 0
+        for d in fam.documents:
+            w = weights.get(d.anchor, 0)
+            if chunks[-1] and size + w > PAGE_BYTES:
+                chunks.append([])
+                size = 0
+            chunks[-1].append(d)
+            size += w
+        fam.pages = _series(
+            f"f{n}-{fam.anchor.removeprefix('f-')[:40]}", fam.name, "family", chunks, family=fam
+        )
+        for page in fam.pages:
+            for d in page.documents:
+                d.page = page.name
+    for reason in rep.reasons:
+        if len(reason.documents) > INDEX_ROWS:
+            title = f"Needs a lawyer's look: {reason.title}"
+            reason.pages = _series(
+                f"r-{reason.category}", title, "reason", _rows(reason.documents, LIST_ROWS)
+            )
+    if len(rep.not_reviewed) > INDEX_ROWS:
+        rep.not_reviewed_pages = _series(
+            "not-reviewed", "Not reviewed", "not-reviewed", _rows(rep.not_reviewed, LIST_ROWS)
+        )
+    if len(rep.skipped) > INDEX_ROWS:
+        rep.skipped_pages = _series(
+            "skipped", "Skipped before review", "skipped", _rows(rep.skipped, LIST_ROWS)
+        )
+
+
+def document_weights(rep: Report) -> dict[str, int]:
+    """The bytes of each document's HTML (as the index would show it), by anchor."""
+    template = _environment(True).get_template("_doc.html.j2")
+    link = _linker(None, ".html")
+    return {
+        d.anchor: len(template.render(d=d, link=link).encode()) for fam in rep.families for d in fam.documents
+    }
 
 
 #: First characters that make a spreadsheet read a cell as a formula (or a DDE call): a cell of
@@ -621,7 +819,19 @@ def write_report(
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     rep = build(docs, skips, audit, run or RunInfo.now(), title)
-    files = ReportFiles(out / "report.md", out / "report.html", out / "flags.csv")
+    paginate(rep, document_weights(rep))
+    pages_dir = out / PAGES_DIR
+    for old in [*pages_dir.glob("*.html"), *pages_dir.glob("*.md")]:  # a previous report's pages
+        old.unlink()
+    written: list[Path] = []
+    if rep.pages:
+        pages_dir.mkdir(exist_ok=True)
+    for page in rep.pages:
+        for suffix, render in ((".html", render_page_html), (".md", render_page_markdown)):
+            path = pages_dir / f"{page.name}{suffix}"
+            path.write_text(render(rep, page), encoding="utf-8")
+            written.append(path)
+    files = ReportFiles(out / "report.md", out / "report.html", out / "flags.csv", tuple(written))
     files.markdown.write_text(render_markdown(rep), encoding="utf-8")
     files.html.write_text(render_html(rep), encoding="utf-8")
     _write_csv(files.csv, docs)

@@ -9,6 +9,7 @@ that a CommonMark renderer shows them as text and makes no element of them.
 from __future__ import annotations
 
 import csv
+import re
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -125,3 +126,36 @@ def test_a_csv_cell_is_neutralised_only_when_it_starts_a_formula() -> None:
         assert report.csv_cell(f"{start}1+1") == f"'{start}1+1"
     assert report.csv_cell("GPL-2.0+") == "GPL-2.0+"
     assert report.csv_cell(-3) == -3
+
+
+def test_a_paged_report_keeps_names_and_licence_text_as_text_on_every_page(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(report, "SINGLE_PAGE_BYTES", 0)  # page even this small report
+    monkeypatch.setattr(report, "INDEX_ROWS", 0)  # every list on pages of its own too
+    files = _write(tmp_path)
+    assert {p.name.split("-")[0] for p in files.pages} >= {"f1", "r", "not", "skipped"}
+    for page in [files.html, *(p for p in files.pages if p.suffix == ".html")]:
+        html = page.read_text(encoding="utf-8")
+        assert "<img" not in html and "<script>alert" not in html and "<b>c</b>" not in html, page.name
+        seen = _Elements()
+        seen.feed(html)
+        assert "img" not in {tag for tag, _ in seen.tags}, page.name
+        assert not [a for _, a in seen.tags if "onerror" in a], page.name
+        hrefs = [a["href"] or "" for tag, a in seen.tags if tag == "a" and "href" in a]
+        # the documents' own file:// links (their paths percent-encoded), else the report's pages
+        assert all(
+            h.startswith("file:///")
+            or re.fullmatch(r"(\.\./report|pages/[\w.-]+|[\w.-]+)\.html(#[\w-]*)?|#[\w-]+", h)
+            for h in hrefs
+        ), (page.name, hrefs)
+        assert sum(1 for tag, _ in seen.tags if tag == "script") <= 1  # the report's own filter script
+    renderer = MarkdownIt("commonmark").enable(["table", "strikethrough"])
+    for page in [files.markdown, *(p for p in files.pages if p.suffix == ".md")]:
+        seen = _Elements()
+        seen.feed(renderer.render(page.read_text(encoding="utf-8")))
+        names = {tag for tag, _ in seen.tags}
+        assert not names & {"img", "script", "b"}, (page.name, names)
+        hrefs = [a.get("href") or "" for tag, a in seen.tags if tag == "a"]
+        assert all(h.endswith(".md") and "evil" not in h for h in hrefs), (page.name, hrefs)
+        assert not [h for h in seen.headings if h.startswith(("Injected", "not a heading", "fam", ".txt"))]

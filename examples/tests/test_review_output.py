@@ -41,7 +41,7 @@ def _audit(**figures: Any) -> RunAudit:
 
 def test_the_summary_lines_group_every_count() -> None:
     result = {"html": "/o/report.html", "documents": 12345, "reviewed": 12340, "not_reviewed": 5}
-    result |= {"skipped": 1004, "findings": 7470}
+    result |= {"skipped": 1004, "findings": 7470, "pages": 2468}  # 1,234 pages, each in HTML and Markdown
     audit = _audit(steps=12347, attempts=12400, model_calls=4222, tokens=20928662, usd=Decimal("0.0012"))
     out = summary_lines(
         Outcome(
@@ -64,6 +64,7 @@ def test_the_summary_lines_group_every_count() -> None:
     assert "12,347 steps" in text and "4,222 model calls" in text and "20,928,662 tokens" in text
     assert fmt.money(Decimal("0.0012")) == "$0.0012" and "$0.0012" in text
     assert "(12,347.0/s)" in text  # wall time 1 s
+    assert "(also report.md, flags.csv; 1,234 pages in pages/)" in text
     assert not re.search(r"(?<![\d.,])\d{4,}", text.replace("/o/report.html", "")), text  # no ungrouped count
 
 
@@ -92,7 +93,12 @@ def test_the_report_groups_its_counts_and_writes_usd_and_times_as_the_cli(tmp_pa
     assert f"; {findings:,} findings (" in md
     medium = sum(1 for r in reviewed for f in r["flags"] if f["severity"] == "medium")
     assert f"<b>{medium:,}</b>" in page  # the medium card
-    assert "— 1 document, 1,200 findings" in page  # the family's heading
+    # 1,200 findings weigh more than a page: the index lists the families, each on pages of its own
+    assert re.search(
+        r'<a href="pages/f\d+-mit-1.html">MIT</a></td><td class="n">1</td><td class="n">1,200</td>', page
+    )
+    mit = next(p for p in files.pages if re.search(r"f\d+-mit-1.html$", str(p))).read_text(encoding="utf-8")
+    assert "1 document under this licence, 1,200 findings" in mit
     assert re.search(r"<td>Attribution or notice duty</td><td class=\"n\">1,2\d\d</td>", page)
     for label, shown in [
         ("Steps", "1,203"),
