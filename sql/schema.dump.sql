@@ -70,7 +70,10 @@ CREATE TABLE pgflight.agent_runs (
     created_at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
     updated_at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
     reserved_call_out boolean DEFAULT false NOT NULL,
+    forked_from bigint,
+    forked_at integer,
     CONSTRAINT caps_are_positive CHECK (((max_iterations > 0) AND (max_tool_calls >= 0))),
+    CONSTRAINT fork_names_its_origin_and_iteration CHECK ((((forked_from IS NULL) = (forked_at IS NULL)) AND (COALESCE(forked_at, 1) >= 1))),
     CONSTRAINT reservation_is_whole CHECK (
 CASE
     WHEN (reserved_iteration IS NULL) THEN ((reserved_usd = 0.0) AND (reserved_budget_ids IS NULL))
@@ -93,6 +96,14 @@ COMMENT ON COLUMN pgflight.agent_runs.reserved_attempt_id IS 'The attempt that l
 -- Name: COLUMN agent_runs.reserved_call_out; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
 COMMENT ON COLUMN pgflight.agent_runs.reserved_call_out IS 'true while the held reservation is for a call that is about to be made or is out (its outcome is unknown until recorded); false for a reservation taken ahead of its call. A reservation released with its call out is charged as a costs row marked unknown_outcome.';
+
+-- Name: COLUMN agent_runs.forked_from; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON COLUMN pgflight.agent_runs.forked_from IS 'The agent run this one was forked from (fork_agent); null: not a fork.';
+
+-- Name: COLUMN agent_runs.forked_at; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON COLUMN pgflight.agent_runs.forked_at IS 'Of a fork: the first iteration it asked of the model itself (iterations before it are the original''s, reused at USD 0).';
 
 -- Name: _agent_fence(bigint, bigint, bigint, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -556,6 +567,11 @@ begin
         v_val := pgflight._check_options('backoff', v_val);
       when 'json' then
         null;  -- any JSON value: the function that takes it caps its size and depth
+      when 'object' then
+        -- its keys are checked by the caller (fork_agent's tool_results: tool_use ids)
+        if v_type <> 'object' or (select count(*) from jsonb_object_keys(v_val)) > v_max then
+          perform pgflight._bad_option(p_scope, v.key, v_val, format('a JSON object of at most %s keys', v_max));
+        end if;
     end case;
     v_out := v_out || jsonb_build_object(v.key, v_val);
   end loop;
@@ -1953,14 +1969,9 @@ COMMENT ON FUNCTION pgflight._fire_schedule(p_schedule_id bigint, p_workspace te
 CREATE FUNCTION pgflight._firehose_partitions() RETURNS TABLE(lo bigint, hi bigint)
     LANGUAGE sql STABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $_$
-  select m[1]::bigint, m[2]::bigint
-    from pg_catalog.pg_inherits i
-    join pg_catalog.pg_class c on c.oid = i.inhrelid
-    cross join lateral pg_catalog.regexp_match(pg_catalog.pg_get_expr(c.relpartbound, c.oid),
-                                               'FROM \(''?(-?[0-9]+)''?\) TO \(''?(-?[0-9]+)''?\)') m
-   where i.inhparent = 'pgflight.traces'::pg_catalog.regclass and c.relname ~ '^traces_from_[0-9]+$'
-$_$;
+    AS $$
+  select b.lo, b.hi from pgflight._id_partitions('traces') b
+$$;
 
 ALTER FUNCTION pgflight._firehose_partitions() OWNER TO pgflight_owner;
 
@@ -1988,6 +1999,29 @@ ALTER FUNCTION pgflight._give_slots_back(p_scopes bigint[], p_stripes smallint[]
 -- Name: FUNCTION _give_slots_back(p_scopes bigint[], p_stripes smallint[], p_counts integer[]); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
 COMMENT ON FUNCTION pgflight._give_slots_back(p_scopes bigint[], p_stripes smallint[], p_counts integer[]) IS 'Internal: give unused in-flight slots back to the stripes a claim locked (per scope: stripe, count).';
+
+-- Name: _id_partitions(text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._id_partitions(p_parent text) RETURNS TABLE(lo bigint, hi bigint)
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+begin
+  return query
+  select m[1]::bigint, m[2]::bigint
+    from pg_catalog.pg_inherits i
+    join pg_catalog.pg_class c on c.oid = i.inhrelid
+    cross join lateral pg_catalog.regexp_match(pg_catalog.pg_get_expr(c.relpartbound, c.oid),
+                                               'FROM \(''?(-?[0-9]+)''?\) TO \(''?(-?[0-9]+)''?\)') m
+   where i.inhparent = ('pgflight.' || p_parent)::pg_catalog.regclass and c.relname ~ ('^' || p_parent || '_from_[0-9]+$');
+end
+$_$;
+
+ALTER FUNCTION pgflight._id_partitions(p_parent text) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _id_partitions(p_parent text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._id_partitions(p_parent text) IS 'Internal: [lo, hi) of each id-range partition <parent>_from_<lo> of pgflight.<parent> (maintain_partitions).';
 
 -- Name: _iteration_refusal(pgflight.agent_runs, integer); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -2443,6 +2477,92 @@ ALTER FUNCTION pgflight._lock_subtree(p_top bigint, p_nowait boolean) OWNER TO p
 
 COMMENT ON FUNCTION pgflight._lock_subtree(p_top bigint, p_nowait boolean) IS 'Internal: lock every live attempt of a subtree, deepest first, including attempts committed while it waited; NOWAIT (55P03) when p_nowait.';
 
+-- Name: _maintain_id_partitions(text[], text, bigint, integer); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._maintain_id_partitions(p_tables text[], p_ids text, p_width bigint, p_limit integer) RETURNS TABLE(partition_name text, action text, moved_rows bigint)
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+declare
+  v_col text := case p_ids when 'agent_runs' then 'agent_run_id' else 'run_id' end;
+  v_next bigint;
+  v_to bigint;
+  v_from bigint;
+  v_table text;
+  v_name text;
+  v_rows bigint;
+  v_left boolean;
+  v_moved bigint[] := '{}';
+  i integer;
+begin
+  execute format('select case when q.is_called then q.last_value + 1 else q.last_value end from pgflight.%I q',
+                 p_ids || '_id_seq') into v_next;
+  for i in 1 .. 10 loop  -- a few per call: a jump past them lands in the default partitions meanwhile
+    select coalesce(max(b.hi), 0) into v_to from pgflight._id_partitions(p_tables[1]) b;
+    exit when v_to - v_next >= p_width / 2;  -- half a partition or more ahead
+    begin
+      perform set_config('lock_timeout', '200ms', true);
+      foreach v_table in array p_tables loop
+        v_name := v_table || '_from_' || v_to;
+        -- no insert lands in the default partition between the move and the attach
+        execute format('lock table pgflight.%I in exclusive mode', v_table || '_default');
+        execute format('create table pgflight.%I (like pgflight.%I including defaults including constraints)',
+                       v_name, v_table);
+        execute format('with m as (delete from pgflight.%I d where d.%I >= %s and d.%I < %s '
+                       'returning d.*) insert into pgflight.%I select * from m',
+                       v_table || '_default', v_col, v_to, v_col, v_to + p_width, v_name);
+        get diagnostics v_rows = row_count;
+        execute format('alter table pgflight.%I attach partition pgflight.%I for values from (%s) to (%s)',
+                       v_table, v_name, v_to, v_to + p_width);
+        v_moved := v_moved || v_rows;
+      end loop;
+    exception when lock_not_available or duplicate_table then
+      exit;  -- the next call creates it (or a concurrent call just did)
+    end;
+    return query select t || '_from_' || v_to, 'created'::text, m from unnest(p_tables, v_moved) x(t, m);
+    v_moved := '{}';
+  end loop;
+  for v_from, v_to in select b.lo, b.hi from pgflight._id_partitions(p_tables[1]) b where b.hi <= v_next order by b.lo loop
+    execute format('select exists (select from pgflight.%I a where a.id >= %s and a.id < %s)', p_ids, v_from, v_to)
+      into v_left;
+    continue when v_left;
+    begin
+      perform set_config('lock_timeout', '200ms', true);
+      execute format('lock table %s in access exclusive mode',
+                     (select string_agg(format('pgflight.%I', t), ', ') from unnest(p_tables) t));
+      execute format('select exists (select from pgflight.%I a where a.id >= %s and a.id < %s)', p_ids, v_from, v_to)
+        into v_left;
+      continue when v_left;
+      foreach v_table in array p_tables loop
+        v_name := v_table || '_from_' || v_from;
+        if to_regclass('pgflight.' || v_name) is not null then
+          execute format('drop table pgflight.%I', v_name);
+          return query select v_name, 'dropped'::text, null::bigint;
+        end if;
+      end loop;
+    exception when lock_not_available then
+      null;  -- the next call drops it
+    end;
+  end loop;
+
+  foreach v_table in array p_tables loop
+    execute format('delete from pgflight.%1$I t where t.ctid = any (array(select d.ctid from pgflight.%1$I d '
+                   'where not exists (select from pgflight.%3$I a where a.id = d.%4$I) limit %2$s))',
+                   v_table || '_default', coalesce(p_limit::text, 'all'), p_ids, v_col);  -- null: no row limit
+    get diagnostics v_rows = row_count;
+    if v_rows > 0 then
+      return query select v_table || '_default', 'purged'::text, v_rows;
+    end if;
+  end loop;
+end
+$_$;
+
+ALTER FUNCTION pgflight._maintain_id_partitions(p_tables text[], p_ids text, p_width bigint, p_limit integer) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _maintain_id_partitions(p_tables text[], p_ids text, p_width bigint, p_limit integer); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._maintain_id_partitions(p_tables text[], p_ids text, p_width bigint, p_limit integer) IS 'Internal: create ahead / drop when purged the id-range partitions of a family of tables, purge at most p_limit stray rows of their default partitions (maintain_partitions steps 4 and 5).';
+
 -- Name: _may(text, bigint); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
 CREATE FUNCTION pgflight._may(p_lane text, p_workspace_id bigint) RETURNS boolean
@@ -2834,7 +2954,23 @@ CREATE FUNCTION pgflight._option_spec() RETURNS TABLE(scope text, key text, kind
     ('wait_event', 'default', 'json', null, null, null, 'null',
      'The JSON payload a timed-out wait returns (at most settings.max_event_payload_bytes, nested at most settings.max_json_depth).'),
     ('emit_event', 'event_id', 'string', 1, 200, null, 'a random uuid',
-     'Idempotency key in the workspace: the same id again records nothing and wakes nothing (kept settings.event_retention_s).')
+     'Idempotency key in the workspace: the same id again records nothing and wakes nothing (kept settings.event_retention_s).'),
+    -- fork_agent's patch: what the fork changes from iteration k on (the step input keys of the agent recipe)
+    ('fork_agent', 'system', 'string', 0, 16777216, null, 'the original''s', 'The system prompt from iteration k on.'),
+    ('fork_agent', 'model', 'string', 1, 256, null, 'the original''s', 'The model asked from iteration k on.'),
+    ('fork_agent', 'provider', 'string', 1, 256, null, 'the original''s', 'The model provider (anthropic, openai, offline, ...).'),
+    ('fork_agent', 'tools', 'string[]', 0, 1000, null, 'the original''s', 'The tool names the fork offers the model.'),
+    ('fork_agent', 'max_tokens', 'integer', 1, 1000000, null, 'the original''s', 'max_tokens of each model call.'),
+    ('fork_agent', 'max_iterations', 'integer', 1, 1000000, null, 'the original''s',
+     'Model calls allowed, the k-1 reused iterations included.'),
+    ('fork_agent', 'max_tool_calls', 'integer', 0, 1000000, null, 'the original''s',
+     'Tool calls allowed, the reused iterations'' calls included.'),
+    ('fork_agent', 'max_usd', 'number', 0, 1000000000, null, 'the original agent''s max_usd',
+     'USD budget of the fork and its sub-agents (its own budget; the reused iterations cost 0).'),
+    ('fork_agent', 'max_wall_s', 'number', 0.001, 31536000, null, 'the original agent''s max_wall_s',
+     'Wall-time budget in seconds of the fork''s tree, from the fork.'),
+    ('fork_agent', 'tool_results', 'object', 0, 1000, null, 'none',
+     'Results that replace those of iteration k-1''s tool calls: tool_use id -> a string or an array of content blocks.')
 $$;
 
 ALTER FUNCTION pgflight._option_spec() OWNER TO pgflight_owner;
@@ -3958,6 +4094,33 @@ ALTER FUNCTION pgflight._require_positive(p_name text, p_value double precision)
 -- Name: FUNCTION _require_positive(p_name text, p_value double precision); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
 COMMENT ON FUNCTION pgflight._require_positive(p_name text, p_value double precision) IS 'Internal: 22023 unless the value is a finite number above zero.';
+
+-- Name: _require_readable_run(bigint, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._require_readable_run(p_run_id bigint, p_operation text) RETURNS void
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_ws bigint;
+begin
+  if p_run_id is null then
+    raise exception using errcode = '22023', message = format('%s refused: the run id is null', p_operation),
+      hint = 'Pass the run_id that submit_run returned.';
+  end if;
+  select r.workspace_id into v_ws from pgflight.runs r where r.id = p_run_id;
+  if not found or not pgflight._may('reader', v_ws) then
+    raise exception using errcode = 'ZF003', message = format('unknown run %s', p_run_id),
+      hint = 'Use a run_id of a workspace the login may read.';
+  end if;
+end
+$$;
+
+ALTER FUNCTION pgflight._require_readable_run(p_run_id bigint, p_operation text) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _require_readable_run(p_run_id bigint, p_operation text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._require_readable_run(p_run_id bigint, p_operation text) IS 'Internal: 22023 for a NULL run id, ZF003 unknown run for one that does not exist or the login may not read.';
 
 -- Name: _reserve(pgflight.agent_runs, bigint, integer, numeric, timestamp with time zone); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -6394,6 +6557,232 @@ ALTER FUNCTION pgflight.fire_schedules(p_limit integer) OWNER TO pgflight_owner;
 
 COMMENT ON FUNCTION pgflight.fire_schedules(p_limit integer) IS 'Sweep: fire due schedules once each (by schedule and fire time), with catch-up and overlap policies; returns firings decided. Errors: 22023 negative p_limit, ZF012.';
 
+-- Name: fork_agent(bigint, integer, jsonb, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.fork_agent(p_step_id bigint, p_at_iteration integer, p_patch jsonb, p_reason text) RETURNS TABLE(run_id bigint, step_id bigint, attempt_id bigint, agent_run_id bigint)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_now timestamptz := pgflight._now();
+  v_settings pgflight.settings;
+  v_patch jsonb;
+  v_results jsonb;
+  v_step record;
+  v_ws record;
+  v_orig pgflight.agent_runs;
+  v_input jsonb;
+  v_size bigint;
+  v_bad text;
+  v_run bigint;
+  v_new_step bigint;
+  v_attempt bigint;
+  v_agent bigint;
+  v_ids bigint[] := '{}';
+  v_id bigint;
+  v_max_usd numeric;
+  v_max_wall double precision;
+  v_tool_calls integer;
+begin
+  if p_step_id is null then
+    raise exception using errcode = '22023', message = 'step is required',
+      hint = 'Pass the id of an agent step (pgflight.agent_run_of(step) finds its agent run).';
+  end if;
+  if p_reason is null or btrim(p_reason) = '' or length(p_reason) > 1000 then
+    raise exception using errcode = '22023', message = 'a reason of 1 to 1000 characters is required',
+      detail = format('got %s', coalesce(length(p_reason) || ' characters', 'NULL')),
+      hint = 'Say why the agent is forked; the reason is kept in the events log.';
+  end if;
+  if p_at_iteration is null or p_at_iteration < 1 then
+    raise exception using errcode = '22023', message = 'at_iteration must be 1 or more',
+      detail = format('got %s', coalesce(p_at_iteration::text, 'NULL')),
+      hint = 'The fork asks the model for this iteration again; 1 re-runs the agent from its task.';
+  end if;
+  select * into v_settings from pgflight.settings;
+  v_size := octet_length(coalesce(p_patch, '{}')::text);
+  if v_size > v_settings.max_input_bytes then
+    raise exception using errcode = 'ZF005', message = 'patch too large',
+      detail = format('the patch is %s bytes; settings.max_input_bytes is %s', v_size, v_settings.max_input_bytes),
+      hint = 'Patch less (a long tool result can be shortened), or raise settings.max_input_bytes.';
+  end if;
+  perform pgflight._require_json_depth(p_patch, 'patch');
+  v_patch := pgflight._check_options('fork_agent', coalesce(p_patch, '{}'));
+  v_results := coalesce(v_patch -> 'tool_results', '{}');
+  select v.key into v_bad from jsonb_each(v_results) v
+   where jsonb_typeof(v.value) not in ('string', 'array') limit 1;
+  if found then
+    raise exception using errcode = '22023',
+      message = format('patch tool_results.%s must be a string or an array of content blocks', left(v_bad, 256)),
+      detail = format('got a JSON %s', jsonb_typeof(v_results -> v_bad)),
+      hint = 'e.g. {"tool_results": {"toolu_01": "the result the model should see"}}';
+  end if;
+
+  perform pgflight._require_lane_on_step('operator', p_step_id, 'fork_agent');
+  -- the original's run first, FOR KEY SHARE, as replay_from: a purge holding it is waited for
+  perform from pgflight.runs r
+   where r.id = (select s.run_id from pgflight.steps s where s.id = p_step_id)
+     for key share of r;
+  select s.id, s.run_id, s.recipe, s.input, s.priority, s.max_attempts, s.backoff, s.lease_s, s.max_runtime_s,
+         r.workspace_id
+    into v_step
+    from pgflight.steps s join pgflight.runs r on r.id = s.run_id where s.id = p_step_id;
+  if not found then
+    raise exception using errcode = 'ZF003', message = format('unknown step %s', p_step_id);
+  end if;
+  select a.* into v_orig from pgflight.agent_runs a where a.step_id = p_step_id for share;
+  if not found then
+    raise exception using errcode = 'ZF006', message = format('step %s has no agent run', p_step_id),
+      detail = format('recipe %s; an agent run starts with the step''s first begin_agent_run', v_step.recipe),
+      hint = 'Fork an agent step that has made at least one model call.';
+  end if;
+  if p_at_iteration > v_orig.iterations then
+    raise exception using errcode = '22023',
+      message = format('at_iteration must be from 1 to %s', greatest(v_orig.iterations, 1)),
+      detail = format('agent run %s has recorded %s iterations; got %s', v_orig.id, v_orig.iterations, p_at_iteration),
+      hint = 'Fork at an iteration the original has made (its model call is asked again, with the patch).';
+  end if;
+  if jsonb_typeof(v_step.input) <> 'object' then
+    raise exception using errcode = 'ZF006', message = format('the input of step %s is not a JSON object', p_step_id),
+      detail = format('got a JSON %s', jsonb_typeof(v_step.input)),
+      hint = 'Only an agent step whose input is an object (the agent recipe''s) can be patched and forked.';
+  end if;
+  -- every patched result names a tool call of iteration k-1 (the calls iteration k is told about)
+  select v.key into v_bad from jsonb_each(v_results) v
+   where not exists (select from pgflight.traces t
+                      where t.agent_run_id = v_orig.id and t.iteration = p_at_iteration - 1
+                        and t.block_type = 'tool_use' and t.tool_use_id = v.key and t.seq < 1000)
+   limit 1;
+  if found then
+    raise exception using errcode = '22023',
+      message = format('patch tool_results.%s is not a tool call of iteration %s', left(v_bad, 256), p_at_iteration - 1),
+      detail = format('the tool calls of iteration %s of agent run %s: %s', p_at_iteration - 1, v_orig.id,
+                      coalesce((select string_agg(t.tool_use_id, ', ' order by t.seq) from pgflight.traces t
+                                 where t.agent_run_id = v_orig.id and t.iteration = p_at_iteration - 1
+                                   and t.block_type = 'tool_use' and t.seq < 1000), 'none')),
+      hint = 'Patch only the results the forked iteration is sent (pgflight.agent_transcript shows them).';
+  end if;
+  -- and every other tool call of iteration k-1 has its result on record
+  select u.tool_use_id into v_bad from pgflight.traces u
+   where u.agent_run_id = v_orig.id and u.iteration = p_at_iteration - 1 and u.block_type = 'tool_use'
+     and u.seq < 1000 and not v_results ? u.tool_use_id
+     and not exists (select from pgflight.traces t
+                      where t.agent_run_id = v_orig.id and t.iteration = u.iteration and t.block_type = 'tool_result'
+                        and t.tool_use_id = u.tool_use_id and t.status = 'completed')
+   limit 1;
+  if found then
+    raise exception using errcode = 'ZF006',
+      message = format('tool call %s of iteration %s has no recorded result', v_bad, p_at_iteration - 1),
+      detail = format('agent run %s; the call is in flight or was never run', v_orig.id),
+      hint = 'Give its result in the patch (tool_results), or fork at an earlier iteration.';
+  end if;
+  v_input := v_step.input || (v_patch - 'tool_results');
+  v_size := octet_length(v_input::text);
+  if v_size > v_settings.max_input_bytes then
+    raise exception using errcode = 'ZF005', message = 'patched input too large',
+      detail = format('the fork''s input is %s bytes; settings.max_input_bytes is %s', v_size, v_settings.max_input_bytes),
+      hint = 'Patch less, or raise settings.max_input_bytes.';
+  end if;
+
+  -- the fork: a run of its own (its own budget), one root step, one queued attempt
+  select w.max_run_usd into v_ws from pgflight.workspaces w where w.id = v_step.workspace_id;
+  v_new_step := nextval('pgflight.steps_id_seq'::regclass);
+  insert into pgflight.runs (workspace_id, recipe, input_hash, submitted_by, options, max_usd, created_at, root_step_id)
+  values (v_step.workspace_id, v_step.recipe, encode(sha256(convert_to(v_input::text, 'UTF8')), 'hex'),
+          session_user::text, jsonb_build_object('forked_from_step', p_step_id, 'forked_at', p_at_iteration),
+          v_ws.max_run_usd, v_now, v_new_step)
+  returning id into v_run;
+  insert into pgflight.steps (id, run_id, parent_id, depth, step_key, recipe, input, priority, max_attempts,
+                              backoff, lease_s, max_runtime_s, created_at)
+  values (v_new_step, v_run, null, 0, 'root', v_step.recipe, v_input, v_step.priority, v_step.max_attempts,
+          v_step.backoff, v_step.lease_s, v_step.max_runtime_s, v_now);
+  insert into pgflight.step_attempts (step_id, run_id, attempt_no, recipe, priority, status, available_after, created_at,
+                                      workspace_id, queue_event_id)
+  values (v_new_step, v_run, 1, v_step.recipe, v_step.priority, 'queued', v_now, v_now,
+          v_step.workspace_id, nextval('pgflight.events_id_seq'))
+  returning id into v_attempt;
+
+  -- its budgets, as begin_agent_run makes them for a root agent
+  if v_ws.max_run_usd is not null then
+    insert into pgflight.budgets (scope, workspace_id, run_id, limit_usd, started_at)
+    values ('run', v_step.workspace_id, v_run, v_ws.max_run_usd, v_now)
+    returning id into v_id;
+    v_ids := array[v_id];
+  end if;
+  v_max_usd := coalesce((v_patch ->> 'max_usd')::numeric, (v_orig.options ->> 'max_usd')::numeric);
+  v_max_wall := coalesce((v_patch ->> 'max_wall_s')::double precision, (v_orig.options ->> 'max_wall_s')::double precision);
+  if v_max_usd is not null or v_max_wall is not null then
+    insert into pgflight.budgets (scope, workspace_id, run_id, step_id, limit_usd, max_wall_s, started_at)
+    values ('step', v_step.workspace_id, v_run, v_new_step, v_max_usd, v_max_wall, v_now)
+    returning id into v_id;
+    v_ids := v_ids || v_id;
+  end if;
+
+  select count(*) into v_tool_calls from pgflight.traces t
+   where t.agent_run_id = v_orig.id and t.iteration between 1 and p_at_iteration - 1
+     and t.block_type = 'tool_use' and t.seq < 1000;
+  insert into pgflight.agent_runs (step_id, run_id, workspace_id, model, system_prompt, system_prompt_hash,
+                                   max_iterations, max_tool_calls, iterations, tool_calls, budget_ids, options,
+                                   forked_from, forked_at, created_at, updated_at)
+  values (v_new_step, v_run, v_step.workspace_id, coalesce(v_patch ->> 'model', v_orig.model),
+          coalesce(v_patch ->> 'system', v_orig.system_prompt),
+          encode(sha256(convert_to(coalesce(v_patch ->> 'system', v_orig.system_prompt), 'UTF8')), 'hex'),
+          coalesce((v_patch ->> 'max_iterations')::integer, v_orig.max_iterations),
+          coalesce((v_patch ->> 'max_tool_calls')::integer, v_orig.max_tool_calls),
+          p_at_iteration - 1, v_tool_calls, v_ids,
+          v_orig.options || (v_patch - array['tool_results', 'provider', 'tools', 'max_tokens']),
+          v_orig.id, p_at_iteration, v_now, v_now)
+  returning id into v_agent;
+
+  -- the reused iterations: the task, each response, and the results the next call was sent
+  -- (patched ones replaced); api_error and other system blocks (seq >= 2000) stay with the original
+  insert into pgflight.traces (agent_run_id, iteration, seq, role, block_type, tool_use_id, tool_name, content,
+                               status, tokens, attempt_id, created_at, updated_at)
+  select v_agent, t.iteration, t.seq, t.role, t.block_type, t.tool_use_id, t.tool_name,
+         case when t.block_type = 'tool_result' and v_results ? t.tool_use_id
+              then jsonb_build_object('type', 'tool_result', 'tool_use_id', t.tool_use_id,
+                                      'content', v_results -> t.tool_use_id)
+              else t.content end,
+         'completed', t.tokens, null, v_now, v_now
+    from pgflight.traces t
+   where t.agent_run_id = v_orig.id and t.iteration < p_at_iteration and (t.iteration = 0 or t.seq < 2000)
+     and (t.block_type <> 'tool_result' or t.status = 'completed' or v_results ? t.tool_use_id);
+  -- a patched result of a call that has none on record: at the seq the loop would have used
+  insert into pgflight.traces (agent_run_id, iteration, seq, role, block_type, tool_use_id, tool_name, content,
+                               status, tokens, attempt_id, created_at, updated_at)
+  select v_agent, u.iteration, 1000 + u.seq, 'user', 'tool_result', u.tool_use_id, u.tool_name,
+         jsonb_build_object('type', 'tool_result', 'tool_use_id', u.tool_use_id, 'content', v_results -> u.tool_use_id),
+         'completed', ceil(length((v_results -> u.tool_use_id)::text) / 4.0)::integer, null, v_now, v_now
+    from pgflight.traces u
+   where u.agent_run_id = v_orig.id and u.iteration = p_at_iteration - 1 and u.block_type = 'tool_use'
+     and u.seq < 1000 and v_results ? u.tool_use_id
+     and not exists (select from pgflight.traces t
+                      where t.agent_run_id = v_agent and t.iteration = u.iteration and t.block_type = 'tool_result'
+                        and t.tool_use_id = u.tool_use_id);
+  insert into pgflight.costs (agent_run_id, iteration, step_id, run_id, workspace_id, model, usd, stop_reason,
+                              retries, attempt_id, at, reused)
+  select v_agent, c.iteration, v_new_step, v_run, v_step.workspace_id, c.model, 0, c.stop_reason, 0, null, v_now, true
+    from pgflight.costs c
+   where c.agent_run_id = v_orig.id and c.iteration between 1 and p_at_iteration - 1 and not c.lease_lost;
+
+  perform pgflight._event(v_run, v_new_step, v_attempt, null, 'queued', null, 'forked', session_user::text,
+                          jsonb_build_object('note', p_reason, 'from_step', p_step_id, 'from_agent_run', v_orig.id,
+                                             'at_iteration', p_at_iteration,
+                                             'patched', (select coalesce(jsonb_agg(k order by k), '[]')
+                                                           from jsonb_object_keys(v_patch) k)));
+  perform pgflight._event(v_step.run_id, p_step_id, null, null, null, null, 'fork_made', session_user::text,
+                          jsonb_build_object('note', p_reason, 'fork_step', v_new_step, 'fork_run', v_run,
+                                             'fork_agent_run', v_agent, 'at_iteration', p_at_iteration));
+  perform pgflight._notify_ready();
+  return query select v_run, v_new_step, v_attempt, v_agent;
+end
+$$;
+
+ALTER FUNCTION pgflight.fork_agent(p_step_id bigint, p_at_iteration integer, p_patch jsonb, p_reason text) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION fork_agent(p_step_id bigint, p_at_iteration integer, p_patch jsonb, p_reason text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.fork_agent(p_step_id bigint, p_at_iteration integer, p_patch jsonb, p_reason text) IS 'Fork an agent at iteration k (1 .. its iterations): a new run whose agent reuses iterations 0 .. k-1 at USD 0 and asks the model from k on with the patch (docs/options.md, scope fork_agent: system, model, provider, tools, max_tokens, max_iterations, max_tool_calls, max_usd (USD), max_wall_s (seconds), tool_results {tool_use id: string or content blocks}); its own budget; audited in the events log with the reason. Returns (run_id, step_id, attempt_id, agent_run_id). Errors: 22023, ZF003, ZF005, ZF006, ZF012.';
+
 -- Name: grant_workspace(name, text, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
 CREATE FUNCTION pgflight.grant_workspace(p_login name, p_workspace text, p_lane text) RETURNS boolean
@@ -6616,14 +7005,7 @@ declare
   v_hi timestamptz;
   v_name text;
   v_rows bigint;
-  v_next bigint;
-  v_width bigint;
-  v_to bigint;
-  v_from bigint;
-  v_table text;
-  v_moved bigint[] := '{}';  -- rows moved out of the default partitions, traces then costs
   v_workers_keep double precision;
-  i integer;
 begin
   perform pgflight._require_lane('operator', null, 'maintain_partitions');  -- acts on every workspace
   perform pgflight._check_limit(p_limit);
@@ -6676,63 +7058,16 @@ begin
     return query select 'events_default'::text, 'purged'::text, v_rows;
   end if;
 
-  -- 4. traces and costs, by ranges of agent run ids
-  select case when q.is_called then q.last_value + 1 else q.last_value end into v_next from pgflight.agent_runs_id_seq q;
-  select s.agent_runs_per_partition into v_width from pgflight.settings s;
-  for i in 1 .. 10 loop  -- a few per call: a jump past them lands in the default partitions meanwhile
-    select coalesce(max(b.hi), 0) into v_to from pgflight._firehose_partitions() b;
-    exit when v_to - v_next >= v_width / 2;  -- half a partition or more ahead
-    begin
-      perform set_config('lock_timeout', '200ms', true);
-      foreach v_table in array array['traces', 'costs'] loop
-        v_name := v_table || '_from_' || v_to;
-        -- no insert lands in the default partition between the move and the attach
-        execute format('lock table pgflight.%I in exclusive mode', v_table || '_default');
-        execute format('create table pgflight.%I (like pgflight.%I including defaults including constraints)',
-                       v_name, v_table);
-        execute format('with m as (delete from pgflight.%I d where d.agent_run_id >= %s and d.agent_run_id < %s '
-                       'returning d.*) insert into pgflight.%I select * from m',
-                       v_table || '_default', v_to, v_to + v_width, v_name);
-        get diagnostics v_rows = row_count;
-        execute format('alter table pgflight.%I attach partition pgflight.%I for values from (%s) to (%s)',
-                       v_table, v_name, v_to, v_to + v_width);
-        v_moved := v_moved || v_rows;
-      end loop;
-    exception when lock_not_available or duplicate_table then
-      exit;  -- the next call creates it (or a concurrent call just did)
-    end;
-    return query select t || '_from_' || v_to, 'created'::text, m
-                   from unnest(array['traces', 'costs'], v_moved) x(t, m);
-    v_moved := '{}';
-  end loop;
-  for v_from, v_to in select b.lo, b.hi from pgflight._firehose_partitions() b where b.hi <= v_next order by b.lo loop
-    continue when exists (select from pgflight.agent_runs a where a.id >= v_from and a.id < v_to);
-    begin
-      perform set_config('lock_timeout', '200ms', true);
-      lock table pgflight.traces, pgflight.costs in access exclusive mode;
-      continue when exists (select from pgflight.agent_runs a where a.id >= v_from and a.id < v_to);
-      foreach v_table in array array['traces', 'costs'] loop
-        v_name := v_table || '_from_' || v_from;
-        if to_regclass('pgflight.' || v_name) is not null then
-          execute format('drop table pgflight.%I', v_name);
-          return query select v_name, 'dropped'::text, null::bigint;
-        end if;
-      end loop;
-    exception when lock_not_available then
-      null;  -- the next call drops it
-    end;
-  end loop;
-
-  -- 5. strays of the default partitions whose agent run is gone, bounded
-  foreach v_table in array array['traces', 'costs'] loop
-    execute format('delete from pgflight.%1$I t where t.ctid = any (array(select d.ctid from pgflight.%1$I d '
-                   'where not exists (select from pgflight.agent_runs a where a.id = d.agent_run_id) limit %2$s))',
-                   v_table || '_default', coalesce(p_limit::text, 'all'));  -- null: no row limit
-    get diagnostics v_rows = row_count;
-    if v_rows > 0 then
-      return query select v_table || '_default', 'purged'::text, v_rows;
-    end if;
-  end loop;
+  -- 4-5. traces and costs by agent run ids; streams and stream_chunks by run ids (tables/streams,
+  -- absent until that change is deployed)
+  return query select * from pgflight._maintain_id_partitions(array['traces', 'costs'], 'agent_runs',
+                                                               (select s.agent_runs_per_partition from pgflight.settings s),
+                                                               p_limit);
+  if to_regclass('pgflight.stream_chunks') is not null then
+    return query select * from pgflight._maintain_id_partitions(
+      array['streams', 'stream_chunks'], 'runs',
+      (select (to_jsonb(s) ->> 'runs_per_stream_partition')::bigint from pgflight.settings s), p_limit);
+  end if;
 
   -- 6. stopped workers past settings.workers_keep_s, bounded. A worker that still holds a lease
   -- (deregister_worker releases them, so none should) is kept. Nothing refers to a worker by a
@@ -8946,6 +9281,128 @@ ALTER FUNCTION pgflight.start_step(p_attempt_id bigint, p_token bigint) OWNER TO
 
 COMMENT ON FUNCTION pgflight.start_step(p_attempt_id bigint, p_token bigint) IS 'claimed -> running. Errors: ZF001 lease lost, ZF002 cancelled, ZF003 unknown attempt, ZF012 another login''s attempt.';
 
+-- Name: stream_channels(bigint); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.stream_channels(p_run_id bigint) RETURNS TABLE(channel text, last_seq bigint, total_bytes bigint, updated_at timestamp with time zone)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+  perform pgflight._require_readable_run(p_run_id, 'stream_channels');
+  return query select s.channel, s.last_seq, s.total_bytes, s.updated_at
+                 from pgflight.streams s where s.run_id = p_run_id order by s.channel;
+end
+$$;
+
+ALTER FUNCTION pgflight.stream_channels(p_run_id bigint) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION stream_channels(p_run_id bigint); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.stream_channels(p_run_id bigint) IS 'Read: the streams of a run: channel, last_seq, total_bytes, updated_at, by channel. Errors: 22023, ZF003 unknown run (also a run of a workspace the login may not read).';
+
+-- Name: stream_read(bigint, text, bigint, integer, double precision); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.stream_read(p_run_id bigint, p_channel text, p_after_seq bigint DEFAULT 0, p_limit integer DEFAULT 1000, p_wait_s double precision DEFAULT 0) RETURNS TABLE(seq bigint, attempt_no integer, attempt_id bigint, step_id bigint, chunk text, written_at timestamp with time zone)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_until timestamptz;
+begin
+  perform pgflight._require_readable_run(p_run_id, 'stream_read');
+  if p_channel is null or btrim(p_channel) = '' then
+    raise exception using errcode = '22023', message = 'stream_read refused: the channel is required',
+      hint = 'Name the stream the run writes, e.g. ''tokens''.';
+  end if;
+  perform pgflight._check_arg('after_seq', p_after_seq, 0, 9.2e18);
+  perform pgflight._require_limit('limit', p_limit, 10000);
+  perform pgflight._check_arg('wait_s', p_wait_s, 0, 60);
+  v_until := clock_timestamp() + make_interval(secs => p_wait_s);
+  loop
+    return query
+      select c.seq, c.attempt_no, c.attempt_id, c.step_id, c.chunk, c.written_at
+        from pgflight.stream_chunks c
+       where c.run_id = p_run_id and c.channel = p_channel and c.seq > p_after_seq
+       order by c.seq
+       limit p_limit;
+    exit when found or clock_timestamp() >= v_until;
+    perform pg_sleep(least(0.02, greatest(extract(epoch from v_until - clock_timestamp()), 0)));
+  end loop;
+end
+$$;
+
+ALTER FUNCTION pgflight.stream_read(p_run_id bigint, p_channel text, p_after_seq bigint, p_limit integer, p_wait_s double precision) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION stream_read(p_run_id bigint, p_channel text, p_after_seq bigint, p_limit integer, p_wait_s double precision); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.stream_read(p_run_id bigint, p_channel text, p_after_seq bigint, p_limit integer, p_wait_s double precision) IS 'Read: chunks of a run''s stream with seq > p_after_seq in order (at most p_limit, 1..10,000): seq, attempt_no, attempt_id, step_id, chunk (text), written_at; waits up to p_wait_s (0..60 s, polling every 20 ms) for the first one. Errors: 22023 bad argument, ZF003 unknown run (also a run of a workspace the login may not read).';
+
+-- Name: stream_write(bigint, bigint, text, text[], jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.stream_write(p_attempt_id bigint, p_token bigint, p_channel text, p_chunks text[], p_options jsonb DEFAULT '{}'::jsonb) RETURNS TABLE(first_seq bigint, last_seq bigint, total_bytes bigint)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_caps record;
+  v_att pgflight.step_attempts;
+  v_n integer := coalesce(cardinality(p_chunks), 0);
+  v_max integer;
+  v_bytes bigint;
+  v_head record;
+  v_now timestamptz := pgflight._now();  -- one time per call: a batch's chunks share it
+begin
+  perform pgflight._check_options('stream_write', p_options);
+  if p_channel is null or btrim(p_channel) = '' then
+    raise exception using errcode = '22023', message = 'stream_write refused: the channel is required',
+      hint = 'Name the stream within the run, e.g. ''tokens'' or ''progress''.';
+  end if;
+  if p_chunks is null or array_ndims(p_chunks) > 1 or array_position(p_chunks, null) is not null then
+    raise exception using errcode = '22023',
+      message = 'stream_write refused: the chunks must be a one-dimensional array of texts without NULLs',
+      detail = case when p_chunks is null then 'got NULL' when array_ndims(p_chunks) > 1 then
+                 format('got %s dimensions', array_ndims(p_chunks)) else
+                 format('chunk %s is NULL', array_position(p_chunks, null)) end,
+      hint = 'Pass text[]: ''{}'' writes nothing.';
+  end if;
+  select s.max_name_bytes, s.max_stream_chunks_per_call, s.max_stream_chunk_bytes, s.max_stream_bytes
+    into v_caps from pgflight.settings s;
+  perform pgflight._require_cap('max_name_bytes', v_caps.max_name_bytes, octet_length(p_channel),
+                                'stream channel (bytes)');
+  perform pgflight._require_cap('max_stream_chunks_per_call', v_caps.max_stream_chunks_per_call, v_n,
+                                'chunks of one stream_write call');
+  select max(octet_length(c)), coalesce(sum(octet_length(c)), 0) into v_max, v_bytes from unnest(p_chunks) c;
+  perform pgflight._require_cap('max_stream_chunk_bytes', v_caps.max_stream_chunk_bytes, coalesce(v_max, 0),
+                                'stream chunk (bytes)');
+  v_att := pgflight._lock_held(p_attempt_id, p_token, 'stream_write');
+
+  if v_n = 0 then
+    return query select null::bigint, coalesce(max(s.last_seq), 0), coalesce(max(s.total_bytes), 0)
+                   from pgflight.streams s where s.run_id = v_att.run_id and s.channel = p_channel;
+    return;
+  end if;
+  insert into pgflight.streams as s (run_id, channel, workspace_id, last_seq, total_bytes)
+  values (v_att.run_id, p_channel, v_att.workspace_id, v_n, v_bytes)
+  on conflict (run_id, channel) do update
+     set last_seq = s.last_seq + v_n, total_bytes = s.total_bytes + v_bytes, updated_at = v_now
+  returning s.last_seq, s.total_bytes into v_head;
+  perform pgflight._require_cap('max_stream_bytes', v_caps.max_stream_bytes, v_head.total_bytes,
+                                format('stream %s of run %s (bytes, with this call)', left(p_channel, 100), v_att.run_id));
+  insert into pgflight.stream_chunks (run_id, channel, seq, attempt_id, attempt_no, step_id, chunk, written_at)
+  select v_att.run_id, p_channel, v_head.last_seq - v_n + c.ord, v_att.id, v_att.attempt_no, v_att.step_id, c.chunk,
+         v_now
+    from unnest(p_chunks) with ordinality c(chunk, ord);
+  perform pg_notify('pgflight_stream', v_att.run_id::text);
+  return query select v_head.last_seq - v_n + 1, v_head.last_seq, v_head.total_bytes;
+end
+$$;
+
+ALTER FUNCTION pgflight.stream_write(p_attempt_id bigint, p_token bigint, p_channel text, p_chunks text[], p_options jsonb) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION stream_write(p_attempt_id bigint, p_token bigint, p_channel text, p_chunks text[], p_options jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.stream_write(p_attempt_id bigint, p_token bigint, p_channel text, p_chunks text[], p_options jsonb) IS 'Worker: append chunks (text[], in order) to stream p_channel of the attempt''s run; each gets the next seq and the attempt''s id and number. Returns first_seq, last_seq (null, last when none was sent), total_bytes of the stream. Caps: settings.max_stream_chunks_per_call, max_stream_chunk_bytes, max_stream_bytes, max_name_bytes (the channel). Errors: 22023, ZF001, ZF002, ZF003, ZF005, ZF012.';
+
 -- Name: submit_run(text, text, jsonb, jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
 CREATE FUNCTION pgflight.submit_run(p_workspace text, p_recipe text, p_input jsonb, p_options jsonb DEFAULT '{}'::jsonb) RETURNS TABLE(run_id bigint, step_id bigint, attempt_id bigint, created boolean)
@@ -10183,6 +10640,8 @@ CREATE TABLE pgflight.costs (
     cache_creation_1h_tokens bigint DEFAULT 0 NOT NULL,
     web_search_requests bigint DEFAULT 0 NOT NULL,
     budget_ids bigint[],
+    reused boolean DEFAULT false NOT NULL,
+    CONSTRAINT reused_costs_nothing CHECK (((NOT reused) OR ((usd = 0.0) AND (NOT lease_lost)))),
     CONSTRAINT server_tool_counts_are_not_negative CHECK ((LEAST(cache_creation_1h_tokens, web_search_requests) >= 0)),
     CONSTRAINT tokens_are_not_negative CHECK ((LEAST(input_tokens, output_tokens, cache_creation_tokens, cache_read_tokens) >= 0)),
     CONSTRAINT unknown_outcome_is_lease_lost CHECK ((lease_lost OR (NOT unknown_outcome))),
@@ -10215,6 +10674,10 @@ COMMENT ON COLUMN pgflight.costs.web_search_requests IS 'Server-side web searche
 -- Name: COLUMN costs.budget_ids; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
 COMMENT ON COLUMN pgflight.costs.budget_ids IS 'Of an unknown_outcome row: the budgets its reservation was charged to (a late answer settles them); null otherwise.';
+
+-- Name: COLUMN costs.reused; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON COLUMN pgflight.costs.reused IS 'true: an iteration a fork took from the agent it was forked from: USD 0 and no tokens (the original''s row paid).';
 
 -- Name: costs_id_seq; Type: SEQUENCE; Schema: pgflight; Owner: pgflight_owner
 
@@ -10255,6 +10718,8 @@ CREATE TABLE pgflight.costs_default (
     cache_creation_1h_tokens bigint DEFAULT 0 NOT NULL,
     web_search_requests bigint DEFAULT 0 NOT NULL,
     budget_ids bigint[],
+    reused boolean DEFAULT false NOT NULL,
+    CONSTRAINT reused_costs_nothing CHECK (((NOT reused) OR ((usd = 0.0) AND (NOT lease_lost)))),
     CONSTRAINT server_tool_counts_are_not_negative CHECK ((LEAST(cache_creation_1h_tokens, web_search_requests) >= 0)),
     CONSTRAINT tokens_are_not_negative CHECK ((LEAST(input_tokens, output_tokens, cache_creation_tokens, cache_read_tokens) >= 0)),
     CONSTRAINT unknown_outcome_is_lease_lost CHECK ((lease_lost OR (NOT unknown_outcome))),
@@ -10287,6 +10752,8 @@ CREATE TABLE pgflight.costs_from_0 (
     cache_creation_1h_tokens bigint DEFAULT 0 NOT NULL,
     web_search_requests bigint DEFAULT 0 NOT NULL,
     budget_ids bigint[],
+    reused boolean DEFAULT false NOT NULL,
+    CONSTRAINT reused_costs_nothing CHECK (((NOT reused) OR ((usd = 0.0) AND (NOT lease_lost)))),
     CONSTRAINT server_tool_counts_are_not_negative CHECK ((LEAST(cache_creation_1h_tokens, web_search_requests) >= 0)),
     CONSTRAINT tokens_are_not_negative CHECK ((LEAST(input_tokens, output_tokens, cache_creation_tokens, cache_read_tokens) >= 0)),
     CONSTRAINT unknown_outcome_is_lease_lost CHECK ((lease_lost OR (NOT unknown_outcome))),
@@ -10968,6 +11435,10 @@ CREATE TABLE pgflight.settings (
     max_json_depth integer DEFAULT 64 NOT NULL,
     event_retention_s double precision DEFAULT 604800 NOT NULL,
     max_event_payload_bytes bigint DEFAULT 1048576 NOT NULL,
+    max_stream_chunk_bytes integer DEFAULT 65536 NOT NULL,
+    max_stream_chunks_per_call integer DEFAULT 1000 NOT NULL,
+    max_stream_bytes bigint DEFAULT 16777216 NOT NULL,
+    runs_per_stream_partition bigint DEFAULT 100000 NOT NULL,
     CONSTRAINT agent_runs_per_partition_in_range CHECK (((agent_runs_per_partition >= 1000) AND (agent_runs_per_partition <= 1000000000))),
     CONSTRAINT caps_are_positive CHECK (((max_result_bytes > 0) AND (max_error_bytes > 0) AND (max_receipt_bytes > 0) AND (max_approval_request_bytes > 0) AND (max_name_bytes > 0) AND (max_children_per_call > 0) AND (max_children_per_parent > 0) AND (max_batch_size > 0) AND (max_lease_s > (0)::double precision) AND (max_live_workers_per_login > 0) AND (max_stale_writes_per_attempt > 0))),
     CONSTRAINT default_lease_is_positive CHECK ((default_lease_s > (0)::double precision)),
@@ -10981,7 +11452,9 @@ CREATE TABLE pgflight.settings (
     CONSTRAINT max_runs_per_call_is_positive CHECK ((max_runs_per_call > 0)),
     CONSTRAINT partitions_ahead_in_range CHECK (((partitions_ahead_days >= 1) AND (partitions_ahead_days <= 90))),
     CONSTRAINT reclaim_in_claim_is_not_negative CHECK ((reclaim_in_claim >= 0)),
+    CONSTRAINT runs_per_stream_partition_in_range CHECK (((runs_per_stream_partition >= 1000) AND (runs_per_stream_partition <= 1000000000))),
     CONSTRAINT settings_has_one_row CHECK (singleton),
+    CONSTRAINT stream_caps_are_positive CHECK (((max_stream_chunk_bytes > 0) AND (max_stream_chunks_per_call > 0) AND (max_stream_bytes > 0))),
     CONSTRAINT tenant_caps_are_positive CHECK (((max_lease_s_capped > (0)::double precision) AND (max_schedules_per_workspace > 0) AND (min_schedule_interval_s > (0)::double precision) AND (max_trace_blocks_per_iteration > 0) AND (workers_keep_s > (0)::double precision)))
 );
 
@@ -11087,6 +11560,22 @@ COMMENT ON COLUMN pgflight.settings.event_retention_s IS 'Seconds an emitted eve
 
 COMMENT ON COLUMN pgflight.settings.max_event_payload_bytes IS 'Cap (bytes of JSON text) of emit_event''s payload and of wait_event''s default payload.';
 
+-- Name: COLUMN settings.max_stream_chunk_bytes; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON COLUMN pgflight.settings.max_stream_chunk_bytes IS 'Cap (bytes, UTF-8) of one chunk of stream_write (default 65,536).';
+
+-- Name: COLUMN settings.max_stream_chunks_per_call; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON COLUMN pgflight.settings.max_stream_chunks_per_call IS 'Cap of the chunks one stream_write call carries (default 1,000).';
+
+-- Name: COLUMN settings.max_stream_bytes; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON COLUMN pgflight.settings.max_stream_bytes IS 'Cap (bytes) of everything written to one stream (a run''s channel), all attempts together (default 16 MiB).';
+
+-- Name: COLUMN settings.runs_per_stream_partition; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON COLUMN pgflight.settings.runs_per_stream_partition IS 'Width of a streams/stream_chunks partition in run ids (1,000..1,000,000,000, default 100,000). A partition is dropped when every run in it is purged (purge_after_s). Applies to partitions created from then on.';
+
 -- Name: step_attempts_id_seq; Type: SEQUENCE; Schema: pgflight; Owner: pgflight_owner
 
 ALTER TABLE pgflight.step_attempts ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
@@ -11108,6 +11597,109 @@ ALTER TABLE pgflight.steps ALTER COLUMN id ADD GENERATED BY DEFAULT AS IDENTITY 
     NO MAXVALUE
     CACHE 1
 );
+
+-- Name: stream_chunks; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
+
+CREATE TABLE pgflight.stream_chunks (
+    run_id bigint NOT NULL,
+    channel text NOT NULL,
+    seq bigint NOT NULL,
+    attempt_id bigint NOT NULL,
+    attempt_no integer NOT NULL,
+    step_id bigint NOT NULL,
+    chunk text NOT NULL,
+    written_at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
+    CONSTRAINT stream_seq_is_positive CHECK ((seq >= 1))
+)
+PARTITION BY RANGE (run_id);
+
+ALTER TABLE pgflight.stream_chunks OWNER TO pgflight_owner;
+
+-- Name: TABLE stream_chunks; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON TABLE pgflight.stream_chunks IS 'One row per chunk of a stream: seq (1, 2, ... per run and channel, in write order), the attempt that wrote it (attempt_id, attempt_no: its number within its step), its step, the text, written_at (the time of its stream_write call: one per batch). Range-partitioned by run_id.';
+
+-- Name: stream_chunks_default; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
+
+CREATE TABLE pgflight.stream_chunks_default (
+    run_id bigint NOT NULL,
+    channel text NOT NULL,
+    seq bigint NOT NULL,
+    attempt_id bigint NOT NULL,
+    attempt_no integer NOT NULL,
+    step_id bigint NOT NULL,
+    chunk text NOT NULL,
+    written_at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
+    CONSTRAINT stream_seq_is_positive CHECK ((seq >= 1))
+);
+
+ALTER TABLE pgflight.stream_chunks_default OWNER TO pgflight_owner;
+
+-- Name: stream_chunks_from_0; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
+
+CREATE TABLE pgflight.stream_chunks_from_0 (
+    run_id bigint NOT NULL,
+    channel text NOT NULL,
+    seq bigint NOT NULL,
+    attempt_id bigint NOT NULL,
+    attempt_no integer NOT NULL,
+    step_id bigint NOT NULL,
+    chunk text NOT NULL,
+    written_at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
+    CONSTRAINT stream_seq_is_positive CHECK ((seq >= 1))
+);
+
+ALTER TABLE pgflight.stream_chunks_from_0 OWNER TO pgflight_owner;
+
+-- Name: streams; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
+
+CREATE TABLE pgflight.streams (
+    run_id bigint NOT NULL,
+    channel text NOT NULL,
+    workspace_id bigint NOT NULL,
+    last_seq bigint DEFAULT 0 NOT NULL,
+    total_bytes bigint DEFAULT 0 NOT NULL,
+    created_at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
+    CONSTRAINT stream_counts_are_not_negative CHECK (((last_seq >= 0) AND (total_bytes >= 0)))
+)
+PARTITION BY RANGE (run_id);
+
+ALTER TABLE pgflight.streams OWNER TO pgflight_owner;
+
+-- Name: TABLE streams; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON TABLE pgflight.streams IS 'One row per stream (a run''s named channel): last_seq (the last chunk''s number, 0 before any), total_bytes (UTF-8 bytes of every chunk written, capped by settings.max_stream_bytes). Range-partitioned by run_id.';
+
+-- Name: streams_default; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
+
+CREATE TABLE pgflight.streams_default (
+    run_id bigint NOT NULL,
+    channel text NOT NULL,
+    workspace_id bigint NOT NULL,
+    last_seq bigint DEFAULT 0 NOT NULL,
+    total_bytes bigint DEFAULT 0 NOT NULL,
+    created_at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
+    CONSTRAINT stream_counts_are_not_negative CHECK (((last_seq >= 0) AND (total_bytes >= 0)))
+);
+
+ALTER TABLE pgflight.streams_default OWNER TO pgflight_owner;
+
+-- Name: streams_from_0; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
+
+CREATE TABLE pgflight.streams_from_0 (
+    run_id bigint NOT NULL,
+    channel text NOT NULL,
+    workspace_id bigint NOT NULL,
+    last_seq bigint DEFAULT 0 NOT NULL,
+    total_bytes bigint DEFAULT 0 NOT NULL,
+    created_at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
+    CONSTRAINT stream_counts_are_not_negative CHECK (((last_seq >= 0) AND (total_bytes >= 0)))
+);
+
+ALTER TABLE pgflight.streams_from_0 OWNER TO pgflight_owner;
 
 -- Name: tool_policies; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
 
@@ -11362,6 +11954,22 @@ ALTER TABLE ONLY pgflight.costs ATTACH PARTITION pgflight.costs_from_0 FOR VALUE
 
 ALTER TABLE ONLY pgflight.events ATTACH PARTITION pgflight.events_default DEFAULT;
 
+-- Name: stream_chunks_default; Type: TABLE ATTACH; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.stream_chunks ATTACH PARTITION pgflight.stream_chunks_default DEFAULT;
+
+-- Name: stream_chunks_from_0; Type: TABLE ATTACH; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.stream_chunks ATTACH PARTITION pgflight.stream_chunks_from_0 FOR VALUES FROM ('0') TO ('100000');
+
+-- Name: streams_default; Type: TABLE ATTACH; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.streams ATTACH PARTITION pgflight.streams_default DEFAULT;
+
+-- Name: streams_from_0; Type: TABLE ATTACH; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.streams ATTACH PARTITION pgflight.streams_from_0 FOR VALUES FROM ('0') TO ('100000');
+
 -- Name: traces_default; Type: TABLE ATTACH; Schema: pgflight; Owner: pgflight_owner
 
 ALTER TABLE ONLY pgflight.traces ATTACH PARTITION pgflight.traces_default DEFAULT;
@@ -11541,6 +12149,36 @@ ALTER TABLE ONLY pgflight.step_attempts
 
 ALTER TABLE ONLY pgflight.steps
     ADD CONSTRAINT steps_pkey PRIMARY KEY (id);
+
+-- Name: stream_chunks stream_chunk_is_unique; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.stream_chunks
+    ADD CONSTRAINT stream_chunk_is_unique PRIMARY KEY (run_id, channel, seq);
+
+-- Name: stream_chunks_default stream_chunks_default_pkey; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.stream_chunks_default
+    ADD CONSTRAINT stream_chunks_default_pkey PRIMARY KEY (run_id, channel, seq);
+
+-- Name: stream_chunks_from_0 stream_chunks_from_0_pkey; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.stream_chunks_from_0
+    ADD CONSTRAINT stream_chunks_from_0_pkey PRIMARY KEY (run_id, channel, seq);
+
+-- Name: streams stream_is_unique; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.streams
+    ADD CONSTRAINT stream_is_unique PRIMARY KEY (run_id, channel);
+
+-- Name: streams_default streams_default_pkey; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.streams_default
+    ADD CONSTRAINT streams_default_pkey PRIMARY KEY (run_id, channel);
+
+-- Name: streams_from_0 streams_from_0_pkey; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
+
+ALTER TABLE ONLY pgflight.streams_from_0
+    ADD CONSTRAINT streams_from_0_pkey PRIMARY KEY (run_id, channel);
 
 -- Name: sweep_state sweep_state_pkey; Type: CONSTRAINT; Schema: pgflight; Owner: pgflight_owner
 
@@ -11837,6 +12475,22 @@ ALTER INDEX pgflight.events_pkey ATTACH PARTITION pgflight.events_default_pkey;
 
 ALTER INDEX pgflight.events_run_idx ATTACH PARTITION pgflight.events_default_run_id_id_idx;
 
+-- Name: stream_chunks_default_pkey; Type: INDEX ATTACH; Schema: pgflight; Owner: pgflight_owner
+
+ALTER INDEX pgflight.stream_chunk_is_unique ATTACH PARTITION pgflight.stream_chunks_default_pkey;
+
+-- Name: stream_chunks_from_0_pkey; Type: INDEX ATTACH; Schema: pgflight; Owner: pgflight_owner
+
+ALTER INDEX pgflight.stream_chunk_is_unique ATTACH PARTITION pgflight.stream_chunks_from_0_pkey;
+
+-- Name: streams_default_pkey; Type: INDEX ATTACH; Schema: pgflight; Owner: pgflight_owner
+
+ALTER INDEX pgflight.stream_is_unique ATTACH PARTITION pgflight.streams_default_pkey;
+
+-- Name: streams_from_0_pkey; Type: INDEX ATTACH; Schema: pgflight; Owner: pgflight_owner
+
+ALTER INDEX pgflight.stream_is_unique ATTACH PARTITION pgflight.streams_from_0_pkey;
+
 -- Name: traces_default_agent_run_id_tool_use_id_block_type_idx; Type: INDEX ATTACH; Schema: pgflight; Owner: pgflight_owner
 
 ALTER INDEX pgflight.traces_tool_call_idx ATTACH PARTITION pgflight.traces_default_agent_run_id_tool_use_id_block_type_idx;
@@ -12126,6 +12780,10 @@ REVOKE ALL ON FUNCTION pgflight._firehose_partitions() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION pgflight._give_slots_back(p_scopes bigint[], p_stripes smallint[], p_counts integer[]) FROM PUBLIC;
 
+-- Name: FUNCTION _id_partitions(p_parent text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._id_partitions(p_parent text) FROM PUBLIC;
+
 -- Name: FUNCTION _iteration_refusal(p_run pgflight.agent_runs, p_iteration integer); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
 REVOKE ALL ON FUNCTION pgflight._iteration_refusal(p_run pgflight.agent_runs, p_iteration integer) FROM PUBLIC;
@@ -12176,6 +12834,10 @@ REVOKE ALL ON FUNCTION pgflight._lock_held(p_attempt_id bigint, p_token bigint, 
 -- Name: FUNCTION _lock_subtree(p_top bigint, p_nowait boolean); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
 REVOKE ALL ON FUNCTION pgflight._lock_subtree(p_top bigint, p_nowait boolean) FROM PUBLIC;
+
+-- Name: FUNCTION _maintain_id_partitions(p_tables text[], p_ids text, p_width bigint, p_limit integer); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._maintain_id_partitions(p_tables text[], p_ids text, p_width bigint, p_limit integer) FROM PUBLIC;
 
 -- Name: FUNCTION _may(p_lane text, p_workspace_id bigint); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
@@ -12323,6 +12985,10 @@ REVOKE ALL ON FUNCTION pgflight._require_own_attempt(p_attempt_id bigint, p_toke
 -- Name: FUNCTION _require_positive(p_name text, p_value double precision); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
 REVOKE ALL ON FUNCTION pgflight._require_positive(p_name text, p_value double precision) FROM PUBLIC;
+
+-- Name: FUNCTION _require_readable_run(p_run_id bigint, p_operation text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._require_readable_run(p_run_id bigint, p_operation text) FROM PUBLIC;
 
 -- Name: FUNCTION _reserve(p_run pgflight.agent_runs, p_attempt_id bigint, p_iteration integer, p_est_usd numeric, p_now timestamp with time zone); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
@@ -12568,6 +13234,11 @@ GRANT ALL ON FUNCTION pgflight.find_effect(p_step_id bigint, p_key text) TO pgfl
 REVOKE ALL ON FUNCTION pgflight.fire_schedules(p_limit integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION pgflight.fire_schedules(p_limit integer) TO pgflight_operator;
 
+-- Name: FUNCTION fork_agent(p_step_id bigint, p_at_iteration integer, p_patch jsonb, p_reason text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.fork_agent(p_step_id bigint, p_at_iteration integer, p_patch jsonb, p_reason text) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.fork_agent(p_step_id bigint, p_at_iteration integer, p_patch jsonb, p_reason text) TO pgflight_operator;
+
 -- Name: FUNCTION grant_workspace(p_login name, p_workspace text, p_lane text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
 REVOKE ALL ON FUNCTION pgflight.grant_workspace(p_login name, p_workspace text, p_lane text) FROM PUBLIC;
@@ -12776,6 +13447,23 @@ GRANT ALL ON FUNCTION pgflight.spawn_children(p_attempt_id bigint, p_token bigin
 
 REVOKE ALL ON FUNCTION pgflight.start_step(p_attempt_id bigint, p_token bigint) FROM PUBLIC;
 GRANT ALL ON FUNCTION pgflight.start_step(p_attempt_id bigint, p_token bigint) TO pgflight_worker;
+
+-- Name: FUNCTION stream_channels(p_run_id bigint); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.stream_channels(p_run_id bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.stream_channels(p_run_id bigint) TO pgflight_operator;
+GRANT ALL ON FUNCTION pgflight.stream_channels(p_run_id bigint) TO pgflight_reader;
+
+-- Name: FUNCTION stream_read(p_run_id bigint, p_channel text, p_after_seq bigint, p_limit integer, p_wait_s double precision); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.stream_read(p_run_id bigint, p_channel text, p_after_seq bigint, p_limit integer, p_wait_s double precision) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.stream_read(p_run_id bigint, p_channel text, p_after_seq bigint, p_limit integer, p_wait_s double precision) TO pgflight_operator;
+GRANT ALL ON FUNCTION pgflight.stream_read(p_run_id bigint, p_channel text, p_after_seq bigint, p_limit integer, p_wait_s double precision) TO pgflight_reader;
+
+-- Name: FUNCTION stream_write(p_attempt_id bigint, p_token bigint, p_channel text, p_chunks text[], p_options jsonb); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.stream_write(p_attempt_id bigint, p_token bigint, p_channel text, p_chunks text[], p_options jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.stream_write(p_attempt_id bigint, p_token bigint, p_channel text, p_chunks text[], p_options jsonb) TO pgflight_worker;
 
 -- Name: FUNCTION submit_run(p_workspace text, p_recipe text, p_input jsonb, p_options jsonb); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
