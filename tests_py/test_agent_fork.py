@@ -222,7 +222,8 @@ def test_only_an_operator_of_the_workspace_may_fork_and_every_bad_argument_write
     grant(su, "pgf_worker_a", "A", "worker")
     runs_before = one(su, "select count(*) from pgflight.runs")
     ok = [step_id, 2, Jsonb({"system": "s"}), "a reason"]
-    assert _state(as_login("pgf_operator_b"), FORK, ok) == "ZF012"
+    # an operator with no grant on the step's workspace reads it as an unknown step (ZF003), not ZF012
+    assert _state(as_login("pgf_operator_b"), FORK, ok) == "ZF003"
     assert _state(as_login("pgf_reader_a"), FORK, ok) == "42501"
     assert _state(as_login("pgf_worker_a"), FORK, ok) == "42501"
     me = as_login("pgf_operator_a")

@@ -158,6 +158,13 @@ export interface TimerWait {
   waiting: boolean;
 }
 
+/** stream_write's answer: the sequence numbers this batch took and the stream's size so far. */
+export interface StreamWritten {
+  firstSeq: bigint | null;
+  lastSeq: bigint;
+  totalBytes: bigint;
+}
+
 export interface EventWait {
   outcome: string;
   payload: Json;
@@ -230,6 +237,7 @@ export const WORKER_FUNCTIONS = {
   wait_timer: "waitTimer",
   wait_event: "waitEvent",
   emit_event: "emitEvent",
+  stream_write: "streamWrite",
   record_effect: "recordEffect",
   find_effect: "findEffect",
   wake_ticket_key: "wakeTicketKey",
@@ -531,6 +539,19 @@ export class PgflightClient {
       name,
       key,
       opts({ timeout_s: o.timeoutS, default: o.default }),
+    ]);
+  }
+
+  /**
+   * stream_write: append a batch of text chunks to a named stream of the attempt's run (fenced:
+   * a stale token is LeaseLost). One call is one commit: batch the chunks of a few tens of ms.
+   */
+  async streamWrite(attemptId: bigint, token: bigint, channel: string, chunks: string[]): Promise<StreamWritten> {
+    return this.one("select * from pgflight.stream_write($1, $2, $3, $4::text[], '{}'::jsonb)", [
+      attemptId,
+      token,
+      channel,
+      chunks,
     ]);
   }
 

@@ -35,7 +35,7 @@ comment on function pgflight._require_readable_run(bigint, text) is
 -- between transactions, never inside a function), and answers as soon as a chunk is committed, or
 -- no row at the end of the wait. Each poll is its own statement with its own snapshot in READ
 -- COMMITTED (the default); in REPEATABLE READ or SERIALIZABLE the wait sees nothing new, so call
--- it there with p_wait_s = 0 (or LISTEN pgflight_stream, whose payload is the run id).
+-- it there with p_wait_s = 0 and call again.
 -- Attempts: each chunk carries the attempt that wrote it (attempt_id, attempt_no of its step). A
 -- reclaimed attempt's chunks stay as they were written (up to its last batch that committed);
 -- the next attempt's chunks follow them with higher seq and a higher attempt_no. A reader that

@@ -10,8 +10,9 @@ set local role pgflight_owner;
 -- channel (several steps of a run) are serialized and their numbers never interleave or repeat.
 -- A batch: the Python worker sends every chunk of the last 50 ms (or 16 KiB) in one call, so a
 -- token stream costs one commit per batch, not per token. An empty array writes nothing and
--- answers the stream's current last_seq. Notifies pgflight_stream with the run id (a LISTENing
--- reader wakes at the commit; stream_read's own wait polls).
+-- answers the stream's current last_seq. It sends no NOTIFY: LISTEN needs no privilege, so a
+-- payload naming the run would tell any login which runs of every workspace are streaming
+-- (readers poll: stream_read's own wait).
 -- Errors: 22023 a NULL attempt id or token (the fence), a NULL, blank or multi-dimensional
 -- argument, a NULL chunk, an unknown option; ZF005 a channel over settings.max_name_bytes, more
 -- chunks than settings.max_stream_chunks_per_call, a chunk over settings.max_stream_chunk_bytes,
@@ -73,7 +74,6 @@ begin
   select v_att.run_id, p_channel, v_head.last_seq - v_n + c.ord, v_att.id, v_att.attempt_no, v_att.step_id, c.chunk,
          v_now
     from unnest(p_chunks) with ordinality c(chunk, ord);
-  perform pg_notify('pgflight_stream', v_att.run_id::text);
   return query select v_head.last_seq - v_n + 1, v_head.last_seq, v_head.total_bytes;
 end
 $$;

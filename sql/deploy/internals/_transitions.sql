@@ -610,7 +610,7 @@ begin
     -- claim_batch's small reclaim does not walk a whole blocked fan-out; the sweep's limit is large)
     v_left := v_left || coalesce((select array_agg(a.id) from pgflight.step_attempts a
                                    where a.id = any (v_ids) and a.status in ('claimed', 'running', 'cancel_requested')), '{}');
-    exit when cardinality(v_left) >= 10 * p_limit;
+    exit when cardinality(v_left) >= 10::bigint * p_limit;  -- bigint: a limit near 2^31 must not overflow (22003)
   end loop;
   return v_done;
 end
