@@ -3263,7 +3263,7 @@ begin
     -- claim_batch's small reclaim does not walk a whole blocked fan-out; the sweep's limit is large)
     v_left := v_left || coalesce((select array_agg(a.id) from pgflight.step_attempts a
                                    where a.id = any (v_ids) and a.status in ('claimed', 'running', 'cancel_requested')), '{}');
-    exit when cardinality(v_left) >= 10 * p_limit;
+    exit when cardinality(v_left) >= 10::bigint * p_limit;  -- bigint: a limit near 2^31 must not overflow (22003)
   end loop;
   return v_done;
 end
@@ -9392,7 +9392,6 @@ begin
   select v_att.run_id, p_channel, v_head.last_seq - v_n + c.ord, v_att.id, v_att.attempt_no, v_att.step_id, c.chunk,
          v_now
     from unnest(p_chunks) with ordinality c(chunk, ord);
-  perform pg_notify('pgflight_stream', v_att.run_id::text);
   return query select v_head.last_seq - v_n + 1, v_head.last_seq, v_head.total_bytes;
 end
 $$;

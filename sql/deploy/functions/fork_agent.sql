@@ -18,8 +18,9 @@ set local role pgflight_owner;
 -- Errors: 22023 a NULL or bad argument (an unknown patch key, a tool_results id that is not a tool
 -- call of iteration k-1, k outside 1 .. the iterations recorded, no reason); ZF005 a patch or a
 -- patched input over settings.max_input_bytes or nested deeper than settings.max_json_depth; ZF003
--- unknown step; ZF006 the step has no agent run, its input is not a JSON object, or a tool call of
--- iteration k-1 has no completed result and none in the patch; ZF012 no operator grant.
+-- unknown step (also a step of a workspace the login has no grant on); ZF006 the step has no agent run, its input is not a JSON object, or a tool call of
+-- iteration k-1 has no completed result and none in the patch; ZF012 no operator grant on a
+-- workspace where the login has another lane.
 -- Locking: the original's run row FOR KEY SHARE (as replay_from, against a purge), then its agent
 -- run FOR SHARE (a live attempt of the original may record more meanwhile; what is read is what
 -- was recorded, completed rows only); everything else written is new.
