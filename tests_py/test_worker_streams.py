@@ -8,7 +8,6 @@ pg_cron's sweep_loop would run them.
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,7 @@ import pytest
 
 from pgflight import db, models
 from test_cli import pgflight
-from worker_support import step_status, wait_for, worker_factory
+from worker_support import step_status, sweeping, wait_for, worker_factory
 
 FAST = ("--poll", "0.3")
 
@@ -32,19 +31,8 @@ def workers(tmp_path: Path) -> Iterator[Callable[..., Any]]:
 @pytest.fixture
 def sweeper(dsn: str) -> Iterator[None]:
     """run_sweeps every 0.2 s on a connection of its own, for as long as the test runs."""
-    stop = threading.Event()
-
-    def loop() -> None:
-        with psycopg.connect(dsn, autocommit=True) as c:
-            while not stop.is_set():
-                c.execute("select * from pgflight.run_sweeps()")
-                stop.wait(0.2)
-
-    t = threading.Thread(target=loop, daemon=True)
-    t.start()
-    yield
-    stop.set()
-    t.join(10)
+    with sweeping(dsn):
+        yield
 
 
 def _follow(

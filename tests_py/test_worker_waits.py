@@ -7,7 +7,6 @@ the test, as pg_cron's sweep_loop would run them.
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -17,7 +16,7 @@ import psycopg
 import pytest
 
 from pgflight import db
-from worker_support import one, step_status, wait_for, worker_factory
+from worker_support import one, step_status, sweeping, wait_for, worker_factory
 
 FAST = ("--poll", "0.3")
 
@@ -31,19 +30,8 @@ def workers(tmp_path: Path) -> Iterator[Callable[..., Any]]:
 @pytest.fixture
 def sweeper(dsn: str) -> Iterator[None]:
     """run_sweeps every 0.2 s on a connection of its own, for as long as the test runs."""
-    stop = threading.Event()
-
-    def loop() -> None:
-        with psycopg.connect(dsn, autocommit=True) as c:
-            while not stop.is_set():
-                c.execute("select * from pgflight.run_sweeps()")
-                stop.wait(0.2)
-
-    t = threading.Thread(target=loop, daemon=True)
-    t.start()
-    yield
-    stop.set()
-    t.join(10)
+    with sweeping(dsn):
+        yield
 
 
 def _attempts(conn: psycopg.Connection[Any], step_id: int) -> list[tuple[int, str]]:

@@ -81,6 +81,27 @@ def start_worker(
     return WorkerProc(proc, log)
 
 
+@contextlib.contextmanager
+def sweeping(dsn: str, every_s: float = 0.2) -> Iterator[None]:
+    """run_sweeps every ``every_s`` seconds on a connection of its own while the block runs, as
+    pg_cron's sweep_loop would run them."""
+    stop = threading.Event()
+
+    def loop() -> None:
+        with psycopg.connect(dsn, autocommit=True) as c:
+            while not stop.is_set():
+                c.execute("select * from pgflight.run_sweeps()")
+                stop.wait(every_s)
+
+    t = threading.Thread(target=loop, daemon=True)
+    t.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        t.join(10)
+
+
 def worker_factory(tmp_path: Path) -> Iterator[Callable[..., WorkerProc]]:
     """
     Body of a `workers` fixture: workers(dsn, *cli_args) -> WorkerProc; every worker is SIGKILLed
