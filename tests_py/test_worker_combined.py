@@ -76,8 +76,8 @@ def _noop_registry() -> Registry:
 
 
 def test_a_burn_down_commits_about_once_per_batch(conn: Conn, dsn: str, running: Any) -> None:
-    """800 no-op runs, 8 in flight: one commit per batch for completions and claim together.
-    At @v0.7.0 a claim_batch and a complete_batch each commit per batch: 0.25 per job and more."""
+    """800 no-op runs, 8 in flight: one commit per batch for completions and claim together,
+    below the two commits per batch (0.25 per job) that a separate claim and completion cost."""
     n = 800
     db.create_workspace(conn, "burn")
     db.submit_many(conn, "burn", [{"recipe": "noop", "input": {"i": i}} for i in range(n)])
@@ -91,7 +91,9 @@ def test_a_burn_down_commits_about_once_per_batch(conn: Conn, dsn: str, running:
     with psycopg.connect(dsn, autocommit=True) as c:
         assert one(c, "select count(*) from pgflight.step_attempts where status = 'succeeded'") == n
         assert one(c, "select count(*) from pgflight.step_attempts") == n  # each claimed once
-    assert per_job <= 0.19, per_job
+    # Separate claim and completion commits cost at least two per batch of 8 (0.25 per job);
+    # idle, the combined shape measures about 0.15, and a loaded machine splits some batches.
+    assert per_job < 0.25, per_job
     assert w.combined_claims > 0
 
 
