@@ -22,6 +22,8 @@ import re
 from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
 from typing import Final, Literal, get_args
 
 import snowballstemmer  # type: ignore[import-untyped]
@@ -1653,13 +1655,55 @@ def _clauses(text: _Text) -> Iterable[tuple[int, int]]:
         start = end
 
 
-def _meaning_findings(text: _Text) -> list[Finding]:
-    """Findings of the meaning rules: one per category per clause (a sentence or a part of it)."""
+#: Folders of known licence texts besides the SPDX list's (Debian's copies of the common licences).
+REFERENCE_FOLDERS: Final = (Path("/usr/share/common-licenses"),)
+#: A clause is a known licence's own text when at least this share of its five-word runs occur in
+#: the reference texts (wrapping, numbering and a substituted holder name leave most runs intact).
+STANDARD_SHARE: Final = 0.5
+_RUN_WORD: Final = re.compile(r"[a-z0-9]+")
+
+
+def _shingles(text: str) -> list[int]:
+    """Hashes of the text's runs of five consecutive words (lower case, punctuation dropped)."""
+    words = _RUN_WORD.findall(text.casefold())
+    return [hash(tuple(words[i : i + 5])) for i in range(len(words) - 4)]
+
+
+@functools.cache
+def _reference() -> frozenset[int]:
+    """Five-word runs of every known licence text: the SPDX licence list's texts (the `spdx`
+    package, CC0) and the folders of :data:`REFERENCE_FOLDERS` that exist."""
+    runs: set[int] = set()
+    data = resources.files("spdx") / "data"
+    for item in data.iterdir():
+        if item.name.endswith(".txt"):
+            runs.update(_shingles(item.read_text(encoding="utf-8", errors="replace")))
+    for folder in REFERENCE_FOLDERS:
+        if folder.is_dir():
+            for f in folder.iterdir():
+                if f.is_file():
+                    runs.update(_shingles(f.read_text(encoding="utf-8", errors="replace")))
+    return frozenset(runs)
+
+
+def is_standard(clause: str) -> bool:
+    """Whether `clause` is a known licence's own wording (see :data:`STANDARD_SHARE`)."""
+    runs = _shingles(clause)
+    if not runs:
+        return False
+    reference = _reference()
+    return sum(r in reference for r in runs) >= STANDARD_SHARE * len(runs)
+
+
+def _meaning_findings(text: _Text, *, known_family: bool) -> list[Finding]:
+    """Findings of the meaning rules: one per category per clause (a sentence or a part of it).
+    In a document of a known family, the licence's own wording is left to that family's rules:
+    only clauses that are no known licence's text (terms added to it) are read by meaning."""
     out: list[Finding] = []
     done: set[tuple[str, int, int]] = set()
     for start, end in _clauses(text):
         clause = collapse(text.text[start:end])
-        if len(clause) < 12:
+        if len(clause) < 12 or (known_family and is_standard(clause)):
             continue
         words = stems(clause)
         index: dict[str, list[int]] = {}
@@ -1762,11 +1806,10 @@ def _analyze(lines: tuple[str, ...]) -> Analysis:
     """`analyze`, cached: the offline policy reads the same document again at each of its turns."""
     text = _Text(lines)
     family, families, family_line = _identify(text)
-    raw = _rule_findings(text)
-    if family == UNKNOWN_FAMILY:
-        # a known licence's text is read by the rules written on it; custom terms (EULAs, service
-        # terms, data licences, licences nobody here names) are read by meaning as well
-        raw += _meaning_findings(text)
+    # a known licence's text is read by the rules written on it, and the terms added to it by
+    # meaning; custom terms (EULAs, service terms, data licences, licences nobody here names) are
+    # read by meaning throughout
+    raw = _rule_findings(text) + _meaning_findings(text, known_family=family != UNKNOWN_FAMILY)
     if family.startswith(("LGPL", "MPL")):
         # the LGPL's own source-offer clauses are the weak (library-scoped) kind
         raw = [

@@ -59,6 +59,29 @@ def test_gpl3_is_strong_copyleft_with_patent_clauses_at_the_right_lines() -> Non
     assert not findings("GPL-3", "network_copyleft") and not findings("GPL-3", "weak_copyleft")
 
 
+def test_terms_added_to_a_known_licence_are_read_by_meaning_and_its_own_wording_is_not() -> None:
+    """A known licence with two clauses of its own wording added: the added terms are flagged by
+    their meaning, while the licence's sentences get no more findings than its rules give."""
+    base = lines_of("BSD")
+    before = analyze(base)
+    added = [
+        "",
+        "You shall not use the Software, or any output of it, for any commercial purpose.",
+        "",
+        "This licence ends automatically and without notice if you fail to comply with any of",
+        "these terms.",
+    ]
+    after = analyze([*base, *added])
+    assert before.family == after.family != clauses.UNKNOWN_FAMILY
+    n = len(base)
+    on_added = {f.category for f in after.findings if f.line_end > n}
+    assert {"non_commercial", "termination"} <= on_added
+    assert [f for f in after.findings if f.line_end <= n] == list(before.findings)
+    # the licence's own sentences are recognised as such, an added one is not
+    assert clauses.is_standard(" ".join(base[2:8]))
+    assert not clauses.is_standard(added[1])
+
+
 def test_apache2_patent_grant_and_retaliation_are_separate_findings() -> None:
     lines = lines_of("Apache-2.0")
     assert analyze(lines).family == "Apache-2.0"
