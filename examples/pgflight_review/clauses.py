@@ -1677,7 +1677,7 @@ def _reference() -> frozenset[int]:
     data = resources.files("spdx") / "data"
     for item in data.iterdir():
         if item.name.endswith(".txt"):
-            runs.update(_shingles(item.read_text(encoding="utf-8", errors="replace")))
+            runs.update(_shingles(item.read_bytes().decode("utf-8", errors="replace")))
     for folder in REFERENCE_FOLDERS:
         if folder.is_dir():
             for f in folder.iterdir():
