@@ -105,7 +105,7 @@ def main() -> None:
             "cpu_ms_per_step_rounds": [v[1] for v in vals],
         }
     out["wal_split_last_round_records_bytes_fpi_per_step"] = split
-    print(json.dumps(out, indent=1))
+    print(json.dumps(out, indent=1, default=float))
 
 
 if __name__ == "__main__":
