@@ -83,9 +83,20 @@ def run(dsn: str, a: argparse.Namespace, env: dict[str, str]) -> dict[str, Any]:
     folder = Path(tempfile.mkdtemp(prefix="pgflight-hops-"))
     workers = []
     for i in range(a.procs):
+        out_file = str(folder / f"w{i}.json")
+        args = [
+            PY,
+            str(ADAPTER),
+            "work",
+            "--dsn",
+            dsn,
+            "--concurrency",
+            str(a.concurrency),
+            "--out",
+            out_file,
+        ]
         p = subprocess.Popen(
-            [PY, str(ADAPTER), "work", "--dsn", dsn, "--concurrency", str(a.concurrency)]
-            + ["--out", str(folder / f"w{i}.json")],
+            args,
             stdout=subprocess.PIPE,
             text=True,
             env=env,
@@ -100,9 +111,9 @@ def run(dsn: str, a: argparse.Namespace, env: dict[str, str]) -> dict[str, Any]:
     probe = threading.Thread(target=_probe, args=(dsn, stamps, stop), daemon=True)
     probe.start()
     time.sleep(0.5)
+    produce = [PY, str(ADAPTER), "produce", "--dsn", dsn, "--rate", str(a.rate), "--seconds", str(a.seconds)]
     out = subprocess.run(
-        [PY, str(ADAPTER), "produce", "--dsn", dsn, "--rate", str(a.rate)]
-        + ["--seconds", str(a.seconds), "--first-id", "0"],
+        [*produce, "--first-id", "0"],
         check=True,
         capture_output=True,
         text=True,
