@@ -16,8 +16,10 @@ adapter's recorder):
   to an idle listener in another process;
 - notification -> claimed_at: the worker's wake-up (its listener, the wake ticket, the event
   loop) and the claim statement up to its lease;
-- claimed_at -> handler start: the rest of the claim, its commit, the rows back to the worker and
-  the hand-off of the step to its thread.
+- claimed_at -> rows back: the rest of the claim, its commit (WAL flush) and the rows back in the
+  worker process (stamped by bench/start_hops_work.py, which wraps the worker's two claim calls);
+- rows back -> handler start: the worker's hand-off of the step (listener thread or db thread, event
+  loop, step thread).
 
 p50 / p90 / p99 / max in ms per hop and end to end, and which hop the slowest 1 % spent most in.
 --setting NAME=VALUE sets a server setting; --worker-env NAME=VALUE is passed to the workers'
@@ -48,7 +50,8 @@ from benchlib import throwaway_cluster
 ROOT = Path(__file__).resolve().parents[1]
 ADAPTER = ROOT / "bench" / "peers" / "adapters" / "pgflight_adapter.py"
 PY = sys.executable
-HOPS = ("enqueue_to_row", "row_to_notify", "notify_to_claimed", "claimed_to_handler")
+HOPS = ("enqueue_to_row", "row_to_notify", "notify_to_claimed", "claimed_to_back", "back_to_handler")
+WORK = ROOT / "bench" / "start_hops_work.py"
 
 
 def _pct(xs: list[float], p: float) -> float:
@@ -86,7 +89,7 @@ def run(dsn: str, a: argparse.Namespace, env: dict[str, str]) -> dict[str, Any]:
         out_file = str(folder / f"w{i}.json")
         args = [
             PY,
-            str(ADAPTER),
+            str(WORK),
             "work",
             "--dsn",
             dsn,
@@ -141,13 +144,16 @@ def run(dsn: str, a: argparse.Namespace, env: dict[str, str]) -> dict[str, Any]:
     for p in workers:
         p.wait(timeout=60)
     starts: dict[int, tuple[float, float]] = {}
+    back: dict[int, float] = {}
     for i in range(a.procs):
-        for jid, enq, start, _end in json.loads((folder / f"w{i}.json").read_text())["jobs"]:
+        dumped = json.loads((folder / f"w{i}.json").read_text())
+        for jid, enq, start, _end in dumped["jobs"]:
             starts[jid] = (enq, start)
+        back.update({int(k): v for k, v in dumped["claims_back"].items()})
     stamps.sort()
     hops: dict[str, list[float]] = {k: [] for k in (*HOPS, "total")}
     for jid, created, claimed in rows:
-        if jid not in starts:
+        if jid not in starts or jid not in back:
             continue
         enq, start = starts[jid]
         k = bisect.bisect_left(stamps, created)
@@ -156,7 +162,8 @@ def run(dsn: str, a: argparse.Namespace, env: dict[str, str]) -> dict[str, Any]:
         hops["enqueue_to_row"].append((created - enq) * 1000)
         hops["row_to_notify"].append((note - created) * 1000)
         hops["notify_to_claimed"].append((claimed - note) * 1000)
-        hops["claimed_to_handler"].append((start - claimed) * 1000)
+        hops["claimed_to_back"].append((back[jid] - claimed) * 1000)
+        hops["back_to_handler"].append((start - back[jid]) * 1000)
         hops["total"].append((start - enq) * 1000)
     n = len(hops["total"])
     slow = sorted(range(n), key=lambda i: hops["total"][i])[-max(1, n // 100) :]
