@@ -5,7 +5,7 @@ rotated each round, and prints per shape and phase the medians of WAL bytes, bac
 wall ms per step, the HOT ratio of the attempts, and the WAL split of the last round. Prints one
 JSON document; not a test.
 
-Usage: python bench/narrow_queue_prototype.py [--steps 20000] [--batch 8] [--rounds 3] [--ff 50]
+Usage: python bench/narrow_queue_prototype.py [--steps 20000] [--batch 8] [--rounds 3] [--ff 50] [--one-live]
 """
 
 from __future__ import annotations
@@ -32,6 +32,11 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--ff", type=int, default=50, help="fillfactor of the attempts of shapes b and c")
+    ap.add_argument(
+        "--one-live",
+        action="store_true",
+        help="b and c check the one-live-attempt rule (a unique step_id in the queue and the leases)",
+    )
     a = ap.parse_args()
     rows: dict[tuple[str, str], list[tuple[Any, ...]]] = {}
     loads = []
@@ -57,6 +62,7 @@ def main() -> None:
                     f"s2={order[1]}",
                     "-v",
                     f"s3={order[2]}",
+                    *(["-v", "live=1"] if a.one_live else []),
                     "-f",
                     str(SQL),
                     dsn,
@@ -94,6 +100,7 @@ def main() -> None:
         "batch": a.batch,
         "rounds": a.rounds,
         "ff_b_c": a.ff,
+        "one_live": a.one_live,
         "load_avg": loads,
     }
     for (shape, phase), vals in sorted(rows.items()):
@@ -105,7 +112,7 @@ def main() -> None:
             "cpu_ms_per_step_rounds": [v[1] for v in vals],
         }
     out["wal_split_last_round_records_bytes_fpi_per_step"] = split
-    print(json.dumps(out, indent=1))
+    print(json.dumps(out, indent=1, default=float))
 
 
 if __name__ == "__main__":

@@ -106,13 +106,19 @@ create table proto_queue.b_queue (
 ) with (fillfactor = 100);
 create index on proto_queue.b_queue (workspace_id, priority desc, available_after, attempt_id);
 create index on proto_queue.b_queue (recipe, workspace_id, priority desc, available_after, attempt_id);
+-- -v live=1: the rule of one live attempt per step (today step_attempts_one_live_per_step_idx) as a
+-- unique step_id in the queue and in the leases (the transitions' lock on the steps row keeps an
+-- attempt from being in both); without it, neither table checks the rule.
+\if :{?live}
+create unique index on proto_queue.b_queue (step_id);
+\endif
 create table proto_queue.c_queue (like proto_queue.b_queue including all);
 -- The leases: one row per leased attempt, inserted by the claim, deleted at its end; a heartbeat
 -- updates lease_expires_at (no index: HOT).
 create table proto_queue.b_leases (
   attempt_id bigint primary key, workspace_id bigint not null, worker_id bigint not null,
   fencing_token bigint not null, lease_expires_at timestamptz not null, deadline_at timestamptz,
-  slots smallint not null default 0, concurrency_key text
+  slots smallint not null default 0, concurrency_key text, step_id bigint not null
 ) with (fillfactor = 80);
 create index on proto_queue.b_leases (workspace_id);
 create index on proto_queue.b_leases (deadline_at) where deadline_at is not null;
@@ -121,8 +127,12 @@ create table proto_queue.c_leases (
   attempt_id bigint primary key, workspace_id bigint not null, worker_id bigint not null,
   fencing_token bigint not null, lease_s double precision not null, claimed_at timestamptz not null,
   started_at timestamptz, lease_expires_at timestamptz not null, deadline_at timestamptz,
-  claim_event_id bigint, slots smallint not null default 0, concurrency_key text
+  claim_event_id bigint, slots smallint not null default 0, concurrency_key text, step_id bigint not null
 ) with (fillfactor = 80);
+\if :{?live}
+create unique index on proto_queue.b_leases (step_id);
+create unique index on proto_queue.c_leases (step_id);
+\endif
 create index on proto_queue.c_leases (workspace_id);
 create index on proto_queue.c_leases (deadline_at) where deadline_at is not null;
 
@@ -204,11 +214,12 @@ begin
            for update skip locked),
       d as (
         delete from proto_queue.b_queue q where q.ctid = any (array(select tid from c))
-        returning q.attempt_id, q.workspace_id),
+        returning q.attempt_id, q.workspace_id, q.step_id),
       l as (
-        insert into proto_queue.b_leases (attempt_id, workspace_id, worker_id, fencing_token, lease_expires_at, deadline_at)
+        insert into proto_queue.b_leases (attempt_id, workspace_id, worker_id, fencing_token, lease_expires_at, deadline_at,
+                                          step_id)
         select d.attempt_id, d.workspace_id, 1, nextval('proto_queue.tokens'), v_now + interval '60 s',
-               v_now + interval '1 hour'
+               v_now + interval '1 hour', d.step_id
           from d
         returning attempt_id, fencing_token, lease_expires_at, deadline_at),
       u as (
@@ -228,12 +239,12 @@ begin
            for update skip locked),
       d as (
         delete from proto_queue.c_queue q where q.ctid = any (array(select tid from c))
-        returning q.attempt_id, q.workspace_id),
+        returning q.attempt_id, q.workspace_id, q.step_id),
       l as (
         insert into proto_queue.c_leases (attempt_id, workspace_id, worker_id, fencing_token, lease_s, claimed_at,
-                                          started_at, lease_expires_at, deadline_at, claim_event_id)
+                                          started_at, lease_expires_at, deadline_at, claim_event_id, step_id)
         select d.attempt_id, d.workspace_id, 1, nextval('proto_queue.tokens'), 60, v_now, v_now,
-               v_now + interval '60 s', v_now + interval '1 hour', nextval('proto_queue.event_ids')
+               v_now + interval '60 s', v_now + interval '1 hour', nextval('proto_queue.event_ids'), d.step_id
           from d
         returning attempt_id, fencing_token)
       select array_agg(attempt_id order by attempt_id), array_agg(fencing_token order by attempt_id)
