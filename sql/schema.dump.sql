@@ -1285,7 +1285,7 @@ begin
     if found then
       perform pgflight._fail_attempt(p_attempt_ids[v_i], v_status, 'failed', p_errors[v_i], false, null,
                                      'result_refused');
-      v_out[v_i] := 'failed';
+      v_out[v_i] := 'result_refused';
     end if;
   end loop;
   select array_agg(q.ord order by q.ord) into v_rest
@@ -5587,7 +5587,7 @@ ALTER FUNCTION pgflight.complete_and_claim(p_worker_id bigint, p_attempt_ids big
 
 -- Name: FUNCTION complete_and_claim(p_worker_id bigint, p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[], p_batch_size integer, p_lease_s double precision, p_recipes text[], p_options jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight.complete_and_claim(p_worker_id bigint, p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[], p_batch_size integer, p_lease_s double precision, p_recipes text[], p_options jsonb) IS 'claim_batch then complete_batch in one transaction: the claimed steps (outcome null), then one outcome per attempt given (succeeded | lease_lost | cancelled | failed). Errors: those of claim_batch (22023, ZF005, ZF010) and complete_batch (22023).';
+COMMENT ON FUNCTION pgflight.complete_and_claim(p_worker_id bigint, p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[], p_batch_size integer, p_lease_s double precision, p_recipes text[], p_options jsonb) IS 'claim_batch then complete_batch in one transaction: the claimed steps (outcome null), then one outcome per attempt given (succeeded | lease_lost | cancelled | result_refused). Errors: those of claim_batch (22023, ZF005, ZF010) and complete_batch (22023).';
 
 -- Name: complete_batch(bigint[], bigint[], jsonb[]); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -5653,7 +5653,7 @@ ALTER FUNCTION pgflight.complete_batch(p_attempt_ids bigint[], p_tokens bigint[]
 
 -- Name: FUNCTION complete_batch(p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[]); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight.complete_batch(p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[]) IS 'Complete many held attempts; per row outcome succeeded | lease_lost | cancelled | failed (its result refused: over settings.max_result_bytes or nested deeper than settings.max_json_depth; that step dead-letters alone); an attempt not held by the login''s own workers is lease_lost for its row alone. Errors: 22023 (lengths differ, a NULL).';
+COMMENT ON FUNCTION pgflight.complete_batch(p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[]) IS 'Complete many held attempts; per row outcome succeeded | lease_lost | cancelled | result_refused (its result refused: over settings.max_result_bytes or nested deeper than settings.max_json_depth; that step dead-letters alone); an attempt not held by the login''s own workers is lease_lost for its row alone. Errors: 22023 (lengths differ, a NULL).';
 
 -- Name: complete_batch(bigint[], bigint[], text[]); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -5774,10 +5774,10 @@ begin
   end if;
   select r.outcome into v_outcome
     from pgflight._complete_refusing(array[p_attempt_id], array[p_token], array[null::jsonb], array[v_error]) r;
-  if v_outcome is distinct from 'failed' then
+  if v_outcome is distinct from 'result_refused' then
     perform pgflight._reject_write(p_attempt_id, p_token, 'complete_step_text');
   end if;
-  return query select p_attempt_id, 'failed'::text;
+  return query select p_attempt_id, 'result_refused'::text;
 end
 $$;
 
@@ -5785,7 +5785,7 @@ ALTER FUNCTION pgflight.complete_step_text(p_attempt_id bigint, p_token bigint, 
 
 -- Name: FUNCTION complete_step_text(p_attempt_id bigint, p_token bigint, p_result text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight.complete_step_text(p_attempt_id bigint, p_token bigint, p_result text) IS 'Complete a held attempt with its result as JSON text: a result PostgreSQL refuses (\u0000, NaN, malformed, over max_result_bytes) fails the step (status failed, not retried). Errors: ZF001, ZF002, ZF003, ZF012.';
+COMMENT ON FUNCTION pgflight.complete_step_text(p_attempt_id bigint, p_token bigint, p_result text) IS 'Complete a held attempt with its result as JSON text: a result PostgreSQL refuses (\u0000, NaN, malformed, over max_result_bytes) dead-letters the step (outcome result_refused, not retried). Errors: ZF001, ZF002, ZF003, ZF012.';
 
 -- Name: complete_tool_call(bigint, bigint, bigint, text, jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -6875,10 +6875,10 @@ begin
   -- this heartbeat waited for its row lock reads as cancelled, not lost.
   return query
   select q.attempt_id,
-         case when n.i is not null then 'ok'
+         case when n.i is not null then 'held'
               when a.status = 'cancel_requested' and a.fencing_token = q.token and a.worker_id = p_worker_id
                 then 'cancelled'
-              else 'lost' end,
+              else 'lease_lost' end,
          v_until[n.i]
     from unnest(p_attempt_ids, p_tokens) as q(attempt_id, token)
     left join lateral (select i from generate_subscripts(v_ok, 1) as i
@@ -6891,7 +6891,7 @@ ALTER FUNCTION pgflight.heartbeat(p_worker_id bigint, p_attempt_ids bigint[], p_
 
 -- Name: FUNCTION heartbeat(p_worker_id bigint, p_attempt_ids bigint[], p_tokens bigint[]); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight.heartbeat(p_worker_id bigint, p_attempt_ids bigint[], p_tokens bigint[]) IS 'Renew the leases a worker holds; per attempt ok | cancelled | lost. Errors: 22023 (lengths differ, a NULL), ZF010.';
+COMMENT ON FUNCTION pgflight.heartbeat(p_worker_id bigint, p_attempt_ids bigint[], p_tokens bigint[]) IS 'Renew the leases a worker holds; per attempt held | cancelled | lease_lost. Errors: 22023 (lengths differ, a NULL), ZF010.';
 
 -- Name: install_schedules(integer); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -8299,7 +8299,7 @@ begin
   if v_after = 0 then
     perform pgflight._notify_ready();  -- a later claim is found by the workers' poll
   end if;
-  return query select p_attempt_id, 'queued'::text;
+  return query select p_attempt_id, 'released'::text;
 end
 $$;
 
@@ -8307,7 +8307,7 @@ ALTER FUNCTION pgflight.release_step(p_attempt_id bigint, p_token bigint, p_reas
 
 -- Name: FUNCTION release_step(p_attempt_id bigint, p_token bigint, p_reason text, p_options jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight.release_step(p_attempt_id bigint, p_token bigint, p_reason text, p_options jsonb) IS 'Return a held attempt to queued (no attempt spent), or acknowledge a cancel. Options (docs/options.md): retry_after_s (seconds, 0 to 2592000: claimable only then). Errors: ZF001, ZF003, 22023.';
+COMMENT ON FUNCTION pgflight.release_step(p_attempt_id bigint, p_token bigint, p_reason text, p_options jsonb) IS 'Return a held attempt to queued (no attempt spent), or acknowledge a cancel; outcome released | cancelled. Options (docs/options.md): retry_after_s (seconds, 0 to 2592000: claimable only then). Errors: ZF001, ZF003, 22023.';
 
 -- Name: replay_from(bigint, text, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 

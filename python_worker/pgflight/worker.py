@@ -756,7 +756,7 @@ class Worker:
         except Exception as e:
             log.error("completing attempt %s failed: %s", held.claim.attempt_id, _first_line(e))
             return
-        if outcome == "failed":
+        if outcome == "result_refused":
             log.warning(
                 "the database refused the result of attempt %s: its step failed", held.claim.attempt_id
             )
@@ -910,7 +910,7 @@ class Worker:
                 Fatal(f"the database refused the result of recipe {held.claim.recipe!r}: {_with_detail(e)}"),
                 retryable=False,
             )
-            outcome = "failed"
+            outcome = "result_refused"
         if not fut.done():
             fut.set_result(outcome)
 

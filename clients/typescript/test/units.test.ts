@@ -30,13 +30,15 @@ test("JSON the database would refuse is refused here, naming the path", () => {
   assert.throws(() => toJsonText("x".repeat(100), "r", 50), BadPayload);
 });
 
-test("every outcome word of the SQL API maps into the one vocabulary; an unknown word is an error", () => {
-  assert.equal(outcomeOf("heartbeat", "ok"), "held");
-  assert.equal(outcomeOf("heartbeat", "lost"), "lease_lost");
+test("the SQL API's one outcome vocabulary is checked per family; an unknown or another family's word is an error", () => {
+  assert.equal(outcomeOf("heartbeat", "held"), "held");
+  assert.equal(outcomeOf("heartbeat", "lease_lost"), "lease_lost");
   assert.equal(outcomeOf("complete", "lease_lost"), "lease_lost");
-  assert.equal(outcomeOf("complete", "failed"), "result_refused");
+  assert.equal(outcomeOf("complete", "result_refused"), "result_refused");
   assert.equal(outcomeOf("fail", "dead_letter"), "dead_letter");
-  assert.equal(outcomeOf("release", "queued"), "released");
+  assert.equal(outcomeOf("release", "released"), "released");
+  assert.throws(() => outcomeOf("release", "retry"), /does not know/);
+  assert.throws(() => outcomeOf("heartbeat", "ok"), /does not know/);
   for (const family of ["heartbeat", "complete", "fail", "release"] as const) {
     assert.equal(outcomeOf(family, "cancelled"), "cancelled");
   }
