@@ -208,6 +208,8 @@ LOGINS = {
     "pgf_operator_b": "pgflight_operator",
     "pgf_reader_a": "pgflight_reader",
     "pgf_reader_b": "pgflight_reader",
+    # a deploy login: a member of pgflight_owner, as docs/security.md deploys
+    "pgf_deploy": "pgflight_owner",
 }
 
 

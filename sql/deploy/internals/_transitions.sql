@@ -863,7 +863,7 @@ begin
       $q$ using v_q_ids, v_q_steps, v_q_runs, v_q_nos, v_q_recipes, v_q_prios, v_q_ws, v_q_keys, v_q_limits,
                 v_q_events, v_q_delays, p_now;
       if v_srr is not null then
-        perform pg_catalog.set_config('session_replication_role', v_srr, true);
+        perform pgflight._row_triggers_on(v_srr);  -- a definer of pgflight_privileged: the owner may not set it
       end if;
       v_count := v_count + v_n;
       if v_notify then
