@@ -208,6 +208,8 @@ LOGINS = {
     "pgf_operator_b": "pgflight_operator",
     "pgf_reader_a": "pgflight_reader",
     "pgf_reader_b": "pgflight_reader",
+    # a deploy login: a member of pgflight_owner, as docs/security.md deploys
+    "pgf_deploy": "pgflight_owner",
 }
 
 
@@ -298,3 +300,26 @@ def browser() -> Iterator[Any]:
         b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         yield b
         b.close()
+
+
+_SESSION_STARTED = __import__("time").time()
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """After a run of the conformance suite: each library's burn-down and wake latency side by side."""
+    import json
+
+    figures = Path(__file__).resolve().parent / ".pgflight" / "conformance-figures.json"
+    try:
+        data = json.loads(figures.read_text())
+    except (OSError, ValueError):
+        return
+    fresh = {c: f for c, f in data.items() if f.get("recorded_at", 0) >= _SESSION_STARTED}
+    if not fresh:
+        return
+    cols = ("burn_down_steps_per_s", "wake_latency_p50_ms", "wake_latency_max_ms")
+    terminalreporter.section("worker-library conformance figures (this run)")
+    terminalreporter.write_line(f"{'client':<12}" + "".join(f"{c:>24}" for c in cols))
+    for client, f in sorted(fresh.items()):
+        cells = "".join(f"{f[c]:>24.4g}" if c in f else f"{'-':>24}" for c in cols)
+        terminalreporter.write_line(f"{client:<12}{cells}")

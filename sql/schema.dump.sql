@@ -146,6 +146,21 @@ ALTER FUNCTION pgflight._agent_fence(p_attempt_id bigint, p_token bigint, p_agen
 
 COMMENT ON FUNCTION pgflight._agent_fence(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_operation text) IS 'Internal: fence an agent write by (attempt, token); returns the agent run, locked. ZF001, ZF002, ZF003.';
 
+-- Name: _backend_started_at(integer); Type: FUNCTION; Schema: pgflight; Owner: pgflight_privileged
+
+CREATE FUNCTION pgflight._backend_started_at(p_pid integer) RETURNS timestamp with time zone
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+  select a.backend_start from pg_catalog.pg_stat_activity a where a.pid = p_pid
+$$;
+
+ALTER FUNCTION pgflight._backend_started_at(p_pid integer) OWNER TO pgflight_privileged;
+
+-- Name: FUNCTION _backend_started_at(p_pid integer); Type: COMMENT; Schema: pgflight; Owner: pgflight_privileged
+
+COMMENT ON FUNCTION pgflight._backend_started_at(p_pid integer) IS 'Internal: pg_stat_activity.backend_start of backend p_pid (null when none); owner-only.';
+
 -- Name: _backoff_s(integer, jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
 CREATE FUNCTION pgflight._backoff_s(p_failed integer, p_backoff jsonb) RETURNS double precision
@@ -1285,7 +1300,7 @@ begin
     if found then
       perform pgflight._fail_attempt(p_attempt_ids[v_i], v_status, 'failed', p_errors[v_i], false, null,
                                      'result_refused');
-      v_out[v_i] := 'failed';
+      v_out[v_i] := 'result_refused';
     end if;
   end loop;
   select array_agg(q.ord order by q.ord) into v_rest
@@ -3502,7 +3517,7 @@ begin
       $q$ using v_q_ids, v_q_steps, v_q_runs, v_q_nos, v_q_recipes, v_q_prios, v_q_ws, v_q_keys, v_q_limits,
                 v_q_events, v_q_delays, p_now;
       if v_srr is not null then
-        perform pg_catalog.set_config('session_replication_role', v_srr, true);
+        perform pgflight._row_triggers_on(v_srr);  -- a definer of pgflight_privileged: the owner may not set it
       end if;
       v_count := v_count + v_n;
       if v_notify then
@@ -4240,10 +4255,10 @@ ALTER FUNCTION pgflight._return_slots() OWNER TO pgflight_owner;
 
 COMMENT ON FUNCTION pgflight._return_slots() IS 'Internal trigger: a leased attempt counted against caps stopped being leased; return its slots.';
 
--- Name: _row_triggers_off(); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+-- Name: _row_triggers_off(); Type: FUNCTION; Schema: pgflight; Owner: pgflight_privileged
 
 CREATE FUNCTION pgflight._row_triggers_off() RETURNS text
-    LANGUAGE plpgsql
+    LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
@@ -4262,11 +4277,34 @@ begin
 end
 $$;
 
-ALTER FUNCTION pgflight._row_triggers_off() OWNER TO pgflight_owner;
+ALTER FUNCTION pgflight._row_triggers_off() OWNER TO pgflight_privileged;
 
--- Name: FUNCTION _row_triggers_off(); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+-- Name: FUNCTION _row_triggers_off(); Type: COMMENT; Schema: pgflight; Owner: pgflight_privileged
 
-COMMENT ON FUNCTION pgflight._row_triggers_off() IS 'Internal: session_replication_role = replica for this transaction when the owner may set it; returns the value to restore, null when not switched.';
+COMMENT ON FUNCTION pgflight._row_triggers_off() IS 'Internal: session_replication_role = replica for this transaction when its owner may set it; returns the value to restore, null when not switched.';
+
+-- Name: _row_triggers_on(text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_privileged
+
+CREATE FUNCTION pgflight._row_triggers_on(p_before text) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+  if p_before is null or p_before not in ('origin', 'local') then
+    raise exception using errcode = '22023',
+      message = format('session_replication_role may be restored only to origin or local, not %s',
+                       coalesce(p_before, 'null')),
+      hint = 'Pass what _row_triggers_off returned, when it returned a value.';
+  end if;
+  perform pg_catalog.set_config('session_replication_role', p_before, true);
+end
+$$;
+
+ALTER FUNCTION pgflight._row_triggers_on(p_before text) OWNER TO pgflight_privileged;
+
+-- Name: FUNCTION _row_triggers_on(p_before text); Type: COMMENT; Schema: pgflight; Owner: pgflight_privileged
+
+COMMENT ON FUNCTION pgflight._row_triggers_on(p_before text) IS 'Internal: restore session_replication_role (origin or local) after _row_triggers_off; owner-only.';
 
 -- Name: _set_paused(text, text, boolean, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -4646,14 +4684,15 @@ declare
   v_n integer;
 begin
   perform pg_catalog.pg_stat_clear_snapshot();  -- pg_stat_activity as of now, not of the transaction's first read
-  select a.backend_start into v_started from pg_catalog.pg_stat_activity a where a.pid = pg_catalog.pg_backend_pid();
+  -- backend start times through _backend_started_at (pgflight_privileged's: another role's backend
+  -- shows its start only to pg_read_all_stats, which the owner does not hold)
+  v_started := pgflight._backend_started_at(pg_catalog.pg_backend_pid());
   if p_take then
     update pgflight.engine_locks l set holder_pid = pg_catalog.pg_backend_pid(), holder_started_at = v_started
      where l.scope = 'sweep_loop'
        and (l.holder_pid is null
             or (l.holder_pid = pg_catalog.pg_backend_pid() and l.holder_started_at = v_started)
-            or not exists (select from pg_catalog.pg_stat_activity a
-                            where a.pid = l.holder_pid and a.backend_start = l.holder_started_at));
+            or pgflight._backend_started_at(l.holder_pid) is distinct from l.holder_started_at);
   else
     update pgflight.engine_locks l set holder_pid = null, holder_started_at = null
      where l.scope = 'sweep_loop' and l.holder_pid = pg_catalog.pg_backend_pid() and l.holder_started_at = v_started;
@@ -4920,7 +4959,7 @@ ALTER FUNCTION pgflight._usage_extras(p_usage jsonb, OUT cw_1h bigint, OUT searc
 
 COMMENT ON FUNCTION pgflight._usage_extras(p_usage jsonb, OUT cw_1h bigint, OUT searches bigint) IS 'Internal: one-hour cache-write tokens and web searches of a usage object (0 when absent); 22023 if malformed.';
 
--- Name: _vacuum_horizon(); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+-- Name: _vacuum_horizon(); Type: FUNCTION; Schema: pgflight; Owner: pgflight_privileged
 
 CREATE FUNCTION pgflight._vacuum_horizon() RETURNS TABLE(xmin_age integer, held_s double precision, pid integer)
     LANGUAGE sql STABLE SECURITY DEFINER
@@ -4943,9 +4982,9 @@ CREATE FUNCTION pgflight._vacuum_horizon() RETURNS TABLE(xmin_age integer, held_
   limit 1
 $$;
 
-ALTER FUNCTION pgflight._vacuum_horizon() OWNER TO pgflight_owner;
+ALTER FUNCTION pgflight._vacuum_horizon() OWNER TO pgflight_privileged;
 
--- Name: FUNCTION _vacuum_horizon(); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+-- Name: FUNCTION _vacuum_horizon(); Type: COMMENT; Schema: pgflight; Owner: pgflight_privileged
 
 COMMENT ON FUNCTION pgflight._vacuum_horizon() IS 'Internal: the oldest xmin holding back vacuum (backend, prepared transaction or slot): its age, how long it has been held (s), the backend pid.';
 
@@ -5587,7 +5626,7 @@ ALTER FUNCTION pgflight.complete_and_claim(p_worker_id bigint, p_attempt_ids big
 
 -- Name: FUNCTION complete_and_claim(p_worker_id bigint, p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[], p_batch_size integer, p_lease_s double precision, p_recipes text[], p_options jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight.complete_and_claim(p_worker_id bigint, p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[], p_batch_size integer, p_lease_s double precision, p_recipes text[], p_options jsonb) IS 'claim_batch then complete_batch in one transaction: the claimed steps (outcome null), then one outcome per attempt given (succeeded | lease_lost | cancelled | failed). Errors: those of claim_batch (22023, ZF005, ZF010) and complete_batch (22023).';
+COMMENT ON FUNCTION pgflight.complete_and_claim(p_worker_id bigint, p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[], p_batch_size integer, p_lease_s double precision, p_recipes text[], p_options jsonb) IS 'claim_batch then complete_batch in one transaction: the claimed steps (outcome null), then one outcome per attempt given (succeeded | lease_lost | cancelled | result_refused). Errors: those of claim_batch (22023, ZF005, ZF010) and complete_batch (22023).';
 
 -- Name: complete_batch(bigint[], bigint[], jsonb[]); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -5653,7 +5692,7 @@ ALTER FUNCTION pgflight.complete_batch(p_attempt_ids bigint[], p_tokens bigint[]
 
 -- Name: FUNCTION complete_batch(p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[]); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight.complete_batch(p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[]) IS 'Complete many held attempts; per row outcome succeeded | lease_lost | cancelled | failed (its result refused: over settings.max_result_bytes or nested deeper than settings.max_json_depth; that step dead-letters alone); an attempt not held by the login''s own workers is lease_lost for its row alone. Errors: 22023 (lengths differ, a NULL).';
+COMMENT ON FUNCTION pgflight.complete_batch(p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[]) IS 'Complete many held attempts; per row outcome succeeded | lease_lost | cancelled | result_refused (its result refused: over settings.max_result_bytes or nested deeper than settings.max_json_depth; that step dead-letters alone); an attempt not held by the login''s own workers is lease_lost for its row alone. Errors: 22023 (lengths differ, a NULL).';
 
 -- Name: complete_batch(bigint[], bigint[], text[]); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -5774,10 +5813,10 @@ begin
   end if;
   select r.outcome into v_outcome
     from pgflight._complete_refusing(array[p_attempt_id], array[p_token], array[null::jsonb], array[v_error]) r;
-  if v_outcome is distinct from 'failed' then
+  if v_outcome is distinct from 'result_refused' then
     perform pgflight._reject_write(p_attempt_id, p_token, 'complete_step_text');
   end if;
-  return query select p_attempt_id, 'failed'::text;
+  return query select p_attempt_id, 'result_refused'::text;
 end
 $$;
 
@@ -5785,7 +5824,7 @@ ALTER FUNCTION pgflight.complete_step_text(p_attempt_id bigint, p_token bigint, 
 
 -- Name: FUNCTION complete_step_text(p_attempt_id bigint, p_token bigint, p_result text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight.complete_step_text(p_attempt_id bigint, p_token bigint, p_result text) IS 'Complete a held attempt with its result as JSON text: a result PostgreSQL refuses (\u0000, NaN, malformed, over max_result_bytes) fails the step (status failed, not retried). Errors: ZF001, ZF002, ZF003, ZF012.';
+COMMENT ON FUNCTION pgflight.complete_step_text(p_attempt_id bigint, p_token bigint, p_result text) IS 'Complete a held attempt with its result as JSON text: a result PostgreSQL refuses (\u0000, NaN, malformed, over max_result_bytes) dead-letters the step (outcome result_refused, not retried). Errors: ZF001, ZF002, ZF003, ZF012.';
 
 -- Name: complete_tool_call(bigint, bigint, bigint, text, jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -6875,10 +6914,10 @@ begin
   -- this heartbeat waited for its row lock reads as cancelled, not lost.
   return query
   select q.attempt_id,
-         case when n.i is not null then 'ok'
+         case when n.i is not null then 'held'
               when a.status = 'cancel_requested' and a.fencing_token = q.token and a.worker_id = p_worker_id
                 then 'cancelled'
-              else 'lost' end,
+              else 'lease_lost' end,
          v_until[n.i]
     from unnest(p_attempt_ids, p_tokens) as q(attempt_id, token)
     left join lateral (select i from generate_subscripts(v_ok, 1) as i
@@ -6891,7 +6930,7 @@ ALTER FUNCTION pgflight.heartbeat(p_worker_id bigint, p_attempt_ids bigint[], p_
 
 -- Name: FUNCTION heartbeat(p_worker_id bigint, p_attempt_ids bigint[], p_tokens bigint[]); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight.heartbeat(p_worker_id bigint, p_attempt_ids bigint[], p_tokens bigint[]) IS 'Renew the leases a worker holds; per attempt ok | cancelled | lost. Errors: 22023 (lengths differ, a NULL), ZF010.';
+COMMENT ON FUNCTION pgflight.heartbeat(p_worker_id bigint, p_attempt_ids bigint[], p_tokens bigint[]) IS 'Renew the leases a worker holds; per attempt held | cancelled | lease_lost. Errors: 22023 (lengths differ, a NULL), ZF010.';
 
 -- Name: install_schedules(integer); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -7499,7 +7538,7 @@ begin
   delete from pgflight.agent_runs a where a.step_id = any (v_steps) or a.run_id = any (v_ids);
   delete from pgflight.runs r where r.id = any (v_ids);
   if v_role is not null then
-    perform pg_catalog.set_config('session_replication_role', v_role, true);
+    perform pgflight._row_triggers_on(v_role);  -- a definer of pgflight_privileged: the owner may not set it
   end if;
   return cardinality(v_ids);
 end
@@ -8299,7 +8338,7 @@ begin
   if v_after = 0 then
     perform pgflight._notify_ready();  -- a later claim is found by the workers' poll
   end if;
-  return query select p_attempt_id, 'queued'::text;
+  return query select p_attempt_id, 'released'::text;
 end
 $$;
 
@@ -8307,7 +8346,7 @@ ALTER FUNCTION pgflight.release_step(p_attempt_id bigint, p_token bigint, p_reas
 
 -- Name: FUNCTION release_step(p_attempt_id bigint, p_token bigint, p_reason text, p_options jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight.release_step(p_attempt_id bigint, p_token bigint, p_reason text, p_options jsonb) IS 'Return a held attempt to queued (no attempt spent), or acknowledge a cancel. Options (docs/options.md): retry_after_s (seconds, 0 to 2592000: claimable only then). Errors: ZF001, ZF003, 22023.';
+COMMENT ON FUNCTION pgflight.release_step(p_attempt_id bigint, p_token bigint, p_reason text, p_options jsonb) IS 'Return a held attempt to queued (no attempt spent), or acknowledge a cancel; outcome released | cancelled. Options (docs/options.md): retry_after_s (seconds, 0 to 2592000: claimable only then). Errors: ZF001, ZF003, 22023.';
 
 -- Name: replay_from(bigint, text, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -9884,7 +9923,7 @@ begin
       from unnest(v_run_ids, v_step_ids, v_attempt_ids, v_recipe, v_g) as u(run_id, step_id, attempt_id, recipe, g);
   end if;
   if v_srr is not null then
-    perform pg_catalog.set_config('session_replication_role', v_srr, true);
+    perform pgflight._row_triggers_on(v_srr);  -- a definer of pgflight_privileged: the owner may not set it
   end if;
   v_created := v_i;
   if v_common then
@@ -12644,6 +12683,11 @@ GRANT ALL ON FUNCTION pgflight._now() TO pgflight_reader;
 
 REVOKE ALL ON FUNCTION pgflight._agent_fence(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_operation text) FROM PUBLIC;
 
+-- Name: FUNCTION _backend_started_at(p_pid integer); Type: ACL; Schema: pgflight; Owner: pgflight_privileged
+
+REVOKE ALL ON FUNCTION pgflight._backend_started_at(p_pid integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight._backend_started_at(p_pid integer) TO pgflight_owner;
+
 -- Name: FUNCTION _backoff_s(p_failed integer, p_backoff jsonb); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
 REVOKE ALL ON FUNCTION pgflight._backoff_s(p_failed integer, p_backoff jsonb) FROM PUBLIC;
@@ -13001,9 +13045,15 @@ REVOKE ALL ON FUNCTION pgflight._resolve_wait(p_wait_id bigint, p_outcome text, 
 
 REVOKE ALL ON FUNCTION pgflight._return_slots() FROM PUBLIC;
 
--- Name: FUNCTION _row_triggers_off(); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+-- Name: FUNCTION _row_triggers_off(); Type: ACL; Schema: pgflight; Owner: pgflight_privileged
 
 REVOKE ALL ON FUNCTION pgflight._row_triggers_off() FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight._row_triggers_off() TO pgflight_owner;
+
+-- Name: FUNCTION _row_triggers_on(p_before text); Type: ACL; Schema: pgflight; Owner: pgflight_privileged
+
+REVOKE ALL ON FUNCTION pgflight._row_triggers_on(p_before text) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight._row_triggers_on(p_before text) TO pgflight_owner;
 
 -- Name: FUNCTION _set_paused(p_kind text, p_name text, p_pause boolean, p_note text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
@@ -13066,11 +13116,12 @@ REVOKE ALL ON FUNCTION pgflight._unknown_workspace(p_workspace text) FROM PUBLIC
 
 REVOKE ALL ON FUNCTION pgflight._usage_extras(p_usage jsonb, OUT cw_1h bigint, OUT searches bigint) FROM PUBLIC;
 
--- Name: FUNCTION _vacuum_horizon(); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+-- Name: FUNCTION _vacuum_horizon(); Type: ACL; Schema: pgflight; Owner: pgflight_privileged
 
 REVOKE ALL ON FUNCTION pgflight._vacuum_horizon() FROM PUBLIC;
 GRANT ALL ON FUNCTION pgflight._vacuum_horizon() TO pgflight_operator;
 GRANT ALL ON FUNCTION pgflight._vacuum_horizon() TO pgflight_reader;
+GRANT ALL ON FUNCTION pgflight._vacuum_horizon() TO pgflight_owner;
 
 -- Name: FUNCTION _wake(p_step_id bigint, p_reason text, p_actor text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 

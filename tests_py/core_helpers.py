@@ -200,7 +200,7 @@ def release(conn: Conn, c: Claim) -> str:
 
 
 def heartbeat(conn: Conn, worker_id: int, claims: Sequence[Claim]) -> dict[int, str]:
-    """heartbeat; return {attempt_id: ok | lost | cancelled}."""
+    """heartbeat; return {attempt_id: held | lease_lost | cancelled}."""
     got = conn.execute(
         "select attempt_id, status from pgflight.heartbeat(%s, %s, %s)",
         [worker_id, [c.attempt_id for c in claims], [c.token for c in claims]],

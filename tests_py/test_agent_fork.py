@@ -58,7 +58,15 @@ def _wait_done(conn: psycopg.Connection[Any], step_id: int, w: Any) -> str:
     )
 
 
-def _recorded(dsn: str, server: FakeAnthropic, workers: Any, workspace: str) -> tuple[int, Any]:
+def _recorded(
+    dsn: str,
+    server: FakeAnthropic,
+    workers: Any,
+    workspace: str,
+    *,
+    task: str = "take notes",
+    tools: tuple[str, ...] = ("note",),
+) -> tuple[int, Any]:
     """A finished 3-iteration agent (two note calls, then an answer) in `workspace`; (step id, worker)."""
     with psycopg.connect(dsn, autocommit=True) as conn:
         sub = db.submit_run(
@@ -66,11 +74,11 @@ def _recorded(dsn: str, server: FakeAnthropic, workers: Any, workspace: str) -> 
             workspace,
             "agent",
             {
-                "task": "take notes",
+                "task": task,
                 "system": "original prompt",
                 "model": "claude-sonnet-4-6",
                 "provider": "anthropic",
-                "tools": ["note"],
+                "tools": list(tools),
                 "max_usd": 1.0,
             },
         )
@@ -267,3 +275,67 @@ def test_only_an_operator_of_the_workspace_may_fork_and_every_bad_argument_write
         [step_id],
     ).fetchone()
     assert made == ("pgf_operator_a", str(fork_step))
+
+
+def _parent_or_child(body: dict[str, Any], n: int) -> tuple[int, dict[str, Any]]:
+    """The parent delegates one sub-task then answers; the sub-agent answers as _by_iteration."""
+    if "sub-task" in json.dumps(body["messages"][0]):
+        return _by_iteration(body, n)
+    if not any(m["role"] == "assistant" for m in body["messages"]):
+        return 200, message(tool_use("td1", "delegate", {"tasks": [{"task": "the sub-task"}]}))
+    return 200, message([{"type": "text", "text": "the parent is done"}])
+
+
+@pytest.mark.slow
+def test_a_fork_of_a_sub_agent_is_a_new_root_run_and_leaves_the_parents_tree_untouched(
+    dsn: str, fake_anthropic: Any, workers: Any
+) -> None:
+    """
+    A sub-agent (a child `agent` step spawned by the delegate tool) forked at an iteration becomes a
+    new run of its own, not a child of the original parent: the parent has already consumed the
+    sub-agent's answer, so a new child would re-open a finished tree and charge its budget. The
+    fork's step has no parent, its run is new, its budget is its own, and the parent's run keeps
+    exactly its steps, statuses and spend.
+    """
+    server = fake_anthropic(_parent_or_child)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        db.create_workspace(conn, "w")
+    parent, w = _recorded(dsn, server, workers, "w", task="the parent task", tools=("delegate", "note"))
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        parent_run = one(conn, "select run_id from pgflight.steps where id = %s", parent)
+        child = one(conn, "select id from pgflight.steps where parent_id = %s", parent)
+        original = db.agent.agent_run_of(conn, child)
+        assert original is not None and original.iterations == 3
+        tree = (
+            "select s.id, st.status from pgflight.steps s join pgflight.step_status st on st.step_id = s.id"
+        )
+        before = conn.execute(tree + " where s.run_id = %s order by s.id", [parent_run]).fetchall()
+        spent = "select coalesce(sum(usd), 0) from pgflight.costs where run_id = %s"
+        spent_before = one(conn, spent, parent_run)
+        asked_before = len(server.requests)
+
+        fork = db.agent.fork_agent(conn, child, 2, {"system": "patched prompt"}, reason="retry the sub-task")
+        assert fork.run_id != parent_run
+        row = conn.execute(
+            "select s.parent_id, s.recipe, r.recipe from pgflight.steps s"
+            " join pgflight.runs r on r.id = s.run_id where s.id = %s",
+            [fork.step_id],
+        ).fetchone()
+        assert row == (None, "agent", "agent"), "the fork is the root step of its own run"
+        assert _wait_done(conn, fork.step_id, w) == "succeeded"
+        # iterations 2 and 3 asked with the patched prompt; iteration 1 reused
+        assert len(server.requests) == asked_before + 2
+        assert {r["system"] for r in server.requests[asked_before:]} == {"patched prompt"}
+        assert "sub-task" in json.dumps(server.requests[asked_before]["messages"][0])
+        # the parent's tree: the same steps, statuses and spend; nothing woke the parent again
+        assert conn.execute(tree + " where s.run_id = %s order by s.id", [parent_run]).fetchall() == before
+        assert one(conn, spent, parent_run) == spent_before
+        resumed = "select count(*) from pgflight.run_events where step_id = %s and reason = 'parent_resumed'"
+        assert one(conn, resumed, parent) == 1
+        # its own budget: the sub-agent was charged to its parent's tree budget, the fork is not
+        budgets = (
+            "select b.step_id from pgflight.budgets b join pgflight.agent_runs a on b.id = any(a.budget_ids)"
+            " where a.id = %s"
+        )
+        assert (parent,) in conn.execute(budgets, [original.agent_run_id]).fetchall()
+        assert (parent,) not in conn.execute(budgets, [fork.agent_run_id]).fetchall()

@@ -163,7 +163,7 @@ def test_a_completion_over_the_result_cap_fails_alone_and_the_claim_is_kept(eng:
             2,
         ],
     ).fetchall()
-    assert [o for _, _, o in out if o is not None] == ["succeeded", "failed"]
+    assert [o for _, _, o in out if o is not None] == ["succeeded", "result_refused"]
     claimed = [a for a, t, o in out if o is None]
     assert len(claimed) == 2
     statuses = rows(eng, "select id, status from pgflight.step_attempts where id = any(%s)", [claimed])

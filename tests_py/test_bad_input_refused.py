@@ -137,7 +137,7 @@ def test_a_result_postgres_refuses_fails_the_step_through_the_text_form(
     conn: Conn, worker: Conn, text: str
 ) -> None:
     """complete_step_text with a result PostgreSQL refuses (or over max_result_bytes) answers
-    'failed' in the same call: the step is dead-lettered (not retried, reason result_refused) with
+    'result_refused' in the same call: the step is dead-lettered (not retried, reason result_refused) with
     an error that says why, instead of staying claimed until its lease lapses."""
     conn.execute("update pgflight.settings set max_result_bytes = 65536")
     attempt, token = _held(conn, worker)
@@ -151,7 +151,7 @@ def test_a_result_postgres_refuses_fails_the_step_through_the_text_form(
     row = worker.execute(
         "select attempt_id, status from pgflight.complete_step_text(%s, %s, %s)", [attempt, token, text]
     ).fetchone()
-    assert row == (attempt, "failed")
+    assert row == (attempt, "result_refused")
     status, error = conn.execute(
         "select status, error from pgflight.step_attempts where id = %s", [attempt]
     ).fetchone() or (None, None)

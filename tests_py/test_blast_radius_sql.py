@@ -194,7 +194,7 @@ def test_case2_nan_result_fails_only_its_step(conn: Conn) -> None:
         "select * from pgflight.complete_batch(%s::bigint[], %s::bigint[], %s::text[])",
         [[c.attempt_id for c in cs], [c.token for c in cs], results],
     )
-    assert [r["outcome"] for r in got] == ["succeeded", "failed", "succeeded", "succeeded"]
+    assert [r["outcome"] for r in got] == ["succeeded", "result_refused", "succeeded", "succeeded"]
     bad = attempt(conn, cs[1].attempt_id)
     assert (bad["status"], bad["reason"]) == ("dead_letter", "result_refused")
     assert bad["error"]["sqlstate"] == "22P02" and "json" in bad["error"]["message"]
@@ -222,7 +222,7 @@ def test_case2_nul_and_oversized_results_fail_only_their_own_step(conn: Conn) ->
             ['{"a": "\\u0000"}', '{"ok": 1}', '{"big": "' + "x" * 2000 + '"}'],
         ],
     )
-    assert [r["outcome"] for r in got] == ["failed", "succeeded", "failed"]
+    assert [r["outcome"] for r in got] == ["result_refused", "succeeded", "result_refused"]
     assert attempt(conn, cs[0].attempt_id)["error"]["sqlstate"] == "22P05"
     big = attempt(conn, cs[2].attempt_id)
     assert (big["status"], big["reason"]) == ("dead_letter", "result_refused")
@@ -237,7 +237,7 @@ def test_case2_nul_and_oversized_results_fail_only_their_own_step(conn: Conn) ->
         "select * from pgflight.complete_batch(%s::bigint[], %s::bigint[], %s::jsonb[])",
         [[c.attempt_id for c in cs], [c.token for c in cs], [Jsonb({"big": "x" * 2000}), Jsonb({"ok": 1})]],
     )
-    assert [r["outcome"] for r in got] == ["failed", "succeeded"]
+    assert [r["outcome"] for r in got] == ["result_refused", "succeeded"]
 
 
 # --- case 6: lock order of the fail-fast cascade -----------------------------------------------

@@ -184,7 +184,7 @@ def test_release_of_a_cancelled_child_locks_its_siblings_before_the_fail_fast_pa
     c1, c2 = fam.held["c1"], fam.held["c2"]
     lanes.operator().execute("select * from pgflight.cancel_step(%s, 'test')", [fam.steps["c1"]])
     assert status(eng, c1.attempt_id) == "cancel_requested"
-    assert hold(y, w, c2) == {c2.attempt_id: "ok"}
+    assert hold(y, w, c2) == {c2.attempt_id: "held"}
     with ThreadPoolExecutor(max_workers=1) as pool:
         fx = pool.submit(
             _call,
@@ -224,14 +224,14 @@ def test_a_refused_result_locks_the_fail_fast_siblings_before_the_parent_row(
     else:
         query = "select outcome from pgflight.complete_batch(%s::bigint[], %s::bigint[], %s::text[])"
         args = [[c1.attempt_id], [c1.token], [refused]]
-    assert hold(y, w, c2) == {c2.attempt_id: "ok"}
+    assert hold(y, w, c2) == {c2.attempt_id: "held"}
     with ThreadPoolExecutor(max_workers=1) as pool:
         fx = pool.submit(_call, lambda: scalar(x, query, args))
         assert blocked_by(eng, backend_pid(x), {backend_pid(y)}, fx)
         out_y = complete_and_commit(y, c2)
         out_x = fx.result(timeout=60)
     assert out_y.error is None, out_y
-    assert out_x.error is None and out_x.value in ("failed", "dead_letter"), out_x
+    assert out_x.error is None and out_x.value in ("result_refused", "dead_letter"), out_x
     assert status(eng, c1.attempt_id) == "dead_letter"
     assert status(eng, c2.attempt_id) == "succeeded"
     assert status(eng, fam.parent_attempt) == "dead_letter"
@@ -285,7 +285,7 @@ def test_the_sweeps_last_resort_locks_the_fail_fast_siblings_before_the_parent_r
             y_waits = blocked_by(eng, backend_pid(y), {backend_pid(sweeper)}, fy)
             if not y_waits:
                 # Y holds C2 while the last resort has not locked it: its cascade will wait for Y
-                assert fy.result(timeout=30) == Outcome(value={c2.attempt_id: "ok"})
+                assert fy.result(timeout=30) == Outcome(value={c2.attempt_id: "held"})
                 gate.execute("select pg_advisory_unlock(4242)")
                 blocked_by(eng, backend_pid(sweeper), {backend_pid(y)}, fs)
                 out_y = complete_and_commit(y, c2)
@@ -352,7 +352,7 @@ def test_a_replay_under_a_fail_fast_cascade_waits_for_it_or_is_seen_by_it(eng: C
                 # the replay committed inside the cascade's subtree: Y leases the new attempt and
                 # holds it while the cascade goes on to the parent's row
                 (c2b,) = claim(y, w, 1, 60, [fam.recipe + "c2"])
-                assert hold(y, w, c2b) == {c2b.attempt_id: "ok"}
+                assert hold(y, w, c2b) == {c2b.attempt_id: "held"}
                 b.commit()
                 blocked_by(eng, backend_pid(x), {backend_pid(y)}, fx)
                 out_y = complete_and_commit(y, c2b)

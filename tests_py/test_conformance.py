@@ -143,7 +143,7 @@ def _record(client: str, **figures: float) -> None:
     with contextlib.suppress(OSError, ValueError):
         FIGURES.parent.mkdir(exist_ok=True)
         data = json.loads(FIGURES.read_text()) if FIGURES.exists() else {}
-        data.setdefault(client, {}).update(figures)
+        data.setdefault(client, {}).update(figures, recorded_at=time.time())
         FIGURES.write_text(json.dumps(data, indent=2, sort_keys=True))
 
 
@@ -219,7 +219,9 @@ def test_a_step_whose_worker_is_killed_is_reclaimed_and_completes_once(world: Wo
 
 @each_client
 def test_a_stale_token_is_refused_reported_and_writes_nothing(world: World, client: str) -> None:
-    run = world.submit("sleep", {"seconds": 2.5})
+    # `slow` streams a chunk, sleeps heedless of its lease, then streams, records an effect and
+    # returns: the frozen worker, thawed, tries those writes with its stale token
+    run = world.submit("slow", {"seconds": 2.5})
     a = world.worker(lease=1.5)
     wait_for(lambda: world.status(run.step_id) == "running", 10, "the step to start on worker A")
     first = world.attempts(run.step_id)[0]
@@ -254,9 +256,161 @@ def test_a_stale_token_is_refused_reported_and_writes_nothing(world: World, clie
     assert tries[0]["result"] is None
     assert "succeeded" not in world.reasons(attempt_id=first["id"])
     assert one(world.su, "select result from pgflight.step_status where step_id = %s", run.step_id) == {
-        "slept": 2.5
+        "receipt": {"by_attempt": 2},
+        "attempt": 2,
     }
+    time.sleep(1.0)  # worker A's late writes, if any were still on their way, have landed or failed
+    chunks = world.su.execute(
+        "select attempt_no, chunk from pgflight.stream_chunks where run_id = %s and channel = 'progress'"
+        " order by seq",
+        [run.run_id],
+    ).fetchall()
+    assert (1, "end 1") not in chunks, "a stale attempt's stream chunk was written"
+    assert chunks[-2:] == [(2, "start 2"), (2, "end 2")]
+    assert world.su.execute(
+        "select attempt_id from pgflight.effects where step_id = %s", [run.step_id]
+    ).fetchall() == [(tries[1]["id"],)], "the effect is recorded once, by the live attempt"
+    assert world.reasons(step_id=run.step_id).count("succeeded") == 1
     assert a.proc.poll() is None, "worker A keeps running after abandoning the attempt"
+
+
+@each_client
+def test_a_step_longer_than_its_lease_is_kept_by_heartbeats(world: World, client: str) -> None:
+    run = world.submit("sleep", {"seconds": 4.0})
+    world.worker(lease=1.2)  # heartbeats every lease/3 on their own connection keep the lease
+    wait_for(lambda: world.status(run.step_id) == "running", 10, "the step to start")
+    for _ in range(3):  # sweeps in the meantime find no lapsed lease
+        time.sleep(1.0)
+        assert db.reclaim_expired(world.su) == 0
+    wait_for(lambda: world.status(run.step_id) == "succeeded", 10, "the step to succeed")
+    assert [t["status"] for t in world.attempts(run.step_id)] == ["succeeded"]
+
+
+@each_client
+def test_an_approval_parks_the_step_and_the_sql_decision_finishes_it_once(world: World, client: str) -> None:
+    run = world.submit("approval", {"gate": "ship"})
+    world.worker()
+    wait_for(lambda: world.status(run.step_id) == "awaiting_approval", 10, "the step to park at its gate")
+    time.sleep(1.0)  # parked: nothing claims or runs it meanwhile, and it holds no lease
+    assert world.status(run.step_id) == "awaiting_approval"
+    assert (
+        one(
+            world.su,
+            "select count(*) from pgflight.step_attempts where step_id = %s"
+            " and status in ('claimed', 'running')",
+            run.step_id,
+        )
+        == 0
+    )
+    applied = world.su.execute(
+        "select applied from pgflight.approve(%s, 'approve', 'conformance', 'looks right', 'ship')",
+        [run.step_id],
+    ).fetchall()
+    assert applied == [(True,)]
+    wait_for(lambda: world.status(run.step_id) == "succeeded", 10, "the approved step to finish")
+    result = one(world.su, "select result from pgflight.step_status where step_id = %s", run.step_id)
+    assert result["decision"] == "approve"
+    assert world.reasons(step_id=run.step_id).count("succeeded") == 1
+    assert sum(t["status"] == "succeeded" for t in world.attempts(run.step_id)) == 1
+
+
+@each_client
+def test_a_wait_for_an_event_is_woken_by_sql_and_finishes_once(world: World, client: str) -> None:
+    run = world.submit("wait_event", {"name": "shipped", "key": "order-7"})
+    world.worker()
+    wait_for(
+        lambda: (
+            one(
+                world.su,
+                "select count(*) from pgflight.step_attempts where step_id = %s"
+                " and status in ('queued', 'claimed', 'running', 'succeeded')",
+                run.step_id,
+            )
+            == 0
+        ),
+        10,
+        "the step to park on its event",
+    )
+    time.sleep(0.5)
+    assert world.status(run.step_id) not in ("succeeded", "running")
+    woken = one(
+        world.su,
+        "select woken from pgflight.emit_event(%s, 'shipped', 'order-7', '{\"tracking\": \"T1\"}')",
+        WORKSPACE,
+    )
+    assert woken == 1
+    wait_for(lambda: world.status(run.step_id) == "succeeded", 10, "the woken step to finish")
+    result = one(world.su, "select result from pgflight.step_status where step_id = %s", run.step_id)
+    assert result["payload"] == {"tracking": "T1"}
+    assert world.reasons(step_id=run.step_id).count("succeeded") == 1
+
+
+@each_client
+def test_a_hung_step_is_ended_at_its_deadline_and_the_worker_carries_on(world: World, client: str) -> None:
+    backoff = {"base_s": 0.2, "factor": 1, "max_s": 1, "jitter": 0}
+    run = world.submit("hang", {}, max_runtime_s=1.0, max_attempts=2, backoff=backoff)
+    world.worker(lease=5)  # the heartbeats would hold the lease for ever: only the deadline ends it
+    wait_for(lambda: world.status(run.step_id) == "dead_letter", 20, "the hung step's dead letter")
+    tries = world.attempts(run.step_id)
+    assert [t["status"] for t in tries][-1] == "dead_letter" and len(tries) == 2
+    assert tries[0]["status"] in ("failed", "timed_out")
+    for t in tries:
+        ran = (t["finished_at"] - t["claimed_at"]).total_seconds()
+        assert 0.9 <= ran < 1.0 + 3.0, f"attempt {t['attempt_no']} ended {ran:.2f}s after its claim"
+        assert "deadline" in json.dumps(t["error"]).lower()
+    probe = world.submit("noop", {"n": 1})  # the hung recipe did not take the worker down
+    wait_for(lambda: world.status(probe.step_id) == "succeeded", 10, "a step after the hung one")
+
+
+@each_client
+def test_an_invalid_result_fails_that_step_alone_without_a_retry(world: World, client: str) -> None:
+    bad = world.submit("invalid_result", {}, max_attempts=3)
+    good = [world.submit("noop", {"n": i}) for i in range(3)]
+    world.worker(concurrency=4)
+    wait_for(lambda: world.status(bad.step_id) == "dead_letter", 15, "the invalid result's dead letter")
+    wait_for(lambda: all(world.status(r.step_id) == "succeeded" for r in good), 15, "the good steps")
+    tries = world.attempts(bad.step_id)
+    assert len(tries) == 1, "a result a retry would only produce again is not retried"
+    assert tries[0]["result"] is None
+    assert "$.bad" in json.dumps(tries[0]["error"]), tries[0]["error"]
+
+
+#: docs/worker_protocol.md §3's test vectors: (recipes, ticket, key)
+TICKET_VECTORS = [
+    (["noop"], "123", -1071107197322973696),
+    (["b", "a", "\u00e9"], "relay.7.1", 7485424639200065680),
+    (["fan_out", "child"], "99999999", 7163396157066252055),
+]
+
+
+def test_the_python_wake_ticket_key_is_the_documented_derivation() -> None:
+    """Without node too: the Python worker's keys are the documented vectors."""
+    from pgflight.worker import WakeTickets
+
+    assert [WakeTickets(r).key(t) for r, t, _ in TICKET_VECTORS] == [k for _, _, k in TICKET_VECTORS]
+
+
+def test_both_libraries_derive_the_same_wake_ticket_key() -> None:
+    """docs/worker_protocol.md §3: one derivation, so Python and TypeScript workers meet on one lock."""
+    require("typescript")
+    from pgflight.worker import WakeTickets
+
+    cases = [(r, t) for r, t, _ in TICKET_VECTORS]
+    cases.append((["z\U0001f600", "z\uffff"], "4294967296"))  # sorted by code point, not by UTF-16 unit
+    index = ROOT / "clients" / "typescript" / "dist" / "src" / "index.js"
+    script = (
+        f"import {{ wakeTicketKey }} from {json.dumps(str(index))};"
+        "const cases = JSON.parse(process.argv[1]);"
+        "console.log(JSON.stringify(cases.map(([r, t]) => wakeTicketKey(r, t).toString())));"
+    )
+    out = subprocess.run(
+        ["node", "--input-type=module", "-e", script, json.dumps(cases)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    ).stdout
+    assert [int(k) for k in json.loads(out)] == [WakeTickets(r).key(t) for r, t in cases]
 
 
 @each_client

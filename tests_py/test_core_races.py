@@ -133,17 +133,17 @@ def test_heartbeat_vs_reclaim_never_both(trio: tuple[Conn, Conn, Conn]) -> None:
         status = hb.value[held.attempt_id]
         expired = "lease_expired" in reasons(obs, held.attempt_id)
         seen[(order, status)] += 1
-        if status == "ok":
+        if status == "held":
             assert not expired, f"{order}: heartbeat renewed a lease that the sweep reclaimed"
             assert attempt(obs, held.attempt_id)["status"] == "running"
             complete(obs, held)
         else:
-            assert status == "lost" and expired, (order, status, reasons(obs, held.attempt_id))
+            assert status == "lease_lost" and expired, (order, status, reasons(obs, held.attempt_id))
             assert attempt(obs, held.attempt_id)["status"] == "lease_expired"
             cancel_run(obs, held.run_id)
     # the ordered variants are deterministic: the holder wins
-    assert seen[("a_then_b", "ok")] == ITERATIONS // 3
-    assert seen[("b_then_a", "lost")] == ITERATIONS // 3
+    assert seen[("a_then_b", "held")] == ITERATIONS // 3
+    assert seen[("b_then_a", "lease_lost")] == ITERATIONS // 3
     assert invariant_violations(obs) == {}
 
 
@@ -290,7 +290,7 @@ def test_c26_cancel_vs_heartbeat(trio: tuple[Conn, Conn, Conn]) -> None:
         if got.error is not None:
             return "heartbeat_failed", held, [f"heartbeat raised {got.error}"]
         status = got.value[held.attempt_id]
-        wrong = [] if status in ("ok", "cancelled") else [f"heartbeat said {status}"]
+        wrong = [] if status in ("held", "cancelled") else [f"heartbeat said {status}"]
         if (now := attempt(obs, held.attempt_id)["status"]) != "cancel_requested":
             wrong.append(f"attempt is {now}")
         return status, held, wrong
@@ -369,7 +369,7 @@ def test_c10_claim_and_reclaim_on_one_expired_attempt(trio: tuple[Conn, Conn, Co
         (new,) = holders
         assert new.attempt_id == tries[1]["id"] and new.token > old.token
         assert events(obs, attempt_id=new.attempt_id, reason="claimed").__len__() == 1
-        assert heartbeat(obs, w1, [old])[old.attempt_id] == "lost"
+        assert heartbeat(obs, w1, [old])[old.attempt_id] == "lease_lost"
         assert sqlstate(lambda: complete(obs, old)) == "ZF001"
         assert complete_batch(obs, [new]) == ["succeeded"]
     assert invariant_violations(obs) == {}

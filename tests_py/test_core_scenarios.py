@@ -87,7 +87,7 @@ def test_c02_live_worker_declared_dead_is_fenced(eng: Conn) -> None:
     assert second.attempt_no == 2 and second.token > first.token
 
     assert sqlstate(lambda: complete(eng, first, {"by": "w1"})) == "ZF001"
-    assert heartbeat(eng, w1, [first]) == {first.attempt_id: "lost"}
+    assert heartbeat(eng, w1, [first]) == {first.attempt_id: "lease_lost"}
     assert eng.execute(
         "select pgflight.record_stale_write(%s, %s, 'complete')", [first.attempt_id, first.token]
     ).fetchone() == (True,)
@@ -117,7 +117,7 @@ def test_c02_completion_before_the_sweep_wins(eng: Conn, completed_at_s: float) 
     assert reclaim(eng) == 0
     assert [a["status"] for a in attempts_of(eng, sub.step_id)] == ["succeeded"]
     assert "lease_expired" not in reasons(eng, first.attempt_id)
-    assert heartbeat(eng, w1, [first]) == {first.attempt_id: "lost"}
+    assert heartbeat(eng, w1, [first]) == {first.attempt_id: "lease_lost"}
 
 
 # --- C03 ----------------------------------------------------------------------------------
@@ -138,7 +138,7 @@ def test_c03_heartbeats_keep_a_long_step_and_no_heartbeats_lose_it(eng: Conn) ->
         now = tick * 0.5
         set_clock(eng, now)
         if tick % 3 == 0:
-            assert heartbeat(eng, w, [c_kept])[c_kept.attempt_id] == "ok"
+            assert heartbeat(eng, w, [c_kept])[c_kept.attempt_id] == "held"
         if tick % 2 == 0 and reclaim(eng) and reclaimed_at is None:
             reclaimed_at = now
     complete(eng, c_kept, {"done": True})
@@ -289,7 +289,7 @@ def test_c07_release_does_not_consume_an_attempt(eng: Conn) -> None:
     w = register(eng)
     for _ in range(5):
         c = claim_one(eng, w, 10)
-        assert release(eng, c) == "queued"
+        assert release(eng, c) == "released"
     assert step(eng, sub.step_id)["failed_attempts"] == 0
     assert step(eng, sub.step_id)["status"] == "queued"
     assert len(attempts_of(eng, sub.step_id)) == 1  # release re-queues the same attempt
@@ -374,13 +374,13 @@ def test_c15_deadline_times_out_a_heartbeating_step(eng: Conn) -> None:
     assert c.deadline_at == at(5)
     for s in (1, 2, 3, 4, 5.5):
         set_clock(eng, s)
-        assert heartbeat(eng, w, [c])[c.attempt_id] == "ok"
+        assert heartbeat(eng, w, [c])[c.attempt_id] == "held"
     assert scalar(eng, "select over_deadline_heartbeating from pgflight.engine_health") == 1
     assert reclaim(eng) == 1
     assert attempt(eng, c.attempt_id)["status"] == "timed_out"
     assert events(eng, attempt_id=c.attempt_id, reason="deadline_exceeded")
     assert scalar(eng, "select over_deadline_heartbeating from pgflight.engine_health") == 0
-    assert heartbeat(eng, w, [c])[c.attempt_id] == "lost"
+    assert heartbeat(eng, w, [c])[c.attempt_id] == "lease_lost"
     assert sqlstate(lambda: complete(eng, c)) == "ZF001"
     assert drain(eng, w, ["normal"]) == 10
     assert all(step(eng, n.step_id)["status"] == "succeeded" for n in normal)

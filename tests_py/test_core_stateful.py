@@ -92,10 +92,10 @@ class Model:
     def heartbeat_says(self, c: Claim) -> str:
         a = self.attempts[c.attempt_id]
         if a.token == c.token and a.status in HOLDABLE:
-            return "ok"
+            return "held"
         if a.token == c.token and a.status == "cancel_requested":
             return "cancelled"
-        return "lost"
+        return "lease_lost"
 
     def ready(self) -> set[int]:
         return {i for i, a in self.attempts.items() if a.status == "queued" and a.available_at <= self.now}
@@ -191,7 +191,7 @@ class EngineMachine(RuleBasedStateMachine):
         for c in picked:
             expected = self.model.heartbeat_says(c)
             assert got[c.attempt_id] == expected, (c, got, expected)
-            if expected == "ok":
+            if expected == "held":
                 self.model.attempts[c.attempt_id].lease_until = self.model.now + LEASE_S
 
     @rule(c=claims)

@@ -107,7 +107,7 @@ def test_submit_claim_heartbeat_complete_and_fail_read_by_index_after_the_tables
         )
         got = claim(eng, w, 10, 60, ["hot"])
         assert len(got) == 10
-        assert set(heartbeat(eng, w, got).values()) == {"ok"}
+        assert set(heartbeat(eng, w, got).values()) == {"held"}
         assert complete_batch(eng, got[:8]) == ["succeeded"] * 8
         for c in got[8:]:
             fail(eng, c, {"message": "boom"})

@@ -142,7 +142,7 @@ def test_complete_batch_refuses_the_deep_result_alone(su: Conn, world: World) ->
             f"select attempt_id, outcome from pgflight.complete_batch(%s, %s, %s::{cast})",
             [[a["attempt_id"], b["attempt_id"]], [a["token"], b["token"]], ['{"ok": true}', deep(CAP + 1)]],
         ).fetchall()
-        assert dict(rows) == {a["attempt_id"]: "succeeded", b["attempt_id"]: "failed"}, (cast, rows)
+        assert dict(rows) == {a["attempt_id"]: "succeeded", b["attempt_id"]: "result_refused"}, (cast, rows)
         error = su.execute(
             "select error from pgflight.step_attempts where id = %s", [b["attempt_id"]]
         ).fetchone()

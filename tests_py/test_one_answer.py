@@ -207,7 +207,7 @@ def test_a_batch_row_of_another_login_or_workspace_is_lease_lost_and_the_others_
             " where outcome is not null",
             [mine, ids, toks, results],
         ).fetchall()
-    own2_outcome = "failed" if call == "one row refused" else "succeeded"
+    own2_outcome = "result_refused" if call == "one row refused" else "succeeded"
     assert got == [
         (own1[0], "succeeded"),
         (in_a[0], "lease_lost"),

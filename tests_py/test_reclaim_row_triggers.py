@@ -117,7 +117,7 @@ def test_without_the_grant_a_large_reclaim_keeps_every_row_trigger(conn: Conn) -
     # parameter privileges are cluster-wide: the revoke stays inside a transaction that is rolled
     # back, so tests of other databases running meanwhile never see it
     with conn.transaction(force_rollback=True):
-        conn.execute("revoke set on parameter session_replication_role from pgflight_owner")
+        conn.execute("revoke set on parameter session_replication_role from pgflight_privileged")
         assert reclaim(conn, 1000) == LARGE
         assert scalar(conn, "select count(*) from public.audit") == LARGE
     assert reclaim(conn, 1000) == LARGE

@@ -160,7 +160,7 @@ def test_c10_no_write_without_the_current_token(eng: Conn) -> None:
     C10: every fenced write with no token, a guessed token, the previous holder's token or another
     attempt's token is refused with ZF001 (ZF003 for an unknown attempt, 22023 for no token) and
     changes nothing;
-    heartbeat says 'lost' for each and renews nothing; complete_batch reports lease_lost.
+    heartbeat says 'lease_lost' for each and renews nothing; complete_batch reports lease_lost.
     """
     w = register(eng)
     sub = submit(eng, "r", max_attempts=5, backoff=NO_BACKOFF)
@@ -195,7 +195,7 @@ def test_c10_no_write_without_the_current_token(eng: Conn) -> None:
             assert sqlstate(lambda: eng.execute(heartbeat, [w, [attempt_id], [token]])) == "22023"
             continue
         beat = eng.execute(heartbeat, [w, [attempt_id], [token]]).fetchall()
-        assert beat == [("lost",)], (what, beat)
+        assert beat == [("lease_lost",)], (what, beat)
     assert table_counts(eng) == before
     assert scalar(
         eng, "select lease_expires_at from pgflight.step_attempts where id = %s", [cur.attempt_id]
@@ -282,12 +282,12 @@ def test_c10_heartbeat_with_duplicate_ids_renews_once_and_fences_the_stale_copy(
     submit(eng, "r")
     c = claim_one(eng, w, 30, ["r"])
     set_clock(eng, 10)
-    assert heartbeat(eng, w, [c, c]) == {c.attempt_id: "ok"}
+    assert heartbeat(eng, w, [c, c]) == {c.attempt_id: "held"}
     got = eng.execute(
         "select status from pgflight.heartbeat(%s, %s::bigint[], %s::bigint[])",
         [w, [c.attempt_id, c.attempt_id], [c.token, c.token - 1]],
     ).fetchall()
-    assert got == [("ok",), ("lost",)]
+    assert got == [("held",), ("lease_lost",)]
     assert scalar(
         eng, "select lease_expires_at from pgflight.step_attempts where id = %s", [c.attempt_id]
     ) == at(40)
@@ -334,7 +334,7 @@ def test_c46_purge_finished_keeps_active_runs_and_leaves_their_workers_working(e
     assert scalar(eng, "select pgflight.purge_finished(0)") == 1
     assert scalar(eng, "select count(*) from pgflight.runs where id = %s", [done.run_id]) == 0
     assert scalar(eng, "select count(*) from pgflight.run_events where run_id = %s", [active.run_id]) == 3
-    assert heartbeat(eng, w, [held]) == {held.attempt_id: "ok"}
+    assert heartbeat(eng, w, [held]) == {held.attempt_id: "held"}
     complete(eng, held)
     assert scalar(eng, "select status from pgflight.runs where id = %s", [active.run_id]) == "succeeded"
 
@@ -453,7 +453,7 @@ def test_inv1_claim_heartbeat_complete_batches_of_10000(eng: Conn) -> None:
         assert len(got) == n
         assert len({c.attempt_id for c in got}) == n and len({c.token for c in got}) == n
         beat, t_beat = _timed(eng, lambda: heartbeat(eng, w, got))
-        assert set(beat.values()) == {"ok"} and len(beat) == n
+        assert set(beat.values()) == {"held"} and len(beat) == n
         outcomes, t_done = _timed(eng, lambda: complete_batch(eng, got))
         assert outcomes == ["succeeded"] * n
         timings[n] = (t_claim, t_beat, t_done)
@@ -519,7 +519,7 @@ def test_c35_10mb_input_with_63_byte_names_notifies_only_small_payloads(dsn: str
         kid = claim_one(conn, w, 30, [name])
         assert (
             scalar(conn, "select status from pgflight.release_step(%s, %s)", [kid.attempt_id, kid.token])
-            == "queued"
+            == "released"
         )
         payloads = [n.payload for n in listener.notifies(timeout=1.0)]
     finally:

@@ -283,7 +283,7 @@ def test_a_stolen_token_is_refused_for_every_worker_write(su: Conn, as_login: Ca
     got = thief.execute(
         "select status from pgflight.heartbeat(%s, %s, %s)", [thief_worker, [a], [t]]
     ).fetchall()
-    assert got != [("ok",)]
+    assert got != [("held",)]
     assert (
         su.execute("select lease_expires_at from pgflight.step_attempts where id = %s", [a]).fetchone()
         == lease
@@ -548,7 +548,7 @@ def test_an_oversized_result_in_a_batch_is_refused_alone_naming_its_cap(
             [Jsonb({"x": "y" * CAP}), Jsonb(1)],
         ],
     ).fetchall()
-    assert got == [("failed",), ("succeeded",)]
+    assert got == [("result_refused",), ("succeeded",)]
     row = su.execute(
         "select status, reason, error from pgflight.step_attempts where id = %s", [big["attempt_id"]]
     ).fetchone()

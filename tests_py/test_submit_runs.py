@@ -433,7 +433,7 @@ def test_without_the_grant_a_large_call_keeps_its_foreign_key_checks(conn: Conn)
     # back, so tests of other databases running meanwhile never see it
     tx = conn.transaction(force_rollback=True)
     with tx:
-        conn.execute("revoke set on parameter session_replication_role from pgflight_owner")
+        conn.execute("revoke set on parameter session_replication_role from pgflight_privileged")
         got = bulk(conn, [{"recipe": "r", "input": {"i": i}} for i in range(LARGE)])
         assert [r["idx"] for r in got] == list(range(1, LARGE + 1))
         assert locked_rows(conn, [r["run_id"] for r in got]) == (LARGE, LARGE)

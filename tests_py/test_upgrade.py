@@ -163,7 +163,7 @@ def finish(conn: Conn, work: InFlight, workers: Callable[..., Any], dsn: str) ->
     """Finish everything through the API of HEAD, then a real worker process runs the rest."""
     held = [work.held, work.agent]
     beats = db.heartbeat(conn, work.worker_id, [c.attempt_id for c in held], [c.fencing_token for c in held])
-    assert [b.status for b in beats] == ["ok", "ok"]
+    assert [b.status for b in beats] == ["held", "held"]
     db.complete_step(conn, work.held.attempt_id, work.held.fencing_token, {"held": True})
 
     a = work.agent

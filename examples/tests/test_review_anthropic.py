@@ -29,6 +29,12 @@ RATE_LIMITED_CALL = 2
 HELD_CALL = 5  # the worker that sends this request is killed while the server holds it
 
 
+def review_argv(library: Path, model: str, out: Path) -> list[str]:
+    """`pgflight review LIBRARY --model MODEL` with one worker, its report in `out`."""
+    cli = [sys.executable, "-m", "pgflight.cli", "review", str(library)]
+    return [*cli, "--model", model, "--workers", "1", "--out", str(out)]
+
+
 @pytest.mark.slow
 def test_review_with_the_anthropic_model_survives_a_429_and_a_killed_worker(
     dsn: str, tmp_path: Path, fake_anthropic: Any
@@ -59,19 +65,7 @@ def test_review_with_the_anthropic_model_survives_a_429_and_a_killed_worker(
         COLUMNS="160",
     )
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "pgflight.cli",
-            "review",
-            str(library),
-            "--model",
-            "anthropic:claude-sonnet-4-5",
-            "--workers",
-            "1",
-            "--out",
-            str(out),
-        ],
+        review_argv(library, "anthropic:claude-sonnet-4-5", out),
         cwd=tmp_path,
         env=env,
         stdout=subprocess.PIPE,

@@ -232,13 +232,13 @@ class Heartbeat(threading.Thread):
         by_id = {h.claim.attempt_id: h for h in held}
         for row in rows:
             h = by_id.get(row.attempt_id)
-            if h is None or row.status == "ok":
+            if h is None or row.status == "held":
                 continue
             if row.status == "cancelled" and self.held.transition(h, CANCELLED):
                 log.info("attempt %s (step %s) cancelled: stopping it", h.claim.attempt_id, h.claim.step_id)
                 self.on_abandon(h)
                 self._acknowledge_cancel(conn, h)
-            elif row.status == "lost" and self.held.transition(h, LOST):
+            elif row.status == "lease_lost" and self.held.transition(h, LOST):
                 log.warning(
                     "lease lost on attempt %s (step %s): abandoning it, writing nothing",
                     h.claim.attempt_id,

@@ -129,7 +129,7 @@ class StartedStep(Row):
 
 
 class HeartbeatStatus(Row):
-    """heartbeat: per attempt 'ok' (renewed), 'cancelled' (stop, release_step) or 'lost' (abandon)."""
+    """heartbeat: per attempt 'held' (renewed), 'cancelled' (stop, release_step) or 'lease_lost' (abandon)."""
 
     attempt_id: int
     status: str
@@ -137,14 +137,17 @@ class HeartbeatStatus(Row):
 
 
 class AttemptStatus(Row):
-    """complete_step / release_step: the attempt and its new status."""
+    """
+    complete_step (succeeded), complete_step_text (succeeded | result_refused) and release_step
+    (released | cancelled): the attempt and its outcome.
+    """
 
     attempt_id: int
     status: str
 
 
 class BatchOutcome(Row):
-    """complete_batch: per attempt 'succeeded', 'lease_lost' or 'cancelled'."""
+    """complete_batch: per attempt 'succeeded', 'lease_lost', 'cancelled' or 'result_refused'."""
 
     attempt_id: int
     outcome: str

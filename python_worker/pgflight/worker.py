@@ -756,7 +756,7 @@ class Worker:
         except Exception as e:
             log.error("completing attempt %s failed: %s", held.claim.attempt_id, _first_line(e))
             return
-        if outcome == "failed":
+        if outcome == "result_refused":
             log.warning(
                 "the database refused the result of attempt %s: its step failed", held.claim.attempt_id
             )
@@ -910,7 +910,7 @@ class Worker:
                 Fatal(f"the database refused the result of recipe {held.claim.recipe!r}: {_with_detail(e)}"),
                 retryable=False,
             )
-            outcome = "failed"
+            outcome = "result_refused"
         if not fut.done():
             fut.set_result(outcome)
 
@@ -1288,8 +1288,9 @@ class WakeTickets:
 
     def key(self, ticket: str) -> int:
         """The advisory lock key (signed 64 bits) of `ticket` for this recipe group."""
-        digest = hashlib.blake2b(f"pgflight-wake\x1f{self.group}\x1f{ticket}".encode(), digest_size=8)
-        return int.from_bytes(digest.digest(), "big", signed=True)
+        # the derivation every library shares (docs/worker_protocol.md §3): mixed-language workers meet
+        digest = hashlib.sha256(f"pgflight-wake\x1f{self.group}\x1f{ticket}".encode()).digest()
+        return int.from_bytes(digest[:8], "big", signed=True)
 
     def answer(self, listener: Listener, payloads: list[str], free: int, now: float) -> bool:
         """

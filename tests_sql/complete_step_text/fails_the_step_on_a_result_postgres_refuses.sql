@@ -12,7 +12,7 @@ select is((select result from pgflight.step_attempts where id = :attempt_id), '{
 
 select run_id as r2, step_id as s2, attempt_id as a2, token as t2 from pgflight_test.hold(:w1, 'r2') \gset
 select results_eq(format('select attempt_id, status from pgflight.complete_step_text(%s, %s, %L)', :a2, :t2, '{"t": "a\u0000b"}'),
-                  format('values (%s::bigint, %L)', :a2, 'failed'), 'a result with a NUL fails the step');
+                  format('values (%s::bigint, %L)', :a2, 'result_refused'), 'a result with a NUL fails the step');
 select results_eq(format('select status, error ->> %L from pgflight.step_attempts where id = %s', 'sqlstate', :a2),
                   $$values ('dead_letter', '22P05')$$, 'dead-lettered at once with the parser''s SQLSTATE');
 select throws_ok(format('select pgflight.complete_step_text(%s, %s, %L)', :a2, :t2, '{}'), 'ZF001', null,

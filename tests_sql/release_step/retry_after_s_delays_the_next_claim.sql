@@ -12,7 +12,7 @@ select throws_ok(format('select pgflight.release_step(%s, %s, %L, %L)', :attempt
                  '22023', null, 'an unknown option is 22023');
 select results_eq(format('select status from pgflight.release_step(%s, %s, %L, %L)', :attempt_id, :token,
                          'rate-limited', '{"retry_after_s": 2}'),
-                  $$values ('queued')$$, 'release with retry_after_s returns queued');
+                  $$values ('released')$$, 'release with retry_after_s answers released');
 select results_eq(format('select status, attempt_no, failed_attempts from pgflight.step_status where step_id = %s', :step_id),
                   $$values ('queued', 1, 0)$$, 'the same attempt is queued again, no attempt spent');
 select is((select available_after from pgflight.step_attempts where id = :attempt_id),

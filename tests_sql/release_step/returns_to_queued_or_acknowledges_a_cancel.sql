@@ -6,8 +6,8 @@ begin;
 select plan(8);
 
 select run_id, step_id, attempt_id, token from pgflight_test.hold(:w1) \gset
-select results_eq(format('select status from pgflight.release_step(%s, %s)', :attempt_id, :token), $$values ('queued')$$,
-                  'release returns queued');
+select results_eq(format('select status from pgflight.release_step(%s, %s)', :attempt_id, :token), $$values ('released')$$,
+                  'release answers released');
 select results_eq(format('select status, attempt_no, failed_attempts from pgflight.step_status where step_id = %s', :step_id),
                   $$values ('queued', 1, 0)$$, 'the same attempt is queued again, no attempt spent');
 select is(pgflight_test.events(:run_id, :step_id, 'released'), 1::bigint, 'released is logged');

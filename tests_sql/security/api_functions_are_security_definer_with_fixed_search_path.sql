@@ -6,7 +6,9 @@
 -- caller's rights, because scheduling needs pg_cron's own privileges. Two functions have no SET
 -- clause: the procedure sweep_loop (a procedure with one may not COMMIT; it names everything
 -- schema-qualified and runs as pgflight_cron) and the clock _now(), which must have none to be
--- inlined into the hot paths. Everything is owned by pgflight_owner.
+-- inlined into the hot paths. Everything is owned by pgflight_owner, but the four functions that
+-- need a cluster-wide privilege the deploy login must not inherit: those are pgflight_privileged's
+-- (roles/pgflight_privileged; when a superuser deployed).
 begin;
 \ir ../_helpers.psql
 select plan(4);
@@ -30,8 +32,11 @@ select is_empty($$
   'every SECURITY DEFINER function puts pg_temp last in its search_path (from the catalogue)');
 select is_empty($$
   select p.oid::regprocedure from pg_proc p
-   where p.pronamespace = 'pgflight'::regnamespace and p.proowner <> 'pgflight_owner'::regrole$$,
-  'every pgflight function is owned by pgflight_owner');
+   where p.pronamespace = 'pgflight'::regnamespace and p.proowner <> 'pgflight_owner'::regrole
+     and not (p.proowner = (select r.oid from pg_roles r where r.rolname = 'pgflight_privileged')
+              and p.oid = any (array['pgflight._vacuum_horizon()', 'pgflight._backend_started_at(integer)',
+                                     'pgflight._row_triggers_off()', 'pgflight._row_triggers_on(text)']::regprocedure[]))$$,
+  'every pgflight function is owned by pgflight_owner (the four privileged ones by pgflight_privileged)');
 
 select * from finish();
 rollback;

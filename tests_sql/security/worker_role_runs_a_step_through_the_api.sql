@@ -14,7 +14,7 @@ select status as done from pgflight.complete_step(:attempt_id, :fencing_token, '
 select has_table_privilege('pgflight.steps', 'SELECT') as can_read \gset
 reset role;
 
-select is(:'hb'::text, 'ok', 'heartbeat as pgflight_worker renews the lease');
+select is(:'hb'::text, 'held', 'heartbeat as pgflight_worker renews the lease');
 select is(:'done'::text, 'succeeded', 'complete_step as pgflight_worker succeeds');
 select is((select status from pgflight.runs where id = :run_id), 'succeeded', 'the run finished');
 select ok(not :'can_read'::boolean, 'the worker session cannot read the tables');

@@ -14,7 +14,7 @@ select results_eq(format('select st.step_key, st.depth, st.status, s.input from 
                   'the children are queued at depth 1 with their inputs');
 select is((select children_pending from pgflight.steps where id = :root), 2, 'two children pending');
 select results_eq(format('select status from pgflight.heartbeat(%s, array[%s]::bigint[], array[%s]::bigint[])', :w1, :root_a, :root_t),
-                  $$values ('lost')$$, 'the parked parent no longer holds a lease');
+                  $$values ('lease_lost')$$, 'the parked parent no longer holds a lease');
 select throws_ok(format('select pgflight.spawn_children(%s, %s, %L)', :root_a, :root_t, pgflight_test.children(2)), 'ZF001', null,
                  'the parked attempt with its old token cannot spawn again');
 

@@ -58,6 +58,29 @@ const registry = new Registry()
     },
   );
 
+registry
+  .add("approval", async (ctx) => {
+    const decision = await ctx.requestApproval(String(obj(ctx.input).gate), { request: { asked_by: "conformance" } });
+    return { decision, attempt: ctx.attemptNo };
+  })
+  .add("wait_event", async (ctx) => {
+    const { name, key } = obj(ctx.input);
+    const payload = await ctx.waitEvent(String(name), String(key));
+    return { payload, attempt: ctx.attemptNo };
+  })
+  .add("slow", async (ctx) => {
+    const progress = ctx.stream("progress");
+    progress.write(`start ${ctx.attemptNo}`);
+    await progress.flush();
+    await sleep(Number(obj(ctx.input).seconds) * 1000); // heedless of a lost lease: its later writes must be refused
+    progress.write(`end ${ctx.attemptNo}`);
+    await progress.flush();
+    const receipt = await ctx.effect("done", () => ({ by_attempt: ctx.attemptNo }));
+    return { receipt, attempt: ctx.attemptNo };
+  })
+  .add("hang", () => new Promise<never>(() => undefined)) // a hung call: only the deadline ends this attempt
+  .add("invalid_result", () => ({ bad: "nul\u0000" })); // jsonb refuses U+0000
+
 const dsn = process.env.PGFLIGHT_DSN;
 if (!dsn) throw new Error("PGFLIGHT_DSN is not set");
 const worker = new Worker({

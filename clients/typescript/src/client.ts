@@ -10,8 +10,8 @@
  *   refuses with 22P02);
  * - batch functions take one array of `{attemptId, token, ...}` items; the SQL API's parallel
  *   arrays are built here;
- * - per-row outcomes are mapped to one vocabulary, {@link Outcome}, whatever word the SQL function
- *   uses; the SQL word is kept as `raw`;
+ * - per-row outcomes are the SQL API's one vocabulary, {@link Outcome} (docs/worker_protocol.md),
+ *   checked against the words each function may answer; the SQL word is kept as `raw`;
  * - errors with a pgflight SQLSTATE are thrown as the class of that code (src/errors.ts).
  */
 import pg from "pg";
@@ -45,40 +45,42 @@ export const pgflightTypes: pg.CustomTypesConfig = {
 };
 
 /**
- * What happened to an attempt, in one vocabulary for every function (the SQL API answers in four:
- * heartbeat `ok|lost|cancelled`, complete_batch `succeeded|lease_lost|cancelled|failed`,
- * fail_step `retry|dead_letter|cancelled`, and step statuses from complete_step and release_step).
+ * What happened to an attempt: the one vocabulary of per-row outcomes every SQL function of the
+ * worker lane answers in (heartbeat, complete_step, complete_step_text, complete_batch,
+ * complete_and_claim, fail_step, fail_step_text, release_step; docs/worker_protocol.md §5).
  */
 export type Outcome =
-  /** heartbeat: the lease was renewed (SQL `ok`) */
+  /** heartbeat: the lease was renewed */
   | "held"
   /** complete: the step succeeded */
   | "succeeded"
-  /** complete: the result could not be stored; the step is dead-lettered, not retried (SQL `failed`) */
+  /** complete: the result could not be stored; the step is dead-lettered, not retried */
   | "result_refused"
   /** fail: a new attempt is queued after the backoff */
   | "retry"
   /** fail: no attempt left, or a fatal error */
   | "dead_letter"
-  /** release: the step is queued again, no attempt spent (SQL `queued`) */
+  /** release: the step is queued again, no attempt spent */
   | "released"
-  /** the attempt is not the caller's any more: write nothing more for it (SQL `lost`, `lease_lost`) */
+  /** the attempt is not the caller's any more: write nothing more for it */
   | "lease_lost"
   /** the run or step was cancelled */
   | "cancelled";
 
-const OUTCOMES: Readonly<Record<string, Readonly<Record<string, Outcome>>>> = {
-  heartbeat: { ok: "held", lost: "lease_lost", cancelled: "cancelled" },
-  complete: { succeeded: "succeeded", failed: "result_refused", lease_lost: "lease_lost", cancelled: "cancelled" },
-  fail: { retry: "retry", dead_letter: "dead_letter", cancelled: "cancelled" },
-  release: { queued: "released", cancelled: "cancelled" },
-};
+/** The outcomes each family of functions may answer. */
+const OUTCOMES = {
+  heartbeat: ["held", "lease_lost", "cancelled"],
+  complete: ["succeeded", "result_refused", "lease_lost", "cancelled"],
+  fail: ["retry", "dead_letter", "cancelled"],
+  release: ["released", "cancelled"],
+} as const satisfies Record<string, readonly Outcome[]>;
 
-/** The {@link Outcome} of the SQL word `raw` in the answers of function family `family`. */
+/** The SQL word `raw` as an {@link Outcome}, checked against what function family `family` may answer. */
 export function outcomeOf(family: keyof typeof OUTCOMES, raw: string): Outcome {
-  const o = OUTCOMES[family]?.[raw];
-  if (o === undefined) throw new Error(`pgflight answered an outcome this library does not know: ${family} ${raw}`);
-  return o;
+  if (!(OUTCOMES[family] as readonly string[]).includes(raw)) {
+    throw new Error(`pgflight answered an outcome this library does not know: ${family} ${raw}`);
+  }
+  return raw as Outcome;
 }
 
 /** A step leased to this worker by a claim. */

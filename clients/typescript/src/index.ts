@@ -8,4 +8,5 @@ export * from "./dsn.js";
 export * from "./errors.js";
 export * from "./json.js";
 export * from "./recipes.js";
+export * from "./streams.js";
 export * from "./worker.js";

@@ -5,6 +5,7 @@
 import type { ChildResult, ClaimedStep, PgflightClient, SpawnResult, Child } from "./client.js";
 import { Cancelled, LeaseLost } from "./errors.js";
 import { type Json, toJsonText } from "./json.js";
+import { StreamWriter } from "./streams.js";
 
 /** Throw from a recipe to fail the step for good: dead letter, no retry. */
 export class Fatal extends Error {
@@ -111,6 +112,7 @@ export class StepContext<I = Json> {
   readonly attemptNo: number;
   readonly stepKey: string | null;
   readonly recipe: string;
+  private streams: Map<string, StreamWriter> | null = null;
 
   constructor(
     readonly claim: ClaimedStep,
@@ -202,6 +204,32 @@ export class StepContext<I = Json> {
     );
     if (res.decision === null) throw new Error(`gate ${key} answered without a decision`);
     return res.decision;
+  }
+
+  /**
+   * The writer of stream `channel` of this run (docs/streams.md): `ctx.stream("tokens").write("Hel")`.
+   * Chunks are batched (every `PGFLIGHT_STREAM_FLUSH_MS` ms, default 50, or 16 KiB) and written
+   * with this attempt's fencing token; the worker closes every channel when the recipe returns,
+   * fails or parks. Readers follow them with `stream_read` from any language.
+   *
+   * @return the same writer for the same channel.
+   */
+  stream(channel: string): StreamWriter {
+    this.streams ??= new Map();
+    let w = this.streams.get(channel);
+    if (w === undefined) {
+      w = new StreamWriter(channel, (ch, chunks) => this.client.streamWrite(this.attemptId, this.token, ch, chunks));
+      this.streams.set(channel, w);
+    }
+    return w;
+  }
+
+  /** Send every channel's queued chunks (the worker calls this when the recipe ends); never throws. */
+  async closeStreams(): Promise<void> {
+    for (const w of this.streams?.values() ?? []) {
+      await w.close();
+      if (w.error !== null) this.hooks.log("warn", `stream ${JSON.stringify(w.channel)}: last chunks not written: ${String(w.error)}`);
+    }
   }
 
   /**

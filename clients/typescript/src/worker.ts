@@ -160,7 +160,6 @@ export class Worker {
   private ticketLostAt = 0;
   /** The last claim came back full: more is ready. Completions then claim in the same statement. */
   private backlog = false;
-  private readonly group: string;
   private completions: { task: Task; text: string | null; resolve: () => void }[] = [];
   private flushing: Promise<void> | null = null;
   private signalHandler: (() => void) | null = null;
@@ -184,7 +183,6 @@ export class Worker {
     this.pool = new pg.Pool({ ...this.connConfig("pgflight-ts-worker"), max: opts.poolSize ?? 4 });
     this.pool.on("error", (e) => this.log("warn", `pool connection error: ${firstLine(e)}`));
     this.client = new PgflightClient(this.pool);
-    this.group = this.registry.names().join("\x1f");
   }
 
   private connConfig(applicationName: string): pg.ClientConfig {
@@ -347,8 +345,12 @@ export class Worker {
         stopped: () => (task.state === "lost" ? "lost" : task.state === "cancelled" ? "cancelled" : null),
         log: (level, message) => this.log(level, message),
       });
-      const value = await this.guarded(task, Promise.resolve().then(() => recipe.fn(ctx)));
-      outcome = { ok: true, value };
+      try {
+        const value = await this.guarded(task, Promise.resolve().then(() => recipe.fn(ctx)));
+        outcome = { ok: true, value };
+      } finally {
+        await ctx.closeStreams(); // the last batches go before the step ends (or parks)
+      }
     } catch (e) {
       outcome = { ok: false, error: e };
     }
@@ -589,8 +591,7 @@ export class Worker {
 
   /** The advisory lock key of `ticket` for this process's recipe group (signed 64 bits). */
   ticketKey(ticket: string): bigint {
-    const d = createHash("sha256").update(`pgflight-wake\x1f${this.group}\x1f${ticket}`).digest();
-    return d.readBigInt64BE(0);
+    return wakeTicketKey(this.registry.names(), ticket);
   }
 
   private async listenLoop(): Promise<void> {
@@ -769,6 +770,24 @@ export class Worker {
       }
     }
   }
+}
+
+/**
+ * The wake-ticket key every pgflight worker library derives (docs/worker_protocol.md §3), so
+ * processes of different languages serving the same recipes meet on one lock: the first 8 bytes
+ * of SHA-256 over the UTF-8 of `"pgflight-wake" US <recipe names sorted, joined by US> US ticket`
+ * (US = U+001F; names sorted by code point), read as a big-endian signed 64-bit integer. The engine then mixes in its secret
+ * and the login's lanes (`pgflight.wake_ticket_key`).
+ */
+export function wakeTicketKey(recipes: readonly string[], ticket: string): bigint {
+  const byCodePoint = (a: string, b: string) => {
+    const x = [...a].map((c) => c.codePointAt(0)!);
+    const y = [...b].map((c) => c.codePointAt(0)!);
+    for (let i = 0; i < Math.min(x.length, y.length); i++) if (x[i] !== y[i]) return x[i]! - y[i]!;
+    return x.length - y.length;
+  };
+  const group = [...recipes].sort(byCodePoint).join("\x1f");
+  return createHash("sha256").update(`pgflight-wake\x1f${group}\x1f${ticket}`, "utf8").digest().readBigInt64BE(0);
 }
 
 /** A claim row as jsonb (the ticket statement aggregates them, ids as text so none loses digits). */

@@ -24,7 +24,7 @@ test("the worker-lane functions round-trip bigint ids, jsonb arrays and one outc
     assert.ok(claim.leaseExpiresAt instanceof Date);
 
     const beats = await c.heartbeat(workerId, [{ attemptId: claim.attemptId, token: claim.fencingToken }]);
-    assert.deepEqual(beats.map((b) => [b.attemptId, b.outcome, b.raw]), [[claim.attemptId, "held", "ok"]]);
+    assert.deepEqual(beats.map((b) => [b.attemptId, b.outcome, b.raw]), [[claim.attemptId, "held", "held"]]);
 
     // a JS array as a jsonb result (node-postgres alone would send an array literal: 22P02)
     const receipt = await c.recordEffect(claim.attemptId, claim.fencingToken, "k", ["a", 1]);

@@ -2,7 +2,17 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { BadPayload, outcomeOf, parseKeyValueDsn, pgConfigFromDsn, Registry, toJsonText, Worker } from "../src/index.js";
+import {
+  BadPayload,
+  outcomeOf,
+  parseKeyValueDsn,
+  pgConfigFromDsn,
+  Registry,
+  StreamWriter,
+  toJsonText,
+  wakeTicketKey,
+  Worker,
+} from "../src/index.js";
 
 test("JSON the database would refuse is refused here, naming the path", () => {
   assert.equal(toJsonText([1, { a: "x" }]), '[1,{"a":"x"}]');
@@ -20,13 +30,15 @@ test("JSON the database would refuse is refused here, naming the path", () => {
   assert.throws(() => toJsonText("x".repeat(100), "r", 50), BadPayload);
 });
 
-test("every outcome word of the SQL API maps into the one vocabulary; an unknown word is an error", () => {
-  assert.equal(outcomeOf("heartbeat", "ok"), "held");
-  assert.equal(outcomeOf("heartbeat", "lost"), "lease_lost");
+test("the SQL API's one outcome vocabulary is checked per family; an unknown or another family's word is an error", () => {
+  assert.equal(outcomeOf("heartbeat", "held"), "held");
+  assert.equal(outcomeOf("heartbeat", "lease_lost"), "lease_lost");
   assert.equal(outcomeOf("complete", "lease_lost"), "lease_lost");
-  assert.equal(outcomeOf("complete", "failed"), "result_refused");
+  assert.equal(outcomeOf("complete", "result_refused"), "result_refused");
   assert.equal(outcomeOf("fail", "dead_letter"), "dead_letter");
-  assert.equal(outcomeOf("release", "queued"), "released");
+  assert.equal(outcomeOf("release", "released"), "released");
+  assert.throws(() => outcomeOf("release", "retry"), /does not know/);
+  assert.throws(() => outcomeOf("heartbeat", "ok"), /does not know/);
   for (const family of ["heartbeat", "complete", "fail", "release"] as const) {
     assert.equal(outcomeOf(family, "cancelled"), "cancelled");
   }
@@ -57,9 +69,40 @@ test("a wake ticket's key depends on the recipe group and the ticket, as a signe
   assert.notEqual(k, b.ticketKey("123"));
 });
 
+test("the wake-ticket key is the shared derivation: docs/worker_protocol.md's test vectors", () => {
+  assert.equal(wakeTicketKey(["noop"], "123"), -1071107197322973696n);
+  assert.equal(wakeTicketKey(["b", "a", "\u00e9"], "relay.7.1"), 7485424639200065680n);
+  assert.equal(wakeTicketKey(["fan_out", "child"], "99999999"), 7163396157066252055n);
+  const w = new Worker({ registry: new Registry().add("noop", () => null), connectionString: "host=h", handleSignals: false });
+  assert.equal(w.ticketKey("123"), -1071107197322973696n);
+});
+
 test("a recipe name is registered once", () => {
   const r = new Registry().add("a", () => null);
   assert.throws(() => r.add("a", () => null), /twice/);
   assert.throws(() => r.add(" b", () => null), /blank or padded/);
   assert.deepEqual(r.names(), ["a"]);
+});
+
+test("a stream writer batches chunks into one call, in order, and throws a failed batch's error on the next write", async () => {
+  const sent: string[][] = [];
+  let fail = false;
+  const w = new StreamWriter("tokens", async (_ch, chunks) => {
+    if (fail) throw new Error("lease lost");
+    sent.push(chunks);
+    return { firstSeq: 1n, lastSeq: BigInt(sent.flat().length), totalBytes: 0n };
+  });
+  w.write("Hel", "lo");
+  w.write({ n: 1 });
+  await w.flush();
+  assert.deepEqual(sent, [["Hel", "lo", '{"n":1}']]);
+  assert.equal(w.lastSeq, 3n);
+  fail = true;
+  w.write("x");
+  await assert.rejects(w.flush(), /lease lost/);
+  fail = false;
+  w.write("after");
+  await w.close();
+  assert.deepEqual(sent.at(-1), ["after"]);
+  assert.throws(() => w.write("late"), /closed/);
 });

@@ -68,3 +68,38 @@ class Typed(BaseModel):
 @recipe("typed", input=Typed)
 def typed(ctx: StepContext) -> Any:
     return {"n": ctx.input.n}
+
+
+@recipe("approval")
+def approval(ctx: StepContext) -> Any:
+    decision = ctx.request_approval(str(ctx.input["gate"]), {"asked_by": "conformance"})
+    return {"decision": decision, "attempt": ctx.attempt_no}
+
+
+@recipe("wait_event")
+def wait_event(ctx: StepContext) -> Any:
+    payload = ctx.wait_event(str(ctx.input["name"]), str(ctx.input["key"]))
+    return {"payload": payload, "attempt": ctx.attempt_no}
+
+
+@recipe("slow")
+def slow(ctx: StepContext) -> Any:
+    progress = ctx.stream("progress")
+    progress.write(f"start {ctx.attempt_no}")
+    progress.flush()
+    time.sleep(float(ctx.input["seconds"]))  # heedless of a lost lease: its later writes must be refused
+    progress.write(f"end {ctx.attempt_no}")
+    progress.flush()
+    receipt = ctx.effect("done", lambda: {"by_attempt": ctx.attempt_no})
+    return {"receipt": receipt, "attempt": ctx.attempt_no}
+
+
+@recipe("hang")
+def hang(ctx: StepContext) -> Any:
+    time.sleep(3600)  # a hung call: only the deadline ends this attempt
+    return {"hung": False}
+
+
+@recipe("invalid_result")
+def invalid_result(ctx: StepContext) -> Any:
+    return {"bad": "nul\u0000"}  # jsonb refuses U+0000

@@ -497,7 +497,7 @@ def heartbeat(
     """
     Renew the leases of every attempt this worker holds, in one call.
 
-    :return: per attempt 'ok', 'cancelled' (stop; release_step) or 'lost' (abandon, write nothing).
+    :return: per attempt 'held', 'cancelled' (stop; release_step) or 'lease_lost' (abandon, write nothing).
     :raises UnknownWorker: unknown or stopped worker (ZF010).
     """
     return _rows(
@@ -663,7 +663,7 @@ def release_step(
 
     :param retry_after_s: seconds (0 to 2592000) before the step may be claimed again, on the
         server's clock (a rate limit's Retry-After); None: at once.
-    :return: the new status, queued or cancelled.
+    :return: outcome released (queued again, no attempt spent) or cancelled.
     :raises LeaseLost: ZF001. :raises BadArgument: 22023, retry_after_s out of range.
     """
     return _fenced(
@@ -877,7 +877,7 @@ def complete_step_text(
     alone instead of failing the call.
 
     :param result: the result as JSON text, or None (SQL NULL).
-    :return: the new status, succeeded or failed (the result was refused; not retried).
+    :return: outcome succeeded or result_refused (the step dead-lettered; not retried).
     :raises LeaseLost: ZF001 (after logging the refusal). :raises Cancelled: ZF002.
     """
     return _fenced(

@@ -59,14 +59,15 @@ declare
   v_n integer;
 begin
   perform pg_catalog.pg_stat_clear_snapshot();  -- pg_stat_activity as of now, not of the transaction's first read
-  select a.backend_start into v_started from pg_catalog.pg_stat_activity a where a.pid = pg_catalog.pg_backend_pid();
+  -- backend start times through _backend_started_at (pgflight_privileged's: another role's backend
+  -- shows its start only to pg_read_all_stats, which the owner does not hold)
+  v_started := pgflight._backend_started_at(pg_catalog.pg_backend_pid());
   if p_take then
     update pgflight.engine_locks l set holder_pid = pg_catalog.pg_backend_pid(), holder_started_at = v_started
      where l.scope = 'sweep_loop'
        and (l.holder_pid is null
             or (l.holder_pid = pg_catalog.pg_backend_pid() and l.holder_started_at = v_started)
-            or not exists (select from pg_catalog.pg_stat_activity a
-                            where a.pid = l.holder_pid and a.backend_start = l.holder_started_at));
+            or pgflight._backend_started_at(l.holder_pid) is distinct from l.holder_started_at);
   else
     update pgflight.engine_locks l set holder_pid = null, holder_started_at = null
      where l.scope = 'sweep_loop' and l.holder_pid = pg_catalog.pg_backend_pid() and l.holder_started_at = v_started;

@@ -14,7 +14,7 @@ set local role pgflight_owner;
 -- arrays (attempt ids ascending, their tokens, their results; empty arrays: nothing to complete).
 -- Returns first one row per claimed step (claim_batch's columns, in claim order; outcome null),
 -- then one row per attempt given, in the order given (attempt_id and outcome: succeeded |
--- lease_lost | cancelled | failed, as complete_batch's; the claim's other columns null).
+-- lease_lost | cancelled | result_refused, as complete_batch's; the claim's other columns null).
 -- Atomic: when either part raises, nothing of the other is kept.
 -- Locking: the claim first (the caller's workers row, then the ready attempts FOR UPDATE SKIP
 -- LOCKED), then the completion's held attempts in id order: the worker row before attempts, the
@@ -50,7 +50,7 @@ end
 $$;
 comment on function pgflight.complete_and_claim(bigint, bigint[], bigint[], jsonb[], integer, double precision, text[], jsonb) is
   'claim_batch then complete_batch in one transaction: the claimed steps (outcome null), then one '
-  'outcome per attempt given (succeeded | lease_lost | cancelled | failed). Errors: those of '
+  'outcome per attempt given (succeeded | lease_lost | cancelled | result_refused). Errors: those of '
   'claim_batch (22023, ZF005, ZF010) and complete_batch (22023).';
 grant execute on function pgflight.complete_and_claim(bigint, bigint[], bigint[], jsonb[], integer, double precision, text[], jsonb) to pgflight_worker;
 

@@ -13,7 +13,7 @@ set local role pgflight_owner;
 -- overload, which a worker in any language can use to send results as JSON text — a text
 -- PostgreSQL refuses as jsonb (a bare NaN or Infinity, \u0000, malformed JSON). That attempt
 -- fails at once, not retryable (dead letter, reason result_refused, its error the real one with
--- SQLSTATE, ZF005 for the size), outcome 'failed'; the others complete. The check is set-based;
+-- SQLSTATE, ZF005 for the size), outcome 'result_refused'; the others complete. The check is set-based;
 -- the text[] overload casts the whole array in one statement and parses element by element only
 -- when that cast fails.
 -- An attempt given with a token that is not its current one, or unknown, answers lease_lost; so does
@@ -83,7 +83,7 @@ begin
 end
 $$;
 comment on function pgflight.complete_batch(bigint[], bigint[], jsonb[]) is
-  'Complete many held attempts; per row outcome succeeded | lease_lost | cancelled | failed (its result '
+  'Complete many held attempts; per row outcome succeeded | lease_lost | cancelled | result_refused (its result '
   'refused: over settings.max_result_bytes or nested deeper than settings.max_json_depth; that step '
   'dead-letters alone); an attempt not held by the login''s own workers is lease_lost for its row alone. '
   'Errors: 22023 (lengths differ, a NULL).';

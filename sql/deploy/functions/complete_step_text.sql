@@ -8,8 +8,8 @@ set local role pgflight_owner;
 -- language hand over whatever its recipe returned. A result PostgreSQL refuses, or one over
 -- settings.max_result_bytes, fails the step alone and not retryable (reason result_refused, the
 -- error says why: message and sqlstate), as complete_batch's text form does; any other result
--- completes the step exactly as complete_step. Returns the attempt and its new status, succeeded
--- or failed. Errors: ZF001 lease lost, ZF002 cancelled, ZF003 unknown attempt, ZF012 the attempt
+-- completes the step exactly as complete_step. Returns the attempt and its outcome, succeeded or
+-- result_refused (the step dead-lettered; the words every batch function shares). Errors: ZF001 lease lost, ZF002 cancelled, ZF003 unknown attempt, ZF012 the attempt
 -- is held by another login's worker (nothing written by a refused call).
 -- Locking: complete_step's, or _complete_refusing's (the attempt, then what its failure ends).
 create or replace function pgflight.complete_step_text(p_attempt_id bigint, p_token bigint, p_result text)
@@ -40,15 +40,15 @@ begin
   end if;
   select r.outcome into v_outcome
     from pgflight._complete_refusing(array[p_attempt_id], array[p_token], array[null::jsonb], array[v_error]) r;
-  if v_outcome is distinct from 'failed' then
+  if v_outcome is distinct from 'result_refused' then
     perform pgflight._reject_write(p_attempt_id, p_token, 'complete_step_text');
   end if;
-  return query select p_attempt_id, 'failed'::text;
+  return query select p_attempt_id, 'result_refused'::text;
 end
 $$;
 comment on function pgflight.complete_step_text(bigint, bigint, text) is
   'Complete a held attempt with its result as JSON text: a result PostgreSQL refuses (\u0000, NaN, malformed, '
-  'over max_result_bytes) fails the step (status failed, not retried). Errors: ZF001, ZF002, ZF003, ZF012.';
+  'over max_result_bytes) dead-letters the step (outcome result_refused, not retried). Errors: ZF001, ZF002, ZF003, ZF012.';
 grant execute on function pgflight.complete_step_text(bigint, bigint, text) to pgflight_worker;
 
 commit;

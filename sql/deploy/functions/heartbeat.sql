@@ -5,10 +5,11 @@ set local role pgflight_owner;
 -- Renew, in one call, the leases of every attempt a worker holds. p_attempt_ids and p_tokens
 -- are parallel arrays. A lease is renewed (by the attempt's own lease_s, seconds) only when the
 -- attempt is still claimed or running, owned by this worker and carries this token (invariant 3).
--- Returns one row per attempt asked about: status 'ok' (renewed), 'cancelled' (stop the work and
--- release_step to acknowledge) or 'lost' (reclaimed, timed out or finished: abandon it and write
--- nothing). Never raises for a lost lease. An attempt of another worker, or outside the login's
--- worker lanes, answers lost, as an unknown one does. Errors: 22023 arrays of different lengths,
+-- Returns one row per attempt asked about, in the per-row outcome words every batch function
+-- shares (docs/worker_protocol.md): status 'held' (renewed), 'cancelled' (stop the work and
+-- release_step to acknowledge) or 'lease_lost' (reclaimed, timed out or finished: abandon it and
+-- write nothing). Never raises for a lost lease. An attempt of another worker, or outside the
+-- login's worker lanes, answers lease_lost, as an unknown one does. Errors: 22023 arrays of different lengths,
 -- a NULL worker id, a NULL element of either array or an array of more than one dimension (the
 -- fence's rule: internals/_fencing; the whole call is refused, nothing renewed), ZF010 unknown
 -- or stopped worker.
@@ -65,10 +66,10 @@ begin
   -- this heartbeat waited for its row lock reads as cancelled, not lost.
   return query
   select q.attempt_id,
-         case when n.i is not null then 'ok'
+         case when n.i is not null then 'held'
               when a.status = 'cancel_requested' and a.fencing_token = q.token and a.worker_id = p_worker_id
                 then 'cancelled'
-              else 'lost' end,
+              else 'lease_lost' end,
          v_until[n.i]
     from unnest(p_attempt_ids, p_tokens) as q(attempt_id, token)
     left join lateral (select i from generate_subscripts(v_ok, 1) as i
@@ -77,7 +78,7 @@ begin
 end
 $$;
 comment on function pgflight.heartbeat(bigint, bigint[], bigint[]) is
-  'Renew the leases a worker holds; per attempt ok | cancelled | lost. Errors: 22023 (lengths differ, a NULL), ZF010.';
+  'Renew the leases a worker holds; per attempt held | cancelled | lease_lost. Errors: 22023 (lengths differ, a NULL), ZF010.';
 grant execute on function pgflight.heartbeat(bigint, bigint[], bigint[]) to pgflight_worker;
 
 commit;

@@ -9,8 +9,8 @@ set local role pgflight_owner;
 -- Options (docs/options.md): retry_after_s (seconds, 0 to 2592000, default 0): the step is queued
 -- but claimable only that many seconds from now, on the server's clock (a step given back after a
 -- rate limit keeps the server's Retry-After as its earliest next claim; no attempt is spent).
--- Returns the new status (queued or cancelled). Errors: ZF001 lease lost, ZF003 unknown attempt,
--- 22023 bad options.
+-- Returns the outcome (released: queued again, or cancelled; the words every batch function shares).
+-- Errors: ZF001 lease lost, ZF003 unknown attempt, 22023 bad options.
 -- Lock order (docs/locking.md): acknowledging a cancel ends the step, and under a fail-fast parent
 -- still waiting for its children that end dead-letters the parent and cancels the siblings. So on
 -- that path the subtree its end may cancel is locked first, deepest first then id (_lock_cascade,
@@ -64,11 +64,11 @@ begin
   if v_after = 0 then
     perform pgflight._notify_ready();  -- a later claim is found by the workers' poll
   end if;
-  return query select p_attempt_id, 'queued'::text;
+  return query select p_attempt_id, 'released'::text;
 end
 $$;
 comment on function pgflight.release_step(bigint, bigint, text, jsonb) is
-  'Return a held attempt to queued (no attempt spent), or acknowledge a cancel. Options (docs/options.md): '
+  'Return a held attempt to queued (no attempt spent), or acknowledge a cancel; outcome released | cancelled. Options (docs/options.md): '
   'retry_after_s (seconds, 0 to 2592000: claimable only then). Errors: ZF001, ZF003, 22023.';
 grant execute on function pgflight.release_step(bigint, bigint, text, jsonb) to pgflight_worker;
 

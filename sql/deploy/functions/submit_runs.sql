@@ -373,7 +373,7 @@ begin
       from unnest(v_run_ids, v_step_ids, v_attempt_ids, v_recipe, v_g) as u(run_id, step_id, attempt_id, recipe, g);
   end if;
   if v_srr is not null then
-    perform pg_catalog.set_config('session_replication_role', v_srr, true);
+    perform pgflight._row_triggers_on(v_srr);  -- a definer of pgflight_privileged: the owner may not set it
   end if;
   v_created := v_i;
   if v_common then

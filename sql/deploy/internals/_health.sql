@@ -2,21 +2,25 @@
 -- Defines: _vacuum_horizon().
 -- What engine_health reads about the server (issue 18). pg_stat_activity shows another role's
 -- backend_xmin and xact_start only to a member of pg_read_all_stats, and a view's function calls
--- run as the reader, so this is SECURITY DEFINER, owned by pgflight_owner, which this change makes
--- a member of pg_read_all_stats (when the installer may grant it; else a WARNING, and the horizon
--- shows only the owner's own sessions). Granted to the operator and reader lanes through the view
--- only: it returns numbers, never a query text or a user name.
+-- run as the reader, so this is SECURITY DEFINER. Its owner holds pg_read_all_stats: the first
+-- instance of this change granted it to pgflight_owner; roles/pgflight_privileged moves both the
+-- grant and this function to pgflight_privileged (NOLOGIN, no member), so the deploy login (a
+-- member of pgflight_owner) inherits no cluster-wide statistics. Granted to the operator and
+-- reader lanes through the view only: it returns numbers, never a query text or a user name.
 begin;
 
+-- As pgflight_owner, unless the function is pgflight_privileged's (roles/pgflight_privileged, a
+-- superuser's deploy): then the deployer, a superuser as only one could hand it over, replaces
+-- it as itself and it stays pgflight_privileged's (CREATE OR REPLACE keeps the owner; as
+-- pgflight_owner this failed with "must be owner").
 do $$
 begin
-  grant pg_read_all_stats to pgflight_owner;
-exception when insufficient_privilege then
-  raise warning 'pgflight: cannot grant pg_read_all_stats to pgflight_owner; engine_health will not see other roles'' transactions';
+  if (select pg_catalog.pg_get_userbyid(p.proowner) from pg_catalog.pg_proc p
+       where p.oid = pg_catalog.to_regprocedure('pgflight._vacuum_horizon()')) is distinct from 'pgflight_privileged' then
+    perform pg_catalog.set_config('role', 'pgflight_owner', true);
+  end if;
 end
 $$;
-
-set local role pgflight_owner;
 
 -- The oldest snapshot holding back vacuum in the cluster: a backend's xmin (an open transaction or
 -- snapshot, e.g. a client that left a REPEATABLE READ transaction open), a prepared transaction or

@@ -863,7 +863,7 @@ begin
       $q$ using v_q_ids, v_q_steps, v_q_runs, v_q_nos, v_q_recipes, v_q_prios, v_q_ws, v_q_keys, v_q_limits,
                 v_q_events, v_q_delays, p_now;
       if v_srr is not null then
-        perform pg_catalog.set_config('session_replication_role', v_srr, true);
+        perform pgflight._row_triggers_on(v_srr);  -- a definer of pgflight_privileged: the owner may not set it
       end if;
       v_count := v_count + v_n;
       if v_notify then
@@ -1098,7 +1098,7 @@ comment on function pgflight._complete_many(bigint[], bigint[], jsonb[], timesta
 -- stored (refused by the jsonb parser, too large). That attempt, if still held with its token,
 -- fails at once and for good (_fail_attempt, not retryable: dead letter, reason result_refused,
 -- the real error kept); the others complete through _complete_many as usual. Outcome per row,
--- in the order given: succeeded | failed | lease_lost | cancelled (stale rows logged).
+-- in the order given: succeeded | result_refused | lease_lost | cancelled (stale rows logged).
 -- Lock order (docs/locking.md): a refused row ends its step, and that end may cancel a subtree (a
 -- waiting fail-fast ancestor's, or its own children's). So first, for each refused row still held
 -- with its token (id order), the live attempts of that subtree, deepest first then id
@@ -1147,7 +1147,7 @@ begin
     if found then
       perform pgflight._fail_attempt(p_attempt_ids[v_i], v_status, 'failed', p_errors[v_i], false, null,
                                      'result_refused');
-      v_out[v_i] := 'failed';
+      v_out[v_i] := 'result_refused';
     end if;
   end loop;
   select array_agg(q.ord order by q.ord) into v_rest
