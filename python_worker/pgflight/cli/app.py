@@ -172,17 +172,18 @@ def db_status() -> None:
 
 
 def _deployed(conn: psycopg.Connection[tuple[object, ...]]) -> str:
-    if conn.execute("select to_regclass('sqitch.changes') is not null").fetchone() != (True,):
-        return f"not deployed (run `{command_name()} migrate`)"
     # the release is the newest deployed tag of sqitch.plan (@v0.9.0); changes deployed after it
     # are unreleased work (a development checkout)
-    row = conn.execute(
-        "with t as (select tag, committed_at from sqitch.tags where project = 'pgflight'"
-        "            order by committed_at desc limit 1)"
-        " select count(*), (array_agg(c.change order by c.committed_at desc))[1], (select tag from t),"
-        "        count(*) filter (where c.committed_at > (select committed_at from t))"
-        "   from sqitch.changes c where c.project = 'pgflight'"
-    ).fetchone()
+    try:
+        if conn.execute("select to_regclass('sqitch.changes') is not null").fetchone() != (True,):
+            return f"not deployed (run `{command_name()} migrate`)"
+        row = _registry(conn)
+    except psycopg.errors.InsufficientPrivilege:
+        # sqitch's registry is the installer's: an operator or reader login may not read it
+        deployed = conn.execute("select to_regnamespace('pgflight') is not null").fetchone() == (True,)
+        if not deployed:
+            return f"not deployed (run `{command_name()} migrate`)"
+        return "deployed (sqitch's registry is the installer's: this login may not read which changes)"
     if not row or not row[0]:
         return f"not deployed (run `{command_name()} migrate`)"
     count, last, tag, after = row
@@ -190,6 +191,17 @@ def _deployed(conn: psycopg.Connection[tuple[object, ...]]) -> str:
         return f"{count} changes deployed, last {last}"
     later = f" and {after} later change{'' if after == 1 else 's'}" if after else ""
     return f"release {tag}{later} ({count} changes deployed, last {last})"
+
+
+def _registry(conn: psycopg.Connection[tuple[object, ...]]) -> tuple[object, ...] | None:
+    """sqitch's registry of the pgflight project: (changes, the last, the newest tag, changes after it)."""
+    return conn.execute(
+        "with t as (select tag, committed_at from sqitch.tags where project = 'pgflight'"
+        "            order by committed_at desc limit 1)"
+        " select count(*), (array_agg(c.change order by c.committed_at desc))[1], (select tag from t),"
+        "        count(*) filter (where c.committed_at > (select committed_at from t))"
+        "   from sqitch.changes c where c.project = 'pgflight'"
+    ).fetchone()
 
 
 @db_app.command("url")

@@ -302,7 +302,7 @@ def submit(
         db.create_workspace(c, workspace)
         r = db.submit_run(c, workspace, recipe, value, idempotency_key=key, options=options)
         if r.created:
-            _warn(cli, state.unserved(c, [recipe]) or [])
+            _warn(cli, state.unserved(c, [recipe]))
     if cli.json:
         _dump(r)
     else:
@@ -349,7 +349,7 @@ def _submit_jsonl(
                 flush()
         flush()
         if made:
-            _warn(cli, state.unserved(c, sorted(recipes)) or [])
+            _warn(cli, state.unserved(c, sorted(recipes)))
     if cli.json:
         _dump(rows)
     else:
@@ -515,7 +515,7 @@ def show(run: RunArg, as_json: JsonOpt = False) -> None:
         live = state.live_steps(c, run)
         gates = state.pending_gates(c, run) if any(s.status == "awaiting_approval" for s in live) else []
         waiting = [s.recipe for s in live if s.state in ("queued", "waiting (backoff)", "waiting (delay)")]
-        unserved = state.unserved(c, waiting) or []
+        unserved = state.unserved(c, waiting)
         caps = flow.workspace_flow(c, st.workspace)
     live_of = {s.step_id: s for s in live}
     run_state = state.run_state(st.status, live)
@@ -849,7 +849,7 @@ def watch(
                             soft_wrap=True,
                         )
                 waiting = [s.recipe for s in live if s.state == "queued" and s.recipe not in warned]
-                unserved = state.unserved(c, waiting) or []
+                unserved = state.unserved(c, waiting)
                 warned.update(unserved)
                 _warn(cli, unserved)
                 now = time.monotonic()
@@ -973,7 +973,9 @@ def dead_letters(
 
 
 def workers(
-    include_stopped: Annotated[bool, typer.Option("--all", "-a", help="Also the stopped ones.")] = False,
+    include_stopped: Annotated[
+        bool, typer.Option("--all", "-a", help="Also the ones stopped in the last hour.")
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """
