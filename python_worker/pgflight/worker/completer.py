@@ -46,6 +46,7 @@ class Completer:
         self,
         *,
         held: HeldSet,
+        loop: asyncio.AbstractEventLoop,
         control: Lane,
         claim_with: CompleteAndClaim,
         wants_claim: Callable[[], bool],
@@ -53,6 +54,7 @@ class Completer:
         unknown_worker: Callable[[], None],
     ) -> None:
         self.held = held
+        self._loop = loop
         self.control = control  # retried for a lease (lease_s)
         self.pending: list[Pending] = []
         self.flush = asyncio.Event()
@@ -70,7 +72,7 @@ class Completer:
                 "attempt %s finished after it was %s: result discarded", held.claim.attempt_id, held.state
             )
             return
-        fut: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        fut: asyncio.Future[str] = self._loop.create_future()
         self.pending.append((held, result, text, fut))
         self.flush.set()
         try:
@@ -188,8 +190,8 @@ class Completer:
         if not self.pending:
             return
         self.flush.set()
-        deadline = asyncio.get_running_loop().time() + timeout_s
-        while self.pending and asyncio.get_running_loop().time() < deadline:
+        deadline = self._loop.time() + timeout_s
+        while self.pending and self._loop.time() < deadline:
             await asyncio.sleep(0.01)
 
     # --- failures and releases ---------------------------------------------------------------

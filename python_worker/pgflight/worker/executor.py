@@ -106,12 +106,9 @@ class Executor:
         completer = self.completer
         span = None
         try:
-            stored = (
-                await self.control.within(30.0).run(db.run_trace_context, claim.run_id)
-                if tracing.enabled()
-                else None
-            )
-            span = tracing.start_attempt(claim, self.name, self._worker_id(), stored)
+            if tracing.enabled():
+                stored = await self.control.within(30.0).run(db.run_trace_context, claim.run_id)
+                span = tracing.start_attempt(claim, self.name, self._worker_id(), stored)
             # claimed with start=True: the attempt is already running, no start_step round trip
             recipe = self.registry.get(claim.recipe)
             if recipe is None:

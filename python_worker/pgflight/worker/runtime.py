@@ -265,6 +265,7 @@ class Worker:
         )
         completer = Completer(
             held=self.held,
+            loop=loop,
             control=control,
             claim_with=producer.complete_and_claim,
             wants_claim=producer.wants_claim,
