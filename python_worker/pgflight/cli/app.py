@@ -171,6 +171,19 @@ def db_status() -> None:
         cli.out.print(f"schema: {_deployed(conn)}", soft_wrap=True)
 
 
+def _need_extra(extra: str, what: str) -> None:
+    """Refuse in one line when an extra's packages are not installed (the engine package alone lacks them)."""
+    import importlib.util
+
+    modules = {"inspector": ("starlette", "uvicorn", "jinja2", "prometheus_client", "multipart")}[extra]
+    missing = [m for m in modules if importlib.util.find_spec(m) is None]
+    if missing:
+        raise CliError(
+            f"{what} needs the packages of pgflight[{extra}] (missing: {', '.join(missing)})",
+            hint=f"pip install 'pgflight[{extra}]'",
+        )
+
+
 def _deployed(conn: psycopg.Connection[tuple[object, ...]]) -> str:
     # the release is the newest deployed tag of sqitch.plan (@v0.9.0); changes deployed after it
     # are unreleased work (a development checkout)
@@ -329,6 +342,7 @@ def ui_cmd(
     ] = None,
 ) -> None:
     """Open the run inspector: runs, steps, transcripts, dead letters, approvals, workers, queues, costs."""
+    _need_extra("inspector", "the inspector")
     from pgflight.inspector import guard, serve
 
     cli = current()
@@ -370,6 +384,7 @@ def metrics_cmd(
     ] = None,
 ) -> None:
     """Serve Prometheus metrics of the database on /metrics."""
+    _need_extra("inspector", "the metrics endpoint")
     from pgflight.inspector import guard, serve_metrics
     from pgflight.inspector.metrics import check_metrics_bind
 
