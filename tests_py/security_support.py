@@ -379,6 +379,8 @@ CALLS: dict[str, Call] = {
     "dead_letter_page": lambda w: ("select * from pgflight.dead_letter_page(null, 50)", []),
     "pending_approvals": lambda w: ("select * from pgflight.pending_approvals(50)", []),
     "worker_list": lambda w: ("select * from pgflight.worker_list(50)", []),
+    "run_waits": lambda w: ("select * from pgflight.run_waits(%s)", [w.submit()["run_id"]]),
+    "unserved_recipes": lambda w: ("select * from pgflight.unserved_recipes('{noop,other}')", []),
     "queue_depths": lambda w: ("select * from pgflight.queue_depths()", []),
     "cost_by_day": lambda w: ("select * from pgflight.cost_by_day(7)", []),
     "metrics_snapshot": lambda w: ("select * from pgflight.metrics_snapshot(0, 1000)", []),

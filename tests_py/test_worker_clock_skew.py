@@ -20,7 +20,7 @@ from typing import Any
 import psycopg
 import pytest
 
-import pgflight.worker
+import pgflight.worker.executor
 from conftest import Logins
 from pgflight import db
 from pgflight.recipes import Registry, StepContext
@@ -70,7 +70,7 @@ def _skew_host_clock(monkeypatch: pytest.MonkeyPatch, skew_s: float) -> None:
         def utcnow(cls) -> Any:
             return datetime.utcnow() + timedelta(seconds=skew_s)
 
-    monkeypatch.setattr(pgflight.worker, "datetime", SkewedDatetime)
+    monkeypatch.setattr(pgflight.worker.executor, "datetime", SkewedDatetime)
     monkeypatch.setattr(time, "time", lambda: real_time() + skew_s)
 
 

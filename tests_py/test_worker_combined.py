@@ -17,7 +17,7 @@ import psycopg
 import pytest
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-import pgflight.worker
+import pgflight.worker.executor
 from pgflight import db
 from pgflight.recipes import Registry, StepContext
 from pgflight.worker import Worker
@@ -151,7 +151,8 @@ def test_a_bad_result_in_a_combined_batch_fails_alone_and_the_rest_completes(
     """The worker's own check skipped: the server refuses the batch that carries a NaN result, and
     the claim sent with it; the batch is completed one by one (only the NaN step fails) and the
     queued steps behind it are claimed and complete, each once."""
-    monkeypatch.setattr(pgflight.worker, "check_json", lambda value, **kw: json.dumps(value))  # NaN passes
+    # NaN passes the worker's own check
+    monkeypatch.setattr(pgflight.worker.executor, "check_json", lambda value, **kw: json.dumps(value))
     started = 0
     together = asyncio.Event()
 

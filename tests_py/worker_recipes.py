@@ -14,10 +14,10 @@ from pgflight.recipes import StepContext, recipe
 if os.environ.get("WORKER_TEST_SKIP_RESULT_CHECK"):
     # A worker whose own check misses a bad result: the server's refusal of the batch must still
     # harm only the bad row (the worker completes the batch row by row).
-    import pgflight.worker
+    import pgflight.worker.executor
 
     # its text is json.dumps' own, NaN included (the check would have refused it)
-    pgflight.worker.check_json = lambda value, **kw: json.dumps(value)  # type: ignore[assignment]
+    pgflight.worker.executor.check_json = lambda value, **kw: json.dumps(value)  # type: ignore[assignment]
 
 
 class Charge(BaseModel):

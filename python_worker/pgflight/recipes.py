@@ -36,17 +36,33 @@ import logging
 import threading
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, Protocol, TypeVar
 
 from pydantic import BaseModel
 
 from pgflight import errors, models
 
 log = logging.getLogger("pgflight.recipes")
+if TYPE_CHECKING:
+    from pgflight.db import Connection
+
 T = TypeVar("T")
+P = ParamSpec("P")
 
 RecipeFn = Callable[["StepContext"], Any] | Callable[["StepContext"], Awaitable[Any]]
-DbCall = Callable[..., Any]
+
+
+class DbCall(Protocol):
+    """
+    How a step context calls the database: ``call(fn, *args, **kwargs)`` runs ``fn(conn, *args,
+    **kwargs)`` on a connection (the worker's: :class:`pgflight.worker.calls.Lane`, with its
+    reconnect-and-retry policy). Typed by `fn`: the fencing token and the other arguments are
+    checked against the ``pgflight.db`` function's own signature.
+    """
+
+    def __call__(
+        self, fn: Callable[Concatenate[Connection, P], T], /, *args: P.args, **kwargs: P.kwargs
+    ) -> T: ...
 
 
 class Fatal(Exception):
@@ -283,7 +299,7 @@ class StepContext:
     def log(self, logger: logging.Logger | logging.LoggerAdapter[logging.Logger]) -> None:
         self._log = logger
 
-    def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    def call(self, fn: Callable[Concatenate[Connection, P], T], /, *args: P.args, **kwargs: P.kwargs) -> T:
         """
         Run one client function (a `pgflight.db` function taking a connection first) on the
         worker's pool, with its reconnect-and-retry policy; for step types built on the SQL API,
@@ -293,8 +309,7 @@ class StepContext:
         :return: what `fn` returns.
         :raises PgflightError: as `fn` raises it.
         """
-        result: T = self._call(fn, *args, **kwargs)
-        return result
+        return self._call(fn, *args, **kwargs)
 
     # --- cancellation ------------------------------------------------------------------------
 
@@ -326,14 +341,14 @@ class StepContext:
         self.check_cancelled()
         res: models.SpawnResult = self._parking(
             lambda: self._call(
-                _db().spawn_children, self.attempt_id, self.token, list(children), fail_fast=fail_fast
+                db.spawn_children, self.attempt_id, self.token, list(children), fail_fast=fail_fast
             )
         )
         return res
 
     def children(self) -> list[models.ChildResult]:
         """The children's status, result and error, in key order."""
-        return list(self._call(_db().children_results, self.step_id))
+        return list(self._call(db.children_results, self.step_id))
 
     # --- approvals ---------------------------------------------------------------------------
 
@@ -378,7 +393,7 @@ class StepContext:
         self.check_cancelled()
         res: models.ApprovalRequest = self._parking(
             lambda: self._call(
-                _db().request_approval,
+                db.request_approval,
                 self.attempt_id,
                 self.token,
                 key,
@@ -406,9 +421,7 @@ class StepContext:
         :raises Parked: the step now sleeps; it runs again from the top when due.
         """
         self.check_cancelled()
-        self._parking(
-            lambda: self._call(_db().wait_timer, self.attempt_id, self.token, f"sleep:{key}", seconds)
-        )
+        self._parking(lambda: self._call(db.wait_timer, self.attempt_id, self.token, f"sleep:{key}", seconds))
 
     def wait_event(
         self,
@@ -437,7 +450,7 @@ class StepContext:
         self.check_cancelled()
         res: models.EventWait = self._parking(
             lambda: self._call(
-                _db().wait_event,
+                db.wait_event,
                 self.attempt_id,
                 self.token,
                 wait_key or f"event:{name}:{key}",
@@ -449,7 +462,7 @@ class StepContext:
         )
         return res.payload
 
-    def _parking(self, fn: Callable[[], Any]) -> Any:
+    def _parking(self, fn: Callable[[], T]) -> T:
         # Mark the attempt as finishing before a call that may park it, so the heartbeat thread
         # does not take the parked attempt (no longer leased) for a lost lease.
         if not self._on_park():
@@ -485,7 +498,7 @@ class StepContext:
         if writer is None:
             writer = StreamWriter(
                 channel,
-                lambda ch, chunks: self._call(_db().stream_write, self.attempt_id, self.token, ch, chunks),
+                lambda ch, chunks: self._call(db.stream_write, self.attempt_id, self.token, ch, chunks),
             )
             self._streams[channel] = writer
         return writer
@@ -522,7 +535,7 @@ class StepContext:
         """
         from pgflight.db.payload import DEFAULT_MAX_BYTES, BadPayload, check_json, clean_text
 
-        found = self._call(_db().find_effect, self.step_id, key)
+        found = self._call(db.find_effect, self.step_id, key)
         if found is not None:
             self.log.info("effect %r already happened (attempt %s): not repeating it", key, found.attempt_id)
             return found.result
@@ -534,9 +547,7 @@ class StepContext:
                 what=f"the receipt of effect {key!r}",
                 max_bytes=self.max_receipt_bytes or DEFAULT_MAX_BYTES,
             )
-            rec: models.RecordedEffect = self._call(
-                _db().record_effect, self.attempt_id, self.token, key, value
-            )
+            rec: models.RecordedEffect = self._call(db.record_effect, self.attempt_id, self.token, key, value)
         except errors.LeaseLost:
             raise  # the token was never this attempt's: nothing recorded, nothing this holder may do
         except Exception as e:
@@ -545,7 +556,7 @@ class StepContext:
             if isinstance(e, BadPayload):
                 stand_in["path"] = clean_text(e.path)
             try:
-                self._call(_db().record_effect, self.attempt_id, self.token, key, stand_in)
+                self._call(db.record_effect, self.attempt_id, self.token, key, stand_in)
             except Exception as e2:
                 self.log.error("effect %r acted, and not even a stand-in receipt was stored: %s", key, e2)
             raise Fatal(
@@ -560,8 +571,20 @@ class StepContext:
         return rec.result
 
 
-def _db() -> Any:
-    # Imported lazily: recipes.py must not import psycopg for modules that only declare recipes.
+if TYPE_CHECKING:
     from pgflight import db
+else:
 
-    return db
+    class _LazyDb:
+        """
+        :mod:`pgflight.db`, imported on first use (recipes.py must not import psycopg for modules
+        that only declare recipes); the first use puts the module itself in its place.
+        """
+
+        def __getattr__(self, name: str) -> Any:
+            from pgflight import db as module
+
+            globals()["db"] = module
+            return getattr(module, name)
+
+    db = _LazyDb()

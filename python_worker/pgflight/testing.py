@@ -28,6 +28,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from pgflight import transcript
 from pgflight.agent.tools import TOOLS, Tool, ToolContext, result_text
 from pgflight.db import agent as adb
 from pgflight.db.core import Connection
@@ -133,10 +134,12 @@ def replay_agent(conn: Connection, step_id: int, *, registry: dict[str, Tool] | 
         results = {
             r.tool_use_id: r
             for r in blocks
-            if r.block_type == "tool_result" and r.seq >= 1000 and r.tool_use_id
+            if r.block_type == "tool_result" and not transcript.is_response(r.seq) and r.tool_use_id
         }
         uses = [
-            r for r in blocks if r.block_type == "tool_use" and r.seq < 1000 and isinstance(r.content, dict)
+            r
+            for r in blocks
+            if r.block_type == "tool_use" and transcript.is_response(r.seq) and isinstance(r.content, dict)
         ]
         for u in uses:
             checked += 1

@@ -97,7 +97,7 @@ from typing import Any, NoReturn
 
 from pydantic import BaseModel, Field, ValidationError
 
-from pgflight import errors, tracing
+from pgflight import errors, tracing, transcript
 from pgflight.agent import providers as prov
 from pgflight.agent.tools import Tool, ToolContext, get_tools, result_text, tool
 from pgflight.db import agent as adb
@@ -777,12 +777,14 @@ def rebuild_messages(
     for r in rows:
         by_it.setdefault(r.iteration, []).append(r)
     messages: list[dict[str, Any]] = [{"role": "user", "content": [r.content for r in by_it.get(0, [])]}]
-    last = max((i for i in by_it if i > 0 and any(r.seq < 1000 for r in by_it[i])), default=0)
+    last = max(
+        (i for i in by_it if i > 0 and any(transcript.is_response(r.seq) for r in by_it[i])), default=0
+    )
     results: dict[str, TranscriptBlock] = {}
     for i in range(1, last + 1):
         blocks = by_it.get(i, [])
-        assistant = [r.content for r in blocks if r.seq < 1000]
-        results = {r.tool_use_id: r for r in blocks if 1000 <= r.seq < 2000 and r.tool_use_id}
+        assistant = [r.content for r in blocks if transcript.is_response(r.seq)]
+        results = {r.tool_use_id: r for r in blocks if transcript.is_tool_result(r.seq) and r.tool_use_id}
         messages.append({"role": "assistant", "content": assistant})
         if i < last:
             uses = [b for b in assistant if b.get("type") == "tool_use"]

@@ -171,18 +171,32 @@ def db_status() -> None:
         cli.out.print(f"schema: {_deployed(conn)}", soft_wrap=True)
 
 
+def _need_extra(extra: str, what: str) -> None:
+    """Refuse in one line when an extra's packages are not installed (the engine package alone lacks them)."""
+    import importlib.util
+
+    modules = {"inspector": ("starlette", "uvicorn", "jinja2", "prometheus_client", "multipart")}[extra]
+    missing = [m for m in modules if importlib.util.find_spec(m) is None]
+    if missing:
+        raise CliError(
+            f"{what} needs the packages of pgflight[{extra}] (missing: {', '.join(missing)})",
+            hint=f"pip install 'pgflight[{extra}]'",
+        )
+
+
 def _deployed(conn: psycopg.Connection[tuple[object, ...]]) -> str:
-    if conn.execute("select to_regclass('sqitch.changes') is not null").fetchone() != (True,):
-        return f"not deployed (run `{command_name()} migrate`)"
     # the release is the newest deployed tag of sqitch.plan (@v0.9.0); changes deployed after it
     # are unreleased work (a development checkout)
-    row = conn.execute(
-        "with t as (select tag, committed_at from sqitch.tags where project = 'pgflight'"
-        "            order by committed_at desc limit 1)"
-        " select count(*), (array_agg(c.change order by c.committed_at desc))[1], (select tag from t),"
-        "        count(*) filter (where c.committed_at > (select committed_at from t))"
-        "   from sqitch.changes c where c.project = 'pgflight'"
-    ).fetchone()
+    try:
+        if conn.execute("select to_regclass('sqitch.changes') is not null").fetchone() != (True,):
+            return f"not deployed (run `{command_name()} migrate`)"
+        row = _registry(conn)
+    except psycopg.errors.InsufficientPrivilege:
+        # sqitch's registry is the installer's: an operator or reader login may not read it
+        deployed = conn.execute("select to_regnamespace('pgflight') is not null").fetchone() == (True,)
+        if not deployed:
+            return f"not deployed (run `{command_name()} migrate`)"
+        return "deployed (sqitch's registry is the installer's: this login may not read which changes)"
     if not row or not row[0]:
         return f"not deployed (run `{command_name()} migrate`)"
     count, last, tag, after = row
@@ -190,6 +204,17 @@ def _deployed(conn: psycopg.Connection[tuple[object, ...]]) -> str:
         return f"{count} changes deployed, last {last}"
     later = f" and {after} later change{'' if after == 1 else 's'}" if after else ""
     return f"release {tag}{later} ({count} changes deployed, last {last})"
+
+
+def _registry(conn: psycopg.Connection[tuple[object, ...]]) -> tuple[object, ...] | None:
+    """sqitch's registry of the pgflight project: (changes, the last, the newest tag, changes after it)."""
+    return conn.execute(
+        "with t as (select tag, committed_at from sqitch.tags where project = 'pgflight'"
+        "            order by committed_at desc limit 1)"
+        " select count(*), (array_agg(c.change order by c.committed_at desc))[1], (select tag from t),"
+        "        count(*) filter (where c.committed_at > (select committed_at from t))"
+        "   from sqitch.changes c where c.project = 'pgflight'"
+    ).fetchone()
 
 
 @db_app.command("url")
@@ -317,6 +342,7 @@ def ui_cmd(
     ] = None,
 ) -> None:
     """Open the run inspector: runs, steps, transcripts, dead letters, approvals, workers, queues, costs."""
+    _need_extra("inspector", "the inspector")
     from pgflight.inspector import guard, serve
 
     cli = current()
@@ -358,6 +384,7 @@ def metrics_cmd(
     ] = None,
 ) -> None:
     """Serve Prometheus metrics of the database on /metrics."""
+    _need_extra("inspector", "the metrics endpoint")
     from pgflight.inspector import guard, serve_metrics
     from pgflight.inspector.metrics import check_metrics_bind
 

@@ -211,7 +211,12 @@ def classify(e: BaseException) -> tuple[str, str | None, int]:
                 NO_DATABASE,
             )
         if isinstance(e, psycopg.errors.InsufficientPrivilege):
-            return f"{_first_line(e)} [{e.sqlstate}]", "connect as an operator (PGFLIGHT_DSN)", FAILED
+            return (
+                f"{_first_line(e)} [{e.sqlstate}]",
+                "this login's lane may not do this: acting on runs takes an operator login"
+                " (pgflight_operator), reading a reader's; PGFLIGHT_DSN names the login (docs/security.md)",
+                FAILED,
+            )
         hint = e.diag.message_hint if e.diag else None
         return f"{_first_line(e)} [{e.sqlstate}]", as_command(hint) if hint else None, FAILED
     if isinstance(e, EmbeddedError):

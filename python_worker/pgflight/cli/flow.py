@@ -18,8 +18,7 @@ from rich.markup import escape
 
 from pgflight import errors, models_flow
 from pgflight.cli.context import current
-from pgflight.cli.ops import JsonOpt, _dump
-from pgflight.cli.tables import Listing
+from pgflight.cli.tables import JsonOpt, Listing, dump_json
 from pgflight.db import flow
 
 # --reason as for cancel, retry and replay; --note, its first name, still works
@@ -53,7 +52,7 @@ def workspace_show(
     with current().connect() as c:
         rows = flow.workspace_flow(c, name)
     if as_json:
-        _dump(rows)
+        dump_json(rows)
         return
     headers = ("in\nflight", "max", "share", "rate/s", "burst", "tokens\n/min", "queued", "parked")
     # "paused" says yes; when and by whom go on a line of their own below (no room at 80 columns)
@@ -107,7 +106,7 @@ def workspace_set(
             model_tokens_per_min=flow.REMOVE if "model-tokens" in gone else model_tokens,
         )
     if as_json:
-        _dump(limits)
+        dump_json(limits)
         return
     current().out.print(
         f"workspace {limits.workspace}: max in flight {_or_dash(limits.max_in_flight)}, share {limits.share},"
@@ -211,7 +210,7 @@ def schedule_add(
             c, workspace, name, cron, recipe, value, time_zone=time_zone, overlap=overlap
         )
     if as_json:
-        _dump(created)
+        dump_json(created)
         return
     current().out.print(f"schedule {name} ({created.schedule_id}): next firing {_when(created.next_fire_at)}")
 
@@ -224,7 +223,7 @@ def schedule_list(
     with current().connect() as c:
         rows = flow.schedule_list(c, workspace)
     if as_json:
-        _dump(rows)
+        dump_json(rows)
         return
     if not rows:
         current().out.print("no schedules" + (f" in workspace {escape(workspace)}" if workspace else ""))

@@ -14,24 +14,22 @@ import os
 import re
 import sys
 import time
-from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, Final, Literal
 
 import psycopg
 import typer
-from pydantic import BaseModel
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.tree import Tree
 
 from pgflight import db, fmt, logs, models, tracing
+from pgflight.cli import flow as cli_flow
 from pgflight.cli import state
 from pgflight.cli.context import Cli, CliError, current, usage
-from pgflight.cli.tables import Listing
+from pgflight.cli.tables import JsonOpt, Listing, dump_json
 from pgflight.embedded import command_name
 
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
 RunArg = Annotated[int, typer.Argument(metavar="RUN", help="Run id.", min=1, show_default=False)]
 StepArg = Annotated[int, typer.Argument(metavar="STEP", help="Step id.", min=1, show_default=False)]
 ReasonOpt = Annotated[
@@ -56,16 +54,6 @@ STATE_STYLE: Final = {
 def _style(status: str) -> str:
     style = STATE_STYLE.get(status, "magenta" if status.startswith("waiting") else "white")
     return f"[{style}]{escape(status)}[/]"
-
-
-def _dump(value: BaseModel | Sequence[BaseModel] | Sequence[dict[str, Any]] | dict[str, Any]) -> None:
-    if isinstance(value, BaseModel):
-        data: Any = value.model_dump(mode="json")
-    elif isinstance(value, dict):
-        data = value
-    else:
-        data = [v.model_dump(mode="json") if isinstance(v, BaseModel) else v for v in value]
-    sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
 
 
 def _short(value: Any, n: int = 60) -> str:
@@ -302,9 +290,9 @@ def submit(
         db.create_workspace(c, workspace)
         r = db.submit_run(c, workspace, recipe, value, idempotency_key=key, options=options)
         if r.created:
-            _warn(cli, state.unserved(c, [recipe]) or [])
+            _warn(cli, state.unserved(c, [recipe]))
     if cli.json:
-        _dump(r)
+        dump_json(r)
     else:
         cli.out.print(
             f"run {r.run_id} {'submitted' if r.created else 'already submitted (same key)'}"
@@ -349,9 +337,9 @@ def _submit_jsonl(
                 flush()
         flush()
         if made:
-            _warn(cli, state.unserved(c, sorted(recipes)) or [])
+            _warn(cli, state.unserved(c, sorted(recipes)))
     if cli.json:
-        _dump(rows)
+        dump_json(rows)
     else:
         cli.out.print(f"{made} runs submitted, {seen - made} already submitted (same key)")
 
@@ -362,7 +350,7 @@ def cancel(run: RunArg, reason: ReasonOpt = None, as_json: JsonOpt = False) -> N
     with cli.connect() as c:
         r = db.cancel_run(c, run, actor=_actor(), reason=reason or "cancelled from the CLI")
     if cli.json:
-        _dump(r)
+        dump_json(r)
     elif r.was_running:
         cli.out.print(
             f"run {run} cancelled: {fmt.count(r.cancelled, 'attempt')} cancelled, "
@@ -411,7 +399,7 @@ def approve(
     with cli.connect() as c:
         r = db.approve(c, step, decision, _actor(), note=note, gate_key=gate, payload=data)
     if cli.json:
-        _dump(r)
+        dump_json(r)
     else:
         cli.out.print(
             f"step {r.step_id} gate {escape(r.gate_key)}: {r.decision}"
@@ -424,7 +412,9 @@ def retry(step: StepArg, reason: ReasonOpt = None, as_json: JsonOpt = False) -> 
     cli = current(as_json)
     with cli.connect() as c:
         a = db.retry_step(c, step, actor=_actor(), note=reason)
-    _dump({"step_id": step, "attempt_id": a}) if cli.json else cli.out.print(f"step {step}: new attempt {a}")
+    dump_json({"step_id": step, "attempt_id": a}) if cli.json else cli.out.print(
+        f"step {step}: new attempt {a}"
+    )
 
 
 def replay(step: StepArg, reason: ReasonOpt = None, as_json: JsonOpt = False) -> None:
@@ -433,7 +423,7 @@ def replay(step: StepArg, reason: ReasonOpt = None, as_json: JsonOpt = False) ->
     with cli.connect() as c:
         a = db.replay_from(c, step, actor=_actor(), note=reason)
     if cli.json:
-        _dump({"step_id": step, "attempt_id": a})
+        dump_json({"step_id": step, "attempt_id": a})
     else:
         cli.out.print(f"step {step}: replaying as attempt {a}")
 
@@ -471,7 +461,7 @@ def runs(
             for r in rows
         }
     if cli.json:
-        _dump([{**r.model_dump(mode="json"), "state": states[r.run_id]} for r in rows])
+        dump_json([{**r.model_dump(mode="json"), "state": states[r.run_id]} for r in rows])
         return
     if not rows:
         cli.out.print(f"no {status} runs" if status else "no runs")
@@ -505,7 +495,6 @@ def show(run: RunArg, as_json: JsonOpt = False) -> None:
     Also: the last error of a step waiting to retry, the approval gates it waits on, a warning for
     each recipe with waiting steps that no live worker serves, and its workspace's flow control.
     """
-    from pgflight.cli import flow as cli_flow
     from pgflight.db import flow
 
     cli = current(as_json)
@@ -515,12 +504,12 @@ def show(run: RunArg, as_json: JsonOpt = False) -> None:
         live = state.live_steps(c, run)
         gates = state.pending_gates(c, run) if any(s.status == "awaiting_approval" for s in live) else []
         waiting = [s.recipe for s in live if s.state in ("queued", "waiting (backoff)", "waiting (delay)")]
-        unserved = state.unserved(c, waiting) or []
+        unserved = state.unserved(c, waiting)
         caps = flow.workspace_flow(c, st.workspace)
     live_of = {s.step_id: s for s in live}
     run_state = state.run_state(st.status, live)
     if cli.json:
-        _dump(
+        dump_json(
             {
                 "run": {**st.model_dump(mode="json"), "state": run_state},
                 "steps": [
@@ -692,7 +681,7 @@ def events(
             ).fetchone()
             earlier = int(row[0]) if row else 0
         if cli.json and not follow:
-            _dump({"events": [e.model_dump(mode="json") for e in rows], "earlier": earlier})
+            dump_json({"events": [e.model_dump(mode="json") for e in rows], "earlier": earlier})
             return
         if not cli.json:
             if earlier:
@@ -849,7 +838,7 @@ def watch(
                             soft_wrap=True,
                         )
                 waiting = [s.recipe for s in live if s.state == "queued" and s.recipe not in warned]
-                unserved = state.unserved(c, waiting) or []
+                unserved = state.unserved(c, waiting)
                 warned.update(unserved)
                 _warn(cli, unserved)
                 now = time.monotonic()
@@ -871,7 +860,7 @@ def watch(
 def _watch_end(cli: Cli, run: int, st: models.RunStatus) -> None:
     """The last line of watch (or the status as JSON); exit 1 unless the run succeeded."""
     if cli.json:
-        _dump(st)
+        dump_json(st)
     else:
         cli.out.print(
             f"run {run} {_style(st.status)} in {fmt.between(st.created_at, st.finished_at)}"
@@ -945,7 +934,7 @@ def dead_letters(
     with cli.connect() as c:
         rows = db.dead_letters(c, limit=limit)
     if cli.json:
-        _dump(rows)
+        dump_json(rows)
         return
     if not rows:
         cli.out.print("no dead letters")
@@ -973,7 +962,9 @@ def dead_letters(
 
 
 def workers(
-    include_stopped: Annotated[bool, typer.Option("--all", "-a", help="Also the stopped ones.")] = False,
+    include_stopped: Annotated[
+        bool, typer.Option("--all", "-a", help="Also the ones stopped in the last hour.")
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """
@@ -986,7 +977,7 @@ def workers(
     with cli.connect() as c:
         rows = state.workers(c, include_stopped=include_stopped)
     if cli.json:
-        _dump([{**r.model_dump(mode="json"), "state": r.state} for r in rows])
+        dump_json([{**r.model_dump(mode="json"), "state": r.state} for r in rows])
         return
     if not rows:
         cli.out.print("no workers" + ("" if include_stopped else " running (--all shows stopped ones)"))
@@ -1018,7 +1009,7 @@ def approvals(
     with cli.connect() as c:
         rows = state.pending_gates(c, run)
     if cli.json:
-        _dump(rows)
+        dump_json(rows)
         return
     if not rows:
         cli.out.print("no approvals pending")

@@ -1,14 +1,14 @@
 """
 What the CLI shows about work that is not moving: each step's state as a person reads it, the
 live workers and what they hold, the pending approval gates, and the recipes no live worker
-serves. Read through the reader views (``step_status``, ``attempts``) and, for workers and gates,
-the tables ``workers`` and ``approvals`` (an operator's DSN; a reader gets a one-line refusal).
+serves. Read through the reader views (``step_status``, ``attempts``) and the read functions
+(``worker_list``, ``pending_approvals``, ``run_waits``, ``unserved_recipes``): an operator's or a
+reader's DSN shows the same, limited to the workspaces the login may read.
 
 States (:func:`step_state`): ``running`` (claimed, running, cancel_requested), ``queued`` (ready,
 waiting for a worker), ``waiting (backoff)`` (a retry not yet due), ``waiting (delay)`` (submitted
 with ``--delay``), ``waiting (approval)``, ``waiting (event NAME:KEY)``, ``waiting (sleep until
-TIME)`` (a timer or an event wait, docs/waiting.md; read from table ``waits``, so a reader's DSN
-shows ``waiting (approval)`` for them), ``waiting (children)``, or the final status.
+TIME)`` (a timer or an event wait, docs/waiting.md), ``waiting (children)``, or the final status.
 """
 
 from __future__ import annotations
@@ -22,8 +22,13 @@ from pydantic import BaseModel
 
 M = TypeVar("M", bound=BaseModel)
 
-#: A worker not seen for this long is stale (the window of view ``engine_health``).
+#: A worker not seen for this long is stale (the window of view ``engine_health`` and ``worker_list``).
 LIVE_S: Final = 60
+#: Most workers ``pgflight workers`` lists (``worker_list``'s ceiling).
+WORKERS_LIMIT: Final = 1000
+#: Most gates ``pgflight approvals`` lists across runs (``pending_approvals``' ceiling).
+GATES_LIMIT: Final = 1000
+RUN_WAITS: Final = "select attempt_id, kind, event_name, event_key, due_at from pgflight.run_waits(%s)"
 LEASED: Final = ("claimed", "running", "cancel_requested")
 LIVE: Final = (*LEASED, "queued", "awaiting_children", "awaiting_approval")
 # run state: the most active state among its live steps
@@ -69,6 +74,7 @@ class WorkerRow(BaseModel):
     started_at: datetime
     last_seen_at: datetime
     stopped_at: datetime | None
+    alive: bool
     now: datetime
     holds: list[int]
 
@@ -77,7 +83,17 @@ class WorkerRow(BaseModel):
         """``alive``, ``stale`` (not seen for :data:`LIVE_S` seconds) or ``stopped``."""
         if self.stopped_at is not None:
             return "stopped"
-        return "stale" if (self.now - self.last_seen_at).total_seconds() > LIVE_S else "alive"
+        return "alive" if self.alive else "stale"
+
+
+class WaitRow(BaseModel):
+    """A pending wait of a parked step (``run_waits``)."""
+
+    attempt_id: int
+    kind: str
+    event_name: str | None
+    event_key: str | None
+    due_at: datetime | None
 
 
 class GateRow(BaseModel):
@@ -151,91 +167,85 @@ def live_steps(conn: psycopg.Connection[Any], run_id: int) -> list[LiveStep]:
         [run_id, list(LIVE)],
         LiveStep,
     )
-    labels = wait_labels(
-        conn, [s.attempt_id for s in steps if s.status == "awaiting_approval" and s.attempt_id]
-    )
+    labels = wait_labels(conn, run_id) if any(s.status == "awaiting_approval" for s in steps) else {}
     for s in steps:
         s.wait = labels.get(s.attempt_id or 0)
     return steps
 
 
-def wait_labels(conn: psycopg.Connection[Any], attempt_ids: list[int]) -> dict[int, str]:
+def wait_labels(conn: psycopg.Connection[Any], run_id: int) -> dict[int, str]:
     """
-    What each parked attempt waits for, as ``event NAME:KEY`` or ``sleep until TIME`` (UTC).
+    What each parked attempt of run `run_id` waits for besides a gate, as ``event NAME:KEY`` or
+    ``sleep until TIME`` (UTC), from ``run_waits``.
 
-    :return: attempt id -> label, for the attempts parked on a pending timer or event wait; empty
-        when this DSN may not read ``pgflight.waits`` (the step then reads ``waiting (approval)``).
+    :return: attempt id -> label, for the attempts parked on a pending timer or event wait.
     """
-    if not attempt_ids:
-        return {}
-    try:
-        with conn.transaction():
-            rows = conn.execute(
-                "select w.parked_attempt_id, w.kind, w.event_name, w.event_key, w.due_at"
-                "  from pgflight.waits w"
-                " where w.parked_attempt_id = any(%s) and w.outcome is null",
-                [attempt_ids],
-            ).fetchall()
-    except psycopg.errors.InsufficientPrivilege:
-        return {}
     labels: dict[int, str] = {}
-    for attempt_id, kind, name, key, due_at in rows:
-        if kind == "event":
-            labels[attempt_id] = f"event {name}:{key}"
-        else:
-            labels[attempt_id] = f"sleep until {due_at.astimezone(UTC):%Y-%m-%d %H:%M:%S}"
+    for w in _rows(conn, RUN_WAITS + " where kind <> 'approval'", [run_id], WaitRow):
+        if w.kind == "event":
+            labels[w.attempt_id] = f"event {w.event_name}:{w.event_key}"
+        elif w.due_at is not None:
+            labels[w.attempt_id] = f"sleep until {w.due_at.astimezone(UTC):%Y-%m-%d %H:%M:%S}"
     return labels
 
 
-def unserved(conn: psycopg.Connection[Any], recipes: list[str]) -> list[str] | None:
-    """
-    The recipes among `recipes` that no live worker serves.
-
-    :return: None when this DSN may not read ``pgflight.workers``.
-    """
+def unserved(conn: psycopg.Connection[Any], recipes: list[str]) -> list[str]:
+    """The recipes among `recipes` that no live worker serves (``unserved_recipes``)."""
     if not recipes:
         return []
-    try:
-        with conn.transaction():
-            rows = conn.execute(
-                "select r.recipe from unnest(%s::text[]) r(recipe)"
-                " where not exists (select 1 from pgflight.workers w"
-                "   where w.stopped_at is null and w.last_seen_at > now() - make_interval(secs => %s)"
-                "     and (w.recipes is null or r.recipe = any(w.recipes)))"
-                " order by 1",
-                [sorted(set(recipes)), LIVE_S],
-            ).fetchall()
-    except psycopg.errors.InsufficientPrivilege:
-        return None
-    return [r[0] for r in rows]
+    names = sorted(set(recipes))[:1000]
+    return [r[0] for r in conn.execute("select * from pgflight.unserved_recipes(%s)", [names]).fetchall()]
 
 
 def workers(conn: psycopg.Connection[Any], *, include_stopped: bool) -> list[WorkerRow]:
-    """Workers (not stopped, unless asked) with the steps they hold a lease on."""
-    return _rows(
-        conn,
-        "with held as (select worker_id, array_agg(step_id order by step_id) as steps"
-        "                from pgflight.attempts where status = any(%s) group by worker_id)"
-        "select w.id as worker_id, w.name, w.hostname, w.pid, w.recipes, w.started_at,"
-        "       w.last_seen_at, w.stopped_at, now() as now, coalesce(h.steps, '{}') as holds"
-        "  from pgflight.workers w left join held h on h.worker_id = w.id"
-        " where %s or w.stopped_at is null"
-        " order by w.id",
-        [list(LEASED), include_stopped],
-        WorkerRow,
-    )
+    """
+    Workers (``worker_list``: live ones, and those seen in the last hour), not the stopped ones
+    unless asked, with the steps they hold a lease on.
+    """
+    rows = conn.execute(
+        "select w.worker_id, w.name, w.hostname, w.pid, w.recipes, w.started_at, w.last_seen_at,"
+        "       w.stopped_at, w.alive, now() as now, w.held"
+        "  from pgflight.worker_list(%s) w order by w.worker_id",
+        [WORKERS_LIMIT],
+    ).fetchall()
+    return [
+        WorkerRow(
+            worker_id=r[0],
+            name=r[1],
+            hostname=r[2],
+            pid=r[3],
+            recipes=r[4],
+            started_at=r[5],
+            last_seen_at=r[6],
+            stopped_at=r[7],
+            alive=r[8],
+            now=r[9],
+            holds=sorted({h["step_id"] for h in r[10] or []}),
+        )
+        for r in rows
+        if include_stopped or r[7] is None
+    ]
 
 
 def pending_gates(conn: psycopg.Connection[Any], run_id: int | None = None) -> list[GateRow]:
-    """Approval gates a step waits on (oldest request first)."""
+    """
+    Approval gates a step waits on, oldest request first: every workspace's the login may read
+    (``pending_approvals``, at most :data:`GATES_LIMIT`), or one run's (``run_waits``).
+    """
+    if run_id is None:
+        return _rows(
+            conn,
+            "select step_id, run_id, step_key, recipe, gate_key, request, default_decision, requested_at,"
+            "       expires_at from pgflight.pending_approvals(%s)",
+            [GATES_LIMIT],
+            GateRow,
+        )
     return _rows(
         conn,
-        "select g.step_id, st.run_id, st.step_key, st.recipe, g.gate_key, g.request,"
-        "       g.default_decision, g.requested_at, g.expires_at"
-        "  from pgflight.approvals g join pgflight.step_status st on st.step_id = g.step_id"
-        " where g.decision is null and st.status = 'awaiting_approval'"
-        "   and (%s::bigint is null or st.run_id = %s)"
-        " order by g.requested_at nulls last, g.step_id",
+        "select step_id, %s::bigint as run_id, step_key, recipe, gate_key, request, default_decision,"
+        "       requested_at, expires_at"
+        "  from pgflight.run_waits(%s) where kind = 'approval'"
+        " order by requested_at nulls last, step_id",
         [run_id, run_id],
         GateRow,
     )

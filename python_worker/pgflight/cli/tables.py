@@ -1,5 +1,6 @@
 """
-The CLI's listings (``runs``, ``workers``, ``events``, ``dead-letters`` …) at any terminal width.
+The CLI's listings (``runs``, ``workers``, ``events``, ``dead-letters`` …) at any terminal width,
+and their ``--json`` form (:data:`JsonOpt`, :func:`dump_json`).
 
 A :class:`Listing` has two kinds of columns. Whole ones (ids, counts, states, times) are never
 cut: each is as wide as its widest cell. Flexible ones (names, recipes, errors, details) share
@@ -10,12 +11,31 @@ Before this, rich shrank every column alike when a table was wider than the term
 
 from __future__ import annotations
 
-from collections.abc import Collection
+import json
+import sys
+from collections.abc import Collection, Sequence
+from typing import Annotated, Any
 
+import typer
+from pydantic import BaseModel
 from rich import box
 from rich.console import Console, ConsoleOptions, JustifyMethod, RenderResult
 from rich.table import Table
 from rich.text import Text
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
+"""The ``--json`` option every listing command takes: JSON on stdout instead of the table."""
+
+
+def dump_json(value: BaseModel | Sequence[BaseModel] | Sequence[dict[str, Any]] | dict[str, Any]) -> None:
+    """Write a command's answer as JSON (``--json``): models as their JSON dump, indented."""
+    if isinstance(value, BaseModel):
+        data: Any = value.model_dump(mode="json")
+    elif isinstance(value, dict):
+        data = value
+    else:
+        data = [v.model_dump(mode="json") if isinstance(v, BaseModel) else v for v in value]
+    sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
 
 
 class Listing:

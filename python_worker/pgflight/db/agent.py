@@ -219,7 +219,8 @@ def record_trace(
 ) -> m.TraceWritten:
     """
     Store one trace block that is not a model response (e.g. a transient API error, block_type
-    ``api_error``, role ``system``); idempotent by seq (default: the next free seq >= 2000).
+    ``api_error``, role ``system``); idempotent by seq (default: the next free seq of the system band,
+    :data:`pgflight.transcript.SYSTEM` and on).
 
     :raises LeaseLost: ZF001. :raises Cancelled: ZF002. :raises BadArgument: 22023 malformed block.
     """

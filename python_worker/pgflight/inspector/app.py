@@ -24,8 +24,6 @@ from urllib.parse import urlencode
 import jinja2
 import psycopg
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
-from psycopg.types.json import set_json_loads
-from psycopg_pool import ConnectionPool
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.middleware import Middleware
@@ -39,6 +37,7 @@ from pgflight import db
 from pgflight.inspector import guard, view
 from pgflight.inspector import queries as q
 from pgflight.inspector.metrics import SnapshotCollector
+from pgflight.inspector.pool import CONNECT_KWARGS, open_pool, page_json
 
 HERE = Path(__file__).parent
 FILTERS = ("key", "status", "recipe", "workspace", "since", "until")
@@ -46,13 +45,6 @@ STATUSES = ("queued", "running", "waiting", "succeeded", "failed", "cancelled")
 WHOLE_FIELDS = ("result", "error")
 
 
-CONNECT_KWARGS: dict[str, Any] = {
-    "autocommit": True,
-    "prepare_threshold": None,
-    "connect_timeout": 5,
-    "application_name": "pgflight-inspector",
-    "options": "-c statement_timeout=15000",
-}
 # an id the database may be asked about: a bigint; any other number is a 404
 _BIGINT = (-(2**63), 2**63 - 1)
 # errors that mean "no such thing for this login": unknown, or outside the login's lanes
@@ -77,25 +69,6 @@ def _edited_arguments(text: str) -> tuple[Any, str | None]:
     if not isinstance(value, dict):
         return None, f"the edited arguments must be a JSON object, not {type(value).__name__}"
     return {"arguments": value}, None
-
-
-def page_json(conn: psycopg.Connection[Any]) -> None:
-    """Decode json/jsonb on `conn` with :func:`view.loads` (a value too deep to decode stays text)."""
-    set_json_loads(view.loads, conn)
-
-
-def open_pool(dsn: str, *, max_size: int = 4) -> ConnectionPool:
-    """Autocommit connections with a statement timeout, so a slow page cannot hold the server."""
-    return ConnectionPool(
-        dsn,
-        min_size=1,
-        max_size=max_size,
-        name="pgflight-inspector",
-        open=True,
-        timeout=10.0,
-        kwargs=CONNECT_KWARGS,
-        configure=page_json,
-    )
 
 
 class NotFound(Exception):

@@ -27,6 +27,9 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 from psycopg_pool import ConnectionPool
 
+from pgflight.inspector import guard
+from pgflight.inspector.pool import open_pool
+
 GAUGES: dict[str, str] = {
     "queue_ready": "Attempts queued and available now, by workspace and recipe.",
     "queue_delayed": "Attempts queued for later (backoff, not_before), by workspace and recipe.",
@@ -122,9 +125,8 @@ def host_guarded(app: WSGIApp, hosts: frozenset[str]) -> WSGIApp:
     """
 
     def guarded(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
-        from pgflight.inspector.guard import split_host
 
-        name = split_host(environ.get("HTTP_HOST", ""))
+        name = guard.split_host(environ.get("HTTP_HOST", ""))
         if name is None or name not in hosts:
             start_response("421 Misdirected Request", [("Content-Type", "text/plain; charset=utf-8")])
             return [b"misdirected request: this exporter answers only to its own host names (--allow-host)\n"]
@@ -147,9 +149,6 @@ def serve_metrics(
 
     from prometheus_client import CollectorRegistry
     from prometheus_client.exposition import ThreadingWSGIServer, _SilentHandler, make_wsgi_app
-
-    from pgflight.inspector import guard
-    from pgflight.inspector.app import open_pool
 
     check_metrics_bind(host, allow_hosts)
     hosts = guard.host_names(host, allow_hosts)
@@ -183,8 +182,6 @@ def check_metrics_bind(host: str, allow_hosts: list[str] | tuple[str, ...] = ())
 
     :raises guard.Refused: with what to do instead.
     """
-    from pgflight.inspector import guard
-
     if host.strip("[]") in guard.WILDCARDS and not [a for a in allow_hosts if a.strip()]:
         raise guard.Refused(
             f"refusing to serve metrics on {host} without the names scrapers reach it by: give each"

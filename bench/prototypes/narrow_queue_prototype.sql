@@ -3,8 +3,8 @@
 -- today's shape. Standalone: it creates schema proto_queue in the database it runs in (drops it
 -- first), measures, prints, and leaves the tables for inspection. Prints figures; not a test.
 --
---   psql -X -q -v steps=20000 -v batch=8 [-v s1=b -v s2=c -v s3=a] -f bench/narrow_queue_prototype.sql DB
---   python bench/narrow_queue_prototype.py --steps 20000 --rounds 3   (a throwaway cluster, rounds
+--   psql -X -q -v steps=20000 -v batch=8 [-v s1=b -v s2=c -v s3=a] -f bench/prototypes/narrow_queue_prototype.sql DB
+--   python bench/prototypes/narrow_queue_prototype.py --steps 20000 --rounds 3   (a throwaway cluster, rounds
 --                                                                     alternating, medians)
 --
 -- Needs a superuser (the backend's CPU is read from /proc/self/stat with pg_read_file) and

@@ -1,11 +1,11 @@
 """
-Runs bench/narrow_queue_prototype.sql (the queue and lease state in narrow tables beside today's
+Runs bench/prototypes/narrow_queue_prototype.sql (the queue and lease state in narrow tables beside today's
 step_attempts shape, issue 18) on a throwaway cluster, --rounds times with the order of the shapes
 rotated each round, and prints per shape and phase the medians of WAL bytes, backend CPU ms and
 wall ms per step, the HOT ratio of the attempts, and the WAL split of the last round. Prints one
 JSON document; not a test.
 
-Usage: python bench/narrow_queue_prototype.py [--steps 20000] [--batch 8] [--rounds 3] [--ff 50] [--one-live]
+Usage: python bench/prototypes/narrow_queue_prototype.py [--steps 20000] [--batch 8] [--rounds 3] [--ff 50] [--one-live]
 """
 
 from __future__ import annotations
@@ -15,10 +15,13 @@ import json
 import os
 import statistics
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import psycopg
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # bench/: benchlib
 from benchlib import throwaway_cluster
 
 PSQL = "/usr/lib/postgresql/15/bin/psql"
