@@ -8820,6 +8820,50 @@ ALTER FUNCTION pgflight.run_trace_context(p_run_id bigint) OWNER TO pgflight_own
 
 COMMENT ON FUNCTION pgflight.run_trace_context(p_run_id bigint) IS 'Read: the traceparent a run was submitted under (options.traceparent), or null.';
 
+-- Name: run_waits(bigint); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.run_waits(p_run_id bigint) RETURNS TABLE(step_id bigint, attempt_id bigint, step_key text, recipe text, kind text, gate_key text, request jsonb, default_decision text, requested_at timestamp with time zone, expires_at timestamp with time zone, event_name text, event_key text, due_at timestamp with time zone)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_lanes bigint[] := pgflight._lane_workspaces('reader');  -- null: every workspace
+begin
+  if p_run_id is null then
+    raise exception using errcode = '22023', message = 'run_waits refused: the run id is required',
+      detail = 'p_run_id is null', hint = 'Pass the id submit_run returned.';
+  end if;
+  return query
+  with parked as (
+    -- the run's steps parked now: their latest attempt awaits a gate, a timer or an event
+    select s.id as step_id, a.id as attempt_id, s.step_key, s.recipe
+      from pgflight.runs r
+      join pgflight.steps s on s.run_id = r.id
+      join pgflight.step_attempts a on a.step_id = s.id and a.attempt_no = s.last_attempt_no
+     where r.id = p_run_id and a.status = 'awaiting_approval'
+       and (v_lanes is null or r.workspace_id = any(v_lanes))
+  )
+  select p.step_id, p.attempt_id, p.step_key, p.recipe, 'approval'::text, g.gate_key, g.request,
+         g.default_decision, g.requested_at, g.expires_at, null::text, null::text, null::timestamptz
+    from parked p
+    join pgflight.approvals g on g.step_id = p.step_id
+   where g.decision is null and g.requested_at is not null
+  union all
+  select p.step_id, p.attempt_id, p.step_key, p.recipe, w.kind, null::text, null::jsonb, null::text,
+         w.requested_at, null::timestamptz, w.event_name, w.event_key, w.due_at
+    from parked p
+    join pgflight.waits w on w.step_id = p.step_id and w.parked_attempt_id = p.attempt_id
+   where w.outcome is null
+   order by 1, 5, 6;
+end
+$$;
+
+ALTER FUNCTION pgflight.run_waits(p_run_id bigint) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION run_waits(p_run_id bigint); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.run_waits(p_run_id bigint) IS 'Read: the pending waits of a run''s parked steps (step_id, attempt_id, step_key, recipe, kind approval | event | timer, gate_key, request, default_decision, requested_at, expires_at, event_name, event_key, due_at), by step id; a run outside the login''s lanes has none. Errors: 22023.';
+
 -- Name: schedule_run(text, text, text, text, jsonb, jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
 CREATE FUNCTION pgflight.schedule_run(p_workspace text, p_name text, p_cron text, p_recipe text, p_input jsonb DEFAULT '{}'::jsonb, p_options jsonb DEFAULT '{}'::jsonb) RETURNS TABLE(schedule_id bigint, next_fire_at timestamp with time zone)
@@ -10138,6 +10182,42 @@ ALTER FUNCTION pgflight.unschedule_run(p_workspace text, p_name text) OWNER TO p
 -- Name: FUNCTION unschedule_run(p_workspace text, p_name text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
 COMMENT ON FUNCTION pgflight.unschedule_run(p_workspace text, p_name text) IS 'Remove a schedule by workspace and name; true when removed. Errors: ZF003.';
+
+-- Name: unserved_recipes(text[]); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight.unserved_recipes(p_recipes text[]) RETURNS TABLE(recipe text)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_now timestamptz := pgflight._now();
+  v_lanes bigint[] := pgflight._lane_workspaces('reader');  -- null: every workspace
+begin
+  if p_recipes is null or cardinality(p_recipes) > 1000 then
+    raise exception using errcode = '22023', message = 'unserved_recipes refused: between 0 and 1000 recipe names',
+      detail = format('got %s', coalesce(cardinality(p_recipes)::text || ' names', 'null')),
+      hint = 'Ask for the recipes of one submission at a time.';
+  end if;
+  return query
+  select distinct n.name
+    from unnest(p_recipes) n(name)
+   where n.name is not null
+     and not exists (select from pgflight.workers w
+                      where w.stopped_at is null and w.last_seen_at > v_now - interval '60 seconds'
+                        and (w.recipes is null or n.name = any(w.recipes))
+                        and (v_lanes is null or exists (
+                              select from pgflight.workspace_grants g
+                               where g.login = w.login and g.lane = 'worker'
+                                 and (g.workspace_id is null or g.workspace_id = any(v_lanes)))))
+   order by 1;
+end
+$$;
+
+ALTER FUNCTION pgflight.unserved_recipes(p_recipes text[]) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION unserved_recipes(p_recipes text[]); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight.unserved_recipes(p_recipes text[]) IS 'Read: the recipes among p_recipes (0..1000 names) no live worker (seen in the last 60 s) serves, sorted. Errors: 22023.';
 
 -- Name: wait_event(bigint, bigint, text, text, text, jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -13463,6 +13543,12 @@ GRANT ALL ON FUNCTION pgflight.run_trace_context(p_run_id bigint) TO pgflight_wo
 GRANT ALL ON FUNCTION pgflight.run_trace_context(p_run_id bigint) TO pgflight_operator;
 GRANT ALL ON FUNCTION pgflight.run_trace_context(p_run_id bigint) TO pgflight_reader;
 
+-- Name: FUNCTION run_waits(p_run_id bigint); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.run_waits(p_run_id bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.run_waits(p_run_id bigint) TO pgflight_reader;
+GRANT ALL ON FUNCTION pgflight.run_waits(p_run_id bigint) TO pgflight_operator;
+
 -- Name: FUNCTION schedule_run(p_workspace text, p_name text, p_cron text, p_recipe text, p_input jsonb, p_options jsonb); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
 REVOKE ALL ON FUNCTION pgflight.schedule_run(p_workspace text, p_name text, p_cron text, p_recipe text, p_input jsonb, p_options jsonb) FROM PUBLIC;
@@ -13544,6 +13630,12 @@ REVOKE ALL ON FUNCTION pgflight.uninstall_schedules() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION pgflight.unschedule_run(p_workspace text, p_name text) FROM PUBLIC;
 GRANT ALL ON FUNCTION pgflight.unschedule_run(p_workspace text, p_name text) TO pgflight_operator;
+
+-- Name: FUNCTION unserved_recipes(p_recipes text[]); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight.unserved_recipes(p_recipes text[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.unserved_recipes(p_recipes text[]) TO pgflight_reader;
+GRANT ALL ON FUNCTION pgflight.unserved_recipes(p_recipes text[]) TO pgflight_operator;
 
 -- Name: FUNCTION wait_event(p_attempt_id bigint, p_token bigint, p_wait_key text, p_name text, p_key text, p_options jsonb); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 

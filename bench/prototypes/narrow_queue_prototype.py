@@ -5,7 +5,8 @@ rotated each round, and prints per shape and phase the medians of WAL bytes, bac
 wall ms per step, the HOT ratio of the attempts, and the WAL split of the last round. Prints one
 JSON document; not a test.
 
-Usage: python bench/prototypes/narrow_queue_prototype.py [--steps 20000] [--batch 8] [--rounds 3] [--ff 50] [--one-live]
+Usage: python bench/prototypes/narrow_queue_prototype.py [--steps 20000] [--batch 8] [--rounds 3]
+           [--ff 50] [--one-live]
 """
 
 from __future__ import annotations
