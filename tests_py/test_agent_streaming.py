@@ -2,11 +2,14 @@
 The agent streams through real worker processes and the real `anthropic` SDK against a local
 server speaking server-sent events: the text a reader follows on the run's stream equals the text
 the flight recorder holds; a `max_usd` (and reservation) that pays for half a response stops the
-stream there, and the ledger holds what was paid: the input and the output tokens received.
+stream there, and the ledger holds what was paid: the input and the output tokens received; the
+arguments of the tool calls, streamed as they arrive to `<channel>.tool_input`, join to the
+inputs the recorded tool_use blocks hold.
 """
 
 from __future__ import annotations
 
+import json
 from decimal import Decimal
 from typing import Any
 
@@ -15,6 +18,7 @@ import psycopg
 import agent_recipes  # noqa: F401  (the agent recipe with the test tools)
 from agent_support import fake_anthropic, message, tool_use  # noqa: F401
 from pgflight import db
+from pgflight.agent.loop import tool_input_channel
 from worker_support import one, wait_for, workers  # noqa: F401
 
 ENV = {"PGFLIGHT_AGENT_BACKOFF_S": "0.01", "ANTHROPIC_API_KEY": "test-key"}
@@ -130,3 +134,50 @@ def test_a_budget_for_half_a_response_stops_the_stream_there_and_the_ledger_hold
             sub.run_id,
         )
         assert stop["output_tokens"] == 50 and stop["reservation_usd"] == "0.00375"
+
+
+def test_the_streamed_tool_input_joins_to_the_recorded_tool_use_input(
+    dsn: str, fake_anthropic: Any, workers: Any
+) -> None:
+    first = {"text": "a note long enough to arrive in many pieces", "n": [1, 2, {"deep": 'é\\"q'}]}
+    second = {"text": "and another"}
+
+    def reply(body: dict[str, Any], n: int) -> tuple[Any, ...]:
+        if n == 1:
+            content = [
+                {"type": "text", "text": "Two notes. "},
+                {"type": "tool_use", "id": "tu_a", "name": "note", "input": first},
+                {"type": "tool_use", "id": "tu_b", "name": "note", "input": second},
+            ]
+            return 200, message(content, output_tokens=40)
+        if n == 2:
+            return 200, message(tool_use("tu_c", "note", {"text": "third"}), output_tokens=10)
+        return 200, message([{"type": "text", "text": "done"}], output_tokens=1)
+
+    server = fake_anthropic(reply, chunk_chars=5)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        sub = _submit(conn, stream="text")
+        workers(dsn, "--lease", "5", recipes="agent_recipes", env={**ENV, "ANTHROPIC_BASE_URL": server.url})
+        wait_for(lambda: _status(conn, sub.step_id) in ("succeeded", "dead_letter"), 60, "the agent to end")
+        assert _status(conn, sub.step_id) == "succeeded"
+        chunks = db.stream_read(conn, sub.run_id, tool_input_channel("text"), limit=10000)
+        pieces = [json.loads(c.chunk) for c in chunks]
+        assert len(pieces) > 10  # streamed in pieces, not one chunk a call
+        joined: dict[str, str] = {}
+        for p in pieces:
+            assert set(p) == {"iteration", "index", "id", "name", "partial_json"}, p
+            joined[p["id"]] = joined.get(p["id"], "") + p["partial_json"]
+        where = {p["id"]: (p["iteration"], p["index"], p["name"]) for p in pieces}
+        assert where == {"tu_a": (1, 1, "note"), "tu_b": (1, 2, "note"), "tu_c": (2, 0, "note")}
+        recorded = {
+            r[0]["id"]: r[0]["input"]
+            for r in conn.execute(
+                "select content from pgflight.traces t join pgflight.agent_runs a on a.id = t.agent_run_id"
+                " where a.run_id = %s and t.block_type = 'tool_use' order by t.iteration, t.seq",
+                [sub.run_id],
+            ).fetchall()
+        }
+        assert recorded == {"tu_a": first, "tu_b": second, "tu_c": {"text": "third"}}
+        assert {k: json.loads(v) for k, v in joined.items()} == recorded
+        # the text channel holds the text only
+        assert _text(conn, sub.run_id) == "Two notes. done"
