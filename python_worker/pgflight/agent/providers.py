@@ -9,6 +9,7 @@ dict with ``content``, ``stop_reason``, ``usage``, ``model``).
   (``OPENAI_API_KEY``, ``OPENAI_BASE_URL``), translated to and from the Messages API shape.
 - ``offline``: pgflight's own deterministic model. It speaks the same tool-use protocol and
   delegates each decision to a *policy*, chosen by the tools offered (see :func:`register_policy`).
+  Asked to stream, it sends the same answer in deltas, paced (:func:`offline_delta_ms`).
   The default policy calls each offered tool once, in order, one call per turn, then ends the turn
   with a summary. Same transcript in, same response out (tool_use ids included), so a resumed run
   is indistinguishable from an uninterrupted one.
@@ -761,10 +762,41 @@ def _tokens(value: Any) -> int:
     return max(1, len(json.dumps(value, default=str, sort_keys=True)) // 4)
 
 
+OFFLINE_DELTA_MS = 10.0
+OFFLINE_DELTA_CHARS = 4
+
+
+def offline_delta_ms() -> float:
+    """
+    Milliseconds between two deltas of the offline model's streamed answers:
+    ``PGFLIGHT_OFFLINE_DELTA_MS`` (default 10: a 4-character delta every 10 ms, about 100 tokens
+    a second, so a reader sees the text arrive; 0 streams as fast as it folds).
+    """
+    return env_number("PGFLIGHT_OFFLINE_DELTA_MS", OFFLINE_DELTA_MS)
+
+
 class OfflineProvider:
     """pgflight's deterministic offline model (model name ``offline``, priced at 0 USD)."""
 
     name = "offline"
+
+    def stream(self, request: Request, on_delta: OnDelta) -> Response:
+        """
+        The answer of :meth:`create`, streamed: its text and each tool call's input as JSON text
+        in deltas of 4 characters (:func:`message_events`), ``PGFLIGHT_OFFLINE_DELTA_MS`` apart,
+        each passed to `on_delta`; returns the message folded from them, equal to :meth:`create`'s.
+
+        :raises StreamCut: `on_delta` raised :class:`StopStream`.
+        """
+        pause_s = offline_delta_ms() / 1000.0
+
+        def paced(events: list[tuple[str, dict[str, Any]]]) -> Iterator[tuple[str, dict[str, Any]]]:
+            for event in events:
+                if pause_s > 0 and event[0] == "content_block_delta":
+                    time.sleep(pause_s)
+                yield event
+
+        return fold_stream(paced(message_events(self.create(request), OFFLINE_DELTA_CHARS)), on_delta)
 
     def create(self, request: Request) -> Response:
         """Answer by the policy for the offered tools; deterministic in the request."""
