@@ -157,7 +157,7 @@ def test_the_streamed_tool_input_joins_to_the_recorded_tool_use_input(
             return 200, message(tool_use("tu_c", "note", {"text": "third"}), output_tokens=10)
         return 200, message([{"type": "text", "text": "done"}], output_tokens=1)
 
-    server = fake_anthropic(reply, chunk_chars=5)
+    server = fake_anthropic(reply, chunk_chars=5, delta_delay_s=0.01)  # 18 deltas of tu_a: 180 ms
     with psycopg.connect(dsn, autocommit=True) as conn:
         sub = _submit(conn, stream="text")
         workers(dsn, "--lease", "5", recipes="agent_recipes", env={**ENV, "ANTHROPIC_BASE_URL": server.url})
@@ -165,7 +165,10 @@ def test_the_streamed_tool_input_joins_to_the_recorded_tool_use_input(
         assert _status(conn, sub.step_id) == "succeeded"
         chunks = db.stream_read(conn, sub.run_id, tool_input_channel("text"), limit=10000)
         pieces = [json.loads(c.chunk) for c in chunks]
-        assert len(pieces) > 10  # streamed in pieces, not one chunk a call
+        # in pieces as they arrived, the deltas of one call within one batch joined in one chunk
+        per_batch = [(c.written_at, json.loads(c.chunk)["id"]) for c in chunks]
+        assert len(per_batch) == len(set(per_batch)), per_batch
+        assert sum(1 for _, i in per_batch if i == "tu_a") >= 3, per_batch
         joined: dict[str, str] = {}
         for p in pieces:
             assert set(p) == {"iteration", "index", "id", "name", "partial_json"}, p

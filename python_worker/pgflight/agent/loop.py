@@ -86,10 +86,11 @@ recorded with what arrived (the text so far, the output tokens counted so far, s
 counted (the documented overshoot of a stopped stream).
 
 The arguments of each tool call are streamed too, as they arrive (``input_json_delta``), to the
-channel ``<stream>.tool_input`` (:func:`tool_input_channel`): one JSON object a delta,
-``{"iteration", "index", "id", "name", "partial_json"}``; the ``partial_json`` pieces of one
-``id`` joined in sequence order are the JSON text of the input the tool_use block records (an
-empty text is ``{}``).
+channel ``<stream>.tool_input`` (:func:`tool_input_channel`) as JSON objects
+``{"iteration", "index", "id", "name", "partial_json"}``, the deltas of one call that arrive
+within one batch joined in one object; the ``partial_json`` pieces of one ``id`` joined in
+sequence order are the JSON text of the input the tool_use block records (an empty text is
+``{}``).
 """
 
 from __future__ import annotations
@@ -454,15 +455,15 @@ class AgentLoop:
         if delta.kind == "text" and self._writer is not None:
             self._writer.write(delta.text)
         elif delta.kind == "input_json" and self._tool_writer is not None:
-            self._tool_writer.write(
-                {
-                    "iteration": self._iteration,
-                    "index": delta.index,
-                    "id": delta.tool_id,
-                    "name": delta.tool_name,
-                    "partial_json": delta.text,
-                }
-            )
+            # the pieces of one call queued in one batch go as one chunk (their JSON is per chunk)
+            head = {
+                "iteration": self._iteration,
+                "index": delta.index,
+                "id": delta.tool_id,
+                "name": delta.tool_name,
+            }
+            key = (self._iteration, delta.index, delta.tool_id)
+            self._tool_writer.write_joined(key, head, "partial_json", delta.text)
 
     def _stopped_at_reservation(self, iteration: int, cut: prov.StreamCut) -> NoReturn:
         """
