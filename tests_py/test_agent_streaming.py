@@ -244,7 +244,9 @@ def test_the_offline_model_streams_live_and_records_what_it_records_without_stre
         finished = one(
             conn, "select max(finished_at) from pgflight.step_attempts where step_id = %s", streamed.step_id
         )
-        assert len(chunks) > 50 and len(batches) >= 5, (len(chunks), len(batches))
+        assert len(batches) >= 5, len(batches)
+        # the deltas of a call within one batch are one chunk: at most a chunk a batch and call
+        assert len(chunks) <= len(batches) + 1, (len(chunks), len(batches))
         assert (finished - batches[0]).total_seconds() > 0.3
         # the tool call's input streamed too, and joins to the recorded input
         pieces = [json.loads(c.chunk) for c in db.stream_read(conn, streamed.run_id, "text.tool_input")]

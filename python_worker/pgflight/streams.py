@@ -40,10 +40,12 @@ class _Joined:
 
     __slots__ = ("base", "field", "key", "parts")
 
-    def __init__(self, key: Any, base: dict[str, Any], field: str, piece: str) -> None:
+    def __init__(self, key: Any, base: dict[str, Any] | None, field: str, piece: str) -> None:
         self.key, self.base, self.field, self.parts = key, base, field, [piece]
 
     def text(self) -> str:
+        if self.base is None:  # plain text: the pieces joined
+            return "".join(self.parts)
         return json.dumps({**self.base, self.field: "".join(self.parts)}, default=str)
 
 
@@ -93,12 +95,13 @@ class StreamWriter:
         if texts:
             self._queue(texts, sum(len(t.encode()) for t in texts))
 
-    def write_joined(self, key: Any, base: dict[str, Any], field: str, piece: str) -> None:
+    def write_joined(self, key: Any, base: dict[str, Any] | None, field: str, piece: str) -> None:
         """
-        Queue the JSON object `base` with `field` = `piece`; but when the last chunk still queued
-        came from this method with the same `key`, append `piece` to its `field` instead. So a
-        run of pieces of one thing (a tool call's arguments arriving in deltas) costs one chunk a
-        batch, and the pieces of one key joined in ``seq`` order are the whole text.
+        Queue the JSON object `base` with `field` = `piece` (`base` None: `piece` as plain text);
+        but when the last chunk still queued came from this method with the same `key`, append
+        `piece` to its `field` (to its text) instead. So a run of pieces of one thing (a model's
+        text deltas, a tool call's arguments) costs one chunk a batch, and the pieces of one key
+        joined in ``seq`` order are the whole text.
 
         :raises PgflightError: as :meth:`write`.
         """

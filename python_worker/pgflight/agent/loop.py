@@ -75,15 +75,16 @@ A cap that would be crossed (ZF007) ends the step at once with :class:`BudgetExh
 
 Streaming (``stream``: a channel name; docs/streams.md): the model is asked through the Messages
 API's server-sent events, each text delta is written to that stream of the run as it arrives
-(``ctx.stream``, batched), and the final message is recorded exactly as without streaming (the
-flight recorder stays the resume source; an iteration already recorded is never streamed
-again). While the response streams, the cost so far (the call's input at its price, the output
-tokens counted from the deltas at the output price) is checked against the call's reservation
-before each delta is taken: a delta that would cross it stops the stream there. The call is then
-recorded with what arrived (the text so far, the output tokens counted so far, stop_reason
-``budget_exhausted``), a ``budget_exhausted`` block is traced, and the step ends as a budget stop
-(:class:`BudgetExhausted`). The tokens the server generated after the last delta received are not
-counted (the documented overshoot of a stopped stream).
+(``ctx.stream``, batched; the deltas of one call within one batch joined in one chunk), and the
+final message is recorded exactly as without streaming (the flight recorder stays the resume
+source; an iteration already recorded is never streamed again). While the response streams, the
+cost so far (the call's input at its price, the output tokens counted from the deltas at the output
+price) is checked against the call's reservation before each delta is taken: a delta that would
+cross it stops the stream there. The call is then recorded with what arrived (the text so far, the
+output tokens counted so far, stop_reason ``budget_exhausted``), a ``budget_exhausted`` block is
+traced, and the step ends as a budget stop (:class:`BudgetExhausted`). The tokens the server
+generated after the last delta received are not counted (the documented overshoot of a stopped
+stream).
 
 The arguments of each tool call are streamed too, as they arrive (``input_json_delta``), to the
 channel ``<stream>.tool_input`` (:func:`tool_input_channel`) as JSON objects
@@ -452,10 +453,10 @@ class AgentLoop:
             spent = self._input_usd + per_out * int(usage.get("output_tokens") or 0) / 1_000_000
             if spent > self._reserved:
                 raise prov.StopStream(f"{spent:.8f} USD would pass the reservation of {self._reserved} USD")
+        # the deltas of one call queued in one batch go as one chunk: a chunk a batch, not a token
         if delta.kind == "text" and self._writer is not None:
-            self._writer.write(delta.text)
+            self._writer.write_joined(self._iteration, None, "", delta.text)
         elif delta.kind == "input_json" and self._tool_writer is not None:
-            # the pieces of one call queued in one batch go as one chunk (their JSON is per chunk)
             head = {
                 "iteration": self._iteration,
                 "index": delta.index,
