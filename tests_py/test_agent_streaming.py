@@ -157,7 +157,7 @@ def test_the_streamed_tool_input_joins_to_the_recorded_tool_use_input(
             return 200, message(tool_use("tu_c", "note", {"text": "third"}), output_tokens=10)
         return 200, message([{"type": "text", "text": "done"}], output_tokens=1)
 
-    server = fake_anthropic(reply, chunk_chars=5, delta_delay_s=0.01)  # 18 deltas of tu_a: 180 ms
+    server = fake_anthropic(reply, chunk_chars=5, delta_delay_s=0.02)  # 18 deltas of tu_a: 360 ms
     with psycopg.connect(dsn, autocommit=True) as conn:
         sub = _submit(conn, stream="text")
         workers(dsn, "--lease", "5", recipes="agent_recipes", env={**ENV, "ANTHROPIC_BASE_URL": server.url})
