@@ -20,6 +20,8 @@ from typing import Any
 
 import pytest
 
+from pgflight.agent import providers as prov
+
 # reply(request_body, call_no) -> (status, body) or (status, body, extra response headers)
 Reply = Callable[[dict[str, Any], int], tuple[Any, ...]]
 
@@ -97,33 +99,10 @@ def error_body(status: int) -> dict[str, Any]:
 
 def sse_body(msg: dict[str, Any], chunk_chars: int) -> list[bytes]:
     """The server-sent events of message `msg` as the Messages API streams it, one item per event."""
-
-    def ev(kind: str, data: dict[str, Any]) -> bytes:
-        return f"event: {kind}\ndata: {json.dumps({'type': kind, **data})}\n\n".encode()
-
-    usage = dict(msg["usage"])
-    start = {**msg, "content": [], "stop_reason": None, "usage": {**usage, "output_tokens": 1}}
-    out = [ev("message_start", {"message": start}), ev("ping", {})]
-    for i, block in enumerate(msg["content"]):
-        if block["type"] == "text":
-            out.append(ev("content_block_start", {"index": i, "content_block": {**block, "text": ""}}))
-            text = block["text"]
-            for k in range(0, len(text), chunk_chars):
-                delta = {"type": "text_delta", "text": text[k : k + chunk_chars]}
-                out.append(ev("content_block_delta", {"index": i, "delta": delta}))
-        elif block["type"] == "tool_use":
-            out.append(ev("content_block_start", {"index": i, "content_block": {**block, "input": {}}}))
-            raw = json.dumps(block["input"])
-            for k in range(0, len(raw), chunk_chars):
-                delta = {"type": "input_json_delta", "partial_json": raw[k : k + chunk_chars]}
-                out.append(ev("content_block_delta", {"index": i, "delta": delta}))
-        else:
-            out.append(ev("content_block_start", {"index": i, "content_block": block}))
-        out.append(ev("content_block_stop", {"index": i}))
-    delta = {"stop_reason": msg["stop_reason"], "stop_sequence": msg.get("stop_sequence")}
-    out.append(ev("message_delta", {"delta": delta, "usage": {"output_tokens": usage["output_tokens"]}}))
-    out.append(ev("message_stop", {}))
-    return out
+    return [
+        f"event: {kind}\ndata: {json.dumps(data)}\n\n".encode()
+        for kind, data in prov.message_events(msg, chunk_chars)
+    ]
 
 
 class FakeAnthropic:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from pgflight.settings import env_number
@@ -33,6 +33,20 @@ FLUSH_BYTES = 16384
 MAX_CHUNKS_PER_CALL = 1000  # settings.max_stream_chunks_per_call's default
 
 Send = Callable[[str, list[str]], Any]
+
+
+class _Joined:
+    """A JSON object chunk still queued whose `field` grows by the pieces written to it (write_joined)."""
+
+    __slots__ = ("base", "field", "key", "parts")
+
+    def __init__(self, key: Any, base: dict[str, Any] | None, field: str, piece: str) -> None:
+        self.key, self.base, self.field, self.parts = key, base, field, [piece]
+
+    def text(self) -> str:
+        if self.base is None:  # plain text: the pieces joined
+            return "".join(self.parts)
+        return json.dumps({**self.base, self.field: "".join(self.parts)}, default=str)
 
 
 def flush_ms() -> float:
@@ -60,7 +74,7 @@ class StreamWriter:
         self._lock = threading.Lock()  # the buffer
         self._sending = threading.Lock()  # one batch at a time, in order
         self._wake = threading.Condition(self._lock)
-        self._buf: list[str] = []
+        self._buf: list[str | _Joined] = []
         self._bytes = 0
         self._first_at = 0.0
         self._error: BaseException | None = None
@@ -78,15 +92,37 @@ class StreamWriter:
         """
         self._raise_error()
         texts = [c if isinstance(c, str) else json.dumps(c, default=str) for c in chunks]
-        if not texts:
-            return
+        if texts:
+            self._queue(texts, sum(len(t.encode()) for t in texts))
+
+    def write_joined(self, key: Any, base: dict[str, Any] | None, field: str, piece: str) -> None:
+        """
+        Queue the JSON object `base` with `field` = `piece` (`base` None: `piece` as plain text);
+        but when the last chunk still queued came from this method with the same `key`, append
+        `piece` to its `field` (to its text) instead. So a run of pieces of one thing (a model's
+        text deltas, a tool call's arguments) costs one chunk a batch, and the pieces of one key
+        joined in ``seq`` order are the whole text.
+
+        :raises PgflightError: as :meth:`write`.
+        """
+        self._raise_error()
+        with self._lock:
+            last = self._buf[-1] if self._buf else None
+            if isinstance(last, _Joined) and last.key == key and not self._closed:
+                last.parts.append(piece)
+                self._bytes += len(piece.encode())
+                return
+        joined = _Joined(key, base, field, piece)
+        self._queue([joined], len(joined.text().encode()))
+
+    def _queue(self, chunks: Sequence[str | _Joined], size: int) -> None:
         with self._lock:
             if self._closed:
                 raise RuntimeError(f"stream {self.channel!r} is closed: the step has ended")
             if not self._buf:
                 self._first_at = time.monotonic()
-            self._buf.extend(texts)
-            self._bytes += sum(len(t.encode()) for t in texts)
+            self._buf.extend(chunks)
+            self._bytes += size
             full = self._bytes >= self._flush_bytes or len(self._buf) >= self._max_chunks
             if not full:
                 if self._thread is None:
@@ -129,8 +165,9 @@ class StreamWriter:
         with self._sending:
             with self._lock:
                 batch, self._buf, self._bytes = self._buf, [], 0
-            for i in range(0, len(batch), self._max_chunks):
-                part = batch[i : i + self._max_chunks]
+            texts = [c if isinstance(c, str) else c.text() for c in batch]
+            for i in range(0, len(texts), self._max_chunks):
+                part = texts[i : i + self._max_chunks]
                 res = self._send(self.channel, part)
                 self.last_seq = int(getattr(res, "last_seq", self.last_seq) or self.last_seq)
                 self.chunks_written += len(part)

@@ -75,15 +75,23 @@ A cap that would be crossed (ZF007) ends the step at once with :class:`BudgetExh
 
 Streaming (``stream``: a channel name; docs/streams.md): the model is asked through the Messages
 API's server-sent events, each text delta is written to that stream of the run as it arrives
-(``ctx.stream``, batched), and the final message is recorded exactly as without streaming (the
-flight recorder stays the resume source; an iteration already recorded is never streamed
-again). While the response streams, the cost so far (the call's input at its price, the output
-tokens counted from the deltas at the output price) is checked against the call's reservation
-before each delta is taken: a delta that would cross it stops the stream there. The call is then
-recorded with what arrived (the text so far, the output tokens counted so far, stop_reason
-``budget_exhausted``), a ``budget_exhausted`` block is traced, and the step ends as a budget stop
-(:class:`BudgetExhausted`). The tokens the server generated after the last delta received are not
-counted (the documented overshoot of a stopped stream).
+(``ctx.stream``, batched; the deltas of one call within one batch joined in one chunk), and the
+final message is recorded exactly as without streaming (the flight recorder stays the resume
+source; an iteration already recorded is never streamed again). While the response streams, the
+cost so far (the call's input at its price, the output tokens counted from the deltas at the output
+price) is checked against the call's reservation before each delta is taken: a delta that would
+cross it stops the stream there. The call is then recorded with what arrived (the text so far, the
+output tokens counted so far, stop_reason ``budget_exhausted``), a ``budget_exhausted`` block is
+traced, and the step ends as a budget stop (:class:`BudgetExhausted`). The tokens the server
+generated after the last delta received are not counted (the documented overshoot of a stopped
+stream).
+
+The arguments of each tool call are streamed too, as they arrive (``input_json_delta``), to the
+channel ``<stream>.tool_input`` (:func:`tool_input_channel`) as JSON objects
+``{"iteration", "index", "id", "name", "partial_json"}``, the deltas of one call that arrive
+within one batch joined in one object; the ``partial_json`` pieces of one ``id`` joined in
+sequence order are the JSON text of the input the tool_use block records (an empty text is
+``{}``).
 """
 
 from __future__ import annotations
@@ -138,6 +146,11 @@ class AgentInput(BaseModel):
     stream: str | None = None  # stream the model's text to this channel of the run (docs/streams.md)
 
 
+def tool_input_channel(channel: str) -> str:
+    """The stream an agent streaming its text to `channel` writes its tool calls' arguments to."""
+    return f"{channel}.tool_input"
+
+
 class BudgetExhausted(Fatal):
     """A budget cap (ZF007) stopped the agent; the step is dead-lettered with reason budget_exhausted."""
 
@@ -173,6 +186,8 @@ class AgentLoop:
         self._reserved: Decimal | None = None  # the USD the call being made was admitted at
         self._input_usd: Decimal | None = None  # the streaming call's input at its price
         self._writer = ctx.stream(inp.stream) if inp.stream else None
+        self._tool_writer = ctx.stream(tool_input_channel(inp.stream)) if inp.stream else None
+        self._iteration = 0  # the model call being asked (tool-input chunks name it)
 
     # --- db ------------------------------------------------------------------------------------
 
@@ -379,6 +394,7 @@ class AgentLoop:
         :raises Release: still rate-limited at the attempt's patience or near its deadline.
         """
         self._input_usd = None  # priced at this call's first delta
+        self._iteration = iteration
         try:
             return prov.create_with_retries(
                 self.provider,
@@ -437,8 +453,18 @@ class AgentLoop:
             spent = self._input_usd + per_out * int(usage.get("output_tokens") or 0) / 1_000_000
             if spent > self._reserved:
                 raise prov.StopStream(f"{spent:.8f} USD would pass the reservation of {self._reserved} USD")
+        # the deltas of one call queued in one batch go as one chunk: a chunk a batch, not a token
         if delta.kind == "text" and self._writer is not None:
-            self._writer.write(delta.text)
+            self._writer.write_joined(self._iteration, None, "", delta.text)
+        elif delta.kind == "input_json" and self._tool_writer is not None:
+            head = {
+                "iteration": self._iteration,
+                "index": delta.index,
+                "id": delta.tool_id,
+                "name": delta.tool_name,
+            }
+            key = (self._iteration, delta.index, delta.tool_id)
+            self._tool_writer.write_joined(key, head, "partial_json", delta.text)
 
     def _stopped_at_reservation(self, iteration: int, cut: prov.StreamCut) -> NoReturn:
         """
@@ -447,8 +473,9 @@ class AgentLoop:
 
         :raises BudgetExhausted: always.
         """
-        if self._writer is not None:
-            self._writer.flush()
+        for writer in (self._writer, self._tool_writer):
+            if writer is not None:
+                writer.flush()
         response = {**cut.response, "stop_reason": "budget_exhausted"}
         content = _storable(response.get("content") or [])
         rec = self._record(iteration, response, content, cut.retries)

@@ -9,6 +9,7 @@ dict with ``content``, ``stop_reason``, ``usage``, ``model``).
   (``OPENAI_API_KEY``, ``OPENAI_BASE_URL``), translated to and from the Messages API shape.
 - ``offline``: pgflight's own deterministic model. It speaks the same tool-use protocol and
   delegates each decision to a *policy*, chosen by the tools offered (see :func:`register_policy`).
+  Asked to stream, it sends the same answer in deltas, paced (:func:`offline_delta_ms`).
   The default policy calls each offered tool once, in order, one call per turn, then ends the turn
   with a summary. Same transcript in, same response out (tool_use ids included), so a resumed run
   is indistinguishable from an uninterrupted one.
@@ -147,11 +148,17 @@ class Delta:
     :ivar usage: the usage so far: ``message_start``'s (input and cache tokens) with output_tokens
         the running estimate, the characters of every delta so far (this one included) / 4,
         rounded up, or the server's own count once a ``message_delta`` gave one (if larger).
+    :ivar index: the content block the delta belongs to (its index in the message).
+    :ivar tool_id: for an input_json delta, the ``id`` of its tool_use block (else None).
+    :ivar tool_name: for an input_json delta, the ``name`` of its tool_use block (else None).
     """
 
     kind: str
     text: str
     usage: dict[str, Any]
+    index: int = 0
+    tool_id: str | None = None
+    tool_name: str | None = None
 
 
 OnDelta = Callable[[Delta], None]
@@ -251,8 +258,9 @@ def fold_stream(events: Iterable[tuple[str, Any]], on_delta: OnDelta) -> Respons
             chars += len(text)
             counted = int(msg["usage"].get("output_tokens") or 0)
             usage = {**msg["usage"], "output_tokens": max(-(-chars // 4), counted)}
+            tool = block if name == "input_json" else {}
             try:
-                on_delta(Delta(name, text, usage))
+                on_delta(Delta(name, text, usage, i, tool.get("id"), tool.get("name")))
             except StopStream as e:
                 chars -= len(text)
                 cut = {**msg, "stop_reason": None}
@@ -280,6 +288,42 @@ def fold_stream(events: Iterable[tuple[str, Any]], on_delta: OnDelta) -> Respons
             msg["content"] = [b for b in msg["content"] if b is not None]
             return check_message(msg)
     raise TransientError("the stream ended before message_stop", status=200 if msg is not None else None)
+
+
+def message_events(msg: Response, chunk_chars: int) -> list[tuple[str, dict[str, Any]]]:
+    """
+    The events the Messages API streams message `msg` as (the input of :func:`fold_stream`, which
+    folds them back into `msg`): message_start (no content, output_tokens 1), ping, per block
+    content_block_start, its text or its tool input's JSON in deltas of `chunk_chars` characters,
+    content_block_stop; then message_delta (stop reason, the output tokens) and message_stop.
+    """
+
+    def ev(kind: str, data: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        return kind, {"type": kind, **data}
+
+    usage = dict(msg["usage"])
+    start = {**msg, "content": [], "stop_reason": None, "usage": {**usage, "output_tokens": 1}}
+    out = [ev("message_start", {"message": start}), ev("ping", {})]
+    for i, block in enumerate(msg["content"]):
+        if block["type"] == "text":
+            out.append(ev("content_block_start", {"index": i, "content_block": {**block, "text": ""}}))
+            text = block["text"]
+            for k in range(0, len(text), chunk_chars):
+                delta = {"type": "text_delta", "text": text[k : k + chunk_chars]}
+                out.append(ev("content_block_delta", {"index": i, "delta": delta}))
+        elif block["type"] == "tool_use":
+            out.append(ev("content_block_start", {"index": i, "content_block": {**block, "input": {}}}))
+            raw = json.dumps(block["input"])
+            for k in range(0, len(raw), chunk_chars):
+                delta = {"type": "input_json_delta", "partial_json": raw[k : k + chunk_chars]}
+                out.append(ev("content_block_delta", {"index": i, "delta": delta}))
+        else:
+            out.append(ev("content_block_start", {"index": i, "content_block": block}))
+        out.append(ev("content_block_stop", {"index": i}))
+    delta = {"stop_reason": msg["stop_reason"], "stop_sequence": msg.get("stop_sequence")}
+    out.append(ev("message_delta", {"delta": delta, "usage": {"output_tokens": usage["output_tokens"]}}))
+    out.append(ev("message_stop", {}))
+    return out
 
 
 class RateLimited(Exception):
@@ -718,10 +762,41 @@ def _tokens(value: Any) -> int:
     return max(1, len(json.dumps(value, default=str, sort_keys=True)) // 4)
 
 
+OFFLINE_DELTA_MS = 10.0
+OFFLINE_DELTA_CHARS = 4
+
+
+def offline_delta_ms() -> float:
+    """
+    Milliseconds between two deltas of the offline model's streamed answers:
+    ``PGFLIGHT_OFFLINE_DELTA_MS`` (default 10: a 4-character delta every 10 ms, about 100 tokens
+    a second, so a reader sees the text arrive; 0 streams as fast as it folds).
+    """
+    return env_number("PGFLIGHT_OFFLINE_DELTA_MS", OFFLINE_DELTA_MS)
+
+
 class OfflineProvider:
     """pgflight's deterministic offline model (model name ``offline``, priced at 0 USD)."""
 
     name = "offline"
+
+    def stream(self, request: Request, on_delta: OnDelta) -> Response:
+        """
+        The answer of :meth:`create`, streamed: its text and each tool call's input as JSON text
+        in deltas of 4 characters (:func:`message_events`), ``PGFLIGHT_OFFLINE_DELTA_MS`` apart,
+        each passed to `on_delta`; returns the message folded from them, equal to :meth:`create`'s.
+
+        :raises StreamCut: `on_delta` raised :class:`StopStream`.
+        """
+        pause_s = offline_delta_ms() / 1000.0
+
+        def paced(events: list[tuple[str, dict[str, Any]]]) -> Iterator[tuple[str, dict[str, Any]]]:
+            for event in events:
+                if pause_s > 0 and event[0] == "content_block_delta":
+                    time.sleep(pause_s)
+                yield event
+
+        return fold_stream(paced(message_events(self.create(request), OFFLINE_DELTA_CHARS)), on_delta)
 
     def create(self, request: Request) -> Response:
         """Answer by the policy for the offered tools; deterministic in the request."""

@@ -897,11 +897,14 @@ def _follow_streams(cli: Cli, run: int, interval: float, timeout: float | None) 
                         cli.out.print(json.dumps(line), markup=False, highlight=False, soft_wrap=True)
                         continue
                     if ch != shown and len(channels) > 1:
-                        cli.err.print(f"\n[{escape(ch)}]", soft_wrap=True)
+                        # markup off: "[channel]" would be read as a style tag and print nothing
+                        cli.err.print(f"\n[{ch}]", markup=False, highlight=False, soft_wrap=True)
                     shown = ch
                     if attempt.get(ch, k.attempt_no) != k.attempt_no:
                         cli.err.print(
-                            f"\n[{escape(ch)}: attempt {k.attempt_no} of step {k.step_id} follows]",
+                            f"\n[{ch}: attempt {k.attempt_no} of step {k.step_id} follows]",
+                            markup=False,
+                            highlight=False,
                             soft_wrap=True,
                         )
                     attempt[ch] = k.attempt_no
