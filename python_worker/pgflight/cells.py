@@ -1,0 +1,562 @@
+"""
+Cells: several ordinary pgflight databases behind one PL/Proxy database (docs/scaling.md).
+
+A cell is a pgflight database deployed as usual, then numbered: every id sequence of the cell is
+restarted at ``cell << CELL_SHIFT`` and capped below the next cell's range, so every bigint id and
+fencing token the cell's API returns names its cell (``id >> CELL_SHIFT``), and tokens still
+increase within the cell. A single database (no cells) keeps its ids as they are: cell 0.
+
+The proxy database holds, in schema ``pgflight``, one function per worker, operator and reader API
+function of a cell, with the same name, signature and grants, generated from the cell's catalogue:
+
+- a function with ``p_workspace`` (or a workspace's ``p_name``) runs on the workspace's cell, from
+  the directory ``pgflight_cells.workspaces``;
+- a function addressed by an id (``p_attempt_id``, ``p_step_id``, ``p_run_id``, ``p_agent_run_id``)
+  runs on the cell the id names;
+- a batch over ``p_attempt_ids`` is split by element (PL/Proxy ``SPLIT``), each cell answering for
+  its own elements;
+- ``claim_batch`` rotates between the cells, skipping for a moment a cell that had nothing ready or
+  did not answer; ``complete_and_claim`` is the proxy's claim then its complete_batch;
+- ``register_worker`` takes an id from the proxy and registers the worker under it in every cell;
+- everything else runs on every cell: a set is the union of the cells' rows, a single value the
+  first cell's answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import psycopg
+from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+#: The cell number sits in the bits above this one of every id: ``id = cell << 44 | local``.
+#: 44 bits leave 17.6e12 ids of each kind per cell and keep every id of cells 1..255 below 2^53,
+#: so JSON readers that parse numbers as doubles (JavaScript) still read them exactly.
+CELL_SHIFT = 44
+MAX_CELLS = 255
+#: Sequences whose values are not ids the API returns (the claim's rotation counter).
+NOT_ID_SEQUENCES = frozenset({"claim_turns"})
+LANES = ("pgflight_worker", "pgflight_operator", "pgflight_reader")
+#: The arguments, in order of preference, that address an object of one cell by its id.
+ID_KEYS = ("p_attempt_id", "p_step_id", "p_run_id", "p_agent_run_id")
+#: Functions whose answer does not depend on the cell (the clock, a price table).
+ANY_CELL = frozenset({"_now", "price_usd"})
+#: Operator functions whose p_name is a workspace's name.
+WORKSPACE_BY_NAME = frozenset({"create_workspace", "pause_workspace", "resume_workspace"})
+#: Functions the proxy writes by hand (the rest follow the rules above).
+CUSTOM = frozenset({"register_worker", "claim_batch", "complete_and_claim", "create_workspace"})
+CLUSTER = "pgflight_cells"
+QUIET_S = 0.25  # a cell that had nothing ready is skipped this long by the session's claims
+DOWN_S = 2.0  # a cell that did not answer is skipped this long
+
+
+class CellsError(RuntimeError):
+    """A cell deployment cannot be made as asked."""
+
+
+def cell_of(id_: int) -> int:
+    """The cell an id or fencing token names (0: a single database without cells)."""
+    return id_ >> CELL_SHIFT
+
+
+def cell_range(cell: int) -> tuple[int, int]:
+    """The first and last id of `cell`'s range."""
+    if not 1 <= cell <= MAX_CELLS:
+        raise CellsError(f"cell number {cell} out of 1..{MAX_CELLS}")
+    return (cell << CELL_SHIFT) + 1, ((cell + 1) << CELL_SHIFT) - 1
+
+
+@dataclass(frozen=True)
+class ApiFunction:
+    """One function of a cell's API as the catalogue says it."""
+
+    name: str
+    arguments: str  # with defaults, as pg_get_function_arguments
+    identity: str  # pg_get_function_identity_arguments
+    result: str  # pg_get_function_result
+    returns_set: bool
+    inputs: tuple[tuple[str, str], ...]  # (name, type) of each input argument
+    lanes: tuple[str, ...]  # the lane roles granted EXECUTE
+
+    @property
+    def returns_void(self) -> bool:
+        return self.result == "void"
+
+    @property
+    def input_names(self) -> tuple[str, ...]:
+        return tuple(n for n, _ in self.inputs)
+
+
+CATALOGUE_SQL = """
+select p.proname, pg_get_function_arguments(p.oid), pg_get_function_identity_arguments(p.oid),
+       pg_get_function_result(p.oid), p.proretset,
+       coalesce((select array_agg(a.n order by a.i) from unnest(p.proargnames, p.proargmodes) with ordinality
+                 a(n, m, i) where a.m in ('i', 'b', 'v')),
+                p.proargnames[1:p.pronargs], '{}'),
+       (select array_agg(format_type(t, null) order by i) from unnest(p.proargtypes::oid[]) with ordinality x(t, i)),
+       (select array_agg(distinct g.rolname order by g.rolname) from aclexplode(p.proacl) e
+          join pg_roles g on g.oid = e.grantee where g.rolname = any (%(lanes)s) and e.privilege_type = 'EXECUTE')
+from pg_proc p
+where p.pronamespace = 'pgflight'::regnamespace and p.prokind = 'f'
+  and exists (select from aclexplode(p.proacl) e join pg_roles g on g.oid = e.grantee
+              where g.rolname = any (%(lanes)s) and e.privilege_type = 'EXECUTE')
+order by 1, 3
+"""
+
+
+def catalogue(conn: psycopg.Connection[tuple[object, ...]]) -> list[ApiFunction]:
+    """The functions of schema pgflight that a lane may execute, in the database `conn` reaches."""
+    out = []
+    for name, args, ident, result, retset, names, types, lanes in conn.execute(
+        CATALOGUE_SQL, {"lanes": list(LANES)}
+    ).fetchall():
+        names = list(names or [])  # type: ignore[call-overload]
+        types = list(types or [])  # type: ignore[call-overload]
+        out.append(
+            ApiFunction(
+                name=str(name),
+                arguments=str(args),
+                identity=str(ident),
+                result=str(result),
+                returns_set=bool(retset),
+                inputs=tuple(zip(names, types, strict=True)),
+                lanes=tuple(lanes or []),  # type: ignore[arg-type]
+            )
+        )
+    return out
+
+
+# --- cells ------------------------------------------------------------------------------------
+def assign_cell(conn: psycopg.Connection[tuple[object, ...]], cell: int) -> None:
+    """
+    Number a freshly deployed cell: each id sequence restarts at its cell's range and ends below
+    the next cell's. Refused for a database whose ids already left the range of another cell
+    (a cell is numbered once, before its first run).
+    """
+    lo, hi = cell_range(cell)
+    seqs = conn.execute(
+        "select sequencename, coalesce(last_value, 0) from pg_sequences where schemaname = 'pgflight'"
+        " order by 1"
+    ).fetchall()
+    for name, last in seqs:
+        if name in NOT_ID_SEQUENCES:
+            continue
+        assert isinstance(last, int)
+        if lo <= last <= hi:
+            continue  # numbered already
+        if last >= 1 << CELL_SHIFT:
+            raise CellsError(f"sequence pgflight.{name} is at {last}: numbered for cell {cell_of(last)}")
+        conn.execute(
+            sql.SQL("alter sequence pgflight.{} maxvalue {} restart {}").format(
+                sql.Identifier(str(name)), sql.Literal(hi), sql.Literal(lo)
+            )
+        )
+    install_cell_kit(conn, cell)
+
+
+CELL_KIT = """
+create schema if not exists pgflight_cell authorization pgflight_owner;
+revoke all on schema pgflight_cell from public;
+grant usage on schema pgflight_cell to pgflight_worker, pgflight_operator, pgflight_reader;
+
+create or replace function pgflight_cell.cell_number() returns integer
+  language sql immutable
+  set search_path = pg_catalog, pg_temp
+  as $$ select {cell}::integer $$;
+comment on function pgflight_cell.cell_number() is 'This cell''s number: the bits of every id above bit 44.';
+grant execute on function pgflight_cell.cell_number() to pgflight_worker, pgflight_operator, pgflight_reader;
+
+create or replace function pgflight_cell.register_worker_as(p_id bigint, p_name text, p_options jsonb)
+  returns bigint
+  language plpgsql security definer
+  set search_path = pg_catalog, pg_temp
+  as $$
+declare
+  v_last bigint;
+  v_called boolean;
+  v_id bigint;
+begin
+  if p_id is null or p_id < 1 or p_id >= (1::bigint << 44) then
+    raise exception 'register_worker_as: the id must be a proxy''s worker id, in 1 .. 2^44 - 1'
+      using errcode = '22023', detail = format('p_id = %s', coalesce(p_id::text, 'null')),
+            hint = 'Register workers through the proxy database (docs/scaling.md).';
+  end if;
+  -- one at a time: the workers' sequence is pointed at the proxy's id for this call alone
+  perform pg_advisory_xact_lock(hashtext('pgflight_cell.register_worker_as'));
+  if exists (select from pgflight.workers w where w.id = p_id) then
+    raise exception 'register_worker_as: worker id % is taken in this cell', p_id
+      using errcode = '22023', detail = format('p_id = %s', p_id),
+            hint = 'The proxy retries with its next id.';
+  end if;
+  select s.last_value, s.is_called into v_last, v_called from pgflight.workers_id_seq s;
+  perform setval('pgflight.workers_id_seq', p_id, false);
+  begin
+    v_id := pgflight.register_worker(p_name, p_options);
+  exception when others then
+    perform setval('pgflight.workers_id_seq', v_last, v_called);
+    raise;
+  end;
+  perform setval('pgflight.workers_id_seq', v_last, v_called);
+  if v_id <> p_id then
+    raise exception 'register_worker_as: a worker registered directly took id %', p_id
+      using errcode = '22023', detail = format('p_id = %s, got %s', p_id, v_id),
+            hint = 'Register workers through the proxy database (docs/scaling.md).';
+  end if;
+  return v_id;
+end
+$$;
+alter function pgflight_cell.register_worker_as(bigint, text, jsonb) owner to pgflight_owner;
+comment on function pgflight_cell.register_worker_as(bigint, text, jsonb) is
+  'Register a worker of this login under the id the proxy chose (1 .. 2^44 - 1), so one worker id is valid in every cell; as register_worker otherwise. Errors: 22023 id out of range or taken, those of register_worker.';
+revoke all on function pgflight_cell.register_worker_as(bigint, text, jsonb) from public;
+grant execute on function pgflight_cell.register_worker_as(bigint, text, jsonb) to pgflight_worker;
+"""
+
+
+def install_cell_kit(conn: psycopg.Connection[tuple[object, ...]], cell: int) -> None:
+    """The cell side of the proxy: its number and worker registration under a proxy's id."""
+    conn.execute(CELL_KIT.replace("{cell}", str(int(cell))).encode())
+
+
+# --- the proxy --------------------------------------------------------------------------------
+def partitions(n: int) -> int:
+    """PL/Proxy wants a power of two partitions: the cells, then copies of cell 1 never addressed."""
+    p = 1
+    while p < n:
+        p *= 2
+    return p
+
+
+def libpq_keywords(dsn: str) -> str:
+    """A cell's connection string for PL/Proxy: key=value, without user and password (the
+    calling login's own, from its user mapping)."""
+    params = {k: v for k, v in conninfo_to_dict(dsn).items() if k not in ("user", "password")}
+    return make_conninfo("", **params)  # type: ignore[arg-type]
+
+
+def _args_list(fn: ApiFunction, first: int = 1) -> str:
+    return ", ".join(f"${i}" for i in range(first, first + len(fn.inputs)))
+
+
+def _select(fn: ApiFunction, first: int) -> str:
+    call = f"pgflight.{fn.name}({_args_list(fn, first)})"
+    if fn.returns_set and fn.result.startswith("TABLE("):
+        return f"select * from {call}"
+    return f"select {call}"
+
+
+def _on_cell(fn: ApiFunction) -> str:
+    """pgflight_cells.<name>(p_cell_part, ...args): the function on one partition."""
+    return f"""
+create function pgflight_cells.{fn.name}(p_cell_part integer{", " if fn.arguments else ""}{fn.arguments})
+  returns {fn.result}
+  language plproxy as $plproxy$
+    cluster '{CLUSTER}';
+    run on $1;
+    {_select(fn, 2)};
+$plproxy$;"""
+
+
+def route(fn: ApiFunction) -> str:
+    """How the proxy runs `fn`: custom, workspace, id, split, any or all."""
+    names = fn.input_names
+    if fn.name in CUSTOM:
+        return "custom"
+    if "p_workspace" in names or (fn.name in WORKSPACE_BY_NAME and "p_name" in names):
+        return "workspace"
+    if any(k in names for k in ID_KEYS):
+        return "id"
+    if "p_attempt_ids" in names:
+        return "split"
+    if fn.name in ANY_CELL:
+        return "any"
+    return "all"
+
+
+def _proxy_function(fn: ApiFunction) -> str:
+    how = route(fn)
+    head = f"create function pgflight.{fn.name}({fn.arguments}) returns {fn.result}"
+    if how == "workspace":
+        key = "p_workspace" if "p_workspace" in fn.input_names else "p_name"
+        body = f"cluster '{CLUSTER}'; run on pgflight_cells.part_of_workspace({key});"
+        return f"{head}\n  language plproxy as $plproxy$ {body} $plproxy$;"
+    if how == "id":
+        key = next(k for k in ID_KEYS if k in fn.input_names)
+        body = f"cluster '{CLUSTER}'; run on pgflight_cells.part_of_id({key});"
+        return f"{head}\n  language plproxy as $plproxy$ {body} $plproxy$;"
+    if how == "split":
+        arrays = [n for n, t in fn.inputs if t.endswith("[]") and n != "p_recipes"]
+        body = f"cluster '{CLUSTER}'; split {', '.join(arrays)}; run on pgflight_cells.part_of_id(p_attempt_ids);"
+        return f"{head}\n  language plproxy as $plproxy$ {body} $plproxy$;"
+    if how == "any":
+        return f"{head}\n  language plproxy as $plproxy$ cluster '{CLUSTER}'; run on 0; $plproxy$;"
+    # every cell, one after the other
+    args = ", ".join(n for n in fn.input_names)
+    call = f"pgflight_cells.{fn.name}(c.part{', ' if args else ''}{args})"
+    if fn.returns_set:
+        loop = f"return query {_select_from(fn, call)};"
+        tail = ""
+    elif fn.returns_void:
+        loop = f"perform {call};"
+        tail = ""
+    else:
+        loop = f"if c.part = 0 then v_first := {call}; else perform {call}; end if;"
+        tail = "return v_first;"
+    decl = "declare c record;" + ("" if fn.returns_set or fn.returns_void else f" v_first {fn.result};")
+    return f"""{head}
+  language plpgsql
+  set search_path = pg_catalog, pg_temp
+  as $fn$
+{decl}
+begin
+  for c in select x.cell - 1 as part from pgflight_cells.cells x order by x.cell loop
+    {loop}
+  end loop;
+  {tail}
+end
+$fn$;"""
+
+
+def _select_from(fn: ApiFunction, call: str) -> str:
+    return f"select * from {call}" if fn.result.startswith("TABLE(") else f"select {call}"
+
+
+PROXY_BASE = """
+create extension if not exists plproxy;
+drop schema if exists pgflight cascade;
+create schema pgflight;
+create schema if not exists pgflight_cells;
+create table if not exists pgflight_cells.cells (
+  cell integer primary key check (cell between 1 and {max_cells}),
+  connstr text not null
+);
+comment on table pgflight_cells.cells is 'The cells behind this proxy: number (the bits of every id above bit 44) and connection string without login.';
+create table if not exists pgflight_cells.workspaces (
+  name text primary key,
+  cell integer not null references pgflight_cells.cells
+);
+comment on table pgflight_cells.workspaces is 'The directory: the cell of each workspace.';
+create sequence if not exists pgflight_cells.worker_ids minvalue 1 maxvalue {max_worker};
+comment on sequence pgflight_cells.worker_ids is 'Worker ids valid in every cell (below every cell''s own range).';
+grant usage on schema pgflight, pgflight_cells to pgflight_worker, pgflight_operator, pgflight_reader;
+grant select on pgflight_cells.cells, pgflight_cells.workspaces to pgflight_worker, pgflight_operator, pgflight_reader;
+grant usage on sequence pgflight_cells.worker_ids to pgflight_worker;
+
+create or replace function pgflight_cells.part_of_id(p_id bigint) returns integer
+  language sql stable
+  set search_path = pg_catalog, pg_temp
+  as $$
+    -- an id of no cell (null, negative, a single database's) goes to cell 1, which answers it as unknown
+    select coalesce((select c.cell - 1 from pgflight_cells.cells c where c.cell = p_id >> {shift}), 0)
+  $$;
+create or replace function pgflight_cells.part_of_workspace(p_name text) returns integer
+  language sql stable
+  set search_path = pg_catalog, pg_temp
+  as $$
+    -- a workspace not in the directory: a cell chosen by its name answers it as unknown
+    select coalesce((select w.cell - 1 from pgflight_cells.workspaces w where w.name = p_name),
+                    (abs(hashtext(coalesce(p_name, ''))) % (select count(*) from pgflight_cells.cells))::integer)
+  $$;
+create or replace function pgflight_cells.place(p_name text) returns integer
+  language plpgsql security definer
+  set search_path = pg_catalog, pg_temp
+  as $$
+declare
+  v_cell integer;
+begin
+  select w.cell into v_cell from pgflight_cells.workspaces w where w.name = p_name;
+  if v_cell is null then
+    -- the cell with the fewest workspaces
+    select c.cell into v_cell from pgflight_cells.cells c
+      order by (select count(*) from pgflight_cells.workspaces w where w.cell = c.cell), c.cell limit 1;
+    insert into pgflight_cells.workspaces (name, cell) values (p_name, v_cell) on conflict (name) do nothing;
+    select w.cell into v_cell from pgflight_cells.workspaces w where w.name = p_name;
+  end if;
+  return v_cell;
+end
+$$;
+revoke all on function pgflight_cells.place(text) from public;
+grant execute on function pgflight_cells.place(text) to pgflight_operator;
+create or replace function pgflight_cells.register_worker_as(p_cell_part integer, p_id bigint, p_name text, p_options jsonb)
+  returns bigint language plproxy as $plproxy$
+    cluster '{cluster}'; run on $1; select pgflight_cell.register_worker_as($2, $3, $4);
+$plproxy$;
+"""
+
+PROXY_CUSTOM = """
+create function pgflight.register_worker(p_name text, p_options jsonb default '{{}}'::jsonb) returns bigint
+  language plpgsql
+  set search_path = pg_catalog, pg_temp
+  as $fn$
+declare
+  v_id bigint;
+  v_try integer;
+begin
+  for v_try in 1 .. 3 loop
+    v_id := nextval('pgflight_cells.worker_ids');
+    begin
+      perform pgflight_cells.register_worker_as(c.cell - 1, v_id, p_name, p_options)
+        from pgflight_cells.cells c order by c.cell;
+      return v_id;
+    exception when sqlstate '22023' then
+      if v_try = 3 or sqlerrm not like '%is taken in this cell%' then
+        raise;
+      end if;
+    end;
+  end loop;
+end
+$fn$;
+
+create function pgflight.create_workspace(p_name text, p_options jsonb default '{{}}'::jsonb) returns bigint
+  language plpgsql
+  set search_path = pg_catalog, pg_temp
+  as $fn$
+begin
+  perform pgflight_cells.place(p_name);
+  return pgflight_cells.create_workspace(pgflight_cells.part_of_workspace(p_name), p_name, p_options);
+end
+$fn$;
+
+create function pgflight.claim_batch(p_worker_id bigint, p_batch_size integer, p_lease_s double precision,
+                                     p_recipes text[] default null::text[], p_options jsonb default '{{}}'::jsonb)
+  returns table(attempt_id bigint, fencing_token bigint, step_id bigint, run_id bigint, parent_id bigint,
+                step_key text, attempt_no integer, recipe text, input jsonb,
+                lease_expires_at timestamp with time zone, deadline_at timestamp with time zone)
+  language plpgsql
+  set search_path = pg_catalog, pg_temp
+  as $fn$
+declare
+  v_parts integer[] := array(select c.cell - 1 from pgflight_cells.cells c order by c.cell);
+  v_n integer := cardinality(v_parts);
+  v_turn integer := coalesce(nullif(current_setting('pgflight_cells.turn', true), '')::integer, 0);
+  v_now double precision := extract(epoch from clock_timestamp());
+  v_part integer;
+  v_got integer := 0;
+  v_rows integer;
+  i integer;
+begin
+  -- rotation between the cells, one step further each call; a cell that had nothing ready is
+  -- skipped by this session for {quiet_s} s, one that did not answer for {down_s} s
+  for i in 0 .. v_n - 1 loop
+    v_part := v_parts[(v_turn + i) % v_n + 1];
+    continue when coalesce(nullif(current_setting('pgflight_cells.quiet_' || v_part, true), '')::double precision, 0)
+                  > v_now;
+    begin
+      return query select * from pgflight_cells.claim_batch(v_part, p_worker_id, p_batch_size - v_got, p_lease_s,
+                                                            p_recipes, p_options);
+      get diagnostics v_rows = row_count;
+    exception when sqlstate '08000' or sqlstate '08001' or sqlstate '08003' or sqlstate '08006'
+                   or sqlstate '57P01' or sqlstate 'XX000' then
+      perform set_config('pgflight_cells.quiet_' || v_part, (v_now + {down_s})::text, false);
+      continue;
+    end;
+    if v_rows = 0 then
+      perform set_config('pgflight_cells.quiet_' || v_part, (v_now + {quiet_s})::text, false);
+    end if;
+    v_got := v_got + v_rows;
+    exit when v_got >= p_batch_size;
+  end loop;
+  perform set_config('pgflight_cells.turn', ((v_turn + 1) % greatest(v_n, 1))::text, false);
+end
+$fn$;
+
+create function pgflight.complete_and_claim(p_worker_id bigint, p_attempt_ids bigint[], p_tokens bigint[],
+                                            p_results jsonb[], p_batch_size integer, p_lease_s double precision,
+                                            p_recipes text[] default null::text[], p_options jsonb default '{{}}'::jsonb)
+  returns table(attempt_id bigint, fencing_token bigint, step_id bigint, run_id bigint, parent_id bigint,
+                step_key text, attempt_no integer, recipe text, input jsonb,
+                lease_expires_at timestamp with time zone, deadline_at timestamp with time zone, outcome text)
+  language plpgsql
+  set search_path = pg_catalog, pg_temp
+  as $fn$
+begin
+  -- not one transaction across cells: the completions are each cell's, then the claim
+  return query select b.attempt_id, null::bigint, null::bigint, null::bigint, null::bigint, null::text,
+                      null::integer, null::text, null::jsonb, null::timestamptz, null::timestamptz, b.outcome
+                 from pgflight.complete_batch(p_attempt_ids, p_tokens, p_results) b
+                where cardinality(p_attempt_ids) > 0;
+  return query select c.*, null::text from pgflight.claim_batch(p_worker_id, p_batch_size, p_lease_s, p_recipes,
+                                                               p_options) c;
+end
+$fn$;
+"""
+
+
+def proxy_schema(fns: Sequence[ApiFunction], cell_count: int) -> str:
+    """The SQL of the proxy's functions for the catalogue `fns` (the base schema excluded)."""
+    parts = [PROXY_CUSTOM.format(quiet_s=QUIET_S, down_s=DOWN_S)]
+    for fn in fns:
+        if route(fn) in ("all",) or fn.name in ("claim_batch", "create_workspace"):
+            parts.append(_on_cell(fn))
+        if route(fn) != "custom":
+            parts.append(_proxy_function(fn))
+    for fn in fns:
+        sig = f"pgflight.{fn.name}({fn.identity})"
+        parts.append(f"revoke all on function {sig} from public;")
+        for lane in fn.lanes:
+            parts.append(f"grant execute on function {sig} to {lane};")
+        parts.append(f"comment on function {sig} is {_literal(f'Proxy of the cells: {route(fn)}.')};")
+    return "\n".join(parts)
+
+
+def _literal(s: str) -> str:
+    return "'" + s.replace("'", "''") + "'"
+
+
+def deploy_proxy(proxy_dsn: str, cell_dsns: Sequence[str]) -> None:
+    """Write the proxy database `proxy_dsn` for the (numbered) cells `cell_dsns` (cell 1 first)."""
+    if not cell_dsns or len(cell_dsns) > MAX_CELLS:
+        raise CellsError(f"1 .. {MAX_CELLS} cells, got {len(cell_dsns)}")
+    with psycopg.connect(cell_dsns[0], autocommit=True) as c:
+        fns = catalogue(c)
+    connstrs = [libpq_keywords(d) for d in cell_dsns]
+    pads = [f"{connstrs[0]} application_name=pgflight_cells_pad_{i}" for i in range(len(connstrs), partitions(len(connstrs)))]
+    with psycopg.connect(proxy_dsn) as c:
+        for role in LANES:
+            if not c.execute("select 1 from pg_roles where rolname = %s", [role]).fetchone():
+                c.execute(sql.SQL("create role {} nologin").format(sql.Identifier(role)))
+        base = PROXY_BASE.format(max_cells=MAX_CELLS, shift=CELL_SHIFT, cluster=CLUSTER,
+                                 max_worker=(1 << CELL_SHIFT) - 1)
+        c.execute(base.encode())
+        c.execute(sql.SQL("drop server if exists {} cascade").format(sql.Identifier(CLUSTER)))
+        options = sql.SQL(", ").join(
+            sql.SQL("p{} {}").format(sql.SQL(str(i)), sql.Literal(s)) for i, s in enumerate(connstrs + pads)
+        )
+        c.execute(sql.SQL("create server {} foreign data wrapper plproxy options ({})").format(
+            sql.Identifier(CLUSTER), options))
+        c.execute(sql.SQL("create user mapping for public server {}").format(sql.Identifier(CLUSTER)))
+        c.execute("delete from pgflight_cells.cells where cell > %s", [len(connstrs)])
+        for i, s in enumerate(connstrs, 1):
+            c.execute("insert into pgflight_cells.cells values (%s, %s) on conflict (cell) do update"
+                      " set connstr = excluded.connstr", [i, s])
+        c.execute(proxy_schema(fns, len(connstrs)).encode())
+
+
+def map_login(proxy_dsn: str, login: str, password: str) -> None:
+    """The password the proxy gives the cells for `login` (else the cells' pg_hba decides)."""
+    with psycopg.connect(proxy_dsn, autocommit=True) as c:
+        c.execute(sql.SQL("drop user mapping if exists for {} server {}").format(
+            sql.Identifier(login), sql.Identifier(CLUSTER)))
+        c.execute(sql.SQL("create user mapping for {} server {} options (user {}, password {})").format(
+            sql.Identifier(login), sql.Identifier(CLUSTER), sql.Literal(login), sql.Literal(password)))
+
+
+def place(proxy_dsn: str, workspace: str, cell: int) -> None:
+    """Put `workspace` in `cell` in the directory, before it is created (moving one is not built)."""
+    with psycopg.connect(proxy_dsn, autocommit=True) as c:
+        c.execute("insert into pgflight_cells.workspaces (name, cell) values (%s, %s)"
+                  " on conflict (name) do update set cell = excluded.cell", [workspace, cell])
+
+
+def deploy(cell_dsns: Sequence[str], proxy_dsn: str, *, migrate_cells: bool = True) -> None:
+    """Deploy pgflight in each cell (unless `migrate_cells` is False), number it, then the proxy."""
+    from pgflight import migrate
+
+    for n, dsn in enumerate(cell_dsns, 1):
+        if migrate_cells:
+            migrate.deploy(dsn)
+        with psycopg.connect(dsn, autocommit=True) as c:
+            assign_cell(c, n)
+    deploy_proxy(proxy_dsn, cell_dsns)
