@@ -527,6 +527,8 @@ def deploy_proxy(proxy_dsn: str, cell_dsns: Sequence[str]) -> None:
         c.execute(sql.SQL("create server {} foreign data wrapper plproxy options ({})").format(
             sql.Identifier(CLUSTER), options))
         c.execute(sql.SQL("create user mapping for public server {}").format(sql.Identifier(CLUSTER)))
+        c.execute(sql.SQL("grant usage on foreign server {} to {}").format(
+            sql.Identifier(CLUSTER), sql.SQL(", ").join(sql.Identifier(r) for r in LANES)))
         c.execute("delete from pgflight_cells.cells where cell > %s", [len(connstrs)])
         for i, s in enumerate(connstrs, 1):
             c.execute("insert into pgflight_cells.cells values (%s, %s) on conflict (cell) do update"

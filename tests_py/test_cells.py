@@ -1,0 +1,273 @@
+"""
+Cells behind PL/Proxy (docs/scaling.md): three PostgreSQL servers on their own ports, one cell
+each, and the proxy database on the first, as real scram logins. The unchanged `pgflight worker`
+runs against the proxy. Skipped, saying why, when PL/Proxy is not installed (scripts/setup
+installs it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+import threading
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from psycopg import sql
+from psycopg.conninfo import make_conninfo
+
+from pgflight import cells, migrate
+from pgflight.embedded import Cluster
+from worker_support import WorkerProc, start_worker, wait_for
+
+SETTINGS = {"fsync": "off", "synchronous_commit": "off", "full_page_writes": "off", "log_min_messages": "warning"}
+PASSWORD = "cells-test-password"
+WORKER = "pgf_cells_worker"
+OPERATOR = "pgf_cells_operator"
+LOGINS = {WORKER: "pgflight_worker", OPERATOR: "pgflight_operator"}
+PROXY_DB = "pgflight_proxy"
+
+
+@dataclass
+class Cells:
+    clusters: list[Cluster]
+    cell_dsns: list[str]  # superuser
+    proxy_dsn: str  # superuser
+
+    def as_login(self, login: str, dsn: str | None = None) -> str:
+        return make_conninfo(dsn or self.proxy_dsn, user=login, password=PASSWORD)
+
+
+def _plproxy_missing(cluster: Cluster) -> bool:
+    with psycopg.connect(cluster.dsn("postgres")) as c:
+        return c.execute("select 1 from pg_available_extensions where name = 'plproxy'").fetchone() is None
+
+
+def _logins(cluster: Cluster) -> None:
+    with psycopg.connect(cluster.dsn("postgres"), autocommit=True) as c:
+        c.execute("set password_encryption = 'scram-sha-256'")
+        for login, role in LOGINS.items():
+            c.execute(
+                sql.SQL("create role {} login password {} in role {}").format(
+                    sql.Identifier(login), sql.Literal(PASSWORD), sql.Identifier(role)
+                )
+            )
+    hba = cluster.datadir / "pg_hba.conf"
+    hba.write_text(
+        "host all postgres 127.0.0.1/32 trust\n"
+        f"host all {','.join(LOGINS)} 127.0.0.1/32 scram-sha-256\n" + hba.read_text()
+    )
+    with psycopg.connect(cluster.dsn("postgres"), autocommit=True) as c:
+        c.execute("select pg_reload_conf()")
+
+
+@pytest.fixture(scope="module")
+def cluster3() -> Iterator[Cells]:
+    folders = [Path(tempfile.mkdtemp(prefix=f"pgflight-cell{i}-")) for i in (1, 2, 3)]
+    clusters = []
+    try:
+        for f in folders:
+            os.chmod(f, 0o755)
+            cl = Cluster(f, settings=SETTINGS)
+            clusters.append(cl)
+            cl.up()
+        if _plproxy_missing(clusters[0]):
+            pytest.skip("PL/Proxy is not installed (postgresql-<V>-plproxy; scripts/setup installs it)")
+        dsns = [cl.dsn("postgres") for cl in clusters]
+        with ThreadPoolExecutor(3) as ex:
+            list(ex.map(migrate.deploy, dsns))
+        for cl in clusters:
+            _logins(cl)
+        clusters[0].create_database(PROXY_DB)
+        proxy = clusters[0].dsn(PROXY_DB)
+        cells.deploy(dsns, proxy, migrate_cells=False)
+        for login in LOGINS:
+            cells.map_login(proxy, login, PASSWORD)
+        for d in dsns:
+            with psycopg.connect(d, autocommit=True) as c:
+                c.execute("update pgflight.settings set allow_fake_clock = true")
+                for login, role in LOGINS.items():
+                    lane = role.removeprefix("pgflight_")
+                    c.execute("select pgflight.grant_workspace(%s, null, %s)", [login, lane])
+        yield Cells(clusters, dsns, proxy)
+    finally:
+        for cl in clusters:
+            with contextlib.suppress(Exception):
+                cl.destroy()
+        for f in folders:
+            shutil.rmtree(f, ignore_errors=True)
+
+
+def _cell_rows(dsn: str, query: str, params: Any = None) -> list[tuple[Any, ...]]:
+    with psycopg.connect(dsn, autocommit=True) as c:
+        return c.execute(query, params).fetchall()
+
+
+def test_the_proxy_offers_every_api_function_of_a_cell_with_its_signature_and_grants(cluster3: Cells) -> None:
+    with psycopg.connect(cluster3.cell_dsns[1]) as c:
+        cell = {(f.name, f.identity, f.result, f.lanes) for f in cells.catalogue(c)}
+    with psycopg.connect(cluster3.proxy_dsn) as c:
+        proxy = {(f.name, f.identity, f.result, f.lanes) for f in cells.catalogue(c)}
+        extra = c.execute(
+            "select count(*) from pg_proc where pronamespace = 'pgflight'::regnamespace"
+        ).fetchone()
+    assert proxy == cell
+    assert extra is not None and extra[0] == len(cell), "the proxy's pgflight schema holds nothing else"
+    assert len(cell) > 80
+
+
+def test_every_id_and_token_names_its_cell_and_tokens_increase_within_it(cluster3: Cells) -> None:
+    with psycopg.connect(cluster3.as_login(OPERATOR), autocommit=True) as op:
+        for n in (1, 2, 3):
+            cells.place(cluster3.proxy_dsn, f"ids{n}", n)
+            op.execute("select pgflight.create_workspace(%s)", [f"ids{n}"])
+            for _ in range(3):
+                op.execute("select * from pgflight.submit_run(%s, 'noop', '{}')", [f"ids{n}"])
+    with psycopg.connect(cluster3.as_login(WORKER), autocommit=True) as w:
+        wid = w.execute("select pgflight.register_worker('ids')").fetchone()[0]  # type: ignore[index]
+        assert cells.cell_of(wid) == 0, "a proxy's worker id is below every cell's range"
+        rows = w.execute(
+            "select attempt_id, fencing_token, step_id, run_id from pgflight.claim_batch(%s, 100, 30)", [wid]
+        ).fetchall()
+        w.execute("select pgflight.deregister_worker(%s)", [wid])
+    ids3 = [r for r in rows if cells.cell_of(r[0]) == 3]
+    assert len(ids3) >= 3
+    for r in rows:
+        assert {cells.cell_of(x) for x in r} == {cells.cell_of(r[0])}
+    for n in (1, 2, 3):
+        toks = [r[1] for r in rows if cells.cell_of(r[0]) == n]
+        # tokens in claim order within a cell: each claim's token is above every earlier one
+        assert toks == sorted(toks) and len(set(toks)) == len(toks)
+        lo, hi = cells.cell_range(n)
+        assert all(lo <= t <= hi for t in toks)
+
+
+def test_a_stale_token_is_refused_and_batches_mixing_cells_are_answered_per_element(cluster3: Cells) -> None:
+    with psycopg.connect(cluster3.as_login(OPERATOR), autocommit=True) as op:
+        for n in (1, 2):
+            cells.place(cluster3.proxy_dsn, f"mix{n}", n)
+            op.execute("select pgflight.create_workspace(%s)", [f"mix{n}"])
+            op.execute("select * from pgflight.submit_run(%s, 'mixrecipe', '{}')", [f"mix{n}"])
+    with psycopg.connect(cluster3.as_login(WORKER), autocommit=True) as w:
+        wid = w.execute("select pgflight.register_worker('mix')").fetchone()[0]  # type: ignore[index]
+        rows = w.execute(
+            "select attempt_id, fencing_token from pgflight.claim_batch(%s, 10, 30, array['mixrecipe'])", [wid]
+        ).fetchall()
+        assert sorted(cells.cell_of(a) for a, _ in rows) == [1, 2]
+        (a1, t1), (a2, t2) = sorted(rows, key=lambda r: cells.cell_of(r[0]))
+        beats = w.execute(
+            "select attempt_id, status from pgflight.heartbeat(%s, %s, %s)", [wid, [a1, a2], [t1, t2 - 1]]
+        ).fetchall()
+        assert dict(beats) == {a1: "ok", a2: "lost"}
+        # the stale token of cell 2's attempt is refused; cell 1's completes
+        done = w.execute(
+            "select attempt_id, outcome from pgflight.complete_batch(%s, %s, %s::jsonb[])",
+            [[a2, a1], [t2 - 1, t1], ['{"r": 2}', '{"r": 1}']],
+        ).fetchall()
+        assert dict(done) == {a1: "succeeded", a2: "lease_lost"}
+        with pytest.raises(psycopg.Error) as e:
+            w.execute("select pgflight.complete_step(%s, %s, '{}')", [a2, t2 - 1])
+        assert e.value.sqlstate == "ZF001"
+        w.execute("select pgflight.complete_step(%s, %s, '{}')", [a2, t2])
+        w.execute("select pgflight.deregister_worker(%s)", [wid])
+
+
+@contextlib.contextmanager
+def _sweeping(dsns: list[str], every_s: float = 0.3) -> Iterator[None]:
+    """run_sweeps in every cell, as pg_cron would; a cell that is down is tried again later."""
+    stop = threading.Event()
+
+    def loop() -> None:
+        while not stop.is_set():
+            for d in dsns:
+                with contextlib.suppress(psycopg.Error):
+                    with psycopg.connect(d, autocommit=True, connect_timeout=1) as c:
+                        c.execute("select * from pgflight.run_sweeps()")
+            stop.wait(every_s)
+
+    t = threading.Thread(target=loop, daemon=True)
+    t.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        t.join(10)
+
+
+def _done(dsn: str, workspaces: list[str]) -> int:
+    with contextlib.suppress(psycopg.Error):
+        rows = _cell_rows(
+            dsn,
+            "select count(*) from pgflight.runs r join pgflight.workspaces w on w.id = r.workspace_id"
+            " where w.name = any (%s) and r.status = 'succeeded'",
+            [workspaces],
+        )
+        return int(rows[0][0])
+    return -1
+
+
+def test_workers_drain_every_cell_once_through_a_kill_and_a_cell_outage(
+    cluster3: Cells, tmp_path: Path
+) -> None:
+    per_ws = 30
+    spaces = {n: [f"drain{n}a", f"drain{n}b"] for n in (1, 2, 3)}
+    with psycopg.connect(cluster3.as_login(OPERATOR), autocommit=True) as op:
+        for n, names in spaces.items():
+            for name in names:
+                cells.place(cluster3.proxy_dsn, name, n)
+                op.execute("select pgflight.create_workspace(%s)", [name])
+                op.execute(
+                    "select count(*) from pgflight.submit_runs(%s, (select jsonb_agg(jsonb_build_object("
+                    "'recipe', 'sleep', 'input', jsonb_build_object('seconds', 0.05))) from generate_series(1, %s)))",
+                    [name, per_ws],
+                )
+    started: list[WorkerProc] = []
+
+    def worker() -> WorkerProc:
+        w = start_worker(cluster3.as_login(WORKER), tmp_path, "--lease", "2", "--poll", "0.2")
+        started.append(w)
+        return w
+
+    try:
+        with _sweeping(cluster3.cell_dsns):
+            a, _b = worker(), worker()
+            wait_for(lambda: sum(_done(d, spaces[n]) for n, d in zip((1, 2, 3), cluster3.cell_dsns, strict=True)) >= 20,
+                     60, "twenty runs done through the proxy")
+            a.kill()  # SIGKILL mid-run: its leases lapse and are reclaimed in their cells
+            worker()
+            wait_for(lambda: _done(cluster3.cell_dsns[2], spaces[3]) >= 5, 60, "cell 3 to make progress")
+            cluster3.clusters[2].stop("immediate")
+            before = [_done(d, spaces[n]) for n, d in zip((1, 2), cluster3.cell_dsns[:2], strict=True)]
+            # cells 1 and 2 carry on while cell 3 is down
+            wait_for(
+                lambda: all(
+                    _done(d, spaces[n]) == 2 * per_ws for n, d in zip((1, 2), cluster3.cell_dsns[:2], strict=True)
+                ),
+                120,
+                f"cells 1 and 2 to finish with cell 3 down (done before the outage: {before})",
+            )
+            cluster3.clusters[2].start()
+            wait_for(lambda: _done(cluster3.cell_dsns[2], spaces[3]) == 2 * per_ws, 120, "cell 3 to finish")
+    finally:
+        for w in started:
+            w.kill()
+    logs = "\n".join(w.output()[-2000:] for w in started)
+    for n, d in zip((1, 2, 3), cluster3.cell_dsns, strict=True):
+        once = _cell_rows(
+            d,
+            "select s.id, count(*) filter (where a.status = 'succeeded'),"
+            " (select count(*) from pgflight.run_events e where e.step_id = s.id and e.reason = 'succeeded')"
+            " from pgflight.steps s join pgflight.workspaces w on w.id = s.workspace_id"
+            " join pgflight.step_attempts a on a.step_id = s.id where w.name = any (%s) group by s.id",
+            [spaces[n]],
+        )
+        assert len(once) == 2 * per_ws, logs
+        assert {(r[1], r[2]) for r in once} == {(1, 1)}, f"cell {n}: a step succeeded twice or never\n{logs}"
+        assert all(cells.cell_of(r[0]) == n for r in once)
