@@ -201,6 +201,15 @@ def _sweeping(dsns: list[str], every_s: float = 0.3) -> Iterator[None]:
         t.join(10)
 
 
+def _held_by(dsns: list[str], pid: int) -> list[tuple[str, int]]:
+    """(cell dsn, attempt id) of each attempt a worker process holds, in every cell."""
+    q = (
+        "select a.id from pgflight.step_attempts a join pgflight.workers w on w.id = a.worker_id"
+        " where w.pid = %s and a.status in ('claimed', 'running')"
+    )
+    return [(d, r[0]) for d in dsns for r in _cell_rows(d, q, [pid])]
+
+
 def _done(dsn: str, workspaces: list[str]) -> int:
     with contextlib.suppress(psycopg.Error):
         rows = _cell_rows(
@@ -216,7 +225,7 @@ def _done(dsn: str, workspaces: list[str]) -> int:
 def test_workers_drain_every_cell_once_through_a_kill_and_a_cell_outage(
     cluster3: Cells, tmp_path: Path
 ) -> None:
-    per_ws = 30
+    per_ws = 20
     spaces = {n: [f"drain{n}a", f"drain{n}b"] for n in (1, 2, 3)}
     with psycopg.connect(cluster3.as_login(OPERATOR), autocommit=True) as op:
         for n, names in spaces.items():
@@ -225,7 +234,7 @@ def test_workers_drain_every_cell_once_through_a_kill_and_a_cell_outage(
                 op.execute("select pgflight.create_workspace(%s)", [name])
                 op.execute(
                     "select count(*) from pgflight.submit_runs(%s, (select jsonb_agg(jsonb_build_object("
-                    "'recipe', 'sleep', 'input', jsonb_build_object('seconds', 0.05))) from generate_series(1, %s)))",
+                    "'recipe', 'sleep', 'input', jsonb_build_object('seconds', 0.3))) from generate_series(1, %s)))",
                     [name, per_ws],
                 )
     started: list[WorkerProc] = []
@@ -238,12 +247,16 @@ def test_workers_drain_every_cell_once_through_a_kill_and_a_cell_outage(
     try:
         with _sweeping(cluster3.cell_dsns):
             a, _b = worker(), worker()
-            wait_for(lambda: sum(_done(d, spaces[n]) for n, d in zip((1, 2, 3), cluster3.cell_dsns, strict=True)) >= 20,
-                     60, "twenty runs done through the proxy")
+            wait_for(lambda: sum(_done(d, spaces[n]) for n, d in zip((1, 2, 3), cluster3.cell_dsns, strict=True)) >= 10,
+                     60, "ten runs done through the proxy")
+            a_held = wait_for(lambda: _held_by(cluster3.cell_dsns, a.pid), 30, "worker A to hold a lease")
             a.kill()  # SIGKILL mid-run: its leases lapse and are reclaimed in their cells
+            assert a_held, "worker A held leases when it was killed"
             worker()
             wait_for(lambda: _done(cluster3.cell_dsns[2], spaces[3]) >= 5, 60, "cell 3 to make progress")
             cluster3.clusters[2].stop("immediate")
+            at_outage = _done(cluster3.cell_dsns[2], spaces[3])
+            assert at_outage == -1
             before = [_done(d, spaces[n]) for n, d in zip((1, 2), cluster3.cell_dsns[:2], strict=True)]
             # cells 1 and 2 carry on while cell 3 is down
             wait_for(
@@ -258,13 +271,16 @@ def test_workers_drain_every_cell_once_through_a_kill_and_a_cell_outage(
     finally:
         for w in started:
             w.kill()
+    ends = [_cell_rows(d, "select status from pgflight.step_attempts where id = %s", [i])[0][0] for d, i in a_held]
+    # one may have completed between the look and the kill; the rest lapsed and were reclaimed
+    assert "lease_expired" in ends and set(ends) <= {"lease_expired", "succeeded"}, ends
     logs = "\n".join(w.output()[-2000:] for w in started)
     for n, d in zip((1, 2, 3), cluster3.cell_dsns, strict=True):
         once = _cell_rows(
             d,
             "select s.id, count(*) filter (where a.status = 'succeeded'),"
             " (select count(*) from pgflight.run_events e where e.step_id = s.id and e.reason = 'succeeded')"
-            " from pgflight.steps s join pgflight.workspaces w on w.id = s.workspace_id"
+            " from pgflight.steps s join pgflight.runs r on r.id = s.run_id join pgflight.workspaces w on w.id = r.workspace_id"
             " join pgflight.step_attempts a on a.step_id = s.id where w.name = any (%s) group by s.id",
             [spaces[n]],
         )
