@@ -27,7 +27,12 @@ from pgflight import cells, migrate
 from pgflight.embedded import Cluster
 from worker_support import WorkerProc, start_worker, wait_for
 
-SETTINGS = {"fsync": "off", "synchronous_commit": "off", "full_page_writes": "off", "log_min_messages": "warning"}
+SETTINGS = {
+    "fsync": "off",
+    "synchronous_commit": "off",
+    "full_page_writes": "off",
+    "log_min_messages": "warning",
+}
 PASSWORD = "cells-test-password"
 WORKER = "pgf_cells_worker"
 OPERATOR = "pgf_cells_operator"
@@ -158,7 +163,8 @@ def test_a_stale_token_is_refused_and_batches_mixing_cells_are_answered_per_elem
     with psycopg.connect(cluster3.as_login(WORKER), autocommit=True) as w:
         wid = w.execute("select pgflight.register_worker('mix')").fetchone()[0]  # type: ignore[index]
         rows = w.execute(
-            "select attempt_id, fencing_token from pgflight.claim_batch(%s, 10, 30, array['mixrecipe'])", [wid]
+            "select attempt_id, fencing_token from pgflight.claim_batch(%s, 10, 30, array['mixrecipe'])",
+            [wid],
         ).fetchall()
         assert sorted(cells.cell_of(a) for a, _ in rows) == [1, 2]
         (a1, t1), (a2, t2) = sorted(rows, key=lambda r: cells.cell_of(r[0]))
@@ -187,9 +193,11 @@ def _sweeping(dsns: list[str], every_s: float = 0.3) -> Iterator[None]:
     def loop() -> None:
         while not stop.is_set():
             for d in dsns:
-                with contextlib.suppress(psycopg.Error):
-                    with psycopg.connect(d, autocommit=True, connect_timeout=1) as c:
-                        c.execute("select * from pgflight.run_sweeps()")
+                with (
+                    contextlib.suppress(psycopg.Error),
+                    psycopg.connect(d, autocommit=True, connect_timeout=1) as c,
+                ):
+                    c.execute("select * from pgflight.run_sweeps()")
             stop.wait(every_s)
 
     t = threading.Thread(target=loop, daemon=True)
@@ -234,7 +242,8 @@ def test_workers_drain_every_cell_once_through_a_kill_and_a_cell_outage(
                 op.execute("select pgflight.create_workspace(%s)", [name])
                 op.execute(
                     "select count(*) from pgflight.submit_runs(%s, (select jsonb_agg(jsonb_build_object("
-                    "'recipe', 'sleep', 'input', jsonb_build_object('seconds', 0.3))) from generate_series(1, %s)))",
+                    "'recipe', 'sleep', 'input', jsonb_build_object('seconds', 0.3)))"
+                    " from generate_series(1, %s)))",
                     [name, per_ws],
                 )
     started: list[WorkerProc] = []
@@ -247,8 +256,13 @@ def test_workers_drain_every_cell_once_through_a_kill_and_a_cell_outage(
     try:
         with _sweeping(cluster3.cell_dsns):
             a, _b = worker(), worker()
-            wait_for(lambda: sum(_done(d, spaces[n]) for n, d in zip((1, 2, 3), cluster3.cell_dsns, strict=True)) >= 10,
-                     60, "ten runs done through the proxy")
+            wait_for(
+                lambda: (
+                    sum(_done(d, spaces[n]) for n, d in zip((1, 2, 3), cluster3.cell_dsns, strict=True)) >= 10
+                ),
+                60,
+                "ten runs done through the proxy",
+            )
             a_held = wait_for(lambda: _held_by(cluster3.cell_dsns, a.pid), 30, "worker A to hold a lease")
             a.kill()  # SIGKILL mid-run: its leases lapse and are reclaimed in their cells
             assert a_held, "worker A held leases when it was killed"
@@ -261,7 +275,8 @@ def test_workers_drain_every_cell_once_through_a_kill_and_a_cell_outage(
             # cells 1 and 2 carry on while cell 3 is down
             wait_for(
                 lambda: all(
-                    _done(d, spaces[n]) == 2 * per_ws for n, d in zip((1, 2), cluster3.cell_dsns[:2], strict=True)
+                    _done(d, spaces[n]) == 2 * per_ws
+                    for n, d in zip((1, 2), cluster3.cell_dsns[:2], strict=True)
                 ),
                 120,
                 f"cells 1 and 2 to finish with cell 3 down (done before the outage: {before})",
@@ -271,7 +286,9 @@ def test_workers_drain_every_cell_once_through_a_kill_and_a_cell_outage(
     finally:
         for w in started:
             w.kill()
-    ends = [_cell_rows(d, "select status from pgflight.step_attempts where id = %s", [i])[0][0] for d, i in a_held]
+    ends = [
+        _cell_rows(d, "select status from pgflight.step_attempts where id = %s", [i])[0][0] for d, i in a_held
+    ]
     # one may have completed between the look and the kill; the rest lapsed and were reclaimed
     assert "lease_expired" in ends and set(ends) <= {"lease_expired", "succeeded"}, ends
     logs = "\n".join(w.output()[-2000:] for w in started)
@@ -280,7 +297,8 @@ def test_workers_drain_every_cell_once_through_a_kill_and_a_cell_outage(
             d,
             "select s.id, count(*) filter (where a.status = 'succeeded'),"
             " (select count(*) from pgflight.run_events e where e.step_id = s.id and e.reason = 'succeeded')"
-            " from pgflight.steps s join pgflight.runs r on r.id = s.run_id join pgflight.workspaces w on w.id = r.workspace_id"
+            " from pgflight.steps s join pgflight.runs r on r.id = s.run_id"
+            " join pgflight.workspaces w on w.id = r.workspace_id"
             " join pgflight.step_attempts a on a.step_id = s.id where w.name = any (%s) group by s.id",
             [spaces[n]],
         )

@@ -95,9 +95,11 @@ select p.proname, pg_get_function_arguments(p.oid), pg_get_function_identity_arg
        coalesce((select array_agg(a.n order by a.i) from unnest(p.proargnames, p.proargmodes) with ordinality
                  a(n, m, i) where a.m in ('i', 'b', 'v')),
                 p.proargnames[1:p.pronargs], '{}'),
-       (select array_agg(format_type(t, null) order by i) from unnest(p.proargtypes::oid[]) with ordinality x(t, i)),
+       (select array_agg(format_type(t, null) order by i)
+          from unnest(p.proargtypes::oid[]) with ordinality x(t, i)),
        (select array_agg(distinct g.rolname order by g.rolname) from aclexplode(p.proacl) e
-          join pg_roles g on g.oid = e.grantee where g.rolname = any (%(lanes)s) and e.privilege_type = 'EXECUTE')
+          join pg_roles g on g.oid = e.grantee
+         where g.rolname = any (%(lanes)s) and e.privilege_type = 'EXECUTE')
 from pg_proc p
 where p.pronamespace = 'pgflight'::regnamespace and p.prokind = 'f'
   and exists (select from aclexplode(p.proacl) e join pg_roles g on g.oid = e.grantee
@@ -209,7 +211,9 @@ end
 $$;
 alter function pgflight_cell.register_worker_as(bigint, text, jsonb) owner to pgflight_owner;
 comment on function pgflight_cell.register_worker_as(bigint, text, jsonb) is
-  'Register a worker of this login under the id the proxy chose (1 .. 2^44 - 1), so one worker id is valid in every cell; as register_worker otherwise. Errors: 22023 id out of range or taken, those of register_worker.';
+  'Register a worker of this login under the id the proxy chose (1 .. 2^44 - 1), so one worker id is '
+  'valid in every cell; as register_worker otherwise. '
+  'Errors: 22023 id out of range or taken, those of register_worker.';
 revoke all on function pgflight_cell.register_worker_as(bigint, text, jsonb) from public;
 grant execute on function pgflight_cell.register_worker_as(bigint, text, jsonb) to pgflight_worker;
 """
@@ -233,7 +237,7 @@ def libpq_keywords(dsn: str) -> str:
     """A cell's connection string for PL/Proxy: key=value, without user and password (the
     calling login's own, from its user mapping)."""
     params = {k: v for k, v in conninfo_to_dict(dsn).items() if k not in ("user", "password")}
-    return make_conninfo("", **params)  # type: ignore[arg-type]
+    return make_conninfo("", **params)
 
 
 def _args_list(fn: ApiFunction, first: int = 1) -> str:
@@ -288,7 +292,10 @@ def _proxy_function(fn: ApiFunction) -> str:
         return f"{head}\n  language plproxy as $plproxy$ {body} $plproxy$;"
     if how == "split":
         arrays = [n for n, t in fn.inputs if t.endswith("[]") and n != "p_recipes"]
-        body = f"cluster '{CLUSTER}'; split {', '.join(arrays)}; run on pgflight_cells.part_of_id(p_attempt_ids);"
+        body = (
+            f"cluster '{CLUSTER}'; split {', '.join(arrays)};"
+            " run on pgflight_cells.part_of_id(p_attempt_ids);"
+        )
         return f"{head}\n  language plproxy as $plproxy$ {body} $plproxy$;"
     if how == "any":
         return f"{head}\n  language plproxy as $plproxy$ cluster '{CLUSTER}'; run on 0; $plproxy$;"
@@ -332,16 +339,19 @@ create table if not exists pgflight_cells.cells (
   cell integer primary key check (cell between 1 and {max_cells}),
   connstr text not null
 );
-comment on table pgflight_cells.cells is 'The cells behind this proxy: number (the bits of every id above bit 44) and connection string without login.';
+comment on table pgflight_cells.cells is
+  'The cells behind this proxy: number (the bits of every id above bit 44), connection string without login.';
 create table if not exists pgflight_cells.workspaces (
   name text primary key,
   cell integer not null references pgflight_cells.cells
 );
 comment on table pgflight_cells.workspaces is 'The directory: the cell of each workspace.';
 create sequence if not exists pgflight_cells.worker_ids minvalue 1 maxvalue {max_worker};
-comment on sequence pgflight_cells.worker_ids is 'Worker ids valid in every cell (below every cell''s own range).';
+comment on sequence pgflight_cells.worker_ids is
+  'Worker ids valid in every cell (below every cell''s own range).';
 grant usage on schema pgflight, pgflight_cells to pgflight_worker, pgflight_operator, pgflight_reader;
-grant select on pgflight_cells.cells, pgflight_cells.workspaces to pgflight_worker, pgflight_operator, pgflight_reader;
+grant select on pgflight_cells.cells, pgflight_cells.workspaces
+  to pgflight_worker, pgflight_operator, pgflight_reader;
 grant usage on sequence pgflight_cells.worker_ids to pgflight_worker;
 
 create or replace function pgflight_cells.part_of_id(p_id bigint) returns integer
@@ -357,7 +367,8 @@ create or replace function pgflight_cells.part_of_workspace(p_name text) returns
   as $$
     -- a workspace not in the directory: a cell chosen by its name answers it as unknown
     select coalesce((select w.cell - 1 from pgflight_cells.workspaces w where w.name = p_name),
-                    (abs(hashtext(coalesce(p_name, ''))) % (select count(*) from pgflight_cells.cells))::integer)
+                    (abs(hashtext(coalesce(p_name, '')))
+                     % (select count(*) from pgflight_cells.cells))::integer)
   $$;
 create or replace function pgflight_cells.place(p_name text) returns integer
   language plpgsql security definer
@@ -379,7 +390,8 @@ end
 $$;
 revoke all on function pgflight_cells.place(text) from public;
 grant execute on function pgflight_cells.place(text) to pgflight_operator;
-create or replace function pgflight_cells.register_worker_as(p_cell_part integer, p_id bigint, p_name text, p_options jsonb)
+create or replace function pgflight_cells.register_worker_as(p_cell_part integer, p_id bigint, p_name text,
+                                                             p_options jsonb)
   returns bigint language plproxy as $plproxy$
     cluster '{cluster}'; run on $1; select pgflight_cell.register_worker_as($2, $3, $4);
 $plproxy$;
@@ -420,7 +432,8 @@ end
 $fn$;
 
 create function pgflight.claim_batch(p_worker_id bigint, p_batch_size integer, p_lease_s double precision,
-                                     p_recipes text[] default null::text[], p_options jsonb default '{{}}'::jsonb)
+                                     p_recipes text[] default null::text[],
+                                     p_options jsonb default '{{}}'::jsonb)
   returns table(attempt_id bigint, fencing_token bigint, step_id bigint, run_id bigint, parent_id bigint,
                 step_key text, attempt_no integer, recipe text, input jsonb,
                 lease_expires_at timestamp with time zone, deadline_at timestamp with time zone)
@@ -441,11 +454,11 @@ begin
   -- skipped by this session for {quiet_s} s, one that did not answer for {down_s} s
   for i in 0 .. v_n - 1 loop
     v_part := v_parts[(v_turn + i) % v_n + 1];
-    continue when coalesce(nullif(current_setting('pgflight_cells.quiet_' || v_part, true), '')::double precision, 0)
-                  > v_now;
+    continue when coalesce(nullif(current_setting('pgflight_cells.quiet_' || v_part, true), ''),
+                           '0')::double precision > v_now;
     begin
-      return query select * from pgflight_cells.claim_batch(v_part, p_worker_id, p_batch_size - v_got, p_lease_s,
-                                                            p_recipes, p_options);
+      return query select * from pgflight_cells.claim_batch(v_part, p_worker_id, p_batch_size - v_got,
+                                                            p_lease_s, p_recipes, p_options);
       get diagnostics v_rows = row_count;
     exception when sqlstate '08000' or sqlstate '08001' or sqlstate '08003' or sqlstate '08006'
                    or sqlstate '57P01' or sqlstate 'XX000' then
@@ -463,8 +476,9 @@ end
 $fn$;
 
 create function pgflight.complete_and_claim(p_worker_id bigint, p_attempt_ids bigint[], p_tokens bigint[],
-                                            p_results jsonb[], p_batch_size integer, p_lease_s double precision,
-                                            p_recipes text[] default null::text[], p_options jsonb default '{{}}'::jsonb)
+                                            p_results jsonb[], p_batch_size integer,
+                                            p_lease_s double precision, p_recipes text[] default null::text[],
+                                            p_options jsonb default '{{}}'::jsonb)
   returns table(attempt_id bigint, fencing_token bigint, step_id bigint, run_id bigint, parent_id bigint,
                 step_key text, attempt_no integer, recipe text, input jsonb,
                 lease_expires_at timestamp with time zone, deadline_at timestamp with time zone, outcome text)
@@ -477,8 +491,8 @@ begin
                       null::integer, null::text, null::jsonb, null::timestamptz, null::timestamptz, b.outcome
                  from pgflight.complete_batch(p_attempt_ids, p_tokens, p_results) b
                 where cardinality(p_attempt_ids) > 0;
-  return query select c.*, null::text from pgflight.claim_batch(p_worker_id, p_batch_size, p_lease_s, p_recipes,
-                                                               p_options) c;
+  return query select c.*, null::text
+                 from pgflight.claim_batch(p_worker_id, p_batch_size, p_lease_s, p_recipes, p_options) c;
 end
 $fn$;
 """
@@ -512,44 +526,66 @@ def deploy_proxy(proxy_dsn: str, cell_dsns: Sequence[str]) -> None:
     with psycopg.connect(cell_dsns[0], autocommit=True) as c:
         fns = catalogue(c)
     connstrs = [libpq_keywords(d) for d in cell_dsns]
-    pads = [f"{connstrs[0]} application_name=pgflight_cells_pad_{i}" for i in range(len(connstrs), partitions(len(connstrs)))]
+    pads = [
+        f"{connstrs[0]} application_name=pgflight_cells_pad_{i}"
+        for i in range(len(connstrs), partitions(len(connstrs)))
+    ]
     with psycopg.connect(proxy_dsn) as c:
         for role in LANES:
             if not c.execute("select 1 from pg_roles where rolname = %s", [role]).fetchone():
                 c.execute(sql.SQL("create role {} nologin").format(sql.Identifier(role)))
-        base = PROXY_BASE.format(max_cells=MAX_CELLS, shift=CELL_SHIFT, cluster=CLUSTER,
-                                 max_worker=(1 << CELL_SHIFT) - 1)
+        base = PROXY_BASE.format(
+            max_cells=MAX_CELLS, shift=CELL_SHIFT, cluster=CLUSTER, max_worker=(1 << CELL_SHIFT) - 1
+        )
         c.execute(base.encode())
         c.execute(sql.SQL("drop server if exists {} cascade").format(sql.Identifier(CLUSTER)))
         options = sql.SQL(", ").join(
             sql.SQL("p{} {}").format(sql.SQL(str(i)), sql.Literal(s)) for i, s in enumerate(connstrs + pads)
         )
-        c.execute(sql.SQL("create server {} foreign data wrapper plproxy options ({})").format(
-            sql.Identifier(CLUSTER), options))
+        c.execute(
+            sql.SQL("create server {} foreign data wrapper plproxy options ({})").format(
+                sql.Identifier(CLUSTER), options
+            )
+        )
         c.execute(sql.SQL("create user mapping for public server {}").format(sql.Identifier(CLUSTER)))
-        c.execute(sql.SQL("grant usage on foreign server {} to {}").format(
-            sql.Identifier(CLUSTER), sql.SQL(", ").join(sql.Identifier(r) for r in LANES)))
+        c.execute(
+            sql.SQL("grant usage on foreign server {} to {}").format(
+                sql.Identifier(CLUSTER), sql.SQL(", ").join(sql.Identifier(r) for r in LANES)
+            )
+        )
         c.execute("delete from pgflight_cells.cells where cell > %s", [len(connstrs)])
         for i, s in enumerate(connstrs, 1):
-            c.execute("insert into pgflight_cells.cells values (%s, %s) on conflict (cell) do update"
-                      " set connstr = excluded.connstr", [i, s])
+            c.execute(
+                "insert into pgflight_cells.cells values (%s, %s) on conflict (cell) do update"
+                " set connstr = excluded.connstr",
+                [i, s],
+            )
         c.execute(proxy_schema(fns, len(connstrs)).encode())
 
 
 def map_login(proxy_dsn: str, login: str, password: str) -> None:
     """The password the proxy gives the cells for `login` (else the cells' pg_hba decides)."""
     with psycopg.connect(proxy_dsn, autocommit=True) as c:
-        c.execute(sql.SQL("drop user mapping if exists for {} server {}").format(
-            sql.Identifier(login), sql.Identifier(CLUSTER)))
-        c.execute(sql.SQL("create user mapping for {} server {} options (user {}, password {})").format(
-            sql.Identifier(login), sql.Identifier(CLUSTER), sql.Literal(login), sql.Literal(password)))
+        c.execute(
+            sql.SQL("drop user mapping if exists for {} server {}").format(
+                sql.Identifier(login), sql.Identifier(CLUSTER)
+            )
+        )
+        c.execute(
+            sql.SQL("create user mapping for {} server {} options (user {}, password {})").format(
+                sql.Identifier(login), sql.Identifier(CLUSTER), sql.Literal(login), sql.Literal(password)
+            )
+        )
 
 
 def place(proxy_dsn: str, workspace: str, cell: int) -> None:
     """Put `workspace` in `cell` in the directory, before it is created (moving one is not built)."""
     with psycopg.connect(proxy_dsn, autocommit=True) as c:
-        c.execute("insert into pgflight_cells.workspaces (name, cell) values (%s, %s)"
-                  " on conflict (name) do update set cell = excluded.cell", [workspace, cell])
+        c.execute(
+            "insert into pgflight_cells.workspaces (name, cell) values (%s, %s)"
+            " on conflict (name) do update set cell = excluded.cell",
+            [workspace, cell],
+        )
 
 
 def deploy(cell_dsns: Sequence[str], proxy_dsn: str, *, migrate_cells: bool = True) -> None:
