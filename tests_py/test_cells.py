@@ -8,23 +8,15 @@ installs it).
 from __future__ import annotations
 
 import contextlib
-import os
-import shutil
-import tempfile
 import threading
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
-from psycopg import sql
-from psycopg.conninfo import make_conninfo
 
-from pgflight import cells, migrate
-from pgflight.embedded import Cluster
+from pgflight import cells
 from worker_support import WorkerProc, start_worker, wait_for
 
 SETTINGS = {
@@ -40,74 +32,22 @@ LOGINS = {WORKER: "pgflight_worker", OPERATOR: "pgflight_operator"}
 PROXY_DB = "pgflight_proxy"
 
 
-@dataclass
-class Cells:
-    clusters: list[Cluster]
-    cell_dsns: list[str]  # superuser
-    proxy_dsn: str  # superuser
-
-    def as_login(self, login: str, dsn: str | None = None) -> str:
-        return make_conninfo(dsn or self.proxy_dsn, user=login, password=PASSWORD)
-
-
-def _plproxy_missing(cluster: Cluster) -> bool:
-    with psycopg.connect(cluster.dsn("postgres")) as c:
-        return c.execute("select 1 from pg_available_extensions where name = 'plproxy'").fetchone() is None
-
-
-def _logins(cluster: Cluster) -> None:
-    with psycopg.connect(cluster.dsn("postgres"), autocommit=True) as c:
-        c.execute("set password_encryption = 'scram-sha-256'")
-        for login, role in LOGINS.items():
-            c.execute(
-                sql.SQL("create role {} login password {} in role {}").format(
-                    sql.Identifier(login), sql.Literal(PASSWORD), sql.Identifier(role)
-                )
-            )
-    hba = cluster.datadir / "pg_hba.conf"
-    hba.write_text(
-        "host all postgres 127.0.0.1/32 trust\n"
-        f"host all {','.join(LOGINS)} 127.0.0.1/32 scram-sha-256\n" + hba.read_text()
-    )
-    with psycopg.connect(cluster.dsn("postgres"), autocommit=True) as c:
-        c.execute("select pg_reload_conf()")
-
-
 @pytest.fixture(scope="module")
-def cluster3() -> Iterator[Cells]:
-    folders = [Path(tempfile.mkdtemp(prefix=f"pgflight-cell{i}-")) for i in (1, 2, 3)]
-    clusters = []
+def cluster3() -> Iterator[cells.LocalCells]:
     try:
-        for f in folders:
-            os.chmod(f, 0o755)
-            cl = Cluster(f, settings=SETTINGS)
-            clusters.append(cl)
-            cl.up()
-        if _plproxy_missing(clusters[0]):
-            pytest.skip("PL/Proxy is not installed (postgresql-<V>-plproxy; scripts/setup installs it)")
-        dsns = [cl.dsn("postgres") for cl in clusters]
-        with ThreadPoolExecutor(3) as ex:
-            list(ex.map(migrate.deploy, dsns))
-        for cl in clusters:
-            _logins(cl)
-        clusters[0].create_database(PROXY_DB)
-        proxy = clusters[0].dsn(PROXY_DB)
-        cells.deploy(dsns, proxy, migrate_cells=False)
-        for login in LOGINS:
-            cells.map_login(proxy, login, PASSWORD)
-        for d in dsns:
-            with psycopg.connect(d, autocommit=True) as c:
-                c.execute("update pgflight.settings set allow_fake_clock = true")
-                for login, role in LOGINS.items():
-                    lane = role.removeprefix("pgflight_")
-                    c.execute("select pgflight.grant_workspace(%s, null, %s)", [login, lane])
-        yield Cells(clusters, dsns, proxy)
-    finally:
-        for cl in clusters:
-            with contextlib.suppress(Exception):
-                cl.destroy()
-        for f in folders:
-            shutil.rmtree(f, ignore_errors=True)
+        with cells.local_cells(3, logins=LOGINS, password=PASSWORD, settings=SETTINGS) as lc:
+            for d in lc.cell_dsns:
+                with psycopg.connect(d, autocommit=True) as c:
+                    c.execute("update pgflight.settings set allow_fake_clock = true")
+            yield lc
+    except cells.CellsError as e:
+        if "PL/Proxy is not installed" not in str(e):
+            raise
+        pytest.skip(str(e))
+
+
+def _as(lc: cells.LocalCells, login: str) -> str:
+    return lc.as_login(login, PASSWORD)
 
 
 def _cell_rows(dsn: str, query: str, params: Any = None) -> list[tuple[Any, ...]]:
@@ -115,7 +55,9 @@ def _cell_rows(dsn: str, query: str, params: Any = None) -> list[tuple[Any, ...]
         return c.execute(query, params).fetchall()
 
 
-def test_the_proxy_offers_every_api_function_of_a_cell_with_its_signature_and_grants(cluster3: Cells) -> None:
+def test_the_proxy_offers_every_api_function_of_a_cell_with_its_signature_and_grants(
+    cluster3: cells.LocalCells,
+) -> None:
     with psycopg.connect(cluster3.cell_dsns[1]) as c:
         cell = {(f.name, f.identity, f.result, f.lanes) for f in cells.catalogue(c)}
     with psycopg.connect(cluster3.proxy_dsn) as c:
@@ -128,14 +70,14 @@ def test_the_proxy_offers_every_api_function_of_a_cell_with_its_signature_and_gr
     assert len(cell) > 80
 
 
-def test_every_id_and_token_names_its_cell_and_tokens_increase_within_it(cluster3: Cells) -> None:
-    with psycopg.connect(cluster3.as_login(OPERATOR), autocommit=True) as op:
+def test_every_id_and_token_names_its_cell_and_tokens_increase_within_it(cluster3: cells.LocalCells) -> None:
+    with psycopg.connect(_as(cluster3, OPERATOR), autocommit=True) as op:
         for n in (1, 2, 3):
             cells.place(cluster3.proxy_dsn, f"ids{n}", n)
             op.execute("select pgflight.create_workspace(%s)", [f"ids{n}"])
             for _ in range(3):
                 op.execute("select * from pgflight.submit_run(%s, 'noop', '{}')", [f"ids{n}"])
-    with psycopg.connect(cluster3.as_login(WORKER), autocommit=True) as w:
+    with psycopg.connect(_as(cluster3, WORKER), autocommit=True) as w:
         wid = w.execute("select pgflight.register_worker('ids')").fetchone()[0]  # type: ignore[index]
         assert cells.cell_of(wid) == 0, "a proxy's worker id is below every cell's range"
         rows = w.execute(
@@ -154,13 +96,15 @@ def test_every_id_and_token_names_its_cell_and_tokens_increase_within_it(cluster
         assert all(lo <= t <= hi for t in toks)
 
 
-def test_a_stale_token_is_refused_and_batches_mixing_cells_are_answered_per_element(cluster3: Cells) -> None:
-    with psycopg.connect(cluster3.as_login(OPERATOR), autocommit=True) as op:
+def test_a_stale_token_is_refused_and_batches_mixing_cells_are_answered_per_element(
+    cluster3: cells.LocalCells,
+) -> None:
+    with psycopg.connect(_as(cluster3, OPERATOR), autocommit=True) as op:
         for n in (1, 2):
             cells.place(cluster3.proxy_dsn, f"mix{n}", n)
             op.execute("select pgflight.create_workspace(%s)", [f"mix{n}"])
             op.execute("select * from pgflight.submit_run(%s, 'mixrecipe', '{}')", [f"mix{n}"])
-    with psycopg.connect(cluster3.as_login(WORKER), autocommit=True) as w:
+    with psycopg.connect(_as(cluster3, WORKER), autocommit=True) as w:
         wid = w.execute("select pgflight.register_worker('mix')").fetchone()[0]  # type: ignore[index]
         rows = w.execute(
             "select attempt_id, fencing_token from pgflight.claim_batch(%s, 10, 30, array['mixrecipe'])",
@@ -231,11 +175,11 @@ def _done(dsn: str, workspaces: list[str]) -> int:
 
 
 def test_workers_drain_every_cell_once_through_a_kill_and_a_cell_outage(
-    cluster3: Cells, tmp_path: Path
+    cluster3: cells.LocalCells, tmp_path: Path
 ) -> None:
     per_ws = 20
     spaces = {n: [f"drain{n}a", f"drain{n}b"] for n in (1, 2, 3)}
-    with psycopg.connect(cluster3.as_login(OPERATOR), autocommit=True) as op:
+    with psycopg.connect(_as(cluster3, OPERATOR), autocommit=True) as op:
         for n, names in spaces.items():
             for name in names:
                 cells.place(cluster3.proxy_dsn, name, n)
@@ -249,7 +193,7 @@ def test_workers_drain_every_cell_once_through_a_kill_and_a_cell_outage(
     started: list[WorkerProc] = []
 
     def worker() -> WorkerProc:
-        w = start_worker(cluster3.as_login(WORKER), tmp_path, "--lease", "2", "--poll", "0.2")
+        w = start_worker(_as(cluster3, WORKER), tmp_path, "--lease", "2", "--poll", "0.2")
         started.append(w)
         return w
 

@@ -24,8 +24,14 @@ function of a cell, with the same name, signature and grants, generated from the
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import psycopg
 from psycopg import sql
@@ -598,3 +604,91 @@ def deploy(cell_dsns: Sequence[str], proxy_dsn: str, *, migrate_cells: bool = Tr
         with psycopg.connect(dsn, autocommit=True) as c:
             assign_cell(c, n)
     deploy_proxy(proxy_dsn, cell_dsns)
+
+
+# --- cells on this machine (tests, benchmarks) -------------------------------------------------
+@dataclass
+class LocalCells:
+    """N PostgreSQL servers on their own ports, one cell each, and the proxy database on the first."""
+
+    clusters: list[Any]  # pgflight.embedded.Cluster
+    cell_dsns: list[str]  # superuser
+    proxy_dsn: str  # superuser
+
+    def as_login(self, login: str, password: str, dsn: str | None = None) -> str:
+        return make_conninfo(dsn or self.proxy_dsn, user=login, password=password)
+
+
+def plproxy_available(dsn: str) -> bool:
+    with psycopg.connect(dsn) as c:
+        return (
+            c.execute("select 1 from pg_available_extensions where name = 'plproxy'").fetchone() is not None
+        )
+
+
+def _scram_logins(cluster: Any, logins: dict[str, str], password: str) -> None:
+    """Login roles (name: lane role) with a scram password, required over TCP; postgres keeps trust."""
+    with psycopg.connect(cluster.dsn("postgres"), autocommit=True) as c:
+        c.execute("set password_encryption = 'scram-sha-256'")
+        for login, role in logins.items():
+            c.execute(
+                sql.SQL("create role {} login password {} in role {}").format(
+                    sql.Identifier(login), sql.Literal(password), sql.Identifier(role)
+                )
+            )
+        hba = cluster.datadir / "pg_hba.conf"
+        hba.write_text(
+            "host all postgres 127.0.0.1/32 trust\n"
+            f"host all {','.join(logins)} 127.0.0.1/32 scram-sha-256\n" + hba.read_text()
+        )
+        c.execute("select pg_reload_conf()")
+
+
+@contextmanager
+def local_cells(
+    n: int, *, logins: dict[str, str], password: str, settings: dict[str, str] | None = None
+) -> Iterator[LocalCells]:
+    """
+    Start `n` throwaway servers, deploy and number a cell in each, the proxy database on the first,
+    and `logins` (name: lane role) in every server with an every-workspace grant of their lane and
+    a user mapping on the proxy. Everything is destroyed on exit. Raises CellsError without PL/Proxy.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    from pgflight import migrate
+    from pgflight.embedded import Cluster
+
+    folders = [Path(tempfile.mkdtemp(prefix=f"pgflight-cell{i}-")) for i in range(1, n + 1)]
+    clusters: list[Any] = []
+    try:
+        for f in folders:
+            os.chmod(f, 0o755)  # as root the server runs as postgres
+            cl = Cluster(f, settings=settings or {})
+            clusters.append(cl)
+            cl.up()
+        if not plproxy_available(clusters[0].dsn("postgres")):
+            raise CellsError("PL/Proxy is not installed (postgresql-<V>-plproxy; scripts/setup installs it)")
+        dsns = [cl.dsn("postgres") for cl in clusters]
+        with ThreadPoolExecutor(n) as ex:
+            list(ex.map(migrate.deploy, dsns))
+        for cl in clusters:
+            _scram_logins(cl, logins, password)
+        clusters[0].create_database("pgflight_proxy")
+        proxy = clusters[0].dsn("pgflight_proxy")
+        deploy(dsns, proxy, migrate_cells=False)
+        for login in logins:
+            map_login(proxy, login, password)
+        for d in dsns:
+            with psycopg.connect(d, autocommit=True) as c:
+                for login, role in logins.items():
+                    c.execute(
+                        "select pgflight.grant_workspace(%s, null, %s)",
+                        [login, role.removeprefix("pgflight_")],
+                    )
+        yield LocalCells(clusters, dsns, proxy)
+    finally:
+        for cl in clusters:
+            with suppress(Exception):
+                cl.destroy()
+        for f in folders:
+            shutil.rmtree(f, ignore_errors=True)
