@@ -249,3 +249,14 @@ def test_workers_drain_every_cell_once_through_a_kill_and_a_cell_outage(
         assert len(once) == 2 * per_ws, logs
         assert {(r[1], r[2]) for r in once} == {(1, 1)}, f"cell {n}: a step succeeded twice or never\n{logs}"
         assert all(cells.cell_of(r[0]) == n for r in once)
+
+
+def test_the_id_partitions_of_a_cell_start_at_its_ids_in_one_pass(cluster3: cells.LocalCells) -> None:
+    lo, _ = cells.cell_range(2)
+    with psycopg.connect(cluster3.cell_dsns[1], autocommit=True) as c:
+        c.execute("select * from pgflight.maintain_partitions(1000)")
+        for parent in ("traces", "streams"):
+            ranges = c.execute("select lo, hi from pgflight._id_partitions(%s) order by lo", [parent]).fetchall()
+            # one partition holds the cell's next ids; none was made for the empty ids below them
+            assert any(a <= lo < b for a, b in ranges), (parent, ranges)
+            assert all(b <= 100_000 or a >= lo - 100_000 for a, b in ranges), (parent, ranges)
