@@ -8,7 +8,6 @@ installs it).
 from __future__ import annotations
 
 import contextlib
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,7 +16,7 @@ import psycopg
 import pytest
 
 from pgflight import cells
-from worker_support import WorkerProc, start_worker, wait_for
+from worker_support import WorkerProc, start_worker, sweeping, wait_for
 
 SETTINGS = {
     "fsync": "off",
@@ -129,30 +128,6 @@ def test_a_stale_token_is_refused_and_batches_mixing_cells_are_answered_per_elem
         w.execute("select pgflight.deregister_worker(%s)", [wid])
 
 
-@contextlib.contextmanager
-def _sweeping(dsns: list[str], every_s: float = 0.3) -> Iterator[None]:
-    """run_sweeps in every cell, as pg_cron would; a cell that is down is tried again later."""
-    stop = threading.Event()
-
-    def loop() -> None:
-        while not stop.is_set():
-            for d in dsns:
-                with (
-                    contextlib.suppress(psycopg.Error),
-                    psycopg.connect(d, autocommit=True, connect_timeout=1) as c,
-                ):
-                    c.execute("select * from pgflight.run_sweeps()")
-            stop.wait(every_s)
-
-    t = threading.Thread(target=loop, daemon=True)
-    t.start()
-    try:
-        yield
-    finally:
-        stop.set()
-        t.join(10)
-
-
 def _held_by(dsns: list[str], pid: int) -> list[tuple[str, int]]:
     """(cell dsn, attempt id) of each attempt a worker process holds, in every cell."""
     q = (
@@ -198,7 +173,7 @@ def test_workers_drain_every_cell_once_through_a_kill_and_a_cell_outage(
         return w
 
     try:
-        with _sweeping(cluster3.cell_dsns):
+        with sweeping(cluster3.cell_dsns, every_s=0.3):
             a, _b = worker(), worker()
             wait_for(
                 lambda: (
@@ -256,7 +231,9 @@ def test_the_id_partitions_of_a_cell_start_at_its_ids_in_one_pass(cluster3: cell
     with psycopg.connect(cluster3.cell_dsns[1], autocommit=True) as c:
         c.execute("select * from pgflight.maintain_partitions(1000)")
         for parent in ("traces", "streams"):
-            ranges = c.execute("select lo, hi from pgflight._id_partitions(%s) order by lo", [parent]).fetchall()
+            ranges = c.execute(
+                "select lo, hi from pgflight._id_partitions(%s) order by lo", [parent]
+            ).fetchall()
             # one partition holds the cell's next ids; none was made for the empty ids below them
             assert any(a <= lo < b for a, b in ranges), (parent, ranges)
             assert all(b <= 100_000 or a >= lo - 100_000 for a, b in ranges), (parent, ranges)

@@ -383,6 +383,10 @@ create or replace function pgflight_cells.place(p_name text) returns integer
 declare
   v_cell integer;
 begin
+  if p_name is null then
+    raise exception 'create_workspace: the name is null' using errcode = '22023',
+      detail = 'p_name = null', hint = 'Pass a workspace name.';
+  end if;
   select w.cell into v_cell from pgflight_cells.workspaces w where w.name = p_name;
   if v_cell is null then
     -- the cell with the fewest workspaces
