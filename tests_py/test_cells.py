@@ -8,6 +8,10 @@ installs it).
 from __future__ import annotations
 
 import contextlib
+import json
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -65,6 +69,10 @@ def test_the_proxy_offers_every_api_function_of_a_cell_with_its_signature_and_gr
             "select count(*) from pg_proc where pronamespace = 'pgflight'::regnamespace"
         ).fetchone()
     assert proxy == cell
+    with psycopg.connect(cluster3.cell_dsns[1]) as c:
+        cell_views = cells.views(c)
+    with psycopg.connect(cluster3.proxy_dsn) as c:
+        assert cells.views(c) == cell_views, "every view a lane reads, same columns and grants"
     assert extra is not None and extra[0] == len(cell), "the proxy's pgflight schema holds nothing else"
     assert len(cell) > 80
 
@@ -237,3 +245,48 @@ def test_the_id_partitions_of_a_cell_start_at_its_ids_in_one_pass(cluster3: cell
             # one partition holds the cell's next ids; none was made for the empty ids below them
             assert any(a <= lo < b for a, b in ranges), (parent, ranges)
             assert all(b <= 100_000 or a >= lo - 100_000 for a, b in ranges), (parent, ranges)
+
+
+def test_the_operator_views_of_the_command_line_see_every_cell_through_the_proxy(
+    cluster3: cells.LocalCells,
+) -> None:
+    runs = {}
+    with psycopg.connect(_as(cluster3, OPERATOR), autocommit=True) as op:
+        for n in (1, 2, 3):
+            cells.place(cluster3.proxy_dsn, f"view{n}", n)
+            op.execute("select pgflight.create_workspace(%s)", [f"view{n}"])
+            row = op.execute(
+                "select run_id from pgflight.submit_run(%s, 'viewed', '{}')", [f"view{n}"]
+            ).fetchone()
+            assert row is not None
+            runs[n] = row[0]
+    env = dict(os.environ, PGFLIGHT_DSN=_as(cluster3, OPERATOR))
+    out = subprocess.run(
+        [sys.executable, "-m", "pgflight.cli", "runs", "--json", "-n", "500"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout
+    listed = {r["run_id"] for r in json.loads(out)}
+    assert set(runs.values()) <= listed
+    for n, run_id in runs.items():
+        shown = subprocess.run(
+            [sys.executable, "-m", "pgflight.cli", "show", str(run_id), "--json"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert shown.returncode == 0, shown.stderr
+        assert str(run_id) in shown.stdout and cells.cell_of(run_id) == n
+        events = subprocess.run(
+            [sys.executable, "-m", "pgflight.cli", "events", str(run_id), "--json"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert events.returncode == 0, events.stderr
+        assert json.loads(events.stdout)["events"], "the run's events, read from its cell"

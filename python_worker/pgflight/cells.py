@@ -260,7 +260,7 @@ def _select(fn: ApiFunction, first: int) -> str:
 def _on_cell(fn: ApiFunction) -> str:
     """pgflight_cells.<name>(p_cell_part, ...args): the function on one partition."""
     return f"""
-create function pgflight_cells.{fn.name}(p_cell_part integer{", " if fn.arguments else ""}{fn.arguments})
+create function pgflight_via.{fn.name}(p_cell_part integer{", " if fn.arguments else ""}{fn.arguments})
   returns {fn.result}
   language plproxy as $plproxy$
     cluster '{CLUSTER}';
@@ -307,7 +307,7 @@ def _proxy_function(fn: ApiFunction) -> str:
         return f"{head}\n  language plproxy as $plproxy$ cluster '{CLUSTER}'; run on 0; $plproxy$;"
     # every cell, one after the other
     args = ", ".join(n for n in fn.input_names)
-    call = f"pgflight_cells.{fn.name}(c.part{', ' if args else ''}{args})"
+    call = f"pgflight_via.{fn.name}(c.part{', ' if args else ''}{args})"
     if fn.returns_set:
         loop = f"return query {_select_from(fn, call)};"
         tail = ""
@@ -339,7 +339,10 @@ def _select_from(fn: ApiFunction, call: str) -> str:
 PROXY_BASE = """
 create extension if not exists plproxy;
 drop schema if exists pgflight cascade;
+drop schema if exists pgflight_via cascade;
 create schema pgflight;
+create schema pgflight_via;
+comment on schema pgflight_via is 'Generated: each API function on one cell, by partition (cell - 1).';
 create schema if not exists pgflight_cells;
 create table if not exists pgflight_cells.cells (
   cell integer primary key check (cell between 1 and {max_cells}),
@@ -355,7 +358,8 @@ comment on table pgflight_cells.workspaces is 'The directory: the cell of each w
 create sequence if not exists pgflight_cells.worker_ids minvalue 1 maxvalue {max_worker};
 comment on sequence pgflight_cells.worker_ids is
   'Worker ids valid in every cell (below every cell''s own range).';
-grant usage on schema pgflight, pgflight_cells to pgflight_worker, pgflight_operator, pgflight_reader;
+grant usage on schema pgflight, pgflight_cells, pgflight_via
+  to pgflight_worker, pgflight_operator, pgflight_reader;
 grant select on pgflight_cells.cells, pgflight_cells.workspaces
   to pgflight_worker, pgflight_operator, pgflight_reader;
 grant usage on sequence pgflight_cells.worker_ids to pgflight_worker;
@@ -437,7 +441,7 @@ create function pgflight.create_workspace(p_name text, p_options jsonb default '
   as $fn$
 begin
   perform pgflight_cells.place(p_name);
-  return pgflight_cells.create_workspace(pgflight_cells.part_of_workspace(p_name), p_name, p_options);
+  return pgflight_via.create_workspace(pgflight_cells.part_of_workspace(p_name), p_name, p_options);
 end
 $fn$;
 
@@ -467,7 +471,7 @@ begin
     continue when coalesce(nullif(current_setting('pgflight_cells.quiet_' || v_part, true), ''),
                            '0')::double precision > v_now;
     begin
-      return query select * from pgflight_cells.claim_batch(v_part, p_worker_id, p_batch_size - v_got,
+      return query select * from pgflight_via.claim_batch(v_part, p_worker_id, p_batch_size - v_got,
                                                             p_lease_s, p_recipes, p_options);
       get diagnostics v_rows = row_count;
     exception when sqlstate '08000' or sqlstate '08001' or sqlstate '08003' or sqlstate '08006'
@@ -508,9 +512,78 @@ $fn$;
 """
 
 
-def proxy_schema(fns: Sequence[ApiFunction], cell_count: int) -> str:
-    """The SQL of the proxy's functions for the catalogue `fns` (the base schema excluded)."""
+@dataclass(frozen=True)
+class ApiView:
+    """A view or table of schema pgflight (`lanes`: the lane roles that may read it)."""
+
+    name: str
+    columns: tuple[tuple[str, str], ...]  # (name, type)
+    lanes: tuple[str, ...]
+
+
+VIEWS_SQL = """
+select c.relname,
+       array_agg(a.attname::text order by a.attnum),
+       array_agg(format_type(a.atttypid, a.atttypmod) order by a.attnum),
+       (select array_agg(distinct g.rolname::text order by g.rolname::text) from aclexplode(c.relacl) e
+          join pg_roles g on g.oid = e.grantee
+         where g.rolname = any (%(lanes)s) and e.privilege_type = 'SELECT')
+from pg_class c
+join pg_attribute a on a.attrelid = c.oid and a.attnum > 0 and not a.attisdropped
+where c.relnamespace = 'pgflight'::regnamespace and c.relkind in ('v', 'r', 'p', 'm') and not c.relispartition
+group by c.oid, c.relname
+order by 1
+"""
+
+
+def views(conn: psycopg.Connection[tuple[object, ...]]) -> list[ApiView]:
+    """The views and tables of schema pgflight, in the database `conn` reaches."""
+    out = []
+    for name, cols, types, lanes in conn.execute(VIEWS_SQL, {"lanes": list(LANES)}).fetchall():
+        out.append(
+            ApiView(
+                name=str(name),
+                columns=tuple(zip(cols, types, strict=True)),  # type: ignore[call-overload]
+                lanes=tuple(lanes or []),  # type: ignore[arg-type]
+            )
+        )
+    return out
+
+
+def _proxy_view(v: ApiView, cell_count: int) -> str:
+    """
+    A relation a lane reads: a view of the union of every cell's rows, each cell's read as the
+    calling login. One no lane reads: an empty table of the same shape, so a lane's read is
+    refused with 42501 as in a cell (the command line tells that from a missing schema).
+    """
+    q = sql_ident
+    if not v.lanes:
+        cols = ", ".join(f"{q(n)} {t}" for n, t in v.columns)
+        return f"create table pgflight.{q(v.name)} ({cols});\nrevoke all on pgflight.{q(v.name)} from public;"
+    cols = ", ".join(f"{q(n)} {t}" for n, t in v.columns)
+    union = "\n  union all ".join(f"select * from pgflight_via.{q(v.name)}({i})" for i in range(cell_count))
+    grants = "\n".join(f"grant select on pgflight.{q(v.name)} to {lane};" for lane in v.lanes)
+    return f"""
+create function pgflight_via.{q(v.name)}(p_cell_part integer) returns table({cols})
+  language plproxy as $plproxy$
+    cluster '{CLUSTER}';
+    run on $1;
+    select * from pgflight.{q(v.name)};
+$plproxy$;
+create view pgflight.{q(v.name)} as
+  {union};
+comment on view pgflight.{q(v.name)} is 'Proxy of the cells: every cell''s rows (each read whole).';
+{grants}"""
+
+
+def sql_ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def proxy_schema(fns: Sequence[ApiFunction], cell_count: int, vws: Sequence[ApiView] = ()) -> str:
+    """The SQL of the proxy's functions (and views) for the catalogue `fns` (the base schema excluded)."""
     parts = [PROXY_CUSTOM.format(quiet_s=QUIET_S, down_s=DOWN_S)]
+    parts += [_proxy_view(v, cell_count) for v in vws]
     for fn in fns:
         if route(fn) in ("all",) or fn.name in ("claim_batch", "create_workspace"):
             parts.append(_on_cell(fn))
@@ -535,6 +608,7 @@ def deploy_proxy(proxy_dsn: str, cell_dsns: Sequence[str]) -> None:
         raise CellsError(f"1 .. {MAX_CELLS} cells, got {len(cell_dsns)}")
     with psycopg.connect(cell_dsns[0], autocommit=True) as c:
         fns = catalogue(c)
+        vws = views(c)
     connstrs = [libpq_keywords(d) for d in cell_dsns]
     pads = [
         f"{connstrs[0]} application_name=pgflight_cells_pad_{i}"
@@ -570,7 +644,7 @@ def deploy_proxy(proxy_dsn: str, cell_dsns: Sequence[str]) -> None:
                 " set connstr = excluded.connstr",
                 [i, s],
             )
-        c.execute(proxy_schema(fns, len(connstrs)).encode())
+        c.execute(proxy_schema(fns, len(connstrs), vws).encode())
 
 
 def map_login(proxy_dsn: str, login: str, password: str) -> None:
