@@ -196,8 +196,15 @@ def test_workers_drain_every_cell_once_through_a_kill_and_a_cell_outage(
             worker()
             wait_for(lambda: _done(cluster3.cell_dsns[2], spaces[3]) >= 5, 60, "cell 3 to make progress")
             cluster3.clusters[2].stop("immediate")
-            at_outage = _done(cluster3.cell_dsns[2], spaces[3])
-            assert at_outage == -1
+            assert _done(cluster3.cell_dsns[2], spaces[3]) == -1
+            late = worker()  # registers with cell 3 down: registered there on its first claim after
+            wait_for(
+                lambda: _cell_rows(
+                    cluster3.cell_dsns[0], "select id from pgflight.workers where pid = %s", [late.pid]
+                ),
+                30,
+                "a worker to register through the proxy with cell 3 down",
+            )
             before = [_done(d, spaces[n]) for n, d in zip((1, 2), cluster3.cell_dsns[:2], strict=True)]
             # cells 1 and 2 carry on while cell 3 is down
             wait_for(
@@ -210,6 +217,15 @@ def test_workers_drain_every_cell_once_through_a_kill_and_a_cell_outage(
             )
             cluster3.clusters[2].start()
             wait_for(lambda: _done(cluster3.cell_dsns[2], spaces[3]) == 2 * per_ws, 120, "cell 3 to finish")
+            # the late worker, registered in cells 1 and 2 only, is registered in cell 3 by its first
+            # claim there
+            wait_for(
+                lambda: _cell_rows(
+                    cluster3.cell_dsns[2], "select id from pgflight.workers where pid = %s", [late.pid]
+                ),
+                30,
+                "the worker registered during the outage to be registered in cell 3",
+            )
     finally:
         for w in started:
             w.kill()

@@ -358,6 +358,15 @@ comment on table pgflight_cells.workspaces is 'The directory: the cell of each w
 create sequence if not exists pgflight_cells.worker_ids minvalue 1 maxvalue {max_worker};
 comment on sequence pgflight_cells.worker_ids is
   'Worker ids valid in every cell (below every cell''s own range).';
+create table if not exists pgflight_cells.workers (
+  id bigint primary key,
+  login name not null default session_user,
+  name text,
+  options jsonb
+);
+comment on table pgflight_cells.workers is
+  'Workers registered through the proxy: registered in a cell that was down then on their first claim there.';
+grant select, insert (id, name, options) on pgflight_cells.workers to pgflight_worker;
 grant usage on schema pgflight, pgflight_cells, pgflight_via
   to pgflight_worker, pgflight_operator, pgflight_reader;
 grant select on pgflight_cells.cells, pgflight_cells.workspaces
@@ -419,12 +428,26 @@ create function pgflight.register_worker(p_name text, p_options jsonb default '{
 declare
   v_id bigint;
   v_try integer;
+  v_cells integer := 0;
+  c record;
 begin
   for v_try in 1 .. 3 loop
     v_id := nextval('pgflight_cells.worker_ids');
     begin
-      perform pgflight_cells.register_worker_as(c.cell - 1, v_id, p_name, p_options)
-        from pgflight_cells.cells c order by c.cell;
+      insert into pgflight_cells.workers (id, name, options) values (v_id, p_name, p_options);
+      for c in select x.cell - 1 as part from pgflight_cells.cells x order by x.cell loop
+        begin
+          perform pgflight_cells.register_worker_as(c.part, v_id, p_name, p_options);
+          v_cells := v_cells + 1;
+        exception when sqlstate 'XX000' then
+          null;  -- a cell that does not answer: registered there on the first claim in it
+        end;
+      end loop;
+      if v_cells = 0 then
+        raise exception 'register_worker: no cell answers' using errcode = '08006',
+          detail = format('%s cells', (select count(*) from pgflight_cells.cells)),
+          hint = 'Check the cells'' servers and the proxy''s user mapping.';
+      end if;
       return v_id;
     exception when sqlstate '22023' then
       if v_try = 3 or sqlerrm not like '%is taken in this cell%' then
@@ -471,8 +494,19 @@ begin
     continue when coalesce(nullif(current_setting('pgflight_cells.quiet_' || v_part, true), ''),
                            '0')::double precision > v_now;
     begin
-      return query select * from pgflight_via.claim_batch(v_part, p_worker_id, p_batch_size - v_got,
-                                                            p_lease_s, p_recipes, p_options);
+      begin
+        return query select * from pgflight_via.claim_batch(v_part, p_worker_id, p_batch_size - v_got,
+                                                              p_lease_s, p_recipes, p_options);
+      exception when sqlstate 'ZF010' then
+        -- registered through the proxy while this cell was down: registered here now, then claims
+        perform pgflight_cells.register_worker_as(v_part, w.id, w.name, w.options)
+          from pgflight_cells.workers w where w.id = p_worker_id and w.login = session_user;
+        if not found then
+          raise;
+        end if;
+        return query select * from pgflight_via.claim_batch(v_part, p_worker_id, p_batch_size - v_got,
+                                                              p_lease_s, p_recipes, p_options);
+      end;
       get diagnostics v_rows = row_count;
     exception when sqlstate '08000' or sqlstate '08001' or sqlstate '08003' or sqlstate '08006'
                    or sqlstate '57P01' or sqlstate 'XX000' then
