@@ -133,6 +133,10 @@ def test_a_stale_token_is_refused_and_batches_mixing_cells_are_answered_per_elem
             w.execute("select pgflight.complete_step(%s, %s, '{}')", [a2, t2 - 1])
         assert e.value.sqlstate == "ZF001"
         w.execute("select pgflight.complete_step(%s, %s, '{}')", [a2, t2])
+        # the proxy's own tables name other tenants' workspaces and workers: no login reads them
+        for table in ("pgflight_cells.workspaces", "pgflight_cells.workers"):
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                w.execute(f"select * from {table}")
         w.execute("select pgflight.deregister_worker(%s)", [wid])
 
 

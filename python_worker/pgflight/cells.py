@@ -366,11 +366,26 @@ create table if not exists pgflight_cells.workers (
 );
 comment on table pgflight_cells.workers is
   'Workers registered through the proxy: registered in a cell that was down then on their first claim there.';
-grant select, insert (id, name, options) on pgflight_cells.workers to pgflight_worker;
+revoke all on pgflight_cells.workers from public;
+create or replace function pgflight_cells.remember_worker(p_id bigint, p_name text, p_options jsonb)
+  returns void language sql security definer
+  set search_path = pg_catalog, pg_temp
+  as $$ insert into pgflight_cells.workers (id, login, name, options)
+        values (p_id, session_user, p_name, p_options) $$;
+create or replace function pgflight_cells.worker_of(p_id bigint)
+  returns table (name text, options jsonb) language sql stable security definer
+  set search_path = pg_catalog, pg_temp
+  as $$ select w.name, w.options from pgflight_cells.workers w
+        where w.id = p_id and w.login = session_user $$;
+revoke all on function pgflight_cells.remember_worker(bigint, text, jsonb), pgflight_cells.worker_of(bigint)
+  from public;
+grant execute on function pgflight_cells.remember_worker(bigint, text, jsonb),
+                          pgflight_cells.worker_of(bigint) to pgflight_worker;
 grant usage on schema pgflight, pgflight_cells, pgflight_via
   to pgflight_worker, pgflight_operator, pgflight_reader;
-grant select on pgflight_cells.cells, pgflight_cells.workspaces
-  to pgflight_worker, pgflight_operator, pgflight_reader;
+-- the directory is read through part_of_workspace alone: a login learns no other tenant's names
+revoke all on pgflight_cells.workspaces from public;
+grant select on pgflight_cells.cells to pgflight_worker, pgflight_operator, pgflight_reader;
 grant usage on sequence pgflight_cells.worker_ids to pgflight_worker;
 
 create or replace function pgflight_cells.part_of_id(p_id bigint) returns integer
@@ -381,7 +396,7 @@ create or replace function pgflight_cells.part_of_id(p_id bigint) returns intege
     select coalesce((select c.cell - 1 from pgflight_cells.cells c where c.cell = p_id >> {shift}), 0)
   $$;
 create or replace function pgflight_cells.part_of_workspace(p_name text) returns integer
-  language sql stable
+  language sql stable security definer
   set search_path = pg_catalog, pg_temp
   as $$
     -- a workspace not in the directory: a cell chosen by its name answers it as unknown
@@ -434,7 +449,7 @@ begin
   for v_try in 1 .. 3 loop
     v_id := nextval('pgflight_cells.worker_ids');
     begin
-      insert into pgflight_cells.workers (id, name, options) values (v_id, p_name, p_options);
+      perform pgflight_cells.remember_worker(v_id, p_name, p_options);
       for c in select x.cell - 1 as part from pgflight_cells.cells x order by x.cell loop
         begin
           perform pgflight_cells.register_worker_as(c.part, v_id, p_name, p_options);
@@ -449,8 +464,9 @@ begin
           hint = 'Check the cells'' servers and the proxy''s user mapping.';
       end if;
       return v_id;
-    exception when sqlstate '22023' then
-      if v_try = 3 or sqlerrm not like '%is taken in this cell%' then
+    exception when sqlstate '22023' or unique_violation then
+      -- an id taken (by a worker login's own call of register_worker_as): the next one
+      if v_try = 3 or (sqlstate = '22023' and sqlerrm not like '%is taken in this cell%') then
         raise;
       end if;
     end;
@@ -499,8 +515,8 @@ begin
                                                               p_lease_s, p_recipes, p_options);
       exception when sqlstate 'ZF010' then
         -- registered through the proxy while this cell was down: registered here now, then claims
-        perform pgflight_cells.register_worker_as(v_part, w.id, w.name, w.options)
-          from pgflight_cells.workers w where w.id = p_worker_id and w.login = session_user;
+        perform pgflight_cells.register_worker_as(v_part, p_worker_id, w.name, w.options)
+          from pgflight_cells.worker_of(p_worker_id) w;
         if not found then
           raise;
         end if;
