@@ -310,3 +310,23 @@ def test_the_operator_views_of_the_command_line_see_every_cell_through_the_proxy
         )
         assert events.returncode == 0, events.stderr
         assert json.loads(events.stdout)["events"], "the run's events, read from its cell"
+
+
+#: Worker-lane functions that run on every cell, and why that is right for each.
+WORKER_ON_EVERY_CELL = {
+    "_lane_workspaces": "the login's workspaces of every cell",
+    "_fake_now": "the test clock, set in every cell",
+    "deregister_worker": "a proxy's worker is registered in every cell",
+    "wake_ticket_key": "a wake ticket's key: cell 1's answer (wake-ups do not cross the proxy)",
+}
+
+
+def test_every_worker_function_is_routed_by_workspace_or_by_an_id_naming_its_cell(conn) -> None:
+    """The static half of the cell layout: a new worker-lane function must name its cell (by a
+    workspace, an id, a batch of attempt ids) or be listed here with its reason; else the proxy
+    would send it to every cell."""
+    routes = {f.name: cells.route(f) for f in cells.catalogue(conn) if "pgflight_worker" in f.lanes}
+    unkeyed = {n for n, r in routes.items() if r == "all"}
+    assert unkeyed == set(WORKER_ON_EVERY_CELL), unkeyed ^ set(WORKER_ON_EVERY_CELL)
+    assert routes["claim_batch"] == "custom" and routes["heartbeat"] == "split"
+    assert routes["complete_step"] == "id" and routes["emit_event"] == "workspace"

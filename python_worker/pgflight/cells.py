@@ -46,7 +46,7 @@ MAX_CELLS = 255
 NOT_ID_SEQUENCES = frozenset({"claim_turns"})
 LANES = ("pgflight_worker", "pgflight_operator", "pgflight_reader")
 #: The arguments, in order of preference, that address an object of one cell by its id.
-ID_KEYS = ("p_attempt_id", "p_step_id", "p_run_id", "p_agent_run_id")
+ID_KEYS = ("p_attempt_id", "p_step_id", "p_run_id", "p_agent_run_id", "p_workspace_id")
 #: Functions whose answer does not depend on the cell (the clock, a price table).
 ANY_CELL = frozenset({"_now", "price_usd"})
 #: Operator functions whose p_name is a workspace's name.
