@@ -281,35 +281,24 @@ def test_the_operator_views_of_the_command_line_see_every_cell_through_the_proxy
             assert row is not None
             runs[n] = row[0]
     env = dict(os.environ, PGFLIGHT_DSN=_as(cluster3, OPERATOR))
-    out = subprocess.run(
-        [sys.executable, "-m", "pgflight.cli", "runs", "--json", "-n", "500"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    ).stdout
-    listed = {r["run_id"] for r in json.loads(out)}
+
+    def cli(*args: str) -> str:
+        done = subprocess.run(
+            [sys.executable, "-m", "pgflight.cli", *args, "--json"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    listed = {r["run_id"] for r in json.loads(cli("runs", "-n", "500"))}
     assert set(runs.values()) <= listed
     for n, run_id in runs.items():
-        shown = subprocess.run(
-            [sys.executable, "-m", "pgflight.cli", "show", str(run_id), "--json"],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-        assert shown.returncode == 0, shown.stderr
-        assert str(run_id) in shown.stdout and cells.cell_of(run_id) == n
-        events = subprocess.run(
-            [sys.executable, "-m", "pgflight.cli", "events", str(run_id), "--json"],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-        assert events.returncode == 0, events.stderr
-        assert json.loads(events.stdout)["events"], "the run's events, read from its cell"
+        assert str(run_id) in cli("show", str(run_id)) and cells.cell_of(run_id) == n
+        events = cli("events", str(run_id))
+        assert json.loads(events)["events"], "the run's events, read from its cell"
 
 
 #: Worker-lane functions that run on every cell, and why that is right for each.
