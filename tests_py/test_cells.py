@@ -140,6 +140,48 @@ def test_a_stale_token_is_refused_and_batches_mixing_cells_are_answered_per_elem
         w.execute("select pgflight.deregister_worker(%s)", [wid])
 
 
+def test_a_batch_naming_a_cell_that_is_down_answers_its_elements_lost_and_the_others_as_usual(
+    cluster3: cells.LocalCells,
+) -> None:
+    with psycopg.connect(_as(cluster3, OPERATOR), autocommit=True) as op:
+        for n in (1, 3):
+            cells.place(cluster3.proxy_dsn, f"down{n}", n)
+            op.execute("select pgflight.create_workspace(%s)", [f"down{n}"])
+            op.execute("select * from pgflight.submit_run(%s, 'downrecipe', '{}')", [f"down{n}"])
+    with psycopg.connect(_as(cluster3, WORKER), autocommit=True) as w:
+        wid = w.execute("select pgflight.register_worker('down')").fetchone()[0]  # type: ignore[index]
+        rows = w.execute(
+            "select attempt_id, fencing_token from pgflight.claim_batch(%s, 10, 60, array['downrecipe'])",
+            [wid],
+        ).fetchall()
+        (a1, t1), (a3, t3) = sorted(rows, key=lambda r: cells.cell_of(r[0]))
+        assert (cells.cell_of(a1), cells.cell_of(a3)) == (1, 3)
+        cluster3.clusters[2].stop("immediate")
+        try:
+            beats = w.execute(
+                "select attempt_id, status from pgflight.heartbeat(%s, %s, %s)", [wid, [a3, a1], [t3, t1]]
+            ).fetchall()
+            assert dict(beats) == {a1: "ok", a3: "lost"}
+            done = w.execute(
+                "select attempt_id, outcome from pgflight.complete_batch(%s, %s, %s::jsonb[])",
+                [[a3, a1], [t3, t1], ["{}", "{}"]],
+            ).fetchall()
+            assert dict(done) == {a1: "succeeded", a3: "lease_lost"}
+        finally:
+            cluster3.clusters[2].start()
+        w.execute("select pgflight.deregister_worker(%s)", [wid])
+    # nothing was completed in cell 3 (the claim itself may be gone: the test servers run with
+    # synchronous_commit off, and an immediate stop loses the last commits)
+    wait_for(lambda: _cell_rows(cluster3.cell_dsns[2], "select 1"), 30, "cell 3 to be back")
+    ended = _cell_rows(
+        cluster3.cell_dsns[2],
+        "select count(*) from pgflight.step_attempts a join pgflight.step_attempts b on b.step_id = a.step_id"
+        " where a.id = %s and b.status = 'succeeded'",
+        [a3],
+    )
+    assert ended == [(0,)]
+
+
 def _held_by(dsns: list[str], pid: int) -> list[tuple[str, int]]:
     """(cell dsn, attempt id) of each attempt a worker process holds, in every cell."""
     q = (
@@ -305,7 +347,6 @@ def test_the_operator_views_of_the_command_line_see_every_cell_through_the_proxy
 WORKER_ON_EVERY_CELL = {
     "_lane_workspaces": "the login's workspaces of every cell",
     "_fake_now": "the test clock, set in every cell",
-    "deregister_worker": "a proxy's worker is registered in every cell",
     "wake_ticket_key": "a wake ticket's key: cell 1's answer (wake-ups do not cross the proxy)",
 }
 

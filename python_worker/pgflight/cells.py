@@ -52,7 +52,9 @@ ANY_CELL = frozenset({"_now", "price_usd"})
 #: Operator functions whose p_name is a workspace's name.
 WORKSPACE_BY_NAME = frozenset({"create_workspace", "pause_workspace", "resume_workspace"})
 #: Functions the proxy writes by hand (the rest follow the rules above).
-CUSTOM = frozenset({"register_worker", "claim_batch", "complete_and_claim", "create_workspace"})
+CUSTOM = frozenset(
+    {"register_worker", "deregister_worker", "claim_batch", "complete_and_claim", "create_workspace"}
+)
 CLUSTER = "pgflight_cells"
 QUIET_S = 0.25  # a cell that had nothing ready is skipped this long by the session's claims
 DOWN_S = 2.0  # a cell that did not answer is skipped this long
@@ -297,12 +299,7 @@ def _proxy_function(fn: ApiFunction) -> str:
         body = f"cluster '{CLUSTER}'; run on pgflight_cells.part_of_id({key});"
         return f"{head}\n  language plproxy as $plproxy$ {body} $plproxy$;"
     if how == "split":
-        arrays = [n for n, t in fn.inputs if t.endswith("[]") and n != "p_recipes"]
-        body = (
-            f"cluster '{CLUSTER}'; split {', '.join(arrays)};"
-            " run on pgflight_cells.part_of_id(p_attempt_ids);"
-        )
-        return f"{head}\n  language plproxy as $plproxy$ {body} $plproxy$;"
+        return _split_function(fn, head)
     if how == "any":
         return f"{head}\n  language plproxy as $plproxy$ cluster '{CLUSTER}'; run on 0; $plproxy$;"
     # every cell, one after the other
@@ -328,6 +325,55 @@ begin
     {loop}
   end loop;
   {tail}
+end
+$fn$;"""
+
+
+#: What a batch answers for an element whose cell does not answer, by result column.
+DOWN_ANSWER = {"status": "'lost'::text", "outcome": "'lease_lost'::text"}
+
+
+def _split_function(fn: ApiFunction, head: str) -> str:
+    """
+    A batch over attempt ids: each cell's elements in one call to that cell, in cell order; the
+    elements of a cell that does not answer are answered as lost (their leases lapse there and
+    are reclaimed), so the other cells' elements are answered as usual. Arrays of unequal lengths,
+    a null or an empty array go to cell 1 unchanged, which refuses them as one database would.
+    """
+    arrays = [n for n, t in fn.inputs if t.endswith("[]") and n != "p_recipes"]
+    picked = {
+        n: f"array(select {n}[u.i] from unnest(v_idx) with ordinality u(i, o) order by u.o)" for n in arrays
+    }
+    args = ", ".join(picked.get(n, n) for n in fn.input_names)
+    whole = ", ".join(fn.input_names)
+    cols = [c.split(" ", 1) for c in fn.result.removeprefix("TABLE(").removesuffix(")").split(", ")]
+    down = ", ".join(
+        "p_attempt_ids[u.i]" if c == "attempt_id" else DOWN_ANSWER.get(c, f"null::{t}") for c, t in cols
+    )
+    same = " or ".join(f"cardinality({n}) is distinct from cardinality(p_attempt_ids)" for n in arrays)
+    return f"""{head}
+  language plpgsql
+  set search_path = pg_catalog, pg_temp
+  as $fn$
+#variable_conflict use_variable
+declare
+  v_part integer;
+  v_idx integer[];
+begin
+  if coalesce(cardinality(p_attempt_ids), 0) = 0 or {same} then
+    return query select * from pgflight_via.{fn.name}(0, {whole});
+    return;
+  end if;
+  for v_part in select distinct pgflight_cells.part_of_id(x.id) from unnest(p_attempt_ids) x(id) order by 1
+  loop
+    v_idx := array(select g.i from generate_subscripts(p_attempt_ids, 1) g(i)
+                    where pgflight_cells.part_of_id(p_attempt_ids[g.i]) = v_part order by g.i);
+    begin
+      return query select * from pgflight_via.{fn.name}(v_part, {args});
+    exception when sqlstate 'XX000' then
+      return query select {down} from unnest(v_idx) u(i);
+    end;
+  end loop;
 end
 $fn$;"""
 
@@ -471,6 +517,28 @@ begin
       end if;
     end;
   end loop;
+end
+$fn$;
+
+create function pgflight.deregister_worker(p_worker_id bigint) returns void
+  language plpgsql
+  set search_path = pg_catalog, pg_temp
+  as $fn$
+declare
+  c record;
+  v_done integer := 0;
+begin
+  for c in select x.cell - 1 as part from pgflight_cells.cells x order by x.cell loop
+    begin
+      perform pgflight_via.deregister_worker(c.part, p_worker_id);
+      v_done := v_done + 1;
+    exception when sqlstate 'ZF010' or sqlstate 'XX000' then
+      null;  -- never registered in that cell (it was down), or down now: the row there ages out
+    end;
+  end loop;
+  if v_done = 0 then
+    perform pgflight_via.deregister_worker(0, p_worker_id);  -- an unknown worker: cell 1's error
+  end if;
 end
 $fn$;
 
@@ -635,7 +703,11 @@ def proxy_schema(fns: Sequence[ApiFunction], cell_count: int, vws: Sequence[ApiV
     parts = [PROXY_CUSTOM.format(quiet_s=QUIET_S, down_s=DOWN_S)]
     parts += [_proxy_view(v, cell_count) for v in vws]
     for fn in fns:
-        if route(fn) in ("all",) or fn.name in ("claim_batch", "create_workspace"):
+        if route(fn) in ("all", "split") or fn.name in (
+            "claim_batch",
+            "create_workspace",
+            "deregister_worker",
+        ):
             parts.append(_on_cell(fn))
         if route(fn) != "custom":
             parts.append(_proxy_function(fn))
