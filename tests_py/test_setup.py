@@ -22,7 +22,12 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SETUP = ROOT / "scripts" / "setup"
-SERVER_PACKAGES = ("postgresql-{v}", "postgresql-{v}-cron", "postgresql-{v}-pgtap")
+SERVER_PACKAGES = (
+    "postgresql-{v}",
+    "postgresql-{v}-cron",
+    "postgresql-{v}-pgtap",
+    "postgresql-{v}-plproxy",
+)
 # chromium: the browser tests of the inspector and the review report; libatomic1: playwright's driver
 OTHER_PACKAGES = (
     "sqitch",
@@ -158,6 +163,7 @@ def test_debian12_with_postgresql15_preinstalled_installs_exactly_what_is_missin
         [
             "postgresql-15-cron",
             "postgresql-15-pgtap",
+            "postgresql-15-plproxy",
             "sqitch",
             "libdbd-pg-perl",
             "libtap-parser-sourcehandler-pgtap-perl",

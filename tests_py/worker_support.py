@@ -82,16 +82,27 @@ def start_worker(
 
 
 @contextlib.contextmanager
-def sweeping(dsn: str, every_s: float = 0.2) -> Iterator[None]:
+def sweeping(dsn: str | list[str], every_s: float = 0.2) -> Iterator[None]:
     """run_sweeps every ``every_s`` seconds on a connection of its own while the block runs, as
-    pg_cron's sweep_loop would run them."""
+    pg_cron's sweep_loop would run them. Several DSNs (the cells of a proxy): each database's
+    sweeps in turn, on a connection per pass, and a database that is down is tried again later."""
     stop = threading.Event()
 
     def loop() -> None:
-        with psycopg.connect(dsn, autocommit=True) as c:
-            while not stop.is_set():
-                c.execute("select * from pgflight.run_sweeps()")
-                stop.wait(every_s)
+        if isinstance(dsn, str):
+            with psycopg.connect(dsn, autocommit=True) as c:
+                while not stop.is_set():
+                    c.execute("select * from pgflight.run_sweeps()")
+                    stop.wait(every_s)
+            return
+        while not stop.is_set():
+            for d in dsn:
+                with (
+                    contextlib.suppress(psycopg.Error),
+                    psycopg.connect(d, autocommit=True, connect_timeout=1) as c,
+                ):
+                    c.execute("select * from pgflight.run_sweeps()")
+            stop.wait(every_s)
 
     t = threading.Thread(target=loop, daemon=True)
     t.start()

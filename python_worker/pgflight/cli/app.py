@@ -425,9 +425,10 @@ def _load_plugins() -> None:
         ep.load()(app)
 
 
-from pgflight.cli import agent, flow, ops  # noqa: E402  (the commands of the other modules)
+from pgflight.cli import agent, cells, flow, ops  # noqa: E402  (the commands of the other modules)
 
 ops.register(app)
 agent.register(app)
+cells.register(app)  # cells behind a PL/Proxy database
 flow.register(app)  # flow control: workspace, pause, resume, schedule, limits (issue 15)
 _load_plugins()

@@ -1,0 +1,894 @@
+"""
+Cells: several ordinary pgflight databases behind one PL/Proxy database (docs/scaling.md).
+
+A cell is a pgflight database deployed as usual, then numbered: every id sequence of the cell is
+restarted at ``cell << CELL_SHIFT`` and capped below the next cell's range, so every bigint id and
+fencing token the cell's API returns names its cell (``id >> CELL_SHIFT``), and tokens still
+increase within the cell. A single database (no cells) keeps its ids as they are: cell 0.
+
+The proxy database holds, in schema ``pgflight``, one function per worker, operator and reader API
+function of a cell, with the same name, signature and grants, generated from the cell's catalogue:
+
+- a function with ``p_workspace`` (or a workspace's ``p_name``) runs on the workspace's cell, from
+  the directory ``pgflight_cells.workspaces``;
+- a function addressed by an id (``p_attempt_id``, ``p_step_id``, ``p_run_id``, ``p_agent_run_id``)
+  runs on the cell the id names;
+- a batch over ``p_attempt_ids`` is split by element (PL/Proxy ``SPLIT``), each cell answering for
+  its own elements;
+- ``claim_batch`` rotates between the cells, skipping for a moment a cell that had nothing ready or
+  did not answer; ``complete_and_claim`` is the proxy's claim then its complete_batch;
+- ``register_worker`` takes an id from the proxy and registers the worker under it in every cell;
+- everything else runs on every cell: a set is the union of the cells' rows, a single value the
+  first cell's answer.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+#: The cell number sits in the bits above this one of every id: ``id = cell << 44 | local``.
+#: 44 bits leave 17.6e12 ids of each kind per cell and keep every id of cells 1..255 below 2^53,
+#: so JSON readers that parse numbers as doubles (JavaScript) still read them exactly.
+CELL_SHIFT = 44
+MAX_CELLS = 255
+#: Sequences whose values are not ids the API returns (the claim's rotation counter).
+NOT_ID_SEQUENCES = frozenset({"claim_turns"})
+LANES = ("pgflight_worker", "pgflight_operator", "pgflight_reader")
+#: The arguments, in order of preference, that address an object of one cell by its id.
+ID_KEYS = ("p_attempt_id", "p_step_id", "p_run_id", "p_agent_run_id", "p_workspace_id")
+#: Functions whose answer does not depend on the cell (the clock, a price table).
+ANY_CELL = frozenset({"_now", "price_usd"})
+#: Operator functions whose p_name is a workspace's name.
+WORKSPACE_BY_NAME = frozenset({"create_workspace", "pause_workspace", "resume_workspace"})
+#: Functions the proxy writes by hand (the rest follow the rules above).
+CUSTOM = frozenset(
+    {"register_worker", "deregister_worker", "claim_batch", "complete_and_claim", "create_workspace"}
+)
+CLUSTER = "pgflight_cells"
+QUIET_S = 0.25  # a cell that had nothing ready is skipped this long by the session's claims
+DOWN_S = 2.0  # a cell that did not answer is skipped this long
+
+
+class CellsError(RuntimeError):
+    """A cell deployment cannot be made as asked."""
+
+
+def cell_of(id_: int) -> int:
+    """The cell an id or fencing token names (0: a single database without cells)."""
+    return id_ >> CELL_SHIFT
+
+
+def cell_range(cell: int) -> tuple[int, int]:
+    """The first and last id of `cell`'s range."""
+    if not 1 <= cell <= MAX_CELLS:
+        raise CellsError(f"cell number {cell} out of 1..{MAX_CELLS}")
+    return (cell << CELL_SHIFT) + 1, ((cell + 1) << CELL_SHIFT) - 1
+
+
+@dataclass(frozen=True)
+class ApiFunction:
+    """One function of a cell's API as the catalogue says it."""
+
+    name: str
+    arguments: str  # with defaults, as pg_get_function_arguments
+    identity: str  # pg_get_function_identity_arguments
+    result: str  # pg_get_function_result
+    returns_set: bool
+    inputs: tuple[tuple[str, str], ...]  # (name, type) of each input argument
+    lanes: tuple[str, ...]  # the lane roles granted EXECUTE
+
+    @property
+    def returns_void(self) -> bool:
+        return self.result == "void"
+
+    @property
+    def input_names(self) -> tuple[str, ...]:
+        return tuple(n for n, _ in self.inputs)
+
+
+CATALOGUE_SQL = """
+select p.proname, pg_get_function_arguments(p.oid), pg_get_function_identity_arguments(p.oid),
+       pg_get_function_result(p.oid), p.proretset,
+       coalesce((select array_agg(a.n order by a.i) from unnest(p.proargnames, p.proargmodes) with ordinality
+                 a(n, m, i) where a.m in ('i', 'b', 'v')),
+                p.proargnames[1:p.pronargs], '{}'),
+       (select array_agg(format_type(t, null) order by i)
+          from unnest(p.proargtypes::oid[]) with ordinality x(t, i)),
+       (select array_agg(distinct g.rolname order by g.rolname) from aclexplode(p.proacl) e
+          join pg_roles g on g.oid = e.grantee
+         where g.rolname = any (%(lanes)s) and e.privilege_type = 'EXECUTE')
+from pg_proc p
+where p.pronamespace = 'pgflight'::regnamespace and p.prokind = 'f'
+  and exists (select from aclexplode(p.proacl) e join pg_roles g on g.oid = e.grantee
+              where g.rolname = any (%(lanes)s) and e.privilege_type = 'EXECUTE')
+order by 1, 3
+"""
+
+
+def catalogue(conn: psycopg.Connection[tuple[object, ...]]) -> list[ApiFunction]:
+    """The functions of schema pgflight that a lane may execute, in the database `conn` reaches."""
+    out = []
+    for name, args, ident, result, retset, names, types, lanes in conn.execute(
+        CATALOGUE_SQL, {"lanes": list(LANES)}
+    ).fetchall():
+        names = list(names or [])  # type: ignore[call-overload]
+        types = list(types or [])  # type: ignore[call-overload]
+        out.append(
+            ApiFunction(
+                name=str(name),
+                arguments=str(args),
+                identity=str(ident),
+                result=str(result),
+                returns_set=bool(retset),
+                inputs=tuple(zip(names, types, strict=True)),
+                lanes=tuple(lanes or []),  # type: ignore[arg-type]
+            )
+        )
+    return out
+
+
+# --- cells ------------------------------------------------------------------------------------
+def assign_cell(conn: psycopg.Connection[tuple[object, ...]], cell: int) -> None:
+    """
+    Number a freshly deployed cell: each id sequence restarts at its cell's range and ends below
+    the next cell's. Refused for a database whose ids already left the range of another cell
+    (a cell is numbered once, before its first run).
+    """
+    lo, hi = cell_range(cell)
+    seqs = conn.execute(
+        "select sequencename, coalesce(last_value, 0) from pg_sequences where schemaname = 'pgflight'"
+        " order by 1"
+    ).fetchall()
+    for name, last in seqs:
+        if name in NOT_ID_SEQUENCES:
+            continue
+        assert isinstance(last, int)
+        if lo <= last <= hi:
+            continue  # numbered already
+        if last >= 1 << CELL_SHIFT:
+            raise CellsError(f"sequence pgflight.{name} is at {last}: numbered for cell {cell_of(last)}")
+        conn.execute(
+            sql.SQL("alter sequence pgflight.{} maxvalue {} restart {}").format(
+                sql.Identifier(str(name)), sql.Literal(hi), sql.Literal(lo)
+            )
+        )
+    install_cell_kit(conn, cell)
+
+
+CELL_KIT = """
+create schema if not exists pgflight_cell authorization pgflight_owner;
+revoke all on schema pgflight_cell from public;
+grant usage on schema pgflight_cell to pgflight_worker, pgflight_operator, pgflight_reader;
+
+create or replace function pgflight_cell.cell_number() returns integer
+  language sql immutable
+  set search_path = pg_catalog, pg_temp
+  as $$ select {cell}::integer $$;
+comment on function pgflight_cell.cell_number() is 'This cell''s number: the bits of every id above bit 44.';
+grant execute on function pgflight_cell.cell_number() to pgflight_worker, pgflight_operator, pgflight_reader;
+
+create or replace function pgflight_cell.register_worker_as(p_id bigint, p_name text, p_options jsonb)
+  returns bigint
+  language plpgsql security definer
+  set search_path = pg_catalog, pg_temp
+  as $$
+declare
+  v_last bigint;
+  v_called boolean;
+  v_id bigint;
+begin
+  if p_id is null or p_id < 1 or p_id >= (1::bigint << 44) then
+    raise exception 'register_worker_as: the id must be a proxy''s worker id, in 1 .. 2^44 - 1'
+      using errcode = '22023', detail = format('p_id = %s', coalesce(p_id::text, 'null')),
+            hint = 'Register workers through the proxy database (docs/scaling.md).';
+  end if;
+  -- one at a time: the workers' sequence is pointed at the proxy's id for this call alone
+  perform pg_advisory_xact_lock(hashtext('pgflight_cell.register_worker_as'));
+  if exists (select from pgflight.workers w where w.id = p_id) then
+    raise exception 'register_worker_as: worker id % is taken in this cell', p_id
+      using errcode = '22023', detail = format('p_id = %s', p_id),
+            hint = 'The proxy retries with its next id.';
+  end if;
+  select s.last_value, s.is_called into v_last, v_called from pgflight.workers_id_seq s;
+  perform setval('pgflight.workers_id_seq', p_id, false);
+  begin
+    v_id := pgflight.register_worker(p_name, p_options);
+  exception when others then
+    perform setval('pgflight.workers_id_seq', v_last, v_called);
+    raise;
+  end;
+  perform setval('pgflight.workers_id_seq', v_last, v_called);
+  if v_id <> p_id then
+    raise exception 'register_worker_as: a worker registered directly took id %', p_id
+      using errcode = '22023', detail = format('p_id = %s, got %s', p_id, v_id),
+            hint = 'Register workers through the proxy database (docs/scaling.md).';
+  end if;
+  return v_id;
+end
+$$;
+alter function pgflight_cell.register_worker_as(bigint, text, jsonb) owner to pgflight_owner;
+comment on function pgflight_cell.register_worker_as(bigint, text, jsonb) is
+  'Register a worker of this login under the id the proxy chose (1 .. 2^44 - 1), so one worker id is '
+  'valid in every cell; as register_worker otherwise. '
+  'Errors: 22023 id out of range or taken, those of register_worker.';
+revoke all on function pgflight_cell.register_worker_as(bigint, text, jsonb) from public;
+grant execute on function pgflight_cell.register_worker_as(bigint, text, jsonb) to pgflight_worker;
+"""
+
+
+def install_cell_kit(conn: psycopg.Connection[tuple[object, ...]], cell: int) -> None:
+    """The cell side of the proxy: its number and worker registration under a proxy's id."""
+    conn.execute(CELL_KIT.replace("{cell}", str(int(cell))).encode())
+
+
+# --- the proxy --------------------------------------------------------------------------------
+def partitions(n: int) -> int:
+    """PL/Proxy wants a power of two partitions: the cells, then copies of cell 1 never addressed."""
+    p = 1
+    while p < n:
+        p *= 2
+    return p
+
+
+def libpq_keywords(dsn: str) -> str:
+    """A cell's connection string for PL/Proxy: key=value, without user and password (the
+    calling login's own, from its user mapping)."""
+    params = {k: v for k, v in conninfo_to_dict(dsn).items() if k not in ("user", "password")}
+    return make_conninfo("", **params)
+
+
+def _args_list(fn: ApiFunction, first: int = 1) -> str:
+    return ", ".join(f"${i}" for i in range(first, first + len(fn.inputs)))
+
+
+def _select(fn: ApiFunction, first: int) -> str:
+    call = f"pgflight.{fn.name}({_args_list(fn, first)})"
+    if fn.returns_set and fn.result.startswith("TABLE("):
+        return f"select * from {call}"
+    return f"select {call}"
+
+
+def _on_cell(fn: ApiFunction) -> str:
+    """pgflight_cells.<name>(p_cell_part, ...args): the function on one partition."""
+    return f"""
+create function pgflight_via.{fn.name}(p_cell_part integer{", " if fn.arguments else ""}{fn.arguments})
+  returns {fn.result}
+  language plproxy as $plproxy$
+    cluster '{CLUSTER}';
+    run on $1;
+    {_select(fn, 2)};
+$plproxy$;"""
+
+
+def route(fn: ApiFunction) -> str:
+    """How the proxy runs `fn`: custom, workspace, id, split, any or all."""
+    names = fn.input_names
+    if fn.name in CUSTOM:
+        return "custom"
+    if "p_workspace" in names or (fn.name in WORKSPACE_BY_NAME and "p_name" in names):
+        return "workspace"
+    if any(k in names for k in ID_KEYS):
+        return "id"
+    if "p_attempt_ids" in names:
+        return "split"
+    if fn.name in ANY_CELL:
+        return "any"
+    return "all"
+
+
+def _proxy_function(fn: ApiFunction) -> str:
+    how = route(fn)
+    head = f"create function pgflight.{fn.name}({fn.arguments}) returns {fn.result}"
+    if how == "workspace":
+        key = "p_workspace" if "p_workspace" in fn.input_names else "p_name"
+        body = f"cluster '{CLUSTER}'; run on pgflight_cells.part_of_workspace({key});"
+        return f"{head}\n  language plproxy as $plproxy$ {body} $plproxy$;"
+    if how == "id":
+        key = next(k for k in ID_KEYS if k in fn.input_names)
+        body = f"cluster '{CLUSTER}'; run on pgflight_cells.part_of_id({key});"
+        return f"{head}\n  language plproxy as $plproxy$ {body} $plproxy$;"
+    if how == "split":
+        return _split_function(fn, head)
+    if how == "any":
+        return f"{head}\n  language plproxy as $plproxy$ cluster '{CLUSTER}'; run on 0; $plproxy$;"
+    # every cell, one after the other
+    args = ", ".join(n for n in fn.input_names)
+    call = f"pgflight_via.{fn.name}(c.part{', ' if args else ''}{args})"
+    if fn.returns_set:
+        loop = f"return query {_select_from(fn, call)};"
+        tail = ""
+    elif fn.returns_void:
+        loop = f"perform {call};"
+        tail = ""
+    else:
+        loop = f"if c.part = 0 then v_first := {call}; else perform {call}; end if;"
+        tail = "return v_first;"
+    decl = "declare c record;" + ("" if fn.returns_set or fn.returns_void else f" v_first {fn.result};")
+    return f"""{head}
+  language plpgsql
+  set search_path = pg_catalog, pg_temp
+  as $fn$
+{decl}
+begin
+  for c in select x.cell - 1 as part from pgflight_cells.cells x order by x.cell loop
+    {loop}
+  end loop;
+  {tail}
+end
+$fn$;"""
+
+
+#: What a batch answers for an element whose cell does not answer, by result column.
+DOWN_ANSWER = {"status": "'lost'::text", "outcome": "'lease_lost'::text"}
+
+
+def _split_function(fn: ApiFunction, head: str) -> str:
+    """
+    A batch over attempt ids: each cell's elements in one call to that cell, in cell order; the
+    elements of a cell that does not answer are answered as lost (their leases lapse there and
+    are reclaimed), so the other cells' elements are answered as usual. Arrays of unequal lengths,
+    a null or an empty array go to cell 1 unchanged, which refuses them as one database would.
+    """
+    arrays = [n for n, t in fn.inputs if t.endswith("[]") and n != "p_recipes"]
+    picked = {
+        n: f"array(select {n}[u.i] from unnest(v_idx) with ordinality u(i, o) order by u.o)" for n in arrays
+    }
+    args = ", ".join(picked.get(n, n) for n in fn.input_names)
+    whole = ", ".join(fn.input_names)
+    cols = [c.split(" ", 1) for c in fn.result.removeprefix("TABLE(").removesuffix(")").split(", ")]
+    down = ", ".join(
+        "p_attempt_ids[u.i]" if c == "attempt_id" else DOWN_ANSWER.get(c, f"null::{t}") for c, t in cols
+    )
+    same = " or ".join(f"cardinality({n}) is distinct from cardinality(p_attempt_ids)" for n in arrays)
+    return f"""{head}
+  language plpgsql
+  set search_path = pg_catalog, pg_temp
+  as $fn$
+#variable_conflict use_variable
+declare
+  v_part integer;
+  v_idx integer[];
+begin
+  if coalesce(cardinality(p_attempt_ids), 0) = 0 or {same} then
+    return query select * from pgflight_via.{fn.name}(0, {whole});
+    return;
+  end if;
+  for v_part in select distinct pgflight_cells.part_of_id(x.id) from unnest(p_attempt_ids) x(id) order by 1
+  loop
+    v_idx := array(select g.i from generate_subscripts(p_attempt_ids, 1) g(i)
+                    where pgflight_cells.part_of_id(p_attempt_ids[g.i]) = v_part order by g.i);
+    begin
+      return query select * from pgflight_via.{fn.name}(v_part, {args});
+    exception when sqlstate 'XX000' then
+      return query select {down} from unnest(v_idx) u(i);
+    end;
+  end loop;
+end
+$fn$;"""
+
+
+def _select_from(fn: ApiFunction, call: str) -> str:
+    return f"select * from {call}" if fn.result.startswith("TABLE(") else f"select {call}"
+
+
+PROXY_BASE = """
+create extension if not exists plproxy;
+drop schema if exists pgflight cascade;
+drop schema if exists pgflight_via cascade;
+create schema pgflight;
+create schema pgflight_via;
+comment on schema pgflight_via is 'Generated: each API function on one cell, by partition (cell - 1).';
+create schema if not exists pgflight_cells;
+create table if not exists pgflight_cells.cells (
+  cell integer primary key check (cell between 1 and {max_cells}),
+  connstr text not null
+);
+comment on table pgflight_cells.cells is
+  'The cells behind this proxy: number (the bits of every id above bit 44), connection string without login.';
+create table if not exists pgflight_cells.workspaces (
+  name text primary key,
+  cell integer not null references pgflight_cells.cells
+);
+comment on table pgflight_cells.workspaces is 'The directory: the cell of each workspace.';
+create sequence if not exists pgflight_cells.worker_ids minvalue 1 maxvalue {max_worker};
+comment on sequence pgflight_cells.worker_ids is
+  'Worker ids valid in every cell (below every cell''s own range).';
+create table if not exists pgflight_cells.workers (
+  id bigint primary key,
+  login name not null default session_user,
+  name text,
+  options jsonb
+);
+comment on table pgflight_cells.workers is
+  'Workers registered through the proxy: registered in a cell that was down then on their first claim there.';
+revoke all on pgflight_cells.workers from public;
+create or replace function pgflight_cells.remember_worker(p_id bigint, p_name text, p_options jsonb)
+  returns void language sql security definer
+  set search_path = pg_catalog, pg_temp
+  as $$ insert into pgflight_cells.workers (id, login, name, options)
+        values (p_id, session_user, p_name, p_options) $$;
+create or replace function pgflight_cells.worker_of(p_id bigint)
+  returns table (name text, options jsonb) language sql stable security definer
+  set search_path = pg_catalog, pg_temp
+  as $$ select w.name, w.options from pgflight_cells.workers w
+        where w.id = p_id and w.login = session_user $$;
+revoke all on function pgflight_cells.remember_worker(bigint, text, jsonb), pgflight_cells.worker_of(bigint)
+  from public;
+grant execute on function pgflight_cells.remember_worker(bigint, text, jsonb),
+                          pgflight_cells.worker_of(bigint) to pgflight_worker;
+grant usage on schema pgflight, pgflight_cells, pgflight_via
+  to pgflight_worker, pgflight_operator, pgflight_reader;
+-- the directory is read through part_of_workspace alone: a login learns no other tenant's names
+revoke all on pgflight_cells.workspaces from public;
+grant select on pgflight_cells.cells to pgflight_worker, pgflight_operator, pgflight_reader;
+grant usage on sequence pgflight_cells.worker_ids to pgflight_worker;
+
+create or replace function pgflight_cells.part_of_id(p_id bigint) returns integer
+  language sql stable
+  set search_path = pg_catalog, pg_temp
+  as $$
+    -- an id of no cell (null, negative, a single database's) goes to cell 1, which answers it as unknown
+    select coalesce((select c.cell - 1 from pgflight_cells.cells c where c.cell = p_id >> {shift}), 0)
+  $$;
+create or replace function pgflight_cells.part_of_workspace(p_name text) returns integer
+  language sql stable security definer
+  set search_path = pg_catalog, pg_temp
+  as $$
+    -- a workspace not in the directory: a cell chosen by its name answers it as unknown
+    select coalesce((select w.cell - 1 from pgflight_cells.workspaces w where w.name = p_name),
+                    (abs(hashtext(coalesce(p_name, '')))
+                     % (select count(*) from pgflight_cells.cells))::integer)
+  $$;
+create or replace function pgflight_cells.place(p_name text) returns integer
+  language plpgsql security definer
+  set search_path = pg_catalog, pg_temp
+  as $$
+declare
+  v_cell integer;
+begin
+  if p_name is null then
+    raise exception 'create_workspace: the name is null' using errcode = '22023',
+      detail = 'p_name = null', hint = 'Pass a workspace name.';
+  end if;
+  select w.cell into v_cell from pgflight_cells.workspaces w where w.name = p_name;
+  if v_cell is null then
+    -- the cell with the fewest workspaces
+    select c.cell into v_cell from pgflight_cells.cells c
+      order by (select count(*) from pgflight_cells.workspaces w where w.cell = c.cell), c.cell limit 1;
+    insert into pgflight_cells.workspaces (name, cell) values (p_name, v_cell) on conflict (name) do nothing;
+    select w.cell into v_cell from pgflight_cells.workspaces w where w.name = p_name;
+  end if;
+  return v_cell;
+end
+$$;
+revoke all on function pgflight_cells.place(text) from public;
+grant execute on function pgflight_cells.place(text) to pgflight_operator;
+create or replace function pgflight_cells.register_worker_as(p_cell_part integer, p_id bigint, p_name text,
+                                                             p_options jsonb)
+  returns bigint language plproxy as $plproxy$
+    cluster '{cluster}'; run on $1; select pgflight_cell.register_worker_as($2, $3, $4);
+$plproxy$;
+"""
+
+PROXY_CUSTOM = """
+create function pgflight.register_worker(p_name text, p_options jsonb default '{{}}'::jsonb) returns bigint
+  language plpgsql
+  set search_path = pg_catalog, pg_temp
+  as $fn$
+declare
+  v_id bigint;
+  v_try integer;
+  v_cells integer := 0;
+  c record;
+begin
+  for v_try in 1 .. 3 loop
+    v_id := nextval('pgflight_cells.worker_ids');
+    begin
+      perform pgflight_cells.remember_worker(v_id, p_name, p_options);
+      for c in select x.cell - 1 as part from pgflight_cells.cells x order by x.cell loop
+        begin
+          perform pgflight_cells.register_worker_as(c.part, v_id, p_name, p_options);
+          v_cells := v_cells + 1;
+        exception when sqlstate 'XX000' then
+          null;  -- a cell that does not answer: registered there on the first claim in it
+        end;
+      end loop;
+      if v_cells = 0 then
+        raise exception 'register_worker: no cell answers' using errcode = '08006',
+          detail = format('%s cells', (select count(*) from pgflight_cells.cells)),
+          hint = 'Check the cells'' servers and the proxy''s user mapping.';
+      end if;
+      return v_id;
+    exception when sqlstate '22023' or unique_violation then
+      -- an id taken (by a worker login's own call of register_worker_as): the next one
+      if v_try = 3 or (sqlstate = '22023' and sqlerrm not like '%is taken in this cell%') then
+        raise;
+      end if;
+    end;
+  end loop;
+end
+$fn$;
+
+create function pgflight.deregister_worker(p_worker_id bigint) returns void
+  language plpgsql
+  set search_path = pg_catalog, pg_temp
+  as $fn$
+declare
+  c record;
+  v_done integer := 0;
+begin
+  for c in select x.cell - 1 as part from pgflight_cells.cells x order by x.cell loop
+    begin
+      perform pgflight_via.deregister_worker(c.part, p_worker_id);
+      v_done := v_done + 1;
+    exception when sqlstate 'ZF010' or sqlstate 'XX000' then
+      null;  -- never registered in that cell (it was down), or down now: the row there ages out
+    end;
+  end loop;
+  if v_done = 0 then
+    perform pgflight_via.deregister_worker(0, p_worker_id);  -- an unknown worker: cell 1's error
+  end if;
+end
+$fn$;
+
+create function pgflight.create_workspace(p_name text, p_options jsonb default '{{}}'::jsonb) returns bigint
+  language plpgsql
+  set search_path = pg_catalog, pg_temp
+  as $fn$
+begin
+  perform pgflight_cells.place(p_name);
+  return pgflight_via.create_workspace(pgflight_cells.part_of_workspace(p_name), p_name, p_options);
+end
+$fn$;
+
+create function pgflight.claim_batch(p_worker_id bigint, p_batch_size integer, p_lease_s double precision,
+                                     p_recipes text[] default null::text[],
+                                     p_options jsonb default '{{}}'::jsonb)
+  returns table(attempt_id bigint, fencing_token bigint, step_id bigint, run_id bigint, parent_id bigint,
+                step_key text, attempt_no integer, recipe text, input jsonb,
+                lease_expires_at timestamp with time zone, deadline_at timestamp with time zone)
+  language plpgsql
+  set search_path = pg_catalog, pg_temp
+  as $fn$
+declare
+  v_parts integer[] := array(select c.cell - 1 from pgflight_cells.cells c order by c.cell);
+  v_n integer := cardinality(v_parts);
+  v_turn integer := coalesce(nullif(current_setting('pgflight_cells.turn', true), '')::integer, 0);
+  v_now double precision := extract(epoch from clock_timestamp());
+  v_part integer;
+  v_got integer := 0;
+  v_rows integer;
+  i integer;
+begin
+  -- rotation between the cells, one step further each call; a cell that had nothing ready is
+  -- skipped by this session for {quiet_s} s, one that did not answer for {down_s} s
+  for i in 0 .. v_n - 1 loop
+    v_part := v_parts[(v_turn + i) % v_n + 1];
+    continue when coalesce(nullif(current_setting('pgflight_cells.quiet_' || v_part, true), ''),
+                           '0')::double precision > v_now;
+    begin
+      begin
+        return query select * from pgflight_via.claim_batch(v_part, p_worker_id, p_batch_size - v_got,
+                                                              p_lease_s, p_recipes, p_options);
+      exception when sqlstate 'ZF010' then
+        -- registered through the proxy while this cell was down: registered here now, then claims
+        perform pgflight_cells.register_worker_as(v_part, p_worker_id, w.name, w.options)
+          from pgflight_cells.worker_of(p_worker_id) w;
+        if not found then
+          raise;
+        end if;
+        return query select * from pgflight_via.claim_batch(v_part, p_worker_id, p_batch_size - v_got,
+                                                              p_lease_s, p_recipes, p_options);
+      end;
+      get diagnostics v_rows = row_count;
+    exception when sqlstate '08000' or sqlstate '08001' or sqlstate '08003' or sqlstate '08006'
+                   or sqlstate '57P01' or sqlstate 'XX000' then
+      perform set_config('pgflight_cells.quiet_' || v_part, (v_now + {down_s})::text, false);
+      continue;
+    end;
+    if v_rows = 0 then
+      perform set_config('pgflight_cells.quiet_' || v_part, (v_now + {quiet_s})::text, false);
+    end if;
+    v_got := v_got + v_rows;
+    exit when v_got >= p_batch_size;
+  end loop;
+  perform set_config('pgflight_cells.turn', ((v_turn + 1) % greatest(v_n, 1))::text, false);
+end
+$fn$;
+
+create function pgflight.complete_and_claim(p_worker_id bigint, p_attempt_ids bigint[], p_tokens bigint[],
+                                            p_results jsonb[], p_batch_size integer,
+                                            p_lease_s double precision, p_recipes text[] default null::text[],
+                                            p_options jsonb default '{{}}'::jsonb)
+  returns table(attempt_id bigint, fencing_token bigint, step_id bigint, run_id bigint, parent_id bigint,
+                step_key text, attempt_no integer, recipe text, input jsonb,
+                lease_expires_at timestamp with time zone, deadline_at timestamp with time zone, outcome text)
+  language plpgsql
+  set search_path = pg_catalog, pg_temp
+  as $fn$
+begin
+  -- not one transaction across cells: the completions are each cell's, then the claim
+  return query select b.attempt_id, null::bigint, null::bigint, null::bigint, null::bigint, null::text,
+                      null::integer, null::text, null::jsonb, null::timestamptz, null::timestamptz, b.outcome
+                 from pgflight.complete_batch(p_attempt_ids, p_tokens, p_results) b
+                where cardinality(p_attempt_ids) > 0;
+  return query select c.*, null::text
+                 from pgflight.claim_batch(p_worker_id, p_batch_size, p_lease_s, p_recipes, p_options) c;
+end
+$fn$;
+"""
+
+
+@dataclass(frozen=True)
+class ApiView:
+    """A view or table of schema pgflight (`lanes`: the lane roles that may read it)."""
+
+    name: str
+    columns: tuple[tuple[str, str], ...]  # (name, type)
+    lanes: tuple[str, ...]
+
+
+VIEWS_SQL = """
+select c.relname,
+       array_agg(a.attname::text order by a.attnum),
+       array_agg(format_type(a.atttypid, a.atttypmod) order by a.attnum),
+       (select array_agg(distinct g.rolname::text order by g.rolname::text) from aclexplode(c.relacl) e
+          join pg_roles g on g.oid = e.grantee
+         where g.rolname = any (%(lanes)s) and e.privilege_type = 'SELECT')
+from pg_class c
+join pg_attribute a on a.attrelid = c.oid and a.attnum > 0 and not a.attisdropped
+where c.relnamespace = 'pgflight'::regnamespace and c.relkind in ('v', 'r', 'p', 'm') and not c.relispartition
+group by c.oid, c.relname
+order by 1
+"""
+
+
+def views(conn: psycopg.Connection[tuple[object, ...]]) -> list[ApiView]:
+    """The views and tables of schema pgflight, in the database `conn` reaches."""
+    out = []
+    for name, cols, types, lanes in conn.execute(VIEWS_SQL, {"lanes": list(LANES)}).fetchall():
+        out.append(
+            ApiView(
+                name=str(name),
+                columns=tuple(zip(cols, types, strict=True)),  # type: ignore[call-overload]
+                lanes=tuple(lanes or []),  # type: ignore[arg-type]
+            )
+        )
+    return out
+
+
+def _proxy_view(v: ApiView, cell_count: int) -> str:
+    """
+    A relation a lane reads: a view of the union of every cell's rows, each cell's read as the
+    calling login. One no lane reads: an empty table of the same shape, so a lane's read is
+    refused with 42501 as in a cell (the command line tells that from a missing schema).
+    """
+    q = sql_ident
+    if not v.lanes:
+        cols = ", ".join(f"{q(n)} {t}" for n, t in v.columns)
+        return f"create table pgflight.{q(v.name)} ({cols});\nrevoke all on pgflight.{q(v.name)} from public;"
+    cols = ", ".join(f"{q(n)} {t}" for n, t in v.columns)
+    union = "\n  union all ".join(f"select * from pgflight_via.{q(v.name)}({i})" for i in range(cell_count))
+    grants = "\n".join(f"grant select on pgflight.{q(v.name)} to {lane};" for lane in v.lanes)
+    return f"""
+create function pgflight_via.{q(v.name)}(p_cell_part integer) returns table({cols})
+  language plproxy as $plproxy$
+    cluster '{CLUSTER}';
+    run on $1;
+    select * from pgflight.{q(v.name)};
+$plproxy$;
+create view pgflight.{q(v.name)} as
+  {union};
+comment on view pgflight.{q(v.name)} is 'Proxy of the cells: every cell''s rows (each read whole).';
+{grants}"""
+
+
+def sql_ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def proxy_schema(fns: Sequence[ApiFunction], cell_count: int, vws: Sequence[ApiView] = ()) -> str:
+    """The SQL of the proxy's functions (and views) for the catalogue `fns` (the base schema excluded)."""
+    parts = [PROXY_CUSTOM.format(quiet_s=QUIET_S, down_s=DOWN_S)]
+    parts += [_proxy_view(v, cell_count) for v in vws]
+    for fn in fns:
+        if route(fn) in ("all", "split") or fn.name in (
+            "claim_batch",
+            "create_workspace",
+            "deregister_worker",
+        ):
+            parts.append(_on_cell(fn))
+        if route(fn) != "custom":
+            parts.append(_proxy_function(fn))
+    for fn in fns:
+        sig = f"pgflight.{fn.name}({fn.identity})"
+        parts.append(f"revoke all on function {sig} from public;")
+        for lane in fn.lanes:
+            parts.append(f"grant execute on function {sig} to {lane};")
+        parts.append(f"comment on function {sig} is {_literal(f'Proxy of the cells: {route(fn)}.')};")
+    return "\n".join(parts)
+
+
+def _literal(s: str) -> str:
+    return "'" + s.replace("'", "''") + "'"
+
+
+def deploy_proxy(proxy_dsn: str, cell_dsns: Sequence[str]) -> None:
+    """Write the proxy database `proxy_dsn` for the (numbered) cells `cell_dsns` (cell 1 first)."""
+    if not cell_dsns or len(cell_dsns) > MAX_CELLS:
+        raise CellsError(f"1 .. {MAX_CELLS} cells, got {len(cell_dsns)}")
+    with psycopg.connect(cell_dsns[0], autocommit=True) as c:
+        fns = catalogue(c)
+        vws = views(c)
+    connstrs = [libpq_keywords(d) for d in cell_dsns]
+    pads = [
+        f"{connstrs[0]} application_name=pgflight_cells_pad_{i}"
+        for i in range(len(connstrs), partitions(len(connstrs)))
+    ]
+    with psycopg.connect(proxy_dsn) as c:
+        for role in LANES:
+            if not c.execute("select 1 from pg_roles where rolname = %s", [role]).fetchone():
+                c.execute(sql.SQL("create role {} nologin").format(sql.Identifier(role)))
+        base = PROXY_BASE.format(
+            max_cells=MAX_CELLS, shift=CELL_SHIFT, cluster=CLUSTER, max_worker=(1 << CELL_SHIFT) - 1
+        )
+        c.execute(base.encode())
+        c.execute(sql.SQL("drop server if exists {} cascade").format(sql.Identifier(CLUSTER)))
+        options = sql.SQL(", ").join(
+            sql.SQL("p{} {}").format(sql.SQL(str(i)), sql.Literal(s)) for i, s in enumerate(connstrs + pads)
+        )
+        c.execute(
+            sql.SQL("create server {} foreign data wrapper plproxy options ({})").format(
+                sql.Identifier(CLUSTER), options
+            )
+        )
+        c.execute(sql.SQL("create user mapping for public server {}").format(sql.Identifier(CLUSTER)))
+        c.execute(
+            sql.SQL("grant usage on foreign server {} to {}").format(
+                sql.Identifier(CLUSTER), sql.SQL(", ").join(sql.Identifier(r) for r in LANES)
+            )
+        )
+        c.execute("delete from pgflight_cells.cells where cell > %s", [len(connstrs)])
+        for i, s in enumerate(connstrs, 1):
+            c.execute(
+                "insert into pgflight_cells.cells values (%s, %s) on conflict (cell) do update"
+                " set connstr = excluded.connstr",
+                [i, s],
+            )
+        c.execute(proxy_schema(fns, len(connstrs), vws).encode())
+
+
+def map_login(proxy_dsn: str, login: str, password: str) -> None:
+    """The password the proxy gives the cells for `login` (else the cells' pg_hba decides)."""
+    with psycopg.connect(proxy_dsn, autocommit=True) as c:
+        c.execute(
+            sql.SQL("drop user mapping if exists for {} server {}").format(
+                sql.Identifier(login), sql.Identifier(CLUSTER)
+            )
+        )
+        c.execute(
+            sql.SQL("create user mapping for {} server {} options (user {}, password {})").format(
+                sql.Identifier(login), sql.Identifier(CLUSTER), sql.Literal(login), sql.Literal(password)
+            )
+        )
+
+
+def place(proxy_dsn: str, workspace: str, cell: int) -> None:
+    """Put `workspace` in `cell` in the directory, before it is created (moving one is not built)."""
+    with psycopg.connect(proxy_dsn, autocommit=True) as c:
+        c.execute(
+            "insert into pgflight_cells.workspaces (name, cell) values (%s, %s)"
+            " on conflict (name) do update set cell = excluded.cell",
+            [workspace, cell],
+        )
+
+
+def deploy(cell_dsns: Sequence[str], proxy_dsn: str, *, migrate_cells: bool = True) -> None:
+    """Deploy pgflight in each cell (unless `migrate_cells` is False), number it, then the proxy."""
+    from pgflight import migrate
+
+    for n, dsn in enumerate(cell_dsns, 1):
+        if migrate_cells:
+            migrate.deploy(dsn)
+        with psycopg.connect(dsn, autocommit=True) as c:
+            assign_cell(c, n)
+    deploy_proxy(proxy_dsn, cell_dsns)
+
+
+# --- cells on this machine (tests, benchmarks) -------------------------------------------------
+@dataclass
+class LocalCells:
+    """N PostgreSQL servers on their own ports, one cell each, and the proxy database on the first."""
+
+    clusters: list[Any]  # pgflight.embedded.Cluster
+    cell_dsns: list[str]  # superuser
+    proxy_dsn: str  # superuser
+
+    def as_login(self, login: str, password: str, dsn: str | None = None) -> str:
+        return make_conninfo(dsn or self.proxy_dsn, user=login, password=password)
+
+
+def plproxy_available(dsn: str) -> bool:
+    with psycopg.connect(dsn) as c:
+        return (
+            c.execute("select 1 from pg_available_extensions where name = 'plproxy'").fetchone() is not None
+        )
+
+
+def _scram_logins(cluster: Any, logins: dict[str, str], password: str) -> None:
+    """Login roles (name: lane role) with a scram password, required over TCP; postgres keeps trust."""
+    with psycopg.connect(cluster.dsn("postgres"), autocommit=True) as c:
+        c.execute("set password_encryption = 'scram-sha-256'")
+        for login, role in logins.items():
+            c.execute(
+                sql.SQL("create role {} login password {} in role {}").format(
+                    sql.Identifier(login), sql.Literal(password), sql.Identifier(role)
+                )
+            )
+        hba = cluster.datadir / "pg_hba.conf"
+        hba.write_text(
+            "host all postgres 127.0.0.1/32 trust\n"
+            f"host all {','.join(logins)} 127.0.0.1/32 scram-sha-256\n" + hba.read_text()
+        )
+        c.execute("select pg_reload_conf()")
+
+
+@contextmanager
+def local_cells(
+    n: int, *, logins: dict[str, str], password: str, settings: dict[str, str] | None = None
+) -> Iterator[LocalCells]:
+    """
+    Start `n` throwaway servers, deploy and number a cell in each, the proxy database on the first,
+    and `logins` (name: lane role) in every server with an every-workspace grant of their lane and
+    a user mapping on the proxy. Everything is destroyed on exit. Raises CellsError without PL/Proxy.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    from pgflight import migrate
+    from pgflight.embedded import Cluster
+
+    folders = [Path(tempfile.mkdtemp(prefix=f"pgflight-cell{i}-")) for i in range(1, n + 1)]
+    clusters: list[Any] = []
+    try:
+        for f in folders:
+            os.chmod(f, 0o755)  # as root the server runs as postgres
+            cl = Cluster(f, settings=settings or {})
+            clusters.append(cl)
+            cl.up()
+        if not plproxy_available(clusters[0].dsn("postgres")):
+            raise CellsError("PL/Proxy is not installed (postgresql-<V>-plproxy; scripts/setup installs it)")
+        dsns = [cl.dsn("postgres") for cl in clusters]
+        with ThreadPoolExecutor(n) as ex:
+            list(ex.map(migrate.deploy, dsns))
+        for cl in clusters:
+            _scram_logins(cl, logins, password)
+        clusters[0].create_database("pgflight_proxy")
+        proxy = clusters[0].dsn("pgflight_proxy")
+        deploy(dsns, proxy, migrate_cells=False)
+        for login in logins:
+            map_login(proxy, login, password)
+        for d in dsns:
+            with psycopg.connect(d, autocommit=True) as c:
+                for login, role in logins.items():
+                    c.execute(
+                        "select pgflight.grant_workspace(%s, null, %s)",
+                        [login, role.removeprefix("pgflight_")],
+                    )
+        yield LocalCells(clusters, dsns, proxy)
+    finally:
+        for cl in clusters:
+            with suppress(Exception):
+                cl.destroy()
+        for f in folders:
+            shutil.rmtree(f, ignore_errors=True)
