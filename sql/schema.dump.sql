@@ -2514,6 +2514,11 @@ begin
                  p_ids || '_id_seq') into v_next;
   for i in 1 .. 10 loop  -- a few per call: a jump past them lands in the default partitions meanwhile
     select coalesce(max(b.hi), 0) into v_to from pgflight._id_partitions(p_tables[1]) b;
+    -- ids far past the last partition (a cell's ids start at its cell number << 44,
+    -- docs/scaling.md): the next partition starts at the width-aligned floor of the next id
+    if v_next - v_to > p_width then
+      v_to := v_next - v_next % p_width;
+    end if;
     exit when v_to - v_next >= p_width / 2;  -- half a partition or more ahead
     begin
       perform set_config('lock_timeout', '200ms', true);
