@@ -122,7 +122,7 @@ def test_a_stale_token_is_refused_and_batches_mixing_cells_are_answered_per_elem
         beats = w.execute(
             "select attempt_id, status from pgflight.heartbeat(%s, %s, %s)", [wid, [a1, a2], [t1, t2 - 1]]
         ).fetchall()
-        assert dict(beats) == {a1: "ok", a2: "lost"}
+        assert dict(beats) == {a1: "held", a2: "lease_lost"}
         # the stale token of cell 2's attempt is refused; cell 1's completes
         done = w.execute(
             "select attempt_id, outcome from pgflight.complete_batch(%s, %s, %s::jsonb[])",
@@ -161,7 +161,7 @@ def test_a_batch_naming_a_cell_that_is_down_answers_its_elements_lost_and_the_ot
             beats = w.execute(
                 "select attempt_id, status from pgflight.heartbeat(%s, %s, %s)", [wid, [a3, a1], [t3, t1]]
             ).fetchall()
-            assert dict(beats) == {a1: "ok", a3: "lost"}
+            assert dict(beats) == {a1: "held", a3: "lease_lost"}
             done = w.execute(
                 "select attempt_id, outcome from pgflight.complete_batch(%s, %s, %s::jsonb[])",
                 [[a3, a1], [t3, t1], ["{}", "{}"]],

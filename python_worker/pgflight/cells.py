@@ -330,7 +330,7 @@ $fn$;"""
 
 
 #: What a batch answers for an element whose cell does not answer, by result column.
-DOWN_ANSWER = {"status": "'lost'::text", "outcome": "'lease_lost'::text"}
+DOWN_ANSWER = {"status": "'lease_lost'::text", "outcome": "'lease_lost'::text"}
 
 
 def _split_function(fn: ApiFunction, head: str) -> str:
