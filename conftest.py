@@ -196,7 +196,7 @@ def connect(dsn: str) -> Iterator[ConnectFactory]:
         c.close()
 
 
-# --- logins: real roles with passwords over TCP (the attack suite, issue 13) -------------------
+# --- logins: real roles with passwords over TCP (the attack suite) -------------------
 
 LOGIN_PASSWORD = "pgflight-test-password"
 # login name -> the pgflight role it is a member of. Roles are cluster-wide, so they are created

@@ -30,16 +30,16 @@ throughout.
 The DSN must name a database where pgflight is deployed (sqitch deploy); the bench writes a
 workspace `agent-bench-<pid>` and its runs there.
 
-Side by side (issue 18: the machine is shared, so only ratios taken in the same run count):
+Side by side (the machine is shared, so only ratios taken in the same run count):
 ``--baseline-dsn`` names a second database (e.g. one deployed ``--to @v0.3.0`` on the same
 server); each configuration is then measured on both in alternating rounds (``--rounds``) and the
 report holds ``baseline``, ``current`` and their ratios. ``--quick`` is 300 iterations and 2 rounds
 (about a minute); the default 3,000 iterations take 3-6 minutes per database on 2 loaded cores.
 
-``--profile`` (issue 18) lists where one iteration's server time goes instead: pg_stat_statements
+``--profile`` lists where one iteration's server time goes instead: pg_stat_statements
 (preloaded; track = all and track_planning set in the session) over 300 iterations of --dsn.
 
-``--tail`` (issue 18) tells where the slowest iterations' time comes from instead, with
+``--tail`` tells where the slowest iterations' time comes from instead, with
 synchronous_commit on and off: each call timed apart, a ``select 1`` probe before each iteration
 (the machine's own delay), the iterations in which a statement inside the functions was planned
 again (pg_stat_statements, as for --profile), the Python garbage collections, autovacuum and
@@ -360,7 +360,7 @@ def _profile(dsn: str, iterations: int) -> dict[str, Any]:
 
 def _tail(dsn: str, iterations: int, sync_commit: str) -> dict[str, Any]:
     """
-    Where the slowest iterations' time comes from (issue 18: find the p99's cause before changing
+    Where the slowest iterations' time comes from (find the p99's cause before changing
     anything for it). One connection runs `iterations` iterations; for each, a ``select 1`` probe
     just before it, each call's wall time and, from pg_stat_statements (track = all, planning
     tracked, read by a second connection after each iteration), whether a statement inside the

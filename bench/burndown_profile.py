@@ -1,5 +1,5 @@
 """
-Where a burn-down's CPU goes, server and worker (issue 18). Prints its figures; not a test.
+Where a burn-down's CPU goes, server and worker. Prints its figures; not a test.
 
 On a throwaway cluster (fsync and synchronous_commit on, pg_stat_statements with track = all and
 track_planning, track_functions = all): --jobs no-op runs of `noop` (examples/pgflight_demo)

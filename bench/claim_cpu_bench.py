@@ -1,5 +1,5 @@
 """
-Claim CPU benchmark (issue 15): backend CPU per claim_batch(10) with caps and keys on versus off,
+Claim CPU benchmark: backend CPU per claim_batch(10) with caps and keys on versus off,
 read from /proc (utime + stime of the claiming backend), which a loaded machine inflates far less
 than wall-clock latency. Prints one line per configuration; not a test.
 

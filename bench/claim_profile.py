@@ -1,5 +1,5 @@
 """
-Claim profile (issue 15/18, flow control): where a claim_batch(10)'s server time goes with caps
+Claim profile (flow control): where a claim_batch(10)'s server time goes with caps
 and keys on versus off. Not a test; prints the figures.
 
 One claimer drains N no-op steps over four workspaces (as bench/claim_cpu_bench.py: `off`

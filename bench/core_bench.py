@@ -1,5 +1,6 @@
 """
-Core benchmark of the SQL engine (issue 3, DESIGN §8). Prints one JSON document; not a test.
+Core benchmark of the SQL engine (the performance targets in docs/benchmarks.md). Prints one JSON
+document; not a test.
 
 On a throwaway cluster with fsync and synchronous_commit on (every commit waits for its WAL flush):
 
@@ -72,7 +73,7 @@ def _pipeline_body(dsn: str, seconds: float, batch: int) -> Any:
                     for a, t in got:
                         c.execute("select pgflight.complete_step(%s, %s, null)", [a, t])
                 else:
-                    c.execute(  # the bulk submit: one submit_runs call per batch (issue 18)
+                    c.execute(  # the bulk submit: one submit_runs call per batch
                         "select count(*) from pgflight.submit_runs('bench', (select"
                         " jsonb_agg(jsonb_build_object('recipe', %s::text)) from generate_series(1, %s)))",
                         [recipe[0], batch],

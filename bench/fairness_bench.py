@@ -1,11 +1,11 @@
 """
-Fairness benchmark (issue 15). Prints one JSON document; not a test.
+Fairness benchmark. Prints one JSON document; not a test.
 
 On a throwaway cluster with fsync and synchronous_commit on:
 
 1. claim cost: four workers drain 20,000 queued no-op steps over four workspaces with
    claim_batch(10) + complete_batch, in three databases of one cluster: `baseline` (the schema
-   before issue 15: one global ready index, no fairness), `off` (the fair claim, no limit set)
+   before the fair claim: one global ready index, no fairness), `off` (the fair claim, no limit set)
    `on_local` (every workspace capped at 1,000 in flight, every step under one of 500 concurrency
    keys with a limit of 5: all checked on every claim, none binding) and `on` (the same plus a
    global cap of 100,000, which makes claims take turns).
@@ -40,7 +40,7 @@ from psycopg.types.json import Jsonb
 
 from pgflight import migrate
 
-# The last change of the plan before issue 15: the baseline database is deployed up to it.
+# The last change of the plan before the fair claim: the baseline database is deployed up to it.
 BASELINE_CHANGE = "@v0.2.0"
 
 

@@ -1,5 +1,5 @@
 """
-Fan-out benchmark (issue 4, DESIGN §8; issue 18). Prints one JSON document; not a test.
+Fan-out benchmark (the fan-out target in docs/benchmarks.md). Prints one JSON document; not a test.
 
 On a throwaway cluster with fsync and synchronous_commit on, in two databases side by side: one
 deployed at the previous tag (--before, default @v0.3.0: the parent's counter on its row), one at
@@ -12,8 +12,8 @@ load on a shared machine:
   same C connections claim and complete them the same way until the parent is woken. Measured:
   spawn time, total time, and the number of parent_resumed events (must be 1).
 
-Targets: the claim + complete phase of children within 1.2x of independent steps (issue 18;
-ratio_claim_complete_phase), the whole fan-out within 1.5x (DESIGN §8), the parent woken once.
+Targets: the claim + complete phase of children within 1.2x of independent steps
+(ratio_claim_complete_phase), the whole fan-out within 1.5x, the parent woken once.
 Usage: python bench/fanout_bench.py [--quick] [--children N] [--connections C] [--batch B]
        [--rounds R] [--before TAG | --before none]
 A full run (100,000 children, one round, both databases) takes about 6 minutes on the 2-core
@@ -99,7 +99,8 @@ def measure(dsn: str, n: int, connections: int, batch: int) -> dict[str, Any]:
     out: dict[str, Any] = {"independent": independent(dsn, n, connections, batch)}
     out["fan_out"] = fan_out(dsn, n, connections, batch)
     out["ratio_fan_out_to_independent"] = round(out["fan_out"]["total_s"] / out["independent"]["total_s"], 3)
-    # the drain alone: before issue 18 children all finish through one hot parent row
+    # the drain alone: without the striped fan-in counter children all finish through one hot
+    # parent row
     out["ratio_claim_complete_phase"] = round(
         out["fan_out"]["claim_complete_s"] / out["independent"]["claim_complete_s"], 3
     )

@@ -1,5 +1,5 @@
 """
-Where the server's time and writes go (issue 18). Prints one JSON document; not a test.
+Where the server's time and writes go. Prints one JSON document; not a test.
 
 On a throwaway cluster (fsync and synchronous_commit on) that loads pg_stat_statements
 (track = all) and tracks functions:
@@ -288,8 +288,8 @@ def empty_claims(dsn: str, rate: float, jobs: int) -> dict[str, Any]:
     both the server's clock_timestamp) p50 / p99 in ms.
 
     With PGFLIGHT_BENCH_BEFORE=<a checkout of an earlier version> (e.g. ``git archive <commit of
-    @v0.3.0> | tar -x -C /tmp/v030``) that version runs beside this one at the same moment (issue
-    18: side by side, the machine is shared): a second database of the same cluster deployed from
+    @v0.3.0> | tar -x -C /tmp/v030``) that version runs beside this one at the same moment (side by
+    side: the machine is shared): a second database of the same cluster deployed from
     its sql/, its own workers with its code on PYTHONPATH, and each job submitted to both, in turn
     first. About jobs / rate + 15 seconds per size.
     """
@@ -586,7 +586,7 @@ def main() -> None:
     ap.add_argument("--agent-iterations", type=int, default=600)
     ap.add_argument("--low-rate", type=float, default=5, help="jobs/s for the empty-claims phase")
     ap.add_argument("--low-jobs", type=int, default=50)
-    ap.add_argument("--reclaim", type=int, default=20_000, help="expired leases (the issue: 1000000)")
+    ap.add_argument("--reclaim", type=int, default=20_000, help="expired leases (the target: 1000000)")
     ap.add_argument("--purge", type=int, default=20_000, help="finished runs to purge")
     ap.add_argument(
         "--hot-experiment",

@@ -1,5 +1,5 @@
 """
-What server-side prepared statements would save on the worker's hot calls (issue 18). Prints its
+What server-side prepared statements would save on the worker's hot calls. Prints its
 figures; not a test.
 
 On a throwaway cluster (fsync and synchronous_commit on): for each of the worker's hot calls —

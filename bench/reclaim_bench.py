@@ -1,5 +1,5 @@
 """
-Reclaim drain after a mass crash (issue 18), before and after, side by side in one cluster.
+Reclaim drain after a mass crash, before and after, side by side in one cluster.
 
 One throwaway cluster (fsync on), two databases: `before` deployed to the previous tag
 (--tag, default the latest tag of sqitch.plan) and `after` at HEAD. In each, load_expired_leases writes N
@@ -146,7 +146,7 @@ def interleaved(sides: dict[str, tuple[str, int]], how: str, batch: int) -> dict
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--before", type=int, default=20_000, help="expired leases on the previous tag")
-    ap.add_argument("--after", type=int, default=200_000, help="expired leases at HEAD (the issue: 1000000)")
+    ap.add_argument("--after", type=int, default=200_000, help="expired leases at HEAD (the target: 1000000)")
     ap.add_argument("--tag", default=None, help="the 'before' version (default: the latest tag)")
     ap.add_argument(
         "--before-tree",

@@ -1,5 +1,5 @@
 """
-Soak under a held snapshot (scenario C49, issue 18): claim p99 and dead tuples over time.
+Soak under a held snapshot (scenario C49): claim p99 and dead tuples over time.
 
 On a throwaway cluster (fsync on, autovacuum at its defaults), for --minutes:
   - a producer submits --rate no-op runs per second (in batches of ten);

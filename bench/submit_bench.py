@@ -1,5 +1,5 @@
 """
-Submit benchmark (issue 18): the enqueue path, a release tag (`--before`, default @v0.6.0) beside
+Submit benchmark: the enqueue path, a release tag (`--before`, default @v0.6.0) beside
 HEAD in one cluster, same moment. Prints one JSON document; not a test.
 
 One throwaway cluster (fsync and synchronous_commit on, pg_stat_statements loaded,

@@ -1,5 +1,5 @@
 """
-The cost of issue 13's trust checks on the hot path (claim_batch with its start option, then
+The cost of the trust boundary's checks on the hot path (claim_batch with its start option, then
 complete_step / complete_batch), before and after, in one run on one cluster. Prints one JSON
 document; not a test.
 

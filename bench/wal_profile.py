@@ -1,5 +1,5 @@
 """
-WAL of a no-op step, phase by phase (issue 18: WAL per step <= 1.2 kB). Prints one JSON document;
+WAL of a no-op step, phase by phase (WAL per step <= 1.2 kB). Prints one JSON document;
 not a test.
 
 On a throwaway cluster (fsync and synchronous_commit on, pg_walinspect): --steps no-op runs

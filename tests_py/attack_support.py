@@ -74,7 +74,8 @@ def p99(values: list[float]) -> float:
     return ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))]
 
 
-# Invariant 10: what an audit of a finished workload must show. Each query returns offending ids.
+# Invariant 10 (docs/state_machine.md): what an audit of a finished workload must show. Each query
+# returns offending ids.
 AUDIT = {
     "a step of a finished run is not terminal": """
         select st.step_id from pgflight.step_status st join pgflight.runs r on r.id = st.run_id

@@ -61,7 +61,7 @@ def login_roles(conn: Conn) -> None:
         verb = "alter" if exists else "create"
         conn.execute(f"{verb} role {role} login password '{PASSWORD}'")
         conn.execute(f"grant {lane} to {role}")
-        # issue 13: a login acts only on the workspaces granted to it; these two on every one
+        # a login acts only on the workspaces granted to it; these two on every one
         conn.execute("select pgflight.grant_workspace(%s, null, %s)", [role, lane.removeprefix("pgflight_")])
 
 

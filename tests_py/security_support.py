@@ -1,5 +1,5 @@
 """
-Helpers for test_security_attacks.py (issue 13): connections as real login roles, the shadowing
+Helpers for test_security_attacks.py: connections as real login roles, the shadowing
 kit (temporary domains, views, functions and operators named like everything pgflight's functions
 use, each with a tripwire that reports `current_user`), and one valid call per API function.
 
@@ -371,7 +371,7 @@ CALLS: dict[str, Call] = {
         [_finished_agent(w)["agent_run_id"]],
     ),
     "agent_runs_by_status": lambda w: ("select * from pgflight.agent_runs_by_status('succeeded', 0, 10)", []),
-    # the inspector's and the exporter's reads (issue 17)
+    # the inspector's and the exporter's reads
     "run_list_page": lambda w: (
         'select * from pgflight.run_list_page(null, 50, \'{"status": "queued"}\')',
         [],
@@ -595,7 +595,7 @@ CALLS: dict[str, Call] = {
     "purge_finished": lambda w: ("select pgflight.purge_finished(3600, 10)", []),
     "run_sweeps": lambda w: ("select * from pgflight.run_sweeps()", []),
     "maintain_partitions": lambda w: ("select * from pgflight.maintain_partitions(10)", []),
-    # issue 14: the cost of a paid call whose lease was lost
+    # blast radius: the cost of a paid call whose lease was lost
     "record_orphan_cost": _worker_agent(
         lambda w, h, ar: (
             "select * from pgflight.record_orphan_cost(%s, %s, %s, 2, '{\"input_tokens\": 10}',"
@@ -603,7 +603,7 @@ CALLS: dict[str, Call] = {
             [h["attempt_id"], h["token"], ar],
         )
     ),
-    # issue 15: flow control, on a workspace and recipes of their own (a pause or a cap on the
+    # flow control, on a workspace and recipes of their own (a pause or a cap on the
     # world's workspace would starve the calls that follow)
     "set_workspace_limits": lambda w: (
         "select * from pgflight.set_workspace_limits(%s, '{\"max_in_flight\": 5}')",

@@ -1,12 +1,12 @@
 """
-Issue 14, agent side: one bad model answer harms only its own step, and is never paid twice.
+Blast radius, agent side: one bad model answer harms only its own step, and is never paid twice.
 The real `anthropic` SDK against the local Messages API server (agent_support.FakeAnthropic),
 real PostgreSQL, real worker processes where a crash is part of the case.
 
-- case 3: an empty end_turn recorded just before a SIGKILL is not asked again on resume, nor on
+- an empty end_turn recorded just before a SIGKILL is not asked again on resume, nor on
   replay_from; the loop is iterative and a hard cap on requests per attempt stops a loop the
   recorder cannot see; a paid answer refused for a lost lease is kept on the record;
-- case 4: Retry-After as an HTTP-date and `Retry-After: 86400` (capped); a rate limit never spends
+- Retry-After as an HTTP-date and `Retry-After: 86400` (capped); a rate limit never spends
   a step attempt (waited out within the attempt, then the step is given back).
 """
 
@@ -60,7 +60,7 @@ def _tool_then_empty(body: dict[str, Any], n: int) -> tuple[int, dict[str, Any]]
 
 
 @pytest.mark.slow
-def test_case3_empty_end_turn_recorded_then_sigkill_is_not_asked_again(
+def test_empty_end_turn_recorded_then_sigkill_is_not_asked_again(
     dsn: str, fake_anthropic: Any, workers: Any
 ) -> None:
     """
@@ -116,7 +116,7 @@ def _claim(conn: psycopg.Connection[Any], inp: dict[str, Any]) -> Any:
     return claim
 
 
-def test_case3_hard_cap_on_requests_stops_a_loop_the_recorder_cannot_see(
+def test_hard_cap_on_requests_stops_a_loop_the_recorder_cannot_see(
     dsn: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A recorder that keeps answering 'already recorded' (and records nothing): 5 requests, then Fatal."""
@@ -144,7 +144,7 @@ def test_case3_hard_cap_on_requests_stops_a_loop_the_recorder_cannot_see(
         assert len(provider.requests) == 5
 
 
-def test_case3_paid_answer_refused_for_a_lost_lease_is_charged(dsn: str) -> None:
+def test_paid_answer_refused_for_a_lost_lease_is_charged(dsn: str) -> None:
     """
     The lease lapses while the model answers: record_model_call refuses, and the loop charges the
     paid call through record_orphan_cost (costs.lease_lost, the agent's usd), no receipt needed.
@@ -178,7 +178,7 @@ def test_case3_paid_answer_refused_for_a_lost_lease_is_charged(dsn: str) -> None
         assert db.find_effect(conn, claim.step_id, f"model_call:{claim.attempt_id}:1") is None
 
 
-def test_case3_answer_the_recorder_refuses_ends_the_step_without_asking_again(dsn: str) -> None:
+def test_answer_the_recorder_refuses_ends_the_step_without_asking_again(dsn: str) -> None:
     """A paid answer the flight recorder cannot store (a tool_use block without an id; any block type is
     stored): usage kept, Fatal, one request."""
     no_id = {"type": "tool_use", "name": "note", "input": {"text": "x"}}
@@ -221,7 +221,7 @@ def _done(body: dict[str, Any], n: int) -> tuple[int, dict[str, Any]]:
     return 200, message([{"type": "text", "text": "done"}])
 
 
-def test_case4_retry_after_as_an_http_date_is_obeyed(dsn: str, fake_anthropic: Any) -> None:
+def test_retry_after_as_an_http_date_is_obeyed(dsn: str, fake_anthropic: Any) -> None:
     """429 with `Retry-After: <HTTP-date 2 s ahead>` (before: ValueError, dead letter after two requests)."""
     server: FakeAnthropic = fake_anthropic(
         lambda body, n: (429, error_body(429), {"retry-after": http_date(2)}) if n == 1 else _done(body, n)
@@ -234,9 +234,7 @@ def test_case4_retry_after_as_an_http_date_is_obeyed(dsn: str, fake_anthropic: A
     assert elapsed >= row["wait_s"] - 0.05
 
 
-def test_case4_retry_after_86400_is_capped(
-    dsn: str, fake_anthropic: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_retry_after_86400_is_capped(dsn: str, fake_anthropic: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """`Retry-After: 86400` waits PGFLIGHT_AGENT_MAX_RETRY_AFTER_S (here 1 s), not a day."""
     monkeypatch.setenv("PGFLIGHT_AGENT_MAX_RETRY_AFTER_S", "1")
     server: FakeAnthropic = fake_anthropic(
@@ -249,7 +247,7 @@ def test_case4_retry_after_86400_is_capped(
     assert 1.0 <= elapsed < 10
 
 
-def test_case4_default_cap_is_60_seconds(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_default_cap_is_60_seconds(monkeypatch: pytest.MonkeyPatch) -> None:
     """Without the setting one wait lasts at most 60 s; an HTTP-date in the past waits nothing."""
     monkeypatch.delenv("PGFLIGHT_AGENT_MAX_RETRY_AFTER_S", raising=False)
     slept: list[float] = []
@@ -266,7 +264,7 @@ def test_case4_default_cap_is_60_seconds(monkeypatch: pytest.MonkeyPatch) -> Non
 
 
 @pytest.mark.slow
-def test_case4_rate_limits_never_spend_an_attempt(dsn: str, fake_anthropic: Any, workers: Any) -> None:
+def test_rate_limits_never_spend_an_attempt(dsn: str, fake_anthropic: Any, workers: Any) -> None:
     """
     Three 429s (Retry-After: 1) with a patience of 1 s: the attempt waits once, gives the step back
     (release_step, no attempt spent), and the step succeeds on its first and only attempt.

@@ -1,5 +1,5 @@
 """
-Model tokens per minute per workspace (issue 15, ``model_tokens_per_min``), end to end: real
+Model tokens per minute per workspace (``model_tokens_per_min``), end to end: real
 worker processes run agents against the local Messages API server; the engine refuses an admission
 past the workspace's rolling minute (ZF013 with retry_after_s) and the loop waits it out,
 heartbeating, without spending an attempt. The SQL refusal itself (DETAIL, retry_after_s, the

@@ -1,5 +1,5 @@
 """
-Issue 14: every API function called with extreme and malformed values for every argument and
+Every API function called with extreme and malformed values for every argument and
 option (NaN, +/-Infinity, 1e300, negatives, zero, huge strings, deep JSON, wrong JSON types,
 unknown keys). Each call may succeed or refuse, but only with 22023 or one of pgflight's own ZF
 codes; and after each call an unrelated submit -> claim -> complete and run_sweeps must succeed.

@@ -1,11 +1,11 @@
 """
-Issue 14, worker side: one bad result or one hung recipe harms only its own step. Real
+Blast radius, worker side: one bad result or one hung recipe harms only its own step. Real
 `pgflight worker` processes against real PostgreSQL.
 
-- case 2: a result PostgreSQL refuses ({"score": NaN}) finishing together with three healthy
+- a result PostgreSQL refuses ({"score": NaN}) finishing together with three healthy
   steps fails alone, at once, with its real error; a receipt that cannot be stored stops the step
   instead of letting a retry act again;
-- case 5: recipes that never return cannot take the worker's slots (deadline enforced by the
+- recipes that never return cannot take the worker's slots (deadline enforced by the
   worker; abandoned threads counted; restart at the limit).
 """
 
@@ -43,7 +43,7 @@ def _attempts(conn: psycopg.Connection[Any], step_id: int) -> list[tuple[str, An
     ]
 
 
-def test_case2_nan_result_fails_alone_and_its_three_neighbours_succeed(
+def test_nan_result_fails_alone_and_its_three_neighbours_succeed(
     conn: psycopg.Connection[Any], dsn: str, workers: Any
 ) -> None:
     """{"score": NaN} finishing at the same instant as three healthy steps (one complete_batch)."""
@@ -79,7 +79,7 @@ def test_case2_nan_result_fails_alone_and_its_three_neighbours_succeed(
     ) == ["1.0", "2.0", "3.0"]
 
 
-def test_case2_a_batch_the_server_refuses_is_completed_row_by_row(
+def test_a_batch_the_server_refuses_is_completed_row_by_row(
     conn: psycopg.Connection[Any], dsn: str, workers: Any
 ) -> None:
     """The worker's check skipped: the server refuses the NaN batch, and still only that step fails."""
@@ -112,7 +112,7 @@ def test_case2_a_batch_the_server_refuses_is_completed_row_by_row(
     assert "completing them one by one" in w.output()
 
 
-def test_case2_unstorable_receipt_ends_the_step_instead_of_acting_again(
+def test_unstorable_receipt_ends_the_step_instead_of_acting_again(
     conn: psycopg.Connection[Any], dsn: str, workers: Any
 ) -> None:
     """An effect whose receipt holds Infinity: acted once, step dead-lettered, stand-in receipt kept."""
@@ -151,7 +151,7 @@ def _running(conn: psycopg.Connection[Any], steps: list[int]) -> bool:
     return all(step_status(conn, s) == "running" for s in steps)
 
 
-def test_case5_four_hung_sync_recipes_do_not_take_the_workers_slots(
+def test_four_hung_sync_recipes_do_not_take_the_workers_slots(
     conn: psycopg.Connection[Any], dsn: str, workers: Any
 ) -> None:
     """Four sync recipes blocking forever (max_runtime_s 3), concurrency 4: a fifth step still runs."""
@@ -173,9 +173,7 @@ def test_case5_four_hung_sync_recipes_do_not_take_the_workers_slots(
     wait_for(lambda: step_status(conn, again) == "succeeded", 5, "a sixth step")
 
 
-def test_case5_async_hang_recovers_at_the_deadline(
-    conn: psycopg.Connection[Any], dsn: str, workers: Any
-) -> None:
+def test_async_hang_recovers_at_the_deadline(conn: psycopg.Connection[Any], dsn: str, workers: Any) -> None:
     """An awaiting-forever async recipe (max_runtime_s 2) gives its only slot back at its deadline."""
     (hung,) = _hung(conn, "block_async", 1, 2)
     w = workers(dsn, "--concurrency", "1", "--lease", "30", *FAST, recipes=RECIPES)
@@ -189,7 +187,7 @@ def test_case5_async_hang_recovers_at_the_deadline(
     assert status == "dead_letter" and "deadline exceeded" in error["message"].lower(), w.output()[-3000:]
 
 
-def test_case5_too_many_abandoned_threads_restart_the_worker(
+def test_too_many_abandoned_threads_restart_the_worker(
     conn: psycopg.Connection[Any], dsn: str, workers: Any
 ) -> None:
     """PGFLIGHT_MAX_ABANDONED_THREADS=2: two abandoned threads and the worker exits 75 to be restarted."""
@@ -204,7 +202,7 @@ def test_case5_too_many_abandoned_threads_restart_the_worker(
     assert one(conn, "select count(*) from pgflight.workers where pid = %s and stopped_at is not null", w.pid)
 
 
-def test_case5_cancelled_hung_sync_recipe_gives_its_slot_back(
+def test_cancelled_hung_sync_recipe_gives_its_slot_back(
     conn: psycopg.Connection[Any], dsn: str, workers: Any
 ) -> None:
     """No max_runtime_s, concurrency 1: cancelling the hung step frees the slot a heartbeat later."""

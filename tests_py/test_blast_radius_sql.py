@@ -1,10 +1,10 @@
 """
-Issue 14, the SQL half: one bad option, result or row harms only its own step.
+Blast radius, the SQL half: one bad option, result or row harms only its own step.
 
-Each test uses the issue's exact input: case 1 (retry arithmetic that stopped every claim), case 2
-(a NaN result in a batch with three healthy ones), case 6 (fail-fast cascade against a sibling's
-completion, on real connections), case 7 (unknown and malformed options refused with 22023 naming
-the key), and a poisoned row that a sweep ends alone.
+Each test uses an input that once did harm: retry arithmetic that stopped every claim, a NaN
+result in a batch with three healthy ones, a fail-fast cascade against a sibling's completion (on
+real connections), unknown and malformed options (refused with 22023 naming the key), and a
+poisoned row that a sweep ends alone.
 """
 
 from __future__ import annotations
@@ -51,10 +51,10 @@ def _unrelated_work_still_flows(conn: Conn, w: int) -> None:
     conn.execute("select pgflight.run_sweeps()")
 
 
-# --- case 1: arithmetic that cannot fail later ------------------------------------------------
+# --- arithmetic that cannot fail later --------------------------------------------------------
 
 
-def test_case1_backoff_saturates_after_1024_fast_retries_then_a_lapse(conn: Conn) -> None:
+def test_backoff_saturates_after_1024_fast_retries_then_a_lapse(conn: Conn) -> None:
     setup_engine(conn)
     w = register(conn)
     set_clock(conn, 0)
@@ -89,7 +89,7 @@ def test_case1_backoff_saturates_after_1024_fast_retries_then_a_lapse(conn: Conn
         ({"max_runtime_s": 1e300}, "max_runtime_s"),
     ],
 )
-def test_case1_poison_options_refused_at_submit(conn: Conn, options: dict[str, Any], key: str) -> None:
+def test_poison_options_refused_at_submit(conn: Conn, options: dict[str, Any], key: str) -> None:
     setup_engine(conn)
     e = _error(lambda: submit(conn, "r", **options))
     assert e.sqlstate == "22023"
@@ -97,7 +97,7 @@ def test_case1_poison_options_refused_at_submit(conn: Conn, options: dict[str, A
     assert e.diag.message_detail and e.diag.message_hint
 
 
-def test_case1_child_with_tiny_lease_and_huge_backoff_refused_naming_child_and_key(conn: Conn) -> None:
+def test_child_with_tiny_lease_and_huge_backoff_refused_naming_child_and_key(conn: Conn) -> None:
     setup_engine(conn)
     w = register(conn)
     submit(conn, "parent")
@@ -119,7 +119,7 @@ def test_case1_child_with_tiny_lease_and_huge_backoff_refused_naming_child_and_k
     _unrelated_work_still_flows(conn, w)
 
 
-def test_case1_rows_stored_before_validation_cannot_stop_claims_or_sweeps(conn: Conn) -> None:
+def test_rows_stored_before_validation_cannot_stop_claims_or_sweeps(conn: Conn) -> None:
     """Steps written by an older version with the poison values: claims and sweeps clamp them."""
     setup_engine(conn)
     w = register(conn)
@@ -179,10 +179,10 @@ def test_a_row_that_still_raises_in_a_sweep_ends_alone_with_its_error(conn: Conn
     _unrelated_work_still_flows(conn, w)
 
 
-# --- case 2: results that cannot poison a batch -----------------------------------------------
+# --- results that cannot poison a batch -------------------------------------------------------
 
 
-def test_case2_nan_result_fails_only_its_step(conn: Conn) -> None:
+def test_nan_result_fails_only_its_step(conn: Conn) -> None:
     setup_engine(conn)
     w = register(conn)
     for i in range(4):
@@ -205,10 +205,10 @@ def test_case2_nan_result_fails_only_its_step(conn: Conn) -> None:
     ]
 
 
-def test_case2_nul_and_oversized_results_fail_only_their_own_step(conn: Conn) -> None:
+def test_nul_and_oversized_results_fail_only_their_own_step(conn: Conn) -> None:
     setup_engine(conn)
     w = register(conn)
-    # the one cap on results (issue 18): settings.max_result_bytes, checked row by row
+    # the one cap on results: settings.max_result_bytes, checked row by row
     conn.execute("update pgflight.settings set max_result_bytes = 1000")
     for i in range(3):
         submit(conn, "r", {"i": i})
@@ -240,12 +240,10 @@ def test_case2_nul_and_oversized_results_fail_only_their_own_step(conn: Conn) ->
     assert [r["outcome"] for r in got] == ["result_refused", "succeeded"]
 
 
-# --- case 6: lock order of the fail-fast cascade -----------------------------------------------
+# --- lock order of the fail-fast cascade -------------------------------------------------------
 
 
-def test_case6_fail_fast_cascade_does_not_deadlock_with_a_sibling_completion(
-    conn: Conn, connect: Any
-) -> None:
+def test_fail_fast_cascade_does_not_deadlock_with_a_sibling_completion(conn: Conn, connect: Any) -> None:
     setup_engine(conn)
     w = register(conn)
     a = connect(10)
@@ -297,10 +295,10 @@ def test_case6_fail_fast_cascade_does_not_deadlock_with_a_sibling_completion(
         assert attempt(conn, c2.attempt_id)["status"] == "succeeded"
 
 
-# --- case 7: unknown and malformed options ---------------------------------------------------
+# --- unknown and malformed options -----------------------------------------------------------
 
 
-def test_case7_unknown_and_malformed_options_are_22023_naming_the_key(conn: Conn) -> None:
+def test_unknown_and_malformed_options_are_22023_naming_the_key(conn: Conn) -> None:
     setup_engine(conn)
     w = register(conn)
     submit(conn, "r", max_attempts=5)
@@ -322,7 +320,7 @@ def test_case7_unknown_and_malformed_options_are_22023_naming_the_key(conn: Conn
     assert attempt(conn, c.attempt_id)["status"] == "running"  # nothing was changed by the refusals
 
 
-def test_case7_integers_one_rule_on_submit_and_spawn(conn: Conn) -> None:
+def test_integers_one_rule_on_submit_and_spawn(conn: Conn) -> None:
     """3.0 is 3 everywhere; 1.5 is refused everywhere (submit used to round it, spawn refused it)."""
     setup_engine(conn)
     w = register(conn)

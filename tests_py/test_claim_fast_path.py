@@ -1,5 +1,5 @@
 """
-claim_batch's hot path (issue 18).
+claim_batch's hot path.
 
 The fast path: a call with one ready lane and nothing in play (no cap, rate
 limit, pause, recipe limit or concurrency key) leases its candidates itself, without the fair
@@ -287,7 +287,7 @@ def test_the_throttle_holds_whatever_the_sessions_extra_float_digits(eng: Conn) 
 
 def test_a_claim_renews_the_workers_last_sighting_at_most_once_a_second(eng: Conn) -> None:
     """
-    Issue 18: a claim wrote the worker's row every time. It renews last_seen_at only when the last
+    A claim used to write the worker's row every time. It renews last_seen_at only when the last
     sighting is a second old or more (or ahead of the clock: a clock moved back); worker_list and
     metrics_snapshot count a worker alive for 60 s after it.
     """

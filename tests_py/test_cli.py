@@ -1,5 +1,5 @@
 """
-The ``pgflight`` command as a user meets it (issue 16): every test runs the real CLI in a
+The ``pgflight`` command as a user meets it: every test runs the real CLI in a
 subprocess against a real database and asserts the message and the exit code.
 
 Exit codes: 0 done, 1 refused / not succeeded, 2 bad arguments, 3 no database or no schema,

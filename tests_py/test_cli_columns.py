@@ -2,9 +2,9 @@
 The CLI's listings at an 80-column terminal, with the ids a database has after a while (seven
 digits), and the one name of the "why" option across the operator commands.
 
-Before the eighth session, rich shrank every column alike when a table was wider than the
-terminal: at 80 columns ``events`` printed ids as ``26…``, ``dead-letters`` step ids as ``26…``,
-and ``workers --all`` wrapped "last seen" over five lines. An id cut short cannot be copied into
+Left to itself, rich shrinks every column alike when a table was wider than the
+terminal: at 80 columns ``events`` would print ids as ``26…``, ``dead-letters`` step ids as
+``26…``, and ``workers --all`` would wrap "last seen" over five lines. An id cut short cannot be copied into
 the next command (``pgflight retry STEP``), so ids, counts, states and times must come out whole,
 one line per row; only names, recipes and free text are cut (with an ellipsis).
 """

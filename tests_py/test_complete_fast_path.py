@@ -1,5 +1,5 @@
 """
-complete_batch's hot path (issue 18).
+complete_batch's hot path.
 
 A batch of roots only (no step with a parent: the burn-down's shape) is completed in one statement,
 its runs ended in it, without _steps_finished, which has nothing to do for it (a success cancels

@@ -1,5 +1,5 @@
 """
-Bad input to the SQL API (issue 3): NULLs, zero or negative lease and batch size, unknown recipe or
+Bad input to the SQL API: NULLs, zero or negative lease and batch size, unknown recipe or
 workspace, an input over the size cap, a string with a NUL character, malformed JSON sent by a
 client. Each gets its documented error (docs/errors.md) and nothing is written: the row counts of
 every engine table are the same before and after.

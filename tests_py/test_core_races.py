@@ -1,5 +1,5 @@
 """
-Races of the SQL engine on several real connections (issue 3, DESIGN §5 invariants 1-3 and 7):
+Races of the SQL engine on several real connections (invariants 1-3 and 7 of docs/state_machine.md):
 concurrent claimers, heartbeat vs reclaim, complete vs reclaim, cancel vs claim / heartbeat /
 complete (C26), claim vs reclaim on one expired attempt (C10).
 

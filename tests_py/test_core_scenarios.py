@@ -1,6 +1,6 @@
 """
-Failure scenarios of ../shared/cases/SCENARIOS.md for the SQL engine, one test per scenario, named
-after it, on the fake clock wherever time matters (issues 3 and 4).
+Failure scenarios of docs/scenarios.md for the SQL engine, one test per scenario, named
+after it, on the fake clock wherever time matters.
 
 After every test the engine invariants of core_helpers.INVARIANTS are checked on its database:
 no queued attempt at the ceiling, every dead letter with its last error, one live attempt per
@@ -319,7 +319,7 @@ def test_c07_cancel_then_retry_step(eng: Conn) -> None:
         "error"
     ] == {"message": "again 2"}
     retried = events(eng, step_id=other.step_id, reason="retried")[0]
-    # issue 13: the actor is the authenticated login; the name the caller gave is kept as a note
+    # the actor is the authenticated login; the name the caller gave is kept as a note
     assert retried["actor"] == scalar(eng, "select session_user::text")
     assert "[on behalf of ops]" in str(retried["detail"])
 
@@ -594,7 +594,7 @@ def test_c25_approval_before_the_gate_is_used(eng: Conn) -> None:
     )
     c = claim_one(eng, w, 30, ["gated"])
     got = one(eng, "select * from pgflight.request_approval(%s, %s, 'deploy')", [c.attempt_id, c.token])
-    # issue 13: the actor is the authenticated login; 'alice' is kept in the note
+    # the actor is the authenticated login; 'alice' is kept in the note
     me = scalar(eng, "select session_user::text")
     assert (got["decision"], got["actor"], got["waiting"]) == ("approve", me, False)
     assert got["note"] == "early [on behalf of alice]"

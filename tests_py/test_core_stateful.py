@@ -1,5 +1,5 @@
 """
-A hypothesis stateful test of the SQL engine (issue 3): random sequences of API calls (submit,
+A hypothesis stateful test of the SQL engine: random sequences of API calls (submit,
 claim, start, heartbeat, complete, fail, release, cancel_run, retry_step, and a fake-clock jump
 followed by the reclaim sweep) against a small Python model of the attempt state machine.
 

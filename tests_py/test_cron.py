@@ -1,5 +1,5 @@
 """
-The sweeps under a real pg_cron (DESIGN §4, invariant 4).
+The sweeps under a real pg_cron (invariant 4 of docs/state_machine.md).
 
 The test cluster preloads pg_cron with `cron.database_name = 'pgflight'`, so pgflight is deployed
 into that database here (the `cron_extension` change creates the extension) and the schedules
@@ -80,11 +80,11 @@ def test_install_schedules_is_idempotent_and_fits_the_cron_version(cron_dsn: str
         assert jobs1 == jobs2, "installing twice must change nothing"
         names = {j[1] for j in jobs2}
         assert {"pgflight-sweeps", "pgflight-cron-history"} <= names
-        assert "pgflight-purge" not in names, "retention runs in the sweep loop (issue 18), not hourly"
+        assert "pgflight-purge" not in names, "retention runs in the sweep loop, not hourly"
         sweeps = next(j for j in jobs2 if j[1] == "pgflight-sweeps")
         if _cron_version(c) >= (1, 5):
             assert sweeps[2] == "5 seconds" and "sweep_loop(5, 5)" in sweeps[3]
-        else:  # a loop as long as the minute: no gap at the boundary (issue 18)
+        else:  # a loop as long as the minute: no gap at the boundary
             assert sweeps[2] == "* * * * *" and "sweep_loop(60, 5)" in sweeps[3]
         history = next(j for j in jobs2 if j[1] == "pgflight-cron-history")
         assert "cron.job_run_details" in history[3], "the job history must be purged, or it grows forever"
@@ -125,6 +125,6 @@ def test_c06_dead_worker_step_requeued_by_pg_cron_alone(cron_dsn: str) -> None:
             " where j.jobname = 'pgflight-sweeps'"
         ).fetchone()
         assert ran is not None and ran[0] >= 1
-        # what `pgflight migrate` reports: the sweep ran, as pgflight_cron, not as a superuser (issue 13)
+        # what `pgflight migrate` reports: the sweep ran, as pgflight_cron, not as a superuser
         ok, how = migrate.confirm_sweep(cron_dsn, timeout_s=5, since=installed_at)
         assert ok and "pgflight_cron" in how, how

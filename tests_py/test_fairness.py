@@ -1,5 +1,5 @@
 """
-Fair claim across workspaces, in-flight caps and concurrency keys (issue 15).
+Fair claim across workspaces, in-flight caps and concurrency keys.
 
 The shapes are the issue's: workspace `bulk` submits a backlog, then `interactive` submits one
 run; workers claim in batches of ten and complete at once. Caps and keys are checked from the

@@ -1,5 +1,5 @@
 """
-The flow-control CLI (issue 15): `pgflight workspace` (limits, share, pause), `pgflight pause` /
+The flow-control CLI: `pgflight workspace` (limits, share, pause), `pgflight pause` /
 `resume`, `pgflight schedule` (add, list, remove), `pgflight limits`, and the caps in
 `pgflight show`; run as a real process against a test database (PGFLIGHT_DSN).
 """

@@ -1,5 +1,5 @@
 """
-Flow control in the claim (issue 15): rate limits per recipe and per workspace, pause and resume,
+Flow control in the claim: rate limits per recipe and per workspace, pause and resume,
 and time without the client's clock (delay_s, not_before with a UTC offset).
 
 Rate limits are measured over 30 simulated seconds with the fake clock: four claimers on their

@@ -1,5 +1,5 @@
 """
-Recurring runs (issue 15): cron expressions evaluated in SQL, fired by the engine's sweep once per
+Recurring runs: cron expressions evaluated in SQL, fired by the engine's sweep once per
 (schedule, fire time), across daylight-saving changes in the schedule's zone, after downtime, and
 under each overlap policy. Time moves with the fake clock.
 """

@@ -1,5 +1,5 @@
 """
-The striped fan-in counter (issue 18, internals/_fan_in) under real concurrency: C17 shapes at
+The striped fan-in counter (internals/_fan_in) under real concurrency: C17 shapes at
 10,000 children completed by several connections at once (one wake, the parent resumes once, the
 counters consistent at every stripe boundary), the last two children racing across stripes,
 fail-fast under concurrent completions, a retried child counted on no stripe, and a fan-in left

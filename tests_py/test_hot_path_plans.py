@@ -1,6 +1,6 @@
 """
 The hot path reads the rows of a batch by index, whatever the statistics said when its plans were
-made (issue 18).
+made.
 
 A worker's connection lives for hours, and PL/pgSQL keeps each statement's plan for the session.
 A plan made while a table was small (a fresh deployment, the first minutes of a burst) stays when
@@ -169,9 +169,9 @@ def _agent_iterations(conn: Conn, w: int, n: int) -> None:
 def test_agent_iteration_reads_by_index_after_the_tables_grew(eng: Conn, dsn: str) -> None:
     """
     An agent's begin, admission, model calls and tool results read budgets, agent runs, steps and
-    the firehose by index with plans made while those tables were small (issue 18: at v0.6.0 every
-    budget move and wall-time check read the whole budgets table, and every agent start read
-    steps and agent_runs whole).
+    the firehose by index with plans made while those tables were small (a plan made
+    that way may read the whole budgets table at every budget move and wall-time check, and
+    steps and agent_runs whole at every agent start).
     """
     from pgflight import db
 
@@ -256,7 +256,7 @@ def test_a_claim_naming_recipes_probes_each_recipe_ready_index(eng: Conn, dsn: s
 def test_record_model_call_settles_on_a_generic_plan(eng: Conn) -> None:
     """
     record_model_call's budget settlement (lock the budgets in id order, check, move) runs on the
-    plan the session cached, not on one made anew at every call (issue 18, sixth session: the
+    plan the session cached, not on one made anew at every call (the
     planner preferred a custom plan for `id = any ($n)`, and planning it took 0.20-0.25 ms of
     every iteration, more than running it). A cached generic plan shows its parameters ($n) where
     a custom one shows the values; both read budgets by its primary key.

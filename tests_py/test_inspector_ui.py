@@ -181,7 +181,7 @@ def test_a_reader_sees_no_action_and_a_forged_one_is_refused_by_the_database(
     _open(page, served, f"/steps/{built.agent_step}")
     assert page.locator(".token").count() == 0  # no fencing token for the reader lane
     stale = page.locator("table.events tr").filter(has_text="stale_result_rejected").inner_text()
-    # the engine records no current token in an event (issue 13); the caller's is hidden from readers
+    # the engine records no current token in an event; the caller's is hidden from readers
     assert '"caller_token": "(hidden)"' in stale and "current_token" not in stale
 
     # even with the page's CSRF token, the database refuses the reader

@@ -1,5 +1,5 @@
 """
-The reclaim's transition log (issue 18, reclaim drain): since tables/step_attempts_retry_queue_event
+The reclaim's transition log (reclaim drain): since tables/step_attempts_retry_queue_event
 a reclaimed lease's retry writes one events row (the lapsed attempt's end) and records its queued
 (retry_scheduled) on the new attempt (queue_event_id, queue_delay_s), which run_events shows as the
 row it was. These tests hold run_events to what the previous tag wrote as two events rows: the same

@@ -1,11 +1,11 @@
 """
-A reclaim pass reads its batch by index, whatever the statistics say (issue 18).
+A reclaim pass reads its batch by index, whatever the statistics say.
 
 The set-based reclaim (`_reclaim_picked`) plans each statement of a pass for the batch it has
 (EXECUTE, the arrays as constants). Sized for a batch that is a good part of the table, such a
 plan hash-joined a sequential scan of step_attempts (and of steps, for the parents), so a pass
-read all of both tables, on every pass of a drain (auto_explain of `@v0.6.0`'s reclaim at 26,000
-attempts). The test reclaims a batch of 1,000 out of 3,000 lapsed leases and reads every plan the
+read all of both tables, on every pass of a drain (as auto_explain of a reclaim at 26,000
+attempts showed). The test reclaims a batch of 1,000 out of 3,000 lapsed leases and reads every plan the
 pass ran, nested statements included, through auto_explain sent to the client as notices.
 """
 

@@ -1,5 +1,5 @@
 """
-A large reclaim's retries are queued without row triggers (issue 18, ninth session): a batch of at
+A large reclaim's retries are queued without row triggers: a batch of at
 least 500 retries inserts its successor attempts with session_replication_role = replica, so their
 foreign key check (step_attempts_step_id_fkey, one SPI query per row) does not run, as submit_runs'
 and purge_finished's bulk writes (internals/_row_triggers).

@@ -1,5 +1,5 @@
 """
-Retention of the agent firehose by dropping partitions (issue 18, tables/firehose_by_agent_run),
+Retention of the agent firehose by dropping partitions (tables/firehose_by_agent_run),
 with the fake clock: traces and costs are range-partitioned by agent_run_id;
 maintain_partitions creates the ranges ahead and drops a range once its ids are all drawn and
 every agent run in it is purged (purge_finished, settings.purge_after_s). The rows of a live run

@@ -1,5 +1,5 @@
 """
-A run's completion is a HOT update (issue 18: WAL per step; tables/runs_fillfactor_80).
+A run's completion is a HOT update (WAL per step; tables/runs_fillfactor_80).
 
 A run is written twice: at submit, in bulk, and when its root step ends (status, finished_at).
 Its pages keep room for the wider finished rows, so the completion's update stays on the page

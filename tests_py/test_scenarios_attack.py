@@ -1,9 +1,10 @@
 """
-Attacks on pgflight with the failure scenarios of ../shared/cases/SCENARIOS.md that the other test
-modules do not cover yet, and with the races and edges around them: each test names the scenario
-(or invariant) it attacks. Five of them exposed real engine bugs (cancel_run missing attempts a
-concurrent write created, a duplicate id completing twice, purge of a run with a leased attempt,
-unvalidated child options, a zero heartbeat interval); all five are fixed and the tests stay.
+Attacks on pgflight with the failure scenarios of docs/scenarios.md that the other test modules do
+not cover yet, and with the races and edges around them: each test names the scenario
+(docs/scenarios.md) or invariant (docs/state_machine.md) it attacks. Five of them exposed real
+engine bugs (cancel_run missing attempts a concurrent write created, a duplicate id completing
+twice, purge of a run with a leased attempt, unvalidated child options, a zero heartbeat interval);
+all five are fixed and the tests stay.
 
 SQL-level attacks run on the fake clock with several real connections (core_helpers.race);
 worker-level ones run an in-process Worker on a thread (attack_support.running_worker) so the
@@ -263,7 +264,7 @@ def test_inv10_complete_batch_with_a_duplicate_id_logs_one_success(eng: Conn) ->
 
 def test_complete_batch_with_an_attempt_twice_keeps_the_first_result(eng: Conn) -> None:
     """The same attempt and token twice in one complete_batch, two results: the first one given is
-    stored, whatever plan the batch runs on (found by the attack review of issue 18)."""
+    stored, whatever plan the batch runs on (found by an attack review of the hot path)."""
     w = register(eng)
     submit(eng, "r")
     c = claim_one(eng, w, 30, ["r"])
@@ -469,7 +470,7 @@ def test_inv1_claim_heartbeat_complete_batches_of_10000(eng: Conn) -> None:
 def test_c35_static_no_sql_function_passes_data_to_pg_notify(conn: Conn) -> None:
     """
     C35 static check, on the source and on the deployed functions: the only NOTIFY is
-    pg_notify('pgflight_ready', <the transaction id>) in _notify_ready (a wake ticket, issue 18),
+    pg_notify('pgflight_ready', <the transaction id>) in _notify_ready (a wake ticket),
     so no user data can reach a payload.
     """
     calls = []

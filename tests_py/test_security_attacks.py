@@ -1,6 +1,7 @@
 """
-The trust boundary, attacked (issue 13; DESIGN §9): real login roles with scram passwords over TCP
-try every attack of the issue's first section. Each must be refused with its documented SQLSTATE
+The trust boundary, attacked (docs/security.md): real login roles with scram passwords over TCP
+try every attack of the threat table in docs/security.md. Each must be refused with its documented
+SQLSTATE
 (docs/errors.md) and leave every engine table as it was.
 
     A  privilege escalation through the caller's session (temporary domains, views, functions,
@@ -389,7 +390,7 @@ def _spend(su: Conn, ws: str) -> int:
     return int(h["run_id"])
 
 
-# the inspector's and the exporter's read functions (issue 17), called the way the inspector does
+# the inspector's and the exporter's read functions, called the way the inspector does
 _INSPECTOR_READS = {
     "run_list_page": "select * from pgflight.run_list_page(null, 500)",
     "dead_letter_page": "select * from pgflight.dead_letter_page(null, 500)",
@@ -535,7 +536,7 @@ def test_an_oversized_write_is_refused_naming_its_cap(
 def test_an_oversized_result_in_a_batch_is_refused_alone_naming_its_cap(
     su: Conn, as_login: Callable[[str], Conn]
 ) -> None:
-    """complete_batch checks max_result_bytes row by row (issue 18): the neighbours still complete."""
+    """complete_batch checks max_result_bytes row by row: the neighbours still complete."""
     su.execute("update pgflight.settings set max_result_bytes = %s", [CAP])
     grant(su, "pgf_worker_a", "A", "worker")
     w = _worker_world(su, as_login("pgf_worker_a"))
@@ -652,7 +653,7 @@ def test_engine_health_and_the_clock_work_for_every_lane(
 def test_engine_health_shows_every_lane_the_vacuum_horizon_another_role_holds(
     su: Conn, dsn: str, as_login: Callable[[str], Conn], lane: str
 ) -> None:
-    """Issue 18 / C49: a snapshot held open by another role is visible (age, seconds, pid) to the lanes."""
+    """C49: a snapshot held open by another role is visible (age, seconds, pid) to the lanes."""
     login = LOGIN_OF[lane]
     grant(su, login, "A", lane)
     su.execute("select pgflight.run_sweeps()")

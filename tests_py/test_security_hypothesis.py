@@ -1,5 +1,5 @@
 """
-Issue 13, property: a second login that calls every worker function with random ids and tokens
+Trust boundary, property: a second login that calls every worker function with random ids and tokens
 (and with the real ones, as if they had leaked) while a first login runs real work in the same
 workspace changes nothing of the first login's work: each of its steps succeeds exactly once,
 with its own result, and every one of its writes is accepted.

@@ -1,10 +1,11 @@
 """
-`scripts/setup` on machines it has never seen (issue 16): dpkg-query, apt-get, apt-cache and sudo
+`scripts/setup` on machines it has never seen: dpkg-query, apt-get, apt-cache and sudo
 are shims first on PATH (dpkg-query reports what the scenario says is installed, apt-cache answers
 from the scenario's package list, apt-get records its arguments and installs nothing), and
 ``PGFLIGHT_PG_ROOT`` points at a fake /usr/lib/postgresql. ``--packages-only`` stops before the
 virtualenv. Also: shellcheck over every shell script in scripts/ and .ci/, and no early-exiting
-reader on the right of a pipe anywhere there (the SIGPIPE-under-pipefail bug of issue 16).
+reader on the right of a pipe anywhere there (a reader that stops early kills the writer with
+SIGPIPE, which pipefail turns into a failure).
 """
 
 from __future__ import annotations

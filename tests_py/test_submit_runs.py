@@ -1,5 +1,5 @@
 """
-Bulk submit (issue 18): `submit_runs` does what one `submit_run` per element does, in one call,
+Bulk submit: `submit_runs` does what one `submit_run` per element does, in one call,
 all or nothing. Idempotency keys are honoured per element (against the database and inside the
 call), a bad element refuses the whole call naming its position and the key, a cap bounds the
 call, one NOTIFY wakes the workers, and two connections submitting the same keys at once end
@@ -330,7 +330,7 @@ def test_submit_run_waits_on_an_uncommitted_key_and_keyless_runs_never_conflict(
     assert keyless == (2,)
 
 
-# --- issue 18 (enqueue): the common shape and the large call -------------------------------------
+# --- enqueue: the common shape and the large call -------------------------------------
 
 LARGE = 600  # at or over submit_runs' threshold for writing without the per-row foreign key checks
 
@@ -426,7 +426,8 @@ def test_a_large_call_skips_the_foreign_key_checks_of_rows_it_creates(
 def test_without_the_grant_a_large_call_keeps_its_foreign_key_checks(conn: Conn) -> None:
     """
     A deploy by a non-superuser leaves pgflight_owner unable to set session_replication_role:
-    submit_runs then writes with the checks (its rows locked by them), as before issue 18.
+    submit_runs then writes with the checks (its rows locked by them), the way the slow path always
+    did.
     """
     setup_engine(conn)
     # parameter privileges are cluster-wide: the revoke stays inside a transaction that is rolled

@@ -1,5 +1,5 @@
 """
-sweep_loop (issue 18): a pass ends in bounded time whatever another session holds, a failing pass
+sweep_loop: a pass ends in bounded time whatever another session holds, a failing pass
 warns and the loop goes on, and two loops never sweep together (the second waits, then takes over).
 
 The loop runs in the test's session (no pg_cron needed): CALL pgflight.sweep_loop(duration, interval).
@@ -58,7 +58,7 @@ def test_a_pass_blocked_by_a_held_row_lock_times_out_warns_and_the_next_pass_rec
     sweeper.execute("call pgflight.sweep_loop(3, 0.2)")
     took = time.monotonic() - t0
 
-    # Since issue 14 the reclaim handles each row in a block of its own: a row whose lock times out
+    # The reclaim handles each row in a block of its own: a row whose lock times out
     # (55P03) is left for the next pass inside _reclaim, so the pass itself may end without the
     # loop's warning; any warning there is must still be that lock timeout, never a hang.
     failed = [n for n in notices if n[1] and "sweep pass failed" in n[1]]
@@ -120,7 +120,7 @@ def test_the_loop_purges_finished_runs_past_retention_in_batches_without_waiting
 def test_the_loop_survives_a_pass_that_raises_and_the_next_pass_does_the_work(
     connect: ConnectFactory,
 ) -> None:
-    """Issue 18: an error injected into the first pass rolls that pass back; the loop goes on."""
+    """An error injected into the first pass rolls that pass back; the loop goes on."""
     c = connect(timeout_s=20)
     setup_engine(c)
     w = register(c)
@@ -150,7 +150,7 @@ def test_the_loop_survives_a_pass_that_raises_and_the_next_pass_does_the_work(
 
 
 def test_passes_keep_a_fixed_beat_up_to_the_end_of_the_loop(connect: ConnectFactory) -> None:
-    """No gap at the loop's end: the last pass is the last beat before p_duration_s (issue 18)."""
+    """No gap at the loop's end: the last pass is the last beat before p_duration_s."""
     sweeper = connect(timeout_s=20)
     t0 = time.monotonic()
     sweeper.execute("call pgflight.sweep_loop(2, 0.5)")

@@ -1,5 +1,5 @@
 """
-Sweeps that scale (issue 18): the set-based reclaim and the events log's day partitions.
+Sweeps that scale: the set-based reclaim and the events log's day partitions.
 
 - A mass crash: thousands of lapsed leases of every kind (retry, the ceiling, cancel requested,
   the children of one parent, a fail-fast family) drained by two sweepers racing: every expired
@@ -292,7 +292,7 @@ def _bulk_load_crashed(c: Conn, n: int, worker: int) -> None:
 def test_a_bulk_load_of_attempts_into_tables_analyzed_empty_looks_each_flow_up_by_key(
     conn: Conn, connect: ConnectFactory
 ) -> None:
-    """Issue 18: after an ANALYZE of the empty tables (autovacuum after a TRUNCATE), a bulk INSERT
+    """After an ANALYZE of the empty tables (autovacuum after a TRUNCATE), a bulk INSERT
     of attempts without workspace_id made the fill trigger seq-scan runs and steps once per row
     (its plan was cached while they held one page): quadratic, over 18 minutes for 1,000,000 rows.
     Now each row is two primary-key lookups, and every attempt gets its workspace."""

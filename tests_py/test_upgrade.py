@@ -286,7 +286,7 @@ def test_rework_of_a_function_deploys_reverts_and_deploys_again_keeping_its_sett
         assert {"enable_sort=off", "jit=off"} <= set(_proconfig(conn, CLAIM_BATCH))
 
         migrate.deploy(empty_dsn, root=project)
-        # HEAD's settings (since issue 13 its search_path puts pg_temp last), kept by the rework
+        # HEAD's settings (its search_path puts pg_temp last), kept by the rework
         settings = _proconfig(conn, CLAIM_BATCH)
         assert {"enable_sort=off", "jit=off", "search_path=pg_catalog, pg_temp"} <= set(settings)
         assert state(conn) == (True, settings)
@@ -326,7 +326,7 @@ EVENTS = (
 
 
 def test_the_events_log_becomes_day_partitions_with_its_rows_and_reverts_with_them(empty_dsn: str) -> None:
-    """Issue 18, tables/events_by_day: the conversion from the previous tag keeps every row, readers, ids."""
+    """tables/events_by_day: the conversion from the previous tag keeps every row, readers, ids."""
     migrate.deploy(empty_dsn, to=EVENTS_BY_DAY_FROM)
     with psycopg.connect(empty_dsn, autocommit=True) as conn:
         put_work_in_flight(conn)
@@ -391,7 +391,7 @@ def test_traces_and_costs_become_agent_run_partitions_with_their_rows_and_revert
     empty_dsn: str,
 ) -> None:
     """
-    Issue 18, tables/firehose_by_agent_run: the conversion from @v0.4.0 keeps every traces
+    tables/firehose_by_agent_run: the conversion from @v0.4.0 keeps every traces
     and costs row with its id; the readers (load_transcript, agent_transcript, run_audit) return what
     they returned; a tool call left in flight is completed in place (its row, not a new one) and the
     idempotent writes stay idempotent after it; ids go on; the revert brings every row back.

@@ -1,5 +1,5 @@
 """
-Claims in whole batches under a backlog (issue 18): while the last claim came back full, a freed
+Claims in whole batches under a backlog: while the last claim came back full, a freed
 slot waits up to --claim-coalesce seconds for the rest of a batch, so one claim_batch takes up to
 --batch-size rows instead of what one completion freed; a claim that found the queue short ends
 the backlog. A real worker process against the test server; it logs ``claimed N of M`` at DEBUG.

@@ -1,5 +1,5 @@
 """
-A batch's completions and the claim of the slots they free in one statement (issue 18): while a
+A batch's completions and the claim of the slots they free in one statement: while a
 backlog lasts, the worker sends complete_batch and claim_batch together (one round trip, one
 commit). Real workers (in a thread of the test process, so the recipes can record what runs at
 once) against real PostgreSQL.
@@ -198,7 +198,7 @@ def test_a_bad_result_in_a_combined_batch_fails_alone_and_the_rest_completes(
 
 def test_a_step_without_max_runtime_s_arms_no_timer(conn: Conn, dsn: str, running: Any) -> None:
     """Its deadline_at is the claim + the runtime_s limit (a year away): no timer per step for it
-    (the server's deadline sweep covers it). At @v0.7.0 each running step had one."""
+    (the server's deadline sweep covers it), where a timer per running step would cost every step."""
     gate = threading.Event()
     began = threading.Semaphore(0)
 

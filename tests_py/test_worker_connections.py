@@ -224,7 +224,7 @@ def test_c31_prepared_statements_on_behind_a_transaction_pooler_is_an_error_in_t
     --prepared-statements on through a transaction pooler that the LISTEN self-probe detects:
     the worker says at once, as an error, that this is safe only behind PgBouncer >= 1.21 with
     max_prepared_statements (C31: warn loudly when a pooler is detected and prepared statements
-    are enabled). At @v0.8.0 the option does not exist.
+    are enabled).
     """
     bounced = make_conninfo(dsn, host="127.0.0.1", port=int(pgbouncer.split("port=")[1]))
     _workspace(conn)
@@ -256,7 +256,7 @@ def test_c31_a_direct_connection_prepares_the_hot_calls_unless_off(conn, dsn, ru
     """
     On a direct connection (LISTEN works on the DSN) the default, --prepared-statements auto,
     prepares the worker's hot calls on the server (parsed and planned once per connection, not
-    at every call); off prepares nothing, as every worker did at @v0.8.0.
+    at every call); off prepares nothing.
     """
     _workspace(conn)
     w = running(Worker(dsn, _noop_registry(), concurrency=4, poll_s=0.2, prepared_statements=mode))
@@ -317,7 +317,7 @@ def test_c37_server_timeouts_and_killed_backends_do_not_stop_10s_steps(server, c
         # 3 s: far below the 10 s steps, above a claim on a loaded 2-core machine (the claim now
         # also checks lanes and fairness; at 1 s it timed out on every try under the full suite)
         su.execute(f"alter role {role} set statement_timeout = '3s'")
-    conn.execute("select pgflight.grant_workspace(%s, null, 'worker')", [role])  # issue 13: its lane
+    conn.execute("select pgflight.grant_workspace(%s, null, 'worker')", [role])  # its lane
     _submit_many(conn, "not_served_here", 5000)  # load: queued rows the worker does not claim
     runs = [db.submit_run(conn, "w", "sleep", {"seconds": 10}) for _ in range(3)]
     w = workers(make_conninfo(dsn, user=role), "--concurrency", "3", "--lease", "3", "--poll", "0.3")

@@ -1,5 +1,5 @@
 """
-How results cross from the worker's threads to its event loop (issue 18, the worker's CPU per
+How results cross from the worker's threads to its event loop (the worker's CPU per
 step): a burst of results wakes the loop once (:class:`~pgflight.worker.Inbox`), a sync recipe the
 worker gave up on before a thread took it never runs (:class:`~pgflight.worker.StepThreads`), a
 step's cancelled event wakes its waiters as a threading.Event does, and ``complete_batch`` stores
@@ -218,7 +218,7 @@ def _wait_into(ev: threading.Event, woke: list[bool]) -> None:
 def test_a_steps_cancelled_event_wakes_every_waiter_whichever_comes_first() -> None:
     """
     Held.cancelled (a recipe's ``ctx.cancelled``) makes its condition variable on the first wait
-    only (issue 18); it must still behave as a threading.Event when the heartbeat thread sets it
+    only; it must still behave as a threading.Event when the heartbeat thread sets it
     while recipe threads are just starting to wait, before or after, and after a clear.
     """
     for _ in range(200):

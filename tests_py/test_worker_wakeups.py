@@ -1,5 +1,5 @@
 """
-Wake-ups with several worker processes (issue 18): a NOTIFY wakes one idle process per recipe
+Wake-ups with several worker processes: a NOTIFY wakes one idle process per recipe
 group, not all of them; no wake is lost when the chosen process is gone or frozen; a burst still
 reaches every idle process; a plain NOTIFY (any-language sender) still wakes everyone.
 Real worker processes against the test server; each logs ``claimed N of M`` at DEBUG.
@@ -68,7 +68,7 @@ def test_one_idle_process_of_three_claims_each_job(conn: Conn, dsn: str, workers
         assert _claimed_within(conn, run, 2.0) < 1.0, "picked up by NOTIFY, not the 30 s poll"
         time.sleep(0.1)
     empty = _empty(ws) - before
-    # before issue 18 every NOTIFY woke all three: two empty claims per job (30 here)
+    # if every NOTIFY woke every process, all three would wake: two empty claims per job (30 here)
     assert empty <= jobs * 0.1, f"{empty} empty claims for {jobs} jobs: {_claims(ws)}"
     pids = set(
         r[0]

@@ -1,6 +1,6 @@
 """
 Runs bench/prototypes/narrow_queue_prototype.sql (the queue and lease state in narrow tables beside today's
-step_attempts shape, issue 18) on a throwaway cluster, --rounds times with the order of the shapes
+step_attempts shape) on a throwaway cluster, --rounds times with the order of the shapes
 rotated each round, and prints per shape and phase the medians of WAL bytes, backend CPU ms and
 wall ms per step, the HOT ratio of the attempts, and the WAL split of the last round. Prints one
 JSON document; not a test.

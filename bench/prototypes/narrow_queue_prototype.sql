@@ -1,4 +1,4 @@
--- Prototype (issue 18, not a migration): the queue and lease state of an attempt in narrow tables
+-- Prototype (not a migration): the queue and lease state of an attempt in narrow tables
 -- of their own, so that the attempt's own updates touch no indexed column and stay HOT, beside
 -- today's shape. Standalone: it creates schema proto_queue in the database it runs in (drops it
 -- first), measures, prints, and leaves the tables for inspection. Prints figures; not a test.

@@ -1,5 +1,5 @@
 """
-`pgflight review` owns its workers (issue 16, item 2): SIGTERM or SIGINT stops them (each in its
+`pgflight review` owns its workers: SIGTERM or SIGINT stops them (each in its
 own process group), the command says which run it left and that the same command continues it,
 and the same command then finishes that run.
 """

@@ -33,7 +33,7 @@ class LazyEvent(threading.Event):
     """
     A :class:`threading.Event` whose condition variable is made on the first :meth:`wait` that has
     to block: most attempts' ``cancelled`` event is only ever read with :meth:`is_set` (or never),
-    and a threading.Event's Condition cost 4-10 us to make, per step (issue 18: 2-4 % of a no-op
+    and a threading.Event's Condition cost 4-10 us to make, per step (2-4 % of a no-op
     step's worker CPU). Thread-safe as an Event: set, clear and the first blocking wait agree under
     one lock of its own.
     """

@@ -223,7 +223,7 @@ def confirm_sweep(
 ) -> tuple[bool, str]:
     """
     Wait until pg_cron has actually run the sweep job of this database once: installed is not
-    running (issue 13: with scram authentication and no way for pg_cron to log in, every run fails
+    running (with scram authentication and no way for pg_cron to log in, every run fails
     while the schedule looks fine). On pg_cron 1.4 the job starts at the next minute boundary.
 
     :param timeout_s: how long to wait for a run.

@@ -1,5 +1,5 @@
 """
-Pydantic models of the flow-control API (issue 15): workspace and recipe limits, pauses, the
+Pydantic models of the flow-control API: workspace and recipe limits, pauses, the
 workspace_flow view and recurring runs.
 """
 

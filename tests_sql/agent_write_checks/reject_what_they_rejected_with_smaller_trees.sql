@@ -1,4 +1,4 @@
--- tables/agent_write_checks (issue 18): the CHECK constraints of traces, costs, agent_runs and
+-- tables/agent_write_checks: the CHECK constraints of traces, costs, agent_runs and
 -- budgets are stored without ARRAY[..] constructors or casts (PostgreSQL 15 parses, folds and
 -- compiles every check at each statement that writes the table; each constructor and cast was
 -- evaluated again by the planner), and each still refuses exactly the rows it refused, under its

@@ -16,7 +16,7 @@ select results_eq(format('select decision, applied from pgflight.approve(%s, %L,
 select session_user as me \gset
 select results_eq(format('select actor, note from pgflight.approvals where step_id = %s and gate_key = %L', :step_id, 'send'),
                   format('values (%L, %L)', :'me', '[on behalf of bob]'),
-                  'the first decider stays on record: the login as actor, the name it gave as a note (issue 13)');
+                  'the first decider stays on record: the login as actor, the name it gave as a note');
 select throws_ok(format('select pgflight.approve(%s, %L, %L, null, %L)', :step_id, 'approve', 'dave', 'send'), 'ZF008', null,
                  'a different decision is ZF008');
 select throws_ok(format('select pgflight.approve(%s, %L, %L)', :step_id, 'maybe', 'x'), '22023', null, 'an unknown decision is 22023');

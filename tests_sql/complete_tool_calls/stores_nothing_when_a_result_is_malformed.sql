@@ -1,6 +1,6 @@
 -- complete_tool_calls stores all of its results or none: one element that is not a tool_result
 -- block with a tool_use_id is 22023, a result for an unknown call ZF003, and the other results of
--- the call are not stored either (issue 18: the shape is now checked by the store statement
+-- the call are not stored either (the shape is now checked by the store statement
 -- itself, and the helper that raises runs after it; the error undoes the store).
 begin;
 \ir ../_helpers.psql

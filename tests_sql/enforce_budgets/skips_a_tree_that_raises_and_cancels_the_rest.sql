@@ -1,4 +1,4 @@
--- enforce_budgets (issue 18): of two runs over their max_usd, the one whose cancel raises is
+-- enforce_budgets: of two runs over their max_usd, the one whose cancel raises is
 -- skipped with a warning (not stamped exceeded); the other is cancelled in the same pass; the
 -- next pass, with the fault gone, cancels the first.
 begin;

@@ -1,4 +1,4 @@
--- expire_approvals (issue 18): one expired gate whose decision raises is skipped with a warning
+-- expire_approvals: one expired gate whose decision raises is skipped with a warning
 -- and stays undecided; the other expired gates of the same pass are decided; the next pass, with
 -- the fault gone, decides it.
 begin;

@@ -1,6 +1,6 @@
--- Invariants 5 and 10 on one mixed run: children that succeed, fail through retries to a dead
--- letter, lose their lease, and get cancelled; when the run is finished every step is terminal,
--- nothing is stranded, and every failure was counted by the engine.
+-- Invariants 5 and 10 (docs/state_machine.md) on one mixed run: children that succeed, fail through
+-- retries to a dead letter, lose their lease, and get cancelled; when the run is finished every
+-- step is terminal, nothing is stranded, and every failure was counted by the engine.
 begin;
 \ir ../_helpers.psql
 select plan(5);

@@ -1,6 +1,6 @@
 -- purge_finished deletes, with a finished run, every row that names the run or one of its steps:
 -- the steps (children too), attempts, gates, waits, effects, budgets of run and step scope, the agent run
--- (issue 18: since the purge deletes them itself, table by table, with the foreign keys' cascades
+-- (since the purge deletes them itself, table by table, with the foreign keys' cascades
 -- not firing, this is what keeps the keys whole). The same rows go where the owner may not set
 -- session_replication_role and the purge falls back to the cascade. The last test lists the
 -- foreign keys to runs and steps: a new one needs its own delete in purge_finished.

@@ -1,4 +1,4 @@
--- Issue 18: with p_next_est_usd, record_model_call settles the call and admits the next one in the
+-- With p_next_est_usd, record_model_call settles the call and admits the next one in the
 -- same budget move (one move per iteration); complete_tool_calls then re-prices that reservation
 -- (the request about to be sent, tool results included) instead of admitting again. A cap that refuses the early admission does not refuse the record:
 -- the call is stored and settled, nothing is reserved, and complete_tool_calls raises the refusal

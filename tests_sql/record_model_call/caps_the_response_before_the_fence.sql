@@ -1,7 +1,7 @@
 -- A model response over settings.max_result_bytes is refused with ZF005 and nothing is written,
--- whether the fence holds or not: the cap is checked before a lost lease is reported (issue 18:
--- the cap is now read by the fence's statement; on a fence miss it is read and checked first, as
--- before), and a response within the cap is recorded.
+-- whether the fence holds or not: the cap is checked before a lost lease is reported (the cap is
+-- read by the fence's statement; on a fence miss it is read and checked first), and a response
+-- within the cap is recorded.
 begin;
 \ir ../_helpers.psql
 select plan(5);

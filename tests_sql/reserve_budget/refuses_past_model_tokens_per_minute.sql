@@ -1,4 +1,4 @@
--- reserve_budget / complete_tool_calls and the workspace's model_tokens_per_min (issue 15): a call
+-- reserve_budget / complete_tool_calls and the workspace's model_tokens_per_min: a call
 -- is admitted while the tokens of the rolling minute plus the agent's estimate (its average per call)
 -- fit; past that, ZF013 with DETAIL used/limit/estimate/window and retry_after_s (when the oldest
 -- bucket leaves the window), nothing reserved; complete_tool_calls returns the same refusal; once

@@ -1,7 +1,7 @@
 -- Every API function (no leading underscore) runs as its owner (SECURITY DEFINER) and every
 -- pgflight function with a SET clause pins search_path = pg_catalog, pg_temp: pg_temp explicitly
 -- last, so no temporary type, table or view of the caller's session can shadow what the function
--- names (an empty search_path still searches pg_temp first for types and relations: issue 13).
+-- names (an empty search_path still searches pg_temp first for types and relations).
 -- The cron installers are the documented exception to SECURITY DEFINER: they run with the
 -- caller's rights, because scheduling needs pg_cron's own privileges. Two functions have no SET
 -- clause: the procedure sweep_loop (a procedure with one may not COMMIT; it names everything

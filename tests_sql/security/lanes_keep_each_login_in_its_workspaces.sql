@@ -1,4 +1,4 @@
--- Tenancy (issue 13): logins granted lanes on workspace A only. The reader of A sees no row of B
+-- Tenancy: logins granted lanes on workspace A only. The reader of A sees no row of B
 -- in any view (every view of the catalogue with a run_id column) and is refused B's runs; the
 -- operator of A cannot cancel, approve or retry in B but can in A; the worker of A never claims
 -- B's steps. A login with no grant on B is told of B's runs, steps and name exactly what it is

@@ -1,4 +1,4 @@
--- Issue 18: a fan-out of 1,000 children counts them on 15 stripes (1,000 / 64) beside the
+-- A fan-out of 1,000 children counts them on 15 stripes (1,000 / 64) beside the
 -- parent's row; the parent's children_pending counts the allotment of every stripe not yet dry,
 -- so it stays 1,000 until a stripe runs dry and reaches zero with the last child, once. A
 -- fan-out under 128 children (here a second wave of the woken parent) keeps its count on the

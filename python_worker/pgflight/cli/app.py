@@ -430,5 +430,5 @@ from pgflight.cli import agent, cells, flow, ops  # noqa: E402  (the commands of
 ops.register(app)
 agent.register(app)
 cells.register(app)  # cells behind a PL/Proxy database
-flow.register(app)  # flow control: workspace, pause, resume, schedule, limits (issue 15)
+flow.register(app)  # flow control: workspace, pause, resume, schedule, limits
 _load_plugins()

@@ -1,5 +1,5 @@
 """
-Flow-control commands of the ``pgflight`` CLI (issue 15): ``pgflight workspace`` (limits, share,
+Flow-control commands of the ``pgflight`` CLI: ``pgflight workspace`` (limits, share,
 pause), ``pgflight pause`` / ``pgflight resume`` (a workspace or a recipe), ``pgflight schedule``
 (add, list, remove) and ``pgflight limits`` (a recipe's rate, the global cap).
 

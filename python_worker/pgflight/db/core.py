@@ -277,7 +277,7 @@ def submit_many(
             "select * from pgflight.submit_runs(%s, %s, %s)",
             [workspace, Jsonb(elements), _opts(options, traceparent=_traceparent(options))],
         )
-        # one validation of the whole list (issue 18: per-row model_validate cost the client a
+        # one validation of the whole list (per-row model_validate cost the client a
         # third more for a call of 10,000)
         return _SUBMITTED_RUN_ITEMS.validate_python(cur.fetchall())
 
@@ -570,8 +570,8 @@ def complete_and_claim(
 ) -> tuple[list[models.BatchOutcome], list[models.ClaimedStep]]:
     """
     claim_batch (started on claim) and complete_batch in one call of ``pgflight.complete_and_claim``:
-    one round trip and one commit for a batch's completions and the claim of the slots they free
-    (issue 18). Atomic: when either part raises, nothing of the other is kept either.
+    one round trip and one commit for a batch's completions and the claim of the slots they free.
+    Atomic: when either part raises, nothing of the other is kept either.
 
     :param attempt_ids: the attempts to complete, ascending (complete_batch's lock order).
     :param results: as for :func:`complete_batch`.

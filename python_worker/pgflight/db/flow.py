@@ -1,5 +1,5 @@
 """
-The typed client of the flow-control SQL API (issue 15): one function per SQL function, plus the
+The typed client of the flow-control SQL API: one function per SQL function, plus the
 two reader views. Limits passed as ``None`` are left as they are; :data:`REMOVE` removes one.
 """
 

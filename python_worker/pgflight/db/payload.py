@@ -3,7 +3,7 @@ What PostgreSQL's ``jsonb`` refuses, found before a value is sent.
 
 A step's result, error or effect receipt is JSON the worker sends in a batched write
 (``complete_batch``): one value PostgreSQL refuses fails the whole statement and with it every
-healthy neighbour in the batch (issue 14, case 2). So each value is checked first, and a bad one
+healthy neighbour in the batch. So each value is checked first, and a bad one
 ends only its own step, with the reason and where it is:
 
 - ``NaN`` / ``Infinity`` (Python's :func:`json.dumps` writes them bare; JSON and jsonb have none);

@@ -1,6 +1,6 @@
 """
-Attacks on the seventh session's changes (CHANGELOG "Unreleased"), on real PostgreSQL with
-several real connections and real logins.
+Attacks on ``pgflight.complete_and_claim`` (a batch's completions and the claim of the slots they
+free in one call), on real PostgreSQL with several real connections and real logins.
 
 - ``pgflight.complete_and_claim`` as a stored function: the trust boundary (a login that is not
   the worker's, a stolen token, a lane on another workspace, a login outside the worker lane),
@@ -8,11 +8,11 @@ several real connections and real logins.
   against a heartbeat and a cancel.
 - ``--prepared-statements auto`` behind PgBouncer in transaction mode: nothing prepared.
 
-Two attacks found bugs (FOUND in their docstrings: they fail on the seventh session's code and
-pass since the eighth): two claims of one worker id deadlocked on claim_batch's FOR SHARE read of
-the worker row (40P01); the renewal of last_seen_at now skips a row another session holds. A
-combined claim still on the server past the shutdown's settle wait left its steps running under
-the stopped worker; deregister_worker now releases every lease the worker still holds.
+Two rules these attacks keep (the tests marked FOUND failed before them): two claims of one worker
+id never deadlock on claim_batch's FOR SHARE read of the worker row (40P01), because the renewal
+of last_seen_at skips a row another session holds; and a combined claim still on the server past
+the shutdown's settle wait leaves no step running under the stopped worker, because
+deregister_worker releases every lease the worker still holds.
 """
 
 from __future__ import annotations
@@ -219,16 +219,16 @@ def test_two_claims_of_one_worker_id_both_holding_the_share_lock_do_not_deadlock
     eng: Conn, connect: ConnectFactory
 ) -> None:
     """
-    FOUND (seventh session, claim_batch's FOR SHARE; fixed in the eighth: the renewal takes the
-    row FOR NO KEY UPDATE SKIP LOCKED first and skips it when another session holds it): two
+    FOUND (claim_batch's FOR SHARE; the fix: the renewal takes the row FOR NO KEY UPDATE SKIP
+    LOCKED first and skips it when another session holds it): without the fix, two
     claims of one worker id, each past its FOR SHARE read of the worker row while last_seen_at
     is a second old, both go on to update last_seen_at. Each update waits for the other's share
     lock: PostgreSQL detects the deadlock and fails one claim with 40P01 after deadlock_timeout
     (1 s by default). A worker in another language that claims from two connections with one
     worker id (the README invites any language to call claim_batch) loses a claim and a second
     each time. A third session holding the row FOR SHARE for a moment (here the test; in life,
-    any third claim of the same id) lines the two up deterministically. v0.8.0 read the row
-    without a lock: the two updates queued.
+    any third claim of the same id) lines the two up deterministically. A read of the row
+    without a lock would let the two updates queue instead.
     """
     w = register(eng)
     submit_many(eng, 10, "a")
@@ -349,14 +349,14 @@ def test_a_combined_claim_blocked_past_the_settle_wait_leaves_no_step_leased_to_
     eng: Conn, dsn: str, connect: ConnectFactory
 ) -> None:
     """
-    FOUND (seventh session, Worker._claims_settled; fixed in the eighth: deregister_worker
+    FOUND (Worker._claims_settled; the fix: deregister_worker
     releases every lease the worker still holds, no attempt spent): a worker is stopped while
     its completer's complete_and_claim waits on the server (here: the test holds the worker row
     FOR UPDATE, as a long transaction on the row would) for longer than the shutdown's settle
     wait (max(grace, 5 s)). Whatever that claim commits once it gets the row must still be run
     or released: no attempt may stay leased (claimed or running) to the worker once it has
     stopped and deregistered, where only the lease's expiry (an attempt spent) would free it.
-    Found: the settle wait gives up after 5 s, the worker deregisters (its UPDATE queues behind
+    Without the fix: the settle wait gives up after 5 s, the worker deregisters (its UPDATE queues behind
     the claim's share lock), the claim commits first, and its steps stay `running` under the
     stopped worker until their lease lapses.
     """

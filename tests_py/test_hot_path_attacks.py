@@ -1,5 +1,5 @@
 """
-Attacks on the sixth session's changes (v0.8.0, issue 18), on real PostgreSQL.
+Attacks on the hot path's batching and liveness rules, on real PostgreSQL.
 
 - ``db.complete_and_claim``: claim_batch and complete_batch in one statement. Atomic when the
   server refuses a result, for an unknown worker and when the connection is lost mid-statement;
@@ -11,13 +11,13 @@ Attacks on the sixth session's changes (v0.8.0, issue 18), on real PostgreSQL.
   attempt and the worker frees its slot; nothing else does.
 - ``_complete_many``'s one-statement path for a batch of roots: batches mixing roots and children,
   a cancel racing the completion (C26), an attempt given twice, a stale token.
-- the agent tables' rewritten CHECK constraints: the same verdict as the v0.7.0 constraints on a
-  grid of boundary values, nulls included.
+- the agent tables' CHECK constraints as rewritten for fewer checks per row: the same verdict as
+  the earlier constraints on a grid of boundary values, nulls included.
 
-Two found bugs of v0.8.0, fixed since: a claim racing ``deregister_worker`` leased steps to the
-stopped worker (claim_batch now reads the worker row FOR SHARE), and a worker stopped in a
-burn-down could leave steps it had just claimed running under its stopped id (the shutdown now
-waits for a claim already on the server before it runs or releases what is held).
+Two rules these attacks keep: a claim racing ``deregister_worker`` leases nothing to the stopped
+worker (claim_batch reads the worker row FOR SHARE), and a worker stopped in a burn-down leaves no
+step it had just claimed running under its stopped id (the shutdown waits for a claim already on
+the server before it runs or releases what is held).
 """
 
 from __future__ import annotations
@@ -123,8 +123,8 @@ def test_a_refused_result_keeps_neither_the_claim_nor_the_other_completions(eng:
 
 def test_an_unknown_worker_completes_nothing_in_the_combined_statement(eng: Conn) -> None:
     """ZF010 from the claim: nothing of the completion is kept (the worker completes alone).
-    The call names a stopped worker id of the same login, the holder's tokens in hand (since the
-    eighth session deregister_worker releases what a worker holds, so the holder itself stays
+    The call names a stopped worker id of the same login, the holder's tokens in hand (deregister_worker
+    releases what a worker holds, so the holder itself stays
     registered here)."""
     w, got, queued = _two_claimed_two_queued(eng)
     stopped = register(eng)
@@ -194,7 +194,7 @@ def test_a_claim_racing_deregister_worker_leases_nothing_to_the_stopped_worker(
     eng: Conn, connect: ConnectFactory, since_s: float
 ) -> None:
     """
-    deregister_worker commits while a claim of the same worker runs. At @v0.7.0 the claim's
+    deregister_worker commits while a claim of the same worker runs. A claim that wrote
     ``update workers ... where stopped_at is null`` waited on deregister's row lock, re-read the
     row and raised ZF010. Since the claim reads the row without a lock (and renews it at most once
     a second, by id alone), it leases steps to a worker that is already stopped: nobody heartbeats
@@ -471,9 +471,9 @@ def test_a_batch_of_roots_frees_its_concurrency_key_for_the_parked_step(eng: Con
     assert len(second) == 1 and second[0].run_id != first[0].run_id
 
 
-# --- the agent tables' CHECK constraints: same verdicts as at v0.7.0 --------------------------
+# --- the agent tables' CHECK constraints: same verdicts as before their rewrite ---------------
 
-# The v0.7.0 rules, as tables/traces.sql, costs.sql, agent_runs_hot.sql and budgets.sql wrote them
+# The rules before the rewrite, as tables/traces.sql, costs.sql, agent_runs_hot.sql and budgets.sql wrote them
 # (traces.block_type_is_known is gone: any block type a model answers with is stored since, the
 # name checked for its form by block_type_is_a_name).
 OLD_CHECKS: dict[str, dict[str, str]] = {
@@ -575,8 +575,8 @@ def _grid(conn: Conn, table: str) -> str:
 
 @pytest.mark.parametrize("table", list(OLD_CHECKS))
 def test_every_rewritten_agent_check_gives_the_old_verdict(conn: Conn, table: str) -> None:
-    """Each constraint of tables/agent_write_checks, read back from the catalog, against its v0.7.0
-    text: on every combination of boundary values (negative and zero amounts at numeric(16,8)'s
+    """Each constraint of tables/agent_write_checks, read back from the catalog, against its text
+    before the rewrite: on every combination of boundary values (negative and zero amounts at numeric(16,8)'s
     last digit, ints at their ends, unknown and differently cased names, nulls where allowed,
     NaN and infinities of max_wall_s), a row passes the new check exactly when it passed the old."""
     new = dict(
