@@ -38,6 +38,7 @@ import inspector_support as scenario
 from core_helpers import claim_one, complete, register, scalar, submit
 from inspector_browser import Served, page, serve  # noqa: F401  (fixtures)
 from security_support import grant
+from worker_support import undecodable_json_depth
 
 CHROMIUM = os.environ.get("PGFLIGHT_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run"]
@@ -308,11 +309,12 @@ def test_a_value_the_pages_cannot_decode_is_shown_as_raw_text_not_a_500(
 ) -> None:
     # values stored before the depth cap existed, or under a cap the owner raised: the pages must
     # still show them (settings.max_json_depth refuses them through the API by default)
-    conn.execute("update pgflight.settings set max_json_depth = 5000")
+    depth = undecodable_json_depth()  # deeper than this Python decodes
+    conn.execute("update pgflight.settings set max_json_depth = %s", [depth + 10])
     w = register(conn, "w-deep")
     deep = submit(conn, "noop", {}, workspace="acme")
     big = submit(conn, "noop", {}, workspace="acme")
-    for sub, text in ((deep, _deep(3000)), (big, '{"n": ' + "7" * 5000 + "}")):
+    for sub, text in ((deep, _deep(depth)), (big, '{"n": ' + "7" * 5000 + "}")):
         c = claim_one(conn, w, recipes=["noop"])
         assert c.run_id == sub.run_id
         # stored as the database holds it, whatever the API would accept today

@@ -21,12 +21,13 @@ import pytest
 from pgflight import db
 from pgflight.recipes import Registry
 from pgflight.worker import WakeTickets, Worker, claim_with_ticket
-from worker_support import WorkerProc, one, step_status, wait_for, worker_factory
+from worker_support import WorkerProc, one, step_status, undecodable_json_depth, wait_for, worker_factory
 
 Conn = psycopg.Connection[Any]
 
-DEPTH = 5000
-# {"a": [[[…]]]}: 5,001 levels, about 10 kB of JSON text
+# {"a": [[[…]]]} nested deeper than this Python's json decoder goes: 5,001 levels (about 10 kB of
+# JSON text) on Python 3.11, more on 3.13
+DEPTH = undecodable_json_depth(5000)
 DEEP = f"""('{{"a":' || repeat('[', {DEPTH}) || repeat(']', {DEPTH}) || '}}')::jsonb"""
 
 

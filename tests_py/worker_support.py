@@ -205,3 +205,17 @@ class ChargeCounter:
     def close(self) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+def undecodable_json_depth(start: int = 3000) -> int:
+    """The least nesting (doubling from `start`) that this Python's json decoder refuses with
+    RecursionError: past 1,000 on Python 3.11, past 10,000 on 3.13, whose C code keeps its own
+    recursion limit."""
+    depth = start
+    while depth <= 1_000_000:
+        try:
+            json.loads("[" * depth + "]" * depth)
+        except RecursionError:
+            return depth
+        depth *= 2
+    raise AssertionError("this Python decodes JSON nested a million levels deep")
