@@ -695,6 +695,7 @@ comment on view pgflight.{q(v.name)} is 'Proxy of the cells: every cell''s rows 
 
 
 def sql_ident(name: str) -> str:
+    """`name` as a double-quoted SQL identifier (embedded quotes doubled)."""
     return '"' + name.replace('"', '""') + '"'
 
 
@@ -820,6 +821,7 @@ class LocalCells:
 
 
 def plproxy_available(dsn: str) -> bool:
+    """Whether the server at `dsn` offers the plproxy extension (installed or installable)."""
     with psycopg.connect(dsn) as c:
         return (
             c.execute("select 1 from pg_available_extensions where name = 'plproxy'").fetchone() is not None

@@ -54,4 +54,5 @@ def place(
 
 
 def register(app: typer.Typer) -> None:
+    """Add the `pgflight cells` commands to the CLI."""
     app.add_typer(cells_app, name="cells")

@@ -58,6 +58,7 @@ class UndecodableInput(Fatal):
 
 
 def overran(claim: models.ClaimedStep) -> DeadlineExceeded:
+    """The error an attempt ends with when its recipe ran past the deadline (max_runtime_s)."""
     return DeadlineExceeded(
         f"deadline exceeded: the attempt ran past max_runtime_s (deadline {claim.deadline_at}); "
         "the worker stopped waiting for the recipe"
@@ -65,10 +66,12 @@ def overran(claim: models.ClaimedStep) -> DeadlineExceeded:
 
 
 def step_name(claim: models.ClaimedStep) -> str:
+    """A claimed step as the logs name it: recipe, attempt id and step id."""
     return f"recipe {claim.recipe!r} of attempt {claim.attempt_id} (step {claim.step_id})"
 
 
 def redact(dsn: str) -> str:
+    """`dsn` with its password replaced by ***, for logs."""
     return re.sub(r"(password=|:)[^@\s]+@", r"\1***@", dsn)
 
 
@@ -79,5 +82,6 @@ def with_detail(e: BaseException) -> str:
 
 
 def first_line(e: BaseException) -> str:
+    """The first line of an error's message, or its class name when it has none."""
     text = str(e).strip()
     return text.splitlines()[0] if text else type(e).__name__

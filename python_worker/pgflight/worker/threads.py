@@ -289,5 +289,6 @@ class Expired(Exception):
 
 
 def expire(fut: asyncio.Future[Any]) -> None:
+    """Fail a pending future with Expired (a call the worker stopped waiting for)."""
     if not fut.done():
         fut.set_exception(Expired())
