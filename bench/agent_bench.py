@@ -36,6 +36,10 @@ server); each configuration is then measured on both in alternating rounds (``--
 report holds ``baseline``, ``current`` and their ratios. ``--quick`` is 300 iterations and 2 rounds
 (about a minute); the default 3,000 iterations take 3-6 minutes per database on 2 loaded cores.
 
+``--before REF`` (a tag, or a git commit or branch such as ``main``) makes its own throwaway
+cluster instead: HEAD as ``--dsn`` and REF beside it as ``--baseline-dsn``, same server, same
+moment.
+
 ``--profile`` lists where one iteration's server time goes instead: pg_stat_statements
 (preloaded; track = all and track_planning set in the session) over 300 iterations of --dsn.
 
@@ -59,7 +63,7 @@ from decimal import Decimal
 from typing import Any
 
 import psycopg
-from benchlib import process_cpu_s
+from benchlib import deploy_ref, process_cpu_s, throwaway_cluster
 
 from pgflight import db
 from pgflight.db import agent as adb
@@ -470,6 +474,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--dsn", default=os.environ.get("PGFLIGHT_DSN"))
     ap.add_argument("--baseline-dsn", help="a second database (e.g. @v0.3.0) measured in the same rounds")
+    ap.add_argument(
+        "--before",
+        help="a tag or git commit: a throwaway cluster (pg_stat_statements, track_functions) with HEAD as "
+        "--dsn and this as --baseline-dsn",
+    )
     ap.add_argument("--iterations", type=int, default=3000)
     ap.add_argument("--warmup", type=int, default=200)
     ap.add_argument("--rounds", type=int, default=5)
@@ -483,8 +492,19 @@ def main() -> None:
         help="only where the slowest iterations' time goes (replans, probe, GC, autovacuum) on --dsn",
     )
     a = ap.parse_args()
+    if a.before:
+        settings = {"shared_preload_libraries": "pg_stat_statements", "track_functions": "pl"}
+        with throwaway_cluster("head", settings) as (cluster, head):
+            a.dsn, a.baseline_dsn = head, deploy_ref(cluster, a.before)
+            _run(a)
+        return
     if not a.dsn:
         raise SystemExit("set PGFLIGHT_DSN or pass --dsn")
+    _run(a)
+
+
+def _run(a: argparse.Namespace) -> None:
+    """The report the arguments ask for, on a.dsn (and a.baseline_dsn beside it)."""
     if a.profile:
         print(json.dumps({"load_avg": round(os.getloadavg()[0], 1), **_profile(a.dsn, 300)}, indent=2))
         return

@@ -63,15 +63,30 @@ def throwaway_cluster(
 
 def deploy_ref(cluster: Cluster, ref: str) -> str:
     """
-    A second database of the same cluster at schema `ref` of sqitch.plan (a tag such as
-    `@v0.3.0`: sqitch deploys each reworked change from its `<change>@<tag>.sql` copy), with
-    workspace `bench`; return its superuser DSN. For side-by-side figures (`--compare`): the
-    same server, the same moment, the same load.
+    A second database of the same cluster at schema `ref`, with workspace `bench`; return its
+    superuser DSN. For side-by-side figures (`--compare`): the same server, the same moment, the
+    same load.
+
+    `ref` is a point of sqitch.plan (a tag such as `@v0.3.0`: sqitch deploys each reworked change
+    from its `<change>@<tag>.sql` copy) or, when it does not start with `@`, a git commit or
+    branch (`main`, `HEAD~3`): its sqitch.plan and sql/ are deployed whole, so a change edited in
+    place since the last tag is measured against its previous text.
     """
     name = "pgflight_" + re.sub(r"[^a-z0-9]+", "_", ref.lower()).strip("_")
     cluster.create_database(name)
     dsn = cluster.dsn(name)
-    migrate.deploy(dsn, to=ref, verify=False)
+    if ref.startswith("@"):
+        migrate.deploy(dsn, to=ref, verify=False)
+    else:
+        with tempfile.TemporaryDirectory(prefix="pgflight-ref-") as tree:
+            root = Path(__file__).resolve().parent.parent
+            archive = subprocess.run(
+                ["git", "-C", str(root), "archive", ref, "sqitch.plan", "sqitch.conf", "sql"],
+                check=True,
+                capture_output=True,
+            ).stdout
+            subprocess.run(["tar", "-x", "-C", tree], input=archive, check=True)
+            migrate.deploy(dsn, verify=False, root=Path(tree))
     with psycopg.connect(dsn, autocommit=True) as c:
         c.execute("select pgflight.create_workspace('bench')")
     return dsn

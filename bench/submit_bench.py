@@ -1,6 +1,6 @@
 """
-Submit benchmark: the enqueue path, a release tag (`--before`, default @v0.6.0) beside
-HEAD in one cluster, same moment. Prints one JSON document; not a test.
+Submit benchmark: the enqueue path, a release tag or a git commit (`--before`, default @v0.6.0)
+beside HEAD in one cluster, same moment. Prints one JSON document; not a test.
 
 One throwaway cluster (fsync and synchronous_commit on, pg_stat_statements loaded,
 track_functions = pl); a database deployed to the tag, database `head` to HEAD. For each,
@@ -149,7 +149,11 @@ def per_row_validation_ms(chunk: int) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[1])
     ap.add_argument("--quick", action="store_true", help="300 calls, 3 rounds")
-    ap.add_argument("--before", default="@v0.6.0", help="the tag beside HEAD (default @v0.6.0)")
+    ap.add_argument(
+        "--before",
+        default="@v0.6.0",
+        help="the tag, or a git commit or branch, beside HEAD (default @v0.6.0)",
+    )
     ap.add_argument("--calls", type=int, default=2_000)
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument(
