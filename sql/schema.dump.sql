@@ -1994,6 +1994,172 @@ ALTER FUNCTION pgflight._firehose_partitions() OWNER TO pgflight_owner;
 
 COMMENT ON FUNCTION pgflight._firehose_partitions() IS 'Internal: [lo, hi) of each traces/costs partition by agent run id (maintain_partitions).';
 
+-- Name: _fork_agent_budgets(bigint, bigint, bigint, numeric, numeric, double precision, timestamp with time zone); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._fork_agent_budgets(p_workspace_id bigint, p_run_id bigint, p_step_id bigint, p_max_run_usd numeric, p_max_usd numeric, p_max_wall_s double precision, p_now timestamp with time zone) RETURNS bigint[]
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_ids bigint[] := '{}';
+  v_id bigint;
+begin
+  if p_max_run_usd is not null then
+    insert into pgflight.budgets (scope, workspace_id, run_id, limit_usd, started_at)
+    values ('run', p_workspace_id, p_run_id, p_max_run_usd, p_now)
+    returning id into v_id;
+    v_ids := array[v_id];
+  end if;
+  if p_max_usd is not null or p_max_wall_s is not null then
+    insert into pgflight.budgets (scope, workspace_id, run_id, step_id, limit_usd, max_wall_s, started_at)
+    values ('step', p_workspace_id, p_run_id, p_step_id, p_max_usd, p_max_wall_s, p_now)
+    returning id into v_id;
+    v_ids := v_ids || v_id;
+  end if;
+  return v_ids;
+end
+$$;
+
+ALTER FUNCTION pgflight._fork_agent_budgets(p_workspace_id bigint, p_run_id bigint, p_step_id bigint, p_max_run_usd numeric, p_max_usd numeric, p_max_wall_s double precision, p_now timestamp with time zone) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _fork_agent_budgets(p_workspace_id bigint, p_run_id bigint, p_step_id bigint, p_max_run_usd numeric, p_max_usd numeric, p_max_wall_s double precision, p_now timestamp with time zone); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._fork_agent_budgets(p_workspace_id bigint, p_run_id bigint, p_step_id bigint, p_max_run_usd numeric, p_max_usd numeric, p_max_wall_s double precision, p_now timestamp with time zone) IS 'Internal (fork_agent): the fork''s run budget (max_run_usd) and agent step budget (max_usd USD, max_wall_s seconds), each when capped; returns their ids.';
+
+-- Name: _fork_agent_copy_iterations(bigint, integer, jsonb, bigint, bigint, bigint, bigint, timestamp with time zone); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._fork_agent_copy_iterations(p_from_agent_run_id bigint, p_at_iteration integer, p_results jsonb, p_agent_run_id bigint, p_step_id bigint, p_run_id bigint, p_workspace_id bigint, p_now timestamp with time zone) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+  -- the reused iterations: the task, each response, and the results the next call was sent
+  -- (patched ones replaced); api_error and other system blocks (the system band) stay with the original
+  insert into pgflight.traces (agent_run_id, iteration, seq, role, block_type, tool_use_id, tool_name, content,
+                               status, tokens, attempt_id, created_at, updated_at)
+  select p_agent_run_id, t.iteration, t.seq, t.role, t.block_type, t.tool_use_id, t.tool_name,
+         case when t.block_type = 'tool_result' and p_results ? t.tool_use_id
+              then jsonb_build_object('type', 'tool_result', 'tool_use_id', t.tool_use_id,
+                                      'content', p_results -> t.tool_use_id)
+              else t.content end,
+         'completed', t.tokens, null, p_now, p_now
+    from pgflight.traces t
+   where t.agent_run_id = p_from_agent_run_id and t.iteration < p_at_iteration
+     and (t.iteration = 0 or t.seq < pgflight._seq_band_system())
+     and (t.block_type <> 'tool_result' or t.status = 'completed' or p_results ? t.tool_use_id);
+  -- a patched result of a call that has none on record: at the seq the loop would have used
+  insert into pgflight.traces (agent_run_id, iteration, seq, role, block_type, tool_use_id, tool_name, content,
+                               status, tokens, attempt_id, created_at, updated_at)
+  select p_agent_run_id, u.iteration, pgflight._seq_band_tool_results() + u.seq, 'user', 'tool_result', u.tool_use_id,
+         u.tool_name,
+         jsonb_build_object('type', 'tool_result', 'tool_use_id', u.tool_use_id, 'content', p_results -> u.tool_use_id),
+         'completed', ceil(length((p_results -> u.tool_use_id)::text) / 4.0)::integer, null, p_now, p_now
+    from pgflight.traces u
+   where u.agent_run_id = p_from_agent_run_id and u.iteration = p_at_iteration - 1 and u.block_type = 'tool_use'
+     and u.seq < pgflight._seq_band_tool_results() and p_results ? u.tool_use_id
+     and not exists (select from pgflight.traces t
+                      where t.agent_run_id = p_agent_run_id and t.iteration = u.iteration and t.block_type = 'tool_result'
+                        and t.tool_use_id = u.tool_use_id);
+  insert into pgflight.costs (agent_run_id, iteration, step_id, run_id, workspace_id, model, usd, stop_reason,
+                              retries, attempt_id, at, reused)
+  select p_agent_run_id, c.iteration, p_step_id, p_run_id, p_workspace_id, c.model, 0, c.stop_reason, 0, null, p_now, true
+    from pgflight.costs c
+   where c.agent_run_id = p_from_agent_run_id and c.iteration between 1 and p_at_iteration - 1 and not c.lease_lost;
+end
+$$;
+
+ALTER FUNCTION pgflight._fork_agent_copy_iterations(p_from_agent_run_id bigint, p_at_iteration integer, p_results jsonb, p_agent_run_id bigint, p_step_id bigint, p_run_id bigint, p_workspace_id bigint, p_now timestamp with time zone) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _fork_agent_copy_iterations(p_from_agent_run_id bigint, p_at_iteration integer, p_results jsonb, p_agent_run_id bigint, p_step_id bigint, p_run_id bigint, p_workspace_id bigint, p_now timestamp with time zone); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._fork_agent_copy_iterations(p_from_agent_run_id bigint, p_at_iteration integer, p_results jsonb, p_agent_run_id bigint, p_step_id bigint, p_run_id bigint, p_workspace_id bigint, p_now timestamp with time zone) IS 'Internal (fork_agent): copy the reused iterations (traces, patched results, costs at USD 0) into the fork''s agent run.';
+
+-- Name: _fork_agent_patch(jsonb, bigint); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._fork_agent_patch(p_patch jsonb, p_max_input_bytes bigint) RETURNS jsonb
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_size bigint := octet_length(coalesce(p_patch, '{}')::text);
+  v_patch jsonb;
+  v_results jsonb;
+  v_bad text;
+begin
+  if v_size > p_max_input_bytes then
+    raise exception using errcode = 'ZF005', message = 'patch too large',
+      detail = format('the patch is %s bytes; settings.max_input_bytes is %s', v_size, p_max_input_bytes),
+      hint = 'Patch less (a long tool result can be shortened), or raise settings.max_input_bytes.';
+  end if;
+  perform pgflight._require_json_depth(p_patch, 'patch');
+  v_patch := pgflight._check_options('fork_agent', coalesce(p_patch, '{}'));
+  v_results := coalesce(v_patch -> 'tool_results', '{}');
+  select v.key into v_bad from jsonb_each(v_results) v
+   where jsonb_typeof(v.value) not in ('string', 'array') limit 1;
+  if found then
+    raise exception using errcode = '22023',
+      message = format('patch tool_results.%s must be a string or an array of content blocks', left(v_bad, 256)),
+      detail = format('got a JSON %s', jsonb_typeof(v_results -> v_bad)),
+      hint = 'e.g. {"tool_results": {"toolu_01": "the result the model should see"}}';
+  end if;
+  return v_patch;
+end
+$$;
+
+ALTER FUNCTION pgflight._fork_agent_patch(p_patch jsonb, p_max_input_bytes bigint) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _fork_agent_patch(p_patch jsonb, p_max_input_bytes bigint); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._fork_agent_patch(p_patch jsonb, p_max_input_bytes bigint) IS 'Internal (fork_agent): the patch checked (size and depth ZF005, keys and values 22023) and normalised.';
+
+-- Name: _fork_agent_require_results(bigint, integer, jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._fork_agent_require_results(p_agent_run_id bigint, p_iteration integer, p_results jsonb) RETURNS void
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_bad text;
+begin
+  -- every patched result names a tool call of the iteration (the calls the fork's first is told about)
+  select v.key into v_bad from jsonb_each(p_results) v
+   where not exists (select from pgflight.traces t
+                      where t.agent_run_id = p_agent_run_id and t.iteration = p_iteration
+                        and t.block_type = 'tool_use' and t.tool_use_id = v.key
+                        and t.seq < pgflight._seq_band_tool_results())
+   limit 1;
+  if found then
+    raise exception using errcode = '22023',
+      message = format('patch tool_results.%s is not a tool call of iteration %s', left(v_bad, 256), p_iteration),
+      detail = format('the tool calls of iteration %s of agent run %s: %s', p_iteration, p_agent_run_id,
+                      coalesce((select string_agg(t.tool_use_id, ', ' order by t.seq) from pgflight.traces t
+                                 where t.agent_run_id = p_agent_run_id and t.iteration = p_iteration
+                                   and t.block_type = 'tool_use' and t.seq < pgflight._seq_band_tool_results()), 'none')),
+      hint = 'Patch only the results the forked iteration is sent (pgflight.agent_transcript shows them).';
+  end if;
+  -- and every other tool call of it has its result on record
+  select u.tool_use_id into v_bad from pgflight.traces u
+   where u.agent_run_id = p_agent_run_id and u.iteration = p_iteration and u.block_type = 'tool_use'
+     and u.seq < pgflight._seq_band_tool_results() and not p_results ? u.tool_use_id
+     and not exists (select from pgflight.traces t
+                      where t.agent_run_id = p_agent_run_id and t.iteration = u.iteration and t.block_type = 'tool_result'
+                        and t.tool_use_id = u.tool_use_id and t.status = 'completed')
+   limit 1;
+  if found then
+    raise exception using errcode = 'ZF006',
+      message = format('tool call %s of iteration %s has no recorded result', v_bad, p_iteration),
+      detail = format('agent run %s; the call is in flight or was never run', p_agent_run_id),
+      hint = 'Give its result in the patch (tool_results), or fork at an earlier iteration.';
+  end if;
+end
+$$;
+
+ALTER FUNCTION pgflight._fork_agent_require_results(p_agent_run_id bigint, p_iteration integer, p_results jsonb) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _fork_agent_require_results(p_agent_run_id bigint, p_iteration integer, p_results jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._fork_agent_require_results(p_agent_run_id bigint, p_iteration integer, p_results jsonb) IS 'Internal (fork_agent): 22023 a patched result that is no tool call of the iteration, ZF006 a call of it with no recorded result and none patched.';
+
 -- Name: _give_slots_back(bigint[], smallint[], integer[]); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
 CREATE FUNCTION pgflight._give_slots_back(p_scopes bigint[], p_stripes smallint[], p_counts integer[]) RETURNS void
@@ -2606,6 +2772,28 @@ ALTER FUNCTION pgflight._may(p_lane text, p_workspace_id bigint) OWNER TO pgflig
 -- Name: FUNCTION _may(p_lane text, p_workspace_id bigint); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
 COMMENT ON FUNCTION pgflight._may(p_lane text, p_workspace_id bigint) IS 'Internal: may the login (session_user) act in this lane on this workspace (null: on every one)?';
+
+-- Name: _model_call_options_ok(jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._model_call_options_ok(p_options jsonb) RETURNS boolean
+    LANGUAGE sql IMMUTABLE
+    AS $_$
+  select coalesce(pg_catalog.jsonb_path_match(p_options, '$.type() == "object"
+                 && !exists($.keyvalue() ? (@.key != "stop_reason" && @.key != "retries" && @.key != "mark_tools"))
+                 && (!exists($.stop_reason) || $.stop_reason.type() == "null" || $.stop_reason.type() == "string")
+                 && (!exists($.retries) || $.retries.type() == "null"
+                     || ($.retries.type() == "number" && $.retries >= 0 && $.retries <= 1000000
+                         && $.retries.floor() == $.retries))
+                 && (!exists($.mark_tools) || $.mark_tools.type() == "null" || $.mark_tools.type() == "boolean")',
+                                              silent => true), false)
+         and coalesce(pg_catalog.length(p_options ->> 'stop_reason') <= 256, true)
+$_$;
+
+ALTER FUNCTION pgflight._model_call_options_ok(p_options jsonb) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _model_call_options_ok(p_options jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._model_call_options_ok(p_options jsonb) IS 'Internal (record_model_call): whether the options are the agent loop''s well-formed stop_reason, retries, mark_tools (true) or need _check_options (false). Inlined: no SET clause.';
 
 -- Name: _move_budget(bigint[], numeric, numeric, numeric, boolean, timestamp with time zone, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -4311,6 +4499,30 @@ ALTER FUNCTION pgflight._row_triggers_on(p_before text) OWNER TO pgflight_privil
 
 COMMENT ON FUNCTION pgflight._row_triggers_on(p_before text) IS 'Internal: restore session_replication_role (origin or local) after _row_triggers_off; owner-only.';
 
+-- Name: _seq_band_system(); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._seq_band_system() RETURNS integer
+    LANGUAGE sql IMMUTABLE
+    AS $$ select 2000 $$;
+
+ALTER FUNCTION pgflight._seq_band_system() OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _seq_band_system(); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._seq_band_system() IS 'Internal: the first seq of the transcript''s system blocks (record_trace''s default: the next free seq from here).';
+
+-- Name: _seq_band_tool_results(); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._seq_band_tool_results() RETURNS integer
+    LANGUAGE sql IMMUTABLE
+    AS $$ select 1000 $$;
+
+ALTER FUNCTION pgflight._seq_band_tool_results() OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _seq_band_tool_results(); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._seq_band_tool_results() IS 'Internal: the first seq of the transcript''s tool results (a tool_use at seq j has its result at this + j).';
+
 -- Name: _set_paused(text, text, boolean, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
 CREATE FUNCTION pgflight._set_paused(p_kind text, p_name text, p_pause boolean, p_note text) RETURNS boolean
@@ -4430,6 +4642,79 @@ ALTER FUNCTION pgflight._set_slot_cap(p_scope bigint, p_cap integer) OWNER TO pg
 -- Name: FUNCTION _set_slot_cap(p_scope bigint, p_cap integer); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
 COMMENT ON FUNCTION pgflight._set_slot_cap(p_scope bigint, p_cap integer) IS 'Internal: (re)build and reconcile the in-flight slot stripes of a workspace (0: global) for a cap (null: none).';
+
+-- Name: _settle_model_call(pgflight.agent_runs, integer, numeric, boolean, boolean, numeric, bigint[], timestamp with time zone); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._settle_model_call(p_run pgflight.agent_runs, p_iteration integer, p_usd numeric, p_reserved boolean, p_want boolean, p_next_est_usd numeric, p_next_ids bigint[], p_now timestamp with time zone) RETURNS boolean
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_settled boolean := false;
+  v_next boolean := false;
+  v_want boolean := p_want;
+  v_ids bigint[];
+  v_reserve numeric;
+  v_refusal jsonb;
+begin
+  if p_reserved and (not v_want or p_next_ids is not distinct from p_run.reserved_budget_ids) then
+    v_ids := p_run.reserved_budget_ids;
+    v_reserve := case when v_want then p_next_est_usd else 0 end;
+    if coalesce(pg_catalog.cardinality(v_ids), 0) = 0 then
+      v_settled := true;
+    else
+      with locked as materialized (
+        select b.id,
+               v_want and ((b.max_wall_s is not null and p_now > b.started_at + pg_catalog.make_interval(secs => b.max_wall_s))
+                           or (b.limit_usd is not null
+                               and b.spent_usd + b.reserved_usd - p_run.reserved_usd + v_reserve + p_usd > b.limit_usd))
+                 as refuses
+          from pgflight.budgets b where b.id = any (v_ids) order by b.id for update
+      )
+      update pgflight.budgets b
+         set reserved_usd = greatest(b.reserved_usd + v_reserve - p_run.reserved_usd, 0),
+             spent_usd = b.spent_usd + p_usd
+       where b.id = any (v_ids) and not exists (select from locked x where x.refuses);
+      v_settled := found;
+    end if;
+    if not v_settled and v_want then
+      -- refused (or none of the rows is left): _move_budget decides and moves; refused, the call
+      -- is settled alone below and the next one not asked again
+      v_settled := pgflight._move_budget(v_ids, v_reserve, p_usd, p_run.reserved_usd, true, p_now,
+                                         pg_catalog.format('agent_run=%s iteration=%s', p_run.id, p_iteration + 1)) is null;
+    end if;
+    v_next := v_settled and v_want;
+    v_settled := v_settled or not v_want;  -- a settlement alone that found no row moved nothing
+    v_want := false;
+  end if;
+  if v_settled then
+    null;
+  elsif p_reserved then
+    perform pgflight._move_budget(p_run.reserved_budget_ids, 0, p_usd, p_run.reserved_usd, false, p_now, 'settle');
+  else
+    if p_run.reserved_iteration is not null then
+      perform pgflight._move_budget(p_run.reserved_budget_ids, 0, 0, p_run.reserved_usd, false, p_now, 'release');
+    end if;
+    v_refusal := coalesce(pgflight._iteration_refusal(p_run, p_iteration),
+                          pgflight._move_budget(pgflight._call_budget_ids(p_run, p_now), 0, p_usd, 0, true, p_now,
+                                                pg_catalog.format('agent_run=%s iteration=%s unreserved', p_run.id, p_iteration)));
+    if v_refusal is not null then
+      perform pgflight._raise_budget_exceeded(v_refusal);
+    end if;
+  end if;
+  if v_want then
+    -- the next call's admission on its own (this call was not reserved, or on other budgets)
+    v_next := pgflight._move_budget(p_next_ids, p_next_est_usd, 0, 0, true, p_now,
+                                    pg_catalog.format('agent_run=%s iteration=%s', p_run.id, p_iteration + 1)) is null;
+  end if;
+  return v_next;
+end
+$$;
+
+ALTER FUNCTION pgflight._settle_model_call(p_run pgflight.agent_runs, p_iteration integer, p_usd numeric, p_reserved boolean, p_want boolean, p_next_est_usd numeric, p_next_ids bigint[], p_now timestamp with time zone) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _settle_model_call(p_run pgflight.agent_runs, p_iteration integer, p_usd numeric, p_reserved boolean, p_want boolean, p_next_est_usd numeric, p_next_ids bigint[], p_now timestamp with time zone); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._settle_model_call(p_run pgflight.agent_runs, p_iteration integer, p_usd numeric, p_reserved boolean, p_want boolean, p_next_est_usd numeric, p_next_ids bigint[], p_now timestamp with time zone) IS 'Internal (record_model_call): settle a recorded call''s cost on its budgets and admit the next call; returns whether the next call was admitted. ZF007 when an unreserved call crosses a cap.';
 
 -- Name: _settle_tokens(pgflight.agent_runs, bigint, bigint, boolean, timestamp with time zone); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -4652,7 +4937,7 @@ begin
   ), up as (
     insert into pgflight.traces as t (agent_run_id, iteration, seq, role, block_type, tool_use_id, tool_name,
                                       content, status, tokens, attempt_id, created_at, updated_at)
-    select p_run_id, j.iteration, 1000 + j.seq, 'user', 'tool_result', j.tid, j.tool_name, j.result, 'completed',
+    select p_run_id, j.iteration, pgflight._seq_band_tool_results() + j.seq, 'user', 'tool_result', j.tid, j.tool_name, j.result, 'completed',
            ceil(length(j.result::text) / 4.0)::integer, p_attempt_id, p_now, p_now
       from j where j.seq is not null
     on conflict on constraint block_is_unique do update
@@ -4677,6 +4962,145 @@ ALTER FUNCTION pgflight._store_tool_results(p_run_id bigint, p_attempt_id bigint
 -- Name: FUNCTION _store_tool_results(p_run_id bigint, p_attempt_id bigint, p_results jsonb, p_now timestamp with time zone); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
 COMMENT ON FUNCTION pgflight._store_tool_results(p_run_id bigint, p_attempt_id bigint, p_results jsonb, p_now timestamp with time zone) IS 'Internal: store tool_result blocks set-based (first result wins); returns the ids stored. 22023, ZF003.';
+
+-- Name: _submit_runs_refuse_conflict(jsonb, bigint, integer[]); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._submit_runs_refuse_conflict(p_runs jsonb, p_workspace_id bigint, p_created integer[]) RETURNS void
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_bad record;
+begin
+  select e.ord::integer as ord, r.id, r.recipe, r.input_hash,
+         e.value ->> 'recipe' as recipe_now,
+         encode(sha256(convert_to(coalesce(e.value -> 'input', '{}')::text, 'UTF8')), 'hex') as hash_now,
+         (select min(f.ord) from jsonb_array_elements(p_runs) with ordinality as f(value, ord)
+           where f.value -> 'options' ->> 'idempotency_key' = r.idempotency_key)::integer as first_ord
+    into v_bad
+    from jsonb_array_elements(p_runs) with ordinality as e(value, ord)
+    join pgflight.runs r on r.workspace_id = p_workspace_id
+                        and r.idempotency_key = e.value -> 'options' ->> 'idempotency_key'
+   where not exists (select from unnest(p_created) c(i) where c.i = e.ord)
+     and (r.recipe <> e.value ->> 'recipe'
+          or r.input_hash <> encode(sha256(convert_to(coalesce(e.value -> 'input', '{}')::text, 'UTF8')), 'hex'))
+   order by e.ord
+   limit 1;
+  if found then
+    raise exception using errcode = 'ZF004',
+      message = format('submit_runs element %s: idempotency key %L was already used with a different input',
+                       v_bad.ord, (p_runs -> (v_bad.ord - 1)) -> 'options' ->> 'idempotency_key'),
+      detail = format('run %s has recipe %s and input sha256 %s%s; element %s has recipe %s and input sha256 %s',
+                      v_bad.id, v_bad.recipe, v_bad.input_hash,
+                      case when v_bad.first_ord < v_bad.ord and v_bad.first_ord = any (p_created)
+                           then format(' (created by element %s of this call)', v_bad.first_ord) else '' end,
+                      v_bad.ord, v_bad.recipe_now, v_bad.hash_now),
+      hint = 'Use a new idempotency key for a different job, or resubmit the original input.';
+  end if;
+end
+$$;
+
+ALTER FUNCTION pgflight._submit_runs_refuse_conflict(p_runs jsonb, p_workspace_id bigint, p_created integer[]) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _submit_runs_refuse_conflict(p_runs jsonb, p_workspace_id bigint, p_created integer[]); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._submit_runs_refuse_conflict(p_runs jsonb, p_workspace_id bigint, p_created integer[]) IS 'Internal (submit_runs): ZF004 for the first element whose idempotency key names a run of another recipe or input; nothing otherwise.';
+
+-- Name: _submit_runs_refuse_element(jsonb, bigint); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._submit_runs_refuse_element(p_element jsonb, p_max_input_bytes bigint) RETURNS void
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+  if jsonb_typeof(p_element) <> 'object' then
+    raise exception using errcode = '22023', message = 'a run must be a JSON object',
+      detail = format('got %s', left(p_element::text, 200)),
+      hint = 'Each element is {"recipe": ..., "input": ..., "options": {...}}.';
+  elsif jsonb_typeof(p_element -> 'recipe') is distinct from 'string' or btrim(p_element ->> 'recipe') = '' then
+    raise exception using errcode = '22023', message = 'recipe is required',
+      detail = format('got %s', left(coalesce((p_element -> 'recipe')::text, 'no recipe'), 200)),
+      hint = 'Pass the name a worker registered with @recipe(...), as a JSON string.';
+  elsif length(p_element ->> 'recipe') > 256 then
+    raise exception using errcode = '22023', message = 'recipe name is longer than 256 characters',
+      detail = format('got %s characters', length(p_element ->> 'recipe')), hint = 'Use a short recipe name.';
+  elsif p_element - '{recipe,input,options}'::text[] <> '{}' then
+    raise exception using errcode = '22023',
+      message = format('unknown key %s in a run', (select k from jsonb_object_keys(p_element - 'recipe' - 'input' - 'options') k
+                                                      order by k limit 1)),
+      detail = 'known keys: input, options, recipe', hint = 'Check the spelling; options go inside "options".';
+  elsif jsonb_typeof(p_element -> 'options') not in ('object', 'null') then
+    raise exception using errcode = '22023', message = 'options of submit_run must be a JSON object',
+      detail = format('got a JSON %s', jsonb_typeof(p_element -> 'options')),
+      hint = 'See docs/options.md for the keys each function takes.';
+  elsif jsonb_typeof(p_element -> 'options' -> 'idempotency_key') not in ('string', 'null')
+        or length(p_element -> 'options' ->> 'idempotency_key') not between 1 and 512 then
+    perform pgflight._bad_option('submit_run', 'idempotency_key', p_element -> 'options' -> 'idempotency_key',
+                                 'a JSON string of 1 to 512 characters');
+  else
+    perform pgflight._require_cap('max_input_bytes', p_max_input_bytes,
+                                  octet_length(coalesce(p_element -> 'input', '{}')::text), 'input (bytes)');
+  end if;
+end
+$$;
+
+ALTER FUNCTION pgflight._submit_runs_refuse_element(p_element jsonb, p_max_input_bytes bigint) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _submit_runs_refuse_element(p_element jsonb, p_max_input_bytes bigint); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._submit_runs_refuse_element(p_element jsonb, p_max_input_bytes bigint) IS 'Internal (submit_runs): raises what is wrong with a malformed element (22023 naming it, ZF005 input size).';
+
+-- Name: _submit_runs_require_depth(jsonb, integer); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._submit_runs_require_depth(p_runs jsonb, p_max_depth integer) RETURNS void
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_idx integer;
+begin
+  if pgflight._json_too_deep(p_runs, p_max_depth + 2) then
+    select e.ord into v_idx
+      from jsonb_array_elements(p_runs) with ordinality as e(value, ord)
+     where jsonb_typeof(e.value) = 'object'
+       and pgflight._json_too_deep(e.value -> 'input', p_max_depth)
+     order by e.ord limit 1;
+    if v_idx is not null then
+      perform pgflight._require_json_depth(p_runs -> (v_idx - 1) -> 'input', format('input of run %s', v_idx));
+    end if;
+  end if;
+end
+$$;
+
+ALTER FUNCTION pgflight._submit_runs_require_depth(p_runs jsonb, p_max_depth integer) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _submit_runs_require_depth(p_runs jsonb, p_max_depth integer); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._submit_runs_require_depth(p_runs jsonb, p_max_depth integer) IS 'Internal (submit_runs): ZF005 naming the first run whose input nests deeper than p_max_depth.';
+
+-- Name: _submit_runs_workspace(text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._submit_runs_workspace(p_workspace text, OUT id bigint, OUT max_run_usd numeric) RETURNS record
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+  select w.id, w.max_run_usd into id, max_run_usd from pgflight.workspaces w where w.name = p_workspace
+     for key share;
+  if not found or not pgflight._may('operator', id) then
+    if not found or not pgflight._may('reader', id) then
+      perform pgflight._unknown_workspace(p_workspace);
+    end if;
+    perform pgflight._require_lane('operator', id, 'submit_runs');
+  end if;
+end
+$$;
+
+ALTER FUNCTION pgflight._submit_runs_workspace(p_workspace text, OUT id bigint, OUT max_run_usd numeric) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _submit_runs_workspace(p_workspace text, OUT id bigint, OUT max_run_usd numeric); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._submit_runs_workspace(p_workspace text, OUT id bigint, OUT max_run_usd numeric) IS 'Internal (submit_runs): the workspace by name, FOR KEY SHARE, with its max_run_usd; ZF003 unknown or unseen, ZF012 no operator lane.';
 
 -- Name: _sweep_loop_lease(boolean); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -4943,6 +5367,32 @@ ALTER FUNCTION pgflight._unknown_workspace(p_workspace text) OWNER TO pgflight_o
 -- Name: FUNCTION _unknown_workspace(p_workspace text); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
 COMMENT ON FUNCTION pgflight._unknown_workspace(p_workspace text) IS 'Internal: raise ZF003 unknown workspace (the one answer for a name unknown or outside every lane).';
+
+-- Name: _usage_counts_ok(jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._usage_counts_ok(p_usage jsonb) RETURNS boolean
+    LANGUAGE sql IMMUTABLE
+    AS $_$
+  select pg_catalog.jsonb_path_match(p_usage, '$.type() == "object"
+                             && (!exists($.input_tokens) || $.input_tokens.type() == "null"
+                                 || ($.input_tokens.type() == "number" && $.input_tokens >= 0 && $.input_tokens <= 10000000000
+                                     && $.input_tokens.floor() == $.input_tokens))
+                             && (!exists($.output_tokens) || $.output_tokens.type() == "null"
+                                 || ($.output_tokens.type() == "number" && $.output_tokens >= 0 && $.output_tokens <= 10000000000
+                                     && $.output_tokens.floor() == $.output_tokens))
+                             && (!exists($.cache_creation_input_tokens) || $.cache_creation_input_tokens.type() == "null"
+                                 || ($.cache_creation_input_tokens.type() == "number" && $.cache_creation_input_tokens >= 0 && $.cache_creation_input_tokens <= 10000000000
+                                     && $.cache_creation_input_tokens.floor() == $.cache_creation_input_tokens))
+                             && (!exists($.cache_read_input_tokens) || $.cache_read_input_tokens.type() == "null"
+                                 || ($.cache_read_input_tokens.type() == "number" && $.cache_read_input_tokens >= 0 && $.cache_read_input_tokens <= 10000000000
+                                     && $.cache_read_input_tokens.floor() == $.cache_read_input_tokens))', silent => true)
+$_$;
+
+ALTER FUNCTION pgflight._usage_counts_ok(p_usage jsonb) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _usage_counts_ok(p_usage jsonb); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._usage_counts_ok(p_usage jsonb) IS 'Internal (record_model_call): whether usage''s four token counts are absent, null or integers 0 .. 1e10. Inlined: no SET clause.';
 
 -- Name: _usage_extras(jsonb); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -5931,7 +6381,7 @@ begin
   ), up as (
     insert into pgflight.traces as t (agent_run_id, iteration, seq, role, block_type, tool_use_id, tool_name,
                                       content, status, tokens, attempt_id, created_at, updated_at)
-    select v_run.id, j.iteration, 1000 + j.seq, 'user', 'tool_result', j.tid, j.tool_name, j.result, 'completed',
+    select v_run.id, j.iteration, pgflight._seq_band_tool_results() + j.seq, 'user', 'tool_result', j.tid, j.tool_name, j.result, 'completed',
            ceil(length(j.result::text) / 4.0)::integer, p_attempt_id, v_now, v_now
       from j where j.seq is not null
     on conflict on constraint block_is_unique do update
@@ -6617,15 +7067,11 @@ declare
   v_orig pgflight.agent_runs;
   v_input jsonb;
   v_size bigint;
-  v_bad text;
   v_run bigint;
   v_new_step bigint;
   v_attempt bigint;
   v_agent bigint;
-  v_ids bigint[] := '{}';
-  v_id bigint;
-  v_max_usd numeric;
-  v_max_wall double precision;
+  v_ids bigint[];
   v_tool_calls integer;
 begin
   if p_step_id is null then
@@ -6643,23 +7089,8 @@ begin
       hint = 'The fork asks the model for this iteration again; 1 re-runs the agent from its task.';
   end if;
   select * into v_settings from pgflight.settings;
-  v_size := octet_length(coalesce(p_patch, '{}')::text);
-  if v_size > v_settings.max_input_bytes then
-    raise exception using errcode = 'ZF005', message = 'patch too large',
-      detail = format('the patch is %s bytes; settings.max_input_bytes is %s', v_size, v_settings.max_input_bytes),
-      hint = 'Patch less (a long tool result can be shortened), or raise settings.max_input_bytes.';
-  end if;
-  perform pgflight._require_json_depth(p_patch, 'patch');
-  v_patch := pgflight._check_options('fork_agent', coalesce(p_patch, '{}'));
+  v_patch := pgflight._fork_agent_patch(p_patch, v_settings.max_input_bytes);
   v_results := coalesce(v_patch -> 'tool_results', '{}');
-  select v.key into v_bad from jsonb_each(v_results) v
-   where jsonb_typeof(v.value) not in ('string', 'array') limit 1;
-  if found then
-    raise exception using errcode = '22023',
-      message = format('patch tool_results.%s must be a string or an array of content blocks', left(v_bad, 256)),
-      detail = format('got a JSON %s', jsonb_typeof(v_results -> v_bad)),
-      hint = 'e.g. {"tool_results": {"toolu_01": "the result the model should see"}}';
-  end if;
 
   perform pgflight._require_lane_on_step('operator', p_step_id, 'fork_agent');
   -- the original's run first, FOR KEY SHARE, as replay_from: a purge holding it is waited for
@@ -6690,35 +7121,7 @@ begin
       detail = format('got a JSON %s', jsonb_typeof(v_step.input)),
       hint = 'Only an agent step whose input is an object (the agent recipe''s) can be patched and forked.';
   end if;
-  -- every patched result names a tool call of iteration k-1 (the calls iteration k is told about)
-  select v.key into v_bad from jsonb_each(v_results) v
-   where not exists (select from pgflight.traces t
-                      where t.agent_run_id = v_orig.id and t.iteration = p_at_iteration - 1
-                        and t.block_type = 'tool_use' and t.tool_use_id = v.key and t.seq < 1000)
-   limit 1;
-  if found then
-    raise exception using errcode = '22023',
-      message = format('patch tool_results.%s is not a tool call of iteration %s', left(v_bad, 256), p_at_iteration - 1),
-      detail = format('the tool calls of iteration %s of agent run %s: %s', p_at_iteration - 1, v_orig.id,
-                      coalesce((select string_agg(t.tool_use_id, ', ' order by t.seq) from pgflight.traces t
-                                 where t.agent_run_id = v_orig.id and t.iteration = p_at_iteration - 1
-                                   and t.block_type = 'tool_use' and t.seq < 1000), 'none')),
-      hint = 'Patch only the results the forked iteration is sent (pgflight.agent_transcript shows them).';
-  end if;
-  -- and every other tool call of iteration k-1 has its result on record
-  select u.tool_use_id into v_bad from pgflight.traces u
-   where u.agent_run_id = v_orig.id and u.iteration = p_at_iteration - 1 and u.block_type = 'tool_use'
-     and u.seq < 1000 and not v_results ? u.tool_use_id
-     and not exists (select from pgflight.traces t
-                      where t.agent_run_id = v_orig.id and t.iteration = u.iteration and t.block_type = 'tool_result'
-                        and t.tool_use_id = u.tool_use_id and t.status = 'completed')
-   limit 1;
-  if found then
-    raise exception using errcode = 'ZF006',
-      message = format('tool call %s of iteration %s has no recorded result', v_bad, p_at_iteration - 1),
-      detail = format('agent run %s; the call is in flight or was never run', v_orig.id),
-      hint = 'Give its result in the patch (tool_results), or fork at an earlier iteration.';
-  end if;
+  perform pgflight._fork_agent_require_results(v_orig.id, p_at_iteration - 1, v_results);
   v_input := v_step.input || (v_patch - 'tool_results');
   v_size := octet_length(v_input::text);
   if v_size > v_settings.max_input_bytes then
@@ -6746,24 +7149,15 @@ begin
   returning id into v_attempt;
 
   -- its budgets, as begin_agent_run makes them for a root agent
-  if v_ws.max_run_usd is not null then
-    insert into pgflight.budgets (scope, workspace_id, run_id, limit_usd, started_at)
-    values ('run', v_step.workspace_id, v_run, v_ws.max_run_usd, v_now)
-    returning id into v_id;
-    v_ids := array[v_id];
-  end if;
-  v_max_usd := coalesce((v_patch ->> 'max_usd')::numeric, (v_orig.options ->> 'max_usd')::numeric);
-  v_max_wall := coalesce((v_patch ->> 'max_wall_s')::double precision, (v_orig.options ->> 'max_wall_s')::double precision);
-  if v_max_usd is not null or v_max_wall is not null then
-    insert into pgflight.budgets (scope, workspace_id, run_id, step_id, limit_usd, max_wall_s, started_at)
-    values ('step', v_step.workspace_id, v_run, v_new_step, v_max_usd, v_max_wall, v_now)
-    returning id into v_id;
-    v_ids := v_ids || v_id;
-  end if;
+  v_ids := pgflight._fork_agent_budgets(v_step.workspace_id, v_run, v_new_step, v_ws.max_run_usd,
+                                        coalesce((v_patch ->> 'max_usd')::numeric, (v_orig.options ->> 'max_usd')::numeric),
+                                        coalesce((v_patch ->> 'max_wall_s')::double precision,
+                                                 (v_orig.options ->> 'max_wall_s')::double precision),
+                                        v_now);
 
   select count(*) into v_tool_calls from pgflight.traces t
    where t.agent_run_id = v_orig.id and t.iteration between 1 and p_at_iteration - 1
-     and t.block_type = 'tool_use' and t.seq < 1000;
+     and t.block_type = 'tool_use' and t.seq < pgflight._seq_band_tool_results();
   insert into pgflight.agent_runs (step_id, run_id, workspace_id, model, system_prompt, system_prompt_hash,
                                    max_iterations, max_tool_calls, iterations, tool_calls, budget_ids, options,
                                    forked_from, forked_at, created_at, updated_at)
@@ -6777,36 +7171,9 @@ begin
           v_orig.id, p_at_iteration, v_now, v_now)
   returning id into v_agent;
 
-  -- the reused iterations: the task, each response, and the results the next call was sent
-  -- (patched ones replaced); api_error and other system blocks (seq >= 2000) stay with the original
-  insert into pgflight.traces (agent_run_id, iteration, seq, role, block_type, tool_use_id, tool_name, content,
-                               status, tokens, attempt_id, created_at, updated_at)
-  select v_agent, t.iteration, t.seq, t.role, t.block_type, t.tool_use_id, t.tool_name,
-         case when t.block_type = 'tool_result' and v_results ? t.tool_use_id
-              then jsonb_build_object('type', 'tool_result', 'tool_use_id', t.tool_use_id,
-                                      'content', v_results -> t.tool_use_id)
-              else t.content end,
-         'completed', t.tokens, null, v_now, v_now
-    from pgflight.traces t
-   where t.agent_run_id = v_orig.id and t.iteration < p_at_iteration and (t.iteration = 0 or t.seq < 2000)
-     and (t.block_type <> 'tool_result' or t.status = 'completed' or v_results ? t.tool_use_id);
-  -- a patched result of a call that has none on record: at the seq the loop would have used
-  insert into pgflight.traces (agent_run_id, iteration, seq, role, block_type, tool_use_id, tool_name, content,
-                               status, tokens, attempt_id, created_at, updated_at)
-  select v_agent, u.iteration, 1000 + u.seq, 'user', 'tool_result', u.tool_use_id, u.tool_name,
-         jsonb_build_object('type', 'tool_result', 'tool_use_id', u.tool_use_id, 'content', v_results -> u.tool_use_id),
-         'completed', ceil(length((v_results -> u.tool_use_id)::text) / 4.0)::integer, null, v_now, v_now
-    from pgflight.traces u
-   where u.agent_run_id = v_orig.id and u.iteration = p_at_iteration - 1 and u.block_type = 'tool_use'
-     and u.seq < 1000 and v_results ? u.tool_use_id
-     and not exists (select from pgflight.traces t
-                      where t.agent_run_id = v_agent and t.iteration = u.iteration and t.block_type = 'tool_result'
-                        and t.tool_use_id = u.tool_use_id);
-  insert into pgflight.costs (agent_run_id, iteration, step_id, run_id, workspace_id, model, usd, stop_reason,
-                              retries, attempt_id, at, reused)
-  select v_agent, c.iteration, v_new_step, v_run, v_step.workspace_id, c.model, 0, c.stop_reason, 0, null, v_now, true
-    from pgflight.costs c
-   where c.agent_run_id = v_orig.id and c.iteration between 1 and p_at_iteration - 1 and not c.lease_lost;
+  -- the reused iterations: the task, each response, the results the next call was sent, the costs
+  perform pgflight._fork_agent_copy_iterations(v_orig.id, p_at_iteration, v_results, v_agent, v_new_step, v_run,
+                                               v_step.workspace_id, v_now);
 
   perform pgflight._event(v_run, v_new_step, v_attempt, null, 'queued', null, 'forked', session_user::text,
                           jsonb_build_object('note', p_reason, 'from_step', p_step_id, 'from_agent_run', v_orig.id,
@@ -7173,7 +7540,7 @@ begin
   v_args := coalesce(v_use.content -> 'input', '{}');
   v_run_args := v_args;
   select t.* into v_res from pgflight.traces t
-   where t.agent_run_id = v_run.id and t.iteration = v_use.iteration and t.seq = 1000 + v_use.seq;
+   where t.agent_run_id = v_run.id and t.iteration = v_use.iteration and t.seq = pgflight._seq_band_tool_results() + v_use.seq;
   if v_res.id is null then
     -- a new call: the workspace's policy for this tool, else its '*' policy, when its conditions hold
     select a.workspace_id into v_ws from pgflight.step_attempts a where a.id = p_attempt_id;
@@ -7228,7 +7595,7 @@ begin
                 else '{"is_error": true}'::jsonb end;
       insert into pgflight.traces (agent_run_id, iteration, seq, role, block_type, tool_use_id, tool_name, content,
                                    status, attempt_id, created_at, updated_at)
-      values (v_run.id, v_use.iteration, 1000 + v_use.seq, 'user', 'tool_result', p_tool_use_id, v_use.tool_name,
+      values (v_run.id, v_use.iteration, pgflight._seq_band_tool_results() + v_use.seq, 'user', 'tool_result', p_tool_use_id, v_use.tool_name,
               v_block, 'completed', p_attempt_id, v_now, v_now)
       returning id into v_id;
       return query select v_id, 'completed'::text, v_block, v_verdict, null::jsonb;
@@ -7245,7 +7612,7 @@ begin
   end if;
   insert into pgflight.traces (agent_run_id, iteration, seq, role, block_type, tool_use_id, tool_name, content,
                                status, attempt_id, created_at, updated_at)
-  values (v_run.id, v_use.iteration, 1000 + v_use.seq, 'user', 'tool_result', p_tool_use_id, v_use.tool_name,
+  values (v_run.id, v_use.iteration, pgflight._seq_band_tool_results() + v_use.seq, 'user', 'tool_result', p_tool_use_id, v_use.tool_name,
           null, 'in_flight', p_attempt_id, v_now, v_now)
   on conflict on constraint block_is_unique do nothing
   returning id into v_id;
@@ -7262,10 +7629,10 @@ begin
     return;
   end if;
   select t.* into v_res from pgflight.traces t
-   where t.agent_run_id = v_run.id and t.iteration = v_use.iteration and t.seq = 1000 + v_use.seq;
+   where t.agent_run_id = v_run.id and t.iteration = v_use.iteration and t.seq = pgflight._seq_band_tool_results() + v_use.seq;
   if v_res.status = 'interrupted' then
     update pgflight.traces t set status = 'in_flight', attempt_id = p_attempt_id, updated_at = v_now
-     where t.agent_run_id = v_run.id and t.iteration = v_use.iteration and t.seq = 1000 + v_use.seq;
+     where t.agent_run_id = v_run.id and t.iteration = v_use.iteration and t.seq = pgflight._seq_band_tool_results() + v_use.seq;
   end if;
   return query select v_res.id, v_res.status, v_res.content, v_verdict,
                       case when v_res.status = 'completed' then null else v_run_args end;
@@ -7692,56 +8059,25 @@ declare
   v_run_workspace bigint;  -- with mark_tools: the workspace whose tool policies apply
   v_free integer;
   v_marked text[];
-  v_refusal jsonb;
   v_reserved boolean;
   v_cap bigint;
   v_max_blocks integer;
   v_hit boolean;  -- the fence statement found the attempt and the agent run
   v_next_ids bigint[];
   v_want boolean;  -- the next call is to be admitted here
-  v_next boolean := false;  -- the next call was admitted here
-  v_settled boolean := false;
+  v_next boolean;  -- the next call was admitted here
   v_f record;  -- the fence's row: the agent run, the price, today's workspace budget, the token limit
   v_price pgflight.model_prices;
-  v_ids bigint[];
-  v_reserve numeric;
 begin
-  -- every option checked against its spec first (docs/options.md; issue 14): 22023 naming the key.
-  -- The agent loop's options (the three keys, well-typed, in range) pass without the spec lookup,
-  -- which cost more than the rest of the call (issue 18); anything else goes to _check_options.
-  -- One JSON path checks them (as the usage below: an expression of some twenty function calls
-  -- was initialised anew in every transaction), then the length of stop_reason (a string there,
-  -- or absent or JSON null, whose ->> is null); anything the path cannot evaluate is not true.
-  if p_options is not null and p_options <> '{}'
-     and not (coalesce(jsonb_path_match(p_options, '$.type() == "object"
-                 && !exists($.keyvalue() ? (@.key != "stop_reason" && @.key != "retries" && @.key != "mark_tools"))
-                 && (!exists($.stop_reason) || $.stop_reason.type() == "null" || $.stop_reason.type() == "string")
-                 && (!exists($.retries) || $.retries.type() == "null"
-                     || ($.retries.type() == "number" && $.retries >= 0 && $.retries <= 1000000
-                         && $.retries.floor() == $.retries))
-                 && (!exists($.mark_tools) || $.mark_tools.type() == "null" || $.mark_tools.type() == "boolean")',
-                              silent => true), false)
-              and coalesce(length(p_options ->> 'stop_reason') <= 256, true)) then
+  -- Arguments. Every option checked against its spec first (docs/options.md): 22023 naming the
+  -- key; the agent loop's own options pass without the spec lookup (_model_call_options_ok).
+  if p_options is not null and p_options <> '{}' and not pgflight._model_call_options_ok(p_options) then
     p_options := pgflight._check_options('record_model_call', p_options);
   end if;
   -- the usage: four token counts, integers from 0 to 1e10 (22023 naming the key otherwise); a usage
-  -- of well-formed counts is read directly, anything else goes through _opt_int, which raises.
-  -- One JSON path tells them apart (issue 18: the expression it replaces called some sixty
-  -- functions, each checked for EXECUTE and initialised anew in every transaction); anything it
-  -- cannot evaluate (silent) is not true, so it takes the checked way.
-  if jsonb_path_match(p_usage, '$.type() == "object"
-                             && (!exists($.input_tokens) || $.input_tokens.type() == "null"
-                                 || ($.input_tokens.type() == "number" && $.input_tokens >= 0 && $.input_tokens <= 10000000000
-                                     && $.input_tokens.floor() == $.input_tokens))
-                             && (!exists($.output_tokens) || $.output_tokens.type() == "null"
-                                 || ($.output_tokens.type() == "number" && $.output_tokens >= 0 && $.output_tokens <= 10000000000
-                                     && $.output_tokens.floor() == $.output_tokens))
-                             && (!exists($.cache_creation_input_tokens) || $.cache_creation_input_tokens.type() == "null"
-                                 || ($.cache_creation_input_tokens.type() == "number" && $.cache_creation_input_tokens >= 0 && $.cache_creation_input_tokens <= 10000000000
-                                     && $.cache_creation_input_tokens.floor() == $.cache_creation_input_tokens))
-                             && (!exists($.cache_read_input_tokens) || $.cache_read_input_tokens.type() == "null"
-                                 || ($.cache_read_input_tokens.type() == "number" && $.cache_read_input_tokens >= 0 && $.cache_read_input_tokens <= 10000000000
-                                     && $.cache_read_input_tokens.floor() == $.cache_read_input_tokens))', silent => true) then
+  -- of well-formed counts (_usage_counts_ok) is read directly, anything else goes through _opt_int,
+  -- which raises.
+  if pgflight._usage_counts_ok(p_usage) then
     v_in := coalesce((p_usage ->> 'input_tokens')::numeric, 0);
     v_out := coalesce((p_usage ->> 'output_tokens')::numeric, 0);
     v_cw := coalesce((p_usage ->> 'cache_creation_input_tokens')::numeric, 0);
@@ -7763,7 +8099,7 @@ begin
   if p_iteration is null or p_iteration < 1 then
     raise exception using errcode = '22023', message = 'iteration must be >= 1';
   end if;
-  -- bounded like reserve_budget's est_usd (issue 14); _check_arg raises
+  -- bounded like reserve_budget's est_usd; _check_arg raises
   if p_next_est_usd is not null and not (p_next_est_usd >= 0 and p_next_est_usd <= 1000000) then
     perform pgflight._check_arg('next_est_usd', p_next_est_usd, 0, 1000000);
   end if;
@@ -7774,7 +8110,7 @@ begin
   -- the fence of _agent_fence (attempt FOR SHARE, agent run FOR UPDATE, the holder's login) and, in
   -- the same statement, what the call needs of other tables: the price (longest model prefix), the
   -- workspace's daily cap with today's (UTC) budget row, its model tokens per minute, and the
-  -- settings' max_result_bytes (issue 18: a statement of its own before). Subqueries, not joins:
+  -- settings' max_result_bytes (a statement of its own before). Subqueries, not joins:
   -- each is planned on its own, so a replan (after an ANALYZE) searches no join order.
   select r as run,
          (select s.max_result_bytes from pgflight.settings s) as max_result_bytes,
@@ -7797,7 +8133,7 @@ begin
      and exists (select from pgflight.workers k where k.id = a.worker_id and k.login = session_user)
      for share of a for update of r;
   v_hit := found;
-  -- issue 13: the response's blocks are capped like a result (ZF005, nothing written); on a fence
+  -- The response's blocks are capped like a result (ZF005, nothing written); on a fence
   -- miss checked before _agent_fence reports it, as when the cap was read before the fence
   if v_hit then
     v_cap := v_f.max_result_bytes;
@@ -7810,7 +8146,7 @@ begin
     perform pgflight._require_cap('max_trace_blocks_per_iteration', v_max_blocks, jsonb_array_length(p_blocks),
                                   'model response blocks (count)');
   end if;
-  if octet_length(p_blocks::text) > v_cap then  -- _require_cap raises (called only then: issue 18)
+  if octet_length(p_blocks::text) > v_cap then  -- _require_cap raises (called only then)
     perform pgflight._require_cap('max_result_bytes', v_cap, octet_length(p_blocks::text),
                                   'model response blocks (bytes)');
   end if;
@@ -7842,7 +8178,7 @@ begin
   values (v_run.id, p_iteration, v_run.step_id, v_run.run_id, v_run.workspace_id, p_model, v_in, v_out, v_cw, v_cr,
           v_usd, p_options ->> 'stop_reason',  -- both checked above
           coalesce((p_options ->> 'retries')::numeric, 0)::integer, p_attempt_id, v_now, v_cw_1h, v_searches)
-  -- No conflict target (issue 18): with one, every insert into the partitioned table maps the
+  -- No conflict target: with one, every insert into the partitioned table maps the
   -- arbiter to the partition's index by reading pg_inherits for each of its five indexes. Without
   -- it every unique index arbitrates, and only one_call_per_iteration can conflict here: the
   -- primary key (id, agent_run_id) takes a fresh id, one_orphan_per_attempt holds lease_lost rows
@@ -7871,65 +8207,8 @@ begin
       v_next_ids := pgflight._call_budget_ids(v_run, v_now);
     end if;
   end if;
-  if v_reserved and (not v_want or v_next_ids is not distinct from v_run.reserved_budget_ids) then
-    -- one move on the budgets the call was reserved on: settle (the reservation becomes the actual
-    -- cost; its caps were checked when it was admitted) and, when the next call is wanted, reserve
-    -- for it, checked as an admission (spent + this cost + the next reservation within every cap,
-    -- every wall-time cap unexpired). _move_budget's two statements in one: the rows locked in id
-    -- order (the materialised CTE's FOR UPDATE locks every row, no outer qual is pushed into it),
-    -- none moved if one refuses.
-    v_ids := v_run.reserved_budget_ids;
-    v_reserve := case when v_want then p_next_est_usd else 0 end;
-    if coalesce(cardinality(v_ids), 0) = 0 then
-      v_settled := true;
-    else
-      with locked as materialized (
-        select b.id,
-               v_want and ((b.max_wall_s is not null and v_now > b.started_at + make_interval(secs => b.max_wall_s))
-                           or (b.limit_usd is not null
-                               and b.spent_usd + b.reserved_usd - v_run.reserved_usd + v_reserve + v_usd > b.limit_usd))
-                 as refuses
-          from pgflight.budgets b where b.id = any (v_ids) order by b.id for update
-      )
-      update pgflight.budgets b
-         set reserved_usd = greatest(b.reserved_usd + v_reserve - v_run.reserved_usd, 0),
-             spent_usd = b.spent_usd + v_usd
-       where b.id = any (v_ids) and not exists (select from locked x where x.refuses);
-      v_settled := found;
-    end if;
-    if not v_settled and v_want then
-      -- refused (or none of the rows is left): _move_budget decides and moves, as before; refused,
-      -- the call is settled alone below and the next one not asked again
-      v_settled := pgflight._move_budget(v_ids, v_reserve, v_usd, v_run.reserved_usd, true, v_now,
-                                         format('agent_run=%s iteration=%s', v_run.id, p_iteration + 1)) is null;
-    end if;
-    v_next := v_settled and v_want;
-    v_settled := v_settled or not v_want;  -- a settlement alone that found no row moved nothing, as before
-    v_want := false;
-  end if;
-  if v_settled then
-    null;
-  elsif v_reserved then
-    -- settle: the reservation becomes the actual cost, on the budgets it was taken on (the caps
-    -- were checked when it was admitted)
-    perform pgflight._move_budget(v_run.reserved_budget_ids, 0, v_usd, v_run.reserved_usd, false, v_now, 'settle');
-  else
-    if v_run.reserved_iteration is not null then
-      perform pgflight._move_budget(v_run.reserved_budget_ids, 0, 0, v_run.reserved_usd, false, v_now, 'release');
-    end if;
-    v_refusal := coalesce(pgflight._iteration_refusal(v_run, p_iteration),
-                          pgflight._move_budget(pgflight._call_budget_ids(v_run, v_now), 0, v_usd, 0, true, v_now,
-                                                format('agent_run=%s iteration=%s unreserved', v_run.id, p_iteration)));
-    if v_refusal is not null then
-      perform pgflight._raise_budget_exceeded(v_refusal);
-    end if;
-  end if;
-
-  if v_want then
-    -- the next call's admission on its own (this call was not reserved, or on other budgets)
-    v_next := pgflight._move_budget(v_next_ids, p_next_est_usd, 0, 0, true, v_now,
-                                    format('agent_run=%s iteration=%s', v_run.id, p_iteration + 1)) is null;
-  end if;
+  -- the budgets: this call settled (ZF007 when unreserved and a cap refuses it), the next admitted
+  v_next := pgflight._settle_model_call(v_run, p_iteration, v_usd, v_reserved, v_want, p_next_est_usd, v_next_ids, v_now);
 
   -- the workspace's model tokens per minute: the call's tokens replace its admitted estimate
   if v_tokens_per_min is not null then
@@ -7938,7 +8217,7 @@ begin
 
   -- the response blocks and, with mark_tools, the in-flight rows of as many tool calls as the cap
   -- allows; then the agent's totals, with as many more tool calls as were marked. One statement
-  -- (issue 18: the totals' update was a statement of its own; each costs an executor start-up).
+  -- (the totals' update was a statement of its own; each costs an executor start-up).
   v_free := case when v_mark then greatest(v_run.max_tool_calls - v_run.tool_calls, 0) else 0 end;
   if v_free > 0 then
     select a.workspace_id into v_run_workspace from pgflight.step_attempts a where a.id = p_attempt_id;
@@ -7964,7 +8243,7 @@ begin
            b.v, 'completed', ceil(length(b.v::text) / 4.0)::integer, p_attempt_id, v_now, v_now
       from b
     union all
-    select v_run.id, p_iteration, 1000 + u.seq, 'user', 'tool_result', u.v ->> 'id', u.v ->> 'name', null,
+    select v_run.id, p_iteration, pgflight._seq_band_tool_results() + u.seq, 'user', 'tool_result', u.v ->> 'id', u.v ->> 'name', null,
            'in_flight', null, p_attempt_id, v_now, v_now
       from (select b.seq, b.v, row_number() over (order by b.seq) as n from b where b.block_type = 'tool_use') u
      where u.n <= v_free
@@ -8206,8 +8485,9 @@ begin
   v_run := pgflight._agent_fence(p_attempt_id, p_token, p_agent_run_id, 'record_trace');
   v_seq := pgflight._opt_num(p_options, 'seq', null)::integer;
   if v_seq is null then
-    select greatest(coalesce(max(t.seq) + 1, 2000), 2000) into v_seq from pgflight.traces t
-     where t.agent_run_id = v_run.id and t.iteration = p_iteration and t.seq >= 2000;
+    select greatest(coalesce(max(t.seq) + 1, pgflight._seq_band_system()), pgflight._seq_band_system())
+      into v_seq from pgflight.traces t
+     where t.agent_run_id = v_run.id and t.iteration = p_iteration and t.seq >= pgflight._seq_band_system();
   end if;
   -- the iteration's blocks, at most the cap of them (a block already at this seq: a no-op below)
   select s.max_trace_blocks_per_iteration into v_cap from pgflight.settings s;
@@ -9639,7 +9919,6 @@ declare
   v_ws_max_usd numeric;
   v_settings pgflight.settings;
   v_shared jsonb;
-  v_bad record;
   v_idx integer;              -- the element being checked, named by the error
   v_opts record;
   v_norm jsonb[] := '{}';     -- each distinct options object of the call (the key set apart), normalised
@@ -9688,37 +9967,14 @@ begin
   select * into v_settings from pgflight.settings;
   perform pgflight._require_cap('max_runs_per_call', v_settings.max_runs_per_call, jsonb_array_length(p_runs),
                                 'runs in one submit_runs call');
-  -- FOR KEY SHARE: the lock each run's foreign key check takes, once (see the writes below)
-  select w.id, w.max_run_usd into v_ws, v_ws_max_usd from pgflight.workspaces w where w.name = p_workspace
-     for key share;
-  -- one answer (ZF003) for a name unknown and one the login sees nothing of; ZF012 only where it
-  -- reads and is no operator. The common case costs the one _may probe it always did.
-  if not found or not pgflight._may('operator', v_ws) then
-    if not found or not pgflight._may('reader', v_ws) then
-      perform pgflight._unknown_workspace(p_workspace);
-    end if;
-    perform pgflight._require_lane('operator', v_ws, 'submit_runs');
-  end if;  -- once for the whole call
+  select w.id, w.max_run_usd into v_ws, v_ws_max_usd from pgflight._submit_runs_workspace(p_workspace) w;
   v_shared := pgflight._check_options('submit_run', p_options);
   if v_shared ? 'idempotency_key' then
     raise exception using errcode = '22023', message = 'option idempotency_key of submit_runs is per run',
       detail = 'p_options holds the options every element shares; one key would name every run',
       hint = 'Put each run''s idempotency_key in its element''s options.';
   end if;
-  -- inputs nested deeper than the cap: one pass over the whole call (an input sits two levels
-  -- down, [{"input": ...}]); the element is looked for only to name it. A deep element or options
-  -- object that is not an input is refused by the checks below (22023).
-  if pgflight._json_too_deep(p_runs, v_settings.max_json_depth + 2) then
-    select e.ord into v_idx
-      from jsonb_array_elements(p_runs) with ordinality as e(value, ord)
-     where jsonb_typeof(e.value) = 'object'
-       and pgflight._json_too_deep(e.value -> 'input', v_settings.max_json_depth)
-     order by e.ord limit 1;
-    if v_idx is not null then
-      perform pgflight._require_json_depth(p_runs -> (v_idx - 1) -> 'input', format('input of run %s', v_idx));
-    end if;
-    v_idx := null;
-  end if;
+  perform pgflight._submit_runs_require_depth(p_runs, v_settings.max_json_depth);
   if jsonb_array_length(p_runs) = 0 then
     return;
   end if;
@@ -9738,49 +9994,7 @@ begin
       into v_idx, v_any_key
       from jsonb_array_elements(p_runs) with ordinality as e(value, ord);
     if v_idx is not null then
-      -- what is wrong with it, in the order of the checks above
-      select e.value,
-             case
-               when jsonb_typeof(e.value) <> 'object' then 'shape'
-               when jsonb_typeof(e.value -> 'recipe') is distinct from 'string' or btrim(e.value ->> 'recipe') = ''
-                 then 'recipe'
-               when length(e.value ->> 'recipe') > 256 then 'recipe_long'
-               when e.value - '{recipe,input,options}'::text[] <> '{}' then 'keys'
-               when jsonb_typeof(e.value -> 'options') not in ('object', 'null') then 'options'
-               when jsonb_typeof(e.value -> 'options' -> 'idempotency_key') not in ('string', 'null')
-                    or length(e.value -> 'options' ->> 'idempotency_key') not between 1 and 512 then 'key'
-               else 'size'
-             end as problem
-        into v_bad
-        from (select p_runs -> (v_idx - 1) as value) e;
-      case v_bad.problem
-        when 'shape' then
-          raise exception using errcode = '22023', message = 'a run must be a JSON object',
-            detail = format('got %s', left(v_bad.value::text, 200)),
-            hint = 'Each element is {"recipe": ..., "input": ..., "options": {...}}.';
-        when 'recipe' then
-          raise exception using errcode = '22023', message = 'recipe is required',
-            detail = format('got %s', left(coalesce((v_bad.value -> 'recipe')::text, 'no recipe'), 200)),
-            hint = 'Pass the name a worker registered with @recipe(...), as a JSON string.';
-        when 'recipe_long' then
-          raise exception using errcode = '22023', message = 'recipe name is longer than 256 characters',
-            detail = format('got %s characters', length(v_bad.value ->> 'recipe')), hint = 'Use a short recipe name.';
-        when 'keys' then
-          raise exception using errcode = '22023',
-            message = format('unknown key %s in a run', (select k from jsonb_object_keys(v_bad.value - 'recipe' - 'input' - 'options') k
-                                                            order by k limit 1)),
-            detail = 'known keys: input, options, recipe', hint = 'Check the spelling; options go inside "options".';
-        when 'options' then
-          raise exception using errcode = '22023', message = 'options of submit_run must be a JSON object',
-            detail = format('got a JSON %s', jsonb_typeof(v_bad.value -> 'options')),
-            hint = 'See docs/options.md for the keys each function takes.';
-        when 'key' then
-          perform pgflight._bad_option('submit_run', 'idempotency_key', v_bad.value -> 'options' -> 'idempotency_key',
-                                       'a JSON string of 1 to 512 characters');
-        else
-          perform pgflight._require_cap('max_input_bytes', v_settings.max_input_bytes,
-                                        octet_length(coalesce(v_bad.value -> 'input', '{}')::text), 'input (bytes)');
-      end case;
+      perform pgflight._submit_runs_refuse_element(p_runs -> (v_idx - 1), v_settings.max_input_bytes);
     end if;
 
     -- each distinct options object once (a bulk submit mostly repeats one), checked in element
@@ -9796,7 +10010,7 @@ begin
       v_idx := v_opts.ord;
       v_norm[v_opts.g] := pgflight._check_options('submit_run', v_opts.raw);
       v_start[v_opts.g] := v_now;
-      -- the flow options (issue 15) read by the same helpers as submit_run
+      -- the flow options read by the same helpers as submit_run
       if v_norm[v_opts.g] ?| array['delay_s', 'not_before', 'concurrency_key', 'concurrency_limit'] then
         v_start[v_opts.g] := pgflight._start_at(v_norm[v_opts.g], v_now);
         perform pgflight._concurrency_option(v_norm[v_opts.g]);
@@ -9869,7 +10083,7 @@ begin
              order by p.i) p;
   end if;
 
-  -- Issue 18 (enqueue): the foreign keys of the rows written below hold by construction: each
+  -- The foreign keys of the rows written below hold by construction: each
   -- run names the workspace locked FOR KEY SHARE above (what the runs_workspace_id_fkey check
   -- takes), each root step a run and each attempt a step inserted here, in this transaction, that
   -- no other session can see or delete before it commits. Their checks are per-row triggers, one
@@ -9908,8 +10122,8 @@ begin
            v_ckey[1], v_climit[1], nextval('pgflight.events_id_seq')
       from unnest(v_run_ids, v_step_ids, v_attempt_ids, v_recipe) as u(run_id, step_id, attempt_id, recipe);
   else
-    -- runs in key order (see above); a key another transaction holds makes this wait for it. Issue
-    -- 18: keyless runs are a plain INSERT (nothing can conflict: no speculative insertion), the
+    -- runs in key order (see above); a key another transaction holds makes this wait for it.
+    -- Keyless runs are a plain INSERT (nothing can conflict: no speculative insertion), the
     -- keyed ones go through ON CONFLICT against the partial index (tables/runs_idempotency_partial).
     with src as (
       select u.run_id as id, v_ws as workspace_id, u.recipe, u.key as idempotency_key, u.hash as input_hash,
@@ -9962,7 +10176,7 @@ begin
              v_lease[u.g], v_maxrt[u.g], v_now, v_ckey[u.g], v_climit[u.g]
         from unnest(v_run_ids, v_step_ids, v_recipe, v_input, v_g) as u(run_id, step_id, recipe, input, g)
     )
-    -- each run's queued event is its attempt's queue_event_id, shown by run_events (issue 18: no
+    -- each run's queued event is its attempt's queue_event_id, shown by run_events (no
     -- events row), drawn in the runs' order (the order unnest reads them)
     insert into pgflight.step_attempts (id, step_id, run_id, attempt_no, recipe, priority, status, available_after,
                                         created_at, workspace_id, concurrency_key, concurrency_limit, queue_event_id)
@@ -9982,32 +10196,7 @@ begin
   end if;
 
   if coalesce(cardinality(v_created), 0) < jsonb_array_length(p_runs) then
-    -- every element that created nothing: a key seen before (in the database, or earlier in this
-    -- call), or one that another transaction created first (ON CONFLICT waited for it to commit)
-    select e.ord::integer as ord, r.id, r.recipe, r.input_hash,
-           e.value ->> 'recipe' as recipe_now,
-           encode(sha256(convert_to(coalesce(e.value -> 'input', '{}')::text, 'UTF8')), 'hex') as hash_now,
-           (select min(f.ord) from jsonb_array_elements(p_runs) with ordinality as f(value, ord)
-             where f.value -> 'options' ->> 'idempotency_key' = r.idempotency_key)::integer as first_ord
-      into v_bad
-      from jsonb_array_elements(p_runs) with ordinality as e(value, ord)
-      join pgflight.runs r on r.workspace_id = v_ws and r.idempotency_key = e.value -> 'options' ->> 'idempotency_key'
-     where not exists (select from unnest(v_created) c(i) where c.i = e.ord)
-       and (r.recipe <> e.value ->> 'recipe'
-            or r.input_hash <> encode(sha256(convert_to(coalesce(e.value -> 'input', '{}')::text, 'UTF8')), 'hex'))
-     order by e.ord
-     limit 1;
-    if found then
-      raise exception using errcode = 'ZF004',
-        message = format('submit_runs element %s: idempotency key %L was already used with a different input',
-                         v_bad.ord, (p_runs -> (v_bad.ord - 1)) -> 'options' ->> 'idempotency_key'),
-        detail = format('run %s has recipe %s and input sha256 %s%s; element %s has recipe %s and input sha256 %s',
-                        v_bad.id, v_bad.recipe, v_bad.input_hash,
-                        case when v_bad.first_ord < v_bad.ord and v_bad.first_ord = any (v_created)
-                             then format(' (created by element %s of this call)', v_bad.first_ord) else '' end,
-                        v_bad.ord, v_bad.recipe_now, v_bad.hash_now),
-        hint = 'Use a new idempotency key for a different job, or resubmit the original input.';
-    end if;
+    perform pgflight._submit_runs_refuse_conflict(p_runs, v_ws, v_created);
   end if;
 
   if v_ready then
@@ -11573,6 +11762,7 @@ CREATE TABLE pgflight.settings (
     CONSTRAINT max_input_bytes_is_positive CHECK ((max_input_bytes > 0)),
     CONSTRAINT max_json_depth_is_positive CHECK ((max_json_depth > 0)),
     CONSTRAINT max_runs_per_call_is_positive CHECK ((max_runs_per_call > 0)),
+    CONSTRAINT max_trace_blocks_per_iteration_fits_its_band CHECK ((max_trace_blocks_per_iteration <= 1000)),
     CONSTRAINT partitions_ahead_in_range CHECK (((partitions_ahead_days >= 1) AND (partitions_ahead_days <= 90))),
     CONSTRAINT reclaim_in_claim_is_not_negative CHECK ((reclaim_in_claim >= 0)),
     CONSTRAINT runs_per_stream_partition_in_range CHECK (((runs_per_stream_partition >= 1000) AND (runs_per_stream_partition <= 1000000000))),
@@ -11665,7 +11855,7 @@ COMMENT ON COLUMN pgflight.settings.min_schedule_interval_s IS 'Shortest gap (se
 
 -- Name: COLUMN settings.max_trace_blocks_per_iteration; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON COLUMN pgflight.settings.max_trace_blocks_per_iteration IS 'Cap of trace blocks of one agent run iteration (record_trace, record_model_call).';
+COMMENT ON COLUMN pgflight.settings.max_trace_blocks_per_iteration IS 'Cap of trace blocks of one agent run iteration (record_trace, record_model_call); 1 .. 1000, the seq band of a model response (0 .. 999; tool results from 1000).';
 
 -- Name: COLUMN settings.workers_keep_s; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
@@ -12904,6 +13094,22 @@ REVOKE ALL ON FUNCTION pgflight._fire_schedule(p_schedule_id bigint, p_workspace
 
 REVOKE ALL ON FUNCTION pgflight._firehose_partitions() FROM PUBLIC;
 
+-- Name: FUNCTION _fork_agent_budgets(p_workspace_id bigint, p_run_id bigint, p_step_id bigint, p_max_run_usd numeric, p_max_usd numeric, p_max_wall_s double precision, p_now timestamp with time zone); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._fork_agent_budgets(p_workspace_id bigint, p_run_id bigint, p_step_id bigint, p_max_run_usd numeric, p_max_usd numeric, p_max_wall_s double precision, p_now timestamp with time zone) FROM PUBLIC;
+
+-- Name: FUNCTION _fork_agent_copy_iterations(p_from_agent_run_id bigint, p_at_iteration integer, p_results jsonb, p_agent_run_id bigint, p_step_id bigint, p_run_id bigint, p_workspace_id bigint, p_now timestamp with time zone); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._fork_agent_copy_iterations(p_from_agent_run_id bigint, p_at_iteration integer, p_results jsonb, p_agent_run_id bigint, p_step_id bigint, p_run_id bigint, p_workspace_id bigint, p_now timestamp with time zone) FROM PUBLIC;
+
+-- Name: FUNCTION _fork_agent_patch(p_patch jsonb, p_max_input_bytes bigint); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._fork_agent_patch(p_patch jsonb, p_max_input_bytes bigint) FROM PUBLIC;
+
+-- Name: FUNCTION _fork_agent_require_results(p_agent_run_id bigint, p_iteration integer, p_results jsonb); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._fork_agent_require_results(p_agent_run_id bigint, p_iteration integer, p_results jsonb) FROM PUBLIC;
+
 -- Name: FUNCTION _give_slots_back(p_scopes bigint[], p_stripes smallint[], p_counts integer[]); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
 REVOKE ALL ON FUNCTION pgflight._give_slots_back(p_scopes bigint[], p_stripes smallint[], p_counts integer[]) FROM PUBLIC;
@@ -12973,6 +13179,10 @@ REVOKE ALL ON FUNCTION pgflight._may(p_lane text, p_workspace_id bigint) FROM PU
 GRANT ALL ON FUNCTION pgflight._may(p_lane text, p_workspace_id bigint) TO pgflight_worker;
 GRANT ALL ON FUNCTION pgflight._may(p_lane text, p_workspace_id bigint) TO pgflight_operator;
 GRANT ALL ON FUNCTION pgflight._may(p_lane text, p_workspace_id bigint) TO pgflight_reader;
+
+-- Name: FUNCTION _model_call_options_ok(p_options jsonb); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._model_call_options_ok(p_options jsonb) FROM PUBLIC;
 
 -- Name: FUNCTION _move_budget(p_ids bigint[], p_reserve numeric, p_spend numeric, p_release numeric, p_check boolean, p_now timestamp with time zone, p_what text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
@@ -13140,6 +13350,14 @@ GRANT ALL ON FUNCTION pgflight._row_triggers_off() TO pgflight_owner;
 REVOKE ALL ON FUNCTION pgflight._row_triggers_on(p_before text) FROM PUBLIC;
 GRANT ALL ON FUNCTION pgflight._row_triggers_on(p_before text) TO pgflight_owner;
 
+-- Name: FUNCTION _seq_band_system(); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._seq_band_system() FROM PUBLIC;
+
+-- Name: FUNCTION _seq_band_tool_results(); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._seq_band_tool_results() FROM PUBLIC;
+
 -- Name: FUNCTION _set_paused(p_kind text, p_name text, p_pause boolean, p_note text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
 REVOKE ALL ON FUNCTION pgflight._set_paused(p_kind text, p_name text, p_pause boolean, p_note text) FROM PUBLIC;
@@ -13147,6 +13365,10 @@ REVOKE ALL ON FUNCTION pgflight._set_paused(p_kind text, p_name text, p_pause bo
 -- Name: FUNCTION _set_slot_cap(p_scope bigint, p_cap integer); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
 REVOKE ALL ON FUNCTION pgflight._set_slot_cap(p_scope bigint, p_cap integer) FROM PUBLIC;
+
+-- Name: FUNCTION _settle_model_call(p_run pgflight.agent_runs, p_iteration integer, p_usd numeric, p_reserved boolean, p_want boolean, p_next_est_usd numeric, p_next_ids bigint[], p_now timestamp with time zone); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._settle_model_call(p_run pgflight.agent_runs, p_iteration integer, p_usd numeric, p_reserved boolean, p_want boolean, p_next_est_usd numeric, p_next_ids bigint[], p_now timestamp with time zone) FROM PUBLIC;
 
 -- Name: FUNCTION _settle_tokens(p_run pgflight.agent_runs, p_limit bigint, p_tokens bigint, p_reserved boolean, p_now timestamp with time zone); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
@@ -13167,6 +13389,22 @@ REVOKE ALL ON FUNCTION pgflight._steps_finished(p_step_ids bigint[], p_finals te
 -- Name: FUNCTION _store_tool_results(p_run_id bigint, p_attempt_id bigint, p_results jsonb, p_now timestamp with time zone); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
 REVOKE ALL ON FUNCTION pgflight._store_tool_results(p_run_id bigint, p_attempt_id bigint, p_results jsonb, p_now timestamp with time zone) FROM PUBLIC;
+
+-- Name: FUNCTION _submit_runs_refuse_conflict(p_runs jsonb, p_workspace_id bigint, p_created integer[]); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._submit_runs_refuse_conflict(p_runs jsonb, p_workspace_id bigint, p_created integer[]) FROM PUBLIC;
+
+-- Name: FUNCTION _submit_runs_refuse_element(p_element jsonb, p_max_input_bytes bigint); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._submit_runs_refuse_element(p_element jsonb, p_max_input_bytes bigint) FROM PUBLIC;
+
+-- Name: FUNCTION _submit_runs_require_depth(p_runs jsonb, p_max_depth integer); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._submit_runs_require_depth(p_runs jsonb, p_max_depth integer) FROM PUBLIC;
+
+-- Name: FUNCTION _submit_runs_workspace(p_workspace text, OUT id bigint, OUT max_run_usd numeric); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._submit_runs_workspace(p_workspace text, OUT id bigint, OUT max_run_usd numeric) FROM PUBLIC;
 
 -- Name: FUNCTION _sweep_loop_lease(p_take boolean); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
@@ -13196,6 +13434,10 @@ REVOKE ALL ON FUNCTION pgflight._unknown_attempt(p_attempt_id bigint) FROM PUBLI
 -- Name: FUNCTION _unknown_workspace(p_workspace text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
 REVOKE ALL ON FUNCTION pgflight._unknown_workspace(p_workspace text) FROM PUBLIC;
+
+-- Name: FUNCTION _usage_counts_ok(p_usage jsonb); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._usage_counts_ok(p_usage jsonb) FROM PUBLIC;
 
 -- Name: FUNCTION _usage_extras(p_usage jsonb, OUT cw_1h bigint, OUT searches bigint); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 

@@ -285,6 +285,17 @@ def test_an_agent_iteration_holds_at_most_the_trace_block_cap(
     assert counts == {1: 5, 2: 1}
 
 
+def test_the_trace_block_cap_stays_within_a_responses_seq_band(su: Conn) -> None:
+    """A model response sits at seq 0 .. n-1 and its tool results from 1000: the cap is at most 1000."""
+    su.execute("update pgflight.settings set max_trace_blocks_per_iteration = 999")
+    with pytest.raises(psycopg.errors.CheckViolation) as e, su.transaction():
+        su.execute("update pgflight.settings set max_trace_blocks_per_iteration = 1001")
+    assert e.value.diag.constraint_name == "max_trace_blocks_per_iteration_fits_its_band"
+    row = su.execute("select max_trace_blocks_per_iteration from pgflight.settings").fetchone()
+    assert row is not None and row[0] == 999
+    su.execute("update pgflight.settings set max_trace_blocks_per_iteration = 1000")
+
+
 def test_stopped_workers_are_purged_after_the_retention_period_and_live_ones_are_kept(
     su: Conn, as_login: Callable[[str], Conn]
 ) -> None:

@@ -101,7 +101,7 @@ begin
   ), up as (
     insert into pgflight.traces as t (agent_run_id, iteration, seq, role, block_type, tool_use_id, tool_name,
                                       content, status, tokens, attempt_id, created_at, updated_at)
-    select v_run.id, j.iteration, 1000 + j.seq, 'user', 'tool_result', j.tid, j.tool_name, j.result, 'completed',
+    select v_run.id, j.iteration, pgflight._seq_band_tool_results() + j.seq, 'user', 'tool_result', j.tid, j.tool_name, j.result, 'completed',
            ceil(length(j.result::text) / 4.0)::integer, p_attempt_id, v_now, v_now
       from j where j.seq is not null
     on conflict on constraint block_is_unique do update

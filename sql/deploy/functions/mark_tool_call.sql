@@ -4,7 +4,7 @@
 begin;
 set local role pgflight_owner;
 
--- Mark a tool call in flight, before the tool runs: the tool_result row (seq 1000 + the tool_use's
+-- Mark a tool call in flight, before the tool runs: the tool_result row (seq _seq_band_tool_results() + the tool_use's
 -- seq) is written with status in_flight. The first mark counts against the agent's max_tool_calls
 -- (ZF007 when the call would pass it). Marking a call that was interrupted (a retry decided by the
 -- client after verify) puts it back in flight without counting it again; marking a completed call
@@ -60,7 +60,7 @@ begin
   v_args := coalesce(v_use.content -> 'input', '{}');
   v_run_args := v_args;
   select t.* into v_res from pgflight.traces t
-   where t.agent_run_id = v_run.id and t.iteration = v_use.iteration and t.seq = 1000 + v_use.seq;
+   where t.agent_run_id = v_run.id and t.iteration = v_use.iteration and t.seq = pgflight._seq_band_tool_results() + v_use.seq;
   if v_res.id is null then
     -- a new call: the workspace's policy for this tool, else its '*' policy, when its conditions hold
     select a.workspace_id into v_ws from pgflight.step_attempts a where a.id = p_attempt_id;
@@ -115,7 +115,7 @@ begin
                 else '{"is_error": true}'::jsonb end;
       insert into pgflight.traces (agent_run_id, iteration, seq, role, block_type, tool_use_id, tool_name, content,
                                    status, attempt_id, created_at, updated_at)
-      values (v_run.id, v_use.iteration, 1000 + v_use.seq, 'user', 'tool_result', p_tool_use_id, v_use.tool_name,
+      values (v_run.id, v_use.iteration, pgflight._seq_band_tool_results() + v_use.seq, 'user', 'tool_result', p_tool_use_id, v_use.tool_name,
               v_block, 'completed', p_attempt_id, v_now, v_now)
       returning id into v_id;
       return query select v_id, 'completed'::text, v_block, v_verdict, null::jsonb;
@@ -132,7 +132,7 @@ begin
   end if;
   insert into pgflight.traces (agent_run_id, iteration, seq, role, block_type, tool_use_id, tool_name, content,
                                status, attempt_id, created_at, updated_at)
-  values (v_run.id, v_use.iteration, 1000 + v_use.seq, 'user', 'tool_result', p_tool_use_id, v_use.tool_name,
+  values (v_run.id, v_use.iteration, pgflight._seq_band_tool_results() + v_use.seq, 'user', 'tool_result', p_tool_use_id, v_use.tool_name,
           null, 'in_flight', p_attempt_id, v_now, v_now)
   on conflict on constraint block_is_unique do nothing
   returning id into v_id;
@@ -149,10 +149,10 @@ begin
     return;
   end if;
   select t.* into v_res from pgflight.traces t
-   where t.agent_run_id = v_run.id and t.iteration = v_use.iteration and t.seq = 1000 + v_use.seq;
+   where t.agent_run_id = v_run.id and t.iteration = v_use.iteration and t.seq = pgflight._seq_band_tool_results() + v_use.seq;
   if v_res.status = 'interrupted' then
     update pgflight.traces t set status = 'in_flight', attempt_id = p_attempt_id, updated_at = v_now
-     where t.agent_run_id = v_run.id and t.iteration = v_use.iteration and t.seq = 1000 + v_use.seq;
+     where t.agent_run_id = v_run.id and t.iteration = v_use.iteration and t.seq = pgflight._seq_band_tool_results() + v_use.seq;
   end if;
   return query select v_res.id, v_res.status, v_res.content, v_verdict,
                       case when v_res.status = 'completed' then null else v_run_args end;

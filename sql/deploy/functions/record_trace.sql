@@ -5,7 +5,8 @@ set local role pgflight_owner;
 -- Store one trace block that is not a model response: a transient API error met while making
 -- iteration p_iteration's call (block_type api_error, role system), or any other block a client
 -- wants on the record. A repeated write with the same seq is a no-op (created = false).
--- options: seq (default: the next free seq >= 2000 in the iteration), tool_use_id, tool_name,
+-- options: seq (default: the next free seq in the system band, >= _seq_band_system(), 2000, in the
+-- iteration), tool_use_id, tool_name,
 -- status (default completed), tokens.
 -- A new block is refused once the iteration holds settings.max_trace_blocks_per_iteration blocks
 -- (ZF005 naming it; a repeated seq is still a no-op): one worker cannot grow an agent run's trace
@@ -37,8 +38,9 @@ begin
   v_run := pgflight._agent_fence(p_attempt_id, p_token, p_agent_run_id, 'record_trace');
   v_seq := pgflight._opt_num(p_options, 'seq', null)::integer;
   if v_seq is null then
-    select greatest(coalesce(max(t.seq) + 1, 2000), 2000) into v_seq from pgflight.traces t
-     where t.agent_run_id = v_run.id and t.iteration = p_iteration and t.seq >= 2000;
+    select greatest(coalesce(max(t.seq) + 1, pgflight._seq_band_system()), pgflight._seq_band_system())
+      into v_seq from pgflight.traces t
+     where t.agent_run_id = v_run.id and t.iteration = p_iteration and t.seq >= pgflight._seq_band_system();
   end if;
   -- the iteration's blocks, at most the cap of them (a block already at this seq: a no-op below)
   select s.max_trace_blocks_per_iteration into v_cap from pgflight.settings s;

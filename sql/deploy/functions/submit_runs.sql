@@ -4,7 +4,146 @@
 begin;
 set local role pgflight_owner;
 
--- Bulk submit (issue 18): what N calls of submit_run do, in one call and a few set-based
+-- submit_runs reads in sections; the four below have a name of their own. None is granted to a
+-- lane: they run as the owner, inside submit_runs.
+
+-- The workspace of a submit_runs call and its lane, checked once for the whole call: its id and
+-- max_run_usd. The row is locked FOR KEY SHARE, the lock each run's foreign key check takes
+-- (submit_runs writes with those checks off for a large call). One answer (ZF003) for a name
+-- unknown and one the login sees nothing of; ZF012 only where the login reads and is no operator.
+-- The common case costs the one _may probe.
+create or replace function pgflight._submit_runs_workspace(p_workspace text, out id bigint, out max_run_usd numeric)
+language plpgsql volatile
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+  select w.id, w.max_run_usd into id, max_run_usd from pgflight.workspaces w where w.name = p_workspace
+     for key share;
+  if not found or not pgflight._may('operator', id) then
+    if not found or not pgflight._may('reader', id) then
+      perform pgflight._unknown_workspace(p_workspace);
+    end if;
+    perform pgflight._require_lane('operator', id, 'submit_runs');
+  end if;
+end
+$$;
+comment on function pgflight._submit_runs_workspace(text) is
+  'Internal (submit_runs): the workspace by name, FOR KEY SHARE, with its max_run_usd; ZF003 unknown or '
+  'unseen, ZF012 no operator lane.';
+
+-- The depth cap of a submit_runs call's inputs: one pass over the whole call (an input sits two
+-- levels down, [{"input": ...}]); the element is looked for only to name it in the ZF005. A deep
+-- element or options object that is not an input is left to the element checks (22023).
+create or replace function pgflight._submit_runs_require_depth(p_runs jsonb, p_max_depth integer)
+returns void
+language plpgsql stable
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+  v_idx integer;
+begin
+  if pgflight._json_too_deep(p_runs, p_max_depth + 2) then
+    select e.ord into v_idx
+      from jsonb_array_elements(p_runs) with ordinality as e(value, ord)
+     where jsonb_typeof(e.value) = 'object'
+       and pgflight._json_too_deep(e.value -> 'input', p_max_depth)
+     order by e.ord limit 1;
+    if v_idx is not null then
+      perform pgflight._require_json_depth(p_runs -> (v_idx - 1) -> 'input', format('input of run %s', v_idx));
+    end if;
+  end if;
+end
+$$;
+comment on function pgflight._submit_runs_require_depth(jsonb, integer) is
+  'Internal (submit_runs): ZF005 naming the first run whose input nests deeper than p_max_depth.';
+
+-- What is wrong with a malformed element of submit_runs (found by submit_runs' one pass over the
+-- call), raised: the checks in the order of that pass: its shape, recipe, recipe length, keys,
+-- options, idempotency key, input size. submit_runs puts "submit_runs element N: " before the
+-- message. Always raises (22023, or ZF005 for the input size).
+create or replace function pgflight._submit_runs_refuse_element(p_element jsonb, p_max_input_bytes bigint)
+returns void
+language plpgsql stable
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+  if jsonb_typeof(p_element) <> 'object' then
+    raise exception using errcode = '22023', message = 'a run must be a JSON object',
+      detail = format('got %s', left(p_element::text, 200)),
+      hint = 'Each element is {"recipe": ..., "input": ..., "options": {...}}.';
+  elsif jsonb_typeof(p_element -> 'recipe') is distinct from 'string' or btrim(p_element ->> 'recipe') = '' then
+    raise exception using errcode = '22023', message = 'recipe is required',
+      detail = format('got %s', left(coalesce((p_element -> 'recipe')::text, 'no recipe'), 200)),
+      hint = 'Pass the name a worker registered with @recipe(...), as a JSON string.';
+  elsif length(p_element ->> 'recipe') > 256 then
+    raise exception using errcode = '22023', message = 'recipe name is longer than 256 characters',
+      detail = format('got %s characters', length(p_element ->> 'recipe')), hint = 'Use a short recipe name.';
+  elsif p_element - '{recipe,input,options}'::text[] <> '{}' then
+    raise exception using errcode = '22023',
+      message = format('unknown key %s in a run', (select k from jsonb_object_keys(p_element - 'recipe' - 'input' - 'options') k
+                                                      order by k limit 1)),
+      detail = 'known keys: input, options, recipe', hint = 'Check the spelling; options go inside "options".';
+  elsif jsonb_typeof(p_element -> 'options') not in ('object', 'null') then
+    raise exception using errcode = '22023', message = 'options of submit_run must be a JSON object',
+      detail = format('got a JSON %s', jsonb_typeof(p_element -> 'options')),
+      hint = 'See docs/options.md for the keys each function takes.';
+  elsif jsonb_typeof(p_element -> 'options' -> 'idempotency_key') not in ('string', 'null')
+        or length(p_element -> 'options' ->> 'idempotency_key') not between 1 and 512 then
+    perform pgflight._bad_option('submit_run', 'idempotency_key', p_element -> 'options' -> 'idempotency_key',
+                                 'a JSON string of 1 to 512 characters');
+  else
+    perform pgflight._require_cap('max_input_bytes', p_max_input_bytes,
+                                  octet_length(coalesce(p_element -> 'input', '{}')::text), 'input (bytes)');
+  end if;
+end
+$$;
+comment on function pgflight._submit_runs_refuse_element(jsonb, bigint) is
+  'Internal (submit_runs): raises what is wrong with a malformed element (22023 naming it, ZF005 input size).';
+
+-- The idempotency conflict of a submit_runs call, raised (ZF004): the first element that created
+-- nothing (p_created: the elements that did) whose key names a run of another recipe or input: a
+-- key seen before (in the database, or earlier in this call), or one that another transaction
+-- created first (ON CONFLICT waited for it to commit). Returns when there is none.
+create or replace function pgflight._submit_runs_refuse_conflict(p_runs jsonb, p_workspace_id bigint, p_created integer[])
+returns void
+language plpgsql stable
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+  v_bad record;
+begin
+  select e.ord::integer as ord, r.id, r.recipe, r.input_hash,
+         e.value ->> 'recipe' as recipe_now,
+         encode(sha256(convert_to(coalesce(e.value -> 'input', '{}')::text, 'UTF8')), 'hex') as hash_now,
+         (select min(f.ord) from jsonb_array_elements(p_runs) with ordinality as f(value, ord)
+           where f.value -> 'options' ->> 'idempotency_key' = r.idempotency_key)::integer as first_ord
+    into v_bad
+    from jsonb_array_elements(p_runs) with ordinality as e(value, ord)
+    join pgflight.runs r on r.workspace_id = p_workspace_id
+                        and r.idempotency_key = e.value -> 'options' ->> 'idempotency_key'
+   where not exists (select from unnest(p_created) c(i) where c.i = e.ord)
+     and (r.recipe <> e.value ->> 'recipe'
+          or r.input_hash <> encode(sha256(convert_to(coalesce(e.value -> 'input', '{}')::text, 'UTF8')), 'hex'))
+   order by e.ord
+   limit 1;
+  if found then
+    raise exception using errcode = 'ZF004',
+      message = format('submit_runs element %s: idempotency key %L was already used with a different input',
+                       v_bad.ord, (p_runs -> (v_bad.ord - 1)) -> 'options' ->> 'idempotency_key'),
+      detail = format('run %s has recipe %s and input sha256 %s%s; element %s has recipe %s and input sha256 %s',
+                      v_bad.id, v_bad.recipe, v_bad.input_hash,
+                      case when v_bad.first_ord < v_bad.ord and v_bad.first_ord = any (p_created)
+                           then format(' (created by element %s of this call)', v_bad.first_ord) else '' end,
+                      v_bad.ord, v_bad.recipe_now, v_bad.hash_now),
+      hint = 'Use a new idempotency key for a different job, or resubmit the original input.';
+  end if;
+end
+$$;
+comment on function pgflight._submit_runs_refuse_conflict(jsonb, bigint, integer[]) is
+  'Internal (submit_runs): ZF004 for the first element whose idempotency key names a run of another '
+  'recipe or input; nothing otherwise.';
+
+-- Bulk submit: what N calls of submit_run do, in one call and a few set-based
 -- statements (the runs, their root steps and first attempts are each one INSERT; each run's queued
 -- event is its attempt's queue_event_id, no events row).
 -- p_runs is a JSON array of {"recipe": text, "input": json (default {}), "options": {...}}; each
@@ -20,11 +159,17 @@ set local role pgflight_owner;
 -- deadlock; the one that waits gets the other's runs. Options are validated once per distinct
 -- options object (the idempotency key set apart), not once per element.
 -- The workspace lane is checked once; one NOTIFY per call when a run is claimable now.
--- Issue 18 (enqueue): the common bulk shape, every element with the same options and no key,
+-- The common bulk shape, every element with the same options and no key,
 -- is read in one pass with no sort (the window functions that group elements by options and keys
 -- run only when an element has its own options or a key), each option is read once per options
 -- object rather than once per row, and the rows come back in element order without a sort.
 -- Returns one row per element, in order: (idx, run_id, step_id, attempt_id, created).
+-- Sections: the workspace and its lane (_submit_runs_workspace); the shared options and the depth
+-- cap (_submit_runs_require_depth); the elements, checked in one pass (_submit_runs_refuse_element
+-- says what is wrong with the first bad one); the options groups, each checked once; each group's
+-- options read once; the ids drawn per element; the writes (one statement for the common shape,
+-- keyed runs through ON CONFLICT otherwise); idempotency conflicts (_submit_runs_refuse_conflict);
+-- the wake-up and the rows returned.
 -- Errors: 22023 bad argument, ZF003 unknown workspace, ZF004 idempotency conflict, ZF005 more
 -- elements than settings.max_runs_per_call, an input over settings.max_input_bytes or nested
 -- deeper than settings.max_json_depth, ZF012 no operator lane on the workspace.
@@ -40,7 +185,6 @@ declare
   v_ws_max_usd numeric;
   v_settings pgflight.settings;
   v_shared jsonb;
-  v_bad record;
   v_idx integer;              -- the element being checked, named by the error
   v_opts record;
   v_norm jsonb[] := '{}';     -- each distinct options object of the call (the key set apart), normalised
@@ -89,37 +233,14 @@ begin
   select * into v_settings from pgflight.settings;
   perform pgflight._require_cap('max_runs_per_call', v_settings.max_runs_per_call, jsonb_array_length(p_runs),
                                 'runs in one submit_runs call');
-  -- FOR KEY SHARE: the lock each run's foreign key check takes, once (see the writes below)
-  select w.id, w.max_run_usd into v_ws, v_ws_max_usd from pgflight.workspaces w where w.name = p_workspace
-     for key share;
-  -- one answer (ZF003) for a name unknown and one the login sees nothing of; ZF012 only where it
-  -- reads and is no operator. The common case costs the one _may probe it always did.
-  if not found or not pgflight._may('operator', v_ws) then
-    if not found or not pgflight._may('reader', v_ws) then
-      perform pgflight._unknown_workspace(p_workspace);
-    end if;
-    perform pgflight._require_lane('operator', v_ws, 'submit_runs');
-  end if;  -- once for the whole call
+  select w.id, w.max_run_usd into v_ws, v_ws_max_usd from pgflight._submit_runs_workspace(p_workspace) w;
   v_shared := pgflight._check_options('submit_run', p_options);
   if v_shared ? 'idempotency_key' then
     raise exception using errcode = '22023', message = 'option idempotency_key of submit_runs is per run',
       detail = 'p_options holds the options every element shares; one key would name every run',
       hint = 'Put each run''s idempotency_key in its element''s options.';
   end if;
-  -- inputs nested deeper than the cap: one pass over the whole call (an input sits two levels
-  -- down, [{"input": ...}]); the element is looked for only to name it. A deep element or options
-  -- object that is not an input is refused by the checks below (22023).
-  if pgflight._json_too_deep(p_runs, v_settings.max_json_depth + 2) then
-    select e.ord into v_idx
-      from jsonb_array_elements(p_runs) with ordinality as e(value, ord)
-     where jsonb_typeof(e.value) = 'object'
-       and pgflight._json_too_deep(e.value -> 'input', v_settings.max_json_depth)
-     order by e.ord limit 1;
-    if v_idx is not null then
-      perform pgflight._require_json_depth(p_runs -> (v_idx - 1) -> 'input', format('input of run %s', v_idx));
-    end if;
-    v_idx := null;
-  end if;
+  perform pgflight._submit_runs_require_depth(p_runs, v_settings.max_json_depth);
   if jsonb_array_length(p_runs) = 0 then
     return;
   end if;
@@ -139,49 +260,7 @@ begin
       into v_idx, v_any_key
       from jsonb_array_elements(p_runs) with ordinality as e(value, ord);
     if v_idx is not null then
-      -- what is wrong with it, in the order of the checks above
-      select e.value,
-             case
-               when jsonb_typeof(e.value) <> 'object' then 'shape'
-               when jsonb_typeof(e.value -> 'recipe') is distinct from 'string' or btrim(e.value ->> 'recipe') = ''
-                 then 'recipe'
-               when length(e.value ->> 'recipe') > 256 then 'recipe_long'
-               when e.value - '{recipe,input,options}'::text[] <> '{}' then 'keys'
-               when jsonb_typeof(e.value -> 'options') not in ('object', 'null') then 'options'
-               when jsonb_typeof(e.value -> 'options' -> 'idempotency_key') not in ('string', 'null')
-                    or length(e.value -> 'options' ->> 'idempotency_key') not between 1 and 512 then 'key'
-               else 'size'
-             end as problem
-        into v_bad
-        from (select p_runs -> (v_idx - 1) as value) e;
-      case v_bad.problem
-        when 'shape' then
-          raise exception using errcode = '22023', message = 'a run must be a JSON object',
-            detail = format('got %s', left(v_bad.value::text, 200)),
-            hint = 'Each element is {"recipe": ..., "input": ..., "options": {...}}.';
-        when 'recipe' then
-          raise exception using errcode = '22023', message = 'recipe is required',
-            detail = format('got %s', left(coalesce((v_bad.value -> 'recipe')::text, 'no recipe'), 200)),
-            hint = 'Pass the name a worker registered with @recipe(...), as a JSON string.';
-        when 'recipe_long' then
-          raise exception using errcode = '22023', message = 'recipe name is longer than 256 characters',
-            detail = format('got %s characters', length(v_bad.value ->> 'recipe')), hint = 'Use a short recipe name.';
-        when 'keys' then
-          raise exception using errcode = '22023',
-            message = format('unknown key %s in a run', (select k from jsonb_object_keys(v_bad.value - 'recipe' - 'input' - 'options') k
-                                                            order by k limit 1)),
-            detail = 'known keys: input, options, recipe', hint = 'Check the spelling; options go inside "options".';
-        when 'options' then
-          raise exception using errcode = '22023', message = 'options of submit_run must be a JSON object',
-            detail = format('got a JSON %s', jsonb_typeof(v_bad.value -> 'options')),
-            hint = 'See docs/options.md for the keys each function takes.';
-        when 'key' then
-          perform pgflight._bad_option('submit_run', 'idempotency_key', v_bad.value -> 'options' -> 'idempotency_key',
-                                       'a JSON string of 1 to 512 characters');
-        else
-          perform pgflight._require_cap('max_input_bytes', v_settings.max_input_bytes,
-                                        octet_length(coalesce(v_bad.value -> 'input', '{}')::text), 'input (bytes)');
-      end case;
+      perform pgflight._submit_runs_refuse_element(p_runs -> (v_idx - 1), v_settings.max_input_bytes);
     end if;
 
     -- each distinct options object once (a bulk submit mostly repeats one), checked in element
@@ -197,7 +276,7 @@ begin
       v_idx := v_opts.ord;
       v_norm[v_opts.g] := pgflight._check_options('submit_run', v_opts.raw);
       v_start[v_opts.g] := v_now;
-      -- the flow options (issue 15) read by the same helpers as submit_run
+      -- the flow options read by the same helpers as submit_run
       if v_norm[v_opts.g] ?| array['delay_s', 'not_before', 'concurrency_key', 'concurrency_limit'] then
         v_start[v_opts.g] := pgflight._start_at(v_norm[v_opts.g], v_now);
         perform pgflight._concurrency_option(v_norm[v_opts.g]);
@@ -270,7 +349,7 @@ begin
              order by p.i) p;
   end if;
 
-  -- Issue 18 (enqueue): the foreign keys of the rows written below hold by construction: each
+  -- The foreign keys of the rows written below hold by construction: each
   -- run names the workspace locked FOR KEY SHARE above (what the runs_workspace_id_fkey check
   -- takes), each root step a run and each attempt a step inserted here, in this transaction, that
   -- no other session can see or delete before it commits. Their checks are per-row triggers, one
@@ -309,8 +388,8 @@ begin
            v_ckey[1], v_climit[1], nextval('pgflight.events_id_seq')
       from unnest(v_run_ids, v_step_ids, v_attempt_ids, v_recipe) as u(run_id, step_id, attempt_id, recipe);
   else
-    -- runs in key order (see above); a key another transaction holds makes this wait for it. Issue
-    -- 18: keyless runs are a plain INSERT (nothing can conflict: no speculative insertion), the
+    -- runs in key order (see above); a key another transaction holds makes this wait for it.
+    -- Keyless runs are a plain INSERT (nothing can conflict: no speculative insertion), the
     -- keyed ones go through ON CONFLICT against the partial index (tables/runs_idempotency_partial).
     with src as (
       select u.run_id as id, v_ws as workspace_id, u.recipe, u.key as idempotency_key, u.hash as input_hash,
@@ -363,7 +442,7 @@ begin
              v_lease[u.g], v_maxrt[u.g], v_now, v_ckey[u.g], v_climit[u.g]
         from unnest(v_run_ids, v_step_ids, v_recipe, v_input, v_g) as u(run_id, step_id, recipe, input, g)
     )
-    -- each run's queued event is its attempt's queue_event_id, shown by run_events (issue 18: no
+    -- each run's queued event is its attempt's queue_event_id, shown by run_events (no
     -- events row), drawn in the runs' order (the order unnest reads them)
     insert into pgflight.step_attempts (id, step_id, run_id, attempt_no, recipe, priority, status, available_after,
                                         created_at, workspace_id, concurrency_key, concurrency_limit, queue_event_id)
@@ -383,32 +462,7 @@ begin
   end if;
 
   if coalesce(cardinality(v_created), 0) < jsonb_array_length(p_runs) then
-    -- every element that created nothing: a key seen before (in the database, or earlier in this
-    -- call), or one that another transaction created first (ON CONFLICT waited for it to commit)
-    select e.ord::integer as ord, r.id, r.recipe, r.input_hash,
-           e.value ->> 'recipe' as recipe_now,
-           encode(sha256(convert_to(coalesce(e.value -> 'input', '{}')::text, 'UTF8')), 'hex') as hash_now,
-           (select min(f.ord) from jsonb_array_elements(p_runs) with ordinality as f(value, ord)
-             where f.value -> 'options' ->> 'idempotency_key' = r.idempotency_key)::integer as first_ord
-      into v_bad
-      from jsonb_array_elements(p_runs) with ordinality as e(value, ord)
-      join pgflight.runs r on r.workspace_id = v_ws and r.idempotency_key = e.value -> 'options' ->> 'idempotency_key'
-     where not exists (select from unnest(v_created) c(i) where c.i = e.ord)
-       and (r.recipe <> e.value ->> 'recipe'
-            or r.input_hash <> encode(sha256(convert_to(coalesce(e.value -> 'input', '{}')::text, 'UTF8')), 'hex'))
-     order by e.ord
-     limit 1;
-    if found then
-      raise exception using errcode = 'ZF004',
-        message = format('submit_runs element %s: idempotency key %L was already used with a different input',
-                         v_bad.ord, (p_runs -> (v_bad.ord - 1)) -> 'options' ->> 'idempotency_key'),
-        detail = format('run %s has recipe %s and input sha256 %s%s; element %s has recipe %s and input sha256 %s',
-                        v_bad.id, v_bad.recipe, v_bad.input_hash,
-                        case when v_bad.first_ord < v_bad.ord and v_bad.first_ord = any (v_created)
-                             then format(' (created by element %s of this call)', v_bad.first_ord) else '' end,
-                        v_bad.ord, v_bad.recipe_now, v_bad.hash_now),
-        hint = 'Use a new idempotency key for a different job, or resubmit the original input.';
-    end if;
+    perform pgflight._submit_runs_refuse_conflict(p_runs, v_ws, v_created);
   end if;
 
   if v_ready then

@@ -1,9 +1,32 @@
 -- Deploy pgflight:internals/_agent_internals
--- Defines: _agent_fence(), _price_of(), _usage_extras(), _price_usd(), _store_tool_results().
--- Agent internals: the fence every agent write passes, model pricing, storing tool results.
+-- Defines: _seq_band_tool_results(), _seq_band_system(), _agent_fence(), _price_of(), _usage_extras(),
+-- _price_usd(), _store_tool_results().
+-- Agent internals: the transcript's seq bands, the fence every agent write passes, model pricing,
+-- storing tool results.
 -- None is granted to any role.
 begin;
 set local role pgflight_owner;
+
+-- The transcript's seq bands, named once (python_worker/pgflight/transcript.py names them for the
+-- client; docs/agents.md, "The transcript's numbering"): within an iteration, seq 0 .. k are the
+-- model's response blocks (role assistant; iteration 0 holds the task), 1000 + j is the
+-- tool_result answering the tool_use at seq j (role user), 2000 and on are blocks of the system
+-- (an api_error record_trace writes). A response stays in its band while it holds at most 1000
+-- blocks (settings.max_trace_blocks_per_iteration, 1000 by default). Immutable SQL with no SET clause:
+-- the planner inlines each as its constant, so a query reads the same as with the literal.
+create or replace function pgflight._seq_band_tool_results()
+returns integer
+language sql immutable
+as $$ select 1000 $$;
+comment on function pgflight._seq_band_tool_results() is
+  'Internal: the first seq of the transcript''s tool results (a tool_use at seq j has its result at this + j).';
+
+create or replace function pgflight._seq_band_system()
+returns integer
+language sql immutable
+as $$ select 2000 $$;
+comment on function pgflight._seq_band_system() is
+  'Internal: the first seq of the transcript''s system blocks (record_trace''s default: the next free seq from here).';
 
 -- The fence of every agent write: the attempt must be claimed or running with this token (else
 -- ZF001 / ZF002 / ZF003 from _reject_write) and the agent run must belong to its step (else ZF003).
@@ -122,8 +145,8 @@ comment on function pgflight._price_usd(text, jsonb) is
   'Internal: USD of a call from its usage and pgflight.model_prices (longest prefix). 22023 unknown model.';
 
 -- Store tool_result blocks (a JSON array; each names its call by tool_use_id) as the results of
--- their tool calls in agent run p_run_id, set-based: the row of each call (seq 1000 + the
--- tool_use's seq) is written or, when in flight or interrupted, completed; a call already
+-- their tool calls in agent run p_run_id, set-based: the row of each call (seq
+-- _seq_band_tool_results() + the tool_use's seq) is written or, when in flight or interrupted, completed; a call already
 -- completed keeps its first result (as does the first of two results for one call in the array).
 -- Returns the tool_use ids stored now. Errors: 22023 not an array of tool_result blocks with a
 -- tool_use_id, ZF003 a tool_use_id with no tool_use in the transcript (nothing stored).
@@ -160,7 +183,7 @@ begin
   ), up as (
     insert into pgflight.traces as t (agent_run_id, iteration, seq, role, block_type, tool_use_id, tool_name,
                                       content, status, tokens, attempt_id, created_at, updated_at)
-    select p_run_id, j.iteration, 1000 + j.seq, 'user', 'tool_result', j.tid, j.tool_name, j.result, 'completed',
+    select p_run_id, j.iteration, pgflight._seq_band_tool_results() + j.seq, 'user', 'tool_result', j.tid, j.tool_name, j.result, 'completed',
            ceil(length(j.result::text) / 4.0)::integer, p_attempt_id, p_now, p_now
       from j where j.seq is not null
     on conflict on constraint block_is_unique do update

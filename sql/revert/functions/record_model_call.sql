@@ -1,6 +1,9 @@
 -- Revert pgflight:functions/record_model_call: restores the previous definition, deploy/functions/record_model_call@v0.9.0.sql (written by scripts/gen_sql_scripts.py)
 begin;
 set local role pgflight_owner;
+drop function pgflight._settle_model_call(pgflight.agent_runs, integer, numeric, boolean, boolean, numeric, bigint[], timestamptz);
+drop function pgflight._usage_counts_ok(jsonb);
+drop function pgflight._model_call_options_ok(jsonb);
 
 -- Make one model call durable, in one transaction: store each response block as a trace row
 -- (iteration p_iteration, seq 0..n-1), store the usage and its USD cost (from model_prices) in

@@ -3,6 +3,10 @@
 --           internals/_events tables/step_attempts_flow functions/submit_run roles/owner_sets_replication_role internals/_row_triggers
 begin;
 set local role pgflight_owner;
+drop function pgflight._submit_runs_refuse_conflict(jsonb, bigint, integer[]);
+drop function pgflight._submit_runs_refuse_element(jsonb, bigint);
+drop function pgflight._submit_runs_require_depth(jsonb, integer);
+drop function pgflight._submit_runs_workspace(text);
 
 -- Bulk submit (issue 18): what N calls of submit_run do, in one call and a few set-based
 -- statements (the runs, their root steps and first attempts are each one INSERT; each run's queued

@@ -6,6 +6,8 @@ begin;
 set local role pgflight_owner;
 drop function pgflight._usage_extras(jsonb);
 drop function pgflight._price_of(pgflight.model_prices, bigint, bigint, bigint, bigint, bigint, bigint);
+drop function pgflight._seq_band_system();
+drop function pgflight._seq_band_tool_results();
 
 -- The fence of every agent write: the attempt must be claimed or running with this token (else
 -- ZF001 / ZF002 / ZF003 from _reject_write) and the agent run must belong to its step (else ZF003).

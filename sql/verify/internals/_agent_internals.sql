@@ -5,6 +5,28 @@ declare
   v_config text[];
 begin
   select p.proconfig into v_config
+    from pg_catalog.pg_proc p where p.oid = 'pgflight._seq_band_tool_results()'::regprocedure;
+  if v_config is distinct from null::text[] then
+    raise exception 'pgflight._seq_band_tool_results() has settings %, expected %', v_config, null::text[];
+  end if;
+end
+$verify$;
+do $verify$
+declare
+  v_config text[];
+begin
+  select p.proconfig into v_config
+    from pg_catalog.pg_proc p where p.oid = 'pgflight._seq_band_system()'::regprocedure;
+  if v_config is distinct from null::text[] then
+    raise exception 'pgflight._seq_band_system() has settings %, expected %', v_config, null::text[];
+  end if;
+end
+$verify$;
+do $verify$
+declare
+  v_config text[];
+begin
+  select p.proconfig into v_config
     from pg_catalog.pg_proc p where p.oid = 'pgflight._agent_fence(bigint, bigint, bigint, text)'::regprocedure;
   if v_config is distinct from array['search_path=pg_catalog, pg_temp', 'enable_seqscan=off', 'jit=off']::text[] then
     raise exception 'pgflight._agent_fence(bigint, bigint, bigint, text) has settings %, expected %', v_config, array['search_path=pg_catalog, pg_temp', 'enable_seqscan=off', 'jit=off']::text[];
