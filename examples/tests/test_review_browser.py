@@ -2,7 +2,7 @@
 The HTML report in a real browser: headless Chromium (the system's /usr/bin/chromium, driven by
 playwright; no browser download) at desktop and phone widths. The filters work without a server,
 the summary comes first, nothing overflows a phone's width, and the contents' links land on their
-anchors. A screenshot of each width goes to docs/ for the README.
+anchors. A screenshot of each width goes to docs/ for docs/quickstart.md.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """
-Worker-side settings read from the environment (documented in the README's "Writing recipes and
-agents" section); the engine's own settings are the row in ``pgflight.settings``.
+Worker-side settings read from the environment (documented in docs/recipes.md, "Writing recipes
+and agents"); the engine's own settings are the row in ``pgflight.settings``.
 """
 
 from __future__ import annotations

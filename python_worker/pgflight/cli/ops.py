@@ -704,7 +704,7 @@ def _events_table(rows: list[models.Event]) -> Listing:
         "change",
         "reason",
         "detail",
-        # a state change is whole like an id (the README promises whole states): only the free
+        # a state change is whole like an id (docs/quickstart.md promises whole states): only the free
         # text after it is cut
         flexible=("reason", "detail"),
         right=("id", "step"),
