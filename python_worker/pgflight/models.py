@@ -78,6 +78,20 @@ class ClaimedStep(Row):
 CLAIM_COLUMNS = tuple(name for name in ClaimedStep.model_fields if name != "input_error")
 
 
+def decode_json(text: str) -> tuple[Any, RecursionError | ValueError | None]:
+    """
+    Decode JSON text from the database without raising for the text itself; the one decoder of
+    the worker's step inputs (:func:`decode_input`) and the inspector's pages.
+
+    :return: (the value, None), or (None, the error): a RecursionError for JSON nested deeper than
+        Python's decoder recurses, a ValueError for text that is not JSON.
+    """
+    try:
+        return json.loads(text), None
+    except (RecursionError, ValueError) as e:
+        return None, e
+
+
 def decode_input(text: str | None) -> tuple[Any, str | None]:
     """
     Decode a claimed step's JSON input text.
@@ -87,15 +101,15 @@ def decode_input(text: str | None) -> tuple[Any, str | None]:
     """
     if text is None:
         return None, None
-    try:
-        return json.loads(text), None
-    except RecursionError:
+    value, error = decode_json(text)
+    if isinstance(error, RecursionError):
         return None, (
             f"the input nests {json_depth(text)} levels deep, deeper than this worker can decode "
             f"({len(text)} characters of JSON); it is failed without retry"
         )
-    except ValueError as e:
-        return None, f"the input cannot be decoded as JSON ({e}); it is failed without retry"
+    if error is not None:
+        return None, f"the input cannot be decoded as JSON ({error}); it is failed without retry"
+    return value, None
 
 
 def json_depth(text: str) -> int:

@@ -16,6 +16,7 @@ from typing import Any
 from markupsafe import Markup, escape
 
 from pgflight import fmt
+from pgflight.models import decode_json
 
 CLIP = 2000  # characters shown before "show whole"
 TREE_CHILDREN = 100  # children drawn under one parent in a run's tree
@@ -45,12 +46,12 @@ def loads(data: str | bytes) -> Any:
     page shows what it cannot render as text.
     """
     text = data if isinstance(data, str) else bytes(data).decode("utf-8", errors="replace")
-    try:
-        return json.loads(text)
-    except RecursionError:
+    value, error = decode_json(text)
+    if isinstance(error, RecursionError):
         return RawJson(text, "nested deeper than the inspector decodes")
-    except ValueError as e:
-        return RawJson(text, f"not decodable ({str(e)[:200]})")
+    if error is not None:
+        return RawJson(text, f"not decodable ({str(error)[:200]})")
+    return value
 
 
 def text_of(value: Any) -> str:
