@@ -29,7 +29,7 @@ import shutil
 import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -413,26 +413,67 @@ create table if not exists pgflight_cells.workers (
 comment on table pgflight_cells.workers is
   'Workers registered through the proxy: registered in a cell that was down then on their first claim there.';
 revoke all on pgflight_cells.workers from public;
-create or replace function pgflight_cells.remember_worker(p_id bigint, p_name text, p_options jsonb)
+create index if not exists workers_login_idx on pgflight_cells.workers (login);
+create table if not exists pgflight_cells.settings (
+  only_row boolean primary key default true check (only_row),
+  max_live_workers_per_login integer not null default 1000 check (max_live_workers_per_login > 0)
+);
+comment on table pgflight_cells.settings is
+  'The proxy''s own caps (one row): max_live_workers_per_login, taken from cell 1''s settings at deploy.';
+insert into pgflight_cells.settings default values on conflict do nothing;
+revoke all on pgflight_cells.settings from public;
+drop function if exists pgflight_cells.remember_worker(bigint, text, jsonb);
+-- A login's next worker id, remembered with its name and options: refused (ZF005, no id taken)
+-- when the login already has max_live_workers_per_login workers registered through the proxy and
+-- not deregistered. One registration of a login at a time (a transaction lock on its name), so
+-- concurrent calls cannot overshoot the cap.
+create or replace function pgflight_cells.remember_worker(p_name text, p_options jsonb)
+  returns bigint language plpgsql security definer
+  set search_path = pg_catalog, pg_temp
+  as $$
+declare
+  v_cap integer := (select s.max_live_workers_per_login from pgflight_cells.settings s);
+  v_live bigint;
+  v_id bigint;
+begin
+  perform pg_advisory_xact_lock(hashtext('pgflight_cells.remember_worker'), hashtext(session_user));
+  select count(*) into v_live from pgflight_cells.workers w where w.login = session_user;
+  if v_live >= v_cap then
+    raise exception 'register_worker: login % has % workers registered through the proxy',
+                    session_user, v_live
+      using errcode = 'ZF005',
+            detail = format('settings max_live_workers_per_login = %s (proxy), live = %s, asked = 1',
+                            v_cap, v_live),
+            hint = 'Deregister workers that stopped (deregister_worker), or raise '
+                   'pgflight_cells.settings.max_live_workers_per_login on the proxy.';
+  end if;
+  v_id := nextval('pgflight_cells.worker_ids');
+  insert into pgflight_cells.workers (id, login, name, options)
+  values (v_id, session_user, p_name, p_options);
+  return v_id;
+end
+$$;
+create or replace function pgflight_cells.forget_worker(p_id bigint)
   returns void language sql security definer
   set search_path = pg_catalog, pg_temp
-  as $$ insert into pgflight_cells.workers (id, login, name, options)
-        values (p_id, session_user, p_name, p_options) $$;
+  as $$ delete from pgflight_cells.workers w where w.id = p_id and w.login = session_user $$;
+comment on function pgflight_cells.forget_worker(bigint) is
+  'A deregistered worker of this login leaves the proxy''s list (and its cap count).';
 create or replace function pgflight_cells.worker_of(p_id bigint)
   returns table (name text, options jsonb) language sql stable security definer
   set search_path = pg_catalog, pg_temp
   as $$ select w.name, w.options from pgflight_cells.workers w
         where w.id = p_id and w.login = session_user $$;
-revoke all on function pgflight_cells.remember_worker(bigint, text, jsonb), pgflight_cells.worker_of(bigint)
-  from public;
-grant execute on function pgflight_cells.remember_worker(bigint, text, jsonb),
-                          pgflight_cells.worker_of(bigint) to pgflight_worker;
+revoke all on function pgflight_cells.remember_worker(text, jsonb), pgflight_cells.worker_of(bigint),
+                       pgflight_cells.forget_worker(bigint) from public;
+grant execute on function pgflight_cells.remember_worker(text, jsonb), pgflight_cells.worker_of(bigint),
+                          pgflight_cells.forget_worker(bigint) to pgflight_worker;
 grant usage on schema pgflight, pgflight_cells, pgflight_via
   to pgflight_worker, pgflight_operator, pgflight_reader;
 -- the directory is read through part_of_workspace alone: a login learns no other tenant's names
 revoke all on pgflight_cells.workspaces from public;
 grant select on pgflight_cells.cells to pgflight_worker, pgflight_operator, pgflight_reader;
-grant usage on sequence pgflight_cells.worker_ids to pgflight_worker;
+revoke all on sequence pgflight_cells.worker_ids from pgflight_worker;  -- taken by remember_worker alone
 
 create or replace function pgflight_cells.part_of_id(p_id bigint) returns integer
   language sql stable
@@ -493,9 +534,8 @@ declare
   c record;
 begin
   for v_try in 1 .. 3 loop
-    v_id := nextval('pgflight_cells.worker_ids');
     begin
-      perform pgflight_cells.remember_worker(v_id, p_name, p_options);
+      v_id := pgflight_cells.remember_worker(p_name, p_options);
       for c in select x.cell - 1 as part from pgflight_cells.cells x order by x.cell loop
         begin
           perform pgflight_cells.register_worker_as(c.part, v_id, p_name, p_options);
@@ -539,6 +579,7 @@ begin
   if v_done = 0 then
     perform pgflight_via.deregister_worker(0, p_worker_id);  -- an unknown worker: cell 1's error
   end if;
+  perform pgflight_cells.forget_worker(p_worker_id);
 end
 $fn$;
 
@@ -695,8 +736,8 @@ comment on view pgflight.{q(v.name)} is 'Proxy of the cells: every cell''s rows 
 
 
 def sql_ident(name: str) -> str:
-    """`name` as a double-quoted SQL identifier (embedded quotes doubled)."""
-    return '"' + name.replace('"', '""') + '"'
+    """`name` as a quoted SQL identifier, quoted by psycopg (no connection needed)."""
+    return sql.Identifier(name).as_string(None)
 
 
 def proxy_schema(fns: Sequence[ApiFunction], cell_count: int, vws: Sequence[ApiView] = ()) -> str:
@@ -722,7 +763,8 @@ def proxy_schema(fns: Sequence[ApiFunction], cell_count: int, vws: Sequence[ApiV
 
 
 def _literal(s: str) -> str:
-    return "'" + s.replace("'", "''") + "'"
+    """`s` as an SQL string literal, quoted by psycopg."""
+    return sql.Literal(s).as_string(None)
 
 
 def deploy_proxy(proxy_dsn: str, cell_dsns: Sequence[str]) -> None:
@@ -732,6 +774,7 @@ def deploy_proxy(proxy_dsn: str, cell_dsns: Sequence[str]) -> None:
     with psycopg.connect(cell_dsns[0], autocommit=True) as c:
         fns = catalogue(c)
         vws = views(c)
+        caps = c.execute("select max_live_workers_per_login from pgflight.settings").fetchone()
     connstrs = [libpq_keywords(d) for d in cell_dsns]
     pads = [
         f"{connstrs[0]} application_name=pgflight_cells_pad_{i}"
@@ -768,6 +811,8 @@ def deploy_proxy(proxy_dsn: str, cell_dsns: Sequence[str]) -> None:
                 [i, s],
             )
         c.execute(proxy_schema(fns, len(connstrs), vws).encode())
+        if caps is not None:
+            c.execute("update pgflight_cells.settings set max_live_workers_per_login = %s", [caps[0]])
 
 
 def map_login(proxy_dsn: str, login: str, password: str) -> None:
@@ -795,8 +840,16 @@ def place(proxy_dsn: str, workspace: str, cell: int) -> None:
         )
 
 
-def deploy(cell_dsns: Sequence[str], proxy_dsn: str, *, migrate_cells: bool = True) -> None:
-    """Deploy pgflight in each cell (unless `migrate_cells` is False), number it, then the proxy."""
+def deploy(
+    cell_dsns: Sequence[str], proxy_dsn: str, *, migrate_cells: bool = True, schedule: bool = True
+) -> dict[int, str | None]:
+    """
+    Deploy pgflight in each cell (unless `migrate_cells` is False), number it, write the proxy, then
+    schedule each cell's sweeps with its own pg_cron (unless `schedule` is False).
+
+    :return: by cell number, None where pg_cron now runs that cell's sweeps, else why not (as
+        :func:`schedule_sweeps`); empty when `schedule` is False.
+    """
     from pgflight import migrate
 
     for n, dsn in enumerate(cell_dsns, 1):
@@ -805,6 +858,23 @@ def deploy(cell_dsns: Sequence[str], proxy_dsn: str, *, migrate_cells: bool = Tr
         with psycopg.connect(dsn, autocommit=True) as c:
             assign_cell(c, n)
     deploy_proxy(proxy_dsn, cell_dsns)
+    return schedule_sweeps(cell_dsns) if schedule else {}
+
+
+# --- sweeps in each cell ------------------------------------------------------------------------
+def schedule_sweeps(cell_dsns: Sequence[str]) -> dict[int, str | None]:
+    """
+    Install each cell's pg_cron jobs, as a single database's deploy does
+    (``pgflight.install_schedules()``, which fits pg_cron 1.4's minute schedules and >= 1.5's
+    seconds): every cell sweeps its own leases, wakes, budgets and retention, with no worker and no
+    proxy involved. The proxy database has no sweeps (it holds no rows of the engine).
+
+    :return: by cell number (1 first), None where pg_cron now runs the sweeps, else why not
+        (pg_cron missing in that database, ZF011): that cell's sweeps must be run another way.
+    """
+    from pgflight import migrate
+
+    return {n: migrate.install_schedules(dsn) for n, dsn in enumerate(cell_dsns, 1)}
 
 
 # --- cells on this machine (tests, benchmarks) -------------------------------------------------
@@ -815,6 +885,8 @@ class LocalCells:
     clusters: list[Any]  # pgflight.embedded.Cluster
     cell_dsns: list[str]  # superuser
     proxy_dsn: str  # superuser
+    #: by cell, None where pg_cron runs its sweeps, else why not (empty: not asked for)
+    cron: dict[int, str | None] = field(default_factory=dict)
 
     def as_login(self, login: str, password: str, dsn: str | None = None) -> str:
         return make_conninfo(dsn or self.proxy_dsn, user=login, password=password)
@@ -848,12 +920,19 @@ def _scram_logins(cluster: Any, logins: dict[str, str], password: str) -> None:
 
 @contextmanager
 def local_cells(
-    n: int, *, logins: dict[str, str], password: str, settings: dict[str, str] | None = None
+    n: int,
+    *,
+    logins: dict[str, str],
+    password: str,
+    settings: dict[str, str] | None = None,
+    cron: bool = False,
 ) -> Iterator[LocalCells]:
     """
     Start `n` throwaway servers, deploy and number a cell in each, the proxy database on the first,
     and `logins` (name: lane role) in every server with an every-workspace grant of their lane and
     a user mapping on the proxy. Everything is destroyed on exit. Raises CellsError without PL/Proxy.
+    With `cron`, pg_cron (where the server has it) serves each cell's database and each cell's
+    sweeps are scheduled as `pgflight cells deploy` does; :attr:`LocalCells.cron` says why not.
     """
     from concurrent.futures import ThreadPoolExecutor
 
@@ -865,7 +944,8 @@ def local_cells(
     try:
         for f in folders:
             os.chmod(f, 0o755)  # as root the server runs as postgres
-            cl = Cluster(f, settings=settings or {})
+            cron_db = {"cron.database_name": "postgres"} if cron else {}  # the cells' database
+            cl = Cluster(f, settings={**cron_db, **(settings or {})})
             clusters.append(cl)
             cl.up()
         if not plproxy_available(clusters[0].dsn("postgres")):
@@ -877,7 +957,7 @@ def local_cells(
             _scram_logins(cl, logins, password)
         clusters[0].create_database("pgflight_proxy")
         proxy = clusters[0].dsn("pgflight_proxy")
-        deploy(dsns, proxy, migrate_cells=False)
+        why_not = deploy(dsns, proxy, migrate_cells=False, schedule=cron)
         for login in logins:
             map_login(proxy, login, password)
         for d in dsns:
@@ -887,7 +967,7 @@ def local_cells(
                         "select pgflight.grant_workspace(%s, null, %s)",
                         [login, role.removeprefix("pgflight_")],
                     )
-        yield LocalCells(clusters, dsns, proxy)
+        yield LocalCells(clusters, dsns, proxy, why_not)
     finally:
         for cl in clusters:
             with suppress(Exception):
