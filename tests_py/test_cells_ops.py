@@ -118,3 +118,63 @@ def test_deploy_schedules_each_cells_sweeps_and_a_lapsed_lease_is_reclaimed_by_i
         [since],
     )
     assert ran[0][0] >= 1, "cell 2's pg_cron ran its sweep job"
+
+
+# --- worker registration through the proxy ------------------------------------------------------
+
+
+def test_a_worker_id_from_the_proxy_is_valid_in_every_cell_and_a_looping_login_is_capped(
+    cells3: cells.LocalCells,
+) -> None:
+    """
+    register_worker through the proxy gives one id, registered under it in every cell. A login
+    that registers without end meets the proxy's cap (max_live_workers_per_login, taken from cell 1
+    at deploy): ZF005 with DETAIL and HINT, no id taken and no row written by the refused call; a
+    deregistered worker frees its place, so a register/deregister loop keeps at most the cap's rows.
+    """
+    with psycopg.connect(cells3.proxy_dsn, autocommit=True) as su:
+        cap0 = su.execute("select max_live_workers_per_login from pgflight_cells.settings").fetchone()
+        assert cap0 is not None and cap0[0] == 1000, "the proxy takes cell 1's cap at deploy"
+        su.execute("update pgflight_cells.settings set max_live_workers_per_login = 3")
+    try:
+        with psycopg.connect(_as(cells3, WORKER), autocommit=True) as w:
+            ids = [
+                w.execute("select pgflight.register_worker(%s)", [f"loop{i}"]).fetchone()[0]  # type: ignore[index]
+                for i in range(3)
+            ]
+            for dsn in cells3.cell_dsns:
+                rows = _cell_rows(dsn, "select id, login from pgflight.workers where id = any (%s)", [ids])
+                assert sorted(rows) == sorted((i, WORKER) for i in ids), "one id valid in every cell"
+            with psycopg.connect(cells3.proxy_dsn, autocommit=True) as su:
+                last = su.execute("select last_value from pgflight_cells.worker_ids").fetchone()
+            for _ in range(5):
+                with pytest.raises(psycopg.Error) as e:
+                    w.execute("select pgflight.register_worker('one too many')")
+                assert e.value.sqlstate == "ZF005"
+                assert (
+                    e.value.diag.message_detail
+                    and "max_live_workers_per_login = 3" in e.value.diag.message_detail
+                )
+                assert e.value.diag.message_hint and "deregister_worker" in e.value.diag.message_hint
+            with psycopg.connect(cells3.proxy_dsn, autocommit=True) as su:
+                assert su.execute("select last_value from pgflight_cells.worker_ids").fetchone() == last, (
+                    "a refused registration takes no id"
+                )
+                mine = su.execute(
+                    "select count(*) from pgflight_cells.workers where login = %s", [WORKER]
+                ).fetchone()
+                assert mine == (3,)
+            # a register/deregister loop: the login's rows stay at the cap
+            for _ in range(10):
+                w.execute("select pgflight.deregister_worker(%s)", [ids.pop(0)])
+                ids.append(w.execute("select pgflight.register_worker('again')").fetchone()[0])  # type: ignore[index]
+            with psycopg.connect(cells3.proxy_dsn, autocommit=True) as su:
+                mine = su.execute(
+                    "select count(*) from pgflight_cells.workers where login = %s", [WORKER]
+                ).fetchone()
+                assert mine == (3,)
+            for i in ids:
+                w.execute("select pgflight.deregister_worker(%s)", [i])
+    finally:
+        with psycopg.connect(cells3.proxy_dsn, autocommit=True) as su:
+            su.execute("update pgflight_cells.settings set max_live_workers_per_login = 1000")
