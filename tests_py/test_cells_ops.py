@@ -10,12 +10,15 @@ when pg_cron cannot be loaded in the test servers.
 from __future__ import annotations
 
 import time
+import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
 import psycopg
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
+from inspector_browser import Served, page, serve  # noqa: F401  (fixtures)
 from pgflight import cells
 from worker_support import wait_for
 
@@ -178,3 +181,140 @@ def test_a_worker_id_from_the_proxy_is_valid_in_every_cell_and_a_looping_login_i
     finally:
         with psycopg.connect(cells3.proxy_dsn, autocommit=True) as su:
             su.execute("update pgflight_cells.settings set max_live_workers_per_login = 1000")
+
+
+# --- the operator's views across cells ------------------------------------------------------------
+
+Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
+
+
+def _metrics(url: str) -> Samples:
+    with urllib.request.urlopen(url + "/metrics", timeout=20) as r:
+        text = r.read().decode()
+    out: Samples = {}
+    for fam in text_string_to_metric_families(text):
+        for smp in fam.samples:
+            out[(smp.name, tuple(sorted(smp.labels.items())))] = smp.value
+    return out
+
+
+def _summed(lc: cells.LocalCells, query: str) -> int:
+    return sum(int(_cell_rows(d, query)[0][0]) for d in lc.cell_dsns)
+
+
+@pytest.fixture(scope="module")
+def viewed(cells3: cells.LocalCells) -> dict[str, Any]:
+    """
+    In each cell n, workspace viewN with three runs of recipe 'viewed': one succeeded, one
+    dead-lettered, one queued; every step claimed by one worker registered through the proxy.
+    """
+    runs: dict[int, list[int]] = {}
+    for n in (1, 2, 3):
+        _workspace(cells3, f"view{n}", n)
+    with psycopg.connect(_as(cells3, OPERATOR), autocommit=True) as op:
+        for n in (1, 2, 3):
+            runs[n] = [
+                op.execute(
+                    "select run_id from pgflight.submit_run(%s, 'viewed', '{}', '{\"max_attempts\": 1}')",
+                    [f"view{n}"],
+                ).fetchone()[0]  # type: ignore[index]
+                for _ in range(3)
+            ]
+    with psycopg.connect(_as(cells3, WORKER), autocommit=True) as w:
+        wid = w.execute("select pgflight.register_worker('viewer')").fetchone()[0]  # type: ignore[index]
+        held: dict[int, tuple[int, int]] = {}
+        deadline = time.monotonic() + 30
+        while len(held) < 9 and time.monotonic() < deadline:
+            for a, t, r in w.execute(
+                "select attempt_id, fencing_token, run_id"
+                " from pgflight.claim_batch(%s, 10, 300, array['viewed'])",
+                [wid],
+            ).fetchall():
+                held[r] = (a, t)
+            time.sleep(0.1)
+        assert len(held) == 9, held
+        for n in (1, 2, 3):
+            w.execute("select pgflight.complete_step(%s, %s, '{}')", list(held[runs[n][0]]))
+            w.execute('select pgflight.fail_step(%s, %s, \'{"m": "no"}\')', list(held[runs[n][1]]))
+            # the third stays leased to the worker
+    return {"runs": runs, "worker": wid}
+
+
+@pytest.mark.parametrize("login", [OPERATOR, READER])
+def test_the_inspector_through_the_proxy_shows_every_cells_runs_in_one_order(
+    cells3: cells.LocalCells, viewed: dict[str, Any], serve: Any, page: Any, login: str
+) -> None:
+    """
+    The inspector pointed at the proxy, as the operator and as the reader (scram), in Chromium:
+    the runs page lists the runs of all three cells newest first as one database would (a page
+    merged across cells, not cell after cell), a cell-3 run opens with its step, the dead letters
+    of every cell are listed, the worker registered in every cell is listed once.
+    """
+    served: Served = serve(_as(cells3, login))
+    lane = "operator" if login == OPERATOR else "reader"
+    response = page.goto(served.url + "/runs")
+    assert response is not None and response.status == 200
+    assert page.locator("#who").inner_text() == f"{login} · {lane} lane"
+    listed = [int(r.locator("td").nth(0).inner_text()) for r in page.locator("table.runs tr").all()[1:]]
+    mine = [r for rs in viewed["runs"].values() for r in rs]
+    assert set(mine) <= set(listed)
+    assert listed == sorted(listed, reverse=True), "newest first across the cells"
+    assert {cells.cell_of(r) for r in listed} >= {1, 2, 3}
+    cell3 = viewed["runs"][3][0]
+    response = page.goto(served.url + f"/runs/{cell3}")
+    assert response is not None and response.status == 200
+    assert str(cell3) in page.locator("main").inner_text()
+    page.goto(served.url + "/dead-letters")
+    dead = page.locator("main").inner_text()
+    for n in (1, 2, 3):
+        assert f"view{n}" in dead, f"cell {n}'s dead letter is listed"
+    page.goto(served.url + "/workers")
+    assert page.locator("main").inner_text().count("viewer") == 1, "one worker, listed once"
+    page.goto(served.url + "/queues")
+    queues = page.locator("main").inner_text()
+    assert all(f"view{n}" in queues for n in (1, 2, 3))
+
+
+@pytest.mark.parametrize("login", [OPERATOR, READER])
+def test_metrics_through_the_proxy_sum_the_cells_and_label_what_cannot_be_summed(
+    cells3: cells.LocalCells, viewed: dict[str, Any], serve: Any, login: str
+) -> None:
+    """
+    /metrics of the inspector pointed at the proxy: counts and counters are the sums over the cells
+    (checked against each cell's own rows), ages, lags and server health carry a `cell` label, and
+    each cell's events cursor is its own: a second scrape counts nothing twice, a new completion in
+    cell 2 adds one.
+    """
+    served: Served = serve(_as(cells3, login))
+    m = _metrics(served.url)
+    for n in (1, 2, 3):
+        assert m[("pgflight_cell_up", (("cell", str(n)),))] == 1
+        assert ("pgflight_sweep_lag_seconds", (("cell", str(n)),)) in m
+        assert ("pgflight_notification_queue_usage", (("cell", str(n)),)) in m
+        assert m[("pgflight_queue_ready", (("recipe", "viewed"), ("workspace", f"view{n}")))] == 0
+        assert m[("pgflight_in_flight", (("recipe", "viewed"), ("workspace", f"view{n}")))] == 1
+    completions = _summed(cells3, "select count(*) from pgflight.run_events where to_status = 'succeeded'")
+    claims = _summed(cells3, "select count(*) from pgflight.run_events where reason = 'claimed'")
+    dead = _summed(cells3, "select count(*) from pgflight.dead_letters")
+    assert m[("pgflight_completions_total", ())] == completions
+    assert m[("pgflight_claims_total", ())] == claims
+    lettered = _summed(cells3, "select count(*) from pgflight.run_events where to_status = 'dead_letter'")
+    assert m[("pgflight_dead_letters", ())] == dead >= 2
+    assert m[("pgflight_dead_lettered_total", ())] == lettered >= 3
+    again = _metrics(served.url)
+    assert again[("pgflight_completions_total", ())] == completions, "nothing counted twice"
+    with psycopg.connect(_as(cells3, OPERATOR), autocommit=True) as op:
+        op.execute(
+            "select pgflight.retry_step(step_id) from pgflight.dead_letters where run_id = %s",
+            [viewed["runs"][2][1]],
+        )
+    with psycopg.connect(_as(cells3, WORKER), autocommit=True) as w:
+        (a, t) = w.execute(
+            "select attempt_id, fencing_token from pgflight.claim_batch(%s, 1, 60, array['viewed'])",
+            [viewed["worker"]],
+        ).fetchone()  # type: ignore[misc]
+        assert cells.cell_of(a) == 2
+        w.execute("select pgflight.complete_step(%s, %s, '{}')", [a, t])
+    third = _metrics(served.url)
+    assert third[("pgflight_completions_total", ())] == completions + 1
+    assert third[("pgflight_queue_ready", (("recipe", "viewed"), ("workspace", "view2")))] == 0

@@ -302,6 +302,8 @@ def _proxy_function(fn: ApiFunction) -> str:
         return _split_function(fn, head)
     if how == "any":
         return f"{head}\n  language plproxy as $plproxy$ cluster '{CLUSTER}'; run on 0; $plproxy$;"
+    if fn.name in MERGED_READS:
+        return _merged_read(fn, head)
     # every cell, one after the other
     args = ", ".join(n for n in fn.input_names)
     call = f"pgflight_via.{fn.name}(c.part{', ' if args else ''}{args})"
@@ -374,6 +376,59 @@ begin
       return query select {down} from unnest(v_idx) u(i);
     end;
   end loop;
+end
+$fn$;"""
+
+
+# --- reads across cells in one order ------------------------------------------------------------
+#: Reads of every cell that an operator view pages or lists: the cells' rows merged in the
+#: function's own order and cut at its own limit (name: order over the result columns `x.`, the
+#: limit argument or None), so a page through the proxy is the page one database would give.
+MERGED_READS: dict[str, tuple[str, str | None]] = {
+    "run_list_page": ("x.run_id desc", "p_limit"),
+    "dead_letter_page": ("x.attempt_id desc", "p_limit"),
+    "agent_runs_by_status": ("x.agent_run_id", "p_limit"),
+    "pending_approvals": ("x.requested_at, x.step_id", "p_limit"),
+    "worker_list": ("x.last_seen_at desc, x.worker_id desc", "p_limit"),
+    "cost_by_day": ("x.day desc, x.workspace", None),
+    "queue_depths": ("x.workspace, x.recipe", None),
+}
+
+#: worker_list: a worker registered through the proxy has a row in every cell; it is listed once,
+#: seen when any cell last heard from it, stopped when every cell says so, holding what each holds.
+WORKER_LIST_MERGE = """
+  with x as (select w.* from pgflight_cells.cells c
+                  cross join lateral pgflight_via.worker_list(c.cell - 1, p_limit) w)
+  select x.worker_id, min(x.name), min(x.hostname), min(x.pid),
+         (select x3.recipes from x x3 where x3.worker_id = x.worker_id limit 1),
+         min(x.started_at), max(x.last_seen_at),
+         case when bool_and(x.stopped_at is not null) then max(x.stopped_at) end, bool_or(x.alive),
+         coalesce((select jsonb_agg(e.h order by (e.h ->> 'attempt_id')::bigint)
+                     from x x2 cross join lateral jsonb_array_elements(coalesce(x2.held, '[]')) e(h)
+                    where x2.worker_id = x.worker_id), '[]'::jsonb)
+    from x group by x.worker_id
+   order by max(x.last_seen_at) desc, x.worker_id desc
+   limit p_limit"""
+
+
+def _merged_read(fn: ApiFunction, head: str) -> str:
+    """A read of every cell (MERGED_READS): one query over the cells, in the function's order."""
+    order, limit = MERGED_READS[fn.name]
+    args = ", ".join(fn.input_names)
+    if fn.name == "worker_list":
+        query = WORKER_LIST_MERGE
+    else:
+        query = f"""
+  select x.* from pgflight_cells.cells c
+   cross join lateral pgflight_via.{fn.name}(c.cell - 1{", " if args else ""}{args}) x
+   order by {order}{f" limit {limit}" if limit else ""}"""
+    return f"""{head}
+  language plpgsql
+  set search_path = pg_catalog, pg_temp
+  as $fn$
+#variable_conflict use_column
+begin
+  return query{query};
 end
 $fn$;"""
 
