@@ -9,18 +9,22 @@ when pg_cron cannot be loaded in the test servers.
 
 from __future__ import annotations
 
+import os
+import subprocess
 import time
 import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from clients_support import CLIENTS_DIR, require
 from inspector_browser import Served, page, serve  # noqa: F401  (fixtures)
 from pgflight import cells
-from worker_support import wait_for
+from worker_support import WorkerProc, wait_for
 
 SETTINGS = {
     "fsync": "off",
@@ -318,3 +322,101 @@ def test_metrics_through_the_proxy_sum_the_cells_and_label_what_cannot_be_summed
     third = _metrics(served.url)
     assert third[("pgflight_completions_total", ())] == completions + 1
     assert third[("pgflight_queue_ready", (("recipe", "viewed"), ("workspace", "view2")))] == 0
+
+
+# --- the TypeScript worker through the proxy ------------------------------------------------------
+
+
+def _ts_worker(lc: cells.LocalCells, tmp: Path, n: int) -> WorkerProc:
+    """The TypeScript library's conformance worker, connected to the proxy as the worker login."""
+    log = tmp / f"ts-worker-{n}.log"
+    args = ["--lease", "3", "--poll", "0.2", "--concurrency", "4", "--grace", "2"]
+    env = dict(os.environ, PGFLIGHT_DSN=_as(lc, WORKER))
+    env.pop("PGFLIGHT_LISTEN_DSN", None)
+    with open(log, "wb") as f:
+        proc = subprocess.Popen(
+            [str(CLIENTS_DIR / "typescript" / "worker"), *args],
+            stdout=f,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+        )
+    return WorkerProc(proc, log)
+
+
+def test_the_typescript_worker_drains_three_cells_through_the_proxy_exactly_once(
+    cells3: cells.LocalCells, tmp_path: Path
+) -> None:
+    """
+    Two TypeScript workers (clients/typescript) against the proxy, 3 cells x 40 noop steps, one
+    worker SIGKILLed mid-run: every step ends with exactly one succeeded attempt carrying its own
+    result, in its own cell; the ids the library read (above 2^44, below 2^53) are exact.
+    """
+    require("typescript")
+    per_cell = 40
+    for n in (1, 2, 3):
+        _workspace(cells3, f"ts{n}", n)
+    started: list[WorkerProc] = []
+    try:
+        for i in range(2):
+            started.append(_ts_worker(cells3, tmp_path, i))
+        for w in started:
+            wait_for(
+                lambda w=w: (
+                    w.proc.poll() is not None
+                    or _cell_rows(
+                        cells3.cell_dsns[0], "select 1 from pgflight.workers where pid = %s", [w.pid]
+                    )
+                ),
+                30,
+                "the TypeScript worker to register through the proxy",
+                interval_s=0.2,
+            )
+            assert w.proc.poll() is None, w.output()[-3000:]
+        with psycopg.connect(_as(cells3, OPERATOR), autocommit=True) as op:
+            for n in (1, 2, 3):
+                op.execute(
+                    "select count(*) from pgflight.submit_runs(%s, (select jsonb_agg(jsonb_build_object("
+                    "'recipe', 'noop', 'input', jsonb_build_object('n', i))) from generate_series(1, %s) i))",
+                    [f"ts{n}", per_cell],
+                )
+
+        def done(n: int) -> int:
+            return int(
+                _cell_rows(
+                    cells3.cell_dsns[n - 1],
+                    "select count(*) from pgflight.runs r join pgflight.workspaces w on w.id = r.workspace_id"
+                    " where w.name = %s and r.status = 'succeeded'",
+                    [f"ts{n}"],
+                )[0][0]
+            )
+
+        wait_for(lambda: sum(done(n) for n in (1, 2, 3)) >= 20, 60, "twenty steps done", interval_s=0.2)
+        started[0].kill()
+        logs = lambda: "\n".join(w.output()[-2000:] for w in started)  # noqa: E731
+        wait_for(
+            lambda: all(done(n) == per_cell for n in (1, 2, 3)),
+            120,
+            "every cell's steps to succeed through the proxy",
+            interval_s=0.5,
+        )
+    finally:
+        for w in started:
+            w.kill()
+    for n, dsn in enumerate(cells3.cell_dsns, 1):
+        rows = _cell_rows(
+            dsn,
+            "select s.id, (s.input->>'n')::int, count(*) filter (where a.status = 'succeeded'),"
+            " (array_agg(a.result) filter (where a.status = 'succeeded'))[1],"
+            " (select count(*) from pgflight.run_events e where e.step_id = s.id and e.reason = 'succeeded')"
+            " from pgflight.steps s join pgflight.runs r on r.id = s.run_id"
+            " join pgflight.workspaces w on w.id = r.workspace_id"
+            " join pgflight.step_attempts a on a.step_id = s.id where w.name = %s group by s.id",
+            [f"ts{n}"],
+        )
+        assert len(rows) == per_cell
+        assert all(r[2] == 1 and r[4] == 1 for r in rows), (
+            f"cell {n}: a step succeeded twice or never\n{logs()}"
+        )
+        assert all(r[3] == {"n": r[1]} for r in rows), f"cell {n}: a result is not its step's"
+        assert all(cells.cell_of(r[0]) == n for r in rows)
