@@ -292,18 +292,20 @@ def _proxy_function(fn: ApiFunction) -> str:
     head = f"create function pgflight.{fn.name}({fn.arguments}) returns {fn.result}"
     if how == "workspace":
         key = "p_workspace" if "p_workspace" in fn.input_names else "p_name"
-        body = f"cluster '{CLUSTER}'; run on pgflight_cells.part_of_workspace({key});"
-        return f"{head}\n  language plproxy as $plproxy$ {body} $plproxy$;"
+        return _on_one_cell(fn, head, f"pgflight_cells.part_of_workspace({key})")
     if how == "id":
         key = next(k for k in ID_KEYS if k in fn.input_names)
-        body = f"cluster '{CLUSTER}'; run on pgflight_cells.part_of_id({key});"
-        return f"{head}\n  language plproxy as $plproxy$ {body} $plproxy$;"
+        return _on_one_cell(fn, head, f"pgflight_cells.part_of_id({key})", key)
     if how == "split":
-        return _split_function(fn, head)
+        return _as_cells_own(_split_function(fn, head))
     if how == "any":
-        return f"{head}\n  language plproxy as $plproxy$ cluster '{CLUSTER}'; run on 0; $plproxy$;"
+        return _on_one_cell(fn, head, "0")
     if fn.name in MERGED_READS:
-        return _merged_read(fn, head)
+        return _as_cells_own(_merged_read(fn, head))
+    return _as_cells_own(_on_every_cell(fn, head))
+
+
+def _on_every_cell(fn: ApiFunction, head: str) -> str:
     # every cell, one after the other
     args = ", ".join(n for n in fn.input_names)
     call = f"pgflight_via.{fn.name}(c.part{', ' if args else ''}{args})"
@@ -329,6 +331,114 @@ begin
   {tail}
 end
 $fn$;"""
+
+
+# --- a cell's error as the cell's own ------------------------------------------------------------
+#: The handler every generated proxy function ends with: an error a cell raised reaches the caller
+#: as that cell would have raised it (SQLSTATE, message, DETAIL, HINT without PL/Proxy's
+#: "f(n): [db] REMOTE ERROR:" and "Remote detail:" prefixes, which name the cell's database); a
+#: cell that does not answer is 08006 naming no server; an id that names no cell of this proxy
+#: gets a DETAIL saying so and a HINT (`{hole}`: the SQL text of that id's description, or null).
+CELLS_OWN_ERROR = """
+exception when others then
+  declare
+    v_detail text;
+    v_hint text;
+  begin
+    get stacked diagnostics v_detail = pg_exception_detail, v_hint = pg_exception_hint;
+    perform pgflight_cells.reraise(sqlstate, sqlerrm, nullif(v_detail, ''), nullif(v_hint, ''), {hole});
+  end;
+end
+$fn$;"""
+
+PROXY_ERRORS = """
+create or replace function pgflight_cells.hole(p_key text, p_id bigint) returns text
+  language sql stable
+  set search_path = pg_catalog, pg_temp
+  as $$
+    -- null: the id names a cell of this proxy (or is null, which the cell refuses itself)
+    select case when p_id is null
+                  or exists (select from pgflight_cells.cells c where c.cell = p_id >> {shift}) then null
+                else format('%s = %s names cell %s; this proxy''s cells are %s', p_key, p_id, p_id >> {shift},
+                            (select coalesce(string_agg(c.cell::text, ', ' order by c.cell), 'none')
+                               from pgflight_cells.cells c))
+           end
+  $$;
+comment on function pgflight_cells.hole(text, bigint) is
+  'Why an id routes nowhere (its bits above {shift} name no cell of this proxy), or null.';
+
+create or replace function pgflight_cells.reraise(p_state text, p_message text, p_detail text, p_hint text,
+                                                  p_hole text default null)
+  returns void
+  language plpgsql
+  set search_path = pg_catalog, pg_temp
+  as $$
+declare
+  v_remote boolean := p_message ~ 'REMOTE ERROR: ';
+  v_message text := regexp_replace(p_message, '^.*?REMOTE ERROR: ', '');
+  v_detail text := regexp_replace(p_detail, '^Remote detail: ', '');
+  v_hint text := regexp_replace(p_hint, '^Remote hint: ', '');
+begin
+  if p_state = 'XX000' and not v_remote then
+    -- PL/Proxy's own failure: the cell's server did not answer (its text names the server)
+    raise exception using errcode = '08006', message = 'a cell of the proxy does not answer',
+      detail = coalesce(p_hole, 'the call''s cell is down or refuses the proxy''s connection'),
+      hint = 'Retry later; the other cells carry on. Check the cell''s server and the proxy''s user mapping '
+             '(docs/scaling.md).';
+  end if;
+  if p_hole is not null then
+    v_detail := concat_ws('; ', v_detail, p_hole);
+    v_hint := coalesce(v_hint, 'Pass an id an API call returned: its bits above bit {shift} name its cell.');
+  end if;
+  if v_detail is null and v_hint is null then
+    raise exception using errcode = p_state, message = v_message;
+  elsif v_hint is null then
+    raise exception using errcode = p_state, message = v_message, detail = v_detail;
+  elsif v_detail is null then
+    raise exception using errcode = p_state, message = v_message, hint = v_hint;
+  end if;
+  raise exception using errcode = p_state, message = v_message, detail = v_detail, hint = v_hint;
+end
+$$;
+comment on function pgflight_cells.reraise(text, text, text, text, text) is
+  'Raise a cell''s error as the cell raised it (PL/Proxy''s prefixes removed); '
+  '08006 for a cell that does not answer.';
+grant execute on function pgflight_cells.hole(text, bigint),
+                          pgflight_cells.reraise(text, text, text, text, text)
+  to pgflight_worker, pgflight_operator, pgflight_reader;
+"""
+
+
+def _as_cells_own(function_sql: str, hole: str = "null") -> str:
+    """A generated PL/pgSQL proxy function (ending `end $fn$;`) with the CELLS_OWN_ERROR handler."""
+    tail = "\nend\n$fn$;"
+    assert function_sql.endswith(tail), function_sql[-40:]
+    return function_sql[: -len(tail)] + CELLS_OWN_ERROR.replace("{hole}", hole)
+
+
+def _on_one_cell(fn: ApiFunction, head: str, part: str, key: str | None = None) -> str:
+    """`fn` on the one cell `part` (SQL giving a partition) names, its errors as the cell's own."""
+    args = ", ".join(fn.input_names)
+    call = f"pgflight_via.{fn.name}({part}{', ' if args else ''}{args})"
+    if fn.returns_set:
+        body = f"return query {_select_from(fn, call)};"
+    elif fn.returns_void:
+        body = f"perform {call};"
+    else:
+        body = f"return {call};"
+    hole = f"pgflight_cells.hole({_literal(key)}, {key})" if key else "null"
+    return _as_cells_own(
+        f"""{head}
+  language plpgsql
+  set search_path = pg_catalog, pg_temp
+  as $fn$
+#variable_conflict use_variable
+begin
+  {body}
+end
+$fn$;""",
+        hole,
+    )
 
 
 #: What a batch answers for an element whose cell does not answer, by result column.
@@ -799,12 +909,9 @@ def proxy_schema(fns: Sequence[ApiFunction], cell_count: int, vws: Sequence[ApiV
     """The SQL of the proxy's functions (and views) for the catalogue `fns` (the base schema excluded)."""
     parts = [PROXY_CUSTOM.format(quiet_s=QUIET_S, down_s=DOWN_S)]
     parts += [_proxy_view(v, cell_count) for v in vws]
+    parts.append(PROXY_ERRORS.replace("{shift}", str(CELL_SHIFT)))
     for fn in fns:
-        if route(fn) in ("all", "split") or fn.name in (
-            "claim_batch",
-            "create_workspace",
-            "deregister_worker",
-        ):
+        if route(fn) != "custom" or fn.name in ("claim_batch", "create_workspace", "deregister_worker"):
             parts.append(_on_cell(fn))
         if route(fn) != "custom":
             parts.append(_proxy_function(fn))
