@@ -827,8 +827,7 @@ begin
   -- not one transaction across cells: the completions are each cell's, then the claim
   return query select b.attempt_id, null::bigint, null::bigint, null::bigint, null::bigint, null::text,
                       null::integer, null::text, null::jsonb, null::timestamptz, null::timestamptz, b.outcome
-                 from pgflight.complete_batch(p_attempt_ids, p_tokens, p_results) b
-                where cardinality(p_attempt_ids) > 0;
+                 from pgflight.complete_batch(p_attempt_ids, p_tokens, p_results) b;
   return query select c.*, null::text
                  from pgflight.claim_batch(p_worker_id, p_batch_size, p_lease_s, p_recipes, p_options) c;
 end
@@ -907,7 +906,8 @@ def sql_ident(name: str) -> str:
 
 def proxy_schema(fns: Sequence[ApiFunction], cell_count: int, vws: Sequence[ApiView] = ()) -> str:
     """The SQL of the proxy's functions (and views) for the catalogue `fns` (the base schema excluded)."""
-    parts = [PROXY_CUSTOM.format(quiet_s=QUIET_S, down_s=DOWN_S)]
+    custom = PROXY_CUSTOM.format(quiet_s=QUIET_S, down_s=DOWN_S)
+    parts = [custom.replace("\nend\n$fn$;", CELLS_OWN_ERROR.replace("{hole}", "null"))]
     parts += [_proxy_view(v, cell_count) for v in vws]
     parts.append(PROXY_ERRORS.replace("{shift}", str(CELL_SHIFT)))
     for fn in fns:
