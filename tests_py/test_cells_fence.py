@@ -22,6 +22,7 @@ from typing import Any
 import psycopg
 import pytest
 
+from cells_support import cells_or_skip
 from fence_matrix_support import (
     Outcome,
     allowed_state,
@@ -35,26 +36,17 @@ from fence_matrix_support import (
 from pgflight import cells
 from security_support import CALLS, LANES, Conn, World, api_functions, grant, login_connect
 
-SETTINGS = {
-    "fsync": "off",
-    "synchronous_commit": "off",
-    "full_page_writes": "off",
-    "log_min_messages": "warning",
-}
 PASSWORD = "cells-fence-test-password"
-LOGINS = {
-    "pgf_worker_a": "pgflight_worker",
-    "pgf_worker_b": "pgflight_worker",
-    "pgf_operator_a": "pgflight_operator",
-    "pgf_operator_b": "pgflight_operator",
-    "pgf_reader_a": "pgflight_reader",
-}
 #: lane -> (the calling login, the workspace it is granted (None: every workspace), the lane)
 CALLERS = {
     "worker": ("pgf_worker_a", "A", "worker"),
     "operator": ("pgf_operator_a", "A", "operator"),
     "reader": ("pgf_reader_a", "A", "reader"),
     "operator of every workspace": ("pgf_operator_b", None, "operator"),
+}
+#: the callers' logins and the other login whose attempts, tokens and workers the hostile values name
+LOGINS = {login: f"pgflight_{lane}" for login, _, lane in CALLERS.values()} | {
+    "pgf_worker_b": "pgflight_worker"
 }
 #: The arguments the proxy routes a call by: a hostile value in one of these is a routing hole.
 ROUTED_BY = (*cells.ID_KEYS, "p_workspace", "p_name", "p_attempt_ids", "p_tokens", "p_token", "p_worker_id")
@@ -63,42 +55,37 @@ CELL = 2  # the cell of workspaces A and B
 
 @pytest.fixture(scope="module")
 def fenced() -> Iterator[dict[str, Any]]:
-    try:
-        with cells.local_cells(3, logins=LOGINS, password=PASSWORD, settings=SETTINGS) as lc:
-            for n, d in enumerate(lc.cell_dsns, 1):
-                with psycopg.connect(d, autocommit=True) as c:
-                    c.execute("update pgflight.settings set allow_fake_clock = true")
-                    lower_caps(c)
-                    c.execute("delete from pgflight.workspace_grants where login like 'pgf\\_%%'")
-                    if n != CELL:
-                        grant(c, "pgf_operator_b", None, "operator")
-            for ws in ("A", "B"):
-                cells.place(lc.proxy_dsn, ws, CELL)
-            with psycopg.connect(lc.proxy_dsn, autocommit=True) as c:
-                c.execute("select pgflight.create_workspace('A'), pgflight.create_workspace('B')")
-            su = psycopg.connect(lc.cell_dsns[CELL - 1], autocommit=True)
-            for login, ws, lane in CALLERS.values():
-                grant(su, login, ws, lane)
-            grant(su, "pgf_worker_b", "A", "worker")
-            grant(su, "pgf_worker_b", "B", "worker")
-            opened: list[Conn] = []
+    with cells_or_skip(3, logins=LOGINS, password=PASSWORD) as lc:
+        for n, d in enumerate(lc.cell_dsns, 1):
+            with psycopg.connect(d, autocommit=True) as c:
+                c.execute("update pgflight.settings set allow_fake_clock = true")
+                lower_caps(c)
+                c.execute("delete from pgflight.workspace_grants where login like 'pgf\\_%%'")
+                if n != CELL:
+                    grant(c, "pgf_operator_b", None, "operator")
+        for ws in ("A", "B"):
+            cells.place(lc.proxy_dsn, ws, CELL)
+        with psycopg.connect(lc.proxy_dsn, autocommit=True) as c:
+            c.execute("select pgflight.create_workspace('A'), pgflight.create_workspace('B')")
+        su = psycopg.connect(lc.cell_dsns[CELL - 1], autocommit=True)
+        for login, ws, lane in CALLERS.values():
+            grant(su, login, ws, lane)
+        grant(su, "pgf_worker_b", "A", "worker")
+        grant(su, "pgf_worker_b", "B", "worker")
+        opened: list[Conn] = []
 
-            def connect(login: str, dsn: str) -> Conn:
-                c = login_connect(lc.as_login(login, PASSWORD, dsn), timeout_s=30)
-                text_json(c)
-                opened.append(c)
-                return c
+        def connect(login: str, dsn: str) -> Conn:
+            c = login_connect(lc.as_login(login, PASSWORD, dsn), timeout_s=30)
+            text_json(c)
+            opened.append(c)
+            return c
 
-            try:
-                yield {"lc": lc, "su": su, "connect": connect}
-            finally:
-                for c in opened:
-                    c.close()
-                su.close()
-    except cells.CellsError as e:
-        if "PL/Proxy is not installed" not in str(e):
-            raise
-        pytest.skip(str(e))
+        try:
+            yield {"lc": lc, "su": su, "connect": connect}
+        finally:
+            for c in opened:
+                c.close()
+            su.close()
 
 
 def _answer(conn: Conn, query: str, params: list[Any]) -> tuple[str | None, str]:
@@ -110,6 +97,18 @@ def _answer(conn: Conn, query: str, params: list[Any]) -> tuple[str | None, str]
         d = e.diag
         return e.sqlstate, " | ".join(str(x) for x in (d.message_primary, d.message_detail, d.message_hint))
     return None, ""
+
+
+def _directory_from_cell(lc: cells.LocalCells, su: Conn) -> None:
+    """The workspaces a valid call made directly in the cell, entered in the proxy's directory (as
+    `pgflight cells place` would), so the proxy routes them to the cell that holds them."""
+    names = [r[0] for r in su.execute("select name from pgflight.workspaces").fetchall()]
+    with psycopg.connect(lc.proxy_dsn, autocommit=True) as c:
+        c.execute(
+            "insert into pgflight_cells.workspaces (name, cell) select unnest(%s::text[]), %s"
+            " on conflict (name) do nothing",
+            [names, CELL],
+        )
 
 
 def _routed(label: str) -> bool:
@@ -144,6 +143,7 @@ def test_hostile_routing_values_through_the_proxy_answer_as_the_cells_own_functi
         executable = fn in by_lane[lane]
         for sig in sigs[fn]:
             query, params = CALLS[fn](world)
+            _directory_from_cell(lc, su)
             inputs = [
                 i for i in build_inputs(sig, parse_call(fn, query, params), foreign) if _routed(i.label)
             ]

@@ -21,17 +21,13 @@ import psycopg
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from cells_support import cell_rows as _cell_rows
+from cells_support import cells_or_skip
 from clients_support import CLIENTS_DIR, require
 from inspector_browser import Served, page, serve  # noqa: F401  (fixtures)
 from pgflight import cells
 from worker_support import WorkerProc, wait_for
 
-SETTINGS = {
-    "fsync": "off",
-    "synchronous_commit": "off",
-    "full_page_writes": "off",
-    "log_min_messages": "warning",
-}
 PASSWORD = "cells-ops-test-password"
 WORKER = "pgf_ops_worker"
 OPERATOR = "pgf_ops_operator"
@@ -42,22 +38,12 @@ LOGINS = {WORKER: "pgflight_worker", OPERATOR: "pgflight_operator", READER: "pgf
 @pytest.fixture(scope="module")
 def cells3() -> Iterator[cells.LocalCells]:
     """Three cells behind a proxy, each cell's sweeps scheduled with its own pg_cron where it loads."""
-    try:
-        with cells.local_cells(3, logins=LOGINS, password=PASSWORD, settings=SETTINGS, cron=True) as lc:
-            yield lc
-    except cells.CellsError as e:
-        if "PL/Proxy is not installed" not in str(e):
-            raise
-        pytest.skip(str(e))
+    with cells_or_skip(3, logins=LOGINS, password=PASSWORD, cron=True) as lc:
+        yield lc
 
 
 def _as(lc: cells.LocalCells, login: str) -> str:
     return lc.as_login(login, PASSWORD)
-
-
-def _cell_rows(dsn: str, query: str, params: Any = None) -> list[tuple[Any, ...]]:
-    with psycopg.connect(dsn, autocommit=True) as c:
-        return c.execute(query, params).fetchall()
 
 
 def _workspace(lc: cells.LocalCells, name: str, cell: int) -> None:

@@ -753,7 +753,9 @@ create function pgflight.create_workspace(p_name text, p_options jsonb default '
   set search_path = pg_catalog, pg_temp
   as $fn$
 begin
-  perform pgflight_cells.place(p_name);
+  if p_name is not null then  -- a null name: the cell refuses it as it would (22023, or ZF012 first)
+    perform pgflight_cells.place(p_name);
+  end if;
   return pgflight_via.create_workspace(pgflight_cells.part_of_workspace(p_name), p_name, p_options);
 end
 $fn$;
