@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -406,3 +407,48 @@ def test_the_typescript_worker_drains_three_cells_through_the_proxy_exactly_once
         )
         assert all(r[3] == {"n": r[1]} for r in rows), f"cell {n}: a result is not its step's"
         assert all(cells.cell_of(r[0]) == n for r in rows)
+
+
+# --- the command line (last: it rewrites the proxy) ------------------------------------------------
+
+
+def test_cells_deploy_on_the_command_line_says_per_cell_how_its_sweeps_run(cells3: cells.LocalCells) -> None:
+    """
+    `pgflight cells deploy` again over numbered cells (as after a migration): one line per cell
+    saying its sweeps are scheduled with its pg_cron (or why not), the jobs not duplicated, and
+    the logins' user mappings kept (they were dropped with the cells' server before).
+    """
+    args = [arg for d in cells3.cell_dsns for arg in ("--cell", d)]
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pgflight.cli",
+            "cells",
+            "deploy",
+            "--no-migrate",
+            "--no-wait-sweep",
+            *args,
+            "--proxy",
+            cells3.proxy_dsn,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    for n in (1, 2, 3):
+        if cells3.cron.get(n) is None:
+            assert f"cell {n}: sweeps scheduled with pg_cron" in done.stdout, done.stdout
+        else:
+            assert f"cell {n}: sweeps not scheduled" in done.stdout, done.stdout
+        if set(cells3.cron.values()) == {None}:
+            jobs = _cell_rows(cells3.cell_dsns[n - 1], "select jobname, count(*) from cron.job group by 1")
+            assert all(count == 1 for _, count in jobs), jobs
+    # the logins' user mappings survive the proxy's rewrite: they still reach the cells
+    with psycopg.connect(_as(cells3, OPERATOR), autocommit=True) as op:
+        listed = op.execute("select count(*) from pgflight.run_list_page(null, 500)").fetchone()
+        assert listed is not None and listed[0] > 0
+    with psycopg.connect(cells3.proxy_dsn, autocommit=True) as su:
+        cap = su.execute("select max_live_workers_per_login from pgflight_cells.settings").fetchone()
+        assert cap == (1000,)

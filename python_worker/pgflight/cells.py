@@ -952,6 +952,7 @@ def deploy_proxy(proxy_dsn: str, cell_dsns: Sequence[str]) -> None:
             max_cells=MAX_CELLS, shift=CELL_SHIFT, cluster=CLUSTER, max_worker=(1 << CELL_SHIFT) - 1
         )
         c.execute(base.encode())
+        mappings = saved_user_mappings(c)
         c.execute(sql.SQL("drop server if exists {} cascade").format(sql.Identifier(CLUSTER)))
         options = sql.SQL(", ").join(
             sql.SQL("p{} {}").format(sql.SQL(str(i)), sql.Literal(s)) for i, s in enumerate(connstrs + pads)
@@ -962,6 +963,7 @@ def deploy_proxy(proxy_dsn: str, cell_dsns: Sequence[str]) -> None:
             )
         )
         c.execute(sql.SQL("create user mapping for public server {}").format(sql.Identifier(CLUSTER)))
+        restore_user_mappings(c, mappings)
         c.execute(
             sql.SQL("grant usage on foreign server {} to {}").format(
                 sql.Identifier(CLUSTER), sql.SQL(", ").join(sql.Identifier(r) for r in LANES)
@@ -977,6 +979,37 @@ def deploy_proxy(proxy_dsn: str, cell_dsns: Sequence[str]) -> None:
         c.execute(proxy_schema(fns, len(connstrs), vws).encode())
         if caps is not None:
             c.execute("update pgflight_cells.settings set max_live_workers_per_login = %s", [caps[0]])
+
+
+def saved_user_mappings(c: psycopg.Connection[tuple[object, ...]]) -> list[tuple[str, dict[str, str]]]:
+    """The logins' user mappings of the cells' server (`map_login`), kept across a redeploy."""
+    rows = c.execute(
+        "select usename::text, coalesce(umoptions, '{}') from pg_user_mappings"
+        " where srvname = %s and usename <> 'public'",
+        [CLUSTER],
+    ).fetchall()
+    out = []
+    for login, opts in rows:
+        pairs = [str(o).partition("=") for o in opts]  # type: ignore[attr-defined]
+        out.append((str(login), {k: v for k, _, v in pairs}))
+    return out
+
+
+def restore_user_mappings(
+    c: psycopg.Connection[tuple[object, ...]], mappings: Sequence[tuple[str, dict[str, str]]]
+) -> None:
+    """Make again the user mappings `saved_user_mappings` read (the server was dropped and made anew)."""
+    for login, opts in mappings:
+        options = sql.SQL(", ").join(
+            sql.SQL("{} {}").format(sql.Identifier(k), sql.Literal(v)) for k, v in opts.items()
+        )
+        c.execute(
+            sql.SQL("create user mapping for {} server {}{}").format(
+                sql.Identifier(login),
+                sql.Identifier(CLUSTER),
+                sql.SQL(" options ({})").format(options) if opts else sql.SQL(""),
+            )
+        )
 
 
 def map_login(proxy_dsn: str, login: str, password: str) -> None:
