@@ -129,7 +129,12 @@ def test_a_worker_id_from_the_proxy_is_valid_in_every_cell_and_a_looping_login_i
     with psycopg.connect(cells3.proxy_dsn, autocommit=True) as su:
         cap0 = su.execute("select max_live_workers_per_login from pgflight_cells.settings").fetchone()
         assert cap0 is not None and cap0[0] == 1000, "the proxy takes cell 1's cap at deploy"
-        su.execute("update pgflight_cells.settings set max_live_workers_per_login = 3")
+        before = su.execute(
+            "select count(*) from pgflight_cells.workers where login = %s", [WORKER]
+        ).fetchone()
+        assert before is not None
+        cap = before[0] + 3  # the workers the login registered in earlier tests, and three more
+        su.execute("update pgflight_cells.settings set max_live_workers_per_login = %s", [cap])
     try:
         with psycopg.connect(_as(cells3, WORKER), autocommit=True) as w:
             ids = [
@@ -145,10 +150,8 @@ def test_a_worker_id_from_the_proxy_is_valid_in_every_cell_and_a_looping_login_i
                 with pytest.raises(psycopg.Error) as e:
                     w.execute("select pgflight.register_worker('one too many')")
                 assert e.value.sqlstate == "ZF005"
-                assert (
-                    e.value.diag.message_detail
-                    and "max_live_workers_per_login = 3" in e.value.diag.message_detail
-                )
+                detail = e.value.diag.message_detail
+                assert detail and f"max_live_workers_per_login = {cap} (proxy)" in detail
                 assert e.value.diag.message_hint and "deregister_worker" in e.value.diag.message_hint
             with psycopg.connect(cells3.proxy_dsn, autocommit=True) as su:
                 assert su.execute("select last_value from pgflight_cells.worker_ids").fetchone() == last, (
@@ -157,7 +160,7 @@ def test_a_worker_id_from_the_proxy_is_valid_in_every_cell_and_a_looping_login_i
                 mine = su.execute(
                     "select count(*) from pgflight_cells.workers where login = %s", [WORKER]
                 ).fetchone()
-                assert mine == (3,)
+                assert mine == (cap,)
             # a register/deregister loop: the login's rows stay at the cap
             for _ in range(10):
                 w.execute("select pgflight.deregister_worker(%s)", [ids.pop(0)])
@@ -166,7 +169,7 @@ def test_a_worker_id_from_the_proxy_is_valid_in_every_cell_and_a_looping_login_i
                 mine = su.execute(
                     "select count(*) from pgflight_cells.workers where login = %s", [WORKER]
                 ).fetchone()
-                assert mine == (3,)
+                assert mine == (cap,)
             for i in ids:
                 w.execute("select pgflight.deregister_worker(%s)", [i])
     finally:
@@ -274,7 +277,7 @@ def test_metrics_through_the_proxy_sum_the_cells_and_label_what_cannot_be_summed
     /metrics of the inspector pointed at the proxy: counts and counters are the sums over the cells
     (checked against each cell's own rows), ages, lags and server health carry a `cell` label, and
     each cell's events cursor is its own: a second scrape counts nothing twice, a new completion in
-    cell 2 adds one.
+    the retried dead letter's cell adds one.
     """
     served: Served = serve(_as(cells3, login))
     m = _metrics(served.url)
@@ -295,20 +298,22 @@ def test_metrics_through_the_proxy_sum_the_cells_and_label_what_cannot_be_summed
     again = _metrics(served.url)
     assert again[("pgflight_completions_total", ())] == completions, "nothing counted twice"
     with psycopg.connect(_as(cells3, OPERATOR), autocommit=True) as op:
-        op.execute(
-            "select pgflight.retry_step(step_id) from pgflight.dead_letters where run_id = %s",
-            [viewed["runs"][2][1]],
-        )
+        run = op.execute(
+            "select run_id, pgflight.retry_step(step_id) from pgflight.dead_letters"
+            " where recipe = 'viewed' order by run_id limit 1"
+        ).fetchone()
+        assert run is not None
     with psycopg.connect(_as(cells3, WORKER), autocommit=True) as w:
         (a, t) = w.execute(
             "select attempt_id, fencing_token from pgflight.claim_batch(%s, 1, 60, array['viewed'])",
             [viewed["worker"]],
         ).fetchone()  # type: ignore[misc]
-        assert cells.cell_of(a) == 2
+        assert cells.cell_of(a) == cells.cell_of(run[0])
         w.execute("select pgflight.complete_step(%s, %s, '{}')", [a, t])
     third = _metrics(served.url)
     assert third[("pgflight_completions_total", ())] == completions + 1
-    assert third[("pgflight_queue_ready", (("recipe", "viewed"), ("workspace", "view2")))] == 0
+    where = (("recipe", "viewed"), ("workspace", f"view{cells.cell_of(run[0])}"))
+    assert third[("pgflight_queue_ready", where)] == 0
 
 
 # --- the TypeScript worker through the proxy ------------------------------------------------------
