@@ -29,7 +29,7 @@ import shutil
 import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -292,16 +292,20 @@ def _proxy_function(fn: ApiFunction) -> str:
     head = f"create function pgflight.{fn.name}({fn.arguments}) returns {fn.result}"
     if how == "workspace":
         key = "p_workspace" if "p_workspace" in fn.input_names else "p_name"
-        body = f"cluster '{CLUSTER}'; run on pgflight_cells.part_of_workspace({key});"
-        return f"{head}\n  language plproxy as $plproxy$ {body} $plproxy$;"
+        return _on_one_cell(fn, head, f"pgflight_cells.part_of_workspace({key})")
     if how == "id":
         key = next(k for k in ID_KEYS if k in fn.input_names)
-        body = f"cluster '{CLUSTER}'; run on pgflight_cells.part_of_id({key});"
-        return f"{head}\n  language plproxy as $plproxy$ {body} $plproxy$;"
+        return _on_one_cell(fn, head, f"pgflight_cells.part_of_id({key})", key)
     if how == "split":
-        return _split_function(fn, head)
+        return _as_cells_own(_split_function(fn, head))
     if how == "any":
-        return f"{head}\n  language plproxy as $plproxy$ cluster '{CLUSTER}'; run on 0; $plproxy$;"
+        return _on_one_cell(fn, head, "0")
+    if fn.name in MERGED_READS:
+        return _as_cells_own(_merged_read(fn, head))
+    return _as_cells_own(_on_every_cell(fn, head))
+
+
+def _on_every_cell(fn: ApiFunction, head: str) -> str:
     # every cell, one after the other
     args = ", ".join(n for n in fn.input_names)
     call = f"pgflight_via.{fn.name}(c.part{', ' if args else ''}{args})"
@@ -327,6 +331,114 @@ begin
   {tail}
 end
 $fn$;"""
+
+
+# --- a cell's error as the cell's own ------------------------------------------------------------
+#: The handler every generated proxy function ends with: an error a cell raised reaches the caller
+#: as that cell would have raised it (SQLSTATE, message, DETAIL, HINT without PL/Proxy's
+#: "f(n): [db] REMOTE ERROR:" and "Remote detail:" prefixes, which name the cell's database); a
+#: cell that does not answer is 08006 naming no server; an id that names no cell of this proxy
+#: gets a DETAIL saying so and a HINT (`{hole}`: the SQL text of that id's description, or null).
+CELLS_OWN_ERROR = """
+exception when others then
+  declare
+    v_detail text;
+    v_hint text;
+  begin
+    get stacked diagnostics v_detail = pg_exception_detail, v_hint = pg_exception_hint;
+    perform pgflight_cells.reraise(sqlstate, sqlerrm, nullif(v_detail, ''), nullif(v_hint, ''), {hole});
+  end;
+end
+$fn$;"""
+
+PROXY_ERRORS = """
+create or replace function pgflight_cells.hole(p_key text, p_id bigint) returns text
+  language sql stable
+  set search_path = pg_catalog, pg_temp
+  as $$
+    -- null: the id names a cell of this proxy (or is null, which the cell refuses itself)
+    select case when p_id is null
+                  or exists (select from pgflight_cells.cells c where c.cell = p_id >> {shift}) then null
+                else format('%s = %s names cell %s; this proxy''s cells are %s', p_key, p_id, p_id >> {shift},
+                            (select coalesce(string_agg(c.cell::text, ', ' order by c.cell), 'none')
+                               from pgflight_cells.cells c))
+           end
+  $$;
+comment on function pgflight_cells.hole(text, bigint) is
+  'Why an id routes nowhere (its bits above {shift} name no cell of this proxy), or null.';
+
+create or replace function pgflight_cells.reraise(p_state text, p_message text, p_detail text, p_hint text,
+                                                  p_hole text default null)
+  returns void
+  language plpgsql
+  set search_path = pg_catalog, pg_temp
+  as $$
+declare
+  v_remote boolean := p_message ~ 'REMOTE ERROR: ';
+  v_message text := regexp_replace(p_message, '^.*?REMOTE ERROR: ', '');
+  v_detail text := regexp_replace(p_detail, '^Remote detail: ', '');
+  v_hint text := regexp_replace(p_hint, '^Remote hint: ', '');
+begin
+  if p_state = 'XX000' and not v_remote then
+    -- PL/Proxy's own failure: the cell's server did not answer (its text names the server)
+    raise exception using errcode = '08006', message = 'a cell of the proxy does not answer',
+      detail = coalesce(p_hole, 'the call''s cell is down or refuses the proxy''s connection'),
+      hint = 'Retry later; the other cells carry on. Check the cell''s server and the proxy''s user mapping '
+             '(docs/scaling.md).';
+  end if;
+  if p_hole is not null then
+    v_detail := concat_ws('; ', v_detail, p_hole);
+    v_hint := coalesce(v_hint, 'Pass an id an API call returned: its bits above bit {shift} name its cell.');
+  end if;
+  if v_detail is null and v_hint is null then
+    raise exception using errcode = p_state, message = v_message;
+  elsif v_hint is null then
+    raise exception using errcode = p_state, message = v_message, detail = v_detail;
+  elsif v_detail is null then
+    raise exception using errcode = p_state, message = v_message, hint = v_hint;
+  end if;
+  raise exception using errcode = p_state, message = v_message, detail = v_detail, hint = v_hint;
+end
+$$;
+comment on function pgflight_cells.reraise(text, text, text, text, text) is
+  'Raise a cell''s error as the cell raised it (PL/Proxy''s prefixes removed); '
+  '08006 for a cell that does not answer.';
+grant execute on function pgflight_cells.hole(text, bigint),
+                          pgflight_cells.reraise(text, text, text, text, text)
+  to pgflight_worker, pgflight_operator, pgflight_reader;
+"""
+
+
+def _as_cells_own(function_sql: str, hole: str = "null") -> str:
+    """A generated PL/pgSQL proxy function (ending `end $fn$;`) with the CELLS_OWN_ERROR handler."""
+    tail = "\nend\n$fn$;"
+    assert function_sql.endswith(tail), function_sql[-40:]
+    return function_sql[: -len(tail)] + CELLS_OWN_ERROR.replace("{hole}", hole)
+
+
+def _on_one_cell(fn: ApiFunction, head: str, part: str, key: str | None = None) -> str:
+    """`fn` on the one cell `part` (SQL giving a partition) names, its errors as the cell's own."""
+    args = ", ".join(fn.input_names)
+    call = f"pgflight_via.{fn.name}({part}{', ' if args else ''}{args})"
+    if fn.returns_set:
+        body = f"return query {_select_from(fn, call)};"
+    elif fn.returns_void:
+        body = f"perform {call};"
+    else:
+        body = f"return {call};"
+    hole = f"pgflight_cells.hole({_literal(key)}, {key})" if key else "null"
+    return _as_cells_own(
+        f"""{head}
+  language plpgsql
+  set search_path = pg_catalog, pg_temp
+  as $fn$
+#variable_conflict use_variable
+begin
+  {body}
+end
+$fn$;""",
+        hole,
+    )
 
 
 #: What a batch answers for an element whose cell does not answer, by result column.
@@ -378,6 +490,59 @@ end
 $fn$;"""
 
 
+# --- reads across cells in one order ------------------------------------------------------------
+#: Reads of every cell that an operator view pages or lists: the cells' rows merged in the
+#: function's own order and cut at its own limit (name: order over the result columns `x.`, the
+#: limit argument or None), so a page through the proxy is the page one database would give.
+MERGED_READS: dict[str, tuple[str, str | None]] = {
+    "run_list_page": ("x.run_id desc", "p_limit"),
+    "dead_letter_page": ("x.attempt_id desc", "p_limit"),
+    "agent_runs_by_status": ("x.agent_run_id", "p_limit"),
+    "pending_approvals": ("x.requested_at, x.step_id", "p_limit"),
+    "worker_list": ("x.last_seen_at desc, x.worker_id desc", "p_limit"),
+    "cost_by_day": ("x.day desc, x.workspace", None),
+    "queue_depths": ("x.workspace, x.recipe", None),
+}
+
+#: worker_list: a worker registered through the proxy has a row in every cell; it is listed once,
+#: seen when any cell last heard from it, stopped when every cell says so, holding what each holds.
+WORKER_LIST_MERGE = """
+  with x as (select w.* from pgflight_cells.cells c
+                  cross join lateral pgflight_via.worker_list(c.cell - 1, p_limit) w)
+  select x.worker_id, min(x.name), min(x.hostname), min(x.pid),
+         (select x3.recipes from x x3 where x3.worker_id = x.worker_id limit 1),
+         min(x.started_at), max(x.last_seen_at),
+         case when bool_and(x.stopped_at is not null) then max(x.stopped_at) end, bool_or(x.alive),
+         coalesce((select jsonb_agg(e.h order by (e.h ->> 'attempt_id')::bigint)
+                     from x x2 cross join lateral jsonb_array_elements(coalesce(x2.held, '[]')) e(h)
+                    where x2.worker_id = x.worker_id), '[]'::jsonb)
+    from x group by x.worker_id
+   order by max(x.last_seen_at) desc, x.worker_id desc
+   limit p_limit"""
+
+
+def _merged_read(fn: ApiFunction, head: str) -> str:
+    """A read of every cell (MERGED_READS): one query over the cells, in the function's order."""
+    order, limit = MERGED_READS[fn.name]
+    args = ", ".join(fn.input_names)
+    if fn.name == "worker_list":
+        query = WORKER_LIST_MERGE
+    else:
+        query = f"""
+  select x.* from pgflight_cells.cells c
+   cross join lateral pgflight_via.{fn.name}(c.cell - 1{", " if args else ""}{args}) x
+   order by {order}{f" limit {limit}" if limit else ""}"""
+    return f"""{head}
+  language plpgsql
+  set search_path = pg_catalog, pg_temp
+  as $fn$
+#variable_conflict use_column
+begin
+  return query{query};
+end
+$fn$;"""
+
+
 def _select_from(fn: ApiFunction, call: str) -> str:
     return f"select * from {call}" if fn.result.startswith("TABLE(") else f"select {call}"
 
@@ -413,26 +578,67 @@ create table if not exists pgflight_cells.workers (
 comment on table pgflight_cells.workers is
   'Workers registered through the proxy: registered in a cell that was down then on their first claim there.';
 revoke all on pgflight_cells.workers from public;
-create or replace function pgflight_cells.remember_worker(p_id bigint, p_name text, p_options jsonb)
+create index if not exists workers_login_idx on pgflight_cells.workers (login);
+create table if not exists pgflight_cells.settings (
+  only_row boolean primary key default true check (only_row),
+  max_live_workers_per_login integer not null default 1000 check (max_live_workers_per_login > 0)
+);
+comment on table pgflight_cells.settings is
+  'The proxy''s own caps (one row): max_live_workers_per_login, taken from cell 1''s settings at deploy.';
+insert into pgflight_cells.settings default values on conflict do nothing;
+revoke all on pgflight_cells.settings from public;
+drop function if exists pgflight_cells.remember_worker(bigint, text, jsonb);
+-- A login's next worker id, remembered with its name and options: refused (ZF005, no id taken)
+-- when the login already has max_live_workers_per_login workers registered through the proxy and
+-- not deregistered. One registration of a login at a time (a transaction lock on its name), so
+-- concurrent calls cannot overshoot the cap.
+create or replace function pgflight_cells.remember_worker(p_name text, p_options jsonb)
+  returns bigint language plpgsql security definer
+  set search_path = pg_catalog, pg_temp
+  as $$
+declare
+  v_cap integer := (select s.max_live_workers_per_login from pgflight_cells.settings s);
+  v_live bigint;
+  v_id bigint;
+begin
+  perform pg_advisory_xact_lock(hashtext('pgflight_cells.remember_worker'), hashtext(session_user));
+  select count(*) into v_live from pgflight_cells.workers w where w.login = session_user;
+  if v_live >= v_cap then
+    raise exception 'register_worker: login % has % workers registered through the proxy',
+                    session_user, v_live
+      using errcode = 'ZF005',
+            detail = format('settings max_live_workers_per_login = %s (proxy), live = %s, asked = 1',
+                            v_cap, v_live),
+            hint = 'Deregister workers that stopped (deregister_worker), or raise '
+                   'pgflight_cells.settings.max_live_workers_per_login on the proxy.';
+  end if;
+  v_id := nextval('pgflight_cells.worker_ids');
+  insert into pgflight_cells.workers (id, login, name, options)
+  values (v_id, session_user, p_name, p_options);
+  return v_id;
+end
+$$;
+create or replace function pgflight_cells.forget_worker(p_id bigint)
   returns void language sql security definer
   set search_path = pg_catalog, pg_temp
-  as $$ insert into pgflight_cells.workers (id, login, name, options)
-        values (p_id, session_user, p_name, p_options) $$;
+  as $$ delete from pgflight_cells.workers w where w.id = p_id and w.login = session_user $$;
+comment on function pgflight_cells.forget_worker(bigint) is
+  'A deregistered worker of this login leaves the proxy''s list (and its cap count).';
 create or replace function pgflight_cells.worker_of(p_id bigint)
   returns table (name text, options jsonb) language sql stable security definer
   set search_path = pg_catalog, pg_temp
   as $$ select w.name, w.options from pgflight_cells.workers w
         where w.id = p_id and w.login = session_user $$;
-revoke all on function pgflight_cells.remember_worker(bigint, text, jsonb), pgflight_cells.worker_of(bigint)
-  from public;
-grant execute on function pgflight_cells.remember_worker(bigint, text, jsonb),
-                          pgflight_cells.worker_of(bigint) to pgflight_worker;
+revoke all on function pgflight_cells.remember_worker(text, jsonb), pgflight_cells.worker_of(bigint),
+                       pgflight_cells.forget_worker(bigint) from public;
+grant execute on function pgflight_cells.remember_worker(text, jsonb), pgflight_cells.worker_of(bigint),
+                          pgflight_cells.forget_worker(bigint) to pgflight_worker;
 grant usage on schema pgflight, pgflight_cells, pgflight_via
   to pgflight_worker, pgflight_operator, pgflight_reader;
 -- the directory is read through part_of_workspace alone: a login learns no other tenant's names
 revoke all on pgflight_cells.workspaces from public;
 grant select on pgflight_cells.cells to pgflight_worker, pgflight_operator, pgflight_reader;
-grant usage on sequence pgflight_cells.worker_ids to pgflight_worker;
+revoke all on sequence pgflight_cells.worker_ids from pgflight_worker;  -- taken by remember_worker alone
 
 create or replace function pgflight_cells.part_of_id(p_id bigint) returns integer
   language sql stable
@@ -493,9 +699,8 @@ declare
   c record;
 begin
   for v_try in 1 .. 3 loop
-    v_id := nextval('pgflight_cells.worker_ids');
     begin
-      perform pgflight_cells.remember_worker(v_id, p_name, p_options);
+      v_id := pgflight_cells.remember_worker(p_name, p_options);
       for c in select x.cell - 1 as part from pgflight_cells.cells x order by x.cell loop
         begin
           perform pgflight_cells.register_worker_as(c.part, v_id, p_name, p_options);
@@ -539,6 +744,7 @@ begin
   if v_done = 0 then
     perform pgflight_via.deregister_worker(0, p_worker_id);  -- an unknown worker: cell 1's error
   end if;
+  perform pgflight_cells.forget_worker(p_worker_id);
 end
 $fn$;
 
@@ -547,7 +753,9 @@ create function pgflight.create_workspace(p_name text, p_options jsonb default '
   set search_path = pg_catalog, pg_temp
   as $fn$
 begin
-  perform pgflight_cells.place(p_name);
+  if p_name is not null then  -- a null name: the cell refuses it as it would (22023, or ZF012 first)
+    perform pgflight_cells.place(p_name);
+  end if;
   return pgflight_via.create_workspace(pgflight_cells.part_of_workspace(p_name), p_name, p_options);
 end
 $fn$;
@@ -621,8 +829,7 @@ begin
   -- not one transaction across cells: the completions are each cell's, then the claim
   return query select b.attempt_id, null::bigint, null::bigint, null::bigint, null::bigint, null::text,
                       null::integer, null::text, null::jsonb, null::timestamptz, null::timestamptz, b.outcome
-                 from pgflight.complete_batch(p_attempt_ids, p_tokens, p_results) b
-                where cardinality(p_attempt_ids) > 0;
+                 from pgflight.complete_batch(p_attempt_ids, p_tokens, p_results) b;
   return query select c.*, null::text
                  from pgflight.claim_batch(p_worker_id, p_batch_size, p_lease_s, p_recipes, p_options) c;
 end
@@ -695,20 +902,18 @@ comment on view pgflight.{q(v.name)} is 'Proxy of the cells: every cell''s rows 
 
 
 def sql_ident(name: str) -> str:
-    """`name` as a double-quoted SQL identifier (embedded quotes doubled)."""
-    return '"' + name.replace('"', '""') + '"'
+    """`name` as a quoted SQL identifier, quoted by psycopg (no connection needed)."""
+    return sql.Identifier(name).as_string(None)
 
 
 def proxy_schema(fns: Sequence[ApiFunction], cell_count: int, vws: Sequence[ApiView] = ()) -> str:
     """The SQL of the proxy's functions (and views) for the catalogue `fns` (the base schema excluded)."""
-    parts = [PROXY_CUSTOM.format(quiet_s=QUIET_S, down_s=DOWN_S)]
+    custom = PROXY_CUSTOM.format(quiet_s=QUIET_S, down_s=DOWN_S)
+    parts = [custom.replace("\nend\n$fn$;", CELLS_OWN_ERROR.replace("{hole}", "null"))]
     parts += [_proxy_view(v, cell_count) for v in vws]
+    parts.append(PROXY_ERRORS.replace("{shift}", str(CELL_SHIFT)))
     for fn in fns:
-        if route(fn) in ("all", "split") or fn.name in (
-            "claim_batch",
-            "create_workspace",
-            "deregister_worker",
-        ):
+        if route(fn) != "custom" or fn.name in ("claim_batch", "create_workspace", "deregister_worker"):
             parts.append(_on_cell(fn))
         if route(fn) != "custom":
             parts.append(_proxy_function(fn))
@@ -722,7 +927,8 @@ def proxy_schema(fns: Sequence[ApiFunction], cell_count: int, vws: Sequence[ApiV
 
 
 def _literal(s: str) -> str:
-    return "'" + s.replace("'", "''") + "'"
+    """`s` as an SQL string literal, quoted by psycopg."""
+    return sql.Literal(s).as_string(None)
 
 
 def deploy_proxy(proxy_dsn: str, cell_dsns: Sequence[str]) -> None:
@@ -732,6 +938,7 @@ def deploy_proxy(proxy_dsn: str, cell_dsns: Sequence[str]) -> None:
     with psycopg.connect(cell_dsns[0], autocommit=True) as c:
         fns = catalogue(c)
         vws = views(c)
+        caps = c.execute("select max_live_workers_per_login from pgflight.settings").fetchone()
     connstrs = [libpq_keywords(d) for d in cell_dsns]
     pads = [
         f"{connstrs[0]} application_name=pgflight_cells_pad_{i}"
@@ -745,6 +952,7 @@ def deploy_proxy(proxy_dsn: str, cell_dsns: Sequence[str]) -> None:
             max_cells=MAX_CELLS, shift=CELL_SHIFT, cluster=CLUSTER, max_worker=(1 << CELL_SHIFT) - 1
         )
         c.execute(base.encode())
+        mappings = saved_user_mappings(c)
         c.execute(sql.SQL("drop server if exists {} cascade").format(sql.Identifier(CLUSTER)))
         options = sql.SQL(", ").join(
             sql.SQL("p{} {}").format(sql.SQL(str(i)), sql.Literal(s)) for i, s in enumerate(connstrs + pads)
@@ -755,6 +963,7 @@ def deploy_proxy(proxy_dsn: str, cell_dsns: Sequence[str]) -> None:
             )
         )
         c.execute(sql.SQL("create user mapping for public server {}").format(sql.Identifier(CLUSTER)))
+        restore_user_mappings(c, mappings)
         c.execute(
             sql.SQL("grant usage on foreign server {} to {}").format(
                 sql.Identifier(CLUSTER), sql.SQL(", ").join(sql.Identifier(r) for r in LANES)
@@ -768,6 +977,39 @@ def deploy_proxy(proxy_dsn: str, cell_dsns: Sequence[str]) -> None:
                 [i, s],
             )
         c.execute(proxy_schema(fns, len(connstrs), vws).encode())
+        if caps is not None:
+            c.execute("update pgflight_cells.settings set max_live_workers_per_login = %s", [caps[0]])
+
+
+def saved_user_mappings(c: psycopg.Connection[tuple[object, ...]]) -> list[tuple[str, dict[str, str]]]:
+    """The logins' user mappings of the cells' server (`map_login`), kept across a redeploy."""
+    rows = c.execute(
+        "select usename::text, coalesce(umoptions, '{}') from pg_user_mappings"
+        " where srvname = %s and usename <> 'public'",
+        [CLUSTER],
+    ).fetchall()
+    out = []
+    for login, opts in rows:
+        pairs = [str(o).partition("=") for o in opts]  # type: ignore[attr-defined]
+        out.append((str(login), {k: v for k, _, v in pairs}))
+    return out
+
+
+def restore_user_mappings(
+    c: psycopg.Connection[tuple[object, ...]], mappings: Sequence[tuple[str, dict[str, str]]]
+) -> None:
+    """Make again the user mappings `saved_user_mappings` read (the server was dropped and made anew)."""
+    for login, opts in mappings:
+        options = sql.SQL(", ").join(
+            sql.SQL("{} {}").format(sql.Identifier(k), sql.Literal(v)) for k, v in opts.items()
+        )
+        c.execute(
+            sql.SQL("create user mapping for {} server {}{}").format(
+                sql.Identifier(login),
+                sql.Identifier(CLUSTER),
+                sql.SQL(" options ({})").format(options) if opts else sql.SQL(""),
+            )
+        )
 
 
 def map_login(proxy_dsn: str, login: str, password: str) -> None:
@@ -795,8 +1037,16 @@ def place(proxy_dsn: str, workspace: str, cell: int) -> None:
         )
 
 
-def deploy(cell_dsns: Sequence[str], proxy_dsn: str, *, migrate_cells: bool = True) -> None:
-    """Deploy pgflight in each cell (unless `migrate_cells` is False), number it, then the proxy."""
+def deploy(
+    cell_dsns: Sequence[str], proxy_dsn: str, *, migrate_cells: bool = True, schedule: bool = True
+) -> dict[int, str | None]:
+    """
+    Deploy pgflight in each cell (unless `migrate_cells` is False), number it, write the proxy, then
+    schedule each cell's sweeps with its own pg_cron (unless `schedule` is False).
+
+    :return: by cell number, None where pg_cron now runs that cell's sweeps, else why not (as
+        :func:`schedule_sweeps`); empty when `schedule` is False.
+    """
     from pgflight import migrate
 
     for n, dsn in enumerate(cell_dsns, 1):
@@ -805,6 +1055,23 @@ def deploy(cell_dsns: Sequence[str], proxy_dsn: str, *, migrate_cells: bool = Tr
         with psycopg.connect(dsn, autocommit=True) as c:
             assign_cell(c, n)
     deploy_proxy(proxy_dsn, cell_dsns)
+    return schedule_sweeps(cell_dsns) if schedule else {}
+
+
+# --- sweeps in each cell ------------------------------------------------------------------------
+def schedule_sweeps(cell_dsns: Sequence[str]) -> dict[int, str | None]:
+    """
+    Install each cell's pg_cron jobs, as a single database's deploy does
+    (``pgflight.install_schedules()``, which fits pg_cron 1.4's minute schedules and >= 1.5's
+    seconds): every cell sweeps its own leases, wakes, budgets and retention, with no worker and no
+    proxy involved. The proxy database has no sweeps (it holds no rows of the engine).
+
+    :return: by cell number (1 first), None where pg_cron now runs the sweeps, else why not
+        (pg_cron missing in that database, ZF011): that cell's sweeps must be run another way.
+    """
+    from pgflight import migrate
+
+    return {n: migrate.install_schedules(dsn) for n, dsn in enumerate(cell_dsns, 1)}
 
 
 # --- cells on this machine (tests, benchmarks) -------------------------------------------------
@@ -815,6 +1082,8 @@ class LocalCells:
     clusters: list[Any]  # pgflight.embedded.Cluster
     cell_dsns: list[str]  # superuser
     proxy_dsn: str  # superuser
+    #: by cell, None where pg_cron runs its sweeps, else why not (empty: not asked for)
+    cron: dict[int, str | None] = field(default_factory=dict)
 
     def as_login(self, login: str, password: str, dsn: str | None = None) -> str:
         return make_conninfo(dsn or self.proxy_dsn, user=login, password=password)
@@ -848,12 +1117,19 @@ def _scram_logins(cluster: Any, logins: dict[str, str], password: str) -> None:
 
 @contextmanager
 def local_cells(
-    n: int, *, logins: dict[str, str], password: str, settings: dict[str, str] | None = None
+    n: int,
+    *,
+    logins: dict[str, str],
+    password: str,
+    settings: dict[str, str] | None = None,
+    cron: bool = False,
 ) -> Iterator[LocalCells]:
     """
     Start `n` throwaway servers, deploy and number a cell in each, the proxy database on the first,
     and `logins` (name: lane role) in every server with an every-workspace grant of their lane and
     a user mapping on the proxy. Everything is destroyed on exit. Raises CellsError without PL/Proxy.
+    With `cron`, pg_cron (where the server has it) serves each cell's database and each cell's
+    sweeps are scheduled as `pgflight cells deploy` does; :attr:`LocalCells.cron` says why not.
     """
     from concurrent.futures import ThreadPoolExecutor
 
@@ -865,7 +1141,8 @@ def local_cells(
     try:
         for f in folders:
             os.chmod(f, 0o755)  # as root the server runs as postgres
-            cl = Cluster(f, settings=settings or {})
+            cron_db = {"cron.database_name": "postgres"} if cron else {}  # the cells' database
+            cl = Cluster(f, settings={**cron_db, **(settings or {})})
             clusters.append(cl)
             cl.up()
         if not plproxy_available(clusters[0].dsn("postgres")):
@@ -877,7 +1154,7 @@ def local_cells(
             _scram_logins(cl, logins, password)
         clusters[0].create_database("pgflight_proxy")
         proxy = clusters[0].dsn("pgflight_proxy")
-        deploy(dsns, proxy, migrate_cells=False)
+        why_not = deploy(dsns, proxy, migrate_cells=False, schedule=cron)
         for login in logins:
             map_login(proxy, login, password)
         for d in dsns:
@@ -887,7 +1164,7 @@ def local_cells(
                         "select pgflight.grant_workspace(%s, null, %s)",
                         [login, role.removeprefix("pgflight_")],
                     )
-        yield LocalCells(clusters, dsns, proxy)
+        yield LocalCells(clusters, dsns, proxy, why_not)
     finally:
         for cl in clusters:
             with suppress(Exception):

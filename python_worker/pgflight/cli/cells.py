@@ -23,14 +23,46 @@ def deploy(
     migrate: Annotated[
         bool, typer.Option("--migrate/--no-migrate", help="Deploy the schema in each cell first.")
     ] = True,
+    wait_sweep: Annotated[
+        bool,
+        typer.Option(
+            "--wait-sweep/--no-wait-sweep",
+            help="After scheduling, wait (up to 75 s) until each cell's pg_cron has run a sweep.",
+        ),
+    ] = True,
 ) -> None:
-    """Deploy (or renumber-check) each cell, then write the proxy's functions from cell 1's catalogue."""
+    """
+    Deploy (or renumber-check) each cell, write the proxy's functions from cell 1's catalogue, and
+    schedule each cell's sweeps with that cell's pg_cron (as `pgflight migrate` does for one database).
+    """
+    from pgflight import migrate as migration
+
     try:
-        cells.deploy(cell, proxy, migrate_cells=migrate)
+        why_not = cells.deploy(cell, proxy, migrate_cells=migrate)
     except cells.CellsError as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(2) from e
     typer.echo(f"{len(cell)} cell(s) behind the proxy")
+    for n, dsn in enumerate(cell, 1):
+        reason = why_not.get(n)
+        if reason is not None:
+            typer.echo(
+                f"cell {n}: sweeps not scheduled ({reason}); call `select * from pgflight.run_sweeps()`"
+                " in that cell every few seconds from another scheduler."
+            )
+            continue
+        if not wait_sweep:
+            typer.echo(f"cell {n}: sweeps scheduled with pg_cron (jobs run as pgflight_cron)")
+            continue
+        ran, how = migration.confirm_sweep(dsn)
+        if ran:
+            typer.echo(f"cell {n}: sweeps scheduled with pg_cron; {how}")
+        else:
+            typer.echo(
+                f"warning: cell {n}: {how}. pg_cron cannot run that cell's sweeps (docs/security.md#pg_cron);"
+                " check its cron.job_run_details",
+                err=True,
+            )
 
 
 @cells_app.command("map-login")

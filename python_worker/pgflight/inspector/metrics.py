@@ -23,10 +23,12 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+import psycopg
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 from psycopg_pool import ConnectionPool
 
+from pgflight.cells import CELL_SHIFT
 from pgflight.inspector import guard
 from pgflight.inspector.pool import open_pool
 
@@ -49,6 +51,18 @@ GAUGES: dict[str, str] = {
     "notification_queue_usage": "pg_notification_queue_usage(): fraction of the NOTIFY queue in use.",
     "oldest_xmin_age": "Age in transactions of the oldest xmin holding back vacuum, by source.",
 }
+#: Through a proxy of cells, the figures that cannot be summed over the cells (ages, lags, a
+#: server's own health, workers that every cell lists): one series per cell, labelled ``cell``.
+PER_CELL = frozenset(
+    {
+        "oldest_ready_age_seconds",
+        "sweep_lag_seconds",
+        "waits_oldest_age_seconds",
+        "notification_queue_usage",
+        "oldest_xmin_age",
+        "workers_alive",
+    }
+)
 EVENT_KINDS: dict[str, str] = {
     "completions": "Attempts that succeeded.",
     "failures": "Attempts that ended failed, lease_expired, timed_out or dead_letter.",
@@ -72,17 +86,55 @@ class SnapshotCollector(Collector):
         self.cursor = 0
         self.counts: dict[str, float] = dict.fromkeys(EVENT_KINDS, 0.0)
         self.last_read_s = 0.0
+        self.cell_cursors: dict[int, int] = {}  # through a proxy of cells: each cell's events cursor
         self._lock = threading.Lock()
 
     def _read(self) -> list[tuple[str, dict[str, Any], float]]:
         t0 = time.perf_counter()
         with self.pool.connection() as conn:
-            rows = conn.execute(
-                "select metric, labels, value from pgflight.metrics_snapshot(%s, %s)",
-                [self.cursor, self.max_events],
-            ).fetchall()
+            cells = proxy_cells(conn)
+            if cells is None:
+                rows = conn.execute(
+                    "select metric, labels, value from pgflight.metrics_snapshot(%s, %s)",
+                    [self.cursor, self.max_events],
+                ).fetchall()
+                out = [(str(m), dict(labels or {}), float(v or 0)) for m, labels, v in rows]
+            else:
+                out = self._read_cells(conn, cells)
         self.last_read_s = time.perf_counter() - t0
-        return [(str(m), dict(labels or {}), float(v or 0)) for m, labels, v in rows]
+        return out
+
+    def _read_cells(self, conn: Any, cells: list[int]) -> list[tuple[str, dict[str, Any], float]]:
+        """
+        Through a proxy of cells (docs/scaling.md): each cell's snapshot with that cell's own events
+        cursor (event ids name their cell, so one cursor cannot serve two cells). Figures of
+        `PER_CELL` get a ``cell`` label; every other figure with the same labels is summed over the
+        cells. ``pgflight_cell_up`` says which cells answered; a cell that did not is left out.
+        """
+        summed: dict[tuple[str, tuple[tuple[str, str], ...]], float] = {}
+        for cell in cells:
+            try:
+                rows = conn.execute(
+                    "select metric, labels, value from pgflight_via.metrics_snapshot(%s, %s, %s)",
+                    [cell - 1, self.cell_cursors.get(cell, 0), self.max_events],
+                ).fetchall()
+            except (psycopg.OperationalError, psycopg.errors.InternalError_):  # a cell down
+                summed[("cell_up", (("cell", str(cell)),))] = 0.0
+                continue
+            summed[("cell_up", (("cell", str(cell)),))] = 1.0
+            for metric, labels, value in rows:
+                name = str(metric)
+                if name == "events_cursor":
+                    self.cell_cursors[cell] = int(value or 0)
+                    continue
+                if name == "claims_total":  # the cell's token sequence, started at its id range
+                    value = max(0.0, float(value or 0) - float(cell << CELL_SHIFT))
+                shown = {str(k): str(v) for k, v in dict(labels or {}).items()}
+                if name in PER_CELL:
+                    shown["cell"] = str(cell)
+                key = (name, tuple(sorted(shown.items())))
+                summed[key] = summed.get(key, 0.0) + float(value or 0)
+        return [(m, dict(labels), v) for (m, labels), v in summed.items()]
 
     def collect(self) -> Iterator[Metric]:
         with self._lock:
@@ -108,9 +160,27 @@ class SnapshotCollector(Collector):
         yield CounterMetricFamily("pgflight_claims", "Claims ever made (the fencing-token sequence).", claims)
         for kind, help_ in EVENT_KINDS.items():
             yield CounterMetricFamily(f"pgflight_{kind}", help_ + " Counted by this exporter.", counts[kind])
+        up = [(labels["cell"], value) for metric, labels, value in rows if metric == "cell_up"]
+        if up:
+            fam = GaugeMetricFamily(
+                "pgflight_cell_up",
+                "Through a proxy of cells: 1 when the cell answered this scrape.",
+                labels=["cell"],
+            )
+            for cell, value in up:
+                fam.add_metric([cell], value)
+            yield fam
         yield GaugeMetricFamily(
             "pgflight_metrics_read_seconds", "Duration of the last metrics_snapshot read.", self.last_read_s
         )
+
+
+def proxy_cells(conn: Any) -> list[int] | None:
+    """The cell numbers behind a proxy of cells (docs/scaling.md), or None for one database."""
+    row = conn.execute("select to_regclass('pgflight_cells.cells') is not null").fetchone()
+    if not row or not row[0]:
+        return None
+    return [int(r[0]) for r in conn.execute("select cell from pgflight_cells.cells order by cell").fetchall()]
 
 
 WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
