@@ -128,40 +128,41 @@ def moved_tables(conn: psycopg.Connection[tuple[object, ...]]) -> list[MovedTabl
             named = NAMED_REFERENCES.get(col) or EXTRA_REFERENCES.get((t, col))
             if named and named != t and named in tables:
                 refs[t].setdefault(col, named)
-    moved: dict[str, MovedTable] = {
-        "workspaces": MovedTable("workspaces", tables["workspaces"][0], (), "id = %(ws)s")
-    }
+    # which tables: workspaces and, to a fixpoint, every table referencing one already in
+    names = {"workspaces"}
     changed = True
     while changed:
         changed = False
         for t in sorted(tables):
-            if t in moved:
-                continue
-            mine = tuple(sorted((c, r) for c, r in refs[t].items() if r in moved and r != t))
-            if not mine:
+            if t not in names and any(r in names and r != t for r in refs[t].values()):
+                names.add(t)
+                changed = True
+    deps = {t: tuple(sorted((c, r) for c, r in refs[t].items() if r in names and r != t)) for t in names}
+    deps["workspaces"] = ()
+    # in reference order; each table's rows named through its references' (already made) predicates
+    order: list[MovedTable] = []
+    done: dict[str, MovedTable] = {}
+    while len(order) < len(names):
+        for t in sorted(names):
+            if t in done or not {r for _, r in deps[t]} <= set(done):
                 continue
             cols, notnull = tables[t]
-            if ("workspace_id", "workspaces") in mine and "workspace_id" in notnull:
+            if t == "workspaces":
+                pred = "id = %(ws)s"
+            elif ("workspace_id", "workspaces") in deps[t] and "workspace_id" in notnull:
                 pred = "workspace_id = %(ws)s"
             else:
                 pred = " or ".join(
                     f"{sql_id(c)} = %(ws)s"
                     if r == "workspaces"
-                    else f"{sql_id(c)} in (select id from pgflight.{sql_id(r)} where {moved[r].predicate})"
-                    for c, r in mine
+                    else f"{sql_id(c)} in (select id from pgflight.{sql_id(r)} where {done[r].predicate})"
+                    for c, r in deps[t]
                 )
-            moved[t] = MovedTable(t, cols, mine, pred)
-            changed = True
-    order: list[MovedTable] = []
-    done: set[str] = set()
-    while len(order) < len(moved):
-        for t in sorted(moved):
-            if t not in done and moved[t].depends <= done:
-                order.append(moved[t])
-                done.add(t)
-                break
+            done[t] = MovedTable(t, cols, deps[t], pred)
+            order.append(done[t])
+            break
         else:  # pragma: no cover - a reference cycle between tables (there is none today)
-            raise MoveError(f"reference cycle among {sorted(set(moved) - done)}")
+            raise MoveError(f"reference cycle among {sorted(names - set(done))}")
     return order
 
 
@@ -433,7 +434,7 @@ def _copy_switch_delete(
         with psycopg.connect(proxy_dsn) as px:
             px.execute("update pgflight_cells.workspaces set cell = %s where name = %s", [to_cell, workspace])
             px.execute(
-                "insert into pgflight_cells.moved_ids (id, cell) select x, %s from unnest(%s::bigint[]) x"
+                "insert into pgflight_cells.moved_ids (id, cell) select distinct x, %s from unnest(%s::bigint[]) x"
                 " where x >> %s <> %s on conflict (id) do update set cell = excluded.cell",
                 [to_cell, routed, cells.CELL_SHIFT, to_cell],
             )
