@@ -71,7 +71,9 @@ def test_every_table_holding_a_workspaces_rows_is_moved_after_the_tables_it_refe
                 assert (col, cells_move.NAMED_REFERENCES[col]) in t.references, (t.name, col)
     # the partitioned history with no foreign key is found by its columns
     assert {"events", "traces", "costs", "stream_chunks", "fan_in_stripes"} <= set(names)
-    assert names[0] == "workspaces" and names.index("runs") < names.index("steps") < names.index("step_attempts")
+    assert names[0] == "workspaces" and names.index("runs") < names.index("steps") < names.index(
+        "step_attempts"
+    )
 
 
 def _submit(op: psycopg.Connection[Any], ws: str, recipe: str, inp: dict[str, Any] | None = None) -> int:
@@ -110,9 +112,19 @@ def test_a_workspace_moves_with_queued_leased_parked_and_agent_work_and_each_ste
             started.append(w)
             # parked: an approval gate, reached by the worker
             gated = _submit(op, ws, "gated")
-            wait_for(lambda: _status(src, gated) == "running" and _rows(
-                src, "select 1 from pgflight.approvals a join pgflight.steps s on s.id = a.step_id"
-                " where s.run_id = %s", [gated]), 30, "the gate to be requested")
+            wait_for(
+                lambda: (
+                    _status(src, gated) == "running"
+                    and _rows(
+                        src,
+                        "select 1 from pgflight.approvals a join pgflight.steps s on s.id = a.step_id"
+                        " where s.run_id = %s",
+                        [gated],
+                    )
+                ),
+                30,
+                "the gate to be requested",
+            )
             gated_step = _rows(src, "select root_step_id from pgflight.runs where id = %s", [gated])[0][0]
             _rows(src, "insert into pgflight.move_probe values (1, %s, 'probe') returning id", [gated_step])
             # leased: a live worker mid-step (its one slot), then queued work behind it
@@ -132,7 +144,8 @@ def test_a_workspace_moves_with_queued_leased_parked_and_agent_work_and_each_ste
             wid = agent.execute("select pgflight.register_worker('agent')").fetchone()[0]  # type: ignore[index]
             agent_run = _submit(op, ws, "agentish")
             att, tok = agent.execute(
-                "select attempt_id, fencing_token from pgflight.claim_batch(%s, 1, 1, array['agentish'])", [wid]
+                "select attempt_id, fencing_token from pgflight.claim_batch(%s, 1, 1, array['agentish'])",
+                [wid],
             ).fetchone()  # type: ignore[misc]
             agent.execute("select * from pgflight.start_step(%s, %s)", [att, tok])
             ar = agent.execute(
@@ -170,9 +183,13 @@ def test_a_workspace_moves_with_queued_leased_parked_and_agent_work_and_each_ste
                     assert n == (0,), f"{t.name} still holds the workspace's rows in the source"
             assert _rows(src, "select name, to_cell from pgflight_cell.moved_out") == [(ws, 2)]
             for r, before in history.items():
-                after = _rows(dst, "select id, reason from pgflight.run_events where run_id = %s order by id", [r])
+                after = _rows(
+                    dst, "select id, reason from pgflight.run_events where run_id = %s order by id", [r]
+                )
                 assert after[: len(before)] == before, f"run {r}: its history before the move, whole"
-            assert _rows(dst, "select usd, iterations from pgflight.agent_runs where id = %s", [ar])[0] == spent
+            assert (
+                _rows(dst, "select usd, iterations from pgflight.agent_runs where id = %s", [ar])[0] == spent
+            )
             # the stale writer: its lease lapsed before the move; through the proxy its write is
             # routed to the new cell by the moved id, and refused there by the fence
             with pytest.raises(psycopg.Error) as e:
@@ -182,7 +199,8 @@ def test_a_workspace_moves_with_queued_leased_parked_and_agent_work_and_each_ste
             # old cell, an id of cell 1) heartbeats and completes in cell 2, with its flight recorder
             att2, tok2 = wait_for(
                 lambda: agent.execute(
-                    "select attempt_id, fencing_token from pgflight.claim_batch(%s, 1, 30, array['agentish'])",
+                    "select attempt_id, fencing_token"
+                    " from pgflight.claim_batch(%s, 1, 30, array['agentish'])",
                     [wid],
                 ).fetchone(),
                 10,
@@ -231,13 +249,17 @@ def test_a_workspace_moves_with_queued_leased_parked_and_agent_work_and_each_ste
         [ws_id],
     )
     assert len(once) == len(every)
-    assert {(r[1], r[2]) for r in once} == {(1, 1)}, f"a step succeeded twice or never: {once}\n{w.output()[-3000:]}"
+    assert {(r[1], r[2]) for r in once} == {(1, 1)}, (
+        f"a step succeeded twice or never: {once}\n{w.output()[-3000:]}"
+    )
     assert _rows(src, "select count(*) from pgflight.runs") == [(0,)] or all(
         _status(src, r) is None for r in every
     )
     with psycopg.connect(cluster3.proxy_dsn) as px:
         assert px.execute("select count(*) from pgflight_cells.moves").fetchone() == (0,)
-        assert px.execute("select cell from pgflight_cells.workspaces where name = %s", [ws]).fetchone() == (2,)
+        assert px.execute("select cell from pgflight_cells.workspaces where name = %s", [ws]).fetchone() == (
+            2,
+        )
 
 
 def test_a_move_that_cannot_drain_its_leases_gives_up_and_leaves_the_workspace_running_where_it_was(
@@ -252,16 +274,22 @@ def test_a_move_that_cannot_drain_its_leases_gives_up_and_leaves_the_workspace_r
         op.execute("select pgflight.create_workspace(%s)", [ws])
         run = _submit(op, ws, "held")
         wid = w.execute("select pgflight.register_worker('held')").fetchone()[0]  # type: ignore[index]
-        att = w.execute("select attempt_id from pgflight.claim_batch(%s, 1, 600, array['held'])", [wid]).fetchone()
+        att = w.execute(
+            "select attempt_id from pgflight.claim_batch(%s, 1, 600, array['held'])", [wid]
+        ).fetchone()
         assert att is not None
         with pytest.raises(cells_move.MoveError) as e:
             cells_move.move_workspace(cluster3.proxy_dsn, ws, 1, timeout_s=1.0, poll_s=0.1)
         assert "still holds 1 lease(s)" in str(e.value) and f"attempt {att[0]}" in str(e.value)
         assert "Nothing was moved" in str(e.value)
-        assert _status(cluster3.cell_dsns[2], run) == "running" or _status(cluster3.cell_dsns[2], run) == "queued"
+        assert (
+            _status(cluster3.cell_dsns[2], run) == "running"
+            or _status(cluster3.cell_dsns[2], run) == "queued"
+        )
         paused = _rows(
             cluster3.cell_dsns[2],
-            "select l.paused_at from pgflight.workspace_limits l join pgflight.workspaces x on x.id = l.workspace_id"
+            "select l.paused_at from pgflight.workspace_limits l"
+            " join pgflight.workspaces x on x.id = l.workspace_id"
             " where x.name = %s",
             [ws],
         )
@@ -270,10 +298,14 @@ def test_a_move_that_cannot_drain_its_leases_gives_up_and_leaves_the_workspace_r
         _submit(op, ws, "held")
     with psycopg.connect(cluster3.proxy_dsn) as px:
         assert px.execute("select count(*) from pgflight_cells.moves").fetchone() == (0,)
-        assert px.execute("select cell from pgflight_cells.workspaces where name = %s", [ws]).fetchone() == (3,)
+        assert px.execute("select cell from pgflight_cells.workspaces where name = %s", [ws]).fetchone() == (
+            3,
+        )
 
 
-def test_a_frozen_workspace_is_refused_through_the_proxy_with_a_retryable_code(cluster3: cells.LocalCells) -> None:
+def test_a_frozen_workspace_is_refused_through_the_proxy_with_a_retryable_code(
+    cluster3: cells.LocalCells,
+) -> None:
     ws = "frozen"
     cells.place(cluster3.proxy_dsn, ws, 1)
     with psycopg.connect(_as(cluster3, OPERATOR), autocommit=True) as op:
@@ -317,7 +349,9 @@ def test_the_relay_wakes_workers_of_the_proxy_in_every_cell_and_survives_a_cell_
                 op.execute("select pgflight.create_workspace(%s)", [name])
             w = start_worker(_as(cluster3, WORKER), tmp_path, "--poll", str(poll))
             started.append(w)
-            wait_for(lambda: "listening on pgflight_ready" in w.output(), 30, "the worker to listen on the proxy")
+            wait_for(
+                lambda: "listening on pgflight_ready" in w.output(), 30, "the worker to listen on the proxy"
+            )
             time.sleep(0.5)  # the worker idle: its claims found every cell quiet
 
             def burst(rounds: int) -> dict[int, list[int]]:
@@ -331,16 +365,24 @@ def test_the_relay_wakes_workers_of_the_proxy_in_every_cell_and_survives_a_cell_
             def latencies(runs: dict[int, list[int]]) -> list[float]:
                 for n, ids in runs.items():
                     wait_for(
-                        lambda n=n, ids=ids: all(_status(cluster3.cell_dsns[n - 1], r) == "succeeded" for r in ids),
+                        lambda n=n, ids=ids: all(
+                            _status(cluster3.cell_dsns[n - 1], r) == "succeeded" for r in ids
+                        ),
                         30,
                         f"the runs of cell {n} to succeed",
                     )
-                return [x for n, ids in runs.items() for x in _start_latencies(cluster3.cell_dsns[n - 1], ids)]
+                return [
+                    x for n, ids in runs.items() for x in _start_latencies(cluster3.cell_dsns[n - 1], ids)
+                ]
 
             before = latencies(burst(4))
             cluster3.clusters[1].stop("fast")
             cluster3.clusters[1].start()
-            wait_for(lambda: relay.reconnects[2] >= 1 and relay.listening[2], 30, "the relay to listen on cell 2 again")
+            wait_for(
+                lambda: relay.reconnects[2] >= 1 and relay.listening[2],
+                30,
+                "the relay to listen on cell 2 again",
+            )
             time.sleep(2.5)  # the worker's claims past the cell's down mark
             after = latencies(burst(3))
     finally:

@@ -455,7 +455,7 @@ create table if not exists pgflight_cells.moves (
   updated_at timestamptz not null default clock_timestamp()
 );
 comment on table pgflight_cells.moves is
-  'Moves in progress (one row per workspace until it is done); a workspace in phase frozen or later is refused.';
+  'Moves in progress (one row per workspace until it is done); a frozen workspace is refused.';
 revoke all on pgflight_cells.moves from public;
 -- wake-ups relayed from the cells (pgflight/cells_wake.py): when each cell last announced work
 create unlogged table if not exists pgflight_cells.wakes (
@@ -463,7 +463,7 @@ create unlogged table if not exists pgflight_cells.wakes (
   at double precision not null
 );
 comment on table pgflight_cells.wakes is
-  'The relay''s last wake-up from each cell (epoch seconds): a claim visits a cell it marked quiet before then.';
+  'The relay''s last wake-up from each cell (epoch seconds): a claim visits a cell marked quiet before it.';
 revoke all on pgflight_cells.wakes from public;
 
 create or replace function pgflight_cells.part_of_id(p_id bigint) returns integer
@@ -480,7 +480,8 @@ create or replace function pgflight_cells.part_of_workspace(p_name text) returns
   set search_path = pg_catalog, pg_temp
   as $$
 begin
-  if exists (select from pgflight_cells.moves m where m.workspace = p_name and m.phase in ('frozen', 'copied')) then
+  if exists (select from pgflight_cells.moves m
+             where m.workspace = p_name and m.phase in ('frozen', 'copied')) then
     raise exception 'workspace % is moving between cells', p_name using errcode = 'ZF014',
       detail = format('workspace=%s', p_name),
       hint = 'Retry in a moment: its rows are being copied to its new cell (docs/scaling.md).';
@@ -497,11 +498,12 @@ create or replace function pgflight_cells.skipped(p_part integer, p_now double p
   as $$
     -- this session marked the cell quiet (or down) until a moment still to come, and the relay
     -- has not heard of new work in it since the mark
-    select coalesce(nullif(current_setting('pgflight_cells.quiet_' || p_part, true), ''), '0')::double precision > p_now
+    select coalesce(nullif(current_setting('pgflight_cells.quiet_' || p_part, true), ''), '0')::float8 > p_now
        and coalesce((select w.at from pgflight_cells.wakes w where w.cell = p_part + 1), 0)
-           < coalesce(nullif(current_setting('pgflight_cells.marked_' || p_part, true), ''), '0')::double precision
+           < coalesce(nullif(current_setting('pgflight_cells.marked_' || p_part, true), ''), '0')::float8
   $$;
-create or replace function pgflight_cells.mark_quiet(p_part integer, p_now double precision, p_for double precision)
+create or replace function pgflight_cells.mark_quiet(p_part integer, p_now double precision,
+                                                     p_for double precision)
   returns void language sql
   set search_path = pg_catalog, pg_temp
   as $$
@@ -511,7 +513,8 @@ create or replace function pgflight_cells.mark_quiet(p_part integer, p_now doubl
 revoke all on function pgflight_cells.skipped(integer, double precision),
                        pgflight_cells.mark_quiet(integer, double precision, double precision) from public;
 grant execute on function pgflight_cells.skipped(integer, double precision),
-                          pgflight_cells.mark_quiet(integer, double precision, double precision) to pgflight_worker;
+                          pgflight_cells.mark_quiet(integer, double precision, double precision)
+  to pgflight_worker;
 create or replace function pgflight_cells.place(p_name text) returns integer
   language plpgsql security definer
   set search_path = pg_catalog, pg_temp

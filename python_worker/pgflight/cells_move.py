@@ -114,10 +114,10 @@ def moved_tables(conn: psycopg.Connection[tuple[object, ...]]) -> list[MovedTabl
     (:data:`NAMED_REFERENCES`) or by :data:`EXTRA_REFERENCES`. A row is the workspace's when its
     ``workspace_id`` (not null) is the workspace's, else when any of its references is.
     """
-    tables = {
-        str(n): (tuple(cols or ()), set(notnull or ()))  # type: ignore[call-overload]
-        for n, cols, notnull in conn.execute(TABLES_SQL).fetchall()
-    }
+    tables: dict[str, tuple[tuple[str, ...], set[str]]] = {}
+    for n, cols, notnull in conn.execute(TABLES_SQL).fetchall():
+        assert isinstance(cols, list) and (notnull is None or isinstance(notnull, list))
+        tables[str(n)] = (tuple(str(c) for c in cols), {str(c) for c in notnull or ()})
     refs: dict[str, dict[str, str]] = {t: {} for t in tables}
     for t, col, ref in conn.execute(FKEYS_SQL).fetchall():
         t, ref = str(t).removeprefix("pgflight."), str(ref).removeprefix("pgflight.")
@@ -189,7 +189,7 @@ def admin_dsns(proxy_dsn: str) -> dict[int, str]:
     params = {k: v for k, v in conninfo_to_dict(proxy_dsn).items() if k in ("user", "password")}
     with psycopg.connect(proxy_dsn, autocommit=True) as c:
         rows = c.execute("select cell, connstr from pgflight_cells.cells order by cell").fetchall()
-    return {int(n): make_conninfo(str(s), **params) for n, s in rows}  # type: ignore[call-overload]
+    return {int(n): make_conninfo(str(s), **params) for n, s in rows}
 
 
 def move_workspace(
@@ -220,7 +220,7 @@ def move_workspace(
         row = px.execute("select cell from pgflight_cells.workspaces where name = %s", [workspace]).fetchone()
         if row is None:
             raise MoveError(f"workspace {workspace!r} is not in the proxy's directory")
-        from_cell = int(row[0])  # type: ignore[call-overload]
+        from_cell = int(row[0])
         journal = px.execute(
             "select from_cell, to_cell, phase, paused_by_move from pgflight_cells.moves where workspace = %s",
             [workspace],
@@ -233,11 +233,11 @@ def move_workspace(
         j_from, j_to, phase, paused_by_move = journal
         if phase == "switched":  # cut off after the switch: finish the source's side
             say(f"finishing the move of {workspace} to cell {j_to} cut off after the switch")
-            _finish_source(dsns[int(j_from)], workspace, int(j_to))  # type: ignore[call-overload]
-            _resume_and_close(proxy_dsn, dsns[int(j_to)], workspace, bool(paused_by_move))  # type: ignore[call-overload]
+            _finish_source(dsns[int(j_from)], workspace, int(j_to))
+            _resume_and_close(proxy_dsn, dsns[int(j_to)], workspace, bool(paused_by_move))
             report.total_s = time.monotonic() - t0
             return report
-        if int(j_to) != to_cell:  # type: ignore[call-overload]
+        if int(j_to) != to_cell:
             raise MoveError(f"workspace {workspace!r} is being moved to cell {j_to}; finish that move first")
         say(f"restarting the move of {workspace}, cut off in phase {phase}")
     if from_cell == to_cell:
@@ -251,9 +251,13 @@ def move_workspace(
         ws = s.execute("select id from pgflight.workspaces where name = %s", [workspace]).fetchone()
         if ws is None:
             _close(proxy_dsn, workspace)
-            raise MoveError(f"workspace {workspace!r} is not in cell {from_cell}, where the directory puts it")
-        ws_id = int(ws[0])  # type: ignore[call-overload]
-        paused = s.execute("select pgflight.pause_workspace(%s, %s)", [workspace, f"moving to cell {to_cell}"])
+            raise MoveError(
+                f"workspace {workspace!r} is not in cell {from_cell}, where the directory puts it"
+            )
+        ws_id = int(ws[0])
+        paused = s.execute(
+            "select pgflight.pause_workspace(%s, %s)", [workspace, f"moving to cell {to_cell}"]
+        )
         paused_by_move = bool(paused_by_move) or bool(paused.fetchone()[0])  # type: ignore[index]
     _journal(proxy_dsn, workspace, from_cell, to_cell, "draining", paused_by_move)
     say(f"{workspace}: paused in cell {from_cell}; waiting for its leases to end or lapse")
@@ -263,7 +267,8 @@ def move_workspace(
         if live:
             _give_up(proxy_dsn, src, workspace, paused_by_move)
             shown = ", ".join(
-                f"attempt {a} ({st}, worker {w}, lease until {until:%H:%M:%S})" for a, st, w, until in live[:5]
+                f"attempt {a} ({st}, worker {w}, lease until {until:%H:%M:%S})"
+                for a, st, w, until in live[:5]
             )
             raise MoveError(
                 f"workspace {workspace!r} still holds {len(live)} lease(s) after {timeout_s:g} s: {shown}"
@@ -378,7 +383,9 @@ def _copy_switch_delete(
         target_tables = {t.name: t.columns for t in moved_tables(d)}
         mismatch = [t.name for t in tables if target_tables.get(t.name) != t.columns]
         if mismatch:
-            raise MoveError(f"the target cell's tables differ from the source's ({mismatch}): migrate both first")
+            raise MoveError(
+                f"the target cell's tables differ from the source's ({mismatch}): migrate both first"
+            )
         parents = {r for t in tables for r in t.depends}
         # the rows every other row hangs off, locked: no step, attempt, wait or run of the workspace
         # can change or be added until the source commits (inserts wait on their foreign keys)
@@ -386,7 +393,8 @@ def _copy_switch_delete(
             if t.name in parents:
                 s.execute(
                     sql.SQL("select count(*) from (select 1 from pgflight.{} where {} for update) x").format(
-                        sql.Identifier(t.name), sql.SQL(t.predicate)  # type: ignore[arg-type]
+                        sql.Identifier(t.name),
+                        sql.SQL(t.predicate),
                     ),
                     params,
                 )
@@ -397,11 +405,11 @@ def _copy_switch_delete(
         for name in ROUTED_ID_TABLES:
             t = next(x for x in tables if x.name == name)
             routed += [
-                int(r[0])  # type: ignore[call-overload]
+                int(r[0])
                 for r in s.execute(
                     sql.SQL("select id from pgflight.{} where {}").format(
                         sql.Identifier(name),
-                        sql.SQL(t.predicate),  # type: ignore[arg-type]
+                        sql.SQL(t.predicate),
                     ),
                     params,
                 ).fetchall()
@@ -411,7 +419,7 @@ def _copy_switch_delete(
         d.execute("set local statement_timeout = '300s'")
         clash = d.execute("select id from pgflight.workspaces where name = %s", [workspace]).fetchone()
         if clash is not None:
-            if int(clash[0]) != ws_id:  # type: ignore[call-overload]
+            if int(clash[0]) != ws_id:
                 raise MoveError(f"cell {to_cell} has another workspace named {workspace!r}")
             _delete_rows(d, tables, params)
         for t in tables:
@@ -419,9 +427,11 @@ def _copy_switch_delete(
             out = sql.SQL("copy (select {} from pgflight.{} where {}) to stdout (format binary)").format(
                 cols,
                 sql.Identifier(t.name),
-                sql.SQL(t.predicate),  # type: ignore[arg-type]
+                sql.SQL(t.predicate),
             )
-            into = sql.SQL("copy pgflight.{} ({}) from stdin (format binary)").format(sql.Identifier(t.name), cols)
+            into = sql.SQL("copy pgflight.{} ({}) from stdin (format binary)").format(
+                sql.Identifier(t.name), cols
+            )
             with s.cursor() as sc, d.cursor() as dc:
                 with sc.copy(out, params) as cin, dc.copy(into) as cout:
                     for block in cin:
@@ -434,7 +444,8 @@ def _copy_switch_delete(
         with psycopg.connect(proxy_dsn) as px:
             px.execute("update pgflight_cells.workspaces set cell = %s where name = %s", [to_cell, workspace])
             px.execute(
-                "insert into pgflight_cells.moved_ids (id, cell) select distinct x, %s from unnest(%s::bigint[]) x"
+                "insert into pgflight_cells.moved_ids (id, cell)"
+                " select distinct x, %s from unnest(%s::bigint[]) x"
                 " where x >> %s <> %s on conflict (id) do update set cell = excluded.cell",
                 [to_cell, routed, cells.CELL_SHIFT, to_cell],
             )
@@ -454,7 +465,8 @@ def _copy_switch_delete(
         _delete_rows(s, tables, params)
         s.execute(
             "insert into pgflight_cell.moved_out (workspace_id, name, to_cell) values (%s, %s, %s)"
-            " on conflict (workspace_id) do update set to_cell = excluded.to_cell, moved_at = clock_timestamp()",
+            " on conflict (workspace_id) do update"
+            " set to_cell = excluded.to_cell, moved_at = clock_timestamp()",
             [ws_id, workspace, to_cell],
         )
         s.commit()
@@ -464,12 +476,12 @@ def _copy_switch_delete(
 def _delete_rows(
     conn: psycopg.Connection[tuple[object, ...]], tables: Sequence[MovedTable], params: dict[str, int]
 ) -> None:
-    """Delete the workspace's rows, the referencing tables first (each table's predicate reads its parents)."""
+    """Delete the workspace's rows, referencing tables first (a table's predicate reads its parents)."""
     for t in reversed(tables):
         conn.execute(
             sql.SQL("delete from pgflight.{} where {}").format(
                 sql.Identifier(t.name),
-                sql.SQL(t.predicate),  # type: ignore[arg-type]
+                sql.SQL(t.predicate),
             ),
             params,
         )
@@ -481,7 +493,7 @@ def _finish_source(src: str, workspace: str, to_cell: int) -> None:
         s.execute(MOVE_KIT.encode())
         row = s.execute("select id from pgflight.workspaces where name = %s", [workspace]).fetchone()
         if row is not None:
-            params = {"ws": int(row[0])}  # type: ignore[call-overload]
+            params = {"ws": int(row[0])}
             s.execute("set local session_replication_role = replica")
             _delete_rows(s, moved_tables(s), params)
             s.execute(
@@ -492,7 +504,9 @@ def _finish_source(src: str, workspace: str, to_cell: int) -> None:
         s.commit()
 
 
-def _sequences_past(conn: psycopg.Connection[tuple[object, ...]], tables: Sequence[MovedTable], cell: int) -> None:
+def _sequences_past(
+    conn: psycopg.Connection[tuple[object, ...]], tables: Sequence[MovedTable], cell: int
+) -> None:
     """
     Every copied id of the target cell's own range (a workspace moved back) is below the cell's
     sequence for it; raise MoveError otherwise (never seen: those ids were made by that sequence).
@@ -505,11 +519,13 @@ def _sequences_past(conn: psycopg.Connection[tuple[object, ...]], tables: Sequen
         if seq is None or seq[0] is None:
             continue
         top = conn.execute(
-            sql.SQL("select max(id) from pgflight.{} where id between %s and %s").format(sql.Identifier(t.name)),
+            sql.SQL("select max(id) from pgflight.{} where id between %s and %s").format(
+                sql.Identifier(t.name)
+            ),
             [lo, hi],
         ).fetchone()
-        last = conn.execute(
-            sql.SQL("select last_value from {}").format(sql.SQL(str(seq[0])))  # type: ignore[arg-type]
-        ).fetchone()
+        last = conn.execute(sql.SQL("select last_value from {}").format(sql.SQL(str(seq[0])))).fetchone()
         if top and top[0] is not None and last and int(top[0]) > int(last[0]):  # type: ignore[call-overload]
-            raise MoveError(f"pgflight.{t.name}: copied id {top[0]} is past the target's sequence at {last[0]}")
+            raise MoveError(
+                f"pgflight.{t.name}: copied id {top[0]} is past the target's sequence at {last[0]}"
+            )

@@ -90,10 +90,14 @@ class Relay:
             try:
                 listener.open()
                 if proxy is None or proxy.closed:
-                    proxy = psycopg.connect(self.proxy_dsn, autocommit=True, application_name="pgflight-relay")
+                    proxy = psycopg.connect(
+                        self.proxy_dsn, autocommit=True, application_name="pgflight-relay"
+                    )
                 if not first:
                     self.reconnects[cell] += 1
-                    log.warning("relay: cell %s listened to again (reconnect #%d)", cell, self.reconnects[cell])
+                    log.warning(
+                        "relay: cell %s listened to again (reconnect #%d)", cell, self.reconnects[cell]
+                    )
                 first = False
                 self.listening[cell] = True
                 backoff = 0.05
@@ -102,10 +106,14 @@ class Relay:
                 while not self._stop.is_set():
                     payloads = listener.wait(0.5)
                     if payloads:
-                        self._forward(proxy, cell, [f"c{cell}.{p}" if p else "" for p in dict.fromkeys(payloads)])
+                        self._forward(
+                            proxy, cell, [f"c{cell}.{p}" if p else "" for p in dict.fromkeys(payloads)]
+                        )
             except Exception as e:  # a cell or the proxy went away: reconnect after a backoff
                 self.listening[cell] = False
-                log.warning("relay: cell %s: %s; reconnecting in %.2fs", cell, str(e).splitlines()[0], backoff)
+                log.warning(
+                    "relay: cell %s: %s; reconnecting in %.2fs", cell, str(e).splitlines()[0], backoff
+                )
                 listener.close()
                 if proxy is not None and proxy.broken:
                     proxy.close()
