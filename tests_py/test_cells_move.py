@@ -167,8 +167,8 @@ def test_a_workspace_moves_with_queued_leased_parked_and_agent_work_and_each_ste
             print("\nmove:", said[-1])
             assert report.drain_s > 0.5, "the move waited for the live step to end"
             # the directory and the rows: in cell 2, gone from cell 1 but for the tombstone
-            for t in cells_move.moved_tables(psycopg.connect(src)):
-                assert t.name in report.rows
+            with psycopg.connect(src) as s:
+                assert {t.name for t in cells_move.moved_tables(s)} == set(report.rows)
             assert report.rows["move_probe"] == 1 and _rows(dst, "select note from pgflight.move_probe") == [
                 ("probe",)
             ]
@@ -222,7 +222,7 @@ def test_a_workspace_moves_with_queued_leased_parked_and_agent_work_and_each_ste
             assert blocks is not None and blocks[0] >= 1
             agent.execute("select * from pgflight.complete_step(%s, %s, '{}')", [att2, tok2])
             # the gate, decided through the proxy by its step id (an id of cell 1)
-            op.execute("select * from pgflight.approve(%s, 'approved', 'op', 'ok')", [gated_step])
+            op.execute("select * from pgflight.approve(%s, 'approve', 'op', 'ok')", [gated_step])
             # new work of the moved workspace lands in cell 2 with cell 2's ids
             late = _submit(op, ws, "sleep", {"seconds": 0.05})
             assert cells.cell_of(late) == 2
@@ -385,6 +385,18 @@ def test_the_relay_wakes_workers_of_the_proxy_in_every_cell_and_survives_a_cell_
             )
             time.sleep(2.5)  # the worker's claims past the cell's down mark
             after = latencies(burst(3))
+            # a wake-up sent while the relay did not listen (its backend on cell 3 ended, then a run
+            # submitted at once) is not lost: the relay's reconnect wakes the workers for that cell
+            with psycopg.connect(cluster3.cell_dsns[2], autocommit=True) as c3:
+                n = relay.reconnects[3]
+                c3.execute(
+                    "select pg_terminate_backend(pid) from pg_stat_activity"
+                    " where application_name = 'pgflight-relay-cell3'"
+                )
+                missed = _submit(op, spaces[3], "noop")
+            wait_for(lambda: relay.reconnects[3] > n, 30, "the relay to listen on cell 3 again")
+            wait_for(lambda: _status(cluster3.cell_dsns[2], missed) == "succeeded", 30, "the missed run")
+            gap = _start_latencies(cluster3.cell_dsns[2], [missed])[0]
     finally:
         for w in started:
             w.kill()
@@ -396,3 +408,5 @@ def test_the_relay_wakes_workers_of_the_proxy_in_every_cell_and_survives_a_cell_
         )
         assert max(xs) < poll / 2, f"{label}: a run waited for the poll: {sorted(xs)}"
         assert statistics.median(xs) < 0.25, f"{label}: {sorted(xs)}"
+    print(f"a run notified while the relay's listener was away: claimed after {gap * 1000:.1f} ms")
+    assert gap < poll / 2, "the relay's reconnect stood for the wake-up it missed"
