@@ -262,6 +262,21 @@ def test_a_workspace_moves_with_queued_leased_parked_and_agent_work_and_each_ste
         assert px.execute("select cell from pgflight_cells.workspaces where name = %s", [ws]).fetchone() == (
             2,
         )
+    # and back home: ids of cell 1 need no entry any more, cell 2's ids now point at cell 1, and
+    # cell 1's sequences run on past the ids it made before
+    back = cells_move.move_workspace(cluster3.proxy_dsn, ws, 1, timeout_s=30)
+    assert back.rows["runs"] == len(every)
+    with psycopg.connect(cluster3.proxy_dsn) as px:
+        ids = px.execute(
+            "select id >> 44, cell, count(*) from pgflight_cells.moved_ids group by 1, 2"
+        ).fetchall()
+        assert {(named, lives) for named, lives, _ in ids} == {(2, 1)}, ids
+    with psycopg.connect(_as(cluster3, OPERATOR), autocommit=True) as op2:
+        for r in (gated, late):
+            row = op2.execute("select status from pgflight.run_status(%s)", [r]).fetchone()
+            assert row == ("succeeded",), (r, row)
+        home = _submit(op2, ws, "noop")
+        assert cells.cell_of(home) == 1 and home > max(r for r in every if cells.cell_of(r) == 1)
 
 
 def test_a_move_that_cannot_drain_its_leases_gives_up_and_leaves_the_workspace_running_where_it_was(
