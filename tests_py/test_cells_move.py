@@ -266,6 +266,8 @@ def test_a_workspace_moves_with_queued_leased_parked_and_agent_work_and_each_ste
     # cell 1's sequences run on past the ids it made before
     back = cells_move.move_workspace(cluster3.proxy_dsn, ws, 1, timeout_s=30)
     assert back.rows["runs"] == len(every)
+    assert _rows(src, "select count(*) from pgflight_cell.moved_out") == [(0,)], "home: no tombstone"
+    assert _rows(dst, "select name, to_cell from pgflight_cell.moved_out") == [(ws, 1)]
     with psycopg.connect(cluster3.proxy_dsn) as px:
         ids = px.execute(
             "select id >> 44, cell, count(*) from pgflight_cells.moved_ids group by 1, 2"

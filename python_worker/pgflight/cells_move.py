@@ -438,6 +438,7 @@ def _copy_switch_delete(
                         cout.write(block)
                 report.rows[t.name] = dc.rowcount if dc.rowcount >= 0 else 0
         _sequences_past(d, tables, to_cell)
+        d.execute("delete from pgflight_cell.moved_out where workspace_id = %s", [ws_id])  # back home
         d.commit()
         with psycopg.connect(proxy_dsn, autocommit=True) as px:
             px.execute("update pgflight_cells.moves set phase = 'copied' where workspace = %s", [workspace])
