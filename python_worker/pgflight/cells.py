@@ -12,7 +12,8 @@ function of a cell, with the same name, signature and grants, generated from the
 - a function with ``p_workspace`` (or a workspace's ``p_name``) runs on the workspace's cell, from
   the directory ``pgflight_cells.workspaces``;
 - a function addressed by an id (``p_attempt_id``, ``p_step_id``, ``p_run_id``, ``p_agent_run_id``)
-  runs on the cell the id names;
+  runs on the cell the id names, or where ``pgflight_cells.moved_ids`` says for an id that moved
+  with its workspace (pgflight/cells_move.py);
 - a batch over ``p_attempt_ids`` is split by element (PL/Proxy ``SPLIT``), each cell answering for
   its own elements;
 - ``claim_batch`` rotates between the cells, skipping for a moment a cell that had nothing ready or
