@@ -158,11 +158,22 @@ def test_a_workspace_moves_with_queued_leased_parked_and_agent_work_and_each_ste
                 "select * from pgflight.record_model_call(%s, %s, %s, 1, %s, %s, 'claude-haiku-4-5')",
                 [att, tok, ar, Jsonb([{"type": "text", "text": "thinking"}]), Jsonb({"input_tokens": 1000})],
             )
+            # parked on an event: a step waiting for "go"/"x" of its workspace, without a lease
+            evented = _submit(op, ws, "eventish")
+            ea, et = agent.execute(
+                "select attempt_id, fencing_token from pgflight.claim_batch(%s, 1, 30, array['eventish'])",
+                [wid],
+            ).fetchone()  # type: ignore[misc]
+            agent.execute("select * from pgflight.start_step(%s, %s)", [ea, et])
+            parked = agent.execute(
+                "select waiting from pgflight.wait_event(%s, %s, 'w', 'go', 'x')", [ea, et]
+            ).fetchone()
+            assert parked == (True,)
             spent = _rows(src, "select usd, iterations from pgflight.agent_runs where id = %s", [ar])[0]
             assert spent[0] > 0
             history = {
                 r: _rows(src, "select id, reason from pgflight.run_events where run_id = %s order by id", [r])
-                for r in [gated, long, agent_run, *queued]
+                for r in [gated, long, agent_run, evented, *queued]
             }
             said: list[str] = []
             report = cells_move.move_workspace(cluster3.proxy_dsn, ws, 2, timeout_s=30, say=said.append)
@@ -225,10 +236,28 @@ def test_a_workspace_moves_with_queued_leased_parked_and_agent_work_and_each_ste
             agent.execute("select * from pgflight.complete_step(%s, %s, '{}')", [att2, tok2])
             # the gate, decided through the proxy by its step id (an id of cell 1)
             op.execute("select * from pgflight.approve(%s, 'approve', 'op', 'ok')", [gated_step])
+            # the event, emitted through the proxy by the workspace's name (now cell 2's): the
+            # parked step is requeued there and runs to its end with the event's payload
+            op.execute("select * from pgflight.emit_event(%s, 'go', 'x', '{\"n\": 1}')", [ws])
+            ea2, et2 = wait_for(
+                lambda: agent.execute(
+                    "select attempt_id, fencing_token"
+                    " from pgflight.claim_batch(%s, 1, 30, array['eventish'])",
+                    [wid],
+                ).fetchone(),
+                10,
+                "the woken event step to be claimed in its new cell",
+            )
+            agent.execute("select * from pgflight.start_step(%s, %s)", [ea2, et2])
+            got = agent.execute(
+                "select outcome, payload from pgflight.wait_event(%s, %s, 'w', 'go', 'x')", [ea2, et2]
+            ).fetchone()
+            assert got == ("received", {"n": 1}), got
+            agent.execute("select * from pgflight.complete_step(%s, %s, '{}')", [ea2, et2])
             # new work of the moved workspace lands in cell 2 with cell 2's ids
             late = _submit(op, ws, "sleep", {"seconds": 0.05})
             assert cells.cell_of(late) == 2
-            every = [gated, long, agent_run, *queued, late]
+            every = [gated, long, agent_run, evented, *queued, late]
             wait_for(
                 lambda: all(_status(dst, r) == "succeeded" for r in every),
                 60,
