@@ -12,7 +12,8 @@ function of a cell, with the same name, signature and grants, generated from the
 - a function with ``p_workspace`` (or a workspace's ``p_name``) runs on the workspace's cell, from
   the directory ``pgflight_cells.workspaces``;
 - a function addressed by an id (``p_attempt_id``, ``p_step_id``, ``p_run_id``, ``p_agent_run_id``)
-  runs on the cell the id names;
+  runs on the cell the id names, or where ``pgflight_cells.moved_ids`` says for an id that moved
+  with its workspace (pgflight/cells_move.py);
 - a batch over ``p_attempt_ids`` is split by element (PL/Proxy ``SPLIT``), each cell answering for
   its own elements;
 - ``claim_batch`` rotates between the cells, skipping for a moment a cell that had nothing ready or
@@ -47,8 +48,9 @@ NOT_ID_SEQUENCES = frozenset({"claim_turns"})
 LANES = ("pgflight_worker", "pgflight_operator", "pgflight_reader")
 #: The arguments, in order of preference, that address an object of one cell by its id.
 ID_KEYS = ("p_attempt_id", "p_step_id", "p_run_id", "p_agent_run_id", "p_workspace_id")
-#: Functions whose answer does not depend on the cell (the clock, a price table).
-ANY_CELL = frozenset({"_now", "price_usd"})
+#: Functions whose answer does not depend on the cell (the clock, a price table), or must be one
+#: cell's for every worker of the proxy (a wake ticket's key: the workers of a ticket meet on it).
+ANY_CELL = frozenset({"_now", "price_usd", "wake_ticket_key"})
 #: Operator functions whose p_name is a workspace's name.
 WORKSPACE_BY_NAME = frozenset({"create_workspace", "pause_workspace", "resume_workspace"})
 #: Functions the proxy writes by hand (the rest follow the rules above).
@@ -640,22 +642,86 @@ revoke all on pgflight_cells.workspaces from public;
 grant select on pgflight_cells.cells to pgflight_worker, pgflight_operator, pgflight_reader;
 revoke all on sequence pgflight_cells.worker_ids from pgflight_worker;  -- taken by remember_worker alone
 
+-- moving workspaces between cells (pgflight/cells_move.py): the ids that left the cell they name,
+-- the workspaces being moved (their calls refused meanwhile), and the moves' journal
+create table if not exists pgflight_cells.moved_ids (
+  id bigint primary key,
+  cell integer not null references pgflight_cells.cells
+);
+comment on table pgflight_cells.moved_ids is
+  'Ids (workspace, run, step, attempt, agent run) whose rows live in another cell than the one they name.';
+revoke all on pgflight_cells.moved_ids from public;
+create table if not exists pgflight_cells.moves (
+  workspace text primary key,
+  from_cell integer not null references pgflight_cells.cells,
+  to_cell integer not null references pgflight_cells.cells,
+  phase text not null constraint phase_is_known
+    check (phase in ('pausing', 'draining', 'frozen', 'copied', 'switched')),
+  paused_by_move boolean not null default false,
+  started_at timestamptz not null default clock_timestamp(),
+  updated_at timestamptz not null default clock_timestamp()
+);
+comment on table pgflight_cells.moves is
+  'Moves in progress (one row per workspace until it is done); a frozen workspace is refused.';
+revoke all on pgflight_cells.moves from public;
+-- wake-ups relayed from the cells (pgflight/cells_wake.py): when each cell last announced work
+create unlogged table if not exists pgflight_cells.wakes (
+  cell integer primary key references pgflight_cells.cells on delete cascade,
+  at double precision not null
+);
+comment on table pgflight_cells.wakes is
+  'The relay''s last wake-up from each cell (epoch seconds): a claim visits a cell marked quiet before it.';
+revoke all on pgflight_cells.wakes from public;
+
 create or replace function pgflight_cells.part_of_id(p_id bigint) returns integer
-  language sql stable
-  set search_path = pg_catalog, pg_temp
-  as $$
-    -- an id of no cell (null, negative, a single database's) goes to cell 1, which answers it as unknown
-    select coalesce((select c.cell - 1 from pgflight_cells.cells c where c.cell = p_id >> {shift}), 0)
-  $$;
-create or replace function pgflight_cells.part_of_workspace(p_name text) returns integer
   language sql stable security definer
   set search_path = pg_catalog, pg_temp
   as $$
-    -- a workspace not in the directory: a cell chosen by its name answers it as unknown
-    select coalesce((select w.cell - 1 from pgflight_cells.workspaces w where w.name = p_name),
-                    (abs(hashtext(coalesce(p_name, '')))
-                     % (select count(*) from pgflight_cells.cells))::integer)
+    -- an id moved with its workspace lives where the moved ids say; else in the cell it names; an id
+    -- of no cell (null, negative, a single database's) goes to cell 1, which answers it as unknown
+    select coalesce((select m.cell - 1 from pgflight_cells.moved_ids m where m.id = p_id),
+                    (select c.cell - 1 from pgflight_cells.cells c where c.cell = p_id >> {shift}), 0)
   $$;
+create or replace function pgflight_cells.part_of_workspace(p_name text) returns integer
+  language plpgsql stable security definer
+  set search_path = pg_catalog, pg_temp
+  as $$
+begin
+  if exists (select from pgflight_cells.moves m
+             where m.workspace = p_name and m.phase in ('frozen', 'copied')) then
+    raise exception 'workspace % is moving between cells', p_name using errcode = 'ZF014',
+      detail = format('workspace=%s', p_name),
+      hint = 'Retry in a moment: its rows are being copied to its new cell (docs/scaling.md).';
+  end if;
+  -- a workspace not in the directory: a cell chosen by its name answers it as unknown
+  return coalesce((select w.cell - 1 from pgflight_cells.workspaces w where w.name = p_name),
+                  (abs(hashtext(coalesce(p_name, '')))
+                   % (select count(*) from pgflight_cells.cells))::integer);
+end
+$$;
+create or replace function pgflight_cells.skipped(p_part integer, p_now double precision) returns boolean
+  language sql stable security definer
+  set search_path = pg_catalog, pg_temp
+  as $$
+    -- this session marked the cell quiet (or down) until a moment still to come, and the relay
+    -- has not heard of new work in it since the mark
+    select coalesce(nullif(current_setting('pgflight_cells.quiet_' || p_part, true), ''), '0')::float8 > p_now
+       and coalesce((select w.at from pgflight_cells.wakes w where w.cell = p_part + 1), 0)
+           < coalesce(nullif(current_setting('pgflight_cells.marked_' || p_part, true), ''), '0')::float8
+  $$;
+create or replace function pgflight_cells.mark_quiet(p_part integer, p_now double precision,
+                                                     p_for double precision)
+  returns void language sql
+  set search_path = pg_catalog, pg_temp
+  as $$
+    select set_config('pgflight_cells.marked_' || p_part, p_now::text, false),
+           set_config('pgflight_cells.quiet_' || p_part, (p_now + p_for)::text, false)
+  $$;
+revoke all on function pgflight_cells.skipped(integer, double precision),
+                       pgflight_cells.mark_quiet(integer, double precision, double precision) from public;
+grant execute on function pgflight_cells.skipped(integer, double precision),
+                          pgflight_cells.mark_quiet(integer, double precision, double precision)
+  to pgflight_worker;
 create or replace function pgflight_cells.place(p_name text) returns integer
   language plpgsql security definer
   set search_path = pg_catalog, pg_temp
@@ -780,11 +846,11 @@ declare
   i integer;
 begin
   -- rotation between the cells, one step further each call; a cell that had nothing ready is
-  -- skipped by this session for {quiet_s} s, one that did not answer for {down_s} s
+  -- skipped by this session for {quiet_s} s, one that did not answer for {down_s} s, unless the wake
+  -- relay heard of new work in it since (pgflight_cells.skipped)
   for i in 0 .. v_n - 1 loop
     v_part := v_parts[(v_turn + i) % v_n + 1];
-    continue when coalesce(nullif(current_setting('pgflight_cells.quiet_' || v_part, true), ''),
-                           '0')::double precision > v_now;
+    continue when pgflight_cells.skipped(v_part, v_now);
     begin
       begin
         return query select * from pgflight_via.claim_batch(v_part, p_worker_id, p_batch_size - v_got,
@@ -802,11 +868,11 @@ begin
       get diagnostics v_rows = row_count;
     exception when sqlstate '08000' or sqlstate '08001' or sqlstate '08003' or sqlstate '08006'
                    or sqlstate '57P01' or sqlstate 'XX000' then
-      perform set_config('pgflight_cells.quiet_' || v_part, (v_now + {down_s})::text, false);
+      perform pgflight_cells.mark_quiet(v_part, v_now, {down_s});
       continue;
     end;
     if v_rows = 0 then
-      perform set_config('pgflight_cells.quiet_' || v_part, (v_now + {quiet_s})::text, false);
+      perform pgflight_cells.mark_quiet(v_part, v_now, {quiet_s});
     end if;
     v_got := v_got + v_rows;
     exit when v_got >= p_batch_size;
@@ -1028,7 +1094,7 @@ def map_login(proxy_dsn: str, login: str, password: str) -> None:
 
 
 def place(proxy_dsn: str, workspace: str, cell: int) -> None:
-    """Put `workspace` in `cell` in the directory, before it is created (moving one is not built)."""
+    """Put `workspace` in `cell` in the directory, before it is created (cells_move moves one)."""
     with psycopg.connect(proxy_dsn, autocommit=True) as c:
         c.execute(
             "insert into pgflight_cells.workspaces (name, cell) values (%s, %s)"

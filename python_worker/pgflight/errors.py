@@ -21,6 +21,7 @@ ZF010      :class:`UnknownWorker`     unknown or stopped worker id, or another l
 ZF011      :class:`CronMissing`       pg_cron is not installed
 ZF012      :class:`Forbidden`         outside the login's lane, workspaces or own attempts
 ZF013      :class:`TokenRateLimited`  the workspace's model tokens per minute are used: wait
+ZF014      :class:`WorkspaceMoving`   (a cells' proxy) the workspace is being moved: retry
 22023      :class:`BadArgument`       a malformed or out-of-range argument
 =========  =========================  =====================================================
 """
@@ -152,6 +153,16 @@ class TokenRateLimited(PgflightError):
         return float(match.group(1)) if match else 1.0
 
 
+class WorkspaceMoving(PgflightError):
+    """
+    ZF014: through a cells' proxy, the workspace is being copied to another cell (docs/scaling.md);
+    nothing was done. Retry in a moment: the move freezes a workspace for about as long as its
+    rows take to copy.
+    """
+
+    sqlstate = "ZF014"
+
+
 class BadArgument(PgflightError):
     """22023: a malformed or out-of-range argument."""
 
@@ -174,6 +185,7 @@ BY_SQLSTATE: dict[str, type[PgflightError]] = {
         CronMissing,
         Forbidden,
         TokenRateLimited,
+        WorkspaceMoving,
         BadArgument,
     )
 }

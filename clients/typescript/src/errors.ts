@@ -74,6 +74,10 @@ export class Forbidden extends PgflightError {
 export class TokenRateLimited extends PgflightError {
   static readonly code = "ZF013";
 }
+/** ZF014: through a cells' proxy, the workspace is being moved to another cell; retry in a moment. */
+export class WorkspaceMoving extends PgflightError {
+  static readonly code = "ZF014";
+}
 /** 22023: a NULL, blank, out-of-range or wrongly typed argument or option. */
 export class BadArgument extends PgflightError {
   static readonly code = "22023";
@@ -96,6 +100,7 @@ export const ERROR_CLASSES: Readonly<Record<string, ErrorClass>> = Object.freeze
   ZF011: CronMissing,
   ZF012: Forbidden,
   ZF013: TokenRateLimited,
+  ZF014: WorkspaceMoving,
   "22023": BadArgument,
 });
 

@@ -81,8 +81,51 @@ def place(
     workspace: Annotated[str, typer.Argument(help="A workspace not created yet.")],
     cell: Annotated[int, typer.Argument(help="Its cell number.")],
 ) -> None:
-    """Put a workspace in a cell before it is created (else the cell with the fewest workspaces)."""
+    """Put a workspace in a cell before it is created (else the cell with the fewest workspaces;
+    `cells move` moves one that exists)."""
     cells.place(proxy, workspace, cell)
+
+
+@cells_app.command("move")
+def move(
+    proxy: Annotated[str, typer.Option("--proxy", help="The proxy database's DSN as its administrator.")],
+    workspace: Annotated[str, typer.Argument(help="The workspace to move.")],
+    to: Annotated[int, typer.Option("--to", help="The cell number to move it to.")],
+    timeout: Annotated[
+        float, typer.Option("--timeout", help="Seconds to wait for its leases to end or lapse.")
+    ] = 300.0,
+) -> None:
+    """Move a workspace to another cell with its work in flight: pause, drain, copy, switch, resume."""
+    from pgflight import cells_move
+
+    try:
+        cells_move.move_workspace(proxy, workspace, to, timeout_s=timeout, say=typer.echo)
+    except cells.CellsError as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(2) from e
+
+
+@cells_app.command("relay")
+def relay(
+    proxy: Annotated[str, typer.Option("--proxy", help="The proxy database's DSN as its administrator.")],
+) -> None:
+    """Relay the cells' wake-ups (NOTIFY pgflight_ready) to the proxy, until SIGTERM or Ctrl-C."""
+    import signal
+    import threading
+
+    from pgflight import cells_wake
+
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    r = cells_wake.Relay(proxy)
+    r.start()
+    typer.echo(f"relaying wake-ups of {len(r.cells)} cell(s) to the proxy")
+    try:
+        while not stop.wait(0.5):
+            pass
+    except KeyboardInterrupt:
+        pass
+    r.stop()
 
 
 def register(app: typer.Typer) -> None:
