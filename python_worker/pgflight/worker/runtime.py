@@ -269,6 +269,8 @@ class Worker:
             control=control,
             claim_with=producer.complete_and_claim,
             wants_claim=producer.wants_claim,
+            short_of_batch=producer.short_of_batch,
+            coalesce_s=self.claim_coalesce_s,
             adopt=producer.adopt_combined,
             unknown_worker=self._wake_soon,
         )
