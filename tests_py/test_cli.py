@@ -88,13 +88,14 @@ COMMANDS = [
 def test_help_pages_show_no_raw_type_names_and_say_the_exit_codes() -> None:
     top = pgflight(None, "--help")
     assert top.returncode == 0 and "Exit codes: 0 done" in top.stdout
+    pages = {}
     for cmd in [*COMMANDS, "db status"]:
-        page = pgflight(None, *cmd.split(), "--help")
+        page = pages[cmd] = pgflight(None, *cmd.split(), "--help")
         assert page.returncode == 0, (cmd, page.stderr)
         assert not re.search(r"<(bool|str|int|float)>|\{[a-z_]+\}", page.stdout), (cmd, page.stdout)
         assert all(len(line) <= 80 for line in page.stdout.splitlines()), (cmd, page.stdout)
-    assert "[default: 4" in pgflight(None, "worker", "--help").stdout
-    assert "130 / 143 interrupted" in pgflight(None, "review", "--help").stdout
+    assert "[default: 4" in pages["worker"].stdout
+    assert "130 / 143 interrupted" in pages["review"].stdout
 
 
 # --- 1: a worker runs exactly the recipes it was given -------------------------------------------

@@ -35,26 +35,20 @@ def _roles(server: Server) -> set[str]:
     return {r[0] for r in rows}
 
 
-def test_deploy_verify_revert_deploy_on_an_empty_database(empty_dsn: str) -> None:
-    assert not _has_schema(empty_dsn)
-
-    migrate.deploy(empty_dsn)  # --verify: each change's verify script right after it
-    assert _has_schema(empty_dsn)
-
-    migrate.revert(empty_dsn)
-    assert not _has_schema(empty_dsn)
-
-    migrate.deploy(empty_dsn)
-    assert _has_schema(empty_dsn)
-    migrate.verify(empty_dsn)
-
-
-def test_two_databases_in_one_cluster_deploy_and_revert_independently(server: Server) -> None:
+def test_deploy_revert_redeploy_on_an_empty_database_leaves_another_database_alone(server: Server) -> None:
+    """
+    An empty database is deployed, reverted and deployed again beside a deployed one (a clone of the
+    template, which sqitch deployed as any database): neither touches the other, and the cluster's
+    roles stay while a database uses them. Three whole-plan passes of sqitch for `a` and one revert
+    for `b`, where deploying `b` too (four more) would prove nothing the template's deploy did not.
+    """
     a = server.create_database(prefix="m")
-    b = server.create_database(prefix="m")
+    b = server.create_database(prefix="m", template=server.template)
     try:
+        assert not _has_schema(a)
+        # --verify: each change's verify script right after it; the roles exist already (the
+        # template's deploy made them): created idempotently
         migrate.deploy(a)
-        migrate.deploy(b)  # the roles already exist: created idempotently
         assert _has_schema(a) and _has_schema(b)
 
         migrate.revert(a)  # roles are still used by b (and by the template): they stay
@@ -73,8 +67,13 @@ def test_two_databases_in_one_cluster_deploy_and_revert_independently(server: Se
             ).fetchone()
         assert row == (True, False, True)
 
+        migrate.deploy(a)  # a reverted database deploys again
+        assert _has_schema(a)
+        migrate.verify(a)
+
         migrate.revert(b)
         assert not _has_schema(b)
+        assert _has_schema(a)
     finally:
         server.drop_database(a)
         server.drop_database(b)

@@ -1,7 +1,7 @@
 """
 An input the Python worker cannot decode fails that step alone: JSON nested deeper than Python's
-decoder can recurse (a 5,000-deep array, under every size cap) is claimed as text and decoded row
-by row, so the steps claimed with it run, the deep one is dead-lettered with an error that says
+decoder can recurse (an array 5,000 or more deep, under every size cap) is claimed as text and
+decoded row by row, so the steps claimed with it run, the deep one is dead-lettered with an error that says
 why (UndecodableInput), and the worker process keeps running. Covered on each way a worker
 claims: claim_batch (the poll), the listener's ticket claim and complete_and_claim. Real worker
 processes and in-process workers against real PostgreSQL.
@@ -104,7 +104,9 @@ def _assert_only_the_deep_one_failed(conn: Conn, innocent: list[int], deep: int)
 def _marked(claims: list[Any], innocent: list[int], deep: int) -> None:
     by_step = {c.step_id: c for c in claims}
     assert set(by_step) == {*innocent, deep}
-    assert by_step[deep].input is None and "nests 5001 levels deep" in (by_step[deep].input_error or "")
+    assert by_step[deep].input is None and f"nests {DEPTH + 1} levels deep" in (
+        by_step[deep].input_error or ""
+    )
     for s in innocent:
         assert by_step[s].input_error is None and "i" in by_step[s].input
 

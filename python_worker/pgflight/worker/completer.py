@@ -39,7 +39,8 @@ class Completer:
     The writes that end attempts. `claim_with` completes a batch and claims the slots it frees
     in one statement (:meth:`Producer.complete_and_claim`), asked only while `wants_claim()`;
     `adopt` starts what it claimed; `unknown_worker` is told when that claim found the worker
-    unregistered.
+    unregistered. While `short_of_batch(len(pending))`, pending completions wait up to
+    `coalesce_s` for the other running steps' (the claim coalescing of completions).
     """
 
     def __init__(
@@ -50,6 +51,8 @@ class Completer:
         control: Lane,
         claim_with: CompleteAndClaim,
         wants_claim: Callable[[], bool],
+        short_of_batch: Callable[[int], bool],
+        coalesce_s: float,
         adopt: Callable[[Claimed, int], None],
         unknown_worker: Callable[[], None],
     ) -> None:
@@ -60,6 +63,8 @@ class Completer:
         self.flush = asyncio.Event()
         self._claim_with = claim_with
         self._wants_claim = wants_claim
+        self._short_of_batch = short_of_batch
+        self._coalesce_s = coalesce_s
         self._adopt = adopt
         self._unknown_worker = unknown_worker
 
@@ -102,6 +107,7 @@ class Completer:
         while True:
             await self.flush.wait()
             self.flush.clear()
+            await self._fill()
             while self.pending:
                 batch, self.pending = self.pending[:500], self.pending[500:]
                 batch.sort(key=lambda p: p[0].claim.attempt_id)  # lock order shared with the heartbeat
@@ -134,6 +140,26 @@ class Completer:
                 if claimed is not None:
                     # after the results: the finished steps' tasks end before the new ones start
                     self._adopt(claimed, len(batch))
+
+    async def _fill(self) -> None:
+        """
+        While the pending completions would free less than a whole batch under a backlog (see
+        Producer.short_of_batch), wait up to ``coalesce_s`` for more, so that one statement
+        completes and claims a whole batch again.
+        """
+        if not self.pending or not self._short_of_batch(len(self.pending)):
+            return
+        deadline = self._loop.time() + self._coalesce_s
+        while self._short_of_batch(len(self.pending)):
+            left = deadline - self._loop.time()
+            if left <= 0:
+                return
+            try:
+                async with asyncio.timeout(left):
+                    await self.flush.wait()
+            except TimeoutError:
+                return
+            self.flush.clear()
 
     def finish(
         self, attempt_ids: list[int], tokens: list[int], results: list[object]

@@ -133,6 +133,21 @@ class Producer:
         """Whether a completion should claim the slots it frees (a backlog, not stopping)."""
         return self.backlog and not self._stopping.is_set()
 
+    def short_of_batch(self, completing: int) -> bool:
+        """
+        Whether `completing` finished steps would free fewer slots than a whole batch while a
+        backlog lasts and other steps still run (which may finish within ``claim_coalesce_s``):
+        their completions then wait for those, as a freed slot waits in :meth:`_more_slots`. Left
+        alone, a batch once split in two (a thread scheduled late) would stay split: each half's
+        completions claim that half again, two statements per batch from then on.
+        """
+        return (
+            self.claim_coalesce_s > 0
+            and self.wants_claim()
+            and completing + self.free() < self.whole_batch()
+            and len(self._running) > completing
+        )
+
     # --- the claim loop (event loop) ---------------------------------------------------------
 
     async def loop(self) -> None:
