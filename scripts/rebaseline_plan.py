@@ -164,7 +164,7 @@ def split_entries(text: str) -> list[tuple[str, str, str, str]]:
     for k, m in enumerate(marks):
         end = marks[k + 1].start() if k + 1 < len(marks) else len(text)
         body = text[m.end() : end]
-        body = re.sub(r"^--.*\n?", "", body, flags=re.M).strip()
+        body = re.sub(r"^(--|\\(un)?restrict ).*\n?", "", body, flags=re.M).strip()
         out.append((m.group(1), m.group(2), m.group(4), body))
     return out
 
@@ -218,9 +218,18 @@ class Catalogue:
                 " where t.typnamespace = 'pgflight'::regnamespace"
             ).fetchall()
         )
-        self.con_rel = dict(q("select oid, conrelid from pg_constraint where connamespace = 'pgflight'::regnamespace"))
+        self.con_rel = dict(
+            q("select oid, conrelid from pg_constraint where connamespace = 'pgflight'::regnamespace").fetchall()
+        )
+        self.foreign_keys = dict(
+            q(
+                "select oid, (select relname from pg_class where oid = conrelid) || ' ' || conname"
+                "  from pg_constraint where connamespace = 'pgflight'::regnamespace and contype = 'f'"
+            ).fetchall()
+        )
         self.def_rel = dict(q("select oid, adrelid from pg_attrdef").fetchall())
-        self.trg_rel = dict(q("select oid, tgrelid from pg_trigger").fetchall())
+        # a foreign key's own triggers (internal) sit on both tables: its edge is the constraint's
+        self.trg_rel = dict(q("select oid, tgrelid from pg_trigger where not tgisinternal").fetchall())
         self.rule_rel = dict(q("select oid, ev_class from pg_rewrite").fetchall())
         self.classes = dict(
             q(
@@ -244,16 +253,22 @@ class Catalogue:
             return self.proc_change.get(objid)
         return self.rel_change.get(rel) if rel else None
 
-    def depends(self) -> set[tuple[str, str]]:
-        """(dependent change, referenced change) from pg_depend."""
-        out = set()
+    def depends(self) -> tuple[set[tuple[str, str]], set[tuple[str, str, str]]]:
+        """
+        (dependent change, referenced change) from pg_depend, and apart from them the foreign
+        keys between tables as (table's change, referenced change, pg_dump's entry name).
+        """
+        out, fks = set(), set()
         for classid, objid, refclassid, refobjid in self.conn.execute(
             "select classid, objid, refclassid, refobjid from pg_depend where deptype in ('n', 'a', 'i')"
         ).fetchall():
             a, b = self.change_of(classid, objid), self.change_of(refclassid, refobjid)
             if a and b and a != b:
-                out.add((a, b))
-        return out
+                if self.classes.get(classid) == "pg_constraint" and objid in self.foreign_keys:
+                    fks.add((a, b, self.foreign_keys[objid]))
+                else:
+                    out.add((a, b))
+        return out, fks
 
     def named(self, text: str) -> set[str]:
         """The changes of the pgflight names a function body mentions."""
@@ -289,8 +304,13 @@ def entry_change(cat: Catalogue, name: str, kind: str) -> str | None:
 # --- writing -----------------------------------------------------------------------------------
 
 
-def order(changes: dict[str, Change]) -> tuple[list[str], dict[str, set[str]]]:
-    """Dependency order (hard edges always, soft ones where they make no cycle); requires."""
+def order(
+    changes: dict[str, Change], fks: set[tuple[str, str, str]]
+) -> tuple[list[str], dict[str, set[str]]]:
+    """
+    Dependency order (hard edges always, soft ones where they make no cycle); requires. A foreign
+    key that would close a cycle of tables moves to the change of the table it references.
+    """
     edges: dict[str, set[str]] = {n: set() for n in changes}
 
     def reaches(a: str, b: str) -> bool:
@@ -304,6 +324,20 @@ def order(changes: dict[str, Change]) -> tuple[list[str], dict[str, set[str]]]:
                 todo.extend(edges[x])
         return False
 
+    for n in sorted(changes):
+        for d in sorted(changes[n].hard):
+            if d in changes and d != n:
+                edges[n].add(d)
+    for a, b, entry in sorted(fks):
+        if not reaches(b, a):
+            edges[a].add(b)
+            continue
+        moved = [e for e in changes[a].entries if e[0] == "FK CONSTRAINT" and e[1] == entry]
+        changes[a].entries = [e for e in changes[a].entries if e not in moved]
+        changes[b].entries.extend(moved)
+        if reaches(a, b):
+            raise SystemExit(f"foreign key {entry} closes a cycle either way")
+        edges[b].add(a)
     for strength in ("hard", "soft"):
         for n in sorted(changes):
             for d in sorted(getattr(changes[n], strength)):
@@ -442,7 +476,8 @@ def rebaseline(admin: str, tag: str, previous: str) -> None:
                 c.entries.append((kind, name, body))
                 if kind in ("FUNCTION", "PROCEDURE"):
                     c.owners.add(owner)
-            for a, b in cat.depends():
+            hard, fks = cat.depends()
+            for a, b in hard:
                 if a in changes:
                     changes[a].hard.add(b)
             for name, procs in cat.procs.items():
@@ -454,7 +489,7 @@ def rebaseline(admin: str, tag: str, previous: str) -> None:
     finally:
         drop_database(admin, old)
 
-    names, edges = order(changes)
+    names, edges = order(changes, fks)
     privileged = sorted(n for n, c in changes.items() if c.owners - {OWNER})
     bridge = SQL / "upgrade" / f"from-{previous}"
     # the bridge: the old plan, the scripts of its changes after its last tag, its dump
