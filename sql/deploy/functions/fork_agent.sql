@@ -1,5 +1,7 @@
 -- Deploy pgflight:functions/fork_agent
+
 begin;
+
 set local role pgflight_owner;
 
 -- Fork the agent of step p_step_id at iteration k = p_at_iteration: a new run (same workspace and
@@ -24,12 +26,10 @@ set local role pgflight_owner;
 -- Locking: the original's run row FOR KEY SHARE (as replay_from, against a purge), then its agent
 -- run FOR SHARE (a live attempt of the original may record more meanwhile; what is read is what
 -- was recorded, completed rows only); everything else written is new.
-create or replace function pgflight.fork_agent(p_step_id bigint, p_at_iteration integer, p_patch jsonb,
-                                               p_reason text)
-returns table (run_id bigint, step_id bigint, attempt_id bigint, agent_run_id bigint)
-language plpgsql volatile security definer
-set search_path = pg_catalog, pg_temp
-as $$
+CREATE OR REPLACE FUNCTION pgflight.fork_agent(p_step_id bigint, p_at_iteration integer, p_patch jsonb, p_reason text) RETURNS TABLE(run_id bigint, step_id bigint, attempt_id bigint, agent_run_id bigint)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
 declare
   v_now timestamptz := pgflight._now();
   v_settings pgflight.settings;
@@ -243,13 +243,10 @@ begin
   return query select v_run, v_new_step, v_attempt, v_agent;
 end
 $$;
-comment on function pgflight.fork_agent(bigint, integer, jsonb, text) is
-  'Fork an agent at iteration k (1 .. its iterations): a new run whose agent reuses iterations 0 .. k-1 at USD 0 '
-  'and asks the model from k on with the patch (docs/options.md, scope fork_agent: system, model, provider, tools, '
-  'max_tokens, max_iterations, max_tool_calls, max_usd (USD), max_wall_s (seconds), tool_results {tool_use id: '
-  'string or content blocks}); its own budget; audited in the events log with the reason. Returns (run_id, step_id, '
-  'attempt_id, agent_run_id). Errors: 22023, ZF003, ZF005, ZF006, ZF012.';
-revoke execute on function pgflight.fork_agent(bigint, integer, jsonb, text) from public;
-grant execute on function pgflight.fork_agent(bigint, integer, jsonb, text) to pgflight_operator;
+
+COMMENT ON FUNCTION pgflight.fork_agent(p_step_id bigint, p_at_iteration integer, p_patch jsonb, p_reason text) IS 'Fork an agent at iteration k (1 .. its iterations): a new run whose agent reuses iterations 0 .. k-1 at USD 0 and asks the model from k on with the patch (docs/options.md, scope fork_agent: system, model, provider, tools, max_tokens, max_iterations, max_tool_calls, max_usd (USD), max_wall_s (seconds), tool_results {tool_use id: string or content blocks}); its own budget; audited in the events log with the reason. Returns (run_id, step_id, attempt_id, agent_run_id). Errors: 22023, ZF003, ZF005, ZF006, ZF012.';
+
+REVOKE ALL ON FUNCTION pgflight.fork_agent(p_step_id bigint, p_at_iteration integer, p_patch jsonb, p_reason text) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.fork_agent(p_step_id bigint, p_at_iteration integer, p_patch jsonb, p_reason text) TO pgflight_operator;
 
 commit;

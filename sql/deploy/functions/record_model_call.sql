@@ -1,82 +1,16 @@
 -- Deploy pgflight:functions/record_model_call
+
 begin;
+
 set local role pgflight_owner;
 
--- Make one model call durable, in one transaction: store each response block as a trace row
--- (iteration p_iteration, seq 0..n-1), store the usage and its USD cost (from model_prices) in
--- costs, settle the budgets and update the agent's totals; with option mark_tools, also mark the
--- response's tool calls in flight (the tool_result rows, seq 1000 + the tool_use's seq, status
--- in_flight), so the client can run them at once: an iteration that asks for tools costs this
--- transaction and one complete_tool_calls.
--- Model tokens per minute (workspace_limits.model_tokens_per_min): the call's input + output tokens
--- go into the workspace's window, replacing the estimate its admission added; a call is never
--- refused for tokens here (it was made; the check is the admission's).
--- Budgets: when reserve_budget (or complete_tool_calls) admitted this (attempt, iteration), the
--- reservation is replaced by the actual cost (the call was paid for; its overshoot over the
--- estimate is the documented bound). Without a reservation the iteration cap and the actual cost
--- are admitted here with the same atomic check, and a call that would cross a cap raises ZF007 and
--- stores nothing.
--- Tool calls: marking counts against max_tool_calls; the calls past the cap are left unmarked
--- (the call itself is still recorded) and mark_tool_call refuses them with ZF007.
--- Idempotent: a second call for the same (agent run, iteration) stores nothing and returns
--- recorded = false with the totals (a retry after a lost reply).
--- p_blocks: the response's content array (Messages API blocks: text, thinking, redacted_thinking,
--- tool_use, and any other type, e.g. server_tool_use or web_search_tool_result, stored under its
--- own name and kept exactly as received); p_usage: the response's usage object (priced by
--- _price_of: one-hour cache writes, usage.cache_creation.ephemeral_1h_input_tokens, at their own
--- rate; server-side web searches, usage.server_tool_use.web_search_requests, per search); p_model:
--- the model that answered.
--- options: stop_reason (text), retries (transient errors retried before this answer), mark_tools
--- (boolean, default false).
--- p_next_est_usd (issue 18): also admit the next model call (iteration p_iteration + 1) and reserve
--- this many USD for it, in this transaction, after settling this call, with the checks of
--- reserve_budget (iteration cap, wall-time and USD caps of every budget that binds it): the client
--- then stores the tool results with complete_tool_calls(next_iteration), which keeps the
--- reservation (checking the wall-time caps again) instead of making a second admission, so an
--- iteration moves the budgets once. Settling and reserving are one move when the call was
--- reserved on the same budgets. Nothing is reserved early, and the result says so
--- (next_reserved = false), when the next call would pass max_iterations, when the workspace has a
--- model tokens per minute limit (its ZF013 stays with the admission the loop waits out) or when a cap
--- refuses it: the call is still recorded, and complete_tool_calls(next_iteration) makes the
--- ordinary admission, raising the refusal there.
--- A call that a tool policy of the workspace may hold back (deny or require_approval, for that tool
--- or '*') is not marked here: mark_tool_call applies the policy to it (docs/waiting.md#tool-policies).
--- Returns marked: the tool_use ids now in flight, in block order (empty without mark_tools), and
--- next_reserved: whether the next call was admitted here.
--- A response of more blocks than settings.max_trace_blocks_per_iteration is refused (ZF005).
--- Errors: ZF007 budget, ZF001, ZF002, ZF003 (fence), ZF005 a cap, 22023 malformed blocks or unknown model price.
--- A call refused with ZF001/ZF002 (the lease was lost while the model answered) was still paid
--- for: the client then calls record_orphan_cost, which writes it to costs (lease_lost) and
--- charges the budgets.
--- Issue 18 (agent server time): the fence, the model's price, today's workspace budget and the
--- workspace's tokens-per-minute limit are read by one statement (the happy path of _agent_fence,
--- _price_usd and _call_budget_ids, whose calls cost more than their queries: each helper with a SET
--- clause saves and restores it); the settlement with the next admission is one statement that locks
--- the budgets in id order, checks and moves them (_move_budget's work); the result row is returned
--- without a query. The helpers still do every other case: a fence miss (_agent_fence raises), no
--- price (_price_usd raises 22023), a day row to create or re-cap, a refused or partial move.
--- Issue 18, sixth session: every statement runs on a generic plan, as in complete_tool_calls. The
--- planner kept choosing a custom plan for the settlement (its generic estimate for `id = any
--- ($n)` is worse than a custom plan's, which knows the array), so that statement was planned
--- anew at every call: 0.20-0.25 ms, more than it took to run. The generic plans read by primary
--- key (seq scans off), so nothing is lost. The settings cap is read by the fence's statement, the
--- options are checked by one JSON path, the costs row is claimed without a conflict target and
--- the traces and the totals are written by one statement (each statement costs an executor
--- start-up).
--- The signature of @v0.4.0 (without p_next_est_usd) is replaced: a call with eight arguments
--- resolves to this one (p_next_est_usd defaults to null), which returns one more column at the end.
-drop function if exists pgflight.record_model_call(bigint, bigint, bigint, integer, jsonb, jsonb, text, jsonb);
-create or replace function pgflight.record_model_call(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint,
-                                           p_iteration integer, p_blocks jsonb, p_usage jsonb, p_model text,
-                                           p_options jsonb default '{}', p_next_est_usd numeric default null)
-returns table (agent_run_id bigint, iteration integer, usd numeric, recorded boolean, iterations integer,
-               tool_calls integer, total_usd numeric, marked text[], next_reserved boolean)
-language plpgsql volatile security definer
-set search_path = pg_catalog, pg_temp
-set plan_cache_mode = force_generic_plan
-set enable_seqscan = off
-set jit = off
-as $$
+CREATE OR REPLACE FUNCTION pgflight.record_model_call(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_blocks jsonb, p_usage jsonb, p_model text, p_options jsonb DEFAULT '{}'::jsonb, p_next_est_usd numeric DEFAULT NULL::numeric) RETURNS TABLE(agent_run_id bigint, iteration integer, usd numeric, recorded boolean, iterations integer, tool_calls integer, total_usd numeric, marked text[], next_reserved boolean)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET plan_cache_mode TO 'force_generic_plan'
+    SET enable_seqscan TO 'off'
+    SET jit TO 'off'
+    AS $_$
 #variable_conflict use_column
 declare
   v_now timestamptz := pgflight._now();
@@ -408,13 +342,11 @@ begin
   next_reserved := v_next;
   return next;
 end
-$$;
-comment on function pgflight.record_model_call(bigint, bigint, bigint, integer, jsonb, jsonb, text, jsonb, numeric) is
-  'Store a model response (traces), its usage and USD cost (costs), settle budgets and totals, and with '
-  'mark_tools mark its tool calls in flight, in one transaction; returns (agent_run_id, iteration, usd, '
-  'recorded, totals, marked, next_reserved); with p_next_est_usd it also admits the next call (reserving '
-  'that many USD). Options (docs/options.md): stop_reason, retries, mark_tools. '
-  'Errors: ZF007, ZF001, ZF002, ZF003, 22023.';
-grant execute on function pgflight.record_model_call(bigint, bigint, bigint, integer, jsonb, jsonb, text, jsonb, numeric) to pgflight_worker;
+$_$;
+
+COMMENT ON FUNCTION pgflight.record_model_call(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_blocks jsonb, p_usage jsonb, p_model text, p_options jsonb, p_next_est_usd numeric) IS 'Store a model response (traces), its usage and USD cost (costs), settle budgets and totals, and with mark_tools mark its tool calls in flight, in one transaction; returns (agent_run_id, iteration, usd, recorded, totals, marked, next_reserved); with p_next_est_usd it also admits the next call (reserving that many USD). Options (docs/options.md): stop_reason, retries, mark_tools. Errors: ZF007, ZF001, ZF002, ZF003, 22023.';
+
+REVOKE ALL ON FUNCTION pgflight.record_model_call(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_blocks jsonb, p_usage jsonb, p_model text, p_options jsonb, p_next_est_usd numeric) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.record_model_call(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_blocks jsonb, p_usage jsonb, p_model text, p_options jsonb, p_next_est_usd numeric) TO pgflight_worker;
 
 commit;

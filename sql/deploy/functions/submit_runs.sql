@@ -1,7 +1,7 @@
 -- Deploy pgflight:functions/submit_runs
--- requires: tables/settings_submit_cap internals/_options internals/_trust internals/_flow_options
---           internals/_events tables/step_attempts_flow functions/submit_run roles/owner_sets_replication_role internals/_row_triggers
+
 begin;
+
 set local role pgflight_owner;
 
 -- Bulk submit (issue 18): what N calls of submit_run do, in one call and a few set-based
@@ -28,11 +28,10 @@ set local role pgflight_owner;
 -- Errors: 22023 bad argument, ZF003 unknown workspace, ZF004 idempotency conflict, ZF005 more
 -- elements than settings.max_runs_per_call, an input over settings.max_input_bytes or nested
 -- deeper than settings.max_json_depth, ZF012 no operator lane on the workspace.
-create or replace function pgflight.submit_runs(p_workspace text, p_runs jsonb, p_options jsonb default '{}')
-returns table (idx integer, run_id bigint, step_id bigint, attempt_id bigint, created boolean)
-language plpgsql volatile security definer
-set search_path = pg_catalog, pg_temp
-as $$
+CREATE OR REPLACE FUNCTION pgflight.submit_runs(p_workspace text, p_runs jsonb, p_options jsonb DEFAULT '{}'::jsonb) RETURNS TABLE(idx integer, run_id bigint, step_id bigint, attempt_id bigint, created boolean)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
 #variable_conflict use_column
 declare
   v_now timestamptz := pgflight._now();
@@ -435,12 +434,10 @@ begin
      order by 1;
 end
 $$;
-comment on function pgflight.submit_runs(text, jsonb, jsonb) is
-  'Bulk submit: p_runs a JSON array of {recipe, input, options}; each element as submit_run, options laid '
-  'over the shared p_options (not idempotency_key). All or nothing: a bad element refuses the call, the '
-  'error prefixed "submit_runs element N: ". Returns (idx, run_id, step_id, attempt_id, created) per element. '
-  'Errors: 22023, ZF003, ZF004 idempotency conflict (also between two elements), ZF005 over '
-  'settings.max_runs_per_call or max_input_bytes, ZF012.';
-grant execute on function pgflight.submit_runs(text, jsonb, jsonb) to pgflight_operator;
+
+COMMENT ON FUNCTION pgflight.submit_runs(p_workspace text, p_runs jsonb, p_options jsonb) IS 'Bulk submit: p_runs a JSON array of {recipe, input, options}; each element as submit_run, options laid over the shared p_options (not idempotency_key). All or nothing: a bad element refuses the call, the error prefixed "submit_runs element N: ". Returns (idx, run_id, step_id, attempt_id, created) per element. Errors: 22023, ZF003, ZF004 idempotency conflict (also between two elements), ZF005 over settings.max_runs_per_call or max_input_bytes, ZF012.';
+
+REVOKE ALL ON FUNCTION pgflight.submit_runs(p_workspace text, p_runs jsonb, p_options jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.submit_runs(p_workspace text, p_runs jsonb, p_options jsonb) TO pgflight_operator;
 
 commit;
