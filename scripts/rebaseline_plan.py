@@ -59,10 +59,12 @@ from pgflight.embedded import Cluster, find_bindir  # noqa: E402
 
 SQL = ROOT / "sql"
 PLANNER = "pgflight dev <dev@pgflight.dev>"
-# Changes kept as written: cluster-wide roles and privileges, the schema, the extension. They are
-# not objects of schema pgflight, so pg_dump does not see them.
-HAND_WRITTEN = ("roles", "schema", "cron_extension", "roles/pgflight_cron", "roles/owner_sets_replication_role")
-# ... and the last change: hands the functions owned by another role than pgflight_owner over to it
+# The folders of changes written from the catalogue. A change of the old plan outside them (roles,
+# schema, cron_extension, roles/*: cluster-wide roles and privileges, the schema, the extension,
+# which pg_dump of the schema does not see) is kept as written, with its requires among them.
+GENERATED = ("tables", "sequences", "internals", "functions", "views", "cron", "indexes")
+# ... and this one goes last: it hands the functions owned by another role than pgflight_owner
+# over to that role, so it needs them
 PRIVILEGED = "roles/pgflight_privileged"
 OWNER = "pgflight_owner"
 # Rows a deploy writes that are not constants (the deploying login, a random secret): the
@@ -77,9 +79,10 @@ declare
 begin
   for i in -1 .. 3 loop
     v_day := v_today + i;
-    execute pg_catalog.format('create table pgflight.%I partition of pgflight.events for values from (%L) to (%L)',
-                              'events_' || pg_catalog.to_char(v_day, 'YYYYMMDD'), v_day::timestamp at time zone 'UTC',
-                              (v_day + 1)::timestamp at time zone 'UTC');
+    execute pg_catalog.format(
+      'create table pgflight.%I partition of pgflight.events for values from (%L) to (%L)',
+      'events_' || pg_catalog.to_char(v_day, 'YYYYMMDD'), v_day::timestamp at time zone 'UTC',
+      (v_day + 1)::timestamp at time zone 'UTC');
   end loop;
 end
 $$;"""
@@ -178,7 +181,8 @@ class Catalogue:
         self.func_names: dict[str, str] = {}
         self.procs: dict[str, list[tuple[int, str, str, str, str]]] = defaultdict(list)
         for oid, name, sig, lang, owner, src in q(
-            "select p.oid, p.proname, p.oid::regprocedure::text, l.lanname, pg_get_userbyid(p.proowner), p.prosrc"
+            "select p.oid, p.proname, p.oid::regprocedure::text, l.lanname,"
+            "       pg_get_userbyid(p.proowner), p.prosrc"
             "  from pg_proc p join pg_language l on l.oid = p.prolang"
             " where p.pronamespace = 'pgflight'::regnamespace order by p.proname, p.oid::regprocedure::text"
         ).fetchall():
@@ -190,8 +194,9 @@ class Catalogue:
             "select c.oid, c.relname, c.relkind,"
             "       (select i.inhparent from pg_inherits i where i.inhrelid = c.oid),"
             "       (select x.indrelid from pg_index x where x.indexrelid = c.oid),"
-            "       (select d.refobjid from pg_depend d where d.classid = 'pg_class'::regclass and d.objid = c.oid"
-            "           and d.refclassid = 'pg_class'::regclass and d.deptype in ('a', 'i') and c.relkind = 'S')"
+            "       (select d.refobjid from pg_depend d"
+            "         where d.classid = 'pg_class'::regclass and d.objid = c.oid and c.relkind = 'S'"
+            "           and d.refclassid = 'pg_class'::regclass and d.deptype in ('a', 'i'))"
             "  from pg_class c where c.relnamespace = 'pgflight'::regnamespace"
         ).fetchall()
         by_oid = {r[0]: r for r in rels}
@@ -219,7 +224,9 @@ class Catalogue:
             ).fetchall()
         )
         self.con_rel = dict(
-            q("select oid, conrelid from pg_constraint where connamespace = 'pgflight'::regnamespace").fetchall()
+            q(
+                "select oid, conrelid from pg_constraint where connamespace = 'pgflight'::regnamespace"
+            ).fetchall()
         )
         self.foreign_keys = dict(
             q(
@@ -438,11 +445,13 @@ def seed_data(dsn: str, tables: list[str]) -> dict[str, str]:
     return out
 
 
-def rebaseline(admin: str, tag: str, previous: str) -> None:
+def rebaseline(admin: str, tag: str, previous: str, source: str = "HEAD") -> None:
     plan = ROOT / "sqitch.plan"
     if any(ln.startswith(f"@{tag} ") for ln in plan_lines(plan)):
         raise SystemExit(f"sqitch.plan already has @{tag}")
-    source_commit = sh("git", "rev-parse", "HEAD").strip()
+    source_commit = sh("git", "rev-parse", source).strip()
+    if sh("git", "show", f"{source_commit}:sqitch.plan") != plan.read_text():
+        raise SystemExit(f"the plan of {source} is not this sqitch.plan: commit it, or name its commit")
     docs = doc_comments(plan)
     old = scratch_database(admin)
     try:
@@ -505,8 +514,14 @@ def rebaseline(admin: str, tag: str, previous: str) -> None:
     write(bridge / "schema.dump.sql", old_dump)
     write(bridge / "seed.dump.sql", constant_dump)
     write(bridge / "source_commit", source_commit + "\n")
-    hand = {n: {k: (SQL / k / f"{n}.sql").read_text() for k in ("deploy", "revert", "verify")} for n in HAND_WRITTEN}
-    hand[PRIVILEGED] = {k: (SQL / k / f"{PRIVILEGED}.sql").read_text() for k in ("deploy", "revert", "verify")}
+    kinds = ("deploy", "revert", "verify")
+    first = [n for n in old_changes(plan) if n.split("/")[0] not in GENERATED and n != PRIVILEGED]
+    old_requires: dict[str, list[str]] = {}
+    for ln in plan_lines(plan):
+        m = re.match(r"(\S+) (?:\[(.*?)\] )?\d{4}-", ln)
+        if m and m.group(1) in first and m.group(1) not in old_requires:
+            old_requires[m.group(1)] = [r for r in (m.group(2) or "").split() if r in first]
+    hand = {n: {k: (SQL / k / f"{n}.sql").read_text() for k in kinds} for n in (*first, PRIVILEGED)}
 
     for kind in ("deploy", "revert", "verify"):
         shutil.rmtree(SQL / kind)
@@ -521,12 +536,13 @@ def rebaseline(admin: str, tag: str, previous: str) -> None:
             what = "table" if n.startswith("tables/") else "sequence"
             write(
                 SQL / "revert" / f"{n}.sql",
-                f"-- Revert pgflight:{n}\nbegin;\nset local role {OWNER};\ndrop {what} pgflight.{base};\ncommit;\n",
+                f"-- Revert pgflight:{n}\nbegin;\nset local role {OWNER};\n"
+                f"drop {what} pgflight.{base};\ncommit;\n",
             )
             write(
                 SQL / "verify" / f"{n}.sql",
-                f"-- Verify pgflight:{n}\nselect 1 / (c.relkind in ('r', 'p', 'S'))::int from pg_catalog.pg_class c"
-                f" where c.oid = 'pgflight.{base}'::regclass;\n",
+                f"-- Verify pgflight:{n}\nselect 1 / (c.relkind in ('r', 'p', 'S'))::int"
+                f" from pg_catalog.pg_class c where c.oid = 'pgflight.{base}'::regclass;\n",
             )
 
     stamp = "2026-12-08T00:00:00Z"
@@ -537,22 +553,25 @@ def rebaseline(admin: str, tag: str, previous: str) -> None:
         "schema": "Schema pgflight owned by pgflight_owner",
         "cron_extension": "pg_cron where the server allows it",
         "roles/pgflight_cron": "The non-superuser role pg_cron runs pgflight's jobs as",
-        "roles/owner_sets_replication_role": "pgflight_owner may set session_replication_role (a superuser's deploy)",
+        "roles/owner_sets_replication_role": "pgflight_owner may set session_replication_role"
+        " (a superuser's deploy)",
         PRIVILEGED: "pgflight_privileged owns the definer functions that need pg_read_all_stats or SET on"
         " session_replication_role",
     }
-    first = ["roles", "schema", "cron_extension", "roles/pgflight_cron", "roles/owner_sets_replication_role"]
-    requires = {"roles": [], "schema": ["roles"], "cron_extension": ["schema"]}
     for n in first:
-        reqs = requires.get(n, ["roles"])
-        lines.append(f"{n} {'[' + ' '.join(reqs) + '] ' if reqs else ''}{stamp} {PLANNER} # {notes[n]}")
+        reqs = old_requires.get(n, [])
+        lines.append(
+            f"{n} {'[' + ' '.join(reqs) + '] ' if reqs else ''}{stamp} {PLANNER} # {notes.get(n, n)}"
+        )
     for n in names:
         folder, base = n.split("/", 1)
         reqs = sorted(edges[n], key=names.index) or ["schema"]
         text = note.get(folder, "{}()").format(base)
         lines.append(f"{n} [{' '.join(reqs)}] {stamp} {PLANNER} # {text}")
     lines.append(f"{PRIVILEGED} [{' '.join(privileged)}] {stamp} {PLANNER} # {notes[PRIVILEGED]}")
-    lines.append(f"@{tag} {stamp} {PLANNER} # pgflight {tag[1:]}: the re-baselined plan, one change per object")
+    lines.append(
+        f"@{tag} {stamp} {PLANNER} # pgflight {tag[1:]}: the re-baselined plan, one change per object"
+    )
     plan.write_text("\n".join(lines) + "\n")
     subprocess.run([sys.executable, str(ROOT / "scripts" / "gen_sql_scripts.py")], check=True)
 
@@ -577,7 +596,14 @@ def rebaseline(admin: str, tag: str, previous: str) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--tag", default="v1.0.0", help="the release the new plan's first tag names")
-    ap.add_argument("--previous", default="0.9", help="the release upgraded from (sql/upgrade/from-<previous>/)")
+    ap.add_argument(
+        "--previous", default="0.9", help="the release upgraded from (sql/upgrade/from-<previous>/)"
+    )
+    ap.add_argument(
+        "--source-commit",
+        default="HEAD",
+        help="the commit holding the plan being replaced (the upgrade test deploys its release from it)",
+    )
     args = ap.parse_args()
     external = os.environ.get("PGFLIGHT_TEST_DSN")
     folder = None if external else Path(tempfile.mkdtemp(prefix="pgflight-rebaseline-"))
@@ -590,7 +616,7 @@ def main() -> None:
             admin = cluster.dsn("postgres")
         else:
             admin = make_conninfo(external, dbname="postgres")
-        rebaseline(admin, args.tag, args.previous)
+        rebaseline(admin, args.tag, args.previous, args.source_commit)
     finally:
         if cluster:
             cluster.destroy()

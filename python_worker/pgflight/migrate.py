@@ -253,7 +253,11 @@ def upgrade(dsn: str, *, root: Path | None = None) -> str:
             import difflib
 
             diff = "\n".join(
-                list(difflib.unified_diff(expected.splitlines(), actual.splitlines(), "0.9", "database", lineterm=""))[:60]
+                list(
+                    difflib.unified_diff(
+                        expected.splitlines(), actual.splitlines(), "0.9", "database", lineterm=""
+                    )
+                )[:60]
             )
             raise MigrationError(
                 "the schema of this database is not the one the 0.9 plan deploys: not upgraded", diff
