@@ -69,9 +69,10 @@ declare
 begin
   for i in -1 .. 3 loop
     v_day := v_today + i;
-    execute pg_catalog.format('create table pgflight.%I partition of pgflight.events for values from (%L) to (%L)',
-                              'events_' || pg_catalog.to_char(v_day, 'YYYYMMDD'), v_day::timestamp at time zone 'UTC',
-                              (v_day + 1)::timestamp at time zone 'UTC');
+    execute pg_catalog.format(
+      'create table pgflight.%I partition of pgflight.events for values from (%L) to (%L)',
+      'events_' || pg_catalog.to_char(v_day, 'YYYYMMDD'), v_day::timestamp at time zone 'UTC',
+      (v_day + 1)::timestamp at time zone 'UTC');
   end loop;
 end
 $$;
