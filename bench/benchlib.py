@@ -64,14 +64,30 @@ def throwaway_cluster(
 def deploy_ref(cluster: Cluster, ref: str) -> str:
     """
     A second database of the same cluster at schema `ref` of sqitch.plan (a tag such as
-    `@v0.3.0`: sqitch deploys each reworked change from its `<change>@<tag>.sql` copy), with
-    workspace `bench`; return its superuser DSN. For side-by-side figures (`--compare`): the
-    same server, the same moment, the same load.
+    `@v1.0.0`: sqitch deploys each reworked change from its `<change>@<tag>.sql` copy), with
+    workspace `bench`; return its superuser DSN. A tag of the plan before the 1.0 re-baseline
+    (`@v0.9.0`) is deployed from that plan, read from git at the commit
+    sql/upgrade/from-0.9/source_commit names. For side-by-side figures (`--compare`): the same
+    server, the same moment, the same load.
     """
     name = "pgflight_" + re.sub(r"[^a-z0-9]+", "_", ref.lower()).strip("_")
     cluster.create_database(name)
     dsn = cluster.dsn(name)
-    migrate.deploy(dsn, to=ref, verify=False)
+    root = migrate.project_root()
+    if not re.search(rf"^{re.escape(ref)} ", (root / "sqitch.plan").read_text(), re.M):
+        commit = (migrate.bridge_root(root) / "source_commit").read_text().strip()
+        old = Path(tempfile.mkdtemp(prefix="pgflight-ref-"))
+        os.chmod(old, 0o755)
+        tree = subprocess.run(
+            ["git", "-C", str(root), "archive", commit, "sqitch.conf", "sqitch.plan", "sql"],
+            capture_output=True,
+            check=True,
+        ).stdout
+        subprocess.run(["tar", "-x", "-C", str(old)], input=tree, check=True)
+        migrate.deploy(dsn, to=ref, verify=False, root=old)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        migrate.deploy(dsn, to=ref, verify=False)
     with psycopg.connect(dsn, autocommit=True) as c:
         c.execute("select pgflight.create_workspace('bench')")
     return dsn
