@@ -67,29 +67,43 @@ def deploy_ref(cluster: Cluster, ref: str) -> str:
     superuser DSN. For side-by-side figures (`--compare`): the same server, the same moment, the
     same load.
 
-    `ref` is a point of sqitch.plan (a tag such as `@v0.3.0`: sqitch deploys each reworked change
-    from its `<change>@<tag>.sql` copy) or, when it does not start with `@`, a git commit or
-    branch (`main`, `HEAD~3`): its sqitch.plan and sql/ are deployed whole, so a change edited in
-    place since the last tag is measured against its previous text.
+    `ref` is a point of sqitch.plan (a tag such as `@v1.0.0`: sqitch deploys each reworked change
+    from its `<change>@<tag>.sql` copy); a tag of the plan before the 1.0 re-baseline (`@v0.9.0`)
+    is deployed from that plan, read from git at the commit sql/upgrade/from-0.9/source_commit
+    names. When `ref` does not start with `@` it is a git commit or branch (`main`, `HEAD~3`): its
+    sqitch.plan and sql/ are deployed whole, so a change edited in place since the last tag is
+    measured against its previous text.
     """
     name = "pgflight_" + re.sub(r"[^a-z0-9]+", "_", ref.lower()).strip("_")
     cluster.create_database(name)
     dsn = cluster.dsn(name)
-    if ref.startswith("@"):
+    root = migrate.project_root()
+    if not ref.startswith("@"):
+        _deploy_from_git(dsn, root, ref, to=None)
+    elif re.search(rf"^{re.escape(ref)} ", (root / "sqitch.plan").read_text(), re.M):
         migrate.deploy(dsn, to=ref, verify=False)
     else:
-        with tempfile.TemporaryDirectory(prefix="pgflight-ref-") as tree:
-            root = Path(__file__).resolve().parent.parent
-            archive = subprocess.run(
-                ["git", "-C", str(root), "archive", ref, "sqitch.plan", "sqitch.conf", "sql"],
-                check=True,
-                capture_output=True,
-            ).stdout
-            subprocess.run(["tar", "-x", "-C", tree], input=archive, check=True)
-            migrate.deploy(dsn, verify=False, root=Path(tree))
+        commit = (migrate.bridge_root(root) / "source_commit").read_text().strip()
+        _deploy_from_git(dsn, root, commit, to=ref)
     with psycopg.connect(dsn, autocommit=True) as c:
         c.execute("select pgflight.create_workspace('bench')")
     return dsn
+
+
+def _deploy_from_git(dsn: str, root: Path, commit: str, to: str | None) -> None:
+    """Deploy the sqitch project as it was at git `commit` (up to plan point `to`) into `dsn`."""
+    old = Path(tempfile.mkdtemp(prefix="pgflight-ref-"))
+    try:
+        os.chmod(old, 0o755)
+        tree = subprocess.run(
+            ["git", "-C", str(root), "archive", commit, "sqitch.conf", "sqitch.plan", "sql"],
+            capture_output=True,
+            check=True,
+        ).stdout
+        subprocess.run(["tar", "-x", "-C", str(old)], input=tree, check=True)
+        migrate.deploy(dsn, to=to, verify=False, root=old)
+    finally:
+        shutil.rmtree(old, ignore_errors=True)
 
 
 def side_by_side(base: dict[str, Any], head: dict[str, Any]) -> dict[str, Any]:

@@ -124,6 +124,8 @@ def _config(header: str) -> list[str] | None:
     out = []
     for name, value in re.findall(r"^\s*set\s+(\w+)\s*(?:=|to)\s*(.+?)\s*$", header, re.I | re.M):
         value = value.strip()
+        if value.startswith("'") and value != "''":  # pg_dump's form: SET search_path TO 'a', 'b'
+            value = ", ".join(v.strip().strip("'") for v in value.split(","))
         value = '""' if value == "''" else value.strip("'")
         out.append(f"{name.lower()}={value}")
     return out or None

@@ -49,6 +49,26 @@ def previous_tag(root: Path = ROOT) -> str:
     return entries[(followed or tags)[-1]]
 
 
+def release_project(dest: Path, root: Path = ROOT) -> Path:
+    """
+    The project of the release before the re-baseline (sqitch.conf, sqitch.plan, sql/) written
+    under `dest` from git: the commit sql/upgrade/from-0.9/source_commit names, whose plan the
+    bridge continues. Needs the repository's history (not a shallow clone).
+    """
+    commit = (root / "sql" / "upgrade" / "from-0.9" / "source_commit").read_text().strip()
+    dest.mkdir(parents=True, exist_ok=True)
+    archive = subprocess.run(
+        ["git", "-C", str(root), "archive", commit, "sqitch.conf", "sqitch.plan", "sql"],
+        capture_output=True,
+        check=False,
+        timeout=120,
+    )
+    assert archive.returncode == 0, f"git archive {commit}: {archive.stderr.decode()} (a shallow clone?)"
+    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive.stdout, check=True, timeout=120)
+    os.chmod(dest, 0o755)
+    return dest
+
+
 def copy_project(dest: Path, root: Path = ROOT) -> Path:
     """Copy sqitch.conf, sqitch.plan, sql/ and scripts/gen_sql_scripts.py into `dest`."""
     dest.mkdir(parents=True, exist_ok=True)

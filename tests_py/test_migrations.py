@@ -56,16 +56,15 @@ def test_deploy_revert_redeploy_on_an_empty_database_leaves_another_database_alo
         assert _has_schema(b)
         assert _roles(server) == set(ROLES)
         # and so does pgflight_privileged's cluster-wide SET on session_replication_role (b's bulk
-        # writes), which the owner (and so the deploy login) never gets back while b uses it; the
-        # owner does get pg_read_all_stats back from a's revert of internals/_health (the previous
-        # instance's _vacuum_horizon, the owner's, needs it: a database below that change gives it)
+        # writes), which the owner (and so the deploy login) never gets back while b uses it, nor
+        # pg_read_all_stats (pgflight_privileged's alone)
         with psycopg.connect(b, autocommit=True) as c:
             row = c.execute(
                 "select has_parameter_privilege('pgflight_privileged', 'session_replication_role', 'SET'),"
                 " has_parameter_privilege('pgflight_owner', 'session_replication_role', 'SET'),"
                 " pg_has_role('pgflight_owner', 'pg_read_all_stats', 'usage')"
             ).fetchone()
-        assert row == (True, False, True)
+        assert row == (True, False, False)
 
         migrate.deploy(a)  # a reverted database deploys again
         assert _has_schema(a)

@@ -482,7 +482,7 @@ def test_c35_static_no_sql_function_passes_data_to_pg_notify(conn: Conn) -> None
         for m in re.finditer(r"pg_notify\s*\(([^)]*)\)|\bnotify\s+\w+", code, re.IGNORECASE):
             calls.append((path.name, re.sub(r"\s+", " ", m.group(0))))
     ticket = "pg_notify('pgflight_ready', pg_catalog.pg_current_xact_id()"  # the pattern stops at ')'
-    assert calls == [("_events.sql", ticket)], calls
+    assert calls == [("_notify_ready.sql", ticket)], calls
     deployed = conn.execute(
         "select p.proname, p.prosrc from pg_proc p join pg_namespace n on n.oid = p.pronamespace"
         " where n.nspname = 'pgflight' and p.prosrc ~* 'pg_notify|\\mnotify\\M'"

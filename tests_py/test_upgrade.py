@@ -1,22 +1,26 @@
 """
-Upgrades: a database deployed from the previous tag, with work in flight, is upgraded to HEAD and
-everything in it finishes, each step exactly once; a reworked function keeps its settings through
-deploy, revert and deploy again.
+Upgrades: a database deployed from the previous release, with work in flight, is upgraded to HEAD
+and everything in it finishes, each step exactly once; a reworked function keeps its settings
+through deploy, revert and deploy again.
 
-Waits came after the previous tag, so the waits in flight (a sleep, an event wait, an approval
-gate) are parked at a later point of HEAD's plan, WAITS_POINT (the schema before approvals
-carried a payload and tool policies existed), between the tag's deploy and the final one; they
-are woken after the upgrade, through its API (a sweep, emit_event, approve with a payload).
+From 0.9.x: the plan was re-baselined at 1.0 (scripts/rebaseline_plan.py), so a 0.9 database is
+upgraded by `pgflight migrate` (migrate.upgrade): the 0.9 plan's changes after its last tag (the
+bridge, sql/upgrade/from-0.9), a check of the schema against 0.9's committed dump, and the new plan
+recorded without running it. The test deploys 0.9.0 from the commit the bridge names (git), puts
+work in flight, parks waits at a later point of the 0.9 plan (WAITS_POINT, before approvals carried
+a payload), upgrades, and finishes everything through HEAD's API.
 
-HEAD may equal the previous tag (right after a release). So that the upgrade always replaces code
-under live work, the test upgrades to a scratch copy of the project where every function and view
-change is reworked once more after an extra tag (plan_support.rework_everything): the real
-changes since the tag, then a new definition of every function, each with a comment added to its
-body. That part needs no edit when maintainers rework functions or tag releases.
+From the previous tag of this plan: HEAD may equal that tag (right after a release). So that the
+upgrade always replaces code under live work, that test upgrades to a scratch copy of the project
+where every function and view change is reworked once more after an extra tag
+(plan_support.rework_everything): the real changes since the tag, then a new definition of every
+function, each with a comment added to its body. That part needs no edit when maintainers rework
+functions or tag releases.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,7 +33,16 @@ from core_helpers import invariant_violations
 from pgflight import db, migrate
 from pgflight.db import agent as db_agent
 from pgflight.models import ClaimedStep
-from plan_support import copy_project, gen_sql_scripts, mark_bodies, previous_tag, rework_everything, sqitch
+from plan_support import (
+    ROOT,
+    copy_project,
+    gen_sql_scripts,
+    mark_bodies,
+    previous_tag,
+    release_project,
+    rework_everything,
+    sqitch,
+)
 from upgrade_recipes import CHILDREN
 from worker_support import wait_for, worker_factory
 
@@ -39,8 +52,10 @@ pytestmark = pytest.mark.timeout(900)
 
 Conn = psycopg.Connection[Any]
 CLAIM_BATCH = "pgflight.claim_batch(bigint, integer, double precision, text[], jsonb)"
-#: the last change before approvals carried a payload (sqitch: the change before that one)
+#: the 0.9 plan's last change before approvals carried a payload (sqitch: the change before that one)
 WAITS_POINT = "tables/approvals_payload^"
+#: the release the re-baselined plan upgrades from, and its tag in the old plan
+OLD_RELEASE = "@v0.9.0"
 TERMINAL = ("succeeded", "dead_letter", "cancelled")
 
 
@@ -236,16 +251,60 @@ def _proconfig(conn: Conn, signature: str) -> list[str]:
     return list(row[0] or [])
 
 
+def test_work_in_flight_on_0_9_finishes_once_after_the_upgrade_to_the_rebaselined_plan(
+    empty_dsn: str, tmp_path: Path, workers: Callable[..., Any]
+) -> None:
+    old = release_project(tmp_path / "old")
+    migrate.deploy(empty_dsn, to=OLD_RELEASE, root=old)
+    assert migrate.registry_release(empty_dsn) == migrate.UPGRADE_FROM
+    with psycopg.connect(empty_dsn, autocommit=True) as conn:
+        work = put_work_in_flight(conn)
+        migrate.deploy(empty_dsn, to=WAITS_POINT, root=old)
+        parked = park_waits(conn, work.worker_id)
+
+        migrate.upgrade(empty_dsn)  # what `pgflight migrate` runs
+        assert migrate.registry_release(empty_dsn) == "current"
+        migrate.verify(empty_dsn)
+        # the new plan is recorded whole; the old plan's rows are kept under another project
+        projects = dict(
+            conn.execute("select project, count(*) from sqitch.changes group by project").fetchall()
+        )
+        plan_changes = {
+            ln.split()[0] for ln in (ROOT / "sqitch.plan").read_text().splitlines() if ln[:1].isalpha()
+        }
+        assert projects["pgflight"] == len(plan_changes)
+        assert projects[migrate.RETIRED_PROJECT] > len(plan_changes)
+        assert "Nothing to deploy" in migrate.upgrade(empty_dsn)  # a second run: nothing to do
+        assert migrate.dump_schema(empty_dsn) == (migrate.bridge_root() / "schema.dump.sql").read_text()
+
+        wake_waits(conn, parked)
+        finish(conn, work, workers, empty_dsn)
+        assert_every_step_ended_once(conn, work, waits=3)
+        assert_waits_finished_on_one_attempt(conn, parked)
+
+
+def test_an_upgrade_from_0_9_refuses_a_schema_that_is_not_0_9s(empty_dsn: str, tmp_path: Path) -> None:
+    """A 0.9 database changed by hand is not recorded as 1.0: the registry stays the old plan's."""
+    old = release_project(tmp_path / "old")
+    migrate.deploy(empty_dsn, to=OLD_RELEASE, root=old)
+    with psycopg.connect(empty_dsn, autocommit=True) as conn:
+        conn.execute("alter table pgflight.runs add column by_hand text")
+    with pytest.raises(migrate.MigrationError) as info:
+        migrate.upgrade(empty_dsn)
+    assert "not the one the 0.9 plan deploys" in str(info.value)
+    assert "by_hand" in info.value.output
+    assert migrate.registry_release(empty_dsn) == migrate.UPGRADE_FROM
+
+
 def test_work_in_flight_finishes_once_after_an_upgrade_from_the_previous_tag(
     empty_dsn: str, tmp_path: Path, workers: Callable[..., Any]
 ) -> None:
     migrate.deploy(empty_dsn, to=previous_tag())
     with psycopg.connect(empty_dsn, autocommit=True) as conn:
         work = put_work_in_flight(conn)
+        parked = park_waits(conn, work.worker_id)
 
         project = copy_project(tmp_path / "project")
-        migrate.deploy(empty_dsn, to=WAITS_POINT, root=project)
-        parked = park_waits(conn, work.worker_id)
         reworked = rework_everything(project)
         assert len(reworked) > 50
         migrate.deploy(empty_dsn, root=project)
@@ -308,166 +367,14 @@ def test_a_rework_that_drops_a_setting_fails_verify(empty_dsn: str, tmp_path: Pa
     sqitch(project, "rework", "functions/claim_batch", "-n", "forgets a setting")
     gen_sql_scripts(project)  # verify written from the full definition ...
     deploy = project / "sql/deploy/functions/claim_batch.sql"
-    deploy.write_text(deploy.read_text().replace("set jit = off\n", "", 1))  # ... then a setting lost
+    # ... then a setting lost (written `set jit = off` by hand, `SET jit TO 'off'` by pg_dump)
+    text, lost = re.subn(
+        r"^\s*set jit (?:=|to) '?off'?\n", "", deploy.read_text(), count=1, flags=re.I | re.M
+    )
+    assert lost == 1
+    deploy.write_text(text)
     with pytest.raises(migrate.MigrationError) as info:
         migrate.deploy(empty_dsn, root=project)
     assert "has settings" in info.value.output
     with psycopg.connect(empty_dsn, autocommit=True) as conn:
         assert "jit=off" in _proconfig(conn, CLAIM_BATCH)  # sqitch reverted the change
-
-
-# The conversion to day partitions shipped in @v0.4.0: it upgrades from the tag before it (once a
-# later tag is the previous one, previous_tag() is past tables/events_by_day)
-EVENTS_BY_DAY_FROM = "@v0.3.0"
-EVENTS = (
-    "select id, at, run_id, step_id, attempt_id, from_status, to_status, reason, detail"
-    " from pgflight.events order by id"
-)
-
-
-def test_the_events_log_becomes_day_partitions_with_its_rows_and_reverts_with_them(empty_dsn: str) -> None:
-    """tables/events_by_day: the conversion from the previous tag keeps every row, readers, ids."""
-    migrate.deploy(empty_dsn, to=EVENTS_BY_DAY_FROM)
-    with psycopg.connect(empty_dsn, autocommit=True) as conn:
-        put_work_in_flight(conn)
-        before = conn.execute(EVENTS).fetchall()
-        assert len(before) > 10
-
-        migrate.deploy(empty_dsn, to="tables/events_by_day")
-        assert conn.execute(EVENTS).fetchall() == before
-        kind = conn.execute("select relkind from pg_class where oid = 'pgflight.events'::regclass").fetchone()
-        assert kind == ("p",)
-        # the view reads the new table (not a dropped one), with its security_barrier kept
-        assert conn.execute("select count(*) from pgflight.run_events").fetchone() == (len(before),)
-        opts = conn.execute(
-            "select reloptions from pg_class where oid = 'pgflight.run_events'::regclass"
-        ).fetchone()
-        assert opts is not None and "security_barrier=true" in (opts[0] or [])
-
-        migrate.deploy(empty_dsn)
-        sub = conn.execute("select run_id from pgflight.submit_run('up', 'after', '{}', '{}')").fetchone()
-        assert sub is not None
-        new_id = conn.execute(
-            "select max(id) from pgflight.run_events where run_id = %s", [sub[0]]
-        ).fetchone()
-        assert new_id is not None and new_id[0] > before[-1][0], "ids go on from the old table's"
-        # the new run's queued is on its attempt (tables/step_attempts_queue_event); the revert
-        # makes it an events row, as the older code wrote it
-        derived = conn.execute(
-            "select id, at, run_id, step_id, attempt_id, from_status, to_status, reason, detail"
-            " from pgflight.run_events where run_id = %s and reason = 'queued'",
-            [sub[0]],
-        ).fetchall()
-        after = sorted(conn.execute(EVENTS).fetchall() + derived)
-
-        migrate.revert(empty_dsn, to=EVENTS_BY_DAY_FROM)
-        assert conn.execute(EVENTS).fetchall() == after
-        kind = conn.execute("select relkind from pg_class where oid = 'pgflight.events'::regclass").fetchone()
-        assert kind == ("r",)
-        assert conn.execute("select count(*) from pgflight.run_events").fetchone() == (len(after),)
-        migrate.deploy(empty_dsn)
-        assert conn.execute(EVENTS).fetchall() == after
-
-
-TRACES = (
-    "select id, agent_run_id, iteration, seq, role, block_type, tool_use_id, content, status"
-    " from pgflight.traces"
-)
-COSTS = "select id, agent_run_id, iteration, run_id, usd, stop_reason, lease_lost from pgflight.costs"
-
-
-def _assert_firehose(conn: Conn, relkind: str, traces: list[Any], costs: list[Any]) -> None:
-    """traces and costs are tables of this relkind (p: partitioned, r: plain) holding these rows."""
-    for table in ("traces", "costs"):
-        kind = conn.execute(
-            f"select relkind from pg_class where oid = 'pgflight.{table}'::regclass"
-        ).fetchone()
-        assert kind == (relkind,)
-    assert conn.execute(TRACES + " order by id").fetchall() == traces
-    assert conn.execute(COSTS + " order by id").fetchall() == costs
-
-
-def test_traces_and_costs_become_agent_run_partitions_with_their_rows_and_revert_with_them(
-    empty_dsn: str,
-) -> None:
-    """
-    tables/firehose_by_agent_run: the conversion from @v0.4.0 keeps every traces
-    and costs row with its id; the readers (load_transcript, agent_transcript, run_audit) return what
-    they returned; a tool call left in flight is completed in place (its row, not a new one) and the
-    idempotent writes stay idempotent after it; ids go on; the revert brings every row back.
-    """
-    migrate.deploy(empty_dsn, to="@v0.4.0")
-    with psycopg.connect(empty_dsn, autocommit=True) as conn:
-        work = put_work_in_flight(conn)
-        a = work.agent
-        blocks = [{"type": "tool_use", "id": "tu_1", "name": "grep", "input": {"q": "x"}}]
-        usage = {"input_tokens": 900, "output_tokens": 40}
-        call = (a.attempt_id, a.fencing_token, work.agent_run_id, 2, blocks, usage, "claude-haiku-4-5")
-        db_agent.record_model_call(conn, *call, stop_reason="tool_use")
-        db_agent.mark_tool_call(conn, a.attempt_id, a.fencing_token, work.agent_run_id, "tu_1")
-
-        def readers() -> tuple[Any, ...]:
-            return (
-                db_agent.load_transcript(conn, a.attempt_id, a.fencing_token, work.agent_run_id),
-                db_agent.agent_transcript(conn, work.agent_run_id),
-                conn.execute(
-                    "select model_calls, input_tokens, output_tokens, tokens, usd"
-                    " from pgflight.run_audit(%s)",
-                    [a.run_id],
-                ).fetchall(),
-            )
-
-        read = readers()  # load_transcript marks the call left in flight interrupted
-        traces = conn.execute(TRACES + " order by id").fetchall()
-        costs = conn.execute(COSTS + " order by id").fetchall()
-        assert len(traces) == 4 and len(costs) == 2
-        assert [t[8] for t in traces if t[5] == "tool_result"] == ["interrupted"]
-
-        migrate.deploy(empty_dsn, to="tables/firehose_by_agent_run")
-        _assert_firehose(conn, "p", traces, costs)
-        migrate.deploy(empty_dsn)
-        assert readers() == read
-
-        # the result goes in flight again, then completes, in place: the partition key does not move
-        (in_flight_id,) = [t[0] for t in traces if t[5] == "tool_result"]
-        again = db_agent.mark_tool_call(conn, a.attempt_id, a.fencing_token, work.agent_run_id, "tu_1")
-        assert again.previous_status == "interrupted" and again.trace_id == in_flight_id
-        db_agent.complete_tool_call(
-            conn,
-            a.attempt_id,
-            a.fencing_token,
-            work.agent_run_id,
-            "tu_1",
-            {"type": "tool_result", "tool_use_id": "tu_1", "content": "1"},
-        )
-        row = conn.execute(
-            "select tableoid::regclass::text, status from pgflight.traces where id = %s", [in_flight_id]
-        ).fetchone()
-        assert row is not None and row[1] == "completed" and row[0].startswith("pgflight.traces_from_")
-        # the idempotent paths: a repeated model call, tool result and trace write add nothing
-        db_agent.record_model_call(conn, *call, stop_reason="tool_use")
-        db_agent.complete_tool_call(
-            conn,
-            a.attempt_id,
-            a.fencing_token,
-            work.agent_run_id,
-            "tu_1",
-            {"type": "tool_result", "tool_use_id": "tu_1", "content": "2"},
-        )
-        assert conn.execute("select count(*) from pgflight.traces").fetchone() == (len(traces),)
-        assert conn.execute("select count(*) from pgflight.costs").fetchone() == (len(costs),)
-        db_agent.record_model_call(
-            conn, a.attempt_id, a.fencing_token, work.agent_run_id, 3, [{"type": "text", "text": "ok"}],
-            usage, "claude-haiku-4-5", stop_reason="end_turn",
-        )  # fmt: skip
-        new = conn.execute("select max(id) from pgflight.traces").fetchone()
-        assert new is not None and new[0] > traces[-1][0], "ids go on from the old table's"
-        new = conn.execute("select max(id) from pgflight.costs").fetchone()
-        assert new is not None and new[0] > costs[-1][0]
-        traces_after = conn.execute(TRACES + " order by id").fetchall()
-        costs_after = conn.execute(COSTS + " order by id").fetchall()
-
-        migrate.revert(empty_dsn, to="@v0.4.0")
-        _assert_firehose(conn, "r", traces_after, costs_after)
-        migrate.deploy(empty_dsn)
-        _assert_firehose(conn, "p", traces_after, costs_after)

@@ -1,3 +1,3 @@
 """pgflight: a durable execution engine on PostgreSQL."""
 
-__version__ = "0.9.0"
+__version__ = "1.0.0"

@@ -195,6 +195,92 @@ def dump_schema(dsn: str) -> str:
     return normalise_dump(proc.stdout)
 
 
+#: The release a database may be upgraded from, and the project name its registry rows take
+#: once the re-baselined plan is recorded in their place.
+UPGRADE_FROM = "0.9"
+RETIRED_PROJECT = "pgflight-0.9"
+
+
+def bridge_root(root: Path | None = None) -> Path:
+    """sql/upgrade/from-0.9: the old plan and the scripts of its changes after its last tag."""
+    return (root or project_root()) / "sql" / "upgrade" / f"from-{UPGRADE_FROM}"
+
+
+def registry_release(dsn: str) -> str | None:
+    """
+    Which plan the database's sqitch registry holds: "0.9" (the plan before the re-baseline: it
+    has the tag @v0.9.0), "current" (this plan), or None (nothing deployed).
+    """
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        if conn.execute("select to_regclass('sqitch.tags') is not null").fetchone() != (True,):
+            return None
+        rows = conn.execute(
+            "select exists (select from sqitch.tags where project = 'pgflight' and tag = %s),"
+            " exists (select from sqitch.changes where project = 'pgflight')",
+            [f"@v{UPGRADE_FROM}.0"],
+        ).fetchone()
+    assert rows is not None
+    if rows[0]:
+        return UPGRADE_FROM
+    return "current" if rows[1] else None
+
+
+def upgrade(dsn: str, *, root: Path | None = None) -> str:
+    """
+    Bring a database to this plan, whatever plan deployed it: a database of the plan before the
+    re-baseline (at @v0.9.0 or any later change of that plan) is first brought to that plan's
+    last change by the bridge (sql/upgrade/from-0.9: only the changes after @v0.9.0), its schema
+    checked against that plan's committed dump, its registry rows renamed to project
+    pgflight-0.9, and this plan recorded without running it (``sqitch deploy --log-only``); then,
+    as for any database, ``sqitch deploy --verify`` runs what this plan has beyond that.
+
+    :return: sqitch's output.
+    :raises MigrationError: a bridge change failed, or the schema after the bridge is not the
+        committed one (nothing recorded: the database stays on the old plan).
+    """
+    import psycopg
+
+    root = root or project_root()
+    out = ""
+    if registry_release(dsn) == UPGRADE_FROM:
+        bridge = bridge_root(root)
+        out += _sqitch(["deploy", "--verify", "--mode", "change"], dsn, bridge)
+        expected = (bridge / "schema.dump.sql").read_text()
+        actual = dump_schema(dsn)
+        if dump_major(actual) == dump_major(expected) and actual != expected:
+            import difflib
+
+            diff = "\n".join(
+                list(
+                    difflib.unified_diff(
+                        expected.splitlines(), actual.splitlines(), "0.9", "database", lineterm=""
+                    )
+                )[:60]
+            )
+            raise MigrationError(
+                "the schema of this database is not the one the 0.9 plan deploys: not upgraded", diff
+            )
+        first = next(
+            ln.split()[0]
+            for ln in (root / "sqitch.plan").read_text().splitlines()
+            if ln.strip() and not ln.startswith(("%", "#"))
+        )
+        with psycopg.connect(dsn) as conn:  # one transaction: the old rows renamed, or nothing
+            conn.execute(
+                "update sqitch.projects set project = %s, uri = uri || '#' || %s where project = 'pgflight'",
+                [RETIRED_PROJECT, UPGRADE_FROM],
+            )
+        out += _sqitch(["deploy", "--log-only", "--to", _last_tag(root) or first], dsn, root)
+    return out + deploy(dsn, root=root)
+
+
+def _last_tag(root: Path) -> str | None:
+    tags = [ln.split()[0] for ln in (root / "sqitch.plan").read_text().splitlines() if ln.startswith("@")]
+    return tags[0] if tags else None
+
+
 def status(dsn: str) -> str:
     """sqitch's status report for the database."""
     return _sqitch(["status"], dsn)

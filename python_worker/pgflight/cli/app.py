@@ -262,7 +262,8 @@ def migrate_cmd(
     """
     Deploy the schema with sqitch (deploy --verify) and install the pg_cron schedules where the
     database has pg_cron, then confirm that pg_cron really runs them; or revert it (which deletes
-    every run and its history).
+    every run and its history). A database deployed by pgflight 0.9.x is upgraded: the 0.9 plan's
+    last changes, a check of its schema, and this plan recorded in sqitch's registry.
     """
     cli = current()
     dsn = cli.dsn()
@@ -273,7 +274,9 @@ def migrate_cmd(
             raise CliError("not reverted")
         cli.out.print(escape(migrate.revert(dsn, to=to).rstrip()), soft_wrap=True)
         return
-    cli.out.print(escape(_without_notices(migrate.deploy(dsn, to=to))), soft_wrap=True)
+    # without --to, a database of the 0.9 plan is upgraded to this one first (migrate.upgrade)
+    done = migrate.deploy(dsn, to=to) if to else migrate.upgrade(dsn)
+    cli.out.print(escape(_without_notices(done)), soft_wrap=True)
     if to is None:
         why_not = migrate.install_schedules(dsn)
         if why_not is None:
