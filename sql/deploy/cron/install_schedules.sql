@@ -1,7 +1,7 @@
 -- Deploy pgflight:cron/install_schedules
-
+-- Installing the sweeps under pg_cron. Runs with the caller's rights (scheduling needs pg_cron's
+-- own privileges, which pgflight_owner does not have); jobs run as the role that installed them.
 begin;
-
 set local role pgflight_owner;
 
 -- Register pgflight's cron jobs; named jobs are upserts, so installing twice changes nothing.
@@ -16,10 +16,11 @@ set local role pgflight_owner;
 --   pgflight-cron-history   hourly delete of cron.job_run_details older than a day, which pg_cron
 --                           otherwise grows by a row per job run.
 -- Errors: ZF011 when pg_cron is not installed in this database.
-CREATE OR REPLACE FUNCTION pgflight.install_schedules(p_interval_s integer DEFAULT 5) RETURNS TABLE(job_name text, schedule text, command text)
-    LANGUAGE plpgsql
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $_$
+create or replace function pgflight.install_schedules(p_interval_s integer default 5)
+returns table (job_name text, schedule text, command text)
+language plpgsql volatile
+set search_path = pg_catalog, pg_temp
+as $$
 declare
   v_old bigint;
   v_version text;
@@ -71,10 +72,9 @@ begin
   perform cron.schedule_in_database(job_name, schedule, command, current_database(), 'pgflight_cron');
   return next;
 end
-$_$;
-
-COMMENT ON FUNCTION pgflight.install_schedules(p_interval_s integer) IS 'Register the sweep (with retention) and cron-history jobs with pg_cron (1.4 or >= 1.5), run as pgflight_cron; idempotent. Errors: ZF011.';
-
-REVOKE ALL ON FUNCTION pgflight.install_schedules(p_interval_s integer) FROM PUBLIC;
+$$;
+comment on function pgflight.install_schedules(integer) is
+  'Register the sweep (with retention) and cron-history jobs with pg_cron (1.4 or >= 1.5), run as pgflight_cron; '
+  'idempotent. Errors: ZF011.';
 
 commit;

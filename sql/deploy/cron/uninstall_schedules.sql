@@ -1,14 +1,15 @@
 -- Deploy pgflight:cron/uninstall_schedules
-
+-- Installing the sweeps under pg_cron. Runs with the caller's rights (scheduling needs pg_cron's
+-- own privileges, which pgflight_owner does not have); jobs run as the role that installed them.
 begin;
-
 set local role pgflight_owner;
 
 -- Remove pgflight's cron jobs (and nothing else). Returns how many were removed.
-CREATE OR REPLACE FUNCTION pgflight.uninstall_schedules() RETURNS integer
-    LANGUAGE plpgsql
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$
+create or replace function pgflight.uninstall_schedules()
+returns integer
+language plpgsql volatile
+set search_path = pg_catalog, pg_temp
+as $$
 declare
   v_count integer := 0;
   v_id bigint;
@@ -26,9 +27,6 @@ begin
   return v_count;
 end
 $$;
-
-COMMENT ON FUNCTION pgflight.uninstall_schedules() IS 'Remove pgflight''s pg_cron jobs; returns how many.';
-
-REVOKE ALL ON FUNCTION pgflight.uninstall_schedules() FROM PUBLIC;
+comment on function pgflight.uninstall_schedules() is 'Remove pgflight''s pg_cron jobs; returns how many.';
 
 commit;

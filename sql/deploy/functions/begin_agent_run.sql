@@ -1,7 +1,5 @@
 -- Deploy pgflight:functions/begin_agent_run
-
 begin;
-
 set local role pgflight_owner;
 
 -- Start (or resume) the agent of the step this attempt runs: one agent_runs row per step, kept
@@ -17,12 +15,14 @@ set local role pgflight_owner;
 -- steps and agent_runs whole once those tables grew (the ancestors walk hash-joined a sequential
 -- scan of steps, made while it was small); jit off, so the penalty of a scan left sequential (a
 -- one-row table) cannot cross jit_above_cost and compile the statement.
-CREATE OR REPLACE FUNCTION pgflight.begin_agent_run(p_attempt_id bigint, p_token bigint, p_options jsonb DEFAULT '{}'::jsonb) RETURNS TABLE(agent_run_id bigint, created boolean, iterations integer, tool_calls integer, usd numeric, max_iterations integer, max_tool_calls integer)
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    SET enable_seqscan TO 'off'
-    SET jit TO 'off'
-    AS $$
+create or replace function pgflight.begin_agent_run(p_attempt_id bigint, p_token bigint, p_options jsonb default '{}')
+returns table (agent_run_id bigint, created boolean, iterations integer, tool_calls integer, usd numeric,
+               max_iterations integer, max_tool_calls integer)
+language plpgsql volatile security definer
+set search_path = pg_catalog, pg_temp
+set enable_seqscan = off
+set jit = off
+as $$
 declare
   v_now timestamptz := pgflight._now();
   v_att record;
@@ -115,10 +115,10 @@ begin
   return query select v_agent.id, true, 0, 0, 0::numeric, v_agent.max_iterations, v_agent.max_tool_calls;
 end
 $$;
-
-COMMENT ON FUNCTION pgflight.begin_agent_run(p_attempt_id bigint, p_token bigint, p_options jsonb) IS 'Start or resume the agent of a held step; returns (agent_run_id, created, totals, caps). Options (docs/options.md): model, system, task, max_iterations, max_tool_calls, max_usd, max_wall_s. Errors: ZF001, ZF002, ZF003, 22023.';
-
-REVOKE ALL ON FUNCTION pgflight.begin_agent_run(p_attempt_id bigint, p_token bigint, p_options jsonb) FROM PUBLIC;
-GRANT ALL ON FUNCTION pgflight.begin_agent_run(p_attempt_id bigint, p_token bigint, p_options jsonb) TO pgflight_worker;
+comment on function pgflight.begin_agent_run(bigint, bigint, jsonb) is
+  'Start or resume the agent of a held step; returns (agent_run_id, created, totals, caps). '
+  'Options (docs/options.md): model, system, task, max_iterations, max_tool_calls, max_usd, max_wall_s. '
+  'Errors: ZF001, ZF002, ZF003, 22023.';
+grant execute on function pgflight.begin_agent_run(bigint, bigint, jsonb) to pgflight_worker;
 
 commit;

@@ -1,17 +1,16 @@
 -- Deploy pgflight:functions/cancel_step
-
 begin;
-
 set local role pgflight_owner;
 
 -- Cancel one step and its whole subtree. The parent of the subtree is poked once the subtree
 -- root is terminal, so a parent waiting on it wakes. Cancelling the root step cancels the run.
 -- Locks: the attempts of the subtree its end may cancel, deepest first (_lock_subtree), then as
 -- _cancel_tree and _step_finished. Errors: ZF003 unknown step.
-CREATE OR REPLACE FUNCTION pgflight.cancel_step(p_step_id bigint, p_actor text DEFAULT NULL::text, p_reason text DEFAULT NULL::text) RETURNS TABLE(step_id bigint, cancelled integer, cancel_requested integer)
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$
+create or replace function pgflight.cancel_step(p_step_id bigint, p_actor text default null, p_reason text default null)
+returns table (step_id bigint, cancelled integer, cancel_requested integer)
+language plpgsql volatile security definer
+set search_path = pg_catalog, pg_temp
+as $$
 declare
   v_step record;
   v_c integer;
@@ -45,10 +44,8 @@ begin
   return query select p_step_id, v_c, v_r;
 end
 $$;
-
-COMMENT ON FUNCTION pgflight.cancel_step(p_step_id bigint, p_actor text, p_reason text) IS 'Cancel a step and its subtree; pokes its parent. Errors: ZF003 unknown step.';
-
-REVOKE ALL ON FUNCTION pgflight.cancel_step(p_step_id bigint, p_actor text, p_reason text) FROM PUBLIC;
-GRANT ALL ON FUNCTION pgflight.cancel_step(p_step_id bigint, p_actor text, p_reason text) TO pgflight_operator;
+comment on function pgflight.cancel_step(bigint, text, text) is
+  'Cancel a step and its subtree; pokes its parent. Errors: ZF003 unknown step.';
+grant execute on function pgflight.cancel_step(bigint, text, text) to pgflight_operator;
 
 commit;

@@ -1,7 +1,5 @@
 -- Deploy pgflight:functions/claim_batch
-
 begin;
-
 set local role pgflight_owner;
 
 -- Lease up to p_batch_size ready attempts to a worker: fairly across workspaces (served in turn,
@@ -42,13 +40,18 @@ set local role pgflight_owner;
 -- 0.07 ms once vacuumed; found by bench/peers). Nothing else claim_batch runs needs a sort of more
 -- than p_batch_size rows. jit off: the cost penalty of that final sort would otherwise cross
 -- jit_above_cost and compile every claim (300 ms measured).
-CREATE OR REPLACE FUNCTION pgflight.claim_batch(p_worker_id bigint, p_batch_size integer, p_lease_s double precision, p_recipes text[] DEFAULT NULL::text[], p_options jsonb DEFAULT '{}'::jsonb) RETURNS TABLE(attempt_id bigint, fencing_token bigint, step_id bigint, run_id bigint, parent_id bigint, step_key text, attempt_no integer, recipe text, input jsonb, lease_expires_at timestamp with time zone, deadline_at timestamp with time zone)
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    SET enable_sort TO 'off'
-    SET enable_seqscan TO 'off'
-    SET jit TO 'off'
-    AS $_$
+create or replace function pgflight.claim_batch(
+  p_worker_id bigint, p_batch_size integer, p_lease_s double precision,
+  p_recipes text[] default null, p_options jsonb default '{}')
+returns table (attempt_id bigint, fencing_token bigint, step_id bigint, run_id bigint, parent_id bigint,
+               step_key text, attempt_no integer, recipe text, input jsonb,
+               lease_expires_at timestamptz, deadline_at timestamptz)
+language plpgsql volatile security definer
+set search_path = pg_catalog, pg_temp
+set enable_sort = off
+set enable_seqscan = off
+set jit = off
+as $$
 declare
   v_now timestamptz := pgflight._now();
   v_reclaim integer;
@@ -227,11 +230,11 @@ begin
   -- over the workspaces of the login's worker lane (v_ws; null: every workspace)
   return query select * from pgflight._claim_fair(p_worker_id, p_batch_size, p_lease_s, p_recipes, v_start, v_now, v_ws);
 end
-$_$;
-
-COMMENT ON FUNCTION pgflight.claim_batch(p_worker_id bigint, p_batch_size integer, p_lease_s double precision, p_recipes text[], p_options jsonb) IS 'Lease up to p_batch_size ready attempts (lease in seconds). Returns at most p_batch_size rows, each with its fencing token, from the login''s workspaces. Options (docs/options.md): start (boolean). Errors: 22023, ZF005, ZF010 unknown worker.';
-
-REVOKE ALL ON FUNCTION pgflight.claim_batch(p_worker_id bigint, p_batch_size integer, p_lease_s double precision, p_recipes text[], p_options jsonb) FROM PUBLIC;
-GRANT ALL ON FUNCTION pgflight.claim_batch(p_worker_id bigint, p_batch_size integer, p_lease_s double precision, p_recipes text[], p_options jsonb) TO pgflight_worker;
+$$;
+comment on function pgflight.claim_batch(bigint, integer, double precision, text[], jsonb) is
+  'Lease up to p_batch_size ready attempts (lease in seconds). Returns at most p_batch_size rows, '
+  'each with its fencing token, from the login''s workspaces. Options (docs/options.md): start (boolean). '
+  'Errors: 22023, ZF005, ZF010 unknown worker.';
+grant execute on function pgflight.claim_batch(bigint, integer, double precision, text[], jsonb) to pgflight_worker;
 
 commit;

@@ -1,7 +1,5 @@
 -- Deploy pgflight:functions/complete_tool_calls
-
 begin;
-
 set local role pgflight_owner;
 
 -- Complete an iteration's tool calls in one transaction and, with p_next_iteration, admit the next
@@ -31,13 +29,16 @@ set local role pgflight_owner;
 -- _agent_fence still raises on a miss and _store_tool_results on bad results. The store runs on a
 -- generic plan, as in the helper (a custom plan was made anew at every call); so does the rest of
 -- the function: index lookups by primary key.
-CREATE OR REPLACE FUNCTION pgflight.complete_tool_calls(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_results jsonb, p_next_iteration integer DEFAULT NULL::integer, p_est_usd numeric DEFAULT NULL::numeric) RETURNS TABLE(agent_run_id bigint, stored text[], reserved boolean, reserved_usd numeric, refusal jsonb)
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    SET plan_cache_mode TO 'force_generic_plan'
-    SET enable_seqscan TO 'off'
-    SET jit TO 'off'
-    AS $$
+create or replace function pgflight.complete_tool_calls(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint,
+                                             p_results jsonb, p_next_iteration integer default null,
+                                             p_est_usd numeric default null)
+returns table (agent_run_id bigint, stored text[], reserved boolean, reserved_usd numeric, refusal jsonb)
+language plpgsql volatile security definer
+set search_path = pg_catalog, pg_temp
+set plan_cache_mode = force_generic_plan
+set enable_seqscan = off
+set jit = off
+as $$
 declare
   v_now timestamptz := pgflight._now();
   v_run pgflight.agent_runs;
@@ -177,10 +178,9 @@ begin
   return next;
 end
 $$;
-
-COMMENT ON FUNCTION pgflight.complete_tool_calls(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_results jsonb, p_next_iteration integer, p_est_usd numeric) IS 'Store an iteration''s tool results and admit the next model call, in one transaction; a refused admission is returned (reserved = false, refusal), not raised. Errors: ZF003, ZF001, ZF002, 22023.';
-
-REVOKE ALL ON FUNCTION pgflight.complete_tool_calls(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_results jsonb, p_next_iteration integer, p_est_usd numeric) FROM PUBLIC;
-GRANT ALL ON FUNCTION pgflight.complete_tool_calls(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_results jsonb, p_next_iteration integer, p_est_usd numeric) TO pgflight_worker;
+comment on function pgflight.complete_tool_calls(bigint, bigint, bigint, jsonb, integer, numeric) is
+  'Store an iteration''s tool results and admit the next model call, in one transaction; a refused '
+  'admission is returned (reserved = false, refusal), not raised. Errors: ZF003, ZF001, ZF002, 22023.';
+grant execute on function pgflight.complete_tool_calls(bigint, bigint, bigint, jsonb, integer, numeric) to pgflight_worker;
 
 commit;

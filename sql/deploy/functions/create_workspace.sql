@@ -1,16 +1,15 @@
 -- Deploy pgflight:functions/create_workspace
-
 begin;
-
 set local role pgflight_owner;
 
 -- Create a workspace (tenant), or update the caps of an existing one with the same name.
 -- options: daily_usd_cap (USD per UTC day), max_run_usd (USD per run tree). Idempotent by name.
 -- Errors: 22023 for a blank name or a non-numeric cap.
-CREATE OR REPLACE FUNCTION pgflight.create_workspace(p_name text, p_options jsonb DEFAULT '{}'::jsonb) RETURNS bigint
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$
+create or replace function pgflight.create_workspace(p_name text, p_options jsonb default '{}')
+returns bigint
+language plpgsql volatile security definer
+set search_path = pg_catalog, pg_temp
+as $$
 declare
   v_id bigint;
 begin
@@ -38,10 +37,8 @@ begin
   return v_id;
 end
 $$;
-
-COMMENT ON FUNCTION pgflight.create_workspace(p_name text, p_options jsonb) IS 'Create or update a workspace by name; returns its id. options: daily_usd_cap, max_run_usd (USD). Errors: 22023.';
-
-REVOKE ALL ON FUNCTION pgflight.create_workspace(p_name text, p_options jsonb) FROM PUBLIC;
-GRANT ALL ON FUNCTION pgflight.create_workspace(p_name text, p_options jsonb) TO pgflight_operator;
+comment on function pgflight.create_workspace(text, jsonb) is
+  'Create or update a workspace by name; returns its id. options: daily_usd_cap, max_run_usd (USD). Errors: 22023.';
+grant execute on function pgflight.create_workspace(text, jsonb) to pgflight_operator;
 
 commit;

@@ -1,7 +1,5 @@
 -- Deploy pgflight:functions/enforce_budgets
-
 begin;
-
 set local role pgflight_owner;
 
 -- Sweep, bounded by p_limit per pass:
@@ -22,10 +20,11 @@ set local role pgflight_owner;
 -- live. Returns reservations released plus trees cancelled.
 -- Each reservation and each tree in a subtransaction of its own (issue 18): one that raises is
 -- skipped with a WARNING naming it, and the rest of the pass goes on; the next pass tries it again.
-CREATE OR REPLACE FUNCTION pgflight.enforce_budgets(p_limit integer DEFAULT 1000) RETURNS integer
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$
+create or replace function pgflight.enforce_budgets(p_limit integer default 1000)
+returns integer
+language plpgsql volatile security definer
+set search_path = pg_catalog, pg_temp
+as $$
 declare
   v_now timestamptz := pgflight._now();
   v_count integer := 0;
@@ -89,10 +88,9 @@ begin
   return v_count;
 end
 $$;
-
-COMMENT ON FUNCTION pgflight.enforce_budgets(p_limit integer) IS 'Sweep: release reservations of lapsed attempts; prune model-token windows; cancel trees over their USD or wall-time cap. Returns the count.';
-
-REVOKE ALL ON FUNCTION pgflight.enforce_budgets(p_limit integer) FROM PUBLIC;
-GRANT ALL ON FUNCTION pgflight.enforce_budgets(p_limit integer) TO pgflight_operator;
+comment on function pgflight.enforce_budgets(integer) is
+  'Sweep: release reservations of lapsed attempts; prune model-token windows; cancel trees over their USD or '
+  'wall-time cap. Returns the count.';
+grant execute on function pgflight.enforce_budgets(integer) to pgflight_operator;
 
 commit;

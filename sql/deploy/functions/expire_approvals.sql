@@ -1,17 +1,16 @@
 -- Deploy pgflight:functions/expire_approvals
-
 begin;
-
 set local role pgflight_owner;
 
 -- Sweep: apply the default decision to gates past their expires_at. Bounded by p_limit. Each gate
 -- in a subtransaction of its own (issue 18): one that raises (a cascade that fails, a row in use
 -- under the pass's lock_timeout) is skipped with a WARNING naming it, and the rest of the pass
 -- goes on; the next pass tries it again.
-CREATE OR REPLACE FUNCTION pgflight.expire_approvals(p_limit integer DEFAULT 1000) RETURNS integer
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$
+create or replace function pgflight.expire_approvals(p_limit integer default 1000)
+returns integer
+language plpgsql volatile security definer
+set search_path = pg_catalog, pg_temp
+as $$
 declare
   v_row record;
   v_count integer := 0;
@@ -35,10 +34,8 @@ begin
   return v_count;
 end
 $$;
-
-COMMENT ON FUNCTION pgflight.expire_approvals(p_limit integer) IS 'Sweep: apply default decisions to expired gates; returns how many.';
-
-REVOKE ALL ON FUNCTION pgflight.expire_approvals(p_limit integer) FROM PUBLIC;
-GRANT ALL ON FUNCTION pgflight.expire_approvals(p_limit integer) TO pgflight_operator;
+comment on function pgflight.expire_approvals(integer) is
+  'Sweep: apply default decisions to expired gates; returns how many.';
+grant execute on function pgflight.expire_approvals(integer) to pgflight_operator;
 
 commit;

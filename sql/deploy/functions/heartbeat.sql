@@ -1,7 +1,5 @@
 -- Deploy pgflight:functions/heartbeat
-
 begin;
-
 set local role pgflight_owner;
 
 -- Renew, in one call, the leases of every attempt a worker holds. p_attempt_ids and p_tokens
@@ -15,10 +13,11 @@ set local role pgflight_owner;
 -- a NULL worker id, a NULL element of either array or an array of more than one dimension (the
 -- fence's rule: internals/_fencing; the whole call is refused, nothing renewed), ZF010 unknown
 -- or stopped worker.
-CREATE OR REPLACE FUNCTION pgflight.heartbeat(p_worker_id bigint, p_attempt_ids bigint[], p_tokens bigint[]) RETURNS TABLE(attempt_id bigint, status text, lease_expires_at timestamp with time zone)
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$
+create or replace function pgflight.heartbeat(p_worker_id bigint, p_attempt_ids bigint[], p_tokens bigint[])
+returns table (attempt_id bigint, status text, lease_expires_at timestamptz)
+language plpgsql volatile security definer
+set search_path = pg_catalog, pg_temp
+as $$
 declare
   v_now timestamptz := pgflight._now();
   v_ok bigint[];
@@ -78,10 +77,8 @@ begin
     left join pgflight.step_attempts a on a.id = q.attempt_id;
 end
 $$;
-
-COMMENT ON FUNCTION pgflight.heartbeat(p_worker_id bigint, p_attempt_ids bigint[], p_tokens bigint[]) IS 'Renew the leases a worker holds; per attempt held | cancelled | lease_lost. Errors: 22023 (lengths differ, a NULL), ZF010.';
-
-REVOKE ALL ON FUNCTION pgflight.heartbeat(p_worker_id bigint, p_attempt_ids bigint[], p_tokens bigint[]) FROM PUBLIC;
-GRANT ALL ON FUNCTION pgflight.heartbeat(p_worker_id bigint, p_attempt_ids bigint[], p_tokens bigint[]) TO pgflight_worker;
+comment on function pgflight.heartbeat(bigint, bigint[], bigint[]) is
+  'Renew the leases a worker holds; per attempt held | cancelled | lease_lost. Errors: 22023 (lengths differ, a NULL), ZF010.';
+grant execute on function pgflight.heartbeat(bigint, bigint[], bigint[]) to pgflight_worker;
 
 commit;

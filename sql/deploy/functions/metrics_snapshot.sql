@@ -1,7 +1,5 @@
 -- Deploy pgflight:functions/metrics_snapshot
-
 begin;
-
 set local role pgflight_owner;
 
 -- Read: every figure a Prometheus exporter needs, in one call, as (metric, labels, value) rows:
@@ -31,10 +29,12 @@ set local role pgflight_owner;
 -- claims_total and workers_alive only go to a login reading every workspace. The notification
 -- queue and xmin ages are the cluster's health, no tenant's data.
 -- Errors: 22023 bad p_max_events.
-CREATE OR REPLACE FUNCTION pgflight.metrics_snapshot(p_events_after bigint DEFAULT 0, p_max_events integer DEFAULT 100000) RETURNS TABLE(metric text, labels jsonb, value double precision)
-    LANGUAGE plpgsql STABLE SECURITY DEFINER
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$
+create or replace function pgflight.metrics_snapshot(p_events_after bigint default 0,
+                                                     p_max_events integer default 100000)
+returns table (metric text, labels jsonb, value double precision)
+language plpgsql stable security definer
+set search_path = pg_catalog, pg_temp
+as $$
 declare
   v_now timestamptz := pgflight._now();
   v_day timestamptz := date_trunc('day', v_now at time zone 'UTC') at time zone 'UTC';
@@ -163,11 +163,9 @@ begin
            ('events_cursor', '{}', greatest(v_last, v_after)::double precision)) k(metric, labels, value);
 end
 $$;
-
-COMMENT ON FUNCTION pgflight.metrics_snapshot(p_events_after bigint, p_max_events integer) IS 'Read: the figures of the Prometheus exporter as (metric, labels, value) rows; events are counted from the cursor p_events_after on (at most p_max_events). Errors: 22023.';
-
-REVOKE ALL ON FUNCTION pgflight.metrics_snapshot(p_events_after bigint, p_max_events integer) FROM PUBLIC;
-GRANT ALL ON FUNCTION pgflight.metrics_snapshot(p_events_after bigint, p_max_events integer) TO pgflight_reader;
-GRANT ALL ON FUNCTION pgflight.metrics_snapshot(p_events_after bigint, p_max_events integer) TO pgflight_operator;
+comment on function pgflight.metrics_snapshot(bigint, integer) is
+  'Read: the figures of the Prometheus exporter as (metric, labels, value) rows; events are counted '
+  'from the cursor p_events_after on (at most p_max_events). Errors: 22023.';
+grant execute on function pgflight.metrics_snapshot(bigint, integer) to pgflight_reader, pgflight_operator;
 
 commit;

@@ -1,7 +1,5 @@
 -- Deploy pgflight:functions/purge_finished
-
 begin;
-
 set local role pgflight_owner;
 
 -- Sweep: delete runs finished more than p_older_than_s seconds ago (default
@@ -28,10 +26,11 @@ set local role pgflight_owner;
 -- Every other path keeps its foreign-key checks and cascades (the mode is local to this call).
 -- Where the owner may not set the parameter (deployed by a role that is not a superuser), the
 -- runs are deleted by cascade as before: the same rows go, slower.
-CREATE OR REPLACE FUNCTION pgflight.purge_finished(p_older_than_s double precision DEFAULT NULL::double precision, p_limit integer DEFAULT 1000) RETURNS integer
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$
+create or replace function pgflight.purge_finished(p_older_than_s double precision default null, p_limit integer default 1000)
+returns integer
+language plpgsql volatile security definer
+set search_path = pg_catalog, pg_temp
+as $$
 declare
   v_ids bigint[];
   v_steps bigint[];
@@ -85,10 +84,8 @@ begin
   return cardinality(v_ids);
 end
 $$;
-
-COMMENT ON FUNCTION pgflight.purge_finished(p_older_than_s double precision, p_limit integer) IS 'Sweep: delete finished runs older than p_older_than_s seconds with all their rows; returns the count.';
-
-REVOKE ALL ON FUNCTION pgflight.purge_finished(p_older_than_s double precision, p_limit integer) FROM PUBLIC;
-GRANT ALL ON FUNCTION pgflight.purge_finished(p_older_than_s double precision, p_limit integer) TO pgflight_operator;
+comment on function pgflight.purge_finished(double precision, integer) is
+  'Sweep: delete finished runs older than p_older_than_s seconds with all their rows; returns the count.';
+grant execute on function pgflight.purge_finished(double precision, integer) to pgflight_operator;
 
 commit;

@@ -1,7 +1,5 @@
 -- Deploy pgflight:functions/record_stale_write
-
 begin;
-
 set local role pgflight_owner;
 
 -- A write raised ZF001 or ZF002 and so changed nothing, not even the log: a worker calls this
@@ -12,10 +10,11 @@ set local role pgflight_owner;
 -- (max_stale_writes_per_attempt; ZF005 past it). The fence's rule (internals/_fencing): a NULL
 -- attempt id or token is 22023; an attempt outside the login's worker lanes answers false, as an
 -- unknown one does.
-CREATE OR REPLACE FUNCTION pgflight.record_stale_write(p_attempt_id bigint, p_token bigint, p_operation text) RETURNS boolean
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$
+create or replace function pgflight.record_stale_write(p_attempt_id bigint, p_token bigint, p_operation text)
+returns boolean
+language plpgsql volatile security definer
+set search_path = pg_catalog, pg_temp
+as $$
 declare
   v_att record;
   v_settings pgflight.settings;
@@ -49,10 +48,9 @@ begin
   return pgflight._record_stale(p_attempt_id, p_token, coalesce(p_operation, 'unknown'));
 end
 $$;
-
-COMMENT ON FUNCTION pgflight.record_stale_write(p_attempt_id bigint, p_token bigint, p_operation text) IS 'Log a refused (stale) worker write of this login as a stale_result_rejected event; true when logged. Errors: 22023 a NULL attempt id or token, ZF005 over max_stale_writes_per_attempt, ZF012 another login''s attempt.';
-
-REVOKE ALL ON FUNCTION pgflight.record_stale_write(p_attempt_id bigint, p_token bigint, p_operation text) FROM PUBLIC;
-GRANT ALL ON FUNCTION pgflight.record_stale_write(p_attempt_id bigint, p_token bigint, p_operation text) TO pgflight_worker;
+comment on function pgflight.record_stale_write(bigint, bigint, text) is
+  'Log a refused (stale) worker write of this login as a stale_result_rejected event; true when logged. '
+  'Errors: 22023 a NULL attempt id or token, ZF005 over max_stale_writes_per_attempt, ZF012 another login''s attempt.';
+grant execute on function pgflight.record_stale_write(bigint, bigint, text) to pgflight_worker;
 
 commit;

@@ -1,7 +1,5 @@
 -- Deploy pgflight:functions/record_trace
-
 begin;
-
 set local role pgflight_owner;
 
 -- Store one trace block that is not a model response: a transient API error met while making
@@ -16,10 +14,13 @@ set local role pgflight_owner;
 -- index); the agent run row is locked by the fence, so two writers of one run take turns.
 -- Errors: ZF001, ZF002, ZF003 (fence), ZF005 (a cap), 22023 (constraint violations of role,
 -- block_type, status).
-CREATE OR REPLACE FUNCTION pgflight.record_trace(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_role text, p_block_type text, p_content jsonb, p_options jsonb DEFAULT '{}'::jsonb) RETURNS TABLE(trace_id bigint, seq integer, created boolean)
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$
+create or replace function pgflight.record_trace(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint,
+                                      p_iteration integer, p_role text, p_block_type text, p_content jsonb,
+                                      p_options jsonb default '{}')
+returns table (trace_id bigint, seq integer, created boolean)
+language plpgsql volatile security definer
+set search_path = pg_catalog, pg_temp
+as $$
 declare
   v_now timestamptz := pgflight._now();
   v_run pgflight.agent_runs;
@@ -79,10 +80,10 @@ begin
   return query select v_id, v_seq, true;
 end
 $$;
-
-COMMENT ON FUNCTION pgflight.record_trace(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_role text, p_block_type text, p_content jsonb, p_options jsonb) IS 'Store one trace block (e.g. a transient API error); idempotent by seq. Options (docs/options.md): seq, tool_use_id, tool_name, status, tokens. At most settings.max_trace_blocks_per_iteration blocks an iteration. Errors: ZF001, ZF002, ZF003, ZF005, 22023.';
-
-REVOKE ALL ON FUNCTION pgflight.record_trace(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_role text, p_block_type text, p_content jsonb, p_options jsonb) FROM PUBLIC;
-GRANT ALL ON FUNCTION pgflight.record_trace(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_role text, p_block_type text, p_content jsonb, p_options jsonb) TO pgflight_worker;
+comment on function pgflight.record_trace(bigint, bigint, bigint, integer, text, text, jsonb, jsonb) is
+  'Store one trace block (e.g. a transient API error); idempotent by seq. Options (docs/options.md): seq, '
+  'tool_use_id, tool_name, status, tokens. At most settings.max_trace_blocks_per_iteration blocks an iteration. '
+  'Errors: ZF001, ZF002, ZF003, ZF005, 22023.';
+grant execute on function pgflight.record_trace(bigint, bigint, bigint, integer, text, text, jsonb, jsonb) to pgflight_worker;
 
 commit;

@@ -1,15 +1,14 @@
 -- Deploy pgflight:functions/register_worker
-
 begin;
-
 set local role pgflight_owner;
 
 -- Register a worker process; returns the worker id every claim and heartbeat carries.
 -- options: hostname, pid, recipes (array of names). Errors: 22023 for a blank name.
-CREATE OR REPLACE FUNCTION pgflight.register_worker(p_name text, p_options jsonb DEFAULT '{}'::jsonb) RETURNS bigint
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$
+create or replace function pgflight.register_worker(p_name text, p_options jsonb default '{}')
+returns bigint
+language plpgsql volatile security definer
+set search_path = pg_catalog, pg_temp
+as $$
 declare
   v_id bigint;
   v_caps pgflight.settings;
@@ -41,10 +40,9 @@ begin
   return v_id;
 end
 $$;
-
-COMMENT ON FUNCTION pgflight.register_worker(p_name text, p_options jsonb) IS 'Register a worker process of this login; returns its id. options: hostname, pid, recipes. Errors: 22023, ZF005 name, options or live workers over their cap.';
-
-REVOKE ALL ON FUNCTION pgflight.register_worker(p_name text, p_options jsonb) FROM PUBLIC;
-GRANT ALL ON FUNCTION pgflight.register_worker(p_name text, p_options jsonb) TO pgflight_worker;
+comment on function pgflight.register_worker(text, jsonb) is
+  'Register a worker process of this login; returns its id. options: hostname, pid, recipes. Errors: 22023, '
+  'ZF005 name, options or live workers over their cap.';
+grant execute on function pgflight.register_worker(text, jsonb) to pgflight_worker;
 
 commit;

@@ -1,7 +1,5 @@
 -- Deploy pgflight:functions/run_sweeps
-
 begin;
-
 set local role pgflight_owner;
 
 -- Every sweep once, each bounded (expire_waits: timers due, event waits past their timeout and
@@ -15,10 +13,11 @@ set local role pgflight_owner;
 -- when a minute of the engine clock has passed since the last time; the pass's end is recorded
 -- (sweep_state.last_pass_at, engine_health's sweep lag). The state row is updated SKIP LOCKED: a
 -- concurrent pass (by hand, beside the loop) does not wait for it.
-CREATE OR REPLACE FUNCTION pgflight.run_sweeps() RETURNS TABLE(sweep text, affected integer)
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$
+create or replace function pgflight.run_sweeps()
+returns table (sweep text, affected integer)
+language plpgsql volatile security definer
+set search_path = pg_catalog, pg_temp
+as $$
 declare
   v_state pgflight.sweep_state;
   v_now timestamptz := pgflight._now();
@@ -44,10 +43,9 @@ begin
    where s.id in (select t.id from pgflight.sweep_state t for update skip locked);
 end
 $$;
-
-COMMENT ON FUNCTION pgflight.run_sweeps() IS 'Run every sweep once (the reclaim batch grown while a backlog lasts, partitions kept once a minute); returns rows affected per sweep.';
-
-REVOKE ALL ON FUNCTION pgflight.run_sweeps() FROM PUBLIC;
-GRANT ALL ON FUNCTION pgflight.run_sweeps() TO pgflight_operator;
+comment on function pgflight.run_sweeps() is
+  'Run every sweep once (the reclaim batch grown while a backlog lasts, partitions kept once a minute); '
+  'returns rows affected per sweep.';
+grant execute on function pgflight.run_sweeps() to pgflight_operator;
 
 commit;

@@ -1,7 +1,5 @@
 -- Deploy pgflight:functions/spawn_children
-
 begin;
-
 set local role pgflight_owner;
 
 -- Fan-out. A running attempt writes its plan as child steps, p_children a JSON array of
@@ -24,10 +22,11 @@ set local role pgflight_owner;
 -- the call or max_children_per_parent under the parent, a key or recipe over max_name_bytes
 -- (issue 13: one call of a million children took 1.2 GB of backend memory); ZF012 the attempt is
 -- held by another login's worker.
-CREATE OR REPLACE FUNCTION pgflight.spawn_children(p_attempt_id bigint, p_token bigint, p_children jsonb, p_options jsonb DEFAULT '{}'::jsonb) RETURNS TABLE(children_total integer, created integer, parked boolean)
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$
+create or replace function pgflight.spawn_children(p_attempt_id bigint, p_token bigint, p_children jsonb, p_options jsonb default '{}')
+returns table (children_total integer, created integer, parked boolean)
+language plpgsql volatile security definer
+set search_path = pg_catalog, pg_temp
+as $$
 declare
   v_now timestamptz := pgflight._now();
   v_att pgflight.step_attempts;
@@ -178,10 +177,12 @@ begin
   return query select v_total, v_created, false;
 end
 $$;
-
-COMMENT ON FUNCTION pgflight.spawn_children(p_attempt_id bigint, p_token bigint, p_children jsonb, p_options jsonb) IS 'Fan-out: create child steps (idempotent by key) and park the parent in awaiting_children. Returns (children_total, created, parked). Options: fail_fast (boolean). Each child''s options: priority, max_attempts, lease_s, max_runtime_s, backoff, concurrency_key, concurrency_limit, as submit_run (docs/options.md). Errors: ZF001, ZF002, ZF003, ZF005, ZF012, 22023.';
-
-REVOKE ALL ON FUNCTION pgflight.spawn_children(p_attempt_id bigint, p_token bigint, p_children jsonb, p_options jsonb) FROM PUBLIC;
-GRANT ALL ON FUNCTION pgflight.spawn_children(p_attempt_id bigint, p_token bigint, p_children jsonb, p_options jsonb) TO pgflight_worker;
+comment on function pgflight.spawn_children(bigint, bigint, jsonb, jsonb) is
+  'Fan-out: create child steps (idempotent by key) and park the parent in awaiting_children. '
+  'Returns (children_total, created, parked). Options: fail_fast (boolean). Each child''s options: '
+  'priority, max_attempts, lease_s, max_runtime_s, backoff, concurrency_key, concurrency_limit, as '
+  'submit_run (docs/options.md). '
+  'Errors: ZF001, ZF002, ZF003, ZF005, ZF012, 22023.';
+grant execute on function pgflight.spawn_children(bigint, bigint, jsonb, jsonb) to pgflight_worker;
 
 commit;

@@ -1,7 +1,5 @@
 -- Deploy pgflight:functions/start_step
-
 begin;
-
 set local role pgflight_owner;
 
 -- claimed -> running for an attempt this caller holds. Idempotent for the holder (a second call
@@ -12,12 +10,13 @@ set local role pgflight_owner;
 -- paths, and the status compared as (status || ''), which no partial index's predicate is proved
 -- from. With a plain equality, a plan made while few attempts were leased walked the whole of
 -- step_attempts_leased_ws_idx (every leased attempt) filtering on the id, at every start.
-CREATE OR REPLACE FUNCTION pgflight.start_step(p_attempt_id bigint, p_token bigint) RETURNS TABLE(attempt_id bigint, started_at timestamp with time zone, lease_expires_at timestamp with time zone)
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    SET enable_seqscan TO 'off'
-    SET jit TO 'off'
-    AS $$
+create or replace function pgflight.start_step(p_attempt_id bigint, p_token bigint)
+returns table (attempt_id bigint, started_at timestamptz, lease_expires_at timestamptz)
+language plpgsql volatile security definer
+set search_path = pg_catalog, pg_temp
+set enable_seqscan = off
+set jit = off
+as $$
 declare
   v_now timestamptz := pgflight._now();
   v_row record;
@@ -41,10 +40,8 @@ begin
   end if;
 end
 $$;
-
-COMMENT ON FUNCTION pgflight.start_step(p_attempt_id bigint, p_token bigint) IS 'claimed -> running. Errors: ZF001 lease lost, ZF002 cancelled, ZF003 unknown attempt, ZF012 another login''s attempt.';
-
-REVOKE ALL ON FUNCTION pgflight.start_step(p_attempt_id bigint, p_token bigint) FROM PUBLIC;
-GRANT ALL ON FUNCTION pgflight.start_step(p_attempt_id bigint, p_token bigint) TO pgflight_worker;
+comment on function pgflight.start_step(bigint, bigint) is
+  'claimed -> running. Errors: ZF001 lease lost, ZF002 cancelled, ZF003 unknown attempt, ZF012 another login''s attempt.';
+grant execute on function pgflight.start_step(bigint, bigint) to pgflight_worker;
 
 commit;

@@ -1,7 +1,5 @@
 -- Deploy pgflight:functions/submit_run
-
 begin;
-
 set local role pgflight_owner;
 
 -- Submit a run: one root step of p_recipe with p_input, queued.
@@ -15,10 +13,11 @@ set local role pgflight_owner;
 -- Errors: 22023 bad argument, ZF003 unknown workspace, ZF004 idempotency conflict, ZF005 input
 -- over settings.max_input_bytes or nested deeper than settings.max_json_depth. Concurrent submits of one key are serialised by the unique
 -- constraint: exactly one creates, the others read its row.
-CREATE OR REPLACE FUNCTION pgflight.submit_run(p_workspace text, p_recipe text, p_input jsonb, p_options jsonb DEFAULT '{}'::jsonb) RETURNS TABLE(run_id bigint, step_id bigint, attempt_id bigint, created boolean)
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$
+create or replace function pgflight.submit_run(p_workspace text, p_recipe text, p_input jsonb, p_options jsonb default '{}')
+returns table (run_id bigint, step_id bigint, attempt_id bigint, created boolean)
+language plpgsql volatile security definer
+set search_path = pg_catalog, pg_temp
+as $$
 declare
   v_now timestamptz := pgflight._now();
   v_ws bigint;
@@ -142,10 +141,13 @@ begin
   return query select v_run, v_step, v_attempt, true;
 end
 $$;
-
-COMMENT ON FUNCTION pgflight.submit_run(p_workspace text, p_recipe text, p_input jsonb, p_options jsonb) IS 'Submit a run (root step of a recipe). Returns (run_id, step_id, attempt_id, created). Options (docs/options.md): idempotency_key, priority, max_attempts, lease_s, max_runtime_s, backoff {base_s, factor, max_s, jitter}, not_before (with a UTC offset) or delay_s, concurrency_key and concurrency_limit, max_usd, max_wall_s, max_iterations, max_tool_calls, submitted_by, traceparent (W3C trace context); an unknown key or a value out of bounds is 22023 naming it. Errors: 22023, ZF003 unknown workspace, ZF004 idempotency conflict, ZF005 input too large.';
-
-REVOKE ALL ON FUNCTION pgflight.submit_run(p_workspace text, p_recipe text, p_input jsonb, p_options jsonb) FROM PUBLIC;
-GRANT ALL ON FUNCTION pgflight.submit_run(p_workspace text, p_recipe text, p_input jsonb, p_options jsonb) TO pgflight_operator;
+comment on function pgflight.submit_run(text, text, jsonb, jsonb) is
+  'Submit a run (root step of a recipe). Returns (run_id, step_id, attempt_id, created). '
+  'Options (docs/options.md): idempotency_key, priority, max_attempts, lease_s, max_runtime_s, backoff '
+  '{base_s, factor, max_s, jitter}, not_before (with a UTC offset) or delay_s, concurrency_key and '
+  'concurrency_limit, max_usd, max_wall_s, max_iterations, max_tool_calls, '
+  'submitted_by, traceparent (W3C trace context); an unknown key or a value out of bounds is 22023 naming it. '
+  'Errors: 22023, ZF003 unknown workspace, ZF004 idempotency conflict, ZF005 input too large.';
+grant execute on function pgflight.submit_run(text, text, jsonb, jsonb) to pgflight_operator;
 
 commit;

@@ -1,15 +1,14 @@
 -- Deploy pgflight:functions/wake_parents
-
 begin;
-
 set local role pgflight_owner;
 
 -- Sweep: wake parked parents whose children are all terminal but who were not woken (a lost
 -- poke). The children counter is the truth, so the check is O(1) per parent. Bounded by p_limit.
-CREATE OR REPLACE FUNCTION pgflight.wake_parents(p_limit integer DEFAULT 1000) RETURNS integer
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$
+create or replace function pgflight.wake_parents(p_limit integer default 1000)
+returns integer
+language plpgsql volatile security definer
+set search_path = pg_catalog, pg_temp
+as $$
 declare
   v_row record;
   v_count integer := 0;
@@ -30,10 +29,8 @@ begin
   return v_count;
 end
 $$;
-
-COMMENT ON FUNCTION pgflight.wake_parents(p_limit integer) IS 'Sweep: requeue parked parents whose children are all terminal; returns how many woke.';
-
-REVOKE ALL ON FUNCTION pgflight.wake_parents(p_limit integer) FROM PUBLIC;
-GRANT ALL ON FUNCTION pgflight.wake_parents(p_limit integer) TO pgflight_operator;
+comment on function pgflight.wake_parents(integer) is
+  'Sweep: requeue parked parents whose children are all terminal; returns how many woke.';
+grant execute on function pgflight.wake_parents(integer) to pgflight_operator;
 
 commit;

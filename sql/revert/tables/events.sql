@@ -1,5 +1,4 @@
--- Revert pgflight:tables/events
 begin;
-set local role pgflight_owner;
 drop table pgflight.events;
+
 commit;

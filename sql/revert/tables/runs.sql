@@ -1,5 +1,4 @@
--- Revert pgflight:tables/runs
 begin;
-set local role pgflight_owner;
 drop table pgflight.runs;
+
 commit;

@@ -1,5 +1,4 @@
--- Revert pgflight:tables/steps
 begin;
-set local role pgflight_owner;
 drop table pgflight.steps;
+
 commit;

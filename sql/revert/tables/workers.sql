@@ -1,5 +1,4 @@
--- Revert pgflight:tables/workers
 begin;
-set local role pgflight_owner;
 drop table pgflight.workers;
+
 commit;

@@ -1,5 +1,4 @@
--- Revert pgflight:tables/workspaces
 begin;
-set local role pgflight_owner;
 drop table pgflight.workspaces;
+
 commit;

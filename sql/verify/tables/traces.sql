@@ -1,2 +1,3 @@
 -- Verify pgflight:tables/traces
-select 1 / (c.relkind in ('r', 'p', 'S'))::int from pg_catalog.pg_class c where c.oid = 'pgflight.traces'::regclass;
+select id, agent_run_id, iteration, seq, role, block_type, tool_use_id, tool_name, content, status, tokens, attempt_id
+  from pgflight.traces where false;

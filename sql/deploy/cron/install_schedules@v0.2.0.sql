@@ -1,0 +1,62 @@
+-- Deploy pgflight:cron/install_schedules
+-- Installing the sweeps under pg_cron. Runs with the caller's rights (scheduling needs pg_cron's
+-- own privileges, which pgflight_owner does not have); jobs run as the role that installed them.
+begin;
+set local role pgflight_owner;
+
+-- Register pgflight's cron jobs; named jobs are upserts, so installing twice changes nothing.
+--   pgflight-sweeps         every p_interval_s seconds on pg_cron >= 1.5 ('5 seconds'), else every
+--                           minute a sweep_loop of 55 s;
+--   pgflight-purge          hourly purge_finished (retention, settings.purge_after_s);
+--   pgflight-cron-history   hourly delete of cron.job_run_details older than a day, which pg_cron
+--                           otherwise grows by a row per job run.
+-- Errors: ZF011 when pg_cron is not installed in this database.
+create or replace function pgflight.install_schedules(p_interval_s integer default 5)
+returns table (job_name text, schedule text, command text)
+language plpgsql volatile
+set search_path = ''
+as $$
+declare
+  v_version text;
+  v_parts text[];
+  v_seconds boolean;
+begin
+  select e.extversion into v_version from pg_catalog.pg_extension e where e.extname = 'pg_cron';
+  if v_version is null then
+    raise exception using errcode = 'ZF011', message = 'pg_cron is not installed in this database',
+      detail = format('database %s; cron.database_name is %s', current_database(),
+                      coalesce(current_setting('cron.database_name', true), 'unset')),
+      hint = 'Add pg_cron to shared_preload_libraries, set cron.database_name to this database and CREATE EXTENSION pg_cron; or call pgflight.run_sweeps() from another scheduler.';
+  end if;
+  perform pgflight._require_positive('interval_s', p_interval_s);
+  v_parts := regexp_match(v_version, '^(\d+)\.(\d+)');
+  v_seconds := (v_parts[1]::integer, v_parts[2]::integer) >= (1, 5) and p_interval_s < 60;
+
+  job_name := 'pgflight-sweeps';
+  if v_seconds then
+    schedule := format('%s seconds', p_interval_s);
+    command := 'select pgflight.run_sweeps()';
+  else
+    schedule := '* * * * *';
+    command := format('call pgflight.sweep_loop(55, %s)', p_interval_s);
+  end if;
+  perform cron.schedule(job_name, schedule, command);
+  return next;
+
+  job_name := 'pgflight-purge';
+  schedule := '17 * * * *';
+  command := 'select pgflight.purge_finished()';
+  perform cron.schedule(job_name, schedule, command);
+  return next;
+
+  job_name := 'pgflight-cron-history';
+  schedule := '23 * * * *';
+  command := $c$delete from cron.job_run_details where end_time < now() - interval '1 day'$c$;
+  perform cron.schedule(job_name, schedule, command);
+  return next;
+end
+$$;
+comment on function pgflight.install_schedules(integer) is
+  'Register the sweep, retention and cron-history jobs with pg_cron (1.4 or >= 1.5); idempotent. Errors: ZF011.';
+
+commit;

@@ -1,0 +1,57 @@
+-- Deploy pgflight:functions/record_trace
+begin;
+set local role pgflight_owner;
+
+-- Store one trace block that is not a model response: a transient API error met while making
+-- iteration p_iteration's call (block_type api_error, role system), or any other block a client
+-- wants on the record. A repeated write with the same seq is a no-op (created = false).
+-- options: seq (default: the next free seq >= 2000 in the iteration), tool_use_id, tool_name,
+-- status (default completed), tokens.
+-- Errors: ZF001, ZF002, ZF003 (fence), 22023 (constraint violations of role, block_type, status).
+create or replace function pgflight.record_trace(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint,
+                                      p_iteration integer, p_role text, p_block_type text, p_content jsonb,
+                                      p_options jsonb default '{}')
+returns table (trace_id bigint, seq integer, created boolean)
+language plpgsql volatile security definer
+set search_path = ''
+as $$
+declare
+  v_now timestamptz := pgflight._now();
+  v_run pgflight.agent_runs;
+  v_seq integer;
+  v_id bigint;
+begin
+  v_run := pgflight._agent_fence(p_attempt_id, p_token, p_agent_run_id, 'record_trace');
+  v_seq := pgflight._opt_num(p_options, 'seq', null)::integer;
+  if v_seq is null then
+    select greatest(coalesce(max(t.seq) + 1, 2000), 2000) into v_seq from pgflight.traces t
+     where t.agent_run_id = v_run.id and t.iteration = p_iteration and t.seq >= 2000;
+  end if;
+  begin
+    insert into pgflight.traces (agent_run_id, iteration, seq, role, block_type, tool_use_id, tool_name, content,
+                                 status, tokens, attempt_id, created_at, updated_at)
+    values (v_run.id, p_iteration, v_seq, p_role, p_block_type, pgflight._opt_text(p_options, 'tool_use_id', null),
+            pgflight._opt_text(p_options, 'tool_name', null), p_content,
+            pgflight._opt_text(p_options, 'status', 'completed'),
+            coalesce(pgflight._opt_num(p_options, 'tokens', null)::integer, ceil(length(coalesce(p_content::text, '')) / 4.0)::integer),
+            p_attempt_id, v_now, v_now)
+    on conflict on constraint block_is_unique do nothing
+    returning id into v_id;
+  exception when check_violation or not_null_violation then
+    raise exception using errcode = '22023', message = 'malformed trace block', detail = sqlerrm,
+      hint = 'role: user|assistant|system; block_type: thinking|text|tool_use|tool_result|api_error; '
+             'status: completed|in_flight|interrupted; tool blocks need tool_use_id.';
+  end;
+  if v_id is null then
+    return query select t.id, t.seq, false from pgflight.traces t
+     where t.agent_run_id = v_run.id and t.iteration = p_iteration and t.seq = v_seq;
+    return;
+  end if;
+  return query select v_id, v_seq, true;
+end
+$$;
+comment on function pgflight.record_trace(bigint, bigint, bigint, integer, text, text, jsonb, jsonb) is
+  'Store one trace block (e.g. a transient API error); idempotent by seq. Errors: ZF001, ZF002, ZF003, 22023.';
+grant execute on function pgflight.record_trace(bigint, bigint, bigint, integer, text, text, jsonb, jsonb) to pgflight_worker;
+
+commit;

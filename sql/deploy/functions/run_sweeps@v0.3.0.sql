@@ -1,0 +1,24 @@
+-- Deploy pgflight:functions/run_sweeps
+begin;
+set local role pgflight_owner;
+
+-- Every sweep once, each bounded. What pg_cron calls; also callable by hand or any scheduler.
+create or replace function pgflight.run_sweeps()
+returns table (sweep text, affected integer)
+language plpgsql volatile security definer
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+  perform pgflight._require_lane('operator', null, 'run_sweeps');  -- issue 13: acts on every workspace
+  return query select 'reclaim_expired'::text, pgflight.reclaim_expired(1000);
+  return query select 'wake_parents'::text, pgflight.wake_parents(1000);
+  return query select 'expire_approvals'::text, pgflight.expire_approvals(1000);
+  return query select 'enforce_budgets'::text, pgflight.enforce_budgets(1000);
+  return query select 'fire_schedules'::text, pgflight.fire_schedules(1000);
+  return query select 'wake_parked_keys'::text, pgflight.wake_parked_keys(1000);
+end
+$$;
+comment on function pgflight.run_sweeps() is 'Run every sweep once; returns rows affected per sweep.';
+grant execute on function pgflight.run_sweeps() to pgflight_operator;
+
+commit;

@@ -1,0 +1,259 @@
+-- Revert pgflight:functions/record_model_call@v0.7.0: restores the previous definition, deploy/functions/record_model_call@v0.6.0.sql (written by scripts/gen_sql_scripts.py)
+begin;
+set local role pgflight_owner;
+
+-- Make one model call durable, in one transaction: store each response block as a trace row
+-- (iteration p_iteration, seq 0..n-1), store the usage and its USD cost (from model_prices) in
+-- costs, settle the budgets and update the agent's totals; with option mark_tools, also mark the
+-- response's tool calls in flight (the tool_result rows, seq 1000 + the tool_use's seq, status
+-- in_flight), so the client can run them at once: an iteration that asks for tools costs this
+-- transaction and one complete_tool_calls.
+-- Model tokens per minute (workspace_limits.model_tokens_per_min): the call's input + output tokens
+-- go into the workspace's window, replacing the estimate its admission added; a call is never
+-- refused for tokens here (it was made; the check is the admission's).
+-- Budgets: when reserve_budget (or complete_tool_calls) admitted this (attempt, iteration), the
+-- reservation is replaced by the actual cost (the call was paid for; its overshoot over the
+-- estimate is the documented bound). Without a reservation the iteration cap and the actual cost
+-- are admitted here with the same atomic check, and a call that would cross a cap raises ZF007 and
+-- stores nothing.
+-- Tool calls: marking counts against max_tool_calls; the calls past the cap are left unmarked
+-- (the call itself is still recorded) and mark_tool_call refuses them with ZF007.
+-- Idempotent: a second call for the same (agent run, iteration) stores nothing and returns
+-- recorded = false with the totals (a retry after a lost reply).
+-- p_blocks: the response's content array (Messages API blocks: text, thinking, redacted_thinking,
+-- tool_use); p_usage: the response's usage object; p_model: the model that answered.
+-- options: stop_reason (text), retries (transient errors retried before this answer), mark_tools
+-- (boolean, default false).
+-- p_next_est_usd (issue 18): also admit the next model call (iteration p_iteration + 1) and reserve
+-- this many USD for it, in this transaction, after settling this call, with the checks of
+-- reserve_budget (iteration cap, wall-time and USD caps of every budget that binds it): the client
+-- then stores the tool results with complete_tool_calls(next_iteration), which keeps the
+-- reservation (checking the wall-time caps again) instead of making a second admission, so an
+-- iteration moves the budgets once. Settling and reserving are one move when the call was
+-- reserved on the same budgets. Nothing is reserved early, and the result says so
+-- (next_reserved = false), when the next call would pass max_iterations, when the workspace has a
+-- model tokens per minute limit (its ZF013 stays with the admission the loop waits out) or when a cap
+-- refuses it: the call is still recorded, and complete_tool_calls(next_iteration) makes the
+-- ordinary admission, raising the refusal there.
+-- Returns marked: the tool_use ids now in flight, in block order (empty without mark_tools), and
+-- next_reserved: whether the next call was admitted here.
+-- Errors: ZF007 budget, ZF001, ZF002, ZF003 (fence), 22023 malformed blocks or unknown model price.
+-- A call refused with ZF001/ZF002 (the lease was lost while the model answered) was still paid
+-- for: the client then calls record_orphan_cost, which writes it to costs (lease_lost) and
+-- charges the budgets.
+-- The signature of @v0.4.0 (without p_next_est_usd) is replaced: a call with eight arguments
+-- resolves to this one (p_next_est_usd defaults to null), which returns one more column at the end.
+drop function if exists pgflight.record_model_call(bigint, bigint, bigint, integer, jsonb, jsonb, text, jsonb);
+create or replace function pgflight.record_model_call(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint,
+                                           p_iteration integer, p_blocks jsonb, p_usage jsonb, p_model text,
+                                           p_options jsonb default '{}', p_next_est_usd numeric default null)
+returns table (agent_run_id bigint, iteration integer, usd numeric, recorded boolean, iterations integer,
+               tool_calls integer, total_usd numeric, marked text[], next_reserved boolean)
+language plpgsql volatile security definer
+set search_path = pg_catalog, pg_temp
+as $$
+#variable_conflict use_column
+declare
+  v_now timestamptz := pgflight._now();
+  v_run pgflight.agent_runs;
+  v_usd numeric;
+  v_in bigint;
+  v_out bigint;
+  v_cw bigint;
+  v_cr bigint;
+  v_tokens_per_min bigint;
+  v_mark boolean;
+  v_free integer;
+  v_marked text[];
+  v_refusal jsonb;
+  v_reserved boolean;
+  v_cap bigint;
+  v_next_ids bigint[];
+  v_want boolean;  -- the next call is to be admitted here
+  v_next boolean := false;  -- the next call was admitted here
+  v_settled boolean := false;
+begin
+  -- every option checked against its spec first (docs/options.md; issue 14): 22023 naming the key.
+  -- The agent loop's options (the three keys, well-typed, in range) pass without the spec lookup,
+  -- which cost more than the rest of the call (issue 18); anything else goes to _check_options.
+  if p_options is not null and p_options <> '{}'
+     and not (jsonb_typeof(p_options) = 'object'
+              and p_options - array['stop_reason', 'retries', 'mark_tools'] = '{}'
+              and coalesce(jsonb_typeof(p_options -> 'stop_reason') = 'null'
+                           or (jsonb_typeof(p_options -> 'stop_reason') = 'string'
+                               and length(p_options ->> 'stop_reason') <= 256), true)
+              and (case jsonb_typeof(p_options -> 'retries')
+                    when 'number' then (p_options ->> 'retries')::numeric between 0 and 1000000
+                                       and (p_options ->> 'retries')::numeric = trunc((p_options ->> 'retries')::numeric)
+                    else coalesce(jsonb_typeof(p_options -> 'retries') = 'null', true) end)
+              and coalesce(jsonb_typeof(p_options -> 'mark_tools') in ('boolean', 'null'), true)) then
+    p_options := pgflight._check_options('record_model_call', p_options);
+  end if;
+  -- the usage: four token counts, integers from 0 to 1e10 (22023 naming the key otherwise); a usage
+  -- of well-formed counts is read directly, anything else goes through _opt_int, which raises
+  if jsonb_typeof(p_usage) = 'object'
+         and (case jsonb_typeof(p_usage -> 'input_tokens')
+               when 'number' then (p_usage ->> 'input_tokens')::numeric between 0 and 10000000000
+                                  and (p_usage ->> 'input_tokens')::numeric = trunc((p_usage ->> 'input_tokens')::numeric)
+               else coalesce(jsonb_typeof(p_usage -> 'input_tokens') = 'null', true) end)
+         and (case jsonb_typeof(p_usage -> 'output_tokens')
+               when 'number' then (p_usage ->> 'output_tokens')::numeric between 0 and 10000000000
+                                  and (p_usage ->> 'output_tokens')::numeric = trunc((p_usage ->> 'output_tokens')::numeric)
+               else coalesce(jsonb_typeof(p_usage -> 'output_tokens') = 'null', true) end)
+         and (case jsonb_typeof(p_usage -> 'cache_creation_input_tokens')
+               when 'number' then (p_usage ->> 'cache_creation_input_tokens')::numeric between 0 and 10000000000
+                                  and (p_usage ->> 'cache_creation_input_tokens')::numeric = trunc((p_usage ->> 'cache_creation_input_tokens')::numeric)
+               else coalesce(jsonb_typeof(p_usage -> 'cache_creation_input_tokens') = 'null', true) end)
+         and (case jsonb_typeof(p_usage -> 'cache_read_input_tokens')
+               when 'number' then (p_usage ->> 'cache_read_input_tokens')::numeric between 0 and 10000000000
+                                  and (p_usage ->> 'cache_read_input_tokens')::numeric = trunc((p_usage ->> 'cache_read_input_tokens')::numeric)
+               else coalesce(jsonb_typeof(p_usage -> 'cache_read_input_tokens') = 'null', true) end) then
+    v_in := coalesce((p_usage ->> 'input_tokens')::numeric, 0);
+    v_out := coalesce((p_usage ->> 'output_tokens')::numeric, 0);
+    v_cw := coalesce((p_usage ->> 'cache_creation_input_tokens')::numeric, 0);
+    v_cr := coalesce((p_usage ->> 'cache_read_input_tokens')::numeric, 0);
+  else
+    v_in := pgflight._opt_int(p_usage, 'input_tokens', 0, 0, 10000000000, 'usage');
+    v_out := pgflight._opt_int(p_usage, 'output_tokens', 0, 0, 10000000000, 'usage');
+    v_cw := pgflight._opt_int(p_usage, 'cache_creation_input_tokens', 0, 0, 10000000000, 'usage');
+    v_cr := pgflight._opt_int(p_usage, 'cache_read_input_tokens', 0, 0, 10000000000, 'usage');
+  end if;
+  if p_blocks is null or jsonb_typeof(p_blocks) <> 'array' then
+    raise exception using errcode = '22023', message = 'blocks must be a JSON array',
+      hint = 'Pass the response''s content array as returned by the Messages API.';
+  end if;
+  if p_iteration is null or p_iteration < 1 then
+    raise exception using errcode = '22023', message = 'iteration must be >= 1';
+  end if;
+  -- bounded like reserve_budget's est_usd (issue 14); _check_arg raises
+  if p_next_est_usd is not null and not (p_next_est_usd >= 0 and p_next_est_usd <= 1000000) then
+    perform pgflight._check_arg('next_est_usd', p_next_est_usd, 0, 1000000);
+  end if;
+  if p_options ? 'mark_tools' and jsonb_typeof(p_options -> 'mark_tools') not in ('boolean', 'null') then
+    raise exception using errcode = '22023', message = 'option mark_tools must be a boolean';
+  end if;
+  v_mark := coalesce((p_options ->> 'mark_tools')::boolean, false);
+  -- issue 13: the response's blocks are capped like a result (ZF005, nothing written)
+  v_cap := (select s.max_result_bytes from pgflight.settings s);
+  if octet_length(p_blocks::text) > v_cap then  -- _require_cap raises (called only then: issue 18)
+    perform pgflight._require_cap('max_result_bytes', v_cap, octet_length(p_blocks::text),
+                                  'model response blocks (bytes)');
+  end if;
+  v_run := pgflight._agent_fence(p_attempt_id, p_token, p_agent_run_id, 'record_model_call');
+  v_usd := pgflight._price_usd(p_model, coalesce(p_usage, '{}'));
+
+  -- the costs row is the iteration's claim: a repeat stores nothing
+  insert into pgflight.costs (agent_run_id, iteration, step_id, run_id, workspace_id, model, input_tokens,
+                              output_tokens, cache_creation_tokens, cache_read_tokens, usd, stop_reason,
+                              retries, attempt_id, at)
+  values (v_run.id, p_iteration, v_run.step_id, v_run.run_id, v_run.workspace_id, p_model, v_in, v_out, v_cw, v_cr,
+          v_usd, p_options ->> 'stop_reason',  -- both checked above
+          coalesce((p_options ->> 'retries')::numeric, 0)::integer, p_attempt_id, v_now)
+  on conflict (agent_run_id, iteration) where not lease_lost do nothing;  -- tables/costs_lease_lost
+  if not found then
+    return query select v_run.id, p_iteration, c.usd, false, v_run.iterations, v_run.tool_calls, v_run.usd,
+                        '{}'::text[], false
+      from pgflight.costs c where c.agent_run_id = v_run.id and c.iteration = p_iteration and not c.lease_lost;
+    return;
+  end if;
+
+  v_reserved := v_run.reserved_attempt_id = p_attempt_id and v_run.reserved_iteration = p_iteration;
+  select l.model_tokens_per_min into v_tokens_per_min
+    from pgflight.workspace_limits l where l.workspace_id = v_run.workspace_id;
+  -- the next call is admitted early only when no tokens-per-minute limit applies and it is within
+  -- max_iterations (otherwise complete_tool_calls admits it, or refuses it, as before)
+  v_want := p_next_est_usd is not null and v_tokens_per_min is null and p_iteration < v_run.max_iterations;
+  if v_want then
+    v_next_ids := pgflight._call_budget_ids(v_run, v_now);
+    if v_reserved and v_next_ids is not distinct from v_run.reserved_budget_ids then
+      -- settle and reserve in one move, checked as an admission (spent + this cost + the next
+      -- reservation within every cap, every wall-time cap unexpired); refused, it is not asked again
+      v_next := pgflight._move_budget(v_next_ids, p_next_est_usd, v_usd, v_run.reserved_usd, true, v_now,
+                                      format('agent_run=%s iteration=%s', v_run.id, p_iteration + 1)) is null;
+      v_settled := v_next;
+      v_want := false;
+    end if;
+  end if;
+  if v_settled then
+    null;
+  elsif v_reserved then
+    -- settle: the reservation becomes the actual cost, on the budgets it was taken on (the caps
+    -- were checked when it was admitted)
+    perform pgflight._move_budget(v_run.reserved_budget_ids, 0, v_usd, v_run.reserved_usd, false, v_now, 'settle');
+  else
+    if v_run.reserved_iteration is not null then
+      perform pgflight._move_budget(v_run.reserved_budget_ids, 0, 0, v_run.reserved_usd, false, v_now, 'release');
+    end if;
+    v_refusal := coalesce(pgflight._iteration_refusal(v_run, p_iteration),
+                          pgflight._move_budget(pgflight._call_budget_ids(v_run, v_now), 0, v_usd, 0, true, v_now,
+                                                format('agent_run=%s iteration=%s unreserved', v_run.id, p_iteration)));
+    if v_refusal is not null then
+      perform pgflight._raise_budget_exceeded(v_refusal);
+    end if;
+  end if;
+
+  if v_want then
+    -- the next call's admission on its own (this call was not reserved, or on other budgets)
+    v_next := pgflight._move_budget(v_next_ids, p_next_est_usd, 0, 0, true, v_now,
+                                    format('agent_run=%s iteration=%s', v_run.id, p_iteration + 1)) is null;
+  end if;
+
+  -- the workspace's model tokens per minute: the call's tokens replace its admitted estimate
+  if v_tokens_per_min is not null then
+    perform pgflight._settle_tokens(v_run, v_tokens_per_min, v_in + v_out, v_reserved, v_now);
+  end if;
+
+  -- the response blocks and, with mark_tools, the in-flight rows of as many tool calls as the cap allows
+  v_free := case when v_mark then greatest(v_run.max_tool_calls - v_run.tool_calls, 0) else 0 end;
+  with b as (
+    select (e.ord - 1)::integer as seq, e.v,
+           case e.v ->> 'type' when 'redacted_thinking' then 'thinking' else e.v ->> 'type' end as block_type
+      from jsonb_array_elements(p_blocks) with ordinality as e(v, ord)
+  ), ins as (
+    insert into pgflight.traces (agent_run_id, iteration, seq, role, block_type, tool_use_id, tool_name, content,
+                                 status, tokens, attempt_id, created_at, updated_at)
+    select v_run.id, p_iteration, b.seq, 'assistant', b.block_type,
+           case when b.block_type = 'tool_use' then b.v ->> 'id' end,
+           case when b.block_type = 'tool_use' then b.v ->> 'name' end,
+           b.v, 'completed', ceil(length(b.v::text) / 4.0)::integer, p_attempt_id, v_now, v_now
+      from b
+    union all
+    select v_run.id, p_iteration, 1000 + u.seq, 'user', 'tool_result', u.v ->> 'id', u.v ->> 'name', null,
+           'in_flight', null, p_attempt_id, v_now, v_now
+      from (select b.seq, b.v, row_number() over (order by b.seq) as n from b where b.block_type = 'tool_use') u
+     where u.n <= v_free
+    on conflict on constraint block_is_unique do nothing
+    returning seq, tool_use_id, status
+  )
+  select coalesce(array_agg(ins.tool_use_id order by ins.seq) filter (where ins.status = 'in_flight'), '{}')
+    into v_marked from ins;
+
+  update pgflight.agent_runs r
+     set iterations = greatest(r.iterations, p_iteration),
+         tool_calls = r.tool_calls + cardinality(v_marked),
+         input_tokens = r.input_tokens + v_in,
+         output_tokens = r.output_tokens + v_out,
+         cache_creation_tokens = r.cache_creation_tokens + v_cw,
+         cache_read_tokens = r.cache_read_tokens + v_cr,
+         usd = r.usd + v_usd,
+         -- the next call's reservation, or none; the attempt id stays when it does not change (HOT)
+         reserved_usd = case when v_next then p_next_est_usd else 0 end,
+         reserved_attempt_id = case when v_next then p_attempt_id else r.reserved_attempt_id end,
+         reserved_iteration = case when v_next then p_iteration + 1 end,
+         reserved_budget_ids = case when v_next then v_next_ids end,
+         updated_at = v_now
+   where r.id = v_run.id
+  returning * into v_run;
+  return query select v_run.id, p_iteration, v_usd, true, v_run.iterations, v_run.tool_calls, v_run.usd, v_marked,
+                      v_next;
+end
+$$;
+comment on function pgflight.record_model_call(bigint, bigint, bigint, integer, jsonb, jsonb, text, jsonb, numeric) is
+  'Store a model response (traces), its usage and USD cost (costs), settle budgets and totals, and with '
+  'mark_tools mark its tool calls in flight, in one transaction; returns (agent_run_id, iteration, usd, '
+  'recorded, totals, marked, next_reserved); with p_next_est_usd it also admits the next call (reserving '
+  'that many USD). Options (docs/options.md): stop_reason, retries, mark_tools. '
+  'Errors: ZF007, ZF001, ZF002, ZF003, 22023.';
+grant execute on function pgflight.record_model_call(bigint, bigint, bigint, integer, jsonb, jsonb, text, jsonb, numeric) to pgflight_worker;
+
+commit;

@@ -1,0 +1,47 @@
+-- Revert pgflight:functions/run_sweeps@v0.9.0: restores the previous definition, deploy/functions/run_sweeps@v0.4.0.sql (written by scripts/gen_sql_scripts.py)
+begin;
+set local role pgflight_owner;
+
+-- Every sweep once, each bounded. What pg_cron calls (through sweep_loop); also callable by hand
+-- or any scheduler. Issue 18: the reclaim batch is sweep_state.reclaim_batch, doubled after a
+-- pass that found a full batch, capped at 1,000 for now: batches of 10,000 measured ~10x slower
+-- per row than back-to-back batches of 1,000 (docs/benchmarks.md; not yet understood), and the
+-- loop starts the next pass at once while batches come back full; the events partitions are kept (maintain_partitions)
+-- when a minute of the engine clock has passed since the last time; the pass's end is recorded
+-- (sweep_state.last_pass_at, engine_health's sweep lag). The state row is updated SKIP LOCKED: a
+-- concurrent pass (by hand, beside the loop) does not wait for it.
+create or replace function pgflight.run_sweeps()
+returns table (sweep text, affected integer)
+language plpgsql volatile security definer
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+  v_state pgflight.sweep_state;
+  v_now timestamptz := pgflight._now();
+  v_reclaimed integer;
+begin
+  perform pgflight._require_lane('operator', null, 'run_sweeps');  -- issue 13: acts on every workspace
+  select s.* into v_state from pgflight.sweep_state s;
+  v_reclaimed := pgflight.reclaim_expired(v_state.reclaim_batch);
+  return query select 'reclaim_expired'::text, v_reclaimed;
+  return query select 'wake_parents'::text, pgflight.wake_parents(1000);
+  return query select 'expire_approvals'::text, pgflight.expire_approvals(1000);
+  return query select 'enforce_budgets'::text, pgflight.enforce_budgets(1000);
+  return query select 'fire_schedules'::text, pgflight.fire_schedules(1000);
+  return query select 'wake_parked_keys'::text, pgflight.wake_parked_keys(1000);
+  if v_state.last_partitions_at is null or abs(extract(epoch from v_now - v_state.last_partitions_at)) >= 60 then
+    return query select 'maintain_partitions'::text, count(*)::integer from pgflight.maintain_partitions();
+  end if;
+  update pgflight.sweep_state s
+     set last_pass_at = pgflight._now(),
+         reclaim_batch = case when v_reclaimed >= v_state.reclaim_batch then least(v_state.reclaim_batch * 2, 1000)
+                              else 1000 end
+   where s.id in (select t.id from pgflight.sweep_state t for update skip locked);
+end
+$$;
+comment on function pgflight.run_sweeps() is
+  'Run every sweep once (the reclaim batch grown while a backlog lasts, partitions kept once a minute); '
+  'returns rows affected per sweep.';
+grant execute on function pgflight.run_sweeps() to pgflight_operator;
+
+commit;

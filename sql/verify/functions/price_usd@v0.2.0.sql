@@ -1,0 +1,13 @@
+-- Verify pgflight:functions/price_usd@v0.2.0
+-- Written by scripts/gen_sql_scripts.py: signatures and their settings.
+do $verify$
+declare
+  v_config text[];
+begin
+  select p.proconfig into v_config
+    from pg_catalog.pg_proc p where p.oid = 'pgflight.price_usd(text, jsonb)'::regprocedure;
+  if v_config is distinct from array['search_path=""']::text[] then
+    raise exception 'pgflight.price_usd(text, jsonb) has settings %, expected %', v_config, array['search_path=""']::text[];
+  end if;
+end
+$verify$;

@@ -1,0 +1,35 @@
+-- Verify pgflight:internals/_fencing@v0.2.0
+-- Written by scripts/gen_sql_scripts.py: signatures and their settings.
+do $verify$
+declare
+  v_config text[];
+begin
+  select p.proconfig into v_config
+    from pg_catalog.pg_proc p where p.oid = 'pgflight._reject_write(bigint, bigint, text)'::regprocedure;
+  if v_config is distinct from array['search_path=""']::text[] then
+    raise exception 'pgflight._reject_write(bigint, bigint, text) has settings %, expected %', v_config, array['search_path=""']::text[];
+  end if;
+end
+$verify$;
+do $verify$
+declare
+  v_config text[];
+begin
+  select p.proconfig into v_config
+    from pg_catalog.pg_proc p where p.oid = 'pgflight._lock_held(bigint, bigint, text, boolean)'::regprocedure;
+  if v_config is distinct from array['search_path=""']::text[] then
+    raise exception 'pgflight._lock_held(bigint, bigint, text, boolean) has settings %, expected %', v_config, array['search_path=""']::text[];
+  end if;
+end
+$verify$;
+do $verify$
+declare
+  v_config text[];
+begin
+  select p.proconfig into v_config
+    from pg_catalog.pg_proc p where p.oid = 'pgflight._record_stale(bigint, bigint, text)'::regprocedure;
+  if v_config is distinct from array['search_path=""']::text[] then
+    raise exception 'pgflight._record_stale(bigint, bigint, text) has settings %, expected %', v_config, array['search_path=""']::text[];
+  end if;
+end
+$verify$;

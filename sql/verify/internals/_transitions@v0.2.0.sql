@@ -1,0 +1,112 @@
+-- Verify pgflight:internals/_transitions@v0.2.0
+-- Written by scripts/gen_sql_scripts.py: signatures and their settings.
+do $verify$
+declare
+  v_config text[];
+begin
+  select p.proconfig into v_config
+    from pg_catalog.pg_proc p where p.oid = 'pgflight._wake(bigint, text, text)'::regprocedure;
+  if v_config is distinct from array['search_path=""']::text[] then
+    raise exception 'pgflight._wake(bigint, text, text) has settings %, expected %', v_config, array['search_path=""']::text[];
+  end if;
+end
+$verify$;
+do $verify$
+declare
+  v_config text[];
+begin
+  select p.proconfig into v_config
+    from pg_catalog.pg_proc p where p.oid = 'pgflight._cancel_steps(bigint[], text, text)'::regprocedure;
+  if v_config is distinct from array['search_path=""']::text[] then
+    raise exception 'pgflight._cancel_steps(bigint[], text, text) has settings %, expected %', v_config, array['search_path=""']::text[];
+  end if;
+end
+$verify$;
+do $verify$
+declare
+  v_config text[];
+begin
+  select p.proconfig into v_config
+    from pg_catalog.pg_proc p where p.oid = 'pgflight._cancel_tree(bigint, bigint, text, text)'::regprocedure;
+  if v_config is distinct from array['search_path=""']::text[] then
+    raise exception 'pgflight._cancel_tree(bigint, bigint, text, text) has settings %, expected %', v_config, array['search_path=""']::text[];
+  end if;
+end
+$verify$;
+do $verify$
+declare
+  v_config text[];
+begin
+  select p.proconfig into v_config
+    from pg_catalog.pg_proc p where p.oid = 'pgflight._tree_steps(bigint, bigint)'::regprocedure;
+  if v_config is distinct from array['search_path=""']::text[] then
+    raise exception 'pgflight._tree_steps(bigint, bigint) has settings %, expected %', v_config, array['search_path=""']::text[];
+  end if;
+end
+$verify$;
+do $verify$
+declare
+  v_config text[];
+begin
+  select p.proconfig into v_config
+    from pg_catalog.pg_proc p where p.oid = 'pgflight._step_finished(bigint, text, text)'::regprocedure;
+  if v_config is distinct from array['search_path=""']::text[] then
+    raise exception 'pgflight._step_finished(bigint, text, text) has settings %, expected %', v_config, array['search_path=""']::text[];
+  end if;
+end
+$verify$;
+do $verify$
+declare
+  v_config text[];
+begin
+  select p.proconfig into v_config
+    from pg_catalog.pg_proc p where p.oid = 'pgflight._fail_attempt(bigint, text, text, jsonb, boolean, double precision, text, text)'::regprocedure;
+  if v_config is distinct from array['search_path=""']::text[] then
+    raise exception 'pgflight._fail_attempt(bigint, text, text, jsonb, boolean, double precision, text, text) has settings %, expected %', v_config, array['search_path=""']::text[];
+  end if;
+end
+$verify$;
+do $verify$
+declare
+  v_config text[];
+begin
+  select p.proconfig into v_config
+    from pg_catalog.pg_proc p where p.oid = 'pgflight._reclaim(timestamptz, integer)'::regprocedure;
+  if v_config is distinct from array['search_path=""']::text[] then
+    raise exception 'pgflight._reclaim(timestamptz, integer) has settings %, expected %', v_config, array['search_path=""']::text[];
+  end if;
+end
+$verify$;
+do $verify$
+declare
+  v_config text[];
+begin
+  select p.proconfig into v_config
+    from pg_catalog.pg_proc p where p.oid = 'pgflight._complete_many(bigint[], bigint[], jsonb[], timestamptz)'::regprocedure;
+  if v_config is distinct from array['search_path=""']::text[] then
+    raise exception 'pgflight._complete_many(bigint[], bigint[], jsonb[], timestamptz) has settings %, expected %', v_config, array['search_path=""']::text[];
+  end if;
+end
+$verify$;
+do $verify$
+declare
+  v_config text[];
+begin
+  select p.proconfig into v_config
+    from pg_catalog.pg_proc p where p.oid = 'pgflight._decide(bigint, text, text, text, text)'::regprocedure;
+  if v_config is distinct from array['search_path=""']::text[] then
+    raise exception 'pgflight._decide(bigint, text, text, text, text) has settings %, expected %', v_config, array['search_path=""']::text[];
+  end if;
+end
+$verify$;
+do $verify$
+declare
+  v_config text[];
+begin
+  select p.proconfig into v_config
+    from pg_catalog.pg_proc p where p.oid = 'pgflight._reopen_step(bigint, text, text, text)'::regprocedure;
+  if v_config is distinct from array['search_path=""']::text[] then
+    raise exception 'pgflight._reopen_step(bigint, text, text, text) has settings %, expected %', v_config, array['search_path=""']::text[];
+  end if;
+end
+$verify$;

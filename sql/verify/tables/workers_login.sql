@@ -1,0 +1,2 @@
+-- Verify pgflight:tables/workers_login
+select login from pgflight.workers where false;
