@@ -367,6 +367,44 @@ def order(
     return done, edges
 
 
+_ISSUE = r"[Ii]ssues? \d+(?:/\d+)*(?: case \d+)?"
+_ORD = r"(?:first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|eleventh|twelfth)"
+
+
+def _opening(m: re.Match[str]) -> str:
+    lead, upper, named, first = m.group(1), m.group(2) == "I", m.group(3), m.group(4)
+    if named:  # "Issue 18 (retention): x" -> "Retention: x"
+        return lead + named[:1].upper() + named[1:] + ": " + first
+    return lead + (first.upper() if upper else first)
+
+
+def reword(text: str) -> str:
+    """
+    The history references of the 0.9 plan's SQL ("issue 18", "issue 14 case 1", "the ninth
+    session", a design document's section) in words: a parenthesis that only named the issue goes, one that went on keeps
+    what followed; a sentence that opened with the reference opens with what followed it.
+    """
+    t = text
+    t = re.sub(r"\), fixed\n(\s*)-- in the third session;", r"), since\n\1-- fixed;", t)
+    t = re.sub(r"do\. Issue 18, ninth\n(\s*)-- session: their", r"do.\n\1-- Their", t)
+    t = re.sub(rf",? {_ORD} session", "", t)
+    t = re.sub(rf" ?\({_ISSUE}\)", "", t)
+    # "(issue 15/18 claim cost: x" -> "(claim cost: x"; "(issue 13: x" -> "(x"; "(issue 18, x" -> "(x"
+    t = re.sub(rf"\({_ISSUE}(?:[:;,](?: |$)| (?=[a-z]))", "(", t, flags=re.M)
+    # "x, issue 14)" and "x; issue 18)" closing a parenthesis
+    t = re.sub(rf"[;,] {_ISSUE}\)", ")", t)
+    # "(which found them: issue 18, it was" -> "(which found them: it was"
+    t = re.sub(rf": {_ISSUE}, ", ": ", t)
+    # a comment or sentence that opens with the reference
+    t = re.sub(
+        rf"(^[ \t]*--[ \t]*|\. |--[ \t]+)([Ii])ssues? \d+(?:/\d+)*(?: case \d+)?(?: adds)?(?: \(([^)]*)\))?[:,]? (\w)",
+        _opening,
+        t,
+        flags=re.M,
+    )
+    return re.sub(r" ?\(DESIGN §[\d.]+\)", "", t)
+
+
 def role_prelude(c: Change) -> str:
     owners = c.owners - {OWNER}
     if not owners:
@@ -452,7 +490,7 @@ def rebaseline(admin: str, tag: str, previous: str, source: str = "HEAD") -> Non
     source_commit = sh("git", "rev-parse", source).strip()
     if sh("git", "show", f"{source_commit}:sqitch.plan") != plan.read_text():
         raise SystemExit(f"the plan of {source} is not this sqitch.plan: commit it, or name its commit")
-    docs = doc_comments(plan)
+    docs = {k: reword(v) for k, v in doc_comments(plan).items()}
     old = scratch_database(admin)
     try:
         migrate.deploy(old)
@@ -477,10 +515,16 @@ def rebaseline(admin: str, tag: str, previous: str, source: str = "HEAD") -> Non
                 seeds[t] = "\n".join(found)
             text = dump(old, "--schema-only", "--exclude-table=pgflight.events_[0-9]*")
             changes: dict[str, Change] = {}
+            reworded: list[str] = []  # the statements an upgraded 0.9 database runs for the words
             for name, kind, owner, body in split_entries(text):
                 ch = entry_change(cat, name, kind)
                 if ch is None:
                     continue
+                if reword(body) != body:
+                    if kind not in ("FUNCTION", "PROCEDURE", "COMMENT") or owner not in (OWNER, ""):
+                        raise SystemExit(f"{kind} {name} ({owner}) names history: reword it by hand")
+                    body = reword(body)
+                    reworded.append(statement_sql(kind, body))
                 c = changes.setdefault(ch, Change(ch))
                 c.entries.append((kind, name, body))
                 if kind in ("FUNCTION", "PROCEDURE"):
@@ -512,6 +556,12 @@ def rebaseline(admin: str, tag: str, previous: str, source: str = "HEAD") -> Non
     shutil.copy(plan, bridge / "sqitch.plan")
     write(bridge / "sqitch.conf", "[core]\n\tengine = pg\n\ttop_dir = .\n\tplan_file = sqitch.plan\n")
     write(bridge / "schema.dump.sql", old_dump)
+    write(
+        bridge / "reword.sql",
+        "-- The 0.9 plan's functions and comments with their history references in words, as the\n"
+        "-- new plan deploys them: run by pgflight migrate after the check against schema.dump.sql.\n"
+        f"set local role {OWNER};\n\n" + "\n\n".join(reworded) + "\n\nreset role;\n",
+    )
     write(bridge / "seed.dump.sql", constant_dump)
     write(bridge / "source_commit", source_commit + "\n")
     kinds = ("deploy", "revert", "verify")
@@ -521,7 +571,7 @@ def rebaseline(admin: str, tag: str, previous: str, source: str = "HEAD") -> Non
         m = re.match(r"(\S+) (?:\[(.*?)\] )?\d{4}-", ln)
         if m and m.group(1) in first and m.group(1) not in old_requires:
             old_requires[m.group(1)] = [r for r in (m.group(2) or "").split() if r in first]
-    hand = {n: {k: (SQL / k / f"{n}.sql").read_text() for k in kinds} for n in (*first, PRIVILEGED)}
+    hand = {n: {k: reword((SQL / k / f"{n}.sql").read_text()) for k in kinds} for n in (*first, PRIVILEGED)}
 
     for kind in ("deploy", "revert", "verify"):
         shutil.rmtree(SQL / kind)
@@ -579,11 +629,11 @@ def rebaseline(admin: str, tag: str, previous: str, source: str = "HEAD") -> Non
     try:
         migrate.deploy(new)
         fresh = migrate.dump_schema(new)
-        if fresh != old_dump:
+        if fresh != reword(old_dump):
             (ROOT / "rebaseline.diff").write_text(
                 "".join(
                     __import__("difflib").unified_diff(
-                        old_dump.splitlines(True), fresh.splitlines(True), "old plan", "new plan"
+                        reword(old_dump).splitlines(True), fresh.splitlines(True), "old plan", "new plan"
                     )
                 )
             )

@@ -232,7 +232,9 @@ def upgrade(dsn: str, *, root: Path | None = None) -> str:
     Bring a database to this plan, whatever plan deployed it: a database of the plan before the
     re-baseline (at @v0.9.0 or any later change of that plan) is first brought to that plan's
     last change by the bridge (sql/upgrade/from-0.9: only the changes after @v0.9.0), its schema
-    checked against that plan's committed dump, its registry rows renamed to project
+    checked against that plan's committed dump, the functions and comments whose history
+    references the re-baseline put in words replaced by the new plan's (reword.sql), its registry
+    rows renamed to project
     pgflight-0.9, and this plan recorded without running it (``sqitch deploy --log-only``); then,
     as for any database, ``sqitch deploy --verify`` runs what this plan has beyond that.
 
@@ -267,7 +269,10 @@ def upgrade(dsn: str, *, root: Path | None = None) -> str:
             for ln in (root / "sqitch.plan").read_text().splitlines()
             if ln.strip() and not ln.startswith(("%", "#"))
         )
-        with psycopg.connect(dsn) as conn:  # one transaction: the old rows renamed, or nothing
+        reword = bridge / "reword.sql"
+        with psycopg.connect(dsn) as conn:  # one transaction: the words and the old rows renamed, or nothing
+            if reword.exists():
+                conn.execute(reword.read_text().encode())
             conn.execute(
                 "update sqitch.projects set project = %s, uri = uri || '#' || %s where project = 'pgflight'",
                 [RETIRED_PROJECT, UPGRADE_FROM],
