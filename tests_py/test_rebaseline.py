@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib.util
 import re
 import subprocess
+import sys
 from types import ModuleType
 
 import pytest
@@ -27,6 +28,7 @@ def _rebaseline() -> ModuleType:
     spec = importlib.util.spec_from_file_location("rebaseline_plan", ROOT / "scripts" / "rebaseline_plan.py")
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up
     spec.loader.exec_module(module)
     return module
 
