@@ -121,7 +121,7 @@ begin
     join pgflight.agent_runs r on r.step_id = a.step_id
    where a.id = p_attempt_id and a.fencing_token = p_token and a.status in ('claimed', 'running')
      and r.id = p_agent_run_id
-     -- issue 13: only the login whose worker holds the attempt (else ZF012 from _reject_write)
+     -- only the login whose worker holds the attempt (else ZF012 from _reject_write)
      and exists (select from pgflight.workers w where w.id = a.worker_id and w.login = session_user)
      for share of a for update of r;
   if found then
@@ -693,7 +693,7 @@ begin
          array_agg(l.max_in_flight order by w.id), array_agg(l.starts_per_s is not null order by w.id)
     into v_ws, v_share, v_cap, v_rated
     from (select distinct x as id from unnest(v_lane_ws) x
-           where p_workspaces is null or x = any (p_workspaces)) w  -- issue 13: the login's worker lane
+           where p_workspaces is null or x = any (p_workspaces)) w  -- the login's worker lane
     left join pgflight.workspace_limits l on l.workspace_id = w.id
    where l.paused_at is null;
   v_n := coalesce(cardinality(v_ws), 0);
@@ -1168,7 +1168,7 @@ declare
   v_children boolean;
 begin
   with locked as (
-    -- 1. lock the attempts still held with these tokens by workers of this login (issue 13: one
+    -- 1. lock the attempts still held with these tokens by workers of this login (one
     -- primary-key probe of workers per attempt; another login's attempt is not held by the caller),
     -- in id order (the sort below the row locks), each with its result: an attempt given twice
     -- with its token keeps the first result given.
@@ -1177,7 +1177,7 @@ begin
     -- the locked row (the row as it is now, after the lock). Written as a join with the status in
     -- its WHERE, the generic plan this function runs on could read the partial index of the
     -- leased attempts instead: after an ANALYZE that saw few leases it estimated that index at
-    -- one row and scanned all of it once per given attempt (CI, ninth session: a 10,000-attempt
+    -- one row and scanned all of it once per given attempt (CI: a 10,000-attempt
     -- complete_batch took 6.4 s of CPU instead of 0.4; tests_py/test_scenarios_attack.py). Only
     -- the primary key answers id = and a token; a row locked here that fails the checks (another
     -- token's success, a cancelled attempt) is not written, and its lock ends with the transaction.
@@ -1194,7 +1194,7 @@ begin
      order by a.id
        for update of a
   ), done as (
-    -- 2. succeed them. Issue 18: a success from running takes an events id onto the attempt
+    -- 2. succeed them. A success from running takes an events id onto the attempt
     -- (finish_event_id; run_events shows it as the 'succeeded' row) instead of an events row; a
     -- success straight from claimed (never started) still writes its events row. (The rows
     -- locked above: a row that changed between this statement's snapshot and its lock is
@@ -1710,7 +1710,7 @@ begin
   perform pgflight._event(v_att.run_id, v_att.step_id, p_attempt_id, p_from, p_status, v_att.worker_id,
                           p_reason, p_actor);
 
-  -- clamped to [0, 30 days] whatever was stored or passed (issue 14 case 1): this runs inside a
+  -- clamped to [0, 30 days] whatever was stored or passed: this runs inside a
   -- sweep and a claim, where a raise would stop every other row
   v_delay := least(greatest(coalesce(p_retry_after_s, pgflight._backoff_s(v_step.failed_attempts + 1, v_step.backoff), 0), 0),
                    pgflight._limit('delay_s'));
@@ -2368,7 +2368,7 @@ begin
            fencing_token = nextval('pgflight.fencing_tokens'),
            claimed_at = p_now, slots = p_slots,
            started_at = case when p_start then p_now end,
-           -- clamped to the documented maxima (issue 14): a step stored before the options were
+           -- clamped to the documented maxima: a step stored before the options were
            -- checked (lease_s 1e13) cannot make this set-based claim raise for everyone
            lease_s = least(coalesce(s.lease_s, p_lease_s), v_max_lease),
            lease_expires_at = p_now + make_interval(secs => least(coalesce(s.lease_s, p_lease_s), v_max_lease)),
@@ -2756,7 +2756,7 @@ CREATE FUNCTION pgflight._may(p_lane text, p_workspace_id bigint) RETURNS boolea
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 begin
-  -- PL/pgSQL rather than SQL (issue 15/18 claim cost): a SQL function with a SET clause is never
+  -- PL/pgSQL rather than SQL (claim cost): a SQL function with a SET clause is never
   -- inlined and its query is planned on every call (measured 0.3 ms per claim_batch with
   -- _lane_workspaces); PL/pgSQL caches the plan for the session
   return exists (select from pgflight.workspace_grants g
@@ -3098,7 +3098,7 @@ CREATE FUNCTION pgflight._option_spec() RETURNS TABLE(scope text, key text, kind
     ('step', 'backoff', 'backoff', null, null, null, '{"base_s": 1, "factor": 2, "max_s": 300, "jitter": 0.2}',
      'Retry delay min(max_s, base_s * factor^(n-1)) * (1 +/- jitter), n the failures so far.'),
     ('step', 'concurrency_key', 'string', 1, 200, null, 'none (a child: its own, never inherited)',
-     'At most concurrency_limit attempts of the workspace''s steps with this key are leased at once (issue 15).'),
+     'At most concurrency_limit attempts of the workspace''s steps with this key are leased at once.'),
     ('step', 'concurrency_limit', 'integer', 1, 1000000, null, '1', 'The limit of concurrency_key; needs concurrency_key.'),
     ('backoff', 'base_s', 'number', 0, 86400, null, '1', 'First retry delay in seconds.'),
     ('backoff', 'factor', 'number', 1, 100, null, '2', 'Growth per failure.'),
@@ -3617,7 +3617,7 @@ begin
       -- the attempts end, their steps count the failure, their successors are queued (ids drawn
       -- here, so the end's events row and the successor are written from one row), with the end's
       -- events row; the retry's queued is the successor's queue_event_id (its backoff in
-      -- queue_delay_s), which run_events shows as the retry_scheduled row (issue 18: one events
+      -- queue_delay_s), which run_events shows as the retry_scheduled row (one events
       -- row and its two index entries less per lease). Both events ids drawn here, a lease's end
       -- then its queued, lease by lease, so the log keeps the order it had with two events rows.
       -- $1 the attempts, $2 their errors, $3 the time. The successors are written by the next
@@ -3632,7 +3632,7 @@ begin
           join pgflight.steps s on s.id = a.step_id
       ), delays as (
         -- once per distinct (failures, backoff): after a mass crash that is a handful, not a row each;
-        -- clamped to [0, 30 days] whatever was stored (issue 14 case 1), as _fail_attempt
+        -- clamped to [0, 30 days] whatever was stored, as _fail_attempt
         select k.failed, k.backoff,
                least(greatest(coalesce(pgflight._backoff_s(k.failed, k.backoff), 0), 0),
                      pgflight._limit('delay_s')) as delay
@@ -3678,8 +3678,8 @@ begin
         using v_retry, v_retry_errors, p_now;
 
       -- the successors, queued. Their flow columns are copied from the attempt each replaces (the
-      -- step's), so the fill trigger (step_attempts_fill_flow) has nothing to do. Issue 18, ninth
-      -- session: their one foreign key (step_attempts_step_id_fkey) holds by construction: each
+      -- step's), so the fill trigger (step_attempts_fill_flow) has nothing to do.
+      -- Their one foreign key (step_attempts_step_id_fkey) holds by construction: each
       -- names a step that statement 2 above locked FOR UPDATE in this transaction, and that the
       -- statement before this one updated, so no other session can delete it before this commits
       -- (a delete waits for the lock; a step deleted before the lock was never classified: the
@@ -4537,7 +4537,7 @@ begin
     raise exception using errcode = '22023', message = 'note is too long',
       detail = format('%s characters; at most 1000', length(p_note));
   end if;
-  -- issue 13: a workspace needs the operator lane on it; a recipe spans every workspace
+  -- a workspace needs the operator lane on it; a recipe spans every workspace
   v_ws := case when p_kind = 'workspace' then pgflight._workspace_id(p_name) end;
   perform pgflight._require_lane('operator', v_ws,
                                  case when p_pause then 'pause_' else 'resume_' end || p_kind);
@@ -4826,7 +4826,7 @@ declare
   v_runs bigint[];
   v_run_finals text[];
 begin
-  -- issue 18: one read of the finished steps, by primary key, says which of 1-3 can have work and
+  -- one read of the finished steps, by primary key, says which of 1-3 can have work and
   -- which roots end their runs; a batch of successful roots (the common case) runs only 4. (Written
   -- as one join with runs, the planner started from the running run and read every step of it:
   -- 20,000 rows on each batch of a 20,000-child fan-out, bench/fanout_bench.py.)
@@ -5530,11 +5530,11 @@ CREATE FUNCTION pgflight.agent_runs_by_status(p_status text DEFAULT 'succeeded':
     from pgflight.agent_runs r
     join pgflight.steps s on s.id = r.step_id
     join pgflight.step_attempts a on a.step_id = s.id and a.attempt_no = s.last_attempt_no
-   cross join (select pgflight._lane_workspaces('reader') as ids) ws  -- issue 13: the login's workspaces
+   cross join (select pgflight._lane_workspaces('reader') as ids) ws  -- the login's workspaces
    where a.status = p_status and r.id > p_after
      and (ws.ids is null or exists (select from pgflight.runs x where x.id = r.run_id and x.workspace_id = any (ws.ids)))
    order by r.id
-   limit pgflight._check_limit(p_limit)  -- 22023 for a negative limit (issue 14)
+   limit pgflight._check_limit(p_limit)  -- 22023 for a negative limit
 $$;
 
 ALTER FUNCTION pgflight.agent_runs_by_status(p_status text, p_after bigint, p_limit integer) OWNER TO pgflight_owner;
@@ -5590,7 +5590,7 @@ begin
                                   octet_length(p_payload::text), 'approval payload (bytes)');
     perform pgflight._require_json_depth(p_payload, 'approval payload');
   end if;
-  perform pgflight._require_lane_on_step('operator', p_step_id, 'approve');  -- issue 13: tenants
+  perform pgflight._require_lane_on_step('operator', p_step_id, 'approve');  -- tenants
   if not exists (select from pgflight.steps s where s.id = p_step_id) then
     raise exception using errcode = 'ZF003', message = format('unknown step %s', p_step_id);
   end if;
@@ -5661,11 +5661,11 @@ declare
   v_max_usd double precision;
   v_max_wall double precision;
 begin
-  -- every option checked against its spec first (docs/options.md; issue 14): 22023 naming the key
+  -- every option checked against its spec first (docs/options.md): 22023 naming the key
   p_options := pgflight._check_options('begin_agent_run', p_options);
   select a.step_id, a.run_id into v_att from pgflight.step_attempts a
    where a.id = p_attempt_id and a.fencing_token = p_token and a.status in ('claimed', 'running')
-     -- issue 13: only the login whose worker holds the attempt (else ZF012 from _reject_write)
+     -- only the login whose worker holds the attempt (else ZF012 from _reject_write)
      and exists (select from pgflight.workers w where w.id = a.worker_id and w.login = session_user)
      for share of a;
   if not found then
@@ -5759,7 +5759,7 @@ declare
   v_c integer;
   v_r integer;
 begin
-  perform pgflight._require_lane_on_run('operator', p_run_id, 'cancel_run');  -- issue 13: tenants
+  perform pgflight._require_lane_on_run('operator', p_run_id, 'cancel_run');  -- tenants
   select r.status into v_status from pgflight.runs r where r.id = p_run_id;
   if not found then
     raise exception using errcode = 'ZF003', message = format('unknown run %s', p_run_id);
@@ -5804,7 +5804,7 @@ declare
   v_r integer;
   v_root_status text;
 begin
-  perform pgflight._require_lane_on_step('operator', p_step_id, 'cancel_step');  -- issue 13: tenants
+  perform pgflight._require_lane_on_step('operator', p_step_id, 'cancel_step');  -- tenants
   select s.id, s.run_id, s.parent_id into v_step from pgflight.steps s where s.id = p_step_id;
   if not found then
     raise exception using errcode = 'ZF003', message = format('unknown step %s', p_step_id);
@@ -5887,7 +5887,7 @@ declare
   v_last text;
   v_epoch double precision;
 begin
-  -- Issue 18: the options validator and the argument helpers each cost a function call with its
+  -- The options validator and the argument helpers each cost a function call with its
   -- own settings (a GUC save and restore): the start option alone, and arguments inside every
   -- bound, are read here directly; anything else goes through the helpers, which raise the error.
   if p_options = '{}' then
@@ -5897,7 +5897,7 @@ begin
   else
     v_start := coalesce((pgflight._check_options('claim_batch', p_options) ->> 'start')::boolean, false);
   end if;
-  -- the settings and the worker's last sighting, in one read (issue 18); last_seen_at null: no live
+  -- the settings and the worker's last sighting, in one read; last_seen_at null: no live
   -- worker of that id registered by this login. The worker row is locked FOR SHARE: a concurrent
   -- deregister_worker (an update of the row) is waited for and its stopped_at then read, so a claim
   -- never leases steps to a worker stopped before the claim commits (a read without the lock did,
@@ -5915,24 +5915,24 @@ begin
                   and p_lease_s <> 'NaN'::double precision, false) then
     perform pgflight._require_positive('batch_size', p_batch_size);
     perform pgflight._require_positive('lease_s', p_lease_s);
-    -- Issue 13: caps on the batch and the lease (claim_batch(2^31-1, 1e9) took every ready step
+    -- Caps on the batch and the lease (claim_batch(2^31-1, 1e9) took every ready step
     -- until 2058).
     perform pgflight._require_cap('max_batch_size', v_settings.max_batch_size, p_batch_size, 'batch_size');
     perform pgflight._require_cap('max_lease_s', v_settings.max_lease_s, p_lease_s, 'lease_s (seconds)');
-    -- issue 14: the hard bounds whatever the caps say (NaN, a lease past _limit('lease_s')): 22023
+    -- the hard bounds whatever the caps say (NaN, a lease past _limit('lease_s')): 22023
     perform pgflight._check_arg('batch_size', p_batch_size, 1, 100000);
     perform pgflight._check_arg('lease_s', p_lease_s, 0.001, pgflight._limit('lease_s'));
   end if;
   -- the workspaces this login may work in: null (every workspace: the single-tenant case) leaves
   -- the claim query as it was; otherwise each candidate row costs one probe of runs by primary key.
   v_ws := pgflight._lane_workspaces('worker');
-  -- the worker must be live and registered by this login (issue 13); another login's id is unknown here
+  -- the worker must be live and registered by this login; another login's id is unknown here
   if v_settings.last_seen_at is null then
     raise exception using errcode = 'ZF010', message = format('unknown or stopped worker %s', p_worker_id),
       detail = format('no live worker %s registered by login %s', p_worker_id, session_user),
       hint = 'Call register_worker first and use the id it returns.';
   end if;
-  -- its last sighting renewed at most once a second (issue 18: a write of workers per claim; its
+  -- its last sighting renewed at most once a second (a write of workers per claim; its
   -- readers, worker_list, metrics_snapshot and engine_health, count a worker alive for 60 s after
   -- it); a clock moved back renews it at once. Only when no other transaction holds the row (SKIP
   -- LOCKED): two claims of one worker id that both hold the share lock above and both went on to
@@ -5945,7 +5945,7 @@ begin
       update pgflight.workers set last_seen_at = v_now where id = p_worker_id;
     end if;
   end if;
-  -- the reclaim before the claim, at most once a second per session (issue 18): its pick reads
+  -- the reclaim before the claim, at most once a second per session: its pick reads
   -- every live lease (lease_expires_at has no index, so that a heartbeat stays HOT), which cost
   -- 0.08-0.1 ms of every claim with 16 steps in flight and grows with the leases in flight; the
   -- sweeps reclaim the rest. The session's last one is pgflight.claim_reclaim_at (epoch seconds of
@@ -5965,7 +5965,7 @@ begin
     end if;
   end if;
 
-  -- the fast path (see the head of this file). Issue 18: one statement finds the ready lanes,
+  -- the fast path (see the head of this file). One statement finds the ready lanes,
   -- stopping at the second (a skip-scan probe of a ready index per recipe named, one more for a
   -- second workspace of the first lane), and whether anything else is in play for them (a recipe
   -- limit; a cap, rate limit or pause of the lane's workspace). It was one statement per recipe
@@ -6107,7 +6107,7 @@ begin
            else array_position(p_attempt_ids, null) is not null or array_position(p_tokens, null) is not null end) then
     perform pgflight._refuse_fence_arrays('complete_batch', p_attempt_ids, p_tokens);
   end if;
-  -- issue 18: one cap on results, settings.max_result_bytes, checked row by row. The hot path: one
+  -- one cap on results, settings.max_result_bytes, checked row by row. The hot path: one
   -- set-based size check (the cap read in it); a refused row goes through _complete_refusing
   -- and the depth cap, settings.max_json_depth, walked only for a result long enough to exceed it
   if exists (select from unnest(p_results) as r(v), pgflight.settings s,
@@ -6221,7 +6221,7 @@ begin
     perform pgflight._null_refused('complete_step', case when p_attempt_id is null then 'the attempt id'
                                                          else 'the fencing token' end);
   end if;
-  -- issue 13: the result is capped (ZF005, nothing written)
+  -- the result is capped (ZF005, nothing written)
   perform pgflight._require_cap('max_result_bytes', (select s.max_result_bytes from pgflight.settings s),
                                 octet_length(p_result::text), 'result (bytes)');
   perform pgflight._require_json_depth(p_result, 'result');
@@ -6328,7 +6328,7 @@ declare
   v_malformed boolean;  -- an element is not a tool_result block with a tool_use_id
   v_f record;  -- the fence's row: the agent run and whether a wall-time cap of its reservation ran out
 begin
-  -- bounded, so the budgets' numeric(16, 8) cannot overflow (issue 14); _check_arg raises (issue 18:
+  -- bounded, so the budgets' numeric(16, 8) cannot overflow; _check_arg raises (
   -- called only for a value out of range, the call cost more than the check)
   if p_est_usd is not null and not (p_est_usd >= 0 and p_est_usd <= 1000000) then
     perform pgflight._check_arg('est_usd', p_est_usd, 0, 1000000);
@@ -6362,7 +6362,7 @@ begin
   -- in flight or interrupted, completed; the first result of a call wins. Results that are not an
   -- array go to the helper first, which raises 22023 (jsonb_array_elements would raise its own
   -- error); results with an element that is not a tool_result block with a tool_use_id, or that
-  -- name an unknown call, go to it after the statement (which found them: issue 18, it was a
+  -- name an unknown call, go to it after the statement (which found them: it was a
   -- statement of its own before), and it raises 22023 or ZF003: nothing stays stored.
   if p_results is null or jsonb_typeof(p_results) <> 'array' then
     perform pgflight._store_tool_results(v_run.id, p_attempt_id, p_results, v_now);
@@ -6449,7 +6449,7 @@ begin
   else
     v_refusal := pgflight._reserve(v_run, p_attempt_id, p_next_iteration, p_est_usd, v_now);
   end if;
-  -- the row returned without a query (issue 18)
+  -- the row returned without a query
   agent_run_id := v_run.id;
   stored := v_stored;
   reserved := v_refusal is null;
@@ -6511,12 +6511,12 @@ CREATE FUNCTION pgflight.create_workspace(p_name text, p_options jsonb DEFAULT '
 declare
   v_id bigint;
 begin
-  perform pgflight._require_lane('operator', null, 'create_workspace');  -- issue 13: acts on every workspace
+  perform pgflight._require_lane('operator', null, 'create_workspace');  -- acts on every workspace
   if length(p_name) > 200 then
     raise exception using errcode = '22023', message = 'workspace name is longer than 200 characters',
       detail = format('got %s characters', length(p_name));
   end if;
-  -- every option checked against its spec first (docs/options.md; issue 14): 22023 naming the key
+  -- every option checked against its spec first (docs/options.md): 22023 naming the key
   p_options := pgflight._check_options('create_workspace', p_options);
   if p_name is null or btrim(p_name) = '' then
     raise exception using errcode = '22023', message = 'workspace name is required',
@@ -6723,8 +6723,8 @@ declare
   v_row record;
   v_reason text;
 begin
-  perform pgflight._require_lane('operator', null, 'enforce_budgets');  -- issue 13: acts on every workspace
-  perform pgflight._check_limit(p_limit);  -- 22023 for a negative limit (issue 14)
+  perform pgflight._require_lane('operator', null, 'enforce_budgets');  -- acts on every workspace
+  perform pgflight._check_limit(p_limit);  -- 22023 for a negative limit
   for v_row in
     select r.id, r.reserved_iteration is not null as held from pgflight.agent_runs r
       join pgflight.step_attempts a on a.id = r.reserved_attempt_id
@@ -6797,8 +6797,8 @@ declare
   v_row record;
   v_count integer := 0;
 begin
-  perform pgflight._require_lane('operator', null, 'expire_approvals');  -- issue 13: acts on every workspace
-  perform pgflight._check_limit(p_limit);  -- 22023 for a negative limit (issue 14)
+  perform pgflight._require_lane('operator', null, 'expire_approvals');  -- acts on every workspace
+  perform pgflight._check_limit(p_limit);  -- 22023 for a negative limit
   for v_row in
     select g.id, g.default_decision from pgflight.approvals g
      where g.decision is null and g.expires_at < (select pgflight._now())
@@ -6900,7 +6900,7 @@ begin
                 and (not v_retryable or s.failed_attempts + 1 >= s.max_attempts)) then
     perform pgflight._lock_cascade(p_attempt_id, false);
   end if;
-  -- issue 13: the error is capped (ZF005, nothing written)
+  -- the error is capped (ZF005, nothing written)
   perform pgflight._require_cap('max_error_bytes', (select s.max_error_bytes from pgflight.settings s),
                                 octet_length(p_error::text), 'error (bytes)');
   perform pgflight._require_json_depth(p_error, 'error');
@@ -7259,7 +7259,7 @@ begin
            else array_position(p_attempt_ids, null) is not null or array_position(p_tokens, null) is not null end) then
     perform pgflight._refuse_fence_arrays('heartbeat', p_attempt_ids, p_tokens);
   end if;
-  -- the worker must be live and registered by this login (issue 13); another login's id is unknown here
+  -- the worker must be live and registered by this login; another login's id is unknown here
   update pgflight.workers set last_seen_at = v_now
    where id = p_worker_id and stopped_at is null and login = session_user;
   if not found then
@@ -7327,7 +7327,7 @@ begin
   v_parts := regexp_match(v_version, '^(\d+)\.(\d+)');
   v_seconds := (v_parts[1]::integer, v_parts[2]::integer) >= (1, 5) and p_interval_s < 60;
 
-  -- Issue 13: every job runs as pgflight_cron (not a superuser, not a member of the owner), in this
+  -- Every job runs as pgflight_cron (not a superuser, not a member of the owner), in this
   -- database, scheduled with cron.schedule_in_database (pg_cron 1.4 and later; scheduling for
   -- another role needs a superuser, which is who installs). Jobs of an earlier install that ran
   -- as another role are removed first. pgflight_cron needs USAGE on schema cron to purge its own
@@ -7737,7 +7737,7 @@ begin
   -- the id window of this call: from the cursor (or the oldest event left, after a purge) for at
   -- most p_max_events ids, never past the newest event; every end read from an index. The events
   -- ids are the events rows' and those the attempts took for the transitions run_events derives
-  -- (issue 18: a started claim, a success from running).
+  -- (a started claim, a success from running).
   v_after := greatest(v_after, coalesce(least((select min(e.id) from pgflight.events e),
                                               (select min(a.claim_event_id) from pgflight.step_attempts a),
                                               (select min(a.finish_event_id) from pgflight.step_attempts a)) - 1,
@@ -7868,8 +7868,8 @@ declare
   v_age double precision;
   v_role text;              -- session_replication_role to restore (null: not switched)
 begin
-  perform pgflight._require_lane('operator', null, 'purge_finished');  -- issue 13: acts on every workspace
-  perform pgflight._check_limit(p_limit);  -- 22023 for a negative limit (issue 14)
+  perform pgflight._require_lane('operator', null, 'purge_finished');  -- acts on every workspace
+  perform pgflight._check_limit(p_limit);  -- 22023 for a negative limit
   if p_older_than_s is not null then
     perform pgflight._check_arg('older_than_s', p_older_than_s, 0, 3153600000);
   end if;
@@ -7968,8 +7968,8 @@ CREATE FUNCTION pgflight.reclaim_expired(p_limit integer DEFAULT 1000) RETURNS i
     LANGUAGE sql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-  select pgflight._require_lane('operator', null, 'reclaim_expired');  -- issue 13: acts on every workspace
-  select pgflight._reclaim(pgflight._now(), pgflight._check_limit(p_limit))  -- 22023 for a negative limit (issue 14)
+  select pgflight._require_lane('operator', null, 'reclaim_expired');  -- acts on every workspace
+  select pgflight._reclaim(pgflight._now(), pgflight._check_limit(p_limit))  -- 22023 for a negative limit
 $$;
 
 ALTER FUNCTION pgflight.reclaim_expired(p_limit integer) OWNER TO pgflight_owner;
@@ -8011,7 +8011,7 @@ begin
   perform pgflight._require_cap('max_receipt_bytes', (select s.max_receipt_bytes from pgflight.settings s),
                                 octet_length(p_result::text), 'receipt (bytes)');
   perform pgflight._require_json_depth(p_result, 'receipt');
-  if length(p_key) > 500 then  -- the effects check constraint, as 22023 (issue 14)
+  if length(p_key) > 500 then  -- the effects check constraint, as 22023
     raise exception using errcode = '22023', message = 'effect key is longer than 500 characters',
       detail = format('got %s characters', length(p_key)), hint = 'Use a shorter key, e.g. a hash of the long one.';
   end if;
@@ -8476,11 +8476,11 @@ declare
   v_cap integer;
   v_blocks integer;
 begin
-  -- issue 13: a trace block is capped like a result (ZF005, nothing written)
+  -- a trace block is capped like a result (ZF005, nothing written)
   perform pgflight._require_cap('max_result_bytes', (select s.max_result_bytes from pgflight.settings s),
                                 octet_length(p_content::text), 'trace block (bytes)');
   perform pgflight._require_json_depth(p_content, 'trace block');
-  -- every option checked against its spec first (docs/options.md; issue 14): 22023 naming the key
+  -- every option checked against its spec first (docs/options.md): 22023 naming the key
   p_options := pgflight._check_options('record_trace', p_options);
   v_run := pgflight._agent_fence(p_attempt_id, p_token, p_agent_run_id, 'record_trace');
   v_seq := pgflight._opt_num(p_options, 'seq', null)::integer;
@@ -8544,13 +8544,13 @@ declare
   v_id bigint;
   v_caps pgflight.settings;
 begin
-  -- every option checked against its spec first (docs/options.md; issue 14): 22023 naming the key
+  -- every option checked against its spec first (docs/options.md): 22023 naming the key
   p_options := pgflight._check_options('register_worker', p_options);
   if p_name is null or btrim(p_name) = '' then
     raise exception using errcode = '22023', message = 'worker name is required',
       hint = 'Pass something that identifies the process, e.g. host:pid.';
   end if;
-  -- Issue 13: the worker belongs to the registering login (workers.login defaults to session_user);
+  -- The worker belongs to the registering login (workers.login defaults to session_user);
   -- its name and options are capped, and so is the number of its live workers, so a login cannot
   -- flood the table. The count uses workers_login_live_idx.
   select * into v_caps from pgflight.settings;
@@ -8640,7 +8640,7 @@ CREATE FUNCTION pgflight.replay_from(p_step_id bigint, p_actor text DEFAULT NULL
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 begin
-  perform pgflight._require_lane_on_step('operator', p_step_id, 'replay_from');  -- issue 13: tenants
+  perform pgflight._require_lane_on_step('operator', p_step_id, 'replay_from');  -- tenants
   -- Lock order with purge_finished (runs FOR UPDATE SKIP LOCKED, then their steps): the run row
   -- first, FOR KEY SHARE, before any steps row. A purge that holds the run is waited for (nothing
   -- else held yet) and the step is then gone: ZF003. Once held, a purge skips the run. KEY SHARE
@@ -8674,7 +8674,7 @@ declare
   v_default text := coalesce(pgflight._opt_text(p_options, 'default_decision', null), 'reject');
   v_expires double precision := pgflight._opt_num(p_options, 'expires_in_s', null);
 begin
-  -- every option checked against its spec first (docs/options.md; issue 14): 22023 naming the key
+  -- every option checked against its spec first (docs/options.md): 22023 naming the key
   p_options := pgflight._check_options('request_approval', p_options);
   if p_gate_key is null or btrim(p_gate_key) = '' then
     raise exception using errcode = '22023', message = 'gate key is required';
@@ -8684,7 +8684,7 @@ begin
       detail = format('got %L', v_default);
   end if;
   if v_expires is not null then perform pgflight._require_positive('expires_in_s', v_expires); end if;
-  -- issue 13: gate key and request are capped (ZF005, nothing written)
+  -- gate key and request are capped (ZF005, nothing written)
   perform pgflight._require_cap('max_name_bytes', (select s.max_name_bytes from pgflight.settings s),
                                 octet_length(p_gate_key), 'gate key (bytes)');
   perform pgflight._require_cap('max_approval_request_bytes',
@@ -8731,7 +8731,7 @@ declare
   v_run pgflight.agent_runs;
   v_refusal jsonb;
 begin
-  if p_est_usd is not null then  -- bounded, so the budgets' numeric(16, 8) cannot overflow (issue 14)
+  if p_est_usd is not null then  -- bounded, so the budgets' numeric(16, 8) cannot overflow
     perform pgflight._check_arg('est_usd', p_est_usd, 0, 1000000);
   end if;
   if p_est_usd is null or p_est_usd < 0 or p_iteration is null or p_iteration < 1 then
@@ -8793,7 +8793,7 @@ CREATE FUNCTION pgflight.retry_step(p_step_id bigint, p_actor text DEFAULT NULL:
 declare
   v_status text;
 begin
-  perform pgflight._require_lane_on_step('operator', p_step_id, 'retry_step');  -- issue 13: tenants
+  perform pgflight._require_lane_on_step('operator', p_step_id, 'retry_step');  -- tenants
   -- Lock order with purge_finished (runs FOR UPDATE SKIP LOCKED, then their steps): the run row
   -- first, FOR KEY SHARE, before any steps row. A purge that holds the run is waited for (nothing
   -- else held yet) and the step is then gone: ZF003. Once held, a purge skips the run. KEY SHARE
@@ -9016,7 +9016,7 @@ CREATE FUNCTION pgflight.run_status(p_run_id bigint) RETURNS TABLE(run_id bigint
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 begin
-  perform pgflight._require_lane_on_run('reader', p_run_id, 'run_status');  -- issue 13: tenants
+  perform pgflight._require_lane_on_run('reader', p_run_id, 'run_status');  -- tenants
   return query
   select r.id, w.name, r.recipe, r.status, r.created_at, r.finished_at,
          count(s.id),
@@ -9060,7 +9060,7 @@ declare
   v_now timestamptz := pgflight._now();
   v_reclaimed integer;
 begin
-  perform pgflight._require_lane('operator', null, 'run_sweeps');  -- issue 13: acts on every workspace
+  perform pgflight._require_lane('operator', null, 'run_sweeps');  -- acts on every workspace
   select s.* into v_state from pgflight.sweep_state s;
   v_reclaimed := pgflight.reclaim_expired(v_state.reclaim_batch);
   return query select 'reclaim_expired'::text, v_reclaimed;
@@ -9169,7 +9169,7 @@ declare
   v_gap integer;
   v_count integer;
 begin
-  perform pgflight._require_lane('operator', v_ws, 'schedule_run');  -- issue 13: tenants
+  perform pgflight._require_lane('operator', v_ws, 'schedule_run');  -- tenants
   perform pgflight._require_known_keys(coalesce(p_options, '{}'), array['time_zone', 'overlap', 'run_options']);
   if p_name is null or btrim(p_name) = '' or length(p_name) > 200 then
     raise exception using errcode = '22023', message = 'schedule name is required',
@@ -9273,7 +9273,7 @@ CREATE FUNCTION pgflight.set_global_limits(p_options jsonb) RETURNS TABLE(max_in
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 begin
-  perform pgflight._require_lane('operator', null, 'set_global_limits');  -- issue 13: acts on every workspace
+  perform pgflight._require_lane('operator', null, 'set_global_limits');  -- acts on every workspace
   perform pgflight._require_known_keys(p_options, array['max_in_flight']);
   if p_options ? 'max_in_flight' then
     update pgflight.settings s set max_in_flight = pgflight._limit_option(p_options, 'max_in_flight', 0, 1e6, true)::integer;
@@ -9300,7 +9300,7 @@ declare
   v_rate double precision;
   v_burst double precision;
 begin
-  perform pgflight._require_lane('operator', null, 'set_recipe_limits');  -- issue 13: acts on every workspace
+  perform pgflight._require_lane('operator', null, 'set_recipe_limits');  -- acts on every workspace
   perform pgflight._require_known_keys(p_options, array['starts_per_s', 'burst']);
   if p_recipe is null or btrim(p_recipe) = '' or length(p_recipe) > 200 then
     raise exception using errcode = '22023', message = 'recipe is required',
@@ -9408,7 +9408,7 @@ declare
   v_old pgflight.workspace_limits;
   v_rate double precision;
 begin
-  perform pgflight._require_lane('operator', v_ws, 'set_workspace_limits');  -- issue 13: tenants
+  perform pgflight._require_lane('operator', v_ws, 'set_workspace_limits');  -- tenants
   perform pgflight._require_known_keys(p_options, array['max_in_flight', 'share', 'starts_per_s', 'burst', 'model_tokens_per_min']);
   insert into pgflight.workspace_limits (workspace_id) values (v_ws) on conflict do nothing;
   select * into v_old from pgflight.workspace_limits l where l.workspace_id = v_ws for update;
@@ -9522,7 +9522,7 @@ begin
       perform pgflight._require_json_depth(v_bad.value -> 'input', format('child %s input', v_bad.ord));
     end if;
   end if;
-  -- Each child's options through the same step-options validator as submit_run (issue 12: one
+  -- Each child's options through the same step-options validator as submit_run (one
   -- rule, so priority 1.5 is refused on both paths); the error names the child ("option lease_s
   -- of spawn_children child 3 ..."). v_children holds the normalised options, read with plain casts.
   select jsonb_agg(case when e.value ? 'options'
@@ -9626,7 +9626,7 @@ begin
   update pgflight.step_attempts a
      set status = 'running', started_at = v_now
    where a.id = p_attempt_id and a.fencing_token = p_token and (a.status || '') = 'claimed'
-     -- issue 13: only the login whose worker holds the attempt (else ZF012 from _reject_write)
+     -- only the login whose worker holds the attempt (else ZF012 from _reject_write)
      and exists (select from pgflight.workers w where w.id = a.worker_id and w.login = session_user)
   returning a.id, a.run_id, a.step_id, a.worker_id, a.started_at, a.lease_expires_at into v_row;
   if found then
@@ -9807,7 +9807,7 @@ begin
       detail = format('got %s characters', length(p_recipe)), hint = 'Use a short recipe name.';
   end if;
   -- every option checked against its spec (docs/options.md): unknown keys, types and bounds, 22023
-  -- naming the key; v_opts is normalised, so the plain casts below cannot fail (issue 14)
+  -- naming the key; v_opts is normalised, so the plain casts below cannot fail
   v_opts := pgflight._check_options('submit_run', p_options);
   select w.id, w.max_run_usd into v_ws, v_ws_max_usd from pgflight.workspaces w where w.name = p_workspace;
   -- one answer (ZF003) for a name unknown and one the login sees nothing of; ZF012 only where it
@@ -9827,8 +9827,8 @@ begin
   end if;
   perform pgflight._require_json_depth(p_input, 'input');
   v_max_attempts := coalesce((v_opts ->> 'max_attempts')::integer, v_settings.default_max_attempts);
-  -- issue 15: delay_s or not_before (with a UTC offset), and the concurrency key and limit; the
-  -- helpers only when their keys are there (issue 18: most submits have none)
+  -- delay_s or not_before (with a UTC offset), and the concurrency key and limit; the
+  -- helpers only when their keys are there (most submits have none)
   v_not_before := v_now;
   if v_opts ?| array['delay_s', 'not_before', 'concurrency_key', 'concurrency_limit'] then
     v_not_before := pgflight._start_at(v_opts, v_now);
@@ -9840,7 +9840,7 @@ begin
 
   -- the root step's id is taken first, so the run row is written once, with it
   v_step := nextval('pgflight.steps_id_seq'::regclass);
-  -- issue 18: without a key the run is a plain insert (nothing can conflict: no speculative
+  -- without a key the run is a plain insert (nothing can conflict: no speculative
   -- insertion, no entry in the partial unique index, tables/runs_idempotency_partial); with one,
   -- ON CONFLICT against that index. One statement, the row written once: one of the two inserts
   -- reads it.
@@ -9887,7 +9887,7 @@ begin
           coalesce(v_opts -> 'backoff', '{}'),
           (v_opts ->> 'lease_s')::double precision, (v_opts ->> 'max_runtime_s')::double precision, v_now,
           v_ckey, v_climit);
-  -- the queued event is the attempt's queue_event_id, shown by run_events (issue 18: no events row)
+  -- the queued event is the attempt's queue_event_id, shown by run_events (no events row)
   insert into pgflight.step_attempts (step_id, run_id, attempt_no, recipe, priority, status, available_after, created_at,
                                       workspace_id, concurrency_key, concurrency_limit, queue_event_id)
   values (v_step, v_run, 1, p_recipe, coalesce((v_opts ->> 'priority')::integer, 0), 'queued', v_not_before, v_now,
@@ -10341,7 +10341,7 @@ begin
   if not exists (select from pg_catalog.pg_extension e where e.extname = 'pg_cron') then
     return 0;
   end if;
-  -- by job id: the jobs run as pgflight_cron (issue 13), so unschedule(name), which looks for the
+  -- by job id: the jobs run as pgflight_cron, so unschedule(name), which looks for the
   -- caller's own job of that name, would not find them
   for v_id in select j.jobid from cron.job j
                where j.jobname like 'pgflight-%' and j.database = current_database() loop
@@ -10365,7 +10365,7 @@ CREATE FUNCTION pgflight.unschedule_run(p_workspace text, p_name text) RETURNS b
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 begin
-  perform pgflight._require_lane('operator', pgflight._workspace_id(p_workspace), 'unschedule_run');  -- issue 13: tenants
+  perform pgflight._require_lane('operator', pgflight._workspace_id(p_workspace), 'unschedule_run');  -- tenants
   delete from pgflight.schedules s where s.workspace_id = pgflight._workspace_id(p_workspace) and s.name = p_name;
   return found;
 end
@@ -10555,8 +10555,8 @@ declare
   v_row record;
   v_count integer := 0;
 begin
-  perform pgflight._require_lane('operator', null, 'wake_parents');  -- issue 13: acts on every workspace
-  perform pgflight._check_limit(p_limit);  -- 22023 for a negative limit (issue 14)
+  perform pgflight._require_lane('operator', null, 'wake_parents');  -- acts on every workspace
+  perform pgflight._check_limit(p_limit);  -- 22023 for a negative limit
   for v_row in
     select a.step_id from pgflight.step_attempts a
       join pgflight.steps s on s.id = a.step_id
@@ -10593,7 +10593,7 @@ declare
   v_n integer;
   v_timeout text := pg_catalog.current_setting('lock_timeout');
 begin
-  perform pgflight._require_lane('operator', null, 'wake_parked_keys');  -- issue 13: acts on every workspace
+  perform pgflight._require_lane('operator', null, 'wake_parked_keys');  -- acts on every workspace
   for v_key in
     select distinct a.workspace_id, a.concurrency_key, a.concurrency_limit
       from pgflight.step_attempts a
@@ -10965,7 +10965,7 @@ ALTER TABLE pgflight.costs OWNER TO pgflight_owner;
 
 -- Name: TABLE costs; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON TABLE pgflight.costs IS 'One row per model call: tokens (input, output, cache_creation, cache_read), usd (USD = tokens x model_prices / 1e6), the stop_reason, the transient errors retried before it (retries), and which agent, step, run and workspace it is billed to. Range-partitioned by agent_run_id (issue 18): a partition is dropped once every agent run in it is purged.';
+COMMENT ON TABLE pgflight.costs IS 'One row per model call: tokens (input, output, cache_creation, cache_read), usd (USD = tokens x model_prices / 1e6), the stop_reason, the transient errors retried before it (retries), and which agent, step, run and workspace it is billed to. Range-partitioned by agent_run_id: a partition is dropped once every agent run in it is purged.';
 
 -- Name: COLUMN costs.lease_lost; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
@@ -11351,7 +11351,7 @@ ALTER TABLE pgflight.events OWNER TO pgflight_owner;
 
 -- Name: TABLE events; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON TABLE pgflight.events IS 'Append-only log of transitions, partitioned by day on at (issue 18: retention drops whole days, settings.events_keep_s). reason names the event: queued, claimed, started, succeeded, failed, retry_scheduled, lease_expired, deadline_exceeded, dead_lettered, released, cancel_requested, cancelled, children_spawned, parent_resumed, approval_requested, approval_decided, stale_result_rejected, retried, replayed, budget_exceeded.';
+COMMENT ON TABLE pgflight.events IS 'Append-only log of transitions, partitioned by day on at (retention drops whole days, settings.events_keep_s). reason names the event: queued, claimed, started, succeeded, failed, retry_scheduled, lease_expired, deadline_exceeded, dead_lettered, released, cancel_requested, cancelled, children_spawned, parent_resumed, approval_requested, approval_decided, stale_result_rejected, retried, replayed, budget_exceeded.';
 
 -- Name: events_id_seq; Type: SEQUENCE; Schema: pgflight; Owner: pgflight_owner
 
@@ -11566,7 +11566,7 @@ ALTER TABLE pgflight.run_events OWNER TO pgflight_owner;
 
 -- Name: VIEW run_events; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON VIEW pgflight.run_events IS 'The transition log: the events rows, and the submits, reclaim retries, started claims and successes the attempts record (issue 18).';
+COMMENT ON VIEW pgflight.run_events IS 'The transition log: the events rows, and the submits, reclaim retries, started claims and successes the attempts record.';
 
 -- Name: workspaces; Type: TABLE; Schema: pgflight; Owner: pgflight_owner
 
@@ -12063,7 +12063,7 @@ ALTER TABLE pgflight.traces OWNER TO pgflight_owner;
 
 -- Name: TABLE traces; Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON TABLE pgflight.traces IS 'Flight recorder, one row per block: role user|assistant|system, block_type thinking|text|tool_use|tool_result|api_error, content: the block as sent to or received from the Messages API, status completed|in_flight|interrupted (tool results), tokens: estimated tokens of the block (exact usage per call is in pgflight.costs), attempt_id: the attempt that wrote it. Range-partitioned by agent_run_id (issue 18): a partition is dropped once every agent run in it is purged.';
+COMMENT ON TABLE pgflight.traces IS 'Flight recorder, one row per block: role user|assistant|system, block_type thinking|text|tool_use|tool_result|api_error, content: the block as sent to or received from the Messages API, status completed|in_flight|interrupted (tool results), tokens: estimated tokens of the block (exact usage per call is in pgflight.costs), attempt_id: the attempt that wrote it. Range-partitioned by agent_run_id: a partition is dropped once every agent run in it is purged.';
 
 -- Name: traces_id_seq; Type: SEQUENCE; Schema: pgflight; Owner: pgflight_owner
 

@@ -1,7 +1,7 @@
 -- Deploy pgflight:cron/install_schedules
--- Installing the sweeps under pg_cron. Runs with the caller's rights (scheduling needs pg_cron's
--- own privileges, which pgflight_owner does not have); jobs run as the role that installed them.
+
 begin;
+
 set local role pgflight_owner;
 
 -- Register pgflight's cron jobs; named jobs are upserts, so installing twice changes nothing.
@@ -9,18 +9,17 @@ set local role pgflight_owner;
 --                           sweep_loop(p_interval_s, p_interval_s): one pass, more while a backlog
 --                           lasts, with the loop's lock_timeout, error handler and lock; on pg_cron
 --                           1.4 every minute a sweep_loop of 60 s, which sweeps on a fixed beat up to
---                           the next call (issue 18: sweep_loop(55, 5) left a gap each minute);
+--                           the next call (sweep_loop(55, 5) left a gap each minute);
 --                           retention (purge_finished, maintain_partitions) runs in the loop;
 --   (pgflight-purge, the hourly purge_finished of earlier versions, is removed: the loop purges
 --    in batches every pass);
 --   pgflight-cron-history   hourly delete of cron.job_run_details older than a day, which pg_cron
 --                           otherwise grows by a row per job run.
 -- Errors: ZF011 when pg_cron is not installed in this database.
-create or replace function pgflight.install_schedules(p_interval_s integer default 5)
-returns table (job_name text, schedule text, command text)
-language plpgsql volatile
-set search_path = pg_catalog, pg_temp
-as $$
+CREATE OR REPLACE FUNCTION pgflight.install_schedules(p_interval_s integer DEFAULT 5) RETURNS TABLE(job_name text, schedule text, command text)
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
 declare
   v_old bigint;
   v_version text;
@@ -38,7 +37,7 @@ begin
   v_parts := regexp_match(v_version, '^(\d+)\.(\d+)');
   v_seconds := (v_parts[1]::integer, v_parts[2]::integer) >= (1, 5) and p_interval_s < 60;
 
-  -- Issue 13: every job runs as pgflight_cron (not a superuser, not a member of the owner), in this
+  -- Every job runs as pgflight_cron (not a superuser, not a member of the owner), in this
   -- database, scheduled with cron.schedule_in_database (pg_cron 1.4 and later; scheduling for
   -- another role needs a superuser, which is who installs). Jobs of an earlier install that ran
   -- as another role are removed first. pgflight_cron needs USAGE on schema cron to purge its own
@@ -72,9 +71,10 @@ begin
   perform cron.schedule_in_database(job_name, schedule, command, current_database(), 'pgflight_cron');
   return next;
 end
-$$;
-comment on function pgflight.install_schedules(integer) is
-  'Register the sweep (with retention) and cron-history jobs with pg_cron (1.4 or >= 1.5), run as pgflight_cron; '
-  'idempotent. Errors: ZF011.';
+$_$;
+
+COMMENT ON FUNCTION pgflight.install_schedules(p_interval_s integer) IS 'Register the sweep (with retention) and cron-history jobs with pg_cron (1.4 or >= 1.5), run as pgflight_cron; idempotent. Errors: ZF011.';
+
+REVOKE ALL ON FUNCTION pgflight.install_schedules(p_interval_s integer) FROM PUBLIC;
 
 commit;

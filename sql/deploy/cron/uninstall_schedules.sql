@@ -1,15 +1,14 @@
 -- Deploy pgflight:cron/uninstall_schedules
--- Installing the sweeps under pg_cron. Runs with the caller's rights (scheduling needs pg_cron's
--- own privileges, which pgflight_owner does not have); jobs run as the role that installed them.
+
 begin;
+
 set local role pgflight_owner;
 
 -- Remove pgflight's cron jobs (and nothing else). Returns how many were removed.
-create or replace function pgflight.uninstall_schedules()
-returns integer
-language plpgsql volatile
-set search_path = pg_catalog, pg_temp
-as $$
+CREATE OR REPLACE FUNCTION pgflight.uninstall_schedules() RETURNS integer
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
 declare
   v_count integer := 0;
   v_id bigint;
@@ -17,7 +16,7 @@ begin
   if not exists (select from pg_catalog.pg_extension e where e.extname = 'pg_cron') then
     return 0;
   end if;
-  -- by job id: the jobs run as pgflight_cron (issue 13), so unschedule(name), which looks for the
+  -- by job id: the jobs run as pgflight_cron, so unschedule(name), which looks for the
   -- caller's own job of that name, would not find them
   for v_id in select j.jobid from cron.job j
                where j.jobname like 'pgflight-%' and j.database = current_database() loop
@@ -27,6 +26,9 @@ begin
   return v_count;
 end
 $$;
-comment on function pgflight.uninstall_schedules() is 'Remove pgflight''s pg_cron jobs; returns how many.';
+
+COMMENT ON FUNCTION pgflight.uninstall_schedules() IS 'Remove pgflight''s pg_cron jobs; returns how many.';
+
+REVOKE ALL ON FUNCTION pgflight.uninstall_schedules() FROM PUBLIC;
 
 commit;

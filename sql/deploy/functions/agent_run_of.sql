@@ -1,18 +1,16 @@
 -- Deploy pgflight:functions/agent_run_of
+
 begin;
+
 set local role pgflight_owner;
 
 -- Read: the agent of a step (null row when the step is not an agent) with its totals, caps and
 -- current step status. For the CLI (pgflight trace) and operators. A step outside the login's
 -- workspaces answers exactly as a step that does not exist: no row.
-create or replace function pgflight.agent_run_of(p_step_id bigint)
-returns table (agent_run_id bigint, step_id bigint, run_id bigint, model text, system_prompt text,
-               max_iterations integer, max_tool_calls integer, iterations integer, tool_calls integer,
-               input_tokens bigint, output_tokens bigint, cache_creation_tokens bigint, cache_read_tokens bigint,
-               usd numeric, step_status text, result jsonb, created_at timestamptz)
-language plpgsql stable security definer
-set search_path = pg_catalog, pg_temp
-as $$
+CREATE OR REPLACE FUNCTION pgflight.agent_run_of(p_step_id bigint) RETURNS TABLE(agent_run_id bigint, step_id bigint, run_id bigint, model text, system_prompt text, max_iterations integer, max_tool_calls integer, iterations integer, tool_calls integer, input_tokens bigint, output_tokens bigint, cache_creation_tokens bigint, cache_read_tokens bigint, usd numeric, step_status text, result jsonb, created_at timestamp with time zone)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
 begin
   -- the lane on the agent run's workspace, in the one statement: outside it, no row
   return query
@@ -25,7 +23,11 @@ begin
      where r.step_id = p_step_id and pgflight._may('reader', r.workspace_id);
 end
 $$;
-comment on function pgflight.agent_run_of(bigint) is 'Read: the agent run of a step, with totals and step status.';
-grant execute on function pgflight.agent_run_of(bigint) to pgflight_operator, pgflight_reader;
+
+COMMENT ON FUNCTION pgflight.agent_run_of(p_step_id bigint) IS 'Read: the agent run of a step, with totals and step status.';
+
+REVOKE ALL ON FUNCTION pgflight.agent_run_of(p_step_id bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.agent_run_of(p_step_id bigint) TO pgflight_operator;
+GRANT ALL ON FUNCTION pgflight.agent_run_of(p_step_id bigint) TO pgflight_reader;
 
 commit;

@@ -1,18 +1,16 @@
 -- Deploy pgflight:functions/agent_transcript
+
 begin;
+
 set local role pgflight_owner;
 
 -- Read: the flight recorder of an agent run without side effects, with each model call's usage and
 -- USD on its iteration's rows. An agent run outside the login's workspaces answers exactly as one
 -- that does not exist: no row.
-create or replace function pgflight.agent_transcript(p_agent_run_id bigint)
-returns table (iteration integer, seq integer, role text, block_type text, tool_use_id text, tool_name text,
-               content jsonb, status text, tokens integer, attempt_id bigint, created_at timestamptz,
-               model text, input_tokens bigint, output_tokens bigint, cache_creation_tokens bigint,
-               cache_read_tokens bigint, usd numeric, stop_reason text)
-language plpgsql stable security definer
-set search_path = pg_catalog, pg_temp
-as $$
+CREATE OR REPLACE FUNCTION pgflight.agent_transcript(p_agent_run_id bigint) RETURNS TABLE(iteration integer, seq integer, role text, block_type text, tool_use_id text, tool_name text, content jsonb, status text, tokens integer, attempt_id bigint, created_at timestamp with time zone, model text, input_tokens bigint, output_tokens bigint, cache_creation_tokens bigint, cache_read_tokens bigint, usd numeric, stop_reason text)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
 begin
   -- the lane on the agent run's workspace, in the one statement: outside it, no row
   return query
@@ -27,7 +25,11 @@ begin
      order by t.iteration, t.seq;
 end
 $$;
-comment on function pgflight.agent_transcript(bigint) is 'Read: an agent run''s trace rows in order, with per-call costs.';
-grant execute on function pgflight.agent_transcript(bigint) to pgflight_operator, pgflight_reader;
+
+COMMENT ON FUNCTION pgflight.agent_transcript(p_agent_run_id bigint) IS 'Read: an agent run''s trace rows in order, with per-call costs.';
+
+REVOKE ALL ON FUNCTION pgflight.agent_transcript(p_agent_run_id bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.agent_transcript(p_agent_run_id bigint) TO pgflight_operator;
+GRANT ALL ON FUNCTION pgflight.agent_transcript(p_agent_run_id bigint) TO pgflight_reader;
 
 commit;

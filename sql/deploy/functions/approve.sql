@@ -1,31 +1,13 @@
 -- Deploy pgflight:functions/approve
+
 begin;
+
 set local role pgflight_owner;
 
--- Decide a gate: p_decision 'approve' or 'reject'. The first decision wins: the same decision
--- again is an idempotent no-op (applied = false); a different one raises ZF008. A decision made
--- before the step reaches the gate is stored and used when it gets there (C25). p_gate_key null
--- means the step's pending gate, else its latest gate, else 'approval'. Concurrent deciders are
--- serialised on the gate row (insert-or-lock), so exactly one decision is recorded.
--- p_payload: JSON handed back with the decision (docs/waiting.md#approvals-that-carry-data): the
--- step that asked receives it (request_approval's payload column). A tool gate of an agent
--- (gate key 'tool:<tool_use_id>', opened by a require_approval tool policy) takes only
--- {"arguments": {...}} (approve: run the tool once with these arguments instead of the model's)
--- or {"message": "..."} (do not run the tool: the model gets this text as the tool's result).
--- The payload is part of the first decision: the same decision again applies nothing and keeps
--- the first payload.
--- Errors: 22023 bad decision, a payload a tool gate does not take; ZF003 unknown step; ZF005 a
--- gate key longer than settings.max_name_bytes, a payload over settings.max_approval_request_bytes
--- or nested deeper than settings.max_json_depth; ZF008 already decided otherwise.
--- (The five-argument form of v0.9.0 is dropped: the sixth argument has a default, so every call
--- of the old form resolves to this one.)
-drop function if exists pgflight.approve(bigint, text, text, text, text);
-create or replace function pgflight.approve(p_step_id bigint, p_decision text, p_actor text, p_note text default null,
-                                 p_gate_key text default null, p_payload jsonb default null)
-returns table (step_id bigint, gate_key text, decision text, applied boolean)
-language plpgsql volatile security definer
-set search_path = pg_catalog, pg_temp
-as $$
+CREATE OR REPLACE FUNCTION pgflight.approve(p_step_id bigint, p_decision text, p_actor text, p_note text DEFAULT NULL::text, p_gate_key text DEFAULT NULL::text, p_payload jsonb DEFAULT NULL::jsonb) RETURNS TABLE(step_id bigint, gate_key text, decision text, applied boolean)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
 declare
   v_key text := p_gate_key;
   v_gate record;
@@ -40,7 +22,7 @@ begin
                                   octet_length(p_payload::text), 'approval payload (bytes)');
     perform pgflight._require_json_depth(p_payload, 'approval payload');
   end if;
-  perform pgflight._require_lane_on_step('operator', p_step_id, 'approve');  -- issue 13: tenants
+  perform pgflight._require_lane_on_step('operator', p_step_id, 'approve');  -- tenants
   if not exists (select from pgflight.steps s where s.id = p_step_id) then
     raise exception using errcode = 'ZF003', message = format('unknown step %s', p_step_id);
   end if;
@@ -84,9 +66,10 @@ begin
   return query select p_step_id, v_key, p_decision, true;
 end
 $$;
-comment on function pgflight.approve(bigint, text, text, text, text, jsonb) is
-  'Decide an approval gate (approve | reject) with an optional JSON payload the step receives (a tool gate: '
-  '{"arguments": {...}} or {"message": "..."}); first decision wins. Errors: 22023, ZF003, ZF005, ZF008.';
-grant execute on function pgflight.approve(bigint, text, text, text, text, jsonb) to pgflight_operator;
+
+COMMENT ON FUNCTION pgflight.approve(p_step_id bigint, p_decision text, p_actor text, p_note text, p_gate_key text, p_payload jsonb) IS 'Decide an approval gate (approve | reject) with an optional JSON payload the step receives (a tool gate: {"arguments": {...}} or {"message": "..."}); first decision wins. Errors: 22023, ZF003, ZF005, ZF008.';
+
+REVOKE ALL ON FUNCTION pgflight.approve(p_step_id bigint, p_decision text, p_actor text, p_note text, p_gate_key text, p_payload jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.approve(p_step_id bigint, p_decision text, p_actor text, p_note text, p_gate_key text, p_payload jsonb) TO pgflight_operator;
 
 commit;

@@ -1,5 +1,7 @@
 -- Deploy pgflight:functions/begin_agent_run
+
 begin;
+
 set local role pgflight_owner;
 
 -- Start (or resume) the agent of the step this attempt runs: one agent_runs row per step, kept
@@ -11,18 +13,16 @@ set local role pgflight_owner;
 -- (default: the run's, else 50), max_usd (USD) and max_wall_s (seconds): a budget of this agent
 -- and every descendant, on top of the run's max_usd / max_wall_s and any ancestor agent's.
 -- Errors: ZF001, ZF002, ZF003 (fence), 22023 bad options.
--- Planner settings (issue 18): seq scans off, so the plans a worker's session keeps do not read
+-- Planner settings: seq scans off, so the plans a worker's session keeps do not read
 -- steps and agent_runs whole once those tables grew (the ancestors walk hash-joined a sequential
 -- scan of steps, made while it was small); jit off, so the penalty of a scan left sequential (a
 -- one-row table) cannot cross jit_above_cost and compile the statement.
-create or replace function pgflight.begin_agent_run(p_attempt_id bigint, p_token bigint, p_options jsonb default '{}')
-returns table (agent_run_id bigint, created boolean, iterations integer, tool_calls integer, usd numeric,
-               max_iterations integer, max_tool_calls integer)
-language plpgsql volatile security definer
-set search_path = pg_catalog, pg_temp
-set enable_seqscan = off
-set jit = off
-as $$
+CREATE OR REPLACE FUNCTION pgflight.begin_agent_run(p_attempt_id bigint, p_token bigint, p_options jsonb DEFAULT '{}'::jsonb) RETURNS TABLE(agent_run_id bigint, created boolean, iterations integer, tool_calls integer, usd numeric, max_iterations integer, max_tool_calls integer)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
+    SET jit TO 'off'
+    AS $$
 declare
   v_now timestamptz := pgflight._now();
   v_att record;
@@ -35,11 +35,11 @@ declare
   v_max_usd double precision;
   v_max_wall double precision;
 begin
-  -- every option checked against its spec first (docs/options.md; issue 14): 22023 naming the key
+  -- every option checked against its spec first (docs/options.md): 22023 naming the key
   p_options := pgflight._check_options('begin_agent_run', p_options);
   select a.step_id, a.run_id into v_att from pgflight.step_attempts a
    where a.id = p_attempt_id and a.fencing_token = p_token and a.status in ('claimed', 'running')
-     -- issue 13: only the login whose worker holds the attempt (else ZF012 from _reject_write)
+     -- only the login whose worker holds the attempt (else ZF012 from _reject_write)
      and exists (select from pgflight.workers w where w.id = a.worker_id and w.login = session_user)
      for share of a;
   if not found then
@@ -115,10 +115,10 @@ begin
   return query select v_agent.id, true, 0, 0, 0::numeric, v_agent.max_iterations, v_agent.max_tool_calls;
 end
 $$;
-comment on function pgflight.begin_agent_run(bigint, bigint, jsonb) is
-  'Start or resume the agent of a held step; returns (agent_run_id, created, totals, caps). '
-  'Options (docs/options.md): model, system, task, max_iterations, max_tool_calls, max_usd, max_wall_s. '
-  'Errors: ZF001, ZF002, ZF003, 22023.';
-grant execute on function pgflight.begin_agent_run(bigint, bigint, jsonb) to pgflight_worker;
+
+COMMENT ON FUNCTION pgflight.begin_agent_run(p_attempt_id bigint, p_token bigint, p_options jsonb) IS 'Start or resume the agent of a held step; returns (agent_run_id, created, totals, caps). Options (docs/options.md): model, system, task, max_iterations, max_tool_calls, max_usd, max_wall_s. Errors: ZF001, ZF002, ZF003, 22023.';
+
+REVOKE ALL ON FUNCTION pgflight.begin_agent_run(p_attempt_id bigint, p_token bigint, p_options jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.begin_agent_run(p_attempt_id bigint, p_token bigint, p_options jsonb) TO pgflight_worker;
 
 commit;

@@ -1,5 +1,7 @@
 -- Deploy pgflight:functions/cancel_run
+
 begin;
+
 set local role pgflight_owner;
 
 -- Cancel a run: the run becomes cancelled and every live attempt in it stops. Queued and parked
@@ -7,17 +9,16 @@ set local role pgflight_owner;
 -- hears 'cancelled' on its next heartbeat, and nothing can complete after this (invariant 7).
 -- Cancelling a finished run is a no-op reported as such (was_running = false). Two cancels of one
 -- run are serialised on the attempts' row locks. Errors: ZF003 unknown run.
-create or replace function pgflight.cancel_run(p_run_id bigint, p_actor text default null, p_reason text default null)
-returns table (run_id bigint, was_running boolean, cancelled integer, cancel_requested integer)
-language plpgsql volatile security definer
-set search_path = pg_catalog, pg_temp
-as $$
+CREATE OR REPLACE FUNCTION pgflight.cancel_run(p_run_id bigint, p_actor text DEFAULT NULL::text, p_reason text DEFAULT NULL::text) RETURNS TABLE(run_id bigint, was_running boolean, cancelled integer, cancel_requested integer)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
 declare
   v_status text;
   v_c integer;
   v_r integer;
 begin
-  perform pgflight._require_lane_on_run('operator', p_run_id, 'cancel_run');  -- issue 13: tenants
+  perform pgflight._require_lane_on_run('operator', p_run_id, 'cancel_run');  -- tenants
   select r.status into v_status from pgflight.runs r where r.id = p_run_id;
   if not found then
     raise exception using errcode = 'ZF003', message = format('unknown run %s', p_run_id);
@@ -43,8 +44,10 @@ begin
   return query select p_run_id, true, v_c, v_r;
 end
 $$;
-comment on function pgflight.cancel_run(bigint, text, text) is
-  'Cancel a run and every live attempt in it. Returns counts. Errors: ZF003 unknown run.';
-grant execute on function pgflight.cancel_run(bigint, text, text) to pgflight_operator;
+
+COMMENT ON FUNCTION pgflight.cancel_run(p_run_id bigint, p_actor text, p_reason text) IS 'Cancel a run and every live attempt in it. Returns counts. Errors: ZF003 unknown run.';
+
+REVOKE ALL ON FUNCTION pgflight.cancel_run(p_run_id bigint, p_actor text, p_reason text) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.cancel_run(p_run_id bigint, p_actor text, p_reason text) TO pgflight_operator;
 
 commit;

@@ -1,23 +1,24 @@
 -- Deploy pgflight:functions/cancel_step
+
 begin;
+
 set local role pgflight_owner;
 
 -- Cancel one step and its whole subtree. The parent of the subtree is poked once the subtree
 -- root is terminal, so a parent waiting on it wakes. Cancelling the root step cancels the run.
 -- Locks: the attempts of the subtree its end may cancel, deepest first (_lock_subtree), then as
 -- _cancel_tree and _step_finished. Errors: ZF003 unknown step.
-create or replace function pgflight.cancel_step(p_step_id bigint, p_actor text default null, p_reason text default null)
-returns table (step_id bigint, cancelled integer, cancel_requested integer)
-language plpgsql volatile security definer
-set search_path = pg_catalog, pg_temp
-as $$
+CREATE OR REPLACE FUNCTION pgflight.cancel_step(p_step_id bigint, p_actor text DEFAULT NULL::text, p_reason text DEFAULT NULL::text) RETURNS TABLE(step_id bigint, cancelled integer, cancel_requested integer)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
 declare
   v_step record;
   v_c integer;
   v_r integer;
   v_root_status text;
 begin
-  perform pgflight._require_lane_on_step('operator', p_step_id, 'cancel_step');  -- issue 13: tenants
+  perform pgflight._require_lane_on_step('operator', p_step_id, 'cancel_step');  -- tenants
   select s.id, s.run_id, s.parent_id into v_step from pgflight.steps s where s.id = p_step_id;
   if not found then
     raise exception using errcode = 'ZF003', message = format('unknown step %s', p_step_id);
@@ -44,8 +45,10 @@ begin
   return query select p_step_id, v_c, v_r;
 end
 $$;
-comment on function pgflight.cancel_step(bigint, text, text) is
-  'Cancel a step and its subtree; pokes its parent. Errors: ZF003 unknown step.';
-grant execute on function pgflight.cancel_step(bigint, text, text) to pgflight_operator;
+
+COMMENT ON FUNCTION pgflight.cancel_step(p_step_id bigint, p_actor text, p_reason text) IS 'Cancel a step and its subtree; pokes its parent. Errors: ZF003 unknown step.';
+
+REVOKE ALL ON FUNCTION pgflight.cancel_step(p_step_id bigint, p_actor text, p_reason text) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.cancel_step(p_step_id bigint, p_actor text, p_reason text) TO pgflight_operator;
 
 commit;

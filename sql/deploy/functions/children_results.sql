@@ -1,17 +1,17 @@
 -- Deploy pgflight:functions/children_results
+
 begin;
+
 set local role pgflight_owner;
 
 -- The children of a step in key order, each with its current status, result and last error, for
 -- a woken parent to read. Any caller may read: results are not secret from the tree's worker. A
 -- step outside the login's workspaces answers exactly as a step that does not exist: no row (one
 -- answer for what a login may not see; docs/security.md).
-create or replace function pgflight.children_results(p_step_id bigint)
-returns table (step_key text, step_id bigint, recipe text, status text, attempt_no integer,
-               result jsonb, error jsonb)
-language plpgsql stable security definer
-set search_path = pg_catalog, pg_temp
-as $$
+CREATE OR REPLACE FUNCTION pgflight.children_results(p_step_id bigint) RETURNS TABLE(step_key text, step_id bigint, recipe text, status text, attempt_no integer, result jsonb, error jsonb)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
 begin
   -- the lane on the step's workspace, in the one statement: outside it, no row, as for an unknown step
   return query
@@ -24,8 +24,12 @@ begin
      order by s.step_key;
 end
 $$;
-comment on function pgflight.children_results(bigint) is
-  'Children of a step in key order with status, result and error of their latest attempt.';
-grant execute on function pgflight.children_results(bigint) to pgflight_worker, pgflight_operator, pgflight_reader;
+
+COMMENT ON FUNCTION pgflight.children_results(p_step_id bigint) IS 'Children of a step in key order with status, result and error of their latest attempt.';
+
+REVOKE ALL ON FUNCTION pgflight.children_results(p_step_id bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.children_results(p_step_id bigint) TO pgflight_worker;
+GRANT ALL ON FUNCTION pgflight.children_results(p_step_id bigint) TO pgflight_operator;
+GRANT ALL ON FUNCTION pgflight.children_results(p_step_id bigint) TO pgflight_reader;
 
 commit;

@@ -1,16 +1,18 @@
 -- Deploy pgflight:functions/claim_batch
+
 begin;
+
 set local role pgflight_owner;
 
 -- Lease up to p_batch_size ready attempts to a worker: fairly across workspaces (served in turn,
 -- weighted by share), highest priority first inside a workspace, within the in-flight caps,
--- concurrency keys, rate limits and pauses (issue 15; how, at the head of internals/_fair_claim).
+-- concurrency keys, rate limits and pauses (how, at the head of internals/_fair_claim).
 -- Each claimed attempt gets a fresh fencing token (a global sequence, so tokens strictly
 -- increase) that every later write must carry, and a lease of the step's lease_s, else p_lease_s
 -- seconds, stored on the attempt so heartbeat and reclaim never recompute it from configuration
 -- (C16). First reclaims at most settings.reclaim_in_claim expired leases, so recovery does not
--- wait for cron (a reclaimed row that raises ends alone, issue 14); at most once a second per
--- session (issue 18: the reclaim's pick reads every live lease), except while each reclaim takes
+-- wait for cron (a reclaimed row that raises ends alone); at most once a second per
+-- session (the reclaim's pick reads every live lease), except while each reclaim takes
 -- its whole limit (a crash being drained). p_batch_size 1 to 100000,
 -- p_lease_s 0.001 to 604800. p_recipes limits the recipes (null: any). options: start (boolean, default
 -- false): the attempts go straight to running, as if start_step had been called, which saves the
@@ -22,7 +24,7 @@ set local role pgflight_owner;
 -- max_lease_s, ZF010 unknown or stopped worker or one of another login. Claims only steps of the
 -- workspaces the login has the worker lane on (docs/security.md#tenancy).
 --
--- The fast path (issue 18: server CPU per step): when the call has exactly one ready lane (one
+-- The fast path (server CPU per step): when the call has exactly one ready lane (one
 -- workspace with queued work, or with p_recipes one recipe of one workspace), no global in-flight
 -- cap, no recipe limit, and that workspace has no cap, rate limit or pause, the fair claim has
 -- nothing to decide: claim_batch reads the lane's candidates itself (the same ready index, the same
@@ -40,18 +42,13 @@ set local role pgflight_owner;
 -- 0.07 ms once vacuumed; found by bench/peers). Nothing else claim_batch runs needs a sort of more
 -- than p_batch_size rows. jit off: the cost penalty of that final sort would otherwise cross
 -- jit_above_cost and compile every claim (300 ms measured).
-create or replace function pgflight.claim_batch(
-  p_worker_id bigint, p_batch_size integer, p_lease_s double precision,
-  p_recipes text[] default null, p_options jsonb default '{}')
-returns table (attempt_id bigint, fencing_token bigint, step_id bigint, run_id bigint, parent_id bigint,
-               step_key text, attempt_no integer, recipe text, input jsonb,
-               lease_expires_at timestamptz, deadline_at timestamptz)
-language plpgsql volatile security definer
-set search_path = pg_catalog, pg_temp
-set enable_sort = off
-set enable_seqscan = off
-set jit = off
-as $$
+CREATE OR REPLACE FUNCTION pgflight.claim_batch(p_worker_id bigint, p_batch_size integer, p_lease_s double precision, p_recipes text[] DEFAULT NULL::text[], p_options jsonb DEFAULT '{}'::jsonb) RETURNS TABLE(attempt_id bigint, fencing_token bigint, step_id bigint, run_id bigint, parent_id bigint, step_key text, attempt_no integer, recipe text, input jsonb, lease_expires_at timestamp with time zone, deadline_at timestamp with time zone)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_sort TO 'off'
+    SET enable_seqscan TO 'off'
+    SET jit TO 'off'
+    AS $_$
 declare
   v_now timestamptz := pgflight._now();
   v_reclaim integer;
@@ -67,7 +64,7 @@ declare
   v_last text;
   v_epoch double precision;
 begin
-  -- Issue 18: the options validator and the argument helpers each cost a function call with its
+  -- The options validator and the argument helpers each cost a function call with its
   -- own settings (a GUC save and restore): the start option alone, and arguments inside every
   -- bound, are read here directly; anything else goes through the helpers, which raise the error.
   if p_options = '{}' then
@@ -77,7 +74,7 @@ begin
   else
     v_start := coalesce((pgflight._check_options('claim_batch', p_options) ->> 'start')::boolean, false);
   end if;
-  -- the settings and the worker's last sighting, in one read (issue 18); last_seen_at null: no live
+  -- the settings and the worker's last sighting, in one read; last_seen_at null: no live
   -- worker of that id registered by this login. The worker row is locked FOR SHARE: a concurrent
   -- deregister_worker (an update of the row) is waited for and its stopped_at then read, so a claim
   -- never leases steps to a worker stopped before the claim commits (a read without the lock did,
@@ -95,24 +92,24 @@ begin
                   and p_lease_s <> 'NaN'::double precision, false) then
     perform pgflight._require_positive('batch_size', p_batch_size);
     perform pgflight._require_positive('lease_s', p_lease_s);
-    -- Issue 13: caps on the batch and the lease (claim_batch(2^31-1, 1e9) took every ready step
+    -- Caps on the batch and the lease (claim_batch(2^31-1, 1e9) took every ready step
     -- until 2058).
     perform pgflight._require_cap('max_batch_size', v_settings.max_batch_size, p_batch_size, 'batch_size');
     perform pgflight._require_cap('max_lease_s', v_settings.max_lease_s, p_lease_s, 'lease_s (seconds)');
-    -- issue 14: the hard bounds whatever the caps say (NaN, a lease past _limit('lease_s')): 22023
+    -- the hard bounds whatever the caps say (NaN, a lease past _limit('lease_s')): 22023
     perform pgflight._check_arg('batch_size', p_batch_size, 1, 100000);
     perform pgflight._check_arg('lease_s', p_lease_s, 0.001, pgflight._limit('lease_s'));
   end if;
   -- the workspaces this login may work in: null (every workspace: the single-tenant case) leaves
   -- the claim query as it was; otherwise each candidate row costs one probe of runs by primary key.
   v_ws := pgflight._lane_workspaces('worker');
-  -- the worker must be live and registered by this login (issue 13); another login's id is unknown here
+  -- the worker must be live and registered by this login; another login's id is unknown here
   if v_settings.last_seen_at is null then
     raise exception using errcode = 'ZF010', message = format('unknown or stopped worker %s', p_worker_id),
       detail = format('no live worker %s registered by login %s', p_worker_id, session_user),
       hint = 'Call register_worker first and use the id it returns.';
   end if;
-  -- its last sighting renewed at most once a second (issue 18: a write of workers per claim; its
+  -- its last sighting renewed at most once a second (a write of workers per claim; its
   -- readers, worker_list, metrics_snapshot and engine_health, count a worker alive for 60 s after
   -- it); a clock moved back renews it at once. Only when no other transaction holds the row (SKIP
   -- LOCKED): two claims of one worker id that both hold the share lock above and both went on to
@@ -125,7 +122,7 @@ begin
       update pgflight.workers set last_seen_at = v_now where id = p_worker_id;
     end if;
   end if;
-  -- the reclaim before the claim, at most once a second per session (issue 18): its pick reads
+  -- the reclaim before the claim, at most once a second per session: its pick reads
   -- every live lease (lease_expires_at has no index, so that a heartbeat stays HOT), which cost
   -- 0.08-0.1 ms of every claim with 16 steps in flight and grows with the leases in flight; the
   -- sweeps reclaim the rest. The session's last one is pgflight.claim_reclaim_at (epoch seconds of
@@ -145,7 +142,7 @@ begin
     end if;
   end if;
 
-  -- the fast path (see the head of this file). Issue 18: one statement finds the ready lanes,
+  -- the fast path (see the head of this file). One statement finds the ready lanes,
   -- stopping at the second (a skip-scan probe of a ready index per recipe named, one more for a
   -- second workspace of the first lane), and whether anything else is in play for them (a recipe
   -- limit; a cap, rate limit or pause of the lane's workspace). It was one statement per recipe
@@ -230,11 +227,11 @@ begin
   -- over the workspaces of the login's worker lane (v_ws; null: every workspace)
   return query select * from pgflight._claim_fair(p_worker_id, p_batch_size, p_lease_s, p_recipes, v_start, v_now, v_ws);
 end
-$$;
-comment on function pgflight.claim_batch(bigint, integer, double precision, text[], jsonb) is
-  'Lease up to p_batch_size ready attempts (lease in seconds). Returns at most p_batch_size rows, '
-  'each with its fencing token, from the login''s workspaces. Options (docs/options.md): start (boolean). '
-  'Errors: 22023, ZF005, ZF010 unknown worker.';
-grant execute on function pgflight.claim_batch(bigint, integer, double precision, text[], jsonb) to pgflight_worker;
+$_$;
+
+COMMENT ON FUNCTION pgflight.claim_batch(p_worker_id bigint, p_batch_size integer, p_lease_s double precision, p_recipes text[], p_options jsonb) IS 'Lease up to p_batch_size ready attempts (lease in seconds). Returns at most p_batch_size rows, each with its fencing token, from the login''s workspaces. Options (docs/options.md): start (boolean). Errors: 22023, ZF005, ZF010 unknown worker.';
+
+REVOKE ALL ON FUNCTION pgflight.claim_batch(p_worker_id bigint, p_batch_size integer, p_lease_s double precision, p_recipes text[], p_options jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.claim_batch(p_worker_id bigint, p_batch_size integer, p_lease_s double precision, p_recipes text[], p_options jsonb) TO pgflight_worker;
 
 commit;

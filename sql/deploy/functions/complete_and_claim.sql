@@ -1,9 +1,11 @@
 -- Deploy pgflight:functions/complete_and_claim
+
 begin;
+
 set local role pgflight_owner;
 
 -- A worker's batch of completions and the claim of the slots they free, in one call: claim_batch
--- then complete_batch, in one transaction (issue 18: one round trip and one commit per batch
+-- then complete_batch, in one transaction (one round trip and one commit per batch
 -- instead of two each). It is what a worker sends while a backlog lasts; either part alone is
 -- still claim_batch or complete_batch. Before, the worker sent the same two calls as one CTE,
 -- which the server parsed and planned at every call (0.17 ms a call, 0.021 ms per job); a
@@ -26,16 +28,10 @@ set local role pgflight_owner;
 -- Errors: claim_batch's (22023 bad batch size or lease, ZF005 over settings.max_batch_size /
 -- max_lease_s, ZF010 unknown or stopped worker or one of another login) and complete_batch's
 -- (22023 arrays of different lengths, a NULL element).
-create or replace function pgflight.complete_and_claim(
-  p_worker_id bigint, p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[],
-  p_batch_size integer, p_lease_s double precision, p_recipes text[] default null,
-  p_options jsonb default '{}')
-returns table (attempt_id bigint, fencing_token bigint, step_id bigint, run_id bigint, parent_id bigint,
-               step_key text, attempt_no integer, recipe text, input jsonb,
-               lease_expires_at timestamptz, deadline_at timestamptz, outcome text)
-language plpgsql volatile security definer
-set search_path = pg_catalog, pg_temp
-as $$
+CREATE OR REPLACE FUNCTION pgflight.complete_and_claim(p_worker_id bigint, p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[], p_batch_size integer, p_lease_s double precision, p_recipes text[] DEFAULT NULL::text[], p_options jsonb DEFAULT '{}'::jsonb) RETURNS TABLE(attempt_id bigint, fencing_token bigint, step_id bigint, run_id bigint, parent_id bigint, step_key text, attempt_no integer, recipe text, input jsonb, lease_expires_at timestamp with time zone, deadline_at timestamp with time zone, outcome text)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
 begin
   -- the claim first: the worker row, then attempt rows (the lock order above)
   return query
@@ -48,10 +44,10 @@ begin
       from pgflight.complete_batch(p_attempt_ids, p_tokens, p_results) d;
 end
 $$;
-comment on function pgflight.complete_and_claim(bigint, bigint[], bigint[], jsonb[], integer, double precision, text[], jsonb) is
-  'claim_batch then complete_batch in one transaction: the claimed steps (outcome null), then one '
-  'outcome per attempt given (succeeded | lease_lost | cancelled | result_refused). Errors: those of '
-  'claim_batch (22023, ZF005, ZF010) and complete_batch (22023).';
-grant execute on function pgflight.complete_and_claim(bigint, bigint[], bigint[], jsonb[], integer, double precision, text[], jsonb) to pgflight_worker;
+
+COMMENT ON FUNCTION pgflight.complete_and_claim(p_worker_id bigint, p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[], p_batch_size integer, p_lease_s double precision, p_recipes text[], p_options jsonb) IS 'claim_batch then complete_batch in one transaction: the claimed steps (outcome null), then one outcome per attempt given (succeeded | lease_lost | cancelled | result_refused). Errors: those of claim_batch (22023, ZF005, ZF010) and complete_batch (22023).';
+
+REVOKE ALL ON FUNCTION pgflight.complete_and_claim(p_worker_id bigint, p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[], p_batch_size integer, p_lease_s double precision, p_recipes text[], p_options jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.complete_and_claim(p_worker_id bigint, p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[], p_batch_size integer, p_lease_s double precision, p_recipes text[], p_options jsonb) TO pgflight_worker;
 
 commit;

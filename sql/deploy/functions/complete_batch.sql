@@ -1,34 +1,15 @@
 -- Deploy pgflight:functions/complete_batch
+
 begin;
+
 set local role pgflight_owner;
 
--- Complete many attempts in one transaction (the worker's batched hot path). Parallel arrays.
--- Never raises for a stale attempt: it reports outcome lease_lost or cancelled for that row,
--- records a stale_result_rejected event, and completes the others.
--- A result that cannot be stored poisons only its own row (issue 14 case 2): a result over
--- settings.max_result_bytes (bytes of its JSON text; the one cap on results, issue 18: before,
--- a second whole-batch check raised ZF005 and refused the neighbours too), a result nested deeper
--- than settings.max_json_depth (only a result of more than 2 * max_json_depth + 1 bytes can be,
--- so a small one costs no walk), or — with the text[]
--- overload, which a worker in any language can use to send results as JSON text — a text
--- PostgreSQL refuses as jsonb (a bare NaN or Infinity, \u0000, malformed JSON). That attempt
--- fails at once, not retryable (dead letter, reason result_refused, its error the real one with
--- SQLSTATE, ZF005 for the size), outcome 'result_refused'; the others complete. The check is set-based;
--- the text[] overload casts the whole array in one statement and parses element by element only
--- when that cast fails.
--- An attempt given with a token that is not its current one, or unknown, answers lease_lost; so does
--- an attempt no worker of this login holds, whatever token is sent (another login's, another
--- workspace's: a leaked token): lease_lost for that row alone, nothing written to it, never its
--- status, and the other rows of the batch are answered as usual. Set-based: _complete_many locks
--- only attempts held by this login's workers and reads back the others' outcomes in one statement;
--- no query per row.
--- Errors: 22023 arrays of different lengths, a NULL element of the attempt ids or tokens or an
--- array of more than one dimension (the whole batch refused).
-create or replace function pgflight.complete_batch(p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[])
-returns table (attempt_id bigint, outcome text)
-language plpgsql volatile security definer
-set search_path = pg_catalog, pg_temp
-as $$
+-- The same with each result as JSON text: an element PostgreSQL refuses (NaN, \u0000, malformed)
+-- fails its own attempt with the parser's error; the others complete.
+CREATE OR REPLACE FUNCTION pgflight.complete_batch(p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[]) RETURNS TABLE(attempt_id bigint, outcome text)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
 declare
   v_i integer := 0;
   v_max bigint;
@@ -47,7 +28,7 @@ begin
            else array_position(p_attempt_ids, null) is not null or array_position(p_tokens, null) is not null end) then
     perform pgflight._refuse_fence_arrays('complete_batch', p_attempt_ids, p_tokens);
   end if;
-  -- issue 18: one cap on results, settings.max_result_bytes, checked row by row. The hot path: one
+  -- one cap on results, settings.max_result_bytes, checked row by row. The hot path: one
   -- set-based size check (the cap read in it); a refused row goes through _complete_refusing
   -- and the depth cap, settings.max_json_depth, walked only for a result long enough to exceed it
   if exists (select from unnest(p_results) as r(v), pgflight.settings s,
@@ -82,20 +63,13 @@ begin
   end loop;
 end
 $$;
-comment on function pgflight.complete_batch(bigint[], bigint[], jsonb[]) is
-  'Complete many held attempts; per row outcome succeeded | lease_lost | cancelled | result_refused (its result '
-  'refused: over settings.max_result_bytes or nested deeper than settings.max_json_depth; that step '
-  'dead-letters alone); an attempt not held by the login''s own workers is lease_lost for its row alone. '
-  'Errors: 22023 (lengths differ, a NULL).';
-grant execute on function pgflight.complete_batch(bigint[], bigint[], jsonb[]) to pgflight_worker;
 
--- The same with each result as JSON text: an element PostgreSQL refuses (NaN, \u0000, malformed)
--- fails its own attempt with the parser's error; the others complete.
-create or replace function pgflight.complete_batch(p_attempt_ids bigint[], p_tokens bigint[], p_results text[])
-returns table (attempt_id bigint, outcome text)
-language plpgsql volatile security definer
-set search_path = pg_catalog, pg_temp
-as $$
+COMMENT ON FUNCTION pgflight.complete_batch(p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[]) IS 'Complete many held attempts; per row outcome succeeded | lease_lost | cancelled | result_refused (its result refused: over settings.max_result_bytes or nested deeper than settings.max_json_depth; that step dead-letters alone); an attempt not held by the login''s own workers is lease_lost for its row alone. Errors: 22023 (lengths differ, a NULL).';
+
+CREATE OR REPLACE FUNCTION pgflight.complete_batch(p_attempt_ids bigint[], p_tokens bigint[], p_results text[]) RETURNS TABLE(attempt_id bigint, outcome text)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
 declare
   v_json jsonb[];
   v_errors jsonb[];
@@ -144,10 +118,13 @@ begin
   return query select * from pgflight._complete_refusing(p_attempt_ids, p_tokens, v_json, v_errors);
 end
 $$;
-comment on function pgflight.complete_batch(bigint[], bigint[], text[]) is
-  'Complete many held attempts, results as JSON text; an element PostgreSQL refuses (NaN, \u0000, too large, too deep) '
-  'fails only its own step (outcome failed); an attempt not held by the login''s own workers is lease_lost '
-  'for its row alone. Errors: 22023 (lengths differ, a NULL).';
-grant execute on function pgflight.complete_batch(bigint[], bigint[], text[]) to pgflight_worker;
+
+COMMENT ON FUNCTION pgflight.complete_batch(p_attempt_ids bigint[], p_tokens bigint[], p_results text[]) IS 'Complete many held attempts, results as JSON text; an element PostgreSQL refuses (NaN, \u0000, too large, too deep) fails only its own step (outcome failed); an attempt not held by the login''s own workers is lease_lost for its row alone. Errors: 22023 (lengths differ, a NULL).';
+
+REVOKE ALL ON FUNCTION pgflight.complete_batch(p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.complete_batch(p_attempt_ids bigint[], p_tokens bigint[], p_results jsonb[]) TO pgflight_worker;
+
+REVOKE ALL ON FUNCTION pgflight.complete_batch(p_attempt_ids bigint[], p_tokens bigint[], p_results text[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.complete_batch(p_attempt_ids bigint[], p_tokens bigint[], p_results text[]) TO pgflight_worker;
 
 commit;

@@ -1,5 +1,7 @@
 -- Deploy pgflight:functions/complete_step
+
 begin;
+
 set local role pgflight_owner;
 
 -- Complete an attempt this caller holds, storing p_result (any JSON, or null). The step becomes
@@ -10,17 +12,16 @@ set local role pgflight_owner;
 -- internals/_fencing; an attempt outside the login's worker lanes is unknown, ZF003). A rejected
 -- call changes nothing; record it with record_stale_write, or use complete_batch, which records
 -- it. Any outcome but succeeded, or none, raises.
-create or replace function pgflight.complete_step(p_attempt_id bigint, p_token bigint, p_result jsonb default null)
-returns table (attempt_id bigint, status text)
-language plpgsql volatile security definer
-set search_path = pg_catalog, pg_temp
-as $$
+CREATE OR REPLACE FUNCTION pgflight.complete_step(p_attempt_id bigint, p_token bigint, p_result jsonb DEFAULT NULL::jsonb) RETURNS TABLE(attempt_id bigint, status text)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
 begin
   if p_attempt_id is null or p_token is null then
     perform pgflight._null_refused('complete_step', case when p_attempt_id is null then 'the attempt id'
                                                          else 'the fencing token' end);
   end if;
-  -- issue 13: the result is capped (ZF005, nothing written)
+  -- the result is capped (ZF005, nothing written)
   perform pgflight._require_cap('max_result_bytes', (select s.max_result_bytes from pgflight.settings s),
                                 octet_length(p_result::text), 'result (bytes)');
   perform pgflight._require_json_depth(p_result, 'result');
@@ -31,9 +32,10 @@ begin
   return query select p_attempt_id, 'succeeded'::text;
 end
 $$;
-comment on function pgflight.complete_step(bigint, bigint, jsonb) is
-  'Complete a held attempt with a result. Errors: ZF001 lease lost, ZF002 cancelled, ZF003 unknown, '
-  'ZF005 result too large, ZF012 another login''s attempt, 22023 NULL attempt id or token.';
-grant execute on function pgflight.complete_step(bigint, bigint, jsonb) to pgflight_worker;
+
+COMMENT ON FUNCTION pgflight.complete_step(p_attempt_id bigint, p_token bigint, p_result jsonb) IS 'Complete a held attempt with a result. Errors: ZF001 lease lost, ZF002 cancelled, ZF003 unknown, ZF005 result too large, ZF012 another login''s attempt, 22023 NULL attempt id or token.';
+
+REVOKE ALL ON FUNCTION pgflight.complete_step(p_attempt_id bigint, p_token bigint, p_result jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.complete_step(p_attempt_id bigint, p_token bigint, p_result jsonb) TO pgflight_worker;
 
 commit;

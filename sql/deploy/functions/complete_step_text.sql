@@ -1,5 +1,7 @@
 -- Deploy pgflight:functions/complete_step_text
+
 begin;
+
 set local role pgflight_owner;
 
 -- complete_step with the result as JSON text, parsed here. A jsonb argument that PostgreSQL
@@ -12,11 +14,10 @@ set local role pgflight_owner;
 -- result_refused (the step dead-lettered; the words every batch function shares). Errors: ZF001 lease lost, ZF002 cancelled, ZF003 unknown attempt, ZF012 the attempt
 -- is held by another login's worker (nothing written by a refused call).
 -- Locking: complete_step's, or _complete_refusing's (the attempt, then what its failure ends).
-create or replace function pgflight.complete_step_text(p_attempt_id bigint, p_token bigint, p_result text)
-returns table (attempt_id bigint, status text)
-language plpgsql volatile security definer
-set search_path = pg_catalog, pg_temp
-as $$
+CREATE OR REPLACE FUNCTION pgflight.complete_step_text(p_attempt_id bigint, p_token bigint, p_result text) RETURNS TABLE(attempt_id bigint, status text)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
 declare
   v_json jsonb;
   v_error jsonb;
@@ -46,9 +47,10 @@ begin
   return query select p_attempt_id, 'result_refused'::text;
 end
 $$;
-comment on function pgflight.complete_step_text(bigint, bigint, text) is
-  'Complete a held attempt with its result as JSON text: a result PostgreSQL refuses (\u0000, NaN, malformed, '
-  'over max_result_bytes) dead-letters the step (outcome result_refused, not retried). Errors: ZF001, ZF002, ZF003, ZF012.';
-grant execute on function pgflight.complete_step_text(bigint, bigint, text) to pgflight_worker;
+
+COMMENT ON FUNCTION pgflight.complete_step_text(p_attempt_id bigint, p_token bigint, p_result text) IS 'Complete a held attempt with its result as JSON text: a result PostgreSQL refuses (\u0000, NaN, malformed, over max_result_bytes) dead-letters the step (outcome result_refused, not retried). Errors: ZF001, ZF002, ZF003, ZF012.';
+
+REVOKE ALL ON FUNCTION pgflight.complete_step_text(p_attempt_id bigint, p_token bigint, p_result text) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.complete_step_text(p_attempt_id bigint, p_token bigint, p_result text) TO pgflight_worker;
 
 commit;

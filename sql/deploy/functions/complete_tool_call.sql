@@ -1,5 +1,7 @@
 -- Deploy pgflight:functions/complete_tool_call
+
 begin;
+
 set local role pgflight_owner;
 
 -- Complete a tool call with its result: p_result is the tool_result block sent back to the model
@@ -9,12 +11,10 @@ set local role pgflight_owner;
 -- its first result (completed = false).
 -- Errors: ZF003 no such tool_use, ZF001, ZF002 (fence), 22023 result is not a tool_result block,
 -- ZF005 result nested deeper than settings.max_json_depth.
-create or replace function pgflight.complete_tool_call(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint,
-                                            p_tool_use_id text, p_result jsonb)
-returns table (trace_id bigint, completed boolean)
-language plpgsql volatile security definer
-set search_path = pg_catalog, pg_temp
-as $$
+CREATE OR REPLACE FUNCTION pgflight.complete_tool_call(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_tool_use_id text, p_result jsonb) RETURNS TABLE(trace_id bigint, completed boolean)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
 declare
   v_run pgflight.agent_runs;
   v_stored text[];
@@ -31,8 +31,10 @@ begin
     where t.agent_run_id = v_run.id and t.tool_use_id = p_tool_use_id and t.block_type = 'tool_result';
 end
 $$;
-comment on function pgflight.complete_tool_call(bigint, bigint, bigint, text, jsonb) is
-  'Complete a tool call with its tool_result block (first result wins). Errors: ZF003, ZF001, ZF002, 22023.';
-grant execute on function pgflight.complete_tool_call(bigint, bigint, bigint, text, jsonb) to pgflight_worker;
+
+COMMENT ON FUNCTION pgflight.complete_tool_call(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_tool_use_id text, p_result jsonb) IS 'Complete a tool call with its tool_result block (first result wins). Errors: ZF003, ZF001, ZF002, 22023.';
+
+REVOKE ALL ON FUNCTION pgflight.complete_tool_call(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_tool_use_id text, p_result jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.complete_tool_call(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_tool_use_id text, p_result jsonb) TO pgflight_worker;
 
 commit;

@@ -1,5 +1,7 @@
 -- Deploy pgflight:functions/complete_tool_calls
+
 begin;
+
 set local role pgflight_owner;
 
 -- Complete an iteration's tool calls in one transaction and, with p_next_iteration, admit the next
@@ -24,21 +26,18 @@ set local role pgflight_owner;
 -- Errors: ZF003 no such tool_use (nothing stored), ZF001, ZF002 (fence), 22023 malformed results,
 -- iteration < 1 or est_usd < 0, ZF005 results nested deeper than settings.max_json_depth (the
 -- array counts as a level).
--- Issue 18 (agent server time): the fence and the store of _store_tool_results run here, not
+-- Agent server time: the fence and the store of _store_tool_results run here, not
 -- through the helpers (each helper call, with its SET clauses, cost more than its statements);
 -- _agent_fence still raises on a miss and _store_tool_results on bad results. The store runs on a
 -- generic plan, as in the helper (a custom plan was made anew at every call); so does the rest of
 -- the function: index lookups by primary key.
-create or replace function pgflight.complete_tool_calls(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint,
-                                             p_results jsonb, p_next_iteration integer default null,
-                                             p_est_usd numeric default null)
-returns table (agent_run_id bigint, stored text[], reserved boolean, reserved_usd numeric, refusal jsonb)
-language plpgsql volatile security definer
-set search_path = pg_catalog, pg_temp
-set plan_cache_mode = force_generic_plan
-set enable_seqscan = off
-set jit = off
-as $$
+CREATE OR REPLACE FUNCTION pgflight.complete_tool_calls(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_results jsonb, p_next_iteration integer DEFAULT NULL::integer, p_est_usd numeric DEFAULT NULL::numeric) RETURNS TABLE(agent_run_id bigint, stored text[], reserved boolean, reserved_usd numeric, refusal jsonb)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET plan_cache_mode TO 'force_generic_plan'
+    SET enable_seqscan TO 'off'
+    SET jit TO 'off'
+    AS $$
 declare
   v_now timestamptz := pgflight._now();
   v_run pgflight.agent_runs;
@@ -48,7 +47,7 @@ declare
   v_malformed boolean;  -- an element is not a tool_result block with a tool_use_id
   v_f record;  -- the fence's row: the agent run and whether a wall-time cap of its reservation ran out
 begin
-  -- bounded, so the budgets' numeric(16, 8) cannot overflow (issue 14); _check_arg raises (issue 18:
+  -- bounded, so the budgets' numeric(16, 8) cannot overflow; _check_arg raises (
   -- called only for a value out of range, the call cost more than the check)
   if p_est_usd is not null and not (p_est_usd >= 0 and p_est_usd <= 1000000) then
     perform pgflight._check_arg('est_usd', p_est_usd, 0, 1000000);
@@ -82,7 +81,7 @@ begin
   -- in flight or interrupted, completed; the first result of a call wins. Results that are not an
   -- array go to the helper first, which raises 22023 (jsonb_array_elements would raise its own
   -- error); results with an element that is not a tool_result block with a tool_use_id, or that
-  -- name an unknown call, go to it after the statement (which found them: issue 18, it was a
+  -- name an unknown call, go to it after the statement (which found them: it was a
   -- statement of its own before), and it raises 22023 or ZF003: nothing stays stored.
   if p_results is null or jsonb_typeof(p_results) <> 'array' then
     perform pgflight._store_tool_results(v_run.id, p_attempt_id, p_results, v_now);
@@ -169,7 +168,7 @@ begin
   else
     v_refusal := pgflight._reserve(v_run, p_attempt_id, p_next_iteration, p_est_usd, v_now);
   end if;
-  -- the row returned without a query (issue 18)
+  -- the row returned without a query
   agent_run_id := v_run.id;
   stored := v_stored;
   reserved := v_refusal is null;
@@ -178,9 +177,10 @@ begin
   return next;
 end
 $$;
-comment on function pgflight.complete_tool_calls(bigint, bigint, bigint, jsonb, integer, numeric) is
-  'Store an iteration''s tool results and admit the next model call, in one transaction; a refused '
-  'admission is returned (reserved = false, refusal), not raised. Errors: ZF003, ZF001, ZF002, 22023.';
-grant execute on function pgflight.complete_tool_calls(bigint, bigint, bigint, jsonb, integer, numeric) to pgflight_worker;
+
+COMMENT ON FUNCTION pgflight.complete_tool_calls(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_results jsonb, p_next_iteration integer, p_est_usd numeric) IS 'Store an iteration''s tool results and admit the next model call, in one transaction; a refused admission is returned (reserved = false, refusal), not raised. Errors: ZF003, ZF001, ZF002, 22023.';
+
+REVOKE ALL ON FUNCTION pgflight.complete_tool_calls(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_results jsonb, p_next_iteration integer, p_est_usd numeric) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.complete_tool_calls(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_results jsonb, p_next_iteration integer, p_est_usd numeric) TO pgflight_worker;
 
 commit;

@@ -1,18 +1,18 @@
 -- Deploy pgflight:functions/cost_by_day
+
 begin;
+
 set local role pgflight_owner;
 
 -- Read: model spend by workspace and UTC day over the last p_days days (1..92, today included):
 -- model calls, input and output tokens, USD, and the day's cap (workspaces.daily_usd_cap, null: no
 -- cap) with the USD reserved by calls in flight (from the workspace_day budget). Reads costs
 -- through costs_at_idx: the cost is the window's calls, not the ledger. Only the workspaces the
--- login may read (issue 13). Errors: 22023 bad p_days.
-create or replace function pgflight.cost_by_day(p_days integer default 14)
-returns table (workspace text, day date, model_calls bigint, input_tokens bigint, output_tokens bigint,
-               usd numeric, cap_usd numeric, reserved_usd numeric)
-language plpgsql stable security definer
-set search_path = pg_catalog, pg_temp
-as $$
+-- login may read. Errors: 22023 bad p_days.
+CREATE OR REPLACE FUNCTION pgflight.cost_by_day(p_days integer DEFAULT 14) RETURNS TABLE(workspace text, day date, model_calls bigint, input_tokens bigint, output_tokens bigint, usd numeric, cap_usd numeric, reserved_usd numeric)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
 declare
   v_from date;
   v_lanes bigint[] := pgflight._lane_workspaces('reader');  -- null: every workspace
@@ -37,8 +37,11 @@ begin
    order by sp.day desc, w.name;
 end
 $$;
-comment on function pgflight.cost_by_day(integer) is
-  'Read: model calls, tokens and USD by workspace and UTC day, with the daily cap. Errors: 22023.';
-grant execute on function pgflight.cost_by_day(integer) to pgflight_reader, pgflight_operator;
+
+COMMENT ON FUNCTION pgflight.cost_by_day(p_days integer) IS 'Read: model calls, tokens and USD by workspace and UTC day, with the daily cap. Errors: 22023.';
+
+REVOKE ALL ON FUNCTION pgflight.cost_by_day(p_days integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.cost_by_day(p_days integer) TO pgflight_reader;
+GRANT ALL ON FUNCTION pgflight.cost_by_day(p_days integer) TO pgflight_operator;
 
 commit;

@@ -1,24 +1,25 @@
 -- Deploy pgflight:functions/create_workspace
+
 begin;
+
 set local role pgflight_owner;
 
 -- Create a workspace (tenant), or update the caps of an existing one with the same name.
 -- options: daily_usd_cap (USD per UTC day), max_run_usd (USD per run tree). Idempotent by name.
 -- Errors: 22023 for a blank name or a non-numeric cap.
-create or replace function pgflight.create_workspace(p_name text, p_options jsonb default '{}')
-returns bigint
-language plpgsql volatile security definer
-set search_path = pg_catalog, pg_temp
-as $$
+CREATE OR REPLACE FUNCTION pgflight.create_workspace(p_name text, p_options jsonb DEFAULT '{}'::jsonb) RETURNS bigint
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
 declare
   v_id bigint;
 begin
-  perform pgflight._require_lane('operator', null, 'create_workspace');  -- issue 13: acts on every workspace
+  perform pgflight._require_lane('operator', null, 'create_workspace');  -- acts on every workspace
   if length(p_name) > 200 then
     raise exception using errcode = '22023', message = 'workspace name is longer than 200 characters',
       detail = format('got %s characters', length(p_name));
   end if;
-  -- every option checked against its spec first (docs/options.md; issue 14): 22023 naming the key
+  -- every option checked against its spec first (docs/options.md): 22023 naming the key
   p_options := pgflight._check_options('create_workspace', p_options);
   if p_name is null or btrim(p_name) = '' then
     raise exception using errcode = '22023', message = 'workspace name is required',
@@ -37,8 +38,10 @@ begin
   return v_id;
 end
 $$;
-comment on function pgflight.create_workspace(text, jsonb) is
-  'Create or update a workspace by name; returns its id. options: daily_usd_cap, max_run_usd (USD). Errors: 22023.';
-grant execute on function pgflight.create_workspace(text, jsonb) to pgflight_operator;
+
+COMMENT ON FUNCTION pgflight.create_workspace(p_name text, p_options jsonb) IS 'Create or update a workspace by name; returns its id. options: daily_usd_cap, max_run_usd (USD). Errors: 22023.';
+
+REVOKE ALL ON FUNCTION pgflight.create_workspace(p_name text, p_options jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.create_workspace(p_name text, p_options jsonb) TO pgflight_operator;
 
 commit;

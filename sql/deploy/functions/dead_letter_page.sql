@@ -1,17 +1,17 @@
 -- Deploy pgflight:functions/dead_letter_page
+
 begin;
+
 set local role pgflight_owner;
 
 -- Read: dead-lettered steps (whose latest attempt is dead_letter), newest first, keyset-paged by
 -- attempt id (p_after: the last attempt_id of the previous page; null for the first), at most
 -- p_limit (1..500). Walks step_attempts_dead_letter_idx: the cost is the page, not the history.
--- Only the workspaces the login may read (issue 13). Errors: 22023 bad limit.
-create or replace function pgflight.dead_letter_page(p_after bigint default null, p_limit integer default 50)
-returns table (attempt_id bigint, step_id bigint, run_id bigint, workspace text, step_key text, recipe text,
-               attempt_no integer, failed_attempts integer, reason text, error jsonb, finished_at timestamptz)
-language plpgsql stable security definer
-set search_path = pg_catalog, pg_temp
-as $$
+-- Only the workspaces the login may read. Errors: 22023 bad limit.
+CREATE OR REPLACE FUNCTION pgflight.dead_letter_page(p_after bigint DEFAULT NULL::bigint, p_limit integer DEFAULT 50) RETURNS TABLE(attempt_id bigint, step_id bigint, run_id bigint, workspace text, step_key text, recipe text, attempt_no integer, failed_attempts integer, reason text, error jsonb, finished_at timestamp with time zone)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
 declare
   v_lanes bigint[] := pgflight._lane_workspaces('reader');  -- null: every workspace
 begin
@@ -29,8 +29,11 @@ begin
    limit p_limit;
 end
 $$;
-comment on function pgflight.dead_letter_page(bigint, integer) is
-  'Read: dead-lettered steps with their last error, newest first, keyset-paged by attempt id. Errors: 22023.';
-grant execute on function pgflight.dead_letter_page(bigint, integer) to pgflight_reader, pgflight_operator;
+
+COMMENT ON FUNCTION pgflight.dead_letter_page(p_after bigint, p_limit integer) IS 'Read: dead-lettered steps with their last error, newest first, keyset-paged by attempt id. Errors: 22023.';
+
+REVOKE ALL ON FUNCTION pgflight.dead_letter_page(p_after bigint, p_limit integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.dead_letter_page(p_after bigint, p_limit integer) TO pgflight_reader;
+GRANT ALL ON FUNCTION pgflight.dead_letter_page(p_after bigint, p_limit integer) TO pgflight_operator;
 
 commit;

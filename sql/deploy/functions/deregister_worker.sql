@@ -1,5 +1,7 @@
 -- Deploy pgflight:functions/deregister_worker
+
 begin;
+
 set local role pgflight_owner;
 
 -- Mark a worker stopped (graceful shutdown), then release every lease it still holds: each
@@ -11,14 +13,13 @@ set local role pgflight_owner;
 -- failed. Without this, those steps stayed leased to a stopped worker until their leases lapsed,
 -- an attempt spent (found by tests_py/test_attack_s7.py). Locks: the worker row, then its attempts
 -- in id order, the order of claim_batch and heartbeat.
--- Only the login that registered the worker may stop it (issue 13): any other id, stopped or
+-- Only the login that registered the worker may stop it: any other id, stopped or
 -- not, is ZF010, so a sweep over a range of ids ends nobody else's workers. Stopping a stopped
 -- worker of one's own is a no-op apart from the release of what it still holds.
-create or replace function pgflight.deregister_worker(p_worker_id bigint)
-returns void
-language plpgsql volatile security definer
-set search_path = pg_catalog, pg_temp
-as $$
+CREATE OR REPLACE FUNCTION pgflight.deregister_worker(p_worker_id bigint) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
 declare
   v_held record;
 begin
@@ -43,7 +44,10 @@ begin
   end loop;
 end
 $$;
-comment on function pgflight.deregister_worker(bigint) is 'Mark a worker of this login stopped and release the leases it still holds (no attempt spent). Errors: ZF010.';
-grant execute on function pgflight.deregister_worker(bigint) to pgflight_worker;
+
+COMMENT ON FUNCTION pgflight.deregister_worker(p_worker_id bigint) IS 'Mark a worker of this login stopped and release the leases it still holds (no attempt spent). Errors: ZF010.';
+
+REVOKE ALL ON FUNCTION pgflight.deregister_worker(p_worker_id bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.deregister_worker(p_worker_id bigint) TO pgflight_worker;
 
 commit;

@@ -1,15 +1,16 @@
 -- Deploy pgflight:functions/drop_tool_policy
+
 begin;
+
 set local role pgflight_owner;
 
 -- Remove the policy of one tool (or '*') in a workspace: its calls fall back to the '*' policy,
 -- or are allowed. Returns whether a policy was removed (false: there was none).
 -- Errors: 22023 a NULL argument; ZF003 unknown workspace; ZF012 not an operator of the workspace.
-create or replace function pgflight.drop_tool_policy(p_workspace text, p_tool text)
-returns boolean
-language plpgsql volatile security definer
-set search_path = pg_catalog, pg_temp
-as $$
+CREATE OR REPLACE FUNCTION pgflight.drop_tool_policy(p_workspace text, p_tool text) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
 declare
   v_ws bigint;
 begin
@@ -24,9 +25,10 @@ begin
   return found;
 end
 $$;
-comment on function pgflight.drop_tool_policy(text, text) is
-  'Remove a workspace''s policy for a tool (or ''*''); true when one was removed. Errors: 22023, ZF003, ZF012.';
-revoke execute on function pgflight.drop_tool_policy(text, text) from public;
-grant execute on function pgflight.drop_tool_policy(text, text) to pgflight_operator;
+
+COMMENT ON FUNCTION pgflight.drop_tool_policy(p_workspace text, p_tool text) IS 'Remove a workspace''s policy for a tool (or ''*''); true when one was removed. Errors: 22023, ZF003, ZF012.';
+
+REVOKE ALL ON FUNCTION pgflight.drop_tool_policy(p_workspace text, p_tool text) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.drop_tool_policy(p_workspace text, p_tool text) TO pgflight_operator;
 
 commit;

@@ -1,5 +1,7 @@
 -- Deploy pgflight:functions/emit_event
+
 begin;
+
 set local role pgflight_owner;
 
 -- Emit event p_name / p_key with p_payload in workspace p_workspace (docs/waiting.md). Called by
@@ -19,12 +21,10 @@ set local role pgflight_owner;
 -- settings.max_event_payload_bytes or nested deeper than settings.max_json_depth.
 -- Locks: the event channel row (as wait_event does, so no wake-up is lost), then each pending wait
 -- in id order, then the attempt parked on it; two emits of one name and key take turns.
-create or replace function pgflight.emit_event(p_workspace text, p_name text, p_key text,
-                                               p_payload jsonb default null, p_options jsonb default '{}')
-returns table (event_id text, emitted boolean, woken integer)
-language plpgsql volatile security definer
-set search_path = pg_catalog, pg_temp
-as $$
+CREATE OR REPLACE FUNCTION pgflight.emit_event(p_workspace text, p_name text, p_key text, p_payload jsonb DEFAULT NULL::jsonb, p_options jsonb DEFAULT '{}'::jsonb) RETURNS TABLE(event_id text, emitted boolean, woken integer)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
 declare
   v_now timestamptz := pgflight._now();
   v_opts jsonb := pgflight._check_options('emit_event', p_options);  -- docs/options.md
@@ -87,10 +87,11 @@ begin
   return query select v_event_id, true, v_woken;
 end
 $$;
-comment on function pgflight.emit_event(text, text, text, jsonb, jsonb) is
-  'Emit an event (name, key, payload) in a workspace: kept for settings.event_retention_s, resolves every '
-  'pending wait for it and requeues the steps parked on them; idempotent by options.event_id. Returns the '
-  'event id, whether it was new, how many waits it woke. Errors: 22023, ZF003, ZF004, ZF005.';
-grant execute on function pgflight.emit_event(text, text, text, jsonb, jsonb) to pgflight_operator, pgflight_worker;
+
+COMMENT ON FUNCTION pgflight.emit_event(p_workspace text, p_name text, p_key text, p_payload jsonb, p_options jsonb) IS 'Emit an event (name, key, payload) in a workspace: kept for settings.event_retention_s, resolves every pending wait for it and requeues the steps parked on them; idempotent by options.event_id. Returns the event id, whether it was new, how many waits it woke. Errors: 22023, ZF003, ZF004, ZF005.';
+
+REVOKE ALL ON FUNCTION pgflight.emit_event(p_workspace text, p_name text, p_key text, p_payload jsonb, p_options jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.emit_event(p_workspace text, p_name text, p_key text, p_payload jsonb, p_options jsonb) TO pgflight_operator;
+GRANT ALL ON FUNCTION pgflight.emit_event(p_workspace text, p_name text, p_key text, p_payload jsonb, p_options jsonb) TO pgflight_worker;
 
 commit;

@@ -1,5 +1,7 @@
 -- Deploy pgflight:functions/enforce_budgets
+
 begin;
+
 set local role pgflight_owner;
 
 -- Sweep, bounded by p_limit per pass:
@@ -18,21 +20,20 @@ set local role pgflight_owner;
 -- then the budget row is stamped, the same order as the agent writes (attempt, then budget), so the
 -- sweep cannot deadlock with a worker. Two sweeps may both cancel a tree; the second finds nothing
 -- live. Returns reservations released plus trees cancelled.
--- Each reservation and each tree in a subtransaction of its own (issue 18): one that raises is
+-- Each reservation and each tree in a subtransaction of its own: one that raises is
 -- skipped with a WARNING naming it, and the rest of the pass goes on; the next pass tries it again.
-create or replace function pgflight.enforce_budgets(p_limit integer default 1000)
-returns integer
-language plpgsql volatile security definer
-set search_path = pg_catalog, pg_temp
-as $$
+CREATE OR REPLACE FUNCTION pgflight.enforce_budgets(p_limit integer DEFAULT 1000) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
 declare
   v_now timestamptz := pgflight._now();
   v_count integer := 0;
   v_row record;
   v_reason text;
 begin
-  perform pgflight._require_lane('operator', null, 'enforce_budgets');  -- issue 13: acts on every workspace
-  perform pgflight._check_limit(p_limit);  -- 22023 for a negative limit (issue 14)
+  perform pgflight._require_lane('operator', null, 'enforce_budgets');  -- acts on every workspace
+  perform pgflight._check_limit(p_limit);  -- 22023 for a negative limit
   for v_row in
     select r.id, r.reserved_iteration is not null as held from pgflight.agent_runs r
       join pgflight.step_attempts a on a.id = r.reserved_attempt_id
@@ -88,9 +89,10 @@ begin
   return v_count;
 end
 $$;
-comment on function pgflight.enforce_budgets(integer) is
-  'Sweep: release reservations of lapsed attempts; prune model-token windows; cancel trees over their USD or '
-  'wall-time cap. Returns the count.';
-grant execute on function pgflight.enforce_budgets(integer) to pgflight_operator;
+
+COMMENT ON FUNCTION pgflight.enforce_budgets(p_limit integer) IS 'Sweep: release reservations of lapsed attempts; prune model-token windows; cancel trees over their USD or wall-time cap. Returns the count.';
+
+REVOKE ALL ON FUNCTION pgflight.enforce_budgets(p_limit integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.enforce_budgets(p_limit integer) TO pgflight_operator;
 
 commit;

@@ -1,5 +1,7 @@
 -- Deploy pgflight:functions/expire_waits
+
 begin;
+
 set local role pgflight_owner;
 
 -- Sweep (run_sweeps, each pass): resolve up to p_limit pending waits whose due_at has passed (a
@@ -10,11 +12,10 @@ set local role pgflight_owner;
 -- holds is left to the next pass), each wait in a subtransaction of its own (one that raises is
 -- skipped with a WARNING naming it). Returns the waits resolved plus the events deleted.
 -- Errors: 22023 a negative limit; ZF012 a login that is not an operator of every workspace.
-create or replace function pgflight.expire_waits(p_limit integer default 1000)
-returns integer
-language plpgsql volatile security definer
-set search_path = pg_catalog, pg_temp
-as $$
+CREATE OR REPLACE FUNCTION pgflight.expire_waits(p_limit integer DEFAULT 1000) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
 declare
   v_now timestamptz := pgflight._now();
   v_row record;
@@ -57,9 +58,10 @@ begin
   return v_count + v_deleted;
 end
 $$;
-comment on function pgflight.expire_waits(integer) is
-  'Sweep: resolve due timers (elapsed) and timed-out event waits (default payload), requeue their steps; '
-  'delete emitted events past their retention and unused channel rows; returns waits resolved + events deleted.';
-grant execute on function pgflight.expire_waits(integer) to pgflight_operator;
+
+COMMENT ON FUNCTION pgflight.expire_waits(p_limit integer) IS 'Sweep: resolve due timers (elapsed) and timed-out event waits (default payload), requeue their steps; delete emitted events past their retention and unused channel rows; returns waits resolved + events deleted.';
+
+REVOKE ALL ON FUNCTION pgflight.expire_waits(p_limit integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.expire_waits(p_limit integer) TO pgflight_operator;
 
 commit;

@@ -1,5 +1,7 @@
 -- Deploy pgflight:functions/fail_step
+
 begin;
+
 set local role pgflight_owner;
 
 -- Fail an attempt this caller holds. p_error: JSON describing the error (kept on the attempt and
@@ -9,11 +11,10 @@ set local role pgflight_owner;
 -- claimable), dead_letter, or cancelled (the run had ended).
 -- Errors: ZF001 lease lost, ZF002 cancelled, ZF003 unknown attempt, 22023 bad options, ZF005 error
 -- over settings.max_error_bytes or nested deeper than settings.max_json_depth.
-create or replace function pgflight.fail_step(p_attempt_id bigint, p_token bigint, p_error jsonb, p_options jsonb default '{}')
-returns table (attempt_id bigint, outcome text, next_attempt_id bigint, available_after timestamptz)
-language plpgsql volatile security definer
-set search_path = pg_catalog, pg_temp
-as $$
+CREATE OR REPLACE FUNCTION pgflight.fail_step(p_attempt_id bigint, p_token bigint, p_error jsonb, p_options jsonb DEFAULT '{}'::jsonb) RETURNS TABLE(attempt_id bigint, outcome text, next_attempt_id bigint, available_after timestamp with time zone)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
 declare
   v_status text;
   v_opts jsonb := pgflight._check_options('fail_step', p_options);
@@ -30,7 +31,7 @@ begin
                 and (not v_retryable or s.failed_attempts + 1 >= s.max_attempts)) then
     perform pgflight._lock_cascade(p_attempt_id, false);
   end if;
-  -- issue 13: the error is capped (ZF005, nothing written)
+  -- the error is capped (ZF005, nothing written)
   perform pgflight._require_cap('max_error_bytes', (select s.max_error_bytes from pgflight.settings s),
                                 octet_length(p_error::text), 'error (bytes)');
   perform pgflight._require_json_depth(p_error, 'error');
@@ -42,9 +43,10 @@ begin
                                   'failed') f;
 end
 $$;
-comment on function pgflight.fail_step(bigint, bigint, jsonb, jsonb) is
-  'Fail a held attempt: retry with backoff or dead letter at the ceiling. Options (docs/options.md): '
-  'retryable (boolean, default true), retry_after_s (seconds, 0 to 2592000). Errors: ZF001, ZF002, ZF003, ZF005, ZF012, 22023.';
-grant execute on function pgflight.fail_step(bigint, bigint, jsonb, jsonb) to pgflight_worker;
+
+COMMENT ON FUNCTION pgflight.fail_step(p_attempt_id bigint, p_token bigint, p_error jsonb, p_options jsonb) IS 'Fail a held attempt: retry with backoff or dead letter at the ceiling. Options (docs/options.md): retryable (boolean, default true), retry_after_s (seconds, 0 to 2592000). Errors: ZF001, ZF002, ZF003, ZF005, ZF012, 22023.';
+
+REVOKE ALL ON FUNCTION pgflight.fail_step(p_attempt_id bigint, p_token bigint, p_error jsonb, p_options jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.fail_step(p_attempt_id bigint, p_token bigint, p_error jsonb, p_options jsonb) TO pgflight_worker;
 
 commit;

@@ -1,5 +1,7 @@
 -- Deploy pgflight:functions/fail_step_text
+
 begin;
+
 set local role pgflight_owner;
 
 -- fail_step with the error as JSON text, parsed here. A jsonb argument that PostgreSQL refuses (a
@@ -11,12 +13,10 @@ set local role pgflight_owner;
 -- dead letter, p_options) is fail_step's. Returns fail_step's row. Errors: fail_step's (ZF001
 -- lease lost, ZF002 cancelled, ZF003 unknown attempt, ZF012, 22023 bad options).
 -- Locking: fail_step's.
-create or replace function pgflight.fail_step_text(p_attempt_id bigint, p_token bigint, p_error text,
-                                                   p_options jsonb default '{}')
-returns table (attempt_id bigint, outcome text, next_attempt_id bigint, available_after timestamptz)
-language plpgsql volatile security definer
-set search_path = pg_catalog, pg_temp
-as $$
+CREATE OR REPLACE FUNCTION pgflight.fail_step_text(p_attempt_id bigint, p_token bigint, p_error text, p_options jsonb DEFAULT '{}'::jsonb) RETURNS TABLE(attempt_id bigint, outcome text, next_attempt_id bigint, available_after timestamp with time zone)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
 declare
   v_error jsonb;
   v_max bigint := (select s.max_error_bytes from pgflight.settings s);
@@ -36,9 +36,10 @@ begin
                  from pgflight.fail_step(p_attempt_id, p_token, v_error, p_options) f;
 end
 $$;
-comment on function pgflight.fail_step_text(bigint, bigint, text, jsonb) is
-  'Fail a held attempt with its error as JSON text: an error PostgreSQL refuses (\u0000, NaN, malformed, '
-  'over max_error_bytes) is stored as a message with its first characters. Options and errors: fail_step''s.';
-grant execute on function pgflight.fail_step_text(bigint, bigint, text, jsonb) to pgflight_worker;
+
+COMMENT ON FUNCTION pgflight.fail_step_text(p_attempt_id bigint, p_token bigint, p_error text, p_options jsonb) IS 'Fail a held attempt with its error as JSON text: an error PostgreSQL refuses (\u0000, NaN, malformed, over max_error_bytes) is stored as a message with its first characters. Options and errors: fail_step''s.';
+
+REVOKE ALL ON FUNCTION pgflight.fail_step_text(p_attempt_id bigint, p_token bigint, p_error text, p_options jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.fail_step_text(p_attempt_id bigint, p_token bigint, p_error text, p_options jsonb) TO pgflight_worker;
 
 commit;

@@ -1,16 +1,17 @@
 -- Deploy pgflight:functions/find_effect
+
 begin;
+
 set local role pgflight_owner;
 
 -- Look up the receipt of effect p_key of step p_step_id: one row when the effect already
 -- happened (by any attempt), none otherwise. A read: any worker of the tree may call it. A step
 -- outside the login's workspaces answers exactly as a step that does not exist: no row (one answer
 -- for what a login may not see; docs/security.md).
-create or replace function pgflight.find_effect(p_step_id bigint, p_key text)
-returns table (effect_id bigint, result jsonb, attempt_id bigint, recorded_at timestamptz)
-language plpgsql stable security definer
-set search_path = pg_catalog, pg_temp
-as $$
+CREATE OR REPLACE FUNCTION pgflight.find_effect(p_step_id bigint, p_key text) RETURNS TABLE(effect_id bigint, result jsonb, attempt_id bigint, recorded_at timestamp with time zone)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
 begin
   -- the lane on the step's workspace, in the one statement: outside it, no row, as for an unknown step
   return query
@@ -21,8 +22,10 @@ begin
                                      where s.id = p_step_id));
 end
 $$;
-comment on function pgflight.find_effect(bigint, text) is
-  'The receipt of a step''s effect by key: (effect_id, result, attempt_id, recorded_at), or no row.';
-grant execute on function pgflight.find_effect(bigint, text) to pgflight_worker;
+
+COMMENT ON FUNCTION pgflight.find_effect(p_step_id bigint, p_key text) IS 'The receipt of a step''s effect by key: (effect_id, result, attempt_id, recorded_at), or no row.';
+
+REVOKE ALL ON FUNCTION pgflight.find_effect(p_step_id bigint, p_key text) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.find_effect(p_step_id bigint, p_key text) TO pgflight_worker;
 
 commit;

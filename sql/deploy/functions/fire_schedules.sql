@@ -1,5 +1,7 @@
 -- Deploy pgflight:functions/fire_schedules
+
 begin;
+
 set local role pgflight_owner;
 
 -- Sweep: fire the schedules that are due, at most p_limit of each kind per call; returns the
@@ -17,11 +19,10 @@ set local role pgflight_owner;
 -- queue_one holds it (at most one, the latest) and submits it when that run ends; allow submits.
 -- A refused submit (e.g. the recipe's workspace was deleted meanwhile) is recorded as failed
 -- with its error, and the schedule goes on: one bad schedule never stops the sweep.
-create or replace function pgflight.fire_schedules(p_limit integer default 100)
-returns integer
-language plpgsql volatile security definer
-set search_path = pg_catalog, pg_temp
-as $$
+CREATE OR REPLACE FUNCTION pgflight.fire_schedules(p_limit integer DEFAULT 100) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
 declare
   v_now timestamptz := pgflight._now();
   v_s record;
@@ -86,9 +87,10 @@ begin
   return v_count;
 end
 $$;
-comment on function pgflight.fire_schedules(integer) is
-  'Sweep: fire due schedules once each (by schedule and fire time), with catch-up and overlap policies; returns firings decided. Errors: 22023 negative p_limit, ZF012.';
-revoke execute on function pgflight.fire_schedules(integer) from public;
-grant execute on function pgflight.fire_schedules(integer) to pgflight_operator;
+
+COMMENT ON FUNCTION pgflight.fire_schedules(p_limit integer) IS 'Sweep: fire due schedules once each (by schedule and fire time), with catch-up and overlap policies; returns firings decided. Errors: 22023 negative p_limit, ZF012.';
+
+REVOKE ALL ON FUNCTION pgflight.fire_schedules(p_limit integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.fire_schedules(p_limit integer) TO pgflight_operator;
 
 commit;

@@ -1,17 +1,17 @@
 -- Deploy pgflight:functions/grant_workspace
--- requires: internals/_trust
+
 begin;
+
 set local role pgflight_owner;
 
 -- Grant a login a lane (worker, operator, reader) on a workspace (by name; null: every workspace,
 -- present and future). Idempotent: granting twice changes nothing. Only the owner (its members and
 -- superusers) may call it: EXECUTE is granted to no lane. The login must exist; the workspace too.
 -- Errors: 22023 unknown lane or login, ZF003 unknown workspace.
-create or replace function pgflight.grant_workspace(p_login name, p_workspace text, p_lane text)
-returns boolean
-language plpgsql volatile security definer
-set search_path = pg_catalog, pg_temp
-as $$
+CREATE OR REPLACE FUNCTION pgflight.grant_workspace(p_login name, p_workspace text, p_lane text) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
 declare
   v_ws bigint;
   v_added integer;
@@ -37,8 +37,9 @@ begin
   return v_added > 0;
 end
 $$;
-comment on function pgflight.grant_workspace(name, text, text) is
-  'Owner only: let a login act in a lane on a workspace (null: every workspace). True when newly granted. '
-  'Errors: 22023, ZF003.';
+
+COMMENT ON FUNCTION pgflight.grant_workspace(p_login name, p_workspace text, p_lane text) IS 'Owner only: let a login act in a lane on a workspace (null: every workspace). True when newly granted. Errors: 22023, ZF003.';
+
+REVOKE ALL ON FUNCTION pgflight.grant_workspace(p_login name, p_workspace text, p_lane text) FROM PUBLIC;
 
 commit;

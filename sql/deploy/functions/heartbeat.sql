@@ -1,5 +1,7 @@
 -- Deploy pgflight:functions/heartbeat
+
 begin;
+
 set local role pgflight_owner;
 
 -- Renew, in one call, the leases of every attempt a worker holds. p_attempt_ids and p_tokens
@@ -13,11 +15,10 @@ set local role pgflight_owner;
 -- a NULL worker id, a NULL element of either array or an array of more than one dimension (the
 -- fence's rule: internals/_fencing; the whole call is refused, nothing renewed), ZF010 unknown
 -- or stopped worker.
-create or replace function pgflight.heartbeat(p_worker_id bigint, p_attempt_ids bigint[], p_tokens bigint[])
-returns table (attempt_id bigint, status text, lease_expires_at timestamptz)
-language plpgsql volatile security definer
-set search_path = pg_catalog, pg_temp
-as $$
+CREATE OR REPLACE FUNCTION pgflight.heartbeat(p_worker_id bigint, p_attempt_ids bigint[], p_tokens bigint[]) RETURNS TABLE(attempt_id bigint, status text, lease_expires_at timestamp with time zone)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
 declare
   v_now timestamptz := pgflight._now();
   v_ok bigint[];
@@ -39,7 +40,7 @@ begin
            else array_position(p_attempt_ids, null) is not null or array_position(p_tokens, null) is not null end) then
     perform pgflight._refuse_fence_arrays('heartbeat', p_attempt_ids, p_tokens);
   end if;
-  -- the worker must be live and registered by this login (issue 13); another login's id is unknown here
+  -- the worker must be live and registered by this login; another login's id is unknown here
   update pgflight.workers set last_seen_at = v_now
    where id = p_worker_id and stopped_at is null and login = session_user;
   if not found then
@@ -77,8 +78,10 @@ begin
     left join pgflight.step_attempts a on a.id = q.attempt_id;
 end
 $$;
-comment on function pgflight.heartbeat(bigint, bigint[], bigint[]) is
-  'Renew the leases a worker holds; per attempt held | cancelled | lease_lost. Errors: 22023 (lengths differ, a NULL), ZF010.';
-grant execute on function pgflight.heartbeat(bigint, bigint[], bigint[]) to pgflight_worker;
+
+COMMENT ON FUNCTION pgflight.heartbeat(p_worker_id bigint, p_attempt_ids bigint[], p_tokens bigint[]) IS 'Renew the leases a worker holds; per attempt held | cancelled | lease_lost. Errors: 22023 (lengths differ, a NULL), ZF010.';
+
+REVOKE ALL ON FUNCTION pgflight.heartbeat(p_worker_id bigint, p_attempt_ids bigint[], p_tokens bigint[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.heartbeat(p_worker_id bigint, p_attempt_ids bigint[], p_tokens bigint[]) TO pgflight_worker;
 
 commit;

@@ -1,5 +1,7 @@
 -- Deploy pgflight:functions/load_transcript
+
 begin;
+
 set local role pgflight_owner;
 
 -- The transcript of an agent for its resumed attempt, in order (iteration, seq). First every tool
@@ -7,12 +9,10 @@ set local role pgflight_owner;
 -- caller must verify it (tool verify hook or effect receipt) before any retry, or tell the model.
 -- stop_reason and usd are the model call's, repeated on each row of its iteration.
 -- Errors: ZF001, ZF002, ZF003 (fence).
-create or replace function pgflight.load_transcript(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint)
-returns table (iteration integer, seq integer, role text, block_type text, tool_use_id text, tool_name text,
-               content jsonb, status text, attempt_id bigint, stop_reason text, usd numeric)
-language plpgsql volatile security definer
-set search_path = pg_catalog, pg_temp
-as $$
+CREATE OR REPLACE FUNCTION pgflight.load_transcript(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint) RETURNS TABLE(iteration integer, seq integer, role text, block_type text, tool_use_id text, tool_name text, content jsonb, status text, attempt_id bigint, stop_reason text, usd numeric)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
 declare
   v_now timestamptz := pgflight._now();
   v_run pgflight.agent_runs;
@@ -30,8 +30,10 @@ begin
      order by t.iteration, t.seq;
 end
 $$;
-comment on function pgflight.load_transcript(bigint, bigint, bigint) is
-  'Resume: mark in-flight tool calls interrupted and return the transcript in order. Errors: ZF001, ZF002, ZF003.';
-grant execute on function pgflight.load_transcript(bigint, bigint, bigint) to pgflight_worker;
+
+COMMENT ON FUNCTION pgflight.load_transcript(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint) IS 'Resume: mark in-flight tool calls interrupted and return the transcript in order. Errors: ZF001, ZF002, ZF003.';
+
+REVOKE ALL ON FUNCTION pgflight.load_transcript(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.load_transcript(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint) TO pgflight_worker;
 
 commit;

@@ -1,40 +1,13 @@
 -- Deploy pgflight:functions/mark_tool_call
--- requires: tables/tool_policies
--- requires: tables/approvals_payload
+
 begin;
+
 set local role pgflight_owner;
 
--- Mark a tool call in flight, before the tool runs: the tool_result row (seq _seq_band_tool_results() + the tool_use's
--- seq) is written with status in_flight. The first mark counts against the agent's max_tool_calls
--- (ZF007 when the call would pass it). Marking a call that was interrupted (a retry decided by the
--- client after verify) puts it back in flight without counting it again; marking a completed call
--- changes nothing. Returns the status the call had before (new, in_flight, interrupted or
--- completed) and, when completed, its stored result block.
---
--- Tool policies (tables/tool_policies, docs/waiting.md#tool-policies) are applied here, in SQL,
--- before a new call is marked: the workspace's policy for the tool (else its '*' policy), when its
--- conditions hold (the `condition` path matches the arguments, the agent has spent over_usd):
---   deny              the tool_result is stored at once as an error saying the policy denied it
---                     (previous_status 'completed', policy 'deny'): the tool must not run;
---   require_approval  undecided: the gate 'tool:<tool_use_id>' is opened with the request
---                     {"tool", "tool_use_id", "arguments"} and nothing is marked (policy
---                     'approval_required'): the client parks on that gate (request_approval);
---                     rejected, or decided with {"message": ...}: the tool_result is stored as the
---                     rejection (an error) or the message (policy 'rejected' / 'answered');
---                     approved: marked in flight like any call, to run with `arguments` (the
---                     decider's edited arguments, else the model's) (policy 'approved' / 'edited').
--- A decided gate is recorded in the transcript as a system block 'tool_approval' (seq 3000 + the
--- tool_use's seq): the original arguments, what was run or answered, the decision, who made it.
--- `arguments` is what the tool runs with (null when it must not run); `policy` is 'allow' for a
--- call no policy holds back.
--- Errors: ZF007 tool-call cap, ZF003 no such tool_use in the transcript, ZF001, ZF002 (fence).
--- (v0.9.0 returned trace_id, previous_status and content only: dropped and created again.)
-drop function if exists pgflight.mark_tool_call(bigint, bigint, bigint, text);
-create or replace function pgflight.mark_tool_call(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_tool_use_id text)
-returns table (trace_id bigint, previous_status text, content jsonb, policy text, arguments jsonb)
-language plpgsql volatile security definer
-set search_path = pg_catalog, pg_temp
-as $$
+CREATE OR REPLACE FUNCTION pgflight.mark_tool_call(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_tool_use_id text) RETURNS TABLE(trace_id bigint, previous_status text, content jsonb, policy text, arguments jsonb)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
 declare
   v_now timestamptz := pgflight._now();
   v_run pgflight.agent_runs;
@@ -158,10 +131,10 @@ begin
                       case when v_res.status = 'completed' then null else v_run_args end;
 end
 $$;
-comment on function pgflight.mark_tool_call(bigint, bigint, bigint, text) is
-  'Mark a tool call in flight before it runs, after the workspace''s tool policy: returns its previous status, '
-  'the policy verdict (allow | deny | approval_required | approved | edited | rejected | answered) and the '
-  'arguments to run it with. Errors: ZF007, ZF003, ZF001, ZF002.';
-grant execute on function pgflight.mark_tool_call(bigint, bigint, bigint, text) to pgflight_worker;
+
+COMMENT ON FUNCTION pgflight.mark_tool_call(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_tool_use_id text) IS 'Mark a tool call in flight before it runs, after the workspace''s tool policy: returns its previous status, the policy verdict (allow | deny | approval_required | approved | edited | rejected | answered) and the arguments to run it with. Errors: ZF007, ZF003, ZF001, ZF002.';
+
+REVOKE ALL ON FUNCTION pgflight.mark_tool_call(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_tool_use_id text) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.mark_tool_call(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_tool_use_id text) TO pgflight_worker;
 
 commit;

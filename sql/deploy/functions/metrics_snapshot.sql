@@ -1,5 +1,7 @@
 -- Deploy pgflight:functions/metrics_snapshot
+
 begin;
+
 set local role pgflight_owner;
 
 -- Read: every figure a Prometheus exporter needs, in one call, as (metric, labels, value) rows:
@@ -24,17 +26,15 @@ set local role pgflight_owner;
 -- and a first call with p_events_after = 0 catches up on the log over several calls. Every other
 -- figure reads live rows through partial indexes or one day of costs: the cost does not grow with
 -- finished history. An event whose transaction commits after a later id was counted is missed.
--- Tenancy (issue 13): a login that may read only some workspaces gets the figures of those
+-- Tenancy: a login that may read only some workspaces gets the figures of those
 -- (queues, dead letters, expired leases, costs, events of their runs); the engine-wide
 -- claims_total and workers_alive only go to a login reading every workspace. The notification
 -- queue and xmin ages are the cluster's health, no tenant's data.
 -- Errors: 22023 bad p_max_events.
-create or replace function pgflight.metrics_snapshot(p_events_after bigint default 0,
-                                                     p_max_events integer default 100000)
-returns table (metric text, labels jsonb, value double precision)
-language plpgsql stable security definer
-set search_path = pg_catalog, pg_temp
-as $$
+CREATE OR REPLACE FUNCTION pgflight.metrics_snapshot(p_events_after bigint DEFAULT 0, p_max_events integer DEFAULT 100000) RETURNS TABLE(metric text, labels jsonb, value double precision)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
 declare
   v_now timestamptz := pgflight._now();
   v_day timestamptz := date_trunc('day', v_now at time zone 'UTC') at time zone 'UTC';
@@ -121,7 +121,7 @@ begin
   -- the id window of this call: from the cursor (or the oldest event left, after a purge) for at
   -- most p_max_events ids, never past the newest event; every end read from an index. The events
   -- ids are the events rows' and those the attempts took for the transitions run_events derives
-  -- (issue 18: a started claim, a success from running).
+  -- (a started claim, a success from running).
   v_after := greatest(v_after, coalesce(least((select min(e.id) from pgflight.events e),
                                               (select min(a.claim_event_id) from pgflight.step_attempts a),
                                               (select min(a.finish_event_id) from pgflight.step_attempts a)) - 1,
@@ -163,9 +163,11 @@ begin
            ('events_cursor', '{}', greatest(v_last, v_after)::double precision)) k(metric, labels, value);
 end
 $$;
-comment on function pgflight.metrics_snapshot(bigint, integer) is
-  'Read: the figures of the Prometheus exporter as (metric, labels, value) rows; events are counted '
-  'from the cursor p_events_after on (at most p_max_events). Errors: 22023.';
-grant execute on function pgflight.metrics_snapshot(bigint, integer) to pgflight_reader, pgflight_operator;
+
+COMMENT ON FUNCTION pgflight.metrics_snapshot(p_events_after bigint, p_max_events integer) IS 'Read: the figures of the Prometheus exporter as (metric, labels, value) rows; events are counted from the cursor p_events_after on (at most p_max_events). Errors: 22023.';
+
+REVOKE ALL ON FUNCTION pgflight.metrics_snapshot(p_events_after bigint, p_max_events integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.metrics_snapshot(p_events_after bigint, p_max_events integer) TO pgflight_reader;
+GRANT ALL ON FUNCTION pgflight.metrics_snapshot(p_events_after bigint, p_max_events integer) TO pgflight_operator;
 
 commit;

@@ -1,16 +1,16 @@
 -- Deploy pgflight:functions/pending_approvals
+
 begin;
+
 set local role pgflight_owner;
 
 -- Read: approval gates a step is parked on (requested, undecided, the step's latest attempt in
 -- awaiting_approval), oldest request first, at most p_limit (1..1000). Reads approvals_expiring_idx
--- (undecided gates only). Only the workspaces the login may read (issue 13). Errors: 22023 bad limit.
-create or replace function pgflight.pending_approvals(p_limit integer default 200)
-returns table (step_id bigint, run_id bigint, workspace text, step_key text, recipe text, gate_key text,
-               request jsonb, default_decision text, requested_at timestamptz, expires_at timestamptz)
-language plpgsql stable security definer
-set search_path = pg_catalog, pg_temp
-as $$
+-- (undecided gates only). Only the workspaces the login may read. Errors: 22023 bad limit.
+CREATE OR REPLACE FUNCTION pgflight.pending_approvals(p_limit integer DEFAULT 200) RETURNS TABLE(step_id bigint, run_id bigint, workspace text, step_key text, recipe text, gate_key text, request jsonb, default_decision text, requested_at timestamp with time zone, expires_at timestamp with time zone)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
 declare
   v_lanes bigint[] := pgflight._lane_workspaces('reader');  -- null: every workspace
 begin
@@ -29,8 +29,11 @@ begin
    limit p_limit;
 end
 $$;
-comment on function pgflight.pending_approvals(integer) is
-  'Read: undecided approval gates with their step parked on them, oldest first. Errors: 22023.';
-grant execute on function pgflight.pending_approvals(integer) to pgflight_reader, pgflight_operator;
+
+COMMENT ON FUNCTION pgflight.pending_approvals(p_limit integer) IS 'Read: undecided approval gates with their step parked on them, oldest first. Errors: 22023.';
+
+REVOKE ALL ON FUNCTION pgflight.pending_approvals(p_limit integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.pending_approvals(p_limit integer) TO pgflight_reader;
+GRANT ALL ON FUNCTION pgflight.pending_approvals(p_limit integer) TO pgflight_operator;
 
 commit;

@@ -1,5 +1,7 @@
 -- Deploy pgflight:functions/purge_finished
+
 begin;
+
 set local role pgflight_owner;
 
 -- Sweep: delete runs finished more than p_older_than_s seconds ago (default
@@ -10,7 +12,7 @@ set local role pgflight_owner;
 -- (maintain_partitions, settings.events_keep_s), their traces and costs with their agent-run-id
 -- partition once every agent run in it is purged (maintain_partitions, tables/firehose_by_agent_run).
 --
--- Issue 18 (retention): the rows are deleted table by table, set-based, children after their
+-- Retention: the rows are deleted table by table, set-based, children after their
 -- parents are locked, with session_replication_role = replica for the call
 -- (roles/owner_sets_replication_role), so the foreign keys' ON DELETE CASCADE triggers do not fire: as
 -- a cascade from runs they ran one query per deleted row and key, nine for a one-step run, most
@@ -26,19 +28,18 @@ set local role pgflight_owner;
 -- Every other path keeps its foreign-key checks and cascades (the mode is local to this call).
 -- Where the owner may not set the parameter (deployed by a role that is not a superuser), the
 -- runs are deleted by cascade as before: the same rows go, slower.
-create or replace function pgflight.purge_finished(p_older_than_s double precision default null, p_limit integer default 1000)
-returns integer
-language plpgsql volatile security definer
-set search_path = pg_catalog, pg_temp
-as $$
+CREATE OR REPLACE FUNCTION pgflight.purge_finished(p_older_than_s double precision DEFAULT NULL::double precision, p_limit integer DEFAULT 1000) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
 declare
   v_ids bigint[];
   v_steps bigint[];
   v_age double precision;
   v_role text;              -- session_replication_role to restore (null: not switched)
 begin
-  perform pgflight._require_lane('operator', null, 'purge_finished');  -- issue 13: acts on every workspace
-  perform pgflight._check_limit(p_limit);  -- 22023 for a negative limit (issue 14)
+  perform pgflight._require_lane('operator', null, 'purge_finished');  -- acts on every workspace
+  perform pgflight._check_limit(p_limit);  -- 22023 for a negative limit
   if p_older_than_s is not null then
     perform pgflight._check_arg('older_than_s', p_older_than_s, 0, 3153600000);
   end if;
@@ -84,8 +85,10 @@ begin
   return cardinality(v_ids);
 end
 $$;
-comment on function pgflight.purge_finished(double precision, integer) is
-  'Sweep: delete finished runs older than p_older_than_s seconds with all their rows; returns the count.';
-grant execute on function pgflight.purge_finished(double precision, integer) to pgflight_operator;
+
+COMMENT ON FUNCTION pgflight.purge_finished(p_older_than_s double precision, p_limit integer) IS 'Sweep: delete finished runs older than p_older_than_s seconds with all their rows; returns the count.';
+
+REVOKE ALL ON FUNCTION pgflight.purge_finished(p_older_than_s double precision, p_limit integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.purge_finished(p_older_than_s double precision, p_limit integer) TO pgflight_operator;
 
 commit;

@@ -1,18 +1,18 @@
 -- Deploy pgflight:functions/queue_depths
+
 begin;
+
 set local role pgflight_owner;
 
 -- Read: the live work by workspace and recipe: ready (queued, available now), delayed (queued for
 -- later: backoff or not_before), in_flight (leased), parked (awaiting children or an approval), and
 -- the age in seconds of the oldest ready attempt (0 when none). Reads only the partial indexes on
 -- live states: its cost follows the live work, whatever the history holds. Only the workspaces the
--- login may read (issue 13, filtered like the views).
-create or replace function pgflight.queue_depths()
-returns table (workspace text, recipe text, ready bigint, delayed bigint, in_flight bigint, parked bigint,
-               oldest_ready_s double precision)
-language sql stable security definer
-set search_path = pg_catalog, pg_temp
-as $$
+-- login may read (filtered like the views).
+CREATE OR REPLACE FUNCTION pgflight.queue_depths() RETURNS TABLE(workspace text, recipe text, ready bigint, delayed bigint, in_flight bigint, parked bigint, oldest_ready_s double precision)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
   with live as (
     -- one scan per live state, each on its own partial index
     select a.run_id, a.recipe, 'queued' as k, a.available_after from pgflight.step_attempts a
@@ -40,8 +40,11 @@ as $$
    group by w.name, l.recipe, n.t
    order by w.name, l.recipe
 $$;
-comment on function pgflight.queue_depths() is
-  'Read: live work by workspace and recipe: ready, delayed, in_flight, parked, and the oldest ready age (s).';
-grant execute on function pgflight.queue_depths() to pgflight_reader, pgflight_operator;
+
+COMMENT ON FUNCTION pgflight.queue_depths() IS 'Read: live work by workspace and recipe: ready, delayed, in_flight, parked, and the oldest ready age (s).';
+
+REVOKE ALL ON FUNCTION pgflight.queue_depths() FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.queue_depths() TO pgflight_reader;
+GRANT ALL ON FUNCTION pgflight.queue_depths() TO pgflight_operator;
 
 commit;

@@ -1,5 +1,7 @@
 -- Deploy pgflight:functions/record_effect
+
 begin;
+
 set local role pgflight_owner;
 
 -- Record the receipt of an external effect that attempt p_attempt_id performed under gate key
@@ -20,11 +22,10 @@ set local role pgflight_owner;
 -- Errors: 22023 NULL attempt id or token, blank key; ZF001 token not this attempt's; ZF003 unknown
 -- attempt (or outside the login's worker lanes); ZF005 key or receipt over its cap; ZF012 the
 -- attempt is held by another login's worker.
-create or replace function pgflight.record_effect(p_attempt_id bigint, p_token bigint, p_key text, p_result jsonb default null)
-returns table (effect_id bigint, result jsonb, recorded boolean, lease_held boolean)
-language plpgsql volatile security definer
-set search_path = pg_catalog, pg_temp
-as $$
+CREATE OR REPLACE FUNCTION pgflight.record_effect(p_attempt_id bigint, p_token bigint, p_key text, p_result jsonb DEFAULT NULL::jsonb) RETURNS TABLE(effect_id bigint, result jsonb, recorded boolean, lease_held boolean)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
 declare
   v_att record;
   v_eff record;
@@ -52,7 +53,7 @@ begin
   perform pgflight._require_cap('max_receipt_bytes', (select s.max_receipt_bytes from pgflight.settings s),
                                 octet_length(p_result::text), 'receipt (bytes)');
   perform pgflight._require_json_depth(p_result, 'receipt');
-  if length(p_key) > 500 then  -- the effects check constraint, as 22023 (issue 14)
+  if length(p_key) > 500 then  -- the effects check constraint, as 22023
     raise exception using errcode = '22023', message = 'effect key is longer than 500 characters',
       detail = format('got %s characters', length(p_key)), hint = 'Use a shorter key, e.g. a hash of the long one.';
   end if;
@@ -68,9 +69,10 @@ begin
     from pgflight.effects e where e.step_id = v_att.step_id and e.effect_key = p_key;
 end
 $$;
-comment on function pgflight.record_effect(bigint, bigint, text, jsonb) is
-  'Record the receipt of an external effect (first per step and key wins), even from a holder whose '
-  'lease lapsed; returns (effect_id, result, recorded, lease_held). Errors: 22023, ZF001, ZF003, ZF005, ZF012.';
-grant execute on function pgflight.record_effect(bigint, bigint, text, jsonb) to pgflight_worker;
+
+COMMENT ON FUNCTION pgflight.record_effect(p_attempt_id bigint, p_token bigint, p_key text, p_result jsonb) IS 'Record the receipt of an external effect (first per step and key wins), even from a holder whose lease lapsed; returns (effect_id, result, recorded, lease_held). Errors: 22023, ZF001, ZF003, ZF005, ZF012.';
+
+REVOKE ALL ON FUNCTION pgflight.record_effect(p_attempt_id bigint, p_token bigint, p_key text, p_result jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.record_effect(p_attempt_id bigint, p_token bigint, p_key text, p_result jsonb) TO pgflight_worker;
 
 commit;

@@ -1,14 +1,16 @@
 -- Deploy pgflight:functions/record_orphan_cost
+
 begin;
+
 set local role pgflight_owner;
 
 -- A model call that was paid for but that record_model_call refused with ZF001 or ZF002 (the
 -- attempt lost its lease, or its run was cancelled, while the model answered): the money is spent
--- and budgets must see it (issue 14). Writes it to costs marked lease_lost (no traces: the
+-- and budgets must see it. Writes it to costs marked lease_lost (no traces: the
 -- iteration is still open for whoever holds the step now) and charges it — without any cap
 -- check, it is already spent — to every budget the call was bound by, and to the agent's usd; a
 -- reservation this attempt held for the iteration is settled instead. Its input + output tokens
--- count in the workspace's model tokens per minute (issue 15), like a recorded call's. Idempotent per (agent run,
+-- count in the workspace's model tokens per minute, like a recorded call's. Idempotent per (agent run,
 -- iteration, attempt): a repeat returns recorded = false. The late answer of a call that was charged
 -- at its reservation (costs.unknown_outcome: its attempt ended with the request out) settles that
 -- row to the real figures instead (recorded = true), moving its budgets and the agent's usd by the
@@ -24,13 +26,10 @@ set local role pgflight_owner;
 -- Errors: ZF001 the token was never this attempt's, ZF003 unknown attempt (or outside the login's
 -- worker lanes) or agent run, ZF012 the attempt was claimed by another login's worker, 22023 a
 -- NULL attempt id or token, bad iteration, usage, options or a model without a price.
-create or replace function pgflight.record_orphan_cost(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint,
-                                                       p_iteration integer, p_usage jsonb, p_model text,
-                                                       p_options jsonb default '{}')
-returns table (agent_run_id bigint, iteration integer, usd numeric, recorded boolean)
-language plpgsql volatile security definer
-set search_path = pg_catalog, pg_temp
-as $$
+CREATE OR REPLACE FUNCTION pgflight.record_orphan_cost(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_usage jsonb, p_model text, p_options jsonb DEFAULT '{}'::jsonb) RETURNS TABLE(agent_run_id bigint, iteration integer, usd numeric, recorded boolean)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
 #variable_conflict use_column
 declare
   v_now timestamptz := pgflight._now();
@@ -140,10 +139,10 @@ begin
   return query select v_run.id, p_iteration, v_usd, true;
 end
 $$;
-comment on function pgflight.record_orphan_cost(bigint, bigint, bigint, integer, jsonb, text, jsonb) is
-  'Record the cost of a paid model call whose attempt lost its lease (costs.lease_lost) and charge it to '
-  'the budgets, uncapped; idempotent per (agent run, iteration, attempt). Options (docs/options.md): '
-  'stop_reason, retries, why. Errors: 22023, ZF001, ZF003, ZF012.';
-grant execute on function pgflight.record_orphan_cost(bigint, bigint, bigint, integer, jsonb, text, jsonb) to pgflight_worker;
+
+COMMENT ON FUNCTION pgflight.record_orphan_cost(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_usage jsonb, p_model text, p_options jsonb) IS 'Record the cost of a paid model call whose attempt lost its lease (costs.lease_lost) and charge it to the budgets, uncapped; idempotent per (agent run, iteration, attempt). Options (docs/options.md): stop_reason, retries, why. Errors: 22023, ZF001, ZF003, ZF012.';
+
+REVOKE ALL ON FUNCTION pgflight.record_orphan_cost(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_usage jsonb, p_model text, p_options jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.record_orphan_cost(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_usage jsonb, p_model text, p_options jsonb) TO pgflight_worker;
 
 commit;

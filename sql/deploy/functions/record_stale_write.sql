@@ -1,20 +1,21 @@
 -- Deploy pgflight:functions/record_stale_write
+
 begin;
+
 set local role pgflight_owner;
 
 -- A write raised ZF001 or ZF002 and so changed nothing, not even the log: a worker calls this
 -- afterwards, in its own transaction, so the refusal is on record (C02). Returns true when the
 -- event was written; false when the token is in fact current (nothing to record).
--- Issue 13: only the login whose worker held the attempt may log against it (ZF012 otherwise),
+-- Only the login whose worker held the attempt may log against it (ZF012 otherwise),
 -- the operation name is capped (max_name_bytes) and so are the records per attempt
 -- (max_stale_writes_per_attempt; ZF005 past it). The fence's rule (internals/_fencing): a NULL
 -- attempt id or token is 22023; an attempt outside the login's worker lanes answers false, as an
 -- unknown one does.
-create or replace function pgflight.record_stale_write(p_attempt_id bigint, p_token bigint, p_operation text)
-returns boolean
-language plpgsql volatile security definer
-set search_path = pg_catalog, pg_temp
-as $$
+CREATE OR REPLACE FUNCTION pgflight.record_stale_write(p_attempt_id bigint, p_token bigint, p_operation text) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
 declare
   v_att record;
   v_settings pgflight.settings;
@@ -48,9 +49,10 @@ begin
   return pgflight._record_stale(p_attempt_id, p_token, coalesce(p_operation, 'unknown'));
 end
 $$;
-comment on function pgflight.record_stale_write(bigint, bigint, text) is
-  'Log a refused (stale) worker write of this login as a stale_result_rejected event; true when logged. '
-  'Errors: 22023 a NULL attempt id or token, ZF005 over max_stale_writes_per_attempt, ZF012 another login''s attempt.';
-grant execute on function pgflight.record_stale_write(bigint, bigint, text) to pgflight_worker;
+
+COMMENT ON FUNCTION pgflight.record_stale_write(p_attempt_id bigint, p_token bigint, p_operation text) IS 'Log a refused (stale) worker write of this login as a stale_result_rejected event; true when logged. Errors: 22023 a NULL attempt id or token, ZF005 over max_stale_writes_per_attempt, ZF012 another login''s attempt.';
+
+REVOKE ALL ON FUNCTION pgflight.record_stale_write(p_attempt_id bigint, p_token bigint, p_operation text) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.record_stale_write(p_attempt_id bigint, p_token bigint, p_operation text) TO pgflight_worker;
 
 commit;

@@ -1,5 +1,7 @@
 -- Deploy pgflight:functions/record_trace
+
 begin;
+
 set local role pgflight_owner;
 
 -- Store one trace block that is not a model response: a transient API error met while making
@@ -14,13 +16,10 @@ set local role pgflight_owner;
 -- index); the agent run row is locked by the fence, so two writers of one run take turns.
 -- Errors: ZF001, ZF002, ZF003 (fence), ZF005 (a cap), 22023 (constraint violations of role,
 -- block_type, status).
-create or replace function pgflight.record_trace(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint,
-                                      p_iteration integer, p_role text, p_block_type text, p_content jsonb,
-                                      p_options jsonb default '{}')
-returns table (trace_id bigint, seq integer, created boolean)
-language plpgsql volatile security definer
-set search_path = pg_catalog, pg_temp
-as $$
+CREATE OR REPLACE FUNCTION pgflight.record_trace(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_role text, p_block_type text, p_content jsonb, p_options jsonb DEFAULT '{}'::jsonb) RETURNS TABLE(trace_id bigint, seq integer, created boolean)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
 declare
   v_now timestamptz := pgflight._now();
   v_run pgflight.agent_runs;
@@ -29,11 +28,11 @@ declare
   v_cap integer;
   v_blocks integer;
 begin
-  -- issue 13: a trace block is capped like a result (ZF005, nothing written)
+  -- a trace block is capped like a result (ZF005, nothing written)
   perform pgflight._require_cap('max_result_bytes', (select s.max_result_bytes from pgflight.settings s),
                                 octet_length(p_content::text), 'trace block (bytes)');
   perform pgflight._require_json_depth(p_content, 'trace block');
-  -- every option checked against its spec first (docs/options.md; issue 14): 22023 naming the key
+  -- every option checked against its spec first (docs/options.md): 22023 naming the key
   p_options := pgflight._check_options('record_trace', p_options);
   v_run := pgflight._agent_fence(p_attempt_id, p_token, p_agent_run_id, 'record_trace');
   v_seq := pgflight._opt_num(p_options, 'seq', null)::integer;
@@ -80,10 +79,10 @@ begin
   return query select v_id, v_seq, true;
 end
 $$;
-comment on function pgflight.record_trace(bigint, bigint, bigint, integer, text, text, jsonb, jsonb) is
-  'Store one trace block (e.g. a transient API error); idempotent by seq. Options (docs/options.md): seq, '
-  'tool_use_id, tool_name, status, tokens. At most settings.max_trace_blocks_per_iteration blocks an iteration. '
-  'Errors: ZF001, ZF002, ZF003, ZF005, 22023.';
-grant execute on function pgflight.record_trace(bigint, bigint, bigint, integer, text, text, jsonb, jsonb) to pgflight_worker;
+
+COMMENT ON FUNCTION pgflight.record_trace(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_role text, p_block_type text, p_content jsonb, p_options jsonb) IS 'Store one trace block (e.g. a transient API error); idempotent by seq. Options (docs/options.md): seq, tool_use_id, tool_name, status, tokens. At most settings.max_trace_blocks_per_iteration blocks an iteration. Errors: ZF001, ZF002, ZF003, ZF005, 22023.';
+
+REVOKE ALL ON FUNCTION pgflight.record_trace(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_role text, p_block_type text, p_content jsonb, p_options jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.record_trace(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_role text, p_block_type text, p_content jsonb, p_options jsonb) TO pgflight_worker;
 
 commit;

@@ -1,25 +1,26 @@
 -- Deploy pgflight:functions/register_worker
+
 begin;
+
 set local role pgflight_owner;
 
 -- Register a worker process; returns the worker id every claim and heartbeat carries.
 -- options: hostname, pid, recipes (array of names). Errors: 22023 for a blank name.
-create or replace function pgflight.register_worker(p_name text, p_options jsonb default '{}')
-returns bigint
-language plpgsql volatile security definer
-set search_path = pg_catalog, pg_temp
-as $$
+CREATE OR REPLACE FUNCTION pgflight.register_worker(p_name text, p_options jsonb DEFAULT '{}'::jsonb) RETURNS bigint
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
 declare
   v_id bigint;
   v_caps pgflight.settings;
 begin
-  -- every option checked against its spec first (docs/options.md; issue 14): 22023 naming the key
+  -- every option checked against its spec first (docs/options.md): 22023 naming the key
   p_options := pgflight._check_options('register_worker', p_options);
   if p_name is null or btrim(p_name) = '' then
     raise exception using errcode = '22023', message = 'worker name is required',
       hint = 'Pass something that identifies the process, e.g. host:pid.';
   end if;
-  -- Issue 13: the worker belongs to the registering login (workers.login defaults to session_user);
+  -- The worker belongs to the registering login (workers.login defaults to session_user);
   -- its name and options are capped, and so is the number of its live workers, so a login cannot
   -- flood the table. The count uses workers_login_live_idx.
   select * into v_caps from pgflight.settings;
@@ -40,9 +41,10 @@ begin
   return v_id;
 end
 $$;
-comment on function pgflight.register_worker(text, jsonb) is
-  'Register a worker process of this login; returns its id. options: hostname, pid, recipes. Errors: 22023, '
-  'ZF005 name, options or live workers over their cap.';
-grant execute on function pgflight.register_worker(text, jsonb) to pgflight_worker;
+
+COMMENT ON FUNCTION pgflight.register_worker(p_name text, p_options jsonb) IS 'Register a worker process of this login; returns its id. options: hostname, pid, recipes. Errors: 22023, ZF005 name, options or live workers over their cap.';
+
+REVOKE ALL ON FUNCTION pgflight.register_worker(p_name text, p_options jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.register_worker(p_name text, p_options jsonb) TO pgflight_worker;
 
 commit;

@@ -1,30 +1,13 @@
 -- Deploy pgflight:functions/release_step
+
 begin;
+
 set local role pgflight_owner;
 
--- Give a held attempt back (graceful shutdown): it returns to queued at once, no attempt spent
--- (documented: release is the one unsuccessful ending that does not count toward max_attempts;
--- a worker that is killed instead is charged through lease expiry). On an attempt whose run was
--- cancelled it acknowledges the cancel: the attempt becomes cancelled.
--- Options (docs/options.md): retry_after_s (seconds, 0 to 2592000, default 0): the step is queued
--- but claimable only that many seconds from now, on the server's clock (a step given back after a
--- rate limit keeps the server's Retry-After as its earliest next claim; no attempt is spent).
--- Returns the outcome (released: queued again, or cancelled; the words every batch function shares).
--- Errors: ZF001 lease lost, ZF003 unknown attempt, 22023 bad options.
--- Lock order (docs/locking.md): acknowledging a cancel ends the step, and under a fail-fast parent
--- still waiting for its children that end dead-letters the parent and cancels the siblings. So on
--- that path the subtree its end may cancel is locked first, deepest first then id (_lock_cascade,
--- as fail_step), before any steps row; a sibling's completion under way is waited for there, not
--- after the parent's row (which that completion takes next: 40P01 before). A plain release locks
--- the attempt alone. An attempt that became cancel_requested between the read and its lock is
--- given back (its block rolled back) and taken again after its cascade.
-drop function if exists pgflight.release_step(bigint, bigint, text);
-create or replace function pgflight.release_step(p_attempt_id bigint, p_token bigint, p_reason text default 'released',
-                                                 p_options jsonb default '{}')
-returns table (attempt_id bigint, status text)
-language plpgsql volatile security definer
-set search_path = pg_catalog, pg_temp
-as $$
+CREATE OR REPLACE FUNCTION pgflight.release_step(p_attempt_id bigint, p_token bigint, p_reason text DEFAULT 'released'::text, p_options jsonb DEFAULT '{}'::jsonb) RETURNS TABLE(attempt_id bigint, status text)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
 declare
   v_row pgflight.step_attempts;
   v_now timestamptz := pgflight._now();
@@ -67,9 +50,10 @@ begin
   return query select p_attempt_id, 'released'::text;
 end
 $$;
-comment on function pgflight.release_step(bigint, bigint, text, jsonb) is
-  'Return a held attempt to queued (no attempt spent), or acknowledge a cancel; outcome released | cancelled. Options (docs/options.md): '
-  'retry_after_s (seconds, 0 to 2592000: claimable only then). Errors: ZF001, ZF003, 22023.';
-grant execute on function pgflight.release_step(bigint, bigint, text, jsonb) to pgflight_worker;
+
+COMMENT ON FUNCTION pgflight.release_step(p_attempt_id bigint, p_token bigint, p_reason text, p_options jsonb) IS 'Return a held attempt to queued (no attempt spent), or acknowledge a cancel; outcome released | cancelled. Options (docs/options.md): retry_after_s (seconds, 0 to 2592000: claimable only then). Errors: ZF001, ZF003, 22023.';
+
+REVOKE ALL ON FUNCTION pgflight.release_step(p_attempt_id bigint, p_token bigint, p_reason text, p_options jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.release_step(p_attempt_id bigint, p_token bigint, p_reason text, p_options jsonb) TO pgflight_worker;
 
 commit;

@@ -1,5 +1,7 @@
 -- Deploy pgflight:functions/reserve_budget
+
 begin;
+
 set local role pgflight_owner;
 
 -- Admission before a model call (C24). Checks the agent's iteration cap and the wall-time caps of
@@ -13,18 +15,16 @@ set local role pgflight_owner;
 -- admission into complete_tool_calls (the results of iteration n and the admission of n + 1 in
 -- one transaction); this standalone form serves the first call of an attempt.
 -- Errors: ZF007 a cap would be crossed (DETAIL: scope, cap, figures), ZF001, ZF002, ZF003, 22023.
-create or replace function pgflight.reserve_budget(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint,
-                                        p_iteration integer, p_est_usd numeric)
-returns table (agent_run_id bigint, iteration integer, reserved_usd numeric, budget_ids bigint[])
-language plpgsql volatile security definer
-set search_path = pg_catalog, pg_temp
-as $$
+CREATE OR REPLACE FUNCTION pgflight.reserve_budget(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_est_usd numeric) RETURNS TABLE(agent_run_id bigint, iteration integer, reserved_usd numeric, budget_ids bigint[])
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
 declare
   v_now timestamptz := pgflight._now();
   v_run pgflight.agent_runs;
   v_refusal jsonb;
 begin
-  if p_est_usd is not null then  -- bounded, so the budgets' numeric(16, 8) cannot overflow (issue 14)
+  if p_est_usd is not null then  -- bounded, so the budgets' numeric(16, 8) cannot overflow
     perform pgflight._check_arg('est_usd', p_est_usd, 0, 1000000);
   end if;
   if p_est_usd is null or p_est_usd < 0 or p_iteration is null or p_iteration < 1 then
@@ -44,8 +44,10 @@ begin
                  from pgflight.agent_runs r where r.id = v_run.id;
 end
 $$;
-comment on function pgflight.reserve_budget(bigint, bigint, bigint, integer, numeric) is
-  'Admission before a model call: check caps and reserve est USD atomically. Errors: ZF007, ZF001, ZF002, ZF003, 22023.';
-grant execute on function pgflight.reserve_budget(bigint, bigint, bigint, integer, numeric) to pgflight_worker;
+
+COMMENT ON FUNCTION pgflight.reserve_budget(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_est_usd numeric) IS 'Admission before a model call: check caps and reserve est USD atomically. Errors: ZF007, ZF001, ZF002, ZF003, 22023.';
+
+REVOKE ALL ON FUNCTION pgflight.reserve_budget(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_est_usd numeric) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.reserve_budget(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_iteration integer, p_est_usd numeric) TO pgflight_worker;
 
 commit;

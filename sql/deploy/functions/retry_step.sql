@@ -1,19 +1,20 @@
 -- Deploy pgflight:functions/retry_step
+
 begin;
+
 set local role pgflight_owner;
 
 -- Give a dead-lettered step a fresh attempt (its failure count starts again at zero).
 -- Returns the new attempt id. Errors: ZF003 unknown step (or purged meanwhile), ZF006 not
 -- dead-lettered. Locking: the run row FOR KEY SHARE, then _reopen_step's (docs/locking.md).
-create or replace function pgflight.retry_step(p_step_id bigint, p_actor text default null, p_note text default null)
-returns bigint
-language plpgsql volatile security definer
-set search_path = pg_catalog, pg_temp
-as $$
+CREATE OR REPLACE FUNCTION pgflight.retry_step(p_step_id bigint, p_actor text DEFAULT NULL::text, p_note text DEFAULT NULL::text) RETURNS bigint
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
 declare
   v_status text;
 begin
-  perform pgflight._require_lane_on_step('operator', p_step_id, 'retry_step');  -- issue 13: tenants
+  perform pgflight._require_lane_on_step('operator', p_step_id, 'retry_step');  -- tenants
   -- Lock order with purge_finished (runs FOR UPDATE SKIP LOCKED, then their steps): the run row
   -- first, FOR KEY SHARE, before any steps row. A purge that holds the run is waited for (nothing
   -- else held yet) and the step is then gone: ZF003. Once held, a purge skips the run. KEY SHARE
@@ -34,8 +35,10 @@ begin
   return pgflight._reopen_step(p_step_id, session_user::text, 'retried', pgflight._actor_note(p_note, p_actor));
 end
 $$;
-comment on function pgflight.retry_step(bigint, text, text) is
-  'Fresh attempt for a dead-lettered step; returns the attempt id. Errors: ZF003, ZF006.';
-grant execute on function pgflight.retry_step(bigint, text, text) to pgflight_operator;
+
+COMMENT ON FUNCTION pgflight.retry_step(p_step_id bigint, p_actor text, p_note text) IS 'Fresh attempt for a dead-lettered step; returns the attempt id. Errors: ZF003, ZF006.';
+
+REVOKE ALL ON FUNCTION pgflight.retry_step(p_step_id bigint, p_actor text, p_note text) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.retry_step(p_step_id bigint, p_actor text, p_note text) TO pgflight_operator;
 
 commit;

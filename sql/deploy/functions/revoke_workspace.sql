@@ -1,17 +1,17 @@
 -- Deploy pgflight:functions/revoke_workspace
--- requires: internals/_trust
+
 begin;
+
 set local role pgflight_owner;
 
 -- Take back a grant_workspace grant: the login's lane on that workspace (null: the every-workspace
 -- grant; a specific workspace's grant is separate). Returns whether a grant was removed. Attempts
 -- the login's workers already hold finish; its next claim_batch takes nothing from the workspace.
 -- Owner only, like grant_workspace. Errors: ZF003 unknown workspace.
-create or replace function pgflight.revoke_workspace(p_login name, p_workspace text, p_lane text)
-returns boolean
-language plpgsql volatile security definer
-set search_path = pg_catalog, pg_temp
-as $$
+CREATE OR REPLACE FUNCTION pgflight.revoke_workspace(p_login name, p_workspace text, p_lane text) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
 declare
   v_ws bigint;
   v_removed integer;
@@ -28,8 +28,9 @@ begin
   return v_removed > 0;
 end
 $$;
-comment on function pgflight.revoke_workspace(name, text, text) is
-  'Owner only: remove a login''s lane on a workspace (null: its every-workspace grant). True when removed. '
-  'Errors: ZF003.';
+
+COMMENT ON FUNCTION pgflight.revoke_workspace(p_login name, p_workspace text, p_lane text) IS 'Owner only: remove a login''s lane on a workspace (null: its every-workspace grant). True when removed. Errors: ZF003.';
+
+REVOKE ALL ON FUNCTION pgflight.revoke_workspace(p_login name, p_workspace text, p_lane text) FROM PUBLIC;
 
 commit;

@@ -1,5 +1,7 @@
 -- Deploy pgflight:functions/run_audit
+
 begin;
+
 set local role pgflight_owner;
 
 -- The audit of one run, counted from the tables (never from a worker's memory), for reports and
@@ -12,15 +14,10 @@ set local role pgflight_owner;
 --   attempt not terminal); steps_succeeded_twice (steps with more than one succeeded attempt:
 --   0 unless a step was replayed: replay_from runs a succeeded step again).
 -- Reads only, one snapshot (a stable function in one statement). Errors: ZF003 unknown run.
-create or replace function pgflight.run_audit(p_run_id bigint)
-returns table (run_id bigint, status text, steps bigint, attempts bigint, retries bigint,
-               reclaimed_attempts bigint, stale_writes_rejected bigint, dead_letters bigint,
-               model_calls bigint, input_tokens bigint, output_tokens bigint, tokens bigint,
-               usd numeric, wall_time_s double precision, steps_succeeded bigint,
-               steps_unfinished bigint, steps_succeeded_twice bigint)
-language plpgsql stable security definer
-set search_path = pg_catalog, pg_temp
-as $$
+CREATE OR REPLACE FUNCTION pgflight.run_audit(p_run_id bigint) RETURNS TABLE(run_id bigint, status text, steps bigint, attempts bigint, retries bigint, reclaimed_attempts bigint, stale_writes_rejected bigint, dead_letters bigint, model_calls bigint, input_tokens bigint, output_tokens bigint, tokens bigint, usd numeric, wall_time_s double precision, steps_succeeded bigint, steps_unfinished bigint, steps_succeeded_twice bigint)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
 begin
   -- the lane on the run's workspace is a predicate of the one statement: a run outside it finds no
   -- row and answers exactly as an unknown run (one answer for what a login may not see)
@@ -68,10 +65,12 @@ begin
   end if;
 end
 $$;
-comment on function pgflight.run_audit(bigint) is
-  'Audit of a run from the tables: steps, attempts, retries, reclaimed attempts, stale writes '
-  'rejected, dead letters, model calls, tokens, USD, wall time (s), and the succeeded / unfinished / '
-  'succeeded-twice step counts. Errors: ZF003 unknown run.';
-grant execute on function pgflight.run_audit(bigint) to pgflight_operator, pgflight_reader, pgflight_worker;
+
+COMMENT ON FUNCTION pgflight.run_audit(p_run_id bigint) IS 'Audit of a run from the tables: steps, attempts, retries, reclaimed attempts, stale writes rejected, dead letters, model calls, tokens, USD, wall time (s), and the succeeded / unfinished / succeeded-twice step counts. Errors: ZF003 unknown run.';
+
+REVOKE ALL ON FUNCTION pgflight.run_audit(p_run_id bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.run_audit(p_run_id bigint) TO pgflight_operator;
+GRANT ALL ON FUNCTION pgflight.run_audit(p_run_id bigint) TO pgflight_reader;
+GRANT ALL ON FUNCTION pgflight.run_audit(p_run_id bigint) TO pgflight_worker;
 
 commit;

@@ -1,5 +1,7 @@
 -- Deploy pgflight:functions/run_list_page
+
 begin;
+
 set local role pgflight_owner;
 
 -- Read: one page of runs, newest first, after run id p_after (keyset paging: pass the last run_id
@@ -10,16 +12,12 @@ set local role pgflight_owner;
 -- attempt: queued, running (leased) or waiting (children or an approval).
 -- Cost: the queued / running / waiting filters start from the live attempts (partial indexes), so a
 -- page costs what is live, not what is finished; the others walk runs by primary key backwards.
--- Tenancy: only the runs of the workspaces the login may read (issue 13, like the views).
+-- Tenancy: only the runs of the workspaces the login may read (like the views).
 -- Errors: 22023 bad limit, unknown filter key, bad status or timestamp.
-create or replace function pgflight.run_list_page(p_after bigint default null, p_limit integer default 50,
-                                                  p_filters jsonb default '{}')
-returns table (run_id bigint, workspace text, recipe text, status text, state text, idempotency_key text,
-               submitted_by text, created_at timestamptz, finished_at timestamptz, duration_s double precision,
-               usd numeric, root_step_id bigint)
-language plpgsql stable security definer
-set search_path = pg_catalog, pg_temp
-as $$
+CREATE OR REPLACE FUNCTION pgflight.run_list_page(p_after bigint DEFAULT NULL::bigint, p_limit integer DEFAULT 50, p_filters jsonb DEFAULT '{}'::jsonb) RETURNS TABLE(run_id bigint, workspace text, recipe text, status text, state text, idempotency_key text, submitted_by text, created_at timestamp with time zone, finished_at timestamp with time zone, duration_s double precision, usd numeric, root_step_id bigint)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
 declare
   v_filters jsonb := coalesce(p_filters, '{}');
   v_key text;
@@ -106,9 +104,11 @@ begin
    limit p_limit;
 end
 $$;
-comment on function pgflight.run_list_page(bigint, integer, jsonb) is
-  'Read: a page of runs newest first (keyset by run id), with state, duration (s) and cost (USD); '
-  'filters key, status, recipe, workspace, since, until. Errors: 22023.';
-grant execute on function pgflight.run_list_page(bigint, integer, jsonb) to pgflight_reader, pgflight_operator;
+
+COMMENT ON FUNCTION pgflight.run_list_page(p_after bigint, p_limit integer, p_filters jsonb) IS 'Read: a page of runs newest first (keyset by run id), with state, duration (s) and cost (USD); filters key, status, recipe, workspace, since, until. Errors: 22023.';
+
+REVOKE ALL ON FUNCTION pgflight.run_list_page(p_after bigint, p_limit integer, p_filters jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.run_list_page(p_after bigint, p_limit integer, p_filters jsonb) TO pgflight_reader;
+GRANT ALL ON FUNCTION pgflight.run_list_page(p_after bigint, p_limit integer, p_filters jsonb) TO pgflight_operator;
 
 commit;

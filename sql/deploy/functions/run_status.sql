@@ -1,19 +1,17 @@
 -- Deploy pgflight:functions/run_status
+
 begin;
+
 set local role pgflight_owner;
 
 -- One run's status with counts of its steps by the status of their latest attempt, the number of
 -- attempts, and the root step's result or error. Errors: ZF003 unknown run.
-create or replace function pgflight.run_status(p_run_id bigint)
-returns table (run_id bigint, workspace text, recipe text, status text, created_at timestamptz,
-               finished_at timestamptz, steps_total bigint, steps_queued bigint, steps_running bigint,
-               steps_waiting bigint, steps_succeeded bigint, steps_dead_letter bigint,
-               steps_cancelled bigint, attempts_total bigint, result jsonb, error jsonb)
-language plpgsql stable security definer
-set search_path = pg_catalog, pg_temp
-as $$
+CREATE OR REPLACE FUNCTION pgflight.run_status(p_run_id bigint) RETURNS TABLE(run_id bigint, workspace text, recipe text, status text, created_at timestamp with time zone, finished_at timestamp with time zone, steps_total bigint, steps_queued bigint, steps_running bigint, steps_waiting bigint, steps_succeeded bigint, steps_dead_letter bigint, steps_cancelled bigint, attempts_total bigint, result jsonb, error jsonb)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
 begin
-  perform pgflight._require_lane_on_run('reader', p_run_id, 'run_status');  -- issue 13: tenants
+  perform pgflight._require_lane_on_run('reader', p_run_id, 'run_status');  -- tenants
   return query
   select r.id, w.name, r.recipe, r.status, r.created_at, r.finished_at,
          count(s.id),
@@ -39,8 +37,12 @@ begin
   end if;
 end
 $$;
-comment on function pgflight.run_status(bigint) is
-  'A run''s status, step counts by status, attempts, and the root result. Errors: ZF003 unknown run.';
-grant execute on function pgflight.run_status(bigint) to pgflight_operator, pgflight_reader, pgflight_worker;
+
+COMMENT ON FUNCTION pgflight.run_status(p_run_id bigint) IS 'A run''s status, step counts by status, attempts, and the root result. Errors: ZF003 unknown run.';
+
+REVOKE ALL ON FUNCTION pgflight.run_status(p_run_id bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.run_status(p_run_id bigint) TO pgflight_operator;
+GRANT ALL ON FUNCTION pgflight.run_status(p_run_id bigint) TO pgflight_reader;
+GRANT ALL ON FUNCTION pgflight.run_status(p_run_id bigint) TO pgflight_worker;
 
 commit;

@@ -1,29 +1,30 @@
 -- Deploy pgflight:functions/run_sweeps
+
 begin;
+
 set local role pgflight_owner;
 
 -- Every sweep once, each bounded (expire_waits: timers due, event waits past their timeout and
 -- emitted events past their retention, 1,000 of each at most). What pg_cron calls (through sweep_loop); also callable by hand
--- or any scheduler. Issue 18: the reclaim batch is sweep_state.reclaim_batch, doubled after a
+-- or any scheduler. The reclaim batch is sweep_state.reclaim_batch, doubled after a
 -- pass that found a full batch, up to 5,000, back to 1,000 when a pass finds less (a pass stays
 -- around a second, and its row locks with it); the loop starts the next pass at once while
 -- batches come back full. Batches of 10,000 used to be slower per row than batches of 1,000: a
--- generic plan of _reclaim rescanned one CTE per row of another (quadratic in the batch), fixed
--- in the third session; the events partitions are kept (maintain_partitions)
+-- generic plan of _reclaim rescanned one CTE per row of another (quadratic in the batch), since
+-- fixed; the events partitions are kept (maintain_partitions)
 -- when a minute of the engine clock has passed since the last time; the pass's end is recorded
 -- (sweep_state.last_pass_at, engine_health's sweep lag). The state row is updated SKIP LOCKED: a
 -- concurrent pass (by hand, beside the loop) does not wait for it.
-create or replace function pgflight.run_sweeps()
-returns table (sweep text, affected integer)
-language plpgsql volatile security definer
-set search_path = pg_catalog, pg_temp
-as $$
+CREATE OR REPLACE FUNCTION pgflight.run_sweeps() RETURNS TABLE(sweep text, affected integer)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
 declare
   v_state pgflight.sweep_state;
   v_now timestamptz := pgflight._now();
   v_reclaimed integer;
 begin
-  perform pgflight._require_lane('operator', null, 'run_sweeps');  -- issue 13: acts on every workspace
+  perform pgflight._require_lane('operator', null, 'run_sweeps');  -- acts on every workspace
   select s.* into v_state from pgflight.sweep_state s;
   v_reclaimed := pgflight.reclaim_expired(v_state.reclaim_batch);
   return query select 'reclaim_expired'::text, v_reclaimed;
@@ -43,9 +44,10 @@ begin
    where s.id in (select t.id from pgflight.sweep_state t for update skip locked);
 end
 $$;
-comment on function pgflight.run_sweeps() is
-  'Run every sweep once (the reclaim batch grown while a backlog lasts, partitions kept once a minute); '
-  'returns rows affected per sweep.';
-grant execute on function pgflight.run_sweeps() to pgflight_operator;
+
+COMMENT ON FUNCTION pgflight.run_sweeps() IS 'Run every sweep once (the reclaim batch grown while a backlog lasts, partitions kept once a minute); returns rows affected per sweep.';
+
+REVOKE ALL ON FUNCTION pgflight.run_sweeps() FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.run_sweeps() TO pgflight_operator;
 
 commit;

@@ -1,5 +1,7 @@
 -- Deploy pgflight:functions/run_waits
+
 begin;
+
 set local role pgflight_owner;
 
 -- Read: what the parked steps of run p_run_id wait for, one row per pending wait, by step id:
@@ -9,13 +11,10 @@ set local role pgflight_owner;
 -- a sleep (due_at, when it elapses). The columns another kind has no use for are null. A run
 -- outside the login's reader lanes finds no row, exactly as a run that does not exist (one answer
 -- for what a login may not see). Errors: 22023 a NULL run id.
-create or replace function pgflight.run_waits(p_run_id bigint)
-returns table (step_id bigint, attempt_id bigint, step_key text, recipe text, kind text, gate_key text,
-               request jsonb, default_decision text, requested_at timestamptz, expires_at timestamptz,
-               event_name text, event_key text, due_at timestamptz)
-language plpgsql stable security definer
-set search_path = pg_catalog, pg_temp
-as $$
+CREATE OR REPLACE FUNCTION pgflight.run_waits(p_run_id bigint) RETURNS TABLE(step_id bigint, attempt_id bigint, step_key text, recipe text, kind text, gate_key text, request jsonb, default_decision text, requested_at timestamp with time zone, expires_at timestamp with time zone, event_name text, event_key text, due_at timestamp with time zone)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
 declare
   v_lanes bigint[] := pgflight._lane_workspaces('reader');  -- null: every workspace
 begin
@@ -47,11 +46,11 @@ begin
    order by 1, 5, 6;
 end
 $$;
-comment on function pgflight.run_waits(bigint) is
-  'Read: the pending waits of a run''s parked steps (step_id, attempt_id, step_key, recipe, kind approval | '
-  'event | timer, gate_key, request, default_decision, requested_at, expires_at, event_name, event_key, '
-  'due_at), by step id; a run outside the login''s lanes has none. Errors: 22023.';
-revoke execute on function pgflight.run_waits(bigint) from public;
-grant execute on function pgflight.run_waits(bigint) to pgflight_reader, pgflight_operator;
+
+COMMENT ON FUNCTION pgflight.run_waits(p_run_id bigint) IS 'Read: the pending waits of a run''s parked steps (step_id, attempt_id, step_key, recipe, kind approval | event | timer, gate_key, request, default_decision, requested_at, expires_at, event_name, event_key, due_at), by step id; a run outside the login''s lanes has none. Errors: 22023.';
+
+REVOKE ALL ON FUNCTION pgflight.run_waits(p_run_id bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.run_waits(p_run_id bigint) TO pgflight_reader;
+GRANT ALL ON FUNCTION pgflight.run_waits(p_run_id bigint) TO pgflight_operator;
 
 commit;

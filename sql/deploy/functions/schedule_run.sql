@@ -1,5 +1,7 @@
 -- Deploy pgflight:functions/schedule_run
+
 begin;
+
 set local role pgflight_owner;
 
 -- Create or replace (by workspace and name) a recurring run: every instant the cron expression
@@ -17,12 +19,10 @@ set local role pgflight_owner;
 -- runs. The workspace row is locked (FOR NO KEY UPDATE, which foreign key checks do not wait
 -- for) while the schedules are counted, so two calls cannot both take the last place.
 -- Errors: 22023 bad expression, zone, option or run option; ZF003 unknown workspace; ZF005 a cap.
-create or replace function pgflight.schedule_run(
-  p_workspace text, p_name text, p_cron text, p_recipe text, p_input jsonb default '{}', p_options jsonb default '{}')
-returns table (schedule_id bigint, next_fire_at timestamptz)
-language plpgsql volatile security definer
-set search_path = pg_catalog, pg_temp
-as $$
+CREATE OR REPLACE FUNCTION pgflight.schedule_run(p_workspace text, p_name text, p_cron text, p_recipe text, p_input jsonb DEFAULT '{}'::jsonb, p_options jsonb DEFAULT '{}'::jsonb) RETURNS TABLE(schedule_id bigint, next_fire_at timestamp with time zone)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
 declare
   v_ws bigint := pgflight._workspace_id(p_workspace);
   v_now timestamptz := pgflight._now();
@@ -37,7 +37,7 @@ declare
   v_gap integer;
   v_count integer;
 begin
-  perform pgflight._require_lane('operator', v_ws, 'schedule_run');  -- issue 13: tenants
+  perform pgflight._require_lane('operator', v_ws, 'schedule_run');  -- tenants
   perform pgflight._require_known_keys(coalesce(p_options, '{}'), array['time_zone', 'overlap', 'run_options']);
   if p_name is null or btrim(p_name) = '' or length(p_name) > 200 then
     raise exception using errcode = '22023', message = 'schedule name is required',
@@ -127,11 +127,10 @@ begin
   return query select v_id, v_next;
 end
 $$;
-comment on function pgflight.schedule_run(text, text, text, text, jsonb, jsonb) is
-  'Create or replace a recurring run (cron, recipe, input; options time_zone, overlap, run_options). '
-  'Returns (schedule_id, next_fire_at). At most settings.max_schedules_per_workspace schedules a workspace, '
-  'firings at least settings.min_schedule_interval_s apart. Errors: 22023, ZF003, ZF005.';
-revoke execute on function pgflight.schedule_run(text, text, text, text, jsonb, jsonb) from public;
-grant execute on function pgflight.schedule_run(text, text, text, text, jsonb, jsonb) to pgflight_operator;
+
+COMMENT ON FUNCTION pgflight.schedule_run(p_workspace text, p_name text, p_cron text, p_recipe text, p_input jsonb, p_options jsonb) IS 'Create or replace a recurring run (cron, recipe, input; options time_zone, overlap, run_options). Returns (schedule_id, next_fire_at). At most settings.max_schedules_per_workspace schedules a workspace, firings at least settings.min_schedule_interval_s apart. Errors: 22023, ZF003, ZF005.';
+
+REVOKE ALL ON FUNCTION pgflight.schedule_run(p_workspace text, p_name text, p_cron text, p_recipe text, p_input jsonb, p_options jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.schedule_run(p_workspace text, p_name text, p_cron text, p_recipe text, p_input jsonb, p_options jsonb) TO pgflight_operator;
 
 commit;

@@ -1,22 +1,22 @@
 -- Deploy pgflight:functions/set_recipe_limits
+
 begin;
+
 set local role pgflight_owner;
 
 -- Set a recipe's claim rate across all workspaces. options: starts_per_s (claims per second;
 -- null removes the limit) and burst (the most claimed at once after a quiet spell, default
 -- max(1, starts_per_s)). Returns the limits now in force.
 -- Errors: 22023 unknown option, out of range or blank recipe.
-create or replace function pgflight.set_recipe_limits(p_recipe text, p_options jsonb)
-returns table (recipe text, starts_per_s double precision, burst double precision,
-               paused_at timestamptz, paused_by text)
-language plpgsql volatile security definer
-set search_path = pg_catalog, pg_temp
-as $$
+CREATE OR REPLACE FUNCTION pgflight.set_recipe_limits(p_recipe text, p_options jsonb) RETURNS TABLE(recipe text, starts_per_s double precision, burst double precision, paused_at timestamp with time zone, paused_by text)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
 declare
   v_rate double precision;
   v_burst double precision;
 begin
-  perform pgflight._require_lane('operator', null, 'set_recipe_limits');  -- issue 13: acts on every workspace
+  perform pgflight._require_lane('operator', null, 'set_recipe_limits');  -- acts on every workspace
   perform pgflight._require_known_keys(p_options, array['starts_per_s', 'burst']);
   if p_recipe is null or btrim(p_recipe) = '' or length(p_recipe) > 200 then
     raise exception using errcode = '22023', message = 'recipe is required',
@@ -36,9 +36,10 @@ begin
       from (select 1) one left join pgflight.recipe_limits l on l.recipe = p_recipe;
 end
 $$;
-comment on function pgflight.set_recipe_limits(text, jsonb) is
-  'Set (or with starts_per_s null, remove) a recipe''s claim rate starts_per_s/burst. Errors: 22023.';
-revoke execute on function pgflight.set_recipe_limits(text, jsonb) from public;
-grant execute on function pgflight.set_recipe_limits(text, jsonb) to pgflight_operator;
+
+COMMENT ON FUNCTION pgflight.set_recipe_limits(p_recipe text, p_options jsonb) IS 'Set (or with starts_per_s null, remove) a recipe''s claim rate starts_per_s/burst. Errors: 22023.';
+
+REVOKE ALL ON FUNCTION pgflight.set_recipe_limits(p_recipe text, p_options jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.set_recipe_limits(p_recipe text, p_options jsonb) TO pgflight_operator;
 
 commit;

@@ -1,5 +1,7 @@
 -- Deploy pgflight:functions/set_tool_policy
+
 begin;
+
 set local role pgflight_owner;
 
 -- Set the policy of one tool (or '*': every tool without its own policy) in a workspace
@@ -13,12 +15,10 @@ set local role pgflight_owner;
 -- Errors: 22023 a NULL or blank argument, an unknown key, a bad action, a path that does not parse,
 -- an over_usd that is not a number in range; ZF003 unknown workspace; ZF005 a tool name or path
 -- longer than settings.max_name_bytes; ZF012 not an operator of the workspace.
-create or replace function pgflight.set_tool_policy(p_workspace text, p_tool text, p_policy jsonb)
-returns table (workspace text, tool_name text, action text, condition text, over_usd numeric,
-               updated_at timestamptz, updated_by text)
-language plpgsql volatile security definer
-set search_path = pg_catalog, pg_temp
-as $$
+CREATE OR REPLACE FUNCTION pgflight.set_tool_policy(p_workspace text, p_tool text, p_policy jsonb) RETURNS TABLE(workspace text, tool_name text, action text, condition text, over_usd numeric, updated_at timestamp with time zone, updated_by text)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
 declare
   v_ws bigint;
   v_action text;
@@ -75,12 +75,11 @@ begin
     select p_workspace, t.tool_name, t.action, t.condition::text, t.over_usd, t.updated_at, t.updated_by
       from pgflight.tool_policies t where t.workspace_id = v_ws and t.tool_name = p_tool;
 end
-$$;
-comment on function pgflight.set_tool_policy(text, text, jsonb) is
-  'Set a workspace''s policy for a tool (or ''*''): {"action": allow|deny|require_approval, "when": jsonpath '
-  'on the arguments, "over_usd": USD spent by the agent}; applied by mark_tool_call before the tool runs. '
-  'Errors: 22023, ZF003, ZF005, ZF012.';
-revoke execute on function pgflight.set_tool_policy(text, text, jsonb) from public;
-grant execute on function pgflight.set_tool_policy(text, text, jsonb) to pgflight_operator;
+$_$;
+
+COMMENT ON FUNCTION pgflight.set_tool_policy(p_workspace text, p_tool text, p_policy jsonb) IS 'Set a workspace''s policy for a tool (or ''*''): {"action": allow|deny|require_approval, "when": jsonpath on the arguments, "over_usd": USD spent by the agent}; applied by mark_tool_call before the tool runs. Errors: 22023, ZF003, ZF005, ZF012.';
+
+REVOKE ALL ON FUNCTION pgflight.set_tool_policy(p_workspace text, p_tool text, p_policy jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.set_tool_policy(p_workspace text, p_tool text, p_policy jsonb) TO pgflight_operator;
 
 commit;

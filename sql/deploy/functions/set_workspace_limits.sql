@@ -1,5 +1,7 @@
 -- Deploy pgflight:functions/set_workspace_limits
+
 begin;
+
 set local role pgflight_owner;
 
 -- Set a workspace's flow limits. options (each optional; a key given as null removes the limit,
@@ -9,18 +11,16 @@ set local role pgflight_owner;
 -- model_tokens_per_min (input + output tokens per rolling minute, checked before each model
 -- call). Takes effect at the next claim; a new max_in_flight counts the attempts leased now. Returns the limits now in force.
 -- Errors: 22023 unknown option or out of range, ZF003 unknown workspace.
-create or replace function pgflight.set_workspace_limits(p_workspace text, p_options jsonb)
-returns table (workspace text, max_in_flight integer, share integer, starts_per_s double precision,
-               burst double precision, model_tokens_per_min bigint, paused_at timestamptz, paused_by text)
-language plpgsql volatile security definer
-set search_path = pg_catalog, pg_temp
-as $$
+CREATE OR REPLACE FUNCTION pgflight.set_workspace_limits(p_workspace text, p_options jsonb) RETURNS TABLE(workspace text, max_in_flight integer, share integer, starts_per_s double precision, burst double precision, model_tokens_per_min bigint, paused_at timestamp with time zone, paused_by text)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
 declare
   v_ws bigint := pgflight._workspace_id(p_workspace);
   v_old pgflight.workspace_limits;
   v_rate double precision;
 begin
-  perform pgflight._require_lane('operator', v_ws, 'set_workspace_limits');  -- issue 13: tenants
+  perform pgflight._require_lane('operator', v_ws, 'set_workspace_limits');  -- tenants
   perform pgflight._require_known_keys(p_options, array['max_in_flight', 'share', 'starts_per_s', 'burst', 'model_tokens_per_min']);
   insert into pgflight.workspace_limits (workspace_id) values (v_ws) on conflict do nothing;
   select * into v_old from pgflight.workspace_limits l where l.workspace_id = v_ws for update;
@@ -53,9 +53,10 @@ begin
       from pgflight.workspace_limits l where l.workspace_id = v_ws;
 end
 $$;
-comment on function pgflight.set_workspace_limits(text, jsonb) is
-  'Set a workspace''s max_in_flight, share, starts_per_s/burst, model_tokens_per_min (null removes). Errors: 22023, ZF003.';
-revoke execute on function pgflight.set_workspace_limits(text, jsonb) from public;
-grant execute on function pgflight.set_workspace_limits(text, jsonb) to pgflight_operator;
+
+COMMENT ON FUNCTION pgflight.set_workspace_limits(p_workspace text, p_options jsonb) IS 'Set a workspace''s max_in_flight, share, starts_per_s/burst, model_tokens_per_min (null removes). Errors: 22023, ZF003.';
+
+REVOKE ALL ON FUNCTION pgflight.set_workspace_limits(p_workspace text, p_options jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.set_workspace_limits(p_workspace text, p_options jsonb) TO pgflight_operator;
 
 commit;

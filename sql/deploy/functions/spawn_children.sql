@@ -1,5 +1,7 @@
 -- Deploy pgflight:functions/spawn_children
+
 begin;
+
 set local role pgflight_owner;
 
 -- Fan-out. A running attempt writes its plan as child steps, p_children a JSON array of
@@ -20,13 +22,12 @@ set local role pgflight_owner;
 -- ZF005 a child input over settings.max_input_bytes or nested deeper than
 -- settings.max_json_depth, more children than max_children_per_call in
 -- the call or max_children_per_parent under the parent, a key or recipe over max_name_bytes
--- (issue 13: one call of a million children took 1.2 GB of backend memory); ZF012 the attempt is
+-- (one call of a million children took 1.2 GB of backend memory); ZF012 the attempt is
 -- held by another login's worker.
-create or replace function pgflight.spawn_children(p_attempt_id bigint, p_token bigint, p_children jsonb, p_options jsonb default '{}')
-returns table (children_total integer, created integer, parked boolean)
-language plpgsql volatile security definer
-set search_path = pg_catalog, pg_temp
-as $$
+CREATE OR REPLACE FUNCTION pgflight.spawn_children(p_attempt_id bigint, p_token bigint, p_children jsonb, p_options jsonb DEFAULT '{}'::jsonb) RETURNS TABLE(children_total integer, created integer, parked boolean)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
 declare
   v_now timestamptz := pgflight._now();
   v_att pgflight.step_attempts;
@@ -95,7 +96,7 @@ begin
       perform pgflight._require_json_depth(v_bad.value -> 'input', format('child %s input', v_bad.ord));
     end if;
   end if;
-  -- Each child's options through the same step-options validator as submit_run (issue 12: one
+  -- Each child's options through the same step-options validator as submit_run (one
   -- rule, so priority 1.5 is refused on both paths); the error names the child ("option lease_s
   -- of spawn_children child 3 ..."). v_children holds the normalised options, read with plain casts.
   select jsonb_agg(case when e.value ? 'options'
@@ -177,12 +178,10 @@ begin
   return query select v_total, v_created, false;
 end
 $$;
-comment on function pgflight.spawn_children(bigint, bigint, jsonb, jsonb) is
-  'Fan-out: create child steps (idempotent by key) and park the parent in awaiting_children. '
-  'Returns (children_total, created, parked). Options: fail_fast (boolean). Each child''s options: '
-  'priority, max_attempts, lease_s, max_runtime_s, backoff, concurrency_key, concurrency_limit, as '
-  'submit_run (docs/options.md). '
-  'Errors: ZF001, ZF002, ZF003, ZF005, ZF012, 22023.';
-grant execute on function pgflight.spawn_children(bigint, bigint, jsonb, jsonb) to pgflight_worker;
+
+COMMENT ON FUNCTION pgflight.spawn_children(p_attempt_id bigint, p_token bigint, p_children jsonb, p_options jsonb) IS 'Fan-out: create child steps (idempotent by key) and park the parent in awaiting_children. Returns (children_total, created, parked). Options: fail_fast (boolean). Each child''s options: priority, max_attempts, lease_s, max_runtime_s, backoff, concurrency_key, concurrency_limit, as submit_run (docs/options.md). Errors: ZF001, ZF002, ZF003, ZF005, ZF012, 22023.';
+
+REVOKE ALL ON FUNCTION pgflight.spawn_children(p_attempt_id bigint, p_token bigint, p_children jsonb, p_options jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.spawn_children(p_attempt_id bigint, p_token bigint, p_children jsonb, p_options jsonb) TO pgflight_worker;
 
 commit;

@@ -1,31 +1,8 @@
 -- Deploy pgflight:functions/stream_read
-begin;
-set local role pgflight_owner;
 
--- The check both stream readers start with: 22023 for a NULL run id; ZF003 "unknown run" for a run
--- that does not exist or that the login may not read (one answer for both: another tenant's run
--- reads as one never issued).
-create or replace function pgflight._require_readable_run(p_run_id bigint, p_operation text)
-returns void
-language plpgsql stable
-set search_path = pg_catalog, pg_temp
-as $$
-declare
-  v_ws bigint;
-begin
-  if p_run_id is null then
-    raise exception using errcode = '22023', message = format('%s refused: the run id is null', p_operation),
-      hint = 'Pass the run_id that submit_run returned.';
-  end if;
-  select r.workspace_id into v_ws from pgflight.runs r where r.id = p_run_id;
-  if not found or not pgflight._may('reader', v_ws) then
-    raise exception using errcode = 'ZF003', message = format('unknown run %s', p_run_id),
-      hint = 'Use a run_id of a workspace the login may read.';
-  end if;
-end
-$$;
-comment on function pgflight._require_readable_run(bigint, text) is
-  'Internal: 22023 for a NULL run id, ZF003 unknown run for one that does not exist or the login may not read.';
+begin;
+
+set local role pgflight_owner;
 
 -- Read: the chunks of stream p_channel of run p_run_id after sequence number p_after_seq, in
 -- order, at most p_limit (1..10,000). A reader keeps the last seq it saw and passes it back: that
@@ -44,12 +21,10 @@ comment on function pgflight._require_readable_run(bigint, text) is
 -- the same message as a run that does not exist. A channel never written is no row.
 -- Errors: 22023 a NULL run id, NULL or blank channel, a negative or NULL after_seq, a limit outside
 -- 1..10,000, a wait outside 0..60 s; ZF003 unknown run.
-create or replace function pgflight.stream_read(p_run_id bigint, p_channel text, p_after_seq bigint default 0,
-                                                p_limit integer default 1000, p_wait_s double precision default 0)
-returns table (seq bigint, attempt_no integer, attempt_id bigint, step_id bigint, chunk text, written_at timestamptz)
-language plpgsql volatile security definer
-set search_path = pg_catalog, pg_temp
-as $$
+CREATE OR REPLACE FUNCTION pgflight.stream_read(p_run_id bigint, p_channel text, p_after_seq bigint DEFAULT 0, p_limit integer DEFAULT 1000, p_wait_s double precision DEFAULT 0) RETURNS TABLE(seq bigint, attempt_no integer, attempt_id bigint, step_id bigint, chunk text, written_at timestamp with time zone)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
 declare
   v_until timestamptz;
 begin
@@ -74,29 +49,11 @@ begin
   end loop;
 end
 $$;
-comment on function pgflight.stream_read(bigint, text, bigint, integer, double precision) is
-  'Read: chunks of a run''s stream with seq > p_after_seq in order (at most p_limit, 1..10,000): seq, attempt_no, '
-  'attempt_id, step_id, chunk (text), written_at; waits up to p_wait_s (0..60 s, polling every 20 ms) for the '
-  'first one. Errors: 22023 bad argument, ZF003 unknown run (also a run of a workspace the login may not read).';
-grant execute on function pgflight.stream_read(bigint, text, bigint, integer, double precision)
-  to pgflight_operator, pgflight_reader;
 
--- Read: the streams of run p_run_id (what a reader follows: every channel it wrote), by channel.
--- Errors: 22023 a NULL run id; ZF003 unknown run (also one the login may not read, as stream_read).
-create or replace function pgflight.stream_channels(p_run_id bigint)
-returns table (channel text, last_seq bigint, total_bytes bigint, updated_at timestamptz)
-language plpgsql stable security definer
-set search_path = pg_catalog, pg_temp
-as $$
-begin
-  perform pgflight._require_readable_run(p_run_id, 'stream_channels');
-  return query select s.channel, s.last_seq, s.total_bytes, s.updated_at
-                 from pgflight.streams s where s.run_id = p_run_id order by s.channel;
-end
-$$;
-comment on function pgflight.stream_channels(bigint) is
-  'Read: the streams of a run: channel, last_seq, total_bytes, updated_at, by channel. Errors: 22023, ZF003 '
-  'unknown run (also a run of a workspace the login may not read).';
-grant execute on function pgflight.stream_channels(bigint) to pgflight_operator, pgflight_reader;
+COMMENT ON FUNCTION pgflight.stream_read(p_run_id bigint, p_channel text, p_after_seq bigint, p_limit integer, p_wait_s double precision) IS 'Read: chunks of a run''s stream with seq > p_after_seq in order (at most p_limit, 1..10,000): seq, attempt_no, attempt_id, step_id, chunk (text), written_at; waits up to p_wait_s (0..60 s, polling every 20 ms) for the first one. Errors: 22023 bad argument, ZF003 unknown run (also a run of a workspace the login may not read).';
+
+REVOKE ALL ON FUNCTION pgflight.stream_read(p_run_id bigint, p_channel text, p_after_seq bigint, p_limit integer, p_wait_s double precision) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.stream_read(p_run_id bigint, p_channel text, p_after_seq bigint, p_limit integer, p_wait_s double precision) TO pgflight_operator;
+GRANT ALL ON FUNCTION pgflight.stream_read(p_run_id bigint, p_channel text, p_after_seq bigint, p_limit integer, p_wait_s double precision) TO pgflight_reader;
 
 commit;

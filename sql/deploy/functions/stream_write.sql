@@ -1,5 +1,7 @@
 -- Deploy pgflight:functions/stream_write
+
 begin;
+
 set local role pgflight_owner;
 
 -- A running step appends chunks to a stream of its run: channel p_channel, the texts p_chunks in
@@ -19,12 +21,10 @@ set local role pgflight_owner;
 -- a stream whose total would pass settings.max_stream_bytes (nothing is written); ZF001 lease
 -- lost, ZF002 cancelled, ZF003 unknown attempt (or outside the login's worker lanes), ZF012
 -- another login's attempt. Locks: the attempt, then the stream row.
-create or replace function pgflight.stream_write(p_attempt_id bigint, p_token bigint, p_channel text,
-                                                 p_chunks text[], p_options jsonb default '{}')
-returns table (first_seq bigint, last_seq bigint, total_bytes bigint)
-language plpgsql volatile security definer
-set search_path = pg_catalog, pg_temp
-as $$
+CREATE OR REPLACE FUNCTION pgflight.stream_write(p_attempt_id bigint, p_token bigint, p_channel text, p_chunks text[], p_options jsonb DEFAULT '{}'::jsonb) RETURNS TABLE(first_seq bigint, last_seq bigint, total_bytes bigint)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
 declare
   v_caps record;
   v_att pgflight.step_attempts;
@@ -77,11 +77,10 @@ begin
   return query select v_head.last_seq - v_n + 1, v_head.last_seq, v_head.total_bytes;
 end
 $$;
-comment on function pgflight.stream_write(bigint, bigint, text, text[], jsonb) is
-  'Worker: append chunks (text[], in order) to stream p_channel of the attempt''s run; each gets the next seq '
-  'and the attempt''s id and number. Returns first_seq, last_seq (null, last when none was sent), total_bytes of '
-  'the stream. Caps: settings.max_stream_chunks_per_call, max_stream_chunk_bytes, max_stream_bytes, '
-  'max_name_bytes (the channel). Errors: 22023, ZF001, ZF002, ZF003, ZF005, ZF012.';
-grant execute on function pgflight.stream_write(bigint, bigint, text, text[], jsonb) to pgflight_worker;
+
+COMMENT ON FUNCTION pgflight.stream_write(p_attempt_id bigint, p_token bigint, p_channel text, p_chunks text[], p_options jsonb) IS 'Worker: append chunks (text[], in order) to stream p_channel of the attempt''s run; each gets the next seq and the attempt''s id and number. Returns first_seq, last_seq (null, last when none was sent), total_bytes of the stream. Caps: settings.max_stream_chunks_per_call, max_stream_chunk_bytes, max_stream_bytes, max_name_bytes (the channel). Errors: 22023, ZF001, ZF002, ZF003, ZF005, ZF012.';
+
+REVOKE ALL ON FUNCTION pgflight.stream_write(p_attempt_id bigint, p_token bigint, p_channel text, p_chunks text[], p_options jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.stream_write(p_attempt_id bigint, p_token bigint, p_channel text, p_chunks text[], p_options jsonb) TO pgflight_worker;
 
 commit;

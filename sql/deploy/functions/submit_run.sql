@@ -1,5 +1,7 @@
 -- Deploy pgflight:functions/submit_run
+
 begin;
+
 set local role pgflight_owner;
 
 -- Submit a run: one root step of p_recipe with p_input, queued.
@@ -13,11 +15,10 @@ set local role pgflight_owner;
 -- Errors: 22023 bad argument, ZF003 unknown workspace, ZF004 idempotency conflict, ZF005 input
 -- over settings.max_input_bytes or nested deeper than settings.max_json_depth. Concurrent submits of one key are serialised by the unique
 -- constraint: exactly one creates, the others read its row.
-create or replace function pgflight.submit_run(p_workspace text, p_recipe text, p_input jsonb, p_options jsonb default '{}')
-returns table (run_id bigint, step_id bigint, attempt_id bigint, created boolean)
-language plpgsql volatile security definer
-set search_path = pg_catalog, pg_temp
-as $$
+CREATE OR REPLACE FUNCTION pgflight.submit_run(p_workspace text, p_recipe text, p_input jsonb, p_options jsonb DEFAULT '{}'::jsonb) RETURNS TABLE(run_id bigint, step_id bigint, attempt_id bigint, created boolean)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
 declare
   v_now timestamptz := pgflight._now();
   v_ws bigint;
@@ -49,7 +50,7 @@ begin
       detail = format('got %s characters', length(p_recipe)), hint = 'Use a short recipe name.';
   end if;
   -- every option checked against its spec (docs/options.md): unknown keys, types and bounds, 22023
-  -- naming the key; v_opts is normalised, so the plain casts below cannot fail (issue 14)
+  -- naming the key; v_opts is normalised, so the plain casts below cannot fail
   v_opts := pgflight._check_options('submit_run', p_options);
   select w.id, w.max_run_usd into v_ws, v_ws_max_usd from pgflight.workspaces w where w.name = p_workspace;
   -- one answer (ZF003) for a name unknown and one the login sees nothing of; ZF012 only where it
@@ -69,8 +70,8 @@ begin
   end if;
   perform pgflight._require_json_depth(p_input, 'input');
   v_max_attempts := coalesce((v_opts ->> 'max_attempts')::integer, v_settings.default_max_attempts);
-  -- issue 15: delay_s or not_before (with a UTC offset), and the concurrency key and limit; the
-  -- helpers only when their keys are there (issue 18: most submits have none)
+  -- delay_s or not_before (with a UTC offset), and the concurrency key and limit; the
+  -- helpers only when their keys are there (most submits have none)
   v_not_before := v_now;
   if v_opts ?| array['delay_s', 'not_before', 'concurrency_key', 'concurrency_limit'] then
     v_not_before := pgflight._start_at(v_opts, v_now);
@@ -82,7 +83,7 @@ begin
 
   -- the root step's id is taken first, so the run row is written once, with it
   v_step := nextval('pgflight.steps_id_seq'::regclass);
-  -- issue 18: without a key the run is a plain insert (nothing can conflict: no speculative
+  -- without a key the run is a plain insert (nothing can conflict: no speculative
   -- insertion, no entry in the partial unique index, tables/runs_idempotency_partial); with one,
   -- ON CONFLICT against that index. One statement, the row written once: one of the two inserts
   -- reads it.
@@ -129,7 +130,7 @@ begin
           coalesce(v_opts -> 'backoff', '{}'),
           (v_opts ->> 'lease_s')::double precision, (v_opts ->> 'max_runtime_s')::double precision, v_now,
           v_ckey, v_climit);
-  -- the queued event is the attempt's queue_event_id, shown by run_events (issue 18: no events row)
+  -- the queued event is the attempt's queue_event_id, shown by run_events (no events row)
   insert into pgflight.step_attempts (step_id, run_id, attempt_no, recipe, priority, status, available_after, created_at,
                                       workspace_id, concurrency_key, concurrency_limit, queue_event_id)
   values (v_step, v_run, 1, p_recipe, coalesce((v_opts ->> 'priority')::integer, 0), 'queued', v_not_before, v_now,
@@ -141,13 +142,10 @@ begin
   return query select v_run, v_step, v_attempt, true;
 end
 $$;
-comment on function pgflight.submit_run(text, text, jsonb, jsonb) is
-  'Submit a run (root step of a recipe). Returns (run_id, step_id, attempt_id, created). '
-  'Options (docs/options.md): idempotency_key, priority, max_attempts, lease_s, max_runtime_s, backoff '
-  '{base_s, factor, max_s, jitter}, not_before (with a UTC offset) or delay_s, concurrency_key and '
-  'concurrency_limit, max_usd, max_wall_s, max_iterations, max_tool_calls, '
-  'submitted_by, traceparent (W3C trace context); an unknown key or a value out of bounds is 22023 naming it. '
-  'Errors: 22023, ZF003 unknown workspace, ZF004 idempotency conflict, ZF005 input too large.';
-grant execute on function pgflight.submit_run(text, text, jsonb, jsonb) to pgflight_operator;
+
+COMMENT ON FUNCTION pgflight.submit_run(p_workspace text, p_recipe text, p_input jsonb, p_options jsonb) IS 'Submit a run (root step of a recipe). Returns (run_id, step_id, attempt_id, created). Options (docs/options.md): idempotency_key, priority, max_attempts, lease_s, max_runtime_s, backoff {base_s, factor, max_s, jitter}, not_before (with a UTC offset) or delay_s, concurrency_key and concurrency_limit, max_usd, max_wall_s, max_iterations, max_tool_calls, submitted_by, traceparent (W3C trace context); an unknown key or a value out of bounds is 22023 naming it. Errors: 22023, ZF003 unknown workspace, ZF004 idempotency conflict, ZF005 input too large.';
+
+REVOKE ALL ON FUNCTION pgflight.submit_run(p_workspace text, p_recipe text, p_input jsonb, p_options jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.submit_run(p_workspace text, p_recipe text, p_input jsonb, p_options jsonb) TO pgflight_operator;
 
 commit;

@@ -1,147 +1,8 @@
 -- Deploy pgflight:functions/submit_runs
--- requires: tables/settings_submit_cap internals/_options internals/_trust internals/_flow_options
---           internals/_events tables/step_attempts_flow functions/submit_run roles/owner_sets_replication_role internals/_row_triggers
+
 begin;
+
 set local role pgflight_owner;
-
--- submit_runs reads in sections; the four below have a name of their own. None is granted to a
--- lane: they run as the owner, inside submit_runs.
-
--- The workspace of a submit_runs call and its lane, checked once for the whole call: its id and
--- max_run_usd. The row is locked FOR KEY SHARE, the lock each run's foreign key check takes
--- (submit_runs writes with those checks off for a large call). One answer (ZF003) for a name
--- unknown and one the login sees nothing of; ZF012 only where the login reads and is no operator.
--- The common case costs the one _may probe.
-create or replace function pgflight._submit_runs_workspace(p_workspace text, out id bigint, out max_run_usd numeric)
-language plpgsql volatile
-set search_path = pg_catalog, pg_temp
-as $$
-begin
-  select w.id, w.max_run_usd into id, max_run_usd from pgflight.workspaces w where w.name = p_workspace
-     for key share;
-  if not found or not pgflight._may('operator', id) then
-    if not found or not pgflight._may('reader', id) then
-      perform pgflight._unknown_workspace(p_workspace);
-    end if;
-    perform pgflight._require_lane('operator', id, 'submit_runs');
-  end if;
-end
-$$;
-comment on function pgflight._submit_runs_workspace(text) is
-  'Internal (submit_runs): the workspace by name, FOR KEY SHARE, with its max_run_usd; ZF003 unknown or '
-  'unseen, ZF012 no operator lane.';
-
--- The depth cap of a submit_runs call's inputs: one pass over the whole call (an input sits two
--- levels down, [{"input": ...}]); the element is looked for only to name it in the ZF005. A deep
--- element or options object that is not an input is left to the element checks (22023).
-create or replace function pgflight._submit_runs_require_depth(p_runs jsonb, p_max_depth integer)
-returns void
-language plpgsql stable
-set search_path = pg_catalog, pg_temp
-as $$
-declare
-  v_idx integer;
-begin
-  if pgflight._json_too_deep(p_runs, p_max_depth + 2) then
-    select e.ord into v_idx
-      from jsonb_array_elements(p_runs) with ordinality as e(value, ord)
-     where jsonb_typeof(e.value) = 'object'
-       and pgflight._json_too_deep(e.value -> 'input', p_max_depth)
-     order by e.ord limit 1;
-    if v_idx is not null then
-      perform pgflight._require_json_depth(p_runs -> (v_idx - 1) -> 'input', format('input of run %s', v_idx));
-    end if;
-  end if;
-end
-$$;
-comment on function pgflight._submit_runs_require_depth(jsonb, integer) is
-  'Internal (submit_runs): ZF005 naming the first run whose input nests deeper than p_max_depth.';
-
--- What is wrong with a malformed element of submit_runs (found by submit_runs' one pass over the
--- call), raised: the checks in the order of that pass: its shape, recipe, recipe length, keys,
--- options, idempotency key, input size. submit_runs puts "submit_runs element N: " before the
--- message. Always raises (22023, or ZF005 for the input size).
-create or replace function pgflight._submit_runs_refuse_element(p_element jsonb, p_max_input_bytes bigint)
-returns void
-language plpgsql stable
-set search_path = pg_catalog, pg_temp
-as $$
-begin
-  if jsonb_typeof(p_element) <> 'object' then
-    raise exception using errcode = '22023', message = 'a run must be a JSON object',
-      detail = format('got %s', left(p_element::text, 200)),
-      hint = 'Each element is {"recipe": ..., "input": ..., "options": {...}}.';
-  elsif jsonb_typeof(p_element -> 'recipe') is distinct from 'string' or btrim(p_element ->> 'recipe') = '' then
-    raise exception using errcode = '22023', message = 'recipe is required',
-      detail = format('got %s', left(coalesce((p_element -> 'recipe')::text, 'no recipe'), 200)),
-      hint = 'Pass the name a worker registered with @recipe(...), as a JSON string.';
-  elsif length(p_element ->> 'recipe') > 256 then
-    raise exception using errcode = '22023', message = 'recipe name is longer than 256 characters',
-      detail = format('got %s characters', length(p_element ->> 'recipe')), hint = 'Use a short recipe name.';
-  elsif p_element - '{recipe,input,options}'::text[] <> '{}' then
-    raise exception using errcode = '22023',
-      message = format('unknown key %s in a run', (select k from jsonb_object_keys(p_element - 'recipe' - 'input' - 'options') k
-                                                      order by k limit 1)),
-      detail = 'known keys: input, options, recipe', hint = 'Check the spelling; options go inside "options".';
-  elsif jsonb_typeof(p_element -> 'options') not in ('object', 'null') then
-    raise exception using errcode = '22023', message = 'options of submit_run must be a JSON object',
-      detail = format('got a JSON %s', jsonb_typeof(p_element -> 'options')),
-      hint = 'See docs/options.md for the keys each function takes.';
-  elsif jsonb_typeof(p_element -> 'options' -> 'idempotency_key') not in ('string', 'null')
-        or length(p_element -> 'options' ->> 'idempotency_key') not between 1 and 512 then
-    perform pgflight._bad_option('submit_run', 'idempotency_key', p_element -> 'options' -> 'idempotency_key',
-                                 'a JSON string of 1 to 512 characters');
-  else
-    perform pgflight._require_cap('max_input_bytes', p_max_input_bytes,
-                                  octet_length(coalesce(p_element -> 'input', '{}')::text), 'input (bytes)');
-  end if;
-end
-$$;
-comment on function pgflight._submit_runs_refuse_element(jsonb, bigint) is
-  'Internal (submit_runs): raises what is wrong with a malformed element (22023 naming it, ZF005 input size).';
-
--- The idempotency conflict of a submit_runs call, raised (ZF004): the first element that created
--- nothing (p_created: the elements that did) whose key names a run of another recipe or input: a
--- key seen before (in the database, or earlier in this call), or one that another transaction
--- created first (ON CONFLICT waited for it to commit). Returns when there is none.
-create or replace function pgflight._submit_runs_refuse_conflict(p_runs jsonb, p_workspace_id bigint, p_created integer[])
-returns void
-language plpgsql stable
-set search_path = pg_catalog, pg_temp
-as $$
-declare
-  v_bad record;
-begin
-  select e.ord::integer as ord, r.id, r.recipe, r.input_hash,
-         e.value ->> 'recipe' as recipe_now,
-         encode(sha256(convert_to(coalesce(e.value -> 'input', '{}')::text, 'UTF8')), 'hex') as hash_now,
-         (select min(f.ord) from jsonb_array_elements(p_runs) with ordinality as f(value, ord)
-           where f.value -> 'options' ->> 'idempotency_key' = r.idempotency_key)::integer as first_ord
-    into v_bad
-    from jsonb_array_elements(p_runs) with ordinality as e(value, ord)
-    join pgflight.runs r on r.workspace_id = p_workspace_id
-                        and r.idempotency_key = e.value -> 'options' ->> 'idempotency_key'
-   where not exists (select from unnest(p_created) c(i) where c.i = e.ord)
-     and (r.recipe <> e.value ->> 'recipe'
-          or r.input_hash <> encode(sha256(convert_to(coalesce(e.value -> 'input', '{}')::text, 'UTF8')), 'hex'))
-   order by e.ord
-   limit 1;
-  if found then
-    raise exception using errcode = 'ZF004',
-      message = format('submit_runs element %s: idempotency key %L was already used with a different input',
-                       v_bad.ord, (p_runs -> (v_bad.ord - 1)) -> 'options' ->> 'idempotency_key'),
-      detail = format('run %s has recipe %s and input sha256 %s%s; element %s has recipe %s and input sha256 %s',
-                      v_bad.id, v_bad.recipe, v_bad.input_hash,
-                      case when v_bad.first_ord < v_bad.ord and v_bad.first_ord = any (p_created)
-                           then format(' (created by element %s of this call)', v_bad.first_ord) else '' end,
-                      v_bad.ord, v_bad.recipe_now, v_bad.hash_now),
-      hint = 'Use a new idempotency key for a different job, or resubmit the original input.';
-  end if;
-end
-$$;
-comment on function pgflight._submit_runs_refuse_conflict(jsonb, bigint, integer[]) is
-  'Internal (submit_runs): ZF004 for the first element whose idempotency key names a run of another '
-  'recipe or input; nothing otherwise.';
 
 -- Bulk submit: what N calls of submit_run do, in one call and a few set-based
 -- statements (the runs, their root steps and first attempts are each one INSERT; each run's queued
@@ -173,11 +34,10 @@ comment on function pgflight._submit_runs_refuse_conflict(jsonb, bigint, integer
 -- Errors: 22023 bad argument, ZF003 unknown workspace, ZF004 idempotency conflict, ZF005 more
 -- elements than settings.max_runs_per_call, an input over settings.max_input_bytes or nested
 -- deeper than settings.max_json_depth, ZF012 no operator lane on the workspace.
-create or replace function pgflight.submit_runs(p_workspace text, p_runs jsonb, p_options jsonb default '{}')
-returns table (idx integer, run_id bigint, step_id bigint, attempt_id bigint, created boolean)
-language plpgsql volatile security definer
-set search_path = pg_catalog, pg_temp
-as $$
+CREATE OR REPLACE FUNCTION pgflight.submit_runs(p_workspace text, p_runs jsonb, p_options jsonb DEFAULT '{}'::jsonb) RETURNS TABLE(idx integer, run_id bigint, step_id bigint, attempt_id bigint, created boolean)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
 #variable_conflict use_column
 declare
   v_now timestamptz := pgflight._now();
@@ -489,12 +349,10 @@ begin
      order by 1;
 end
 $$;
-comment on function pgflight.submit_runs(text, jsonb, jsonb) is
-  'Bulk submit: p_runs a JSON array of {recipe, input, options}; each element as submit_run, options laid '
-  'over the shared p_options (not idempotency_key). All or nothing: a bad element refuses the call, the '
-  'error prefixed "submit_runs element N: ". Returns (idx, run_id, step_id, attempt_id, created) per element. '
-  'Errors: 22023, ZF003, ZF004 idempotency conflict (also between two elements), ZF005 over '
-  'settings.max_runs_per_call or max_input_bytes, ZF012.';
-grant execute on function pgflight.submit_runs(text, jsonb, jsonb) to pgflight_operator;
+
+COMMENT ON FUNCTION pgflight.submit_runs(p_workspace text, p_runs jsonb, p_options jsonb) IS 'Bulk submit: p_runs a JSON array of {recipe, input, options}; each element as submit_run, options laid over the shared p_options (not idempotency_key). All or nothing: a bad element refuses the call, the error prefixed "submit_runs element N: ". Returns (idx, run_id, step_id, attempt_id, created) per element. Errors: 22023, ZF003, ZF004 idempotency conflict (also between two elements), ZF005 over settings.max_runs_per_call or max_input_bytes, ZF012.';
+
+REVOKE ALL ON FUNCTION pgflight.submit_runs(p_workspace text, p_runs jsonb, p_options jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.submit_runs(p_workspace text, p_runs jsonb, p_options jsonb) TO pgflight_operator;
 
 commit;

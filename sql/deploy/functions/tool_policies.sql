@@ -1,16 +1,16 @@
 -- Deploy pgflight:functions/tool_policies
+
 begin;
+
 set local role pgflight_owner;
 
 -- Read: the tool policies of a workspace, by tool name ('*' first). Any lane on the workspace
 -- may read them (a worker's agent learns why a call was denied from the tool result anyway).
 -- Errors: 22023 a NULL workspace; ZF003 unknown workspace; ZF012 no lane on the workspace.
-create or replace function pgflight.tool_policies(p_workspace text)
-returns table (workspace text, tool_name text, action text, condition text, over_usd numeric,
-               updated_at timestamptz, updated_by text)
-language plpgsql stable security definer
-set search_path = pg_catalog, pg_temp
-as $$
+CREATE OR REPLACE FUNCTION pgflight.tool_policies(p_workspace text) RETURNS TABLE(workspace text, tool_name text, action text, condition text, over_usd numeric, updated_at timestamp with time zone, updated_by text)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
 declare
   v_ws bigint;
 begin
@@ -26,10 +26,11 @@ begin
      order by t.tool_name;
 end
 $$;
-comment on function pgflight.tool_policies(text) is
-  'Read: a workspace''s tool policies (tool_name, action, condition, over_usd, updated_at, updated_by). '
-  'Errors: 22023, ZF003, ZF012.';
-revoke execute on function pgflight.tool_policies(text) from public;
-grant execute on function pgflight.tool_policies(text) to pgflight_reader, pgflight_operator;
+
+COMMENT ON FUNCTION pgflight.tool_policies(p_workspace text) IS 'Read: a workspace''s tool policies (tool_name, action, condition, over_usd, updated_at, updated_by). Errors: 22023, ZF003, ZF012.';
+
+REVOKE ALL ON FUNCTION pgflight.tool_policies(p_workspace text) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.tool_policies(p_workspace text) TO pgflight_reader;
+GRANT ALL ON FUNCTION pgflight.tool_policies(p_workspace text) TO pgflight_operator;
 
 commit;

@@ -1,5 +1,7 @@
 -- Deploy pgflight:functions/unserved_recipes
+
 begin;
+
 set local role pgflight_owner;
 
 -- Read: the recipes among p_recipes (at most 1000 names; nulls ignored) that no live worker serves,
@@ -9,11 +11,10 @@ set local role pgflight_owner;
 -- has a worker lane on one of them (or on every workspace), so it learns nothing of another
 -- tenant's workers; it never learns which worker serves a name. Errors: 22023 a NULL or too long
 -- array.
-create or replace function pgflight.unserved_recipes(p_recipes text[])
-returns table (recipe text)
-language plpgsql stable security definer
-set search_path = pg_catalog, pg_temp
-as $$
+CREATE OR REPLACE FUNCTION pgflight.unserved_recipes(p_recipes text[]) RETURNS TABLE(recipe text)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
 declare
   v_now timestamptz := pgflight._now();
   v_lanes bigint[] := pgflight._lane_workspaces('reader');  -- null: every workspace
@@ -37,10 +38,11 @@ begin
    order by 1;
 end
 $$;
-comment on function pgflight.unserved_recipes(text[]) is
-  'Read: the recipes among p_recipes (0..1000 names) no live worker (seen in the last 60 s) serves, sorted. '
-  'Errors: 22023.';
-revoke execute on function pgflight.unserved_recipes(text[]) from public;
-grant execute on function pgflight.unserved_recipes(text[]) to pgflight_reader, pgflight_operator;
+
+COMMENT ON FUNCTION pgflight.unserved_recipes(p_recipes text[]) IS 'Read: the recipes among p_recipes (0..1000 names) no live worker (seen in the last 60 s) serves, sorted. Errors: 22023.';
+
+REVOKE ALL ON FUNCTION pgflight.unserved_recipes(p_recipes text[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.unserved_recipes(p_recipes text[]) TO pgflight_reader;
+GRANT ALL ON FUNCTION pgflight.unserved_recipes(p_recipes text[]) TO pgflight_operator;
 
 commit;

@@ -1,5 +1,7 @@
 -- Deploy pgflight:functions/wait_event
+
 begin;
+
 set local role pgflight_owner;
 
 -- A running attempt waits at p_wait_key for the event p_name / p_key of its own workspace
@@ -19,12 +21,10 @@ set local role pgflight_owner;
 -- ZF003 (an attempt unknown or outside the login's worker lanes), ZF012.
 -- Locks: the attempt, the event channel row, the wait row. emit_event takes the channel row
 -- first too, so of the two, the second sees the first's rows (no lost wake-up).
-create or replace function pgflight.wait_event(p_attempt_id bigint, p_token bigint, p_wait_key text,
-                                               p_name text, p_key text, p_options jsonb default '{}')
-returns table (outcome text, payload jsonb, event_id text, waiting boolean)
-language plpgsql volatile security definer
-set search_path = pg_catalog, pg_temp
-as $$
+CREATE OR REPLACE FUNCTION pgflight.wait_event(p_attempt_id bigint, p_token bigint, p_wait_key text, p_name text, p_key text, p_options jsonb DEFAULT '{}'::jsonb) RETURNS TABLE(outcome text, payload jsonb, event_id text, waiting boolean)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
 declare
   v_now timestamptz := pgflight._now();
   v_opts jsonb := pgflight._check_options('wait_event', p_options);  -- docs/options.md
@@ -90,10 +90,10 @@ begin
   return query select v_wait.outcome, v_wait.payload, v_wait.event_id, false;
 end
 $$;
-comment on function pgflight.wait_event(bigint, bigint, text, text, text, jsonb) is
-  'Wait for an event (name, key) of the attempt''s workspace: the outcome (received with the payload, or '
-  'timed_out with the default) at once when known, else parks the attempt (waiting = true). Options: '
-  'timeout_s, default. Errors: 22023, ZF001, ZF002, ZF003, ZF005, ZF012.';
-grant execute on function pgflight.wait_event(bigint, bigint, text, text, text, jsonb) to pgflight_worker;
+
+COMMENT ON FUNCTION pgflight.wait_event(p_attempt_id bigint, p_token bigint, p_wait_key text, p_name text, p_key text, p_options jsonb) IS 'Wait for an event (name, key) of the attempt''s workspace: the outcome (received with the payload, or timed_out with the default) at once when known, else parks the attempt (waiting = true). Options: timeout_s, default. Errors: 22023, ZF001, ZF002, ZF003, ZF005, ZF012.';
+
+REVOKE ALL ON FUNCTION pgflight.wait_event(p_attempt_id bigint, p_token bigint, p_wait_key text, p_name text, p_key text, p_options jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.wait_event(p_attempt_id bigint, p_token bigint, p_wait_key text, p_name text, p_key text, p_options jsonb) TO pgflight_worker;
 
 commit;

@@ -1,5 +1,7 @@
 -- Deploy pgflight:functions/wait_timer
+
 begin;
+
 set local role pgflight_owner;
 
 -- A running attempt sleeps at timer p_wait_key for p_seconds (docs/waiting.md). The first call
@@ -12,12 +14,10 @@ set local role pgflight_owner;
 -- event wait of this step; ZF005 a key longer than settings.max_name_bytes; ZF001 lease lost,
 -- ZF002 cancelled, ZF003 unknown attempt (or outside the login's worker lanes), ZF012 another
 -- login's attempt. Locks: the attempt, then the wait row (docs/locking.md).
-create or replace function pgflight.wait_timer(p_attempt_id bigint, p_token bigint, p_wait_key text,
-                                               p_seconds double precision, p_options jsonb default '{}')
-returns table (outcome text, due_at timestamptz, waiting boolean)
-language plpgsql volatile security definer
-set search_path = pg_catalog, pg_temp
-as $$
+CREATE OR REPLACE FUNCTION pgflight.wait_timer(p_attempt_id bigint, p_token bigint, p_wait_key text, p_seconds double precision, p_options jsonb DEFAULT '{}'::jsonb) RETURNS TABLE(outcome text, due_at timestamp with time zone, waiting boolean)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
 declare
   v_now timestamptz := pgflight._now();
   v_att pgflight.step_attempts;
@@ -59,9 +59,10 @@ begin
   return query select null::text, v_wait.due_at, true;
 end
 $$;
-comment on function pgflight.wait_timer(bigint, bigint, text, double precision, jsonb) is
-  'Sleep at a keyed timer: outcome elapsed at once when due, else parks the attempt without a lease or an '
-  'attempt spent (waiting = true) until expire_waits requeues it. Errors: 22023, ZF001, ZF002, ZF003, ZF005, ZF012.';
-grant execute on function pgflight.wait_timer(bigint, bigint, text, double precision, jsonb) to pgflight_worker;
+
+COMMENT ON FUNCTION pgflight.wait_timer(p_attempt_id bigint, p_token bigint, p_wait_key text, p_seconds double precision, p_options jsonb) IS 'Sleep at a keyed timer: outcome elapsed at once when due, else parks the attempt without a lease or an attempt spent (waiting = true) until expire_waits requeues it. Errors: 22023, ZF001, ZF002, ZF003, ZF005, ZF012.';
+
+REVOKE ALL ON FUNCTION pgflight.wait_timer(p_attempt_id bigint, p_token bigint, p_wait_key text, p_seconds double precision, p_options jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.wait_timer(p_attempt_id bigint, p_token bigint, p_wait_key text, p_seconds double precision, p_options jsonb) TO pgflight_worker;
 
 commit;

@@ -1,5 +1,7 @@
 -- Deploy pgflight:functions/wake_parked_keys
+
 begin;
+
 set local role pgflight_owner;
 
 -- Sweep: the safety net of concurrency keys. A freed slot wakes one parked attempt of its key
@@ -14,11 +16,10 @@ set local role pgflight_owner;
 -- attempt left (rows locked right now are kept). No lock taken here can be held by a login: the
 -- key and slot locks were advisory keys any login could hold (a held slot key failed every pass
 -- with 55P03). Returns the attempts woken.
-create or replace function pgflight.wake_parked_keys(p_limit integer default 1000)
-returns integer
-language plpgsql volatile security definer
-set search_path = pg_catalog, pg_temp
-as $$
+CREATE OR REPLACE FUNCTION pgflight.wake_parked_keys(p_limit integer DEFAULT 1000) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
 declare
   v_key record;
   v_scope record;
@@ -28,7 +29,7 @@ declare
   v_n integer;
   v_timeout text := pg_catalog.current_setting('lock_timeout');
 begin
-  perform pgflight._require_lane('operator', null, 'wake_parked_keys');  -- issue 13: acts on every workspace
+  perform pgflight._require_lane('operator', null, 'wake_parked_keys');  -- acts on every workspace
   for v_key in
     select distinct a.workspace_id, a.concurrency_key, a.concurrency_limit
       from pgflight.step_attempts a
@@ -90,10 +91,11 @@ begin
                         for update skip locked);
   return v_woken;
 end
-$$;
-comment on function pgflight.wake_parked_keys(integer) is
-  'Sweep: wake parked attempts of concurrency keys that have free slots (a safety net); returns the count.';
-revoke execute on function pgflight.wake_parked_keys(integer) from public;
-grant execute on function pgflight.wake_parked_keys(integer) to pgflight_operator;
+$_$;
+
+COMMENT ON FUNCTION pgflight.wake_parked_keys(p_limit integer) IS 'Sweep: wake parked attempts of concurrency keys that have free slots (a safety net); returns the count.';
+
+REVOKE ALL ON FUNCTION pgflight.wake_parked_keys(p_limit integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.wake_parked_keys(p_limit integer) TO pgflight_operator;
 
 commit;

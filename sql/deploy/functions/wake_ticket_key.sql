@@ -1,5 +1,7 @@
 -- Deploy pgflight:functions/wake_ticket_key
+
 begin;
+
 set local role pgflight_owner;
 
 -- The advisory lock key of a wake ticket for the calling login (the worker's LISTEN connection):
@@ -12,11 +14,10 @@ set local role pgflight_owner;
 -- Null for a login with no worker lane (the worker then answers the ticket as a plain wake-up). Before, the key was computable
 -- by any login from the recipe names and the payload: a listener that held it first kept the
 -- workers asleep until their poll (8 ms to 2 s from submit to claim). Raises nothing.
-create or replace function pgflight.wake_ticket_key(p_key bigint)
-returns bigint
-language plpgsql stable security definer
-set search_path = pg_catalog, pg_temp
-as $$
+CREATE OR REPLACE FUNCTION pgflight.wake_ticket_key(p_key bigint) RETURNS bigint
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
 declare
   v_lanes bigint[] := pgflight._lane_workspaces('worker');
   v_digest bytea;
@@ -33,13 +34,12 @@ begin
   return ('x' || encode(substring(v_digest from 1 for 8), 'hex'))::bit(64)::bigint;
 end
 $$;
-comment on function pgflight.wake_ticket_key(bigint) is
-  'The advisory lock key (bigint) of a wake ticket for the calling login''s worker lanes, derived from the '
-  'engine''s secret and p_key (the worker''s key of its recipe group and the ticket); null without a worker lane.';
--- Executable by every lane (a LISTEN connection may log in as another lane than the worker's;
--- PUBLIC has no USAGE on the schema anyway): it reveals only a key of the caller's own worker
--- lanes, and null to a login without one.
-revoke execute on function pgflight.wake_ticket_key(bigint) from public;
-grant execute on function pgflight.wake_ticket_key(bigint) to pgflight_worker, pgflight_operator, pgflight_reader;
+
+COMMENT ON FUNCTION pgflight.wake_ticket_key(p_key bigint) IS 'The advisory lock key (bigint) of a wake ticket for the calling login''s worker lanes, derived from the engine''s secret and p_key (the worker''s key of its recipe group and the ticket); null without a worker lane.';
+
+REVOKE ALL ON FUNCTION pgflight.wake_ticket_key(p_key bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.wake_ticket_key(p_key bigint) TO pgflight_worker;
+GRANT ALL ON FUNCTION pgflight.wake_ticket_key(p_key bigint) TO pgflight_operator;
+GRANT ALL ON FUNCTION pgflight.wake_ticket_key(p_key bigint) TO pgflight_reader;
 
 commit;

@@ -1,20 +1,20 @@
 -- Deploy pgflight:functions/worker_list
+
 begin;
+
 set local role pgflight_owner;
 
 -- Read: workers not stopped or seen in the last hour, most recently seen first, at most p_limit
 -- (1..1000), each with the attempts it holds now (leased: claimed, running, cancel_requested) as
 -- a JSON array of {attempt_id, step_id, run_id, recipe, status, lease_expires_at}. Fencing tokens
 -- are left out: they are capabilities of their holder. The held attempts come from the partial
--- index on leased attempts, so the cost is what is in flight. Tenancy (issue 13): a login that may
+-- index on leased attempts, so the cost is what is in flight. Tenancy: a login that may
 -- read only some workspaces sees only the workers holding an attempt there, and only those
 -- attempts (an idle worker may serve any tenant). Errors: 22023 bad limit.
-create or replace function pgflight.worker_list(p_limit integer default 200)
-returns table (worker_id bigint, name text, hostname text, pid integer, recipes text[], started_at timestamptz,
-               last_seen_at timestamptz, stopped_at timestamptz, alive boolean, held jsonb)
-language plpgsql stable security definer
-set search_path = pg_catalog, pg_temp
-as $$
+CREATE OR REPLACE FUNCTION pgflight.worker_list(p_limit integer DEFAULT 200) RETURNS TABLE(worker_id bigint, name text, hostname text, pid integer, recipes text[], started_at timestamp with time zone, last_seen_at timestamp with time zone, stopped_at timestamp with time zone, alive boolean, held jsonb)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
 declare
   v_now timestamptz := pgflight._now();
   v_lanes bigint[] := pgflight._lane_workspaces('reader');  -- null: every workspace
@@ -43,8 +43,11 @@ begin
    limit p_limit;
 end
 $$;
-comment on function pgflight.worker_list(integer) is
-  'Read: live and recently seen workers with the attempts each holds (no fencing tokens). Errors: 22023.';
-grant execute on function pgflight.worker_list(integer) to pgflight_reader, pgflight_operator;
+
+COMMENT ON FUNCTION pgflight.worker_list(p_limit integer) IS 'Read: live and recently seen workers with the attempts each holds (no fencing tokens). Errors: 22023.';
+
+REVOKE ALL ON FUNCTION pgflight.worker_list(p_limit integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgflight.worker_list(p_limit integer) TO pgflight_reader;
+GRANT ALL ON FUNCTION pgflight.worker_list(p_limit integer) TO pgflight_operator;
 
 commit;

@@ -1,17 +1,15 @@
 -- Deploy pgflight:internals/_fire_schedule
--- Defines: _fire_schedule().
+
 begin;
+
 set local role pgflight_owner;
 
 -- Submit the run of one firing (idempotency key schedule:<id>:<fire time in epoch seconds>) and
 -- mark the firing submitted; a refusal is caught and recorded as failed. Returns the run or null.
-create or replace function pgflight._fire_schedule(
-  p_schedule_id bigint, p_workspace text, p_name text, p_recipe text, p_input jsonb, p_run_options jsonb,
-  p_fire_at timestamptz)
-returns bigint
-language plpgsql volatile
-set search_path = pg_catalog, pg_temp
-as $$
+CREATE OR REPLACE FUNCTION pgflight._fire_schedule(p_schedule_id bigint, p_workspace text, p_name text, p_recipe text, p_input jsonb, p_run_options jsonb, p_fire_at timestamp with time zone) RETURNS bigint
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
 declare
   v_run bigint;
 begin
@@ -31,7 +29,9 @@ begin
   return v_run;
 end
 $$;
-comment on function pgflight._fire_schedule(bigint, text, text, text, jsonb, jsonb, timestamptz) is
-  'Internal: submit one firing''s run idempotently; a refusal is recorded on the firing, never raised.';
+
+COMMENT ON FUNCTION pgflight._fire_schedule(p_schedule_id bigint, p_workspace text, p_name text, p_recipe text, p_input jsonb, p_run_options jsonb, p_fire_at timestamp with time zone) IS 'Internal: submit one firing''s run idempotently; a refusal is recorded on the firing, never raised.';
+
+REVOKE ALL ON FUNCTION pgflight._fire_schedule(p_schedule_id bigint, p_workspace text, p_name text, p_recipe text, p_input jsonb, p_run_options jsonb, p_fire_at timestamp with time zone) FROM PUBLIC;
 
 commit;

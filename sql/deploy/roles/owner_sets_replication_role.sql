@@ -1,6 +1,6 @@
 -- Deploy pgflight:roles/owner_sets_replication_role
 -- requires: roles
--- pgflight_owner may set session_replication_role (issue 18: enqueue). submit_runs sets it to
+-- pgflight_owner may set session_replication_role (enqueue). submit_runs sets it to
 -- replica, locally, around the inserts of a large call, so the per-row foreign key checks of rows
 -- it has just created itself (a run's root step, a step's first attempt) do not run; it decides
 -- at each call with has_parameter_privilege, so without this grant it keeps the checks and is

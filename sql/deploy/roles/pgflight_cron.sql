@@ -1,6 +1,6 @@
 -- Deploy pgflight:roles/pgflight_cron
 -- requires: roles
--- The role pg_cron runs pgflight's jobs as (issue 13). Not a superuser and not a member of the
+-- The role pg_cron runs pgflight's jobs as. Not a superuser and not a member of the
 -- owner, so a job never runs owner-controlled code with more rights than the owner has. LOGIN
 -- because pg_cron cannot start a job as a NOLOGIN role (background worker or libpq alike); no
 -- password: pg_cron reaches the server through background workers or the unix socket (see

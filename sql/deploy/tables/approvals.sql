@@ -1,29 +1,49 @@
 -- Deploy pgflight:tables/approvals
--- requires: tables/steps
--- Approval gates. A decision may arrive before the step reaches its gate: it is kept and used.
+
 begin;
+
 set local role pgflight_owner;
 
-create table pgflight.approvals (
-  id                bigint generated always as identity primary key,
-  step_id           bigint not null references pgflight.steps (id) on delete cascade,
-  gate_key          text not null,
-  request           jsonb,
-  decision          text,
-  actor             text,
-  note              text,
-  default_decision  text not null default 'reject',
-  requested_at      timestamptz,
-  expires_at        timestamptz,
-  decided_at        timestamptz,
-  constraint gate_key_is_unique_per_step unique (step_id, gate_key),
-  constraint decision_is_known check (decision is null or decision in ('approve', 'reject')),
-  constraint default_decision_is_known check (default_decision in ('approve', 'reject')),
-  constraint decided_at_is_set_with_decision check ((decision is null) = (decided_at is null))
+CREATE TABLE pgflight.approvals (
+    id bigint NOT NULL,
+    step_id bigint NOT NULL,
+    gate_key text NOT NULL,
+    request jsonb,
+    decision text,
+    actor text,
+    note text,
+    default_decision text DEFAULT 'reject'::text NOT NULL,
+    requested_at timestamp with time zone,
+    expires_at timestamp with time zone,
+    decided_at timestamp with time zone,
+    payload jsonb,
+    CONSTRAINT decided_at_is_set_with_decision CHECK (((decision IS NULL) = (decided_at IS NULL))),
+    CONSTRAINT decision_is_known CHECK (((decision IS NULL) OR (decision = ANY (ARRAY['approve'::text, 'reject'::text])))),
+    CONSTRAINT default_decision_is_known CHECK ((default_decision = ANY (ARRAY['approve'::text, 'reject'::text])))
 );
-create index approvals_expiring_idx on pgflight.approvals (expires_at) where decision is null;
-comment on table pgflight.approvals is
-  'Approval gates per step and gate_key. decision: approve | reject (null while pending). '
-  'expires_at: when expire_approvals applies default_decision.';
+
+COMMENT ON TABLE pgflight.approvals IS 'Approval gates per step and gate_key. decision: approve | reject (null while pending). expires_at: when expire_approvals applies default_decision.';
+
+COMMENT ON COLUMN pgflight.approvals.payload IS 'JSON the decider handed back with the decision (approve''s p_payload), null when none; capped by settings.max_approval_request_bytes. A tool gate''s: {"arguments": {...}} or {"message": "..."}.';
+
+ALTER TABLE pgflight.approvals ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME pgflight.approvals_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+ALTER TABLE ONLY pgflight.approvals
+    ADD CONSTRAINT approvals_pkey PRIMARY KEY (id);
+
+ALTER TABLE ONLY pgflight.approvals
+    ADD CONSTRAINT gate_key_is_unique_per_step UNIQUE (step_id, gate_key);
+
+CREATE INDEX approvals_expiring_idx ON pgflight.approvals USING btree (expires_at) WHERE (decision IS NULL);
+
+ALTER TABLE ONLY pgflight.approvals
+    ADD CONSTRAINT approvals_step_id_fkey FOREIGN KEY (step_id) REFERENCES pgflight.steps(id) ON DELETE CASCADE;
 
 commit;

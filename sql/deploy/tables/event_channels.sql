@@ -1,21 +1,24 @@
 -- Deploy pgflight:tables/event_channels
--- requires: tables/workspaces
--- One row per workspace, event name and key that a wait or an emit has touched: both lock it
--- (insert-or-lock) before they look at the other side, so a wait that registers while an event is
--- emitted either sees the event or is seen by the emit, never neither (docs/locking.md). No data
--- but the names; expire_waits deletes a row once no pending wait and no kept event names it.
+
 begin;
+
 set local role pgflight_owner;
 
-create table pgflight.event_channels (
-  workspace_id  bigint not null references pgflight.workspaces (id) on delete cascade,
-  name          text not null,
-  key           text not null,
-  touched_at    timestamptz not null,
-  constraint event_channels_pkey primary key (workspace_id, name, key)
+CREATE TABLE pgflight.event_channels (
+    workspace_id bigint NOT NULL,
+    name text NOT NULL,
+    key text NOT NULL,
+    touched_at timestamp with time zone NOT NULL
 );
-create index event_channels_touched_idx on pgflight.event_channels (touched_at);
-comment on table pgflight.event_channels is
-  'Lock rows: one per workspace, event name and key; wait_event and emit_event lock it first, so no wake-up is lost.';
+
+COMMENT ON TABLE pgflight.event_channels IS 'Lock rows: one per workspace, event name and key; wait_event and emit_event lock it first, so no wake-up is lost.';
+
+ALTER TABLE ONLY pgflight.event_channels
+    ADD CONSTRAINT event_channels_pkey PRIMARY KEY (workspace_id, name, key);
+
+CREATE INDEX event_channels_touched_idx ON pgflight.event_channels USING btree (touched_at);
+
+ALTER TABLE ONLY pgflight.event_channels
+    ADD CONSTRAINT event_channels_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES pgflight.workspaces(id) ON DELETE CASCADE;
 
 commit;

@@ -1,66 +1,61 @@
 -- Deploy pgflight:tables/schedules
--- Recurring runs (issue 15): a cron expression, a recipe, an input and an overlap policy, fired by
--- the engine's own sweep (fire_schedules, part of run_sweeps). The expression is parsed when the
--- schedule is written; its allowed values are stored here so the sweep never parses.
+
 begin;
+
 set local role pgflight_owner;
 
-create table pgflight.schedules (
-  id               bigint generated always as identity primary key,
-  workspace_id     bigint not null references pgflight.workspaces (id) on delete cascade,
-  name             text not null,
-  cron             text not null,
-  time_zone        text not null default 'UTC',
-  recipe           text not null,
-  input            jsonb not null default '{}',
-  run_options      jsonb not null default '{}',
-  overlap          text not null default 'skip',
-  seconds          integer[] not null,
-  minutes          integer[] not null,
-  hours            integer[] not null,
-  days             integer[] not null,
-  months           integer[] not null,
-  weekdays         integer[] not null,
-  any_day          boolean not null,
-  any_weekday      boolean not null,
-  next_fire_at     timestamptz,
-  pending_fire_at  timestamptz,
-  last_fire_at     timestamptz,
-  last_run_id      bigint,
-  created_by       text not null,
-  created_at       timestamptz not null default pgflight._now(),
-  updated_at       timestamptz not null default pgflight._now(),
-  constraint schedule_name_is_unique_per_workspace unique (workspace_id, name),
-  constraint name_is_not_blank check (btrim(name) <> '' and length(name) <= 200),
-  constraint recipe_is_not_blank check (btrim(recipe) <> '' and length(recipe) <= 200),
-  constraint overlap_is_known check (overlap in ('skip', 'queue_one', 'allow'))
+CREATE TABLE pgflight.schedules (
+    id bigint NOT NULL,
+    workspace_id bigint NOT NULL,
+    name text NOT NULL,
+    cron text NOT NULL,
+    time_zone text DEFAULT 'UTC'::text NOT NULL,
+    recipe text NOT NULL,
+    input jsonb DEFAULT '{}'::jsonb NOT NULL,
+    run_options jsonb DEFAULT '{}'::jsonb NOT NULL,
+    overlap text DEFAULT 'skip'::text NOT NULL,
+    seconds integer[] NOT NULL,
+    minutes integer[] NOT NULL,
+    hours integer[] NOT NULL,
+    days integer[] NOT NULL,
+    months integer[] NOT NULL,
+    weekdays integer[] NOT NULL,
+    any_day boolean NOT NULL,
+    any_weekday boolean NOT NULL,
+    next_fire_at timestamp with time zone,
+    pending_fire_at timestamp with time zone,
+    last_fire_at timestamp with time zone,
+    last_run_id bigint,
+    created_by text NOT NULL,
+    created_at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT pgflight._now() NOT NULL,
+    CONSTRAINT name_is_not_blank CHECK (((btrim(name) <> ''::text) AND (length(name) <= 200))),
+    CONSTRAINT overlap_is_known CHECK ((overlap = ANY (ARRAY['skip'::text, 'queue_one'::text, 'allow'::text]))),
+    CONSTRAINT recipe_is_not_blank CHECK (((btrim(recipe) <> ''::text) AND (length(recipe) <= 200)))
 );
--- the sweep reads due schedules by next firing, and held-back firings of queue_one
-create index schedules_due_idx on pgflight.schedules (next_fire_at) where next_fire_at is not null;
-create index schedules_pending_idx on pgflight.schedules (pending_fire_at) where pending_fire_at is not null;
-comment on table pgflight.schedules is
-  'Recurring runs. cron (5 or 6 fields, seconds first) read on the wall clock of time_zone; overlap: '
-  'skip (a firing while the previous run is still running is skipped), queue_one (it waits, at most '
-  'one, and runs when the previous run ends), allow (runs at once). seconds..weekdays, any_day, '
-  'any_weekday: the parsed expression. next_fire_at: the next firing; pending_fire_at: a queue_one '
-  'firing waiting for last_run_id to end.';
 
-create table pgflight.schedule_fires (
-  schedule_id   bigint not null references pgflight.schedules (id) on delete cascade,
-  fire_at       timestamptz not null,
-  fired_at      timestamptz not null,
-  outcome       text not null,
-  run_id        bigint,
-  missed_until  timestamptz,
-  error         jsonb,
-  constraint schedule_fires_pkey primary key (schedule_id, fire_at),
-  constraint outcome_is_known check (outcome in ('submitted', 'skipped', 'queued', 'failed'))
+COMMENT ON TABLE pgflight.schedules IS 'Recurring runs. cron (5 or 6 fields, seconds first) read on the wall clock of time_zone; overlap: skip (a firing while the previous run is still running is skipped), queue_one (it waits, at most one, and runs when the previous run ends), allow (runs at once). seconds..weekdays, any_day, any_weekday: the parsed expression. next_fire_at: the next firing; pending_fire_at: a queue_one firing waiting for last_run_id to end.';
+
+ALTER TABLE pgflight.schedules ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME pgflight.schedules_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
 );
-comment on table pgflight.schedule_fires is
-  'One row per firing of a schedule, keyed by (schedule, fire time): a firing is decided once. '
-  'outcome: submitted (run_id), skipped (overlap skip), queued (overlap queue_one: submitted later, '
-  'when the previous run ends; the row is then updated to submitted), failed (submit_run refused: '
-  'error says why; the schedule goes on). missed_until: the firing '
-  'stands for every firing missed up to this instant (catch-up after downtime).';
+
+ALTER TABLE ONLY pgflight.schedules
+    ADD CONSTRAINT schedule_name_is_unique_per_workspace UNIQUE (workspace_id, name);
+
+ALTER TABLE ONLY pgflight.schedules
+    ADD CONSTRAINT schedules_pkey PRIMARY KEY (id);
+
+CREATE INDEX schedules_due_idx ON pgflight.schedules USING btree (next_fire_at) WHERE (next_fire_at IS NOT NULL);
+
+CREATE INDEX schedules_pending_idx ON pgflight.schedules USING btree (pending_fire_at) WHERE (pending_fire_at IS NOT NULL);
+
+ALTER TABLE ONLY pgflight.schedules
+    ADD CONSTRAINT schedules_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES pgflight.workspaces(id) ON DELETE CASCADE;
 
 commit;

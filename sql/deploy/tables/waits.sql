@@ -1,47 +1,57 @@
 -- Deploy pgflight:tables/waits
--- requires: tables/steps
--- requires: tables/workspaces
--- What a step waits for besides its children and approval gates (docs/waiting.md): a timer (until
--- due_at) or an event (workspace, name and key, with a timeout at due_at). One row per step and
--- wait key, written by the first wait_timer / wait_event with that key; the recipe runs again
--- from the top after the wake and finds the row resolved. The outcome is recorded once: the
--- first write that resolves the row (the emit, the sweep, the re-claim past due_at) wins, every
--- later one finds outcome set and changes nothing.
+
 begin;
+
 set local role pgflight_owner;
 
-create table pgflight.waits (
-  id                 bigint generated always as identity primary key,
-  step_id            bigint not null references pgflight.steps (id) on delete cascade,
-  wait_key           text not null,
-  kind               text not null,
-  workspace_id       bigint not null references pgflight.workspaces (id) on delete cascade,
-  event_name         text,
-  event_key          text,
-  due_at             timestamptz,
-  default_payload    jsonb,
-  parked_attempt_id  bigint,
-  requested_at       timestamptz not null,
-  outcome            text,
-  payload            jsonb,
-  event_id           text,
-  resolved_at        timestamptz,
-  constraint waits_step_key_is_unique unique (step_id, wait_key),
-  constraint kind_is_known check (kind in ('timer', 'event')),
-  constraint timer_has_a_due_time check (kind <> 'timer' or due_at is not null),
-  constraint event_wait_names_its_event check (kind <> 'event' or (event_name is not null and event_key is not null)),
-  constraint outcome_is_known check (outcome is null or outcome in ('elapsed', 'received', 'timed_out')),
-  constraint resolved_at_is_set_with_outcome check ((outcome is null) = (resolved_at is null))
+CREATE TABLE pgflight.waits (
+    id bigint NOT NULL,
+    step_id bigint NOT NULL,
+    wait_key text NOT NULL,
+    kind text NOT NULL,
+    workspace_id bigint NOT NULL,
+    event_name text,
+    event_key text,
+    due_at timestamp with time zone,
+    default_payload jsonb,
+    parked_attempt_id bigint,
+    requested_at timestamp with time zone NOT NULL,
+    outcome text,
+    payload jsonb,
+    event_id text,
+    resolved_at timestamp with time zone,
+    CONSTRAINT event_wait_names_its_event CHECK (((kind <> 'event'::text) OR ((event_name IS NOT NULL) AND (event_key IS NOT NULL)))),
+    CONSTRAINT kind_is_known CHECK ((kind = ANY (ARRAY['timer'::text, 'event'::text]))),
+    CONSTRAINT outcome_is_known CHECK (((outcome IS NULL) OR (outcome = ANY (ARRAY['elapsed'::text, 'received'::text, 'timed_out'::text])))),
+    CONSTRAINT resolved_at_is_set_with_outcome CHECK (((outcome IS NULL) = (resolved_at IS NULL))),
+    CONSTRAINT timer_has_a_due_time CHECK (((kind <> 'timer'::text) OR (due_at IS NOT NULL)))
 );
--- emit_event: the pending waits of one name and key
-create index waits_pending_event_idx on pgflight.waits (workspace_id, event_name, event_key)
-  where outcome is null and kind = 'event';
--- expire_waits: pending waits by due time
-create index waits_pending_due_idx on pgflight.waits (due_at) where outcome is null and due_at is not null;
-comment on table pgflight.waits is
-  'Timers and event waits per step and wait_key. kind: timer | event. due_at: when a timer elapses or an '
-  'event wait times out (null: no timeout). outcome: elapsed | received | timed_out (null while pending), '
-  'recorded once. parked_attempt_id: the attempt parked on the wait (awaiting_approval), the one a '
-  'resolution wakes.';
+
+COMMENT ON TABLE pgflight.waits IS 'Timers and event waits per step and wait_key. kind: timer | event. due_at: when a timer elapses or an event wait times out (null: no timeout). outcome: elapsed | received | timed_out (null while pending), recorded once. parked_attempt_id: the attempt parked on the wait (awaiting_approval), the one a resolution wakes.';
+
+ALTER TABLE pgflight.waits ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME pgflight.waits_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+ALTER TABLE ONLY pgflight.waits
+    ADD CONSTRAINT waits_pkey PRIMARY KEY (id);
+
+ALTER TABLE ONLY pgflight.waits
+    ADD CONSTRAINT waits_step_key_is_unique UNIQUE (step_id, wait_key);
+
+CREATE INDEX waits_pending_due_idx ON pgflight.waits USING btree (due_at) WHERE ((outcome IS NULL) AND (due_at IS NOT NULL));
+
+CREATE INDEX waits_pending_event_idx ON pgflight.waits USING btree (workspace_id, event_name, event_key) WHERE ((outcome IS NULL) AND (kind = 'event'::text));
+
+ALTER TABLE ONLY pgflight.waits
+    ADD CONSTRAINT waits_step_id_fkey FOREIGN KEY (step_id) REFERENCES pgflight.steps(id) ON DELETE CASCADE;
+
+ALTER TABLE ONLY pgflight.waits
+    ADD CONSTRAINT waits_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES pgflight.workspaces(id) ON DELETE CASCADE;
 
 commit;

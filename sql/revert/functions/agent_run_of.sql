@@ -1,30 +1,5 @@
--- Revert pgflight:functions/agent_run_of: restores the previous definition, deploy/functions/agent_run_of@v0.9.0.sql (written by scripts/gen_sql_scripts.py)
+-- Revert pgflight:functions/agent_run_of
 begin;
 set local role pgflight_owner;
-
--- Read: the agent of a step (null row when the step is not an agent) with its totals, caps and
--- current step status. For the CLI (pgflight trace) and operators.
-create or replace function pgflight.agent_run_of(p_step_id bigint)
-returns table (agent_run_id bigint, step_id bigint, run_id bigint, model text, system_prompt text,
-               max_iterations integer, max_tool_calls integer, iterations integer, tool_calls integer,
-               input_tokens bigint, output_tokens bigint, cache_creation_tokens bigint, cache_read_tokens bigint,
-               usd numeric, step_status text, result jsonb, created_at timestamptz)
-language plpgsql stable security definer
-set search_path = pg_catalog, pg_temp
-as $$
-begin
-  perform pgflight._require_lane_on_step('reader', p_step_id, 'agent_run_of');  -- issue 13: tenants
-  return query
-    select r.id, r.step_id, r.run_id, r.model, r.system_prompt, r.max_iterations, r.max_tool_calls, r.iterations,
-           r.tool_calls, r.input_tokens, r.output_tokens, r.cache_creation_tokens, r.cache_read_tokens, r.usd,
-           a.status, a.result, r.created_at
-      from pgflight.agent_runs r
-      join pgflight.steps s on s.id = r.step_id
-      join pgflight.step_attempts a on a.step_id = s.id and a.attempt_no = s.last_attempt_no
-     where r.step_id = p_step_id;
-end
-$$;
-comment on function pgflight.agent_run_of(bigint) is 'Read: the agent run of a step, with totals and step status.';
-grant execute on function pgflight.agent_run_of(bigint) to pgflight_operator, pgflight_reader;
-
+drop function pgflight.agent_run_of(bigint);
 commit;

@@ -1,27 +1,5 @@
--- Revert pgflight:functions/children_results: restores the previous definition, deploy/functions/children_results@v0.9.0.sql (written by scripts/gen_sql_scripts.py)
+-- Revert pgflight:functions/children_results
 begin;
 set local role pgflight_owner;
-
--- The children of a step in key order, each with its current status, result and last error, for
--- a woken parent to read. Any caller may read: results are not secret from the tree's worker.
-create or replace function pgflight.children_results(p_step_id bigint)
-returns table (step_key text, step_id bigint, recipe text, status text, attempt_no integer,
-               result jsonb, error jsonb)
-language plpgsql stable security definer
-set search_path = pg_catalog, pg_temp
-as $$
-begin
-  perform pgflight._require_lane_on_step('reader', p_step_id, 'children_results');  -- issue 13: tenants
-  return query
-    select s.step_key, s.id, s.recipe, a.status, a.attempt_no, a.result, a.error
-      from pgflight.steps s
-      join pgflight.step_attempts a on a.step_id = s.id and a.attempt_no = s.last_attempt_no
-     where s.parent_id = p_step_id
-     order by s.step_key;
-end
-$$;
-comment on function pgflight.children_results(bigint) is
-  'Children of a step in key order with status, result and error of their latest attempt.';
-grant execute on function pgflight.children_results(bigint) to pgflight_worker, pgflight_operator, pgflight_reader;
-
+drop function pgflight.children_results(bigint);
 commit;

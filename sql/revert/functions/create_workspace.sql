@@ -1,37 +1,5 @@
--- Revert pgflight:functions/create_workspace: restores the previous definition, deploy/functions/create_workspace@v0.2.0.sql (written by scripts/gen_sql_scripts.py)
+-- Revert pgflight:functions/create_workspace
 begin;
 set local role pgflight_owner;
-
--- Create a workspace (tenant), or update the caps of an existing one with the same name.
--- options: daily_usd_cap (USD per UTC day), max_run_usd (USD per run tree). Idempotent by name.
--- Errors: 22023 for a blank name or a non-numeric cap.
-create or replace function pgflight.create_workspace(p_name text, p_options jsonb default '{}')
-returns bigint
-language plpgsql volatile security definer
-set search_path = ''
-as $$
-declare
-  v_id bigint;
-begin
-  if p_name is null or btrim(p_name) = '' then
-    raise exception using errcode = '22023', message = 'workspace name is required',
-      hint = 'Pass a non-blank name, e.g. select pgflight.create_workspace(''default'').';
-  end if;
-  insert into pgflight.workspaces as w (name, daily_usd_cap, max_run_usd, options)
-  values (p_name,
-          pgflight._opt_num(p_options, 'daily_usd_cap', null),
-          pgflight._opt_num(p_options, 'max_run_usd', null),
-          coalesce(p_options, '{}'))
-  on conflict (name) do update
-     set daily_usd_cap = coalesce(excluded.daily_usd_cap, w.daily_usd_cap),
-         max_run_usd = coalesce(excluded.max_run_usd, w.max_run_usd),
-         options = w.options || excluded.options
-  returning id into v_id;
-  return v_id;
-end
-$$;
-comment on function pgflight.create_workspace(text, jsonb) is
-  'Create or update a workspace by name; returns its id. options: daily_usd_cap, max_run_usd (USD). Errors: 22023.';
-grant execute on function pgflight.create_workspace(text, jsonb) to pgflight_operator;
-
+drop function pgflight.create_workspace(text, jsonb);
 commit;

@@ -1,47 +1,5 @@
--- Revert pgflight:functions/fail_step: restores the previous definition, deploy/functions/fail_step@v0.9.0.sql (written by scripts/gen_sql_scripts.py)
+-- Revert pgflight:functions/fail_step
 begin;
 set local role pgflight_owner;
-
--- Fail an attempt this caller holds. p_error: JSON describing the error (kept on the attempt and
--- on the dead letter). options: retryable (boolean, default true; false dead-letters at once),
--- retry_after_s (seconds, 0 to 2592000; replaces the backoff, still consumes an attempt, so the
--- ceiling holds on this path too: C07). Unknown keys are refused (docs/options.md). Returns outcome retry (with the next attempt id and when it becomes
--- claimable), dead_letter, or cancelled (the run had ended).
--- Errors: ZF001 lease lost, ZF002 cancelled, ZF003 unknown attempt, 22023 bad options.
-create or replace function pgflight.fail_step(p_attempt_id bigint, p_token bigint, p_error jsonb, p_options jsonb default '{}')
-returns table (attempt_id bigint, outcome text, next_attempt_id bigint, available_after timestamptz)
-language plpgsql volatile security definer
-set search_path = pg_catalog, pg_temp
-as $$
-declare
-  v_status text;
-  v_opts jsonb := pgflight._check_options('fail_step', p_options);
-  v_retryable boolean := coalesce((v_opts ->> 'retryable')::boolean, true);
-  v_after double precision := (v_opts ->> 'retry_after_s')::double precision;
-begin
-  -- Lock order (issue 14 case 6, docs/locking.md): when this failure ends the step under a
-  -- parent with fail_fast, the cascade will cancel siblings; their attempts are locked now, with
-  -- this one, deepest first then id, before any steps row — never after the parent's row.
-  if exists (select from pgflight.step_attempts a join pgflight.steps s on s.id = a.step_id
-              where a.id = p_attempt_id and a.fencing_token = p_token and a.status in ('claimed', 'running')
-                and s.parent_id is not null
-                and (not v_retryable or s.failed_attempts + 1 >= s.max_attempts)) then
-    perform pgflight._lock_cascade(p_attempt_id, false);
-  end if;
-  -- issue 13: the error is capped (ZF005, nothing written)
-  perform pgflight._require_cap('max_error_bytes', (select s.max_error_bytes from pgflight.settings s),
-                                octet_length(p_error::text), 'error (bytes)');
-  v_status := (pgflight._lock_held(p_attempt_id, p_token, 'fail_step')).status;
-  return query
-    select p_attempt_id, f.outcome, f.next_attempt_id, f.available_after
-      from pgflight._fail_attempt(p_attempt_id, v_status, 'failed',
-                                  coalesce(p_error, '{"message": "failed"}'), v_retryable, v_after,
-                                  'failed') f;
-end
-$$;
-comment on function pgflight.fail_step(bigint, bigint, jsonb, jsonb) is
-  'Fail a held attempt: retry with backoff or dead letter at the ceiling. Options (docs/options.md): '
-  'retryable (boolean, default true), retry_after_s (seconds, 0 to 2592000). Errors: ZF001, ZF002, ZF003, ZF005, ZF012, 22023.';
-grant execute on function pgflight.fail_step(bigint, bigint, jsonb, jsonb) to pgflight_worker;
-
+drop function pgflight.fail_step(bigint, bigint, jsonb, jsonb);
 commit;

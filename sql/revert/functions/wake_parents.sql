@@ -1,34 +1,5 @@
--- Revert pgflight:functions/wake_parents: restores the previous definition, deploy/functions/wake_parents@v0.2.0.sql (written by scripts/gen_sql_scripts.py)
+-- Revert pgflight:functions/wake_parents
 begin;
 set local role pgflight_owner;
-
--- Sweep: wake parked parents whose children are all terminal but who were not woken (a lost
--- poke). The children counter is the truth, so the check is O(1) per parent. Bounded by p_limit.
-create or replace function pgflight.wake_parents(p_limit integer default 1000)
-returns integer
-language plpgsql volatile security definer
-set search_path = ''
-as $$
-declare
-  v_row record;
-  v_count integer := 0;
-begin
-  for v_row in
-    select a.step_id from pgflight.step_attempts a
-      join pgflight.steps s on s.id = a.step_id
-     where a.status = 'awaiting_children' and s.children_pending <= 0
-     limit p_limit
-       for update of a skip locked
-  loop
-    if pgflight._wake(v_row.step_id, 'parent_resumed', 'wake_parents') then
-      v_count := v_count + 1;
-    end if;
-  end loop;
-  return v_count;
-end
-$$;
-comment on function pgflight.wake_parents(integer) is
-  'Sweep: requeue parked parents whose children are all terminal; returns how many woke.';
-grant execute on function pgflight.wake_parents(integer) to pgflight_operator;
-
+drop function pgflight.wake_parents(integer);
 commit;

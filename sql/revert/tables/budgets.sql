@@ -1,4 +1,5 @@
 -- Revert pgflight:tables/budgets
 begin;
+set local role pgflight_owner;
 drop table pgflight.budgets;
 commit;

@@ -1,4 +1,5 @@
 -- Revert pgflight:tables/model_prices
 begin;
+set local role pgflight_owner;
 drop table pgflight.model_prices;
 commit;

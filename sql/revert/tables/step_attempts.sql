@@ -1,4 +1,5 @@
+-- Revert pgflight:tables/step_attempts
 begin;
+set local role pgflight_owner;
 drop table pgflight.step_attempts;
-drop sequence pgflight.fencing_tokens;
 commit;

@@ -5,50 +5,6 @@ declare
   v_config text[];
 begin
   select p.proconfig into v_config
-    from pg_catalog.pg_proc p where p.oid = 'pgflight._submit_runs_workspace(text)'::regprocedure;
-  if v_config is distinct from array['search_path=pg_catalog, pg_temp']::text[] then
-    raise exception 'pgflight._submit_runs_workspace(text) has settings %, expected %', v_config, array['search_path=pg_catalog, pg_temp']::text[];
-  end if;
-end
-$verify$;
-do $verify$
-declare
-  v_config text[];
-begin
-  select p.proconfig into v_config
-    from pg_catalog.pg_proc p where p.oid = 'pgflight._submit_runs_require_depth(jsonb, integer)'::regprocedure;
-  if v_config is distinct from array['search_path=pg_catalog, pg_temp']::text[] then
-    raise exception 'pgflight._submit_runs_require_depth(jsonb, integer) has settings %, expected %', v_config, array['search_path=pg_catalog, pg_temp']::text[];
-  end if;
-end
-$verify$;
-do $verify$
-declare
-  v_config text[];
-begin
-  select p.proconfig into v_config
-    from pg_catalog.pg_proc p where p.oid = 'pgflight._submit_runs_refuse_element(jsonb, bigint)'::regprocedure;
-  if v_config is distinct from array['search_path=pg_catalog, pg_temp']::text[] then
-    raise exception 'pgflight._submit_runs_refuse_element(jsonb, bigint) has settings %, expected %', v_config, array['search_path=pg_catalog, pg_temp']::text[];
-  end if;
-end
-$verify$;
-do $verify$
-declare
-  v_config text[];
-begin
-  select p.proconfig into v_config
-    from pg_catalog.pg_proc p where p.oid = 'pgflight._submit_runs_refuse_conflict(jsonb, bigint, integer[])'::regprocedure;
-  if v_config is distinct from array['search_path=pg_catalog, pg_temp']::text[] then
-    raise exception 'pgflight._submit_runs_refuse_conflict(jsonb, bigint, integer[]) has settings %, expected %', v_config, array['search_path=pg_catalog, pg_temp']::text[];
-  end if;
-end
-$verify$;
-do $verify$
-declare
-  v_config text[];
-begin
-  select p.proconfig into v_config
     from pg_catalog.pg_proc p where p.oid = 'pgflight.submit_runs(text, jsonb, jsonb)'::regprocedure;
   if v_config is distinct from array['search_path=pg_catalog, pg_temp']::text[] then
     raise exception 'pgflight.submit_runs(text, jsonb, jsonb) has settings %, expected %', v_config, array['search_path=pg_catalog, pg_temp']::text[];

@@ -5,9 +5,9 @@ declare
   v_config text[];
 begin
   select p.proconfig into v_config
-    from pg_catalog.pg_proc p where p.oid = 'pgflight._fire_schedule(bigint, text, text, text, jsonb, jsonb, timestamptz)'::regprocedure;
+    from pg_catalog.pg_proc p where p.oid = 'pgflight._fire_schedule(bigint, text, text, text, jsonb, jsonb, timestamp with time zone)'::regprocedure;
   if v_config is distinct from array['search_path=pg_catalog, pg_temp']::text[] then
-    raise exception 'pgflight._fire_schedule(bigint, text, text, text, jsonb, jsonb, timestamptz) has settings %, expected %', v_config, array['search_path=pg_catalog, pg_temp']::text[];
+    raise exception 'pgflight._fire_schedule(bigint, text, text, text, jsonb, jsonb, timestamp with time zone) has settings %, expected %', v_config, array['search_path=pg_catalog, pg_temp']::text[];
   end if;
 end
 $verify$;

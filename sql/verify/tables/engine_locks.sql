@@ -1,2 +1,2 @@
 -- Verify pgflight:tables/engine_locks
-select scope, holder_pid, holder_started_at from pgflight.engine_locks where false;
+select 1 / (c.relkind in ('r', 'p', 'S'))::int from pg_catalog.pg_class c where c.oid = 'pgflight.engine_locks'::regclass;

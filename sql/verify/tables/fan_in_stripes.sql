@@ -1,2 +1,2 @@
 -- Verify pgflight:tables/fan_in_stripes
-select parent_id, stripe, pending, allotted from pgflight.fan_in_stripes where false;
+select 1 / (c.relkind in ('r', 'p', 'S'))::int from pg_catalog.pg_class c where c.oid = 'pgflight.fan_in_stripes'::regclass;

@@ -1,4 +1,2 @@
 -- Verify pgflight:tables/flow_slots
-select scope, stripe, cap, held from pgflight.flow_slots where false;
-select id, scope, n from pgflight.flow_slot_returns where false;
-select slots from pgflight.step_attempts where false;
+select 1 / (c.relkind in ('r', 'p', 'S'))::int from pg_catalog.pg_class c where c.oid = 'pgflight.flow_slots'::regclass;

@@ -1,3 +1,2 @@
-select singleton, max_input_bytes, default_lease_s, default_max_attempts, reclaim_in_claim,
-       allow_fake_clock, purge_after_s
-  from pgflight.settings where false;
+-- Verify pgflight:tables/settings
+select 1 / (c.relkind in ('r', 'p', 'S'))::int from pg_catalog.pg_class c where c.oid = 'pgflight.settings'::regclass;

@@ -1,1 +1,2 @@
-select * from pgflight.step_attempts where false;
+-- Verify pgflight:tables/step_attempts
+select 1 / (c.relkind in ('r', 'p', 'S'))::int from pg_catalog.pg_class c where c.oid = 'pgflight.step_attempts'::regclass;

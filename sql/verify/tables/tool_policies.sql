@@ -1,3 +1,2 @@
 -- Verify pgflight:tables/tool_policies
-select workspace_id, tool_name, action, condition, over_usd, updated_at, updated_by
-  from pgflight.tool_policies where false;
+select 1 / (c.relkind in ('r', 'p', 'S'))::int from pg_catalog.pg_class c where c.oid = 'pgflight.tool_policies'::regclass;

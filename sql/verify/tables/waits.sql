@@ -1,4 +1,2 @@
 -- Verify pgflight:tables/waits
-select id, step_id, wait_key, kind, workspace_id, event_name, event_key, due_at, default_payload,
-       parked_attempt_id, requested_at, outcome, payload, event_id, resolved_at
-  from pgflight.waits where false;
+select 1 / (c.relkind in ('r', 'p', 'S'))::int from pg_catalog.pg_class c where c.oid = 'pgflight.waits'::regclass;

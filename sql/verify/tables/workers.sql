@@ -1,1 +1,2 @@
-select * from pgflight.workers where false;
+-- Verify pgflight:tables/workers
+select 1 / (c.relkind in ('r', 'p', 'S'))::int from pg_catalog.pg_class c where c.oid = 'pgflight.workers'::regclass;

@@ -1,1 +1,2 @@
-select * from pgflight.workspaces where false;
+-- Verify pgflight:tables/workspaces
+select 1 / (c.relkind in ('r', 'p', 'S'))::int from pg_catalog.pg_class c where c.oid = 'pgflight.workspaces'::regclass;

@@ -1,5 +1,0 @@
--- Revert pgflight:cron/sweep_loop@v0.2.0
-begin;
-set local role pgflight_owner;
-drop procedure pgflight.sweep_loop(double precision, double precision);
-commit;

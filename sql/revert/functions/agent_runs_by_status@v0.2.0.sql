@@ -1,5 +1,0 @@
--- Revert pgflight:functions/agent_runs_by_status@v0.2.0
-begin;
-set local role pgflight_owner;
-drop function pgflight.agent_runs_by_status(text, bigint, integer);
-commit;

@@ -1,5 +1,0 @@
--- Revert pgflight:functions/claim_batch@v0.2.0
-begin;
-set local role pgflight_owner;
-drop function pgflight.claim_batch(bigint, integer, double precision, text[], jsonb);
-commit;

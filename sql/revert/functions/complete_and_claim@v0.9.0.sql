@@ -1,5 +1,0 @@
--- Revert pgflight:functions/complete_and_claim@v0.9.0
-begin;
-set local role pgflight_owner;
-drop function pgflight.complete_and_claim(bigint, bigint[], bigint[], jsonb[], integer, double precision, text[], jsonb);
-commit;

@@ -1,5 +1,0 @@
--- Revert pgflight:functions/record_orphan_cost@v0.3.0
-begin;
-set local role pgflight_owner;
-drop function pgflight.record_orphan_cost(bigint, bigint, bigint, integer, jsonb, text, jsonb);
-commit;

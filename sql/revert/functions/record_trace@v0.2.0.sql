@@ -1,5 +1,0 @@
--- Revert pgflight:functions/record_trace@v0.2.0
-begin;
-set local role pgflight_owner;
-drop function pgflight.record_trace(bigint, bigint, bigint, integer, text, text, jsonb, jsonb);
-commit;

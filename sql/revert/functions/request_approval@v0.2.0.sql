@@ -1,5 +1,0 @@
--- Revert pgflight:functions/request_approval@v0.2.0
-begin;
-set local role pgflight_owner;
-drop function pgflight.request_approval(bigint, bigint, text, jsonb, jsonb);
-commit;

@@ -1,5 +1,0 @@
--- Revert pgflight:functions/reserve_budget@v0.2.0
-begin;
-set local role pgflight_owner;
-drop function pgflight.reserve_budget(bigint, bigint, bigint, integer, numeric);
-commit;

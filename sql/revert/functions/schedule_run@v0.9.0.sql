@@ -1,5 +1,0 @@
--- Revert pgflight:functions/schedule_run@v0.9.0
-begin;
-set local role pgflight_owner;
-drop function pgflight.schedule_run(text, text, text, text, jsonb, jsonb);
-commit;

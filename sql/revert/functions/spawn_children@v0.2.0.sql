@@ -1,5 +1,0 @@
--- Revert pgflight:functions/spawn_children@v0.2.0
-begin;
-set local role pgflight_owner;
-drop function pgflight.spawn_children(bigint, bigint, jsonb, jsonb);
-commit;

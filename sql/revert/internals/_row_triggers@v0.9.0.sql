@@ -1,5 +1,0 @@
--- Revert pgflight:internals/_row_triggers@v0.9.0
-begin;
-set local role pgflight_owner;
-drop function pgflight._row_triggers_off();
-commit;

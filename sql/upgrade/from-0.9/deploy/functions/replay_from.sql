@@ -1,0 +1,33 @@
+-- Deploy pgflight:functions/replay_from
+begin;
+set local role pgflight_owner;
+
+-- Run a finished step (succeeded, dead_letter or cancelled) again on a fresh attempt, and then
+-- what depends on it: each ancestor runs again once the step ends. History stays. Returns the
+-- new attempt id. Errors: ZF003 unknown step (or purged meanwhile), ZF006 step not terminal or an
+-- ancestor running. Locking: the run row FOR KEY SHARE, then _reopen_step's (docs/locking.md).
+create or replace function pgflight.replay_from(p_step_id bigint, p_actor text default null, p_note text default null)
+returns bigint
+language plpgsql volatile security definer
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+  perform pgflight._require_lane_on_step('operator', p_step_id, 'replay_from');  -- issue 13: tenants
+  -- Lock order with purge_finished (runs FOR UPDATE SKIP LOCKED, then their steps): the run row
+  -- first, FOR KEY SHARE, before any steps row. A purge that holds the run is waited for (nothing
+  -- else held yet) and the step is then gone: ZF003. Once held, a purge skips the run. KEY SHARE
+  -- does not wait for completions or cancels, which update runs rows FOR NO KEY UPDATE.
+  perform from pgflight.runs r
+   where r.id = (select s.run_id from pgflight.steps s where s.id = p_step_id)
+     for key share of r;
+  if not exists (select from pgflight.steps s where s.id = p_step_id) then
+    raise exception using errcode = 'ZF003', message = format('unknown step %s', p_step_id);
+  end if;
+  return pgflight._reopen_step(p_step_id, session_user::text, 'replayed', pgflight._actor_note(p_note, p_actor));
+end
+$$;
+comment on function pgflight.replay_from(bigint, text, text) is
+  'Run a terminal step again and then its ancestors; returns the attempt id. Errors: ZF003, ZF006.';
+grant execute on function pgflight.replay_from(bigint, text, text) to pgflight_operator;
+
+commit;

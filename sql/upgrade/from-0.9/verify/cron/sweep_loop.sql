@@ -1,0 +1,24 @@
+-- Verify pgflight:cron/sweep_loop
+-- Written by scripts/gen_sql_scripts.py: signatures and their settings.
+do $verify$
+declare
+  v_config text[];
+begin
+  select p.proconfig into v_config
+    from pg_catalog.pg_proc p where p.oid = 'pgflight._sweep_loop_lease(boolean)'::regprocedure;
+  if v_config is distinct from array['search_path=pg_catalog, pg_temp']::text[] then
+    raise exception 'pgflight._sweep_loop_lease(boolean) has settings %, expected %', v_config, array['search_path=pg_catalog, pg_temp']::text[];
+  end if;
+end
+$verify$;
+do $verify$
+declare
+  v_config text[];
+begin
+  select p.proconfig into v_config
+    from pg_catalog.pg_proc p where p.oid = 'pgflight.sweep_loop(double precision, double precision)'::regprocedure;
+  if v_config is distinct from null::text[] then
+    raise exception 'pgflight.sweep_loop(double precision, double precision) has settings %, expected %', v_config, null::text[];
+  end if;
+end
+$verify$;

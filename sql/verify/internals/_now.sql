@@ -1,0 +1,13 @@
+-- Verify pgflight:internals/_now
+-- Written by scripts/gen_sql_scripts.py: signatures and their settings.
+do $verify$
+declare
+  v_config text[];
+begin
+  select p.proconfig into v_config
+    from pg_catalog.pg_proc p where p.oid = 'pgflight._now()'::regprocedure;
+  if v_config is distinct from null::text[] then
+    raise exception 'pgflight._now() has settings %, expected %', v_config, null::text[];
+  end if;
+end
+$verify$;

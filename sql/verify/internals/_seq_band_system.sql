@@ -1,0 +1,13 @@
+-- Verify pgflight:internals/_seq_band_system
+-- Written by scripts/gen_sql_scripts.py: signatures and their settings.
+do $verify$
+declare
+  v_config text[];
+begin
+  select p.proconfig into v_config
+    from pg_catalog.pg_proc p where p.oid = 'pgflight._seq_band_system()'::regprocedure;
+  if v_config is distinct from null::text[] then
+    raise exception 'pgflight._seq_band_system() has settings %, expected %', v_config, null::text[];
+  end if;
+end
+$verify$;

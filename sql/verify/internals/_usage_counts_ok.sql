@@ -1,0 +1,13 @@
+-- Verify pgflight:internals/_usage_counts_ok
+-- Written by scripts/gen_sql_scripts.py: signatures and their settings.
+do $verify$
+declare
+  v_config text[];
+begin
+  select p.proconfig into v_config
+    from pg_catalog.pg_proc p where p.oid = 'pgflight._usage_counts_ok(jsonb)'::regprocedure;
+  if v_config is distinct from null::text[] then
+    raise exception 'pgflight._usage_counts_ok(jsonb) has settings %, expected %', v_config, null::text[];
+  end if;
+end
+$verify$;

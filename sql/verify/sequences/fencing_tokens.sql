@@ -1,0 +1,2 @@
+-- Verify pgflight:sequences/fencing_tokens
+select 1 / (c.relkind in ('r', 'p', 'S'))::int from pg_catalog.pg_class c where c.oid = 'pgflight.fencing_tokens'::regclass;

@@ -1,0 +1,2 @@
+-- Verify pgflight:tables/flow_slot_returns
+select 1 / (c.relkind in ('r', 'p', 'S'))::int from pg_catalog.pg_class c where c.oid = 'pgflight.flow_slot_returns'::regclass;

@@ -1,2 +1,0 @@
--- Verify pgflight:tables/workers_login
-select login from pgflight.workers where false;

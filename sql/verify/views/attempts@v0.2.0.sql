@@ -1,3 +1,0 @@
--- Verify pgflight:views/attempts@v0.2.0
--- Written by scripts/gen_sql_scripts.py: signatures and their settings.
-select 1 / (c.relkind = 'v')::int from pg_catalog.pg_class c where c.oid = 'pgflight.attempts'::regclass;
