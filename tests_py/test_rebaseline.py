@@ -2,8 +2,8 @@
 The plan re-baselined at 1.0 (scripts/rebaseline_plan.py) deploys exactly what the 0.9 plan
 deployed: at its first tag, the normalised schema dump equals the 0.9 plan's committed one
 (sql/upgrade/from-0.9/schema.dump.sql) with its history references in words (the statements
-sql/upgrade/from-0.9/reword.sql runs on an upgraded database) and the rows a deploy writes equal the 0.9 plan's
-(sql/upgrade/from-0.9/seed.dump.sql), so a 0.9 database may record the new plan without running
+sql/upgrade/from-0.9/reword.sql runs on an upgraded database) and the rows a deploy writes equal
+the 0.9 plan's (sql/upgrade/from-0.9/seed.dump.sql), so a 0.9 database may record the new plan without running
 it. And the layout the re-baseline wrote: one change per object, no rework copy before a release.
 """
 
