@@ -1,9 +1,10 @@
 """
 Code, comments, tests and docs state rules in words, not by pointing outside the repository: no
 file outside the 0.9 upgrade bridge and CHANGELOG.md names a tracker entry by number ("issue" and
-a number) or a section of a design document kept elsewhere ("DESIGN" and a section sign, or its file name), and
-no test module is named after a past piece of work (``test_<subject>_s6.py``). Invariants are
-cited by their number in docs/state_machine.md, failure cases by their code in docs/scenarios.md.
+a number) or a section of a design document kept elsewhere ("DESIGN" and a section sign, or its
+file name), and no test module is named after a past piece of work (``test_<subject>_s6.py``).
+Invariants are cited by their number in docs/state_machine.md, failure cases by their code in
+docs/scenarios.md.
 
 Left out: sql/upgrade/ (the 0.9 plan's scripts, kept as they were deployed, so that a 0.9
 database can be brought to that plan's end before the re-baselined plan is recorded),
