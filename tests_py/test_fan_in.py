@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -40,6 +41,7 @@ from core_helpers import (
     step,
 )
 from pgflight import migrate
+from plan_support import release_project
 
 ConnectFactory = Callable[..., Conn]
 
@@ -268,22 +270,25 @@ def test_a_retried_child_counts_off_the_stripes_and_the_parent_wakes_after_the_l
 
 
 def test_a_fan_in_parked_before_the_upgrade_wakes_once_after_it(
-    empty_dsn: str, connect: ConnectFactory
+    empty_dsn: str, connect: ConnectFactory, tmp_path: Path
 ) -> None:
     """
     A parent parked by @v0.3.0 on 400 children (its count on its own row: that release has no
     stripes; pinned, since every later tag has them), 150 of them completed before the upgrade:
-    after deploying HEAD, three connections complete the rest concurrently, and the parent wakes
+    after the upgrade (the plan before the re-baseline to its end, then `pgflight migrate` across
+    the re-baseline), three connections complete the rest concurrently, and the parent wakes
     exactly once, after the last.
     """
-    migrate.deploy(empty_dsn, to="@v0.3.0")
+    old = release_project(tmp_path / "old")
+    migrate.deploy(empty_dsn, to="@v0.3.0", root=old)
     with psycopg.connect(empty_dsn, autocommit=True) as c:
         setup_engine(c)
         w = register(c)
         sub, _ = parked_parent(c, w, 400)
         got = claim(c, w, 150, 60, ["child"])
         assert complete_batch(c, got) == ["succeeded"] * 150
-        migrate.deploy(empty_dsn)
+        migrate.deploy(empty_dsn, root=old)
+        migrate.upgrade(empty_dsn)
         assert scalar(c, "select count(*) from pgflight.fan_in_stripes") == 0
         assert step(c, sub.step_id)["status"] == "awaiting_children"
         conns = []
