@@ -153,9 +153,10 @@ def moved_tables(conn: psycopg.Connection[tuple[object, ...]]) -> list[MovedTabl
                 pred = "workspace_id = %(ws)s"
             else:
                 pred = " or ".join(
-                    f"{sql_id(c)} = %(ws)s"
+                    f"{cells.sql_ident(c)} = %(ws)s"
                     if r == "workspaces"
-                    else f"{sql_id(c)} in (select id from pgflight.{sql_id(r)} where {done[r].predicate})"
+                    else f"{cells.sql_ident(c)} in"
+                    f" (select id from pgflight.{cells.sql_ident(r)} where {done[r].predicate})"
                     for c, r in deps[t]
                 )
             done[t] = MovedTable(t, cols, deps[t], pred)
@@ -164,10 +165,6 @@ def moved_tables(conn: psycopg.Connection[tuple[object, ...]]) -> list[MovedTabl
         else:  # pragma: no cover - a reference cycle between tables (there is none today)
             raise MoveError(f"reference cycle among {sorted(names - set(done))}")
     return order
-
-
-def sql_id(name: str) -> str:
-    return cells.sql_ident(name)
 
 
 @dataclass
