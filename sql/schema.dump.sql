@@ -608,24 +608,36 @@ CREATE FUNCTION pgflight._claim_fair(p_worker_id bigint, p_batch_size integer, p
     SET plan_cache_mode TO 'force_generic_plan'
     AS $$
 declare
-  v_left integer := p_batch_size;
-  v_global integer;
+  v_left integer := p_batch_size;   -- what this call may still claim
+  v_global integer;                 -- settings.max_in_flight (null: no global cap)
   v_recipes text[] := p_recipes;
-  v_rl record;
-  v_rated_recipes text[] := '{}';   -- rate-limited recipes of this call ...
+  v_rated_recipes text[] := '{}';   -- rate-limited recipes this call holds the buckets of ...
   v_rated_left integer[] := '{}';   -- ... and the starts each may still take
-  v_lane_ws bigint[];
-  v_lane_recipe text[];
-  v_ws bigint[];
-  v_share integer[];
-  v_cap integer[];
-  v_rated boolean[];
-  v_more boolean[];
-  v_quota integer[];
-  v_total_share integer;
-  v_n integer;
-  v_first integer;
-  v_pass integer;
+  v_lane_ws bigint[];               -- the ready lanes: workspace ...
+  v_lane_recipe text[];             -- ... and recipe (null: every recipe)
+  -- per served workspace (same index):
+  v_ws bigint[];                    -- its id
+  v_share integer[];                -- its share (default 1)
+  v_cap integer[];                  -- its in-flight cap (null: none)
+  v_rated boolean[];                -- whether it has a rate limit
+  v_fair integer[];                 -- the global slots it may still take (null: no limit)
+  v_quota integer[];                -- its quota of this batch
+  v_taken integer[];                -- the slots taken from its cap's stripes (null: none taken)
+  v_ws_got integer[];               -- the attempts it got
+  v_more boolean[];                 -- it filled its quota: it may have more
+  v_slots_ws smallint[];            -- the caps its leases count against (step_attempts.slots)
+  v_n integer;                      -- how many workspaces are served
+  v_first integer;                  -- the first in turn order (0-based)
+  v_fast boolean;                   -- pass one in one go
+  -- the slots taken in one statement (_take_slots_all), per scope (0: the global cap)
+  v_scopes bigint[];
+  v_wants integer[];
+  v_t_scope bigint[];
+  v_t_got integer[];
+  v_t_stripe smallint[];
+  v_back integer[];
+  v_global_stripe smallint;
+  -- one workspace's turn in section 7
   v_w integer;
   v_ws_id bigint;
   v_q integer;
@@ -634,50 +646,15 @@ declare
   v_tokens double precision;
   v_lim pgflight.workspace_limits;
   v_idx integer;
-  v_global_stripe smallint;
   v_ws_taken integer;
   v_ws_stripe smallint;
   v_slots smallint;
-  v_fast boolean;
-  v_scopes bigint[];
-  v_wants integer[];
-  v_t_scope bigint[];
-  v_t_got integer[];
-  v_t_stripe smallint[];
-  v_taken integer[];
-  v_ws_got integer[];
   v_lease_ws bigint;
-  v_slots_ws smallint[];
-  v_back integer[];
-  v_fair integer[];                 -- per workspace: global slots it may still take (null: no limit)
-  v_queued_ws bigint[];
-  v_busy integer;
-  v_fair_share integer;
 begin
-  -- 1. paused and rate-limited recipes: name the recipes this call may claim
+  -- 1. recipes: the paused and rate-limited ones (nothing to do while no recipe has a limit)
   if exists (select from pgflight.recipe_limits) then
-    if v_recipes is null then
-      v_recipes := pgflight._queued_recipes();
-    end if;
-    v_recipes := array(select r from unnest(v_recipes) r
-                        where not exists (select from pgflight.recipe_limits l
-                                           where l.recipe = r and l.paused_at is not null));
-    for v_rl in
-      select l.recipe, l.starts_per_s, l.burst, l.tokens, l.refilled_at from pgflight.recipe_limits l
-       where l.recipe = any (v_recipes) and l.starts_per_s is not null
-       order by l.recipe
-         for update skip locked
-    loop
-      v_tokens := pgflight._bucket_tokens(v_rl.tokens, v_rl.refilled_at, v_rl.starts_per_s, v_rl.burst, p_now);
-      update pgflight.recipe_limits l set tokens = v_tokens, refilled_at = p_now where l.recipe = v_rl.recipe;
-      v_rated_recipes := v_rated_recipes || v_rl.recipe;
-      v_rated_left := v_rated_left || floor(v_tokens)::integer;
-    end loop;
-    -- a rate-limited recipe whose bucket another claimer holds right now is left to that claimer
-    v_recipes := array(select r from unnest(v_recipes) r
-                        where r = any (v_rated_recipes)
-                           or not exists (select from pgflight.recipe_limits l
-                                           where l.recipe = r and l.starts_per_s is not null));
+    select r.recipes, r.rated, r.rated_left into v_recipes, v_rated_recipes, v_rated_left
+      from pgflight._claim_recipes(p_recipes, p_now) r;
     if v_recipes = '{}' then
       return;
     end if;
@@ -700,99 +677,41 @@ begin
   if v_n = 0 then
     return;
   end if;
+
+  -- 3. the global cap shared fairly: the batch cut to what the served workspaces' shares leave
   select s.max_in_flight into v_global from pgflight.settings s;
-  -- 3a. the global cap shared fairly among the workspaces with queued work (see the head of this
-  -- file): each served workspace may take at most its share less the leases it holds now. Only
-  -- under a global cap, and only with another workspace waiting.
   if v_global is not null then
-    if v_recipes is null then
-      v_queued_ws := v_lane_ws;                 -- one lane per workspace: these are they
-    else
-      v_queued_ws := array(select l.workspace_id from pgflight._ready_lanes(null) l);
-    end if;
-    select count(*)::integer into v_busy from unnest(v_queued_ws) q(id)
-     where not exists (select from pgflight.workspace_limits l where l.workspace_id = q.id and l.paused_at is not null);
-    if v_busy > 1 then
-      v_fair_share := ceil(v_global::numeric / v_busy)::integer;
-    end if;
-    -- while everything leased under the cap and this whole batch fit in one share, no workspace
-    -- can pass its share: the count below is skipped (the stripes' held is at least what is
-    -- leased under the cap; returns not yet folded only lower it). So a cap far from full costs
-    -- one read of its stripes, and the count reads leases only while the cap is contended.
-    if v_fair_share is not null
-       and (select coalesce(sum(f.held), 0) from pgflight.flow_slots f where f.scope = 0) + v_left > v_fair_share then
-      -- (at most the share of each workspace's leases read: the count costs no more than that)
-      select array_agg(greatest(0, v_fair_share - h.n) order by w.o) into v_fair
-        from unnest(v_ws) with ordinality w(id, o)
-        cross join lateral (
-          select count(*)::integer as n
-            from (select from pgflight.step_attempts a
-                   where a.workspace_id = w.id and a.status in ('claimed', 'running', 'cancel_requested')
-                   limit v_fair_share) x) h;
-      v_q := 0;
-      for v_i in 1 .. v_n loop
-        v_q := v_q + v_fair[v_i];
-      end loop;
-      v_left := least(v_left, v_q);
+    v_fair := pgflight._claim_global_shares(v_global, v_recipes, v_lane_ws, v_ws, v_left);
+    if v_fair is not null then
+      v_left := least(v_left, (select sum(f)::integer from unnest(v_fair) f));
       if v_left <= 0 then
         return;
       end if;
     end if;
   end if;
-  -- no rate limit in play: pass one claims every workspace's quota with one set of statements
-  -- (_claim_set), its caps' slots taken in one statement beforehand; otherwise workspace by
-  -- workspace, each rate-limited one under its own try-lock
-  v_fast := not (true = any (v_rated)) and v_rated_recipes = '{}';
-  v_total_share := 0;
-  for v_i in 1 .. v_n loop
-    v_total_share := v_total_share + v_share[v_i];
-  end loop;
-  v_more := array_fill(false, array[v_n]);
-  v_ws_got := array_fill(0, array[v_n]);
-  v_taken := array_fill(null::integer, array[v_n]);
 
   -- 4. this call's turn: start after the workspaces the previous calls served (with more
-  -- workspaces than the batch holds, the next call starts a batch further on)
+  -- workspaces than the batch holds, the next call starts a batch further on); the quotas
   v_first := ((nextval('pgflight.claim_turns') * case when v_n > v_left then v_left else 1 end) % v_n)::integer;
-  for v_round in 1 .. 2 loop
-    -- quotas: each workspace's share of the batch, rounded down, the remainder one each in turn
-    -- order; so a workspace with ready work gets at least one while the batch has room for it
-    v_quota := array_fill(0, array[v_n]);
-    for v_i in 0 .. v_n - 1 loop
-      v_w := (v_first + v_i) % v_n + 1;
-      v_quota[v_w] := (v_left * v_share[v_w]) / v_total_share;
-    end loop;
-    v_q := v_left;
+  v_quota := pgflight._claim_quotas(v_left, v_share, v_first, v_fair);
+
+  -- 5. the in-flight caps: the slots this call can take now, in one statement for the global
+  -- cap (the whole batch) and, without rate limits, every capped workspace (its quota). A
+  -- global cap that leaves less than the batch: the quotas again, of what it left. From here
+  -- on, every way out passes the give-backs
+  v_fast := not (true = any (v_rated)) and v_rated_recipes = '{}';
+  v_taken := array_fill(null::integer, array[v_n]);
+  v_scopes := case when v_global is not null then array[0::bigint] else '{}' end;
+  v_wants := case when v_global is not null then array[v_left] else '{}' end;
+  if v_fast then
     for v_i in 1 .. v_n loop
-      v_q := v_q - v_quota[v_i];
+      if v_cap[v_i] is not null and v_quota[v_i] > 0 then
+        v_scopes := v_scopes || v_ws[v_i];
+        v_wants := v_wants || v_quota[v_i];
+      end if;
     end loop;
-    for v_i in 0 .. v_n - 1 loop
-      exit when v_q <= 0;
-      v_w := (v_first + v_i) % v_n + 1;
-      v_quota[v_w] := v_quota[v_w] + 1;
-      v_q := v_q - 1;
-    end loop;
-    if v_fair is not null then
-      for v_i in 1 .. v_n loop
-        v_quota[v_i] := least(v_quota[v_i], v_fair[v_i]);
-      end loop;
-    end if;
-    exit when v_round = 2;
-    -- 3. the in-flight caps: the slots this call can take now, in one statement for the global
-    -- cap (the whole batch) and, without rate limits, every capped workspace (its quota). A
-    -- global cap that leaves less than the batch: the quotas again, of what it left. From here
-    -- on, every way out passes the give-backs
-    v_scopes := case when v_global is not null then array[0::bigint] else '{}' end;
-    v_wants := case when v_global is not null then array[v_left] else '{}' end;
-    if v_fast then
-      for v_i in 1 .. v_n loop
-        if v_cap[v_i] is not null and v_quota[v_i] > 0 then
-          v_scopes := v_scopes || v_ws[v_i];
-          v_wants := v_wants || v_quota[v_i];
-        end if;
-      end loop;
-    end if;
-    exit when v_scopes = '{}';
+  end if;
+  if v_scopes <> '{}' then
     select array_agg(t.scope), array_agg(t.got), array_agg(t.stripe)
       into v_t_scope, v_t_got, v_t_stripe
       from pgflight._take_slots_all(v_scopes, v_wants) t;
@@ -802,19 +721,24 @@ begin
         v_taken[v_w] := v_t_got[v_i];
       end if;
     end loop;
-    exit when v_global is null;
-    v_idx := array_position(v_t_scope, 0::bigint);
-    v_global_stripe := v_t_stripe[v_idx];
-    if v_t_got[v_idx] <= 0 then
-      perform pgflight._give_slots_back(v_t_scope, v_t_stripe, v_t_got);
-      return;
+    if v_global is not null then
+      v_idx := array_position(v_t_scope, 0::bigint);
+      v_global_stripe := v_t_stripe[v_idx];
+      if v_t_got[v_idx] <= 0 then
+        perform pgflight._give_slots_back(v_t_scope, v_t_stripe, v_t_got);
+        return;
+      elsif v_t_got[v_idx] < v_left then
+        v_left := v_t_got[v_idx];
+        v_quota := pgflight._claim_quotas(v_left, v_share, v_first, v_fair);
+      end if;
     end if;
-    exit when v_t_got[v_idx] >= v_left;
-    v_left := v_t_got[v_idx];
-  end loop;
+  end if;
 
+  -- 6. pass one in one go (no rate limit in play): each workspace's quota, cut to the slots
+  -- taken from its stripes, claimed by one set of statements
+  v_more := array_fill(false, array[v_n]);
+  v_ws_got := array_fill(0, array[v_n]);
   if v_fast then
-    -- pass one in one go: each workspace's quota, cut to the slots taken from its stripes
     v_slots_ws := array_fill(0::smallint, array[v_n]);
     for v_i in 1 .. v_n loop
       if v_taken[v_i] is not null then
@@ -852,9 +776,11 @@ begin
     end if;
   end if;
 
+  -- 7. workspace by workspace, in turn order: pass one when a rate limit is in play (pass one
+  -- went above otherwise), and pass two, only when some workspace came up short and another may
+  -- have more
   for v_pass in 1 .. 2 loop
     continue when v_pass = 1 and v_fast;
-    -- pass two only when some workspace came up short and another may have more
     exit when v_pass = 2 and (v_left <= 0 or not (true = any (v_more)));
     for v_i in 0 .. v_n - 1 loop
       exit when v_left <= 0;
@@ -865,11 +791,11 @@ begin
       v_lim := null;
       v_q := least(case when v_pass = 1 then v_quota[v_w] else v_left end, v_left);
       if v_fair is not null then
-        v_q := least(v_q, v_fair[v_w] - v_ws_got[v_w]);  -- 3a: its share of the global cap
+        v_q := least(v_q, v_fair[v_w] - v_ws_got[v_w]);  -- 3: its share of the global cap
         continue when v_q <= 0;
       end if;
 
-      -- 5. a rate-limited workspace: one claimer at a time refills and charges its bucket
+      -- a rate-limited workspace: one claimer at a time refills and charges its bucket
       -- (its workspace_limits row, locked SKIP LOCKED: another claimer serving it right now
       -- means this call skips it; an advisory key before, which any login could hold)
       if v_rated[v_w] then
@@ -900,7 +826,7 @@ begin
                                        array[v_slots], p_lease_s, p_start, p_now) c;
           get diagnostics v_got_ws = row_count;
         else
-          -- 6. one lane per recipe of this workspace, each rate-limited recipe within its tokens
+          -- one lane per recipe of this workspace, each rate-limited recipe within its tokens
           for v_j in 1 .. cardinality(v_lane_ws) loop
             exit when v_got_ws >= v_q;
             continue when v_lane_ws[v_j] <> v_ws_id;
@@ -934,11 +860,11 @@ begin
       v_more[v_w] := v_got_ws >= v_q and v_q > 0;
     end loop;
   end loop;
+
+  -- 8. the give-backs: the global slots taken and not used, and what the rate-limited recipes took
   if v_global is not null and v_left > 0 then
     update pgflight.flow_slots s set held = s.held - v_left where s.scope = 0 and s.stripe = v_global_stripe;
   end if;
-
-  -- what the rate-limited recipes took
   for v_idx in 1 .. cardinality(v_rated_recipes) loop
     update pgflight.recipe_limits l
        set tokens = l.tokens - (floor(l.tokens)::integer - v_rated_left[v_idx])
@@ -951,7 +877,133 @@ ALTER FUNCTION pgflight._claim_fair(p_worker_id bigint, p_batch_size integer, p_
 
 -- Name: FUNCTION _claim_fair(p_worker_id bigint, p_batch_size integer, p_lease_s double precision, p_recipes text[], p_start boolean, p_now timestamp with time zone, p_workspaces bigint[]); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight._claim_fair(p_worker_id bigint, p_batch_size integer, p_lease_s double precision, p_recipes text[], p_start boolean, p_now timestamp with time zone, p_workspaces bigint[]) IS 'Internal: claim_batch''s fair claim across workspaces with caps, keys, rate limits and pause.';
+COMMENT ON FUNCTION pgflight._claim_fair(p_worker_id bigint, p_batch_size integer, p_lease_s double precision, p_recipes text[], p_start boolean, p_now timestamp with time zone, p_workspaces bigint[]) IS 'Internal: claim_batch''s fair claim across workspaces with caps, keys, rate limits and pause (its sections: recipes, lanes, global shares, turns and quotas, caps, pass one at once, workspace by workspace, give-backs).';
+
+-- Name: _claim_global_shares(integer, text[], bigint[], bigint[], integer); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._claim_global_shares(p_global integer, p_recipes text[], p_lane_ws bigint[], p_ws bigint[], p_batch integer) RETURNS integer[]
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_queued_ws bigint[];
+  v_busy integer;
+  v_share integer;
+  v_fair integer[];
+begin
+  if p_recipes is null then
+    v_queued_ws := p_lane_ws;                 -- one lane per workspace: these are they
+  else
+    v_queued_ws := array(select l.workspace_id from pgflight._ready_lanes(null) l);
+  end if;
+  select count(*)::integer into v_busy from unnest(v_queued_ws) q(id)
+   where not exists (select from pgflight.workspace_limits l where l.workspace_id = q.id and l.paused_at is not null);
+  if v_busy <= 1 then
+    return null;                              -- a workspace alone with queued work may take the whole cap
+  end if;
+  v_share := ceil(p_global::numeric / v_busy)::integer;
+  if (select coalesce(sum(f.held), 0) from pgflight.flow_slots f where f.scope = 0) + p_batch <= v_share then
+    return null;                              -- the cap is far from full: no workspace can pass its share
+  end if;
+  select array_agg(greatest(0, v_share - h.n) order by w.o) into v_fair
+    from unnest(p_ws) with ordinality w(id, o)
+    cross join lateral (
+      select count(*)::integer as n
+        from (select from pgflight.step_attempts a
+               where a.workspace_id = w.id and a.status in ('claimed', 'running', 'cancel_requested')
+               limit v_share) x) h;
+  return v_fair;
+end
+$$;
+
+ALTER FUNCTION pgflight._claim_global_shares(p_global integer, p_recipes text[], p_lane_ws bigint[], p_ws bigint[], p_batch integer) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _claim_global_shares(p_global integer, p_recipes text[], p_lane_ws bigint[], p_ws bigint[], p_batch integer); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._claim_global_shares(p_global integer, p_recipes text[], p_lane_ws bigint[], p_ws bigint[], p_batch integer) IS 'Internal (_claim_fair): per served workspace, the global in-flight slots it may still take under its fair share of the global cap (ceil(cap / workspaces with queued work) less its leases); null when no share applies.';
+
+-- Name: _claim_quotas(integer, integer[], integer, integer[]); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._claim_quotas(p_batch integer, p_shares integer[], p_first integer, p_fair integer[]) RETURNS integer[]
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_n integer := cardinality(p_shares);
+  v_quota integer[] := array_fill(0, array[v_n]);
+  v_total integer := 0;
+  v_left integer := p_batch;
+  v_w integer;
+begin
+  for v_i in 1 .. v_n loop
+    v_total := v_total + p_shares[v_i];
+  end loop;
+  for v_i in 0 .. v_n - 1 loop
+    v_w := (p_first + v_i) % v_n + 1;
+    v_quota[v_w] := (p_batch * p_shares[v_w]) / v_total;
+    v_left := v_left - v_quota[v_w];
+  end loop;
+  for v_i in 0 .. v_n - 1 loop
+    exit when v_left <= 0;
+    v_w := (p_first + v_i) % v_n + 1;
+    v_quota[v_w] := v_quota[v_w] + 1;
+    v_left := v_left - 1;
+  end loop;
+  if p_fair is not null then
+    for v_i in 1 .. v_n loop
+      v_quota[v_i] := least(v_quota[v_i], p_fair[v_i]);
+    end loop;
+  end if;
+  return v_quota;
+end
+$$;
+
+ALTER FUNCTION pgflight._claim_quotas(p_batch integer, p_shares integer[], p_first integer, p_fair integer[]) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _claim_quotas(p_batch integer, p_shares integer[], p_first integer, p_fair integer[]); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._claim_quotas(p_batch integer, p_shares integer[], p_first integer, p_fair integer[]) IS 'Internal (_claim_fair): each served workspace''s quota of a batch, by share, the remainder one each in turn order from p_first, capped by p_fair (null: no cap).';
+
+-- Name: _claim_recipes(text[], timestamp with time zone); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._claim_recipes(p_recipes text[], p_now timestamp with time zone, OUT recipes text[], OUT rated text[], OUT rated_left integer[]) RETURNS record
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_rl record;
+  v_tokens double precision;
+begin
+  recipes := coalesce(p_recipes, pgflight._queued_recipes());
+  rated := '{}';
+  rated_left := '{}';
+  recipes := array(select r from unnest(recipes) r
+                    where not exists (select from pgflight.recipe_limits l
+                                       where l.recipe = r and l.paused_at is not null));
+  for v_rl in
+    select l.recipe, l.starts_per_s, l.burst, l.tokens, l.refilled_at from pgflight.recipe_limits l
+     where l.recipe = any (recipes) and l.starts_per_s is not null
+     order by l.recipe
+       for update skip locked
+  loop
+    v_tokens := pgflight._bucket_tokens(v_rl.tokens, v_rl.refilled_at, v_rl.starts_per_s, v_rl.burst, p_now);
+    update pgflight.recipe_limits l set tokens = v_tokens, refilled_at = p_now where l.recipe = v_rl.recipe;
+    rated := rated || v_rl.recipe;
+    rated_left := rated_left || floor(v_tokens)::integer;
+  end loop;
+  -- a rate-limited recipe whose bucket another claimer holds right now is left to that claimer
+  recipes := array(select r from unnest(recipes) r
+                    where r = any (rated)
+                       or not exists (select from pgflight.recipe_limits l
+                                       where l.recipe = r and l.starts_per_s is not null));
+end
+$$;
+
+ALTER FUNCTION pgflight._claim_recipes(p_recipes text[], p_now timestamp with time zone, OUT recipes text[], OUT rated text[], OUT rated_left integer[]) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _claim_recipes(p_recipes text[], p_now timestamp with time zone, OUT recipes text[], OUT rated text[], OUT rated_left integer[]); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._claim_recipes(p_recipes text[], p_now timestamp with time zone, OUT recipes text[], OUT rated text[], OUT rated_left integer[]) IS 'Internal (_claim_fair): the recipes a claim may take, without the paused ones and the rate-limited ones whose bucket another claimer holds; rated/rated_left: the rate-limited recipes this call holds and the starts each may take (buckets refilled to p_now).';
 
 -- Name: _claim_set(bigint, bigint[], text[], bigint[], integer[], smallint[], double precision, boolean, timestamp with time zone); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -3483,6 +3535,68 @@ ALTER FUNCTION pgflight._reclaim(p_now timestamp with time zone, p_limit integer
 
 COMMENT ON FUNCTION pgflight._reclaim(p_now timestamp with time zone, p_limit integer) IS 'Internal: reclaim at most p_limit attempts whose lease lapsed or whose deadline passed, set-based, SKIP LOCKED on every row, within a time budget (pgflight.reclaim_budget_ms, default 1000); a row that raises is dead-lettered alone, a row whose cascade is locked or that meets a transient error waits for the next pass and does not count against p_limit. Picks them (held FOR UPDATE) and gives them to _reclaim_picked.';
 
+-- Name: _reclaim_end(timestamp with time zone, bigint[], text[], jsonb[]); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._reclaim_end(p_now timestamp with time zone, p_ids bigint[], p_outcomes text[], p_errors jsonb[]) RETURNS integer
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
+    SET enable_hashjoin TO 'off'
+    SET enable_mergejoin TO 'off'
+    AS $_$
+declare
+  v_fin_steps bigint[];
+  v_fin text[];
+begin
+  -- $1 the attempts, $2 their outcomes, $3 their errors, $4 the time
+  execute $q$
+  with e as (
+    select a.id, a.step_id, a.run_id, a.status as old_status, a.worker_id, o.outcome, o.error,
+           s.failed_attempts, s.max_attempts, u.status as run_status,
+           case when a.lease_expires_at < $4 then 'lease_expired' else 'deadline_exceeded' end as reason,
+           case when o.outcome = 'dead_letter' then 'dead_letter' else 'cancelled' end as final
+      from unnest($1, $2, $3) as o(id, outcome, error)
+      join pgflight.step_attempts a on a.id = o.id
+      join pgflight.steps s on s.id = a.step_id
+      join pgflight.runs u on u.id = a.run_id
+  ), ended as (
+    update pgflight.step_attempts a
+       set status = e.final, finished_at = $4,
+           reason = case when e.outcome = 'cancel' then a.reason else e.reason end,
+           error = case when e.outcome = 'cancel' then a.error else e.error end
+      from e
+     where a.id = e.id
+    returning e.*
+  ), bumped as (
+    update pgflight.steps s set failed_attempts = s.failed_attempts + 1
+      from ended e
+     where s.id = e.step_id and e.outcome = 'dead_letter'
+  ), logged as (
+    insert into pgflight.events (at, run_id, step_id, attempt_id, from_status, to_status, worker_id, reason,
+                                 actor, detail)
+    select $4, e.run_id, e.step_id, e.id, e.old_status, e.final, e.worker_id,
+           case when e.outcome = 'dead_letter' then e.reason else 'cancelled' end, 'reclaim',
+           case e.outcome
+             when 'cancel' then jsonb_build_object('cause', 'lease_expired')
+             when 'run_ended' then jsonb_build_object('cause', e.reason, 'run_status', e.run_status)
+             else jsonb_build_object('failed_attempts', e.failed_attempts + 1, 'max_attempts', e.max_attempts,
+                                     'retryable', true) end
+      from ended e order by e.id
+  )
+  select array_agg(e.step_id order by e.step_id), array_agg(e.final order by e.step_id)
+    from ended e
+  $q$ into v_fin_steps, v_fin using p_ids, p_outcomes, p_errors, p_now;
+  perform pgflight._steps_finished(v_fin_steps, v_fin, 'reclaim', p_now);
+  return cardinality(v_fin_steps);
+end
+$_$;
+
+ALTER FUNCTION pgflight._reclaim_end(p_now timestamp with time zone, p_ids bigint[], p_outcomes text[], p_errors jsonb[]) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _reclaim_end(p_now timestamp with time zone, p_ids bigint[], p_outcomes text[], p_errors jsonb[]); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._reclaim_end(p_now timestamp with time zone, p_ids bigint[], p_outcomes text[], p_errors jsonb[]) IS 'Internal (_reclaim_picked): ends the lapsed attempts p_ids that end their steps (outcomes dead_letter, cancel or run_ended), with their events rows, and finishes the steps, set-based. Returns how many steps finished.';
+
 -- Name: _reclaim_picked(timestamp with time zone, bigint[]); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
 CREATE FUNCTION pgflight._reclaim_picked(p_now timestamp with time zone, p_ids bigint[]) RETURNS integer
@@ -3494,6 +3608,7 @@ CREATE FUNCTION pgflight._reclaim_picked(p_now timestamp with time zone, p_ids b
     AS $_$
 declare
   v_ids bigint[] := p_ids;
+  -- per attempt of the batch, in attempt id order (section 2)
   v_outcomes text[];
   v_errors jsonb[];
   v_parents bigint[];
@@ -3501,6 +3616,7 @@ declare
   v_cascades boolean[];
   v_locked_parents bigint[];
   v_locked_runs bigint[];
+  -- the batch split by path: retried, ended, row by row (with their outcomes and errors)
   v_retry bigint[];
   v_retry_errors jsonb[];
   v_end bigint[];
@@ -3508,28 +3624,7 @@ declare
   v_end_errors jsonb[];
   v_rest bigint[];
   v_rest_errors jsonb[];
-  v_fin_steps bigint[];
-  v_fin text[];
-  v_row record;
-  v_i integer;
   v_count integer := 0;
-  v_n integer;
-  v_notify boolean;
-  v_srr text;  -- session_replication_role to restore after the successors' insert (null: not switched)
-  v_q_ids bigint[];
-  v_q_steps bigint[];
-  v_q_runs bigint[];
-  v_q_nos integer[];
-  v_q_recipes text[];
-  v_q_prios integer[];
-  v_q_ws bigint[];
-  v_q_keys text[];
-  v_q_limits integer[];
-  v_q_events bigint[];
-  v_q_delays double precision[];
-  v_until timestamptz;
-  v_top bigint;
-  v_blocked bigint[] := '{}';
 begin
   -- 2. their steps, in id order, SKIP LOCKED (an attempt whose step is in use waits for the next
   -- pass), and in the same statement what each attempt becomes and its error (the one place it is
@@ -3570,8 +3665,8 @@ begin
     from (select c.* from c order by c.id) c
   $q$ into v_ids, v_outcomes, v_errors, v_parents, v_runs, v_cascades using v_ids, p_now;
 
-  -- a step that ends needs its parent and (a root) its run locked too, SKIP LOCKED: in use, the
-  -- attempt waits for the next pass
+  -- 3. the locks and the split. A step that ends needs its parent and (a root) its run locked
+  -- too, SKIP LOCKED: in use, the attempt waits for the next pass
   execute $q$
   select coalesce(array_agg(l.id), '{}') from (
     select p.id from pgflight.steps p
@@ -3614,151 +3709,12 @@ begin
   -- made batches of 10,000 slower per row than batches of 1,000 up to @v0.4.0)
   begin
     if v_retry is not null then
-      -- the attempts end, their steps count the failure, their successors are queued (ids drawn
-      -- here, so the end's events row and the successor are written from one row), with the end's
-      -- events row; the retry's queued is the successor's queue_event_id (its backoff in
-      -- queue_delay_s), which run_events shows as the retry_scheduled row (one events
-      -- row and its two index entries less per lease). Both events ids drawn here, a lease's end
-      -- then its queued, lease by lease, so the log keeps the order it had with two events rows.
-      -- $1 the attempts, $2 their errors, $3 the time. The successors are written by the next
-      -- statement, from the rows this one returns (see there).
-      execute $q$
-      with r0 as (
-        select a.id, a.step_id, a.run_id, a.status as old_status, a.worker_id, a.recipe, a.priority,
-               a.workspace_id, a.concurrency_key, a.concurrency_limit, a.lease_expires_at < $3 as lapsed,
-               i.error, s.failed_attempts + 1 as failed, s.last_attempt_no + 1 as next_no, s.backoff
-          from unnest($1, $2) i(id, error)
-          join pgflight.step_attempts a on a.id = i.id
-          join pgflight.steps s on s.id = a.step_id
-      ), delays as (
-        -- once per distinct (failures, backoff): after a mass crash that is a handful, not a row each;
-        -- clamped to [0, 30 days] whatever was stored, as _fail_attempt
-        select k.failed, k.backoff,
-               least(greatest(coalesce(pgflight._backoff_s(k.failed, k.backoff), 0), 0),
-                     pgflight._limit('delay_s')) as delay
-          from (select distinct r0.failed, r0.backoff from r0) k
-      ), r as (
-        select x.*, nextval('pgflight.step_attempts_id_seq') as new_id,
-               nextval('pgflight.events_id_seq') as end_event_id,
-               nextval('pgflight.events_id_seq') as queue_event_id
-          from (select r0.*, d.delay,
-                       case when r0.lapsed then 'lease_expired' else 'timed_out' end as to_status,
-                       case when r0.lapsed then 'lease_expired' else 'deadline_exceeded' end as reason
-                  from r0 join delays d on d.failed = r0.failed and d.backoff is not distinct from r0.backoff
-                 order by r0.id) x
-      ), ended as (
-        update pgflight.step_attempts a
-           set status = r.to_status, finished_at = $3, reason = r.reason, error = r.error
-          from r
-         where a.id = r.id
-        returning r.id, r.step_id, r.run_id, r.old_status, r.worker_id, r.recipe, r.priority, r.workspace_id,
-                  r.concurrency_key, r.concurrency_limit, r.failed, r.next_no, r.delay, r.to_status, r.reason,
-                  r.new_id, r.end_event_id, r.queue_event_id  -- not the error nor the backoff (jsonb):
-                                                              -- read by no statement below
-      ), bumped as (
-        update pgflight.steps s set failed_attempts = e.failed, last_attempt_no = e.next_no
-          from ended e
-         where s.id = e.step_id
-      ), logged as (
-        insert into pgflight.events (id, at, run_id, step_id, attempt_id, from_status, to_status, worker_id,
-                                     reason, actor)
-        select e.end_event_id, $3, e.run_id, e.step_id, e.id, e.old_status, e.to_status, e.worker_id, e.reason,
-               'reclaim'
-          from ended e order by e.id
-      )
-      -- the successors' columns side by side, in the lapsed attempts' order: one sort for all of
-      -- them (an aggregate's own order by is a sort each on PostgreSQL 15)
-      select count(*), coalesce(bool_or(e.delay <= 0), false), array_agg(e.new_id), array_agg(e.step_id),
-             array_agg(e.run_id), array_agg(e.next_no), array_agg(e.recipe), array_agg(e.priority),
-             array_agg(e.workspace_id), array_agg(e.concurrency_key), array_agg(e.concurrency_limit),
-             array_agg(e.queue_event_id), array_agg(e.delay)
-        from (select e.* from ended e order by e.id) e
-      $q$ into v_n, v_notify, v_q_ids, v_q_steps, v_q_runs, v_q_nos, v_q_recipes, v_q_prios, v_q_ws,
-               v_q_keys, v_q_limits, v_q_events, v_q_delays
-        using v_retry, v_retry_errors, p_now;
-
-      -- the successors, queued. Their flow columns are copied from the attempt each replaces (the
-      -- step's), so the fill trigger (step_attempts_fill_flow) has nothing to do.
-      -- Their one foreign key (step_attempts_step_id_fkey) holds by construction: each
-      -- names a step that statement 2 above locked FOR UPDATE in this transaction, and that the
-      -- statement before this one updated, so no other session can delete it before this commits
-      -- (a delete waits for the lock; a step deleted before the lock was never classified: the
-      -- join dropped its attempt) and nothing in this transaction deletes steps. Its check is a
-      -- per-row trigger, one SPI query per successor (9 % of a drain's backend CPU in the eighth
-      -- session's perf profile), so a batch of at least 500 is inserted with
-      -- session_replication_role = replica when the owner may set it (internals/_row_triggers,
-      -- as submit_runs and purge_finished), and the setting is restored right after the insert,
-      -- before any other write; an error in between rolls it back with the block's subtransaction.
-      -- Only this insert runs so: the lapsed attempts' update above keeps its triggers
-      -- (step_attempts_return_slots, step_attempts_key_slot_freed). So a trigger a DBA adds to
-      -- step_attempts does not fire for these rows (docs/security.md). Below 500 (the reclaim a
-      -- claim_batch runs, a sweep's first pass) the checks run: switching the setting resets the
-      -- session's cached plans, which a worker's claims would pay for.
-      -- $1.. the successors' columns, $11 their delays, $12 the time.
-      v_srr := case when v_n >= 500 then pgflight._row_triggers_off() end;
-      execute $q$
-      insert into pgflight.step_attempts (id, step_id, run_id, attempt_no, recipe, priority, status,
-                                          available_after, created_at, workspace_id, concurrency_key,
-                                          concurrency_limit, queue_event_id, queue_delay_s)
-      overriding system value
-      select q.id, q.step_id, q.run_id, q.attempt_no, q.recipe, q.priority, 'queued',
-             $12 + make_interval(secs => q.delay), $12, q.workspace_id, q.concurrency_key,
-             q.concurrency_limit, q.queue_event_id, q.delay
-        from unnest($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
-               q(id, step_id, run_id, attempt_no, recipe, priority, workspace_id, concurrency_key,
-                 concurrency_limit, queue_event_id, delay)
-      $q$ using v_q_ids, v_q_steps, v_q_runs, v_q_nos, v_q_recipes, v_q_prios, v_q_ws, v_q_keys, v_q_limits,
-                v_q_events, v_q_delays, p_now;
-      if v_srr is not null then
-        perform pgflight._row_triggers_on(v_srr);  -- a definer of pgflight_privileged: the owner may not set it
-      end if;
-      v_count := v_count + v_n;
-      if v_notify then
-        perform pgflight._notify_ready();
-      end if;
+      -- 4a. the retries: ended, and a successor queued for each
+      v_count := v_count + pgflight._reclaim_retry(p_now, v_retry, v_retry_errors);
     end if;
-
     if v_end is not null then
-      -- $1 the attempts, $2 their outcomes, $3 their errors, $4 the time
-      execute $q$
-      with e as (
-        select a.id, a.step_id, a.run_id, a.status as old_status, a.worker_id, o.outcome, o.error,
-               s.failed_attempts, s.max_attempts, u.status as run_status,
-               case when a.lease_expires_at < $4 then 'lease_expired' else 'deadline_exceeded' end as reason,
-               case when o.outcome = 'dead_letter' then 'dead_letter' else 'cancelled' end as final
-          from unnest($1, $2, $3) as o(id, outcome, error)
-          join pgflight.step_attempts a on a.id = o.id
-          join pgflight.steps s on s.id = a.step_id
-          join pgflight.runs u on u.id = a.run_id
-      ), ended as (
-        update pgflight.step_attempts a
-           set status = e.final, finished_at = $4,
-               reason = case when e.outcome = 'cancel' then a.reason else e.reason end,
-               error = case when e.outcome = 'cancel' then a.error else e.error end
-          from e
-         where a.id = e.id
-        returning e.*
-      ), bumped as (
-        update pgflight.steps s set failed_attempts = s.failed_attempts + 1
-          from ended e
-         where s.id = e.step_id and e.outcome = 'dead_letter'
-      ), logged as (
-        insert into pgflight.events (at, run_id, step_id, attempt_id, from_status, to_status, worker_id, reason,
-                                     actor, detail)
-        select $4, e.run_id, e.step_id, e.id, e.old_status, e.final, e.worker_id,
-               case when e.outcome = 'dead_letter' then e.reason else 'cancelled' end, 'reclaim',
-               case e.outcome
-                 when 'cancel' then jsonb_build_object('cause', 'lease_expired')
-                 when 'run_ended' then jsonb_build_object('cause', e.reason, 'run_status', e.run_status)
-                 else jsonb_build_object('failed_attempts', e.failed_attempts + 1, 'max_attempts', e.max_attempts,
-                                         'retryable', true) end
-          from ended e order by e.id
-      )
-      select array_agg(e.step_id order by e.step_id), array_agg(e.final order by e.step_id)
-        from ended e
-      $q$ into v_fin_steps, v_fin using v_end, v_end_outcome, v_end_errors, p_now;
-      perform pgflight._steps_finished(v_fin_steps, v_fin, 'reclaim', p_now);
-      v_count := v_count + cardinality(v_fin_steps);
+      -- 4b. the ends: dead letters and cancellations, their steps finished
+      v_count := v_count + pgflight._reclaim_end(p_now, v_end, v_end_outcome, v_end_errors);
     end if;
   exception when others then
     -- some row raised: none of the batch was written; each row on its own below
@@ -3767,21 +3723,181 @@ begin
     v_rest_errors := coalesce(v_rest_errors, '{}') || coalesce(v_retry_errors, '{}') || coalesce(v_end_errors, '{}');
   end;
 
-  -- 5. row by row: cascades, and a batch that raised; each row read when its turn comes (a
-  -- cascade before it may have ended it). A row whose cascade cannot take its locks now (NOWAIT),
-  -- or that meets a transient error (a deadlock, a lock timeout, a serialization failure), is
-  -- left as it is for the next pass: it still holds its lease row, and the next pass picks it
-  -- again. A subtree found in use is remembered (v_blocked), so its other rows are left without
-  -- trying again: one try per subtree and pass, not one per sibling. Past the pass's time budget
-  -- (pgflight.reclaim_until, set by _reclaim) the remaining rows are left too.
+  -- 5. row by row: cascades, and a batch that raised (_reclaim_rows)
+  if v_rest is not null then
+    v_count := v_count + pgflight._reclaim_rows(p_now, v_rest, v_rest_errors);
+  end if;
+  return v_count;
+end
+$_$;
+
+ALTER FUNCTION pgflight._reclaim_picked(p_now timestamp with time zone, p_ids bigint[]) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _reclaim_picked(p_now timestamp with time zone, p_ids bigint[]); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._reclaim_picked(p_now timestamp with time zone, p_ids bigint[]) IS 'Internal: _reclaim''s second half: ends the attempts p_ids (picked and locked by _reclaim) as retries, dead letters or cancellations, set-based, a batch that raises redone row by row. Returns how many were reclaimed.';
+
+-- Name: _reclaim_retry(timestamp with time zone, bigint[], jsonb[]); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._reclaim_retry(p_now timestamp with time zone, p_ids bigint[], p_errors jsonb[]) RETURNS integer
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
+    SET enable_hashjoin TO 'off'
+    SET enable_mergejoin TO 'off'
+    AS $_$
+declare
+  v_n integer;
+  v_notify boolean;
+  v_srr text;  -- session_replication_role to restore after the successors' insert (null: not switched)
+  v_q_ids bigint[];
+  v_q_steps bigint[];
+  v_q_runs bigint[];
+  v_q_nos integer[];
+  v_q_recipes text[];
+  v_q_prios integer[];
+  v_q_ws bigint[];
+  v_q_keys text[];
+  v_q_limits integer[];
+  v_q_events bigint[];
+  v_q_delays double precision[];
+begin
+  -- the attempts end, their steps count the failure, their successors are queued (ids drawn
+  -- here, so the end's events row and the successor are written from one row), with the end's
+  -- events row; the retry's queued is the successor's queue_event_id (its backoff in
+  -- queue_delay_s), which run_events shows as the retry_scheduled row (one events
+  -- row and its two index entries less per lease). Both events ids drawn here, a lease's end
+  -- then its queued, lease by lease, so the log keeps the order it had with two events rows.
+  -- $1 the attempts, $2 their errors, $3 the time. The successors are written by the next
+  -- statement, from the rows this one returns (see there).
+  execute $q$
+  with r0 as (
+    select a.id, a.step_id, a.run_id, a.status as old_status, a.worker_id, a.recipe, a.priority,
+           a.workspace_id, a.concurrency_key, a.concurrency_limit, a.lease_expires_at < $3 as lapsed,
+           i.error, s.failed_attempts + 1 as failed, s.last_attempt_no + 1 as next_no, s.backoff
+      from unnest($1, $2) i(id, error)
+      join pgflight.step_attempts a on a.id = i.id
+      join pgflight.steps s on s.id = a.step_id
+  ), delays as (
+    -- once per distinct (failures, backoff): after a mass crash that is a handful, not a row each;
+    -- clamped to [0, 30 days] whatever was stored, as _fail_attempt
+    select k.failed, k.backoff,
+           least(greatest(coalesce(pgflight._backoff_s(k.failed, k.backoff), 0), 0),
+                 pgflight._limit('delay_s')) as delay
+      from (select distinct r0.failed, r0.backoff from r0) k
+  ), r as (
+    select x.*, nextval('pgflight.step_attempts_id_seq') as new_id,
+           nextval('pgflight.events_id_seq') as end_event_id,
+           nextval('pgflight.events_id_seq') as queue_event_id
+      from (select r0.*, d.delay,
+                   case when r0.lapsed then 'lease_expired' else 'timed_out' end as to_status,
+                   case when r0.lapsed then 'lease_expired' else 'deadline_exceeded' end as reason
+              from r0 join delays d on d.failed = r0.failed and d.backoff is not distinct from r0.backoff
+             order by r0.id) x
+  ), ended as (
+    update pgflight.step_attempts a
+       set status = r.to_status, finished_at = $3, reason = r.reason, error = r.error
+      from r
+     where a.id = r.id
+    returning r.id, r.step_id, r.run_id, r.old_status, r.worker_id, r.recipe, r.priority, r.workspace_id,
+              r.concurrency_key, r.concurrency_limit, r.failed, r.next_no, r.delay, r.to_status, r.reason,
+              r.new_id, r.end_event_id, r.queue_event_id  -- not the error nor the backoff (jsonb):
+                                                          -- read by no statement below
+  ), bumped as (
+    update pgflight.steps s set failed_attempts = e.failed, last_attempt_no = e.next_no
+      from ended e
+     where s.id = e.step_id
+  ), logged as (
+    insert into pgflight.events (id, at, run_id, step_id, attempt_id, from_status, to_status, worker_id,
+                                 reason, actor)
+    select e.end_event_id, $3, e.run_id, e.step_id, e.id, e.old_status, e.to_status, e.worker_id, e.reason,
+           'reclaim'
+      from ended e order by e.id
+  )
+  -- the successors' columns side by side, in the lapsed attempts' order: one sort for all of
+  -- them (an aggregate's own order by is a sort each on PostgreSQL 15)
+  select count(*), coalesce(bool_or(e.delay <= 0), false), array_agg(e.new_id), array_agg(e.step_id),
+         array_agg(e.run_id), array_agg(e.next_no), array_agg(e.recipe), array_agg(e.priority),
+         array_agg(e.workspace_id), array_agg(e.concurrency_key), array_agg(e.concurrency_limit),
+         array_agg(e.queue_event_id), array_agg(e.delay)
+    from (select e.* from ended e order by e.id) e
+  $q$ into v_n, v_notify, v_q_ids, v_q_steps, v_q_runs, v_q_nos, v_q_recipes, v_q_prios, v_q_ws,
+           v_q_keys, v_q_limits, v_q_events, v_q_delays
+    using p_ids, p_errors, p_now;
+
+  -- the successors, queued. Their flow columns are copied from the attempt each replaces (the
+  -- step's), so the fill trigger (step_attempts_fill_flow) has nothing to do.
+  -- Their one foreign key (step_attempts_step_id_fkey) holds by construction: each
+  -- names a step that _reclaim_picked (its section 2) locked FOR UPDATE in this transaction, and
+  -- that the statement before this one updated, so no other session can delete it before this commits
+  -- (a delete waits for the lock; a step deleted before the lock was never classified: the
+  -- join dropped its attempt) and nothing in this transaction deletes steps. Its check is a
+  -- per-row trigger, one SPI query per successor (9 % of a drain's backend CPU in the eighth
+  -- session's perf profile), so a batch of at least 500 is inserted with
+  -- session_replication_role = replica when the owner may set it (internals/_row_triggers,
+  -- as submit_runs and purge_finished), and the setting is restored right after the insert,
+  -- before any other write; an error in between rolls it back with the subtransaction of
+  -- _reclaim_picked's section 4.
+  -- Only this insert runs so: the lapsed attempts' update above keeps its triggers
+  -- (step_attempts_return_slots, step_attempts_key_slot_freed). So a trigger a DBA adds to
+  -- step_attempts does not fire for these rows (docs/security.md). Below 500 (the reclaim a
+  -- claim_batch runs, a sweep's first pass) the checks run: switching the setting resets the
+  -- session's cached plans, which a worker's claims would pay for.
+  -- $1.. the successors' columns, $11 their delays, $12 the time.
+  v_srr := case when v_n >= 500 then pgflight._row_triggers_off() end;
+  execute $q$
+  insert into pgflight.step_attempts (id, step_id, run_id, attempt_no, recipe, priority, status,
+                                      available_after, created_at, workspace_id, concurrency_key,
+                                      concurrency_limit, queue_event_id, queue_delay_s)
+  overriding system value
+  select q.id, q.step_id, q.run_id, q.attempt_no, q.recipe, q.priority, 'queued',
+         $12 + make_interval(secs => q.delay), $12, q.workspace_id, q.concurrency_key,
+         q.concurrency_limit, q.queue_event_id, q.delay
+    from unnest($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+           q(id, step_id, run_id, attempt_no, recipe, priority, workspace_id, concurrency_key,
+             concurrency_limit, queue_event_id, delay)
+  $q$ using v_q_ids, v_q_steps, v_q_runs, v_q_nos, v_q_recipes, v_q_prios, v_q_ws, v_q_keys, v_q_limits,
+            v_q_events, v_q_delays, p_now;
+  if v_srr is not null then
+    perform pgflight._row_triggers_on(v_srr);  -- a definer of pgflight_privileged: the owner may not set it
+  end if;
+  if v_notify then
+    perform pgflight._notify_ready();
+  end if;
+  return v_n;
+end
+$_$;
+
+ALTER FUNCTION pgflight._reclaim_retry(p_now timestamp with time zone, p_ids bigint[], p_errors jsonb[]) OWNER TO pgflight_owner;
+
+-- Name: FUNCTION _reclaim_retry(p_now timestamp with time zone, p_ids bigint[], p_errors jsonb[]); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+
+COMMENT ON FUNCTION pgflight._reclaim_retry(p_now timestamp with time zone, p_ids bigint[], p_errors jsonb[]) IS 'Internal (_reclaim_picked): ends the lapsed attempts p_ids whose steps have attempts left (lease_expired or timed_out, with their errors) and queues each step''s next attempt after its backoff, set-based. Returns how many.';
+
+-- Name: _reclaim_rows(timestamp with time zone, bigint[], jsonb[]); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
+
+CREATE FUNCTION pgflight._reclaim_rows(p_now timestamp with time zone, p_ids bigint[], p_errors jsonb[]) RETURNS integer
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
+    SET enable_hashjoin TO 'off'
+    SET enable_mergejoin TO 'off'
+    AS $$
+declare
+  v_row record;
+  v_count integer := 0;
+  v_until timestamptz;
+  v_top bigint;
+  v_blocked bigint[] := '{}';
+begin
   v_until := nullif(pg_catalog.current_setting('pgflight.reclaim_until', true), '')::timestamptz;
-  for v_i in 1 .. coalesce(cardinality(v_rest), 0) loop
+  for v_i in 1 .. coalesce(cardinality(p_ids), 0) loop
     exit when v_until is not null and pg_catalog.clock_timestamp() > v_until;
     select a.id, a.status, a.step_id, a.run_id, a.worker_id, a.lease_expires_at < p_now as lapsed,
            (a.status = 'cancel_requested' or s.failed_attempts + 1 >= s.max_attempts) as ends_step
       into v_row
       from pgflight.step_attempts a join pgflight.steps s on s.id = a.step_id
-     where a.id = v_rest[v_i];
+     where a.id = p_ids[v_i];
     continue when v_row.status not in ('claimed', 'running', 'cancel_requested');  -- a cascade ended it
     v_top := case when v_row.ends_step then pgflight._cascade_root(v_row.step_id) end;
     continue when v_top = any (v_blocked);
@@ -3797,7 +3913,7 @@ begin
         perform pgflight._step_finished(v_row.step_id, 'cancelled', 'reclaim');
       else
         perform pgflight._fail_attempt(v_row.id, v_row.status,
-          case when v_row.lapsed then 'lease_expired' else 'timed_out' end, v_rest_errors[v_i], true, null,
+          case when v_row.lapsed then 'lease_expired' else 'timed_out' end, p_errors[v_i], true, null,
           case when v_row.lapsed then 'lease_expired' else 'deadline_exceeded' end, 'reclaim');
       end if;
     exception
@@ -3818,13 +3934,13 @@ begin
   end loop;
   return v_count;
 end
-$_$;
+$$;
 
-ALTER FUNCTION pgflight._reclaim_picked(p_now timestamp with time zone, p_ids bigint[]) OWNER TO pgflight_owner;
+ALTER FUNCTION pgflight._reclaim_rows(p_now timestamp with time zone, p_ids bigint[], p_errors jsonb[]) OWNER TO pgflight_owner;
 
--- Name: FUNCTION _reclaim_picked(p_now timestamp with time zone, p_ids bigint[]); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
+-- Name: FUNCTION _reclaim_rows(p_now timestamp with time zone, p_ids bigint[], p_errors jsonb[]); Type: COMMENT; Schema: pgflight; Owner: pgflight_owner
 
-COMMENT ON FUNCTION pgflight._reclaim_picked(p_now timestamp with time zone, p_ids bigint[]) IS 'Internal: _reclaim''s second half: ends the attempts p_ids (picked and locked by _reclaim) as retries, dead letters or cancellations, set-based, a batch that raises redone row by row. Returns how many were reclaimed.';
+COMMENT ON FUNCTION pgflight._reclaim_rows(p_now timestamp with time zone, p_ids bigint[], p_errors jsonb[]) IS 'Internal (_reclaim_picked): reclaims the lapsed attempts p_ids one by one (cascades first locked NOWAIT; rows in use, transient errors and rows past pgflight.reclaim_until left for the next pass; other errors dead-letter the row). Returns how many were reclaimed.';
 
 -- Name: _record_stale(bigint, bigint, text); Type: FUNCTION; Schema: pgflight; Owner: pgflight_owner
 
@@ -6046,7 +6162,7 @@ begin
     end if;
   end if;
 
-  -- the fair claim across workspaces, with caps, keys, rate limits and pause (internals/_fair_claim),
+  -- the fair claim across workspaces, with caps, keys, rate limits and pause (internals/_claim_fair),
   -- over the workspaces of the login's worker lane (v_ws; null: every workspace)
   return query select * from pgflight._claim_fair(p_worker_id, p_batch_size, p_lease_s, p_recipes, v_start, v_now, v_ws);
 end
@@ -13015,6 +13131,18 @@ REVOKE ALL ON FUNCTION pgflight._check_options(p_scope text, p_options jsonb) FR
 
 REVOKE ALL ON FUNCTION pgflight._claim_fair(p_worker_id bigint, p_batch_size integer, p_lease_s double precision, p_recipes text[], p_start boolean, p_now timestamp with time zone, p_workspaces bigint[]) FROM PUBLIC;
 
+-- Name: FUNCTION _claim_global_shares(p_global integer, p_recipes text[], p_lane_ws bigint[], p_ws bigint[], p_batch integer); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._claim_global_shares(p_global integer, p_recipes text[], p_lane_ws bigint[], p_ws bigint[], p_batch integer) FROM PUBLIC;
+
+-- Name: FUNCTION _claim_quotas(p_batch integer, p_shares integer[], p_first integer, p_fair integer[]); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._claim_quotas(p_batch integer, p_shares integer[], p_first integer, p_fair integer[]) FROM PUBLIC;
+
+-- Name: FUNCTION _claim_recipes(p_recipes text[], p_now timestamp with time zone, OUT recipes text[], OUT rated text[], OUT rated_left integer[]); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._claim_recipes(p_recipes text[], p_now timestamp with time zone, OUT recipes text[], OUT rated text[], OUT rated_left integer[]) FROM PUBLIC;
+
 -- Name: FUNCTION _claim_set(p_worker_id bigint, p_lane_ws bigint[], p_lane_recipe text[], p_ws bigint[], p_quota integer[], p_slots smallint[], p_lease_s double precision, p_start boolean, p_now timestamp with time zone); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
 REVOKE ALL ON FUNCTION pgflight._claim_set(p_worker_id bigint, p_lane_ws bigint[], p_lane_recipe text[], p_ws bigint[], p_quota integer[], p_slots smallint[], p_lease_s double precision, p_start boolean, p_now timestamp with time zone) FROM PUBLIC;
@@ -13264,9 +13392,21 @@ REVOKE ALL ON FUNCTION pgflight._ready_lanes(p_recipes text[]) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION pgflight._reclaim(p_now timestamp with time zone, p_limit integer) FROM PUBLIC;
 
+-- Name: FUNCTION _reclaim_end(p_now timestamp with time zone, p_ids bigint[], p_outcomes text[], p_errors jsonb[]); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._reclaim_end(p_now timestamp with time zone, p_ids bigint[], p_outcomes text[], p_errors jsonb[]) FROM PUBLIC;
+
 -- Name: FUNCTION _reclaim_picked(p_now timestamp with time zone, p_ids bigint[]); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 
 REVOKE ALL ON FUNCTION pgflight._reclaim_picked(p_now timestamp with time zone, p_ids bigint[]) FROM PUBLIC;
+
+-- Name: FUNCTION _reclaim_retry(p_now timestamp with time zone, p_ids bigint[], p_errors jsonb[]); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._reclaim_retry(p_now timestamp with time zone, p_ids bigint[], p_errors jsonb[]) FROM PUBLIC;
+
+-- Name: FUNCTION _reclaim_rows(p_now timestamp with time zone, p_ids bigint[], p_errors jsonb[]); Type: ACL; Schema: pgflight; Owner: pgflight_owner
+
+REVOKE ALL ON FUNCTION pgflight._reclaim_rows(p_now timestamp with time zone, p_ids bigint[], p_errors jsonb[]) FROM PUBLIC;
 
 -- Name: FUNCTION _record_stale(p_attempt_id bigint, p_token bigint, p_operation text); Type: ACL; Schema: pgflight; Owner: pgflight_owner
 

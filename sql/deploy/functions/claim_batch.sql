@@ -6,7 +6,7 @@ set local role pgflight_owner;
 
 -- Lease up to p_batch_size ready attempts to a worker: fairly across workspaces (served in turn,
 -- weighted by share), highest priority first inside a workspace, within the in-flight caps,
--- concurrency keys, rate limits and pauses (how, at the head of internals/_fair_claim).
+-- concurrency keys, rate limits and pauses (how, at the head of internals/_claim_fair).
 -- Each claimed attempt gets a fresh fencing token (a global sequence, so tokens strictly
 -- increase) that every later write must carry, and a lease of the step's lease_s, else p_lease_s
 -- seconds, stored on the attempt so heartbeat and reclaim never recompute it from configuration
@@ -18,8 +18,10 @@ set local role pgflight_owner;
 -- false): the attempts go straight to running, as if start_step had been called, which saves the
 -- worker one round trip and one commit per step.
 -- Locking: FOR UPDATE SKIP LOCKED on the ready rows, so concurrent claimers never block on or
--- share a row; try-locks for capped workspaces and concurrency keys; the one lock a claimer waits
--- for is the global cap's, taken first and alone (see internals/_fair_claim).
+-- share a row; try-locks (SKIP LOCKED) on the caps' stripes, rate-limited workspaces and recipes
+-- and concurrency keys, so no claim waits for another, but for a concurrency key's row that
+-- another claimer created and has not committed (see internals/_claim_fair); the worker's row
+-- is locked FOR SHARE (below).
 -- Errors: 22023 bad batch size or lease, ZF005 batch size or lease over settings.max_batch_size /
 -- max_lease_s, ZF010 unknown or stopped worker or one of another login. Claims only steps of the
 -- workspaces the login has the worker lane on (docs/security.md#tenancy).
@@ -223,7 +225,7 @@ begin
     end if;
   end if;
 
-  -- the fair claim across workspaces, with caps, keys, rate limits and pause (internals/_fair_claim),
+  -- the fair claim across workspaces, with caps, keys, rate limits and pause (internals/_claim_fair),
   -- over the workspaces of the login's worker lane (v_ws; null: every workspace)
   return query select * from pgflight._claim_fair(p_worker_id, p_batch_size, p_lease_s, p_recipes, v_start, v_now, v_ws);
 end

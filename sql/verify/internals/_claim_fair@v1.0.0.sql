@@ -1,0 +1,13 @@
+-- Verify pgflight:internals/_claim_fair@v1.0.0
+-- Written by scripts/gen_sql_scripts.py: signatures and their settings.
+do $verify$
+declare
+  v_config text[];
+begin
+  select p.proconfig into v_config
+    from pg_catalog.pg_proc p where p.oid = 'pgflight._claim_fair(bigint, integer, double precision, text[], boolean, timestamp with time zone, bigint[])'::regprocedure;
+  if v_config is distinct from array['search_path=pg_catalog, pg_temp', 'plan_cache_mode=force_generic_plan']::text[] then
+    raise exception 'pgflight._claim_fair(bigint, integer, double precision, text[], boolean, timestamp with time zone, bigint[]) has settings %, expected %', v_config, array['search_path=pg_catalog, pg_temp', 'plan_cache_mode=force_generic_plan']::text[];
+  end if;
+end
+$verify$;
