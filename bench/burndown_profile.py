@@ -25,8 +25,15 @@ cluster (the tables emptied between drains); prints per round and the medians: j
 per job of the server and of the workers, measured from the first completion (start-up not
 counted), with the load average. Both use this tree's SQL, so only the worker's Python differs.
 
+--compare REF, where REF is not a directory (a tag of sqitch.plan such as ``@v1.0.0``, one of the
+plan before the re-baseline such as ``@v0.9.0``, or a git commit or branch): the other way round,
+the SQL differs and the worker is this tree's. The base side drains a second database of the same
+cluster deployed at REF (benchlib.deploy_ref), HEAD's the database deployed from this tree; the
+same rounds, alternation and figures.
+
 Usage: python bench/burndown_profile.py [--jobs 20000] [--procs 2] [--concurrency 8] [--claim-coalesce 0.005]
        python bench/burndown_profile.py --compare /tmp/pgflight-v0.6.0 [--rounds 3] [--jobs 10000]
+       python bench/burndown_profile.py --compare @v0.9.0 [--rounds 3] [--jobs 10000]
 """
 
 from __future__ import annotations
@@ -38,7 +45,7 @@ import time
 from pathlib import Path
 
 import psycopg
-from benchlib import throwaway_cluster
+from benchlib import deploy_ref, throwaway_cluster
 from worker_bench import start_workers, stop_workers
 
 from pgflight import db
@@ -132,30 +139,47 @@ def drain(
 
 
 def compare(a: argparse.Namespace) -> None:
-    """Alternating drains, the other tree's worker and this one's; per round and the medians."""
+    """
+    Alternating drains of the base side and this tree; per round and the medians. The base side
+    is the other tree's worker on this tree's SQL (a.compare a directory), or this tree's worker on
+    a database deployed at a.compare (a plan tag or git ref).
+    """
     settings = dict(kv.split("=", 1) for kv in a.setting)
-    with throwaway_cluster(settings=settings) as (_, dsn), psycopg.connect(dsn, autocommit=True) as c:
-        out: dict[str, list[dict[str, float]]] = {"base": [], "head": []}
-        for r in range(a.rounds):
-            for side in ["base", "head"] if r % 2 == 0 else ["head", "base"]:
-                m = drain(dsn, c, a, a.compare if side == "base" else None)
-                out[side].append(m)
-                print(
-                    f"round {r + 1} {side}: {m['jobs_s']:.0f} jobs/s, CPU ms per job: server "
-                    f"{m['server_ms']:.3f}, workers {m['workers_ms']:.3f}; {m['commits']:.2f} commits/job "
-                    f"(load {m['load']:.1f})",
-                    flush=True,
-                )
-        print(f"medians of {a.rounds} rounds, {a.jobs} jobs, {a.procs} x {a.concurrency} in flight:")
-        for side in ("base", "head"):
-            ms = out[side]
-            print(
-                f"  {side} ({a.compare if side == 'base' else 'this tree'}): "
-                f"{statistics.median(m['jobs_s'] for m in ms):.0f} jobs/s, CPU ms per job: server "
-                f"{statistics.median(m['server_ms'] for m in ms):.3f}, workers "
-                f"{statistics.median(m['workers_ms'] for m in ms):.3f}; "
-                f"{statistics.median(m['commits'] for m in ms):.2f} commits/job"
+    worker_tree = os.path.isdir(a.compare)
+    with throwaway_cluster(settings=settings) as (cluster, dsn), psycopg.connect(dsn, autocommit=True) as c:
+        base_dsn = dsn if worker_tree else deploy_ref(cluster, a.compare)
+        with psycopg.connect(base_dsn, autocommit=True) as base_c:
+            compare_rounds(
+                a, {"base": (base_dsn, base_c, a.compare if worker_tree else None), "head": (dsn, c, None)}
             )
+
+
+def compare_rounds(
+    a: argparse.Namespace, sides: dict[str, tuple[str, psycopg.Connection[tuple[object, ...]], str | None]]
+) -> None:
+    """a.rounds drains of each side (dsn, connection, worker tree), alternating which goes first."""
+    out: dict[str, list[dict[str, float]]] = {"base": [], "head": []}
+    for r in range(a.rounds):
+        for side in ["base", "head"] if r % 2 == 0 else ["head", "base"]:
+            side_dsn, side_c, path = sides[side]
+            m = drain(side_dsn, side_c, a, path)
+            out[side].append(m)
+            print(
+                f"round {r + 1} {side}: {m['jobs_s']:.0f} jobs/s, CPU ms per job: server "
+                f"{m['server_ms']:.3f}, workers {m['workers_ms']:.3f}; {m['commits']:.2f} commits/job "
+                f"(load {m['load']:.1f})",
+                flush=True,
+            )
+    print(f"medians of {a.rounds} rounds, {a.jobs} jobs, {a.procs} x {a.concurrency} in flight:")
+    for side in ("base", "head"):
+        ms = out[side]
+        print(
+            f"  {side} ({a.compare if side == 'base' else 'this tree'}): "
+            f"{statistics.median(m['jobs_s'] for m in ms):.0f} jobs/s, CPU ms per job: server "
+            f"{statistics.median(m['server_ms'] for m in ms):.3f}, workers "
+            f"{statistics.median(m['workers_ms'] for m in ms):.3f}; "
+            f"{statistics.median(m['commits'] for m in ms):.2f} commits/job"
+        )
 
 
 def main() -> None:
@@ -164,7 +188,11 @@ def main() -> None:
     ap.add_argument("--procs", type=int, default=2)
     ap.add_argument("--concurrency", type=int, default=8)
     ap.add_argument("--claim-coalesce", type=float, default=0.005)
-    ap.add_argument("--compare", metavar="DIR", help="another source tree (its worker drains too)")
+    ap.add_argument(
+        "--compare",
+        metavar="DIR|REF",
+        help="another source tree (its worker drains too), or a plan tag or git ref (its SQL drains too)",
+    )
     ap.add_argument("--rounds", type=int, default=3, help="with --compare: drains of each")
     ap.add_argument(
         "--setting",
