@@ -3832,9 +3832,9 @@ begin
   -- that the statement before this one updated, so no other session can delete it before this commits
   -- (a delete waits for the lock; a step deleted before the lock was never classified: the
   -- join dropped its attempt) and nothing in this transaction deletes steps. Its check is a
-  -- per-row trigger, one SPI query per successor (9 % of a drain's backend CPU in the eighth
-  -- session's perf profile), so a batch of at least 500 is inserted with
-  -- session_replication_role = replica when the owner may set it (internals/_row_triggers,
+  -- per-row trigger, one SPI query per successor (9 % of a drain's backend CPU in a perf
+  -- profile), so a batch of at least 500 is inserted with
+  -- session_replication_role = replica when the owner may set it (internals/_row_triggers_off,
   -- as submit_runs and purge_finished), and the setting is restored right after the insert,
   -- before any other write; an error in between rolls it back with the subtransaction of
   -- _reclaim_picked's section 4.
