@@ -1,6 +1,6 @@
 """
-Sweep passes that always make progress and end (internals/_transitions: _reclaim and
-_reclaim_picked): rows whose fail-fast cascade cannot take its locks now do not count against the
+Sweep passes that always make progress and end (internals/_reclaim, _reclaim_picked and
+_reclaim_rows): rows whose fail-fast cascade cannot take its locks now do not count against the
 pass's limit, so they never crowd out other lapsed leases; a fail-fast cascade runs once per
 family, not once per sibling; a transient error (a deadlock) leaves the row for the next pass
 instead of dead-lettering it; a reclaimed attempt's error shows no fencing token.
