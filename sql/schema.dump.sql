@@ -3328,7 +3328,6 @@ COMMENT ON COLUMN pgflight.model_prices.web_search_usd_per_request IS 'USD per s
 
 CREATE FUNCTION pgflight._price_of(p_price pgflight.model_prices, p_in bigint, p_out bigint, p_cw bigint, p_cr bigint, p_cw_1h bigint, p_searches bigint) RETURNS numeric
     LANGUAGE sql IMMUTABLE
-    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
   select (p_in * p_price.input_usd_per_mtok + p_out * p_price.output_usd_per_mtok
           + (greatest(p_cw, p_cw_1h) - p_cw_1h) * p_price.cache_write_usd_per_mtok
@@ -6442,7 +6441,9 @@ declare
   v_refusal jsonb;
   v_missing text;  -- a tool_use_id with no tool_use
   v_malformed boolean;  -- an element is not a tool_result block with a tool_use_id
-  v_f record;  -- the fence's row: the agent run and whether a wall-time cap of its reservation ran out
+  v_f record;  -- the fence's row: the agent run, whether a wall-time cap of its reservation ran out, the depth cap
+  v_wall_ran_out boolean;  -- a wall-time cap of the budgets of the run's reservation ran out
+  v_depth integer;  -- settings.max_json_depth
 begin
   -- bounded, so the budgets' numeric(16, 8) cannot overflow; _check_arg raises (
   -- called only for a value out of range, the call cost more than the check)
@@ -6455,11 +6456,13 @@ begin
   end if;
   -- _agent_fence's statement (the attempt FOR SHARE, the agent run FOR UPDATE, the holder's login)
   -- and, in it, whether a wall-time cap of the budgets the run holds a reservation on ran out (read
-  -- without locks: wall time only grows; used below when that reservation is kept)
+  -- without locks: wall time only grows; used below when that reservation is kept) and the
+  -- settings' JSON depth cap
   select r as run,
          exists (select from pgflight.budgets b
                   where b.id = any (r.reserved_budget_ids) and b.max_wall_s is not null
-                    and v_now > b.started_at + make_interval(secs => b.max_wall_s)) as wall_ran_out
+                    and v_now > b.started_at + make_interval(secs => b.max_wall_s)) as wall_ran_out,
+         (select s.max_json_depth from pgflight.settings s) as max_json_depth
     into v_f
     from pgflight.step_attempts a
     join pgflight.agent_runs r on r.step_id = a.step_id
@@ -6471,8 +6474,16 @@ begin
      for share of a for update of r;
   if found then
     v_run := v_f.run;
-  else  -- ZF001 / ZF002 / ZF003 / ZF012 (found on a second look, the caps are read again below)
+    v_wall_ran_out := v_f.wall_ran_out;
+    v_depth := v_f.max_json_depth;
+  else  -- ZF001 / ZF002 / ZF003 / ZF012 (found on a second look, the caps are read again here)
     v_run := pgflight._agent_fence(p_attempt_id, p_token, p_agent_run_id, 'complete_tool_calls');
+    select s.max_json_depth,
+           exists (select from pgflight.budgets b
+                    where b.id = any (v_run.reserved_budget_ids) and b.max_wall_s is not null
+                      and v_now > b.started_at + make_interval(secs => b.max_wall_s))
+      into v_depth, v_wall_ran_out
+      from pgflight.settings s;
   end if;
   -- _store_tool_results' statement (see there): each result joined to its tool_use, written or,
   -- in flight or interrupted, completed; the first result of a call wins. Results that are not an
@@ -6483,7 +6494,9 @@ begin
   if p_results is null or jsonb_typeof(p_results) <> 'array' then
     perform pgflight._store_tool_results(v_run.id, p_attempt_id, p_results, v_now);
   end if;
-  perform pgflight._require_json_depth(p_results, 'tool results');
+  if not (pg_column_size(p_results) < 8 * (v_depth + 1) and pg_column_compression(p_results) is null) then
+    perform pgflight._require_json_depth(p_results, 'tool results');  -- ZF005
+  end if;
   with e as (
     select e.v, e.ord from jsonb_array_elements(p_results) with ordinality e(v, ord)
   ), r as (
@@ -6531,10 +6544,7 @@ begin
     -- admitted by record_model_call before the tools ran: kept (no call to _reserve, no budget
     -- move) unless a wall-time cap of its budgets ran out meanwhile (read without locks: wall time
     -- only grows); then it is given back and the call admitted anew, which refuses it
-    if coalesce(v_f.wall_ran_out,
-                exists (select from pgflight.budgets b
-                         where b.id = any (v_run.reserved_budget_ids) and b.max_wall_s is not null
-                           and v_now > b.started_at + make_interval(secs => b.max_wall_s))) then
+    if v_wall_ran_out then
       perform pgflight._release_reservation(v_run.id);
       v_run.reserved_usd := 0;
       v_run.reserved_attempt_id := null;
@@ -8178,6 +8188,7 @@ declare
   v_reserved boolean;
   v_cap bigint;
   v_max_blocks integer;
+  v_depth integer;  -- settings.max_json_depth
   v_hit boolean;  -- the fence statement found the attempt and the agent run
   v_next_ids bigint[];
   v_want boolean;  -- the next call is to be admitted here
@@ -8225,12 +8236,12 @@ begin
   v_mark := coalesce((p_options ->> 'mark_tools')::boolean, false);
   -- the fence of _agent_fence (attempt FOR SHARE, agent run FOR UPDATE, the holder's login) and, in
   -- the same statement, what the call needs of other tables: the price (longest model prefix), the
-  -- workspace's daily cap with today's (UTC) budget row, its model tokens per minute, and the
-  -- settings' max_result_bytes (a statement of its own before). Subqueries, not joins:
-  -- each is planned on its own, so a replan (after an ANALYZE) searches no join order.
-  select r as run,
-         (select s.max_result_bytes from pgflight.settings s) as max_result_bytes,
-         (select s.max_trace_blocks_per_iteration from pgflight.settings s) as max_blocks,
+  -- workspace's daily cap with today's (UTC) budget row, its model tokens per minute, the
+  -- settings row (its caps: result bytes, blocks per iteration, JSON depth) and the attempt's
+  -- workspace (whose tool policies apply). Subqueries, not joins: each is planned on its own, so
+  -- a replan (after an ANALYZE) searches no join order.
+  select r as run, a.workspace_id as attempt_workspace,
+         (select s from pgflight.settings s) as settings,
          (select p from pgflight.model_prices p
            where left(p_model, length(p.model)) = p.model order by length(p.model) desc limit 1) as price,
          (select w.daily_usd_cap from pgflight.workspaces w where w.id = r.workspace_id) as daily_usd_cap,
@@ -8252,10 +8263,12 @@ begin
   -- The response's blocks are capped like a result (ZF005, nothing written); on a fence
   -- miss checked before _agent_fence reports it, as when the cap was read before the fence
   if v_hit then
-    v_cap := v_f.max_result_bytes;
-    v_max_blocks := v_f.max_blocks;
+    v_cap := (v_f.settings).max_result_bytes;
+    v_max_blocks := (v_f.settings).max_trace_blocks_per_iteration;
+    v_depth := (v_f.settings).max_json_depth;
   else
-    select s.max_result_bytes, s.max_trace_blocks_per_iteration into v_cap, v_max_blocks from pgflight.settings s;
+    select s.max_result_bytes, s.max_trace_blocks_per_iteration, s.max_json_depth into v_cap, v_max_blocks, v_depth
+      from pgflight.settings s;
   end if;
   -- a response of more blocks than an iteration may hold (settings.max_trace_blocks_per_iteration)
   if jsonb_array_length(p_blocks) > v_max_blocks then
@@ -8266,8 +8279,15 @@ begin
     perform pgflight._require_cap('max_result_bytes', v_cap, octet_length(p_blocks::text),
                                   'model response blocks (bytes)');
   end if;
-  perform pgflight._require_json_depth(p_blocks, 'model response blocks');
-  perform pgflight._require_json_depth(p_usage, 'usage');
+  -- the depth cap (ZF005): _require_json_depth's own first test here, so a value too small to nest
+  -- deeper than the cap costs no call (each, with its SET clause and its read of the settings,
+  -- cost more than the test); a larger one goes to the helper, a null one to neither
+  if not (pg_column_size(p_blocks) < 8 * (v_depth + 1) and pg_column_compression(p_blocks) is null) then
+    perform pgflight._require_json_depth(p_blocks, 'model response blocks');
+  end if;
+  if not (pg_column_size(p_usage) < 8 * (v_depth + 1) and pg_column_compression(p_usage) is null) then
+    perform pgflight._require_json_depth(p_usage, 'usage');
+  end if;
   if not v_hit then  -- _agent_fence raises ZF001 / ZF002 / ZF003 / ZF012
     v_run := pgflight._agent_fence(p_attempt_id, p_token, p_agent_run_id, 'record_model_call');
     -- (found on a second look: the price and the day's budget go through their helpers)
@@ -8336,7 +8356,11 @@ begin
   -- (the totals' update was a statement of its own; each costs an executor start-up).
   v_free := case when v_mark then greatest(v_run.max_tool_calls - v_run.tool_calls, 0) else 0 end;
   if v_free > 0 then
-    select a.workspace_id into v_run_workspace from pgflight.step_attempts a where a.id = p_attempt_id;
+    if v_hit then
+      v_run_workspace := v_f.attempt_workspace;
+    else
+      select a.workspace_id into v_run_workspace from pgflight.step_attempts a where a.id = p_attempt_id;
+    end if;
   end if;
   with b as (
     -- the block's own type, so a type this code does not know (server_tool_use,

@@ -3,11 +3,12 @@
 -- last, so no temporary type, table or view of the caller's session can shadow what the function
 -- names (an empty search_path still searches pg_temp first for types and relations).
 -- The cron installers are the documented exception to SECURITY DEFINER: they run with the
--- caller's rights, because scheduling needs pg_cron's own privileges. Seven functions have no SET
+-- caller's rights, because scheduling needs pg_cron's own privileges. Eight functions have no SET
 -- clause: the procedure sweep_loop (a procedure with one may not COMMIT; it names everything
 -- schema-qualified and runs as pgflight_cron) and the clock _now(), which must have none to be
 -- inlined into the hot paths; so must the inlined constants and checks of the agent's hot path
--- (_seq_band_system, _seq_band_tool_results, _model_call_options_ok, _usage_counts_ok), and
+-- (_seq_band_system, _seq_band_tool_results, _model_call_options_ok, _usage_counts_ok, and the
+-- price _price_of, which with one was parsed and planned at every model call), and
 -- _settle_model_call runs under record_model_call's settings (a SET clause would save and restore
 -- them on every model call). None of those is SECURITY DEFINER or granted to a lane. Everything is owned by pgflight_owner, but the four functions that
 -- need a cluster-wide privilege the deploy login must not inherit: those are pgflight_privileged's
@@ -26,7 +27,7 @@ select is_empty($$
   select p.oid::regprocedure from pg_proc p
    where p.pronamespace = 'pgflight'::regnamespace and p.oid <> 'pgflight._now()'::regprocedure
      and p.proname not in ('sweep_loop', '_seq_band_system', '_seq_band_tool_results',
-                           '_model_call_options_ok', '_usage_counts_ok', '_settle_model_call')
+                           '_model_call_options_ok', '_usage_counts_ok', '_settle_model_call', '_price_of')
      and not coalesce('search_path=pg_catalog, pg_temp' = any (p.proconfig), false)$$,
   'every pgflight function but the inlined ones and sweep_loop sets search_path = pg_catalog, pg_temp');
 select is_empty($$

@@ -30,7 +30,10 @@ set local role pgflight_owner;
 -- through the helpers (each helper call, with its SET clauses, cost more than its statements);
 -- _agent_fence still raises on a miss and _store_tool_results on bad results. The store runs on a
 -- generic plan, as in the helper (a custom plan was made anew at every call); so does the rest of
--- the function: index lookups by primary key.
+-- the function: index lookups by primary key. The depth cap is read by the fence and tested here
+-- as _require_json_depth tests it first (results too small to nest deeper than the cap cost no
+-- call of it), and the kept reservation's wall-time caps come from the fence too: no statement
+-- runs for either on the common path.
 CREATE OR REPLACE FUNCTION pgflight.complete_tool_calls(p_attempt_id bigint, p_token bigint, p_agent_run_id bigint, p_results jsonb, p_next_iteration integer DEFAULT NULL::integer, p_est_usd numeric DEFAULT NULL::numeric) RETURNS TABLE(agent_run_id bigint, stored text[], reserved boolean, reserved_usd numeric, refusal jsonb)
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -45,7 +48,9 @@ declare
   v_refusal jsonb;
   v_missing text;  -- a tool_use_id with no tool_use
   v_malformed boolean;  -- an element is not a tool_result block with a tool_use_id
-  v_f record;  -- the fence's row: the agent run and whether a wall-time cap of its reservation ran out
+  v_f record;  -- the fence's row: the agent run, whether a wall-time cap of its reservation ran out, the depth cap
+  v_wall_ran_out boolean;  -- a wall-time cap of the budgets of the run's reservation ran out
+  v_depth integer;  -- settings.max_json_depth
 begin
   -- bounded, so the budgets' numeric(16, 8) cannot overflow; _check_arg raises (
   -- called only for a value out of range, the call cost more than the check)
@@ -58,11 +63,13 @@ begin
   end if;
   -- _agent_fence's statement (the attempt FOR SHARE, the agent run FOR UPDATE, the holder's login)
   -- and, in it, whether a wall-time cap of the budgets the run holds a reservation on ran out (read
-  -- without locks: wall time only grows; used below when that reservation is kept)
+  -- without locks: wall time only grows; used below when that reservation is kept) and the
+  -- settings' JSON depth cap
   select r as run,
          exists (select from pgflight.budgets b
                   where b.id = any (r.reserved_budget_ids) and b.max_wall_s is not null
-                    and v_now > b.started_at + make_interval(secs => b.max_wall_s)) as wall_ran_out
+                    and v_now > b.started_at + make_interval(secs => b.max_wall_s)) as wall_ran_out,
+         (select s.max_json_depth from pgflight.settings s) as max_json_depth
     into v_f
     from pgflight.step_attempts a
     join pgflight.agent_runs r on r.step_id = a.step_id
@@ -74,8 +81,16 @@ begin
      for share of a for update of r;
   if found then
     v_run := v_f.run;
-  else  -- ZF001 / ZF002 / ZF003 / ZF012 (found on a second look, the caps are read again below)
+    v_wall_ran_out := v_f.wall_ran_out;
+    v_depth := v_f.max_json_depth;
+  else  -- ZF001 / ZF002 / ZF003 / ZF012 (found on a second look, the caps are read again here)
     v_run := pgflight._agent_fence(p_attempt_id, p_token, p_agent_run_id, 'complete_tool_calls');
+    select s.max_json_depth,
+           exists (select from pgflight.budgets b
+                    where b.id = any (v_run.reserved_budget_ids) and b.max_wall_s is not null
+                      and v_now > b.started_at + make_interval(secs => b.max_wall_s))
+      into v_depth, v_wall_ran_out
+      from pgflight.settings s;
   end if;
   -- _store_tool_results' statement (see there): each result joined to its tool_use, written or,
   -- in flight or interrupted, completed; the first result of a call wins. Results that are not an
@@ -86,7 +101,9 @@ begin
   if p_results is null or jsonb_typeof(p_results) <> 'array' then
     perform pgflight._store_tool_results(v_run.id, p_attempt_id, p_results, v_now);
   end if;
-  perform pgflight._require_json_depth(p_results, 'tool results');
+  if not (pg_column_size(p_results) < 8 * (v_depth + 1) and pg_column_compression(p_results) is null) then
+    perform pgflight._require_json_depth(p_results, 'tool results');  -- ZF005
+  end if;
   with e as (
     select e.v, e.ord from jsonb_array_elements(p_results) with ordinality e(v, ord)
   ), r as (
@@ -134,10 +151,7 @@ begin
     -- admitted by record_model_call before the tools ran: kept (no call to _reserve, no budget
     -- move) unless a wall-time cap of its budgets ran out meanwhile (read without locks: wall time
     -- only grows); then it is given back and the call admitted anew, which refuses it
-    if coalesce(v_f.wall_ran_out,
-                exists (select from pgflight.budgets b
-                         where b.id = any (v_run.reserved_budget_ids) and b.max_wall_s is not null
-                           and v_now > b.started_at + make_interval(secs => b.max_wall_s))) then
+    if v_wall_ran_out then
       perform pgflight._release_reservation(v_run.id);
       v_run.reserved_usd := 0;
       v_run.reserved_attempt_id := null;

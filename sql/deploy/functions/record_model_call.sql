@@ -30,6 +30,7 @@ declare
   v_reserved boolean;
   v_cap bigint;
   v_max_blocks integer;
+  v_depth integer;  -- settings.max_json_depth
   v_hit boolean;  -- the fence statement found the attempt and the agent run
   v_next_ids bigint[];
   v_want boolean;  -- the next call is to be admitted here
@@ -77,12 +78,12 @@ begin
   v_mark := coalesce((p_options ->> 'mark_tools')::boolean, false);
   -- the fence of _agent_fence (attempt FOR SHARE, agent run FOR UPDATE, the holder's login) and, in
   -- the same statement, what the call needs of other tables: the price (longest model prefix), the
-  -- workspace's daily cap with today's (UTC) budget row, its model tokens per minute, and the
-  -- settings' max_result_bytes (a statement of its own before). Subqueries, not joins:
-  -- each is planned on its own, so a replan (after an ANALYZE) searches no join order.
-  select r as run,
-         (select s.max_result_bytes from pgflight.settings s) as max_result_bytes,
-         (select s.max_trace_blocks_per_iteration from pgflight.settings s) as max_blocks,
+  -- workspace's daily cap with today's (UTC) budget row, its model tokens per minute, the
+  -- settings row (its caps: result bytes, blocks per iteration, JSON depth) and the attempt's
+  -- workspace (whose tool policies apply). Subqueries, not joins: each is planned on its own, so
+  -- a replan (after an ANALYZE) searches no join order.
+  select r as run, a.workspace_id as attempt_workspace,
+         (select s from pgflight.settings s) as settings,
          (select p from pgflight.model_prices p
            where left(p_model, length(p.model)) = p.model order by length(p.model) desc limit 1) as price,
          (select w.daily_usd_cap from pgflight.workspaces w where w.id = r.workspace_id) as daily_usd_cap,
@@ -104,10 +105,12 @@ begin
   -- The response's blocks are capped like a result (ZF005, nothing written); on a fence
   -- miss checked before _agent_fence reports it, as when the cap was read before the fence
   if v_hit then
-    v_cap := v_f.max_result_bytes;
-    v_max_blocks := v_f.max_blocks;
+    v_cap := (v_f.settings).max_result_bytes;
+    v_max_blocks := (v_f.settings).max_trace_blocks_per_iteration;
+    v_depth := (v_f.settings).max_json_depth;
   else
-    select s.max_result_bytes, s.max_trace_blocks_per_iteration into v_cap, v_max_blocks from pgflight.settings s;
+    select s.max_result_bytes, s.max_trace_blocks_per_iteration, s.max_json_depth into v_cap, v_max_blocks, v_depth
+      from pgflight.settings s;
   end if;
   -- a response of more blocks than an iteration may hold (settings.max_trace_blocks_per_iteration)
   if jsonb_array_length(p_blocks) > v_max_blocks then
@@ -118,8 +121,15 @@ begin
     perform pgflight._require_cap('max_result_bytes', v_cap, octet_length(p_blocks::text),
                                   'model response blocks (bytes)');
   end if;
-  perform pgflight._require_json_depth(p_blocks, 'model response blocks');
-  perform pgflight._require_json_depth(p_usage, 'usage');
+  -- the depth cap (ZF005): _require_json_depth's own first test here, so a value too small to nest
+  -- deeper than the cap costs no call (each, with its SET clause and its read of the settings,
+  -- cost more than the test); a larger one goes to the helper, a null one to neither
+  if not (pg_column_size(p_blocks) < 8 * (v_depth + 1) and pg_column_compression(p_blocks) is null) then
+    perform pgflight._require_json_depth(p_blocks, 'model response blocks');
+  end if;
+  if not (pg_column_size(p_usage) < 8 * (v_depth + 1) and pg_column_compression(p_usage) is null) then
+    perform pgflight._require_json_depth(p_usage, 'usage');
+  end if;
   if not v_hit then  -- _agent_fence raises ZF001 / ZF002 / ZF003 / ZF012
     v_run := pgflight._agent_fence(p_attempt_id, p_token, p_agent_run_id, 'record_model_call');
     -- (found on a second look: the price and the day's budget go through their helpers)
@@ -188,7 +198,11 @@ begin
   -- (the totals' update was a statement of its own; each costs an executor start-up).
   v_free := case when v_mark then greatest(v_run.max_tool_calls - v_run.tool_calls, 0) else 0 end;
   if v_free > 0 then
-    select a.workspace_id into v_run_workspace from pgflight.step_attempts a where a.id = p_attempt_id;
+    if v_hit then
+      v_run_workspace := v_f.attempt_workspace;
+    else
+      select a.workspace_id into v_run_workspace from pgflight.step_attempts a where a.id = p_attempt_id;
+    end if;
   end if;
   with b as (
     -- the block's own type, so a type this code does not know (server_tool_use,
