@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import re
+import threading
 from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -1223,7 +1224,10 @@ def _rule_findings(text: _Text) -> list[Finding]:
 # granted") and a permission where a restriction is needed ("commercial use is permitted", "for
 # any purpose") make the clause not that category.
 
-_STEMMER: Final = snowballstemmer.stemmer("english")
+# A snowball stemmer keeps the word it works on in the object: two threads sharing one raise
+# IndexError or return another word's stem, so each thread (the worker runs recipes in threads)
+# has its own.
+_STEMMERS: Final = threading.local()
 _WORD: Final = re.compile(r"\bnon?-[a-z]+|[a-z]+(?:'[a-z]+)?")  # "non-exclusive", "no-charge": one word
 _BRITISH: Final = (
     (re.compile(r"licenc"), "licens"),
@@ -1238,7 +1242,10 @@ def _stem(word: str) -> str:
     word = word.removesuffix("'s").replace("n't", "").replace("-", "")
     for pattern, repl in _BRITISH:
         word = pattern.sub(repl, word)
-    return str(_STEMMER.stemWord(word))
+    stemmer = getattr(_STEMMERS, "english", None)
+    if stemmer is None:
+        stemmer = _STEMMERS.english = snowballstemmer.stemmer("english")
+    return str(stemmer.stemWord(word))
 
 
 def stems(text: str) -> list[str]:

@@ -152,7 +152,10 @@ def database(console: Console) -> str:
     was_running = cluster.running()
     dsn = cluster.up()
     if not was_running:
-        console.print(f"started the embedded database in {cluster.folder}")
+        where = str(cluster.folder)
+        if cluster.server_folder != cluster.folder:  # as root, in a folder the server's OS user cannot enter
+            where += f" (its data in {cluster.server_folder})"
+        console.print(f"started the embedded database in {where}", soft_wrap=True)
     return dsn
 
 

@@ -11,6 +11,8 @@ import csv
 import hashlib
 import os
 import shutil
+import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -221,6 +223,40 @@ def test_unknown_custom_terms_and_debian_license_fields() -> None:
 def test_analysis_is_deterministic() -> None:
     lines = lines_of("GPL-3")
     assert analyze(lines) == analyze(list(lines))
+
+
+def test_words_are_stemmed_alike_by_threads_at_once() -> None:
+    # the worker reviews documents in several threads of one process: each word's stem must be
+    # the one a single thread gives, with no IndexError, however the threads interleave
+    words = sorted(set(clauses._WORD.findall("\n".join(lines_of("GPL-3")).lower())))
+    clauses._stem.cache_clear()
+    alone = {w: clauses._stem(w) for w in words}
+    failures: list[str] = []
+
+    def stem_all() -> None:
+        for w in words:
+            try:
+                got = clauses._stem(w)
+            except Exception as e:  # every failure is collected and asserted below
+                failures.append(f"{w}: {e!r}")
+            else:
+                if got != alone[w]:
+                    failures.append(f"{w}: {got} != {alone[w]}")
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as the interpreter can
+    try:
+        for _ in range(3):
+            clauses._stem.cache_clear()
+            threads = [threading.Thread(target=stem_all) for _ in range(4)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+    finally:
+        sys.setswitchinterval(interval)
+        clauses._stem.cache_clear()
+    assert failures == []
 
 
 # --- discovery --------------------------------------------------------------------------------
