@@ -250,7 +250,7 @@ class Cluster:
         if (self.datadir / "PG_VERSION").exists():
             raise EmbeddedError(f"{self.folder} already holds a cluster")
         if source.running():
-            raise EmbeddedError(f"copy of {source.folder}: stop it first (a running server's files are not a copy)")
+            raise EmbeddedError(f"copy of {source.folder}: stop it first (a running server is no copy)")
         self._make_folders()
         self._run(["cp", "-a", f"{source.datadir}/.", str(self.datadir)], what="copy the data directory")
         self._write_port(free_port())
