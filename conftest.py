@@ -370,3 +370,27 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     for client, f in sorted(fresh.items()):
         cells = "".join(f"{f[c]:>24.4g}" if c in f else f"{'-':>24}" for c in cols)
         terminalreporter.write_line(f"{client:<12}{cells}")
+
+
+# --- order: the longest tests first --------------------------------------------------------------
+#: Modules whose tests each take a minute or more on the 2-core machine (a single process's
+#: --durations, longest first): run first, so that under xdist no such test starts last and runs
+#: alone at the tail while the other process idles. Within each, pytest-randomly's order stays.
+LONG_FIRST = (
+    "test_fence_matrix.py",
+    "test_upgrade.py",
+    "test_migrations.py",
+    "test_fan_in.py",
+    "test_rebaseline.py",
+    "test_bench_peers.py",
+    "test_agent_kills.py",
+    "test_schema_dump.py",
+    "test_reclaim_events.py",
+    "test_reclaim_row_triggers.py",
+)
+
+
+@pytest.hookimpl(trylast=True)  # after pytest-randomly's shuffle, which this sort keeps within a module
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    rank = {name: i for i, name in enumerate(LONG_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(LONG_FIRST)))
