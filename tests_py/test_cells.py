@@ -35,11 +35,6 @@ LOGINS = {WORKER: "pgflight_worker", OPERATOR: "pgflight_operator"}
 PROXY_DB = "pgflight_proxy"
 
 
-# one process runs this module's tests (scripts/test runs --dist loadgroup), so its servers are
-# started once, not once on each process that draws one of its tests
-pytestmark = pytest.mark.xdist_group("cells")
-
-
 @pytest.fixture(scope="module")
 def cluster3() -> Iterator[cells.LocalCells]:
     try:

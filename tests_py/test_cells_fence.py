@@ -53,11 +53,6 @@ ROUTED_BY = (*cells.ID_KEYS, "p_workspace", "p_name", "p_attempt_ids", "p_tokens
 CELL = 2  # the cell of workspaces A and B
 
 
-# one process runs this module's tests (scripts/test runs --dist loadgroup), so its servers are
-# started once, not once on each process that draws one of its tests
-pytestmark = pytest.mark.xdist_group("cells_fence")
-
-
 @pytest.fixture(scope="module")
 def fenced() -> Iterator[dict[str, Any]]:
     with cells_or_skip(3, logins=LOGINS, password=PASSWORD) as lc:

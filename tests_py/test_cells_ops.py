@@ -36,11 +36,6 @@ READER = "pgf_ops_reader"
 LOGINS = {WORKER: "pgflight_worker", OPERATOR: "pgflight_operator", READER: "pgflight_reader"}
 
 
-# one process runs this module's tests (scripts/test runs --dist loadgroup), so its servers are
-# started once, not once on each process that draws one of its tests
-pytestmark = pytest.mark.xdist_group("cells_ops")
-
-
 @pytest.fixture(scope="module")
 def cells3() -> Iterator[cells.LocalCells]:
     """Three cells behind a proxy, each cell's sweeps scheduled with its own pg_cron where it loads."""
