@@ -8,8 +8,12 @@ The schema is deployed with sqitch into database `pgflight_template` (plus pgTAP
 
 Fixtures:
     server         Server: superuser `dsn`, `host`, `port`, `cluster` (None with PGFLIGHT_TEST_DSN),
-                   `bindir`, `dsn_for(db)`, `template`.
+                   `bindir`, `dsn_for(db)`, `template`, `deployed(to, root=)`.
     dsn            str: DSN of a fresh database cloned from the template; dropped afterwards.
+    deployed       factory: deployed(to=None, root=None) -> DSN of a fresh database holding what
+                   `migrate.deploy(dsn, to=to, root=root)` leaves in an empty one (the plan up to
+                   a tag, or another project's plan such as a release's from git): deployed once
+                   per session into a database of its own, then cloned; dropped afterwards.
     conn           psycopg autocommit connection to `dsn`.
     connect        factory: connect(timeout_s=5, autocommit=True, dsn=None) -> Connection with
                    statement_timeout and lock_timeout set; closed after the test (races).
@@ -22,6 +26,7 @@ Fixtures:
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import tempfile
@@ -39,6 +44,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from pgflight import migrate
 from pgflight.embedded import Cluster, find_bindir
 
+ROOT = Path(__file__).resolve().parent
 TEMPLATE = "pgflight_template"
 TEST_SETTINGS = {
     "fsync": "off",
@@ -59,6 +65,8 @@ class Server:
     cluster: Cluster | None  # None when PGFLIGHT_TEST_DSN points at an existing server
     template: str = TEMPLATE
     _created: list[str] = field(default_factory=list)
+    # (to, digest of the plan) -> the database deployed so, which clones are made from
+    _deployed_at: dict[tuple[str | None, str], str] = field(default_factory=dict)
 
     def dsn_for(self, database: str) -> str:
         """Superuser DSN of another database on this server."""
@@ -73,6 +81,31 @@ class Server:
         with psycopg.connect(self.dsn, autocommit=True) as c:
             c.execute(stmt)
         return self.dsn_for(name)
+
+    def deployed(self, to: str | None = None, *, root: Path | None = None) -> str:
+        """
+        Superuser DSN of a new database holding exactly what `migrate.deploy(dsn, to=to, root=root)`
+        leaves in an empty one. The first call for a plan and `to` runs that deploy (sqitch, a psql
+        call per change) into a database of its own; every call clones it (CREATE DATABASE ...
+        TEMPLATE copies the files, the sqitch registry with them), so tests that start from the
+        same release do not each deploy the whole plan again.
+        """
+        plan = ((root or ROOT) / "sqitch.plan").read_bytes()
+        key = (to, hashlib.sha256(plan).hexdigest())
+        source = self._deployed_at.get(key)
+        if source is None:
+            worker = os.environ.get("PYTEST_XDIST_WORKER", "")  # one server may serve every process
+            source = "at_" + hashlib.sha256(repr((key, worker)).encode()).hexdigest()[:16]
+            with psycopg.connect(self.dsn, autocommit=True) as c:
+                c.execute(sql.SQL("drop database if exists {} with (force)").format(sql.Identifier(source)))
+                c.execute(sql.SQL("create database {}").format(sql.Identifier(source)))
+            try:
+                migrate.deploy(self.dsn_for(source), to=to, root=root)
+            except BaseException:
+                self.drop_database(self.dsn_for(source))
+                raise
+            self._deployed_at[key] = source
+        return self.create_database(template=source, prefix="d")
 
     def drop_database(self, dsn: str) -> None:
         """Drop the database `dsn` names, terminating its connections first."""
@@ -140,6 +173,20 @@ def dsn(server: Server) -> Iterator[str]:
     d = server.create_database(template=TEMPLATE)
     yield d
     server.drop_database(d)
+
+
+@pytest.fixture
+def deployed(server: Server) -> Iterator[Callable[..., str]]:
+    """Fresh databases deployed to a point of a plan (`Server.deployed`); dropped afterwards."""
+    made: list[str] = []
+
+    def _deployed(to: str | None = None, *, root: Path | None = None) -> str:
+        made.append(server.deployed(to, root=root))
+        return made[-1]
+
+    yield _deployed
+    for d in made:
+        server.drop_database(d)
 
 
 @pytest.fixture
@@ -323,3 +370,27 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     for client, f in sorted(fresh.items()):
         cells = "".join(f"{f[c]:>24.4g}" if c in f else f"{'-':>24}" for c in cols)
         terminalreporter.write_line(f"{client:<12}{cells}")
+
+
+# --- order: the longest tests first --------------------------------------------------------------
+#: Modules whose tests each take a minute or more on the 2-core machine (a single process's
+#: --durations, longest first): run first, so that under xdist no such test starts last and runs
+#: alone at the tail while the other process idles. Within each, pytest-randomly's order stays.
+LONG_FIRST = (
+    "test_fence_matrix.py",
+    "test_upgrade.py",
+    "test_migrations.py",
+    "test_fan_in.py",
+    "test_rebaseline.py",
+    "test_bench_peers.py",
+    "test_agent_kills.py",
+    "test_schema_dump.py",
+    "test_reclaim_events.py",
+    "test_reclaim_row_triggers.py",
+)
+
+
+@pytest.hookimpl(trylast=True)  # after pytest-randomly's shuffle, which this sort keeps within a module
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    rank = {name: i for i, name in enumerate(LONG_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(LONG_FIRST)))

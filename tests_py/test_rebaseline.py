@@ -13,6 +13,7 @@ import importlib.util
 import re
 import subprocess
 import sys
+from collections.abc import Callable
 from types import ModuleType
 
 import pytest
@@ -37,9 +38,11 @@ def _first_tag() -> str:
     return next(e for e in plan_entries() if e.startswith("@"))
 
 
-def test_the_plan_at_its_first_tag_deploys_exactly_what_the_0_9_plan_deployed(empty_dsn: str) -> None:
-    migrate.deploy(empty_dsn, to=_first_tag())
-    fresh = migrate.dump_schema(empty_dsn)
+def test_the_plan_at_its_first_tag_deploys_exactly_what_the_0_9_plan_deployed(
+    deployed: Callable[..., str],
+) -> None:
+    at_tag = deployed(_first_tag())
+    fresh = migrate.dump_schema(at_tag)
     committed = (BRIDGE / "schema.dump.sql").read_text()
     if migrate.dump_major(fresh) != migrate.dump_major(committed):
         pytest.skip("the 0.9 dump was made by another pg_dump major: regenerate on the project's machine")
@@ -60,7 +63,7 @@ def test_the_plan_at_its_first_tag_deploys_exactly_what_the_0_9_plan_deployed(em
                 "--column-inserts",
                 f"--table=pgflight.{t}",
                 "-d",
-                empty_dsn,
+                at_tag,
             ],
             capture_output=True,
             text=True,

@@ -8,6 +8,7 @@ in review.
 from __future__ import annotations
 
 import difflib
+from collections.abc import Callable
 
 import pytest
 
@@ -29,13 +30,13 @@ def _assert_matches(actual: str, expected: str, how: str, what: str) -> None:
 
 
 def test_a_fresh_deploy_and_an_upgrade_from_the_previous_tag_produce_the_committed_dump(
-    dsn: str, empty_dsn: str
+    dsn: str, deployed: Callable[..., str]
 ) -> None:
     fresh = migrate.dump_schema(dsn)
     tag = previous_tag()
-    migrate.deploy(empty_dsn, to=tag)
-    migrate.deploy(empty_dsn)
-    upgraded = migrate.dump_schema(empty_dsn)
+    at_tag = deployed(tag)
+    migrate.deploy(at_tag)
+    upgraded = migrate.dump_schema(at_tag)
     # whatever pg_dump this machine has, an upgrade ends where a fresh deploy does
     _assert_matches(upgraded, fresh, f"an upgrade from {tag} to HEAD", "a fresh deploy of HEAD")
 

@@ -252,19 +252,19 @@ def _proconfig(conn: Conn, signature: str) -> list[str]:
 
 
 def test_work_in_flight_on_0_9_finishes_once_after_the_upgrade_to_the_rebaselined_plan(
-    empty_dsn: str, tmp_path: Path, workers: Callable[..., Any]
+    deployed: Callable[..., str], tmp_path: Path, workers: Callable[..., Any]
 ) -> None:
     old = release_project(tmp_path / "old")
-    migrate.deploy(empty_dsn, to=OLD_RELEASE, root=old)
-    assert migrate.registry_release(empty_dsn) == migrate.UPGRADE_FROM
-    with psycopg.connect(empty_dsn, autocommit=True) as conn:
+    target = deployed(OLD_RELEASE, root=old)
+    assert migrate.registry_release(target) == migrate.UPGRADE_FROM
+    with psycopg.connect(target, autocommit=True) as conn:
         work = put_work_in_flight(conn)
-        migrate.deploy(empty_dsn, to=WAITS_POINT, root=old)
+        migrate.deploy(target, to=WAITS_POINT, root=old)
         parked = park_waits(conn, work.worker_id)
 
-        migrate.upgrade(empty_dsn)  # what `pgflight migrate` runs
-        assert migrate.registry_release(empty_dsn) == "current"
-        migrate.verify(empty_dsn)
+        migrate.upgrade(target)  # what `pgflight migrate` runs
+        assert migrate.registry_release(target) == "current"
+        migrate.verify(target)
         # the new plan is recorded whole; the old plan's rows are kept under another project
         projects = dict(
             conn.execute("select project, count(*) from sqitch.changes group by project").fetchall()
@@ -275,44 +275,46 @@ def test_work_in_flight_on_0_9_finishes_once_after_the_upgrade_to_the_rebaseline
         ]
         assert projects["pgflight"] == len(plan_changes)
         assert projects[migrate.RETIRED_PROJECT] > len(plan_changes)
-        assert "Nothing to deploy" in migrate.upgrade(empty_dsn)  # a second run: nothing to do
+        assert "Nothing to deploy" in migrate.upgrade(target)  # a second run: nothing to do
         # the schema a fresh deploy of this plan has, the history references of 0.9's text in words
-        upgraded, fresh = migrate.dump_schema(empty_dsn), (ROOT / "sql" / "schema.dump.sql").read_text()
+        upgraded, fresh = migrate.dump_schema(target), (ROOT / "sql" / "schema.dump.sql").read_text()
         if migrate.dump_major(upgraded) == migrate.dump_major(fresh):
             assert upgraded == fresh
 
         wake_waits(conn, parked)
-        finish(conn, work, workers, empty_dsn)
+        finish(conn, work, workers, target)
         assert_every_step_ended_once(conn, work, waits=3)
         assert_waits_finished_on_one_attempt(conn, parked)
 
 
-def test_an_upgrade_from_0_9_refuses_a_schema_that_is_not_0_9s(empty_dsn: str, tmp_path: Path) -> None:
+def test_an_upgrade_from_0_9_refuses_a_schema_that_is_not_0_9s(
+    deployed: Callable[..., str], tmp_path: Path
+) -> None:
     """A 0.9 database changed by hand is not recorded as 1.0: the registry stays the old plan's."""
     old = release_project(tmp_path / "old")
-    migrate.deploy(empty_dsn, to=OLD_RELEASE, root=old)
-    with psycopg.connect(empty_dsn, autocommit=True) as conn:
+    target = deployed(OLD_RELEASE, root=old)
+    with psycopg.connect(target, autocommit=True) as conn:
         conn.execute("alter table pgflight.runs add column by_hand text")
     with pytest.raises(migrate.MigrationError) as info:
-        migrate.upgrade(empty_dsn)
+        migrate.upgrade(target)
     assert "not the one the 0.9 plan deploys" in str(info.value)
     assert "by_hand" in info.value.output
-    assert migrate.registry_release(empty_dsn) == migrate.UPGRADE_FROM
+    assert migrate.registry_release(target) == migrate.UPGRADE_FROM
 
 
 def test_work_in_flight_finishes_once_after_an_upgrade_from_the_previous_tag(
-    empty_dsn: str, tmp_path: Path, workers: Callable[..., Any]
+    deployed: Callable[..., str], tmp_path: Path, workers: Callable[..., Any]
 ) -> None:
-    migrate.deploy(empty_dsn, to=previous_tag())
-    with psycopg.connect(empty_dsn, autocommit=True) as conn:
+    target = deployed(previous_tag())
+    with psycopg.connect(target, autocommit=True) as conn:
         work = put_work_in_flight(conn)
         parked = park_waits(conn, work.worker_id)
 
         project = copy_project(tmp_path / "project")
         reworked = rework_everything(project)
         assert len(reworked) > 50
-        migrate.deploy(empty_dsn, root=project)
-        migrate.verify(empty_dsn, root=project)
+        migrate.deploy(target, root=project)
+        migrate.verify(target, root=project)
         # every function now runs its reworked body, with the settings its definition gives
         stale = conn.execute(
             "select p.oid::regprocedure::text from pg_proc p where p.pronamespace = 'pgflight'::regnamespace"
@@ -322,16 +324,16 @@ def test_work_in_flight_finishes_once_after_an_upgrade_from_the_previous_tag(
         assert {"enable_sort=off", "jit=off"} <= set(_proconfig(conn, CLAIM_BATCH))
 
         wake_waits(conn, parked)
-        finish(conn, work, workers, empty_dsn)
+        finish(conn, work, workers, target)
         assert_every_step_ended_once(conn, work, waits=3)
         assert_waits_finished_on_one_attempt(conn, parked)
 
 
 def test_rework_of_a_function_deploys_reverts_and_deploys_again_keeping_its_settings(
-    empty_dsn: str, tmp_path: Path
+    deployed: Callable[..., str], tmp_path: Path
 ) -> None:
     """`sqitch rework` as CONTRIBUTING.md says, on a database at the previous tag."""
-    migrate.deploy(empty_dsn, to=previous_tag())
+    target = deployed(previous_tag())
     project = copy_project(tmp_path / "project")
     sqitch(project, "tag", "roundtrip", "-n", "the round-trip test's release")
     sqitch(project, "rework", "functions/claim_batch", "-n", "claim_batch reworked by the round-trip test")
@@ -345,27 +347,27 @@ def test_rework_of_a_function_deploys_reverts_and_deploys_again_keeping_its_sett
         assert src is not None
         return "-- round trip" in src[0], _proconfig(conn, CLAIM_BATCH)
 
-    with psycopg.connect(empty_dsn, autocommit=True) as conn:
+    with psycopg.connect(target, autocommit=True) as conn:
         assert {"enable_sort=off", "jit=off"} <= set(_proconfig(conn, CLAIM_BATCH))
 
-        migrate.deploy(empty_dsn, root=project)
+        migrate.deploy(target, root=project)
         # HEAD's settings (its search_path puts pg_temp last), kept by the rework
         settings = _proconfig(conn, CLAIM_BATCH)
         assert {"enable_sort=off", "jit=off", "search_path=pg_catalog, pg_temp"} <= set(settings)
         assert state(conn) == (True, settings)
-        migrate.verify(empty_dsn, root=project)
+        migrate.verify(target, root=project)
 
-        migrate.revert(empty_dsn, to="@roundtrip", root=project)
+        migrate.revert(target, to="@roundtrip", root=project)
         assert state(conn) == (False, settings)  # the previous definition, restored
 
-        migrate.deploy(empty_dsn, root=project)
+        migrate.deploy(target, root=project)
         assert state(conn) == (True, settings)
-        migrate.verify(empty_dsn, root=project)
+        migrate.verify(target, root=project)
 
 
-def test_a_rework_that_drops_a_setting_fails_verify(empty_dsn: str, tmp_path: Path) -> None:
+def test_a_rework_that_drops_a_setting_fails_verify(deployed: Callable[..., str], tmp_path: Path) -> None:
     """The verify scripts check proconfig: claim_batch without `set jit = off` does not deploy."""
-    migrate.deploy(empty_dsn, to=previous_tag())
+    target = deployed(previous_tag())
     project = copy_project(tmp_path / "project")
     sqitch(project, "tag", "forgetful", "-n", "a release")
     sqitch(project, "rework", "functions/claim_batch", "-n", "forgets a setting")
@@ -378,7 +380,7 @@ def test_a_rework_that_drops_a_setting_fails_verify(empty_dsn: str, tmp_path: Pa
     assert lost == 1
     deploy.write_text(text)
     with pytest.raises(migrate.MigrationError) as info:
-        migrate.deploy(empty_dsn, root=project)
+        migrate.deploy(target, root=project)
     assert "has settings" in info.value.output
-    with psycopg.connect(empty_dsn, autocommit=True) as conn:
+    with psycopg.connect(target, autocommit=True) as conn:
         assert "jit=off" in _proconfig(conn, CLAIM_BATCH)  # sqitch reverted the change

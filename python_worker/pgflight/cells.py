@@ -1191,7 +1191,8 @@ def local_cells(
     cron: bool = False,
 ) -> Iterator[LocalCells]:
     """
-    Start `n` throwaway servers, deploy and number a cell in each, the proxy database on the first,
+    Start `n` throwaway servers (pgflight deployed in the first, the others copies of it made with
+    :meth:`Cluster.copy_of`), number a cell in each, the proxy database on the first,
     and `logins` (name: lane role) in every server with an every-workspace grant of their lane and
     a user mapping on the proxy. Everything is destroyed on exit. Raises CellsError without PL/Proxy.
     With `cron`, pg_cron (where the server has it) serves each cell's database and each cell's
@@ -1205,17 +1206,22 @@ def local_cells(
     folders = [Path(tempfile.mkdtemp(prefix=f"pgflight-cell{i}-")) for i in range(1, n + 1)]
     clusters: list[Any] = []
     try:
+        cron_db = {"cron.database_name": "postgres"} if cron else {}  # the cells' database
         for f in folders:
             os.chmod(f, 0o755)  # as root the server runs as postgres
-            cron_db = {"cron.database_name": "postgres"} if cron else {}  # the cells' database
-            cl = Cluster(f, settings={**cron_db, **(settings or {})})
-            clusters.append(cl)
-            cl.up()
-        if not plproxy_available(clusters[0].dsn("postgres")):
+            clusters.append(Cluster(f, settings={**cron_db, **(settings or {})}))
+        first = clusters[0]
+        first.up()
+        if not plproxy_available(first.dsn("postgres")):
             raise CellsError("PL/Proxy is not installed (postgresql-<V>-plproxy; scripts/setup installs it)")
-        dsns = [cl.dsn("postgres") for cl in clusters]
+        # one deploy: the other servers start as copies of the first, stopped once it is deployed
+        migrate.deploy(first.dsn("postgres"))
+        first.stop()
+        for cl in clusters[1:]:
+            cl.copy_of(first)
         with ThreadPoolExecutor(n) as ex:
-            list(ex.map(migrate.deploy, dsns))
+            list(ex.map(lambda cl: cl.start(), clusters))
+        dsns = [cl.dsn("postgres") for cl in clusters]
         for cl in clusters:
             _scram_logins(cl, logins, password)
         clusters[0].create_database("pgflight_proxy")

@@ -219,17 +219,7 @@ class Cluster:
                 ) from None
         if not (self.bindir / "initdb").exists():
             raise EmbeddedError(f"{self.bindir} has no initdb; run scripts/setup")
-        self.folder.mkdir(parents=True, exist_ok=True)
-        if os.geteuid() == 0:  # the server's OS user must be able to walk into it
-            self.folder.chmod(self.folder.stat().st_mode | 0o711)
-            if not self._server_user_may("-x", self.folder):
-                self._relocate()
-        if self.datadir.exists():  # a half-made cluster from an interrupted init
-            shutil.rmtree(self.datadir)
-        for d in (self.datadir, self.rundir):
-            d.mkdir(mode=0o700, exist_ok=True)
-            self._give(d)
-        self._check_reachable()
+        self._make_folders()
         self._run(
             [
                 self.program("initdb"),
@@ -249,6 +239,20 @@ class Cluster:
         with (self.datadir / "postgresql.conf").open("a") as f:
             f.write("\n# pgflight: generated settings, rewritten at every start\n")
             f.write("include_if_exists = 'pgflight.conf'\n")
+        self._write_port(free_port())
+
+    def copy_of(self, source: Cluster) -> None:
+        """
+        Make this new cluster a copy of the stopped cluster `source`: its data directory as `cp -a`
+        copies it (databases, roles, extensions, pg_hba.conf), on a port of its own. Several servers
+        that must start alike (`cells.local_cells`) are deployed once this way, not once each.
+        """
+        if (self.datadir / "PG_VERSION").exists():
+            raise EmbeddedError(f"{self.folder} already holds a cluster")
+        if source.running():
+            raise EmbeddedError(f"copy of {source.folder}: stop it first (a running server is no copy)")
+        self._make_folders()
+        self._run(["cp", "-a", f"{source.datadir}/.", str(self.datadir)], what="copy the data directory")
         self._write_port(free_port())
 
     def start(self) -> None:
@@ -419,6 +423,20 @@ class Cluster:
         target.mkdir(mode=0o700, exist_ok=True)
         self._give(target)
         self._serverfile.write_text(f"{target}\n")  # init's _check_reachable probes it next
+
+    def _make_folders(self) -> None:
+        """An empty data/ and run/ that the server's OS user owns and can reach."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+        if os.geteuid() == 0:  # the server's OS user must be able to walk into it
+            self.folder.chmod(self.folder.stat().st_mode | 0o711)
+            if not self._server_user_may("-x", self.folder):
+                self._relocate()
+        if self.datadir.exists():  # a half-made cluster from an interrupted init
+            shutil.rmtree(self.datadir)
+        for d in (self.datadir, self.rundir):
+            d.mkdir(mode=0o700, exist_ok=True)
+            self._give(d)
+        self._check_reachable()
 
     def _check_reachable(self) -> None:
         if os.geteuid() != 0 or self._server_user_may("-w", self.rundir):
